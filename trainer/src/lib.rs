@@ -1,1 +1,27 @@
-//! ERNIE 3.0 / BERT fine-tuning for Chinese text classification on libtorch.
+//! ERNIE 3.0 / BERT fine-tuning for Chinese text classification on libtorch (tch), with Hugging
+//! Face-compatible checkpoints and tokenization.
+//!
+//! # Layout
+//! - [`error`]: the crate's `Error` / `Result`.
+//! - [`config`]: `config.json` (`ErnieConfig`) and the ERNIE 3.0 presets.
+//! - [`model`]: encoder, pooler, classification and masked-LM heads, named like transformers' state dicts.
+//! - [`checkpoint`]: load / save Hugging Face model directories (safetensors, `pytorch_model.bin`).
+//! - [`tokenizer`]: BERT WordPiece exactly as transformers' `BertTokenizer`.
+//! - [`device`]: device and precision selection.
+
+pub mod checkpoint;
+pub mod config;
+pub mod data;
+pub mod device;
+pub mod error;
+pub mod events;
+pub mod metrics;
+pub mod model;
+pub mod tokenizer;
+
+pub use checkpoint::{LoadReport, LoadedModel, SavedCheckpoint};
+pub use config::ErnieConfig;
+pub use device::{pick_device, Precision};
+pub use error::{Error, Result};
+pub use model::{ErnieForMaskedLM, ErnieForSequenceClassification, ErnieModel};
+pub use tokenizer::{Encoded, Tokenizer};

@@ -1,0 +1,210 @@
+//! The encoder with its pooler (`ErnieModel`, under `ernie.` or `bert.`) and the two task heads:
+//! sequence classification (`classifier.*`) and masked-LM pretraining (`cls.predictions.*`, decoder tied to
+//! the word embeddings).
+
+use tch::nn::{Init, Path};
+use tch::{Kind, Tensor};
+
+use super::embeddings::ErnieEmbeddings;
+use super::encoder::{ErnieEncoder, Packing};
+use super::layers::{activation, Dense, LayerNorm};
+use super::additive_mask;
+use crate::ErnieConfig;
+
+/// What the encoder returns.
+#[derive(Debug)]
+pub struct ErnieModelOutput {
+    /// `[B, S, H]` last hidden states (zeros at padded positions when the batch was unpadded, where
+    /// transformers has values nobody should read); `[B, 1, H]` when only the `[CLS]` row was computed.
+    pub sequence_output: Tensor,
+    /// `[B, H]` tanh pooler over `[CLS]`.
+    pub pooled_output: Tensor,
+}
+
+/// `ernie.*` / `bert.*`: embeddings, encoder and pooler.
+#[derive(Debug)]
+pub struct ErnieModel {
+    pub embeddings: ErnieEmbeddings,
+    pub encoder: ErnieEncoder,
+    pub pooler: Dense,
+    /// Run the dense layers on real tokens only (see [`Packing`]); on by default, off to measure the gain.
+    pub unpad: bool,
+}
+
+impl ErnieModel {
+    /// `p` is the `ernie` (or `bert`) path.
+    pub fn new(p: &Path, c: &ErnieConfig) -> Self {
+        ErnieModel {
+            embeddings: ErnieEmbeddings::new(&p.sub("embeddings"), c),
+            encoder: ErnieEncoder::new(&p.sub("encoder"), c),
+            pooler: Dense::new(&p.sub("pooler").sub("dense"), c.hidden_size, c.hidden_size, c.initializer_range),
+            unpad: true,
+        }
+    }
+
+    /// Full forward. `input_ids`, `attention_mask`, `token_type_ids`, `task_type_ids`: `[B, S]` Int64.
+    pub fn forward_t(
+        &self,
+        input_ids: &Tensor,
+        attention_mask: &Tensor,
+        token_type_ids: Option<&Tensor>,
+        task_type_ids: Option<&Tensor>,
+        train: bool,
+    ) -> ErnieModelOutput {
+        self.run(input_ids, attention_mask, token_type_ids, task_type_ids, train, false)
+    }
+
+    /// Like [`ErnieModel::forward_t`] but the last layer is computed for `[CLS]` only: use it when only the
+    /// pooled output is needed (classification). `sequence_output` is then `[B, 1, H]`.
+    pub fn forward_pooled_t(
+        &self,
+        input_ids: &Tensor,
+        attention_mask: &Tensor,
+        token_type_ids: Option<&Tensor>,
+        task_type_ids: Option<&Tensor>,
+        train: bool,
+    ) -> ErnieModelOutput {
+        self.run(input_ids, attention_mask, token_type_ids, task_type_ids, train, true)
+    }
+
+    fn run(
+        &self,
+        input_ids: &Tensor,
+        attention_mask: &Tensor,
+        token_type_ids: Option<&Tensor>,
+        task_type_ids: Option<&Tensor>,
+        train: bool,
+        cls_only: bool,
+    ) -> ErnieModelOutput {
+        let embedded = self.embeddings.forward_t(input_ids, token_type_ids, task_type_ids, train);
+        let mask = additive_mask(attention_mask, embedded.kind());
+        let packing = if self.unpad { Packing::new(attention_mask) } else { None };
+        let hidden = match &packing {
+            Some(p) => p.pack(&embedded),
+            None => embedded,
+        };
+        let out = self.encoder.forward_t(hidden, &mask, packing.as_ref(), train, cls_only);
+        let (sequence_output, cls) = if cls_only {
+            (out.unsqueeze(1), out)
+        } else {
+            let seq = match &packing {
+                Some(p) => p.unpack(&out),
+                None => out,
+            };
+            let cls = seq.select(1, 0);
+            (seq, cls)
+        };
+        let pooled_output = self.pooler.forward(&cls).tanh();
+        ErnieModelOutput { sequence_output, pooled_output }
+    }
+}
+
+/// `ErnieForSequenceClassification` / `BertForSequenceClassification`: pooler → dropout → `classifier`.
+#[derive(Debug)]
+pub struct ErnieForSequenceClassification {
+    pub ernie: ErnieModel,
+    pub classifier: Dense,
+    dropout: f64,
+}
+
+impl ErnieForSequenceClassification {
+    /// `p` is the VarStore root; parameters are created under `ernie.` (or `bert.` when
+    /// `model_type == "bert"`) and `classifier.`, exactly the Hugging Face state-dict names.
+    pub fn new(p: &Path, config: &ErnieConfig) -> Self {
+        ErnieForSequenceClassification {
+            ernie: ErnieModel::new(&p.sub(config.base_prefix()), config),
+            classifier: Dense::new(
+                &p.sub("classifier"),
+                config.hidden_size,
+                config.num_labels,
+                config.initializer_range,
+            ),
+            dropout: config.classifier_dropout_prob(),
+        }
+    }
+
+    /// `[B, S]` Int64 inputs on the model's device → logits `[B, L]` (Float; under autocast possibly half —
+    /// callers convert with `.to_kind(Kind::Float)`).
+    pub fn forward_t(
+        &self,
+        input_ids: &Tensor,
+        attention_mask: &Tensor,
+        token_type_ids: Option<&Tensor>,
+        task_type_ids: Option<&Tensor>,
+        train: bool,
+    ) -> Tensor {
+        let out = self.ernie.forward_pooled_t(input_ids, attention_mask, token_type_ids, task_type_ids, train);
+        self.classifier.forward(&out.pooled_output.dropout(self.dropout, train))
+    }
+}
+
+/// `ErnieForMaskedLM` / `BertForMaskedLM`: `cls.predictions.transform.{dense, LayerNorm}` and a decoder whose
+/// weight is the word-embedding table (tied, as in transformers) plus `cls.predictions.bias`.
+#[derive(Debug)]
+pub struct ErnieForMaskedLM {
+    pub ernie: ErnieModel,
+    pub transform: Dense,
+    pub transform_norm: LayerNorm,
+    /// `cls.predictions.bias` `[V]`; transformers' `cls.predictions.decoder.bias` is the same tensor.
+    pub decoder_bias: Tensor,
+    act: String,
+}
+
+impl ErnieForMaskedLM {
+    /// `p` is the VarStore root (`ernie.*` / `bert.*` and `cls.predictions.*`).
+    pub fn new(p: &Path, config: &ErnieConfig) -> Self {
+        let pred = p.sub("cls").sub("predictions");
+        let tr = pred.sub("transform");
+        ErnieForMaskedLM {
+            ernie: ErnieModel::new(&p.sub(config.base_prefix()), config),
+            transform: Dense::new(&tr.sub("dense"), config.hidden_size, config.hidden_size, config.initializer_range),
+            transform_norm: LayerNorm::new(&tr.sub("LayerNorm"), config.hidden_size, config.layer_norm_eps),
+            decoder_bias: pred.var("bias", &[config.vocab_size as i64], Init::Const(0.0)),
+            act: config.hidden_act.clone(),
+        }
+    }
+
+    /// Vocabulary logits `[B, S, V]` for every position.
+    pub fn forward_t(
+        &self,
+        input_ids: &Tensor,
+        attention_mask: &Tensor,
+        token_type_ids: Option<&Tensor>,
+        task_type_ids: Option<&Tensor>,
+        train: bool,
+    ) -> Tensor {
+        let out = self.ernie.forward_t(input_ids, attention_mask, token_type_ids, task_type_ids, train);
+        self.predict(&out.sequence_output)
+    }
+
+    /// Vocabulary logits `[N, V]` for the flattened positions `positions` (`[N]` Int64 indices into `B * S`),
+    /// which avoids the `[B, S, V]` projection when only masked tokens are scored.
+    pub fn forward_masked_t(
+        &self,
+        input_ids: &Tensor,
+        attention_mask: &Tensor,
+        token_type_ids: Option<&Tensor>,
+        task_type_ids: Option<&Tensor>,
+        positions: &Tensor,
+        train: bool,
+    ) -> Tensor {
+        let out = self.ernie.forward_t(input_ids, attention_mask, token_type_ids, task_type_ids, train);
+        let h = out.sequence_output.size()[2];
+        let picked = out.sequence_output.reshape([-1, h]).index_select(0, positions);
+        self.predict(&picked)
+    }
+
+    fn predict(&self, hidden: &Tensor) -> Tensor {
+        let x = self.transform_norm.forward(&activation(&self.act, &self.transform.forward(hidden)));
+        x.linear(&self.ernie.embeddings.word_embeddings, Some(&self.decoder_bias))
+    }
+
+    /// Masked-LM cross-entropy; `labels` uses -100 for positions that are not scored (transformers' rule).
+    pub fn loss(logits: &Tensor, labels: &Tensor) -> Tensor {
+        let v = *logits.size().last().expect("logits have a vocabulary dimension");
+        logits
+            .reshape([-1, v])
+            .to_kind(Kind::Float)
+            .cross_entropy_loss::<Tensor>(&labels.reshape([-1]), None, tch::Reduction::Mean, -100, 0.0)
+    }
+}
