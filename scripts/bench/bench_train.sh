@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# `make bench-train`: training and inference samples/s of the ERNIE 3.0 nano classifier at batch 32,
+# sequence 128 (padded), fp32 on all cores — Paddock (tch, trainer/examples/bench.rs) and PyTorch eager +
+# transformers (scripts/bench/bench_torch.py) on the identical batch, in one run — then the ratio and the
+# FLOP/s achieved against an estimate of the machine's fp32 peak.
+# transformers goes into .venv-parity (never into the runtime .venv); torch is shared through a .pth file.
+# Two batches are measured: lengths 64..128 padded to 128 (the usual case; Paddock skips the padding, which
+# transformers computes), and every sequence 128 tokens long (no padding to skip).
+# Environment overrides: BENCH_PRESET (nano), BENCH_BATCH (32), BENCH_SEQ (128), BENCH_STEPS (10),
+# BENCH_SCENARIOS ("padded full").
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/env.sh
+
+PRESET="${BENCH_PRESET:-nano}"; BATCH="${BENCH_BATCH:-32}"; SEQ="${BENCH_SEQ:-128}"; STEPS="${BENCH_STEPS:-10}"
+ARGS=(--preset "$PRESET" --batch "$BATCH" --seq "$SEQ" --steps "$STEPS")
+
+PY=.venv-parity/bin/python
+if ! "$PY" -c "import transformers, torch" 2>/dev/null; then
+  echo "setting up .venv-parity (transformers)..." >&2
+  python3 -m venv .venv-parity
+  site=$(echo "$PWD"/.venv/lib/python3*/site-packages)
+  echo "$site" > "$(echo .venv-parity/lib/python3*/site-packages)/paddock_torch.pth"
+  .venv-parity/bin/pip install -q transformers safetensors numpy
+fi
+
+cargo build --release -q -p trainer --example bench
+
+# Peak fp32 FLOP/s estimate: cores x clock x FLOPs/cycle (2 FMA units: 64 with AVX-512, 32 with AVX2).
+CORES=$(nproc)
+MHZ=$(awk -F: '/^cpu MHz/ {print $2; exit}' /proc/cpuinfo | tr -d ' ')
+if grep -qw avx512f /proc/cpuinfo; then FPC=64; elif grep -qw avx2 /proc/cpuinfo; then FPC=32; else FPC=16; fi
+
+for SCENARIO in ${BENCH_SCENARIOS:-padded full}; do
+EXTRA=(); [ "$SCENARIO" = full ] && EXTRA=(--full)
+RUST_JSON=$(target/release/examples/bench "${ARGS[@]}" "${EXTRA[@]}")
+TORCH_JSON=$("$PY" scripts/bench/bench_torch.py "${ARGS[@]}" "${EXTRA[@]}" 2>/dev/null | tail -1)
+python3 - "$RUST_JSON" "$TORCH_JSON" "$CORES" "${MHZ:-0}" "$FPC" <<'PYEOF'
+import json, sys
+rust, torch = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+cores, mhz, fpc = int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
+peak = cores * mhz * 1e6 * fpc
+kind = "every sequence full length" if rust["full_length"] else "lengths 64..128, padded"
+print(f"\n{rust['preset']} shape, batch {rust['batch']}, seq {rust['seq']} ({kind}; {rust['real_tokens']} real tokens), "
+      f"fp32, {rust['threads']} threads")
+print(f"{'':34}{'train samples/s':>16}{'infer samples/s':>16}{'train GFLOP/s':>15}{'infer GFLOP/s':>15}")
+for r in (rust, torch):
+    print(f"{r['impl'][:34]:34}{r['train_samples_per_s']:16.2f}{r['infer_samples_per_s']:16.2f}"
+          f"{r['train_flops_per_s'] / 1e9:15.1f}{r['infer_flops_per_s'] / 1e9:15.1f}")
+print(f"{'ratio paddock / pytorch':34}{rust['train_samples_per_s'] / torch['train_samples_per_s']:15.2f}x"
+      f"{rust['infer_samples_per_s'] / torch['infer_samples_per_s']:15.2f}x")
+if peak > 0:
+    print(f"estimated fp32 peak {peak / 1e9:.0f} GFLOP/s ({cores} cores x {mhz:.0f} MHz x {fpc} FLOP/cycle); "
+          f"paddock reaches {100 * rust['train_flops_per_s'] / peak:.0f}% (train) and "
+          f"{100 * rust['infer_flops_per_s'] / peak:.0f}% (inference); FLOPs are nominal dense-model counts")
+PYEOF
+done
