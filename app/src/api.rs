@@ -1,6 +1,8 @@
 //! Server functions: the UI's calls into the server. Each is a few lines that take `AppState` and the
 //! caller from context and call the same domain function the REST API calls (`crate::ssr::*`), so each
-//! rule lives in one place. Prefix `/rpc` keeps them apart from the public REST API under `/api/v1`.
+//! rule lives in one place. Prefix `/rpc` keeps them apart from the public REST API under `/api/v1`;
+//! each has a fixed endpoint name (`/rpc/sign_in`, ...) so its URL does not change when code moves.
+//! A failed call answers with the same HTTP status as the REST API would (`ssr::context::respond`).
 
 use leptos::prelude::*;
 
@@ -10,127 +12,219 @@ use crate::types::*;
 // ---- accounts ------------------------------------------------------------------------------------
 
 /// The signed-in account, or `None`.
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "current_user")]
 pub async fn current_user() -> Result<Option<Me>, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::context as ctx;
+    ctx::respond(async move {
+        Ok(ctx::maybe_actor().await?.map(|a| a.me()))
+    }
+    .await)
 }
 
 /// Creates an account and signs it in. The first account becomes the instance admin.
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "sign_up")]
 pub async fn sign_up(username: String, password: String) -> Result<Me, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        let state = ctx::state()?;
+        let signed = ssr::accounts::sign_up(&state.db, &username, &password, ctx::client_ip().as_deref()).await?;
+        ssr::sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
+        Ok(signed.me)
+    }
+    .await)
 }
 
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "sign_in")]
 pub async fn sign_in(username: String, password: String) -> Result<Me, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        let state = ctx::state()?;
+        let ip = ctx::client_ip();
+        let signed = ssr::accounts::sign_in(&state.db, &state.throttle, &username, &password, ip.as_deref()).await?;
+        ssr::sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
+        Ok(signed.me)
+    }
+    .await)
 }
 
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "sign_out")]
 pub async fn sign_out() -> Result<(), AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::sessions::sign_out(&ctx::session()?).await
+    }
+    .await)
 }
 
 // ---- workspaces -----------------------------------------------------------------------------------
 
 /// Workspaces the caller is a member of.
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "list_workspaces")]
 pub async fn list_workspaces() -> Result<Vec<WorkspaceSummary>, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::workspaces::list(&ctx::state()?.db, &ctx::actor().await?).await
+    }
+    .await)
 }
 
 /// NotFound for non-members.
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "get_workspace")]
 pub async fn get_workspace(workspace_id: i64) -> Result<WorkspaceSummary, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::workspaces::get(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+    }
+    .await)
 }
 
 /// The creator becomes its owner.
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "create_workspace")]
 pub async fn create_workspace(name: String) -> Result<WorkspaceSummary, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::workspaces::create(&ctx::state()?.db, &ctx::actor().await?, &name).await
+    }
+    .await)
 }
 
 /// Owners only.
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "rename_workspace")]
 pub async fn rename_workspace(workspace_id: i64, name: String) -> Result<WorkspaceSummary, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::workspaces::rename(&ctx::state()?.db, &ctx::actor().await?, workspace_id, &name).await
+    }
+    .await)
 }
 
 /// Owners only.
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "delete_workspace")]
 pub async fn delete_workspace(workspace_id: i64) -> Result<(), AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::workspaces::delete(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+    }
+    .await)
 }
 
 // ---- members --------------------------------------------------------------------------------------
 
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "list_members")]
 pub async fn list_members(workspace_id: i64) -> Result<Vec<Member>, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::members::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+    }
+    .await)
 }
 
 /// Owners only. `role` is `owner`, `editor` or `viewer`.
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "add_member")]
 pub async fn add_member(workspace_id: i64, username: String, role: String) -> Result<Member, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::members::add(&ctx::state()?.db, &ctx::actor().await?, workspace_id, &username, &role).await
+    }
+    .await)
 }
 
 /// Owners only. The last owner cannot be demoted.
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "change_member_role")]
 pub async fn change_member_role(workspace_id: i64, user_id: i64, role: String) -> Result<Member, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::members::change_role(&ctx::state()?.db, &ctx::actor().await?, workspace_id, user_id, &role).await
+    }
+    .await)
 }
 
 /// Owners only (or a member removing themselves). The last owner cannot be removed.
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "remove_member")]
 pub async fn remove_member(workspace_id: i64, user_id: i64) -> Result<(), AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::members::remove(&ctx::state()?.db, &ctx::actor().await?, workspace_id, user_id).await
+    }
+    .await)
 }
 
 // ---- activity -------------------------------------------------------------------------------------
 
 /// Newest first; `before` is an entry id for paging.
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "list_activity")]
 pub async fn list_activity(workspace_id: i64, before: Option<i64>) -> Result<Vec<AuditEntry>, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::audit::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id, before).await
+    }
+    .await)
 }
 
 // ---- personal API tokens --------------------------------------------------------------------------
 
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "list_tokens")]
 pub async fn list_tokens() -> Result<Vec<ApiToken>, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::tokens::list(&ctx::state()?.db, &ctx::actor().await?).await
+    }
+    .await)
 }
 
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "create_token")]
 pub async fn create_token(name: String) -> Result<NewApiToken, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::tokens::create(&ctx::state()?.db, &ctx::actor().await?, &name).await
+    }
+    .await)
 }
 
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "revoke_token")]
 pub async fn revoke_token(token_id: i64) -> Result<(), AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::tokens::revoke(&ctx::state()?.db, &ctx::actor().await?, token_id).await
+    }
+    .await)
 }
 
 // ---- instance administration (admins only) -------------------------------------------------------
 
-#[server(prefix = "/rpc")]
+// `name`: the default struct name would collide with `types::InstanceSettings`.
+#[server(name = GetInstanceSettings, prefix = "/rpc", endpoint = "instance_settings")]
 pub async fn instance_settings() -> Result<InstanceSettings, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::admin::settings(&ctx::state()?.db, &ctx::actor().await?).await
+    }
+    .await)
 }
 
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "set_signup_enabled")]
 pub async fn set_signup_enabled(enabled: bool) -> Result<InstanceSettings, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::admin::set_signup_enabled(&ctx::state()?.db, &ctx::actor().await?, enabled).await
+    }
+    .await)
 }
 
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "list_users")]
 pub async fn list_users() -> Result<Vec<UserAccount>, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::admin::list_users(&ctx::state()?.db, &ctx::actor().await?).await
+    }
+    .await)
 }
 
-#[server(prefix = "/rpc")]
+#[server(prefix = "/rpc", endpoint = "set_user_disabled")]
 pub async fn set_user_disabled(user_id: i64, disabled: bool) -> Result<UserAccount, AppError> {
-    unimplemented!("backend")
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move {
+        ssr::admin::set_user_disabled(&ctx::state()?.db, &ctx::actor().await?, user_id, disabled).await
+    }
+    .await)
 }

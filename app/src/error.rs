@@ -1,6 +1,13 @@
 //! The one error type of the `app` crate. Server functions and REST handlers both return it; it is
 //! turned into an HTTP response in exactly one place (`ssr::http_error`), and into a message in the
 //! user's language in the UI from its `code`.
+//!
+//! Stable codes (what [`AppError::code`] returns): `username_invalid`, `username_taken`,
+//! `password_too_short`, `password_too_long`, `invalid_credentials`, `signup_disabled`,
+//! `account_disabled`, `workspace_name_invalid`, `role_invalid`, `user_not_found`, `already_member`,
+//! `last_owner`, `token_name_invalid`, `cannot_disable_self`, `body_too_large`, `invalid_body`,
+//! `csrf_rejected`, `unauthenticated`, `forbidden`, `not_found`, `too_many_requests`, `internal`,
+//! `transport` (client side only).
 
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +36,20 @@ pub enum AppError {
     /// Too many attempts; try again after the given number of seconds.
     #[error("too many attempts, try again in {retry_after_secs} s")]
     TooManyRequests { retry_after_secs: u64 },
+    /// The username or password is wrong (deliberately not saying which). HTTP 401.
+    #[error("wrong username or password")]
+    InvalidCredentials,
+    /// Refused for a reason the caller can read in `code` (`signup_disabled`, `account_disabled`,
+    /// `csrf_rejected`, `cannot_disable_self`). HTTP 403.
+    #[error("{message}")]
+    Denied { code: String, message: String },
+    /// The request body is larger than the server accepts. HTTP 413.
+    #[error("request body is larger than {limit_bytes} bytes")]
+    TooLarge { limit_bytes: u64 },
+    /// The request body could not be read at all (not JSON, not UTF-8, wrong content type). HTTP 400.
+    /// Well-formed JSON with wrong fields or types is `Invalid` with code `invalid_body` instead.
+    #[error("{message}")]
+    Malformed { message: String },
     /// Something failed on the server; the cause is in the server log.
     #[error("internal error")]
     Internal,
@@ -42,6 +63,10 @@ impl AppError {
         AppError::Invalid { field: Some(field.into()), code: code.into(), message: message.into() }
     }
 
+    pub fn denied(code: &str, message: impl Into<String>) -> Self {
+        AppError::Denied { code: code.into(), message: message.into() }
+    }
+
     pub fn conflict(field: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
         AppError::Conflict { field: Some(field.into()), code: code.into(), message: message.into() }
     }
@@ -49,7 +74,10 @@ impl AppError {
     /// A stable identifier for the UI to translate.
     pub fn code(&self) -> &str {
         match self {
-            AppError::Invalid { code, .. } | AppError::Conflict { code, .. } => code,
+            AppError::Invalid { code, .. } | AppError::Conflict { code, .. } | AppError::Denied { code, .. } => code,
+            AppError::InvalidCredentials => "invalid_credentials",
+            AppError::TooLarge { .. } => "body_too_large",
+            AppError::Malformed { .. } => "invalid_body",
             AppError::Unauthenticated => "unauthenticated",
             AppError::Forbidden => "forbidden",
             AppError::NotFound => "not_found",

@@ -1,1 +1,47 @@
-fn main() {}
+//! Entry point of the `paddock` binary: parses the command line, sets up logging (to stderr: stdout
+//! carries only results, such as serve's `listening on` line) and dispatches.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use server::config::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into()),
+        )
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(config) => server::serve::run(config, server::serve::shutdown_signal()).await,
+            Command::Migrate(db) => {
+                app::ssr::db::open(&db.url()).await?;
+                println!("database {} is up to date", db.url());
+                Ok(())
+            }
+            Command::Version => {
+                println!("paddock {}", env!("CARGO_PKG_VERSION"));
+                Ok(())
+            }
+            Command::Admin(command) => server::admin::run(command).await,
+        }
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

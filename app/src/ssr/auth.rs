@@ -1,0 +1,115 @@
+//! Who is calling: a signed-in session or an `Authorization: Bearer` API token, resolved from the
+//! request's parts the same way for REST handlers (as an extractor) and server functions (through
+//! `context`). A disabled account, or a session older than the account's last password reset, counts
+//! as not signed in.
+
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, FromRequestParts};
+use axum::http::request::Parts;
+use axum::http::header;
+use tower_sessions::Session;
+
+use super::{sessions, tokens, AppState};
+use crate::error::AppError;
+
+/// An authenticated caller, as every domain function that acts on someone's behalf receives it.
+#[derive(Debug, Clone)]
+pub struct Actor {
+    pub user_id: i64,
+    pub username: String,
+    pub is_admin: bool,
+    /// The client's address, recorded in the audit log.
+    pub ip: Option<String>,
+}
+
+#[derive(sqlx::FromRow)]
+struct UserRow {
+    id: i64,
+    username: String,
+    is_admin: bool,
+    disabled: bool,
+    session_epoch: i64,
+}
+
+/// The client address from the connection (axum's `ConnectInfo`).
+pub fn client_ip(parts: &Parts) -> Option<String> {
+    parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|ci| ci.0.ip().to_string())
+}
+
+/// The bearer token of the request: `Ok(None)` without an `Authorization` header, an error for any
+/// other scheme or a malformed value.
+pub fn bearer_token(parts: &Parts) -> Result<Option<&str>, AppError> {
+    let Some(value) = parts.headers.get(header::AUTHORIZATION) else { return Ok(None) };
+    let value = value.to_str().map_err(|_| AppError::Unauthenticated)?;
+    match value.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => {
+            Ok(Some(token.trim()))
+        }
+        _ => Err(AppError::Unauthenticated),
+    }
+}
+
+/// The caller, or `None` when anonymous. A request with an `Authorization` header is judged by its
+/// token alone: a bad token is an error, never a fallback to the cookie.
+pub async fn caller(state: &AppState, parts: &Parts) -> Result<Option<Actor>, AppError> {
+    let ip = client_ip(parts);
+    if let Some(secret) = bearer_token(parts)? {
+        let user_id = tokens::authenticate(&state.db, secret).await?.ok_or(AppError::Unauthenticated)?;
+        let user = load(state, user_id).await?.filter(|u| !u.disabled).ok_or(AppError::Unauthenticated)?;
+        return Ok(Some(Actor { user_id: user.id, username: user.username, is_admin: user.is_admin, ip }));
+    }
+    let Some(session) = parts.extensions.get::<Session>() else { return Ok(None) };
+    let Some((user_id, epoch)) = sessions::signed_in_user(session).await? else { return Ok(None) };
+    match load(state, user_id).await? {
+        Some(user) if !user.disabled && user.session_epoch == epoch => {
+            Ok(Some(Actor { user_id: user.id, username: user.username, is_admin: user.is_admin, ip }))
+        }
+        // Disabled, reset or deleted since signing in: the session is dead; clean it up.
+        _ => {
+            sessions::sign_out(session).await?;
+            Ok(None)
+        }
+    }
+}
+
+/// The caller, or `Unauthenticated`.
+pub async fn require(state: &AppState, parts: &Parts) -> Result<Actor, AppError> {
+    caller(state, parts).await?.ok_or(AppError::Unauthenticated)
+}
+
+async fn load(state: &AppState, user_id: i64) -> Result<Option<UserRow>, AppError> {
+    Ok(sqlx::query_as::<_, UserRow>(
+        "SELECT id, username, is_admin, disabled, session_epoch FROM users WHERE id = ?",
+    )
+    .bind(user_id)
+    .fetch_optional(&state.db)
+    .await?)
+}
+
+/// REST extractor: rejects anonymous requests with 401.
+impl FromRequestParts<AppState> for Actor {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        require(state, parts).await
+    }
+}
+
+/// REST extractor for the client's address (`None` when the server was not started with connect info).
+pub struct ClientIp(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(ClientIp(client_ip(parts)))
+    }
+}
+
+impl Actor {
+    /// The account as the UI sees it.
+    pub fn me(&self) -> crate::types::Me {
+        crate::types::Me { id: self.user_id, username: self.username.clone(), is_admin: self.is_admin }
+    }
+}

@@ -1,0 +1,152 @@
+//! Request-body limits and the JSON body extractor of the REST API, so that every way a body can be
+//! wrong ends in the same JSON error shape: too large → 413 `body_too_large`; not JSON, not UTF-8 or
+//! the wrong content type → 400 `invalid_body`; well-formed JSON with unknown fields, missing fields
+//! or wrong types → 422 `invalid_body` naming the field (via `serde_path_to_error`).
+
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+
+use super::AppState;
+use crate::error::AppError;
+
+/// Refuses a declared `Content-Length` above the limit before reading anything. Bodies without a
+/// length (chunked) are cut off by `tower_http`'s `RequestBodyLimitLayer` and axum's
+/// `DefaultBodyLimit` behind this, and end up as the same 413 in [`ApiJson`].
+pub async fn enforce_body_limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let limit = state.security.max_body_bytes as u64;
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > limit) {
+        return AppError::TooLarge { limit_bytes: limit }.into_response();
+    }
+    let mut res = next.run(req).await;
+    // A streamed body cut off by `RequestBodyLimitLayer` outside the JSON extractor (a server function,
+    // say) answers in plain text; give it the common shape.
+    if res.status() == StatusCode::PAYLOAD_TOO_LARGE
+        && !res.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
+    {
+        res = AppError::TooLarge { limit_bytes: limit }.into_response();
+    }
+    res
+}
+
+/// `axum::Json`, but every rejection is an [`AppError`]. Use with `#[serde(deny_unknown_fields)]`
+/// request types.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
+    type Rejection = AppError;
+
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
+        let json_type = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|v| {
+                let v = v.trim().to_ascii_lowercase();
+                v == "application/json" || (v.starts_with("application/") && v.ends_with("+json"))
+            })
+            .unwrap_or(false);
+        if !json_type {
+            return Err(AppError::Malformed { message: "expected a JSON body with Content-Type: application/json".into() });
+        }
+        let limit = state.security.max_body_bytes as u64;
+        let bytes = Bytes::from_request(req, state).await.map_err(|r| bytes_rejection(r, limit))?;
+        parse(&bytes).map(ApiJson)
+    }
+}
+
+fn bytes_rejection(rejection: BytesRejection, limit_bytes: u64) -> AppError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return AppError::TooLarge { limit_bytes };
+    }
+    AppError::Malformed { message: format!("could not read the request body: {}", rejection.body_text()) }
+}
+
+/// Parses JSON, naming the offending field for data errors.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
+    if std::str::from_utf8(bytes).is_err() {
+        return Err(AppError::Malformed { message: "request body is not valid UTF-8".into() });
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match serde_path_to_error::deserialize(&mut de) {
+        Ok(v) => {
+            de.end().map_err(|e| AppError::Malformed { message: format!("malformed JSON body: {e}") })?;
+            Ok(v)
+        }
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            if inner.is_data() {
+                let field = unknown_or_missing_field(&inner.to_string()).or((path != ".").then_some(path));
+                Err(AppError::Invalid { field, code: "invalid_body".into(), message: format!("invalid JSON body: {inner}") })
+            } else {
+                Err(AppError::Malformed { message: format!("malformed JSON body: {inner}") })
+            }
+        }
+    }
+}
+
+/// serde reports unknown and missing fields at the parent's path; the field name is in the message.
+fn unknown_or_missing_field(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `").or_else(|| message.strip_prefix("missing field `"))?;
+    rest.split('`').next().map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Body {
+        name: String,
+        count: u32,
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = parse::<Body>(br#"{"name":"a","count":1,"extra":true}"#).unwrap_err();
+        assert_eq!((e.code(), e.field()), ("invalid_body", Some("extra")));
+        let e = parse::<Body>(br#"{"name":"a"}"#).unwrap_err();
+        assert_eq!(e.field(), Some("count"));
+        let e = parse::<Body>(br#"{"name":"a","count":"x"}"#).unwrap_err();
+        assert_eq!(e.field(), Some("count"));
+        assert!(matches!(parse::<Body>(b"{\"name\":\"\xff\",\"count\":1}").unwrap_err(), AppError::Malformed { .. }));
+        assert!(matches!(parse::<Body>(b"{not json").unwrap_err(), AppError::Malformed { .. }));
+        assert!(matches!(parse::<Body>(br#"{"name":"a","count":1} trailing"#).unwrap_err(), AppError::Malformed { .. }));
+        assert!(parse::<Body>(br#"{"name":"a","count":1}"#).is_ok());
+    }
+}
+
+/// `axum::extract::Path` with rejections (`/workspaces/abc`) in the common error shape.
+#[derive(axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Path), rejection(AppError))]
+pub struct ApiPath<T>(pub T);
+
+/// `axum::extract::Query` with rejections in the common error shape.
+#[derive(axum::extract::FromRequestParts)]
+#[from_request(via(axum::extract::Query), rejection(AppError))]
+pub struct ApiQuery<T>(pub T);
+
+impl From<axum::extract::rejection::PathRejection> for AppError {
+    fn from(r: axum::extract::rejection::PathRejection) -> Self {
+        AppError::Invalid { field: None, code: "invalid_body".into(), message: format!("invalid path: {}", r.body_text()) }
+    }
+}
+
+impl From<axum::extract::rejection::QueryRejection> for AppError {
+    fn from(r: axum::extract::rejection::QueryRejection) -> Self {
+        AppError::Invalid { field: None, code: "invalid_body".into(), message: format!("invalid query: {}", r.body_text()) }
+    }
+}

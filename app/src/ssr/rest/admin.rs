@@ -1,0 +1,60 @@
+//! `/api/v1/admin/...`: instance settings and accounts, for instance admins (others get 403).
+
+use axum::extract::State;
+use axum::Json;
+use serde::Deserialize;
+
+use crate::error::AppError;
+use crate::ssr::auth::Actor;
+use crate::ssr::http_error::ErrorBody;
+use crate::ssr::limits::{ApiJson, ApiPath as Path};
+use crate::ssr::{admin, AppState};
+use crate::types::{InstanceSettings, UserAccount};
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SettingsBody {
+    pub signup_enabled: bool,
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserBody {
+    pub disabled: bool,
+}
+
+#[utoipa::path(get, path = "/api/v1/admin/settings", tag = "admin", security(("session" = []), ("token" = [])),
+    responses((status = 200, body = InstanceSettings), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+pub async fn settings(State(state): State<AppState>, actor: Actor) -> Result<Json<InstanceSettings>, AppError> {
+    Ok(Json(admin::settings(&state.db, &actor).await?))
+}
+
+#[utoipa::path(patch, path = "/api/v1/admin/settings", tag = "admin", security(("session" = []), ("token" = [])),
+    request_body = SettingsBody,
+    responses((status = 200, body = InstanceSettings), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+pub async fn update_settings(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiJson(body): ApiJson<SettingsBody>,
+) -> Result<Json<InstanceSettings>, AppError> {
+    Ok(Json(admin::set_signup_enabled(&state.db, &actor, body.signup_enabled).await?))
+}
+
+#[utoipa::path(get, path = "/api/v1/admin/users", tag = "admin", security(("session" = []), ("token" = [])),
+    responses((status = 200, body = Vec<UserAccount>), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+pub async fn users(State(state): State<AppState>, actor: Actor) -> Result<Json<Vec<UserAccount>>, AppError> {
+    Ok(Json(admin::list_users(&state.db, &actor).await?))
+}
+
+/// Disables or re-enables an account; disabling ends its sessions and stops its tokens.
+#[utoipa::path(patch, path = "/api/v1/admin/users/{id}", tag = "admin", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "user id")), request_body = UserBody,
+    responses((status = 200, body = UserAccount), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn update_user(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+    ApiJson(body): ApiJson<UserBody>,
+) -> Result<Json<UserAccount>, AppError> {
+    Ok(Json(admin::set_user_disabled(&state.db, &actor, id, body.disabled).await?))
+}

@@ -1,0 +1,91 @@
+//! The JSON REST API under `/api/v1`: one module per resource, each a set of thin handlers over the
+//! domain functions the server functions also call, merged in [`router`]. [`ApiDoc`] is the OpenAPI
+//! document generated from the handlers' annotations and served at `/api/v1/openapi.json`.
+
+pub mod admin;
+pub mod auth;
+pub mod tokens;
+pub mod workspaces;
+
+use axum::routing::{get, patch, post};
+use axum::{Json, Router};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::http_error::ErrorBody;
+use super::AppState;
+use crate::error::AppError;
+use crate::types::*;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/auth/signup", post(auth::signup))
+        .route("/api/v1/auth/signin", post(auth::signin))
+        .route("/api/v1/auth/signout", post(auth::signout))
+        .route("/api/v1/me", get(auth::me))
+        .route("/api/v1/workspaces", get(workspaces::list).post(workspaces::create))
+        .route("/api/v1/workspaces/{id}", get(workspaces::get).patch(workspaces::rename).delete(workspaces::delete))
+        .route("/api/v1/workspaces/{id}/members", get(workspaces::list_members).post(workspaces::add_member))
+        .route(
+            "/api/v1/workspaces/{id}/members/{user_id}",
+            patch(workspaces::change_member_role).delete(workspaces::remove_member),
+        )
+        .route("/api/v1/workspaces/{id}/activity", get(workspaces::activity))
+        .route("/api/v1/tokens", get(tokens::list).post(tokens::create))
+        .route("/api/v1/tokens/{id}", axum::routing::delete(tokens::revoke))
+        .route("/api/v1/admin/settings", get(admin::settings).patch(admin::update_settings))
+        .route("/api/v1/admin/users", get(admin::users))
+        .route("/api/v1/admin/users/{id}", patch(admin::update_user))
+        .route("/api/v1/openapi.json", get(openapi_json))
+        // Unknown paths under the API answer in the API's error shape, not with an HTML page.
+        .route("/api/v1/{*rest}", axum::routing::any(|| async { AppError::NotFound }))
+}
+
+async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Paddock API", description = "Self-hosted MLOps for Chinese NLP teams. Authenticate with the session \
+        cookie from /api/v1/auth/signin, or with `Authorization: Bearer <personal API token>`. Errors are \
+        `{code, message, field?}` with a stable `code`."),
+    paths(
+        auth::signup, auth::signin, auth::signout, auth::me,
+        workspaces::list, workspaces::create, workspaces::get, workspaces::rename, workspaces::delete,
+        workspaces::list_members, workspaces::add_member, workspaces::change_member_role, workspaces::remove_member,
+        workspaces::activity,
+        tokens::list, tokens::create, tokens::revoke,
+        admin::settings, admin::update_settings, admin::users, admin::update_user,
+    ),
+    components(schemas(
+        ErrorBody, Me, Role, WorkspaceSummary, Member, AuditEntry, ApiToken, NewApiToken, UserAccount,
+        InstanceSettings, auth::Credentials, workspaces::WorkspaceBody, workspaces::AddMemberBody,
+        workspaces::ChangeRoleBody, tokens::CreateTokenBody, admin::SettingsBody, admin::UserBody,
+    )),
+    modifiers(&SecuritySchemes),
+    tags(
+        (name = "auth", description = "Accounts and sessions"),
+        (name = "workspaces", description = "Team workspaces and their activity log"),
+        (name = "members", description = "Workspace members and roles"),
+        (name = "tokens", description = "Personal API tokens"),
+        (name = "admin", description = "Instance administration (admins only)"),
+    )
+)]
+pub struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("pdk_…").build()),
+        );
+        components.add_security_scheme(
+            "session",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(crate::ssr::sessions::COOKIE_NAME))),
+        );
+    }
+}

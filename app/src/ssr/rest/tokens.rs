@@ -1,0 +1,47 @@
+//! `/api/v1/tokens`: the caller's personal API tokens. The secret is in the creation response only.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use serde::Deserialize;
+
+use crate::error::AppError;
+use crate::ssr::auth::Actor;
+use crate::ssr::http_error::ErrorBody;
+use crate::ssr::limits::{ApiJson, ApiPath as Path};
+use crate::ssr::{tokens, AppState};
+use crate::types::{ApiToken, NewApiToken};
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateTokenBody {
+    /// What the token is for (1–64 characters).
+    pub name: String,
+}
+
+#[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens", security(("session" = []), ("token" = [])),
+    responses((status = 200, body = Vec<ApiToken>), (status = 401, body = ErrorBody)))]
+pub async fn list(State(state): State<AppState>, actor: Actor) -> Result<Json<Vec<ApiToken>>, AppError> {
+    Ok(Json(tokens::list(&state.db, &actor).await?))
+}
+
+/// Creates a token; `secret` in the response is shown this once.
+#[utoipa::path(post, path = "/api/v1/tokens", tag = "tokens", security(("session" = []), ("token" = [])),
+    request_body = CreateTokenBody,
+    responses((status = 201, body = NewApiToken), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn create(
+    State(state): State<AppState>,
+    actor: Actor,
+    ApiJson(body): ApiJson<CreateTokenBody>,
+) -> Result<(StatusCode, Json<NewApiToken>), AppError> {
+    Ok((StatusCode::CREATED, Json(tokens::create(&state.db, &actor, &body.name).await?)))
+}
+
+/// Revokes one of the caller's tokens.
+#[utoipa::path(delete, path = "/api/v1/tokens/{id}", tag = "tokens", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "token id")),
+    responses((status = 204, description = "done"), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn revoke(State(state): State<AppState>, actor: Actor, Path(id): Path<i64>) -> Result<StatusCode, AppError> {
+    tokens::revoke(&state.db, &actor, id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

@@ -1,0 +1,50 @@
+//! `paddock admin ...`: account management without the web UI, for headless set-ups and for the
+//! admin who forgot a password. Uses the same domain functions (and rules) as the web sign-up.
+
+use std::io::BufRead;
+
+use anyhow::{bail, Context};
+use app::error::AppError;
+
+use crate::config::{AdminCommand, PasswordArgs};
+
+pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
+    match command {
+        AdminCommand::CreateUser(args) => {
+            let password = read_password(&args.password)?;
+            let db = app::ssr::db::open(&args.db.url()).await?;
+            let me = app::ssr::accounts::create_user(&db, &args.username, &password, args.admin, None)
+                .await
+                .map_err(explain)?;
+            println!("created user {} (id {}{})", me.username, me.id, if me.is_admin { ", admin" } else { "" });
+        }
+        AdminCommand::ResetPassword(args) => {
+            let password = read_password(&args.password)?;
+            let db = app::ssr::db::open(&args.db.url()).await?;
+            app::ssr::accounts::reset_password(&db, &args.username, &password).await.map_err(explain)?;
+            println!("password reset for {}; its sessions and API tokens are revoked", args.username.trim().to_lowercase());
+        }
+    }
+    Ok(())
+}
+
+fn read_password(args: &PasswordArgs) -> anyhow::Result<String> {
+    if let Some(p) = &args.password {
+        return Ok(p.clone());
+    }
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).context("reading the password from stdin")?;
+    let password = line.trim_end_matches(['\r', '\n']).to_string();
+    if password.is_empty() {
+        bail!("--password-stdin: no password on standard input");
+    }
+    Ok(password)
+}
+
+/// Domain errors as a message for the terminal (with the field, when there is one).
+fn explain(e: AppError) -> anyhow::Error {
+    match e.field() {
+        Some(field) => anyhow::anyhow!("{field}: {e} ({})", e.code()),
+        None => anyhow::anyhow!("{e} ({})", e.code()),
+    }
+}

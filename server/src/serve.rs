@@ -1,0 +1,111 @@
+//! `paddock serve`: opens and migrates the database, builds the router and serves it until the
+//! shutdown future resolves (Ctrl-C or SIGTERM from `main`), then drains open requests.
+//!
+//! Request flow, outermost first: request metrics → tracing → body-size limit → session cookie →
+//! CSRF check → route (`/api/v1/*` REST, `/rpc/*` server functions, Leptos pages, `/pkg` assets,
+//! `/healthz`, `/metrics`, other static files from the site root).
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use anyhow::Context;
+use app::ssr::{csrf, limits, observability, rest, sessions, AppState, SecurityConfig};
+use axum::extract::DefaultBodyLimit;
+use axum::routing::get;
+use axum::{middleware, Router};
+use leptos::config::LeptosOptions;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::services::ServeDir;
+use tower_http::trace::TraceLayer;
+
+use crate::config::ServeConfig;
+
+pub async fn run(config: ServeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+    let db = app::ssr::db::open(&config.db.url()).await?;
+    let listener = tokio::net::TcpListener::bind(config.bind)
+        .await
+        .with_context(|| format!("cannot listen on {}", config.bind))?;
+    let addr = listener.local_addr()?;
+    observability::install_recorder();
+
+    let site_root = config.site_root.to_string_lossy().into_owned();
+    let leptos_options = LeptosOptions::builder()
+        .output_name("paddock")
+        .site_root(site_root.as_str())
+        .site_pkg_dir("pkg")
+        .site_addr(addr)
+        .build();
+    let security = SecurityConfig {
+        secure_cookies: config.secure_cookies,
+        allowed_origins: config.allowed_origins.clone(),
+        max_body_bytes: config.max_body_bytes,
+    };
+    let state = AppState::new(db.clone(), leptos_options, security);
+    let app = router(state, &config);
+
+    // The one line on stdout; tests and scripts wait for it. The kernel queues connections from now on.
+    println!("listening on http://{addr}");
+    tracing::info!(%addr, database = %config.db.url(), site_root, "paddock is serving");
+
+    let server = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
+        .with_graceful_shutdown(shutdown);
+    tokio::select! {
+        result = server => result.context("server failed")?,
+        () = sessions::sweep_expired(db.clone()) => {}
+    }
+    db.close().await;
+    tracing::info!("shut down");
+    Ok(())
+}
+
+/// The whole HTTP surface of Paddock.
+pub fn router(state: AppState, config: &ServeConfig) -> Router {
+    let routes = generate_route_list(app::App);
+    let shell_options = state.leptos_options.clone();
+    let pkg_dir = config.site_root.join("pkg");
+    Router::new()
+        .merge(rest::router())
+        .route("/healthz", get(observability::healthz))
+        .route("/metrics", get(observability::metrics_endpoint))
+        .nest_service("/pkg", ServeDir::new(pkg_dir).precompressed_br().precompressed_gzip())
+        .leptos_routes_with_context(&state, routes, || (), move || app::shell(shell_options.clone()))
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
+        .layer(middleware::from_fn_with_state(state.clone(), csrf::protect))
+        .layer(sessions::layer(&state.db, state.security.secure_cookies))
+        .layer(DefaultBodyLimit::max(state.security.max_body_bytes))
+        .layer(RequestBodyLimitLayer::new(state.security.max_body_bytes))
+        .layer(middleware::from_fn_with_state(state.clone(), limits::enforce_body_limit))
+        .layer(TraceLayer::new_for_http())
+        .layer(middleware::from_fn(observability::track))
+        .with_state(state)
+}
+
+/// Resolves on Ctrl-C or SIGTERM (what `docker stop` and systemd send).
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutdown requested; finishing open requests");
+}

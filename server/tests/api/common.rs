@@ -1,0 +1,112 @@
+//! Starting and stopping a real `paddock serve`, and small helpers to call its API as a given user.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdout, Command, Stdio};
+
+use reqwest::{Client, Response, StatusCode};
+use serde_json::{json, Value};
+
+pub const PASSWORD: &str = "correct horse battery";
+
+/// A running server; killed when dropped (its log is printed if the test failed).
+pub struct Server {
+    child: Child,
+    /// Kept open so the server never writes to a closed pipe.
+    _stdout: BufReader<ChildStdout>,
+    pub base: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Server {
+    pub fn start() -> Server {
+        Server::start_with(&[])
+    }
+
+    pub fn start_with(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_paddock"))
+            .arg("serve")
+            .args(["--bind", "127.0.0.1:0"])
+            .arg("--data-dir")
+            .arg(dir.path().join("data"))
+            .arg("--site-root")
+            .arg(dir.path().join("site"))
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start paddock");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("read stdout");
+        let Some(addr) = line.trim().strip_prefix("listening on ") else {
+            let _ = child.kill();
+            let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+            panic!("unexpected first line {line:?}; server log:\n{log}");
+        };
+        Server { base: addr.to_string(), child, _stdout: stdout, dir }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base, path)
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        self.dir.path().join("data").join("paddock.db")
+    }
+
+    /// Runs a `SELECT COUNT(*) ...` against the server's database file.
+    pub async fn count(&self, sql: &str) -> i64 {
+        let url = format!("sqlite://{}?mode=ro", self.db_path().display());
+        let pool = sqlx::SqlitePool::connect(&url).await.expect("open db read-only");
+        let n: i64 = sqlx::query_scalar(sql).fetch_one(&pool).await.expect("count query");
+        pool.close().await;
+        n
+    }
+
+    /// A client with its own cookie jar: one per simulated person.
+    pub fn client(&self) -> Client {
+        Client::builder().cookie_store(true).build().expect("client")
+    }
+
+    /// Signs up `username` (with [`PASSWORD`]) in a new client.
+    pub async fn signup(&self, username: &str) -> User {
+        let client = self.client();
+        let res = client
+            .post(self.url("/api/v1/auth/signup"))
+            .json(&json!({ "username": username, "password": PASSWORD }))
+            .send()
+            .await
+            .expect("signup request");
+        assert_eq!(res.status(), StatusCode::CREATED, "signup {username}: {}", res.text().await.unwrap_or_default());
+        let me: Value = res.json().await.expect("signup json");
+        User { client, id: me["id"].as_i64().expect("id"), is_admin: me["is_admin"].as_bool().expect("is_admin") }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            let log = std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
+            eprintln!("---- server log ----\n{log}");
+        }
+    }
+}
+
+pub struct User {
+    pub client: Client,
+    pub id: i64,
+    pub is_admin: bool,
+}
+
+/// Status and JSON body (`Value::Null` when the body is not JSON).
+pub async fn status_json(res: Response) -> (StatusCode, Value) {
+    let status = res.status();
+    let text = res.text().await.expect("body");
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}

@@ -1,0 +1,12 @@
+//! Integration tests of the `paddock` binary: each test starts the real server on a free port with its
+//! own temporary data directory and drives it over HTTP with reqwest, checking the database file
+//! afterwards where "nothing was written" matters. One test binary (modules below) keeps link time down.
+
+mod common;
+
+mod accounts;
+mod bad_input;
+mod cli;
+mod ops;
+mod rbac;
+mod security;
