@@ -10,6 +10,7 @@
 //! - [`device`]: device and precision selection.
 
 pub mod checkpoint;
+pub mod cli;
 pub mod config;
 pub mod data;
 pub mod device;
@@ -17,7 +18,9 @@ pub mod error;
 pub mod events;
 pub mod metrics;
 pub mod model;
+pub mod predict;
 pub mod tokenizer;
+pub mod train;
 
 pub use checkpoint::{LoadReport, LoadedModel, SavedCheckpoint};
 pub use config::ErnieConfig;

@@ -1,0 +1,384 @@
+//! Command-line front ends for `paddock train | eval | predict | validate`: clap argument structs that
+//! the `paddock` binary mounts as subcommands, and the functions that run them. Machine-readable output
+//! goes to stdout (training events, `--json` predictions, metrics); messages go to stderr.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::data::{validate_file, Columns, DataFormat, DataOptions, LabelMap};
+use crate::events::EventSink;
+use crate::predict::{default_max_len, encode_rows, Inference};
+use crate::train::{train, EndStatus, JobConfig, RunControl, StopFlag};
+use crate::{pick_device, Error, Precision, Result};
+
+/// `train`: fine-tune or train from scratch as described by a job file.
+#[derive(Debug, Clone, Args)]
+pub struct TrainArgs {
+    /// The job description (TOML); see trainer/README or `JobConfig`.
+    #[arg(long, short = 'c')]
+    pub config: PathBuf,
+    /// Overrides `[data] train`.
+    #[arg(long)]
+    pub train: Option<PathBuf>,
+    /// Overrides `[data] dev`.
+    #[arg(long)]
+    pub dev: Option<PathBuf>,
+    /// Overrides `[data] test`.
+    #[arg(long)]
+    pub test: Option<PathBuf>,
+    /// Overrides `[output] dir`.
+    #[arg(long)]
+    pub output_dir: Option<PathBuf>,
+    /// Continue from a checkpoint directory, or `latest`.
+    #[arg(long)]
+    pub resume_from: Option<PathBuf>,
+    /// Overrides `[model] pretrained`.
+    #[arg(long)]
+    pub pretrained: Option<PathBuf>,
+    #[arg(long)]
+    pub preset: Option<String>,
+    #[arg(long)]
+    pub max_seq_len: Option<usize>,
+    #[arg(long)]
+    pub epochs: Option<usize>,
+    #[arg(long)]
+    pub batch_size: Option<usize>,
+    #[arg(long)]
+    pub grad_accum_steps: Option<usize>,
+    #[arg(long)]
+    pub max_steps: Option<usize>,
+    #[arg(long)]
+    pub lr: Option<f64>,
+    #[arg(long)]
+    pub warmup_ratio: Option<f64>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// auto, cpu, cuda, cuda:N
+    #[arg(long)]
+    pub device: Option<String>,
+    /// fp32, fp16, bf16
+    #[arg(long)]
+    pub precision: Option<String>,
+    #[arg(long)]
+    pub eval_every_steps: Option<usize>,
+    #[arg(long)]
+    pub log_every_steps: Option<usize>,
+}
+
+impl TrainArgs {
+    /// The job file with the flags applied, validated.
+    pub fn job(&self) -> Result<JobConfig> {
+        let mut job = JobConfig::from_file(&self.config)?;
+        macro_rules! set {
+            ($flag:ident => $($field:tt)+) => {
+                if let Some(v) = self.$flag.clone() {
+                    job.$($field)+ = v;
+                }
+            };
+        }
+        set!(train => data.train);
+        set!(output_dir => output.dir);
+        set!(preset => model.preset);
+        set!(max_seq_len => model.max_seq_len);
+        set!(epochs => train.epochs);
+        set!(batch_size => train.batch_size);
+        set!(grad_accum_steps => train.grad_accum_steps);
+        set!(lr => train.lr);
+        set!(warmup_ratio => train.warmup_ratio);
+        set!(seed => train.seed);
+        set!(threads => train.threads);
+        set!(device => train.device);
+        set!(precision => train.precision);
+        set!(eval_every_steps => train.eval_every_steps);
+        set!(log_every_steps => train.log_every_steps);
+        if self.dev.is_some() {
+            job.data.dev = self.dev.clone();
+        }
+        if self.test.is_some() {
+            job.data.test = self.test.clone();
+        }
+        if self.resume_from.is_some() {
+            job.output.resume_from = self.resume_from.clone();
+        }
+        if self.pretrained.is_some() {
+            job.model.pretrained = self.pretrained.clone();
+        }
+        if self.max_steps.is_some() {
+            job.train.max_steps = self.max_steps;
+        }
+        job.validate()?;
+        Ok(job)
+    }
+}
+
+/// Runs `train`; events on stdout. Returns the process exit code: 0 when the run completed, stopped
+/// early or was stopped on request (it can be resumed), 1 on failure.
+pub fn run_train(args: &TrainArgs) -> Result<i32> {
+    let events = EventSink::stdout();
+    let job = match args.job() {
+        Ok(job) => job,
+        Err(e) => {
+            events.emit(crate::events::Event::Error { message: e.to_string() });
+            events.emit(crate::events::Event::End {
+                status: "failed".into(),
+                step: 0,
+                best_checkpoint: None,
+                best_metric: None,
+            });
+            return Err(e);
+        }
+    };
+    let control = RunControl { stop: StopFlag::new(), halt_after_step: None };
+    control.stop.install_signal_handlers()?;
+    let outcome = train(&job, &events, &control)?;
+    if outcome.status == EndStatus::Stopped {
+        eprintln!(
+            "stopped at step {}; resume with --resume-from {}",
+            outcome.global_step,
+            outcome.last_checkpoint.map(|p| p.display().to_string()).unwrap_or_else(|| "latest".into())
+        );
+    }
+    Ok(0)
+}
+
+/// Options shared by the commands that read a model.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// A Hugging Face model directory or a Paddock checkpoint.
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Truncation length (default: what the model was trained with, else 512).
+    #[arg(long)]
+    pub max_seq_len: Option<usize>,
+    #[arg(long, default_value_t = 64)]
+    pub batch_size: usize,
+    #[arg(long, default_value = "auto")]
+    pub device: String,
+    #[arg(long, default_value = "fp32")]
+    pub precision: String,
+    /// CPU threads (0: libtorch's default).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+}
+
+/// Options shared by the commands that read a data file.
+#[derive(Debug, Clone, Args)]
+pub struct DataArgs {
+    #[arg(long)]
+    pub data: PathBuf,
+    /// auto (from the extension), csv, tsv, jsonl
+    #[arg(long, default_value = "auto")]
+    pub format: String,
+    #[arg(long, default_value = "text")]
+    pub text_column: String,
+    #[arg(long, default_value = "text_pair")]
+    pub text_pair_column: String,
+    #[arg(long, default_value = "label")]
+    pub label_column: String,
+    /// Convert GBK/GB18030 input to UTF-8 instead of refusing it.
+    #[arg(long)]
+    pub convert_encoding: bool,
+}
+
+impl DataArgs {
+    fn options(&self, require_labels: bool) -> Result<DataOptions> {
+        let format: DataFormat = serde_json::from_value(serde_json::Value::String(self.format.to_lowercase()))
+            .map_err(|_| Error::Config(format!("--format `{}` is not one of auto, csv, tsv, jsonl", self.format)))?;
+        Ok(DataOptions {
+            format,
+            columns: Columns {
+                text: self.text_column.clone(),
+                text_pair: self.text_pair_column.clone(),
+                label: self.label_column.clone(),
+            },
+            convert_encoding: self.convert_encoding,
+            require_labels,
+        })
+    }
+}
+
+struct OpenModel {
+    loaded: crate::LoadedModel,
+    precision: Precision,
+    max_len: usize,
+    batch_size: usize,
+}
+
+impl OpenModel {
+    fn open(args: &ModelArgs) -> Result<Self> {
+        if args.threads > 0 {
+            tch::set_num_threads(args.threads as i32);
+        }
+        let device = pick_device(&args.device)?;
+        let precision = Precision::parse(&args.precision)?;
+        precision.check(device)?;
+        if args.batch_size == 0 {
+            return Err(Error::Config("--batch-size must be > 0".into()));
+        }
+        let loaded = crate::checkpoint::load(&args.model, device, None)?;
+        let max_positions = loaded.config.max_position_embeddings;
+        let max_len = args.max_seq_len.unwrap_or_else(|| default_max_len(&args.model, max_positions));
+        if !(8..=max_positions.max(8)).contains(&max_len) {
+            return Err(Error::Config(format!("--max-seq-len must be in 8..={max_positions} (got {max_len})")));
+        }
+        Ok(OpenModel { loaded, precision, max_len, batch_size: args.batch_size })
+    }
+
+    fn inference(&self) -> Inference<'_> {
+        Inference {
+            model: &self.loaded.model,
+            device: self.loaded.vs.device(),
+            precision: self.precision,
+            pad_id: self.loaded.tokenizer.pad_id(),
+            batch_size: self.batch_size,
+        }
+    }
+}
+
+/// `eval`: metrics of a model on a labelled file.
+#[derive(Debug, Clone, Args)]
+pub struct EvalArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Print the metrics as one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `eval`.
+pub fn run_eval(args: &EvalArgs) -> Result<i32> {
+    let m = OpenModel::open(&args.model)?;
+    let names = m.loaded.config.labels();
+    let labels = LabelMap::new(names.clone())?;
+    let validated = validate_file(&args.data.data, &args.data.options(true)?, Some(&labels), None, None)?;
+    let examples = validated.into_examples(Some(&labels))?;
+    let items: Vec<(String, Option<String>)> = examples.iter().map(|e| (e.text.clone(), e.text_pair.clone())).collect();
+    let gold: Vec<Option<usize>> = examples.iter().map(|e| e.label).collect();
+    let rows = encode_rows(&m.loaded.tokenizer, &items, Some(&gold), m.max_len)?;
+    let metrics = m.inference().evaluate(&rows, &names)?;
+    let mut out = std::io::stdout().lock();
+    let io = |e| Error::io("<stdout>", e);
+    if args.json {
+        writeln!(out, "{}", serde_json::to_string(&metrics).unwrap_or_default()).map_err(io)?;
+    } else {
+        writeln!(out, "rows      {}", metrics.count).map_err(io)?;
+        writeln!(out, "accuracy  {:.4}", metrics.accuracy).map_err(io)?;
+        writeln!(out, "macro-F1  {:.4}", metrics.macro_f1).map_err(io)?;
+        if let Some(l) = metrics.loss {
+            writeln!(out, "loss      {l:.4}").map_err(io)?;
+        }
+        writeln!(out, "{:<20} {:>9} {:>9} {:>9} {:>8}", "label", "precision", "recall", "f1", "support").map_err(io)?;
+        for c in &metrics.per_class {
+            writeln!(out, "{:<20} {:>9.4} {:>9.4} {:>9.4} {:>8}", c.label, c.precision, c.recall, c.f1, c.support)
+                .map_err(io)?;
+        }
+    }
+    Ok(0)
+}
+
+/// `predict`: labels for texts given on the command line or one per line of a file.
+#[derive(Debug, Clone, Args)]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["text", "file"])))]
+pub struct PredictArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// A text to classify (repeatable).
+    #[arg(long)]
+    pub text: Vec<String>,
+    /// A UTF-8 file with one text per line.
+    #[arg(long)]
+    pub file: Option<PathBuf>,
+    /// Convert a GBK/GB18030 `--file` to UTF-8 instead of refusing it.
+    #[arg(long)]
+    pub convert_encoding: bool,
+    /// One JSON object per input (label, label_id, probabilities, logits), in input order.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `predict`.
+pub fn run_predict(args: &PredictArgs) -> Result<i32> {
+    let texts: Vec<String> = match &args.file {
+        Some(path) => {
+            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+            let (text, _) = crate::data::encoding::decode(&bytes, args.convert_encoding).map_err(|p| Error::Data {
+                line: Some(p.line),
+                field: None,
+                message: format!("{}: {}", path.display(), p.message),
+            })?;
+            text.lines().map(|l| l.trim_end_matches('\r').to_string()).collect()
+        }
+        None => args.text.clone(),
+    };
+    let m = OpenModel::open(&args.model)?;
+    let names = m.loaded.config.labels();
+    let items: Vec<(String, Option<String>)> = texts.into_iter().map(|t| (t, None)).collect();
+    let rows = encode_rows(&m.loaded.tokenizer, &items, None, m.max_len)?;
+    let predictions = m.inference().predict(&rows, &names)?;
+    let mut out = std::io::stdout().lock();
+    let io = |e| Error::io("<stdout>", e);
+    for (p, (text, _)) in predictions.iter().zip(&items) {
+        if args.json {
+            writeln!(out, "{}", serde_json::to_string(p).unwrap_or_default()).map_err(io)?;
+        } else {
+            writeln!(out, "{}\t{:.4}\t{}", p.label, p.probabilities[p.label_id], text).map_err(io)?;
+        }
+    }
+    Ok(0)
+}
+
+/// `validate`: the validation report of a data file, as JSON on stdout.
+#[derive(Debug, Clone, Args)]
+pub struct ValidateArgs {
+    #[command(flatten)]
+    pub data: DataArgs,
+    /// Measure lengths in this model's tokens (else in characters), and check labels against it.
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Known label names, comma-separated (labels outside them are errors).
+    #[arg(long, value_delimiter = ',')]
+    pub labels: Vec<String>,
+    /// Length beyond which rows count as truncated (with --model).
+    #[arg(long, default_value_t = 128)]
+    pub max_seq_len: usize,
+    /// The file holds texts only (prediction input).
+    #[arg(long)]
+    pub unlabelled: bool,
+}
+
+/// Runs `validate`; exit code 0 when the file has no errors, 2 when it has.
+pub fn run_validate(args: &ValidateArgs) -> Result<i32> {
+    let (tokenizer, model_labels) = match &args.model {
+        Some(dir) => {
+            let config = crate::ErnieConfig::from_file(&dir.join("config.json"))?;
+            (Some(crate::Tokenizer::from_dir(dir)?), Some(config.labels()))
+        }
+        None => (None, None),
+    };
+    let labels = match (args.labels.is_empty(), model_labels) {
+        (false, _) => Some(LabelMap::new(args.labels.clone())?),
+        (true, Some(l)) => Some(LabelMap::new(l)?),
+        (true, None) => None,
+    };
+    let measure = |text: &str, pair: Option<&str>| {
+        tokenizer.as_ref().and_then(|t| t.encode(text, pair, usize::MAX / 2).ok()).map_or(0, |e| e.input_ids.len())
+    };
+    let measure_ref: Option<crate::data::validate::Measure<'_>> =
+        if tokenizer.is_some() { Some(&measure) } else { None };
+    let v = validate_file(
+        &args.data.data,
+        &args.data.options(!args.unlabelled)?,
+        labels.as_ref(),
+        measure_ref,
+        Some(args.max_seq_len),
+    )?;
+    let json = serde_json::to_string_pretty(&v.report).unwrap_or_default();
+    writeln!(std::io::stdout().lock(), "{json}").map_err(|e| Error::io("<stdout>", e))?;
+    Ok(if v.report.ok { 0 } else { 2 })
+}

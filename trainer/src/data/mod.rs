@@ -1,0 +1,26 @@
+//! Training and evaluation data: reading CSV/TSV/JSONL files, validating them into a
+//! [`ValidationReport`], mapping labels to ids, splitting a dev set, and batching token ids.
+//!
+//! # Layout
+//! - `encoding`: UTF-8 / GBK detection and conversion.
+//! - `reader`: CSV, TSV and JSONL parsing into located rows.
+//! - `validate`: value checks and statistics over one file.
+//! - `report`: the serialisable report.
+//! - `labels`: label string ↔ id.
+//! - `split`: stratified dev split.
+//! - `batch`: length-bucketed batches and padding.
+
+pub mod batch;
+pub mod encoding;
+pub mod labels;
+pub mod reader;
+pub mod report;
+pub mod split;
+pub mod validate;
+
+pub use batch::{Batch, Features};
+pub use labels::LabelMap;
+pub use reader::{Columns, DataFormat};
+pub use report::{Issue, IssueKind, LengthStats, Severity, ValidationReport};
+pub use split::split_dev;
+pub use validate::{validate_file, DataOptions, Example, Row, Validated};

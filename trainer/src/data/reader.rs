@@ -1,0 +1,279 @@
+//! Parses decoded CSV, TSV and JSONL text into raw rows, one per record, each with the 1-based line it
+//! starts on. Structural problems (wrong column count, bad JSON, a missing column in the header) become
+//! [`Issue`]s rather than errors so that one pass reports every bad line; value checks (empty text,
+//! labels) happen later in `validate`.
+
+use serde::{Deserialize, Serialize};
+
+use super::report::{Issue, IssueKind};
+
+/// The three accepted layouts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum DataFormat {
+    /// Decide from the file extension: `.csv`, `.tsv`/`.txt`, `.jsonl`/`.ndjson`/`.json`.
+    #[default]
+    Auto,
+    /// RFC 4180: comma-separated, double-quote quoting, header row.
+    Csv,
+    /// Tab-separated with a header row and no quoting (quotes are ordinary characters), as most
+    /// tools write it and as Chinese review text needs (it is full of `"`).
+    Tsv,
+    /// One JSON object per line.
+    Jsonl,
+}
+
+impl DataFormat {
+    /// Resolves `Auto` from the path's extension.
+    pub fn resolve(self, path: &std::path::Path) -> Option<DataFormat> {
+        if self != DataFormat::Auto {
+            return Some(self);
+        }
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "csv" => Some(DataFormat::Csv),
+            "tsv" | "txt" | "tab" => Some(DataFormat::Tsv),
+            "jsonl" | "ndjson" | "json" => Some(DataFormat::Jsonl),
+            _ => None,
+        }
+    }
+}
+
+/// Which columns (or JSON keys) hold what.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Columns {
+    pub text: String,
+    /// Read when present in the header / object; a missing pair column is not an error.
+    pub text_pair: String,
+    pub label: String,
+}
+
+impl Default for Columns {
+    fn default() -> Self {
+        Columns { text: "text".into(), text_pair: "text_pair".into(), label: "label".into() }
+    }
+}
+
+/// One record as read, before value checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawRow {
+    /// 1-based line the record starts on, as an editor shows it.
+    pub line: usize,
+    pub text: Option<String>,
+    pub text_pair: Option<String>,
+    pub label: Option<String>,
+}
+
+/// Result of parsing: the well-formed rows, the structural issues, and whether a label column exists.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub rows: Vec<RawRow>,
+    pub issues: Vec<Issue>,
+    pub has_label_column: bool,
+    /// Data records seen, well-formed or not (the header is not a record).
+    pub records: usize,
+}
+
+/// Parses `text` in `format` (already resolved, not `Auto`).
+pub fn parse(text: &str, format: DataFormat, columns: &Columns) -> Parsed {
+    match format {
+        DataFormat::Jsonl => parse_jsonl(text, columns),
+        DataFormat::Csv => parse_delimited(text, b',', true, columns),
+        DataFormat::Tsv | DataFormat::Auto => parse_delimited(text, b'\t', false, columns),
+    }
+}
+
+fn parse_delimited(text: &str, delimiter: u8, quoting: bool, columns: &Columns) -> Parsed {
+    let mut out = Parsed::default();
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(delimiter)
+        .quoting(quoting)
+        .has_headers(false)
+        // Rows with the wrong number of fields are reported by us with their line, not by csv as a
+        // fatal error that would hide the rest of the file.
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let mut records = reader.records();
+    let header = match records.next() {
+        None => return out,
+        Some(Err(e)) => {
+            out.issues.push(Issue::error(IssueKind::Malformed, csv_line(&e).or(Some(1)), None, e.to_string()));
+            return out;
+        }
+        Some(Ok(h)) => h,
+    };
+    let names: Vec<String> = header.iter().map(|h| h.trim().to_string()).collect();
+    let find = |name: &str| names.iter().position(|n| n == name);
+    let Some(text_idx) = find(&columns.text) else {
+        out.issues.push(Issue::error(
+            IssueKind::MissingColumn,
+            Some(1),
+            Some(columns.text.clone()),
+            format!("the header has no `{}` column (columns: {})", columns.text, names.join(", ")),
+        ));
+        return out;
+    };
+    let pair_idx = find(&columns.text_pair);
+    let label_idx = find(&columns.label);
+    out.has_label_column = label_idx.is_some();
+    for record in records {
+        match record {
+            Err(e) => {
+                out.records += 1;
+                out.issues.push(Issue::error(IssueKind::Malformed, csv_line(&e), None, e.to_string()));
+            }
+            Ok(rec) => {
+                let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
+                // A line holding only whitespace is not a record; editors leave them at the end.
+                if rec.len() == 1 && rec[0].trim().is_empty() && names.len() > 1 {
+                    continue;
+                }
+                out.records += 1;
+                if rec.len() != names.len() {
+                    out.issues.push(Issue::error(
+                        IssueKind::Malformed,
+                        Some(line),
+                        None,
+                        format!("expected {} fields as in the header, found {}", names.len(), rec.len()),
+                    ));
+                    continue;
+                }
+                out.rows.push(RawRow {
+                    line,
+                    text: Some(rec[text_idx].to_string()),
+                    text_pair: pair_idx.map(|i| rec[i].to_string()).filter(|s| !s.is_empty()),
+                    label: label_idx.map(|i| rec[i].trim().to_string()),
+                });
+            }
+        }
+    }
+    out
+}
+
+fn csv_line(e: &csv::Error) -> Option<usize> {
+    e.position().map(|p| p.line() as usize)
+}
+
+fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
+    let mut out = Parsed::default();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        if raw.trim().is_empty() {
+            continue;
+        }
+        out.records += 1;
+        let value: serde_json::Value = match serde_json::from_str(raw) {
+            Ok(v) => v,
+            Err(e) => {
+                out.issues.push(Issue::error(IssueKind::Malformed, Some(line), None, format!("bad JSON: {e}")));
+                continue;
+            }
+        };
+        let Some(obj) = value.as_object() else {
+            out.issues.push(Issue::error(
+                IssueKind::Malformed,
+                Some(line),
+                None,
+                "expected a JSON object per line".into(),
+            ));
+            continue;
+        };
+        let text = match obj.get(&columns.text) {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(s)) => Some(s.clone()),
+            Some(other) => {
+                out.issues.push(Issue::error(
+                    IssueKind::Malformed,
+                    Some(line),
+                    Some(columns.text.clone()),
+                    format!("expected a string, found {}", json_kind(other)),
+                ));
+                continue;
+            }
+        };
+        let text_pair = match obj.get(&columns.text_pair) {
+            Some(serde_json::Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            None | Some(serde_json::Value::Null) | Some(serde_json::Value::String(_)) => None,
+            Some(other) => {
+                out.issues.push(Issue::error(
+                    IssueKind::Malformed,
+                    Some(line),
+                    Some(columns.text_pair.clone()),
+                    format!("expected a string, found {}", json_kind(other)),
+                ));
+                continue;
+            }
+        };
+        let label = match obj.get(&columns.label) {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::String(s)) => Some(s.trim().to_string()),
+            Some(serde_json::Value::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+            Some(other) => {
+                out.issues.push(Issue::error(
+                    IssueKind::Malformed,
+                    Some(line),
+                    Some(columns.label.clone()),
+                    format!("expected a string or an integer, found {}", json_kind(other)),
+                ));
+                continue;
+            }
+        };
+        out.has_label_column |= obj.contains_key(&columns.label);
+        out.rows.push(RawRow { line, text, text_pair, label });
+    }
+    out
+}
+
+fn json_kind(v: &serde_json::Value) -> &'static str {
+    match v {
+        serde_json::Value::Null => "null",
+        serde_json::Value::Bool(_) => "a boolean",
+        serde_json::Value::Number(_) => "a number",
+        serde_json::Value::String(_) => "a string",
+        serde_json::Value::Array(_) => "an array",
+        serde_json::Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quoting_and_line_numbers() {
+        let p = parse("text,label\n\"a,\"\"b\"\"\nc\",x\nd,y,z\ne,f\n", DataFormat::Csv, &Columns::default());
+        assert_eq!(p.rows.len(), 2);
+        assert_eq!(p.rows[0].text.as_deref(), Some("a,\"b\"\nc"));
+        assert_eq!(p.rows[0].line, 2);
+        assert_eq!(p.rows[1].line, 5);
+        assert_eq!(p.issues.len(), 1);
+        assert_eq!(p.issues[0].line, Some(4));
+        assert_eq!(p.records, 3);
+    }
+
+    #[test]
+    fn tsv_keeps_quotes_and_reads_pairs() {
+        let p = parse("label\ttext\ttext_pair\n1\t\"好\"\t对\n", DataFormat::Tsv, &Columns::default());
+        assert_eq!(p.rows[0].text.as_deref(), Some("\"好\""));
+        assert_eq!(p.rows[0].text_pair.as_deref(), Some("对"));
+        assert_eq!(p.rows[0].label.as_deref(), Some("1"));
+    }
+
+    #[test]
+    fn missing_text_column_names_the_columns() {
+        let p = parse("sentence\tlabel\nx\ty\n", DataFormat::Tsv, &Columns::default());
+        assert!(p.rows.is_empty());
+        assert_eq!(p.issues[0].kind, IssueKind::MissingColumn);
+        assert!(p.issues[0].message.contains("sentence"));
+    }
+
+    #[test]
+    fn jsonl_integer_labels_and_bad_lines() {
+        let p = parse("{\"text\":\"a\",\"label\":1}\n\n{bad\n[1]\n", DataFormat::Jsonl, &Columns::default());
+        assert_eq!(p.rows.len(), 1);
+        assert_eq!(p.rows[0].label.as_deref(), Some("1"));
+        let lines: Vec<_> = p.issues.iter().map(|i| i.line).collect();
+        assert_eq!(lines, vec![Some(3), Some(4)]);
+    }
+}

@@ -1,0 +1,267 @@
+//! Reads one data file and checks it end to end: encoding, format, required values, labels and
+//! duplicates, then measures lengths. Produces the [`ValidationReport`] and the rows that passed. It never
+//! writes anything, so a bad file leaves no trace behind.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::encoding;
+use super::labels::LabelMap;
+use super::reader::{self, Columns, DataFormat};
+use super::report::{length_stats, Issue, IssueKind, ValidationReport};
+use crate::{Error, Result};
+
+/// How to read a data file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DataOptions {
+    pub format: DataFormat,
+    pub columns: Columns,
+    /// Convert GBK/GB18030 files to UTF-8 on reading instead of refusing them.
+    pub convert_encoding: bool,
+    /// Whether every row needs a label (training and evaluation: yes; prediction: no).
+    pub require_labels: bool,
+}
+
+impl Default for DataOptions {
+    fn default() -> Self {
+        DataOptions {
+            format: DataFormat::Auto,
+            columns: Columns::default(),
+            convert_encoding: false,
+            require_labels: true,
+        }
+    }
+}
+
+/// Counts a row's length in the report's unit (tokens, given a tokenizer).
+pub type Measure<'a> = &'a dyn Fn(&str, Option<&str>) -> usize;
+
+/// A row that passed the checks, label still a string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    pub line: usize,
+    pub text: String,
+    pub text_pair: Option<String>,
+    pub label: Option<String>,
+}
+
+/// A row ready for training: label mapped to its id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Example {
+    /// 1-based line in the source file, kept so that predictions and errors can point back at it.
+    pub line: usize,
+    pub text: String,
+    pub text_pair: Option<String>,
+    pub label: Option<usize>,
+}
+
+/// The outcome of validating a file.
+#[derive(Debug, Clone)]
+pub struct Validated {
+    pub report: ValidationReport,
+    /// The rows that passed; empty when the file could not be parsed at all.
+    pub rows: Vec<Row>,
+}
+
+impl Validated {
+    /// The rows as examples, with labels mapped through `labels`. Fails when the report has errors.
+    pub fn into_examples(self, labels: Option<&LabelMap>) -> Result<Vec<Example>> {
+        self.report.to_result()?;
+        Ok(self
+            .rows
+            .into_iter()
+            .map(|r| Example {
+                line: r.line,
+                label: r.label.as_deref().and_then(|l| labels.and_then(|m| m.id(l))),
+                text: r.text,
+                text_pair: r.text_pair,
+            })
+            .collect())
+    }
+}
+
+/// Validates `path`. `labels` (when known) turns labels outside it into errors; `measure` gives token
+/// lengths (character counts otherwise) and `max_len` the length beyond which rows are truncated.
+/// Only an unreadable file is an `Err`; every problem with the content is in the report.
+pub fn validate_file(
+    path: &Path,
+    opts: &DataOptions,
+    labels: Option<&LabelMap>,
+    measure: Option<Measure<'_>>,
+    max_len: Option<usize>,
+) -> Result<Validated> {
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+    Ok(validate_bytes(path, &bytes, opts, labels, measure, max_len))
+}
+
+/// [`validate_file`] on bytes already read; `path` is only used in messages.
+pub fn validate_bytes(
+    path: &Path,
+    bytes: &[u8],
+    opts: &DataOptions,
+    labels: Option<&LabelMap>,
+    measure: Option<Measure<'_>>,
+    max_len: Option<usize>,
+) -> Validated {
+    let mut report = ValidationReport::new(path);
+    let mut rows = Vec::new();
+    let done = |mut report: ValidationReport, rows| {
+        report.sort();
+        Validated { report, rows }
+    };
+
+    let Some(format) = opts.format.resolve(path) else {
+        report.push(Issue::error(
+            IssueKind::UnknownFormat,
+            None,
+            None,
+            "cannot tell the format from the file name: use .csv, .tsv or .jsonl, or set `format`".into(),
+        ));
+        return done(report, rows);
+    };
+    report.format = Some(format);
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        report.push(Issue::error(IssueKind::EmptyFile, None, None, "the file is empty".into()));
+        return done(report, rows);
+    }
+    let text = match encoding::decode(bytes, opts.convert_encoding) {
+        Ok((text, enc)) => {
+            if enc == encoding::TextEncoding::Gb18030 {
+                report.push(Issue::warning(
+                    IssueKind::Encoding,
+                    None,
+                    None,
+                    "the file is GBK/GB18030; it was converted to UTF-8 on reading".into(),
+                ));
+            }
+            report.encoding = Some(enc);
+            text
+        }
+        Err(p) => {
+            report.push(Issue::error(IssueKind::Encoding, Some(p.line), None, p.message));
+            return done(report, rows);
+        }
+    };
+
+    let parsed = reader::parse(&text, format, &opts.columns);
+    report.rows = parsed.records;
+    for issue in parsed.issues {
+        report.push(issue);
+    }
+    if parsed.records == 0 && report.ok {
+        let msg = match format {
+            DataFormat::Jsonl => "the file has no data rows",
+            _ => "the file has a header (line 1) but no data rows",
+        };
+        report.push(Issue::error(IssueKind::EmptyFile, None, None, msg.into()));
+    }
+    if opts.require_labels && !parsed.has_label_column && !parsed.rows.is_empty() {
+        report.push(Issue::error(
+            IssueKind::MissingColumn,
+            Some(1),
+            Some(opts.columns.label.clone()),
+            format!("there is no `{}` column, and this data needs labels", opts.columns.label),
+        ));
+    }
+
+    let cols = &opts.columns;
+    // (text, pair) -> (first line, label): duplicates are reported against their first occurrence.
+    let mut seen: HashMap<(String, Option<String>), (usize, Option<String>)> = HashMap::new();
+    for row in parsed.rows {
+        let text = row.text.unwrap_or_default();
+        if text.trim().is_empty() {
+            report.push(Issue::error(IssueKind::EmptyText, Some(row.line), Some(cols.text.clone()), "empty text".into()));
+            continue;
+        }
+        let label = row.label.filter(|l| !l.is_empty());
+        if opts.require_labels && parsed.has_label_column {
+            match (&label, labels) {
+                (None, _) => {
+                    report.push(Issue::error(
+                        IssueKind::MissingLabel,
+                        Some(row.line),
+                        Some(cols.label.clone()),
+                        "missing label".into(),
+                    ));
+                    continue;
+                }
+                (Some(l), Some(map)) if map.id(l).is_none() => {
+                    report.push(Issue::error(
+                        IssueKind::UnknownLabel,
+                        Some(row.line),
+                        Some(cols.label.clone()),
+                        format!("unknown label `{l}` (known: {})", map.names().join(", ")),
+                    ));
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        let key = (text.clone(), row.text_pair.clone());
+        if let Some((first, first_label)) = seen.get(&key) {
+            if *first_label == label {
+                report.push(Issue::warning(
+                    IssueKind::Duplicate,
+                    Some(row.line),
+                    Some(cols.text.clone()),
+                    format!("duplicate of line {first}"),
+                ));
+            } else {
+                report.push(Issue::warning(
+                    IssueKind::ConflictingDuplicate,
+                    Some(row.line),
+                    Some(cols.label.clone()),
+                    format!(
+                        "same text as line {first} but a different label (`{}` there, `{}` here)",
+                        first_label.as_deref().unwrap_or(""),
+                        label.as_deref().unwrap_or("")
+                    ),
+                ));
+            }
+        } else {
+            seen.insert(key, (row.line, label.clone()));
+        }
+        rows.push(Row { line: row.line, text, text_pair: row.text_pair, label });
+    }
+
+    report.valid_rows = rows.len();
+    for r in &rows {
+        if let Some(l) = &r.label {
+            *report.label_distribution.entry(l.clone()).or_default() += 1;
+        }
+    }
+    if opts.require_labels && report.label_distribution.len() == 1 {
+        let only = report.label_distribution.keys().next().cloned().unwrap_or_default();
+        report.push(Issue::warning(
+            IssueKind::SingleLabel,
+            None,
+            Some(cols.label.clone()),
+            format!("every row has the same label `{only}`"),
+        ));
+    }
+    let (lengths, unit): (Vec<usize>, _) = match measure {
+        Some(m) => (rows.iter().map(|r| m(&r.text, r.text_pair.as_deref())).collect(), "tokens"),
+        None => (
+            rows.iter()
+                .map(|r| r.text.chars().count() + r.text_pair.as_ref().map_or(0, |p| p.chars().count()))
+                .collect(),
+            "chars",
+        ),
+    };
+    let limit = if measure.is_some() { max_len } else { None };
+    report.lengths = length_stats(&lengths, unit, limit);
+    if let (Some(stats), Some(limit)) = (&report.lengths, limit) {
+        if let Some(n) = stats.over_limit.filter(|&n| n > 0) {
+            report.push(Issue::warning(
+                IssueKind::Truncated,
+                None,
+                None,
+                format!("{n} row(s) are longer than max_seq_len = {limit} tokens and will be truncated"),
+            ));
+        }
+    }
+    done(report, rows)
+}

@@ -1,0 +1,109 @@
+//! Building the model and tokenizer a job starts from: a Hugging Face directory (pretrained weights, a
+//! fresh classifier when the label set differs), a checkpoint being resumed, or an ERNIE 3.0 preset
+//! trained from scratch with a vocabulary built from the training corpus. Dropout overrides from the job
+//! apply in every case, which is why this reads the pieces itself instead of calling `checkpoint::load`.
+
+use std::path::Path;
+
+use tch::nn::VarStore;
+use tch::Device;
+
+use super::config::ModelSection;
+use crate::checkpoint::{load_weights, INITIALISABLE};
+use crate::{ErnieConfig, ErnieForSequenceClassification, Error, Result, Tokenizer};
+
+/// A model with its store, config and tokenizer.
+pub struct Built {
+    pub vs: VarStore,
+    pub model: ErnieForSequenceClassification,
+    pub config: ErnieConfig,
+    pub tokenizer: Tokenizer,
+    /// Human-readable origin for the `start` event.
+    pub origin: String,
+}
+
+fn apply_overrides(config: &mut ErnieConfig, m: &ModelSection) {
+    if let Some(p) = m.hidden_dropout {
+        config.hidden_dropout_prob = p;
+    }
+    if let Some(p) = m.attention_dropout {
+        config.attention_probs_dropout_prob = p;
+    }
+}
+
+/// Loads `dir` (a Hugging Face directory or a Paddock checkpoint) for `labels`. With `exact`, the
+/// classifier must be present with matching labels (resuming); otherwise a differing label set gets a
+/// freshly initialised classifier.
+pub fn from_dir(dir: &Path, m: &ModelSection, labels: &[String], device: Device, exact: bool) -> Result<Built> {
+    let mut config = ErnieConfig::from_file(&dir.join("config.json"))?;
+    let tokenizer = Tokenizer::from_dir(dir)?;
+    if tokenizer.vocab_size() > config.vocab_size {
+        return Err(Error::Checkpoint(format!(
+            "{}: the tokenizer has {} tokens but config.json says vocab_size {}",
+            dir.display(),
+            tokenizer.vocab_size(),
+            config.vocab_size
+        )));
+    }
+    let same_labels = config.labels() == labels;
+    if exact && !same_labels {
+        return Err(Error::Checkpoint(format!(
+            "{}: the checkpoint's labels {:?} differ from the job's {:?}",
+            dir.display(),
+            config.labels(),
+            labels
+        )));
+    }
+    let reset: &[&str] = if labels.len() != config.num_labels { &["classifier."] } else { &[] };
+    config.set_labels(labels);
+    apply_overrides(&mut config, m);
+    if m.max_seq_len > config.max_position_embeddings {
+        return Err(Error::Config(format!(
+            "model.max_seq_len ({}) exceeds the model's max_position_embeddings ({})",
+            m.max_seq_len, config.max_position_embeddings
+        )));
+    }
+    let vs = VarStore::new(device);
+    let model = ErnieForSequenceClassification::new(&vs.root(), &config);
+    let initialisable: &[&str] = if exact { &[] } else { INITIALISABLE };
+    let report = load_weights(&vs, dir, initialisable, reset)?;
+    if !report.initialised.is_empty() {
+        tracing::info!("initialised fresh: {}", report.initialised.join(", "));
+    }
+    Ok(Built { vs, model, config, tokenizer, origin: dir.display().to_string() })
+}
+
+/// A preset shape with random weights and a vocabulary built from `corpus`.
+pub fn from_scratch<'a>(
+    m: &ModelSection,
+    corpus: impl Iterator<Item = &'a str>,
+    labels: &[String],
+    device: Device,
+) -> Result<Built> {
+    let tokenizer = Tokenizer::build_from_corpus(corpus, m.vocab_size)?;
+    let mut config = ErnieConfig::preset(&m.preset, tokenizer.vocab_size(), labels.len())?;
+    if let Some(v) = m.num_hidden_layers {
+        config.num_hidden_layers = v;
+    }
+    if let Some(v) = m.hidden_size {
+        config.hidden_size = v;
+    }
+    if let Some(v) = m.num_attention_heads {
+        config.num_attention_heads = v;
+    }
+    if let Some(v) = m.intermediate_size {
+        config.intermediate_size = v;
+    }
+    config.set_labels(labels);
+    apply_overrides(&mut config, m);
+    config.validate()?;
+    if m.max_seq_len > config.max_position_embeddings {
+        return Err(Error::Config(format!(
+            "model.max_seq_len ({}) exceeds the preset's max_position_embeddings ({})",
+            m.max_seq_len, config.max_position_embeddings
+        )));
+    }
+    let vs = VarStore::new(device);
+    let model = ErnieForSequenceClassification::new(&vs.root(), &config);
+    Ok(Built { vs, model, config, tokenizer, origin: format!("preset:{} (from scratch)", m.preset) })
+}

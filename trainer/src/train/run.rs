@@ -1,0 +1,504 @@
+//! The training loop: prepare data and model, then optimizer steps over length-bucketed batches with
+//! gradient accumulation, clipping and (on CUDA) fp16 autocast with loss scaling; evaluation and a
+//! checkpoint every `eval_every_steps` and at each epoch's end; best-k retention, early stopping, a
+//! graceful stop on request, and a final test evaluation with the best checkpoint.
+//!
+//! Reproducibility: libtorch's generator is re-seeded from (seed, step) before every step, so dropout
+//! masks depend only on the step, and the batch order is a function of (seed, epoch). A resumed run
+//! therefore replays exactly what the uninterrupted run would have done.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use tch::{Kind, Tensor};
+
+use super::checkpoints;
+use super::config::JobConfig;
+use super::model_init::{self, Built};
+use super::optimizer::{AdamW, AdamWConfig, LossScaler};
+use super::prepare::{load_data, PreparedData};
+use super::schedule::LinearSchedule;
+use super::signal::StopFlag;
+use super::state::{KeptCheckpoint, LossRecord, TrainerState, OPTIMIZER_FILE};
+use crate::data::batch::{bucketed_batches, collate, Features};
+use crate::data::Example;
+use crate::events::{Event, EventSink};
+use crate::metrics::Metrics;
+use crate::predict::{encode_rows, Inference};
+use crate::{pick_device, Error, Precision, Result};
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndStatus {
+    Completed,
+    EarlyStopped,
+    /// Stopped on request (signal or `halt_after_step`); the last checkpoint resumes it.
+    Stopped,
+}
+
+impl EndStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EndStatus::Completed => "completed",
+            EndStatus::EarlyStopped => "early_stopped",
+            EndStatus::Stopped => "stopped",
+        }
+    }
+}
+
+/// Outside control of a run.
+#[derive(Debug, Clone, Default)]
+pub struct RunControl {
+    /// Set by a signal handler (or anyone) to stop after the current step.
+    pub stop: StopFlag,
+    /// Stop as if requested once this many optimizer steps are done (without changing the schedule):
+    /// for splitting a run in parts, and for tests.
+    pub halt_after_step: Option<usize>,
+}
+
+/// What a finished (or stopped) run produced.
+#[derive(Debug, Clone)]
+pub struct TrainOutcome {
+    pub status: EndStatus,
+    pub global_step: usize,
+    /// Every step's loss since step 1 (a resumed run includes the earlier part's).
+    pub losses: Vec<LossRecord>,
+    pub best_checkpoint: Option<PathBuf>,
+    pub best_metric: Option<f64>,
+    pub last_checkpoint: Option<PathBuf>,
+    pub dev_metrics: Option<Metrics>,
+    pub test_metrics: Option<Metrics>,
+}
+
+/// Runs `job`, reporting on `events`. On failure an `error` and an `end` (`failed`) event are emitted
+/// and the error returned.
+pub fn train(job: &JobConfig, events: &EventSink, control: &RunControl) -> Result<TrainOutcome> {
+    match Trainer::prepare(job, events).and_then(|t| t.run(events, control)) {
+        Ok(outcome) => Ok(outcome),
+        Err(e) => {
+            events.emit(Event::Error { message: e.to_string() });
+            events.emit(Event::End { status: "failed".into(), step: 0, best_checkpoint: None, best_metric: None });
+            Err(e)
+        }
+    }
+}
+
+struct Trainer<'a> {
+    job: &'a JobConfig,
+    precision: Precision,
+    data: PreparedData,
+    built: Built,
+    train_rows: Vec<Features>,
+    dev_rows: Vec<Features>,
+    test_rows: Option<Vec<Features>>,
+    opt: AdamW,
+    schedule: LinearSchedule,
+    state: TrainerState,
+    steps_per_epoch: usize,
+    ckpt_root: PathBuf,
+}
+
+fn features(tok: &crate::Tokenizer, rows: &[Example], max_len: usize) -> Result<Vec<Features>> {
+    let items: Vec<(String, Option<String>)> = rows.iter().map(|e| (e.text.clone(), e.text_pair.clone())).collect();
+    let labels: Vec<Option<usize>> = rows.iter().map(|e| e.label).collect();
+    encode_rows(tok, &items, Some(&labels), max_len)
+}
+
+/// Resolves `output.resume_from` ("latest" → newest checkpoint in the output directory).
+fn resume_dir(job: &JobConfig) -> Result<Option<PathBuf>> {
+    let Some(from) = &job.output.resume_from else { return Ok(None) };
+    let root = job.output.dir.join("checkpoints");
+    let dir = if from.file_name().is_some_and(|n| n == "latest") && !from.exists() {
+        checkpoints::latest(&root)
+            .ok_or_else(|| Error::Checkpoint(format!("resume_from = latest: no checkpoint in {}", root.display())))?
+    } else {
+        from.clone()
+    };
+    if !dir.join(super::state::STATE_FILE).is_file() {
+        return Err(Error::Checkpoint(format!(
+            "{} is not a resumable checkpoint (no {})",
+            dir.display(),
+            super::state::STATE_FILE
+        )));
+    }
+    Ok(Some(dir))
+}
+
+impl<'a> Trainer<'a> {
+    fn prepare(job: &'a JobConfig, _events: &EventSink) -> Result<Self> {
+        job.validate()?;
+        let t = &job.train;
+        if t.threads > 0 {
+            tch::set_num_threads(t.threads as i32);
+        }
+        let device = pick_device(&t.device)?;
+        let precision = Precision::parse(&t.precision)?;
+        precision.check(device)?;
+
+        let resume = resume_dir(job)?;
+        let resumed_state = resume.as_deref().map(TrainerState::read).transpose()?;
+        let data = load_data(job, resumed_state.as_ref().map(|s| s.labels.clone()))?;
+        let names = data.labels.names().to_vec();
+
+        // Same initial weights for the same seed, whatever ran before in this process.
+        tch::manual_seed(t.seed as i64);
+        let built = match (&resume, &job.model.pretrained) {
+            (Some(dir), _) => model_init::from_dir(dir, &job.model, &names, device, true)?,
+            (None, Some(dir)) => model_init::from_dir(dir, &job.model, &names, device, false)?,
+            (None, None) => {
+                let corpus = data
+                    .train
+                    .iter()
+                    .flat_map(|e| std::iter::once(e.text.as_str()).chain(e.text_pair.as_deref()));
+                model_init::from_scratch(&job.model, corpus, &names, device)?
+            }
+        };
+        let max_len = job.model.max_seq_len;
+        let train_rows = features(&built.tokenizer, &data.train, max_len)?;
+        let dev_rows = features(&built.tokenizer, &data.dev, max_len)?;
+        let test_rows = data.test.as_deref().map(|t| features(&built.tokenizer, t, max_len)).transpose()?;
+
+        let micro_per_epoch = train_rows.len().div_ceil(t.batch_size);
+        let steps_per_epoch = micro_per_epoch.div_ceil(t.grad_accum_steps);
+        let mut total_steps = steps_per_epoch * t.epochs;
+        if let Some(m) = t.max_steps {
+            total_steps = total_steps.min(m);
+        }
+        let schedule = LinearSchedule::new(t.lr, t.warmup_ratio, total_steps);
+        let mut opt = AdamW::new(
+            &built.vs,
+            AdamWConfig { beta1: t.adam_beta1, beta2: t.adam_beta2, eps: t.adam_eps, weight_decay: t.weight_decay },
+        );
+        let state = match (resumed_state, &resume) {
+            (Some(s), Some(dir)) => {
+                if s.total_steps != total_steps || s.seed != t.seed {
+                    return Err(Error::Checkpoint(format!(
+                        "{}: saved with seed {} and {} total steps, but this job has seed {} and {} total steps; \
+                         resuming would not continue the same run",
+                        dir.display(),
+                        s.seed,
+                        s.total_steps,
+                        t.seed,
+                        total_steps
+                    )));
+                }
+                opt.load(&dir.join(OPTIMIZER_FILE), s.global_step as i64)?;
+                s
+            }
+            _ => {
+                let mut s = TrainerState::new(t.seed, total_steps, max_len, names, t.metric_for_best.clone());
+                if precision.needs_loss_scaling() {
+                    s.loss_scaler = Some(LossScaler::default());
+                }
+                s
+            }
+        };
+        let ckpt_root = job.output.dir.join("checkpoints");
+        Ok(Trainer {
+            job,
+            precision,
+            data,
+            built,
+            train_rows,
+            dev_rows,
+            test_rows,
+            opt,
+            schedule,
+            state,
+            steps_per_epoch,
+            ckpt_root,
+        })
+    }
+
+    fn inference(&self) -> Inference<'_> {
+        Inference {
+            model: &self.built.model,
+            device: self.built.vs.device(),
+            precision: self.precision,
+            pad_id: self.built.tokenizer.pad_id(),
+            batch_size: self.job.eval_batch_size(),
+        }
+    }
+
+    fn epoch_float(&self) -> f64 {
+        self.state.epoch as f64 + self.state.steps_in_epoch as f64 / self.steps_per_epoch.max(1) as f64
+    }
+
+    fn run(mut self, events: &EventSink, control: &RunControl) -> Result<TrainOutcome> {
+        let job = self.job;
+        let t = &job.train;
+        std::fs::create_dir_all(&self.ckpt_root).map_err(|e| Error::io(&self.ckpt_root, e))?;
+        checkpoints::clean_partial(&self.ckpt_root)?;
+        let resumed_from = self.state.global_step;
+        events.emit(Event::Start {
+            model: self.built.origin.clone(),
+            device: format!("{:?}", self.built.vs.device()),
+            precision: self.precision.as_str().into(),
+            labels: self.data.labels.names().to_vec(),
+            train_rows: self.train_rows.len(),
+            dev_rows: self.dev_rows.len(),
+            epochs: t.epochs,
+            total_steps: self.state.total_steps,
+            batch_size: t.batch_size,
+            grad_accum_steps: t.grad_accum_steps,
+            parameters: self.built.vs.trainable_variables().iter().map(Tensor::numel).sum::<usize>() as i64,
+            resumed_from_step: resumed_from,
+            output_dir: self.job.output.dir.display().to_string(),
+        });
+
+        let lengths: Vec<usize> = self.train_rows.iter().map(|r| r.input_ids.len()).collect();
+        let mut last_saved: Option<PathBuf> = None;
+        let mut last_metrics: Option<Metrics> = None;
+        let mut window = (Instant::now(), 0usize, 0usize); // (since, rows, tokens) for throughput
+        let mut status = EndStatus::Completed;
+
+        'epochs: while self.state.epoch < t.epochs {
+            let batches = bucketed_batches(&lengths, t.batch_size, t.seed, self.state.epoch as u64);
+            let steps: Vec<&[Vec<usize>]> = batches.chunks(t.grad_accum_steps).collect();
+            while self.state.steps_in_epoch < steps.len() {
+                if self.state.global_step >= self.state.total_steps {
+                    break 'epochs;
+                }
+                let group = steps[self.state.steps_in_epoch];
+                let (loss, norm, rows, tokens) = self.step(group)?;
+                let lr = self.schedule.lr(self.state.global_step - 1);
+                self.state.losses.push(LossRecord { step: self.state.global_step, loss, lr });
+                window.1 += rows;
+                window.2 += tokens;
+                let step = self.state.global_step;
+                if step % t.log_every_steps == 0 || step == self.state.total_steps {
+                    let secs = window.0.elapsed().as_secs_f64().max(1e-9);
+                    events.emit(Event::Step {
+                        step,
+                        epoch: self.epoch_float(),
+                        loss,
+                        lr,
+                        samples_per_s: window.1 as f64 / secs,
+                        tokens_per_s: window.2 as f64 / secs,
+                        grad_norm: norm,
+                    });
+                    window = (Instant::now(), 0, 0);
+                }
+                let epoch_done = self.state.steps_in_epoch == steps.len();
+                let run_done = step >= self.state.total_steps;
+                let scheduled_eval = t.eval_every_steps > 0 && step % t.eval_every_steps == 0;
+                if (scheduled_eval && !epoch_done) || (run_done && !epoch_done) {
+                    let (path, m, stop_early) = self.evaluate_and_save(events)?;
+                    last_saved = Some(path);
+                    last_metrics = Some(m);
+                    if stop_early {
+                        status = EndStatus::EarlyStopped;
+                        break 'epochs;
+                    }
+                }
+                let halted = control.halt_after_step.is_some_and(|h| step >= h);
+                if (control.stop.requested() || halted) && !epoch_done && !run_done {
+                    if last_saved.as_deref() != Some(&*self.ckpt_root.join(checkpoints::dir_name(step))) {
+                        last_saved = Some(self.save(events, None)?);
+                    }
+                    status = EndStatus::Stopped;
+                    break 'epochs;
+                }
+            }
+            // End of epoch: the next step is the first of the next epoch.
+            self.state.epoch += 1;
+            self.state.steps_in_epoch = 0;
+            let (path, m, stop_early) = self.evaluate_and_save(events)?;
+            last_saved = Some(path);
+            last_metrics = Some(m);
+            if stop_early {
+                status = EndStatus::EarlyStopped;
+                break;
+            }
+            let halted = control.halt_after_step.is_some_and(|h| self.state.global_step >= h);
+            if (control.stop.requested() || halted) && self.state.epoch < t.epochs {
+                status = EndStatus::Stopped;
+                break;
+            }
+            if self.state.global_step >= self.state.total_steps {
+                break;
+            }
+        }
+
+        let best = self.state.best_checkpoint.as_ref().map(|n| self.ckpt_root.join(n));
+        let test_metrics = match (&self.test_rows, &best, status) {
+            (Some(rows), Some(dir), EndStatus::Completed | EndStatus::EarlyStopped) => {
+                let names = self.data.labels.names().to_vec();
+                let loaded = model_init::from_dir(dir, &self.job.model, &names, self.built.vs.device(), true)?;
+                let inf = Inference { model: &loaded.model, ..self.inference() };
+                let m = inf.evaluate(rows, &names)?;
+                events.emit(Event::Eval {
+                    step: self.state.global_step,
+                    epoch: self.epoch_float(),
+                    split: "test".into(),
+                    metrics: m.clone(),
+                });
+                Some(m)
+            }
+            _ => None,
+        };
+        let outcome = TrainOutcome {
+            status,
+            global_step: self.state.global_step,
+            losses: self.state.losses.clone(),
+            best_checkpoint: best.clone(),
+            best_metric: self.state.best_metric,
+            last_checkpoint: last_saved,
+            dev_metrics: last_metrics,
+            test_metrics,
+        };
+        self.write_summary(&outcome)?;
+        events.emit(Event::End {
+            status: status.as_str().into(),
+            step: self.state.global_step,
+            best_checkpoint: best.map(|p| p.display().to_string()),
+            best_metric: self.state.best_metric,
+        });
+        Ok(outcome)
+    }
+
+    /// One optimizer step over the micro-batches in `group`. Returns (mean loss, gradient norm before
+    /// clipping, rows, tokens).
+    fn step(&mut self, group: &[Vec<usize>]) -> Result<(f64, f64, usize, usize)> {
+        let job = self.job;
+        let t = &job.train;
+        // Dropout masks are a function of (seed, step) only; see the module docs.
+        tch::manual_seed((t.seed as i64).wrapping_mul(1_000_003).wrapping_add(self.state.global_step as i64));
+        let device = self.built.vs.device();
+        let pad = self.built.tokenizer.pad_id();
+        let rows_in_step: usize = group.iter().map(Vec::len).sum();
+        let scale = self.state.loss_scaler.as_ref().map_or(1.0, |s| s.scale);
+        self.opt.zero_grad();
+        let (mut loss_sum, mut tokens) = (0.0, 0);
+        for micro in group {
+            let refs: Vec<&Features> = micro.iter().map(|&i| &self.train_rows[i]).collect();
+            let b = collate(&refs, pad, device);
+            let labels = b.labels.as_ref().ok_or_else(|| Error::Data {
+                line: None,
+                field: None,
+                message: "a training row has no label".into(),
+            })?;
+            let logits = self.precision.autocast(|| {
+                self.built.model.forward_t(&b.input_ids, &b.attention_mask, Some(&b.token_type_ids), None, true)
+            });
+            let loss = logits.to_kind(Kind::Float).cross_entropy_for_logits(labels);
+            // Weighting each micro-batch by its share of rows makes the step's gradient the mean over
+            // all rows of the step, whatever the accumulation and the size of the last batch.
+            let weight = b.rows as f64 / rows_in_step as f64;
+            (&loss * (weight * scale)).backward();
+            loss_sum += f64::try_from(&loss)? * weight;
+            tokens += b.tokens;
+        }
+        let mut take_step = true;
+        if let Some(scaler) = self.state.loss_scaler.as_mut() {
+            self.opt.scale_grads(1.0 / scale);
+            take_step = scaler.update(self.opt.grad_norm().is_finite());
+        }
+        let norm = self.opt.clip_grad_norm(t.max_grad_norm);
+        let lr = self.schedule.lr(self.state.global_step);
+        if take_step {
+            self.opt.step(lr);
+        } else {
+            tracing::warn!(step = self.state.global_step + 1, "fp16 gradients overflowed; step skipped");
+        }
+        self.state.global_step += 1;
+        self.state.steps_in_epoch += 1;
+        if !loss_sum.is_finite() {
+            return Err(Error::Config(format!(
+                "the training loss became {loss_sum} at step {}; lower train.lr or enable gradient clipping",
+                self.state.global_step
+            )));
+        }
+        Ok((loss_sum, norm, rows_in_step, tokens))
+    }
+
+    /// Dev evaluation, then a checkpoint ranked by its metric. Returns the checkpoint, the metrics and
+    /// whether early stopping triggers.
+    fn evaluate_and_save(&mut self, events: &EventSink) -> Result<(PathBuf, Metrics, bool)> {
+        let names = self.data.labels.names().to_vec();
+        let metrics = self.inference().evaluate(&self.dev_rows, &names)?;
+        events.emit(Event::Eval {
+            step: self.state.global_step,
+            epoch: self.epoch_float(),
+            split: "dev".into(),
+            metrics: metrics.clone(),
+        });
+        let value = metrics.get(&self.state.metric_for_best);
+        let patience = self.job.train.early_stopping_patience;
+        match value {
+            Some(v) if self.state.improves(v) => {
+                self.state.best_metric = Some(v);
+                self.state.best_checkpoint = Some(checkpoints::dir_name(self.state.global_step));
+                self.state.evals_without_improvement = 0;
+            }
+            _ => self.state.evals_without_improvement += 1,
+        }
+        let path = self.save(events, Some(metrics.clone()))?;
+        let stop = patience > 0 && self.state.evals_without_improvement >= patience;
+        Ok((path, metrics, stop))
+    }
+
+    /// Writes the checkpoint for the current step and applies retention.
+    fn save(&mut self, events: &EventSink, metrics: Option<Metrics>) -> Result<PathBuf> {
+        let name = checkpoints::dir_name(self.state.global_step);
+        let metric = metrics.as_ref().and_then(|m| m.get(&self.state.metric_for_best));
+        self.state.kept.retain(|k| k.name != name);
+        self.state.kept.push(KeptCheckpoint { name: name.clone(), step: self.state.global_step, metric });
+        let (keep, drop) = checkpoints::retain(
+            &self.state.kept,
+            self.job.train.keep_best,
+            Metrics::higher_is_better(&self.state.metric_for_best),
+        );
+        self.state.kept = keep;
+        let saved = checkpoints::write(
+            &self.ckpt_root,
+            &self.built.vs,
+            &self.built.config,
+            &self.built.tokenizer,
+            &self.opt,
+            &self.state,
+        )?;
+        // Delete only after the new checkpoint is safely in place.
+        for old in drop {
+            let dir = self.ckpt_root.join(&old);
+            if dir.exists() {
+                std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+            }
+        }
+        let best = self.state.best_checkpoint.as_deref() == Some(name.as_str());
+        events.emit(Event::Checkpoint {
+            path: saved.dir.display().to_string(),
+            step: self.state.global_step,
+            metrics,
+            sha256: saved.sha256,
+            bytes: saved.bytes,
+            best,
+        });
+        Ok(saved.dir)
+    }
+
+    /// `OUT/summary.json`: the outcome in one file, for people and for the platform after the fact.
+    fn write_summary(&self, o: &TrainOutcome) -> Result<()> {
+        let summary = serde_json::json!({
+            "status": o.status.as_str(),
+            "global_step": o.global_step,
+            "best_checkpoint": o.best_checkpoint,
+            "best_metric": o.best_metric,
+            "metric_for_best": self.state.metric_for_best,
+            "last_checkpoint": o.last_checkpoint,
+            "dev_metrics": o.dev_metrics,
+            "test_metrics": o.test_metrics,
+            "labels": self.data.labels.names(),
+            "data_reports": self.data.reports,
+        });
+        let path = self.job.output.dir.join("summary.json");
+        write_atomic(&path, serde_json::to_string_pretty(&summary).unwrap_or_default().as_bytes())
+    }
+}
+
+/// Writes `bytes` to a temporary sibling and renames it over `path`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, bytes).map_err(|e| Error::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))
+}
