@@ -4,7 +4,9 @@
 //! # Layout
 //! - [`types`], [`error`]: shapes and the error type shared by server and browser.
 //! - [`api`]: server functions, thin wrappers over the domain functions in [`ssr`].
-//! - `pages`, `components`: the UI.
+//! - [`i18n`]: translations generated from `locales/*.json` (Simplified Chinese default, English).
+//! - [`components`]: the app shell (header, switcher, language switch) and form/notice building blocks.
+//! - [`pages`]: one module per URL of the dashboard; [`App`] maps URLs to them.
 //! - [`ssr`] (server only): database, accounts, sessions, workspaces, members, audit log, tokens.
 
 pub mod api;
@@ -14,9 +16,103 @@ pub mod types;
 #[cfg(feature = "ssr")]
 pub mod ssr;
 
-use leptos::prelude::*;
+pub mod components;
+pub mod i18n;
+pub mod pages;
 
+use leptos::prelude::*;
+use leptos_meta::{provide_meta_context, MetaTags, Title};
+use leptos_router::components::{ParentRoute, Route, Router, Routes};
+use leptos_router::path;
+
+use crate::components::auth::Auth;
+use crate::i18n::*;
+use crate::pages::{admin, auth, home, not_found, tokens, workspace};
+
+/// The HTML document the server wraps around [`App`]: the server calls this once per request.
+/// `<html>` has no `lang` here on purpose: the i18n provider sets `lang` (and `dir`) through
+/// leptos_meta so that it follows the chosen language, and the hydrating client reads it back to
+/// start in the same language the server rendered.
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html>
+            <head>
+                <meta charset="utf-8" />
+                <meta name="viewport" content="width=device-width, initial-scale=1" />
+                <meta name="color-scheme" content="light" />
+                <link rel="stylesheet" href="/pkg/paddock.css" />
+                <link rel="icon" type="image/svg+xml" href="/favicon.svg" />
+                <AutoReload options=options.clone() />
+                <HydrationScripts options />
+                <MetaTags />
+            </head>
+            <body>
+                <App />
+            </body>
+        </html>
+    }
+}
+
+/// How long the language choice is remembered: a year, in milliseconds (leptos_use's unit).
+const LANGUAGE_COOKIE_MAX_AGE_MS: i64 = 365 * 24 * 60 * 60 * 1000;
+
+/// The whole dashboard. The language comes from the `i18n_pref_locale` cookie, else Simplified
+/// Chinese: the browser's `Accept-Language` is deliberately ignored so that a fresh instance always
+/// opens in the product's default language and every visitor sees the same page.
 #[component]
 pub fn App() -> impl IntoView {
-    view! { <p>"Paddock"</p> }
+    provide_meta_context();
+    let default_language = leptos_i18n::context::UseLocalesOptions::default()
+        .ssr_lang_header_getter(|| None::<String>);
+    // Path `/`: without it the browser scopes the cookie to the directory of the page where the
+    // language was switched (`/w/1`), and `/signin` would forget it. Browsers treat a cookie
+    // without `SameSite` as `Lax`, which is what a preference needs.
+    let cookie_options = leptos_i18n::context::CookieOptions::<Locale>::default()
+        .path("/".to_string())
+        .max_age(LANGUAGE_COOKIE_MAX_AGE_MS);
+    view! {
+        <I18nContextProvider ssr_lang_header_getter=default_language cookie_options>
+            <Routed />
+        </I18nContextProvider>
+    }
+}
+
+/// Everything under the i18n provider: the session and the route table.
+#[component]
+fn Routed() -> impl IntoView {
+    Auth::provide();
+    // Effects run only in the browser, after hydration: this mark tells browser tests (and anyone
+    // debugging) that the wasm has taken over the server-rendered page.
+    Effect::new(move |_| {
+        if let Some(root) = document().document_element() {
+            let _ = root.set_attribute("data-hydrated", "true");
+        }
+    });
+    view! {
+        <Title formatter=|text: String| if text.is_empty() { "Paddock".to_string() } else { format!("{text} · Paddock") } />
+        <Router>
+            <Routes fallback=not_found::NotFoundPage>
+                <Route path=path!("/signin") view=auth::SignInPage />
+                <Route path=path!("/signup") view=auth::SignUpPage />
+                <ParentRoute path=path!("") view=home::SignedInLayout>
+                    <Route path=path!("") view=home::HomePage />
+                    <Route path=path!("/workspaces/new") view=home::NewWorkspacePage />
+                    <Route path=path!("/settings/tokens") view=tokens::TokensPage />
+                    <Route path=path!("/admin") view=admin::AdminPage />
+                    <ParentRoute path=path!("/w/:id") view=workspace::WorkspaceLayout>
+                        <Route path=path!("") view=workspace::WorkspaceIndex />
+                        <Route path=path!("/environments") view=workspace::sections::EnvironmentsPage />
+                        <Route path=path!("/datasets") view=workspace::sections::DatasetsPage />
+                        <Route path=path!("/jobs") view=workspace::sections::JobsPage />
+                        <Route path=path!("/models") view=workspace::sections::ModelsPage />
+                        <Route path=path!("/endpoints") view=workspace::sections::EndpointsPage />
+                        <Route path=path!("/members") view=workspace::members::MembersPage />
+                        <Route path=path!("/activity") view=workspace::activity::ActivityPage />
+                        <Route path=path!("/settings") view=workspace::settings::SettingsPage />
+                    </ParentRoute>
+                </ParentRoute>
+            </Routes>
+        </Router>
+    }
 }

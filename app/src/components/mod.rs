@@ -1,0 +1,13 @@
+//! Building blocks shared by the pages: the signed-in shell (header, workspace switcher, account
+//! menu), the language switch, form fields that show server errors next to the input they concern,
+//! notices, empty states and badges.
+
+pub mod auth;
+pub mod badges;
+pub mod empty_state;
+pub mod form;
+pub mod header;
+pub mod lang_switch;
+pub mod notice;
+pub mod time;
+pub mod workspaces;

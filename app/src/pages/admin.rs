@@ -1,0 +1,141 @@
+//! `/admin`: instance administration for admins — open or close sign-up, and disable or re-enable
+//! accounts. Everyone else gets the server's "forbidden", shown as an error.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api::{instance_settings, list_users, SetSignupEnabled, SetUserDisabled};
+use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::time::Timestamp;
+use crate::i18n::*;
+use crate::types::UserAccount;
+
+#[component]
+pub fn AdminPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let toggle_signup = ServerAction::<SetSignupEnabled>::new();
+    let toggle_user = ServerAction::<SetUserDisabled>::new();
+    let settings = Resource::new(move || toggle_signup.version().get(), |_| instance_settings());
+    let users = Resource::new(move || toggle_user.version().get(), |_| list_users());
+    let action_error = Signal::derive(move || {
+        toggle_signup
+            .value()
+            .get()
+            .and_then(Result::err)
+            .or_else(|| toggle_user.value().get().and_then(Result::err))
+    });
+
+    view! {
+        <Title text=move || t_string!(i18n, admin.title).to_string() />
+        <div class="page page-narrow">
+            <header class="page-header">
+                <h1 data-testid="page-title">{t!(i18n, admin.title)}</h1>
+                <p class="lead">{t!(i18n, admin.lead)}</p>
+            </header>
+            {move || action_error.get().map(|err| view! { <ErrorNotice err /> })}
+            <section class="card" aria-labelledby="signup-title">
+                <h2 id="signup-title">{t!(i18n, admin.signup_title)}</h2>
+                <Transition fallback=Loading>
+                    {move || Suspend::new(async move {
+                        match settings.await {
+                            Ok(s) => {
+                                let enabled = s.signup_enabled;
+                                view! {
+                                    <p data-testid="signup-state" data-enabled=enabled.to_string()>
+                                        {move || if enabled { t_string!(i18n, admin.signup_on) } else { t_string!(i18n, admin.signup_off) }}
+                                    </p>
+                                    <ActionForm action=toggle_signup>
+                                        <input type="hidden" name="enabled" value=(!enabled).to_string() />
+                                        <button type="submit" class="button button-ghost" data-testid="signup-toggle">
+                                            {move || if enabled { t_string!(i18n, admin.disable_signup) } else { t_string!(i18n, admin.enable_signup) }}
+                                        </button>
+                                    </ActionForm>
+                                }
+                                .into_any()
+                            }
+                            Err(err) => view! { <ErrorNotice err /> }.into_any(),
+                        }
+                    })}
+                </Transition>
+            </section>
+            <section class="card" aria-labelledby="users-title">
+                <h2 id="users-title">{t!(i18n, admin.users_title)}</h2>
+                <Transition fallback=Loading>
+                    {move || Suspend::new(async move {
+                        match users.await {
+                            Ok(list) => view! { <UsersTable list toggle_user /> }.into_any(),
+                            Err(err) => view! { <ErrorNotice err /> }.into_any(),
+                        }
+                    })}
+                </Transition>
+            </section>
+        </div>
+    }
+}
+
+#[component]
+fn UsersTable(list: Vec<UserAccount>, toggle_user: ServerAction<SetUserDisabled>) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <div class="table-wrap">
+            <table class="table" data-testid="users-table">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, admin.col_user)}</th>
+                        <th scope="col">{t!(i18n, admin.col_status)}</th>
+                        <th scope="col">{t!(i18n, admin.col_created)}</th>
+                        <th scope="col">{t!(i18n, admin.col_actions)}</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {list
+                        .into_iter()
+                        .map(|u| {
+                            let user_id = u.id;
+                            let disabled = u.disabled;
+                            let name = u.username.clone();
+                            view! {
+                                <tr data-testid=format!("user-row-{}", u.username) data-disabled=disabled.to_string()>
+                                    <th scope="row">
+                                        {u.username.clone()}
+                                        {u.is_admin.then(|| view! { <span class="badge badge-admin">{t!(i18n, admin.admin_badge)}</span> })}
+                                    </th>
+                                    <td>
+                                        {if disabled {
+                                            view! { <span class="badge badge-disabled">{t!(i18n, admin.disabled)}</span> }.into_any()
+                                        } else {
+                                            view! { <span class="badge badge-active">{t!(i18n, admin.active)}</span> }.into_any()
+                                        }}
+                                    </td>
+                                    <td class="nowrap"><Timestamp at=u.created_at /></td>
+                                    <td>
+                                        <button
+                                            type="button"
+                                            class="button button-small"
+                                            class:button-danger-ghost=!disabled
+                                            class:button-ghost=disabled
+                                            data-testid=format!("toggle-user-{}", u.username)
+                                            aria-label=move || {
+                                                if disabled {
+                                                    t_string!(i18n, admin.enable_aria, name = name.clone())
+                                                } else {
+                                                    t_string!(i18n, admin.disable_aria, name = name.clone())
+                                                }
+                                            }
+                                            disabled=move || toggle_user.pending().get()
+                                            on:click=move |_| {
+                                                toggle_user.dispatch(SetUserDisabled { user_id, disabled: !disabled });
+                                            }
+                                        >
+                                            {move || if disabled { t_string!(i18n, admin.enable) } else { t_string!(i18n, admin.disable) }}
+                                        </button>
+                                    </td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}

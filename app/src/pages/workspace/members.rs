@@ -1,0 +1,265 @@
+//! Members: who belongs to the workspace and with which role. Owners add people by username, change
+//! roles and remove members; everyone else sees the list read-only, with the controls absent and a
+//! note saying why.
+
+use leptos::html::Form;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api::{list_members, AddMember, ChangeMemberRole, RemoveMember};
+use crate::components::auth::use_auth;
+use crate::components::badges::{role_name, RoleBadge};
+use crate::components::form::{action_error, Field, FormError, SubmitButton};
+use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::time::Timestamp;
+use crate::components::workspaces::use_workspace_list;
+use crate::error::AppError;
+use crate::i18n::*;
+use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::types::{Member, Role};
+
+const ROLES: [Role; 3] = [Role::Viewer, Role::Editor, Role::Owner];
+
+#[component]
+pub fn MembersPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let auth = use_auth();
+    let current = use_current_workspace();
+    let workspaces = use_workspace_list();
+    let add = ServerAction::<AddMember>::new();
+    let change = ServerAction::<ChangeMemberRole>::new();
+    let remove = ServerAction::<RemoveMember>::new();
+    // Bumped only when something changed: a refused action leaves the list (and what the owner
+    // typed into the form) alone.
+    let changed = RwSignal::new(0u64);
+    let members = Resource::new(move || (current.id.get(), changed.get()), |(id, _)| list_members(id));
+
+    // The table's actions share one error line: whichever ran last speaks.
+    let row_error = RwSignal::new(None::<AppError>);
+    Effect::new(move |_| {
+        if let Some(result) = add.value().get() {
+            if result.is_ok() {
+                changed.update(|n| *n += 1);
+            }
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(result) = change.value().get() {
+            row_error.set(result.as_ref().err().cloned());
+            if result.is_ok() {
+                changed.update(|n| *n += 1);
+                // The change may concern the caller (an owner stepping down): re-read their role.
+                workspaces.refresh();
+            }
+        }
+    });
+    Effect::new(move |_| {
+        if let Some(result) = remove.value().get() {
+            row_error.set(result.as_ref().err().cloned());
+            if result.is_ok() {
+                changed.update(|n| *n += 1);
+                workspaces.refresh();
+            }
+        }
+    });
+
+    view! {
+        <Title text=move || t_string!(i18n, nav.members).to_string() />
+        <div class="page">
+            <PageHeader title=move || t!(i18n, nav.members) lead=move || t!(i18n, members.lead) />
+            // The form depends on the role only, so adding someone does not re-create it.
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match current.ws.await {
+                        Ok(ws) if ws.role == Role::Owner => view! { <AddMemberForm workspace_id=ws.id add /> }.into_any(),
+                        Ok(_) => view! {
+                            <p class="notice notice-info" data-testid="members-owner-only">
+                                {t!(i18n, members.owner_only)}
+                            </p>
+                        }
+                        .into_any(),
+                        Err(_) => ().into_any(),
+                    }
+                })}
+            </Transition>
+            {move || row_error.get().map(|err| view! { <ErrorNotice err /> })}
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    let ws = match current.ws.await {
+                        Ok(ws) => ws,
+                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
+                    };
+                    let me = auth.user.await.ok().flatten().map(|me| me.id);
+                    match members.await {
+                        Ok(list) => view! {
+                            <MembersTable list me workspace_id=ws.id is_owner={ws.role == Role::Owner} change remove />
+                        }
+                        .into_any(),
+                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
+                    }
+                })}
+            </Transition>
+            <p class="hint">{t!(i18n, members.roles_help)}</p>
+        </div>
+    }
+}
+
+#[component]
+fn AddMemberForm(workspace_id: i64, add: ServerAction<AddMember>) -> impl IntoView {
+    let i18n = use_i18n();
+    let error = action_error(add);
+    let form = NodeRef::<Form>::new();
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = add.value().get() {
+            if let Some(form) = form.get_untracked() {
+                form.reset();
+            }
+        }
+    });
+    view! {
+        <section class="card" aria-labelledby="add-member-title">
+            <h2 id="add-member-title">{t!(i18n, members.add_title)}</h2>
+            <ActionForm action=add node_ref=form attr:class="form form-inline" attr:data-testid="add-member-form" attr:novalidate=true>
+                <input type="hidden" name="workspace_id" value=workspace_id />
+                <FormError error fields=&["username", "role"] />
+                <Field
+                    name="username"
+                    id="add-member-username"
+                    label=move || t!(i18n, members.username)
+                    autocomplete="off"
+                    required=true
+                    maxlength=32
+                    error
+                />
+                <div class="field">
+                    <label for="add-member-role">{t!(i18n, members.role)}</label>
+                    <select id="add-member-role" name="role" data-testid="add-member-role">
+                        {ROLES
+                            .into_iter()
+                            .map(|role| {
+                                view! {
+                                    <option value=role.as_str() selected={role == Role::Viewer}>
+                                        {move || role_name(i18n.get_locale(), role)}
+                                    </option>
+                                }
+                            })
+                            .collect_view()}
+                    </select>
+                    <p class="field-error" data-testid="add-member-role-error">
+                        {move || {
+                            error
+                                .get()
+                                .filter(|e| e.field() == Some("role"))
+                                .map(|e| error_text(i18n.get_locale(), &e))
+                        }}
+                    </p>
+                </div>
+                <SubmitButton pending=add.pending() testid="add-member-submit">
+                    {t!(i18n, members.add_button)}
+                </SubmitButton>
+            </ActionForm>
+        </section>
+    }
+}
+
+#[component]
+fn MembersTable(
+    list: Vec<Member>,
+    me: Option<i64>,
+    workspace_id: i64,
+    is_owner: bool,
+    change: ServerAction<ChangeMemberRole>,
+    remove: ServerAction<RemoveMember>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <div class="table-wrap">
+            <table class="table" data-testid="members-table">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, members.col_user)}</th>
+                        <th scope="col">{t!(i18n, members.col_role)}</th>
+                        <th scope="col">{t!(i18n, members.col_added)}</th>
+                        {is_owner.then(|| view! { <th scope="col">{t!(i18n, members.col_actions)}</th> })}
+                    </tr>
+                </thead>
+                <tbody>
+                    {list
+                        .into_iter()
+                        .map(|m| {
+                            let is_me = me == Some(m.user_id);
+                            let name = m.username.clone();
+                            view! {
+                                <tr data-testid=format!("member-row-{}", m.username)>
+                                    <th scope="row">
+                                        {m.username.clone()}
+                                        {is_me.then(|| view! { <span class="muted">" ("{t!(i18n, common.you)}")"</span> })}
+                                    </th>
+                                    <td>
+                                        {if is_owner {
+                                            view! { <RoleSelect member=m.clone() workspace_id change /> }.into_any()
+                                        } else {
+                                            view! { <RoleBadge role=m.role /> }.into_any()
+                                        }}
+                                    </td>
+                                    <td><Timestamp at=m.added_at.clone() /></td>
+                                    {is_owner.then(|| {
+                                        let user_id = m.user_id;
+                                        let aria = name.clone();
+                                        view! {
+                                            <td>
+                                                <button
+                                                    type="button"
+                                                    class="button button-small button-danger-ghost"
+                                                    data-testid=format!("remove-{name}")
+                                                    aria-label=move || t_string!(i18n, members.remove_aria, name = aria.clone())
+                                                    disabled=move || remove.pending().get()
+                                                    on:click=move |_| {
+                                                        remove.dispatch(RemoveMember { workspace_id, user_id });
+                                                    }
+                                                >
+                                                    {t!(i18n, members.remove)}
+                                                </button>
+                                            </td>
+                                        }
+                                    })}
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
+/// Changes a member's role as soon as another option is picked.
+#[component]
+fn RoleSelect(member: Member, workspace_id: i64, change: ServerAction<ChangeMemberRole>) -> impl IntoView {
+    let i18n = use_i18n();
+    let user_id = member.user_id;
+    let name = member.username.clone();
+    let current = member.role;
+    view! {
+        <select
+            class="select-inline"
+            data-testid=format!("role-select-{}", member.username)
+            aria-label=move || t_string!(i18n, members.change_role_for, name = name.clone())
+            disabled=move || change.pending().get()
+            on:change=move |ev| {
+                change.dispatch(ChangeMemberRole { workspace_id, user_id, role: event_target_value(&ev) });
+            }
+        >
+            {ROLES
+                .into_iter()
+                .map(|role| {
+                    view! {
+                        <option value=role.as_str() selected={role == current}>
+                            {move || role_name(i18n.get_locale(), role)}
+                        </option>
+                    }
+                })
+                .collect_view()}
+        </select>
+    }
+}

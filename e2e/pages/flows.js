@@ -1,0 +1,34 @@
+//! Steps several stories share, built from the page objects: a person signs up (and lands where a
+//! new account lands), creates a workspace, signs in.
+
+import assert from 'node:assert/strict';
+import { SignInPage, SignUpPage } from './auth.js';
+import { NewWorkspacePage } from './workspaces.js';
+import { Shell } from './shell.js';
+
+/** A password that satisfies the 10-character minimum. */
+export const PASSWORD = 'correct-horse-battery';
+
+/** Signs up and waits for the redirect that follows: `/workspaces/new` for someone without a
+ *  workspace. */
+export async function signUp(page, username) {
+  const signup = new SignUpPage(page);
+  await signup.goto();
+  await signup.submit(username, PASSWORD);
+  await page.waitForURL(/\/workspaces\/new$/);
+}
+
+/** Creates a workspace from `/workspaces/new`; returns its id. */
+export async function createWorkspace(page, name) {
+  await new NewWorkspacePage(page).create(name);
+  const shell = new Shell(page);
+  await assert.doesNotReject(shell.workspaceName.filter({ hasText: name }).waitFor());
+  return shell.workspaceId();
+}
+
+export async function signIn(page, username, expectedUrl = /\/w\/\d+\/environments$/) {
+  const signin = new SignInPage(page);
+  await signin.goto();
+  await signin.submit(username, PASSWORD);
+  await page.waitForURL(expectedUrl);
+}

@@ -1,0 +1,180 @@
+//! Story: the first person on a fresh instance signs up, is told what is wrong with a bad password
+//! (in Chinese, next to the field, without a reload), creates a workspace and looks around every
+//! section. Also proves hydration: client-side navigation keeps a marker planted on `window`.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { startServer } from '../support/server.js';
+import { hydrated, launchBrowser, newPerson, plantMarker, readMarker, screenshot } from '../support/browser.js';
+import { assertAccessibleBasics, assertNoHorizontalOverflow, waitForText } from '../support/checks.js';
+import { SignUpPage } from '../pages/auth.js';
+import { NewWorkspacePage } from '../pages/workspaces.js';
+import { Shell } from '../pages/shell.js';
+import { PASSWORD } from '../pages/flows.js';
+
+const SECTIONS = [
+  ['environments', '环境'],
+  ['datasets', '数据集'],
+  ['jobs', '任务'],
+  ['models', '模型'],
+  ['endpoints', '服务端点'],
+  ['members', '成员'],
+  ['activity', '动态'],
+  ['settings', '设置'],
+];
+
+describe('a new team signs up and creates a workspace', () => {
+  let server;
+  let browser;
+  let person;
+  let workspaceId;
+
+  before(async () => {
+    server = await startServer();
+    browser = await launchBrowser();
+    person = await newPerson(browser, server.baseURL);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test('a signed-out visitor is sent to sign in, in Simplified Chinese', async () => {
+    const { page } = person;
+    await page.goto('/');
+    assert.match(page.url(), /\/signin$/);
+    await hydrated(page);
+    assert.equal(await page.getAttribute('html', 'lang'), 'zh');
+    await waitForText(page.getByTestId('page-title'), '登录 Paddock');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '01-signin');
+  });
+
+  test('a bad password is explained next to its field without a reload', async () => {
+    const { page } = person;
+    const marker = await plantMarker(page);
+    await page.getByTestId('go-signup').click();
+    await page.waitForURL(/\/signup$/);
+    const signup = new SignUpPage(page);
+    await signup.submit('alice', 'short');
+    await waitForText(signup.fieldError('password'), '密码至少需要 10 个字符');
+    assert.equal(await signup.password.getAttribute('aria-invalid'), 'true');
+    assert.equal((await signup.fieldError('username').textContent()).trim(), '', 'the username is fine');
+    assert.match(page.url(), /\/signup$/);
+    assert.equal(await readMarker(page), marker, 'the page was not reloaded');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '01-signup-error');
+  });
+
+  test('signing up leads to workspace creation', async () => {
+    const { page } = person;
+    const signup = new SignUpPage(page);
+    await signup.submit('alice', PASSWORD);
+    await page.waitForURL(/\/workspaces\/new$/);
+    await page.getByTestId('no-workspaces').waitFor();
+    await waitForText(new Shell(page).accountName, 'alice');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '01-new-workspace');
+  });
+
+  test('an empty workspace name is refused next to the field', async () => {
+    const { page } = person;
+    const form = new NewWorkspacePage(page);
+    await form.name.fill('   ');
+    await page.getByTestId('create-workspace-submit').click();
+    await waitForText(form.nameError, '请使用 1–64 个字符');
+    assert.match(page.url(), /\/workspaces\/new$/);
+  });
+
+  test('creating a workspace opens it, with its owner role and empty sections', async () => {
+    const { page } = person;
+    await new NewWorkspacePage(page).create('中文 NLP 团队');
+    const shell = new Shell(page);
+    await waitForText(shell.workspaceName, '中文 NLP 团队');
+    workspaceId = shell.workspaceId();
+    assert.equal(await shell.roleBadge.getAttribute('data-role'), 'owner');
+    assert.equal(await shell.readOnlyBadge.count(), 0, 'owners are not read-only');
+    await page.getByTestId('empty-environments').waitFor();
+    await waitForText(page.getByTestId('current-workspace'), '中文 NLP 团队');
+    await screenshot(page, '01-environments');
+  });
+
+  test('every section is reachable from the side navigation without a reload', async () => {
+    const { page } = person;
+    const shell = new Shell(page);
+    const marker = await plantMarker(page);
+    for (const [section, title] of SECTIONS) {
+      await shell.openSection(section);
+      await waitForText(shell.pageTitle, title);
+      assert.equal(await shell.navLink(section).getAttribute('aria-current'), 'page');
+      await assertAccessibleBasics(page);
+      await screenshot(page, `01-section-${section}`);
+    }
+    assert.equal(await readMarker(page), marker, 'navigation happened in the page, not by reloading it');
+    // The activity page lists the creation of the workspace.
+    await shell.openSection('activity');
+    await page.locator('[data-testid="activity-row"][data-action="workspace.create"]').waitFor();
+  });
+
+  test('renaming the workspace updates the heading and the switcher in place', async () => {
+    const { page } = person;
+    const shell = new Shell(page);
+    await shell.openSection('settings');
+    const marker = await plantMarker(page);
+    await page.getByTestId('rename-name').fill('中文 NLP 实验室');
+    await page.getByTestId('rename-submit').click();
+    await page.getByTestId('rename-done').waitFor();
+    await waitForText(shell.workspaceName, '中文 NLP 实验室');
+    await waitForText(page.getByTestId('current-workspace'), '中文 NLP 实验室');
+    assert.equal(await readMarker(page), marker, 'the page was not reloaded');
+    await screenshot(page, '01-settings-renamed');
+  });
+
+  test('the first account administers the instance', async () => {
+    const { page } = person;
+    await page.getByTestId('account-toggle').click();
+    await page.getByTestId('admin-link').click();
+    await page.waitForURL(/\/admin$/);
+    await page.getByTestId('user-row-alice').waitFor();
+    assert.equal(await page.getByTestId('signup-state').getAttribute('data-enabled'), 'true');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '01-admin');
+  });
+
+  test('a personal API token is shown once after creation', async () => {
+    const { page } = person;
+    await page.goto('/settings/tokens');
+    await hydrated(page);
+    await page.getByTestId('tokens-empty').waitFor();
+    await page.getByTestId('token-name').fill('ci-pipeline');
+    await page.getByTestId('token-submit').click();
+    const secret = (await page.getByTestId('new-token-secret').textContent()).trim();
+    assert.ok(secret.length >= 20, `a long secret (got ${secret.length} characters)`);
+    await page.getByTestId('token-row-ci-pipeline').waitFor();
+    await assertAccessibleBasics(page);
+    await screenshot(page, '01-tokens');
+  });
+
+  test('the dashboard fits a 375 px wide phone', async () => {
+    const phone = await newPerson(browser, server.baseURL, { width: 375, height: 740 });
+    try {
+      await phone.context.addCookies(await person.context.cookies());
+      for (const section of ['environments', 'members', 'activity']) {
+        await phone.page.goto(`/w/${workspaceId}/${section}`);
+        await hydrated(phone.page);
+        await new Shell(phone.page).pageTitle.waitFor();
+        await assertNoHorizontalOverflow(phone.page);
+        await screenshot(phone.page, `01-phone-${section}`);
+      }
+      assert.deepEqual(phone.problems, []);
+    } finally {
+      await phone.context.close();
+    }
+  });
+
+  test('no wasm panic or hydration error happened', () => {
+    assert.deepEqual(person.problems, []);
+  });
+});

@@ -1,0 +1,87 @@
+//! Story: a viewer signs in and sees the workspace read-only — a "read-only" badge, no member form,
+//! no role or remove controls, and a note instead of the owner's settings.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { startServer } from '../support/server.js';
+import { launchBrowser, newPerson, screenshot } from '../support/browser.js';
+import { assertAccessibleBasics, waitForText } from '../support/checks.js';
+import { MembersPage } from '../pages/workspaces.js';
+import { Shell } from '../pages/shell.js';
+import { createWorkspace, signIn, signUp } from '../pages/flows.js';
+
+describe('a viewer sees the read-only UI', () => {
+  let server;
+  let browser;
+  let viewer;
+  let workspaceId;
+
+  before(async () => {
+    server = await startServer();
+    browser = await launchBrowser();
+    const owner = await newPerson(browser, server.baseURL);
+    await signUp(owner.page, 'olivia');
+    workspaceId = await createWorkspace(owner.page, 'Sentiment');
+    const colleague = await newPerson(browser, server.baseURL);
+    await signUp(colleague.page, 'victor');
+    await colleague.context.close();
+    const members = new MembersPage(owner.page);
+    await members.goto(workspaceId);
+    await members.add('victor', 'viewer');
+    await members.row('victor').waitFor();
+    await owner.context.close();
+    viewer = await newPerson(browser, server.baseURL);
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test('signing in opens the shared workspace with a read-only badge', async () => {
+    const { page } = viewer;
+    await signIn(page, 'victor', new RegExp(`/w/${workspaceId}/environments$`));
+    const shell = new Shell(page);
+    await waitForText(shell.workspaceName, 'Sentiment');
+    assert.equal(await shell.roleBadge.getAttribute('data-role'), 'viewer');
+    await waitForText(shell.readOnlyBadge, '只读');
+    await screenshot(page, '03-viewer-environments');
+  });
+
+  test('the members page has no controls, and says why', async () => {
+    const { page } = viewer;
+    const shell = new Shell(page);
+    await shell.openSection('members');
+    const members = new MembersPage(page);
+    await members.row('olivia').waitFor();
+    await members.row('victor').waitFor();
+    await members.ownerOnlyNote.waitFor();
+    assert.equal(await members.addForm.count(), 0, 'no add-member form');
+    assert.equal(await page.locator('[data-testid^="role-select-"]').count(), 0, 'no role selects');
+    assert.equal(await page.locator('[data-testid^="remove-"]').count(), 0, 'no remove buttons');
+    assert.ok(await shell.readOnlyBadge.isVisible(), 'the read-only badge stays visible');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '03-viewer-members');
+  });
+
+  test('the settings page shows a note instead of the owner forms', async () => {
+    const { page } = viewer;
+    await new Shell(page).openSection('settings');
+    await page.getByTestId('settings-owner-only').waitFor();
+    assert.equal(await page.getByTestId('rename-form').count(), 0);
+    assert.equal(await page.getByTestId('delete-form').count(), 0);
+    await screenshot(page, '03-viewer-settings');
+  });
+
+  test('a viewer is not an admin', async () => {
+    const { page } = viewer;
+    await page.getByTestId('account-toggle').click();
+    await page.getByTestId('tokens-link').waitFor();
+    assert.equal(await page.getByTestId('admin-link').count(), 0);
+  });
+
+  test('no wasm panic or hydration error happened', () => {
+    assert.deepEqual(viewer.problems, []);
+  });
+});

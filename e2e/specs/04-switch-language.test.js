@@ -1,0 +1,96 @@
+//! Story: a user switches the dashboard from Chinese to English. The text changes in place (a marker
+//! planted on `window` survives, so the page was not reloaded), `<html lang>` follows, and the choice
+//! persists across a reload because it is stored in a cookie the server reads.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { startServer } from '../support/server.js';
+import { hydrated, launchBrowser, newPerson, plantMarker, readMarker, screenshot } from '../support/browser.js';
+import { assertAccessibleBasics, waitForText } from '../support/checks.js';
+import { Shell } from '../pages/shell.js';
+import { createWorkspace, signUp } from '../pages/flows.js';
+
+describe('switching the language', () => {
+  let server;
+  let browser;
+  let person;
+  let workspaceId;
+
+  before(async () => {
+    server = await startServer();
+    browser = await launchBrowser();
+    person = await newPerson(browser, server.baseURL);
+    await signUp(person.page, 'lin');
+    workspaceId = await createWorkspace(person.page, 'Intent');
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test('the switch turns the page into English without reloading it', async () => {
+    const { page } = person;
+    const shell = new Shell(page);
+    await page.goto(`/w/${workspaceId}/members`);
+    await hydrated(page);
+    await waitForText(shell.pageTitle, '成员');
+    await waitForText(shell.navLink('datasets'), '数据集');
+    const marker = await plantMarker(page);
+
+    await shell.langSwitch.click();
+
+    await waitForText(shell.pageTitle, 'Members');
+    await waitForText(shell.navLink('datasets'), 'Datasets');
+    await waitForText(shell.roleBadge, 'Owner');
+    await waitForText(shell.langSwitch, '中文');
+    assert.equal(await page.getAttribute('html', 'lang'), 'en');
+    assert.equal(await readMarker(page), marker, 'the page was not reloaded');
+    assert.match(await page.title(), /^Members · Paddock$/);
+    await assertAccessibleBasics(page);
+    await screenshot(page, '04-members-english');
+  });
+
+  test('the choice is remembered by the server', async () => {
+    const { page, context } = person;
+    const cookie = (await context.cookies()).find((c) => c.name === 'i18n_pref_locale');
+    assert.equal(cookie?.value, 'en');
+    // The server renders English straight away: check the HTML it sends, before any wasm runs.
+    const html = await (await context.request.get(`/w/${workspaceId}/activity`)).text();
+    assert.match(html, /<html[^>]*lang="en"/);
+    assert.match(html, />Activity</);
+    await page.reload();
+    await hydrated(page);
+    await waitForText(new Shell(page).pageTitle, 'Members');
+  });
+
+  test('switching back returns to Chinese', async () => {
+    const { page } = person;
+    const shell = new Shell(page);
+    const marker = await plantMarker(page);
+    await shell.langSwitch.click();
+    await waitForText(shell.pageTitle, '成员');
+    assert.equal(await page.getAttribute('html', 'lang'), 'zh');
+    assert.equal(await readMarker(page), marker);
+    await screenshot(page, '04-members-chinese');
+  });
+
+  test('errors follow the language too', async () => {
+    const { page } = person;
+    const shell = new Shell(page);
+    await shell.langSwitch.click();
+    await waitForText(shell.pageTitle, 'Members');
+    await page.getByTestId('add-member-username').fill('ghost');
+    await page.getByTestId('add-member-submit').click();
+    const error = page.getByTestId('add-member-username-error');
+    await waitForText(error, 'There is no user with this name.');
+    await shell.langSwitch.click();
+    await waitForText(error, '没有这个用户名的用户。');
+    await screenshot(page, '04-error-chinese');
+  });
+
+  test('no wasm panic or hydration error happened', () => {
+    assert.deepEqual(person.problems, []);
+  });
+});
