@@ -42,3 +42,66 @@ pub fn error_text(locale: Locale, err: &AppError) -> String {
     };
     known.map(str::to_string).unwrap_or_else(|| err.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The stable codes `AppError::code()` can return (see the list in `error.rs`).
+    const CODES: [&str; 23] = [
+        "username_invalid",
+        "username_taken",
+        "password_too_short",
+        "password_too_long",
+        "invalid_credentials",
+        "signup_disabled",
+        "account_disabled",
+        "workspace_name_invalid",
+        "role_invalid",
+        "user_not_found",
+        "already_member",
+        "last_owner",
+        "token_name_invalid",
+        "cannot_disable_self",
+        "body_too_large",
+        "invalid_body",
+        "csrf_rejected",
+        "unauthenticated",
+        "forbidden",
+        "not_found",
+        "too_many_requests",
+        "internal",
+        "transport",
+    ];
+
+    fn with_code(code: &str) -> AppError {
+        AppError::Invalid { field: None, code: code.into(), message: "SERVER MESSAGE".into() }
+    }
+
+    #[test]
+    fn every_stable_code_is_translated_in_both_languages() {
+        for code in CODES {
+            let zh = error_text(Locale::zh, &with_code(code));
+            let en = error_text(Locale::en, &with_code(code));
+            assert_ne!(zh, "SERVER MESSAGE", "{code} has no Chinese text");
+            assert_ne!(en, "SERVER MESSAGE", "{code} has no English text");
+            assert_ne!(zh, en, "{code}: the Chinese text is the English one");
+        }
+    }
+
+    #[test]
+    fn codes_of_unit_variants_are_translated_too() {
+        assert_eq!(error_text(Locale::zh, &AppError::Forbidden), "你没有执行此操作的权限。");
+        assert_eq!(error_text(Locale::en, &AppError::NotFound), "Not found.");
+    }
+
+    #[test]
+    fn an_unknown_code_shows_the_server_message() {
+        assert_eq!(error_text(Locale::zh, &with_code("brand_new_code")), "SERVER MESSAGE");
+    }
+
+    #[test]
+    fn simplified_chinese_is_the_default() {
+        assert_eq!(Locale::default(), Locale::zh);
+    }
+}
