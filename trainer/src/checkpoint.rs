@@ -201,8 +201,16 @@ fn read_weights(dir: &Path) -> Result<(PathBuf, Vec<(String, Tensor)>)> {
     }
     let bin = dir.join("pytorch_model.bin");
     if bin.exists() {
-        let tensors = Tensor::loadz_multi_with_device(&bin, Device::Cpu)
-            .map_err(|e| Error::Checkpoint(format!("{}: cannot read the pickled state dict: {e}", bin.display())))?;
+        // libtorch reads only some pickles (not Python's `torch.save(state_dict)`); keep the first line of
+        // its error, not the C++ backtrace, and say how to convert.
+        let tensors = Tensor::loadz_multi_with_device(&bin, Device::Cpu).map_err(|e| {
+            let first = e.to_string().lines().next().unwrap_or_default().to_string();
+            Error::Checkpoint(format!(
+                "{}: libtorch cannot read this pickled state dict ({first}); convert it to model.safetensors \
+                 (transformers: `AutoModel.from_pretrained(dir).save_pretrained(dir, safe_serialization=True)`)",
+                bin.display()
+            ))
+        })?;
         return Ok((bin, tensors));
     }
     Err(Error::Checkpoint(format!(

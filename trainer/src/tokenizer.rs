@@ -230,7 +230,8 @@ impl Tokenizer {
 
     /// The WordPiece tokens of `text` (no special tokens), for inspection and tests.
     pub fn tokenize(&self, text: &str) -> Result<Vec<String>> {
-        let enc = self.inner.encode_fast(text, false).map_err(|e| tok_err("encode", e))?;
+        // `encode_fast` skips the token strings; the full `encode` keeps them.
+        let enc = self.inner.encode(text, false).map_err(|e| tok_err("encode", e))?;
         Ok(enc.get_tokens().to_vec())
     }
 
