@@ -30,7 +30,13 @@ run: build-release docker
 ## Set up and run every test: unit and integration (Rust), then the browser tests against the real binary.
 test: setup docker test-rust test-e2e
 
-test-rust: test-trainer test-app test-server
+# One cargo invocation for the three native packages: one feature resolution, so shared dependencies are
+# compiled once (separate `-p` runs resolve features differently and rebuild much of the tree), and the
+# `paddock` binary the browser tests use is the one these tests built.
+RUST_TEST_PKGS := -p trainer -p app -p server --features app/ssr
+
+test-rust:
+	$(ENV) cargo test $(RUST_TEST_PKGS)
 
 test-trainer:
 	$(ENV) cargo test -p trainer
@@ -41,7 +47,10 @@ test-app:
 test-server:
 	$(ENV) cargo test -p server
 
-test-e2e: build
+## Browser tests: the wasm/CSS site from cargo-leptos, the `paddock` binary from the test build.
+test-e2e: setup
+	$(ENV) cargo test $(RUST_TEST_PKGS) --no-run
+	$(ENV) cargo leptos build --frontend-only
 	$(ENV) cd e2e && PADDOCK_BIN=$(CURDIR)/target/debug/paddock PADDOCK_SITE_ROOT=$(CURDIR)/target/site \
 		node --test --test-concurrency=1
 
