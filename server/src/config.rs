@@ -29,8 +29,14 @@ pub enum Command {
     /// Headless administration: create accounts and reset passwords without the web UI.
     #[command(subcommand)]
     Admin(AdminCommand),
-    // The trainer's commands (`train`, `eval`, `predict`) are added here, each with its own args
-    // struct, and dispatched in `main.rs`.
+    /// Train or fine-tune a text classifier from a job.toml; JSON-lines events on stdout.
+    Train(trainer::cli::TrainArgs),
+    /// Accuracy, macro-F1 and per-class metrics of a model on a labelled data file.
+    Eval(trainer::cli::EvalArgs),
+    /// Classify texts with a checkpoint (`--json`: one object per input, in input order).
+    Predict(trainer::cli::PredictArgs),
+    /// Validate a data file and print its report as JSON (problems with line numbers, statistics).
+    Validate(trainer::cli::ValidateArgs),
 }
 
 /// Where state lives.

@@ -15,6 +15,23 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into()),
         )
         .init();
+    // The trainer's commands are synchronous and own their threads (libtorch's pool): no async runtime.
+    let trainer_result = match &cli.command {
+        Command::Train(args) => Some(trainer::cli::run_train(args)),
+        Command::Eval(args) => Some(trainer::cli::run_eval(args)),
+        Command::Predict(args) => Some(trainer::cli::run_predict(args)),
+        Command::Validate(args) => Some(trainer::cli::run_validate(args)),
+        _ => None,
+    };
+    if let Some(result) = trainer_result {
+        return match result {
+            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -35,6 +52,9 @@ fn main() -> ExitCode {
                 Ok(())
             }
             Command::Admin(command) => server::admin::run(command).await,
+            Command::Train(_) | Command::Eval(_) | Command::Predict(_) | Command::Validate(_) => {
+                unreachable!("trainer commands are dispatched before the runtime starts")
+            }
         }
     });
     match result {
