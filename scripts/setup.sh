@@ -2,7 +2,8 @@
 # Idempotent machine setup for Paddock: installs what building, running and testing need, skipping every
 # piece that is already present, and says what it does. Called by `make setup` (and so by `make run` and
 # `make test`). Pieces:
-#   apt       Debian packages: chromium + chromium-driver (browser tests), docker.io (environments),
+#   apt       Debian packages: chromium + chromium-driver + fonts-noto-cjk (browser tests and their
+#             screenshots of Chinese text), docker.io (environments),
 #             binaryen (wasm-opt for release wasm builds), pkg-config.
 #   rust      the wasm32 target, cargo-leptos, and wasm-bindgen-cli at exactly the version in Cargo.lock.
 #   torch     a project venv (.venv) holding the PyPI torch wheel that tch expects: it is our libtorch.
@@ -21,7 +22,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 export PATH="$HOME/.cargo/bin:$PATH"
 
 setup_apt() {
-  local want=(chromium chromium-driver docker.io binaryen pkg-config) missing=()
+  local want=(chromium chromium-driver fonts-noto-cjk docker.io binaryen pkg-config) missing=()
   for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
   done
