@@ -4,7 +4,8 @@
 # `make test`). Pieces:
 #   apt       Debian packages: chromium + chromium-driver + fonts-noto-cjk (browser tests and their
 #             screenshots of Chinese text), docker.io (environments),
-#             binaryen (wasm-opt for release wasm builds), pkg-config.
+#             busybox-static (the shell of the locally built base image), binaryen (wasm-opt for
+#             release wasm builds), pkg-config.
 #   rust      the wasm32 target, cargo-leptos, and wasm-bindgen-cli at exactly the version in Cargo.lock.
 #   torch     a project venv (.venv) holding the PyPI torch wheel that tch expects: it is our libtorch.
 #   node      e2e/node_modules from e2e/package-lock.json.
@@ -22,7 +23,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 export PATH="$HOME/.cargo/bin:$PATH"
 
 setup_apt() {
-  local want=(chromium chromium-driver fonts-noto-cjk docker.io binaryen pkg-config) missing=()
+  local want=(chromium chromium-driver fonts-noto-cjk docker.io busybox-static binaryen pkg-config) missing=()
   for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
   done
@@ -63,8 +64,31 @@ setup_rust() {
 setup_torch() {
   if [ -f .venv/.torch-$TORCH_VERSION ]; then say "torch: $TORCH_VERSION present in .venv"; return; fi
   [ -x .venv/bin/python ] || { say "torch: creating .venv"; python3 -m venv .venv; }
-  say "torch: installing torch==$TORCH_VERSION into .venv (libtorch for tch; about 4.7 GB, a few minutes)"
-  .venv/bin/pip install --quiet --disable-pip-version-check "torch==$TORCH_VERSION"
+  # The wheel and its nvidia-* dependencies take about 4 GB installed. pip's temporary files go to the
+  # project's own disk (a small tmpfs /tmp cannot hold them) and its cache is off (it would keep a second
+  # copy of every wheel). pip resolves the whole set first without installing it; each package is then
+  # installed on its own, so the peak is the installed size plus one wheel rather than plus all of them.
+  local tmp=.venv/.pip-tmp free_gb
+  mkdir -p "$tmp"
+  free_gb=$(df -Pk .venv | awk 'NR==2 {print int($4 / 1048576)}')
+  if [ "$free_gb" -lt 6 ]; then
+    say "torch: only ${free_gb} GB free on $(df -P .venv | awk 'NR==2 {print $6}'); torch needs about 6 GB while installing"
+    return 1
+  fi
+  local pip=(env TMPDIR="$PWD/$tmp" .venv/bin/pip --disable-pip-version-check --no-cache-dir)
+  say "torch: resolving torch==$TORCH_VERSION and its dependencies"
+  "${pip[@]}" install --quiet --dry-run --ignore-installed --report "$tmp/plan.json" "torch==$TORCH_VERSION"
+  local pkg
+  # torch last: everything it loads is in place before it is.
+  for pkg in $(.venv/bin/python -c '
+import json, sys
+plan = [(i["metadata"]["name"], i["metadata"]["version"]) for i in json.load(open(sys.argv[1]))["install"]]
+plan.sort(key=lambda p: p[0].lower() == "torch")
+print(" ".join(f"{n}=={v}" for n, v in plan))' "$tmp/plan.json"); do
+    say "torch: installing $pkg"
+    "${pip[@]}" install --quiet --no-deps "$pkg"
+  done
+  rm -rf "$tmp"
   .venv/bin/python - <<'PY'
 import torch, os
 lib = os.path.join(os.path.dirname(torch.__file__), "lib")
@@ -83,5 +107,5 @@ setup_node() {
   (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
 }
 
-pieces=("$@"); [ ${#pieces[@]} -eq 0 ] && pieces=(apt rust torch node)
+pieces=("$@"); [ ${#pieces[@]} -eq 0 ] && pieces=(apt torch node rust)
 for p in "${pieces[@]}"; do "setup_$p"; done
