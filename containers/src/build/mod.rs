@@ -1,0 +1,224 @@
+//! Environment images. [`Docker::build_env_image`] turns a spec into an image: it resolves the base
+//! (pulling with progress if remote), reads the base's users through a probe container, collects the runtime
+//! layer, renders a deterministic Dockerfile, and computes the build hash — SHA-256 over the Dockerfile, the
+//! generated user files, the base image ID and the runtime files' digest. An image labelled with that hash
+//! is reused; otherwise the context is streamed to Docker's classic builder and the log is passed to the
+//! caller line by line.
+//!
+//! Reproducibility: a forced rebuild of the same inputs returns the same image ID, because every step hits
+//! the builder's cache (the tar and Dockerfile are byte-identical). Without the cache (`no_cache`, or after
+//! `docker system prune`) the layer *contents* are identical — fixed mtimes, owners and modes in the tar,
+//! no timestamps in generated files — but the image ID still differs, because the classic builder records
+//! the build time in each step's image config (`created`, and the history entries), and the image ID is the
+//! digest of that config. BuildKit's `SOURCE_DATE_EPOCH` would fix it, but needs Docker ≥ 23 and a BuildKit
+//! gRPC session; Debian 12's engine is 20.10. Paddock therefore treats the first image ID as the lock and
+//! shows a rebuild that changes it.
+
+mod context;
+mod dockerfile;
+mod images;
+mod probe;
+mod runtime;
+pub mod users;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::Path;
+
+use bollard::query_parameters::BuildImageOptionsBuilder;
+use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
+
+pub use context::{Context, FIXED_MTIME};
+pub use dockerfile::{quote, with_labels, RUNTIME_LIBRARY_PATH, RUNTIME_PATH, WORKSPACE_DIR};
+pub use images::{split_tag, ImageInfo};
+pub use probe::PROBE_LABEL;
+pub use runtime::{parse_ldd, LddEntry, RuntimeFiles};
+
+use crate::error::{Error, Result};
+use crate::labels;
+use crate::spec::EnvSpec;
+use crate::Docker;
+
+/// Bumped when the build recipe changes meaning, so old cached images are not reused.
+pub const BUILD_RECIPE_VERSION: &str = "paddock.build.v1";
+/// Lines of build output kept for [`Error::BuildFailed`].
+const LOG_TAIL_LINES: usize = 30;
+
+/// How to build.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// Tag for the image; default `paddock/env:<first 16 hex of the build hash>`.
+    pub tag: Option<String>,
+    /// Build even when an image with this build hash exists (Docker's step cache still applies).
+    pub force: bool,
+    /// Also bypass Docker's step cache (a fully fresh build; see the module docs for what that changes).
+    pub no_cache: bool,
+    /// Instance label for the temporary probe container, so leftovers can be attributed and cleaned.
+    pub instance: Option<String>,
+}
+
+/// The result of a build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltImage {
+    /// `sha256:…`: the lock recorded on the environment version.
+    pub image_id: String,
+    pub build_hash: String,
+    pub tag: String,
+    /// True when an existing image was reused without building.
+    pub cached: bool,
+    /// The generated Dockerfile (for the UI's "how was this built").
+    pub dockerfile: String,
+}
+
+impl Docker {
+    /// Builds (or reuses) the image for `spec`, sending build output to `log` line by line.
+    pub async fn build_env_image(
+        &self,
+        spec: &EnvSpec,
+        options: &BuildOptions,
+        log: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<BuiltImage> {
+        let errors = spec.validate_against(&self.host_limits().await?);
+        if !errors.is_empty() {
+            return Err(Error::InvalidSpec(errors));
+        }
+        let base_id = self.ensure_image(&spec.base_image, log).await?;
+
+        // What the base brings: its users, and whether it has a glibc loader for the runtime binary.
+        let runtime_binary = spec.runtime.as_ref().map(|r| Path::new(&r.binary));
+        let probe = probe::Probe::create(self, &base_id, options.instance.as_deref()).await?;
+        let probed = async {
+            let passwd = probe.read_file("/etc/passwd").await?;
+            let group = probe.read_file("/etc/group").await?;
+            let runtime = match runtime_binary {
+                None => None,
+                Some(binary) => {
+                    // Ask the host's loader path first (without libc) to learn the interpreter's path.
+                    let host = RuntimeFiles::collect(binary, true).await?;
+                    let interpreter = host.files.iter().find(|(p, _)| !p.starts_with(runtime::PREFIX)).map(|(p, _)| p.clone());
+                    let base_has_loader = match &interpreter {
+                        Some(path) => probe.exists(&format!("/{path}")).await?,
+                        None => true, // static binary: nothing to ship
+                    };
+                    Some(if base_has_loader { RuntimeFiles::collect(binary, false).await? } else { host })
+                }
+            };
+            Ok::<_, Error>((passwd, group, runtime))
+        }
+        .await;
+        probe.remove().await?;
+        let (passwd, group, runtime) = probed?;
+        let passwd = users::merge_passwd(passwd.as_deref());
+        let group = users::merge_group(group.as_deref());
+        let runtime_digest = match &runtime {
+            Some(files) => Some(files.digest().await?),
+            None => None,
+        };
+
+        let plan = dockerfile::Plan {
+            from: &base_id,
+            packages: spec.os_packages.iter().map(String::as_str).collect(),
+            runtime: runtime.is_some(),
+            env: &spec.env,
+            working_dir: spec.working_dir.trim_end_matches('/').max("/"),
+        };
+        let body = dockerfile::render(&plan);
+        let build_hash = {
+            let mut h = Sha256::new();
+            for part in [BUILD_RECIPE_VERSION, &base_id, &body, &passwd, &group, runtime_digest.as_deref().unwrap_or("-")] {
+                h.update(part.as_bytes());
+                h.update([0]);
+            }
+            hex::encode(h.finalize())
+        };
+        let tag = options.tag.clone().unwrap_or_else(|| format!("paddock/env:{}", &build_hash[..16]));
+        let image_labels = BTreeMap::from([(labels::BUILD_HASH, build_hash.clone()), (labels::IMAGE_KIND, "env".to_string())]);
+        let dockerfile = dockerfile::with_labels(&body, &image_labels);
+
+        if !options.force {
+            if let Some(image_id) = self.find_image_by_build_hash(&build_hash).await? {
+                log(&format!("Reusing image {image_id} (build hash {})", &build_hash[..16]));
+                self.tag_image(&image_id, &tag).await?;
+                return Ok(BuiltImage { image_id, build_hash, tag, cached: true, dockerfile });
+            }
+        }
+
+        let mut ctx = Context::new();
+        ctx.data("Dockerfile", dockerfile.clone(), 0o644)
+            .data("users/etc/passwd", passwd, 0o644)
+            .data("users/etc/group", group, 0o644)
+            .dir("home", 0o755)
+            .dir("workspace", 0o755);
+        if let Some(files) = &runtime {
+            for (image_path, host) in &files.files {
+                let mode = if image_path.contains("/bin/") || image_path.contains("ld-linux") { 0o755 } else { 0o644 };
+                ctx.host_file(&format!("runtime/{image_path}"), host.clone(), mode);
+            }
+        }
+        let image_id = self.build_context(ctx, &tag, options.no_cache, log).await?;
+        Ok(BuiltImage { image_id, build_hash, tag, cached: false, dockerfile })
+    }
+
+    /// Streams a context (with a `Dockerfile` at its root) to the classic builder, tags the result and
+    /// returns its ID. Output goes to `log`; a failure carries the last lines.
+    pub async fn build_context(
+        &self,
+        ctx: Context,
+        tag: &str,
+        no_cache: bool,
+        log: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<String> {
+        let options = BuildImageOptionsBuilder::default()
+            .dockerfile("Dockerfile")
+            .t(tag)
+            .rm(true)
+            .forcerm(true)
+            .nocache(no_cache)
+            .build();
+        let body = bollard::body_try_stream(ctx.into_stream());
+        let mut stream = self.api().build_image(options, None, Some(body));
+        let mut tail: VecDeque<String> = VecDeque::with_capacity(LOG_TAIL_LINES);
+        let mut emit = |line: &str, tail: &mut VecDeque<String>| {
+            if tail.len() == LOG_TAIL_LINES {
+                tail.pop_front();
+            }
+            tail.push_back(line.to_string());
+            log(line);
+        };
+        let mut image_id = None;
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(info) => {
+                    for text in [info.stream.as_deref(), info.status.as_deref()].into_iter().flatten() {
+                        for line in text.lines().map(str::trim_end).filter(|l| !l.is_empty()) {
+                            emit(line, &mut tail);
+                        }
+                    }
+                    if let Some(aux) = info.aux {
+                        image_id = aux.id.or(image_id);
+                    }
+                }
+                Err(e) => {
+                    let message = match e {
+                        bollard::errors::Error::DockerStreamError { error } => error,
+                        bollard::errors::Error::DockerResponseServerError { message, .. } => message,
+                        other => match Error::docker("building an image", "image", tag, other) {
+                            unreachable @ Error::DockerUnreachable(_) => return Err(unreachable),
+                            other => other.to_string(),
+                        },
+                    };
+                    emit(&message, &mut tail);
+                    return Err(Error::BuildFailed { message, log_tail: tail.into() });
+                }
+            }
+        }
+        match image_id {
+            Some(id) => Ok(id),
+            // Older daemons may not send the aux message; the tag is authoritative then.
+            None => self.image_info(tag).await.map(|i| i.id).map_err(|e| Error::BuildFailed {
+                message: format!("the build finished without producing {tag}: {e}"),
+                log_tail: tail.into(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! The runtime layer: Paddock's binary and its shared-library closure, copied into an image under
+//! `/opt/paddock/{bin,lib}` so jobs and model servers run inside any environment. The closure comes from
+//! `ldd` (the host's dynamic loader resolves it exactly as it would at run time). On bases without a libc
+//! (busybox) glibc and the dynamic loader travel along, the loader at the path the binary's ELF interpreter
+//! names; on Debian/Ubuntu bases the base's own glibc is used (mixing two glibcs in one process breaks),
+//! so the base's glibc must be at least as new as the host's.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// Where the runtime lives in the image.
+pub const PREFIX: &str = "opt/paddock";
+
+/// glibc's own libraries: shipped only to bases without a libc.
+const GLIBC: &[&str] = &[
+    "libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so", "libresolv.so", "libutil.so", "libmvec.so",
+    "libanl.so", "libnsl.so", "libBrokenLocale.so", "libnss_", "ld-linux",
+];
+
+/// One line of `ldd` output that names a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LddEntry {
+    /// `libfoo.so.1 => /path/libfoo.so.1`
+    Library { soname: String, path: PathBuf },
+    /// The ELF interpreter, `/lib64/ld-linux-x86-64.so.2`.
+    Interpreter { path: PathBuf },
+}
+
+/// Parses `ldd` output. Virtual objects (vdso) are skipped; unresolved libraries are an error naming them.
+pub fn parse_ldd(output: &str) -> Result<Vec<LddEntry>, String> {
+    let mut entries = Vec::new();
+    let mut missing = Vec::new();
+    for line in output.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        if line.contains("statically linked") || line.contains("not a dynamic executable") {
+            continue;
+        }
+        let without_addr = match line.rfind(" (0x") {
+            Some(i) => &line[..i],
+            None => line,
+        };
+        if let Some((soname, path)) = without_addr.split_once(" => ") {
+            let path = path.trim();
+            if path == "not found" {
+                missing.push(soname.trim().to_string());
+            } else if !path.is_empty() {
+                entries.push(LddEntry::Library { soname: soname.trim().to_string(), path: PathBuf::from(path) });
+            }
+            // "libfoo => (0x…)" has no file: a virtual object.
+        } else if without_addr.starts_with('/') {
+            entries.push(LddEntry::Interpreter { path: PathBuf::from(without_addr) });
+        }
+        // Anything else (linux-vdso.so.1) is provided by the kernel.
+    }
+    if missing.is_empty() { Ok(entries) } else { Err(format!("libraries not found: {}", missing.join(", "))) }
+}
+
+/// The files of a runtime layer: image path (relative, no leading `/`) → host file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeFiles {
+    pub files: Vec<(String, PathBuf)>,
+}
+
+impl RuntimeFiles {
+    /// Runs `ldd` on `binary` and collects the closure; `with_libc` includes glibc and the loader.
+    pub async fn collect(binary: &Path, with_libc: bool) -> Result<Self> {
+        let context = format!("collecting the runtime layer of {}", binary.display());
+        let meta = tokio::fs::metadata(binary).await.map_err(|e| Error::host(&context, e))?;
+        if !meta.is_file() {
+            return Err(Error::host(&context, "not a regular file"));
+        }
+        let output = tokio::process::Command::new("ldd")
+            .arg(binary)
+            .output()
+            .await
+            .map_err(|e| Error::host(&context, format!("running ldd: {e}")))?;
+        // ldd exits 1 for static binaries ("not a dynamic executable"), which is fine: no libraries.
+        let text = String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr);
+        let entries = parse_ldd(&text).map_err(|e| Error::host(&context, e))?;
+        Ok(Self::from_entries(binary, &entries, with_libc))
+    }
+
+    /// Lays out the closure: binary in `bin/`, libraries in `lib/` under their soname, the interpreter at
+    /// its own absolute path. Pure, for tests.
+    pub fn from_entries(binary: &Path, entries: &[LddEntry], with_libc: bool) -> Self {
+        let name = binary.file_name().map_or("paddock".into(), |n| n.to_string_lossy().to_string());
+        let mut files = vec![(format!("{PREFIX}/bin/{name}"), binary.to_path_buf())];
+        for entry in entries {
+            match entry {
+                LddEntry::Library { soname, path } => {
+                    let is_glibc = GLIBC.iter().any(|g| soname.starts_with(g));
+                    if with_libc || !is_glibc {
+                        files.push((format!("{PREFIX}/lib/{soname}"), path.clone()));
+                    }
+                }
+                LddEntry::Interpreter { path } if with_libc => {
+                    let image_path = path.to_string_lossy().trim_start_matches('/').to_string();
+                    files.push((image_path, path.clone()));
+                }
+                LddEntry::Interpreter { .. } => {}
+            }
+        }
+        files.sort();
+        files.dedup_by(|a, b| a.0 == b.0);
+        RuntimeFiles { files }
+    }
+
+    /// SHA-256 over every file's image path, size and contents (read in chunks on a blocking thread): part
+    /// of the image build cache key, so a new Paddock binary or libtorch gives a new image.
+    pub async fn digest(&self) -> Result<String> {
+        let files = self.files.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut hasher = Sha256::new();
+            let mut buf = vec![0u8; 1 << 20];
+            for (image_path, host) in &files {
+                let context = format!("hashing {}", host.display());
+                let mut file = std::fs::File::open(host).map_err(|e| Error::host(&context, e))?;
+                let len = file.metadata().map_err(|e| Error::host(&context, e))?.len();
+                hasher.update(image_path.as_bytes());
+                hasher.update([0]);
+                hasher.update(len.to_le_bytes());
+                loop {
+                    let n = std::io::Read::read(&mut file, &mut buf).map_err(|e| Error::host(&context, e))?;
+                    if n == 0 {
+                        break;
+                    }
+                    hasher.update(&buf[..n]);
+                }
+            }
+            Ok(hex::encode(hasher.finalize()))
+        })
+        .await
+        .map_err(|e| Error::host("hashing the runtime layer", e))?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LDD: &str = "\
+\tlinux-vdso.so.1 (0x00007ffd0b5f2000)
+\tlibtorch_cpu.so => /opt/libtorch/lib/libtorch_cpu.so (0x00007f3a1c000000)
+\tlibstdc++.so.6 => /lib/x86_64-linux-gnu/libstdc++.so.6 (0x00007f3a1bc00000)
+\tlibm.so.6 => /lib/x86_64-linux-gnu/libm.so.6 (0x00007f3a1bb21000)
+\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007f3a1b940000)
+\t/lib64/ld-linux-x86-64.so.2 (0x00007f3a2a1f1000)
+";
+
+    #[test]
+    fn parses_ldd_output() {
+        let entries = parse_ldd(LDD).unwrap();
+        assert_eq!(entries.len(), 5);
+        assert_eq!(
+            entries[0],
+            LddEntry::Library { soname: "libtorch_cpu.so".into(), path: "/opt/libtorch/lib/libtorch_cpu.so".into() }
+        );
+        assert_eq!(entries[4], LddEntry::Interpreter { path: "/lib64/ld-linux-x86-64.so.2".into() });
+        assert_eq!(parse_ldd("\tstatically linked\n").unwrap(), vec![]);
+        assert_eq!(parse_ldd("\tnot a dynamic executable\n").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn missing_libraries_are_named() {
+        let err = parse_ldd("\tlibtorch.so => not found\n\tlibc.so.6 => /lib/libc.so.6 (0x1)\n").unwrap_err();
+        assert_eq!(err, "libraries not found: libtorch.so");
+    }
+
+    #[test]
+    fn layout_with_and_without_libc() {
+        let entries = parse_ldd(LDD).unwrap();
+        let paths = |with_libc| -> Vec<String> {
+            RuntimeFiles::from_entries(Path::new("/usr/local/bin/paddock"), &entries, with_libc)
+                .files
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect()
+        };
+        assert_eq!(
+            paths(false),
+            ["opt/paddock/bin/paddock", "opt/paddock/lib/libstdc++.so.6", "opt/paddock/lib/libtorch_cpu.so"]
+        );
+        assert_eq!(
+            paths(true),
+            [
+                "lib64/ld-linux-x86-64.so.2",
+                "opt/paddock/bin/paddock",
+                "opt/paddock/lib/libc.so.6",
+                "opt/paddock/lib/libm.so.6",
+                "opt/paddock/lib/libstdc++.so.6",
+                "opt/paddock/lib/libtorch_cpu.so"
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn closure_of_a_real_binary() {
+        // /bin/sh is dynamic on every Debian host; its closure includes libc and the loader.
+        let files = RuntimeFiles::collect(Path::new("/bin/sh"), true).await.unwrap();
+        assert!(files.files.iter().any(|(p, _)| p == "opt/paddock/lib/libc.so.6"), "{files:?}");
+        assert!(files.files.iter().any(|(p, _)| p.starts_with("lib") && p.contains("ld-linux")), "{files:?}");
+        let digest = files.digest().await.unwrap();
+        assert_eq!(digest, files.digest().await.unwrap());
+        assert!(RuntimeFiles::collect(Path::new("/nonexistent/paddock"), false).await.is_err());
+    }
+}

@@ -1,0 +1,393 @@
+//! Container lifecycle: provision (create + start) a long-running, hardened, resource-limited container with
+//! Paddock's labels and the workspace volume; stop, start, restart, remove; inspect its status. Every
+//! operation is idempotent — provisioning an existing name returns that container (started), stopping a
+//! stopped one or removing a missing one succeeds — so the app can retry and reconcile freely.
+
+pub mod events;
+pub mod stats;
+mod status;
+
+use std::collections::{BTreeMap, HashMap};
+
+use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig, Mount, MountType, VolumeCreateRequest};
+use bollard::query_parameters::{
+    CreateContainerOptionsBuilder, RemoveContainerOptionsBuilder, RestartContainerOptionsBuilder,
+    StopContainerOptionsBuilder,
+};
+
+pub use events::ContainerEvent;
+pub use stats::ContainerStats;
+pub use status::ContainerStatus;
+
+use crate::build::users::{GID, UID};
+use crate::build::WORKSPACE_DIR;
+use crate::error::{Error, Result};
+use crate::labels;
+use crate::spec::{FieldError, Resources};
+use crate::Docker;
+
+/// Process limit per environment: generous for data loaders and compilers, small enough that a fork bomb
+/// cannot exhaust the host's PID space.
+pub const DEFAULT_PIDS_LIMIT: i64 = 4096;
+
+/// The default main process: a shell that waits forever and exits 0 on SIGTERM, so `stop` is immediate
+/// (a bare `sh` or `sleep` as PID 1 ignores SIGTERM and is killed only after the stop timeout). Works with
+/// any POSIX shell, busybox included. Users work in it through exec sessions.
+pub const KEEPALIVE_CMD: &[&str] = &["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"];
+
+/// Resource limits of one container.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Billionths of a CPU (Docker's `NanoCpus`).
+    pub nano_cpus: i64,
+    /// Hard memory limit; swap is set equal, i.e. no swap.
+    pub memory_bytes: i64,
+    /// Size of /dev/shm.
+    pub shm_bytes: i64,
+    pub pids: i64,
+}
+
+impl Limits {
+    pub fn from_resources(r: &Resources) -> Self {
+        Limits { nano_cpus: r.nano_cpus, memory_bytes: r.memory_bytes, shm_bytes: r.shm_bytes, pids: DEFAULT_PIDS_LIMIT }
+    }
+}
+
+/// Everything needed to provision one container. Names are decided by the caller (see
+/// [`labels::container_name`] and [`labels::volume_name`]) so that they are deterministic.
+#[derive(Debug, Clone)]
+pub struct ProvisionRequest {
+    /// Container name, e.g. `paddock-<instance>-env-<id>`.
+    pub name: String,
+    /// Image ID (preferably) or reference.
+    pub image: String,
+    /// Label values identifying the owner; see [`labels`].
+    pub workspace: String,
+    pub environment: String,
+    pub instance: String,
+    /// More labels (e.g. `paddock.version`); cannot override the four above.
+    pub extra_labels: BTreeMap<String, String>,
+    pub limits: Limits,
+    /// GPU device IDs (indices or UUIDs) assigned by the app's GPU inventory; empty for none.
+    pub gpu_device_ids: Vec<String>,
+    /// Docker volume name of the workspace volume, mounted at `/workspace` (created if missing).
+    pub volume: String,
+    /// Main process; default [`KEEPALIVE_CMD`].
+    pub cmd: Option<Vec<String>>,
+    /// Extra `KEY=value` variables for this container only (the image carries the spec's).
+    pub env: Vec<String>,
+}
+
+/// A provisioned container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Provisioned {
+    pub id: String,
+    pub name: String,
+    /// False when the container already existed and was returned (and started if needed).
+    pub created: bool,
+    pub status: ContainerStatus,
+}
+
+/// What `inspect` tells the app about a container.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContainerDetails {
+    pub id: String,
+    pub name: String,
+    pub image: String,
+    pub status: ContainerStatus,
+    pub labels: BTreeMap<String, String>,
+    /// The raw inspect response, for the detail page and for tests that check limits.
+    pub raw: bollard::models::ContainerInspectResponse,
+}
+
+impl ProvisionRequest {
+    fn validate(&self) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        let docker_name = |s: &str| {
+            s.len() >= 2
+                && s.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        };
+        if !docker_name(&self.name) {
+            errors.push(FieldError::new("name", "must match [a-zA-Z0-9][a-zA-Z0-9_.-]+"));
+        }
+        if !docker_name(&self.volume) {
+            errors.push(FieldError::new("volume", "must match [a-zA-Z0-9][a-zA-Z0-9_.-]+"));
+        }
+        if self.image.is_empty() {
+            errors.push(FieldError::new("image", "must not be empty"));
+        }
+        if self.limits.nano_cpus <= 0 {
+            errors.push(FieldError::new("cpus", "must be greater than 0"));
+        }
+        if self.limits.memory_bytes < crate::spec::MIN_MEMORY_BYTES as i64 {
+            errors.push(FieldError::new("memory", "is below the minimum"));
+        }
+        if self.limits.shm_bytes <= 0 {
+            errors.push(FieldError::new("shm_size", "must be greater than 0"));
+        }
+        if self.limits.pids <= 0 {
+            errors.push(FieldError::new("pids", "must be greater than 0"));
+        }
+        for id in &self.gpu_device_ids {
+            if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+                errors.push(FieldError::new("gpu_device_ids", format!("{id:?} is not a device index or UUID")));
+            }
+        }
+        errors
+    }
+
+    fn labels(&self) -> HashMap<String, String> {
+        let mut all: HashMap<String, String> = self.extra_labels.clone().into_iter().collect();
+        all.insert(labels::MANAGED.into(), "true".into());
+        all.insert(labels::WORKSPACE.into(), self.workspace.clone());
+        all.insert(labels::ENVIRONMENT.into(), self.environment.clone());
+        all.insert(labels::INSTANCE.into(), self.instance.clone());
+        all
+    }
+
+    fn body(&self) -> ContainerCreateBody {
+        let device_requests = (!self.gpu_device_ids.is_empty()).then(|| {
+            vec![DeviceRequest {
+                driver: Some("nvidia".into()),
+                device_ids: Some(self.gpu_device_ids.clone()),
+                capabilities: Some(vec![vec!["gpu".into()]]),
+                ..Default::default()
+            }]
+        });
+        ContainerCreateBody {
+            image: Some(self.image.clone()),
+            cmd: Some(self.cmd.clone().unwrap_or_else(|| KEEPALIVE_CMD.iter().map(|s| s.to_string()).collect())),
+            user: Some(format!("{UID}:{GID}")),
+            env: (!self.env.is_empty()).then(|| self.env.clone()),
+            labels: Some(self.labels()),
+            tty: Some(true),
+            open_stdin: Some(true),
+            host_config: Some(HostConfig {
+                memory: Some(self.limits.memory_bytes),
+                memory_swap: Some(self.limits.memory_bytes),
+                nano_cpus: Some(self.limits.nano_cpus),
+                pids_limit: Some(self.limits.pids),
+                shm_size: Some(self.limits.shm_bytes),
+                cap_drop: Some(vec!["ALL".into()]),
+                security_opt: Some(vec!["no-new-privileges".into()]),
+                mounts: Some(vec![Mount {
+                    target: Some(WORKSPACE_DIR.into()),
+                    source: Some(self.volume.clone()),
+                    typ: Some(MountType::VOLUME),
+                    ..Default::default()
+                }]),
+                device_requests,
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+}
+
+impl Docker {
+    /// Creates and starts the container, or returns the existing one with that name (starting it if it is
+    /// not running). The workspace volume is created first if missing.
+    pub async fn provision(&self, request: &ProvisionRequest) -> Result<Provisioned> {
+        let errors = request.validate();
+        if !errors.is_empty() {
+            return Err(Error::InvalidSpec(errors));
+        }
+        if let Some(existing) = self.existing(&request.name).await? {
+            return Ok(existing);
+        }
+        self.ensure_volume(&request.volume, &request.workspace, &request.instance).await?;
+        let options = CreateContainerOptionsBuilder::default().name(&request.name).build();
+        let id = match self.api().create_container(Some(options), request.body()).await {
+            Ok(created) => created.id,
+            Err(e) => match Error::docker(format!("creating container {}", request.name), "image", &request.image, e) {
+                // Someone created it between our inspect and create: return theirs.
+                Error::Conflict(_) => {
+                    return self.existing(&request.name).await?.ok_or_else(|| Error::Conflict(request.name.clone()))
+                }
+                other => return Err(other),
+            },
+        };
+        self.start(&id).await?;
+        let status = self.status(&id).await?;
+        Ok(Provisioned { id, name: request.name.clone(), created: true, status })
+    }
+
+    async fn existing(&self, name: &str) -> Result<Option<Provisioned>> {
+        match self.inspect(name).await {
+            Ok(details) => {
+                let mut status = details.status;
+                if !status.is_running() {
+                    self.start(&details.id).await?;
+                    status = self.status(&details.id).await?;
+                }
+                Ok(Some(Provisioned { id: details.id, name: details.name, created: false, status }))
+            }
+            Err(Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Creates the named volume if missing, labelled as Paddock's.
+    pub async fn ensure_volume(&self, name: &str, workspace: &str, instance: &str) -> Result<()> {
+        match self.api().inspect_volume(name).await {
+            Ok(_) => return Ok(()),
+            Err(e) => match Error::docker(format!("inspecting volume {name}"), "volume", name, e) {
+                Error::NotFound { .. } => {}
+                other => return Err(other),
+            },
+        }
+        let volume_labels = HashMap::from([
+            (labels::MANAGED.to_string(), "true".to_string()),
+            (labels::WORKSPACE.to_string(), workspace.to_string()),
+            (labels::INSTANCE.to_string(), instance.to_string()),
+        ]);
+        let request = VolumeCreateRequest { name: Some(name.into()), labels: Some(volume_labels), ..Default::default() };
+        self.api()
+            .create_volume(request)
+            .await
+            .map(|_| ())
+            .map_err(|e| Error::docker(format!("creating volume {name}"), "volume", name, e))
+    }
+
+    /// Removes a volume (its data is gone). Missing is fine; in use is a conflict.
+    pub async fn remove_volume(&self, name: &str) -> Result<()> {
+        match self.api().remove_volume(name, None::<bollard::query_parameters::RemoveVolumeOptions>).await {
+            Ok(()) => Ok(()),
+            Err(e) => match Error::docker(format!("removing volume {name}"), "volume", name, e) {
+                Error::NotFound { .. } => Ok(()),
+                other => Err(other),
+            },
+        }
+    }
+
+    /// Starts a container; starting a running one is fine.
+    pub async fn start(&self, name: &str) -> Result<()> {
+        let result = self.api().start_container(name, None::<bollard::query_parameters::StartContainerOptions>).await;
+        not_modified_ok(result, format!("starting {name}"), name)
+    }
+
+    /// Stops a container, giving its main process `timeout_secs` to exit after SIGTERM before SIGKILL.
+    /// Stopping a stopped container is fine.
+    pub async fn stop(&self, name: &str, timeout_secs: i32) -> Result<()> {
+        let options = StopContainerOptionsBuilder::default().t(timeout_secs).build();
+        not_modified_ok(self.api().stop_container(name, Some(options)).await, format!("stopping {name}"), name)
+    }
+
+    /// Restarts a container (stop with `timeout_secs`, then start).
+    pub async fn restart(&self, name: &str, timeout_secs: i32) -> Result<()> {
+        let options = RestartContainerOptionsBuilder::default().t(timeout_secs).build();
+        self.api()
+            .restart_container(name, Some(options))
+            .await
+            .map_err(|e| Error::docker(format!("restarting {name}"), "container", name, e))
+    }
+
+    /// Removes a container, killing it if running. The workspace volume stays. Missing is fine.
+    pub async fn remove(&self, name: &str) -> Result<()> {
+        let options = RemoveContainerOptionsBuilder::default().force(true).build();
+        match self.api().remove_container(name, Some(options)).await {
+            Ok(()) => Ok(()),
+            Err(e) => match Error::docker(format!("removing {name}"), "container", name, e) {
+                Error::NotFound { .. } => Ok(()),
+                other => Err(other),
+            },
+        }
+    }
+
+    /// Inspects a container by name or ID.
+    pub async fn inspect(&self, name: &str) -> Result<ContainerDetails> {
+        let raw = self
+            .api()
+            .inspect_container(name, None::<bollard::query_parameters::InspectContainerOptions>)
+            .await
+            .map_err(|e| Error::docker(format!("inspecting {name}"), "container", name, e))?;
+        let status = raw.state.as_ref().map_or(ContainerStatus::Dead, ContainerStatus::from_state);
+        let container_labels = raw.config.as_ref().and_then(|c| c.labels.clone()).unwrap_or_default();
+        Ok(ContainerDetails {
+            id: raw.id.clone().unwrap_or_default(),
+            name: raw.name.clone().unwrap_or_default().trim_start_matches('/').to_string(),
+            image: raw.image.clone().unwrap_or_default(),
+            status,
+            labels: container_labels.into_iter().collect(),
+            raw,
+        })
+    }
+
+    /// The status of a container; [`ContainerStatus::Missing`] when it does not exist.
+    pub async fn status(&self, name: &str) -> Result<ContainerStatus> {
+        match self.inspect(name).await {
+            Ok(details) => Ok(details.status),
+            Err(Error::NotFound { .. }) => Ok(ContainerStatus::Missing),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Docker answers 304 Not Modified for "already started/stopped"; that is success for us.
+fn not_modified_ok(result: std::result::Result<(), bollard::errors::Error>, context: String, name: &str) -> Result<()> {
+    match result {
+        Ok(()) => Ok(()),
+        Err(bollard::errors::Error::DockerResponseServerError { status_code: 304, .. }) => Ok(()),
+        Err(e) => Err(Error::docker(context, "container", name, e)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request() -> ProvisionRequest {
+        ProvisionRequest {
+            name: labels::container_name("main", &["env", "1"]),
+            image: "sha256:abc".into(),
+            workspace: "ws".into(),
+            environment: "1".into(),
+            instance: "main".into(),
+            extra_labels: BTreeMap::from([(labels::MANAGED.to_string(), "false".to_string()), ("x".into(), "y".into())]),
+            limits: Limits { nano_cpus: 500_000_000, memory_bytes: 256 << 20, shm_bytes: 64 << 20, pids: 128 },
+            gpu_device_ids: vec!["0".into(), "GPU-1234-abcd".into()],
+            volume: labels::volume_name("main", "ws"),
+            cmd: None,
+            env: vec![],
+        }
+    }
+
+    #[test]
+    fn body_is_hardened_and_limited() {
+        let body = request().body();
+        let host = body.host_config.unwrap();
+        assert_eq!(body.user.as_deref(), Some("1000:1000"));
+        assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
+        assert_eq!(host.security_opt, Some(vec!["no-new-privileges".to_string()]));
+        assert_eq!((host.memory, host.memory_swap), (Some(256 << 20), Some(256 << 20)));
+        assert_eq!(host.pids_limit, Some(128));
+        let gpus = &host.device_requests.unwrap()[0];
+        assert_eq!(gpus.driver.as_deref(), Some("nvidia"));
+        assert_eq!(gpus.device_ids.as_ref().unwrap(), &["0", "GPU-1234-abcd"]);
+        // The managed label cannot be overridden by extras.
+        let l = body.labels.unwrap();
+        assert_eq!(l[labels::MANAGED], "true");
+        assert_eq!(l["x"], "y");
+    }
+
+    #[test]
+    fn no_gpus_no_device_requests() {
+        let body = ProvisionRequest { gpu_device_ids: vec![], ..request() }.body();
+        assert!(body.host_config.unwrap().device_requests.is_none());
+    }
+
+    #[test]
+    fn bad_requests_are_refused() {
+        let bad = ProvisionRequest {
+            name: "-x".into(),
+            volume: "../etc".into(),
+            gpu_device_ids: vec!["0;rm".into()],
+            limits: Limits { nano_cpus: 0, memory_bytes: 1, shm_bytes: 0, pids: 0 },
+            ..request()
+        };
+        let fields: Vec<String> = bad.validate().into_iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["name", "volume", "cpus", "memory", "shm_size", "pids", "gpu_device_ids"]);
+        assert!(request().validate().is_empty());
+    }
+}
