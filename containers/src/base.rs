@@ -49,6 +49,11 @@ impl Docker {
         tag: &str,
         log: &mut (dyn FnMut(&str) + Send),
     ) -> Result<String> {
+        // One base build at a time in this process: concurrent first builds of the same base each produce a
+        // different image ID (nothing is in the step cache yet), moving the tag under builds that already
+        // resolved it. With the lock the second caller finds the first one's image by its build hash.
+        static BUILDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let _building = BUILDING.lock().await;
         check_static(busybox).await?;
         let files = RuntimeFiles { files: vec![("bin/busybox".into(), busybox.to_path_buf())] };
         let digest = files.digest().await?;

@@ -32,6 +32,8 @@ enum Entry {
 #[derive(Debug, Clone, Default)]
 pub struct Context {
     entries: BTreeMap<String, Entry>,
+    /// uid/gid of entries not owned by root (only meaningful inside archives that `ADD` extracts).
+    owners: BTreeMap<String, (u64, u64)>,
 }
 
 impl Context {
@@ -67,6 +69,19 @@ impl Context {
         self
     }
 
+    /// Sets the owner of an entry already added.
+    pub fn owner(&mut self, path: &str, uid: u64, gid: u64) -> &mut Self {
+        self.owners.insert(clean(path), (uid, gid));
+        self
+    }
+
+    /// The whole archive in memory, for a small tar nested in a context (see `ADD` in `dockerfile`).
+    pub fn to_bytes(&self) -> io::Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_to(&mut out)?;
+        Ok(out)
+    }
+
     pub fn paths(&self) -> impl Iterator<Item = &str> {
         self.entries.keys().map(String::as_str)
     }
@@ -89,8 +104,9 @@ impl Context {
         let mut tar = tar::Builder::new(out);
         for (path, entry) in &self.entries {
             let mut header = tar::Header::new_gnu();
-            header.set_uid(0);
-            header.set_gid(0);
+            let (uid, gid) = self.owners.get(path).copied().unwrap_or((0, 0));
+            header.set_uid(uid);
+            header.set_gid(gid);
             header.set_mtime(FIXED_MTIME);
             match entry {
                 Entry::Dir { mode } => {

@@ -143,12 +143,9 @@ impl Docker {
             }
         }
 
+        let layout = layout(&passwd, &group).to_bytes().map_err(|e| Error::host("writing the image layout", e))?;
         let mut ctx = Context::new();
-        ctx.data("Dockerfile", dockerfile.clone(), 0o644)
-            .data("users/etc/passwd", passwd, 0o644)
-            .data("users/etc/group", group, 0o644)
-            .dir("home", 0o755)
-            .dir("workspace", 0o755);
+        ctx.data("Dockerfile", dockerfile.clone(), 0o644).data("layout.tar", layout, 0o644);
         if let Some(files) = &runtime {
             for (image_path, host) in &files.files {
                 let mode = if image_path.contains("/bin/") || image_path.contains("ld-linux") { 0o755 } else { 0o644 };
@@ -221,4 +218,21 @@ impl Docker {
             }),
         }
     }
+}
+
+/// The files every environment image gets, as a tar extracted by `ADD`: the merged users, the user's home
+/// and the workspace mount point owned by uid/gid 1000 (a fresh volume mounted there inherits that owner).
+/// Parent directories are listed explicitly so that none is created implicitly with the build time.
+fn layout(passwd: &str, group: &str) -> Context {
+    let (uid, gid) = (users::UID as u64, users::GID as u64);
+    let mut ctx = Context::new();
+    ctx.dir("etc", 0o755)
+        .data("etc/passwd", passwd.to_string(), 0o644)
+        .data("etc/group", group.to_string(), 0o644)
+        .dir("home", 0o755)
+        .dir("home/paddock", 0o755)
+        .owner("home/paddock", uid, gid)
+        .dir(WORKSPACE_DIR.trim_start_matches('/'), 0o755)
+        .owner(WORKSPACE_DIR.trim_start_matches('/'), uid, gid);
+    ctx
 }

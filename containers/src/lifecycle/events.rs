@@ -33,7 +33,15 @@ impl Docker {
     /// A never-ending stream of status changes of containers labelled `paddock.managed=true` (and, when
     /// given, `paddock.instance=<instance>`). An OOM kill is reported as `oom` and its following `die` as
     /// [`ContainerStatus::OomKilled`] too, so the final state of such a container is not "exited 137".
-    pub fn container_events(&self, instance: Option<&str>) -> impl Stream<Item = Result<ContainerEvent>> + Send + 'static {
+    ///
+    /// The stream is lazy: Docker is asked only when it is first polled, and sends events from then on —
+    /// unless `since_nanos` (Unix time in nanoseconds, e.g. the last event's `time_nano` before a reconnect)
+    /// asks it to replay from that moment.
+    pub fn container_events(
+        &self,
+        instance: Option<&str>,
+        since_nanos: Option<i64>,
+    ) -> impl Stream<Item = Result<ContainerEvent>> + Send + 'static {
         let mut label_filters = vec![format!("{}=true", labels::MANAGED)];
         if let Some(instance) = instance {
             label_filters.push(format!("{}={instance}", labels::INSTANCE));
@@ -43,7 +51,12 @@ impl Docker {
             ("label", label_filters),
             ("event", ACTIONS.iter().map(|a| a.to_string()).collect()),
         ]);
-        let options = EventsOptionsBuilder::default().filters(&filters).build();
+        let mut options = EventsOptionsBuilder::default().filters(&filters);
+        if let Some(nanos) = since_nanos {
+            // Docker takes "seconds.nanoseconds".
+            options = options.since(&format!("{}.{:09}", nanos.div_euclid(1_000_000_000), nanos.rem_euclid(1_000_000_000)));
+        }
+        let options = options.build();
         let mut oom_killed: HashSet<String> = HashSet::new();
         self.api().events(Some(options)).filter_map(move |item| {
             let mapped = match item {
