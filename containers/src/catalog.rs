@@ -48,7 +48,9 @@ impl BaseImage {
     pub fn requirements(&self) -> ImageRequirements {
         ImageRequirements {
             cuda: self.cuda.map(|c| c.parse().expect("catalog entry")),
-            min_compute_capability: self.min_compute_capability.map(|c| c.parse().expect("catalog entry")),
+            min_compute_capability: self
+                .min_compute_capability
+                .map(|c| c.parse().expect("catalog entry")),
         }
     }
 
@@ -62,7 +64,8 @@ impl BaseImage {
 pub const CATALOG: &[BaseImage] = &[
     BaseImage {
         reference: BUSYBOX_BASE,
-        description: "Static busybox on scratch, built locally; CPU only, for tests and minimal jobs",
+        description:
+            "Static busybox on scratch, built locally; CPU only, for tests and minimal jobs",
         family: Family::Busybox,
         local: true,
         cuda: None,
@@ -125,13 +128,24 @@ impl ImageRequirements {
     }
 
     pub fn from_image_env(image_env: &[String]) -> Self {
-        let cuda: Option<Version> =
-            image_env.iter().find_map(|kv| kv.strip_prefix("CUDA_VERSION=")).and_then(|v| v.parse().ok());
+        let cuda: Option<Version> = image_env
+            .iter()
+            .find_map(|kv| kv.strip_prefix("CUDA_VERSION="))
+            .and_then(|v| v.parse().ok());
         let min_compute_capability = cuda.as_ref().map(|c| {
-            let floor = if c.parts()[0] >= 13 { "7.5" } else if c.parts()[0] >= 12 { "5.0" } else { "3.5" };
+            let floor = if c.parts()[0] >= 13 {
+                "7.5"
+            } else if c.parts()[0] >= 12 {
+                "5.0"
+            } else {
+                "3.5"
+            };
             floor.parse().expect("literal")
         });
-        ImageRequirements { cuda, min_compute_capability }
+        ImageRequirements {
+            cuda,
+            min_compute_capability,
+        }
     }
 }
 
@@ -142,10 +156,19 @@ mod tests {
     #[test]
     fn every_entry_is_consistent() {
         for entry in CATALOG {
-            assert_eq!(crate::spec::check_image_ref(entry.reference), Ok(()), "{}", entry.reference);
+            assert_eq!(
+                crate::spec::check_image_ref(entry.reference),
+                Ok(()),
+                "{}",
+                entry.reference
+            );
             match entry.cuda {
                 Some(_) => {
-                    assert!(entry.min_driver().is_some(), "{} needs a driver table entry", entry.reference);
+                    assert!(
+                        entry.min_driver().is_some(),
+                        "{} needs a driver table entry",
+                        entry.reference
+                    );
                     assert!(entry.min_compute_capability.is_some());
                 }
                 None => assert!(entry.min_driver().is_none()),
@@ -157,19 +180,43 @@ mod tests {
     #[test]
     fn known_driver_requirements() {
         let v = |s: &str| s.parse::<Version>().unwrap();
-        assert_eq!(lookup("nvidia/cuda:12.4.1-runtime-ubuntu22.04").unwrap().min_driver(), Some(v("550.54.15")));
-        assert_eq!(lookup("nvidia/cuda:12.8.1-runtime-ubuntu24.04").unwrap().min_driver(), Some(v("570.124.06")));
-        assert_eq!(lookup("nvidia/cuda:11.8.0-runtime-ubuntu22.04").unwrap().min_driver(), Some(v("520.61.05")));
+        assert_eq!(
+            lookup("nvidia/cuda:12.4.1-runtime-ubuntu22.04")
+                .unwrap()
+                .min_driver(),
+            Some(v("550.54.15"))
+        );
+        assert_eq!(
+            lookup("nvidia/cuda:12.8.1-runtime-ubuntu24.04")
+                .unwrap()
+                .min_driver(),
+            Some(v("570.124.06"))
+        );
+        assert_eq!(
+            lookup("nvidia/cuda:11.8.0-runtime-ubuntu22.04")
+                .unwrap()
+                .min_driver(),
+            Some(v("520.61.05"))
+        );
     }
 
     #[test]
     fn requirements_from_image_env() {
-        let env = vec!["PATH=/usr/bin".to_string(), "CUDA_VERSION=12.6.3".to_string()];
+        let env = vec![
+            "PATH=/usr/bin".to_string(),
+            "CUDA_VERSION=12.6.3".to_string(),
+        ];
         let r = ImageRequirements::for_image("team/custom:1", &env);
         assert_eq!(r.cuda, Some("12.6.3".parse().unwrap()));
         assert_eq!(r.min_compute_capability, Some("5.0".parse().unwrap()));
-        assert_eq!(ImageRequirements::for_image("team/custom:1", &[]), ImageRequirements::default());
+        assert_eq!(
+            ImageRequirements::for_image("team/custom:1", &[]),
+            ImageRequirements::default()
+        );
         // The catalog wins over the environment for known references.
-        assert_eq!(ImageRequirements::for_image(BUSYBOX_BASE, &env), ImageRequirements::default());
+        assert_eq!(
+            ImageRequirements::for_image(BUSYBOX_BASE, &env),
+            ImageRequirements::default()
+        );
     }
 }

@@ -25,13 +25,23 @@ impl Version {
 
     /// `major.minor` only (CUDA `12.4.1` → `12.4`).
     pub fn major_minor(&self) -> Version {
-        let (major, minor) = (self.parts.first().copied().unwrap_or(0), self.parts.get(1).copied().unwrap_or(0));
-        Version { parts: vec![major, minor], text: format!("{major}.{minor}") }
+        let (major, minor) = (
+            self.parts.first().copied().unwrap_or(0),
+            self.parts.get(1).copied().unwrap_or(0),
+        );
+        Version {
+            parts: vec![major, minor],
+            text: format!("{major}.{minor}"),
+        }
     }
 
     /// Components without trailing zeros: the identity used for equality and hashing.
     fn significant(&self) -> &[u32] {
-        let end = self.parts.iter().rposition(|&p| p != 0).map_or(0, |i| i + 1);
+        let end = self
+            .parts
+            .iter()
+            .rposition(|&p| p != 0)
+            .map_or(0, |i| i + 1);
         &self.parts[..end]
     }
 }
@@ -54,7 +64,13 @@ impl Ord for Version {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         let n = self.parts.len().max(other.parts.len());
         (0..n)
-            .map(|i| self.parts.get(i).copied().unwrap_or(0).cmp(&other.parts.get(i).copied().unwrap_or(0)))
+            .map(|i| {
+                self.parts
+                    .get(i)
+                    .copied()
+                    .unwrap_or(0)
+                    .cmp(&other.parts.get(i).copied().unwrap_or(0))
+            })
             .find(|o| o.is_ne())
             .unwrap_or(std::cmp::Ordering::Equal)
     }
@@ -72,7 +88,10 @@ impl FromStr for Version {
         let s = s.trim();
         let parts: Result<Vec<u32>, _> = s.split('.').map(str::parse::<u32>).collect();
         match parts {
-            Ok(parts) if !parts.is_empty() && parts.len() <= 4 => Ok(Version { parts, text: s.to_string() }),
+            Ok(parts) if !parts.is_empty() && parts.len() <= 4 => Ok(Version {
+                parts,
+                text: s.to_string(),
+            }),
             _ => Err(format!("{s:?} is not a dotted version number")),
         }
     }
@@ -138,7 +157,8 @@ const DRIVER_TABLE: &[(&str, &str)] = &[
 pub fn min_driver_for(cuda: &Version) -> Option<Version> {
     DRIVER_TABLE.iter().find_map(|(c, d)| {
         let c: Version = c.parse().expect("table entry");
-        (c.major_minor() == cuda.major_minor() && &c <= cuda).then(|| d.parse().expect("table entry"))
+        (c.major_minor() == cuda.major_minor() && &c <= cuda)
+            .then(|| d.parse().expect("table entry"))
     })
 }
 
@@ -191,7 +211,8 @@ mod tests {
 
     #[test]
     fn table_is_ordered_newest_first() {
-        let entries: Vec<(Version, Version)> = DRIVER_TABLE.iter().map(|(c, d)| (v(c), v(d))).collect();
+        let entries: Vec<(Version, Version)> =
+            DRIVER_TABLE.iter().map(|(c, d)| (v(c), v(d))).collect();
         for pair in entries.windows(2) {
             assert!(pair[0].0 > pair[1].0 && pair[0].1 >= pair[1].1, "{pair:?}");
         }

@@ -34,9 +34,17 @@ impl Docker {
     /// Connects to an explicit endpoint (`unix:///path`, `tcp://host:port`, `http://…`).
     pub async fn connect_to(host: &str) -> Result<Self> {
         let api = if let Some(path) = host.strip_prefix("unix://") {
-            bollard::Docker::connect_with_unix(path, REQUEST_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+            bollard::Docker::connect_with_unix(
+                path,
+                REQUEST_TIMEOUT_SECS,
+                bollard::API_DEFAULT_VERSION,
+            )
         } else {
-            bollard::Docker::connect_with_http(host, REQUEST_TIMEOUT_SECS, bollard::API_DEFAULT_VERSION)
+            bollard::Docker::connect_with_http(
+                host,
+                REQUEST_TIMEOUT_SECS,
+                bollard::API_DEFAULT_VERSION,
+            )
         }
         .map_err(|e| Error::DockerUnreachable(format!("{host}: {e}")))?;
         Self::from_api(api).await
@@ -47,7 +55,11 @@ impl Docker {
         let api = match tokio::time::timeout(PING_TIMEOUT, api.negotiate_version()).await {
             Ok(Ok(api)) => api,
             Ok(Err(e)) => return Err(Error::DockerUnreachable(e.to_string())),
-            Err(_) => return Err(Error::DockerUnreachable(format!("no answer within {PING_TIMEOUT:?}"))),
+            Err(_) => {
+                return Err(Error::DockerUnreachable(format!(
+                    "no answer within {PING_TIMEOUT:?}"
+                )))
+            }
         };
         let docker = Docker { api };
         docker.ping().await?;
@@ -59,7 +71,9 @@ impl Docker {
         match tokio::time::timeout(PING_TIMEOUT, self.api.ping()).await {
             Ok(Ok(_)) => Ok(()),
             Ok(Err(e)) => Err(Error::DockerUnreachable(e.to_string())),
-            Err(_) => Err(Error::DockerUnreachable(format!("no answer within {PING_TIMEOUT:?}"))),
+            Err(_) => Err(Error::DockerUnreachable(format!(
+                "no answer within {PING_TIMEOUT:?}"
+            ))),
         }
     }
 
@@ -71,7 +85,11 @@ impl Docker {
     /// CPU count and memory of the Docker host, the limits a spec is validated against
     /// ([`crate::spec::EnvSpec::validate_against`]).
     pub async fn host_limits(&self) -> Result<crate::spec::HostLimits> {
-        let info = self.api.info().await.map_err(|e| Error::docker("reading daemon info", "daemon", "info", e))?;
+        let info = self
+            .api
+            .info()
+            .await
+            .map_err(|e| Error::docker("reading daemon info", "daemon", "info", e))?;
         Ok(crate::spec::HostLimits {
             cpus: info.ncpu.unwrap_or(1).max(1) as f64,
             memory_bytes: info.mem_total.unwrap_or(0).max(0) as u64,

@@ -29,7 +29,10 @@ pub enum Error {
 
     /// The image build failed; `log_tail` holds the last lines of the build output for the UI.
     #[error("image build failed: {message}")]
-    BuildFailed { message: String, log_tail: Vec<String> },
+    BuildFailed {
+        message: String,
+        log_tail: Vec<String>,
+    },
 
     /// Pulling a remote image failed (no registry reachable, unknown image, auth). Reported quickly and
     /// plainly because on Paddock's machines no registry is reachable at all.
@@ -57,21 +60,41 @@ pub enum Error {
 
 impl Error {
     /// Classifies a bollard error. `kind`/`name` say what a 404 refers to, `context` what we were doing.
-    pub(crate) fn docker(context: impl Into<String>, kind: &'static str, name: &str, err: bollard::errors::Error) -> Self {
+    pub(crate) fn docker(
+        context: impl Into<String>,
+        kind: &'static str,
+        name: &str,
+        err: bollard::errors::Error,
+    ) -> Self {
         use bollard::errors::Error as B;
         match &err {
-            B::DockerResponseServerError { status_code: 404, .. } => Error::NotFound { kind, name: name.to_string() },
-            B::DockerResponseServerError { status_code: 409, message } => Error::Conflict(message.clone()),
+            B::DockerResponseServerError {
+                status_code: 404, ..
+            } => Error::NotFound {
+                kind,
+                name: name.to_string(),
+            },
+            B::DockerResponseServerError {
+                status_code: 409,
+                message,
+            } => Error::Conflict(message.clone()),
             // The transport could not reach the daemon at all.
-            B::HyperLegacyError { .. } | B::IOError { .. } | B::SocketNotFoundError(_) | B::RequestTimeoutError => {
-                Error::DockerUnreachable(err.to_string())
-            }
-            _ => Error::Docker { context: context.into(), source: err },
+            B::HyperLegacyError { .. }
+            | B::IOError { .. }
+            | B::SocketNotFoundError(_)
+            | B::RequestTimeoutError => Error::DockerUnreachable(err.to_string()),
+            _ => Error::Docker {
+                context: context.into(),
+                source: err,
+            },
         }
     }
 
     pub(crate) fn host(context: impl Into<String>, message: impl std::fmt::Display) -> Self {
-        Error::Host { context: context.into(), message: message.to_string() }
+        Error::Host {
+            context: context.into(),
+            message: message.to_string(),
+        }
     }
 
     /// True when the daemon is missing: the app keeps running with environment actions disabled.

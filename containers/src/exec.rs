@@ -6,8 +6,8 @@
 use std::pin::Pin;
 use std::time::Duration;
 
-use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
 use bollard::container::LogOutput;
+use bollard::exec::{CreateExecOptions, StartExecOptions, StartExecResults};
 use bollard::query_parameters::ResizeExecOptionsBuilder;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
@@ -62,25 +62,56 @@ pub struct TerminalControl {
 impl Docker {
     /// Runs `cmd` in a running container and waits for it to finish.
     pub async fn exec(&self, container: &str, cmd: &[&str]) -> Result<ExecOutput> {
-        self.exec_with(container, cmd, &ExecOptions::default()).await
+        self.exec_with(container, cmd, &ExecOptions::default())
+            .await
     }
 
-    pub async fn exec_with(&self, container: &str, cmd: &[&str], options: &ExecOptions) -> Result<ExecOutput> {
+    pub async fn exec_with(
+        &self,
+        container: &str,
+        cmd: &[&str],
+        options: &ExecOptions,
+    ) -> Result<ExecOutput> {
         let exec_id = self.create_exec(container, cmd, options, false).await?;
         let started = self
             .api()
-            .start_exec(&exec_id, Some(StartExecOptions { detach: false, tty: false, output_capacity: None }))
+            .start_exec(
+                &exec_id,
+                Some(StartExecOptions {
+                    detach: false,
+                    tty: false,
+                    output_capacity: None,
+                }),
+            )
             .await
-            .map_err(|e| Error::docker(format!("starting exec in {container}"), "container", container, e))?;
+            .map_err(|e| {
+                Error::docker(
+                    format!("starting exec in {container}"),
+                    "container",
+                    container,
+                    e,
+                )
+            })?;
         let StartExecResults::Attached { mut output, .. } = started else {
-            return Err(Error::Conflict(format!("exec in {container} started detached")));
+            return Err(Error::Conflict(format!(
+                "exec in {container} started detached"
+            )));
         };
         let (mut stdout, mut stderr, mut truncated) = (Vec::new(), Vec::new(), false);
         while let Some(item) = output.next().await {
-            let item = item.map_err(|e| Error::docker(format!("reading exec output in {container}"), "container", container, e))?;
+            let item = item.map_err(|e| {
+                Error::docker(
+                    format!("reading exec output in {container}"),
+                    "container",
+                    container,
+                    e,
+                )
+            })?;
             let (buf, message) = match item {
                 LogOutput::StdErr { message } => (&mut stderr, message),
-                LogOutput::StdOut { message } | LogOutput::Console { message } => (&mut stdout, message),
+                LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                    (&mut stdout, message)
+                }
                 LogOutput::StdIn { .. } => continue,
             };
             let room = MAX_EXEC_OUTPUT.saturating_sub(buf.len());
@@ -97,28 +128,73 @@ impl Docker {
     }
 
     /// Starts an interactive `cmd` (default `/bin/sh`) with a TTY of `rows` × `cols`.
-    pub async fn open_terminal(&self, container: &str, cmd: Option<&[&str]>, rows: u16, cols: u16) -> Result<Terminal> {
-        let options = ExecOptions { env: vec!["TERM=xterm-256color".into()], ..Default::default() };
-        let exec_id = self.create_exec(container, cmd.unwrap_or(&["/bin/sh"]), &options, true).await?;
+    pub async fn open_terminal(
+        &self,
+        container: &str,
+        cmd: Option<&[&str]>,
+        rows: u16,
+        cols: u16,
+    ) -> Result<Terminal> {
+        let options = ExecOptions {
+            env: vec!["TERM=xterm-256color".into()],
+            ..Default::default()
+        };
+        let exec_id = self
+            .create_exec(container, cmd.unwrap_or(&["/bin/sh"]), &options, true)
+            .await?;
         let started = self
             .api()
-            .start_exec(&exec_id, Some(StartExecOptions { detach: false, tty: true, output_capacity: None }))
+            .start_exec(
+                &exec_id,
+                Some(StartExecOptions {
+                    detach: false,
+                    tty: true,
+                    output_capacity: None,
+                }),
+            )
             .await
-            .map_err(|e| Error::docker(format!("starting a terminal in {container}"), "container", container, e))?;
+            .map_err(|e| {
+                Error::docker(
+                    format!("starting a terminal in {container}"),
+                    "container",
+                    container,
+                    e,
+                )
+            })?;
         let StartExecResults::Attached { output, input } = started else {
-            return Err(Error::Conflict(format!("terminal in {container} started detached")));
+            return Err(Error::Conflict(format!(
+                "terminal in {container} started detached"
+            )));
         };
         let name = container.to_string();
         let output = output.map(move |item| match item {
             Ok(log) => Ok(log.into_bytes()),
-            Err(e) => Err(Error::docker(format!("reading the terminal of {name}"), "container", &name, e)),
+            Err(e) => Err(Error::docker(
+                format!("reading the terminal of {name}"),
+                "container",
+                &name,
+                e,
+            )),
         });
-        let control = TerminalControl { docker: self.clone(), exec_id };
+        let control = TerminalControl {
+            docker: self.clone(),
+            exec_id,
+        };
         control.resize(rows, cols).await?;
-        Ok(Terminal { output: Box::pin(output), input, control })
+        Ok(Terminal {
+            output: Box::pin(output),
+            input,
+            control,
+        })
     }
 
-    async fn create_exec(&self, container: &str, cmd: &[&str], options: &ExecOptions, tty: bool) -> Result<String> {
+    async fn create_exec(
+        &self,
+        container: &str,
+        cmd: &[&str],
+        options: &ExecOptions,
+        tty: bool,
+    ) -> Result<String> {
         let config = CreateExecOptions {
             cmd: Some(cmd.iter().map(|s| s.to_string()).collect::<Vec<String>>()),
             attach_stdin: Some(tty),
@@ -134,7 +210,14 @@ impl Docker {
             .create_exec(container, config)
             .await
             .map(|r| r.id)
-            .map_err(|e| Error::docker(format!("creating an exec in {container}"), "container", container, e))
+            .map_err(|e| {
+                Error::docker(
+                    format!("creating an exec in {container}"),
+                    "container",
+                    container,
+                    e,
+                )
+            })
     }
 
     async fn wait_exec_exit(&self, exec_id: &str) -> Result<i64> {
@@ -151,7 +234,9 @@ impl Docker {
                 }
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(Error::Conflict(format!("exec {exec_id} still running after its output ended")));
+                return Err(Error::Conflict(format!(
+                    "exec {exec_id} still running after its output ended"
+                )));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
@@ -161,7 +246,10 @@ impl Docker {
 impl TerminalControl {
     /// Resizes the terminal (the shell receives SIGWINCH).
     pub async fn resize(&self, rows: u16, cols: u16) -> Result<()> {
-        let options = ResizeExecOptionsBuilder::default().h(rows as i32).w(cols as i32).build();
+        let options = ResizeExecOptionsBuilder::default()
+            .h(rows as i32)
+            .w(cols as i32)
+            .build();
         self.docker
             .api()
             .resize_exec(&self.exec_id, options)
@@ -177,7 +265,11 @@ impl TerminalControl {
             .inspect_exec(&self.exec_id)
             .await
             .map_err(|e| Error::docker("inspecting a terminal", "exec", &self.exec_id, e))?;
-        Ok(if info.running == Some(true) { None } else { info.exit_code })
+        Ok(if info.running == Some(true) {
+            None
+        } else {
+            info.exit_code
+        })
     }
 
     pub fn exec_id(&self) -> &str {

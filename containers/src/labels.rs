@@ -35,7 +35,15 @@ pub fn volume_name(prefix: &str, workspace_volume: &str) -> String {
 }
 
 fn sanitize(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') { c } else { '-' }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -44,8 +52,14 @@ mod tests {
 
     #[test]
     fn names_are_deterministic_and_docker_safe() {
-        assert_eq!(container_name("main", &["env", "42", "v3"]), "paddock-main-env-42-v3");
+        assert_eq!(
+            container_name("main", &["env", "42", "v3"]),
+            "paddock-main-env-42-v3"
+        );
         assert_eq!(container_name("a b", &["x/y"]), "paddock-a-b-x-y");
-        assert_eq!(volume_name("main", "team-data"), "paddock-main-ws-team-data");
+        assert_eq!(
+            volume_name("main", "team-data"),
+            "paddock-main-ws-team-data"
+        );
     }
 }

@@ -25,7 +25,14 @@
 //! returns the same image ID. What is *not* reproducible is a rebuild after the image and its cache are
 //! gone: the classic builder (the only one in Debian's Docker 20.10 that the API can drive without a BuildKit
 //! session) writes the build time into each step's image config (`created`), so the ID differs even though
-//! every layer's content digest is identical. See `build` for details.
+//! every layer's content digest is identical (verified by the integration tests). See `build` for details.
+//!
+//! # Using it from the app
+//! `Docker::connect()` once (an [`Error::DockerUnreachable`] means "no Docker": keep running, disable
+//! environment actions, retry `ping` later); validate a spec with [`EnvSpec::validate_against`] and
+//! `Docker::host_limits`; check GPUs with [`preflight::check`] (host GPUs from [`preflight::gpus::detect`],
+//! image needs from [`catalog::ImageRequirements::for_image`]); `build_env_image` and record the image ID;
+//! `provision` with names from [`labels`]; follow `container_events`; `list_managed` to reconcile.
 
 pub mod base;
 pub mod build;

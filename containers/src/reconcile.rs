@@ -47,7 +47,12 @@ impl Docker {
         let filters = HashMap::from([("label", label_filters)]);
         let summaries = self
             .api()
-            .list_containers(Some(ListContainersOptionsBuilder::default().all(true).filters(&filters).build()))
+            .list_containers(Some(
+                ListContainersOptionsBuilder::default()
+                    .all(true)
+                    .filters(&filters)
+                    .build(),
+            ))
             .await
             .map_err(|e| Error::docker("listing containers", "containers", "", e))?;
         let mut out = Vec::new();
@@ -58,12 +63,17 @@ impl Docker {
                 .and_then(|n| n.first())
                 .map(|n| n.trim_start_matches('/').to_string())
                 .unwrap_or_default();
-            if filter.name_prefix.as_ref().is_some_and(|p| !name.starts_with(p.as_str())) {
+            if filter
+                .name_prefix
+                .as_ref()
+                .is_some_and(|p| !name.starts_with(p.as_str()))
+            {
                 continue;
             }
             let id = summary.id.unwrap_or_default();
             let state = summary.state.map(|s| s.to_string()).unwrap_or_default();
-            let mut status = ContainerStatus::from_summary(&state, summary.status.as_deref().unwrap_or(""));
+            let mut status =
+                ContainerStatus::from_summary(&state, summary.status.as_deref().unwrap_or(""));
             if matches!(status, ContainerStatus::Exited { .. }) {
                 // Vanishing between list and inspect is just another state.
                 status = self.status(&id).await?;

@@ -18,11 +18,31 @@ async fn busybox_base_builds_idempotently() {
     let g = Guard::new(docker);
     let lines = Mutex::new(Vec::new());
     // The shared tag first, so that removing the test's own tag below only untags.
-    let shared = g.docker.ensure_busybox_base(&mut log_to(&lines)).await.unwrap();
+    let shared = g
+        .docker
+        .ensure_busybox_base(&mut log_to(&lines))
+        .await
+        .unwrap();
     let tag = format!("paddock-test/{}:base", g.prefix);
     g.image(&tag);
-    let first = g.docker.build_busybox_base(std::path::Path::new("/bin/busybox"), &tag, &mut log_to(&lines)).await.unwrap();
-    let second = g.docker.build_busybox_base(std::path::Path::new("/bin/busybox"), &tag, &mut log_to(&lines)).await.unwrap();
+    let first = g
+        .docker
+        .build_busybox_base(
+            std::path::Path::new("/bin/busybox"),
+            &tag,
+            &mut log_to(&lines),
+        )
+        .await
+        .unwrap();
+    let second = g
+        .docker
+        .build_busybox_base(
+            std::path::Path::new("/bin/busybox"),
+            &tag,
+            &mut log_to(&lines),
+        )
+        .await
+        .unwrap();
     assert_eq!(first, second);
     assert_eq!(first, shared, "same busybox, same recipe: same image");
     let info = g.docker.image_info(BUSYBOX_BASE).await.unwrap();
@@ -36,51 +56,114 @@ async fn env_image_is_cached_and_reproducible() {
     let Some(docker) = docker().await else { return };
     let g = Guard::new(docker);
     let lines = Mutex::new(Vec::new());
-    g.docker.ensure_busybox_base(&mut log_to(&lines)).await.unwrap();
+    g.docker
+        .ensure_busybox_base(&mut log_to(&lines))
+        .await
+        .unwrap();
     let tag = format!("paddock-test/{}:env", g.prefix);
     g.image(&tag);
-    let options = BuildOptions { tag: Some(tag.clone()), instance: Some(g.prefix.clone()), ..Default::default() };
+    let options = BuildOptions {
+        tag: Some(tag.clone()),
+        instance: Some(g.prefix.clone()),
+        ..Default::default()
+    };
     let mut spec = g.spec();
-    spec.env.insert("TRICKY".into(), r#"$HOME "quoted" \ back"#.into());
+    spec.env
+        .insert("TRICKY".into(), r#"$HOME "quoted" \ back"#.into());
 
-    let first = g.docker.build_env_image(&spec, &options, &mut log_to(&lines)).await.unwrap();
+    let first = g
+        .docker
+        .build_env_image(&spec, &options, &mut log_to(&lines))
+        .await
+        .unwrap();
     g.image(&first.image_id);
     assert!(!first.cached);
-    assert!(lines.lock().unwrap().iter().any(|l| l.contains("Step 1/")), "build log streamed: {lines:?}");
+    assert!(
+        lines.lock().unwrap().iter().any(|l| l.contains("Step 1/")),
+        "build log streamed: {lines:?}"
+    );
     let info = g.docker.image_info(&first.image_id).await.unwrap();
     assert_eq!(info.labels[labels::BUILD_HASH], first.build_hash);
-    assert!(info.env.contains(&r#"TRICKY=$HOME "quoted" \ back"#.to_string()), "{:?}", info.env);
+    assert!(
+        info.env
+            .contains(&r#"TRICKY=$HOME "quoted" \ back"#.to_string()),
+        "{:?}",
+        info.env
+    );
 
     // Same spec: the labelled image is reused without building.
-    let again = g.docker.build_env_image(&spec, &options, &mut log_to(&lines)).await.unwrap();
+    let again = g
+        .docker
+        .build_env_image(&spec, &options, &mut log_to(&lines))
+        .await
+        .unwrap();
     assert!(again.cached);
     assert_eq!(again.image_id, first.image_id);
 
     // Forced rebuild: byte-identical context and Dockerfile, so every step hits Docker's cache.
     lines.lock().unwrap().clear();
-    let forced = g.docker.build_env_image(&spec, &BuildOptions { force: true, ..options.clone() }, &mut log_to(&lines)).await.unwrap();
-    assert!(lines.lock().unwrap().iter().any(|l| l.contains("Using cache")), "{lines:?}");
+    let forced = g
+        .docker
+        .build_env_image(
+            &spec,
+            &BuildOptions {
+                force: true,
+                ..options.clone()
+            },
+            &mut log_to(&lines),
+        )
+        .await
+        .unwrap();
+    assert!(
+        lines
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.contains("Using cache")),
+        "{lines:?}"
+    );
     assert!(!forced.cached);
-    assert_eq!(forced.image_id, first.image_id, "a forced rebuild of the same spec gives the same image ID");
+    assert_eq!(
+        forced.image_id, first.image_id,
+        "a forced rebuild of the same spec gives the same image ID; log: {lines:#?}"
+    );
 
     // Without the step cache the layer contents are still identical (fixed mtimes/owners/modes); the image
     // ID is not, because the classic builder stamps the build time into the image config (see `build`).
     let fresh = g
         .docker
-        .build_env_image(&spec, &BuildOptions { force: true, no_cache: true, ..options.clone() }, &mut log_to(&lines))
+        .build_env_image(
+            &spec,
+            &BuildOptions {
+                force: true,
+                no_cache: true,
+                ..options.clone()
+            },
+            &mut log_to(&lines),
+        )
         .await
         .unwrap();
     g.image(&fresh.image_id);
     let fresh_info = g.docker.image_info(&fresh.image_id).await.unwrap();
     assert_eq!(fresh.build_hash, first.build_hash);
-    assert_eq!(fresh_info.layers, info.layers, "layer contents must be reproducible");
-    eprintln!("no-cache rebuild: image ID {} (first {}), layers identical", fresh.image_id, first.image_id);
+    assert_eq!(
+        fresh_info.layers, info.layers,
+        "layer contents must be reproducible"
+    );
+    eprintln!(
+        "no-cache rebuild: image ID {} (first {}), layers identical",
+        fresh.image_id, first.image_id
+    );
 
     // A spec change that affects the image: new hash, new image.
     let mut changed = spec.clone();
     changed.env.insert("EXTRA".into(), "1".into());
     assert_ne!(changed.spec_hash(), spec.spec_hash());
-    let other = g.docker.build_env_image(&changed, &options, &mut log_to(&lines)).await.unwrap();
+    let other = g
+        .docker
+        .build_env_image(&changed, &options, &mut log_to(&lines))
+        .await
+        .unwrap();
     g.image(&other.image_id);
     assert_ne!(other.build_hash, first.build_hash);
     assert_ne!(other.image_id, first.image_id);
@@ -89,7 +172,11 @@ async fn env_image_is_cached_and_reproducible() {
     let mut resized = spec.clone();
     resized.memory = "128m".into();
     assert_ne!(resized.spec_hash(), spec.spec_hash());
-    let same = g.docker.build_env_image(&resized, &options, &mut log_to(&lines)).await.unwrap();
+    let same = g
+        .docker
+        .build_env_image(&resized, &options, &mut log_to(&lines))
+        .await
+        .unwrap();
     assert_eq!(same.build_hash, fresh.build_hash);
     g.finish().await;
 }
@@ -99,24 +186,63 @@ async fn runtime_layer_runs_on_a_base_without_libc() {
     let Some(docker) = docker().await else { return };
     let g = Guard::new(docker);
     let lines = Mutex::new(Vec::new());
-    g.docker.ensure_busybox_base(&mut log_to(&lines)).await.unwrap();
+    g.docker
+        .ensure_busybox_base(&mut log_to(&lines))
+        .await
+        .unwrap();
     let mut spec = g.spec();
     // GNU ls links libselinux, libpcre2 and glibc: the busybox base has none of them.
-    spec.runtime = Some(RuntimeLayer { binary: "/usr/bin/ls".into() });
+    spec.runtime = Some(RuntimeLayer {
+        binary: "/usr/bin/ls".into(),
+    });
     let tag = format!("paddock-test/{}:runtime", g.prefix);
     g.image(&tag);
-    let options = BuildOptions { tag: Some(tag), instance: Some(g.prefix.clone()), ..Default::default() };
-    let built = g.docker.build_env_image(&spec, &options, &mut log_to(&lines)).await.unwrap();
+    let options = BuildOptions {
+        tag: Some(tag),
+        instance: Some(g.prefix.clone()),
+        ..Default::default()
+    };
+    let built = g
+        .docker
+        .build_env_image(&spec, &options, &mut log_to(&lines))
+        .await
+        .unwrap();
     g.image(&built.image_id);
-    assert!(built.dockerfile.contains("COPY runtime/ /"), "{}", built.dockerfile);
+    assert!(
+        built.dockerfile.contains("COPY runtime/ /"),
+        "{}",
+        built.dockerfile
+    );
 
-    let container = g.docker.provision(&g.request("runtime", &built.image_id)).await.unwrap();
-    let out = g.docker.exec(&container.name, &["/opt/paddock/bin/ls", "--version"]).await.unwrap();
+    let container = g
+        .docker
+        .provision(&g.request("runtime", &built.image_id))
+        .await
+        .unwrap();
+    let out = g
+        .docker
+        .exec(&container.name, &["/opt/paddock/bin/ls", "--version"])
+        .await
+        .unwrap();
     assert_eq!(out.exit_code, 0, "{out:?}");
     assert!(out.stdout.contains("GNU coreutils"), "{out:?}");
-    let out = g.docker.exec(&container.name, &["/bin/sh", "-c", "echo $LD_LIBRARY_PATH; ls /opt/paddock/lib"]).await.unwrap();
+    let out = g
+        .docker
+        .exec(
+            &container.name,
+            &[
+                "/bin/sh",
+                "-c",
+                "echo $LD_LIBRARY_PATH; ls /opt/paddock/lib",
+            ],
+        )
+        .await
+        .unwrap();
     assert!(out.stdout.starts_with("/opt/paddock/lib\n"), "{out:?}");
-    assert!(out.stdout.contains("libc.so.6") && out.stdout.contains("libselinux.so.1"), "{out:?}");
+    assert!(
+        out.stdout.contains("libc.so.6") && out.stdout.contains("libselinux.so.1"),
+        "{out:?}"
+    );
     g.finish().await;
 }
 
@@ -134,14 +260,25 @@ async fn unavailable_images_fail_quickly_and_plainly() {
         other => panic!("expected PullFailed, got {other:?}"),
     }
     // Local Paddock images are never pulled: the error says to build them.
-    match g.docker.ensure_image(&format!("paddock/{}:missing", g.prefix), &mut log_to(&lines)).await {
+    match g
+        .docker
+        .ensure_image(
+            &format!("paddock/{}:missing", g.prefix),
+            &mut log_to(&lines),
+        )
+        .await
+    {
         Err(e @ Error::NotFound { .. }) => assert!(e.to_string().contains("build it first"), "{e}"),
         other => panic!("expected NotFound, got {other:?}"),
     }
     // An unknown base in a spec: the build stops at the pull, creating nothing.
     let mut spec = g.spec();
     spec.base_image = format!("{}-unknown/image:1", g.prefix);
-    let err = g.docker.build_env_image(&spec, &BuildOptions::default(), &mut log_to(&lines)).await.unwrap_err();
+    let err = g
+        .docker
+        .build_env_image(&spec, &BuildOptions::default(), &mut log_to(&lines))
+        .await
+        .unwrap_err();
     assert!(matches!(err, Error::PullFailed { .. }), "{err:?}");
     g.finish().await;
 }
@@ -155,7 +292,11 @@ async fn invalid_specs_create_nothing() {
     spec.memory = "lots".into();
     spec.workspace_volume = "../../etc".into();
     spec.name = "x; rm -rf /".into();
-    match g.docker.build_env_image(&spec, &BuildOptions::default(), &mut log_to(&lines)).await {
+    match g
+        .docker
+        .build_env_image(&spec, &BuildOptions::default(), &mut log_to(&lines))
+        .await
+    {
         Err(Error::InvalidSpec(errors)) => {
             let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
             assert_eq!(fields, ["name", "memory", "workspace_volume"]);
@@ -168,6 +309,32 @@ async fn invalid_specs_create_nothing() {
 
 #[tokio::test]
 async fn unreachable_docker_is_its_own_error() {
-    let err = containers::Docker::connect_to("unix:///nonexistent/paddock-docker.sock").await.unwrap_err();
+    let err = containers::Docker::connect_to("unix:///nonexistent/paddock-docker.sock")
+        .await
+        .unwrap_err();
     assert!(err.is_unreachable(), "{err:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn preflight_on_this_host() {
+    let Some(docker) = docker().await else { return };
+    let g = Guard::new(docker);
+    let cpu = g.spec();
+    g.docker
+        .preflight(&cpu)
+        .await
+        .expect("CPU environments pass on any host");
+    let mut many = g.spec();
+    many.gpus = containers::GpuRequest::Count(99);
+    match g.docker.preflight(&many).await {
+        // Without GPUs the message says there are none; with some, that 99 is more than there are.
+        Err(Error::Preflight(problems)) => {
+            assert!(
+                problems[0].contains("no NVIDIA GPU") || problems[0].contains("requests 99 GPUs"),
+                "{problems:?}"
+            )
+        }
+        other => panic!("expected a preflight refusal, got {other:?}"),
+    }
+    g.finish().await;
 }

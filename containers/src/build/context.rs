@@ -51,21 +51,33 @@ impl Context {
     /// Adds a file with the given contents.
     pub fn data(&mut self, path: &str, bytes: impl Into<Bytes>, mode: u32) -> &mut Self {
         self.parents(path);
-        self.entries.insert(clean(path), Entry::Data { bytes: bytes.into(), mode });
+        self.entries.insert(
+            clean(path),
+            Entry::Data {
+                bytes: bytes.into(),
+                mode,
+            },
+        );
         self
     }
 
     /// Adds a file whose contents are read from the host while the tar is streamed.
     pub fn host_file(&mut self, path: &str, source: PathBuf, mode: u32) -> &mut Self {
         self.parents(path);
-        self.entries.insert(clean(path), Entry::HostFile { path: source, mode });
+        self.entries
+            .insert(clean(path), Entry::HostFile { path: source, mode });
         self
     }
 
     /// Adds a symbolic link.
     pub fn symlink(&mut self, path: &str, target: &str) -> &mut Self {
         self.parents(path);
-        self.entries.insert(clean(path), Entry::Symlink { target: target.to_string() });
+        self.entries.insert(
+            clean(path),
+            Entry::Symlink {
+                target: target.to_string(),
+            },
+        );
         self
     }
 
@@ -95,7 +107,9 @@ impl Context {
                 prefix.push('/');
             }
             prefix.push_str(part);
-            self.entries.entry(prefix.clone()).or_insert(Entry::Dir { mode: 0o755 });
+            self.entries
+                .entry(prefix.clone())
+                .or_insert(Entry::Dir { mode: 0o755 });
         }
     }
 
@@ -122,15 +136,24 @@ impl Context {
                     tar.append_data(&mut header, path, &bytes[..])?;
                 }
                 Entry::HostFile { path: source, mode } => {
-                    let file = std::fs::File::open(source)
-                        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", source.display())))?;
+                    let file = std::fs::File::open(source).map_err(|e| {
+                        io::Error::new(e.kind(), format!("{}: {e}", source.display()))
+                    })?;
                     // The header's size comes from the open file, and exactly that many bytes are copied, so a
                     // file growing meanwhile cannot corrupt the archive.
                     let len = file.metadata()?.len();
                     header.set_entry_type(tar::EntryType::Regular);
                     header.set_mode(*mode);
                     header.set_size(len);
-                    tar.append_data(&mut header, path, ExactReader { inner: file.take(len), left: len, source })?;
+                    tar.append_data(
+                        &mut header,
+                        path,
+                        ExactReader {
+                            inner: file.take(len),
+                            left: len,
+                            source,
+                        },
+                    )?;
                 }
                 Entry::Symlink { target } => {
                     header.set_entry_type(tar::EntryType::Symlink);
@@ -148,7 +171,10 @@ impl Context {
     pub fn into_stream(self) -> impl Stream<Item = Result<Bytes, io::Error>> + Send + 'static {
         let (tx, mut rx) = mpsc::channel::<Result<Bytes, io::Error>>(CHANNEL_CHUNKS);
         tokio::task::spawn_blocking(move || {
-            let mut writer = ChannelWriter { tx: tx.clone(), buf: Vec::with_capacity(CHUNK_BYTES) };
+            let mut writer = ChannelWriter {
+                tx: tx.clone(),
+                buf: Vec::with_capacity(CHUNK_BYTES),
+            };
             let result = self.write_to(&mut writer).and_then(|_| writer.send_buf());
             if let Err(e) = result {
                 // The receiver may be gone already (Docker closed the request); nothing more to do then.
@@ -177,7 +203,10 @@ impl<R: Read> Read for ExactReader<'_, R> {
         if n == 0 && self.left > 0 && !buf.is_empty() {
             return Err(io::Error::new(
                 io::ErrorKind::UnexpectedEof,
-                format!("{} shrank while being added to the build context", self.source.display()),
+                format!(
+                    "{} shrank while being added to the build context",
+                    self.source.display()
+                ),
             ));
         }
         self.left -= n as u64;
@@ -195,10 +224,16 @@ impl ChannelWriter {
         if self.buf.is_empty() {
             return Ok(());
         }
-        let chunk = Bytes::from(std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK_BYTES)));
-        self.tx
-            .blocking_send(Ok(chunk))
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "Docker stopped reading the build context"))
+        let chunk = Bytes::from(std::mem::replace(
+            &mut self.buf,
+            Vec::with_capacity(CHUNK_BYTES),
+        ));
+        self.tx.blocking_send(Ok(chunk)).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "Docker stopped reading the build context",
+            )
+        })
     }
 }
 
@@ -252,9 +287,15 @@ mod tests {
         for entry in archive.entries().unwrap() {
             let entry = entry.unwrap();
             let h = entry.header();
-            assert_eq!((h.uid().unwrap(), h.gid().unwrap(), h.mtime().unwrap()), (0, 0, FIXED_MTIME));
+            assert_eq!(
+                (h.uid().unwrap(), h.gid().unwrap(), h.mtime().unwrap()),
+                (0, 0, FIXED_MTIME)
+            );
             assert_eq!(h.username().unwrap(), Some(""));
-            seen.push((entry.path().unwrap().display().to_string(), h.mode().unwrap()));
+            seen.push((
+                entry.path().unwrap().display().to_string(),
+                h.mode().unwrap(),
+            ));
         }
         assert_eq!(
             seen,
@@ -292,6 +333,9 @@ mod tests {
         ctx.host_file("gone", PathBuf::from("/nonexistent/paddock-test"), 0o644);
         let items: Vec<Result<Bytes, io::Error>> = ctx.into_stream().collect().await;
         let err = items.into_iter().find_map(Result::err).expect("an error");
-        assert!(err.to_string().contains("/nonexistent/paddock-test"), "{err}");
+        assert!(
+            err.to_string().contains("/nonexistent/paddock-test"),
+            "{err}"
+        );
     }
 }

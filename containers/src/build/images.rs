@@ -4,7 +4,9 @@
 
 use std::collections::HashMap;
 
-use bollard::query_parameters::{CreateImageOptionsBuilder, ListImagesOptionsBuilder, RemoveImageOptionsBuilder};
+use bollard::query_parameters::{
+    CreateImageOptionsBuilder, ListImagesOptionsBuilder, RemoveImageOptionsBuilder,
+};
 use futures_util::StreamExt;
 
 use crate::error::{Error, Result};
@@ -27,11 +29,14 @@ pub struct ImageInfo {
 impl Docker {
     /// Inspects an image by reference or ID.
     pub async fn image_info(&self, reference: &str) -> Result<ImageInfo> {
-        let image = self
-            .api()
-            .inspect_image(reference)
-            .await
-            .map_err(|e| Error::docker(format!("inspecting image {reference}"), "image", reference, e))?;
+        let image = self.api().inspect_image(reference).await.map_err(|e| {
+            Error::docker(
+                format!("inspecting image {reference}"),
+                "image",
+                reference,
+                e,
+            )
+        })?;
         let config = image.config.unwrap_or_default();
         Ok(ImageInfo {
             id: image.id.unwrap_or_default(),
@@ -42,28 +47,53 @@ impl Docker {
         })
     }
 
-    /// The ID of an image labelled with this build hash, if one exists (the build cache).
+    /// The ID of a tagged image labelled with this build hash, if one exists (the build cache). Untagged
+    /// images are ignored: labels are inherited, so the untagged intermediate images of builds on top of
+    /// an image carry its build hash too (and a cleanup may remove them at any time), and an image
+    /// untagged by a later rebuild is superseded.
     pub async fn find_image_by_build_hash(&self, build_hash: &str) -> Result<Option<String>> {
-        let filters = HashMap::from([("label", vec![format!("{}={build_hash}", labels::BUILD_HASH)])]);
+        let filters = HashMap::from([(
+            "label",
+            vec![format!("{}={build_hash}", labels::BUILD_HASH)],
+        )]);
         let images = self
             .api()
-            .list_images(Some(ListImagesOptionsBuilder::default().filters(&filters).build()))
+            .list_images(Some(
+                ListImagesOptionsBuilder::default()
+                    .filters(&filters)
+                    .build(),
+            ))
             .await
             .map_err(|e| Error::docker("listing images", "image", build_hash, e))?;
-        Ok(images.into_iter().map(|i| i.id).min())
+        Ok(images
+            .into_iter()
+            .filter(|i| i.repo_tags.iter().any(|t| t != "<none>:<none>"))
+            .max_by_key(|i| (i.created, i.id.clone()))
+            .map(|i| i.id))
     }
 
     /// Makes sure `reference` is present and returns its ID: inspected if local, pulled (with progress lines
     /// sent to `progress`) if not. `paddock/…` references are local by definition and never pulled.
-    pub async fn ensure_image(&self, reference: &str, progress: &mut (dyn FnMut(&str) + Send)) -> Result<String> {
+    pub async fn ensure_image(
+        &self,
+        reference: &str,
+        progress: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<String> {
         match self.image_info(reference).await {
             Ok(info) => Ok(info.id),
-            Err(Error::NotFound { .. }) if reference.starts_with("paddock/") => Err(Error::NotFound {
-                kind: "image",
-                name: format!("{reference} (a local Paddock image: build it first, it cannot be pulled)"),
-            }),
+            Err(Error::NotFound { .. }) if reference.starts_with("paddock/") => {
+                Err(Error::NotFound {
+                    kind: "image",
+                    name: format!(
+                        "{reference} (a local Paddock image: build it first, it cannot be pulled)"
+                    ),
+                })
+            }
             Err(Error::NotFound { .. }) if reference.starts_with("sha256:") => {
-                Err(Error::NotFound { kind: "image", name: reference.to_string() })
+                Err(Error::NotFound {
+                    kind: "image",
+                    name: reference.to_string(),
+                })
             }
             Err(Error::NotFound { .. }) => self.pull_image(reference, progress).await,
             Err(e) => Err(e),
@@ -71,14 +101,21 @@ impl Docker {
     }
 
     /// Pulls a remote image, sending one line per progress message ("layer 1a2b: Downloading 12.0/40.1 MB").
-    pub async fn pull_image(&self, reference: &str, progress: &mut (dyn FnMut(&str) + Send)) -> Result<String> {
+    pub async fn pull_image(
+        &self,
+        reference: &str,
+        progress: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<String> {
         let (name, tag) = split_tag(reference);
         let mut options = CreateImageOptionsBuilder::default().from_image(name);
         if let Some(tag) = tag {
             options = options.tag(tag);
         }
         let mut stream = self.api().create_image(Some(options.build()), None, None);
-        let fail = |message: String| Error::PullFailed { image: reference.to_string(), message };
+        let fail = |message: String| Error::PullFailed {
+            image: reference.to_string(),
+            message,
+        };
         while let Some(item) = stream.next().await {
             match item {
                 Ok(info) => {
@@ -89,20 +126,30 @@ impl Docker {
                     line.push_str(info.status.as_deref().unwrap_or(""));
                     if let Some(detail) = &info.progress_detail {
                         if let (Some(cur), Some(total)) = (detail.current, detail.total) {
-                            line.push_str(&format!(" {:.1}/{:.1} MB", cur as f64 / 1e6, total as f64 / 1e6));
+                            line.push_str(&format!(
+                                " {:.1}/{:.1} MB",
+                                cur as f64 / 1e6,
+                                total as f64 / 1e6
+                            ));
                         }
                     }
                     if !line.trim().is_empty() {
                         progress(&line);
                     }
                 }
-                Err(bollard::errors::Error::DockerStreamError { error }) => return Err(fail(error)),
-                Err(bollard::errors::Error::DockerResponseServerError { message, .. }) => return Err(fail(message)),
+                Err(bollard::errors::Error::DockerStreamError { error }) => {
+                    return Err(fail(error))
+                }
+                Err(bollard::errors::Error::DockerResponseServerError { message, .. }) => {
+                    return Err(fail(message))
+                }
                 Err(e) => {
-                    return Err(match Error::docker(format!("pulling {reference}"), "image", reference, e) {
-                        Error::Docker { source, .. } => fail(source.to_string()),
-                        other => other,
-                    })
+                    return Err(
+                        match Error::docker(format!("pulling {reference}"), "image", reference, e) {
+                            Error::Docker { source, .. } => fail(source.to_string()),
+                            other => other,
+                        },
+                    )
                 }
             }
         }
@@ -112,13 +159,22 @@ impl Docker {
     /// Removes an image (tag or ID). `force` also removes it when other tags or stopped containers use it.
     /// A missing image is not an error: removal is idempotent.
     pub async fn remove_image(&self, reference: &str, force: bool) -> Result<()> {
-        let options = RemoveImageOptionsBuilder::default().force(force).noprune(false).build();
-        match self.api().remove_image(reference, Some(options), None).await {
+        let options = RemoveImageOptionsBuilder::default()
+            .force(force)
+            .noprune(false)
+            .build();
+        match self
+            .api()
+            .remove_image(reference, Some(options), None)
+            .await
+        {
             Ok(_) => Ok(()),
-            Err(e) => match Error::docker(format!("removing image {reference}"), "image", reference, e) {
-                Error::NotFound { .. } => Ok(()),
-                other => Err(other),
-            },
+            Err(e) => {
+                match Error::docker(format!("removing image {reference}"), "image", reference, e) {
+                    Error::NotFound { .. } => Ok(()),
+                    other => Err(other),
+                }
+            }
         }
     }
 
@@ -156,7 +212,10 @@ mod tests {
     fn splits_tags_not_ports() {
         assert_eq!(split_tag("debian:bookworm"), ("debian", Some("bookworm")));
         assert_eq!(split_tag("localhost:5000/x"), ("localhost:5000/x", None));
-        assert_eq!(split_tag("localhost:5000/x:1"), ("localhost:5000/x", Some("1")));
+        assert_eq!(
+            split_tag("localhost:5000/x:1"),
+            ("localhost:5000/x", Some("1"))
+        );
         assert_eq!(split_tag("a@sha256:00"), ("a", Some("sha256:00")));
     }
 }

@@ -8,10 +8,14 @@
 //! Reproducibility: a forced rebuild of the same inputs returns the same image ID, because every step hits
 //! the builder's cache (the tar and Dockerfile are byte-identical). Without the cache (`no_cache`, or after
 //! `docker system prune`) the layer *contents* are identical — fixed mtimes, owners and modes in the tar,
-//! no timestamps in generated files — but the image ID still differs, because the classic builder records
+//! no timestamps in generated files, and the user/home/workspace files added as a tar (`ADD layout.tar`)
+//! because `COPY --chown` stamps the directories it creates with the build time (the integration test
+//! `env_image_is_cached_and_reproducible` checks the layer digests) — but the image ID still differs, because the classic builder records
 //! the build time in each step's image config (`created`, and the history entries), and the image ID is the
 //! digest of that config. BuildKit's `SOURCE_DATE_EPOCH` would fix it, but needs Docker ≥ 23 and a BuildKit
-//! gRPC session; Debian 12's engine is 20.10. Paddock therefore treats the first image ID as the lock and
+//! gRPC session; Debian 12's engine is 20.10. A `RUN apt-get install` step (extra OS packages) is not
+//! reproducible at all without the cache: the mirror's package versions and the installed files' times
+//! change; pin versions (`name=version`) to narrow that. Paddock therefore treats the first image ID as the lock and
 //! shows a rebuild that changes it.
 
 mod context;
@@ -95,12 +99,20 @@ impl Docker {
                 Some(binary) => {
                     // Ask the host's loader path first (without libc) to learn the interpreter's path.
                     let host = RuntimeFiles::collect(binary, true).await?;
-                    let interpreter = host.files.iter().find(|(p, _)| !p.starts_with(runtime::PREFIX)).map(|(p, _)| p.clone());
+                    let interpreter = host
+                        .files
+                        .iter()
+                        .find(|(p, _)| !p.starts_with(runtime::PREFIX))
+                        .map(|(p, _)| p.clone());
                     let base_has_loader = match &interpreter {
                         Some(path) => probe.exists(&format!("/{path}")).await?,
                         None => true, // static binary: nothing to ship
                     };
-                    Some(if base_has_loader { RuntimeFiles::collect(binary, false).await? } else { host })
+                    Some(if base_has_loader {
+                        RuntimeFiles::collect(binary, false).await?
+                    } else {
+                        host
+                    })
                 }
             };
             Ok::<_, Error>((passwd, group, runtime))
@@ -125,35 +137,90 @@ impl Docker {
         let body = dockerfile::render(&plan);
         let build_hash = {
             let mut h = Sha256::new();
-            for part in [BUILD_RECIPE_VERSION, &base_id, &body, &passwd, &group, runtime_digest.as_deref().unwrap_or("-")] {
+            for part in [
+                BUILD_RECIPE_VERSION,
+                &base_id,
+                &body,
+                &passwd,
+                &group,
+                runtime_digest.as_deref().unwrap_or("-"),
+            ] {
                 h.update(part.as_bytes());
                 h.update([0]);
             }
             hex::encode(h.finalize())
         };
-        let tag = options.tag.clone().unwrap_or_else(|| format!("paddock/env:{}", &build_hash[..16]));
-        let image_labels = BTreeMap::from([(labels::BUILD_HASH, build_hash.clone()), (labels::IMAGE_KIND, "env".to_string())]);
+        let tag = options
+            .tag
+            .clone()
+            .unwrap_or_else(|| format!("paddock/env:{}", &build_hash[..16]));
+        let image_labels = BTreeMap::from([
+            (labels::BUILD_HASH, build_hash.clone()),
+            (labels::IMAGE_KIND, "env".to_string()),
+        ]);
         let dockerfile = dockerfile::with_labels(&body, &image_labels);
 
+        // One environment build at a time in this process. Concurrent first builds on the same base each
+        // create their own copy of the shared first steps (nothing is cached yet); the classic builder
+        // later picks any one of those copies as "the" cache entry, so a rebuild can miss the chain it
+        // built before and produce a new image ID. Serialized, the second build hits the first's cache —
+        // or, for the same spec, finds its image by build hash below.
+        static BUILDING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let _building = BUILDING.lock().await;
         if !options.force {
             if let Some(image_id) = self.find_image_by_build_hash(&build_hash).await? {
-                log(&format!("Reusing image {image_id} (build hash {})", &build_hash[..16]));
+                log(&format!(
+                    "Reusing image {image_id} (build hash {})",
+                    &build_hash[..16]
+                ));
                 self.tag_image(&image_id, &tag).await?;
-                return Ok(BuiltImage { image_id, build_hash, tag, cached: true, dockerfile });
+                return Ok(BuiltImage {
+                    image_id,
+                    build_hash,
+                    tag,
+                    cached: true,
+                    dockerfile,
+                });
             }
         }
 
-        let layout = layout(&passwd, &group).to_bytes().map_err(|e| Error::host("writing the image layout", e))?;
+        let layout = layout(&passwd, &group)
+            .to_bytes()
+            .map_err(|e| Error::host("writing the image layout", e))?;
         let mut ctx = Context::new();
-        ctx.data("Dockerfile", dockerfile.clone(), 0o644).data("layout.tar", layout, 0o644);
+        ctx.data("Dockerfile", dockerfile.clone(), 0o644)
+            .data("layout.tar", layout, 0o644);
         if let Some(files) = &runtime {
             for (image_path, host) in &files.files {
-                let mode = if image_path.contains("/bin/") || image_path.contains("ld-linux") { 0o755 } else { 0o644 };
+                let mode = if image_path.contains("/bin/") || image_path.contains("ld-linux") {
+                    0o755
+                } else {
+                    0o644
+                };
                 ctx.host_file(&format!("runtime/{image_path}"), host.clone(), mode);
             }
         }
-        let image_id = self.build_context(ctx, &tag, options.no_cache, log).await?;
-        Ok(BuiltImage { image_id, build_hash, tag, cached: false, dockerfile })
+        let image_id = match self
+            .build_context(ctx.clone(), &tag, options.no_cache, log)
+            .await
+        {
+            // A cached step's image was removed while we built on it (another environment's image and
+            // its untagged parents deleted concurrently): the cache has moved on, so one retry suffices.
+            Err(Error::BuildFailed { message, .. }) if message.starts_with("No such image") => {
+                log(&format!(
+                    "{message}; a cached step was removed during the build, retrying once"
+                ));
+                self.build_context(ctx, &tag, options.no_cache, log).await?
+            }
+            other => other?,
+        };
+        Ok(BuiltImage {
+            image_id,
+            build_hash,
+            tag,
+            cached: false,
+            dockerfile,
+        })
     }
 
     /// Streams a context (with a `Dockerfile` at its root) to the classic builder, tags the result and
@@ -186,7 +253,10 @@ impl Docker {
         while let Some(item) = stream.next().await {
             match item {
                 Ok(info) => {
-                    for text in [info.stream.as_deref(), info.status.as_deref()].into_iter().flatten() {
+                    for text in [info.stream.as_deref(), info.status.as_deref()]
+                        .into_iter()
+                        .flatten()
+                    {
                         for line in text.lines().map(str::trim_end).filter(|l| !l.is_empty()) {
                             emit(line, &mut tail);
                         }
@@ -198,24 +268,33 @@ impl Docker {
                 Err(e) => {
                     let message = match e {
                         bollard::errors::Error::DockerStreamError { error } => error,
-                        bollard::errors::Error::DockerResponseServerError { message, .. } => message,
+                        bollard::errors::Error::DockerResponseServerError { message, .. } => {
+                            message
+                        }
                         other => match Error::docker("building an image", "image", tag, other) {
                             unreachable @ Error::DockerUnreachable(_) => return Err(unreachable),
                             other => other.to_string(),
                         },
                     };
                     emit(&message, &mut tail);
-                    return Err(Error::BuildFailed { message, log_tail: tail.into() });
+                    return Err(Error::BuildFailed {
+                        message,
+                        log_tail: tail.into(),
+                    });
                 }
             }
         }
         match image_id {
             Some(id) => Ok(id),
             // Older daemons may not send the aux message; the tag is authoritative then.
-            None => self.image_info(tag).await.map(|i| i.id).map_err(|e| Error::BuildFailed {
-                message: format!("the build finished without producing {tag}: {e}"),
-                log_tail: tail.into(),
-            }),
+            None => self
+                .image_info(tag)
+                .await
+                .map(|i| i.id)
+                .map_err(|e| Error::BuildFailed {
+                    message: format!("the build finished without producing {tag}: {e}"),
+                    log_tail: tail.into(),
+                }),
         }
     }
 }

@@ -16,8 +16,19 @@ pub const PREFIX: &str = "opt/paddock";
 
 /// glibc's own libraries: shipped only to bases without a libc.
 const GLIBC: &[&str] = &[
-    "libc.so", "libm.so", "libpthread.so", "libdl.so", "librt.so", "libresolv.so", "libutil.so", "libmvec.so",
-    "libanl.so", "libnsl.so", "libBrokenLocale.so", "libnss_", "ld-linux",
+    "libc.so",
+    "libm.so",
+    "libpthread.so",
+    "libdl.so",
+    "librt.so",
+    "libresolv.so",
+    "libutil.so",
+    "libmvec.so",
+    "libanl.so",
+    "libnsl.so",
+    "libBrokenLocale.so",
+    "libnss_",
+    "ld-linux",
 ];
 
 /// One line of `ldd` output that names a file.
@@ -46,15 +57,24 @@ pub fn parse_ldd(output: &str) -> Result<Vec<LddEntry>, String> {
             if path == "not found" {
                 missing.push(soname.trim().to_string());
             } else if !path.is_empty() {
-                entries.push(LddEntry::Library { soname: soname.trim().to_string(), path: PathBuf::from(path) });
+                entries.push(LddEntry::Library {
+                    soname: soname.trim().to_string(),
+                    path: PathBuf::from(path),
+                });
             }
             // "libfoo => (0x…)" has no file: a virtual object.
         } else if without_addr.starts_with('/') {
-            entries.push(LddEntry::Interpreter { path: PathBuf::from(without_addr) });
+            entries.push(LddEntry::Interpreter {
+                path: PathBuf::from(without_addr),
+            });
         }
         // Anything else (linux-vdso.so.1) is provided by the kernel.
     }
-    if missing.is_empty() { Ok(entries) } else { Err(format!("libraries not found: {}", missing.join(", "))) }
+    if missing.is_empty() {
+        Ok(entries)
+    } else {
+        Err(format!("libraries not found: {}", missing.join(", ")))
+    }
 }
 
 /// The files of a runtime layer: image path (relative, no leading `/`) → host file.
@@ -67,7 +87,9 @@ impl RuntimeFiles {
     /// Runs `ldd` on `binary` and collects the closure; `with_libc` includes glibc and the loader.
     pub async fn collect(binary: &Path, with_libc: bool) -> Result<Self> {
         let context = format!("collecting the runtime layer of {}", binary.display());
-        let meta = tokio::fs::metadata(binary).await.map_err(|e| Error::host(&context, e))?;
+        let meta = tokio::fs::metadata(binary)
+            .await
+            .map_err(|e| Error::host(&context, e))?;
         if !meta.is_file() {
             return Err(Error::host(&context, "not a regular file"));
         }
@@ -77,7 +99,8 @@ impl RuntimeFiles {
             .await
             .map_err(|e| Error::host(&context, format!("running ldd: {e}")))?;
         // ldd exits 1 for static binaries ("not a dynamic executable"), which is fine: no libraries.
-        let text = String::from_utf8_lossy(&output.stdout).to_string() + &String::from_utf8_lossy(&output.stderr);
+        let text = String::from_utf8_lossy(&output.stdout).to_string()
+            + &String::from_utf8_lossy(&output.stderr);
         let entries = parse_ldd(&text).map_err(|e| Error::host(&context, e))?;
         Ok(Self::from_entries(binary, &entries, with_libc))
     }
@@ -85,7 +108,9 @@ impl RuntimeFiles {
     /// Lays out the closure: binary in `bin/`, libraries in `lib/` under their soname, the interpreter at
     /// its own absolute path. Pure, for tests.
     pub fn from_entries(binary: &Path, entries: &[LddEntry], with_libc: bool) -> Self {
-        let name = binary.file_name().map_or("paddock".into(), |n| n.to_string_lossy().to_string());
+        let name = binary
+            .file_name()
+            .map_or("paddock".into(), |n| n.to_string_lossy().to_string());
         let mut files = vec![(format!("{PREFIX}/bin/{name}"), binary.to_path_buf())];
         for entry in entries {
             match entry {
@@ -122,7 +147,8 @@ impl RuntimeFiles {
                 hasher.update([0]);
                 hasher.update(len.to_le_bytes());
                 loop {
-                    let n = std::io::Read::read(&mut file, &mut buf).map_err(|e| Error::host(&context, e))?;
+                    let n = std::io::Read::read(&mut file, &mut buf)
+                        .map_err(|e| Error::host(&context, e))?;
                     if n == 0 {
                         break;
                     }
@@ -155,16 +181,25 @@ mod tests {
         assert_eq!(entries.len(), 5);
         assert_eq!(
             entries[0],
-            LddEntry::Library { soname: "libtorch_cpu.so".into(), path: "/opt/libtorch/lib/libtorch_cpu.so".into() }
+            LddEntry::Library {
+                soname: "libtorch_cpu.so".into(),
+                path: "/opt/libtorch/lib/libtorch_cpu.so".into()
+            }
         );
-        assert_eq!(entries[4], LddEntry::Interpreter { path: "/lib64/ld-linux-x86-64.so.2".into() });
+        assert_eq!(
+            entries[4],
+            LddEntry::Interpreter {
+                path: "/lib64/ld-linux-x86-64.so.2".into()
+            }
+        );
         assert_eq!(parse_ldd("\tstatically linked\n").unwrap(), vec![]);
         assert_eq!(parse_ldd("\tnot a dynamic executable\n").unwrap(), vec![]);
     }
 
     #[test]
     fn missing_libraries_are_named() {
-        let err = parse_ldd("\tlibtorch.so => not found\n\tlibc.so.6 => /lib/libc.so.6 (0x1)\n").unwrap_err();
+        let err = parse_ldd("\tlibtorch.so => not found\n\tlibc.so.6 => /lib/libc.so.6 (0x1)\n")
+            .unwrap_err();
         assert_eq!(err, "libraries not found: libtorch.so");
     }
 
@@ -180,7 +215,11 @@ mod tests {
         };
         assert_eq!(
             paths(false),
-            ["opt/paddock/bin/paddock", "opt/paddock/lib/libstdc++.so.6", "opt/paddock/lib/libtorch_cpu.so"]
+            [
+                "opt/paddock/bin/paddock",
+                "opt/paddock/lib/libstdc++.so.6",
+                "opt/paddock/lib/libtorch_cpu.so"
+            ]
         );
         assert_eq!(
             paths(true),
@@ -198,11 +237,29 @@ mod tests {
     #[tokio::test]
     async fn closure_of_a_real_binary() {
         // /bin/sh is dynamic on every Debian host; its closure includes libc and the loader.
-        let files = RuntimeFiles::collect(Path::new("/bin/sh"), true).await.unwrap();
-        assert!(files.files.iter().any(|(p, _)| p == "opt/paddock/lib/libc.so.6"), "{files:?}");
-        assert!(files.files.iter().any(|(p, _)| p.starts_with("lib") && p.contains("ld-linux")), "{files:?}");
+        let files = RuntimeFiles::collect(Path::new("/bin/sh"), true)
+            .await
+            .unwrap();
+        assert!(
+            files
+                .files
+                .iter()
+                .any(|(p, _)| p == "opt/paddock/lib/libc.so.6"),
+            "{files:?}"
+        );
+        assert!(
+            files
+                .files
+                .iter()
+                .any(|(p, _)| p.starts_with("lib") && p.contains("ld-linux")),
+            "{files:?}"
+        );
         let digest = files.digest().await.unwrap();
         assert_eq!(digest, files.digest().await.unwrap());
-        assert!(RuntimeFiles::collect(Path::new("/nonexistent/paddock"), false).await.is_err());
+        assert!(
+            RuntimeFiles::collect(Path::new("/nonexistent/paddock"), false)
+                .await
+                .is_err()
+        );
     }
 }

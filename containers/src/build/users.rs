@@ -16,7 +16,13 @@ const ROOT_GROUP: &str = "root:x:0:";
 
 /// The base's passwd (None when it has none) with `paddock` merged in.
 pub fn merge_passwd(base: Option<&str>) -> String {
-    merge(base, ROOT_PASSWD, &format!("{USER}:x:{UID}:{GID}:Paddock:{HOME}:/bin/sh"), 2, UID)
+    merge(
+        base,
+        ROOT_PASSWD,
+        &format!("{USER}:x:{UID}:{GID}:Paddock:{HOME}:/bin/sh"),
+        2,
+        UID,
+    )
 }
 
 /// The base's group file (None when it has none) with group `paddock` merged in.
@@ -32,7 +38,8 @@ fn merge(base: Option<&str>, root: &str, entry: &str, id_field: usize, id: u32) 
         .lines()
         .filter(|line| {
             let fields: Vec<&str> = line.split(':').collect();
-            let is_ours = fields.first() == Some(&USER) || fields.get(id_field) == Some(&id.to_string().as_str());
+            let is_ours = fields.first() == Some(&USER)
+                || fields.get(id_field) == Some(&id.to_string().as_str());
             !line.trim().is_empty() && !is_ours
         })
         .collect();
@@ -51,7 +58,10 @@ mod tests {
 
     #[test]
     fn scratch_base_gets_root_and_paddock() {
-        assert_eq!(merge_passwd(None), "root:x:0:0:root:/root:/bin/sh\npaddock:x:1000:1000:Paddock:/home/paddock:/bin/sh\n");
+        assert_eq!(
+            merge_passwd(None),
+            "root:x:0:0:root:/root:/bin/sh\npaddock:x:1000:1000:Paddock:/home/paddock:/bin/sh\n"
+        );
         assert_eq!(merge_group(None), "root:x:0:\npaddock:x:1000:\n");
     }
 
@@ -63,7 +73,10 @@ mod tests {
             "root:x:0:0:root:/root:/bin/bash\ndaemon:x:1:1:daemon:/usr/sbin:/usr/sbin/nologin\npaddock:x:1000:1000:Paddock:/home/paddock:/bin/sh\n"
         );
         let group = "root:x:0:\nubuntu:x:1000:\nusers:x:100:ubuntu\n";
-        assert_eq!(merge_group(Some(group)), "root:x:0:\nusers:x:100:ubuntu\npaddock:x:1000:\n");
+        assert_eq!(
+            merge_group(Some(group)),
+            "root:x:0:\nusers:x:100:ubuntu\npaddock:x:1000:\n"
+        );
     }
 
     #[test]

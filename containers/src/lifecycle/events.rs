@@ -13,7 +13,9 @@ use crate::labels;
 use crate::Docker;
 
 /// Docker actions that change what a user sees.
-const ACTIONS: &[&str] = &["create", "start", "restart", "pause", "unpause", "die", "oom", "destroy"];
+const ACTIONS: &[&str] = &[
+    "create", "start", "restart", "pause", "unpause", "die", "oom", "destroy",
+];
 
 /// One status change of a Paddock container.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,13 +56,22 @@ impl Docker {
         let mut options = EventsOptionsBuilder::default().filters(&filters);
         if let Some(nanos) = since_nanos {
             // Docker takes "seconds.nanoseconds".
-            options = options.since(&format!("{}.{:09}", nanos.div_euclid(1_000_000_000), nanos.rem_euclid(1_000_000_000)));
+            options = options.since(&format!(
+                "{}.{:09}",
+                nanos.div_euclid(1_000_000_000),
+                nanos.rem_euclid(1_000_000_000)
+            ));
         }
         let options = options.build();
         let mut oom_killed: HashSet<String> = HashSet::new();
         self.api().events(Some(options)).filter_map(move |item| {
             let mapped = match item {
-                Err(e) => Some(Err(Error::docker("watching Docker events", "events", "", e))),
+                Err(e) => Some(Err(Error::docker(
+                    "watching Docker events",
+                    "events",
+                    "",
+                    e,
+                ))),
                 Ok(message) => map_event(message, &mut oom_killed).map(Ok),
             };
             std::future::ready(mapped)
@@ -68,7 +79,10 @@ impl Docker {
     }
 }
 
-fn map_event(message: bollard::models::EventMessage, oom_killed: &mut HashSet<String>) -> Option<ContainerEvent> {
+fn map_event(
+    message: bollard::models::EventMessage,
+    oom_killed: &mut HashSet<String>,
+) -> Option<ContainerEvent> {
     let action = message.action?;
     let actor = message.actor?;
     let id = actor.id?;
@@ -85,7 +99,12 @@ fn map_event(message: bollard::models::EventMessage, oom_killed: &mut HashSet<St
             ContainerStatus::OomKilled
         }
         "die" if oom_killed.contains(&id) => ContainerStatus::OomKilled,
-        "die" => ContainerStatus::Exited { code: attributes.get("exitCode").and_then(|c| c.parse().ok()).unwrap_or(-1) },
+        "die" => ContainerStatus::Exited {
+            code: attributes
+                .get("exitCode")
+                .and_then(|c| c.parse().ok())
+                .unwrap_or(-1),
+        },
         "destroy" => {
             oom_killed.remove(&id);
             ContainerStatus::Missing
@@ -96,7 +115,10 @@ fn map_event(message: bollard::models::EventMessage, oom_killed: &mut HashSet<St
         id,
         name: attributes.get("name").cloned(),
         action,
-        labels: attributes.into_iter().filter(|(k, _)| k.starts_with("paddock.")).collect(),
+        labels: attributes
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("paddock."))
+            .collect(),
         status,
         time_nano: message.time_nano,
     })
@@ -112,7 +134,12 @@ mod tests {
             action: Some(action.into()),
             actor: Some(EventActor {
                 id: Some("c1".into()),
-                attributes: Some(attrs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+                attributes: Some(
+                    attrs
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect(),
+                ),
             }),
             ..Default::default()
         }
@@ -121,21 +148,48 @@ mod tests {
     #[test]
     fn maps_die_with_exit_code_and_labels() {
         let mut oom = HashSet::new();
-        let e = map_event(event("die", &[("exitCode", "3"), ("name", "n"), ("paddock.workspace", "w"), ("image", "i")]), &mut oom)
-            .unwrap();
+        let e = map_event(
+            event(
+                "die",
+                &[
+                    ("exitCode", "3"),
+                    ("name", "n"),
+                    ("paddock.workspace", "w"),
+                    ("image", "i"),
+                ],
+            ),
+            &mut oom,
+        )
+        .unwrap();
         assert_eq!(e.status, ContainerStatus::Exited { code: 3 });
-        assert_eq!(e.labels, BTreeMap::from([("paddock.workspace".to_string(), "w".to_string())]));
+        assert_eq!(
+            e.labels,
+            BTreeMap::from([("paddock.workspace".to_string(), "w".to_string())])
+        );
         assert_eq!(e.name.as_deref(), Some("n"));
     }
 
     #[test]
     fn oom_then_die_stays_oom_until_restart() {
         let mut oom = HashSet::new();
-        assert_eq!(map_event(event("oom", &[]), &mut oom).unwrap().status, ContainerStatus::OomKilled);
-        assert_eq!(map_event(event("die", &[("exitCode", "137")]), &mut oom).unwrap().status, ContainerStatus::OomKilled);
-        assert_eq!(map_event(event("start", &[]), &mut oom).unwrap().status, ContainerStatus::Running);
         assert_eq!(
-            map_event(event("die", &[("exitCode", "137")]), &mut oom).unwrap().status,
+            map_event(event("oom", &[]), &mut oom).unwrap().status,
+            ContainerStatus::OomKilled
+        );
+        assert_eq!(
+            map_event(event("die", &[("exitCode", "137")]), &mut oom)
+                .unwrap()
+                .status,
+            ContainerStatus::OomKilled
+        );
+        assert_eq!(
+            map_event(event("start", &[]), &mut oom).unwrap().status,
+            ContainerStatus::Running
+        );
+        assert_eq!(
+            map_event(event("die", &[("exitCode", "137")]), &mut oom)
+                .unwrap()
+                .status,
             ContainerStatus::Exited { code: 137 }
         );
         assert!(map_event(event("exec_start: sh", &[]), &mut oom).is_none());

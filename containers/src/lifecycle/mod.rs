@@ -9,7 +9,9 @@ mod status;
 
 use std::collections::{BTreeMap, HashMap};
 
-use bollard::models::{ContainerCreateBody, DeviceRequest, HostConfig, Mount, MountType, VolumeCreateRequest};
+use bollard::models::{
+    ContainerCreateBody, DeviceRequest, HostConfig, Mount, MountType, VolumeCreateRequest,
+};
 use bollard::query_parameters::{
     CreateContainerOptionsBuilder, RemoveContainerOptionsBuilder, RestartContainerOptionsBuilder,
     StopContainerOptionsBuilder,
@@ -33,7 +35,11 @@ pub const DEFAULT_PIDS_LIMIT: i64 = 4096;
 /// The default main process: a shell that waits forever and exits 0 on SIGTERM, so `stop` is immediate
 /// (a bare `sh` or `sleep` as PID 1 ignores SIGTERM and is killed only after the stop timeout). Works with
 /// any POSIX shell, busybox included. Users work in it through exec sessions.
-pub const KEEPALIVE_CMD: &[&str] = &["/bin/sh", "-c", "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done"];
+pub const KEEPALIVE_CMD: &[&str] = &[
+    "/bin/sh",
+    "-c",
+    "trap 'exit 0' TERM INT; while :; do sleep 3600 & wait $!; done",
+];
 
 /// Resource limits of one container.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,7 +55,12 @@ pub struct Limits {
 
 impl Limits {
     pub fn from_resources(r: &Resources) -> Self {
-        Limits { nano_cpus: r.nano_cpus, memory_bytes: r.memory_bytes, shm_bytes: r.shm_bytes, pids: DEFAULT_PIDS_LIMIT }
+        Limits {
+            nano_cpus: r.nano_cpus,
+            memory_bytes: r.memory_bytes,
+            shm_bytes: r.shm_bytes,
+            pids: DEFAULT_PIDS_LIMIT,
+        }
     }
 }
 
@@ -106,13 +117,20 @@ impl ProvisionRequest {
         let docker_name = |s: &str| {
             s.len() >= 2
                 && s.starts_with(|c: char| c.is_ascii_alphanumeric())
-                && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
         };
         if !docker_name(&self.name) {
-            errors.push(FieldError::new("name", "must match [a-zA-Z0-9][a-zA-Z0-9_.-]+"));
+            errors.push(FieldError::new(
+                "name",
+                "must match [a-zA-Z0-9][a-zA-Z0-9_.-]+",
+            ));
         }
         if !docker_name(&self.volume) {
-            errors.push(FieldError::new("volume", "must match [a-zA-Z0-9][a-zA-Z0-9_.-]+"));
+            errors.push(FieldError::new(
+                "volume",
+                "must match [a-zA-Z0-9][a-zA-Z0-9_.-]+",
+            ));
         }
         if self.image.is_empty() {
             errors.push(FieldError::new("image", "must not be empty"));
@@ -131,7 +149,10 @@ impl ProvisionRequest {
         }
         for id in &self.gpu_device_ids {
             if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
-                errors.push(FieldError::new("gpu_device_ids", format!("{id:?} is not a device index or UUID")));
+                errors.push(FieldError::new(
+                    "gpu_device_ids",
+                    format!("{id:?} is not a device index or UUID"),
+                ));
             }
         }
         errors
@@ -157,7 +178,11 @@ impl ProvisionRequest {
         });
         ContainerCreateBody {
             image: Some(self.image.clone()),
-            cmd: Some(self.cmd.clone().unwrap_or_else(|| KEEPALIVE_CMD.iter().map(|s| s.to_string()).collect())),
+            cmd: Some(
+                self.cmd
+                    .clone()
+                    .unwrap_or_else(|| KEEPALIVE_CMD.iter().map(|s| s.to_string()).collect()),
+            ),
             user: Some(format!("{UID}:{GID}")),
             env: (!self.env.is_empty()).then(|| self.env.clone()),
             labels: Some(self.labels()),
@@ -196,21 +221,41 @@ impl Docker {
         if let Some(existing) = self.existing(&request.name).await? {
             return Ok(existing);
         }
-        self.ensure_volume(&request.volume, &request.workspace, &request.instance).await?;
-        let options = CreateContainerOptionsBuilder::default().name(&request.name).build();
-        let id = match self.api().create_container(Some(options), request.body()).await {
+        self.ensure_volume(&request.volume, &request.workspace, &request.instance)
+            .await?;
+        let options = CreateContainerOptionsBuilder::default()
+            .name(&request.name)
+            .build();
+        let id = match self
+            .api()
+            .create_container(Some(options), request.body())
+            .await
+        {
             Ok(created) => created.id,
-            Err(e) => match Error::docker(format!("creating container {}", request.name), "image", &request.image, e) {
+            Err(e) => match Error::docker(
+                format!("creating container {}", request.name),
+                "image",
+                &request.image,
+                e,
+            ) {
                 // Someone created it between our inspect and create: return theirs.
                 Error::Conflict(_) => {
-                    return self.existing(&request.name).await?.ok_or_else(|| Error::Conflict(request.name.clone()))
+                    return self
+                        .existing(&request.name)
+                        .await?
+                        .ok_or_else(|| Error::Conflict(request.name.clone()))
                 }
                 other => return Err(other),
             },
         };
         self.start(&id).await?;
         let status = self.status(&id).await?;
-        Ok(Provisioned { id, name: request.name.clone(), created: true, status })
+        Ok(Provisioned {
+            id,
+            name: request.name.clone(),
+            created: true,
+            status,
+        })
     }
 
     async fn existing(&self, name: &str) -> Result<Option<Provisioned>> {
@@ -221,7 +266,12 @@ impl Docker {
                     self.start(&details.id).await?;
                     status = self.status(&details.id).await?;
                 }
-                Ok(Some(Provisioned { id: details.id, name: details.name, created: false, status }))
+                Ok(Some(Provisioned {
+                    id: details.id,
+                    name: details.name,
+                    created: false,
+                    status,
+                }))
             }
             Err(Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(e),
@@ -242,7 +292,11 @@ impl Docker {
             (labels::WORKSPACE.to_string(), workspace.to_string()),
             (labels::INSTANCE.to_string(), instance.to_string()),
         ]);
-        let request = VolumeCreateRequest { name: Some(name.into()), labels: Some(volume_labels), ..Default::default() };
+        let request = VolumeCreateRequest {
+            name: Some(name.into()),
+            labels: Some(volume_labels),
+            ..Default::default()
+        };
         self.api()
             .create_volume(request)
             .await
@@ -252,7 +306,11 @@ impl Docker {
 
     /// Removes a volume (its data is gone). Missing is fine; in use is a conflict.
     pub async fn remove_volume(&self, name: &str) -> Result<()> {
-        match self.api().remove_volume(name, None::<bollard::query_parameters::RemoveVolumeOptions>).await {
+        match self
+            .api()
+            .remove_volume(name, None::<bollard::query_parameters::RemoveVolumeOptions>)
+            .await
+        {
             Ok(()) => Ok(()),
             Err(e) => match Error::docker(format!("removing volume {name}"), "volume", name, e) {
                 Error::NotFound { .. } => Ok(()),
@@ -263,20 +321,34 @@ impl Docker {
 
     /// Starts a container; starting a running one is fine.
     pub async fn start(&self, name: &str) -> Result<()> {
-        let result = self.api().start_container(name, None::<bollard::query_parameters::StartContainerOptions>).await;
+        let result = self
+            .api()
+            .start_container(
+                name,
+                None::<bollard::query_parameters::StartContainerOptions>,
+            )
+            .await;
         not_modified_ok(result, format!("starting {name}"), name)
     }
 
     /// Stops a container, giving its main process `timeout_secs` to exit after SIGTERM before SIGKILL.
     /// Stopping a stopped container is fine.
     pub async fn stop(&self, name: &str, timeout_secs: i32) -> Result<()> {
-        let options = StopContainerOptionsBuilder::default().t(timeout_secs).build();
-        not_modified_ok(self.api().stop_container(name, Some(options)).await, format!("stopping {name}"), name)
+        let options = StopContainerOptionsBuilder::default()
+            .t(timeout_secs)
+            .build();
+        not_modified_ok(
+            self.api().stop_container(name, Some(options)).await,
+            format!("stopping {name}"),
+            name,
+        )
     }
 
     /// Restarts a container (stop with `timeout_secs`, then start).
     pub async fn restart(&self, name: &str, timeout_secs: i32) -> Result<()> {
-        let options = RestartContainerOptionsBuilder::default().t(timeout_secs).build();
+        let options = RestartContainerOptionsBuilder::default()
+            .t(timeout_secs)
+            .build();
         self.api()
             .restart_container(name, Some(options))
             .await
@@ -299,14 +371,29 @@ impl Docker {
     pub async fn inspect(&self, name: &str) -> Result<ContainerDetails> {
         let raw = self
             .api()
-            .inspect_container(name, None::<bollard::query_parameters::InspectContainerOptions>)
+            .inspect_container(
+                name,
+                None::<bollard::query_parameters::InspectContainerOptions>,
+            )
             .await
             .map_err(|e| Error::docker(format!("inspecting {name}"), "container", name, e))?;
-        let status = raw.state.as_ref().map_or(ContainerStatus::Dead, ContainerStatus::from_state);
-        let container_labels = raw.config.as_ref().and_then(|c| c.labels.clone()).unwrap_or_default();
+        let status = raw
+            .state
+            .as_ref()
+            .map_or(ContainerStatus::Dead, ContainerStatus::from_state);
+        let container_labels = raw
+            .config
+            .as_ref()
+            .and_then(|c| c.labels.clone())
+            .unwrap_or_default();
         Ok(ContainerDetails {
             id: raw.id.clone().unwrap_or_default(),
-            name: raw.name.clone().unwrap_or_default().trim_start_matches('/').to_string(),
+            name: raw
+                .name
+                .clone()
+                .unwrap_or_default()
+                .trim_start_matches('/')
+                .to_string(),
             image: raw.image.clone().unwrap_or_default(),
             status,
             labels: container_labels.into_iter().collect(),
@@ -325,10 +412,16 @@ impl Docker {
 }
 
 /// Docker answers 304 Not Modified for "already started/stopped"; that is success for us.
-fn not_modified_ok(result: std::result::Result<(), bollard::errors::Error>, context: String, name: &str) -> Result<()> {
+fn not_modified_ok(
+    result: std::result::Result<(), bollard::errors::Error>,
+    context: String,
+    name: &str,
+) -> Result<()> {
     match result {
         Ok(()) => Ok(()),
-        Err(bollard::errors::Error::DockerResponseServerError { status_code: 304, .. }) => Ok(()),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 304, ..
+        }) => Ok(()),
         Err(e) => Err(Error::docker(context, "container", name, e)),
     }
 }
@@ -344,8 +437,16 @@ mod tests {
             workspace: "ws".into(),
             environment: "1".into(),
             instance: "main".into(),
-            extra_labels: BTreeMap::from([(labels::MANAGED.to_string(), "false".to_string()), ("x".into(), "y".into())]),
-            limits: Limits { nano_cpus: 500_000_000, memory_bytes: 256 << 20, shm_bytes: 64 << 20, pids: 128 },
+            extra_labels: BTreeMap::from([
+                (labels::MANAGED.to_string(), "false".to_string()),
+                ("x".into(), "y".into()),
+            ]),
+            limits: Limits {
+                nano_cpus: 500_000_000,
+                memory_bytes: 256 << 20,
+                shm_bytes: 64 << 20,
+                pids: 128,
+            },
             gpu_device_ids: vec!["0".into(), "GPU-1234-abcd".into()],
             volume: labels::volume_name("main", "ws"),
             cmd: None,
@@ -359,8 +460,14 @@ mod tests {
         let host = body.host_config.unwrap();
         assert_eq!(body.user.as_deref(), Some("1000:1000"));
         assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
-        assert_eq!(host.security_opt, Some(vec!["no-new-privileges".to_string()]));
-        assert_eq!((host.memory, host.memory_swap), (Some(256 << 20), Some(256 << 20)));
+        assert_eq!(
+            host.security_opt,
+            Some(vec!["no-new-privileges".to_string()])
+        );
+        assert_eq!(
+            (host.memory, host.memory_swap),
+            (Some(256 << 20), Some(256 << 20))
+        );
         assert_eq!(host.pids_limit, Some(128));
         let gpus = &host.device_requests.unwrap()[0];
         assert_eq!(gpus.driver.as_deref(), Some("nvidia"));
@@ -373,7 +480,11 @@ mod tests {
 
     #[test]
     fn no_gpus_no_device_requests() {
-        let body = ProvisionRequest { gpu_device_ids: vec![], ..request() }.body();
+        let body = ProvisionRequest {
+            gpu_device_ids: vec![],
+            ..request()
+        }
+        .body();
         assert!(body.host_config.unwrap().device_requests.is_none());
     }
 
@@ -383,11 +494,27 @@ mod tests {
             name: "-x".into(),
             volume: "../etc".into(),
             gpu_device_ids: vec!["0;rm".into()],
-            limits: Limits { nano_cpus: 0, memory_bytes: 1, shm_bytes: 0, pids: 0 },
+            limits: Limits {
+                nano_cpus: 0,
+                memory_bytes: 1,
+                shm_bytes: 0,
+                pids: 0,
+            },
             ..request()
         };
         let fields: Vec<String> = bad.validate().into_iter().map(|e| e.field).collect();
-        assert_eq!(fields, ["name", "volume", "cpus", "memory", "shm_size", "pids", "gpu_device_ids"]);
+        assert_eq!(
+            fields,
+            [
+                "name",
+                "volume",
+                "cpus",
+                "memory",
+                "shm_size",
+                "pids",
+                "gpu_device_ids"
+            ]
+        );
         assert!(request().validate().is_empty());
     }
 }

@@ -13,7 +13,9 @@ pub enum ContainerStatus {
     Paused,
     Restarting,
     /// Stopped by itself or by `stop`, with the main process's exit code.
-    Exited { code: i64 },
+    Exited {
+        code: i64,
+    },
     /// Killed by the kernel for exceeding the memory limit.
     OomKilled,
     /// Docker could not stop or remove it cleanly.
@@ -35,11 +37,17 @@ impl ContainerStatus {
         match state.status {
             Some(ContainerStateStatusEnum::CREATED) => ContainerStatus::Created,
             // "stopping" (newer engines) is still running until it has exited.
-            Some(ContainerStateStatusEnum::RUNNING) | Some(ContainerStateStatusEnum::STOPPING) => ContainerStatus::Running,
+            Some(ContainerStateStatusEnum::RUNNING) | Some(ContainerStateStatusEnum::STOPPING) => {
+                ContainerStatus::Running
+            }
             Some(ContainerStateStatusEnum::PAUSED) => ContainerStatus::Paused,
             Some(ContainerStateStatusEnum::RESTARTING) => ContainerStatus::Restarting,
-            Some(ContainerStateStatusEnum::EXITED) => ContainerStatus::Exited { code: state.exit_code.unwrap_or(-1) },
-            Some(ContainerStateStatusEnum::DEAD) | Some(ContainerStateStatusEnum::REMOVING) => ContainerStatus::Dead,
+            Some(ContainerStateStatusEnum::EXITED) => ContainerStatus::Exited {
+                code: state.exit_code.unwrap_or(-1),
+            },
+            Some(ContainerStateStatusEnum::DEAD) | Some(ContainerStateStatusEnum::REMOVING) => {
+                ContainerStatus::Dead
+            }
             Some(ContainerStateStatusEnum::EMPTY) | None => ContainerStatus::Dead,
         }
     }
@@ -52,7 +60,9 @@ impl ContainerStatus {
             "running" => ContainerStatus::Running,
             "paused" => ContainerStatus::Paused,
             "restarting" => ContainerStatus::Restarting,
-            "exited" => ContainerStatus::Exited { code: exit_code_in(status_text).unwrap_or(-1) },
+            "exited" => ContainerStatus::Exited {
+                code: exit_code_in(status_text).unwrap_or(-1),
+            },
             _ => ContainerStatus::Dead,
         }
     }
@@ -76,24 +86,45 @@ mod tests {
             oom_killed: Some(oom),
             ..Default::default()
         };
-        assert_eq!(ContainerStatus::from_state(&state(ContainerStateStatusEnum::RUNNING, 0, false)), ContainerStatus::Running);
+        assert_eq!(
+            ContainerStatus::from_state(&state(ContainerStateStatusEnum::RUNNING, 0, false)),
+            ContainerStatus::Running
+        );
         assert_eq!(
             ContainerStatus::from_state(&state(ContainerStateStatusEnum::EXITED, 3, false)),
             ContainerStatus::Exited { code: 3 }
         );
-        assert_eq!(ContainerStatus::from_state(&state(ContainerStateStatusEnum::EXITED, 137, true)), ContainerStatus::OomKilled);
+        assert_eq!(
+            ContainerStatus::from_state(&state(ContainerStateStatusEnum::EXITED, 137, true)),
+            ContainerStatus::OomKilled
+        );
     }
 
     #[test]
     fn from_list_summary() {
-        assert_eq!(ContainerStatus::from_summary("exited", "Exited (137) 5 seconds ago"), ContainerStatus::Exited { code: 137 });
-        assert_eq!(ContainerStatus::from_summary("running", "Up 3 minutes"), ContainerStatus::Running);
-        assert_eq!(ContainerStatus::from_summary("exited", "weird"), ContainerStatus::Exited { code: -1 });
+        assert_eq!(
+            ContainerStatus::from_summary("exited", "Exited (137) 5 seconds ago"),
+            ContainerStatus::Exited { code: 137 }
+        );
+        assert_eq!(
+            ContainerStatus::from_summary("running", "Up 3 minutes"),
+            ContainerStatus::Running
+        );
+        assert_eq!(
+            ContainerStatus::from_summary("exited", "weird"),
+            ContainerStatus::Exited { code: -1 }
+        );
     }
 
     #[test]
     fn serializes_for_the_app() {
-        assert_eq!(serde_json::to_string(&ContainerStatus::Exited { code: 2 }).unwrap(), r#"{"state":"exited","code":2}"#);
-        assert_eq!(serde_json::to_string(&ContainerStatus::OomKilled).unwrap(), r#"{"state":"oom_killed"}"#);
+        assert_eq!(
+            serde_json::to_string(&ContainerStatus::Exited { code: 2 }).unwrap(),
+            r#"{"state":"exited","code":2}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&ContainerStatus::OomKilled).unwrap(),
+            r#"{"state":"oom_killed"}"#
+        );
     }
 }

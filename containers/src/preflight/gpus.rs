@@ -7,8 +7,10 @@ use std::time::Duration;
 use crate::cuda::Version;
 
 /// The query [`detect`] runs; [`parse`] expects exactly these columns.
-pub const NVIDIA_SMI_ARGS: &[&str] =
-    &["--query-gpu=index,name,driver_version,compute_cap,memory.total,uuid", "--format=csv,noheader"];
+pub const NVIDIA_SMI_ARGS: &[&str] = &[
+    "--query-gpu=index,name,driver_version,compute_cap,memory.total,uuid",
+    "--format=csv,noheader",
+];
 
 /// How long `nvidia-smi` may take; it can hang for seconds when the driver is wedged, and preflight runs in
 /// a request.
@@ -29,7 +31,11 @@ pub struct GpuInfo {
 /// --format=csv,noheader`. The name may contain ", " so the fixed columns are taken from both ends.
 pub fn parse(csv: &str) -> Result<Vec<GpuInfo>, String> {
     let mut gpus = Vec::new();
-    for (n, line) in csv.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (n, line) in csv
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
         let err = |what: &str| format!("nvidia-smi line {}: {what}: {line:?}", n + 1);
         let (index, rest) = line.split_once(',').ok_or_else(|| err("too few columns"))?;
         let mut tail: Vec<&str> = rest.rsplitn(5, ',').collect();
@@ -43,10 +49,17 @@ pub fn parse(csv: &str) -> Result<Vec<GpuInfo>, String> {
             .and_then(|m| m.trim().parse().ok())
             .ok_or_else(|| err("memory.total is not \"N MiB\""))?;
         gpus.push(GpuInfo {
-            index: index.trim().parse().map_err(|_| err("index is not a number"))?,
+            index: index
+                .trim()
+                .parse()
+                .map_err(|_| err("index is not a number"))?,
             name: tail[0].trim().to_string(),
-            driver_version: tail[1].parse().map_err(|_| err("driver_version is not a version"))?,
-            compute_capability: tail[2].parse().map_err(|_| err("compute_cap is not a version"))?,
+            driver_version: tail[1]
+                .parse()
+                .map_err(|_| err("driver_version is not a version"))?,
+            compute_capability: tail[2]
+                .parse()
+                .map_err(|_| err("compute_cap is not a version"))?,
             memory_mib,
             uuid: tail[4].trim().to_string(),
         });
@@ -60,11 +73,19 @@ pub async fn detect() -> Result<Vec<GpuInfo>, String> {
     let Some(binary) = find_in_path("nvidia-smi") else {
         return Ok(Vec::new());
     };
-    let run = tokio::process::Command::new(&binary).args(NVIDIA_SMI_ARGS).kill_on_drop(true).output();
+    let run = tokio::process::Command::new(&binary)
+        .args(NVIDIA_SMI_ARGS)
+        .kill_on_drop(true)
+        .output();
     let output = match tokio::time::timeout(NVIDIA_SMI_TIMEOUT, run).await {
         Ok(Ok(output)) => output,
         Ok(Err(e)) => return Err(format!("running {}: {e}", binary.display())),
-        Err(_) => return Err(format!("{} did not answer within {NVIDIA_SMI_TIMEOUT:?}", binary.display())),
+        Err(_) => {
+            return Err(format!(
+                "{} did not answer within {NVIDIA_SMI_TIMEOUT:?}",
+                binary.display()
+            ))
+        }
     };
     if !output.status.success() {
         let text = String::from_utf8_lossy(&output.stdout).trim().to_string()
@@ -76,7 +97,9 @@ pub async fn detect() -> Result<Vec<GpuInfo>, String> {
 
 fn find_in_path(name: &str) -> Option<std::path::PathBuf> {
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(name)).find(|p| p.is_file())
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
 }
 
 #[cfg(test)]
@@ -123,9 +146,17 @@ mod tests {
 
     #[test]
     fn malformed_output_is_an_error() {
-        assert!(parse("0, H100, 550.54.15").unwrap_err().contains("too few columns"));
-        assert!(parse("0, H100, 550.54.15, [N/A], 81559 MiB, GPU-x").unwrap_err().contains("compute_cap"));
-        assert!(parse("x, H100, 550.54.15, 9.0, 81559 MiB, GPU-x").unwrap_err().contains("index"));
-        assert!(parse("0, H100, 550.54.15, 9.0, lots, GPU-x").unwrap_err().contains("memory.total"));
+        assert!(parse("0, H100, 550.54.15")
+            .unwrap_err()
+            .contains("too few columns"));
+        assert!(parse("0, H100, 550.54.15, [N/A], 81559 MiB, GPU-x")
+            .unwrap_err()
+            .contains("compute_cap"));
+        assert!(parse("x, H100, 550.54.15, 9.0, 81559 MiB, GPU-x")
+            .unwrap_err()
+            .contains("index"));
+        assert!(parse("0, H100, 550.54.15, 9.0, lots, GPU-x")
+            .unwrap_err()
+            .contains("memory.total"));
     }
 }

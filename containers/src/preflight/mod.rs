@@ -11,6 +11,29 @@ use crate::error::{Error, Result};
 use crate::spec::{EnvSpec, GpuRequest};
 pub use gpus::GpuInfo;
 
+impl crate::Docker {
+    /// Preflight for `spec` on this host: its base image's requirements (catalog entry, else the image's
+    /// own `CUDA_VERSION` when the image is present) against the GPUs `nvidia-smi` reports.
+    pub async fn preflight(&self, spec: &EnvSpec) -> Result<()> {
+        let image_env = match self.image_info(&spec.base_image).await {
+            Ok(info) => info.env,
+            Err(Error::NotFound { .. }) => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        let image = ImageRequirements::for_image(&spec.base_image, &image_env);
+        let host_gpus = match gpus::detect().await {
+            Ok(found) => found,
+            Err(why) if spec.gpus.count() > 0 => {
+                return Err(Error::Preflight(vec![format!(
+                    "GPUs are unavailable on this host: {why}"
+                )]))
+            }
+            Err(_) => Vec::new(),
+        };
+        check(spec, &image, &host_gpus)
+    }
+}
+
 /// Checks `spec` (with the requirements of its image) against the host's GPUs. All problems are reported
 /// together in [`Error::Preflight`].
 pub fn check(spec: &EnvSpec, image: &ImageRequirements, host_gpus: &[GpuInfo]) -> Result<()> {
@@ -46,17 +69,28 @@ pub fn check(spec: &EnvSpec, image: &ImageRequirements, host_gpus: &[GpuInfo]) -
                     problems.push(format!(
                         "GPU device index {index} does not exist; this host has GPU{} {}",
                         plural(known.len()),
-                        known.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+                        known
+                            .iter()
+                            .map(u32::to_string)
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ));
                 }
             }
-            host_gpus.iter().filter(|g| indices.contains(&g.index)).collect()
+            host_gpus
+                .iter()
+                .filter(|g| indices.contains(&g.index))
+                .collect()
         }
     };
 
     if let Some(cuda) = &image.cuda {
         // One driver serves every GPU of a host; take the oldest reported to be safe.
-        let driver = host_gpus.iter().map(|g| &g.driver_version).min().expect("non-empty");
+        let driver = host_gpus
+            .iter()
+            .map(|g| &g.driver_version)
+            .min()
+            .expect("non-empty");
         match min_driver_for(cuda) {
             None => problems.push(format!(
                 "the image needs CUDA {cuda}, which is not in Paddock's CUDA/driver table, so compatibility with driver {driver} cannot be confirmed"
@@ -74,7 +108,11 @@ pub fn check(spec: &EnvSpec, image: &ImageRequirements, host_gpus: &[GpuInfo]) -
     }
 
     if let Some(min_cc) = &image.min_compute_capability {
-        let too_old: Vec<&GpuInfo> = candidates.iter().copied().filter(|g| &g.compute_capability < min_cc).collect();
+        let too_old: Vec<&GpuInfo> = candidates
+            .iter()
+            .copied()
+            .filter(|g| &g.compute_capability < min_cc)
+            .collect();
         // Explicit devices must all be usable; for a count, enough usable GPUs must remain for the
         // inventory to pick from (a count beyond the host is reported above already).
         let refuse = match &spec.gpus {
@@ -91,11 +129,19 @@ pub fn check(spec: &EnvSpec, image: &ImageRequirements, host_gpus: &[GpuInfo]) -
         }
     }
 
-    if problems.is_empty() { Ok(()) } else { Err(Error::Preflight(problems)) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Preflight(problems))
+    }
 }
 
 fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }
 
 #[cfg(test)]
@@ -142,7 +188,11 @@ mod tests {
 
     #[test]
     fn gpus_requested_without_gpus() {
-        let p = problems(check(&spec(GpuRequest::Count(1), CUDA_124), &req(CUDA_124), &[]));
+        let p = problems(check(
+            &spec(GpuRequest::Count(1), CUDA_124),
+            &req(CUDA_124),
+            &[],
+        ));
         assert_eq!(p.len(), 1);
         assert!(p[0].contains("no NVIDIA GPU"), "{p:?}");
     }
@@ -150,21 +200,39 @@ mod tests {
     #[test]
     fn too_many_gpus() {
         let host = [gpu(0, "550.54.15", "9.0")];
-        let p = problems(check(&spec(GpuRequest::Count(99), CUDA_124), &req(CUDA_124), &host));
-        assert_eq!(p, ["the environment requests 99 GPUs but this host has only 1"]);
+        let p = problems(check(
+            &spec(GpuRequest::Count(99), CUDA_124),
+            &req(CUDA_124),
+            &host,
+        ));
+        assert_eq!(
+            p,
+            ["the environment requests 99 GPUs but this host has only 1"]
+        );
     }
 
     #[test]
     fn device_index_out_of_range() {
         let host = [gpu(0, "550.54.15", "9.0"), gpu(1, "550.54.15", "9.0")];
-        let p = problems(check(&spec(GpuRequest::Devices(vec![1, 7]), CUDA_124), &req(CUDA_124), &host));
-        assert_eq!(p, ["GPU device index 7 does not exist; this host has GPUs 0, 1"]);
+        let p = problems(check(
+            &spec(GpuRequest::Devices(vec![1, 7]), CUDA_124),
+            &req(CUDA_124),
+            &host,
+        ));
+        assert_eq!(
+            p,
+            ["GPU device index 7 does not exist; this host has GPUs 0, 1"]
+        );
     }
 
     #[test]
     fn driver_too_old_names_both_versions() {
         let host = [gpu(0, "535.104.05", "8.9")];
-        let p = problems(check(&spec(GpuRequest::Count(1), CUDA_124), &req(CUDA_124), &host));
+        let p = problems(check(
+            &spec(GpuRequest::Count(1), CUDA_124),
+            &req(CUDA_124),
+            &host,
+        ));
         assert_eq!(p.len(), 1);
         assert!(p[0].contains("CUDA 12.4.1"), "{}", p[0]);
         assert!(p[0].contains("550.54.15"), "{}", p[0]);
@@ -178,13 +246,22 @@ mod tests {
         assert!(check(&spec(GpuRequest::Count(1), CUDA_124), &req(CUDA_124), &host).is_ok());
         let host = [gpu(0, "570.124.06", "12.0")];
         let cuda_128 = "nvidia/cuda:12.8.1-runtime-ubuntu24.04";
-        assert!(check(&spec(GpuRequest::Devices(vec![0]), cuda_128), &req(cuda_128), &host).is_ok());
+        assert!(check(
+            &spec(GpuRequest::Devices(vec![0]), cuda_128),
+            &req(cuda_128),
+            &host
+        )
+        .is_ok());
     }
 
     #[test]
     fn compute_capability_too_low() {
         let host = [gpu(0, "550.54.15", "3.7")];
-        let p = problems(check(&spec(GpuRequest::Devices(vec![0]), CUDA_124), &req(CUDA_124), &host));
+        let p = problems(check(
+            &spec(GpuRequest::Devices(vec![0]), CUDA_124),
+            &req(CUDA_124),
+            &host,
+        ));
         assert_eq!(p, ["GPU 0 (Test GPU 0) has compute capability 3.7, below the 5.0 the image's CUDA supports"]);
         // With a count, an old GPU beside enough new ones is fine: the inventory can pick the new ones.
         let host = [gpu(0, "550.54.15", "3.7"), gpu(1, "550.54.15", "8.0")];
@@ -195,8 +272,15 @@ mod tests {
     #[test]
     fn unknown_cuda_is_refused_plainly() {
         let host = [gpu(0, "580.65.06", "9.0")];
-        let image = ImageRequirements { cuda: Some("14.1".parse().unwrap()), min_compute_capability: None };
-        let p = problems(check(&spec(GpuRequest::Count(1), "team/x:1"), &image, &host));
+        let image = ImageRequirements {
+            cuda: Some("14.1".parse().unwrap()),
+            min_compute_capability: None,
+        };
+        let p = problems(check(
+            &spec(GpuRequest::Count(1), "team/x:1"),
+            &image,
+            &host,
+        ));
         assert!(p[0].contains("not in Paddock's CUDA/driver table"), "{p:?}");
     }
 }

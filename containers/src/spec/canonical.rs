@@ -79,7 +79,11 @@ impl EnvSpec {
             version: CANONICAL_VERSION,
             name: self.name.trim(),
             image: self.image_part(),
-            nano_cpus: if self.cpus.is_finite() { (self.cpus * 1e9).round() as i64 } else { -1 },
+            nano_cpus: if self.cpus.is_finite() {
+                (self.cpus * 1e9).round() as i64
+            } else {
+                -1
+            },
             memory: size(&self.memory),
             shm_size: size(&self.shm_size),
             gpus,
@@ -96,7 +100,8 @@ impl EnvSpec {
 
     /// The canonical JSON of the image-relevant part only (base, runtime, packages, env, working dir).
     pub fn build_canonical_json(&self) -> String {
-        serde_json::to_string(&(CANONICAL_VERSION, self.image_part())).expect("canonical spec serializes")
+        serde_json::to_string(&(CANONICAL_VERSION, self.image_part()))
+            .expect("canonical spec serializes")
     }
 
     /// SHA-256 (hex) of [`EnvSpec::build_canonical_json`]. The image build cache key adds the resolved base
@@ -123,7 +128,10 @@ mod tests {
             sample().canonical_json(),
             r#"{"version":"paddock.env.v1","name":"pytorch dev","image":{"base_image":"debian:bookworm-slim","runtime_binary":null,"os_packages":["curl","git"],"env":{"HF_HOME":"/workspace/hf"},"working_dir":"/workspace"},"nano_cpus":1500000000,"memory":2147483648,"shm_size":268435456,"gpus":"none","shared_gpus":false,"workspace_volume":"team-data"}"#
         );
-        assert_eq!(sample().spec_hash(), sha256_hex(sample().canonical_json().as_bytes()));
+        assert_eq!(
+            sample().spec_hash(),
+            sha256_hex(sample().canonical_json().as_bytes())
+        );
         assert_eq!(sample().spec_hash().len(), 64);
     }
 
@@ -140,7 +148,10 @@ mod tests {
         assert_eq!(b.spec_hash(), c.spec_hash());
         // Env insertion order cannot matter: the map is ordered.
         let json_a = serde_json::to_string(&c).unwrap();
-        let reordered = json_a.replace(r#""A_FIRST":"1","HF_HOME":"/workspace/hf""#, r#""HF_HOME":"/workspace/hf","A_FIRST":"1""#);
+        let reordered = json_a.replace(
+            r#""A_FIRST":"1","HF_HOME":"/workspace/hf""#,
+            r#""HF_HOME":"/workspace/hf","A_FIRST":"1""#,
+        );
         assert_ne!(json_a, reordered);
         let d: EnvSpec = serde_json::from_str(&reordered).unwrap();
         assert_eq!(d.spec_hash(), c.spec_hash());
@@ -150,18 +161,56 @@ mod tests {
     fn every_field_changes_the_spec_hash() {
         let base = sample().spec_hash();
         let variants: Vec<EnvSpec> = vec![
-            EnvSpec { name: "other".into(), ..sample() },
-            EnvSpec { base_image: "debian:trixie-slim".into(), ..sample() },
-            EnvSpec { runtime: Some(super::super::RuntimeLayer { binary: "/usr/bin/paddock".into() }), ..sample() },
-            EnvSpec { os_packages: vec!["curl".into()], ..sample() },
-            EnvSpec { cpus: 1.0, ..sample() },
-            EnvSpec { memory: "3g".into(), ..sample() },
-            EnvSpec { shm_size: "1g".into(), ..sample() },
-            EnvSpec { gpus: GpuRequest::Count(1), ..sample() },
-            EnvSpec { shared_gpus: true, ..sample() },
-            EnvSpec { env: BTreeMap::new(), ..sample() },
-            EnvSpec { working_dir: "/srv".into(), ..sample() },
-            EnvSpec { workspace_volume: "other".into(), ..sample() },
+            EnvSpec {
+                name: "other".into(),
+                ..sample()
+            },
+            EnvSpec {
+                base_image: "debian:trixie-slim".into(),
+                ..sample()
+            },
+            EnvSpec {
+                runtime: Some(super::super::RuntimeLayer {
+                    binary: "/usr/bin/paddock".into(),
+                }),
+                ..sample()
+            },
+            EnvSpec {
+                os_packages: vec!["curl".into()],
+                ..sample()
+            },
+            EnvSpec {
+                cpus: 1.0,
+                ..sample()
+            },
+            EnvSpec {
+                memory: "3g".into(),
+                ..sample()
+            },
+            EnvSpec {
+                shm_size: "1g".into(),
+                ..sample()
+            },
+            EnvSpec {
+                gpus: GpuRequest::Count(1),
+                ..sample()
+            },
+            EnvSpec {
+                shared_gpus: true,
+                ..sample()
+            },
+            EnvSpec {
+                env: BTreeMap::new(),
+                ..sample()
+            },
+            EnvSpec {
+                working_dir: "/srv".into(),
+                ..sample()
+            },
+            EnvSpec {
+                workspace_volume: "other".into(),
+                ..sample()
+            },
         ];
         let mut seen = std::collections::HashSet::from([base]);
         for v in variants {
@@ -172,10 +221,48 @@ mod tests {
     #[test]
     fn build_hash_ignores_resources_but_not_image_fields() {
         let base = sample().build_hash();
-        assert_eq!(EnvSpec { memory: "4g".into(), cpus: 2.0, name: "x".into(), ..sample() }.build_hash(), base);
-        assert_eq!(EnvSpec { gpus: GpuRequest::Count(2), workspace_volume: "v".into(), ..sample() }.build_hash(), base);
-        assert_ne!(EnvSpec { os_packages: vec!["vim".into()], ..sample() }.build_hash(), base);
-        assert_ne!(EnvSpec { env: BTreeMap::new(), ..sample() }.build_hash(), base);
-        assert_ne!(EnvSpec { base_image: "ubuntu:24.04".into(), ..sample() }.build_hash(), base);
+        assert_eq!(
+            EnvSpec {
+                memory: "4g".into(),
+                cpus: 2.0,
+                name: "x".into(),
+                ..sample()
+            }
+            .build_hash(),
+            base
+        );
+        assert_eq!(
+            EnvSpec {
+                gpus: GpuRequest::Count(2),
+                workspace_volume: "v".into(),
+                ..sample()
+            }
+            .build_hash(),
+            base
+        );
+        assert_ne!(
+            EnvSpec {
+                os_packages: vec!["vim".into()],
+                ..sample()
+            }
+            .build_hash(),
+            base
+        );
+        assert_ne!(
+            EnvSpec {
+                env: BTreeMap::new(),
+                ..sample()
+            }
+            .build_hash(),
+            base
+        );
+        assert_ne!(
+            EnvSpec {
+                base_image: "ubuntu:24.04".into(),
+                ..sample()
+            }
+            .build_hash(),
+            base
+        );
     }
 }

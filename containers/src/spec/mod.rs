@@ -94,12 +94,19 @@ pub struct FieldError {
 
 impl FieldError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        FieldError { field: field.into(), message: message.into() }
+        FieldError {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 
     /// "field: message; field: message", for one-line error displays.
     pub fn join(errors: &[FieldError]) -> String {
-        errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect::<Vec<_>>().join("; ")
+        errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.message))
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 }
 
@@ -197,37 +204,71 @@ impl EnvSpec {
         }
         check("cpus", check_cpus(self.cpus, host));
         let memory = parse_size(&self.memory);
-        check("memory", match memory {
-            None => Err(format!("{:?} is not a size; use a number with a unit, like 512m or 8g", self.memory)),
-            Some(b) if b < MIN_MEMORY_BYTES => Err(format!("must be at least {}", format_size(MIN_MEMORY_BYTES))),
-            Some(b) if b > host.memory_bytes => {
-                Err(format!("{} is more than the host's {}", self.memory, format_size(host.memory_bytes)))
-            }
-            Some(_) => Ok(()),
-        });
-        check("shm_size", match parse_size(&self.shm_size) {
-            None => Err(format!("{:?} is not a size; use a number with a unit, like 64m or 1g", self.shm_size)),
-            Some(0) => Err("must be greater than zero".into()),
-            // /dev/shm is tmpfs charged to the container's memory, so it cannot usefully exceed the limit.
-            Some(s) if memory.is_some_and(|m| s > m) => Err("must not be larger than memory".into()),
-            Some(_) => Ok(()),
-        });
-        check("gpus", match &self.gpus {
-            GpuRequest::Count(0) => Err("use \"none\" instead of a count of 0".into()),
-            GpuRequest::Devices(d) if d.is_empty() => Err("list at least one device index, or use \"none\"".into()),
-            GpuRequest::Devices(d) => {
-                let mut sorted = d.clone();
-                sorted.sort_unstable();
-                sorted.dedup();
-                if sorted.len() != d.len() { Err("device indices must not repeat".into()) } else { Ok(()) }
-            }
-            _ => Ok(()),
-        });
+        check(
+            "memory",
+            match memory {
+                None => Err(format!(
+                    "{:?} is not a size; use a number with a unit, like 512m or 8g",
+                    self.memory
+                )),
+                Some(b) if b < MIN_MEMORY_BYTES => Err(format!(
+                    "must be at least {}",
+                    format_size(MIN_MEMORY_BYTES)
+                )),
+                Some(b) if b > host.memory_bytes => Err(format!(
+                    "{} is more than the host's {}",
+                    self.memory,
+                    format_size(host.memory_bytes)
+                )),
+                Some(_) => Ok(()),
+            },
+        );
+        check(
+            "shm_size",
+            match parse_size(&self.shm_size) {
+                None => Err(format!(
+                    "{:?} is not a size; use a number with a unit, like 64m or 1g",
+                    self.shm_size
+                )),
+                Some(0) => Err("must be greater than zero".into()),
+                // /dev/shm is tmpfs charged to the container's memory, so it cannot usefully exceed the limit.
+                Some(s) if memory.is_some_and(|m| s > m) => {
+                    Err("must not be larger than memory".into())
+                }
+                Some(_) => Ok(()),
+            },
+        );
+        check(
+            "gpus",
+            match &self.gpus {
+                GpuRequest::Count(0) => Err("use \"none\" instead of a count of 0".into()),
+                GpuRequest::Devices(d) if d.is_empty() => {
+                    Err("list at least one device index, or use \"none\"".into())
+                }
+                GpuRequest::Devices(d) => {
+                    let mut sorted = d.clone();
+                    sorted.sort_unstable();
+                    sorted.dedup();
+                    if sorted.len() != d.len() {
+                        Err("device indices must not repeat".into())
+                    } else {
+                        Ok(())
+                    }
+                }
+                _ => Ok(()),
+            },
+        );
         for (name, value) in &self.env {
-            check(&format!("env.{name}"), rules::check_env_name(name).and_then(|_| rules::check_env_value(value)));
+            check(
+                &format!("env.{name}"),
+                rules::check_env_name(name).and_then(|_| rules::check_env_value(value)),
+            );
         }
         check("working_dir", rules::check_abs_path(&self.working_dir));
-        check("workspace_volume", rules::check_volume(&self.workspace_volume));
+        check(
+            "workspace_volume",
+            rules::check_volume(&self.workspace_volume),
+        );
         errors
     }
 
@@ -291,52 +332,136 @@ mod tests {
         }
     }
 
-    const HOST: HostLimits = HostLimits { cpus: 2.0, memory_bytes: 24 << 30 };
+    const HOST: HostLimits = HostLimits {
+        cpus: 2.0,
+        memory_bytes: 24 << 30,
+    };
 
     fn fields(spec: &EnvSpec) -> Vec<String> {
-        spec.validate_against(&HOST).into_iter().map(|e| e.field).collect()
+        spec.validate_against(&HOST)
+            .into_iter()
+            .map(|e| e.field)
+            .collect()
     }
 
     #[test]
     fn sample_is_valid() {
         assert_eq!(sample().validate_against(&HOST), vec![]);
         let r = sample().resources(&HOST).unwrap();
-        assert_eq!(r, Resources { nano_cpus: 1_500_000_000, memory_bytes: 2 << 30, shm_bytes: 256 << 20 });
+        assert_eq!(
+            r,
+            Resources {
+                nano_cpus: 1_500_000_000,
+                memory_bytes: 2 << 30,
+                shm_bytes: 256 << 20
+            }
+        );
     }
 
     #[test]
     fn memory_lots_names_the_field() {
-        let spec = EnvSpec { memory: "lots".into(), ..sample() };
+        let spec = EnvSpec {
+            memory: "lots".into(),
+            ..sample()
+        };
         let errors = spec.validate_against(&HOST);
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert_eq!(errors[0].field, "memory");
-        assert!(errors[0].message.contains("\"lots\" is not a size"), "{}", errors[0].message);
+        assert!(
+            errors[0].message.contains("\"lots\" is not a size"),
+            "{}",
+            errors[0].message
+        );
     }
 
     #[test]
     fn memory_bounds() {
-        assert_eq!(fields(&EnvSpec { memory: "1m".into(), shm_size: "1m".into(), ..sample() }), ["memory"]);
-        assert_eq!(fields(&EnvSpec { memory: "100g".into(), ..sample() }), ["memory"]);
-        assert_eq!(fields(&EnvSpec { shm_size: "4g".into(), ..sample() }), ["shm_size"]);
-        assert_eq!(fields(&EnvSpec { shm_size: "0".into(), ..sample() }), ["shm_size"]);
-        assert_eq!(fields(&EnvSpec { shm_size: "big".into(), ..sample() }), ["shm_size"]);
+        assert_eq!(
+            fields(&EnvSpec {
+                memory: "1m".into(),
+                shm_size: "1m".into(),
+                ..sample()
+            }),
+            ["memory"]
+        );
+        assert_eq!(
+            fields(&EnvSpec {
+                memory: "100g".into(),
+                ..sample()
+            }),
+            ["memory"]
+        );
+        assert_eq!(
+            fields(&EnvSpec {
+                shm_size: "4g".into(),
+                ..sample()
+            }),
+            ["shm_size"]
+        );
+        assert_eq!(
+            fields(&EnvSpec {
+                shm_size: "0".into(),
+                ..sample()
+            }),
+            ["shm_size"]
+        );
+        assert_eq!(
+            fields(&EnvSpec {
+                shm_size: "big".into(),
+                ..sample()
+            }),
+            ["shm_size"]
+        );
     }
 
     #[test]
     fn cpus_bounds() {
         for bad in [0.0, -1.0, f64::NAN, f64::INFINITY, 3.0, 0.001] {
-            assert_eq!(fields(&EnvSpec { cpus: bad, ..sample() }), ["cpus"], "{bad}");
+            assert_eq!(
+                fields(&EnvSpec {
+                    cpus: bad,
+                    ..sample()
+                }),
+                ["cpus"],
+                "{bad}"
+            );
         }
-        assert!(fields(&EnvSpec { cpus: 2.0, ..sample() }).is_empty());
+        assert!(fields(&EnvSpec {
+            cpus: 2.0,
+            ..sample()
+        })
+        .is_empty());
     }
 
     #[test]
     fn gpus_rules() {
-        assert_eq!(fields(&EnvSpec { gpus: GpuRequest::Count(0), ..sample() }), ["gpus"]);
-        assert_eq!(fields(&EnvSpec { gpus: GpuRequest::Devices(vec![]), ..sample() }), ["gpus"]);
-        assert_eq!(fields(&EnvSpec { gpus: GpuRequest::Devices(vec![1, 1]), ..sample() }), ["gpus"]);
+        assert_eq!(
+            fields(&EnvSpec {
+                gpus: GpuRequest::Count(0),
+                ..sample()
+            }),
+            ["gpus"]
+        );
+        assert_eq!(
+            fields(&EnvSpec {
+                gpus: GpuRequest::Devices(vec![]),
+                ..sample()
+            }),
+            ["gpus"]
+        );
+        assert_eq!(
+            fields(&EnvSpec {
+                gpus: GpuRequest::Devices(vec![1, 1]),
+                ..sample()
+            }),
+            ["gpus"]
+        );
         // 99 GPUs is syntactically fine; the host check (preflight) refuses it.
-        assert!(fields(&EnvSpec { gpus: GpuRequest::Count(99), ..sample() }).is_empty());
+        assert!(fields(&EnvSpec {
+            gpus: GpuRequest::Count(99),
+            ..sample()
+        })
+        .is_empty());
     }
 
     #[test]
@@ -347,9 +472,14 @@ mod tests {
             memory: "lots".into(),
             workspace_volume: "../../etc".into(),
             working_dir: "/a/../b".into(),
-            env: BTreeMap::from([("BAD-NAME".into(), "v".into()), ("OK".into(), "a\0b".into())]),
+            env: BTreeMap::from([
+                ("BAD-NAME".into(), "v".into()),
+                ("OK".into(), "a\0b".into()),
+            ]),
             os_packages: vec!["Bad Package".into()],
-            runtime: Some(RuntimeLayer { binary: "relative/paddock".into() }),
+            runtime: Some(RuntimeLayer {
+                binary: "relative/paddock".into(),
+            }),
             ..sample()
         };
         assert_eq!(
@@ -370,9 +500,16 @@ mod tests {
 
     #[test]
     fn packages_need_an_apt_base() {
-        let spec = EnvSpec { base_image: crate::catalog::BUSYBOX_BASE.into(), ..sample() };
+        let spec = EnvSpec {
+            base_image: crate::catalog::BUSYBOX_BASE.into(),
+            ..sample()
+        };
         assert_eq!(fields(&spec), ["os_packages"]);
-        let spec = EnvSpec { base_image: crate::catalog::BUSYBOX_BASE.into(), os_packages: vec![], ..sample() };
+        let spec = EnvSpec {
+            base_image: crate::catalog::BUSYBOX_BASE.into(),
+            os_packages: vec![],
+            ..sample()
+        };
         assert!(fields(&spec).is_empty());
     }
 
@@ -380,7 +517,8 @@ mod tests {
     fn serde_round_trip_and_unknown_fields() {
         let json = serde_json::to_string(&sample()).unwrap();
         assert_eq!(EnvSpec::from_json(&json).unwrap(), sample());
-        let gpus: EnvSpec = serde_json::from_str(&json.replace("\"none\"", "{\"devices\":[0,3]}")).unwrap();
+        let gpus: EnvSpec =
+            serde_json::from_str(&json.replace("\"none\"", "{\"devices\":[0,3]}")).unwrap();
         assert_eq!(gpus.gpus, GpuRequest::Devices(vec![0, 3]));
         let bad = json.replacen('{', "{\"memroy\":\"8g\",", 1);
         let err = EnvSpec::from_json(&bad).unwrap_err();

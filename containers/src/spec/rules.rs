@@ -11,7 +11,10 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if name.chars().count() > 64 {
         return Err("must be at most 64 characters".into());
     }
-    if let Some(bad) = name.chars().find(|c| !(c.is_ascii_alphanumeric() || matches!(c, ' ' | '_' | '.' | '-'))) {
+    if let Some(bad) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, ' ' | '_' | '.' | '-')))
+    {
         return Err(format!(
             "may contain only letters, digits, spaces, '_', '.' and '-' (found {bad:?}); shell metacharacters are not allowed"
         ));
@@ -32,7 +35,11 @@ pub fn check_image_ref(reference: &str) -> Result<(), String> {
         return Err("must be at most 255 characters".into());
     }
     if let Some(hex) = r.strip_prefix("sha256:") {
-        return if is_sha256_hex(hex) { Ok(()) } else { Err("an image ID must be sha256: followed by 64 hex digits".into()) };
+        return if is_sha256_hex(hex) {
+            Ok(())
+        } else {
+            Err("an image ID must be sha256: followed by 64 hex digits".into())
+        };
     }
     let (rest, digest) = match r.split_once('@') {
         Some((rest, digest)) => (rest, Some(digest)),
@@ -40,7 +47,9 @@ pub fn check_image_ref(reference: &str) -> Result<(), String> {
     };
     if let Some(d) = digest {
         if !d.strip_prefix("sha256:").is_some_and(is_sha256_hex) {
-            return Err(format!("digest {d:?} must be sha256: followed by 64 hex digits"));
+            return Err(format!(
+                "digest {d:?} must be sha256: followed by 64 hex digits"
+            ));
         }
     }
     // A tag is after the last ':' that comes after the last '/' (a ':' before it is a registry port).
@@ -53,14 +62,19 @@ pub fn check_image_ref(reference: &str) -> Result<(), String> {
         let ok = !tag.is_empty()
             && tag.len() <= 128
             && tag.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-            && tag.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
+            && tag
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'));
         if !ok {
-            return Err(format!("tag {tag:?} may contain only letters, digits, '_', '.' and '-'"));
+            return Err(format!(
+                "tag {tag:?} may contain only letters, digits, '_', '.' and '-'"
+            ));
         }
     }
     let mut components: Vec<&str> = name.split('/').collect();
     let first = components[0];
-    if components.len() > 1 && (first.contains('.') || first.contains(':') || first == "localhost") {
+    if components.len() > 1 && (first.contains('.') || first.contains(':') || first == "localhost")
+    {
         let (host, port) = match first.split_once(':') {
             Some((h, p)) => (h, Some(p)),
             None => (first, None),
@@ -72,7 +86,8 @@ pub fn check_image_ref(reference: &str) -> Result<(), String> {
                     && !part.starts_with('-')
                     && !part.ends_with('-')
             });
-        let port_ok = port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.chars().all(|c| c.is_ascii_digit()));
+        let port_ok = port
+            .is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.chars().all(|c| c.is_ascii_digit()));
         if !host_ok || !port_ok {
             return Err(format!("registry {first:?} is not a valid host[:port]"));
         }
@@ -118,7 +133,9 @@ fn is_path_component(c: &str) -> bool {
 }
 
 fn is_sha256_hex(s: &str) -> bool {
-    s.len() == 64 && s.chars().all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+    s.len() == 64
+        && s.chars()
+            .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
 }
 
 /// Debian package names (Debian policy 5.6.1: lowercase letters, digits, `+`, `-`, `.`, at least two
@@ -130,7 +147,9 @@ pub fn check_package(package: &str) -> Result<(), String> {
     };
     let name_ok = name.len() >= 2
         && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '+' | '-' | '.'));
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '+' | '-' | '.'));
     if !name_ok {
         return Err(format!(
             "{package:?} is not a Debian package name (lowercase letters, digits, '+', '-', '.'; at least 2 characters)"
@@ -139,7 +158,8 @@ pub fn check_package(package: &str) -> Result<(), String> {
     if let Some(v) = version {
         let ok = !v.is_empty()
             && v.starts_with(|c: char| c.is_ascii_digit())
-            && v.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '~' | '-' | ':'));
+            && v.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '+' | '~' | '-' | ':'));
         if !ok {
             return Err(format!("{package:?} has an invalid version pin"));
         }
@@ -151,7 +171,13 @@ pub fn check_package(package: &str) -> Result<(), String> {
 pub fn check_env_name(name: &str) -> Result<(), String> {
     let ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok { Ok(()) } else { Err(format!("{name:?} is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)")) }
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "{name:?} is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)"
+        ))
+    }
 }
 
 /// Environment variable values: anything printable on one line. NUL cannot be passed to a process, and a
@@ -183,8 +209,13 @@ pub fn check_abs_path(path: &str) -> Result<(), String> {
         if segment.is_empty() {
             return Err(format!("{path:?} must not contain empty segments"));
         }
-        if !segment.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-')) {
-            return Err(format!("{path:?} may contain only letters, digits, '_', '.', '-' and '/'"));
+        if !segment
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+        {
+            return Err(format!(
+                "{path:?} may contain only letters, digits, '_', '.', '-' and '/'"
+            ));
         }
     }
     Ok(())
@@ -193,9 +224,13 @@ pub fn check_abs_path(path: &str) -> Result<(), String> {
 /// Workspace volume names: `[a-z0-9][a-z0-9_.-]*`, at most 64 characters, no `..`.
 pub fn check_volume(name: &str) -> Result<(), String> {
     let ok = name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '-'));
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '_' | '.' | '-'));
     if !ok {
-        return Err(format!("{name:?} must match [a-z0-9][a-z0-9_.-]* (no '/', no uppercase)"));
+        return Err(format!(
+            "{name:?} must match [a-z0-9][a-z0-9_.-]* (no '/', no uppercase)"
+        ));
     }
     if name.len() > 64 {
         return Err("must be at most 64 characters".into());
@@ -213,7 +248,21 @@ mod tests {
     #[test]
     fn names_reject_shell_metacharacters() {
         assert!(check_name("My env 2.0_x-y").is_ok());
-        for bad in ["a;rm -rf /", "$(id)", "a|b", "`x`", "a&b", "a>b", "a\"b", "a'b", "a/b", "", "  ", "-x", "a\nb"] {
+        for bad in [
+            "a;rm -rf /",
+            "$(id)",
+            "a|b",
+            "`x`",
+            "a&b",
+            "a>b",
+            "a\"b",
+            "a'b",
+            "a/b",
+            "",
+            "  ",
+            "-x",
+            "a\nb",
+        ] {
             assert!(check_name(bad).is_err(), "{bad:?}");
         }
         assert!(check_name(&"a".repeat(65)).is_err());
@@ -232,17 +281,44 @@ mod tests {
         ] {
             assert_eq!(check_image_ref(ok), Ok(()), "{ok}");
         }
-        for bad in ["", "Debian", "debian:", "debian:bad tag", "a//b", "-x", "x;rm", "host:99999999/x", "a@sha256:12", "sha256:xyz"] {
+        for bad in [
+            "",
+            "Debian",
+            "debian:",
+            "debian:bad tag",
+            "a//b",
+            "-x",
+            "x;rm",
+            "host:99999999/x",
+            "a@sha256:12",
+            "sha256:xyz",
+        ] {
             assert!(check_image_ref(bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn packages() {
-        for ok in ["curl", "python3.11", "libstdc++6", "g++", "curl=7.88.1-10+deb12u5", "tzdata=2024a-0+deb12u1"] {
+        for ok in [
+            "curl",
+            "python3.11",
+            "libstdc++6",
+            "g++",
+            "curl=7.88.1-10+deb12u5",
+            "tzdata=2024a-0+deb12u1",
+        ] {
             assert_eq!(check_package(ok), Ok(()), "{ok}");
         }
-        for bad in ["c", "Curl", "curl;rm", "-curl", "curl=", "curl=abc", "a b", "curl=1.0 && x"] {
+        for bad in [
+            "c",
+            "Curl",
+            "curl;rm",
+            "-curl",
+            "curl=",
+            "curl=abc",
+            "a b",
+            "curl=1.0 && x",
+        ] {
             assert!(check_package(bad).is_err(), "{bad:?}");
         }
     }
@@ -264,7 +340,15 @@ mod tests {
         assert!(check_abs_path("/workspace").is_ok());
         assert!(check_abs_path("/workspace/project-1/").is_ok());
         assert!(check_abs_path("/").is_ok());
-        for bad in ["workspace", "/a/../etc", "/a/./b", "/a//b", "/a b", "/a;b", "../x"] {
+        for bad in [
+            "workspace",
+            "/a/../etc",
+            "/a/./b",
+            "/a//b",
+            "/a b",
+            "/a;b",
+            "../x",
+        ] {
             assert!(check_abs_path(bad).is_err(), "{bad:?}");
         }
     }
@@ -273,7 +357,17 @@ mod tests {
     fn volumes() {
         assert!(check_volume("team-data").is_ok());
         assert!(check_volume("ws1.v2_x").is_ok());
-        for bad in ["../etc", "a/../../b", "a..b", "/abs", "Upper", "-x", "", ".hidden", "a/b"] {
+        for bad in [
+            "../etc",
+            "a/../../b",
+            "a..b",
+            "/abs",
+            "Upper",
+            "-x",
+            "",
+            ".hidden",
+            "a/b",
+        ] {
             assert!(check_volume(bad).is_err(), "{bad:?}");
         }
     }

@@ -5,9 +5,15 @@
 /// optional unit `b`, `k`, `m`, `g`, `t` (each optionally followed by `b` or `ib`), case-insensitive.
 pub fn parse_size(text: &str) -> Option<u64> {
     let t = text.trim().to_ascii_lowercase();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
     let (number, unit) = t.split_at(split);
-    if number.is_empty() || number.starts_with('.') || number.ends_with('.') || number.matches('.').count() > 1 {
+    if number.is_empty()
+        || number.starts_with('.')
+        || number.ends_with('.')
+        || number.matches('.').count() > 1
+    {
         return None;
     }
     let shift = match unit.trim() {
@@ -31,7 +37,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
 /// The shortest exact rendering with a binary unit, for messages ("8g", "512m", "1000").
 pub fn format_size(bytes: u64) -> String {
     for (shift, unit) in [(40, "t"), (30, "g"), (20, "m"), (10, "k")] {
-        if bytes != 0 && bytes % (1u64 << shift) == 0 {
+        if bytes != 0 && bytes.is_multiple_of(1u64 << shift) {
             return format!("{}{unit}", bytes >> shift);
         }
     }
@@ -55,7 +61,18 @@ mod tests {
 
     #[test]
     fn rejects_non_sizes() {
-        for bad in ["lots", "", "g", "-1g", "1.2.3m", "8q", ".5g", "5.g", "0.3b", "99999999999t"] {
+        for bad in [
+            "lots",
+            "",
+            "g",
+            "-1g",
+            "1.2.3m",
+            "8q",
+            ".5g",
+            "5.g",
+            "0.3b",
+            "99999999999t",
+        ] {
             assert_eq!(parse_size(bad), None, "{bad:?}");
         }
     }

@@ -19,7 +19,9 @@ pub async fn docker() -> Option<Docker> {
     match Docker::connect().await {
         Ok(docker) => Some(docker),
         Err(e) if std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip") => {
-            eprintln!("SKIPPING Docker integration test: {e} (PADDOCK_TEST_DOCKER=skip)");
+            // Straight to the stderr handle: the test harness captures eprintln! of passing tests.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPING Docker integration test: {e} (PADDOCK_TEST_DOCKER=skip)");
             None
         }
         Err(e) => panic!(
@@ -38,7 +40,11 @@ pub struct Guard {
 impl Guard {
     pub fn new(docker: Docker) -> Self {
         let prefix = format!("t{:08x}", rand::thread_rng().gen::<u32>());
-        Guard { docker, prefix, images: Mutex::new(Vec::new()) }
+        Guard {
+            docker,
+            prefix,
+            images: Mutex::new(Vec::new()),
+        }
     }
 
     /// Removes this image (tag or ID) at the end.
@@ -63,7 +69,12 @@ impl Guard {
             environment: part.into(),
             instance: self.prefix.clone(),
             extra_labels: BTreeMap::from([("paddock.test".to_string(), "true".to_string())]),
-            limits: Limits { nano_cpus: 500_000_000, memory_bytes: 64 << 20, shm_bytes: 16 << 20, pids: 64 },
+            limits: Limits {
+                nano_cpus: 500_000_000,
+                memory_bytes: 64 << 20,
+                shm_bytes: 16 << 20,
+                pids: 64,
+            },
             gpu_device_ids: vec![],
             volume: self.volume("data"),
             cmd: None,
@@ -84,7 +95,8 @@ impl Guard {
 
     /// Cleans up now and asserts that nothing labelled with the prefix is left.
     pub async fn finish(self) {
-        cleanup(&self.docker, &self.prefix, &self.images.lock().unwrap().clone()).await;
+        let images = self.images.lock().unwrap().clone();
+        cleanup(&self.docker, &self.prefix, &images).await;
         let leftovers = leftovers(&self.docker, &self.prefix).await;
         assert!(leftovers.is_empty(), "left behind: {leftovers:?}");
         self.images.lock().unwrap().clear();
@@ -97,7 +109,10 @@ impl Drop for Guard {
         let images = self.images.lock().map(|i| i.clone()).unwrap_or_default();
         let prefix = self.prefix.clone();
         let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async {
                 if let Ok(docker) = Docker::connect().await {
                     cleanup(&docker, &prefix, &images).await;
@@ -114,11 +129,21 @@ fn instance_filter(prefix: &str) -> HashMap<&'static str, Vec<String>> {
 
 async fn cleanup(docker: &Docker, prefix: &str, images: &[String]) {
     let filters = instance_filter(prefix);
-    let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
-    for c in docker.api().list_containers(Some(options)).await.unwrap_or_default() {
+    let options = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
+    for c in docker
+        .api()
+        .list_containers(Some(options))
+        .await
+        .unwrap_or_default()
+    {
         let _ = docker.remove(c.id.as_deref().unwrap_or_default()).await;
     }
-    let options = ListVolumesOptionsBuilder::default().filters(&filters).build();
+    let options = ListVolumesOptionsBuilder::default()
+        .filters(&filters)
+        .build();
     if let Ok(list) = docker.api().list_volumes(Some(options)).await {
         for v in list.volumes.unwrap_or_default() {
             let _ = docker.remove_volume(&v.name).await;
@@ -126,22 +151,40 @@ async fn cleanup(docker: &Docker, prefix: &str, images: &[String]) {
     }
     for image in images.iter().rev() {
         // Tags are untagged; IDs are removed (force: also when a test tag still points at them).
-        let _ = docker.remove_image(image, image.starts_with("sha256:")).await;
+        let _ = docker
+            .remove_image(image, image.starts_with("sha256:"))
+            .await;
     }
 }
 
 async fn leftovers(docker: &Docker, prefix: &str) -> Vec<String> {
     let filters = instance_filter(prefix);
     let mut left = Vec::new();
-    let options = ListContainersOptionsBuilder::default().all(true).filters(&filters).build();
+    let options = ListContainersOptionsBuilder::default()
+        .all(true)
+        .filters(&filters)
+        .build();
     for c in docker.api().list_containers(Some(options)).await.unwrap() {
         left.push(format!("container {:?}", c.names));
     }
-    let options = ListVolumesOptionsBuilder::default().filters(&filters).build();
-    for v in docker.api().list_volumes(Some(options)).await.unwrap().volumes.unwrap_or_default() {
+    let options = ListVolumesOptionsBuilder::default()
+        .filters(&filters)
+        .build();
+    for v in docker
+        .api()
+        .list_volumes(Some(options))
+        .await
+        .unwrap()
+        .volumes
+        .unwrap_or_default()
+    {
         left.push(format!("volume {}", v.name));
     }
-    let images = docker.api().list_images(None::<bollard::query_parameters::ListImagesOptions>).await.unwrap();
+    let images = docker
+        .api()
+        .list_images(None::<bollard::query_parameters::ListImagesOptions>)
+        .await
+        .unwrap();
     for image in images {
         if image.repo_tags.iter().any(|t| t.contains(prefix)) {
             left.push(format!("image {:?}", image.repo_tags));
@@ -159,11 +202,22 @@ pub fn log_to(lines: &Mutex<Vec<String>>) -> impl FnMut(&str) + Send + '_ {
 /// it for removal. Returns the image ID.
 pub async fn env_image(g: &Guard) -> String {
     let lines = Mutex::new(Vec::new());
-    g.docker.ensure_busybox_base(&mut log_to(&lines)).await.expect("busybox base");
+    g.docker
+        .ensure_busybox_base(&mut log_to(&lines))
+        .await
+        .expect("busybox base");
     let tag = format!("paddock-test/{}:env", g.prefix);
     g.image(&tag);
-    let options = containers::build::BuildOptions { tag: Some(tag), instance: Some(g.prefix.clone()), ..Default::default() };
-    let built = g.docker.build_env_image(&g.spec(), &options, &mut log_to(&lines)).await.expect("env image");
+    let options = containers::build::BuildOptions {
+        tag: Some(tag),
+        instance: Some(g.prefix.clone()),
+        ..Default::default()
+    };
+    let built = g
+        .docker
+        .build_env_image(&g.spec(), &options, &mut log_to(&lines))
+        .await
+        .expect("env image");
     g.image(&built.image_id);
     built.image_id
 }
