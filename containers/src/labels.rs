@@ -13,8 +13,6 @@ pub const ENVIRONMENT: &str = "paddock.environment";
 pub const INSTANCE: &str = "paddock.instance";
 /// On images: the hash of everything that went into the build (see `build::BuildKey`); the build cache key.
 pub const BUILD_HASH: &str = "paddock.build-hash";
-/// On images: the spec hash of the environment version the image was first built for (informational).
-pub const SPEC_HASH: &str = "paddock.spec-hash";
 /// On images: `base` or `env`.
 pub const IMAGE_KIND: &str = "paddock.image-kind";
 
