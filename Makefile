@@ -6,7 +6,7 @@ ENV := source scripts/env.sh &&
 PADDOCK_DATA_DIR ?= ./data
 PADDOCK_BIND ?= 127.0.0.1:3000
 
-.PHONY: setup build build-release run test test-rust test-trainer test-app test-server test-e2e \
+.PHONY: setup build build-release run test test-rust test-trainer test-containers test-app test-server test-e2e \
         dataset bench bench-train docker fmt clippy
 
 setup:
@@ -27,20 +27,23 @@ run: build-release docker
 	$(ENV) PADDOCK_SITE_ROOT=target/site ./target/release/paddock serve \
 		--bind $(PADDOCK_BIND) --data-dir $(PADDOCK_DATA_DIR)
 
-## Set up and run every test: unit and integration (Rust) against real SQLite, libtorch and the real binary.
-## The browser tests (`make test-e2e`) join this target once they have passed on a built site; see e2e/README.md.
-test: setup docker test-rust
+## Set up and run every test: unit and integration (Rust) against real SQLite, libtorch, a real Docker
+## daemon and the real binary, then the browser tests in headless Chromium.
+test: setup docker test-rust test-e2e
 
 # One cargo invocation for the three native packages: one feature resolution, so shared dependencies are
 # compiled once (separate `-p` runs resolve features differently and rebuild much of the tree), and the
 # `paddock` binary the browser tests use is the one these tests built.
-RUST_TEST_PKGS := -p trainer -p app -p server --features app/ssr
+RUST_TEST_PKGS := -p trainer -p containers -p app -p server --features app/ssr
 
 test-rust:
 	$(ENV) cargo test $(RUST_TEST_PKGS)
 
 test-trainer:
 	$(ENV) cargo test -p trainer
+
+test-containers: docker
+	$(ENV) cargo test -p containers
 
 test-app:
 	$(ENV) cargo test -p app --features ssr
@@ -49,7 +52,7 @@ test-server:
 	$(ENV) cargo test -p server
 
 ## Browser tests: the wasm/CSS site from cargo-leptos, the `paddock` binary from the test build.
-test-e2e: setup
+test-e2e: setup docker
 	$(ENV) cargo test $(RUST_TEST_PKGS) --no-run
 	$(ENV) cargo leptos build --frontend-only
 	$(ENV) cd e2e && PADDOCK_BIN=$(CURDIR)/target/debug/paddock PADDOCK_SITE_ROOT=$(CURDIR)/target/site \

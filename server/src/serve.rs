@@ -9,7 +9,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use app::ssr::{csrf, limits, observability, rest, sessions, AppState, SecurityConfig};
+use app::ssr::{csrf, limits, observability, page_guard, rest, sessions, AppState, SecurityConfig};
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::{middleware, Router};
@@ -69,7 +69,11 @@ pub fn router(state: AppState, config: &ServeConfig) -> Router {
         .route("/healthz", get(observability::healthz))
         .route("/metrics", get(observability::metrics_endpoint))
         .nest_service("/pkg", ServeDir::new(pkg_dir).precompressed_br().precompressed_gzip())
-        .leptos_routes_with_context(&state, routes, || (), move || app::shell(shell_options.clone()))
+        .merge(
+            Router::new()
+                .leptos_routes_with_context(&state, routes, || (), move || app::shell(shell_options.clone()))
+                .route_layer(middleware::from_fn_with_state(state.clone(), page_guard::guard)),
+        )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::protect))
         .layer(sessions::layer(&state.db, state.security.secure_cookies))

@@ -8,6 +8,7 @@
 //!   [`workspaces`], [`members`], [`audit`]; [`access`] is the one authorisation check every
 //!   workspace-scoped query goes through; [`auth`] finds out who is calling (session or token).
 //! - HTTP boundary: [`http_error`] (the only `AppError` → response conversion), [`csrf`], [`limits`],
+//!   [`page_guard`] (which pages need an account),
 //!   [`observability`] (`/metrics`, `/healthz`), [`rest`] (`/api/v1` and its OpenAPI document) and
 //!   [`context`] (helpers for server functions).
 
@@ -23,6 +24,7 @@ pub mod http_error;
 pub mod limits;
 pub mod members;
 pub mod observability;
+pub mod page_guard;
 pub mod rest;
 pub mod sessions;
 pub mod state;
