@@ -7,13 +7,17 @@ PADDOCK_DATA_DIR ?= ./data
 PADDOCK_BIND ?= 127.0.0.1:3000
 
 .PHONY: setup build build-release run test test-rust test-trainer test-containers test-app test-server test-e2e \
-        dataset bench bench-train docker fmt clippy
+        dataset bench bench-train docker docker-required fmt clippy
 
 setup:
 	@scripts/setup.sh
 
 docker:
 	@scripts/docker.sh
+
+# The tests need the engine: without it they would fail one by one, so say it once, up front.
+docker-required:
+	@REQUIRE_DOCKER=1 scripts/docker.sh
 
 ## Debug build of the server binary and the hydrated site (target/debug/paddock, target/site).
 build: setup
@@ -29,9 +33,9 @@ run: build-release docker
 
 ## Set up and run every test: unit and integration (Rust) against real SQLite, libtorch, a real Docker
 ## daemon and the real binary, then the browser tests in headless Chromium.
-test: setup docker test-rust test-e2e
+test: setup docker-required test-rust test-e2e
 
-# One cargo invocation for the three native packages: one feature resolution, so shared dependencies are
+# One cargo invocation for the native packages: one feature resolution, so shared dependencies are
 # compiled once (separate `-p` runs resolve features differently and rebuild much of the tree), and the
 # `paddock` binary the browser tests use is the one these tests built.
 RUST_TEST_PKGS := -p trainer -p containers -p app -p server --features app/ssr
@@ -42,7 +46,7 @@ test-rust:
 test-trainer:
 	$(ENV) cargo test -p trainer
 
-test-containers: docker
+test-containers: docker-required
 	$(ENV) cargo test -p containers
 
 test-app:
@@ -52,7 +56,7 @@ test-server:
 	$(ENV) cargo test -p server
 
 ## Browser tests: the wasm/CSS site from cargo-leptos, the `paddock` binary from the test build.
-test-e2e: setup docker
+test-e2e: setup docker-required
 	$(ENV) cargo test $(RUST_TEST_PKGS) --no-run
 	$(ENV) cargo leptos build --frontend-only
 	$(ENV) cd e2e && PADDOCK_BIN=$(CURDIR)/target/debug/paddock PADDOCK_SITE_ROOT=$(CURDIR)/target/site \
