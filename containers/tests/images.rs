@@ -6,7 +6,7 @@ mod common;
 
 use std::sync::Mutex;
 
-use common::{docker, log_to, Guard};
+use common::{log_to, Guard};
 use containers::build::BuildOptions;
 use containers::catalog::BUSYBOX_BASE;
 use containers::spec::RuntimeLayer;
@@ -14,8 +14,7 @@ use containers::{labels, Error};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn busybox_base_builds_idempotently() {
-    let Some(docker) = docker().await else { return };
-    let g = Guard::new(docker);
+    let Some(g) = Guard::start().await else { return };
     let lines = Mutex::new(Vec::new());
     // The shared tag first, so that removing the test's own tag below only untags.
     let shared = g
@@ -53,8 +52,7 @@ async fn busybox_base_builds_idempotently() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn env_image_is_cached_and_reproducible() {
-    let Some(docker) = docker().await else { return };
-    let g = Guard::new(docker);
+    let Some(g) = Guard::start().await else { return };
     let lines = Mutex::new(Vec::new());
     g.docker
         .ensure_busybox_base(&mut log_to(&lines))
@@ -183,8 +181,7 @@ async fn env_image_is_cached_and_reproducible() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn runtime_layer_runs_on_a_base_without_libc() {
-    let Some(docker) = docker().await else { return };
-    let g = Guard::new(docker);
+    let Some(g) = Guard::start().await else { return };
     let lines = Mutex::new(Vec::new());
     g.docker
         .ensure_busybox_base(&mut log_to(&lines))
@@ -248,8 +245,7 @@ async fn runtime_layer_runs_on_a_base_without_libc() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unavailable_images_fail_quickly_and_plainly() {
-    let Some(docker) = docker().await else { return };
-    let g = Guard::new(docker);
+    let Some(g) = Guard::start().await else { return };
     let lines = Mutex::new(Vec::new());
     let reference = format!("registry.invalid/{}/nothing:1", g.prefix);
     match g.docker.pull_image(&reference, &mut log_to(&lines)).await {
@@ -285,8 +281,7 @@ async fn unavailable_images_fail_quickly_and_plainly() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn invalid_specs_create_nothing() {
-    let Some(docker) = docker().await else { return };
-    let g = Guard::new(docker);
+    let Some(g) = Guard::start().await else { return };
     let lines = Mutex::new(Vec::new());
     let mut spec = g.spec();
     spec.memory = "lots".into();
@@ -317,8 +312,7 @@ async fn unreachable_docker_is_its_own_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn preflight_on_this_host() {
-    let Some(docker) = docker().await else { return };
-    let g = Guard::new(docker);
+    let Some(g) = Guard::start().await else { return };
     let cpu = g.spec();
     g.docker
         .preflight(&cpu)

@@ -47,6 +47,11 @@ impl Guard {
         }
     }
 
+    /// A guard on the daemon, or `None` when Docker tests are skipped (see [`docker`]).
+    pub async fn start() -> Option<Self> {
+        docker().await.map(Guard::new)
+    }
+
     /// Removes this image (tag or ID) at the end.
     pub fn image(&self, reference: &str) {
         self.images.lock().unwrap().push(reference.to_string());
