@@ -16,6 +16,10 @@ use tokio::io::AsyncWrite;
 use crate::error::{Error, Result};
 use crate::Docker;
 
+/// What an attached exec streams back: stdout/stderr frames, or the raw TTY bytes.
+type ExecOutputStream =
+    Pin<Box<dyn Stream<Item = std::result::Result<LogOutput, bollard::errors::Error>> + Send>>;
+
 /// Output kept per stream of a one-off command; the rest is dropped and `truncated` set, so a chatty
 /// command cannot exhaust the server's memory.
 pub const MAX_EXEC_OUTPUT: usize = 8 << 20;
@@ -72,31 +76,9 @@ impl Docker {
         cmd: &[&str],
         options: &ExecOptions,
     ) -> Result<ExecOutput> {
-        let exec_id = self.create_exec(container, cmd, options, false).await?;
-        let started = self
-            .api()
-            .start_exec(
-                &exec_id,
-                Some(StartExecOptions {
-                    detach: false,
-                    tty: false,
-                    output_capacity: None,
-                }),
-            )
-            .await
-            .map_err(|e| {
-                Error::docker(
-                    format!("starting exec in {container}"),
-                    "container",
-                    container,
-                    e,
-                )
-            })?;
-        let StartExecResults::Attached { mut output, .. } = started else {
-            return Err(Error::Conflict(format!(
-                "exec in {container} started detached"
-            )));
-        };
+        let (exec_id, mut output, _) = self
+            .attach_exec(container, cmd, options, false, "exec")
+            .await?;
         let (mut stdout, mut stderr, mut truncated) = (Vec::new(), Vec::new(), false);
         while let Some(item) = output.next().await {
             let item = item.map_err(|e| {
@@ -127,6 +109,44 @@ impl Docker {
         })
     }
 
+    /// Creates an exec of `cmd` and starts it attached; `what` names it in errors ("exec",
+    /// "a terminal"). Returns the exec ID with its output and input streams.
+    async fn attach_exec(
+        &self,
+        container: &str,
+        cmd: &[&str],
+        options: &ExecOptions,
+        tty: bool,
+        what: &str,
+    ) -> Result<(String, ExecOutputStream, Pin<Box<dyn AsyncWrite + Send>>)> {
+        let exec_id = self.create_exec(container, cmd, options, tty).await?;
+        let started = self
+            .api()
+            .start_exec(
+                &exec_id,
+                Some(StartExecOptions {
+                    detach: false,
+                    tty,
+                    output_capacity: None,
+                }),
+            )
+            .await
+            .map_err(|e| {
+                Error::docker(
+                    format!("starting {what} in {container}"),
+                    "container",
+                    container,
+                    e,
+                )
+            })?;
+        match started {
+            StartExecResults::Attached { output, input } => Ok((exec_id, output, input)),
+            StartExecResults::Detached => Err(Error::Conflict(format!(
+                "{what} in {container} started detached"
+            ))),
+        }
+    }
+
     /// Starts an interactive `cmd` (default `/bin/sh`) with a TTY of `rows` × `cols`.
     pub async fn open_terminal(
         &self,
@@ -139,33 +159,15 @@ impl Docker {
             env: vec!["TERM=xterm-256color".into()],
             ..Default::default()
         };
-        let exec_id = self
-            .create_exec(container, cmd.unwrap_or(&["/bin/sh"]), &options, true)
-            .await?;
-        let started = self
-            .api()
-            .start_exec(
-                &exec_id,
-                Some(StartExecOptions {
-                    detach: false,
-                    tty: true,
-                    output_capacity: None,
-                }),
+        let (exec_id, output, input) = self
+            .attach_exec(
+                container,
+                cmd.unwrap_or(&["/bin/sh"]),
+                &options,
+                true,
+                "a terminal",
             )
-            .await
-            .map_err(|e| {
-                Error::docker(
-                    format!("starting a terminal in {container}"),
-                    "container",
-                    container,
-                    e,
-                )
-            })?;
-        let StartExecResults::Attached { output, input } = started else {
-            return Err(Error::Conflict(format!(
-                "terminal in {container} started detached"
-            )));
-        };
+            .await?;
         let name = container.to_string();
         let output = output.map(move |item| match item {
             Ok(log) => Ok(log.into_bytes()),
