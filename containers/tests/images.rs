@@ -14,7 +14,9 @@ use containers::{labels, Error};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn busybox_base_builds_idempotently() {
-    let Some(g) = Guard::start().await else { return };
+    let Some(g) = Guard::start().await else {
+        return;
+    };
     let lines = Mutex::new(Vec::new());
     // The shared tag first, so that removing the test's own tag below only untags.
     let shared = g
@@ -52,7 +54,9 @@ async fn busybox_base_builds_idempotently() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn env_image_is_cached_and_reproducible() {
-    let Some(g) = Guard::start().await else { return };
+    let Some(g) = Guard::start().await else {
+        return;
+    };
     let lines = Mutex::new(Vec::new());
     g.docker
         .ensure_busybox_base(&mut log_to(&lines))
@@ -181,7 +185,9 @@ async fn env_image_is_cached_and_reproducible() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn runtime_layer_runs_on_a_base_without_libc() {
-    let Some(g) = Guard::start().await else { return };
+    let Some(g) = Guard::start().await else {
+        return;
+    };
     let lines = Mutex::new(Vec::new());
     g.docker
         .ensure_busybox_base(&mut log_to(&lines))
@@ -245,7 +251,9 @@ async fn runtime_layer_runs_on_a_base_without_libc() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unavailable_images_fail_quickly_and_plainly() {
-    let Some(g) = Guard::start().await else { return };
+    let Some(g) = Guard::start().await else {
+        return;
+    };
     let lines = Mutex::new(Vec::new());
     let reference = format!("registry.invalid/{}/nothing:1", g.prefix);
     match g.docker.pull_image(&reference, &mut log_to(&lines)).await {
@@ -281,7 +289,9 @@ async fn unavailable_images_fail_quickly_and_plainly() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn invalid_specs_create_nothing() {
-    let Some(g) = Guard::start().await else { return };
+    let Some(g) = Guard::start().await else {
+        return;
+    };
     let lines = Mutex::new(Vec::new());
     let mut spec = g.spec();
     spec.memory = "lots".into();
@@ -312,7 +322,9 @@ async fn unreachable_docker_is_its_own_error() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn preflight_on_this_host() {
-    let Some(g) = Guard::start().await else { return };
+    let Some(g) = Guard::start().await else {
+        return;
+    };
     let cpu = g.spec();
     g.docker
         .preflight(&cpu)

@@ -58,7 +58,9 @@ async fn wait_exit(g: &Guard, name: &str) -> ContainerStatus {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn provisions_hardened_limited_containers_with_a_persistent_workspace() {
-    let Some(g) = Guard::start().await else { return };
+    let Some(g) = Guard::start().await else {
+        return;
+    };
     let image = env_image(&g).await;
     let request = g.request("main", &image);
 
@@ -163,7 +165,9 @@ async fn provisions_hardened_limited_containers_with_a_persistent_workspace() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stop_start_restart_remove_and_events() {
-    let Some(g) = Guard::start().await else { return };
+    let Some(g) = Guard::start().await else {
+        return;
+    };
     let image = env_image(&g).await;
     let request = g.request("cycle", &image);
     let mut events = Box::pin(
@@ -224,7 +228,9 @@ async fn stop_start_restart_remove_and_events() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn exit_codes_and_oom_kills_are_reported() {
-    let Some(g) = Guard::start().await else { return };
+    let Some(g) = Guard::start().await else {
+        return;
+    };
     let image = env_image(&g).await;
     let mut events = Box::pin(
         g.docker
@@ -277,7 +283,9 @@ async fn exit_codes_and_oom_kills_are_reported() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reconcile_listing_sees_a_container_removed_behind_our_back() {
-    let Some(g) = Guard::start().await else { return };
+    let Some(g) = Guard::start().await else {
+        return;
+    };
     let image = env_image(&g).await;
     let a = g.docker.provision(&g.request("a", &image)).await.unwrap();
     let b = g.docker.provision(&g.request("b", &image)).await.unwrap();

@@ -36,7 +36,9 @@ async fn read_until(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tty_session_with_resize_and_exit_code() {
-    let Some(g) = Guard::start().await else { return };
+    let Some(g) = Guard::start().await else {
+        return;
+    };
     let image = env_image(&g).await;
     let request = g.request("tty", &image);
     g.docker.provision(&request).await.unwrap();
@@ -79,7 +81,9 @@ async fn tty_session_with_resize_and_exit_code() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn exec_in_a_stopped_container_is_a_conflict() {
-    let Some(g) = Guard::start().await else { return };
+    let Some(g) = Guard::start().await else {
+        return;
+    };
     let image = env_image(&g).await;
     let request = g.request("stopped", &image);
     g.docker.provision(&request).await.unwrap();
