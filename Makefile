@@ -7,7 +7,7 @@ PADDOCK_DATA_DIR ?= ./data
 PADDOCK_BIND ?= 127.0.0.1:3000
 
 .PHONY: setup build build-release run test test-rust test-trainer test-containers test-app test-server test-e2e \
-        dataset bench bench-train docker docker-required fmt clippy
+        dataset bench bench-train bench-env docker docker-required fmt clippy
 
 setup:
 	@scripts/setup.sh
@@ -66,10 +66,15 @@ test-e2e: setup docker-required
 dataset:
 	@scripts/dataset/make_dataset.sh
 
-bench: bench-train
+bench: bench-train bench-env
 
 bench-train: setup
 	@scripts/bench/bench_train.sh
+
+## Environment provision latency (create + start of a cached image, then stop and remove): p50/p95 over
+## 20 runs (BENCH_ENV_RUNS) through the app's provisioning path (containers/examples/bench_env.rs).
+bench-env: setup docker-required
+	$(ENV) cargo run --release -q -p containers --example bench_env
 
 fmt:
 	cargo fmt --all
