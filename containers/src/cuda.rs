@@ -1,9 +1,10 @@
 //! CUDA versions, NVIDIA driver versions and compute capabilities, and the table that ties CUDA toolkit
 //! releases to the oldest Linux driver able to run them. The table is NVIDIA's "CUDA Toolkit and
 //! Corresponding Driver Versions" (CUDA release notes, table 3, Linux x86_64 column). It uses the toolkit
-//! requirement, not the looser "minor version compatibility" floor (525.60.13 for all of 12.x), because the
-//! official CUDA images set `NVIDIA_REQUIRE_CUDA=cuda>=12.x` and the NVIDIA container runtime enforces exactly
-//! that at container start — which is the failure users meet and that preflight exists to predict.
+//! requirement, not the looser "minor version compatibility" floor (driver ≥ 525 for all of 12.x, ≥ 580 for
+//! 13.x, ≥ 450.80.02 for 11.x), because the official CUDA images set `NVIDIA_REQUIRE_CUDA=cuda>=12.x` and the
+//! NVIDIA container runtime enforces exactly that at container start — which is the failure users meet and
+//! that preflight exists to predict.
 
 use std::fmt;
 use std::str::FromStr;
@@ -116,10 +117,23 @@ impl fmt::Display for Version {
     }
 }
 
-/// CUDA toolkit release (`major.minor[.patch]`) → oldest Linux x86_64 driver, newest first. Point releases
-/// that raised the requirement are listed separately (e.g. 12.8 Update 1).
+/// CUDA toolkit release (`major.minor[.patch]`) → oldest Linux x86_64 driver, newest first. Only the point
+/// releases that raised the requirement have a row; the others share the row before them (12.6 Update 2 needs
+/// what 12.6 Update 1 needs). NVIDIA's "Update N" of `x.y` is `x.y.N`, except in 11.0, whose RC was 11.0.1,
+/// GA 11.0.2 and Update 1 11.0.3.
+///
+/// Source: table 3 of the CUDA 13.1 release notes,
+/// <https://docs.nvidia.com/cuda/archive/13.1.0/cuda-toolkit-release-notes/index.html>, checked against the
+/// current notes (13.4 Update 1, <https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html>),
+/// whose table for 12.9 and earlier is the same. The current notes give CUDA 13.2 and later only as a driver
+/// branch (R595, R610, R615), not a minimum version, so those releases are left out: preflight then says it
+/// cannot confirm compatibility rather than guessing.
 const DRIVER_TABLE: &[(&str, &str)] = &[
+    ("13.1", "590.44.01"),
+    ("13.0.2", "580.95.05"),
+    ("13.0.1", "580.82.07"),
     ("13.0", "580.65.06"),
+    ("12.9.1", "575.57.08"),
     ("12.9", "575.51.03"),
     ("12.8.1", "570.124.06"),
     ("12.8", "570.26"),
@@ -130,7 +144,7 @@ const DRIVER_TABLE: &[(&str, &str)] = &[
     ("12.5", "555.42.02"),
     ("12.4.1", "550.54.15"),
     ("12.4", "550.54.14"),
-    ("12.3.2", "545.23.08"),
+    ("12.3.1", "545.23.08"),
     ("12.3", "545.23.06"),
     ("12.2.2", "535.104.05"),
     ("12.2.1", "535.86.09"),
@@ -139,15 +153,21 @@ const DRIVER_TABLE: &[(&str, &str)] = &[
     ("12.0.1", "525.85.12"),
     ("12.0", "525.60.13"),
     ("11.8", "520.61.05"),
-    ("11.7.1", "515.65.01"),
+    ("11.7.1", "515.48.07"),
     ("11.7", "515.43.04"),
-    ("11.6.2", "510.47.03"),
+    ("11.6.1", "510.47.03"),
     ("11.6", "510.39.01"),
     ("11.5", "495.29.05"),
+    ("11.4.3", "470.82.01"),
+    ("11.4.1", "470.57.02"),
     ("11.4", "470.42.01"),
     ("11.3", "465.19.01"),
+    ("11.2.1", "460.32.03"),
     ("11.2", "460.27.03"),
+    ("11.1.1", "455.32"),
     ("11.1", "455.23"),
+    ("11.0.3", "450.51.06"),
+    ("11.0.2", "450.51.05"),
     ("11.0", "450.36.06"),
 ];
 
@@ -198,6 +218,19 @@ mod tests {
         assert_eq!(min_driver_for(&v("12.8.1")), Some(v("570.124.06")));
         assert_eq!(min_driver_for(&v("12.6.2")), Some(v("560.35.03")));
         assert_eq!(min_driver_for(&v("11.8.0")), Some(v("520.61.05")));
+        // Update releases that raised the requirement, per NVIDIA's table.
+        assert_eq!(min_driver_for(&v("12.3.1")), Some(v("545.23.08")));
+        assert_eq!(min_driver_for(&v("12.3.2")), Some(v("545.23.08")));
+        assert_eq!(min_driver_for(&v("12.9.1")), Some(v("575.57.08")));
+        assert_eq!(min_driver_for(&v("11.7.1")), Some(v("515.48.07")));
+        assert_eq!(min_driver_for(&v("11.6.1")), Some(v("510.47.03")));
+        assert_eq!(min_driver_for(&v("11.4.2")), Some(v("470.57.02")));
+        assert_eq!(min_driver_for(&v("11.0.3")), Some(v("450.51.06")));
+        assert_eq!(min_driver_for(&v("13.0.0")), Some(v("580.65.06")));
+        assert_eq!(min_driver_for(&v("13.0.2")), Some(v("580.95.05")));
+        assert_eq!(min_driver_for(&v("13.1.1")), Some(v("590.44.01")));
+        // Known to NVIDIA only as a driver branch: not guessed.
+        assert_eq!(min_driver_for(&v("13.2")), None);
         assert_eq!(min_driver_for(&v("14.0")), None);
         assert_eq!(min_driver_for(&v("10.2")), None);
     }
@@ -206,6 +239,8 @@ mod tests {
     fn driver_to_cuda() {
         assert_eq!(max_cuda_for(&v("535.104.05")), Some(v("12.2.2")));
         assert_eq!(max_cuda_for(&v("550.54.15")), Some(v("12.4.1")));
+        assert_eq!(max_cuda_for(&v("575.57.08")), Some(v("12.9.1")));
+        assert_eq!(max_cuda_for(&v("580.95.05")), Some(v("13.0.2")));
         assert_eq!(max_cuda_for(&v("400.0")), None);
     }
 
