@@ -15,45 +15,56 @@ use crate::types::*;
 #[server(prefix = "/rpc", endpoint = "current_user")]
 pub async fn current_user() -> Result<Option<Me>, AppError> {
     use crate::ssr::context as ctx;
-    ctx::respond(async move {
-        Ok(ctx::maybe_actor().await?.map(|a| a.me()))
-    }
-    .await)
+    ctx::respond(async move { Ok(ctx::maybe_actor().await?.map(|a| a.me())) }.await)
 }
 
 /// Creates an account and signs it in. The first account becomes the instance admin.
 #[server(prefix = "/rpc", endpoint = "sign_up")]
 pub async fn sign_up(username: String, password: String) -> Result<Me, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        let state = ctx::state()?;
-        let signed = ssr::accounts::sign_up(&state.db, &username, &password, ctx::client_ip().as_deref()).await?;
-        ssr::sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
-        Ok(signed.me)
-    }
-    .await)
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            let signed = ssr::accounts::sign_up(
+                &state.db,
+                &username,
+                &password,
+                ctx::client_ip().as_deref(),
+            )
+            .await?;
+            ssr::sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
+            Ok(signed.me)
+        }
+        .await,
+    )
 }
 
 #[server(prefix = "/rpc", endpoint = "sign_in")]
 pub async fn sign_in(username: String, password: String) -> Result<Me, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        let state = ctx::state()?;
-        let ip = ctx::client_ip();
-        let signed = ssr::accounts::sign_in(&state.db, &state.throttle, &username, &password, ip.as_deref()).await?;
-        ssr::sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
-        Ok(signed.me)
-    }
-    .await)
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            let ip = ctx::client_ip();
+            let signed = ssr::accounts::sign_in(
+                &state.db,
+                &state.throttle,
+                &username,
+                &password,
+                ip.as_deref(),
+            )
+            .await?;
+            ssr::sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
+            Ok(signed.me)
+        }
+        .await,
+    )
 }
 
 #[server(prefix = "/rpc", endpoint = "sign_out")]
 pub async fn sign_out() -> Result<(), AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::sessions::sign_out(&ctx::session()?).await
-    }
-    .await)
+    ctx::respond(async move { ssr::sessions::sign_out(&ctx::session()?).await }.await)
 }
 
 // ---- workspaces -----------------------------------------------------------------------------------
@@ -62,10 +73,9 @@ pub async fn sign_out() -> Result<(), AppError> {
 #[server(prefix = "/rpc", endpoint = "list_workspaces")]
 pub async fn list_workspaces() -> Result<Vec<WorkspaceSummary>, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::workspaces::list(&ctx::state()?.db, &ctx::actor().await?).await
-    }
-    .await)
+    ctx::respond(
+        async move { ssr::workspaces::list(&ctx::state()?.db, &ctx::actor().await?).await }.await,
+    )
 }
 
 /// NotFound for non-members.
@@ -90,22 +100,30 @@ pub async fn create_workspace(name: String) -> Result<WorkspaceSummary, AppError
 
 /// Owners only.
 #[server(prefix = "/rpc", endpoint = "rename_workspace")]
-pub async fn rename_workspace(workspace_id: i64, name: String) -> Result<WorkspaceSummary, AppError> {
+pub async fn rename_workspace(
+    workspace_id: i64,
+    name: String,
+) -> Result<WorkspaceSummary, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::workspaces::rename(&ctx::state()?.db, &ctx::actor().await?, workspace_id, &name).await
-    }
-    .await)
+    ctx::respond(
+        async move {
+            ssr::workspaces::rename(&ctx::state()?.db, &ctx::actor().await?, workspace_id, &name)
+                .await
+        }
+        .await,
+    )
 }
 
 /// Owners only.
 #[server(prefix = "/rpc", endpoint = "delete_workspace")]
 pub async fn delete_workspace(workspace_id: i64) -> Result<(), AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::workspaces::delete(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
-    }
-    .await)
+    ctx::respond(
+        async move {
+            ssr::workspaces::delete(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+        }
+        .await,
+    )
 }
 
 // ---- members --------------------------------------------------------------------------------------
@@ -121,44 +139,89 @@ pub async fn list_members(workspace_id: i64) -> Result<Vec<Member>, AppError> {
 
 /// Owners only. `role` is `owner`, `editor` or `viewer`.
 #[server(prefix = "/rpc", endpoint = "add_member")]
-pub async fn add_member(workspace_id: i64, username: String, role: String) -> Result<Member, AppError> {
+pub async fn add_member(
+    workspace_id: i64,
+    username: String,
+    role: String,
+) -> Result<Member, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::members::add(&ctx::state()?.db, &ctx::actor().await?, workspace_id, &username, &role).await
-    }
-    .await)
+    ctx::respond(
+        async move {
+            ssr::members::add(
+                &ctx::state()?.db,
+                &ctx::actor().await?,
+                workspace_id,
+                &username,
+                &role,
+            )
+            .await
+        }
+        .await,
+    )
 }
 
 /// Owners only. The last owner cannot be demoted.
 #[server(prefix = "/rpc", endpoint = "change_member_role")]
-pub async fn change_member_role(workspace_id: i64, user_id: i64, role: String) -> Result<Member, AppError> {
+pub async fn change_member_role(
+    workspace_id: i64,
+    user_id: i64,
+    role: String,
+) -> Result<Member, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::members::change_role(&ctx::state()?.db, &ctx::actor().await?, workspace_id, user_id, &role).await
-    }
-    .await)
+    ctx::respond(
+        async move {
+            ssr::members::change_role(
+                &ctx::state()?.db,
+                &ctx::actor().await?,
+                workspace_id,
+                user_id,
+                &role,
+            )
+            .await
+        }
+        .await,
+    )
 }
 
 /// Owners only (or a member removing themselves). The last owner cannot be removed.
 #[server(prefix = "/rpc", endpoint = "remove_member")]
 pub async fn remove_member(workspace_id: i64, user_id: i64) -> Result<(), AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::members::remove(&ctx::state()?.db, &ctx::actor().await?, workspace_id, user_id).await
-    }
-    .await)
+    ctx::respond(
+        async move {
+            ssr::members::remove(
+                &ctx::state()?.db,
+                &ctx::actor().await?,
+                workspace_id,
+                user_id,
+            )
+            .await
+        }
+        .await,
+    )
 }
 
 // ---- activity -------------------------------------------------------------------------------------
 
 /// Newest first; `before` is an entry id for paging.
 #[server(prefix = "/rpc", endpoint = "list_activity")]
-pub async fn list_activity(workspace_id: i64, before: Option<i64>) -> Result<Vec<AuditEntry>, AppError> {
+pub async fn list_activity(
+    workspace_id: i64,
+    before: Option<i64>,
+) -> Result<Vec<AuditEntry>, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::audit::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id, before).await
-    }
-    .await)
+    ctx::respond(
+        async move {
+            ssr::audit::list(
+                &ctx::state()?.db,
+                &ctx::actor().await?,
+                workspace_id,
+                before,
+            )
+            .await
+        }
+        .await,
+    )
 }
 
 // ---- personal API tokens --------------------------------------------------------------------------
@@ -166,28 +229,27 @@ pub async fn list_activity(workspace_id: i64, before: Option<i64>) -> Result<Vec
 #[server(prefix = "/rpc", endpoint = "list_tokens")]
 pub async fn list_tokens() -> Result<Vec<ApiToken>, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::tokens::list(&ctx::state()?.db, &ctx::actor().await?).await
-    }
-    .await)
+    ctx::respond(
+        async move { ssr::tokens::list(&ctx::state()?.db, &ctx::actor().await?).await }.await,
+    )
 }
 
 #[server(prefix = "/rpc", endpoint = "create_token")]
 pub async fn create_token(name: String) -> Result<NewApiToken, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::tokens::create(&ctx::state()?.db, &ctx::actor().await?, &name).await
-    }
-    .await)
+    ctx::respond(
+        async move { ssr::tokens::create(&ctx::state()?.db, &ctx::actor().await?, &name).await }
+            .await,
+    )
 }
 
 #[server(prefix = "/rpc", endpoint = "revoke_token")]
 pub async fn revoke_token(token_id: i64) -> Result<(), AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::tokens::revoke(&ctx::state()?.db, &ctx::actor().await?, token_id).await
-    }
-    .await)
+    ctx::respond(
+        async move { ssr::tokens::revoke(&ctx::state()?.db, &ctx::actor().await?, token_id).await }
+            .await,
+    )
 }
 
 // ---- instance administration (admins only) -------------------------------------------------------
@@ -196,35 +258,235 @@ pub async fn revoke_token(token_id: i64) -> Result<(), AppError> {
 #[server(name = GetInstanceSettings, prefix = "/rpc", endpoint = "instance_settings")]
 pub async fn instance_settings() -> Result<InstanceSettings, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::admin::settings(&ctx::state()?.db, &ctx::actor().await?).await
-    }
-    .await)
+    ctx::respond(
+        async move { ssr::admin::settings(&ctx::state()?.db, &ctx::actor().await?).await }.await,
+    )
 }
 
 #[server(prefix = "/rpc", endpoint = "set_signup_enabled")]
 pub async fn set_signup_enabled(enabled: bool) -> Result<InstanceSettings, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::admin::set_signup_enabled(&ctx::state()?.db, &ctx::actor().await?, enabled).await
-    }
-    .await)
+    ctx::respond(
+        async move {
+            ssr::admin::set_signup_enabled(&ctx::state()?.db, &ctx::actor().await?, enabled).await
+        }
+        .await,
+    )
 }
 
 #[server(prefix = "/rpc", endpoint = "list_users")]
 pub async fn list_users() -> Result<Vec<UserAccount>, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::admin::list_users(&ctx::state()?.db, &ctx::actor().await?).await
-    }
-    .await)
+    ctx::respond(
+        async move { ssr::admin::list_users(&ctx::state()?.db, &ctx::actor().await?).await }.await,
+    )
 }
 
 #[server(prefix = "/rpc", endpoint = "set_user_disabled")]
 pub async fn set_user_disabled(user_id: i64, disabled: bool) -> Result<UserAccount, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::admin::set_user_disabled(&ctx::state()?.db, &ctx::actor().await?, user_id, disabled).await
-    }
-    .await)
+    ctx::respond(
+        async move {
+            ssr::admin::set_user_disabled(
+                &ctx::state()?.db,
+                &ctx::actor().await?,
+                user_id,
+                disabled,
+            )
+            .await
+        }
+        .await,
+    )
+}
+
+// ---- environments ---------------------------------------------------------------------------------
+
+/// Docker availability, host size, GPUs and the base-image catalog.
+#[server(prefix = "/rpc", endpoint = "docker_status")]
+pub async fn get_docker_status() -> Result<DockerStatus, AppError> {
+    use crate::ssr::context as ctx;
+    ctx::respond(
+        async move {
+            ctx::actor().await?;
+            let state = ctx::state()?;
+            state.engine.status(&state.db).await
+        }
+        .await,
+    )
+}
+
+#[server(prefix = "/rpc", endpoint = "list_environments")]
+pub async fn list_environments(workspace_id: i64) -> Result<Vec<EnvironmentSummary>, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            ssr::environments::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+        }
+        .await,
+    )
+}
+
+#[server(prefix = "/rpc", endpoint = "get_environment")]
+pub async fn get_environment(
+    workspace_id: i64,
+    environment_id: i64,
+) -> Result<EnvironmentDetail, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            ssr::environments::get(
+                &ctx::state()?.db,
+                &ctx::actor().await?,
+                workspace_id,
+                environment_id,
+            )
+            .await
+        }
+        .await,
+    )
+}
+
+/// Creates an environment and starts its image build.
+#[server(prefix = "/rpc", endpoint = "create_environment", input = leptos::server_fn::codec::Json)]
+pub async fn create_environment(
+    workspace_id: i64,
+    spec: EnvironmentSpec,
+) -> Result<EnvironmentDetail, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            ssr::environments::create(
+                &state.db,
+                &state.engine,
+                &ctx::actor().await?,
+                workspace_id,
+                spec,
+            )
+            .await
+        }
+        .await,
+    )
+}
+
+/// A new version when the spec differs.
+#[server(prefix = "/rpc", endpoint = "update_environment", input = leptos::server_fn::codec::Json)]
+pub async fn update_environment(
+    workspace_id: i64,
+    environment_id: i64,
+    spec: EnvironmentSpec,
+) -> Result<EnvironmentDetail, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            ssr::environments::update(
+                &state.db,
+                &state.engine,
+                &ctx::actor().await?,
+                workspace_id,
+                environment_id,
+                spec,
+            )
+            .await
+        }
+        .await,
+    )
+}
+
+#[server(prefix = "/rpc", endpoint = "delete_environment")]
+pub async fn delete_environment(workspace_id: i64, environment_id: i64) -> Result<(), AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            ssr::environments::delete(
+                &state.db,
+                &state.engine,
+                &ctx::actor().await?,
+                workspace_id,
+                environment_id,
+            )
+            .await
+        }
+        .await,
+    )
+}
+
+#[server(prefix = "/rpc", endpoint = "rebuild_environment")]
+pub async fn rebuild_environment(
+    workspace_id: i64,
+    environment_id: i64,
+    force: bool,
+) -> Result<EnvironmentDetail, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            ssr::environments::rebuild(
+                &state.db,
+                &state.engine,
+                &ctx::actor().await?,
+                workspace_id,
+                environment_id,
+                force,
+            )
+            .await
+        }
+        .await,
+    )
+}
+
+/// What a lifecycle button does: `up`, `down` or `restart`.
+#[server(prefix = "/rpc", endpoint = "environment_action")]
+pub async fn environment_action(
+    workspace_id: i64,
+    environment_id: i64,
+    action: String,
+) -> Result<EnvironmentDetail, AppError> {
+    use crate::ssr::context as ctx;
+    use crate::ssr::environments::lifecycle;
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            let actor = ctx::actor().await?;
+            let (db, engine) = (&state.db, &state.engine);
+            match action.as_str() {
+                "up" => lifecycle::up(db, engine, &actor, workspace_id, environment_id).await,
+                "down" => lifecycle::down(db, engine, &actor, workspace_id, environment_id).await,
+                "restart" => {
+                    lifecycle::restart(db, engine, &actor, workspace_id, environment_id).await
+                }
+                _ => Err(AppError::invalid(
+                    "action",
+                    "action_invalid",
+                    "action must be up, down or restart",
+                )),
+            }
+        }
+        .await,
+    )
+}
+
+#[server(prefix = "/rpc", endpoint = "environment_stats")]
+pub async fn get_environment_stats(
+    workspace_id: i64,
+    environment_id: i64,
+) -> Result<EnvironmentStats, AppError> {
+    use crate::ssr::context as ctx;
+    use crate::ssr::environments::lifecycle;
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            lifecycle::stats(
+                &state.db,
+                &state.engine,
+                &ctx::actor().await?,
+                workspace_id,
+                environment_id,
+            )
+            .await
+        }
+        .await,
+    )
 }

@@ -6,7 +6,9 @@
 //! `password_too_short`, `password_too_long`, `invalid_credentials`, `signup_disabled`,
 //! `account_disabled`, `workspace_name_invalid`, `role_invalid`, `user_not_found`, `already_member`,
 //! `last_owner`, `token_name_invalid`, `cannot_disable_self`, `body_too_large`, `invalid_body`,
-//! `csrf_rejected`, `unauthenticated`, `forbidden`, `not_found`, `too_many_requests`, `internal`,
+//! `csrf_rejected`, `environment_name_taken`, `spec_invalid`, `image_unavailable`, `preflight_failed`,
+//! `not_built`, `not_running`, `build_in_progress`, `gpus_busy`, `docker_unavailable`, `docker_error`,
+//! `unauthenticated`, `forbidden`, `not_found`, `too_many_requests`, `internal`,
 //! `transport` (client side only).
 
 use serde::{Deserialize, Serialize};
@@ -20,7 +22,11 @@ pub enum AppError {
     /// translatable identifier (`password_too_short`, `username_taken`, ...); `message` is an
     /// English explanation for API users.
     #[error("{message}")]
-    Invalid { field: Option<String>, code: String, message: String },
+    Invalid {
+        field: Option<String>,
+        code: String,
+        message: String,
+    },
     /// No valid session or token.
     #[error("sign in required")]
     Unauthenticated,
@@ -32,7 +38,11 @@ pub enum AppError {
     NotFound,
     /// Conflicts with existing state (a duplicate name, a last owner leaving, ...).
     #[error("{message}")]
-    Conflict { field: Option<String>, code: String, message: String },
+    Conflict {
+        field: Option<String>,
+        code: String,
+        message: String,
+    },
     /// Too many attempts; try again after the given number of seconds.
     #[error("too many attempts, try again in {retry_after_secs} s")]
     TooManyRequests { retry_after_secs: u64 },
@@ -50,6 +60,10 @@ pub enum AppError {
     /// Well-formed JSON with wrong fields or types is `Invalid` with code `invalid_body` instead.
     #[error("{message}")]
     Malformed { message: String },
+    /// A service Paddock depends on is not there right now (`docker_unavailable`: no Docker engine
+    /// answers). HTTP 503; the rest of Paddock keeps working.
+    #[error("{message}")]
+    Unavailable { code: String, message: String },
     /// Something failed on the server; the cause is in the server log.
     #[error("internal error")]
     Internal,
@@ -60,21 +74,42 @@ pub enum AppError {
 
 impl AppError {
     pub fn invalid(field: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
-        AppError::Invalid { field: Some(field.into()), code: code.into(), message: message.into() }
+        AppError::Invalid {
+            field: Some(field.into()),
+            code: code.into(),
+            message: message.into(),
+        }
     }
 
     pub fn denied(code: &str, message: impl Into<String>) -> Self {
-        AppError::Denied { code: code.into(), message: message.into() }
+        AppError::Denied {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn unavailable(code: &str, message: impl Into<String>) -> Self {
+        AppError::Unavailable {
+            code: code.into(),
+            message: message.into(),
+        }
     }
 
     pub fn conflict(field: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
-        AppError::Conflict { field: Some(field.into()), code: code.into(), message: message.into() }
+        AppError::Conflict {
+            field: Some(field.into()),
+            code: code.into(),
+            message: message.into(),
+        }
     }
 
     /// A stable identifier for the UI to translate.
     pub fn code(&self) -> &str {
         match self {
-            AppError::Invalid { code, .. } | AppError::Conflict { code, .. } | AppError::Denied { code, .. } => code,
+            AppError::Invalid { code, .. }
+            | AppError::Conflict { code, .. }
+            | AppError::Denied { code, .. }
+            | AppError::Unavailable { code, .. } => code,
             AppError::InvalidCredentials => "invalid_credentials",
             AppError::TooLarge { .. } => "body_too_large",
             AppError::Malformed { .. } => "invalid_body",

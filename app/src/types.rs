@@ -125,3 +125,321 @@ pub struct UserAccount {
 pub struct InstanceSettings {
     pub signup_enabled: bool,
 }
+
+// ---- environments ---------------------------------------------------------------------------------
+
+/// What a user asks an environment to be: the form, the REST body and the stored document. It mirrors
+/// `containers::EnvSpec` field for field (same JSON), except that the Paddock runtime layer is a yes/no
+/// here — the server knows where its own binary is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentSpec {
+    /// 1–64 characters: letters, digits, `.`, `_`, `-` and spaces; unique in the workspace.
+    pub name: String,
+    /// Base image reference (`paddock/base:busybox`, `debian:bookworm-slim`, `nvidia/cuda:12.4.1-runtime-ubuntu22.04`).
+    pub base_image: String,
+    /// Copy Paddock's runtime (its binary plus libtorch) into the image, so jobs and model servers run inside.
+    #[serde(default)]
+    pub runtime: bool,
+    /// Extra OS packages (apt; Debian and Ubuntu bases only): `name` or `name=version`.
+    #[serde(default)]
+    pub os_packages: Vec<String>,
+    /// CPU limit in cores; fractions allowed.
+    pub cpus: f64,
+    /// Memory limit, like `512m` or `8g`.
+    pub memory: String,
+    /// Size of `/dev/shm`, like `1g`.
+    #[serde(default = "default_shm_size")]
+    pub shm_size: String,
+    #[serde(default)]
+    pub gpus: GpuSpec,
+    /// Whether the GPUs may also be given to other environments at the same time.
+    #[serde(default)]
+    pub shared_gpus: bool,
+    /// Environment variables baked into the image.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    #[serde(default = "default_working_dir")]
+    pub working_dir: String,
+    /// The workspace's persistent volume mounted at `/workspace` (letters, digits, `_`, `.`, `-`);
+    /// environments of one workspace naming the same volume share its files.
+    #[serde(default = "default_workspace_volume")]
+    pub workspace_volume: String,
+}
+
+fn default_shm_size() -> String {
+    "64m".into()
+}
+fn default_working_dir() -> String {
+    "/workspace".into()
+}
+fn default_workspace_volume() -> String {
+    "workspace".into()
+}
+
+impl Default for EnvironmentSpec {
+    fn default() -> Self {
+        EnvironmentSpec {
+            name: String::new(),
+            base_image: "paddock/base:busybox".into(),
+            runtime: false,
+            os_packages: Vec::new(),
+            cpus: 1.0,
+            memory: "1g".into(),
+            shm_size: default_shm_size(),
+            gpus: GpuSpec::None,
+            shared_gpus: false,
+            env: Default::default(),
+            working_dir: default_working_dir(),
+            workspace_volume: default_workspace_volume(),
+        }
+    }
+}
+
+/// GPUs an environment asks for: `"none"`, `{"count": 2}` or `{"devices": [0, 3]}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum GpuSpec {
+    #[default]
+    None,
+    Count(u32),
+    Devices(Vec<u32>),
+}
+
+impl GpuSpec {
+    pub fn count(&self) -> usize {
+        match self {
+            GpuSpec::None => 0,
+            GpuSpec::Count(n) => *n as usize,
+            GpuSpec::Devices(d) => d.len(),
+        }
+    }
+}
+
+/// Where an environment's container is, as Paddock last saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum EnvStatus {
+    /// No container (never started, or stopped and removed on purpose).
+    Stopped,
+    Provisioning,
+    Running,
+    /// The main process ended; `exit_code` says how.
+    Exited,
+    /// Killed for using more memory than the limit.
+    OomKilled,
+    /// The container disappeared behind Paddock's back.
+    Missing,
+    /// The last action failed; `status_message` says why.
+    Failed,
+}
+
+impl EnvStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnvStatus::Stopped => "stopped",
+            EnvStatus::Provisioning => "provisioning",
+            EnvStatus::Running => "running",
+            EnvStatus::Exited => "exited",
+            EnvStatus::OomKilled => "oom_killed",
+            EnvStatus::Missing => "missing",
+            EnvStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EnvStatus> {
+        [
+            EnvStatus::Stopped,
+            EnvStatus::Provisioning,
+            EnvStatus::Running,
+            EnvStatus::Exited,
+            EnvStatus::OomKilled,
+            EnvStatus::Missing,
+            EnvStatus::Failed,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+}
+
+/// The image build of one environment version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum BuildStatus {
+    Queued,
+    Building,
+    Built,
+    Failed,
+}
+
+impl BuildStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuildStatus::Queued => "queued",
+            BuildStatus::Building => "building",
+            BuildStatus::Built => "built",
+            BuildStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<BuildStatus> {
+        [
+            BuildStatus::Queued,
+            BuildStatus::Building,
+            BuildStatus::Built,
+            BuildStatus::Failed,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+
+    /// Queued or building: the log may still grow.
+    pub fn is_active(self) -> bool {
+        matches!(self, BuildStatus::Queued | BuildStatus::Building)
+    }
+}
+
+/// One row of the environment list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct EnvironmentSummary {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    pub status: EnvStatus,
+    pub exit_code: Option<i64>,
+    pub current_version: i64,
+    pub build_status: BuildStatus,
+    /// The lock of the current version: `sha256:…` once built.
+    pub image_id: Option<String>,
+    pub base_image: String,
+    pub cpus: f64,
+    pub memory: String,
+    pub gpus: GpuSpec,
+    /// RFC 3339.
+    pub updated_at: String,
+}
+
+/// One version of an environment's spec and the image built from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct EnvironmentVersion {
+    pub version: i64,
+    pub spec: EnvironmentSpec,
+    /// SHA-256 of the canonical spec: the version's identity.
+    pub spec_hash: String,
+    pub build_status: BuildStatus,
+    /// SHA-256 of what goes into the image (base image ID, runtime files, packages, variables).
+    pub build_hash: Option<String>,
+    /// The lock: the image ID this version runs.
+    pub image_id: Option<String>,
+    /// The image ID before the last rebuild, when the rebuild changed it.
+    pub previous_image_id: Option<String>,
+    pub image_tag: Option<String>,
+    pub dockerfile: Option<String>,
+    pub build_error: Option<String>,
+    pub created_by: Option<String>,
+    pub created_at: String,
+    pub build_started_at: Option<String>,
+    pub build_finished_at: Option<String>,
+}
+
+/// Something that happened to an environment's container.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct EnvironmentEvent {
+    pub id: i64,
+    /// `start`, `die`, `oom`, `stop`, `missing`, `adopted`, `idle_stop`, `provision_failed`, ...
+    pub kind: String,
+    pub message: String,
+    pub at: String,
+}
+
+/// An environment with its versions, container and recent events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct EnvironmentDetail {
+    pub summary: EnvironmentSummary,
+    /// The current version's spec.
+    pub spec: EnvironmentSpec,
+    /// Newest first.
+    pub versions: Vec<EnvironmentVersion>,
+    pub status_message: Option<String>,
+    pub container_name: Option<String>,
+    /// Host GPU indices the running container holds.
+    pub gpu_indices: Vec<u32>,
+    pub last_active_at: Option<String>,
+    /// Newest first, at most 50.
+    pub events: Vec<EnvironmentEvent>,
+    /// The caller may provision, change and open a terminal (editor or owner).
+    pub can_edit: bool,
+}
+
+/// One-shot CPU and memory use of a running environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct EnvironmentStats {
+    /// Percent of one CPU (200 = two CPUs busy).
+    pub cpu_percent: f64,
+    pub memory_bytes: u64,
+    pub memory_limit_bytes: u64,
+    pub pids: Option<u64>,
+}
+
+/// The result of a command run in an environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ExecResult {
+    pub exit_code: i64,
+    pub stdout: String,
+    pub stderr: String,
+    /// The output was longer than the server keeps and was cut.
+    pub truncated: bool,
+}
+
+/// A base image Paddock knows, with the CUDA version it needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct CatalogImage {
+    pub reference: String,
+    pub description: String,
+    pub cuda: Option<String>,
+    /// The oldest NVIDIA driver its CUDA runs on.
+    pub min_driver: Option<String>,
+    /// Made on this machine without a registry.
+    pub local: bool,
+    /// Whether it can take extra OS packages.
+    pub has_apt: bool,
+}
+
+/// A GPU of the host, and who holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct GpuSummary {
+    pub index: u32,
+    pub name: String,
+    pub driver_version: String,
+    pub compute_capability: String,
+    pub memory_mib: u64,
+    /// How many environments or jobs hold it now.
+    pub holders: u32,
+    pub shared: bool,
+}
+
+/// What the dashboard needs to know about the container engine before offering environment actions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct DockerStatus {
+    pub available: bool,
+    /// Why not, when it is not.
+    pub message: Option<String>,
+    pub server_version: Option<String>,
+    pub host_cpus: Option<f64>,
+    pub host_memory_bytes: Option<u64>,
+    pub gpus: Vec<GpuSummary>,
+    pub catalog: Vec<CatalogImage>,
+}

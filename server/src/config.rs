@@ -31,6 +31,8 @@ pub enum Command {
     Admin(AdminCommand),
     /// Train or fine-tune a text classifier from a job.toml; JSON-lines events on stdout.
     Train(trainer::cli::TrainArgs),
+    /// Masked-LM pretraining (whole-word masking) on an unlabelled corpus; JSON-lines events on stdout.
+    Pretrain(trainer::cli::PretrainArgs),
     /// Accuracy, macro-F1 and per-class metrics of a model on a labelled data file.
     Eval(trainer::cli::EvalArgs),
     /// Classify texts with a checkpoint (`--json`: one object per input, in input order).
@@ -53,7 +55,9 @@ pub struct DatabaseConfig {
 
 impl DatabaseConfig {
     pub fn url(&self) -> String {
-        self.database_url.clone().unwrap_or_else(|| app::ssr::db::default_url(&self.data_dir))
+        self.database_url
+            .clone()
+            .unwrap_or_else(|| app::ssr::db::default_url(&self.data_dir))
     }
 }
 
@@ -74,11 +78,52 @@ pub struct ServeConfig {
     /// Origins, besides the request's own `Host`, allowed to make cookie-authenticated changes
     /// (for a proxy that rewrites `Host`), e.g. `https://paddock.example.com`. Comma-separated in the
     /// environment variable.
-    #[arg(long = "allowed-origin", env = "PADDOCK_ALLOWED_ORIGINS", value_delimiter = ',')]
+    #[arg(
+        long = "allowed-origin",
+        env = "PADDOCK_ALLOWED_ORIGINS",
+        value_delimiter = ','
+    )]
     pub allowed_origins: Vec<String>,
     /// Largest accepted request body in bytes; larger ones get 413.
     #[arg(long, env = "PADDOCK_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
+    #[command(flatten)]
+    pub environments: EnvironmentsConfig,
+}
+
+/// Environments: where Docker is and how Paddock looks after the containers it runs.
+#[derive(Debug, Clone, Args)]
+pub struct EnvironmentsConfig {
+    /// Docker endpoint (`unix:///var/run/docker.sock`, `tcp://host:2375`) [default: `DOCKER_HOST`, else
+    /// the local socket]. Without a reachable daemon Paddock runs with environments disabled.
+    #[arg(long, env = "PADDOCK_DOCKER_HOST")]
+    pub docker_host: Option<String>,
+    /// Stop running environments after this many minutes without terminal or exec activity; 0 never.
+    #[arg(long, env = "PADDOCK_ENV_IDLE_STOP_MINUTES", default_value_t = 120)]
+    pub env_idle_stop_minutes: u64,
+    /// Seconds between reconciles of the database with Docker (and idle checks).
+    #[arg(long, env = "PADDOCK_RECONCILE_SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    pub reconcile_seconds: u64,
+    /// What to do with this installation's containers that belong to no environment: remove or keep.
+    #[arg(long, env = "PADDOCK_ORPHANS", default_value = "remove")]
+    pub orphans: app::ssr::engine::OrphanPolicy,
+    /// The binary copied into images by the runtime layer [default: this `paddock`].
+    #[arg(long, env = "PADDOCK_RUNTIME_BINARY")]
+    pub runtime_binary: Option<PathBuf>,
+}
+
+impl EnvironmentsConfig {
+    pub fn engine(&self) -> app::ssr::engine::EngineConfig {
+        use std::time::Duration;
+        app::ssr::engine::EngineConfig {
+            docker_host: self.docker_host.clone(),
+            idle_stop: (self.env_idle_stop_minutes > 0)
+                .then(|| Duration::from_secs(self.env_idle_stop_minutes * 60)),
+            reconcile_every: Duration::from_secs(self.reconcile_seconds),
+            orphans: self.orphans,
+            runtime_binary: self.runtime_binary.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

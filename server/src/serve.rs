@@ -9,7 +9,10 @@ use std::future::Future;
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use app::ssr::{csrf, limits, observability, page_guard, rest, sessions, AppState, SecurityConfig};
+use app::ssr::engine::Engine;
+use app::ssr::{
+    csrf, environments, limits, observability, page_guard, rest, sessions, AppState, SecurityConfig,
+};
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
 use axum::{middleware, Router};
@@ -21,7 +24,10 @@ use tower_http::trace::TraceLayer;
 
 use crate::config::ServeConfig;
 
-pub async fn run(config: ServeConfig, shutdown: impl Future<Output = ()> + Send + 'static) -> anyhow::Result<()> {
+pub async fn run(
+    config: ServeConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     let db = app::ssr::db::open(&config.db.url()).await?;
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
@@ -41,18 +47,27 @@ pub async fn run(config: ServeConfig, shutdown: impl Future<Output = ()> + Send 
         allowed_origins: config.allowed_origins.clone(),
         max_body_bytes: config.max_body_bytes,
     };
-    let state = AppState::new(db.clone(), leptos_options, security);
+    let engine = std::sync::Arc::new(
+        Engine::start(&db, config.environments.engine())
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?,
+    );
+    let state = AppState::new(db.clone(), leptos_options, security, engine.clone());
     let app = router(state, &config);
 
     // The one line on stdout; tests and scripts wait for it. The kernel queues connections from now on.
     println!("listening on http://{addr}");
     tracing::info!(%addr, database = %config.db.url(), site_root, "paddock is serving");
 
-    let server = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-        .with_graceful_shutdown(shutdown);
+    let server = axum::serve(
+        listener,
+        app.into_make_service_with_connect_info::<SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown);
     tokio::select! {
         result = server => result.context("server failed")?,
         () = sessions::sweep_expired(db.clone()) => {}
+        () = environments::reconcile::run(db.clone(), engine) => {}
     }
     db.close().await;
     tracing::info!("shut down");
@@ -68,18 +83,36 @@ pub fn router(state: AppState, config: &ServeConfig) -> Router {
         .merge(rest::router())
         .route("/healthz", get(observability::healthz))
         .route("/metrics", get(observability::metrics_endpoint))
-        .nest_service("/pkg", ServeDir::new(pkg_dir).precompressed_br().precompressed_gzip())
+        .nest_service(
+            "/pkg",
+            ServeDir::new(pkg_dir)
+                .precompressed_br()
+                .precompressed_gzip(),
+        )
         .merge(
             Router::new()
-                .leptos_routes_with_context(&state, routes, || (), move || app::shell(shell_options.clone()))
-                .route_layer(middleware::from_fn_with_state(state.clone(), page_guard::guard)),
+                .leptos_routes_with_context(
+                    &state,
+                    routes,
+                    || (),
+                    move || app::shell(shell_options.clone()),
+                )
+                .route_layer(middleware::from_fn_with_state(
+                    state.clone(),
+                    page_guard::guard,
+                )),
         )
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(app::shell))
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
+            app::shell,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::protect))
         .layer(sessions::layer(&state.db, state.security.secure_cookies))
         .layer(DefaultBodyLimit::max(state.security.max_body_bytes))
         .layer(RequestBodyLimitLayer::new(state.security.max_body_bytes))
-        .layer(middleware::from_fn_with_state(state.clone(), limits::enforce_body_limit))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            limits::enforce_body_limit,
+        ))
         .layer(TraceLayer::new_for_http())
         .layer(middleware::from_fn(observability::track))
         .with_state(state)

@@ -34,6 +34,7 @@ pub fn status_of(err: &AppError) -> StatusCode {
         AppError::Conflict { .. } => StatusCode::CONFLICT,
         AppError::TooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
         AppError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
+        AppError::Unavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
         AppError::Internal | AppError::Transport(_) => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
@@ -45,7 +46,10 @@ pub fn extra_headers(err: &AppError) -> Vec<(header::HeaderName, HeaderValue)> {
             vec![(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs))]
         }
         AppError::Unauthenticated => {
-            vec![(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"paddock\""))]
+            vec![(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"paddock\""),
+            )]
         }
         _ => Vec::new(),
     }

@@ -5,7 +5,8 @@
 //! - [`state`]: [`AppState`], shared by REST handlers and server functions.
 //! - [`db`]: the SQLite pool (WAL, foreign keys) and embedded migrations.
 //! - Domain modules, named after the domain: [`accounts`], [`admin`], [`sessions`], [`tokens`],
-//!   [`workspaces`], [`members`], [`audit`]; [`access`] is the one authorisation check every
+//!   [`workspaces`], [`members`], [`audit`], [`environments`] (with [`engine`], the optional Docker
+//!   connection, and [`gpus`], the GPU inventory); [`access`] is the one authorisation check every
 //!   workspace-scoped query goes through; [`auth`] finds out who is calling (session or token).
 //! - HTTP boundary: [`http_error`] (the only `AppError` → response conversion), [`csrf`], [`limits`],
 //!   [`page_guard`] (which pages need an account),
@@ -20,6 +21,9 @@ pub mod auth;
 pub mod context;
 pub mod csrf;
 pub mod db;
+pub mod engine;
+pub mod environments;
+pub mod gpus;
 pub mod http_error;
 pub mod limits;
 pub mod members;

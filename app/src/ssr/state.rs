@@ -7,6 +7,7 @@ use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 use sqlx::SqlitePool;
 
+use super::engine::Engine;
 use super::throttle::SignInThrottle;
 
 /// Security-relevant settings taken from the server's configuration.
@@ -23,7 +24,11 @@ pub struct SecurityConfig {
 
 impl Default for SecurityConfig {
     fn default() -> Self {
-        SecurityConfig { secure_cookies: false, allowed_origins: Vec::new(), max_body_bytes: 1024 * 1024 }
+        SecurityConfig {
+            secure_cookies: false,
+            allowed_origins: Vec::new(),
+            max_body_bytes: 1024 * 1024,
+        }
     }
 }
 
@@ -35,15 +40,23 @@ pub struct AppState {
     pub security: Arc<SecurityConfig>,
     /// Failed sign-in counters; in memory because they only matter for minutes.
     pub throttle: Arc<SignInThrottle>,
+    /// Docker (possibly absent), the instance label and the GPU inventory's host side.
+    pub engine: Arc<Engine>,
 }
 
 impl AppState {
-    pub fn new(db: SqlitePool, leptos_options: LeptosOptions, security: SecurityConfig) -> Self {
+    pub fn new(
+        db: SqlitePool,
+        leptos_options: LeptosOptions,
+        security: SecurityConfig,
+        engine: Arc<Engine>,
+    ) -> Self {
         AppState {
             db,
             leptos_options,
             security: Arc::new(security),
             throttle: Arc::new(SignInThrottle::default()),
+            engine,
         }
     }
 }

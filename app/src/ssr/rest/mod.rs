@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod environments;
 pub mod tokens;
 pub mod workspaces;
 
@@ -23,22 +24,85 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/auth/signin", post(auth::signin))
         .route("/api/v1/auth/signout", post(auth::signout))
         .route("/api/v1/me", get(auth::me))
-        .route("/api/v1/workspaces", get(workspaces::list).post(workspaces::create))
-        .route("/api/v1/workspaces/{id}", get(workspaces::get).patch(workspaces::rename).delete(workspaces::delete))
-        .route("/api/v1/workspaces/{id}/members", get(workspaces::list_members).post(workspaces::add_member))
+        .route(
+            "/api/v1/workspaces",
+            get(workspaces::list).post(workspaces::create),
+        )
+        .route(
+            "/api/v1/workspaces/{id}",
+            get(workspaces::get)
+                .patch(workspaces::rename)
+                .delete(workspaces::delete),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/members",
+            get(workspaces::list_members).post(workspaces::add_member),
+        )
         .route(
             "/api/v1/workspaces/{id}/members/{user_id}",
             patch(workspaces::change_member_role).delete(workspaces::remove_member),
         )
-        .route("/api/v1/workspaces/{id}/activity", get(workspaces::activity))
+        .route(
+            "/api/v1/workspaces/{id}/activity",
+            get(workspaces::activity),
+        )
+        .route("/api/v1/docker", get(environments::docker_status))
+        .route(
+            "/api/v1/workspaces/{id}/environments",
+            get(environments::list).post(environments::create),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/environments/{env_id}",
+            get(environments::get)
+                .put(environments::update)
+                .delete(environments::delete),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/environments/{env_id}/build",
+            post(environments::build),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/environments/{env_id}/up",
+            post(environments::up),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/environments/{env_id}/down",
+            post(environments::down),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/environments/{env_id}/restart",
+            post(environments::restart),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/environments/{env_id}/stats",
+            get(environments::stats),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/environments/{env_id}/exec",
+            post(environments::exec),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/environments/{env_id}/versions/{version}/log",
+            get(environments::build_log),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/environments/{env_id}/terminal",
+            get(environments::terminal),
+        )
         .route("/api/v1/tokens", get(tokens::list).post(tokens::create))
         .route("/api/v1/tokens/{id}", axum::routing::delete(tokens::revoke))
-        .route("/api/v1/admin/settings", get(admin::settings).patch(admin::update_settings))
+        .route(
+            "/api/v1/admin/settings",
+            get(admin::settings).patch(admin::update_settings),
+        )
         .route("/api/v1/admin/users", get(admin::users))
         .route("/api/v1/admin/users/{id}", patch(admin::update_user))
         .route("/api/v1/openapi.json", get(openapi_json))
         // Unknown paths under the API answer in the API's error shape, not with an HTML page.
-        .route("/api/v1/{*rest}", axum::routing::any(|| async { AppError::NotFound }))
+        .route(
+            "/api/v1/{*rest}",
+            axum::routing::any(|| async { AppError::NotFound }),
+        )
 }
 
 async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
@@ -55,6 +119,10 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         workspaces::list, workspaces::create, workspaces::get, workspaces::rename, workspaces::delete,
         workspaces::list_members, workspaces::add_member, workspaces::change_member_role, workspaces::remove_member,
         workspaces::activity,
+        environments::docker_status, environments::list, environments::create, environments::get,
+        environments::update, environments::delete, environments::build, environments::up, environments::down,
+        environments::restart, environments::stats, environments::exec, environments::build_log,
+        environments::terminal,
         tokens::list, tokens::create, tokens::revoke,
         admin::settings, admin::update_settings, admin::users, admin::update_user,
     ),
@@ -62,12 +130,16 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         ErrorBody, Me, Role, WorkspaceSummary, Member, AuditEntry, ApiToken, NewApiToken, UserAccount,
         InstanceSettings, auth::Credentials, workspaces::WorkspaceBody, workspaces::AddMemberBody,
         workspaces::ChangeRoleBody, tokens::CreateTokenBody, admin::SettingsBody, admin::UserBody,
+        EnvironmentSpec, GpuSpec, EnvStatus, BuildStatus, EnvironmentSummary, EnvironmentVersion, EnvironmentEvent,
+        EnvironmentDetail, EnvironmentStats, ExecResult, CatalogImage, GpuSummary, DockerStatus,
+        environments::BuildBody, environments::ExecBody,
     )),
     modifiers(&SecuritySchemes),
     tags(
         (name = "auth", description = "Accounts and sessions"),
         (name = "workspaces", description = "Team workspaces and their activity log"),
         (name = "members", description = "Workspace members and roles"),
+        (name = "environments", description = "Reproducible container environments: specs, image builds, lifecycle, terminal"),
         (name = "tokens", description = "Personal API tokens"),
         (name = "admin", description = "Instance administration (admins only)"),
     )
@@ -81,11 +153,18 @@ impl Modify for SecuritySchemes {
         let components = openapi.components.get_or_insert_with(Default::default);
         components.add_security_scheme(
             "token",
-            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("pdk_…").build()),
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("pdk_…")
+                    .build(),
+            ),
         );
         components.add_security_scheme(
             "session",
-            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(crate::ssr::sessions::COOKIE_NAME))),
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::new(
+                crate::ssr::sessions::COOKIE_NAME,
+            ))),
         );
     }
 }
