@@ -18,6 +18,7 @@ fn main() -> ExitCode {
     // The trainer's commands are synchronous and own their threads (libtorch's pool): no async runtime.
     let trainer_result = match &cli.command {
         Command::Train(args) => Some(trainer::cli::run_train(args)),
+        Command::Pretrain(args) => Some(trainer::cli::run_pretrain(args)),
         Command::Eval(args) => Some(trainer::cli::run_eval(args)),
         Command::Predict(args) => Some(trainer::cli::run_predict(args)),
         Command::Validate(args) => Some(trainer::cli::run_validate(args)),
@@ -52,7 +53,11 @@ fn main() -> ExitCode {
                 Ok(())
             }
             Command::Admin(command) => server::admin::run(command).await,
-            Command::Train(_) | Command::Eval(_) | Command::Predict(_) | Command::Validate(_) => {
+            Command::Train(_)
+            | Command::Pretrain(_)
+            | Command::Eval(_)
+            | Command::Predict(_)
+            | Command::Validate(_) => {
                 unreachable!("trainer commands are dispatched before the runtime starts")
             }
         }

@@ -81,19 +81,30 @@ pub fn load(dir: &Path, device: Device, labels: Option<&[String]>) -> Result<Loa
     let model = ErnieForSequenceClassification::new(&vs.root(), &config);
     let reset: Vec<&str> = reset.iter().map(String::as_str).collect();
     let report = load_weights(&vs, dir, INITIALISABLE, &reset)?;
-    Ok(LoadedModel { vs, model, config, tokenizer, report })
+    Ok(LoadedModel {
+        vs,
+        model,
+        config,
+        tokenizer,
+        report,
+    })
 }
 
 /// Fills the variables of `vs` from the weights in `dir`. Parameters whose names start with one of
 /// `initialisable` may be absent; those starting with one of `reset` keep their fresh values even when
 /// present. Any other absent parameter, and any shape mismatch, is an error naming the tensors.
-pub fn load_weights(vs: &VarStore, dir: &Path, initialisable: &[&str], reset: &[&str]) -> Result<LoadReport> {
+pub fn load_weights(
+    vs: &VarStore,
+    dir: &Path,
+    initialisable: &[&str],
+    reset: &[&str],
+) -> Result<LoadReport> {
     let (file, tensors) = read_weights(dir)?;
     let mut vars: Vec<(String, Tensor)> = vs.variables().into_iter().collect();
     vars.sort_by(|a, b| a.0.cmp(&b.0));
-    let prefix = vars.iter().find_map(|(n, _)| {
-        ["ernie.", "bert."].into_iter().find(|p| n.starts_with(p))
-    });
+    let prefix = vars
+        .iter()
+        .find_map(|(n, _)| ["ernie.", "bert."].into_iter().find(|p| n.starts_with(p)));
     let mut by_name: HashMap<String, (String, Tensor)> = HashMap::new();
     for (name, t) in tensors {
         let canonical = canonical_name(&name, prefix);
@@ -113,14 +124,20 @@ pub fn load_weights(vs: &VarStore, dir: &Path, initialisable: &[&str], reset: &[
         match by_name.remove(name) {
             Some((original, src)) => {
                 if src.size() != var.size() {
-                    mismatched.push(format!("{original}: file {:?}, model {:?}", src.size(), var.size()));
+                    mismatched.push(format!(
+                        "{original}: file {:?}, model {:?}",
+                        src.size(),
+                        var.size()
+                    ));
                     continue;
                 }
                 tch::no_grad(|| {
                     let mut var = var.shallow_clone();
                     var.f_copy_(&src.to_kind(var.kind()))
                 })
-                .map_err(|e| Error::Checkpoint(format!("{}: copying {original}: {e}", file.display())))?;
+                .map_err(|e| {
+                    Error::Checkpoint(format!("{}: copying {original}: {e}", file.display()))
+                })?;
             }
             None if initialisable.iter().any(|p| name.starts_with(p)) => {
                 report.missing.push(name.clone());
@@ -145,10 +162,22 @@ pub fn load_weights(vs: &VarStore, dir: &Path, initialisable: &[&str], reset: &[
             file.display(),
             absent.len(),
             absent.join(", "),
-            if sample.is_empty() { "none".to_string() } else { sample.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ") }
+            if sample.is_empty() {
+                "none".to_string()
+            } else {
+                sample
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
         )));
     }
-    let mut unexpected: Vec<String> = by_name.into_values().map(|(n, _)| n).filter(|n| !is_buffer(n)).collect();
+    let mut unexpected: Vec<String> = by_name
+        .into_values()
+        .map(|(n, _)| n)
+        .filter(|n| !is_buffer(n))
+        .collect();
     report.unexpected.append(&mut unexpected);
     report.unexpected.sort();
     Ok(report)
@@ -169,7 +198,10 @@ fn canonical_name(name: &str, prefix: Option<&str>) -> String {
         n = format!("{stem}LayerNorm.bias");
     }
     if let Some(prefix) = prefix {
-        if ["embeddings.", "encoder.", "pooler."].iter().any(|p| n.starts_with(p)) {
+        if ["embeddings.", "encoder.", "pooler."]
+            .iter()
+            .any(|p| n.starts_with(p))
+        {
             n = format!("{prefix}{n}");
         }
     }
@@ -187,9 +219,9 @@ fn read_weights(dir: &Path) -> Result<(PathBuf, Vec<(String, Tensor)>)> {
         let text = std::fs::read_to_string(&index).map_err(|e| Error::io(&index, e))?;
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| Error::Checkpoint(format!("{}: {e}", index.display())))?;
-        let map = value["weight_map"]
-            .as_object()
-            .ok_or_else(|| Error::Checkpoint(format!("{}: no weight_map object", index.display())))?;
+        let map = value["weight_map"].as_object().ok_or_else(|| {
+            Error::Checkpoint(format!("{}: no weight_map object", index.display()))
+        })?;
         let mut shards: Vec<&str> = map.values().filter_map(|v| v.as_str()).collect();
         shards.sort();
         shards.dedup();
@@ -224,12 +256,21 @@ fn read_safetensors(path: &Path) -> Result<Vec<(String, Tensor)>> {
     std::fs::File::open(path)
         .and_then(|mut f| f.read_to_end(&mut bytes))
         .map_err(|e| Error::io(path, e))?;
-    let st = safetensors::SafeTensors::deserialize(&bytes)
-        .map_err(|e| Error::Checkpoint(format!("{}: not a valid safetensors file: {e}", path.display())))?;
+    let st = safetensors::SafeTensors::deserialize(&bytes).map_err(|e| {
+        Error::Checkpoint(format!(
+            "{}: not a valid safetensors file: {e}",
+            path.display()
+        ))
+    })?;
     let mut out = Vec::with_capacity(st.len());
     for (name, view) in st.tensors() {
-        let kind = kind_of(view.dtype())
-            .ok_or_else(|| Error::Checkpoint(format!("{}: {name}: unsupported dtype {:?}", path.display(), view.dtype())))?;
+        let kind = kind_of(view.dtype()).ok_or_else(|| {
+            Error::Checkpoint(format!(
+                "{}: {name}: unsupported dtype {:?}",
+                path.display(),
+                view.dtype()
+            ))
+        })?;
         let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
         let t = Tensor::f_from_data_size(view.data(), &shape, kind)
             .map_err(|e| Error::Checkpoint(format!("{}: {name}: {e}", path.display())))?;
@@ -269,7 +310,25 @@ fn dtype_of(k: Kind) -> Option<safetensors::Dtype> {
 /// Writes `config.json`, `model.safetensors` and the tokenizer files into `dir`, replacing it atomically:
 /// everything goes into a temporary sibling directory that is renamed into place only when complete.
 /// `architectures` is `…ForSequenceClassification`, or `…ForMaskedLM` for a store without a classifier.
-pub fn save(dir: &Path, vs: &VarStore, config: &ErnieConfig, tokenizer: &Tokenizer) -> Result<SavedCheckpoint> {
+pub fn save(
+    dir: &Path,
+    vs: &VarStore,
+    config: &ErnieConfig,
+    tokenizer: &Tokenizer,
+) -> Result<SavedCheckpoint> {
+    save_only(dir, vs, config, tokenizer, &|_| true)
+}
+
+/// [`save`] restricted to the variables whose names pass `keep`: a masked-LM model is saved without its
+/// pooler, which pretraining never trains (transformers' `ErnieForMaskedLM` has none either), so that
+/// fine-tuning initialises it freshly instead of inheriting random weights that look trained.
+pub fn save_only(
+    dir: &Path,
+    vs: &VarStore,
+    config: &ErnieConfig,
+    tokenizer: &Tokenizer,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<SavedCheckpoint> {
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -283,10 +342,13 @@ pub fn save(dir: &Path, vs: &VarStore, config: &ErnieConfig, tokenizer: &Tokeniz
     let stamp = format!(
         "{}-{}",
         std::process::id(),
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
     );
     let tmp = parent.join(format!(".{name}.tmp-{stamp}"));
-    let result = write_dir(&tmp, vs, config, tokenizer).and_then(|saved| {
+    let result = write_dir(&tmp, vs, config, tokenizer, keep).and_then(|saved| {
         // A directory cannot be renamed over a non-empty one: move the old one aside first.
         let old = parent.join(format!(".{name}.old-{stamp}"));
         let had_old = dir.exists();
@@ -302,7 +364,10 @@ pub fn save(dir: &Path, vs: &VarStore, config: &ErnieConfig, tokenizer: &Tokeniz
         if had_old {
             let _ = std::fs::remove_dir_all(&old);
         }
-        Ok(SavedCheckpoint { dir: dir.to_path_buf(), ..saved })
+        Ok(SavedCheckpoint {
+            dir: dir.to_path_buf(),
+            ..saved
+        })
     });
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
@@ -310,10 +375,24 @@ pub fn save(dir: &Path, vs: &VarStore, config: &ErnieConfig, tokenizer: &Tokeniz
     result
 }
 
-fn write_dir(tmp: &Path, vs: &VarStore, config: &ErnieConfig, tokenizer: &Tokenizer) -> Result<SavedCheckpoint> {
+fn write_dir(
+    tmp: &Path,
+    vs: &VarStore,
+    config: &ErnieConfig,
+    tokenizer: &Tokenizer,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<SavedCheckpoint> {
     std::fs::create_dir(tmp).map_err(|e| Error::io(tmp, e))?;
-    let vars: BTreeMap<String, Tensor> = vs.variables().into_iter().collect();
-    let arch_base = if config.model_type == "bert" { "Bert" } else { "Ernie" };
+    let vars: BTreeMap<String, Tensor> = vs
+        .variables()
+        .into_iter()
+        .filter(|(n, _)| keep(n))
+        .collect();
+    let arch_base = if config.model_type == "bert" {
+        "Bert"
+    } else {
+        "Ernie"
+    };
     let head = if vars.keys().any(|k| k.starts_with("classifier.")) {
         "ForSequenceClassification"
     } else if vars.keys().any(|k| k.starts_with("cls.")) {
@@ -333,14 +412,17 @@ fn write_dir(tmp: &Path, vs: &VarStore, config: &ErnieConfig, tokenizer: &Tokeni
         )));
     }
     let config_path = tmp.join("config.json");
-    std::fs::write(&config_path, config.to_json_string()?).map_err(|e| Error::io(&config_path, e))?;
+    std::fs::write(&config_path, config.to_json_string()?)
+        .map_err(|e| Error::io(&config_path, e))?;
     tokenizer.save(tmp)?;
 
-    let mut buffers: Vec<(String, safetensors::Dtype, Vec<usize>, Vec<u8>)> = Vec::with_capacity(vars.len());
+    let mut buffers: Vec<(String, safetensors::Dtype, Vec<usize>, Vec<u8>)> =
+        Vec::with_capacity(vars.len());
     for (name, t) in &vars {
         let t = t.detach().to_device(Device::Cpu).contiguous();
-        let dtype = dtype_of(t.kind())
-            .ok_or_else(|| Error::Checkpoint(format!("{name}: cannot store dtype {:?}", t.kind())))?;
+        let dtype = dtype_of(t.kind()).ok_or_else(|| {
+            Error::Checkpoint(format!("{name}: cannot store dtype {:?}", t.kind()))
+        })?;
         let numel = t.numel();
         let mut bytes = vec![0u8; numel * t.kind().elt_size_in_bytes()];
         t.f_copy_data_u8(&mut bytes, numel)?;
@@ -365,14 +447,19 @@ fn write_dir(tmp: &Path, vs: &VarStore, config: &ErnieConfig, tokenizer: &Tokeni
     let mut files = Vec::new();
     for entry in std::fs::read_dir(tmp).map_err(|e| Error::io(tmp, e))? {
         let entry = entry.map_err(|e| Error::io(tmp, e))?;
-        let len = entry.metadata().map_err(|e| Error::io(entry.path(), e))?.len();
+        let len = entry
+            .metadata()
+            .map_err(|e| Error::io(entry.path(), e))?
+            .len();
         files.push((entry.file_name().to_string_lossy().into_owned(), len));
     }
     files.sort();
     // Flush everything before the rename makes the directory visible.
     for (f, _) in &files {
         let p = tmp.join(f);
-        std::fs::File::open(&p).and_then(|f| f.sync_all()).map_err(|e| Error::io(&p, e))?;
+        std::fs::File::open(&p)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| Error::io(&p, e))?;
     }
     Ok(SavedCheckpoint {
         dir: tmp.to_path_buf(),

@@ -1,4 +1,4 @@
-//! Command-line front ends for `paddock train | eval | predict | validate`: clap argument structs that
+//! Command-line front ends for `paddock train | pretrain | eval | predict | validate`: clap argument structs that
 //! the `paddock` binary mounts as subcommands, and the functions that run them. Machine-readable output
 //! goes to stdout (training events, `--json` predictions, metrics); messages go to stderr.
 
@@ -122,7 +122,9 @@ pub fn run_train(args: &TrainArgs) -> Result<i32> {
     let job = match args.job() {
         Ok(job) => job,
         Err(e) => {
-            events.emit(crate::events::Event::Error { message: e.to_string() });
+            events.emit(crate::events::Event::Error {
+                message: e.to_string(),
+            });
             events.emit(crate::events::Event::End {
                 status: "failed".into(),
                 step: 0,
@@ -132,14 +134,41 @@ pub fn run_train(args: &TrainArgs) -> Result<i32> {
             return Err(e);
         }
     };
-    let control = RunControl { stop: StopFlag::new(), halt_after_step: None };
+    let control = RunControl {
+        stop: StopFlag::new(),
+        halt_after_step: None,
+    };
     control.stop.install_signal_handlers()?;
     let outcome = train(&job, &events, &control)?;
     if outcome.status == EndStatus::Stopped {
         eprintln!(
             "stopped at step {}; resume with --resume-from {}",
             outcome.global_step,
-            outcome.last_checkpoint.map(|p| p.display().to_string()).unwrap_or_else(|| "latest".into())
+            outcome
+                .last_checkpoint
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "latest".into())
+        );
+    }
+    Ok(0)
+}
+
+pub use crate::pretrain::PretrainArgs;
+
+/// Runs `pretrain`; events on stdout. Exit code 0 when it completed or was stopped on request (the
+/// checkpoint written on stop is usable), 1 on failure.
+pub fn run_pretrain(args: &PretrainArgs) -> Result<i32> {
+    let events = EventSink::stdout();
+    let control = RunControl {
+        stop: StopFlag::new(),
+        halt_after_step: None,
+    };
+    control.stop.install_signal_handlers()?;
+    let outcome = crate::pretrain::pretrain(args, &events, &control)?;
+    if let Some(dir) = &outcome.last_checkpoint {
+        eprintln!(
+            "pretrained checkpoint: {} (use it as [model] pretrained)",
+            dir.display()
         );
     }
     Ok(0)
@@ -186,8 +215,15 @@ pub struct DataArgs {
 
 impl DataArgs {
     fn options(&self, require_labels: bool) -> Result<DataOptions> {
-        let format: DataFormat = serde_json::from_value(serde_json::Value::String(self.format.to_lowercase()))
-            .map_err(|_| Error::Config(format!("--format `{}` is not one of auto, csv, tsv, jsonl", self.format)))?;
+        let format: DataFormat = serde_json::from_value(serde_json::Value::String(
+            self.format.to_lowercase(),
+        ))
+        .map_err(|_| {
+            Error::Config(format!(
+                "--format `{}` is not one of auto, csv, tsv, jsonl",
+                self.format
+            ))
+        })?;
         Ok(DataOptions {
             format,
             columns: Columns {
@@ -221,11 +257,20 @@ impl OpenModel {
         }
         let loaded = crate::checkpoint::load(&args.model, device, None)?;
         let max_positions = loaded.config.max_position_embeddings;
-        let max_len = args.max_seq_len.unwrap_or_else(|| default_max_len(&args.model, max_positions));
+        let max_len = args
+            .max_seq_len
+            .unwrap_or_else(|| default_max_len(&args.model, max_positions));
         if !(8..=max_positions.max(8)).contains(&max_len) {
-            return Err(Error::Config(format!("--max-seq-len must be in 8..={max_positions} (got {max_len})")));
+            return Err(Error::Config(format!(
+                "--max-seq-len must be in 8..={max_positions} (got {max_len})"
+            )));
         }
-        Ok(OpenModel { loaded, precision, max_len, batch_size: args.batch_size })
+        Ok(OpenModel {
+            loaded,
+            precision,
+            max_len,
+            batch_size: args.batch_size,
+        })
     }
 
     fn inference(&self) -> Inference<'_> {
@@ -256,16 +301,30 @@ pub fn run_eval(args: &EvalArgs) -> Result<i32> {
     let m = OpenModel::open(&args.model)?;
     let names = m.loaded.config.labels();
     let labels = LabelMap::new(names.clone())?;
-    let validated = validate_file(&args.data.data, &args.data.options(true)?, Some(&labels), None, None)?;
+    let validated = validate_file(
+        &args.data.data,
+        &args.data.options(true)?,
+        Some(&labels),
+        None,
+        None,
+    )?;
     let examples = validated.into_examples(Some(&labels))?;
-    let items: Vec<(String, Option<String>)> = examples.iter().map(|e| (e.text.clone(), e.text_pair.clone())).collect();
+    let items: Vec<(String, Option<String>)> = examples
+        .iter()
+        .map(|e| (e.text.clone(), e.text_pair.clone()))
+        .collect();
     let gold: Vec<Option<usize>> = examples.iter().map(|e| e.label).collect();
     let rows = encode_rows(&m.loaded.tokenizer, &items, Some(&gold), m.max_len)?;
     let metrics = m.inference().evaluate(&rows, &names)?;
     let mut out = std::io::stdout().lock();
     let io = |e| Error::io("<stdout>", e);
     if args.json {
-        writeln!(out, "{}", serde_json::to_string(&metrics).unwrap_or_default()).map_err(io)?;
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&metrics).unwrap_or_default()
+        )
+        .map_err(io)?;
     } else {
         writeln!(out, "rows      {}", metrics.count).map_err(io)?;
         writeln!(out, "accuracy  {:.4}", metrics.accuracy).map_err(io)?;
@@ -273,10 +332,19 @@ pub fn run_eval(args: &EvalArgs) -> Result<i32> {
         if let Some(l) = metrics.loss {
             writeln!(out, "loss      {l:.4}").map_err(io)?;
         }
-        writeln!(out, "{:<20} {:>9} {:>9} {:>9} {:>8}", "label", "precision", "recall", "f1", "support").map_err(io)?;
+        writeln!(
+            out,
+            "{:<20} {:>9} {:>9} {:>9} {:>8}",
+            "label", "precision", "recall", "f1", "support"
+        )
+        .map_err(io)?;
         for c in &metrics.per_class {
-            writeln!(out, "{:<20} {:>9.4} {:>9.4} {:>9.4} {:>8}", c.label, c.precision, c.recall, c.f1, c.support)
-                .map_err(io)?;
+            writeln!(
+                out,
+                "{:<20} {:>9.4} {:>9.4} {:>9.4} {:>8}",
+                c.label, c.precision, c.recall, c.f1, c.support
+            )
+            .map_err(io)?;
         }
     }
     Ok(0)
@@ -304,18 +372,22 @@ pub struct PredictArgs {
 
 /// Runs `predict`.
 pub fn run_predict(args: &PredictArgs) -> Result<i32> {
-    let texts: Vec<String> = match &args.file {
-        Some(path) => {
-            let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-            let (text, _) = crate::data::encoding::decode(&bytes, args.convert_encoding).map_err(|p| Error::Data {
-                line: Some(p.line),
-                field: None,
-                message: format!("{}: {}", path.display(), p.message),
-            })?;
-            text.lines().map(|l| l.trim_end_matches('\r').to_string()).collect()
-        }
-        None => args.text.clone(),
-    };
+    let texts: Vec<String> =
+        match &args.file {
+            Some(path) => {
+                let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+                let (text, _) = crate::data::encoding::decode(&bytes, args.convert_encoding)
+                    .map_err(|p| Error::Data {
+                        line: Some(p.line),
+                        field: None,
+                        message: format!("{}: {}", path.display(), p.message),
+                    })?;
+                text.lines()
+                    .map(|l| l.trim_end_matches('\r').to_string())
+                    .collect()
+            }
+            None => args.text.clone(),
+        };
     let m = OpenModel::open(&args.model)?;
     let names = m.loaded.config.labels();
     let items: Vec<(String, Option<String>)> = texts.into_iter().map(|t| (t, None)).collect();
@@ -327,7 +399,12 @@ pub fn run_predict(args: &PredictArgs) -> Result<i32> {
         if args.json {
             writeln!(out, "{}", serde_json::to_string(p).unwrap_or_default()).map_err(io)?;
         } else {
-            writeln!(out, "{}\t{:.4}\t{}", p.label, p.probabilities[p.label_id], text).map_err(io)?;
+            writeln!(
+                out,
+                "{}\t{:.4}\t{}",
+                p.label, p.probabilities[p.label_id], text
+            )
+            .map_err(io)?;
         }
     }
     Ok(0)
@@ -357,7 +434,10 @@ pub fn run_validate(args: &ValidateArgs) -> Result<i32> {
     let (tokenizer, model_labels) = match &args.model {
         Some(dir) => {
             let config = crate::ErnieConfig::from_file(&dir.join("config.json"))?;
-            (Some(crate::Tokenizer::from_dir(dir)?), Some(config.labels()))
+            (
+                Some(crate::Tokenizer::from_dir(dir)?),
+                Some(config.labels()),
+            )
         }
         None => (None, None),
     };
@@ -367,10 +447,16 @@ pub fn run_validate(args: &ValidateArgs) -> Result<i32> {
         (true, None) => None,
     };
     let measure = |text: &str, pair: Option<&str>| {
-        tokenizer.as_ref().and_then(|t| t.encode(text, pair, usize::MAX / 2).ok()).map_or(0, |e| e.input_ids.len())
+        tokenizer
+            .as_ref()
+            .and_then(|t| t.encode(text, pair, usize::MAX / 2).ok())
+            .map_or(0, |e| e.input_ids.len())
     };
-    let measure_ref: Option<crate::data::validate::Measure<'_>> =
-        if tokenizer.is_some() { Some(&measure) } else { None };
+    let measure_ref: Option<crate::data::validate::Measure<'_>> = if tokenizer.is_some() {
+        Some(&measure)
+    } else {
+        None
+    };
     let v = validate_file(
         &args.data.data,
         &args.data.options(!args.unlabelled)?,

@@ -15,6 +15,8 @@ use crate::metrics::Metrics;
 pub enum Event {
     /// The run is configured and about to take its first step.
     Start {
+        /// `"train"`; pretraining's `start` (below) says `"pretrain"`.
+        task: String,
         model: String,
         device: String,
         precision: String,
@@ -31,6 +33,29 @@ pub enum Event {
         resumed_from_step: usize,
         output_dir: String,
     },
+    /// `paddock pretrain` is configured and about to take its first step. Serialised as `start` too, with
+    /// `task = "pretrain"`, so that a consumer follows either run with one parser.
+    #[serde(rename = "start")]
+    PretrainStart {
+        /// Always `"pretrain"`.
+        task: String,
+        model: String,
+        device: String,
+        precision: String,
+        /// Corpus rows used (texts with at least one maskable word).
+        corpus_rows: usize,
+        /// Corpus rows left out because nothing in them could be masked (only unknown characters).
+        skipped_rows: usize,
+        vocab_size: usize,
+        max_seq_len: usize,
+        /// Fraction of each row's whole words that are masked.
+        mask_rate: f64,
+        epochs: usize,
+        total_steps: usize,
+        batch_size: usize,
+        parameters: i64,
+        output_dir: String,
+    },
     /// One optimizer step (emitted every `log_every_steps`).
     Step {
         step: usize,
@@ -44,7 +69,12 @@ pub enum Event {
         grad_norm: f64,
     },
     /// An evaluation on the dev set (or, with `split = "test"`, on the test set at the end).
-    Eval { step: usize, epoch: f64, split: String, metrics: Metrics },
+    Eval {
+        step: usize,
+        epoch: f64,
+        split: String,
+        metrics: Metrics,
+    },
     /// A checkpoint has been written completely.
     Checkpoint {
         path: String,
@@ -110,7 +140,11 @@ impl EventSink {
 
     /// Events written to `out` (no progress bar).
     pub fn new(out: Box<dyn Write + Send>) -> Self {
-        EventSink { out: Arc::new(Mutex::new(out)), progress: None, history: Arc::default() }
+        EventSink {
+            out: Arc::new(Mutex::new(out)),
+            progress: None,
+            history: Arc::default(),
+        }
     }
 
     /// Events only kept in memory.
@@ -141,16 +175,32 @@ impl EventSink {
     fn update_progress(&self, event: &Event) {
         let Some(bar) = &self.progress else { return };
         match event {
-            Event::Start { total_steps, resumed_from_step, .. } => {
+            Event::Start {
+                total_steps,
+                resumed_from_step,
+                ..
+            } => {
                 bar.set_length(*total_steps as u64);
                 bar.set_position(*resumed_from_step as u64);
             }
-            Event::Step { step, loss, lr, samples_per_s, .. } => {
+            Event::PretrainStart { total_steps, .. } => bar.set_length(*total_steps as u64),
+            Event::Step {
+                step,
+                loss,
+                lr,
+                samples_per_s,
+                ..
+            } => {
                 bar.set_position(*step as u64);
-                bar.set_message(format!("loss {loss:.4} lr {lr:.2e} {samples_per_s:.1} samples/s"));
+                bar.set_message(format!(
+                    "loss {loss:.4} lr {lr:.2e} {samples_per_s:.1} samples/s"
+                ));
             }
             Event::Eval { metrics, split, .. } => {
-                bar.println(format!("{split}: accuracy {:.4} macro-F1 {:.4}", metrics.accuracy, metrics.macro_f1));
+                bar.println(format!(
+                    "{split}: accuracy {:.4} macro-F1 {:.4}",
+                    metrics.accuracy, metrics.macro_f1
+                ));
             }
             Event::End { .. } | Event::Error { .. } => bar.finish_and_clear(),
             Event::Checkpoint { .. } => {}
@@ -186,9 +236,17 @@ mod tests {
             tokens_per_s: 100.0,
             grad_norm: 1.0,
         });
-        sink.emit(Event::End { status: "completed".into(), step: 3, best_checkpoint: None, best_metric: None });
+        sink.emit(Event::End {
+            status: "completed".into(),
+            step: 3,
+            best_checkpoint: None,
+            best_metric: None,
+        });
         let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
-        let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines.len(), 2);
         assert_eq!(lines[0]["event"], "step");
         assert_eq!(lines[0]["step"], 3);

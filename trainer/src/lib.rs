@@ -8,6 +8,10 @@
 //! - [`checkpoint`]: load / save Hugging Face model directories (safetensors, `pytorch_model.bin`).
 //! - [`tokenizer`]: BERT WordPiece exactly as transformers' `BertTokenizer`.
 //! - [`device`]: device and precision selection.
+//! - [`data`]: reading, validating and batching data files.
+//! - [`train`]: fine-tuning (or training from scratch) a classifier from a job file.
+//! - [`pretrain`]: masked-LM pretraining with whole-word masking.
+//! - [`events`]: the JSON-lines event stream; [`cli`]: the command-line front ends.
 
 pub mod checkpoint;
 pub mod cli;
@@ -19,6 +23,7 @@ pub mod events;
 pub mod metrics;
 pub mod model;
 pub mod predict;
+pub mod pretrain;
 pub mod tokenizer;
 pub mod train;
 

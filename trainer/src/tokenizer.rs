@@ -13,7 +13,9 @@ use tokenizers::normalizers::bert::BertNormalizer;
 use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
 use tokenizers::processors::template::TemplateProcessing;
 use tokenizers::utils::parallelism::MaybeParallelIterator;
-use tokenizers::utils::truncation::{truncate_encodings, TruncationDirection, TruncationParams, TruncationStrategy};
+use tokenizers::utils::truncation::{
+    truncate_encodings, TruncationDirection, TruncationParams, TruncationStrategy,
+};
 use tokenizers::{AddedToken, Encoding, PostProcessor};
 
 use crate::{Error, Result};
@@ -83,7 +85,10 @@ impl Tokenizer {
         } else if json.exists() {
             Self::from_tokenizer_json(&json)
         } else {
-            Err(Error::Tokenizer(format!("{} has neither vocab.txt nor tokenizer.json", dir.display())))
+            Err(Error::Tokenizer(format!(
+                "{} has neither vocab.txt nor tokenizer.json",
+                dir.display()
+            )))
         }
     }
 
@@ -101,7 +106,8 @@ impl Tokenizer {
     /// Reads a `tokenizer.json`; only BERT WordPiece tokenizers are accepted, and they are rebuilt with the
     /// canonical configuration so that encoding is identical to a `vocab.txt` load.
     pub fn from_tokenizer_json(path: &Path) -> Result<Self> {
-        let inner = tokenizers::Tokenizer::from_file(path).map_err(|e| tok_err(&path.display().to_string(), e))?;
+        let inner = tokenizers::Tokenizer::from_file(path)
+            .map_err(|e| tok_err(&path.display().to_string(), e))?;
         let lowercase = lowercase_of_tokenizer_json(path)?;
         let mut pairs: Vec<(String, u32)> = inner.get_vocab(false).into_iter().collect();
         pairs.sort_by_key(|p| p.1);
@@ -119,12 +125,17 @@ impl Tokenizer {
         // `read_bytes` is how the tokenizers crate reads vocab.txt: the last id of a duplicated token wins.
         let map = WordPiece::read_bytes(joined.as_bytes()).map_err(|e| tok_err("vocabulary", e))?;
         let id = |t: &str| -> Result<i64> {
-            map.get(t)
-                .map(|&i| i as i64)
-                .ok_or_else(|| Error::Tokenizer(format!("the vocabulary lacks the special token {t}")))
+            map.get(t).map(|&i| i as i64).ok_or_else(|| {
+                Error::Tokenizer(format!("the vocabulary lacks the special token {t}"))
+            })
         };
-        let (pad_id, unk_id, cls_id, sep_id, mask_id) =
-            (id("[PAD]")?, id("[UNK]")?, id("[CLS]")?, id("[SEP]")?, id("[MASK]")?);
+        let (pad_id, unk_id, cls_id, sep_id, mask_id) = (
+            id("[PAD]")?,
+            id("[UNK]")?,
+            id("[CLS]")?,
+            id("[SEP]")?,
+            id("[MASK]")?,
+        );
         let wordpiece = WordPiece::builder()
             .vocab(map)
             .unk_token("[UNK]".into())
@@ -133,8 +144,12 @@ impl Tokenizer {
             .build()
             .map_err(|e| tok_err("wordpiece", e))?;
         let mut builder = TemplateProcessing::builder();
-        builder.try_single("[CLS]:0 $A:0 [SEP]:0").map_err(|e| tok_err("template", e))?;
-        builder.try_pair("[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1").map_err(|e| tok_err("template", e))?;
+        builder
+            .try_single("[CLS]:0 $A:0 [SEP]:0")
+            .map_err(|e| tok_err("template", e))?;
+        builder
+            .try_pair("[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1")
+            .map_err(|e| tok_err("template", e))?;
         builder.special_tokens(vec![("[CLS]", cls_id as u32), ("[SEP]", sep_id as u32)]);
         let template = builder.build().map_err(|e| tok_err("template", e))?;
         let mut inner = tokenizers::Tokenizer::new(wordpiece);
@@ -143,20 +158,39 @@ impl Tokenizer {
         inner.with_pre_tokenizer(Some(BertPreTokenizer));
         inner.with_post_processor(Some(template));
         inner.with_decoder(Some(tokenizers::decoders::wordpiece::WordPiece::default()));
-        let specials: Vec<AddedToken> =
-            SPECIAL_TOKENS.iter().map(|t| AddedToken::from(*t, true).normalized(false)).collect();
+        let specials: Vec<AddedToken> = SPECIAL_TOKENS
+            .iter()
+            .map(|t| AddedToken::from(*t, true).normalized(false))
+            .collect();
         inner.add_special_tokens(&specials);
-        Ok(Tokenizer { inner, vocab, lowercase, pad_id, cls_id, sep_id, mask_id, unk_id })
+        Ok(Tokenizer {
+            inner,
+            vocab,
+            lowercase,
+            pad_id,
+            cls_id,
+            sep_id,
+            mask_id,
+            unk_id,
+        })
     }
 
     /// A vocabulary for training from scratch: the special tokens, every character of the corpus (as a word
     /// start and as a `##` continuation where it occurs inside a word), then whole words of two or more
     /// characters that occur at least three times, most frequent first, until `max_vocab` tokens. Characters
     /// beyond `max_vocab` are dropped rarest first (they become `[UNK]`).
-    pub fn build_from_corpus<'a>(texts: impl Iterator<Item = &'a str>, max_vocab: usize) -> Result<Self> {
-        use tokenizers::{NormalizedString, Normalizer, OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer};
+    pub fn build_from_corpus<'a>(
+        texts: impl Iterator<Item = &'a str>,
+        max_vocab: usize,
+    ) -> Result<Self> {
+        use tokenizers::{
+            NormalizedString, Normalizer, OffsetReferential, OffsetType, PreTokenizedString,
+            PreTokenizer,
+        };
         if max_vocab <= SPECIAL_TOKENS.len() {
-            return Err(Error::Tokenizer(format!("max_vocab {max_vocab} leaves no room beyond the special tokens")));
+            return Err(Error::Tokenizer(format!(
+                "max_vocab {max_vocab} leaves no room beyond the special tokens"
+            )));
         }
         let normalizer = BertNormalizer::new(true, true, None, true);
         let mut chars: HashMap<String, u64> = HashMap::new();
@@ -164,13 +198,21 @@ impl Tokenizer {
         let mut seen_any = false;
         for text in texts {
             let mut normalized = NormalizedString::from(text);
-            normalizer.normalize(&mut normalized).map_err(|e| tok_err("normalize", e))?;
+            normalizer
+                .normalize(&mut normalized)
+                .map_err(|e| tok_err("normalize", e))?;
             let mut pre = PreTokenizedString::from(normalized);
-            BertPreTokenizer.pre_tokenize(&mut pre).map_err(|e| tok_err("pre-tokenize", e))?;
+            BertPreTokenizer
+                .pre_tokenize(&mut pre)
+                .map_err(|e| tok_err("pre-tokenize", e))?;
             for (word, _, _) in pre.get_splits(OffsetReferential::Original, OffsetType::Char) {
                 seen_any = true;
                 for (i, c) in word.chars().enumerate() {
-                    let piece = if i == 0 { c.to_string() } else { format!("##{c}") };
+                    let piece = if i == 0 {
+                        c.to_string()
+                    } else {
+                        format!("##{c}")
+                    };
                     *chars.entry(piece).or_default() += 1;
                 }
                 if word.chars().count() >= 2 {
@@ -179,7 +221,9 @@ impl Tokenizer {
             }
         }
         if !seen_any {
-            return Err(Error::Tokenizer("cannot build a vocabulary from an empty corpus".into()));
+            return Err(Error::Tokenizer(
+                "cannot build a vocabulary from an empty corpus".into(),
+            ));
         }
         let by_freq = |m: HashMap<String, u64>, min: u64| {
             let mut v: Vec<(String, u64)> = m.into_iter().filter(|p| p.1 >= min).collect();
@@ -196,15 +240,27 @@ impl Tokenizer {
     /// Encodes one example with `[CLS]`/`[SEP]`, truncated to `max_len` tokens in total (longest-first for
     /// pairs, as transformers' default `truncation=True`).
     pub fn encode(&self, text: &str, pair: Option<&str>, max_len: usize) -> Result<Encoded> {
-        let first = self.inner.encode_fast(text, false).map_err(|e| tok_err("encode", e))?;
+        let first = self
+            .inner
+            .encode_fast(text, false)
+            .map_err(|e| tok_err("encode", e))?;
         let second = match pair {
-            Some(p) => Some(self.inner.encode_fast(p, false).map_err(|e| tok_err("encode", e))?),
+            Some(p) => Some(
+                self.inner
+                    .encode_fast(p, false)
+                    .map_err(|e| tok_err("encode", e))?,
+            ),
             None => None,
         };
-        let processor = self.inner.get_post_processor().expect("post-processor set in from_vocab");
+        let processor = self
+            .inner
+            .get_post_processor()
+            .expect("post-processor set in from_vocab");
         let added = processor.added_tokens(second.is_some());
         if max_len < added {
-            return Err(Error::Tokenizer(format!("max_len {max_len} is shorter than the {added} special tokens")));
+            return Err(Error::Tokenizer(format!(
+                "max_len {max_len} is shorter than the {added} special tokens"
+            )));
         }
         let params = TruncationParams {
             max_length: max_len - added,
@@ -212,16 +268,70 @@ impl Tokenizer {
             stride: 0,
             direction: TruncationDirection::Right,
         };
-        let (first, second) = truncate_encodings(first, second, &params).map_err(|e| tok_err("truncate", e))?;
-        let enc: Encoding = processor.process(first, second, true).map_err(|e| tok_err("template", e))?;
+        let (first, second) =
+            truncate_encodings(first, second, &params).map_err(|e| tok_err("truncate", e))?;
+        let enc: Encoding = processor
+            .process(first, second, true)
+            .map_err(|e| tok_err("template", e))?;
         Ok(Encoded {
             input_ids: enc.get_ids().iter().map(|&i| i as i64).collect(),
             token_type_ids: enc.get_type_ids().iter().map(|&i| i as i64).collect(),
         })
     }
 
+    /// [`Tokenizer::encode`] of one text that also returns each token's byte span in `text` (`None` for
+    /// `[CLS]` and `[SEP]`). Whole-word masking needs the spans to map tokens back onto the words a
+    /// segmenter found; the ids are exactly those of `encode`, so pretraining sees what fine-tuning sees.
+    pub fn encode_with_offsets(
+        &self,
+        text: &str,
+        max_len: usize,
+    ) -> Result<(Encoded, Vec<Option<(usize, usize)>>)> {
+        // `encode` (unlike `encode_fast`) tracks byte offsets into the original text.
+        let first = self
+            .inner
+            .encode(text, false)
+            .map_err(|e| tok_err("encode", e))?;
+        let processor = self
+            .inner
+            .get_post_processor()
+            .expect("post-processor set in from_vocab");
+        let added = processor.added_tokens(false);
+        if max_len < added {
+            return Err(Error::Tokenizer(format!(
+                "max_len {max_len} is shorter than the {added} special tokens"
+            )));
+        }
+        let params = TruncationParams {
+            max_length: max_len - added,
+            strategy: TruncationStrategy::LongestFirst,
+            stride: 0,
+            direction: TruncationDirection::Right,
+        };
+        let (first, _) =
+            truncate_encodings(first, None, &params).map_err(|e| tok_err("truncate", e))?;
+        let enc: Encoding = processor
+            .process(first, None, true)
+            .map_err(|e| tok_err("template", e))?;
+        let spans = enc
+            .get_offsets()
+            .iter()
+            .zip(enc.get_special_tokens_mask())
+            .map(|(&span, &special)| (special == 0).then_some(span))
+            .collect();
+        let encoded = Encoded {
+            input_ids: enc.get_ids().iter().map(|&i| i as i64).collect(),
+            token_type_ids: enc.get_type_ids().iter().map(|&i| i as i64).collect(),
+        };
+        Ok((encoded, spans))
+    }
+
     /// [`Tokenizer::encode`] over many examples, in parallel, results in input order.
-    pub fn encode_batch(&self, items: &[(String, Option<String>)], max_len: usize) -> Result<Vec<Encoded>> {
+    pub fn encode_batch(
+        &self,
+        items: &[(String, Option<String>)],
+        max_len: usize,
+    ) -> Result<Vec<Encoded>> {
         items
             .into_maybe_par_iter()
             .map(|(text, pair)| self.encode(text, pair.as_deref(), max_len))
@@ -231,7 +341,10 @@ impl Tokenizer {
     /// The WordPiece tokens of `text` (no special tokens), for inspection and tests.
     pub fn tokenize(&self, text: &str) -> Result<Vec<String>> {
         // `encode_fast` skips the token strings; the full `encode` keeps them.
-        let enc = self.inner.encode(text, false).map_err(|e| tok_err("encode", e))?;
+        let enc = self
+            .inner
+            .encode(text, false)
+            .map_err(|e| tok_err("encode", e))?;
         Ok(enc.get_tokens().to_vec())
     }
 
@@ -282,7 +395,10 @@ impl Tokenizer {
         let mut vocab = self.vocab.join("\n");
         vocab.push('\n');
         write("vocab.txt", vocab)?;
-        let json = self.inner.to_string(true).map_err(|e| tok_err("tokenizer.json", e))?;
+        let json = self
+            .inner
+            .to_string(true)
+            .map_err(|e| tok_err("tokenizer.json", e))?;
         write("tokenizer.json", json)?;
         let config = serde_json::json!({
             "tokenizer_class": "BertTokenizer",
@@ -298,12 +414,18 @@ impl Tokenizer {
             "mask_token": "[MASK]",
             "clean_up_tokenization_spaces": true,
         });
-        write("tokenizer_config.json", serde_json::to_string_pretty(&config).expect("static json"))?;
+        write(
+            "tokenizer_config.json",
+            serde_json::to_string_pretty(&config).expect("static json"),
+        )?;
         let specials = serde_json::json!({
             "unk_token": "[UNK]", "sep_token": "[SEP]", "pad_token": "[PAD]", "cls_token": "[CLS]",
             "mask_token": "[MASK]",
         });
-        write("special_tokens_map.json", serde_json::to_string_pretty(&specials).expect("static json"))?;
+        write(
+            "special_tokens_map.json",
+            serde_json::to_string_pretty(&specials).expect("static json"),
+        )?;
         Ok(())
     }
 }
@@ -329,20 +451,27 @@ mod tests {
     use super::*;
 
     fn tiny() -> Tokenizer {
-        let vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "中", "国", "hello", "world", "un", "##aff",
-            "##able", "cafe", ",", "!"];
+        let vocab = [
+            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "中", "国", "hello", "world", "un",
+            "##aff", "##able", "cafe", ",", "!",
+        ];
         Tokenizer::from_vocab(vocab.iter().map(|s| s.to_string()).collect(), true).unwrap()
     }
 
     #[test]
     fn encodes_like_bert() {
         let t = tiny();
-        assert_eq!(t.tokenize("Hello, 中国 Café unaffable!").unwrap(),
-            vec!["hello", ",", "中", "国", "cafe", "un", "##aff", "##able", "!"]);
+        assert_eq!(
+            t.tokenize("Hello, 中国 Café unaffable!").unwrap(),
+            vec!["hello", ",", "中", "国", "cafe", "un", "##aff", "##able", "!"]
+        );
         let e = t.encode("中国", Some("hello world"), 16).unwrap();
         assert_eq!(e.input_ids, vec![2, 5, 6, 3, 7, 8, 3]);
         assert_eq!(e.token_type_ids, vec![0, 0, 0, 0, 1, 1, 1]);
-        assert_eq!(t.encode("中国 xyz [MASK]", None, 16).unwrap().input_ids, vec![2, 5, 6, 1, 4, 3]);
+        assert_eq!(
+            t.encode("中国 xyz [MASK]", None, 16).unwrap().input_ids,
+            vec![2, 5, 6, 1, 4, 3]
+        );
         let long = "中".repeat(20);
         let e = t.encode(&long, Some("国国国"), 10).unwrap();
         assert_eq!(e.input_ids.len(), 10);
@@ -360,6 +489,21 @@ mod tests {
     }
 
     #[test]
+    fn offsets_point_into_the_text_and_ids_match_encode() {
+        let t = tiny();
+        let text = "Hello, 中国 unaffable!";
+        let (e, spans) = t.encode_with_offsets(text, 32).unwrap();
+        assert_eq!(e, t.encode(text, None, 32).unwrap());
+        assert_eq!(spans.first(), Some(&None));
+        assert_eq!(spans.last(), Some(&None));
+        let pieces: Vec<&str> = spans.iter().flatten().map(|&(a, b)| &text[a..b]).collect();
+        assert_eq!(pieces, ["Hello", ",", "中", "国", "un", "aff", "able", "!"]);
+        let (short, spans) = t.encode_with_offsets(text, 4).unwrap();
+        assert_eq!(short.input_ids.len(), 4);
+        assert_eq!(spans.len(), 4);
+    }
+
+    #[test]
     fn save_and_reload_is_identical() {
         let t = tiny();
         let dir = tempfile::tempdir().unwrap();
@@ -368,6 +512,9 @@ mod tests {
         assert_eq!(again.vocab(), t.vocab());
         let json = Tokenizer::from_tokenizer_json(&dir.path().join("tokenizer.json")).unwrap();
         let text = "Hello 中国 unaffable";
-        assert_eq!(json.encode(text, None, 32).unwrap(), t.encode(text, None, 32).unwrap());
+        assert_eq!(
+            json.encode(text, None, 32).unwrap(),
+            t.encode(text, None, 32).unwrap()
+        );
     }
 }

@@ -1,11 +1,15 @@
-//! A stand-alone binary with the trainer's commands (`train`, `eval`, `predict`, `validate`), the same
+//! A stand-alone binary with the trainer's commands (`train`, `pretrain`, `eval`, `predict`, `validate`), the same
 //! ones the `paddock` binary mounts; handy for working on the trainer without building the server.
 
 use clap::{Parser, Subcommand};
 use trainer::cli;
 
 #[derive(Parser)]
-#[command(name = "paddock-trainer", version, about = "ERNIE / BERT text classification on libtorch")]
+#[command(
+    name = "paddock-trainer",
+    version,
+    about = "ERNIE / BERT text classification on libtorch"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -15,6 +19,8 @@ struct Cli {
 enum Command {
     /// Train from a job.toml; JSON-lines events on stdout.
     Train(cli::TrainArgs),
+    /// Masked-LM pretraining with whole-word masking on a corpus; JSON-lines events on stdout.
+    Pretrain(cli::PretrainArgs),
     /// Metrics of a model on a labelled file.
     Eval(cli::EvalArgs),
     /// Classify texts.
@@ -27,6 +33,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Train(a) => cli::run_train(a),
+        Command::Pretrain(a) => cli::run_pretrain(a),
         Command::Eval(a) => cli::run_eval(a),
         Command::Predict(a) => cli::run_predict(a),
         Command::Validate(a) => cli::run_validate(a),

