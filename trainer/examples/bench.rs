@@ -29,8 +29,15 @@ struct Args {
 }
 
 fn parse() -> Args {
-    let mut a =
-        Args { preset: "nano".into(), batch: 32, seq: 128, steps: 10, threads: 0, full: false, no_unpad: false };
+    let mut a = Args {
+        preset: "nano".into(),
+        batch: 32,
+        seq: 128,
+        steps: 10,
+        threads: 0,
+        full: false,
+        no_unpad: false,
+    };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < argv.len() {
@@ -66,11 +73,18 @@ fn batch(b: i64, s: i64, vocab: i64, full: bool) -> (Tensor, Tensor) {
         let len = if full { s } else { (64 + (r * 37) % 65).min(s) };
         for c in 0..s {
             let real = c < len;
-            ids.push(if real { 5 + (r * 131 + c * 17) % (vocab - 5) } else { 0 });
+            ids.push(if real {
+                5 + (r * 131 + c * 17) % (vocab - 5)
+            } else {
+                0
+            });
             mask.push(real as i64);
         }
     }
-    (Tensor::from_slice(&ids).view([b, s]), Tensor::from_slice(&mask).view([b, s]))
+    (
+        Tensor::from_slice(&ids).view([b, s]),
+        Tensor::from_slice(&mask).view([b, s]),
+    )
 }
 
 /// Nominal forward FLOPs of one sequence of `s` tokens (matmuls and attention; embeddings, norms ignored).
@@ -85,7 +99,9 @@ fn main() {
     let threads = if args.threads > 0 {
         args.threads
     } else {
-        std::thread::available_parallelism().map(|n| n.get() as i32).unwrap_or(1)
+        std::thread::available_parallelism()
+            .map(|n| n.get() as i32)
+            .unwrap_or(1)
     };
     tch::set_num_threads(threads);
     tch::manual_seed(0);
@@ -96,9 +112,15 @@ fn main() {
     let (ids, mask) = batch(args.batch, args.seq, config.vocab_size as i64, args.full);
     let types = ids.zeros_like();
     let labels = Tensor::arange(args.batch, (Kind::Int64, Device::Cpu)).remainder(2);
-    let mut opt = tch::nn::AdamW { beta1: 0.9, beta2: 0.999, wd: 0.01, eps: 1e-8, amsgrad: false }
-        .build(&vs, 5e-5)
-        .expect("optimizer");
+    let mut opt = tch::nn::AdamW {
+        beta1: 0.9,
+        beta2: 0.999,
+        wd: 0.01,
+        eps: 1e-8,
+        amsgrad: false,
+    }
+    .build(&vs, 5e-5)
+    .expect("optimizer");
 
     let mut train_step = || {
         let logits = model.forward_t(&ids, &mask, Some(&types), None, true);
@@ -118,7 +140,13 @@ fn main() {
     }
     let train_s = start.elapsed().as_secs_f64();
 
-    let infer = || tch::no_grad(|| model.forward_t(&ids, &mask, Some(&types), None, false).double_value(&[0, 0]));
+    let infer = || {
+        tch::no_grad(|| {
+            model
+                .forward_t(&ids, &mask, Some(&types), None, false)
+                .double_value(&[0, 0])
+        })
+    };
     for _ in 0..2 {
         infer();
     }

@@ -19,14 +19,31 @@ const TEXTS: &[(&str, Option<&str>)] = &[
 ];
 
 fn run(model: &ErnieForSequenceClassification, tok: &Tokenizer) -> serde_json::Value {
-    let encoded: Vec<_> = TEXTS.iter().map(|(t, p)| tok.encode(t, *p, 64).unwrap()).collect();
+    let encoded: Vec<_> = TEXTS
+        .iter()
+        .map(|(t, p)| tok.encode(t, *p, 64).unwrap())
+        .collect();
     let s = encoded.iter().map(|e| e.input_ids.len()).max().unwrap();
     let (mut ids, mut mask, mut types) = (vec![], vec![], vec![]);
     for e in &encoded {
         let pad = s - e.input_ids.len();
-        ids.extend(e.input_ids.iter().copied().chain(std::iter::repeat(tok.pad_id()).take(pad)));
-        types.extend(e.token_type_ids.iter().copied().chain(std::iter::repeat(0).take(pad)));
-        mask.extend(std::iter::repeat(1i64).take(e.input_ids.len()).chain(std::iter::repeat(0).take(pad)));
+        ids.extend(
+            e.input_ids
+                .iter()
+                .copied()
+                .chain(std::iter::repeat(tok.pad_id()).take(pad)),
+        );
+        types.extend(
+            e.token_type_ids
+                .iter()
+                .copied()
+                .chain(std::iter::repeat(0).take(pad)),
+        );
+        mask.extend(
+            std::iter::repeat(1i64)
+                .take(e.input_ids.len())
+                .chain(std::iter::repeat(0).take(pad)),
+        );
     }
     let shape = [TEXTS.len() as i64, s as i64];
     let logits = tch::no_grad(|| {
@@ -48,18 +65,35 @@ fn run(model: &ErnieForSequenceClassification, tok: &Tokenizer) -> serde_json::V
 }
 
 fn main() {
-    let out = std::env::args().nth(1).expect("usage: export_check OUT_DIR");
+    let out = std::env::args()
+        .nth(1)
+        .expect("usage: export_check OUT_DIR");
     let out = Path::new(&out);
     std::fs::create_dir_all(out).unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/parity/ernie");
     let labels = vec!["neg".to_string(), "pos".to_string()];
     let loaded = checkpoint::load(&fixture, Device::Cpu, Some(&labels)).unwrap();
-    let saved = checkpoint::save(&out.join("relabelled"), &loaded.vs, &loaded.config, &loaded.tokenizer).unwrap();
+    let saved = checkpoint::save(
+        &out.join("relabelled"),
+        &loaded.vs,
+        &loaded.config,
+        &loaded.tokenizer,
+    )
+    .unwrap();
     let mut report = serde_json::Map::new();
     report.insert("relabelled".into(), run(&loaded.model, &loaded.tokenizer));
-    eprintln!("wrote {} ({} bytes, sha256 {})", saved.dir.display(), saved.bytes, saved.sha256);
+    eprintln!(
+        "wrote {} ({} bytes, sha256 {})",
+        saved.dir.display(),
+        saved.bytes,
+        saved.sha256
+    );
 
-    let tok = Tokenizer::build_from_corpus(TEXTS.iter().flat_map(|(t, p)| [Some(*t), *p]).flatten(), 500).unwrap();
+    let tok = Tokenizer::build_from_corpus(
+        TEXTS.iter().flat_map(|(t, p)| [Some(*t), *p]).flatten(),
+        500,
+    )
+    .unwrap();
     tch::manual_seed(3);
     let mut config = ErnieConfig::preset("nano", tok.vocab_size(), 3).unwrap();
     config.set_labels(&["a".into(), "b".into(), "c".into()]);
@@ -68,5 +102,9 @@ fn main() {
     let saved = checkpoint::save(&out.join("scratch_nano"), &vs, &config, &tok).unwrap();
     report.insert("scratch_nano".into(), run(&model, &tok));
     eprintln!("wrote {} ({} bytes)", saved.dir.display(), saved.bytes);
-    std::fs::write(out.join("paddock_logits.json"), serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    std::fs::write(
+        out.join("paddock_logits.json"),
+        serde_json::to_string_pretty(&report).unwrap(),
+    )
+    .unwrap();
 }

@@ -105,7 +105,10 @@ impl ErnieConfig {
         let &(_, layers, hidden, ffn, task_types) =
             PRESETS.iter().find(|p| p.0 == name).ok_or_else(|| {
                 let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
-                Error::Config(format!("unknown model preset `{name}` (expected one of {})", names.join(", ")))
+                Error::Config(format!(
+                    "unknown model preset `{name}` (expected one of {})",
+                    names.join(", ")
+                ))
             })?;
         let mut config = ErnieConfig {
             model_type: "ernie".into(),
@@ -153,8 +156,8 @@ impl ErnieConfig {
 
     /// Parses and validates the text of a `config.json`.
     pub fn from_json_str(text: &str) -> Result<ErnieConfig> {
-        let mut config: ErnieConfig =
-            serde_json::from_str(text).map_err(|e| Error::Config(format!("invalid config.json: {e}")))?;
+        let mut config: ErnieConfig = serde_json::from_str(text)
+            .map_err(|e| Error::Config(format!("invalid config.json: {e}")))?;
         config.normalise_labels()?;
         config.validate()?;
         Ok(config)
@@ -162,21 +165,35 @@ impl ErnieConfig {
 
     /// The `config.json` text (pretty-printed, keys of `extra` included).
     pub fn to_json_string(&self) -> Result<String> {
-        serde_json::to_string_pretty(self).map_err(|e| Error::Config(format!("cannot serialise config: {e}")))
+        serde_json::to_string_pretty(self)
+            .map_err(|e| Error::Config(format!("cannot serialise config: {e}")))
     }
 
     /// Class names in id order (`LABEL_{i}` where `id2label` has no entry).
     pub fn labels(&self) -> Vec<String> {
         (0..self.num_labels)
-            .map(|i| self.id2label.get(&i.to_string()).cloned().unwrap_or_else(|| format!("LABEL_{i}")))
+            .map(|i| {
+                self.id2label
+                    .get(&i.to_string())
+                    .cloned()
+                    .unwrap_or_else(|| format!("LABEL_{i}"))
+            })
             .collect()
     }
 
     /// Replaces the label set: `num_labels`, `id2label` and `label2id` all follow `labels` (id = position).
     pub fn set_labels(&mut self, labels: &[String]) {
         self.num_labels = labels.len();
-        self.id2label = labels.iter().enumerate().map(|(i, l)| (i.to_string(), l.clone())).collect();
-        self.label2id = labels.iter().enumerate().map(|(i, l)| (l.clone(), i as i64)).collect();
+        self.id2label = labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (i.to_string(), l.clone()))
+            .collect();
+        self.label2id = labels
+            .iter()
+            .enumerate()
+            .map(|(i, l)| (l.clone(), i as i64))
+            .collect();
     }
 
     /// The parameter prefix Hugging Face uses for the encoder: `"bert"` or `"ernie"`.
@@ -197,7 +214,10 @@ impl ErnieConfig {
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::Config(m));
         if self.model_type != "ernie" && self.model_type != "bert" {
-            return bad(format!("model_type `{}` is not supported (expected `ernie` or `bert`)", self.model_type));
+            return bad(format!(
+                "model_type `{}` is not supported (expected `ernie` or `bert`)",
+                self.model_type
+            ));
         }
         for (key, v) in [
             ("vocab_size", self.vocab_size),
@@ -222,17 +242,28 @@ impl ErnieConfig {
                 self.hidden_size, self.num_attention_heads
             ));
         }
-        if !matches!(self.hidden_act.as_str(), "gelu" | "gelu_new" | "gelu_pytorch_tanh" | "relu") {
-            return bad(format!("hidden_act `{}` is not supported (gelu, gelu_new, relu)", self.hidden_act));
+        if !matches!(
+            self.hidden_act.as_str(),
+            "gelu" | "gelu_new" | "gelu_pytorch_tanh" | "relu"
+        ) {
+            return bad(format!(
+                "hidden_act `{}` is not supported (gelu, gelu_new, relu)",
+                self.hidden_act
+            ));
         }
         if let Some(p) = self.extra.get("position_embedding_type") {
             if p.as_str() != Some("absolute") {
-                return bad(format!("position_embedding_type {p} is not supported (only \"absolute\")"));
+                return bad(format!(
+                    "position_embedding_type {p} is not supported (only \"absolute\")"
+                ));
             }
         }
         for (key, p) in [
             ("hidden_dropout_prob", self.hidden_dropout_prob),
-            ("attention_probs_dropout_prob", self.attention_probs_dropout_prob),
+            (
+                "attention_probs_dropout_prob",
+                self.attention_probs_dropout_prob,
+            ),
             ("classifier_dropout", self.classifier_dropout_prob()),
         ] {
             if !(0.0..1.0).contains(&p) {
@@ -243,7 +274,10 @@ impl ErnieConfig {
             return bad("layer_norm_eps must be positive".into());
         }
         if self.pad_token_id < 0 || self.pad_token_id as usize >= self.vocab_size {
-            return bad(format!("pad_token_id {} is outside the vocabulary", self.pad_token_id));
+            return bad(format!(
+                "pad_token_id {} is outside the vocabulary",
+                self.pad_token_id
+            ));
         }
         Ok(())
     }
@@ -251,7 +285,11 @@ impl ErnieConfig {
     /// Makes `num_labels`, `id2label` and `label2id` agree, the way transformers does when it reads a config.
     fn normalise_labels(&mut self) -> Result<()> {
         if self.num_labels == 0 {
-            self.num_labels = if self.id2label.is_empty() { 2 } else { self.id2label.len() };
+            self.num_labels = if self.id2label.is_empty() {
+                2
+            } else {
+                self.id2label.len()
+            };
         }
         for key in self.id2label.keys() {
             match key.parse::<usize>() {
@@ -277,12 +315,35 @@ mod tests {
     #[test]
     fn presets_have_published_shapes() {
         let nano = ErnieConfig::preset("nano", 40000, 2).unwrap();
-        assert_eq!((nano.num_hidden_layers, nano.hidden_size, nano.intermediate_size), (4, 312, 1248));
-        assert_eq!((nano.task_type_vocab_size, nano.type_vocab_size, nano.max_position_embeddings), (16, 4, 2048));
+        assert_eq!(
+            (
+                nano.num_hidden_layers,
+                nano.hidden_size,
+                nano.intermediate_size
+            ),
+            (4, 312, 1248)
+        );
+        assert_eq!(
+            (
+                nano.task_type_vocab_size,
+                nano.type_vocab_size,
+                nano.max_position_embeddings
+            ),
+            (16, 4, 2048)
+        );
         let base = ErnieConfig::preset("base", 40000, 3).unwrap();
-        assert_eq!((base.num_hidden_layers, base.hidden_size, base.task_type_vocab_size), (12, 768, 3));
+        assert_eq!(
+            (
+                base.num_hidden_layers,
+                base.hidden_size,
+                base.task_type_vocab_size
+            ),
+            (12, 768, 3)
+        );
         assert_eq!(base.labels(), vec!["LABEL_0", "LABEL_1", "LABEL_2"]);
-        assert!(matches!(ErnieConfig::preset("huge", 10, 2), Err(Error::Config(m)) if m.contains("huge")));
+        assert!(
+            matches!(ErnieConfig::preset("huge", 10, 2), Err(Error::Config(m)) if m.contains("huge"))
+        );
     }
 
     #[test]
@@ -306,7 +367,9 @@ mod tests {
         let text = r#"{"vocab_size":100,"hidden_size":30,"num_hidden_layers":2,"num_attention_heads":4,"intermediate_size":32}"#;
         let err = ErnieConfig::from_json_str(text).unwrap_err().to_string();
         assert!(err.contains("num_attention_heads"), "{err}");
-        let err = ErnieConfig::from_json_str("{\"vocab_size\": 1}").unwrap_err().to_string();
+        let err = ErnieConfig::from_json_str("{\"vocab_size\": 1}")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("hidden_size"), "{err}");
     }
 }

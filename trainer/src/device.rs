@@ -8,25 +8,42 @@ use crate::{Error, Result};
 /// Resolves a device request: `auto` (first CUDA device when present, else CPU), `cpu`, `cuda`, `cuda:N`.
 pub fn pick_device(request: &str) -> Result<Device> {
     let request = request.trim().to_ascii_lowercase();
-    let cuda_count = || if tch::Cuda::is_available() { tch::Cuda::device_count() as usize } else { 0 };
+    let cuda_count = || {
+        if tch::Cuda::is_available() {
+            tch::Cuda::device_count() as usize
+        } else {
+            0
+        }
+    };
     match request.as_str() {
-        "auto" | "" => Ok(if cuda_count() > 0 { Device::Cuda(0) } else { Device::Cpu }),
+        "auto" | "" => Ok(if cuda_count() > 0 {
+            Device::Cuda(0)
+        } else {
+            Device::Cpu
+        }),
         "cpu" => Ok(Device::Cpu),
         "cuda" | "gpu" => {
             if cuda_count() == 0 {
-                return Err(Error::Config("device `cuda` requested but no CUDA device is available".into()));
+                return Err(Error::Config(
+                    "device `cuda` requested but no CUDA device is available".into(),
+                ));
             }
             Ok(Device::Cuda(0))
         }
         other => {
             let Some(index) = other.strip_prefix("cuda:") else {
-                return Err(Error::Config(format!("device `{other}` is not one of auto, cpu, cuda, cuda:N")));
+                return Err(Error::Config(format!(
+                    "device `{other}` is not one of auto, cpu, cuda, cuda:N"
+                )));
             };
-            let index: usize =
-                index.parse().map_err(|_| Error::Config(format!("device `{other}`: `{index}` is not a device index")))?;
+            let index: usize = index.parse().map_err(|_| {
+                Error::Config(format!("device `{other}`: `{index}` is not a device index"))
+            })?;
             let count = cuda_count();
             if index >= count {
-                return Err(Error::Config(format!("device `{other}` requested but {count} CUDA device(s) are available")));
+                return Err(Error::Config(format!(
+                    "device `{other}` requested but {count} CUDA device(s) are available"
+                )));
             }
             Ok(Device::Cuda(index))
         }
@@ -53,7 +70,9 @@ impl Precision {
             "fp32" | "float32" | "f32" => Ok(Precision::Fp32),
             "fp16" | "float16" | "f16" | "half" => Ok(Precision::Fp16),
             "bf16" | "bfloat16" => Ok(Precision::Bf16),
-            other => Err(Error::Config(format!("precision `{other}` is not one of fp32, fp16, bf16"))),
+            other => Err(Error::Config(format!(
+                "precision `{other}` is not one of fp32, fp16, bf16"
+            ))),
         }
     }
 

@@ -34,7 +34,12 @@ pub const METRIC_NAMES: [&str; 3] = ["accuracy", "macro_f1", "loss"];
 impl Metrics {
     /// Computes metrics for `labels.len()` classes. Ids outside the label range are counted as wrong
     /// (and left out of the confusion matrix), never a panic.
-    pub fn compute(labels: &[String], gold: &[usize], pred: &[usize], loss: Option<f64>) -> Metrics {
+    pub fn compute(
+        labels: &[String],
+        gold: &[usize],
+        pred: &[usize],
+        loss: Option<f64>,
+    ) -> Metrics {
         let k = labels.len();
         let n = gold.len().min(pred.len());
         let mut confusion = vec![vec![0usize; k]; k];
@@ -47,19 +52,40 @@ impl Metrics {
                 confusion[g][p] += 1;
             }
         }
-        let support: Vec<usize> = (0..k).map(|c| gold.iter().take(n).filter(|&&g| g == c).count()).collect();
-        let predicted: Vec<usize> = (0..k).map(|c| pred.iter().take(n).filter(|&&p| p == c).count()).collect();
+        let support: Vec<usize> = (0..k)
+            .map(|c| gold.iter().take(n).filter(|&&g| g == c).count())
+            .collect();
+        let predicted: Vec<usize> = (0..k)
+            .map(|c| pred.iter().take(n).filter(|&&p| p == c).count())
+            .collect();
         let per_class: Vec<ClassMetrics> = (0..k)
             .map(|c| {
                 let tp = confusion[c][c] as f64;
                 let precision = ratio(tp, predicted[c] as f64);
                 let recall = ratio(tp, support[c] as f64);
                 let f1 = ratio(2.0 * precision * recall, precision + recall);
-                ClassMetrics { label: labels[c].clone(), precision, recall, f1, support: support[c] }
+                ClassMetrics {
+                    label: labels[c].clone(),
+                    precision,
+                    recall,
+                    f1,
+                    support: support[c],
+                }
             })
             .collect();
-        let macro_f1 = if k == 0 { 0.0 } else { per_class.iter().map(|c| c.f1).sum::<f64>() / k as f64 };
-        Metrics { accuracy: ratio(correct as f64, n as f64), macro_f1, loss, count: n, per_class, confusion }
+        let macro_f1 = if k == 0 {
+            0.0
+        } else {
+            per_class.iter().map(|c| c.f1).sum::<f64>() / k as f64
+        };
+        Metrics {
+            accuracy: ratio(correct as f64, n as f64),
+            macro_f1,
+            loss,
+            count: n,
+            per_class,
+            confusion,
+        }
     }
 
     /// The named metric (see [`METRIC_NAMES`]).
@@ -97,9 +123,17 @@ mod tests {
     #[test]
     fn matches_hand_computed_values() {
         // gold: 0 0 0 1 1 2 ; pred: 0 0 1 1 2 2
-        let m = Metrics::compute(&labels(3), &[0, 0, 0, 1, 1, 2], &[0, 0, 1, 1, 2, 2], Some(0.5));
+        let m = Metrics::compute(
+            &labels(3),
+            &[0, 0, 0, 1, 1, 2],
+            &[0, 0, 1, 1, 2, 2],
+            Some(0.5),
+        );
         assert!((m.accuracy - 4.0 / 6.0).abs() < 1e-12);
-        assert_eq!(m.confusion, vec![vec![2, 1, 0], vec![0, 1, 1], vec![0, 0, 1]]);
+        assert_eq!(
+            m.confusion,
+            vec![vec![2, 1, 0], vec![0, 1, 1], vec![0, 0, 1]]
+        );
         let c0 = &m.per_class[0];
         assert_eq!((c0.precision, c0.support), (1.0, 3));
         assert!((c0.recall - 2.0 / 3.0).abs() < 1e-12);

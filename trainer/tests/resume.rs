@@ -12,7 +12,11 @@ use trainer::events::EventSink;
 use trainer::train::{train, EndStatus, JobConfig, RunControl, TrainOutcome};
 
 fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/data").join(name).display().to_string()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/data")
+        .join(name)
+        .display()
+        .to_string()
 }
 
 /// A tiny from-scratch model: 2 layers, hidden 32; 2 epochs of 5 steps (batch 32, accumulation 2).
@@ -60,7 +64,10 @@ fn weights(dir: &Path) -> Vec<(String, Tensor)> {
 }
 
 fn run(job: &JobConfig, halt: Option<usize>) -> TrainOutcome {
-    let control = RunControl { halt_after_step: halt, ..Default::default() };
+    let control = RunControl {
+        halt_after_step: halt,
+        ..Default::default()
+    };
     train(job, &EventSink::memory(), &control).unwrap()
 }
 
@@ -82,14 +89,28 @@ fn stopped_and_resumed_run_matches_the_straight_run_bit_for_bit() {
     let mut j = job(&out_c, "");
     j.output.resume_from = Some(PathBuf::from("latest"));
     let part3 = run(&j, None);
-    assert_eq!((part3.status, part3.global_step), (EndStatus::Completed, 10));
+    assert_eq!(
+        (part3.status, part3.global_step),
+        (EndStatus::Completed, 10)
+    );
 
-    let straight_losses: Vec<(usize, u64)> = straight.losses.iter().map(|l| (l.step, l.loss.to_bits())).collect();
-    let resumed_losses: Vec<(usize, u64)> = part3.losses.iter().map(|l| (l.step, l.loss.to_bits())).collect();
+    let straight_losses: Vec<(usize, u64)> = straight
+        .losses
+        .iter()
+        .map(|l| (l.step, l.loss.to_bits()))
+        .collect();
+    let resumed_losses: Vec<(usize, u64)> = part3
+        .losses
+        .iter()
+        .map(|l| (l.step, l.loss.to_bits()))
+        .collect();
     assert_eq!(straight_losses.len(), 10);
     assert_eq!(straight_losses, resumed_losses, "loss curves differ");
     // Losses actually vary (the comparison above is not between constants).
-    assert!(straight.losses.iter().any(|l| l.loss != straight.losses[0].loss));
+    assert!(straight
+        .losses
+        .iter()
+        .any(|l| l.loss != straight.losses[0].loss));
 
     let wa = weights(straight.last_checkpoint.as_ref().unwrap());
     let wc = weights(part3.last_checkpoint.as_ref().unwrap());
@@ -128,7 +149,10 @@ fn sigterm_stops_gracefully_with_a_resumable_checkpoint() {
     for line in stdout.lines() {
         let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
         if v["event"] == "step" && !signalled {
-            let status = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+            let status = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status()
+                .unwrap();
             assert!(status.success());
             signalled = true;
         }
@@ -141,10 +165,20 @@ fn sigterm_stops_gracefully_with_a_resumable_checkpoint() {
     assert_eq!(end["status"], "stopped");
     let step = end["step"].as_u64().unwrap();
     assert!(step >= 1 && step < 1000, "stopped at {step}");
-    let ckpt = events.iter().rev().find(|e| e["event"] == "checkpoint").expect("a checkpoint before end");
+    let ckpt = events
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "checkpoint")
+        .expect("a checkpoint before end");
     assert_eq!(ckpt["step"], step);
     let dir = PathBuf::from(ckpt["path"].as_str().unwrap());
-    for f in ["config.json", "model.safetensors", "vocab.txt", "trainer_state.json", "optimizer.safetensors"] {
+    for f in [
+        "config.json",
+        "model.safetensors",
+        "vocab.txt",
+        "trainer_state.json",
+        "optimizer.safetensors",
+    ] {
         assert!(dir.join(f).is_file(), "{f} missing from {}", dir.display());
     }
     assert_eq!(ckpt["sha256"].as_str().unwrap().len(), 64);

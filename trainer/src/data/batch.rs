@@ -36,8 +36,15 @@ pub struct Batch {
 const BUCKET_BATCHES: usize = 50;
 
 /// The batches of one training epoch: shuffle, sort within buckets by length, cut, shuffle batches.
-pub fn bucketed_batches(lengths: &[usize], batch_size: usize, seed: u64, epoch: u64) -> Vec<Vec<usize>> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ epoch.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+pub fn bucketed_batches(
+    lengths: &[usize],
+    batch_size: usize,
+    seed: u64,
+    epoch: u64,
+) -> Vec<Vec<usize>> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(
+        seed ^ epoch.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    );
     let mut idx: Vec<usize> = (0..lengths.len()).collect();
     idx.shuffle(&mut rng);
     let mut batches = Vec::with_capacity(lengths.len().div_ceil(batch_size.max(1)));
@@ -53,12 +60,19 @@ pub fn bucketed_batches(lengths: &[usize], batch_size: usize, seed: u64, epoch: 
 pub fn sorted_batches(lengths: &[usize], batch_size: usize) -> Vec<Vec<usize>> {
     let mut idx: Vec<usize> = (0..lengths.len()).collect();
     idx.sort_by_key(|&i| std::cmp::Reverse(lengths[i]));
-    idx.chunks(batch_size.max(1)).map(<[usize]>::to_vec).collect()
+    idx.chunks(batch_size.max(1))
+        .map(<[usize]>::to_vec)
+        .collect()
 }
 
 /// Pads `rows` to their longest length with `pad_id` and moves them to `device`.
 pub fn collate(rows: &[&Features], pad_id: i64, device: Device) -> Batch {
-    let seq = rows.iter().map(|r| r.input_ids.len()).max().unwrap_or(0).max(1);
+    let seq = rows
+        .iter()
+        .map(|r| r.input_ids.len())
+        .max()
+        .unwrap_or(0)
+        .max(1);
     let n = rows.len();
     let mut ids = vec![pad_id; n * seq];
     let mut mask = vec![0i64; n * seq];
@@ -78,7 +92,11 @@ pub fn collate(rows: &[&Features], pad_id: i64, device: Device) -> Batch {
         input_ids: Tensor::from_slice(&ids).view(shape).to_device(device),
         attention_mask: Tensor::from_slice(&mask).view(shape).to_device(device),
         token_type_ids: Tensor::from_slice(&types).view(shape).to_device(device),
-        labels: labels.map(|l| Tensor::from_slice(&l).to_kind(Kind::Int64).to_device(device)),
+        labels: labels.map(|l| {
+            Tensor::from_slice(&l)
+                .to_kind(Kind::Int64)
+                .to_device(device)
+        }),
         rows: n,
         tokens,
     }
@@ -98,21 +116,38 @@ mod tests {
         assert_eq!(b, bucketed_batches(&lengths, 16, 42, 0));
         assert_ne!(b, bucketed_batches(&lengths, 16, 42, 1));
         // Bucketing keeps lengths inside a batch close: much less padding than random batches.
-        let spread: usize = b.iter().map(|x| {
-            let l: Vec<usize> = x.iter().map(|&i| lengths[i]).collect();
-            l.iter().max().unwrap() - l.iter().min().unwrap()
-        }).sum();
+        let spread: usize = b
+            .iter()
+            .map(|x| {
+                let l: Vec<usize> = x.iter().map(|&i| lengths[i]).collect();
+                l.iter().max().unwrap() - l.iter().min().unwrap()
+            })
+            .sum();
         assert!(spread < b.len() * 20, "spread {spread}");
     }
 
     #[test]
     fn collate_pads_and_masks() {
-        let a = Features { input_ids: vec![2, 5, 3], token_type_ids: vec![0, 0, 0], label: Some(1) };
-        let b = Features { input_ids: vec![2, 3], token_type_ids: vec![0, 0], label: Some(0) };
+        let a = Features {
+            input_ids: vec![2, 5, 3],
+            token_type_ids: vec![0, 0, 0],
+            label: Some(1),
+        };
+        let b = Features {
+            input_ids: vec![2, 3],
+            token_type_ids: vec![0, 0],
+            label: Some(0),
+        };
         let batch = collate(&[&a, &b], 0, Device::Cpu);
         assert_eq!(batch.input_ids.size(), [2, 3]);
-        assert_eq!(Vec::<i64>::try_from(batch.input_ids.view(-1)).unwrap(), [2, 5, 3, 2, 3, 0]);
-        assert_eq!(Vec::<i64>::try_from(batch.attention_mask.view(-1)).unwrap(), [1, 1, 1, 1, 1, 0]);
+        assert_eq!(
+            Vec::<i64>::try_from(batch.input_ids.view(-1)).unwrap(),
+            [2, 5, 3, 2, 3, 0]
+        );
+        assert_eq!(
+            Vec::<i64>::try_from(batch.attention_mask.view(-1)).unwrap(),
+            [1, 1, 1, 1, 1, 0]
+        );
         assert_eq!(Vec::<i64>::try_from(batch.labels.unwrap()).unwrap(), [1, 0]);
         assert_eq!(batch.tokens, 5);
         let unlabelled = Features { label: None, ..b };

@@ -26,11 +26,16 @@ pub struct EncodingProblem {
 
 /// Decodes `bytes`. With `convert_gb18030`, GBK/GB18030 input is converted to UTF-8; without it such input
 /// is an error that names the encoding and the remedy.
-pub fn decode(bytes: &[u8], convert_gb18030: bool) -> Result<(String, TextEncoding), EncodingProblem> {
+pub fn decode(
+    bytes: &[u8],
+    convert_gb18030: bool,
+) -> Result<(String, TextEncoding), EncodingProblem> {
     if bytes.starts_with(&[0xFF, 0xFE]) || bytes.starts_with(&[0xFE, 0xFF]) {
         return Err(EncodingProblem {
             line: 1,
-            message: "the file is UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8".into(),
+            message:
+                "the file is UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8"
+                    .into(),
         });
     }
     let (body, bom) = match bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
@@ -39,7 +44,11 @@ pub fn decode(bytes: &[u8], convert_gb18030: bool) -> Result<(String, TextEncodi
     };
     let utf8_error = match std::str::from_utf8(body) {
         Ok(text) => {
-            let enc = if bom { TextEncoding::Utf8Bom } else { TextEncoding::Utf8 };
+            let enc = if bom {
+                TextEncoding::Utf8Bom
+            } else {
+                TextEncoding::Utf8
+            };
             return Ok((text.to_string(), enc));
         }
         Err(e) => e,
@@ -88,10 +97,16 @@ mod tests {
 
     #[test]
     fn utf8_with_and_without_bom() {
-        assert_eq!(decode("好\n".as_bytes(), false).unwrap(), ("好\n".to_string(), TextEncoding::Utf8));
+        assert_eq!(
+            decode("好\n".as_bytes(), false).unwrap(),
+            ("好\n".to_string(), TextEncoding::Utf8)
+        );
         let mut b = vec![0xEF, 0xBB, 0xBF];
         b.extend_from_slice("好".as_bytes());
-        assert_eq!(decode(&b, false).unwrap(), ("好".to_string(), TextEncoding::Utf8Bom));
+        assert_eq!(
+            decode(&b, false).unwrap(),
+            ("好".to_string(), TextEncoding::Utf8Bom)
+        );
     }
 
     #[test]

@@ -47,10 +47,12 @@ impl LabelMap {
     /// The id of `label`: its position by name, or — for integer labels that are not names — the
     /// integer itself when it is a valid id (data labelled 0/1 against names negative/positive).
     pub fn id(&self, label: &str) -> Option<usize> {
-        self.names
-            .iter()
-            .position(|n| n == label)
-            .or_else(|| label.parse::<usize>().ok().filter(|&i| i < self.names.len()))
+        self.names.iter().position(|n| n == label).or_else(|| {
+            label
+                .parse::<usize>()
+                .ok()
+                .filter(|&i| i < self.names.len())
+        })
     }
 
     pub fn name(&self, id: usize) -> &str {

@@ -51,7 +51,11 @@ pub struct Columns {
 
 impl Default for Columns {
     fn default() -> Self {
-        Columns { text: "text".into(), text_pair: "text_pair".into(), label: "label".into() }
+        Columns {
+            text: "text".into(),
+            text_pair: "text_pair".into(),
+            label: "label".into(),
+        }
     }
 }
 
@@ -98,7 +102,12 @@ fn parse_delimited(text: &str, delimiter: u8, quoting: bool, columns: &Columns) 
     let header = match records.next() {
         None => return out,
         Some(Err(e)) => {
-            out.issues.push(Issue::error(IssueKind::Malformed, csv_line(&e).or(Some(1)), None, e.to_string()));
+            out.issues.push(Issue::error(
+                IssueKind::Malformed,
+                csv_line(&e).or(Some(1)),
+                None,
+                e.to_string(),
+            ));
             return out;
         }
         Some(Ok(h)) => h,
@@ -110,7 +119,11 @@ fn parse_delimited(text: &str, delimiter: u8, quoting: bool, columns: &Columns) 
             IssueKind::MissingColumn,
             Some(1),
             Some(columns.text.clone()),
-            format!("the header has no `{}` column (columns: {})", columns.text, names.join(", ")),
+            format!(
+                "the header has no `{}` column (columns: {})",
+                columns.text,
+                names.join(", ")
+            ),
         ));
         return out;
     };
@@ -121,7 +134,12 @@ fn parse_delimited(text: &str, delimiter: u8, quoting: bool, columns: &Columns) 
         match record {
             Err(e) => {
                 out.records += 1;
-                out.issues.push(Issue::error(IssueKind::Malformed, csv_line(&e), None, e.to_string()));
+                out.issues.push(Issue::error(
+                    IssueKind::Malformed,
+                    csv_line(&e),
+                    None,
+                    e.to_string(),
+                ));
             }
             Ok(rec) => {
                 let line = rec.position().map(|p| p.line() as usize).unwrap_or(0);
@@ -135,14 +153,20 @@ fn parse_delimited(text: &str, delimiter: u8, quoting: bool, columns: &Columns) 
                         IssueKind::Malformed,
                         Some(line),
                         None,
-                        format!("expected {} fields as in the header, found {}", names.len(), rec.len()),
+                        format!(
+                            "expected {} fields as in the header, found {}",
+                            names.len(),
+                            rec.len()
+                        ),
                     ));
                     continue;
                 }
                 out.rows.push(RawRow {
                     line,
                     text: Some(rec[text_idx].to_string()),
-                    text_pair: pair_idx.map(|i| rec[i].to_string()).filter(|s| !s.is_empty()),
+                    text_pair: pair_idx
+                        .map(|i| rec[i].to_string())
+                        .filter(|s| !s.is_empty()),
                     label: label_idx.map(|i| rec[i].trim().to_string()),
                 });
             }
@@ -166,7 +190,12 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
         let value: serde_json::Value = match serde_json::from_str(raw) {
             Ok(v) => v,
             Err(e) => {
-                out.issues.push(Issue::error(IssueKind::Malformed, Some(line), None, format!("bad JSON: {e}")));
+                out.issues.push(Issue::error(
+                    IssueKind::Malformed,
+                    Some(line),
+                    None,
+                    format!("bad JSON: {e}"),
+                ));
                 continue;
             }
         };
@@ -214,13 +243,21 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
                     IssueKind::Malformed,
                     Some(line),
                     Some(columns.label.clone()),
-                    format!("expected a string or an integer, found {}", json_kind(other)),
+                    format!(
+                        "expected a string or an integer, found {}",
+                        json_kind(other)
+                    ),
                 ));
                 continue;
             }
         };
         out.has_label_column |= obj.contains_key(&columns.label);
-        out.rows.push(RawRow { line, text, text_pair, label });
+        out.rows.push(RawRow {
+            line,
+            text,
+            text_pair,
+            label,
+        });
     }
     out
 }
@@ -242,7 +279,11 @@ mod tests {
 
     #[test]
     fn csv_quoting_and_line_numbers() {
-        let p = parse("text,label\n\"a,\"\"b\"\"\nc\",x\nd,y,z\ne,f\n", DataFormat::Csv, &Columns::default());
+        let p = parse(
+            "text,label\n\"a,\"\"b\"\"\nc\",x\nd,y,z\ne,f\n",
+            DataFormat::Csv,
+            &Columns::default(),
+        );
         assert_eq!(p.rows.len(), 2);
         assert_eq!(p.rows[0].text.as_deref(), Some("a,\"b\"\nc"));
         assert_eq!(p.rows[0].line, 2);
@@ -254,7 +295,11 @@ mod tests {
 
     #[test]
     fn tsv_keeps_quotes_and_reads_pairs() {
-        let p = parse("label\ttext\ttext_pair\n1\t\"好\"\t对\n", DataFormat::Tsv, &Columns::default());
+        let p = parse(
+            "label\ttext\ttext_pair\n1\t\"好\"\t对\n",
+            DataFormat::Tsv,
+            &Columns::default(),
+        );
         assert_eq!(p.rows[0].text.as_deref(), Some("\"好\""));
         assert_eq!(p.rows[0].text_pair.as_deref(), Some("对"));
         assert_eq!(p.rows[0].label.as_deref(), Some("1"));
@@ -262,7 +307,11 @@ mod tests {
 
     #[test]
     fn missing_text_column_names_the_columns() {
-        let p = parse("sentence\tlabel\nx\ty\n", DataFormat::Tsv, &Columns::default());
+        let p = parse(
+            "sentence\tlabel\nx\ty\n",
+            DataFormat::Tsv,
+            &Columns::default(),
+        );
         assert!(p.rows.is_empty());
         assert_eq!(p.issues[0].kind, IssueKind::MissingColumn);
         assert!(p.issues[0].message.contains("sentence"));
@@ -270,7 +319,11 @@ mod tests {
 
     #[test]
     fn jsonl_integer_labels_and_bad_lines() {
-        let p = parse("{\"text\":\"a\",\"label\":1}\n\n{bad\n[1]\n", DataFormat::Jsonl, &Columns::default());
+        let p = parse(
+            "{\"text\":\"a\",\"label\":1}\n\n{bad\n[1]\n",
+            DataFormat::Jsonl,
+            &Columns::default(),
+        );
         assert_eq!(p.rows.len(), 1);
         assert_eq!(p.rows[0].label.as_deref(), Some("1"));
         let lines: Vec<_> = p.issues.iter().map(|i| i.line).collect();

@@ -52,11 +52,33 @@ pub struct Issue {
 }
 
 impl Issue {
-    pub fn error(kind: IssueKind, line: Option<usize>, field: Option<String>, message: String) -> Self {
-        Issue { severity: Severity::Error, kind, line, field, message }
+    pub fn error(
+        kind: IssueKind,
+        line: Option<usize>,
+        field: Option<String>,
+        message: String,
+    ) -> Self {
+        Issue {
+            severity: Severity::Error,
+            kind,
+            line,
+            field,
+            message,
+        }
     }
-    pub fn warning(kind: IssueKind, line: Option<usize>, field: Option<String>, message: String) -> Self {
-        Issue { severity: Severity::Warning, kind, line, field, message }
+    pub fn warning(
+        kind: IssueKind,
+        line: Option<usize>,
+        field: Option<String>,
+        message: String,
+    ) -> Self {
+        Issue {
+            severity: Severity::Warning,
+            kind,
+            line,
+            field,
+            message,
+        }
     }
 }
 
@@ -176,13 +198,18 @@ impl ValidationReport {
 }
 
 /// Percentiles (nearest rank), mean and a histogram of `lengths`; `None` for no rows.
-pub fn length_stats(lengths: &[usize], unit: &'static str, limit: Option<usize>) -> Option<LengthStats> {
+pub fn length_stats(
+    lengths: &[usize],
+    unit: &'static str,
+    limit: Option<usize>,
+) -> Option<LengthStats> {
     if lengths.is_empty() {
         return None;
     }
     let mut sorted = lengths.to_vec();
     sorted.sort_unstable();
-    let rank = |q: f64| sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
+    let rank =
+        |q: f64| sorted[((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1];
     let max = *sorted.last().unwrap();
     Some(LengthStats {
         unit,
@@ -199,8 +226,13 @@ pub fn length_stats(lengths: &[usize], unit: &'static str, limit: Option<usize>)
 fn histogram(sorted: &[usize], max: usize) -> Vec<HistogramBin> {
     let width = (max / 16 + 1).next_power_of_two();
     let bins = max / width + 1;
-    let mut out: Vec<HistogramBin> =
-        (0..bins).map(|i| HistogramBin { from: i * width, to: (i + 1) * width, count: 0 }).collect();
+    let mut out: Vec<HistogramBin> = (0..bins)
+        .map(|i| HistogramBin {
+            from: i * width,
+            to: (i + 1) * width,
+            count: 0,
+        })
+        .collect();
     for &x in sorted {
         out[x / width].count += 1;
     }
@@ -227,7 +259,12 @@ mod tests {
     fn issue_lists_are_capped_but_counted() {
         let mut r = ValidationReport::new(std::path::Path::new("x.tsv"));
         for i in 0..(MAX_ISSUES_KEPT + 5) {
-            r.push(Issue::error(IssueKind::EmptyText, Some(i + 2), None, "empty".into()));
+            r.push(Issue::error(
+                IssueKind::EmptyText,
+                Some(i + 2),
+                None,
+                "empty".into(),
+            ));
         }
         assert_eq!(r.errors.len(), MAX_ISSUES_KEPT);
         assert_eq!(r.error_count, MAX_ISSUES_KEPT + 5);

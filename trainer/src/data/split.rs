@@ -46,12 +46,19 @@ mod tests {
     use super::*;
 
     fn ex(line: usize, label: usize) -> Example {
-        Example { line, text: format!("t{line}"), text_pair: None, label: Some(label) }
+        Example {
+            line,
+            text: format!("t{line}"),
+            text_pair: None,
+            label: Some(label),
+        }
     }
 
     #[test]
     fn stratified_and_reproducible() {
-        let data: Vec<Example> = (0..100).map(|i| ex(i + 2, usize::from(i % 4 == 0))).collect();
+        let data: Vec<Example> = (0..100)
+            .map(|i| ex(i + 2, usize::from(i % 4 == 0)))
+            .collect();
         let (train, dev) = split_dev(data.clone(), 0.2, 7);
         assert_eq!(train.len() + dev.len(), 100);
         assert_eq!(dev.iter().filter(|e| e.label == Some(1)).count(), 5);

@@ -75,7 +75,10 @@ impl Validated {
             .into_iter()
             .map(|r| Example {
                 line: r.line,
-                label: r.label.as_deref().and_then(|l| labels.and_then(|m| m.id(l))),
+                label: r
+                    .label
+                    .as_deref()
+                    .and_then(|l| labels.and_then(|m| m.id(l))),
                 text: r.text,
                 text_pair: r.text_pair,
             })
@@ -118,13 +121,19 @@ pub fn validate_bytes(
             IssueKind::UnknownFormat,
             None,
             None,
-            "cannot tell the format from the file name: use .csv, .tsv or .jsonl, or set `format`".into(),
+            "cannot tell the format from the file name: use .csv, .tsv or .jsonl, or set `format`"
+                .into(),
         ));
         return done(report, rows);
     };
     report.format = Some(format);
     if bytes.iter().all(u8::is_ascii_whitespace) {
-        report.push(Issue::error(IssueKind::EmptyFile, None, None, "the file is empty".into()));
+        report.push(Issue::error(
+            IssueKind::EmptyFile,
+            None,
+            None,
+            "the file is empty".into(),
+        ));
         return done(report, rows);
     }
     let text = match encoding::decode(bytes, opts.convert_encoding) {
@@ -141,7 +150,12 @@ pub fn validate_bytes(
             text
         }
         Err(p) => {
-            report.push(Issue::error(IssueKind::Encoding, Some(p.line), None, p.message));
+            report.push(Issue::error(
+                IssueKind::Encoding,
+                Some(p.line),
+                None,
+                p.message,
+            ));
             return done(report, rows);
         }
     };
@@ -163,7 +177,10 @@ pub fn validate_bytes(
             IssueKind::MissingColumn,
             Some(1),
             Some(opts.columns.label.clone()),
-            format!("there is no `{}` column, and this data needs labels", opts.columns.label),
+            format!(
+                "there is no `{}` column, and this data needs labels",
+                opts.columns.label
+            ),
         ));
     }
 
@@ -173,7 +190,12 @@ pub fn validate_bytes(
     for row in parsed.rows {
         let text = row.text.unwrap_or_default();
         if text.trim().is_empty() {
-            report.push(Issue::error(IssueKind::EmptyText, Some(row.line), Some(cols.text.clone()), "empty text".into()));
+            report.push(Issue::error(
+                IssueKind::EmptyText,
+                Some(row.line),
+                Some(cols.text.clone()),
+                "empty text".into(),
+            ));
             continue;
         }
         let label = row.label.filter(|l| !l.is_empty());
@@ -224,7 +246,12 @@ pub fn validate_bytes(
         } else {
             seen.insert(key, (row.line, label.clone()));
         }
-        rows.push(Row { line: row.line, text, text_pair: row.text_pair, label });
+        rows.push(Row {
+            line: row.line,
+            text,
+            text_pair: row.text_pair,
+            label,
+        });
     }
 
     report.valid_rows = rows.len();
@@ -234,7 +261,12 @@ pub fn validate_bytes(
         }
     }
     if opts.require_labels && report.label_distribution.len() == 1 {
-        let only = report.label_distribution.keys().next().cloned().unwrap_or_default();
+        let only = report
+            .label_distribution
+            .keys()
+            .next()
+            .cloned()
+            .unwrap_or_default();
         report.push(Issue::warning(
             IssueKind::SingleLabel,
             None,
@@ -243,10 +275,17 @@ pub fn validate_bytes(
         ));
     }
     let (lengths, unit): (Vec<usize>, _) = match measure {
-        Some(m) => (rows.iter().map(|r| m(&r.text, r.text_pair.as_deref())).collect(), "tokens"),
+        Some(m) => (
+            rows.iter()
+                .map(|r| m(&r.text, r.text_pair.as_deref()))
+                .collect(),
+            "tokens",
+        ),
         None => (
             rows.iter()
-                .map(|r| r.text.chars().count() + r.text_pair.as_ref().map_or(0, |p| p.chars().count()))
+                .map(|r| {
+                    r.text.chars().count() + r.text_pair.as_ref().map_or(0, |p| p.chars().count())
+                })
                 .collect(),
             "chars",
         ),
@@ -259,7 +298,9 @@ pub fn validate_bytes(
                 IssueKind::Truncated,
                 None,
                 None,
-                format!("{n} row(s) are longer than max_seq_len = {limit} tokens and will be truncated"),
+                format!(
+                    "{n} row(s) are longer than max_seq_len = {limit} tokens and will be truncated"
+                ),
             ));
         }
     }

@@ -20,7 +20,14 @@ pub struct ErnieEmbeddings {
 }
 
 fn table(p: &Path, name: &str, rows: usize, hidden: usize, range: f64) -> Tensor {
-    p.sub(name).var("weight", &[rows as i64, hidden as i64], Init::Randn { mean: 0.0, stdev: range })
+    p.sub(name).var(
+        "weight",
+        &[rows as i64, hidden as i64],
+        Init::Randn {
+            mean: 0.0,
+            stdev: range,
+        },
+    )
 }
 
 impl ErnieEmbeddings {
@@ -33,11 +40,29 @@ impl ErnieEmbeddings {
         });
         ErnieEmbeddings {
             word_embeddings,
-            position_embeddings: table(p, "position_embeddings", c.max_position_embeddings, c.hidden_size, r),
-            token_type_embeddings: table(p, "token_type_embeddings", c.type_vocab_size, c.hidden_size, r),
-            task_type_embeddings: c
-                .use_task_id
-                .then(|| table(p, "task_type_embeddings", c.task_type_vocab_size, c.hidden_size, r)),
+            position_embeddings: table(
+                p,
+                "position_embeddings",
+                c.max_position_embeddings,
+                c.hidden_size,
+                r,
+            ),
+            token_type_embeddings: table(
+                p,
+                "token_type_embeddings",
+                c.type_vocab_size,
+                c.hidden_size,
+                r,
+            ),
+            task_type_embeddings: c.use_task_id.then(|| {
+                table(
+                    p,
+                    "task_type_embeddings",
+                    c.task_type_vocab_size,
+                    c.hidden_size,
+                    r,
+                )
+            }),
             layer_norm: LayerNorm::new(&p.sub("LayerNorm"), c.hidden_size, c.layer_norm_eps),
             pad_token_id: c.pad_token_id,
             dropout: c.hidden_dropout_prob,
@@ -53,7 +78,13 @@ impl ErnieEmbeddings {
         train: bool,
     ) -> Tensor {
         let seq = input_ids.size()[1];
-        let words = Tensor::embedding(&self.word_embeddings, input_ids, self.pad_token_id, false, false);
+        let words = Tensor::embedding(
+            &self.word_embeddings,
+            input_ids,
+            self.pad_token_id,
+            false,
+            false,
+        );
         // Position rows 0..S broadcast over the batch; no index tensor is materialised.
         let positions = self.position_embeddings.narrow(0, 0, seq);
         let types = match token_type_ids {

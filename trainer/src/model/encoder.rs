@@ -46,13 +46,19 @@ impl Packing {
         let index = real.view([-1]).nonzero().squeeze_dim(1);
         // Packed offset of each row's first real token = number of real tokens in the rows before it.
         let cls = lengths.cumsum(0, Kind::Int64) - &lengths;
-        Some(Packing { index, cls, batch, seq })
+        Some(Packing {
+            index,
+            cls,
+            batch,
+            seq,
+        })
     }
 
     /// `[B, S, H]` → `[N, H]`.
     pub fn pack(&self, x: &Tensor) -> Tensor {
         let h = *x.size().last().expect("hidden dimension");
-        x.reshape([self.batch * self.seq, h]).index_select(0, &self.index)
+        x.reshape([self.batch * self.seq, h])
+            .index_select(0, &self.index)
     }
 
     /// `[N, H]` → `[B, S, H]` with zeros at padded positions.
@@ -90,7 +96,9 @@ impl ErnieSelfAttention {
     /// `[B, S, k*H]` → k tensors `[B, heads, S, head_dim]` (views, no copy).
     fn split_heads(&self, x: &Tensor, k: i64) -> Vec<Tensor> {
         let (b, s, _) = x.size3().expect("[B, S, kH]");
-        let x = x.view([b, s, k, self.heads, self.head_dim]).permute([2, 0, 3, 1, 4]);
+        let x = x
+            .view([b, s, k, self.heads, self.head_dim])
+            .permute([2, 0, 3, 1, 4]);
         (0..k).map(|i| x.get(i)).collect()
     }
 
@@ -121,7 +129,11 @@ impl ErnieSelfAttention {
             None => {
                 let qkv = unpack(self.fused(hidden, &[&self.query, &self.key, &self.value]));
                 let mut parts = self.split_heads(&qkv, 3).into_iter();
-                (parts.next().unwrap(), parts.next().unwrap(), parts.next().unwrap())
+                (
+                    parts.next().unwrap(),
+                    parts.next().unwrap(),
+                    parts.next().unwrap(),
+                )
             }
             Some(cls) => {
                 let kv = unpack(self.fused(hidden, &[&self.key, &self.value]));
@@ -133,10 +145,20 @@ impl ErnieSelfAttention {
             }
         };
         let dropout = if train { self.dropout } else { 0.0 };
-        let context =
-            Tensor::scaled_dot_product_attention(&query, &key, &value, Some(mask), dropout, false, None, false);
+        let context = Tensor::scaled_dot_product_attention(
+            &query,
+            &key,
+            &value,
+            Some(mask),
+            dropout,
+            false,
+            None,
+            false,
+        );
         let (b, _, q, _) = context.size4().expect("[B, heads, Q, d]");
-        let context = context.transpose(1, 2).reshape([b, q, self.heads * self.head_dim]);
+        let context = context
+            .transpose(1, 2)
+            .reshape([b, q, self.heads * self.head_dim]);
         match (cls_query, packing) {
             (Some(cls), _) => context.reshape(cls.size()),
             (None, Some(p)) => p.pack(&context),
@@ -204,7 +226,9 @@ impl ErnieLayer {
         packing: Option<&Packing>,
         train: bool,
     ) -> Tensor {
-        let context = self.attention.forward_t(hidden, cls_query, mask, packing, train);
+        let context = self
+            .attention
+            .forward_t(hidden, cls_query, mask, packing, train);
         let residual = cls_query.unwrap_or(hidden);
         let attended = self.attention_output.forward_t(&context, residual, train);
         let inner = activation(&self.act, &self.intermediate.forward(&attended));
@@ -221,7 +245,11 @@ pub struct ErnieEncoder {
 impl ErnieEncoder {
     pub fn new(p: &tch::nn::Path, c: &ErnieConfig) -> Self {
         let p = p.sub("layer");
-        ErnieEncoder { layers: (0..c.num_hidden_layers).map(|i| ErnieLayer::new(&p.sub(i), c)).collect() }
+        ErnieEncoder {
+            layers: (0..c.num_hidden_layers)
+                .map(|i| ErnieLayer::new(&p.sub(i), c))
+                .collect(),
+        }
     }
 
     /// `hidden` is `[B, S, H]` (or `[N, H]` packed by `packing`), `mask` additive `[B, 1, 1, S]`.

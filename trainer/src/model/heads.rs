@@ -5,10 +5,10 @@
 use tch::nn::{Init, Path};
 use tch::{Kind, Tensor};
 
+use super::additive_mask;
 use super::embeddings::ErnieEmbeddings;
 use super::encoder::{ErnieEncoder, Packing};
 use super::layers::{activation, Dense, LayerNorm};
-use super::additive_mask;
 use crate::ErnieConfig;
 
 /// What the encoder returns.
@@ -37,7 +37,12 @@ impl ErnieModel {
         ErnieModel {
             embeddings: ErnieEmbeddings::new(&p.sub("embeddings"), c),
             encoder: ErnieEncoder::new(&p.sub("encoder"), c),
-            pooler: Dense::new(&p.sub("pooler").sub("dense"), c.hidden_size, c.hidden_size, c.initializer_range),
+            pooler: Dense::new(
+                &p.sub("pooler").sub("dense"),
+                c.hidden_size,
+                c.hidden_size,
+                c.initializer_range,
+            ),
             unpad: true,
         }
     }
@@ -51,7 +56,14 @@ impl ErnieModel {
         task_type_ids: Option<&Tensor>,
         train: bool,
     ) -> ErnieModelOutput {
-        self.run(input_ids, attention_mask, token_type_ids, task_type_ids, train, false)
+        self.run(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            task_type_ids,
+            train,
+            false,
+        )
     }
 
     /// Like [`ErnieModel::forward_t`] but the last layer is computed for `[CLS]` only: use it when only the
@@ -64,7 +76,14 @@ impl ErnieModel {
         task_type_ids: Option<&Tensor>,
         train: bool,
     ) -> ErnieModelOutput {
-        self.run(input_ids, attention_mask, token_type_ids, task_type_ids, train, true)
+        self.run(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            task_type_ids,
+            train,
+            true,
+        )
     }
 
     fn run(
@@ -76,14 +95,22 @@ impl ErnieModel {
         train: bool,
         cls_only: bool,
     ) -> ErnieModelOutput {
-        let embedded = self.embeddings.forward_t(input_ids, token_type_ids, task_type_ids, train);
+        let embedded = self
+            .embeddings
+            .forward_t(input_ids, token_type_ids, task_type_ids, train);
         let mask = additive_mask(attention_mask, embedded.kind());
-        let packing = if self.unpad { Packing::new(attention_mask) } else { None };
+        let packing = if self.unpad {
+            Packing::new(attention_mask)
+        } else {
+            None
+        };
         let hidden = match &packing {
             Some(p) => p.pack(&embedded),
             None => embedded,
         };
-        let out = self.encoder.forward_t(hidden, &mask, packing.as_ref(), train, cls_only);
+        let out = self
+            .encoder
+            .forward_t(hidden, &mask, packing.as_ref(), train, cls_only);
         let (sequence_output, cls) = if cls_only {
             (out.unsqueeze(1), out)
         } else {
@@ -95,7 +122,10 @@ impl ErnieModel {
             (seq, cls)
         };
         let pooled_output = self.pooler.forward(&cls).tanh();
-        ErnieModelOutput { sequence_output, pooled_output }
+        ErnieModelOutput {
+            sequence_output,
+            pooled_output,
+        }
     }
 }
 
@@ -133,8 +163,15 @@ impl ErnieForSequenceClassification {
         task_type_ids: Option<&Tensor>,
         train: bool,
     ) -> Tensor {
-        let out = self.ernie.forward_pooled_t(input_ids, attention_mask, token_type_ids, task_type_ids, train);
-        self.classifier.forward(&out.pooled_output.dropout(self.dropout, train))
+        let out = self.ernie.forward_pooled_t(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            task_type_ids,
+            train,
+        );
+        self.classifier
+            .forward(&out.pooled_output.dropout(self.dropout, train))
     }
 }
 
@@ -157,8 +194,17 @@ impl ErnieForMaskedLM {
         let tr = pred.sub("transform");
         ErnieForMaskedLM {
             ernie: ErnieModel::new(&p.sub(config.base_prefix()), config),
-            transform: Dense::new(&tr.sub("dense"), config.hidden_size, config.hidden_size, config.initializer_range),
-            transform_norm: LayerNorm::new(&tr.sub("LayerNorm"), config.hidden_size, config.layer_norm_eps),
+            transform: Dense::new(
+                &tr.sub("dense"),
+                config.hidden_size,
+                config.hidden_size,
+                config.initializer_range,
+            ),
+            transform_norm: LayerNorm::new(
+                &tr.sub("LayerNorm"),
+                config.hidden_size,
+                config.layer_norm_eps,
+            ),
             decoder_bias: pred.var("bias", &[config.vocab_size as i64], Init::Const(0.0)),
             act: config.hidden_act.clone(),
         }
@@ -173,7 +219,13 @@ impl ErnieForMaskedLM {
         task_type_ids: Option<&Tensor>,
         train: bool,
     ) -> Tensor {
-        let out = self.ernie.forward_t(input_ids, attention_mask, token_type_ids, task_type_ids, train);
+        let out = self.ernie.forward_t(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            task_type_ids,
+            train,
+        );
         self.predict(&out.sequence_output)
     }
 
@@ -188,23 +240,46 @@ impl ErnieForMaskedLM {
         positions: &Tensor,
         train: bool,
     ) -> Tensor {
-        let out = self.ernie.forward_t(input_ids, attention_mask, token_type_ids, task_type_ids, train);
+        let out = self.ernie.forward_t(
+            input_ids,
+            attention_mask,
+            token_type_ids,
+            task_type_ids,
+            train,
+        );
         let h = out.sequence_output.size()[2];
-        let picked = out.sequence_output.reshape([-1, h]).index_select(0, positions);
+        let picked = out
+            .sequence_output
+            .reshape([-1, h])
+            .index_select(0, positions);
         self.predict(&picked)
     }
 
     fn predict(&self, hidden: &Tensor) -> Tensor {
-        let x = self.transform_norm.forward(&activation(&self.act, &self.transform.forward(hidden)));
-        x.linear(&self.ernie.embeddings.word_embeddings, Some(&self.decoder_bias))
+        let x = self
+            .transform_norm
+            .forward(&activation(&self.act, &self.transform.forward(hidden)));
+        x.linear(
+            &self.ernie.embeddings.word_embeddings,
+            Some(&self.decoder_bias),
+        )
     }
 
     /// Masked-LM cross-entropy; `labels` uses -100 for positions that are not scored (transformers' rule).
     pub fn loss(logits: &Tensor, labels: &Tensor) -> Tensor {
-        let v = *logits.size().last().expect("logits have a vocabulary dimension");
+        let v = *logits
+            .size()
+            .last()
+            .expect("logits have a vocabulary dimension");
         logits
             .reshape([-1, v])
             .to_kind(Kind::Float)
-            .cross_entropy_loss::<Tensor>(&labels.reshape([-1]), None, tch::Reduction::Mean, -100, 0.0)
+            .cross_entropy_loss::<Tensor>(
+                &labels.reshape([-1]),
+                None,
+                tch::Reduction::Mean,
+                -100,
+                0.0,
+            )
     }
 }

@@ -13,7 +13,14 @@ pub struct Dense {
 
 impl Dense {
     pub fn new(p: &Path, input: usize, output: usize, init_range: f64) -> Self {
-        let weight = p.var("weight", &[output as i64, input as i64], Init::Randn { mean: 0.0, stdev: init_range });
+        let weight = p.var(
+            "weight",
+            &[output as i64, input as i64],
+            Init::Randn {
+                mean: 0.0,
+                stdev: init_range,
+            },
+        );
         let bias = p.var("bias", &[output as i64], Init::Const(0.0));
         Dense { weight, bias }
     }
@@ -37,11 +44,22 @@ impl LayerNorm {
     pub fn new(p: &Path, size: usize, eps: f64) -> Self {
         let weight = p.var("weight", &[size as i64], Init::Const(1.0));
         let bias = p.var("bias", &[size as i64], Init::Const(0.0));
-        LayerNorm { weight, bias, eps, size: size as i64 }
+        LayerNorm {
+            weight,
+            bias,
+            eps,
+            size: size as i64,
+        }
     }
 
     pub fn forward(&self, x: &Tensor) -> Tensor {
-        x.layer_norm([self.size], Some(&self.weight), Some(&self.bias), self.eps, true)
+        x.layer_norm(
+            [self.size],
+            Some(&self.weight),
+            Some(&self.bias),
+            self.eps,
+            true,
+        )
     }
 }
 

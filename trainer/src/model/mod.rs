@@ -28,6 +28,10 @@ pub fn additive_mask(attention_mask: &Tensor, kind: Kind) -> Tensor {
         Kind::BFloat16 => -3.3895313892515355e38,
         _ => f32::MIN as f64,
     };
-    let (b, s) = attention_mask.size2().expect("attention_mask must be [batch, seq]");
-    (attention_mask.to_kind(kind).neg() + 1.0).multiply_scalar(min).view([b, 1, 1, s])
+    let (b, s) = attention_mask
+        .size2()
+        .expect("attention_mask must be [batch, seq]");
+    (attention_mask.to_kind(kind).neg() + 1.0)
+        .multiply_scalar(min)
+        .view([b, 1, 1, s])
 }

@@ -20,7 +20,9 @@ pub fn dir_name(step: usize) -> String {
 
 /// Removes leftovers of interrupted saves (hidden `.…` directories) from `checkpoints/`.
 pub fn clean_partial(root: &Path) -> Result<()> {
-    let Ok(entries) = std::fs::read_dir(root) else { return Ok(()) };
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return Ok(());
+    };
     for entry in entries.flatten() {
         if entry.file_name().to_string_lossy().starts_with('.') && entry.path().is_dir() {
             std::fs::remove_dir_all(entry.path()).map_err(|e| Error::io(entry.path(), e))?;
@@ -55,7 +57,11 @@ pub fn write(
             .filter_map(|f| std::fs::metadata(final_dir.join(f)).ok())
             .map(|m| m.len())
             .sum();
-        Ok(SavedCheckpoint { dir: final_dir.clone(), bytes: saved.bytes + extra, ..saved })
+        Ok(SavedCheckpoint {
+            dir: final_dir.clone(),
+            bytes: saved.bytes + extra,
+            ..saved
+        })
     })();
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&partial);
@@ -65,17 +71,27 @@ pub fn write(
 
 /// Which kept checkpoints survive: the `keep_best` best by metric (earlier wins ties) plus the latest.
 /// Returns the survivors (in step order) and the names to delete.
-pub fn retain(kept: &[KeptCheckpoint], keep_best: usize, higher_is_better: bool) -> (Vec<KeptCheckpoint>, Vec<String>) {
+pub fn retain(
+    kept: &[KeptCheckpoint],
+    keep_best: usize,
+    higher_is_better: bool,
+) -> (Vec<KeptCheckpoint>, Vec<String>) {
     let latest = kept.iter().map(|k| k.step).max();
     let mut ranked: Vec<&KeptCheckpoint> = kept.iter().filter(|k| k.metric.is_some()).collect();
     ranked.sort_by(|a, b| {
         let (x, y) = (a.metric.unwrap_or(0.0), b.metric.unwrap_or(0.0));
-        let ord = if higher_is_better { y.total_cmp(&x) } else { x.total_cmp(&y) };
+        let ord = if higher_is_better {
+            y.total_cmp(&x)
+        } else {
+            x.total_cmp(&y)
+        };
         ord.then(a.step.cmp(&b.step))
     });
     let best: Vec<usize> = ranked.iter().take(keep_best).map(|k| k.step).collect();
-    let (mut keep, drop): (Vec<KeptCheckpoint>, Vec<KeptCheckpoint>) =
-        kept.iter().cloned().partition(|k| Some(k.step) == latest || best.contains(&k.step));
+    let (mut keep, drop): (Vec<KeptCheckpoint>, Vec<KeptCheckpoint>) = kept
+        .iter()
+        .cloned()
+        .partition(|k| Some(k.step) == latest || best.contains(&k.step));
     keep.sort_by_key(|k| k.step);
     (keep, drop.into_iter().map(|k| k.name).collect())
 }
@@ -87,7 +103,9 @@ pub fn latest(root: &Path) -> Option<PathBuf> {
         .flatten()
         .map(|e| e.path())
         .filter(|p| {
-            p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("step-")) && p.join(STATE_FILE).is_file()
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("step-"))
+                && p.join(STATE_FILE).is_file()
         })
         .collect();
     dirs.sort();
@@ -99,14 +117,27 @@ mod tests {
     use super::*;
 
     fn k(step: usize, metric: Option<f64>) -> KeptCheckpoint {
-        KeptCheckpoint { name: dir_name(step), step, metric }
+        KeptCheckpoint {
+            name: dir_name(step),
+            step,
+            metric,
+        }
     }
 
     #[test]
     fn keeps_best_k_and_latest() {
-        let kept = vec![k(10, Some(0.7)), k(20, Some(0.9)), k(30, Some(0.8)), k(40, Some(0.6)), k(45, None)];
+        let kept = vec![
+            k(10, Some(0.7)),
+            k(20, Some(0.9)),
+            k(30, Some(0.8)),
+            k(40, Some(0.6)),
+            k(45, None),
+        ];
         let (keep, drop) = retain(&kept, 2, true);
-        assert_eq!(keep.iter().map(|k| k.step).collect::<Vec<_>>(), [20, 30, 45]);
+        assert_eq!(
+            keep.iter().map(|k| k.step).collect::<Vec<_>>(),
+            [20, 30, 45]
+        );
         assert_eq!(drop, [dir_name(10), dir_name(40)]);
         let (keep, _) = retain(&kept, 1, false);
         assert_eq!(keep.iter().map(|k| k.step).collect::<Vec<_>>(), [40, 45]);

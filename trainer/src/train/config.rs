@@ -229,37 +229,98 @@ impl JobConfig {
                 problems.push(msg)
             }
         };
-        check(t.epochs > 0, format!("train.epochs must be > 0 (got {})", t.epochs));
-        check(t.batch_size > 0, format!("train.batch_size must be > 0 (got {})", t.batch_size));
-        check(t.grad_accum_steps > 0, format!("train.grad_accum_steps must be > 0 (got {})", t.grad_accum_steps));
-        check(t.max_steps != Some(0), "train.max_steps must be > 0 when set".into());
-        check(t.lr > 0.0 && t.lr.is_finite(), format!("train.lr must be > 0 (got {})", t.lr));
-        check(t.weight_decay >= 0.0, format!("train.weight_decay must be >= 0 (got {})", t.weight_decay));
+        check(
+            t.epochs > 0,
+            format!("train.epochs must be > 0 (got {})", t.epochs),
+        );
+        check(
+            t.batch_size > 0,
+            format!("train.batch_size must be > 0 (got {})", t.batch_size),
+        );
+        check(
+            t.grad_accum_steps > 0,
+            format!(
+                "train.grad_accum_steps must be > 0 (got {})",
+                t.grad_accum_steps
+            ),
+        );
+        check(
+            t.max_steps != Some(0),
+            "train.max_steps must be > 0 when set".into(),
+        );
+        check(
+            t.lr > 0.0 && t.lr.is_finite(),
+            format!("train.lr must be > 0 (got {})", t.lr),
+        );
+        check(
+            t.weight_decay >= 0.0,
+            format!("train.weight_decay must be >= 0 (got {})", t.weight_decay),
+        );
         check(
             (0.0..1.0).contains(&t.warmup_ratio),
-            format!("train.warmup_ratio must be in [0, 1) (got {})", t.warmup_ratio),
+            format!(
+                "train.warmup_ratio must be in [0, 1) (got {})",
+                t.warmup_ratio
+            ),
         );
-        check((0.0..1.0).contains(&t.adam_beta1), format!("train.adam_beta1 must be in [0, 1) (got {})", t.adam_beta1));
-        check((0.0..1.0).contains(&t.adam_beta2), format!("train.adam_beta2 must be in [0, 1) (got {})", t.adam_beta2));
-        check(t.adam_eps > 0.0, format!("train.adam_eps must be > 0 (got {})", t.adam_eps));
-        check(t.max_grad_norm >= 0.0, format!("train.max_grad_norm must be >= 0 (got {})", t.max_grad_norm));
-        check(t.log_every_steps > 0, format!("train.log_every_steps must be > 0 (got {})", t.log_every_steps));
+        check(
+            (0.0..1.0).contains(&t.adam_beta1),
+            format!("train.adam_beta1 must be in [0, 1) (got {})", t.adam_beta1),
+        );
+        check(
+            (0.0..1.0).contains(&t.adam_beta2),
+            format!("train.adam_beta2 must be in [0, 1) (got {})", t.adam_beta2),
+        );
+        check(
+            t.adam_eps > 0.0,
+            format!("train.adam_eps must be > 0 (got {})", t.adam_eps),
+        );
+        check(
+            t.max_grad_norm >= 0.0,
+            format!("train.max_grad_norm must be >= 0 (got {})", t.max_grad_norm),
+        );
+        check(
+            t.log_every_steps > 0,
+            format!(
+                "train.log_every_steps must be > 0 (got {})",
+                t.log_every_steps
+            ),
+        );
         check(
             METRIC_NAMES.contains(&t.metric_for_best.as_str()),
-            format!("train.metric_for_best must be one of {} (got `{}`)", METRIC_NAMES.join(", "), t.metric_for_best),
+            format!(
+                "train.metric_for_best must be one of {} (got `{}`)",
+                METRIC_NAMES.join(", "),
+                t.metric_for_best
+            ),
         );
-        check(t.threads <= 1024, format!("train.threads must be <= 1024 (got {})", t.threads));
+        check(
+            t.threads <= 1024,
+            format!("train.threads must be <= 1024 (got {})", t.threads),
+        );
         if let Err(e) = crate::device::Precision::parse(&t.precision) {
             check(false, format!("train.precision: {e}"));
         }
         check(
             (8..=2048).contains(&m.max_seq_len),
-            format!("model.max_seq_len must be in 8..=2048 (got {})", m.max_seq_len),
+            format!(
+                "model.max_seq_len must be in 8..=2048 (got {})",
+                m.max_seq_len
+            ),
         );
-        check(m.vocab_size >= 100, format!("model.vocab_size must be >= 100 (got {})", m.vocab_size));
-        for (name, p) in [("model.hidden_dropout", m.hidden_dropout), ("model.attention_dropout", m.attention_dropout)] {
+        check(
+            m.vocab_size >= 100,
+            format!("model.vocab_size must be >= 100 (got {})", m.vocab_size),
+        );
+        for (name, p) in [
+            ("model.hidden_dropout", m.hidden_dropout),
+            ("model.attention_dropout", m.attention_dropout),
+        ] {
             if let Some(p) = p {
-                check((0.0..1.0).contains(&p), format!("{name} must be in [0, 1) (got {p})"));
+                check(
+                    (0.0..1.0).contains(&p),
+                    format!("{name} must be in [0, 1) (got {p})"),
+                );
             }
         }
         if m.pretrained.is_none() {
@@ -273,12 +334,20 @@ impl JobConfig {
             );
         }
         if let (Some(h), Some(a)) = (m.hidden_size, m.num_attention_heads) {
-            check(a > 0 && h % a == 0, format!("model.hidden_size ({h}) must be a multiple of model.num_attention_heads ({a})"));
+            check(
+                a > 0 && h % a == 0,
+                format!(
+                    "model.hidden_size ({h}) must be a multiple of model.num_attention_heads ({a})"
+                ),
+            );
         }
         if d.dev.is_none() {
             check(
                 d.dev_ratio > 0.0 && d.dev_ratio < 0.5,
-                format!("data.dev_ratio must be in (0, 0.5) when data.dev is not given (got {})", d.dev_ratio),
+                format!(
+                    "data.dev_ratio must be in (0, 0.5) when data.dev is not given (got {})",
+                    d.dev_ratio
+                ),
             );
         }
         if let Some(labels) = &d.labels {
@@ -286,7 +355,10 @@ impl JobConfig {
                 check(false, format!("data.labels: {e}"));
             }
         }
-        check(!self.output.dir.as_os_str().is_empty(), "output.dir must not be empty".into());
+        check(
+            !self.output.dir.as_os_str().is_empty(),
+            "output.dir must not be empty".into(),
+        );
         if problems.is_empty() {
             Ok(())
         } else {
@@ -326,17 +398,31 @@ mod tests {
             "{MINIMAL}[train]\nepochs = 0\nlr = 0.0\nwarmup_ratio = 1.0\nmetric_for_best = \"f2\"\n[model]\nmax_seq_len = 4\n"
         );
         let text = text.replace("[output]\ndir = \"out\"\n", "") + "[output]\ndir = \"out\"\n";
-        let err = JobConfig::from_toml_str(&text).unwrap().validate().unwrap_err().to_string();
-        for field in ["train.epochs", "train.lr", "train.warmup_ratio", "train.metric_for_best", "model.max_seq_len"] {
+        let err = JobConfig::from_toml_str(&text)
+            .unwrap()
+            .validate()
+            .unwrap_err()
+            .to_string();
+        for field in [
+            "train.epochs",
+            "train.lr",
+            "train.warmup_ratio",
+            "train.metric_for_best",
+            "model.max_seq_len",
+        ] {
             assert!(err.contains(field), "{field} missing from: {err}");
         }
     }
 
     #[test]
     fn unknown_keys_and_bad_types_are_refused() {
-        let err = JobConfig::from_toml_str(&format!("{MINIMAL}[train]\nepoch = 3\n")).unwrap_err().to_string();
+        let err = JobConfig::from_toml_str(&format!("{MINIMAL}[train]\nepoch = 3\n"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("epoch"), "{err}");
-        let err = JobConfig::from_toml_str(&format!("{MINIMAL}[train]\nbatch_size = \"big\"\n")).unwrap_err().to_string();
+        let err = JobConfig::from_toml_str(&format!("{MINIMAL}[train]\nbatch_size = \"big\"\n"))
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("batch_size"), "{err}");
     }
 

@@ -59,7 +59,11 @@ impl AdamW {
                 var,
             })
             .collect();
-        AdamW { cfg, params, step: 0 }
+        AdamW {
+            cfg,
+            params,
+            step: 0,
+        }
     }
 
     pub fn step_count(&self) -> i64 {
@@ -69,7 +73,10 @@ impl AdamW {
     /// Names of the parameters that get weight decay and those that do not.
     pub fn decay_groups(&self) -> (Vec<&str>, Vec<&str>) {
         let (d, n): (Vec<&Param>, Vec<&Param>) = self.params.iter().partition(|p| p.decay);
-        (d.iter().map(|p| p.name.as_str()).collect(), n.iter().map(|p| p.name.as_str()).collect())
+        (
+            d.iter().map(|p| p.name.as_str()).collect(),
+            n.iter().map(|p| p.name.as_str()).collect(),
+        )
     }
 
     /// Clears every gradient.
@@ -126,7 +133,12 @@ impl AdamW {
     /// One AdamW update at learning rate `lr`.
     pub fn step(&mut self, lr: f64) {
         self.step += 1;
-        let AdamWConfig { beta1, beta2, eps, weight_decay } = self.cfg;
+        let AdamWConfig {
+            beta1,
+            beta2,
+            eps,
+            weight_decay,
+        } = self.cfg;
         let bc1 = 1.0 - beta1.powi(self.step as i32);
         let bc2_sqrt = (1.0 - beta2.powi(self.step as i32)).sqrt();
         tch::no_grad(|| {
@@ -153,27 +165,51 @@ impl AdamW {
     pub fn save(&self, path: &Path) -> Result<()> {
         let mut named: Vec<(String, Tensor)> = Vec::with_capacity(self.params.len() * 2);
         for p in &self.params {
-            named.push((format!("exp_avg.{}", p.name), p.exp_avg.to_device(tch::Device::Cpu)));
-            named.push((format!("exp_avg_sq.{}", p.name), p.exp_avg_sq.to_device(tch::Device::Cpu)));
+            named.push((
+                format!("exp_avg.{}", p.name),
+                p.exp_avg.to_device(tch::Device::Cpu),
+            ));
+            named.push((
+                format!("exp_avg_sq.{}", p.name),
+                p.exp_avg_sq.to_device(tch::Device::Cpu),
+            ));
         }
-        Tensor::write_safetensors(&named, path)
-            .map_err(|e| Error::Checkpoint(format!("{}: cannot write optimizer state: {e}", path.display())))
+        Tensor::write_safetensors(&named, path).map_err(|e| {
+            Error::Checkpoint(format!(
+                "{}: cannot write optimizer state: {e}",
+                path.display()
+            ))
+        })
     }
 
     /// Restores state written by [`AdamW::save`]; every parameter must be present with its shape.
     pub fn load(&mut self, path: &Path, step: i64) -> Result<()> {
         let tensors: BTreeMap<String, Tensor> = Tensor::read_safetensors(path)
-            .map_err(|e| Error::Checkpoint(format!("{}: cannot read optimizer state: {e}", path.display())))?
+            .map_err(|e| {
+                Error::Checkpoint(format!(
+                    "{}: cannot read optimizer state: {e}",
+                    path.display()
+                ))
+            })?
             .into_iter()
             .collect();
         let bad = |what: String| Error::Checkpoint(format!("{}: {what}", path.display()));
         tch::no_grad(|| {
             for p in &mut self.params {
-                for (prefix, slot) in [("exp_avg", &mut p.exp_avg), ("exp_avg_sq", &mut p.exp_avg_sq)] {
+                for (prefix, slot) in [
+                    ("exp_avg", &mut p.exp_avg),
+                    ("exp_avg_sq", &mut p.exp_avg_sq),
+                ] {
                     let key = format!("{prefix}.{}", p.name);
-                    let t = tensors.get(&key).ok_or_else(|| bad(format!("optimizer state lacks `{key}`")))?;
+                    let t = tensors
+                        .get(&key)
+                        .ok_or_else(|| bad(format!("optimizer state lacks `{key}`")))?;
                     if t.size() != slot.size() {
-                        return Err(bad(format!("`{key}` has shape {:?}, expected {:?}", t.size(), slot.size())));
+                        return Err(bad(format!(
+                            "`{key}` has shape {:?}, expected {:?}",
+                            t.size(),
+                            slot.size()
+                        )));
                     }
                     slot.copy_(t);
                 }
@@ -196,7 +232,11 @@ pub struct LossScaler {
 
 impl Default for LossScaler {
     fn default() -> Self {
-        LossScaler { scale: 65536.0, clean_steps: 0, growth_interval: 2000 }
+        LossScaler {
+            scale: 65536.0,
+            clean_steps: 0,
+            growth_interval: 2000,
+        }
     }
 }
 
@@ -228,7 +268,12 @@ mod tests {
         let vs = VarStore::new(tch::Device::Cpu);
         let lin = nn::linear(vs.root().sub("dense"), 3, 2, Default::default());
         let ln = nn::layer_norm(vs.root().sub("LayerNorm"), vec![2], Default::default());
-        let cfg = AdamWConfig { beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.1 };
+        let cfg = AdamWConfig {
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.1,
+        };
         let mut opt = AdamW::new(&vs, cfg);
         let (decay, no) = opt.decay_groups();
         assert_eq!(decay, ["dense.weight"]);
@@ -248,7 +293,11 @@ mod tests {
         assert!(lin.ws.allclose(&expected_w, 1e-6, 1e-7, false));
         let gb = lin.bs.as_ref().unwrap().grad().copy();
         let expected_b = &before_b - &gb / (gb.abs() + 1e-8) * lr;
-        assert!(lin.bs.as_ref().unwrap().allclose(&expected_b, 1e-6, 1e-7, false));
+        assert!(lin
+            .bs
+            .as_ref()
+            .unwrap()
+            .allclose(&expected_b, 1e-6, 1e-7, false));
     }
 
     #[test]
@@ -256,9 +305,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let vs = VarStore::new(tch::Device::Cpu);
         let lin = nn::linear(vs.root().sub("dense"), 4, 2, Default::default());
-        let cfg = AdamWConfig { beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0 };
+        let cfg = AdamWConfig {
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+        };
         let mut opt = AdamW::new(&vs, cfg);
-        lin.forward(&Tensor::ones([2, 4], (Kind::Float, tch::Device::Cpu))).sum(Kind::Float).backward();
+        lin.forward(&Tensor::ones([2, 4], (Kind::Float, tch::Device::Cpu)))
+            .sum(Kind::Float)
+            .backward();
         opt.step(1e-3);
         let path = dir.path().join("optimizer.safetensors");
         opt.save(&path).unwrap();
@@ -274,8 +330,18 @@ mod tests {
     fn clipping_bounds_the_global_norm() {
         let vs = VarStore::new(tch::Device::Cpu);
         let lin = nn::linear(vs.root().sub("dense"), 4, 4, Default::default());
-        let mut opt = AdamW::new(&vs, AdamWConfig { beta1: 0.9, beta2: 0.999, eps: 1e-8, weight_decay: 0.0 });
-        (lin.forward(&Tensor::ones([8, 4], (Kind::Float, tch::Device::Cpu))) * 100.0).sum(Kind::Float).backward();
+        let mut opt = AdamW::new(
+            &vs,
+            AdamWConfig {
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: 1e-8,
+                weight_decay: 0.0,
+            },
+        );
+        (lin.forward(&Tensor::ones([8, 4], (Kind::Float, tch::Device::Cpu))) * 100.0)
+            .sum(Kind::Float)
+            .backward();
         let before = opt.clip_grad_norm(1.0);
         assert!(before > 1.0);
         assert!((opt.grad_norm() - 1.0).abs() < 1e-4);
@@ -283,7 +349,10 @@ mod tests {
 
     #[test]
     fn scaler_backs_off_and_grows() {
-        let mut s = LossScaler { growth_interval: 2, ..Default::default() };
+        let mut s = LossScaler {
+            growth_interval: 2,
+            ..Default::default()
+        };
         assert!(!s.update(false));
         assert_eq!(s.scale, 32768.0);
         assert!(s.update(true) && s.update(true));

@@ -66,5 +66,11 @@ pub fn load_data(job: &JobConfig, known_labels: Option<Vec<String>>) -> Result<P
             ),
         });
     }
-    Ok(PreparedData { labels, train, dev, test, reports })
+    Ok(PreparedData {
+        labels,
+        train,
+        dev,
+        test,
+        reports,
+    })
 }

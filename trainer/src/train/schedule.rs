@@ -13,7 +13,11 @@ pub struct LinearSchedule {
 impl LinearSchedule {
     pub fn new(peak_lr: f64, warmup_ratio: f64, total_steps: usize) -> Self {
         let warmup_steps = (warmup_ratio * total_steps as f64).ceil() as usize;
-        LinearSchedule { peak_lr, warmup_steps, total_steps }
+        LinearSchedule {
+            peak_lr,
+            warmup_steps,
+            total_steps,
+        }
     }
 
     /// The learning rate for the optimizer step that follows `done` completed steps.

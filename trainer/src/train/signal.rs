@@ -20,8 +20,9 @@ impl StopFlag {
     /// Sets the flag on SIGTERM and SIGINT for the rest of the process.
     pub fn install_signal_handlers(&self) -> Result<()> {
         for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-            signal_hook::flag::register(sig, Arc::clone(&self.0))
-                .map_err(|e| Error::Config(format!("cannot install a handler for signal {sig}: {e}")))?;
+            signal_hook::flag::register(sig, Arc::clone(&self.0)).map_err(|e| {
+                Error::Config(format!("cannot install a handler for signal {sig}: {e}"))
+            })?;
         }
         Ok(())
     }

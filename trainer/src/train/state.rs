@@ -61,7 +61,13 @@ pub struct TrainerState {
 }
 
 impl TrainerState {
-    pub fn new(seed: u64, total_steps: usize, max_seq_len: usize, labels: Vec<String>, metric_for_best: String) -> Self {
+    pub fn new(
+        seed: u64,
+        total_steps: usize,
+        max_seq_len: usize,
+        labels: Vec<String>,
+        metric_for_best: String,
+    ) -> Self {
         TrainerState {
             version: STATE_VERSION,
             global_step: 0,
@@ -98,7 +104,8 @@ impl TrainerState {
 
     pub fn write(&self, dir: &Path) -> Result<()> {
         let path = dir.join(STATE_FILE);
-        let text = serde_json::to_string_pretty(self).map_err(|e| Error::Checkpoint(e.to_string()))?;
+        let text =
+            serde_json::to_string_pretty(self).map_err(|e| Error::Checkpoint(e.to_string()))?;
         std::fs::write(&path, text).map_err(|e| Error::io(&path, e))
     }
 
@@ -106,7 +113,9 @@ impl TrainerState {
     pub fn improves(&self, value: f64) -> bool {
         match self.best_metric {
             None => true,
-            Some(best) if crate::metrics::Metrics::higher_is_better(&self.metric_for_best) => value > best,
+            Some(best) if crate::metrics::Metrics::higher_is_better(&self.metric_for_best) => {
+                value > best
+            }
             Some(best) => value < best,
         }
     }
