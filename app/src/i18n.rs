@@ -75,7 +75,11 @@ mod tests {
     ];
 
     fn with_code(code: &str) -> AppError {
-        AppError::Invalid { field: None, code: code.into(), message: "SERVER MESSAGE".into() }
+        AppError::Invalid {
+            field: None,
+            code: code.into(),
+            message: "SERVER MESSAGE".into(),
+        }
     }
 
     #[test]
@@ -91,13 +95,19 @@ mod tests {
 
     #[test]
     fn codes_of_unit_variants_are_translated_too() {
-        assert_eq!(error_text(Locale::zh, &AppError::Forbidden), "你没有执行此操作的权限。");
+        assert_eq!(
+            error_text(Locale::zh, &AppError::Forbidden),
+            "你没有执行此操作的权限。"
+        );
         assert_eq!(error_text(Locale::en, &AppError::NotFound), "Not found.");
     }
 
     #[test]
     fn an_unknown_code_shows_the_server_message() {
-        assert_eq!(error_text(Locale::zh, &with_code("brand_new_code")), "SERVER MESSAGE");
+        assert_eq!(
+            error_text(Locale::zh, &with_code("brand_new_code")),
+            "SERVER MESSAGE"
+        );
     }
 
     #[test]

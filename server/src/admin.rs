@@ -13,16 +13,27 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
         AdminCommand::CreateUser(args) => {
             let password = read_password(&args.password)?;
             let db = app::ssr::db::open(&args.db.url()).await?;
-            let me = app::ssr::accounts::create_user(&db, &args.username, &password, args.admin, None)
-                .await
-                .map_err(explain)?;
-            println!("created user {} (id {}{})", me.username, me.id, if me.is_admin { ", admin" } else { "" });
+            let me =
+                app::ssr::accounts::create_user(&db, &args.username, &password, args.admin, None)
+                    .await
+                    .map_err(explain)?;
+            println!(
+                "created user {} (id {}{})",
+                me.username,
+                me.id,
+                if me.is_admin { ", admin" } else { "" }
+            );
         }
         AdminCommand::ResetPassword(args) => {
             let password = read_password(&args.password)?;
             let db = app::ssr::db::open(&args.db.url()).await?;
-            app::ssr::accounts::reset_password(&db, &args.username, &password).await.map_err(explain)?;
-            println!("password reset for {}; its sessions and API tokens are revoked", args.username.trim().to_lowercase());
+            app::ssr::accounts::reset_password(&db, &args.username, &password)
+                .await
+                .map_err(explain)?;
+            println!(
+                "password reset for {}; its sessions and API tokens are revoked",
+                args.username.trim().to_lowercase()
+            );
         }
     }
     Ok(())
@@ -33,7 +44,10 @@ fn read_password(args: &PasswordArgs) -> anyhow::Result<String> {
         return Ok(p.clone());
     }
     let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line).context("reading the password from stdin")?;
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("reading the password from stdin")?;
     let password = line.trim_end_matches(['\r', '\n']).to_string();
     if password.is_empty() {
         bail!("--password-stdin: no password on standard input");

@@ -42,7 +42,9 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Serve(config) => server::serve::run(config, server::serve::shutdown_signal()).await,
+            Command::Serve(config) => {
+                server::serve::run(config, server::serve::shutdown_signal()).await
+            }
             Command::Migrate(db) => {
                 app::ssr::db::open(&db.url()).await?;
                 println!("database {} is up to date", db.url());

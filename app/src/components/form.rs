@@ -41,11 +41,17 @@ pub fn Field(
 ) -> impl IntoView {
     let i18n = use_i18n();
     let mine = Memo::new(move |_| {
-        error.get().filter(|e| e.field().is_some_and(|f| f == name || also.contains(&f)))
+        error
+            .get()
+            .filter(|e| e.field().is_some_and(|f| f == name || also.contains(&f)))
     });
     let hint_id = format!("{id}-hint");
     let error_id = format!("{id}-error");
-    let described_by = if hint.is_some() { format!("{hint_id} {error_id}") } else { error_id.clone() };
+    let described_by = if hint.is_some() {
+        format!("{hint_id} {error_id}")
+    } else {
+        error_id.clone()
+    };
     view! {
         <div class="field" class:field-invalid=move || mine.with(Option::is_some)>
             <label for=id>{label.run()}</label>
@@ -77,7 +83,11 @@ pub fn FormError(
     fields: &'static [&'static str],
 ) -> impl IntoView {
     let i18n = use_i18n();
-    let general = Memo::new(move |_| error.get().filter(|e| e.field().is_none_or(|f| !fields.contains(&f))));
+    let general = Memo::new(move |_| {
+        error
+            .get()
+            .filter(|e| e.field().is_none_or(|f| !fields.contains(&f)))
+    });
     view! {
         <div aria-live="assertive" class="form-error-slot">
             {move || {

@@ -7,7 +7,11 @@ use leptos::prelude::*;
 /// `2026-12-02T15:12:48Z` → `2026-12-02 15:12 UTC`; anything unparsable is shown as it came.
 pub fn short_time(rfc3339: &str) -> String {
     chrono::DateTime::parse_from_rfc3339(rfc3339)
-        .map(|t| t.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M UTC").to_string())
+        .map(|t| {
+            t.with_timezone(&chrono::Utc)
+                .format("%Y-%m-%d %H:%M UTC")
+                .to_string()
+        })
         .unwrap_or_else(|_| rfc3339.to_string())
 }
 
@@ -24,7 +28,10 @@ mod tests {
     #[test]
     fn formats_utc_minutes_and_keeps_garbage() {
         assert_eq!(short_time("2026-12-02T15:12:48Z"), "2026-12-02 15:12 UTC");
-        assert_eq!(short_time("2026-12-02T23:30:00+08:00"), "2026-12-02 15:30 UTC");
+        assert_eq!(
+            short_time("2026-12-02T23:30:00+08:00"),
+            "2026-12-02 15:30 UTC"
+        );
         assert_eq!(short_time("yesterday"), "yesterday");
     }
 }

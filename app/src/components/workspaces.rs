@@ -21,7 +21,8 @@ impl WorkspaceList {
         let auth = use_auth();
         let epoch = RwSignal::new(0u64);
         // Blocking: `/` redirects to the first workspace, which must be an HTTP redirect.
-        let list = Resource::new_blocking(move || (auth.epoch(), epoch.get()), |_| list_workspaces());
+        let list =
+            Resource::new_blocking(move || (auth.epoch(), epoch.get()), |_| list_workspaces());
         let this = WorkspaceList { list, epoch };
         provide_context(this);
         this

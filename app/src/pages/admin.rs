@@ -15,7 +15,10 @@ pub fn AdminPage() -> impl IntoView {
     let i18n = use_i18n();
     let toggle_signup = ServerAction::<SetSignupEnabled>::new();
     let toggle_user = ServerAction::<SetUserDisabled>::new();
-    let settings = Resource::new(move || toggle_signup.version().get(), |_| instance_settings());
+    let settings = Resource::new(
+        move || toggle_signup.version().get(),
+        |_| instance_settings(),
+    );
     let users = Resource::new(move || toggle_user.version().get(), |_| list_users());
     let action_error = Signal::derive(move || {
         toggle_signup

@@ -17,7 +17,10 @@ pub fn TokensPage() -> impl IntoView {
     let i18n = use_i18n();
     let create = ServerAction::<CreateToken>::new();
     let revoke = ServerAction::<RevokeToken>::new();
-    let tokens = Resource::new(move || (create.version().get(), revoke.version().get()), |_| list_tokens());
+    let tokens = Resource::new(
+        move || (create.version().get(), revoke.version().get()),
+        |_| list_tokens(),
+    );
     let error = action_error(create);
     let revoke_error = action_error(revoke);
     let form = NodeRef::<Form>::new();

@@ -10,13 +10,21 @@ use crate::error::AppError;
 use crate::types::Role;
 
 /// The caller's role in the workspace, if it is at least `need`.
-pub async fn authorize(conn: &mut SqliteConnection, actor: &Actor, workspace_id: i64, need: Role) -> Result<Role, AppError> {
-    let role: Option<String> = sqlx::query_scalar("SELECT role FROM members WHERE workspace_id = ? AND user_id = ?")
-        .bind(workspace_id)
-        .bind(actor.user_id)
-        .fetch_optional(conn)
-        .await?;
-    let role = role.and_then(|r| Role::parse(&r)).ok_or(AppError::NotFound)?;
+pub async fn authorize(
+    conn: &mut SqliteConnection,
+    actor: &Actor,
+    workspace_id: i64,
+    need: Role,
+) -> Result<Role, AppError> {
+    let role: Option<String> =
+        sqlx::query_scalar("SELECT role FROM members WHERE workspace_id = ? AND user_id = ?")
+            .bind(workspace_id)
+            .bind(actor.user_id)
+            .fetch_optional(conn)
+            .await?;
+    let role = role
+        .and_then(|r| Role::parse(&r))
+        .ok_or(AppError::NotFound)?;
     if role < need {
         return Err(AppError::Forbidden);
     }

@@ -23,7 +23,9 @@ pub const PASSWORD_MAX: usize = 128;
 pub fn normalize_username(raw: &str) -> Result<String, AppError> {
     let name = raw.trim().to_lowercase();
     let len = name.chars().count();
-    let ok_chars = name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-".contains(c));
+    let ok_chars = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-".contains(c));
     if !(USERNAME_MIN..=USERNAME_MAX).contains(&len) || !ok_chars {
         return Err(AppError::invalid(
             "username",
@@ -71,7 +73,9 @@ async fn verify_password(password: &str, hash: &str) -> Result<bool, AppError> {
     let (password, hash) = (password.to_owned(), hash.to_owned());
     tokio::task::spawn_blocking(move || {
         let parsed = PasswordHash::new(&hash).map_err(|e| internal("stored password hash", e))?;
-        Ok(Argon2::default().verify_password(password.as_bytes(), &parsed).is_ok())
+        Ok(Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok())
     })
     .await
     .map_err(|e| internal("verifying task", e))?
@@ -83,7 +87,9 @@ async fn dummy_hash() -> &'static str {
     static DUMMY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
     DUMMY
         .get_or_init(|| async {
-            hash_password(&super::tokens::random_secret()).await.unwrap_or_default()
+            hash_password(&super::tokens::random_secret())
+                .await
+                .unwrap_or_default()
         })
         .await
 }
@@ -134,7 +140,11 @@ pub async fn create_user(
     let (id, is_admin) = match inserted {
         Ok(row) => row,
         Err(e) if is_unique_violation(&e) => {
-            return Err(AppError::conflict("username", "username_taken", "this username is already taken"))
+            return Err(AppError::conflict(
+                "username",
+                "username_taken",
+                "this username is already taken",
+            ))
         }
         Err(e) => return Err(e.into()),
     };
@@ -152,11 +162,20 @@ pub async fn create_user(
     )
     .await?;
     tx.commit().await?;
-    Ok(Me { id, username, is_admin })
+    Ok(Me {
+        id,
+        username,
+        is_admin,
+    })
 }
 
 /// Public sign-up: refused when an admin has disabled it (unless there is no account at all yet).
-pub async fn sign_up(db: &SqlitePool, username: &str, password: &str, ip: Option<&str>) -> Result<SignedIn, AppError> {
+pub async fn sign_up(
+    db: &SqlitePool,
+    username: &str,
+    password: &str,
+    ip: Option<&str>,
+) -> Result<SignedIn, AppError> {
     normalize_username(username)?;
     check_password(password)?;
     let (enabled, users): (bool, i64) = sqlx::query_as(
@@ -165,10 +184,16 @@ pub async fn sign_up(db: &SqlitePool, username: &str, password: &str, ip: Option
     .fetch_one(db)
     .await?;
     if !enabled && users > 0 {
-        return Err(AppError::denied("signup_disabled", "sign-up is disabled on this instance"));
+        return Err(AppError::denied(
+            "signup_disabled",
+            "sign-up is disabled on this instance",
+        ));
     }
     let me = create_user(db, username, password, false, ip).await?;
-    Ok(SignedIn { me, session_epoch: 0 })
+    Ok(SignedIn {
+        me,
+        session_epoch: 0,
+    })
 }
 
 /// Checks a username and password, with throttling of repeated failures per username and address.
@@ -180,7 +205,9 @@ pub async fn sign_in(
     ip: Option<&str>,
 ) -> Result<SignedIn, AppError> {
     let key = username.trim().to_lowercase();
-    throttle.check(&key, ip).map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
+    throttle
+        .check(&key, ip)
+        .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
     let row = sqlx::query_as::<_, Credentials>(
         "SELECT id, username, password_hash, is_admin, disabled, session_epoch FROM users WHERE username = ?",
     )
@@ -203,16 +230,27 @@ pub async fn sign_in(
     };
     throttle.record_success(&key);
     if user.disabled {
-        return Err(AppError::denied("account_disabled", "this account has been disabled by an administrator"));
+        return Err(AppError::denied(
+            "account_disabled",
+            "this account has been disabled by an administrator",
+        ));
     }
     Ok(SignedIn {
-        me: Me { id: user.id, username: user.username, is_admin: user.is_admin },
+        me: Me {
+            id: user.id,
+            username: user.username,
+            is_admin: user.is_admin,
+        },
         session_epoch: user.session_epoch,
     })
 }
 
 /// Sets a new password and ends every session of the account (CLI `admin reset-password`).
-pub async fn reset_password(db: &SqlitePool, username: &str, password: &str) -> Result<(), AppError> {
+pub async fn reset_password(
+    db: &SqlitePool,
+    username: &str,
+    password: &str,
+) -> Result<(), AppError> {
     let username = normalize_username(username)?;
     check_password(password)?;
     let hash = hash_password(password).await?;
@@ -225,10 +263,17 @@ pub async fn reset_password(db: &SqlitePool, username: &str, password: &str) -> 
     .fetch_optional(&mut *tx)
     .await?;
     let Some(id) = updated else {
-        return Err(AppError::invalid("username", "user_not_found", format!("no account named {username:?}")));
+        return Err(AppError::invalid(
+            "username",
+            "user_not_found",
+            format!("no account named {username:?}"),
+        ));
     };
     // Tokens are credentials too: a reset after a leak must cut them off.
-    sqlx::query("DELETE FROM api_tokens WHERE user_id = ?").bind(id).execute(&mut *tx).await?;
+    sqlx::query("DELETE FROM api_tokens WHERE user_id = ?")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
     audit::record(
         &mut tx,
         Entry {
@@ -254,16 +299,32 @@ mod tests {
     #[test]
     fn usernames_are_normalised_and_checked() {
         assert_eq!(normalize_username("  Alice.B-1_ ").unwrap(), "alice.b-1_");
-        for bad in ["ab", "has space", "中文名字", "x".repeat(33).as_str(), "semi;colon"] {
-            assert_eq!(normalize_username(bad).unwrap_err().code(), "username_invalid", "{bad}");
+        for bad in [
+            "ab",
+            "has space",
+            "中文名字",
+            "x".repeat(33).as_str(),
+            "semi;colon",
+        ] {
+            assert_eq!(
+                normalize_username(bad).unwrap_err().code(),
+                "username_invalid",
+                "{bad}"
+            );
         }
     }
 
     #[test]
     fn password_length_counts_characters() {
-        assert_eq!(check_password("short").unwrap_err().code(), "password_too_short");
+        assert_eq!(
+            check_password("short").unwrap_err().code(),
+            "password_too_short"
+        );
         assert!(check_password("密码密码密码密码密码").is_ok());
-        assert_eq!(check_password(&"p".repeat(129)).unwrap_err().code(), "password_too_long");
+        assert_eq!(
+            check_password(&"p".repeat(129)).unwrap_err().code(),
+            "password_too_long"
+        );
     }
 
     #[tokio::test]
@@ -274,9 +335,14 @@ mod tests {
         assert_eq!(first.me.username, "alice");
         let second = sign_up(&db, "bob", "correct horse", None).await.unwrap();
         assert!(!second.me.is_admin);
-        let dup = sign_up(&db, "ALICE", "another password", None).await.unwrap_err();
+        let dup = sign_up(&db, "ALICE", "another password", None)
+            .await
+            .unwrap_err();
         assert_eq!(dup.code(), "username_taken");
-        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users").fetch_one(&db).await.unwrap();
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
+            .fetch_one(&db)
+            .await
+            .unwrap();
         assert_eq!(count, 2);
     }
 
@@ -285,15 +351,25 @@ mod tests {
         let (_dir, db) = test_db().await;
         let throttle = SignInThrottle::default();
         sign_up(&db, "carol", "right password", None).await.unwrap();
-        let ok = sign_in(&db, &throttle, "Carol", "right password", Some("1.2.3.4")).await.unwrap();
+        let ok = sign_in(&db, &throttle, "Carol", "right password", Some("1.2.3.4"))
+            .await
+            .unwrap();
         assert_eq!(ok.me.username, "carol");
         for _ in 0..crate::ssr::throttle::MAX_FAILURES_PER_USERNAME {
-            let e = sign_in(&db, &throttle, "carol", "wrong password", Some("1.2.3.4")).await.unwrap_err();
+            let e = sign_in(&db, &throttle, "carol", "wrong password", Some("1.2.3.4"))
+                .await
+                .unwrap_err();
             assert_eq!(e, AppError::InvalidCredentials);
         }
-        let e = sign_in(&db, &throttle, "carol", "right password", Some("1.2.3.4")).await.unwrap_err();
-        assert!(matches!(e, AppError::TooManyRequests { retry_after_secs } if retry_after_secs > 0));
-        let e = sign_in(&db, &throttle, "nobody", "whatever pass", None).await.unwrap_err();
+        let e = sign_in(&db, &throttle, "carol", "right password", Some("1.2.3.4"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, AppError::TooManyRequests { retry_after_secs } if retry_after_secs > 0)
+        );
+        let e = sign_in(&db, &throttle, "nobody", "whatever pass", None)
+            .await
+            .unwrap_err();
         assert_eq!(e, AppError::InvalidCredentials);
     }
 
@@ -302,13 +378,25 @@ mod tests {
         let (_dir, db) = test_db().await;
         let throttle = SignInThrottle::default();
         sign_up(&db, "dave", "first password", None).await.unwrap();
-        reset_password(&db, "dave", "second password").await.unwrap();
+        reset_password(&db, "dave", "second password")
+            .await
+            .unwrap();
         assert_eq!(
-            sign_in(&db, &throttle, "dave", "first password", None).await.unwrap_err(),
+            sign_in(&db, &throttle, "dave", "first password", None)
+                .await
+                .unwrap_err(),
             AppError::InvalidCredentials
         );
-        let s = sign_in(&db, &throttle, "dave", "second password", None).await.unwrap();
+        let s = sign_in(&db, &throttle, "dave", "second password", None)
+            .await
+            .unwrap();
         assert_eq!(s.session_epoch, 1);
-        assert_eq!(reset_password(&db, "nobody", "whatever123").await.unwrap_err().code(), "user_not_found");
+        assert_eq!(
+            reset_password(&db, "nobody", "whatever123")
+                .await
+                .unwrap_err()
+                .code(),
+            "user_not_found"
+        );
     }
 }

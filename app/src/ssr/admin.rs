@@ -11,28 +11,43 @@ use crate::error::AppError;
 use crate::types::{InstanceSettings, UserAccount};
 
 fn require_admin(actor: &Actor) -> Result<(), AppError> {
-    if actor.is_admin { Ok(()) } else { Err(AppError::Forbidden) }
+    if actor.is_admin {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden)
+    }
 }
 
 pub async fn settings(db: &SqlitePool, actor: &Actor) -> Result<InstanceSettings, AppError> {
     require_admin(actor)?;
-    let signup_enabled: bool = sqlx::query_scalar("SELECT signup_enabled FROM instance_settings WHERE id = 1")
-        .fetch_one(db)
-        .await?;
+    let signup_enabled: bool =
+        sqlx::query_scalar("SELECT signup_enabled FROM instance_settings WHERE id = 1")
+            .fetch_one(db)
+            .await?;
     Ok(InstanceSettings { signup_enabled })
 }
 
-pub async fn set_signup_enabled(db: &SqlitePool, actor: &Actor, enabled: bool) -> Result<InstanceSettings, AppError> {
+pub async fn set_signup_enabled(
+    db: &SqlitePool,
+    actor: &Actor,
+    enabled: bool,
+) -> Result<InstanceSettings, AppError> {
     require_admin(actor)?;
     let mut tx = write_tx(db).await?;
-    sqlx::query("UPDATE instance_settings SET signup_enabled = ? WHERE id = 1").bind(enabled).execute(&mut *tx).await?;
+    sqlx::query("UPDATE instance_settings SET signup_enabled = ? WHERE id = 1")
+        .bind(enabled)
+        .execute(&mut *tx)
+        .await?;
     audit::record(
         &mut tx,
-        Entry::by(actor, None, "settings.signup", "instance", "signup_enabled").detail(serde_json::json!({ "enabled": enabled })),
+        Entry::by(actor, None, "settings.signup", "instance", "signup_enabled")
+            .detail(serde_json::json!({ "enabled": enabled })),
     )
     .await?;
     tx.commit().await?;
-    Ok(InstanceSettings { signup_enabled: enabled })
+    Ok(InstanceSettings {
+        signup_enabled: enabled,
+    })
 }
 
 #[derive(sqlx::FromRow)]
@@ -46,7 +61,13 @@ struct Row {
 
 impl From<Row> for UserAccount {
     fn from(r: Row) -> Self {
-        UserAccount { id: r.id, username: r.username, is_admin: r.is_admin, disabled: r.disabled, created_at: r.created_at }
+        UserAccount {
+            id: r.id,
+            username: r.username,
+            is_admin: r.is_admin,
+            disabled: r.disabled,
+            created_at: r.created_at,
+        }
     }
 }
 
@@ -54,19 +75,29 @@ const SELECT: &str = "SELECT id, username, is_admin, disabled, created_at FROM u
 
 pub async fn list_users(db: &SqlitePool, actor: &Actor) -> Result<Vec<UserAccount>, AppError> {
     require_admin(actor)?;
-    Ok(sqlx::query_as::<_, Row>(&format!("{SELECT} ORDER BY username"))
-        .fetch_all(db)
-        .await?
-        .into_iter()
-        .map(UserAccount::from)
-        .collect())
+    Ok(
+        sqlx::query_as::<_, Row>(&format!("{SELECT} ORDER BY username"))
+            .fetch_all(db)
+            .await?
+            .into_iter()
+            .map(UserAccount::from)
+            .collect(),
+    )
 }
 
 /// Admins cannot disable themselves: that would lock the last admin out of the instance.
-pub async fn set_user_disabled(db: &SqlitePool, actor: &Actor, user_id: i64, disabled: bool) -> Result<UserAccount, AppError> {
+pub async fn set_user_disabled(
+    db: &SqlitePool,
+    actor: &Actor,
+    user_id: i64,
+    disabled: bool,
+) -> Result<UserAccount, AppError> {
     require_admin(actor)?;
     if user_id == actor.user_id && disabled {
-        return Err(AppError::denied("cannot_disable_self", "you cannot disable your own account"));
+        return Err(AppError::denied(
+            "cannot_disable_self",
+            "you cannot disable your own account",
+        ));
     }
     let mut tx = write_tx(db).await?;
     let row = sqlx::query_as::<_, Row>(&format!(
@@ -78,8 +109,16 @@ pub async fn set_user_disabled(db: &SqlitePool, actor: &Actor, user_id: i64, dis
     .fetch_optional(&mut *tx)
     .await?
     .ok_or(AppError::NotFound)?;
-    let action = if disabled { "user.disable" } else { "user.enable" };
-    audit::record(&mut tx, Entry::by(actor, None, action, "user", &row.username)).await?;
+    let action = if disabled {
+        "user.disable"
+    } else {
+        "user.enable"
+    };
+    audit::record(
+        &mut tx,
+        Entry::by(actor, None, action, "user", &row.username),
+    )
+    .await?;
     tx.commit().await?;
     Ok(row.into())
 }
@@ -96,14 +135,38 @@ mod tests {
         assert!(admin.is_admin, "first account is admin");
         let user = actor(&db, "user").await;
         assert_eq!(settings(&db, &user).await.unwrap_err(), AppError::Forbidden);
-        assert_eq!(list_users(&db, &user).await.unwrap_err(), AppError::Forbidden);
-        assert!(!set_signup_enabled(&db, &admin, false).await.unwrap().signup_enabled);
+        assert_eq!(
+            list_users(&db, &user).await.unwrap_err(),
+            AppError::Forbidden
+        );
+        assert!(
+            !set_signup_enabled(&db, &admin, false)
+                .await
+                .unwrap()
+                .signup_enabled
+        );
         assert!(!settings(&db, &admin).await.unwrap().signup_enabled);
-        let e = crate::ssr::accounts::sign_up(&db, "late", "long enough pw", None).await.unwrap_err();
+        let e = crate::ssr::accounts::sign_up(&db, "late", "long enough pw", None)
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), "signup_disabled");
-        assert!(set_user_disabled(&db, &admin, user.user_id, true).await.unwrap().disabled);
-        assert_eq!(set_user_disabled(&db, &admin, admin.user_id, true).await.unwrap_err().code(), "cannot_disable_self");
-        assert_eq!(set_user_disabled(&db, &admin, 999, true).await.unwrap_err(), AppError::NotFound);
+        assert!(
+            set_user_disabled(&db, &admin, user.user_id, true)
+                .await
+                .unwrap()
+                .disabled
+        );
+        assert_eq!(
+            set_user_disabled(&db, &admin, admin.user_id, true)
+                .await
+                .unwrap_err()
+                .code(),
+            "cannot_disable_self"
+        );
+        assert_eq!(
+            set_user_disabled(&db, &admin, 999, true).await.unwrap_err(),
+            AppError::NotFound
+        );
         assert_eq!(list_users(&db, &admin).await.unwrap().len(), 2);
     }
 }

@@ -28,7 +28,13 @@ pub struct Entry<'a> {
 
 impl<'a> Entry<'a> {
     /// An entry for `actor` acting inside `workspace_id`.
-    pub fn by(actor: &'a Actor, workspace_id: Option<i64>, action: &'a str, resource_type: &'a str, resource: &'a str) -> Self {
+    pub fn by(
+        actor: &'a Actor,
+        workspace_id: Option<i64>,
+        action: &'a str,
+        resource_type: &'a str,
+        resource: &'a str,
+    ) -> Self {
         Entry {
             workspace_id,
             actor_id: Some(actor.user_id),
@@ -79,7 +85,12 @@ struct Row {
 
 /// A workspace's entries, newest first, [`PAGE_SIZE`] at a time; `before` is the last id of the
 /// previous page. Any member may read them.
-pub async fn list(db: &SqlitePool, actor: &Actor, workspace_id: i64, before: Option<i64>) -> Result<Vec<AuditEntry>, AppError> {
+pub async fn list(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    before: Option<i64>,
+) -> Result<Vec<AuditEntry>, AppError> {
     let mut conn = db.acquire().await?;
     access::authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
     let rows = sqlx::query_as::<_, Row>(

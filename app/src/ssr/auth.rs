@@ -6,8 +6,8 @@
 use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, FromRequestParts};
-use axum::http::request::Parts;
 use axum::http::header;
+use axum::http::request::Parts;
 use tower_sessions::Session;
 
 use super::{sessions, tokens, AppState};
@@ -34,16 +34,23 @@ struct UserRow {
 
 /// The client address from the connection (axum's `ConnectInfo`).
 pub fn client_ip(parts: &Parts) -> Option<String> {
-    parts.extensions.get::<ConnectInfo<SocketAddr>>().map(|ci| ci.0.ip().to_string())
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ci| ci.0.ip().to_string())
 }
 
 /// The bearer token of the request: `Ok(None)` without an `Authorization` header, an error for any
 /// other scheme or a malformed value.
 pub fn bearer_token(parts: &Parts) -> Result<Option<&str>, AppError> {
-    let Some(value) = parts.headers.get(header::AUTHORIZATION) else { return Ok(None) };
+    let Some(value) = parts.headers.get(header::AUTHORIZATION) else {
+        return Ok(None);
+    };
     let value = value.to_str().map_err(|_| AppError::Unauthenticated)?;
     match value.split_once(' ') {
-        Some((scheme, token)) if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() => {
+        Some((scheme, token))
+            if scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty() =>
+        {
             Ok(Some(token.trim()))
         }
         _ => Err(AppError::Unauthenticated),
@@ -55,16 +62,33 @@ pub fn bearer_token(parts: &Parts) -> Result<Option<&str>, AppError> {
 pub async fn caller(state: &AppState, parts: &Parts) -> Result<Option<Actor>, AppError> {
     let ip = client_ip(parts);
     if let Some(secret) = bearer_token(parts)? {
-        let user_id = tokens::authenticate(&state.db, secret).await?.ok_or(AppError::Unauthenticated)?;
-        let user = load(state, user_id).await?.filter(|u| !u.disabled).ok_or(AppError::Unauthenticated)?;
-        return Ok(Some(Actor { user_id: user.id, username: user.username, is_admin: user.is_admin, ip }));
+        let user_id = tokens::authenticate(&state.db, secret)
+            .await?
+            .ok_or(AppError::Unauthenticated)?;
+        let user = load(state, user_id)
+            .await?
+            .filter(|u| !u.disabled)
+            .ok_or(AppError::Unauthenticated)?;
+        return Ok(Some(Actor {
+            user_id: user.id,
+            username: user.username,
+            is_admin: user.is_admin,
+            ip,
+        }));
     }
-    let Some(session) = parts.extensions.get::<Session>() else { return Ok(None) };
-    let Some((user_id, epoch)) = sessions::signed_in_user(session).await? else { return Ok(None) };
+    let Some(session) = parts.extensions.get::<Session>() else {
+        return Ok(None);
+    };
+    let Some((user_id, epoch)) = sessions::signed_in_user(session).await? else {
+        return Ok(None);
+    };
     match load(state, user_id).await? {
-        Some(user) if !user.disabled && user.session_epoch == epoch => {
-            Ok(Some(Actor { user_id: user.id, username: user.username, is_admin: user.is_admin, ip }))
-        }
+        Some(user) if !user.disabled && user.session_epoch == epoch => Ok(Some(Actor {
+            user_id: user.id,
+            username: user.username,
+            is_admin: user.is_admin,
+            ip,
+        })),
         // Disabled, reset or deleted since signing in: the session is dead; clean it up.
         _ => {
             sessions::sign_out(session).await?;
@@ -91,7 +115,10 @@ async fn load(state: &AppState, user_id: i64) -> Result<Option<UserRow>, AppErro
 impl FromRequestParts<AppState> for Actor {
     type Rejection = AppError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &AppState,
+    ) -> Result<Self, Self::Rejection> {
         require(state, parts).await
     }
 }
@@ -110,6 +137,10 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
 impl Actor {
     /// The account as the UI sees it.
     pub fn me(&self) -> crate::types::Me {
-        crate::types::Me { id: self.user_id, username: self.username.clone(), is_admin: self.is_admin }
+        crate::types::Me {
+            id: self.user_id,
+            username: self.username.clone(),
+            is_admin: self.is_admin,
+        }
     }
 }

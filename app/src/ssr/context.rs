@@ -13,11 +13,13 @@ use super::AppState;
 use crate::error::AppError;
 
 pub fn state() -> Result<AppState, AppError> {
-    use_context::<AppState>().ok_or_else(|| internal("server function", "AppState missing from context"))
+    use_context::<AppState>()
+        .ok_or_else(|| internal("server function", "AppState missing from context"))
 }
 
 fn parts() -> Result<Parts, AppError> {
-    use_context::<Parts>().ok_or_else(|| internal("server function", "request parts missing from context"))
+    use_context::<Parts>()
+        .ok_or_else(|| internal("server function", "request parts missing from context"))
 }
 
 /// The signed-in caller, or `Unauthenticated`.
@@ -32,7 +34,11 @@ pub async fn maybe_actor() -> Result<Option<Actor>, AppError> {
 
 /// The request's session (present on every route: the session layer wraps the whole router).
 pub fn session() -> Result<Session, AppError> {
-    parts()?.extensions.get::<Session>().cloned().ok_or_else(|| internal("server function", "no session layer"))
+    parts()?
+        .extensions
+        .get::<Session>()
+        .cloned()
+        .ok_or_else(|| internal("server function", "no session layer"))
 }
 
 pub fn client_ip() -> Option<String> {

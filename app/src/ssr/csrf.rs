@@ -18,14 +18,21 @@ pub async fn protect(State(state): State<AppState>, req: Request, next: Next) ->
     if needs_check(req.method(), req.headers()) {
         if let Err(why) = check(req.headers(), &state.security.allowed_origins) {
             tracing::warn!(method = %req.method(), path = req.uri().path(), why, "cross-site request refused");
-            return AppError::denied("csrf_rejected", format!("cross-site request refused: {why}")).into_response();
+            return AppError::denied(
+                "csrf_rejected",
+                format!("cross-site request refused: {why}"),
+            )
+            .into_response();
         }
     }
     next.run(req).await
 }
 
 fn needs_check(method: &Method, headers: &HeaderMap) -> bool {
-    let safe = matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE);
+    let safe = matches!(
+        *method,
+        Method::GET | Method::HEAD | Method::OPTIONS | Method::TRACE
+    );
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
@@ -42,19 +49,31 @@ pub fn check(headers: &HeaderMap, allowed_origins: &[String]) -> Result<(), &'st
             _ => Err("Sec-Fetch-Site is not same-origin"),
         };
     }
-    let Some(source) = get("origin").filter(|o| *o != "null").or_else(|| get("referer")) else {
+    let Some(source) = get("origin")
+        .filter(|o| *o != "null")
+        .or_else(|| get("referer"))
+    else {
         // `Origin: null` (sandboxed or privacy-sensitive contexts) with no Referer is refused:
         // a browser sent it, and we cannot tell where from.
-        return if get("origin").is_some() { Err("Origin is null") } else { Ok(()) };
+        return if get("origin").is_some() {
+            Err("Origin is null")
+        } else {
+            Ok(())
+        };
     };
-    let Some(host) = get("host") else { return Err("no Host header") };
+    let Some(host) = get("host") else {
+        return Err("no Host header");
+    };
     let (scheme, rest) = source.split_once("://").ok_or("malformed Origin/Referer")?;
     let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
     if authority.eq_ignore_ascii_case(host) {
         return Ok(());
     }
     let origin = format!("{scheme}://{authority}");
-    if allowed_origins.iter().any(|a| a.trim_end_matches('/').eq_ignore_ascii_case(&origin)) {
+    if allowed_origins
+        .iter()
+        .any(|a| a.trim_end_matches('/').eq_ignore_ascii_case(&origin))
+    {
         return Ok(());
     }
     Err("Origin does not match Host")
@@ -75,23 +94,69 @@ mod tests {
     #[test]
     fn same_origin_passes_and_foreign_origin_fails() {
         let none: &[String] = &[];
-        assert!(check(&headers(&[("host", "127.0.0.1:3000"), ("origin", "http://127.0.0.1:3000")]), none).is_ok());
-        assert!(check(&headers(&[("host", "127.0.0.1:3000"), ("origin", "http://evil.example")]), none).is_err());
-        assert!(check(&headers(&[("host", "a:1"), ("referer", "http://a:1/signin?x=1")]), none).is_ok());
-        assert!(check(&headers(&[("host", "a:1"), ("referer", "http://b:1/")]), none).is_err());
-        assert!(check(&headers(&[("host", "a:1"), ("sec-fetch-site", "cross-site")]), none).is_err());
-        assert!(check(&headers(&[("host", "a:1"), ("sec-fetch-site", "same-origin")]), none).is_ok());
+        assert!(check(
+            &headers(&[
+                ("host", "127.0.0.1:3000"),
+                ("origin", "http://127.0.0.1:3000")
+            ]),
+            none
+        )
+        .is_ok());
+        assert!(check(
+            &headers(&[
+                ("host", "127.0.0.1:3000"),
+                ("origin", "http://evil.example")
+            ]),
+            none
+        )
+        .is_err());
+        assert!(check(
+            &headers(&[("host", "a:1"), ("referer", "http://a:1/signin?x=1")]),
+            none
+        )
+        .is_ok());
+        assert!(check(
+            &headers(&[("host", "a:1"), ("referer", "http://b:1/")]),
+            none
+        )
+        .is_err());
+        assert!(check(
+            &headers(&[("host", "a:1"), ("sec-fetch-site", "cross-site")]),
+            none
+        )
+        .is_err());
+        assert!(check(
+            &headers(&[("host", "a:1"), ("sec-fetch-site", "same-origin")]),
+            none
+        )
+        .is_ok());
         assert!(check(&headers(&[("host", "a:1"), ("origin", "null")]), none).is_err());
-        assert!(check(&headers(&[("host", "a:1")]), none).is_ok(), "non-browser client");
+        assert!(
+            check(&headers(&[("host", "a:1")]), none).is_ok(),
+            "non-browser client"
+        );
         let allowed = vec!["https://paddock.example.com".to_string()];
-        assert!(check(&headers(&[("host", "10.0.0.5:3000"), ("origin", "https://paddock.example.com")]), &allowed).is_ok());
+        assert!(check(
+            &headers(&[
+                ("host", "10.0.0.5:3000"),
+                ("origin", "https://paddock.example.com")
+            ]),
+            &allowed
+        )
+        .is_ok());
     }
 
     #[test]
     fn bearer_requests_and_reads_are_exempt() {
         assert!(!needs_check(&Method::GET, &HeaderMap::new()));
-        assert!(!needs_check(&Method::POST, &headers(&[("authorization", "Bearer pdk_x")])));
+        assert!(!needs_check(
+            &Method::POST,
+            &headers(&[("authorization", "Bearer pdk_x")])
+        ));
         assert!(needs_check(&Method::POST, &HeaderMap::new()));
-        assert!(needs_check(&Method::DELETE, &headers(&[("authorization", "Basic eA==")])));
+        assert!(needs_check(
+            &Method::DELETE,
+            &headers(&[("authorization", "Basic eA==")])
+        ));
     }
 }

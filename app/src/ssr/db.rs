@@ -30,8 +30,12 @@ pub async fn connect(url: &str) -> Result<SqlitePool, OpenError> {
         .busy_timeout(BUSY_TIMEOUT);
     let file = options.get_filename().to_path_buf();
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| OpenError(format!("cannot create data directory {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            OpenError(format!(
+                "cannot create data directory {}: {e}",
+                dir.display()
+            ))
+        })?;
     }
     SqlitePoolOptions::new()
         .max_connections(8)
@@ -42,7 +46,10 @@ pub async fn connect(url: &str) -> Result<SqlitePool, OpenError> {
 
 /// Applies pending migrations (ours, then the session store's table).
 pub async fn migrate(pool: &SqlitePool) -> Result<(), OpenError> {
-    MIGRATOR.run(pool).await.map_err(|e| OpenError(format!("migrating the database failed: {e}")))?;
+    MIGRATOR
+        .run(pool)
+        .await
+        .map_err(|e| OpenError(format!("migrating the database failed: {e}")))?;
     super::sessions::store(pool)
         .migrate()
         .await
@@ -72,6 +79,8 @@ impl std::error::Error for OpenError {}
 /// A transaction that takes SQLite's write lock at once. Checks made inside it (membership, "is this
 /// the last owner?") cannot be invalidated by another writer before the change commits; a deferred
 /// transaction would instead fail with SQLITE_BUSY when upgrading to a writer.
-pub async fn write_tx(db: &SqlitePool) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+pub async fn write_tx(
+    db: &SqlitePool,
+) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
     db.begin_with("BEGIN IMMEDIATE").await
 }

@@ -17,7 +17,11 @@ use crate::error::AppError;
 /// Refuses a declared `Content-Length` above the limit before reading anything. Bodies without a
 /// length (chunked) are cut off by `tower_http`'s `RequestBodyLimitLayer` and axum's
 /// `DefaultBodyLimit` behind this, and end up as the same 413 in [`ApiJson`].
-pub async fn enforce_body_limit(State(state): State<AppState>, req: Request, next: Next) -> Response {
+pub async fn enforce_body_limit(
+    State(state): State<AppState>,
+    req: Request,
+    next: Next,
+) -> Response {
     let limit = state.security.max_body_bytes as u64;
     let declared = req
         .headers()
@@ -31,7 +35,10 @@ pub async fn enforce_body_limit(State(state): State<AppState>, req: Request, nex
     // A streamed body cut off by `RequestBodyLimitLayer` outside the JSON extractor (a server function,
     // say) answers in plain text; give it the common shape.
     if res.status() == StatusCode::PAYLOAD_TOO_LARGE
-        && !res.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
+        && !res
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(b"application/json"))
     {
         res = AppError::TooLarge { limit_bytes: limit }.into_response();
     }
@@ -57,10 +64,14 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
             })
             .unwrap_or(false);
         if !json_type {
-            return Err(AppError::Malformed { message: "expected a JSON body with Content-Type: application/json".into() });
+            return Err(AppError::Malformed {
+                message: "expected a JSON body with Content-Type: application/json".into(),
+            });
         }
         let limit = state.security.max_body_bytes as u64;
-        let bytes = Bytes::from_request(req, state).await.map_err(|r| bytes_rejection(r, limit))?;
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|r| bytes_rejection(r, limit))?;
         parse(&bytes).map(ApiJson)
     }
 }
@@ -69,28 +80,41 @@ fn bytes_rejection(rejection: BytesRejection, limit_bytes: u64) -> AppError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
         return AppError::TooLarge { limit_bytes };
     }
-    AppError::Malformed { message: format!("could not read the request body: {}", rejection.body_text()) }
+    AppError::Malformed {
+        message: format!("could not read the request body: {}", rejection.body_text()),
+    }
 }
 
 /// Parses JSON, naming the offending field for data errors.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
     if std::str::from_utf8(bytes).is_err() {
-        return Err(AppError::Malformed { message: "request body is not valid UTF-8".into() });
+        return Err(AppError::Malformed {
+            message: "request body is not valid UTF-8".into(),
+        });
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
     match serde_path_to_error::deserialize(&mut de) {
         Ok(v) => {
-            de.end().map_err(|e| AppError::Malformed { message: format!("malformed JSON body: {e}") })?;
+            de.end().map_err(|e| AppError::Malformed {
+                message: format!("malformed JSON body: {e}"),
+            })?;
             Ok(v)
         }
         Err(e) => {
             let path = e.path().to_string();
             let inner = e.into_inner();
             if inner.is_data() {
-                let field = unknown_or_missing_field(&inner.to_string()).or((path != ".").then_some(path));
-                Err(AppError::Invalid { field, code: "invalid_body".into(), message: format!("invalid JSON body: {inner}") })
+                let field =
+                    unknown_or_missing_field(&inner.to_string()).or((path != ".").then_some(path));
+                Err(AppError::Invalid {
+                    field,
+                    code: "invalid_body".into(),
+                    message: format!("invalid JSON body: {inner}"),
+                })
             } else {
-                Err(AppError::Malformed { message: format!("malformed JSON body: {inner}") })
+                Err(AppError::Malformed {
+                    message: format!("malformed JSON body: {inner}"),
+                })
             }
         }
     }
@@ -98,7 +122,9 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
 
 /// serde reports unknown and missing fields at the parent's path; the field name is in the message.
 fn unknown_or_missing_field(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("unknown field `").or_else(|| message.strip_prefix("missing field `"))?;
+    let rest = message
+        .strip_prefix("unknown field `")
+        .or_else(|| message.strip_prefix("missing field `"))?;
     rest.split('`').next().map(str::to_string)
 }
 
@@ -122,9 +148,18 @@ mod tests {
         assert_eq!(e.field(), Some("count"));
         let e = parse::<Body>(br#"{"name":"a","count":"x"}"#).unwrap_err();
         assert_eq!(e.field(), Some("count"));
-        assert!(matches!(parse::<Body>(b"{\"name\":\"\xff\",\"count\":1}").unwrap_err(), AppError::Malformed { .. }));
-        assert!(matches!(parse::<Body>(b"{not json").unwrap_err(), AppError::Malformed { .. }));
-        assert!(matches!(parse::<Body>(br#"{"name":"a","count":1} trailing"#).unwrap_err(), AppError::Malformed { .. }));
+        assert!(matches!(
+            parse::<Body>(b"{\"name\":\"\xff\",\"count\":1}").unwrap_err(),
+            AppError::Malformed { .. }
+        ));
+        assert!(matches!(
+            parse::<Body>(b"{not json").unwrap_err(),
+            AppError::Malformed { .. }
+        ));
+        assert!(matches!(
+            parse::<Body>(br#"{"name":"a","count":1} trailing"#).unwrap_err(),
+            AppError::Malformed { .. }
+        ));
         assert!(parse::<Body>(br#"{"name":"a","count":1}"#).is_ok());
     }
 }
@@ -141,12 +176,20 @@ pub struct ApiQuery<T>(pub T);
 
 impl From<axum::extract::rejection::PathRejection> for AppError {
     fn from(r: axum::extract::rejection::PathRejection) -> Self {
-        AppError::Invalid { field: None, code: "invalid_body".into(), message: format!("invalid path: {}", r.body_text()) }
+        AppError::Invalid {
+            field: None,
+            code: "invalid_body".into(),
+            message: format!("invalid path: {}", r.body_text()),
+        }
     }
 }
 
 impl From<axum::extract::rejection::QueryRejection> for AppError {
     fn from(r: axum::extract::rejection::QueryRejection) -> Self {
-        AppError::Invalid { field: None, code: "invalid_body".into(), message: format!("invalid query: {}", r.body_text()) }
+        AppError::Invalid {
+            field: None,
+            code: "invalid_body".into(),
+            message: format!("invalid query: {}", r.body_text()),
+        }
     }
 }

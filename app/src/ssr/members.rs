@@ -13,7 +13,13 @@ use crate::error::AppError;
 use crate::types::{Member, Role};
 
 fn parse_role(raw: &str) -> Result<Role, AppError> {
-    Role::parse(raw.trim()).ok_or_else(|| AppError::invalid("role", "role_invalid", "role must be owner, editor or viewer"))
+    Role::parse(raw.trim()).ok_or_else(|| {
+        AppError::invalid(
+            "role",
+            "role_invalid",
+            "role must be owner, editor or viewer",
+        )
+    })
 }
 
 #[derive(sqlx::FromRow)]
@@ -26,36 +32,60 @@ struct Row {
 
 impl Row {
     fn into_member(self) -> Result<Member, AppError> {
-        let role = Role::parse(&self.role).ok_or_else(|| super::http_error::internal("stored role", &self.role))?;
-        Ok(Member { user_id: self.user_id, username: self.username, role, added_at: self.added_at })
+        let role = Role::parse(&self.role)
+            .ok_or_else(|| super::http_error::internal("stored role", &self.role))?;
+        Ok(Member {
+            user_id: self.user_id,
+            username: self.username,
+            role,
+            added_at: self.added_at,
+        })
     }
 }
 
 const SELECT: &str = "SELECT m.user_id, u.username, m.role, m.added_at FROM members m JOIN users u ON u.id = m.user_id";
 
-async fn member(conn: &mut SqliteConnection, workspace_id: i64, user_id: i64) -> Result<Option<Member>, AppError> {
-    sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE m.workspace_id = ? AND m.user_id = ?"))
-        .bind(workspace_id)
-        .bind(user_id)
-        .fetch_optional(conn)
-        .await?
-        .map(Row::into_member)
-        .transpose()
+async fn member(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    user_id: i64,
+) -> Result<Option<Member>, AppError> {
+    sqlx::query_as::<_, Row>(&format!(
+        "{SELECT} WHERE m.workspace_id = ? AND m.user_id = ?"
+    ))
+    .bind(workspace_id)
+    .bind(user_id)
+    .fetch_optional(conn)
+    .await?
+    .map(Row::into_member)
+    .transpose()
 }
 
 async fn owner_count(conn: &mut SqliteConnection, workspace_id: i64) -> Result<i64, AppError> {
-    Ok(sqlx::query_scalar("SELECT COUNT(*) FROM members WHERE workspace_id = ? AND role = 'owner'")
+    Ok(
+        sqlx::query_scalar(
+            "SELECT COUNT(*) FROM members WHERE workspace_id = ? AND role = 'owner'",
+        )
         .bind(workspace_id)
         .fetch_one(conn)
-        .await?)
+        .await?,
+    )
 }
 
 fn last_owner() -> AppError {
-    AppError::conflict("user_id", "last_owner", "a workspace needs at least one owner; make someone else owner first")
+    AppError::conflict(
+        "user_id",
+        "last_owner",
+        "a workspace needs at least one owner; make someone else owner first",
+    )
 }
 
 /// Members by role (owners first), then name. Any member may list them.
-pub async fn list(db: &SqlitePool, actor: &Actor, workspace_id: i64) -> Result<Vec<Member>, AppError> {
+pub async fn list(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+) -> Result<Vec<Member>, AppError> {
     let mut conn = db.acquire().await?;
     authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
     sqlx::query_as::<_, Row>(&format!(
@@ -71,7 +101,13 @@ pub async fn list(db: &SqlitePool, actor: &Actor, workspace_id: i64) -> Result<V
 }
 
 /// Owners only.
-pub async fn add(db: &SqlitePool, actor: &Actor, workspace_id: i64, username: &str, role: &str) -> Result<Member, AppError> {
+pub async fn add(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    username: &str,
+    role: &str,
+) -> Result<Member, AppError> {
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, workspace_id, Role::Owner).await?;
     let role = parse_role(role)?;
@@ -80,9 +116,19 @@ pub async fn add(db: &SqlitePool, actor: &Actor, workspace_id: i64, username: &s
         .bind(&username)
         .fetch_optional(&mut *tx)
         .await?
-        .ok_or_else(|| AppError::invalid("username", "user_not_found", format!("no account named {username:?}")))?;
+        .ok_or_else(|| {
+            AppError::invalid(
+                "username",
+                "user_not_found",
+                format!("no account named {username:?}"),
+            )
+        })?;
     if member(&mut tx, workspace_id, user_id).await?.is_some() {
-        return Err(AppError::conflict("username", "already_member", format!("{username} is already a member")));
+        return Err(AppError::conflict(
+            "username",
+            "already_member",
+            format!("{username} is already a member"),
+        ));
     }
     sqlx::query("INSERT INTO members (workspace_id, user_id, role, added_at) VALUES (?, ?, ?, ?)")
         .bind(workspace_id)
@@ -93,21 +139,35 @@ pub async fn add(db: &SqlitePool, actor: &Actor, workspace_id: i64, username: &s
         .await?;
     audit::record(
         &mut tx,
-        Entry::by(actor, Some(workspace_id), "member.add", "member", &username).detail(serde_json::json!({ "role": role })),
+        Entry::by(actor, Some(workspace_id), "member.add", "member", &username)
+            .detail(serde_json::json!({ "role": role })),
     )
     .await?;
-    let added = member(&mut tx, workspace_id, user_id).await?.ok_or(AppError::NotFound)?;
+    let added = member(&mut tx, workspace_id, user_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
     tx.commit().await?;
     Ok(added)
 }
 
 /// Owners only; the last owner cannot be demoted.
-pub async fn change_role(db: &SqlitePool, actor: &Actor, workspace_id: i64, user_id: i64, role: &str) -> Result<Member, AppError> {
+pub async fn change_role(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    user_id: i64,
+    role: &str,
+) -> Result<Member, AppError> {
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, workspace_id, Role::Owner).await?;
     let role = parse_role(role)?;
-    let current = member(&mut tx, workspace_id, user_id).await?.ok_or(AppError::NotFound)?;
-    if current.role == Role::Owner && role != Role::Owner && owner_count(&mut tx, workspace_id).await? <= 1 {
+    let current = member(&mut tx, workspace_id, user_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    if current.role == Role::Owner
+        && role != Role::Owner
+        && owner_count(&mut tx, workspace_id).await? <= 1
+    {
         return Err(last_owner());
     }
     sqlx::query("UPDATE members SET role = ? WHERE workspace_id = ? AND user_id = ?")
@@ -118,21 +178,40 @@ pub async fn change_role(db: &SqlitePool, actor: &Actor, workspace_id: i64, user
         .await?;
     audit::record(
         &mut tx,
-        Entry::by(actor, Some(workspace_id), "member.change_role", "member", &current.username)
-            .detail(serde_json::json!({ "from": current.role, "to": role })),
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            "member.change_role",
+            "member",
+            &current.username,
+        )
+        .detail(serde_json::json!({ "from": current.role, "to": role })),
     )
     .await?;
-    let changed = member(&mut tx, workspace_id, user_id).await?.ok_or(AppError::NotFound)?;
+    let changed = member(&mut tx, workspace_id, user_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
     tx.commit().await?;
     Ok(changed)
 }
 
 /// Owners may remove anyone; any member may remove themselves. The last owner cannot be removed.
-pub async fn remove(db: &SqlitePool, actor: &Actor, workspace_id: i64, user_id: i64) -> Result<(), AppError> {
+pub async fn remove(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    user_id: i64,
+) -> Result<(), AppError> {
     let mut tx = write_tx(db).await?;
-    let need = if user_id == actor.user_id { Role::Viewer } else { Role::Owner };
+    let need = if user_id == actor.user_id {
+        Role::Viewer
+    } else {
+        Role::Owner
+    };
     authorize(&mut tx, actor, workspace_id, need).await?;
-    let current = member(&mut tx, workspace_id, user_id).await?.ok_or(AppError::NotFound)?;
+    let current = member(&mut tx, workspace_id, user_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
     if current.role == Role::Owner && owner_count(&mut tx, workspace_id).await? <= 1 {
         return Err(last_owner());
     }
@@ -141,8 +220,22 @@ pub async fn remove(db: &SqlitePool, actor: &Actor, workspace_id: i64, user_id: 
         .bind(user_id)
         .execute(&mut *tx)
         .await?;
-    let action = if user_id == actor.user_id { "member.leave" } else { "member.remove" };
-    audit::record(&mut tx, Entry::by(actor, Some(workspace_id), action, "member", &current.username)).await?;
+    let action = if user_id == actor.user_id {
+        "member.leave"
+    } else {
+        "member.remove"
+    };
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            action,
+            "member",
+            &current.username,
+        ),
+    )
+    .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -163,26 +256,83 @@ mod tests {
 
         let m = add(&db, &alice, ws.id, "Bob", "viewer").await.unwrap();
         assert_eq!((m.username.as_str(), m.role), ("bob", Role::Viewer));
-        assert_eq!(add(&db, &alice, ws.id, "bob", "editor").await.unwrap_err().code(), "already_member");
-        assert_eq!(add(&db, &alice, ws.id, "nobody", "editor").await.unwrap_err().code(), "user_not_found");
-        assert_eq!(add(&db, &alice, ws.id, "carol", "boss").await.unwrap_err().code(), "role_invalid");
+        assert_eq!(
+            add(&db, &alice, ws.id, "bob", "editor")
+                .await
+                .unwrap_err()
+                .code(),
+            "already_member"
+        );
+        assert_eq!(
+            add(&db, &alice, ws.id, "nobody", "editor")
+                .await
+                .unwrap_err()
+                .code(),
+            "user_not_found"
+        );
+        assert_eq!(
+            add(&db, &alice, ws.id, "carol", "boss")
+                .await
+                .unwrap_err()
+                .code(),
+            "role_invalid"
+        );
         // A viewer may read but not change; an outsider learns nothing.
         assert_eq!(list(&db, &bob, ws.id).await.unwrap().len(), 2);
-        assert_eq!(add(&db, &bob, ws.id, "carol", "viewer").await.unwrap_err(), AppError::Forbidden);
-        assert_eq!(list(&db, &carol, ws.id).await.unwrap_err(), AppError::NotFound);
+        assert_eq!(
+            add(&db, &bob, ws.id, "carol", "viewer").await.unwrap_err(),
+            AppError::Forbidden
+        );
+        assert_eq!(
+            list(&db, &carol, ws.id).await.unwrap_err(),
+            AppError::NotFound
+        );
 
-        assert_eq!(change_role(&db, &alice, ws.id, alice.user_id, "editor").await.unwrap_err().code(), "last_owner");
-        assert_eq!(remove(&db, &alice, ws.id, alice.user_id).await.unwrap_err().code(), "last_owner");
-        change_role(&db, &alice, ws.id, bob.user_id, "owner").await.unwrap();
-        change_role(&db, &bob, ws.id, alice.user_id, "editor").await.unwrap();
+        assert_eq!(
+            change_role(&db, &alice, ws.id, alice.user_id, "editor")
+                .await
+                .unwrap_err()
+                .code(),
+            "last_owner"
+        );
+        assert_eq!(
+            remove(&db, &alice, ws.id, alice.user_id)
+                .await
+                .unwrap_err()
+                .code(),
+            "last_owner"
+        );
+        change_role(&db, &alice, ws.id, bob.user_id, "owner")
+            .await
+            .unwrap();
+        change_role(&db, &bob, ws.id, alice.user_id, "editor")
+            .await
+            .unwrap();
         // Alice is an editor now: she may leave, but not remove others.
-        assert_eq!(remove(&db, &alice, ws.id, bob.user_id).await.unwrap_err(), AppError::Forbidden);
+        assert_eq!(
+            remove(&db, &alice, ws.id, bob.user_id).await.unwrap_err(),
+            AppError::Forbidden
+        );
         remove(&db, &alice, ws.id, alice.user_id).await.unwrap();
-        assert_eq!(list(&db, &alice, ws.id).await.unwrap_err(), AppError::NotFound);
+        assert_eq!(
+            list(&db, &alice, ws.id).await.unwrap_err(),
+            AppError::NotFound
+        );
 
-        let entries = crate::ssr::audit::list(&db, &bob, ws.id, None).await.unwrap();
+        let entries = crate::ssr::audit::list(&db, &bob, ws.id, None)
+            .await
+            .unwrap();
         let actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
-        assert_eq!(actions, ["member.leave", "member.change_role", "member.change_role", "member.add", "workspace.create"]);
+        assert_eq!(
+            actions,
+            [
+                "member.leave",
+                "member.change_role",
+                "member.change_role",
+                "member.add",
+                "workspace.create"
+            ]
+        );
         assert_eq!(entries[0].actor.as_deref(), Some("alice"));
     }
 }

@@ -14,7 +14,9 @@ use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use super::AppState;
 
 /// Latency buckets in seconds: from a cached page (~1 ms) to a slow password hash or upload (~10 s).
-const LATENCY_BUCKETS: &[f64] = &[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0];
+const LATENCY_BUCKETS: &[f64] = &[
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
 
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
@@ -22,12 +24,17 @@ static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 pub fn install_recorder() -> &'static PrometheusHandle {
     HANDLE.get_or_init(|| {
         let recorder = PrometheusBuilder::new()
-            .set_buckets_for_metric(Matcher::Full("http_request_duration_seconds".into()), LATENCY_BUCKETS)
+            .set_buckets_for_metric(
+                Matcher::Full("http_request_duration_seconds".into()),
+                LATENCY_BUCKETS,
+            )
             .expect("latency buckets are not empty")
             .build_recorder();
         let handle = recorder.handle();
         if metrics::set_global_recorder(recorder).is_err() {
-            tracing::warn!("a metrics recorder was already installed; /metrics will only show this one's data");
+            tracing::warn!(
+                "a metrics recorder was already installed; /metrics will only show this one's data"
+            );
         }
         handle
     })
@@ -42,11 +49,22 @@ pub async fn track(req: Request, next: Next) -> Response {
         .extensions()
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_owned())
-        .unwrap_or_else(|| if req.uri().path().starts_with("/pkg/") { "/pkg/*".into() } else { "unmatched".into() });
+        .unwrap_or_else(|| {
+            if req.uri().path().starts_with("/pkg/") {
+                "/pkg/*".into()
+            } else {
+                "unmatched".into()
+            }
+        });
     let res = next.run(req).await;
-    let labels = [("method", method), ("route", route), ("status", res.status().as_u16().to_string())];
+    let labels = [
+        ("method", method),
+        ("route", route),
+        ("status", res.status().as_u16().to_string()),
+    ];
     metrics::counter!("http_requests_total", &labels[..]).increment(1);
-    metrics::histogram!("http_request_duration_seconds", &labels[..]).record(start.elapsed().as_secs_f64());
+    metrics::histogram!("http_request_duration_seconds", &labels[..])
+        .record(start.elapsed().as_secs_f64());
     res
 }
 
@@ -67,15 +85,25 @@ pub async fn metrics_endpoint(State(state): State<AppState>) -> Response {
         }
         Err(e) => tracing::error!(error = %e, "reading gauges for /metrics"),
     }
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], handle.render()).into_response()
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        handle.render(),
+    )
+        .into_response()
 }
 
 pub async fn healthz(State(state): State<AppState>) -> Response {
-    match sqlx::query_scalar::<_, i64>("SELECT 1").fetch_one(&state.db).await {
+    match sqlx::query_scalar::<_, i64>("SELECT 1")
+        .fetch_one(&state.db)
+        .await
+    {
         Ok(_) => axum::Json(serde_json::json!({ "status": "ok" })).into_response(),
         Err(e) => {
             tracing::error!(error = %e, "health check: database unavailable");
-            (StatusCode::SERVICE_UNAVAILABLE, axum::Json(serde_json::json!({ "status": "database unavailable" })))
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                axum::Json(serde_json::json!({ "status": "database unavailable" })),
+            )
                 .into_response()
         }
     }

@@ -17,7 +17,8 @@ pub const PUBLIC_PAGES: &[&str] = &["/signin", "/signup"];
 /// Middleware for the Leptos routes. Those include the server functions under `/rpc/`, which
 /// answer for themselves (a 401 the page can show), so only page loads are judged here.
 pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let page_load = matches!(*req.method(), Method::GET | Method::HEAD) && !req.uri().path().starts_with("/rpc/");
+    let page_load = matches!(*req.method(), Method::GET | Method::HEAD)
+        && !req.uri().path().starts_with("/rpc/");
     if !page_load {
         return next.run(req).await;
     }
@@ -25,7 +26,10 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
     // A bad or revoked bearer token on a page request counts as signed out, like a missing cookie.
     let signed_in = matches!(auth::caller(&state, &parts).await, Ok(Some(_)));
     let path = parts.uri.path();
-    let public = PUBLIC_PAGES.contains(&path) || PUBLIC_PAGES.iter().any(|p| path.strip_suffix('/') == Some(*p));
+    let public = PUBLIC_PAGES.contains(&path)
+        || PUBLIC_PAGES
+            .iter()
+            .any(|p| path.strip_suffix('/') == Some(*p));
     match (public, signed_in) {
         (true, true) => Redirect::to("/").into_response(),
         (false, false) => Redirect::to("/signin").into_response(),

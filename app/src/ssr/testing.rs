@@ -14,6 +14,13 @@ pub async fn test_db() -> (tempfile::TempDir, SqlitePool) {
 
 /// Signs up `username` and returns them as an actor (the first one is the instance admin).
 pub async fn actor(db: &SqlitePool, username: &str) -> Actor {
-    let me = super::accounts::create_user(db, username, "password123", false, None).await.expect("create user");
-    Actor { user_id: me.id, username: me.username, is_admin: me.is_admin, ip: Some("127.0.0.1".into()) }
+    let me = super::accounts::create_user(db, username, "password123", false, None)
+        .await
+        .expect("create user");
+    Actor {
+        user_id: me.id,
+        username: me.username,
+        is_admin: me.is_admin,
+        ip: Some("127.0.0.1".into()),
+    }
 }

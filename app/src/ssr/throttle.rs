@@ -83,7 +83,10 @@ impl SignInThrottle {
 }
 
 fn prune(times: &mut VecDeque<Instant>, now: Instant) {
-    while times.front().is_some_and(|t| now.duration_since(*t) >= WINDOW) {
+    while times
+        .front()
+        .is_some_and(|t| now.duration_since(*t) >= WINDOW)
+    {
         times.pop_front();
     }
 }

@@ -41,7 +41,13 @@ struct Row {
 
 impl From<Row> for ApiToken {
     fn from(r: Row) -> Self {
-        ApiToken { id: r.id, name: r.name, prefix: r.prefix, created_at: r.created_at, last_used_at: r.last_used_at }
+        ApiToken {
+            id: r.id,
+            name: r.name,
+            prefix: r.prefix,
+            created_at: r.created_at,
+            last_used_at: r.last_used_at,
+        }
     }
 }
 
@@ -81,22 +87,46 @@ pub async fn create(db: &SqlitePool, actor: &Actor, name: &str) -> Result<NewApi
     .bind(super::now())
     .fetch_one(&mut *tx)
     .await?;
-    audit::record(&mut tx, Entry::by(actor, None, "token.create", "token", &format!("{name} ({prefix}…)"))).await?;
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            None,
+            "token.create",
+            "token",
+            &format!("{name} ({prefix}…)"),
+        ),
+    )
+    .await?;
     tx.commit().await?;
-    Ok(NewApiToken { token: row.into(), secret })
+    Ok(NewApiToken {
+        token: row.into(),
+        secret,
+    })
 }
 
 /// Deletes one of the caller's tokens; someone else's token is `NotFound`.
 pub async fn revoke(db: &SqlitePool, actor: &Actor, token_id: i64) -> Result<(), AppError> {
     let mut tx = write_tx(db).await?;
-    let deleted: Option<(String, String)> =
-        sqlx::query_as("DELETE FROM api_tokens WHERE id = ? AND user_id = ? RETURNING name, prefix")
-            .bind(token_id)
-            .bind(actor.user_id)
-            .fetch_optional(&mut *tx)
-            .await?;
+    let deleted: Option<(String, String)> = sqlx::query_as(
+        "DELETE FROM api_tokens WHERE id = ? AND user_id = ? RETURNING name, prefix",
+    )
+    .bind(token_id)
+    .bind(actor.user_id)
+    .fetch_optional(&mut *tx)
+    .await?;
     let (name, prefix) = deleted.ok_or(AppError::NotFound)?;
-    audit::record(&mut tx, Entry::by(actor, None, "token.revoke", "token", &format!("{name} ({prefix}…)"))).await?;
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            None,
+            "token.revoke",
+            "token",
+            &format!("{name} ({prefix}…)"),
+        ),
+    )
+    .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -106,11 +136,13 @@ pub async fn authenticate(db: &SqlitePool, secret: &str) -> Result<Option<i64>, 
     if !secret.starts_with(SECRET_PREFIX) {
         return Ok(None);
     }
-    Ok(sqlx::query_scalar("UPDATE api_tokens SET last_used_at = ? WHERE secret_sha256 = ? RETURNING user_id")
-        .bind(super::now())
-        .bind(digest(secret))
-        .fetch_optional(db)
-        .await?)
+    Ok(sqlx::query_scalar(
+        "UPDATE api_tokens SET last_used_at = ? WHERE secret_sha256 = ? RETURNING user_id",
+    )
+    .bind(super::now())
+    .bind(digest(secret))
+    .fetch_optional(db)
+    .await?)
 }
 
 #[cfg(test)]
@@ -128,16 +160,28 @@ mod tests {
         assert_eq!(new.token.name, "laptop");
         assert!(new.secret.starts_with(&new.token.prefix));
         // Only the digest is stored.
-        let stored: String = sqlx::query_scalar("SELECT secret_sha256 FROM api_tokens").fetch_one(&db).await.unwrap();
+        let stored: String = sqlx::query_scalar("SELECT secret_sha256 FROM api_tokens")
+            .fetch_one(&db)
+            .await
+            .unwrap();
         assert_ne!(stored, new.secret);
 
-        assert_eq!(authenticate(&db, &new.secret).await.unwrap(), Some(alice.user_id));
+        assert_eq!(
+            authenticate(&db, &new.secret).await.unwrap(),
+            Some(alice.user_id)
+        );
         assert!(list(&db, &alice).await.unwrap()[0].last_used_at.is_some());
         assert_eq!(authenticate(&db, "pdk_wrong").await.unwrap(), None);
         assert!(list(&db, &bob).await.unwrap().is_empty());
-        assert_eq!(revoke(&db, &bob, new.token.id).await.unwrap_err(), AppError::NotFound);
+        assert_eq!(
+            revoke(&db, &bob, new.token.id).await.unwrap_err(),
+            AppError::NotFound
+        );
         revoke(&db, &alice, new.token.id).await.unwrap();
         assert_eq!(authenticate(&db, &new.secret).await.unwrap(), None);
-        assert_eq!(create(&db, &alice, "  ").await.unwrap_err().code(), "token_name_invalid");
+        assert_eq!(
+            create(&db, &alice, "  ").await.unwrap_err().code(),
+            "token_name_invalid"
+        );
     }
 }

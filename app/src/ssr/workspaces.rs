@@ -40,7 +40,13 @@ impl Row {
     fn into_summary(self) -> Result<WorkspaceSummary, AppError> {
         let role = Role::parse(&self.role)
             .ok_or_else(|| super::http_error::internal("stored role", &self.role))?;
-        Ok(WorkspaceSummary { id: self.id, name: self.name, role, member_count: self.member_count, created_at: self.created_at })
+        Ok(WorkspaceSummary {
+            id: self.id,
+            name: self.name,
+            role,
+            member_count: self.member_count,
+            created_at: self.created_at,
+        })
     }
 }
 
@@ -48,7 +54,11 @@ const SELECT: &str = "SELECT w.id, w.name, m.role, w.created_at,
         (SELECT COUNT(*) FROM members c WHERE c.workspace_id = w.id) AS member_count
     FROM workspaces w JOIN members m ON m.workspace_id = w.id AND m.user_id = ?";
 
-async fn summary(conn: &mut SqliteConnection, actor: &Actor, id: i64) -> Result<WorkspaceSummary, AppError> {
+async fn summary(
+    conn: &mut SqliteConnection,
+    actor: &Actor,
+    id: i64,
+) -> Result<WorkspaceSummary, AppError> {
     sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE w.id = ?"))
         .bind(actor.user_id)
         .bind(id)
@@ -75,39 +85,64 @@ pub async fn get(db: &SqlitePool, actor: &Actor, id: i64) -> Result<WorkspaceSum
     summary(&mut conn, actor, id).await
 }
 
-pub async fn create(db: &SqlitePool, actor: &Actor, name: &str) -> Result<WorkspaceSummary, AppError> {
+pub async fn create(
+    db: &SqlitePool,
+    actor: &Actor,
+    name: &str,
+) -> Result<WorkspaceSummary, AppError> {
     let name = normalize_name(name)?;
     let now = super::now();
     let mut tx = write_tx(db).await?;
-    let id: i64 = sqlx::query_scalar("INSERT INTO workspaces (name, created_by, created_at) VALUES (?, ?, ?) RETURNING id")
-        .bind(&name)
-        .bind(actor.user_id)
-        .bind(&now)
-        .fetch_one(&mut *tx)
-        .await?;
-    sqlx::query("INSERT INTO members (workspace_id, user_id, role, added_at) VALUES (?, ?, 'owner', ?)")
-        .bind(id)
-        .bind(actor.user_id)
-        .bind(&now)
-        .execute(&mut *tx)
-        .await?;
-    audit::record(&mut tx, Entry::by(actor, Some(id), "workspace.create", "workspace", &name)).await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO workspaces (name, created_by, created_at) VALUES (?, ?, ?) RETURNING id",
+    )
+    .bind(&name)
+    .bind(actor.user_id)
+    .bind(&now)
+    .fetch_one(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO members (workspace_id, user_id, role, added_at) VALUES (?, ?, 'owner', ?)",
+    )
+    .bind(id)
+    .bind(actor.user_id)
+    .bind(&now)
+    .execute(&mut *tx)
+    .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(actor, Some(id), "workspace.create", "workspace", &name),
+    )
+    .await?;
     let ws = summary(&mut tx, actor, id).await?;
     tx.commit().await?;
     Ok(ws)
 }
 
 /// Owners only.
-pub async fn rename(db: &SqlitePool, actor: &Actor, id: i64, name: &str) -> Result<WorkspaceSummary, AppError> {
+pub async fn rename(
+    db: &SqlitePool,
+    actor: &Actor,
+    id: i64,
+    name: &str,
+) -> Result<WorkspaceSummary, AppError> {
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, id, Role::Owner).await?;
     // Validated after the access check: a non-member learns nothing, not even that a name was bad.
     let name = normalize_name(name)?;
-    let old: String = sqlx::query_scalar("SELECT name FROM workspaces WHERE id = ?").bind(id).fetch_one(&mut *tx).await?;
-    sqlx::query("UPDATE workspaces SET name = ? WHERE id = ?").bind(&name).bind(id).execute(&mut *tx).await?;
+    let old: String = sqlx::query_scalar("SELECT name FROM workspaces WHERE id = ?")
+        .bind(id)
+        .fetch_one(&mut *tx)
+        .await?;
+    sqlx::query("UPDATE workspaces SET name = ? WHERE id = ?")
+        .bind(&name)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
     audit::record(
         &mut tx,
-        Entry::by(actor, Some(id), "workspace.rename", "workspace", &name).detail(serde_json::json!({ "from": old, "to": name })),
+        Entry::by(actor, Some(id), "workspace.rename", "workspace", &name)
+            .detail(serde_json::json!({ "from": old, "to": name })),
     )
     .await?;
     let ws = summary(&mut tx, actor, id).await?;
@@ -125,7 +160,8 @@ pub async fn delete(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), AppEr
         .await?;
     audit::record(
         &mut tx,
-        Entry::by(actor, None, "workspace.delete", "workspace", &name).detail(serde_json::json!({ "workspace_id": id })),
+        Entry::by(actor, None, "workspace.delete", "workspace", &name)
+            .detail(serde_json::json!({ "workspace_id": id })),
     )
     .await?;
     tx.commit().await?;
@@ -141,7 +177,10 @@ mod tests {
     fn names_are_trimmed_and_checked() {
         assert_eq!(normalize_name("  中文 NLP 团队 ").unwrap(), "中文 NLP 团队");
         for bad in ["", "   ", "a\u{7}b", &"x".repeat(65)] {
-            assert_eq!(normalize_name(bad).unwrap_err().code(), "workspace_name_invalid");
+            assert_eq!(
+                normalize_name(bad).unwrap_err().code(),
+                "workspace_name_invalid"
+            );
         }
     }
 
@@ -151,31 +190,57 @@ mod tests {
         let alice = actor(&db, "alice").await;
         let bob = actor(&db, "bob").await;
         let ws = create(&db, &alice, " Team A ").await.unwrap();
-        assert_eq!((ws.name.as_str(), ws.role, ws.member_count), ("Team A", Role::Owner, 1));
+        assert_eq!(
+            (ws.name.as_str(), ws.role, ws.member_count),
+            ("Team A", Role::Owner, 1)
+        );
         assert_eq!(list(&db, &alice).await.unwrap().len(), 1);
         assert!(list(&db, &bob).await.unwrap().is_empty());
         assert_eq!(get(&db, &bob, ws.id).await.unwrap_err(), AppError::NotFound);
-        assert_eq!(rename(&db, &bob, ws.id, "x").await.unwrap_err(), AppError::NotFound);
-        assert_eq!(delete(&db, &bob, ws.id).await.unwrap_err(), AppError::NotFound);
-        assert_eq!(get(&db, &alice, 9999).await.unwrap_err(), AppError::NotFound);
+        assert_eq!(
+            rename(&db, &bob, ws.id, "x").await.unwrap_err(),
+            AppError::NotFound
+        );
+        assert_eq!(
+            delete(&db, &bob, ws.id).await.unwrap_err(),
+            AppError::NotFound
+        );
+        assert_eq!(
+            get(&db, &alice, 9999).await.unwrap_err(),
+            AppError::NotFound
+        );
 
         let renamed = rename(&db, &alice, ws.id, "Team B").await.unwrap();
         assert_eq!(renamed.name, "Team B");
         delete(&db, &alice, ws.id).await.unwrap();
-        assert_eq!(get(&db, &alice, ws.id).await.unwrap_err(), AppError::NotFound);
-        let actions: Vec<String> = sqlx::query_scalar("SELECT action FROM audit_log WHERE action LIKE 'workspace.%' ORDER BY id")
-            .fetch_all(&db)
-            .await
-            .unwrap();
-        assert_eq!(actions, ["workspace.create", "workspace.rename", "workspace.delete"]);
+        assert_eq!(
+            get(&db, &alice, ws.id).await.unwrap_err(),
+            AppError::NotFound
+        );
+        let actions: Vec<String> = sqlx::query_scalar(
+            "SELECT action FROM audit_log WHERE action LIKE 'workspace.%' ORDER BY id",
+        )
+        .fetch_all(&db)
+        .await
+        .unwrap();
+        assert_eq!(
+            actions,
+            ["workspace.create", "workspace.rename", "workspace.delete"]
+        );
     }
 
     #[tokio::test]
     async fn invalid_name_writes_nothing() {
         let (_dir, db) = test_db().await;
         let alice = actor(&db, "alice").await;
-        assert_eq!(create(&db, &alice, "").await.unwrap_err().code(), "workspace_name_invalid");
-        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM workspaces").fetch_one(&db).await.unwrap();
+        assert_eq!(
+            create(&db, &alice, "").await.unwrap_err().code(),
+            "workspace_name_invalid"
+        );
+        let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM workspaces")
+            .fetch_one(&db)
+            .await
+            .unwrap();
         assert_eq!(n, 0);
     }
 }

@@ -15,7 +15,15 @@ async fn signup_signin_signout_and_first_user_is_admin() {
     assert!(!bob.is_admin);
 
     // The session cookie works and is HttpOnly + SameSite=Lax.
-    let (status, me) = status_json(alice.client.get(server.url("/api/v1/me")).send().await.unwrap()).await;
+    let (status, me) = status_json(
+        alice
+            .client
+            .get(server.url("/api/v1/me"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(me["username"], "alice");
 
@@ -27,15 +35,37 @@ async fn signup_signin_signout_and_first_user_is_admin() {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
-    let cookie = res.headers().get("set-cookie").expect("session cookie").to_str().unwrap().to_string();
+    let cookie = res
+        .headers()
+        .get("set-cookie")
+        .expect("session cookie")
+        .to_str()
+        .unwrap()
+        .to_string();
     assert!(cookie.starts_with("paddock_session="), "{cookie}");
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"), "{cookie}");
-    assert!(!cookie.contains("Secure"), "Secure only when configured: {cookie}");
-    assert_eq!(status_json(anon.get(server.url("/api/v1/me")).send().await.unwrap()).await.1["username"], "bob");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
+    assert!(
+        !cookie.contains("Secure"),
+        "Secure only when configured: {cookie}"
+    );
+    assert_eq!(
+        status_json(anon.get(server.url("/api/v1/me")).send().await.unwrap())
+            .await
+            .1["username"],
+        "bob"
+    );
 
-    let res = anon.post(server.url("/api/v1/auth/signout")).send().await.unwrap();
+    let res = anon
+        .post(server.url("/api/v1/auth/signout"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
-    let (status, body) = status_json(anon.get(server.url("/api/v1/me")).send().await.unwrap()).await;
+    let (status, body) =
+        status_json(anon.get(server.url("/api/v1/me")).send().await.unwrap()).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(body["code"], "unauthenticated");
 
@@ -47,7 +77,10 @@ async fn signup_signin_signout_and_first_user_is_admin() {
             .unwrap(),
     )
     .await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::UNAUTHORIZED, Some("invalid_credentials")));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::UNAUTHORIZED, Some("invalid_credentials"))
+    );
 }
 
 #[tokio::test]
@@ -71,15 +104,29 @@ async fn admin_disables_signup_and_users() {
     let user = server.signup("user").await;
 
     let (status, _) = status_json(
-        user.client.patch(server.url("/api/v1/admin/settings")).json(&json!({ "signup_enabled": false })).send().await.unwrap(),
+        user.client
+            .patch(server.url("/api/v1/admin/settings"))
+            .json(&json!({ "signup_enabled": false }))
+            .send()
+            .await
+            .unwrap(),
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let (status, body) = status_json(
-        admin.client.patch(server.url("/api/v1/admin/settings")).json(&json!({ "signup_enabled": false })).send().await.unwrap(),
+        admin
+            .client
+            .patch(server.url("/api/v1/admin/settings"))
+            .json(&json!({ "signup_enabled": false }))
+            .send()
+            .await
+            .unwrap(),
     )
     .await;
-    assert_eq!((status, body["signup_enabled"].as_bool()), (StatusCode::OK, Some(false)));
+    assert_eq!(
+        (status, body["signup_enabled"].as_bool()),
+        (StatusCode::OK, Some(false))
+    );
 
     let (status, body) = status_json(
         server
@@ -91,7 +138,10 @@ async fn admin_disables_signup_and_users() {
             .unwrap(),
     )
     .await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::FORBIDDEN, Some("signup_disabled")));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("signup_disabled"))
+    );
     assert_eq!(server.count("SELECT COUNT(*) FROM users").await, 2);
 
     // Disabling an account ends its session at once and refuses its sign-in.
@@ -105,8 +155,19 @@ async fn admin_disables_signup_and_users() {
             .unwrap(),
     )
     .await;
-    assert_eq!((status, body["disabled"].as_bool()), (StatusCode::OK, Some(true)));
-    assert_eq!(user.client.get(server.url("/api/v1/me")).send().await.unwrap().status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        (status, body["disabled"].as_bool()),
+        (StatusCode::OK, Some(true))
+    );
+    assert_eq!(
+        user.client
+            .get(server.url("/api/v1/me"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::UNAUTHORIZED
+    );
     let (status, body) = status_json(
         server
             .client()
@@ -117,9 +178,20 @@ async fn admin_disables_signup_and_users() {
             .unwrap(),
     )
     .await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::FORBIDDEN, Some("account_disabled")));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("account_disabled"))
+    );
 
-    let (status, users) = status_json(admin.client.get(server.url("/api/v1/admin/users")).send().await.unwrap()).await;
+    let (status, users) = status_json(
+        admin
+            .client
+            .get(server.url("/api/v1/admin/users"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(users.as_array().unwrap().len(), 2);
 }
@@ -137,11 +209,22 @@ async fn repeated_failed_signins_are_throttled() {
     };
     // MAX_FAILURES_PER_USERNAME in app::ssr::throttle.
     for _ in 0..5 {
-        assert_eq!(attempt("wrong password").await.unwrap().status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(
+            attempt("wrong password").await.unwrap().status(),
+            StatusCode::UNAUTHORIZED
+        );
     }
     let res = attempt(PASSWORD).await.unwrap();
-    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS, "locked even with the right password");
-    let retry_after: u64 = res.headers()["retry-after"].to_str().unwrap().parse().unwrap();
+    assert_eq!(
+        res.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "locked even with the right password"
+    );
+    let retry_after: u64 = res.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(retry_after > 0);
     let body: serde_json::Value = res.json().await.unwrap();
     assert_eq!(body["code"], "too_many_requests");

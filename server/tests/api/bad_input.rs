@@ -9,28 +9,71 @@ use crate::common::{status_json, Server, PASSWORD};
 async fn bad_signups_write_nothing() {
     let server = Server::start();
     let anon = server.client();
-    let signup = |body: serde_json::Value| anon.post(server.url("/api/v1/auth/signup")).json(&body).send();
+    let signup = |body: serde_json::Value| {
+        anon.post(server.url("/api/v1/auth/signup"))
+            .json(&body)
+            .send()
+    };
 
-    let (status, body) = status_json(signup(json!({ "username": "alice", "password": "short" })).await.unwrap()).await;
+    let (status, body) = status_json(
+        signup(json!({ "username": "alice", "password": "short" }))
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!((body["code"].as_str(), body["field"].as_str()), (Some("password_too_short"), Some("password")));
+    assert_eq!(
+        (body["code"].as_str(), body["field"].as_str()),
+        (Some("password_too_short"), Some("password"))
+    );
     assert!(body["message"].as_str().unwrap().contains("10"), "{body}");
 
-    let (status, body) = status_json(signup(json!({ "username": "a b", "password": PASSWORD })).await.unwrap()).await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("username_invalid")));
+    let (status, body) = status_json(
+        signup(json!({ "username": "a b", "password": PASSWORD }))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("username_invalid"))
+    );
 
-    let (status, body) =
-        status_json(signup(json!({ "username": "alice", "password": PASSWORD, "is_admin": true })).await.unwrap()).await;
+    let (status, body) = status_json(
+        signup(json!({ "username": "alice", "password": PASSWORD, "is_admin": true }))
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
-    assert_eq!((body["code"].as_str(), body["field"].as_str()), (Some("invalid_body"), Some("is_admin")));
+    assert_eq!(
+        (body["code"].as_str(), body["field"].as_str()),
+        (Some("invalid_body"), Some("is_admin"))
+    );
 
-    let (status, body) = status_json(signup(json!({ "username": "alice", "password": 12345678901u64 })).await.unwrap()).await;
-    assert_eq!((status, body["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("password")));
+    let (status, body) = status_json(
+        signup(json!({ "username": "alice", "password": 12345678901u64 }))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("password"))
+    );
     assert_eq!(server.count("SELECT COUNT(*) FROM users").await, 0);
 
     server.signup("alice").await;
-    let (status, body) = status_json(signup(json!({ "username": "ALICE", "password": PASSWORD })).await.unwrap()).await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::CONFLICT, Some("username_taken")));
+    let (status, body) = status_json(
+        signup(json!({ "username": "ALICE", "password": PASSWORD }))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::CONFLICT, Some("username_taken"))
+    );
     assert_eq!(server.count("SELECT COUNT(*) FROM users").await, 1);
 }
 
@@ -51,7 +94,10 @@ async fn malformed_and_oversized_bodies_write_nothing() {
     // finishes writing and reads the clear 413.
     let over = format!("{{\"name\":\"{}\"}}", "x".repeat(1024 * 1024 + 1024)).into_bytes();
     let (status, body) = status_json(post(over, "application/json").await.unwrap()).await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large")));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large"))
+    );
 
     // 10 MB of valid JSON: the server answers 413 without reading the rest, so depending on timing the
     // client either reads that answer or sees the connection closed while it is still writing. Either
@@ -60,37 +106,121 @@ async fn malformed_and_oversized_bodies_write_nothing() {
     match post(big, "application/json").await {
         Ok(res) => {
             let (status, body) = status_json(res).await;
-            assert_eq!((status, body["code"].as_str()), (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large")));
+            assert_eq!(
+                (status, body["code"].as_str()),
+                (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large"))
+            );
         }
-        Err(e) => assert!(e.is_request() || e.is_body(), "unexpected client error: {e:?}"),
+        Err(e) => assert!(
+            e.is_request() || e.is_body(),
+            "unexpected client error: {e:?}"
+        ),
     }
 
-    let (status, body) = status_json(post(b"{\"name\":\"\xff\xfe\"}".to_vec(), "application/json").await.unwrap()).await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_body")));
-    assert!(body["message"].as_str().unwrap().contains("UTF-8"), "{body}");
+    let (status, body) = status_json(
+        post(b"{\"name\":\"\xff\xfe\"}".to_vec(), "application/json")
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_body"))
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("UTF-8"),
+        "{body}"
+    );
 
-    let (status, body) = status_json(post(b"{\"name\": ".to_vec(), "application/json").await.unwrap()).await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_body")));
+    let (status, body) = status_json(
+        post(b"{\"name\": ".to_vec(), "application/json")
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_body"))
+    );
 
-    let (status, body) = status_json(post(br#"{"name":"ok"}"#.to_vec(), "text/plain").await.unwrap()).await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_body")));
+    let (status, body) = status_json(
+        post(br#"{"name":"ok"}"#.to_vec(), "text/plain")
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("invalid_body"))
+    );
 
-    let (status, body) = status_json(post(br#"{"name":"ok","owner":"mallory"}"#.to_vec(), "application/json").await.unwrap()).await;
-    assert_eq!((status, body["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("owner")));
+    let (status, body) = status_json(
+        post(
+            br#"{"name":"ok","owner":"mallory"}"#.to_vec(),
+            "application/json",
+        )
+        .await
+        .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("owner"))
+    );
 
-    let (status, body) = status_json(post(br#"{"name":42}"#.to_vec(), "application/json").await.unwrap()).await;
-    assert_eq!((status, body["field"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("name")));
+    let (status, body) = status_json(
+        post(br#"{"name":42}"#.to_vec(), "application/json")
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("name"))
+    );
 
-    let (status, body) = status_json(post(br#"{"name":"   "}"#.to_vec(), "application/json").await.unwrap()).await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("workspace_name_invalid")));
+    let (status, body) = status_json(
+        post(br#"{"name":"   "}"#.to_vec(), "application/json")
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("workspace_name_invalid")
+        )
+    );
 
-    let (status, body) = status_json(alice.client.get(server.url("/api/v1/workspaces/not-a-number")).send().await.unwrap()).await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_body")));
+    let (status, body) = status_json(
+        alice
+            .client
+            .get(server.url("/api/v1/workspaces/not-a-number"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_body"))
+    );
 
     assert_eq!(server.count("SELECT COUNT(*) FROM workspaces").await, 0);
-    assert_eq!(server.count("SELECT COUNT(*) FROM audit_log WHERE action LIKE 'workspace.%'").await, 0);
+    assert_eq!(
+        server
+            .count("SELECT COUNT(*) FROM audit_log WHERE action LIKE 'workspace.%'")
+            .await,
+        0
+    );
 
     // The same body, well-formed and small, is accepted: the refusals above were about the input.
-    let (status, _) = status_json(post(br#"{"name":"ok"}"#.to_vec(), "application/json").await.unwrap()).await;
+    let (status, _) = status_json(
+        post(br#"{"name":"ok"}"#.to_vec(), "application/json")
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, StatusCode::CREATED);
 }

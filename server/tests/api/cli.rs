@@ -27,19 +27,41 @@ fn help_version_and_migrate() {
     for args in cases {
         let out = paddock().args(args).output().unwrap();
         assert!(out.status.success(), "{args:?}");
-        assert!(String::from_utf8_lossy(&out.stdout).contains("Usage:"), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("Usage:"),
+            "{args:?}"
+        );
     }
     let out = paddock().arg("serve").arg("--help").output().unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
-    for flag in ["--bind", "PADDOCK_BIND", "--data-dir", "PADDOCK_DATA_DIR", "--database-url", "PADDOCK_DATABASE_URL", "--site-root"] {
+    for flag in [
+        "--bind",
+        "PADDOCK_BIND",
+        "--data-dir",
+        "PADDOCK_DATA_DIR",
+        "--database-url",
+        "PADDOCK_DATABASE_URL",
+        "--site-root",
+    ] {
         assert!(help.contains(flag), "serve --help lacks {flag}");
     }
     let out = paddock().arg("version").output().unwrap();
-    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), format!("paddock {}", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("paddock {}", env!("CARGO_PKG_VERSION"))
+    );
 
     let dir = tempfile::tempdir().unwrap();
-    let out = paddock().arg("migrate").env("PADDOCK_DATA_DIR", dir.path().join("nested/data")).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = paddock()
+        .arg("migrate")
+        .env("PADDOCK_DATA_DIR", dir.path().join("nested/data"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(dir.path().join("nested/data/paddock.db").exists());
 
     let out = paddock().arg("frobnicate").output().unwrap();
@@ -52,7 +74,14 @@ async fn admin_create_user_and_reset_password() {
     let data_dir = server.dir.path().join("data");
 
     let mut child = paddock()
-        .args(["admin", "create-user", "--username", "Ops", "--password-stdin", "--admin"])
+        .args([
+            "admin",
+            "create-user",
+            "--username",
+            "Ops",
+            "--password-stdin",
+            "--admin",
+        ])
         .arg("--data-dir")
         .arg(&data_dir)
         .stdin(Stdio::piped())
@@ -60,13 +89,29 @@ async fn admin_create_user_and_reset_password() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(b"initial password\n").unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"initial password\n")
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).contains("created user ops"));
 
     let out = paddock()
-        .args(["admin", "create-user", "--username", "ops", "--password", "another password"])
+        .args([
+            "admin",
+            "create-user",
+            "--username",
+            "ops",
+            "--password",
+            "another password",
+        ])
         .arg("--data-dir")
         .arg(&data_dir)
         .output()
@@ -74,16 +119,30 @@ async fn admin_create_user_and_reset_password() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("username_taken"));
     let out = paddock()
-        .args(["admin", "create-user", "--username", "shorty", "--password", "short"])
+        .args([
+            "admin",
+            "create-user",
+            "--username",
+            "shorty",
+            "--password",
+            "short",
+        ])
         .arg("--data-dir")
         .arg(&data_dir)
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("password"), "names the field");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("password"),
+        "names the field"
+    );
     assert_eq!(server.count("SELECT COUNT(*) FROM users").await, 1);
 
     let signin = |password: &'static str| {
-        server.client().post(server.url("/api/v1/auth/signin")).json(&json!({ "username": "ops", "password": password })).send()
+        server
+            .client()
+            .post(server.url("/api/v1/auth/signin"))
+            .json(&json!({ "username": "ops", "password": password }))
+            .send()
     };
     let session = server.client();
     let res = session
@@ -93,17 +152,45 @@ async fn admin_create_user_and_reset_password() {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
-    assert_eq!(res.json::<serde_json::Value>().await.unwrap()["is_admin"], true);
+    assert_eq!(
+        res.json::<serde_json::Value>().await.unwrap()["is_admin"],
+        true
+    );
 
     let out = paddock()
-        .args(["admin", "reset-password", "--username", "ops", "--password", "brand new password"])
+        .args([
+            "admin",
+            "reset-password",
+            "--username",
+            "ops",
+            "--password",
+            "brand new password",
+        ])
         .arg("--data-dir")
         .arg(&data_dir)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(signin("initial password").await.unwrap().status(), StatusCode::UNAUTHORIZED);
-    assert_eq!(signin("brand new password").await.unwrap().status(), StatusCode::OK);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        signin("initial password").await.unwrap().status(),
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        signin("brand new password").await.unwrap().status(),
+        StatusCode::OK
+    );
     // The session opened before the reset is over.
-    assert_eq!(session.get(server.url("/api/v1/me")).send().await.unwrap().status(), StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        session
+            .get(server.url("/api/v1/me"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::UNAUTHORIZED
+    );
 }

@@ -47,7 +47,12 @@ impl Server {
             let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
             panic!("unexpected first line {line:?}; server log:\n{log}");
         };
-        Server { base: addr.to_string(), child, _stdout: stdout, dir }
+        Server {
+            base: addr.to_string(),
+            child,
+            _stdout: stdout,
+            dir,
+        }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -61,15 +66,23 @@ impl Server {
     /// Runs a `SELECT COUNT(*) ...` against the server's database file.
     pub async fn count(&self, sql: &str) -> i64 {
         let url = format!("sqlite://{}?mode=ro", self.db_path().display());
-        let pool = sqlx::SqlitePool::connect(&url).await.expect("open db read-only");
-        let n: i64 = sqlx::query_scalar(sql).fetch_one(&pool).await.expect("count query");
+        let pool = sqlx::SqlitePool::connect(&url)
+            .await
+            .expect("open db read-only");
+        let n: i64 = sqlx::query_scalar(sql)
+            .fetch_one(&pool)
+            .await
+            .expect("count query");
         pool.close().await;
         n
     }
 
     /// A client with its own cookie jar: one per simulated person.
     pub fn client(&self) -> Client {
-        Client::builder().cookie_store(true).build().expect("client")
+        Client::builder()
+            .cookie_store(true)
+            .build()
+            .expect("client")
     }
 
     /// Signs up `username` (with [`PASSWORD`]) in a new client.
@@ -81,9 +94,18 @@ impl Server {
             .send()
             .await
             .expect("signup request");
-        assert_eq!(res.status(), StatusCode::CREATED, "signup {username}: {}", res.text().await.unwrap_or_default());
+        assert_eq!(
+            res.status(),
+            StatusCode::CREATED,
+            "signup {username}: {}",
+            res.text().await.unwrap_or_default()
+        );
         let me: Value = res.json().await.expect("signup json");
-        User { client, id: me["id"].as_i64().expect("id"), is_admin: me["is_admin"].as_bool().expect("is_admin") }
+        User {
+            client,
+            id: me["id"].as_i64().expect("id"),
+            is_admin: me["is_admin"].as_bool().expect("is_admin"),
+        }
     }
 }
 
@@ -92,7 +114,8 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
         if std::thread::panicking() {
-            let log = std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
+            let log =
+                std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
             eprintln!("---- server log ----\n{log}");
         }
     }

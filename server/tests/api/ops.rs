@@ -11,21 +11,37 @@ async fn healthz_metrics_and_openapi() {
     server.signup("alice").await;
     let client = server.client();
 
-    let (status, body) = status_json(client.get(server.url("/healthz")).send().await.unwrap()).await;
-    assert_eq!((status, body["status"].as_str()), (StatusCode::OK, Some("ok")));
+    let (status, body) =
+        status_json(client.get(server.url("/healthz")).send().await.unwrap()).await;
+    assert_eq!(
+        (status, body["status"].as_str()),
+        (StatusCode::OK, Some("ok"))
+    );
 
     let res = client.get(server.url("/metrics")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     let text = res.text().await.unwrap();
     assert!(
-        text.contains(r#"http_requests_total{method="POST",route="/api/v1/auth/signup",status="201"} 1"#),
+        text.contains(
+            r#"http_requests_total{method="POST",route="/api/v1/auth/signup",status="201"} 1"#
+        ),
         "{text}"
     );
-    assert!(text.contains("http_request_duration_seconds_bucket"), "{text}");
+    assert!(
+        text.contains("http_request_duration_seconds_bucket"),
+        "{text}"
+    );
     assert!(text.contains("paddock_users 1"), "{text}");
     assert!(text.contains("paddock_workspaces 0"), "{text}");
 
-    let (status, doc) = status_json(client.get(server.url("/api/v1/openapi.json")).send().await.unwrap()).await;
+    let (status, doc) = status_json(
+        client
+            .get(server.url("/api/v1/openapi.json"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     let paths = doc["paths"].as_object().unwrap();
@@ -43,8 +59,18 @@ async fn healthz_metrics_and_openapi() {
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
     assert!(doc["components"]["securitySchemes"]["token"].is_object());
 
-    let (status, body) = status_json(client.get(server.url("/api/v1/no-such-thing")).send().await.unwrap()).await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+    let (status, body) = status_json(
+        client
+            .get(server.url("/api/v1/no-such-thing"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
 }
 
 #[tokio::test]
@@ -53,11 +79,19 @@ async fn pages_render_without_server_errors() {
     let anon = server.client();
     for path in ["/", "/signin", "/signup", "/no-such-page"] {
         let res = anon.get(server.url(path)).send().await.unwrap();
-        assert!(!res.status().is_server_error(), "GET {path} as anonymous: {}", res.status());
+        assert!(
+            !res.status().is_server_error(),
+            "GET {path} as anonymous: {}",
+            res.status()
+        );
     }
     let alice = server.signup("alice").await;
     let res = alice.client.get(server.url("/")).send().await.unwrap();
-    assert!(!res.status().is_server_error(), "GET / signed in: {}", res.status());
+    assert!(
+        !res.status().is_server_error(),
+        "GET / signed in: {}",
+        res.status()
+    );
     let html = res.text().await.unwrap();
     assert!(html.to_lowercase().contains("<html"), "{html}");
 }

@@ -14,7 +14,13 @@ struct Cell {
     expect: StatusCode,
 }
 
-async fn call(client: &Client, server: &Server, method: &Method, path: &str, body: &Option<Value>) -> (StatusCode, String) {
+async fn call(
+    client: &Client,
+    server: &Server,
+    method: &Method,
+    path: &str,
+    body: &Option<Value>,
+) -> (StatusCode, String) {
     let mut req = client.request(method.clone(), server.url(path));
     if let Some(body) = body {
         req = req.json(body);
@@ -35,12 +41,22 @@ async fn workspace_routes_by_role() {
     let anonymous = server.client();
 
     let (status, ws) = status_json(
-        owner.client.post(server.url("/api/v1/workspaces")).json(&json!({ "name": SECRET_NAME })).send().await.unwrap(),
+        owner
+            .client
+            .post(server.url("/api/v1/workspaces"))
+            .json(&json!({ "name": SECRET_NAME }))
+            .send()
+            .await
+            .unwrap(),
     )
     .await;
     assert_eq!(status, StatusCode::CREATED);
     let id = ws["id"].as_i64().unwrap();
-    for (name, role) in [("editor", "editor"), ("viewer", "viewer"), ("erin", "viewer")] {
+    for (name, role) in [
+        ("editor", "editor"),
+        ("viewer", "viewer"),
+        ("erin", "viewer"),
+    ] {
         let res = owner
             .client
             .post(server.url(&format!("/api/v1/workspaces/{id}/members")))
@@ -59,23 +75,60 @@ async fn workspace_routes_by_role() {
         ("owner", &owner.client),
     ];
     use StatusCode as S;
-    let (ok, created, gone, forbidden, missing, unauth) = (S::OK, S::CREATED, S::NO_CONTENT, S::FORBIDDEN, S::NOT_FOUND, S::UNAUTHORIZED);
+    let (ok, created, gone, forbidden, missing, unauth) = (
+        S::OK,
+        S::CREATED,
+        S::NO_CONTENT,
+        S::FORBIDDEN,
+        S::NOT_FOUND,
+        S::UNAUTHORIZED,
+    );
     let row = |anon, nm, v, e, o| {
         vec![
-            Cell { who: "anonymous", expect: anon },
-            Cell { who: "non-member", expect: nm },
-            Cell { who: "viewer", expect: v },
-            Cell { who: "editor", expect: e },
-            Cell { who: "owner", expect: o },
+            Cell {
+                who: "anonymous",
+                expect: anon,
+            },
+            Cell {
+                who: "non-member",
+                expect: nm,
+            },
+            Cell {
+                who: "viewer",
+                expect: v,
+            },
+            Cell {
+                who: "editor",
+                expect: e,
+            },
+            Cell {
+                who: "owner",
+                expect: o,
+            },
         ]
     };
     let erin_id = erin.id;
     // Within each row the owner goes last, so a successful destructive call cannot change what the
     // other cells see; rows that delete run at the end.
     let matrix: Vec<(Method, String, Option<Value>, Vec<Cell>)> = vec![
-        (Method::GET, format!("/api/v1/workspaces/{id}"), None, row(unauth, missing, ok, ok, ok)),
-        (Method::PATCH, format!("/api/v1/workspaces/{id}"), Some(json!({ "name": SECRET_NAME })), row(unauth, missing, forbidden, forbidden, ok)),
-        (Method::GET, format!("/api/v1/workspaces/{id}/members"), None, row(unauth, missing, ok, ok, ok)),
+        (
+            Method::GET,
+            format!("/api/v1/workspaces/{id}"),
+            None,
+            row(unauth, missing, ok, ok, ok),
+        ),
+        (
+            Method::PATCH,
+            format!("/api/v1/workspaces/{id}"),
+            Some(json!({ "name": SECRET_NAME })),
+            row(unauth, missing, forbidden, forbidden, ok),
+        ),
+        (
+            Method::GET,
+            format!("/api/v1/workspaces/{id}/members"),
+            None,
+            row(unauth, missing, ok, ok, ok),
+        ),
         (
             Method::POST,
             format!("/api/v1/workspaces/{id}/members"),
@@ -88,9 +141,24 @@ async fn workspace_routes_by_role() {
             Some(json!({ "role": "editor" })),
             row(unauth, missing, forbidden, forbidden, ok),
         ),
-        (Method::GET, format!("/api/v1/workspaces/{id}/activity"), None, row(unauth, missing, ok, ok, ok)),
-        (Method::DELETE, format!("/api/v1/workspaces/{id}/members/{erin_id}"), None, row(unauth, missing, forbidden, forbidden, gone)),
-        (Method::DELETE, format!("/api/v1/workspaces/{id}"), None, row(unauth, missing, forbidden, forbidden, gone)),
+        (
+            Method::GET,
+            format!("/api/v1/workspaces/{id}/activity"),
+            None,
+            row(unauth, missing, ok, ok, ok),
+        ),
+        (
+            Method::DELETE,
+            format!("/api/v1/workspaces/{id}/members/{erin_id}"),
+            None,
+            row(unauth, missing, forbidden, forbidden, gone),
+        ),
+        (
+            Method::DELETE,
+            format!("/api/v1/workspaces/{id}"),
+            None,
+            row(unauth, missing, forbidden, forbidden, gone),
+        ),
     ];
 
     let mut failures = Vec::new();
@@ -99,21 +167,48 @@ async fn workspace_routes_by_role() {
             let client = clients.iter().find(|(who, _)| *who == cell.who).unwrap().1;
             let (status, text) = call(client, &server, method, path, body).await;
             if status != cell.expect {
-                failures.push(format!("{method} {path} as {}: expected {}, got {status}: {text}", cell.who, cell.expect));
+                failures.push(format!(
+                    "{method} {path} as {}: expected {}, got {status}: {text}",
+                    cell.who, cell.expect
+                ));
             }
             if cell.who == "non-member" {
-                assert!(!text.contains("Secret"), "a non-member's response reveals the name: {text}");
-                let (missing_status, missing_text) =
-                    call(client, &server, method, &path.replace(&format!("/workspaces/{id}"), "/workspaces/987654"), body).await;
-                assert_eq!((status, text.as_str()), (missing_status, missing_text.as_str()), "non-member vs missing: {method} {path}");
+                assert!(
+                    !text.contains("Secret"),
+                    "a non-member's response reveals the name: {text}"
+                );
+                let (missing_status, missing_text) = call(
+                    client,
+                    &server,
+                    method,
+                    &path.replace(&format!("/workspaces/{id}"), "/workspaces/987654"),
+                    body,
+                )
+                .await;
+                assert_eq!(
+                    (status, text.as_str()),
+                    (missing_status, missing_text.as_str()),
+                    "non-member vs missing: {method} {path}"
+                );
             }
         }
     }
-    assert!(failures.is_empty(), "RBAC matrix mismatches:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "RBAC matrix mismatches:\n{}",
+        failures.join("\n")
+    );
 
     // Outcomes really happened (and only the owner's).
     assert_eq!(server.count("SELECT COUNT(*) FROM workspaces").await, 0);
-    assert_eq!(server.count("SELECT COUNT(*) FROM audit_log WHERE action = 'member.add' AND resource = 'frank'").await, 1);
+    assert_eq!(
+        server
+            .count(
+                "SELECT COUNT(*) FROM audit_log WHERE action = 'member.add' AND resource = 'frank'"
+            )
+            .await,
+        1
+    );
 }
 
 #[tokio::test]
@@ -121,7 +216,16 @@ async fn members_may_leave_and_last_owner_stays() {
     let server = Server::start();
     let owner = server.signup("owner").await;
     let viewer = server.signup("viewer").await;
-    let (_, ws) = status_json(owner.client.post(server.url("/api/v1/workspaces")).json(&json!({ "name": "W" })).send().await.unwrap()).await;
+    let (_, ws) = status_json(
+        owner
+            .client
+            .post(server.url("/api/v1/workspaces"))
+            .json(&json!({ "name": "W" }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     let id = ws["id"].as_i64().unwrap();
     owner
         .client
@@ -131,10 +235,18 @@ async fn members_may_leave_and_last_owner_stays() {
         .await
         .unwrap();
     let (status, body) = status_json(
-        owner.client.delete(server.url(&format!("/api/v1/workspaces/{id}/members/{}", owner.id))).send().await.unwrap(),
+        owner
+            .client
+            .delete(server.url(&format!("/api/v1/workspaces/{id}/members/{}", owner.id)))
+            .send()
+            .await
+            .unwrap(),
     )
     .await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::CONFLICT, Some("last_owner")));
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::CONFLICT, Some("last_owner"))
+    );
     let (status, body) = status_json(
         owner
             .client
@@ -145,14 +257,42 @@ async fn members_may_leave_and_last_owner_stays() {
             .unwrap(),
     )
     .await;
-    assert_eq!((status, body["code"].as_str()), (StatusCode::CONFLICT, Some("last_owner")));
-    let res = viewer.client.delete(server.url(&format!("/api/v1/workspaces/{id}/members/{}", viewer.id))).send().await.unwrap();
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::CONFLICT, Some("last_owner"))
+    );
+    let res = viewer
+        .client
+        .delete(server.url(&format!("/api/v1/workspaces/{id}/members/{}", viewer.id)))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
-    assert_eq!(viewer.client.get(server.url(&format!("/api/v1/workspaces/{id}"))).send().await.unwrap().status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        viewer
+            .client
+            .get(server.url(&format!("/api/v1/workspaces/{id}")))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::NOT_FOUND
+    );
 
-    let (_, activity) = status_json(owner.client.get(server.url(&format!("/api/v1/workspaces/{id}/activity"))).send().await.unwrap()).await;
+    let (_, activity) = status_json(
+        owner
+            .client
+            .get(server.url(&format!("/api/v1/workspaces/{id}/activity")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     let first = &activity[0];
-    assert_eq!((first["action"].as_str(), first["actor"].as_str()), (Some("member.leave"), Some("viewer")));
+    assert_eq!(
+        (first["action"].as_str(), first["actor"].as_str()),
+        (Some("member.leave"), Some("viewer"))
+    );
     assert_eq!(first["ip"].as_str(), Some("127.0.0.1"));
 }
 
@@ -165,15 +305,60 @@ async fn instance_routes_by_role() {
     use StatusCode as S;
     // (method, path, body, anonymous, user, admin)
     let routes: Vec<(Method, &str, Option<Value>, [StatusCode; 3])> = vec![
-        (Method::GET, "/api/v1/me", None, [S::UNAUTHORIZED, S::OK, S::OK]),
-        (Method::GET, "/api/v1/workspaces", None, [S::UNAUTHORIZED, S::OK, S::OK]),
-        (Method::POST, "/api/v1/workspaces", Some(json!({ "name": "x" })), [S::UNAUTHORIZED, S::CREATED, S::CREATED]),
-        (Method::GET, "/api/v1/tokens", None, [S::UNAUTHORIZED, S::OK, S::OK]),
-        (Method::POST, "/api/v1/tokens", Some(json!({ "name": "t" })), [S::UNAUTHORIZED, S::CREATED, S::CREATED]),
-        (Method::DELETE, "/api/v1/tokens/987654", None, [S::UNAUTHORIZED, S::NOT_FOUND, S::NOT_FOUND]),
-        (Method::GET, "/api/v1/admin/settings", None, [S::UNAUTHORIZED, S::FORBIDDEN, S::OK]),
-        (Method::PATCH, "/api/v1/admin/settings", Some(json!({ "signup_enabled": true })), [S::UNAUTHORIZED, S::FORBIDDEN, S::OK]),
-        (Method::GET, "/api/v1/admin/users", None, [S::UNAUTHORIZED, S::FORBIDDEN, S::OK]),
+        (
+            Method::GET,
+            "/api/v1/me",
+            None,
+            [S::UNAUTHORIZED, S::OK, S::OK],
+        ),
+        (
+            Method::GET,
+            "/api/v1/workspaces",
+            None,
+            [S::UNAUTHORIZED, S::OK, S::OK],
+        ),
+        (
+            Method::POST,
+            "/api/v1/workspaces",
+            Some(json!({ "name": "x" })),
+            [S::UNAUTHORIZED, S::CREATED, S::CREATED],
+        ),
+        (
+            Method::GET,
+            "/api/v1/tokens",
+            None,
+            [S::UNAUTHORIZED, S::OK, S::OK],
+        ),
+        (
+            Method::POST,
+            "/api/v1/tokens",
+            Some(json!({ "name": "t" })),
+            [S::UNAUTHORIZED, S::CREATED, S::CREATED],
+        ),
+        (
+            Method::DELETE,
+            "/api/v1/tokens/987654",
+            None,
+            [S::UNAUTHORIZED, S::NOT_FOUND, S::NOT_FOUND],
+        ),
+        (
+            Method::GET,
+            "/api/v1/admin/settings",
+            None,
+            [S::UNAUTHORIZED, S::FORBIDDEN, S::OK],
+        ),
+        (
+            Method::PATCH,
+            "/api/v1/admin/settings",
+            Some(json!({ "signup_enabled": true })),
+            [S::UNAUTHORIZED, S::FORBIDDEN, S::OK],
+        ),
+        (
+            Method::GET,
+            "/api/v1/admin/users",
+            None,
+            [S::UNAUTHORIZED, S::FORBIDDEN, S::OK],
+        ),
         (
             Method::PATCH,
             "/api/v1/admin/users/987654",
@@ -183,12 +368,16 @@ async fn instance_routes_by_role() {
     ];
     let mut failures = Vec::new();
     for (method, path, body, expected) in &routes {
-        for (client, who, expect) in
-            [(&anonymous, "anonymous", expected[0]), (&user.client, "user", expected[1]), (&admin.client, "admin", expected[2])]
-        {
+        for (client, who, expect) in [
+            (&anonymous, "anonymous", expected[0]),
+            (&user.client, "user", expected[1]),
+            (&admin.client, "admin", expected[2]),
+        ] {
             let (status, text) = call(client, &server, method, path, body).await;
             if status != expect {
-                failures.push(format!("{method} {path} as {who}: expected {expect}, got {status}: {text}"));
+                failures.push(format!(
+                    "{method} {path} as {who}: expected {expect}, got {status}: {text}"
+                ));
             }
         }
     }

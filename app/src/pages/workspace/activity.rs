@@ -22,8 +22,16 @@ pub fn ActivityPage() -> impl IntoView {
     let i18n = use_i18n();
     let current = use_current_workspace();
     let query = use_query_map();
-    let before = Memo::new(move |_| query.read().get("before").and_then(|s| s.parse::<i64>().ok()));
-    let entries = Resource::new(move || (current.id.get(), before.get()), |(id, before)| list_activity(id, before));
+    let before = Memo::new(move |_| {
+        query
+            .read()
+            .get("before")
+            .and_then(|s| s.parse::<i64>().ok())
+    });
+    let entries = Resource::new(
+        move || (current.id.get(), before.get()),
+        |(id, before)| list_activity(id, before),
+    );
 
     view! {
         <Title text=move || t_string!(i18n, nav.activity).to_string() />
@@ -44,7 +52,9 @@ pub fn ActivityPage() -> impl IntoView {
 #[component]
 fn ActivityTable(list: Vec<AuditEntry>, id: i64, paged: bool) -> impl IntoView {
     let i18n = use_i18n();
-    let older = (list.len() >= PAGE_SIZE).then(|| list.last().map(|e| e.id)).flatten();
+    let older = (list.len() >= PAGE_SIZE)
+        .then(|| list.last().map(|e| e.id))
+        .flatten();
     if list.is_empty() {
         return view! {
             <p class="notice notice-info" data-testid="activity-empty">{t!(i18n, activity.empty)}</p>

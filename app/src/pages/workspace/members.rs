@@ -32,7 +32,10 @@ pub fn MembersPage() -> impl IntoView {
     // Bumped only when something changed: a refused action leaves the list (and what the owner
     // typed into the form) alone.
     let changed = RwSignal::new(0u64);
-    let members = Resource::new(move || (current.id.get(), changed.get()), |(id, _)| list_members(id));
+    let members = Resource::new(
+        move || (current.id.get(), changed.get()),
+        |(id, _)| list_members(id),
+    );
 
     // The table's actions share one error line: whichever ran last speaks.
     let row_error = RwSignal::new(None::<AppError>);
@@ -235,7 +238,11 @@ fn MembersTable(
 
 /// Changes a member's role as soon as another option is picked.
 #[component]
-fn RoleSelect(member: Member, workspace_id: i64, change: ServerAction<ChangeMemberRole>) -> impl IntoView {
+fn RoleSelect(
+    member: Member,
+    workspace_id: i64,
+    change: ServerAction<ChangeMemberRole>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let user_id = member.user_id;
     let name = member.username.clone();

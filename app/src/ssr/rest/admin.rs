@@ -25,7 +25,10 @@ pub struct UserBody {
 
 #[utoipa::path(get, path = "/api/v1/admin/settings", tag = "admin", security(("session" = []), ("token" = [])),
     responses((status = 200, body = InstanceSettings), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
-pub async fn settings(State(state): State<AppState>, actor: Actor) -> Result<Json<InstanceSettings>, AppError> {
+pub async fn settings(
+    State(state): State<AppState>,
+    actor: Actor,
+) -> Result<Json<InstanceSettings>, AppError> {
     Ok(Json(admin::settings(&state.db, &actor).await?))
 }
 
@@ -37,12 +40,17 @@ pub async fn update_settings(
     actor: Actor,
     ApiJson(body): ApiJson<SettingsBody>,
 ) -> Result<Json<InstanceSettings>, AppError> {
-    Ok(Json(admin::set_signup_enabled(&state.db, &actor, body.signup_enabled).await?))
+    Ok(Json(
+        admin::set_signup_enabled(&state.db, &actor, body.signup_enabled).await?,
+    ))
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/users", tag = "admin", security(("session" = []), ("token" = [])),
     responses((status = 200, body = Vec<UserAccount>), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
-pub async fn users(State(state): State<AppState>, actor: Actor) -> Result<Json<Vec<UserAccount>>, AppError> {
+pub async fn users(
+    State(state): State<AppState>,
+    actor: Actor,
+) -> Result<Json<Vec<UserAccount>>, AppError> {
     Ok(Json(admin::list_users(&state.db, &actor).await?))
 }
 
@@ -56,5 +64,7 @@ pub async fn update_user(
     Path(id): Path<i64>,
     ApiJson(body): ApiJson<UserBody>,
 ) -> Result<Json<UserAccount>, AppError> {
-    Ok(Json(admin::set_user_disabled(&state.db, &actor, id, body.disabled).await?))
+    Ok(Json(
+        admin::set_user_disabled(&state.db, &actor, id, body.disabled).await?,
+    ))
 }

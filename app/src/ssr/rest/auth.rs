@@ -33,7 +33,8 @@ pub async fn signup(
     session: Session,
     ApiJson(body): ApiJson<Credentials>,
 ) -> Result<(StatusCode, Json<Me>), AppError> {
-    let signed = accounts::sign_up(&state.db, &body.username, &body.password, ip.as_deref()).await?;
+    let signed =
+        accounts::sign_up(&state.db, &body.username, &body.password, ip.as_deref()).await?;
     sessions::sign_in(&session, signed.me.id, signed.session_epoch).await?;
     Ok((StatusCode::CREATED, Json(signed.me)))
 }
@@ -49,7 +50,14 @@ pub async fn signin(
     session: Session,
     ApiJson(body): ApiJson<Credentials>,
 ) -> Result<Json<Me>, AppError> {
-    let signed = accounts::sign_in(&state.db, &state.throttle, &body.username, &body.password, ip.as_deref()).await?;
+    let signed = accounts::sign_in(
+        &state.db,
+        &state.throttle,
+        &body.username,
+        &body.password,
+        ip.as_deref(),
+    )
+    .await?;
     sessions::sign_in(&session, signed.me.id, signed.session_epoch).await?;
     Ok(Json(signed.me))
 }
@@ -65,5 +73,9 @@ pub async fn signout(session: Session) -> Result<StatusCode, AppError> {
 #[utoipa::path(get, path = "/api/v1/me", tag = "auth", security(("session" = []), ("token" = [])),
     responses((status = 200, body = Me), (status = 401, body = ErrorBody)))]
 pub async fn me(actor: Actor) -> Json<Me> {
-    Json(Me { id: actor.user_id, username: actor.username, is_admin: actor.is_admin })
+    Json(Me {
+        id: actor.user_id,
+        username: actor.username,
+        is_admin: actor.is_admin,
+    })
 }

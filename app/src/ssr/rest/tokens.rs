@@ -21,7 +21,10 @@ pub struct CreateTokenBody {
 
 #[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens", security(("session" = []), ("token" = [])),
     responses((status = 200, body = Vec<ApiToken>), (status = 401, body = ErrorBody)))]
-pub async fn list(State(state): State<AppState>, actor: Actor) -> Result<Json<Vec<ApiToken>>, AppError> {
+pub async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+) -> Result<Json<Vec<ApiToken>>, AppError> {
     Ok(Json(tokens::list(&state.db, &actor).await?))
 }
 
@@ -34,14 +37,21 @@ pub async fn create(
     actor: Actor,
     ApiJson(body): ApiJson<CreateTokenBody>,
 ) -> Result<(StatusCode, Json<NewApiToken>), AppError> {
-    Ok((StatusCode::CREATED, Json(tokens::create(&state.db, &actor, &body.name).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(tokens::create(&state.db, &actor, &body.name).await?),
+    ))
 }
 
 /// Revokes one of the caller's tokens.
 #[utoipa::path(delete, path = "/api/v1/tokens/{id}", tag = "tokens", security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "token id")),
     responses((status = 204, description = "done"), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn revoke(State(state): State<AppState>, actor: Actor, Path(id): Path<i64>) -> Result<StatusCode, AppError> {
+pub async fn revoke(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<StatusCode, AppError> {
     tokens::revoke(&state.db, &actor, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -46,7 +46,10 @@ pub struct ActivityQuery {
 /// Workspaces the caller is a member of.
 #[utoipa::path(get, path = "/api/v1/workspaces", tag = "workspaces", security(("session" = []), ("token" = [])),
     responses((status = 200, body = Vec<WorkspaceSummary>), (status = 401, body = ErrorBody)))]
-pub async fn list(State(state): State<AppState>, actor: Actor) -> Result<Json<Vec<WorkspaceSummary>>, AppError> {
+pub async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+) -> Result<Json<Vec<WorkspaceSummary>>, AppError> {
     Ok(Json(workspaces::list(&state.db, &actor).await?))
 }
 
@@ -59,14 +62,21 @@ pub async fn create(
     actor: Actor,
     ApiJson(body): ApiJson<WorkspaceBody>,
 ) -> Result<(StatusCode, Json<WorkspaceSummary>), AppError> {
-    Ok((StatusCode::CREATED, Json(workspaces::create(&state.db, &actor, &body.name).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(workspaces::create(&state.db, &actor, &body.name).await?),
+    ))
 }
 
 /// One workspace (members only; anyone else gets 404).
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}", tag = "workspaces", security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id")),
     responses((status = 200, body = WorkspaceSummary), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn get(State(state): State<AppState>, actor: Actor, Path(id): Path<i64>) -> Result<Json<WorkspaceSummary>, AppError> {
+pub async fn get(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<Json<WorkspaceSummary>, AppError> {
     Ok(Json(workspaces::get(&state.db, &actor, id).await?))
 }
 
@@ -81,14 +91,20 @@ pub async fn rename(
     Path(id): Path<i64>,
     ApiJson(body): ApiJson<WorkspaceBody>,
 ) -> Result<Json<WorkspaceSummary>, AppError> {
-    Ok(Json(workspaces::rename(&state.db, &actor, id, &body.name).await?))
+    Ok(Json(
+        workspaces::rename(&state.db, &actor, id, &body.name).await?,
+    ))
 }
 
 /// Deletes a workspace and everything in it (owners).
 #[utoipa::path(delete, path = "/api/v1/workspaces/{id}", tag = "workspaces", security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id")),
     responses((status = 204, description = "done"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
-pub async fn delete(State(state): State<AppState>, actor: Actor, Path(id): Path<i64>) -> Result<StatusCode, AppError> {
+pub async fn delete(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<StatusCode, AppError> {
     workspaces::delete(&state.db, &actor, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
@@ -97,7 +113,11 @@ pub async fn delete(State(state): State<AppState>, actor: Actor, Path(id): Path<
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/members", tag = "members", security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id")),
     responses((status = 200, body = Vec<Member>), (status = 404, body = ErrorBody)))]
-pub async fn list_members(State(state): State<AppState>, actor: Actor, Path(id): Path<i64>) -> Result<Json<Vec<Member>>, AppError> {
+pub async fn list_members(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<Json<Vec<Member>>, AppError> {
     Ok(Json(members::list(&state.db, &actor, id).await?))
 }
 
@@ -113,7 +133,10 @@ pub async fn add_member(
     Path(id): Path<i64>,
     ApiJson(body): ApiJson<AddMemberBody>,
 ) -> Result<(StatusCode, Json<Member>), AppError> {
-    Ok((StatusCode::CREATED, Json(members::add(&state.db, &actor, id, &body.username, &body.role).await?)))
+    Ok((
+        StatusCode::CREATED,
+        Json(members::add(&state.db, &actor, id, &body.username, &body.role).await?),
+    ))
 }
 
 /// Changes a member's role (owners). The last owner cannot be demoted (409).
@@ -129,7 +152,9 @@ pub async fn change_member_role(
     Path((id, user_id)): Path<(i64, i64)>,
     ApiJson(body): ApiJson<ChangeRoleBody>,
 ) -> Result<Json<Member>, AppError> {
-    Ok(Json(members::change_role(&state.db, &actor, id, user_id, &body.role).await?))
+    Ok(Json(
+        members::change_role(&state.db, &actor, id, user_id, &body.role).await?,
+    ))
 }
 
 /// Removes a member (owners; any member may remove themselves). The last owner cannot be removed (409).
