@@ -26,6 +26,8 @@ pub enum Command {
     Migrate(DatabaseConfig),
     /// Print the version and exit.
     Version,
+    /// Environments from a shell: list, show, create, up, down, rm, exec (through the REST API).
+    Env(crate::environments::EnvArgs),
     /// Headless administration: create accounts and reset passwords without the web UI.
     #[command(subcommand)]
     Admin(AdminCommand),

@@ -7,7 +7,9 @@
 //! - [`serve`]: [`serve::run`] builds the router (REST API, Leptos pages and server functions, static
 //!   files, `/healthz`, `/metrics`) and serves it until the shutdown future resolves.
 //! - [`admin`]: `paddock admin create-user` and `reset-password`.
+//! - [`environments`]: `paddock env list|show|create|up|down|rm|exec`, a client of the REST API.
 
 pub mod admin;
 pub mod config;
+pub mod environments;
 pub mod serve;

@@ -55,6 +55,11 @@ fn main() -> ExitCode {
                 Ok(())
             }
             Command::Admin(command) => server::admin::run(command).await,
+            Command::Env(args) => match server::environments::run(args).await {
+                Ok(0) => Ok(()),
+                Ok(code) => std::process::exit(code),
+                Err(e) => Err(e),
+            },
             Command::Train(_)
             | Command::Pretrain(_)
             | Command::Eval(_)

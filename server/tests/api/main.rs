@@ -7,6 +7,7 @@ mod common;
 mod accounts;
 mod bad_input;
 mod cli;
+mod environments;
 mod ops;
 mod rbac;
 mod security;

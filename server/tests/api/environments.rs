@@ -1,0 +1,491 @@
+//! Environments through the real binary and the real Docker daemon: REST with the build log over SSE, a
+//! shell over the WebSocket terminal, the `paddock env` CLI, Docker events reaching the database when a
+//! container is removed behind Paddock's back, access rules over HTTP, and a server without Docker that
+//! says so and keeps working. Each server has its own data directory, hence its own instance label; a
+//! guard removes that label's containers and volumes even when a test fails.
+
+use std::process::Command;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::common::{status_json, Server, User};
+
+/// Removes every container and volume of the server's instance when dropped.
+struct Cleanup(String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let label = format!("label=paddock.instance={}", self.0);
+        let script = format!(
+            "docker ps -aq --filter {label} | xargs -r docker rm -f >/dev/null; \
+             docker volume ls -q --filter {label} | xargs -r docker volume rm -f >/dev/null"
+        );
+        let _ = Command::new("sh").arg("-c").arg(script).status();
+    }
+}
+
+async fn instance(server: &Server) -> Cleanup {
+    let url = format!("sqlite://{}?mode=ro", server.db_path().display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let instance: String = sqlx::query_scalar("SELECT instance FROM instance_identity")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    pool.close().await;
+    Cleanup(instance)
+}
+
+fn docker_tests_skipped() -> bool {
+    std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip")
+}
+
+fn spec(name: &str) -> Value {
+    json!({ "name": name, "base_image": "paddock/base:busybox", "cpus": 0.5, "memory": "64m", "shm_size": "16m" })
+}
+
+async fn workspace(user: &User, server: &Server) -> i64 {
+    let res = user
+        .client
+        .post(server.url("/api/v1/workspaces"))
+        .json(&json!({ "name": "nlp" }))
+        .send()
+        .await
+        .unwrap();
+    status_json(res).await.1["id"].as_i64().unwrap()
+}
+
+/// Reads the SSE build log to its `end` event; returns (log text, final status).
+async fn follow_log(user: &User, server: &Server, ws: i64, env: i64) -> (String, String) {
+    let url = server.url(&format!(
+        "/api/v1/workspaces/{ws}/environments/{env}/versions/1/log"
+    ));
+    let mut res = user.client.get(url).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let mut text = String::new();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(120), res.chunk())
+        .await
+        .expect("log stalled")
+        .unwrap()
+    {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(at) = text.find("event: end") {
+            let data = text[at..]
+                .lines()
+                .find_map(|l| l.strip_prefix("data: "))
+                .unwrap_or("{}");
+            let status: Value = serde_json::from_str(data).unwrap();
+            return (text, status["status"].as_str().unwrap().to_string());
+        }
+    }
+    panic!("the log stream ended without an end event:\n{text}");
+}
+
+async fn wait_status(user: &User, server: &Server, ws: i64, env: i64, want: &str) -> Value {
+    let url = server.url(&format!("/api/v1/workspaces/{ws}/environments/{env}"));
+    for _ in 0..100 {
+        let (_, detail) = status_json(user.client.get(&url).send().await.unwrap()).await;
+        if detail["summary"]["status"] == want {
+            return detail;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("environment {env} never became {want}");
+}
+
+#[tokio::test]
+async fn build_log_terminal_events_and_access_over_http() {
+    if docker_tests_skipped() {
+        return;
+    }
+    let server = Server::start();
+    let _cleanup = instance(&server).await;
+    let owner = server.signup("owner").await;
+    let viewer = server.signup("viewer").await;
+    let outsider = server.signup("outsider").await;
+    let ws = workspace(&owner, &server).await;
+    owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/members")))
+        .json(&json!({ "username": "viewer", "role": "viewer" }))
+        .send()
+        .await
+        .unwrap();
+
+    let (status, docker) = status_json(
+        owner
+            .client
+            .get(server.url("/api/v1/docker"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, docker["available"].as_bool()),
+        (StatusCode::OK, Some(true)),
+        "{docker}"
+    );
+
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
+        .json(&spec("shell"))
+        .send()
+        .await
+        .unwrap();
+    let (status, created) = status_json(res).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let env = created["summary"]["id"].as_i64().unwrap();
+    let (log, build) = follow_log(&owner, &server, ws, env).await;
+    assert_eq!(build, "built", "{log}");
+    assert!(log.contains("event: log"), "the log streams output: {log}");
+
+    let base = format!("/api/v1/workspaces/{ws}/environments/{env}");
+    // Viewers read but cannot act; outsiders see nothing.
+    assert_eq!(
+        viewer
+            .client
+            .get(server.url(&base))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        viewer
+            .client
+            .post(server.url(&format!("{base}/up")))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        outsider
+            .client
+            .get(server.url(&base))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+
+    let (status, up) = status_json(
+        owner
+            .client
+            .post(server.url(&format!("{base}/up")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, up["summary"]["status"].as_str()),
+        (StatusCode::OK, Some("running")),
+        "{up}"
+    );
+    let (status, out) = status_json(
+        owner
+            .client
+            .post(server.url(&format!("{base}/exec")))
+            .json(&json!({ "cmd": ["id", "-u"] }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, out["stdout"].as_str().map(str::trim)),
+        (StatusCode::OK, Some("1000")),
+        "{out}"
+    );
+
+    // The terminal: a viewer is refused at the handshake; the owner gets a shell.
+    let ws_url = server
+        .url(&format!("{base}/terminal?rows=30&cols=100"))
+        .replacen("http", "ws", 1);
+    let session = session_cookie(&server, &viewer).await;
+    let mut request = ws_url.clone().into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("cookie", session.parse().unwrap());
+    let refused = tokio_tungstenite::connect_async(request).await.unwrap_err();
+    assert!(refused.to_string().contains("403"), "{refused}");
+
+    let session = session_cookie(&server, &owner).await;
+    let mut request = ws_url.into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("cookie", session.parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("terminal handshake");
+    socket
+        .send(Message::Text(
+            json!({ "resize": [40, 120] }).to_string().into(),
+        ))
+        .await
+        .unwrap();
+    socket
+        .send(Message::Text(
+            json!({ "input": "echo sum=$((6*7)); stty size\r" })
+                .to_string()
+                .into(),
+        ))
+        .await
+        .unwrap();
+    let mut screen = String::new();
+    while !(screen.contains("sum=42") && screen.contains("40 120")) {
+        match tokio::time::timeout(Duration::from_secs(20), socket.next())
+            .await
+            .expect("terminal output")
+            .unwrap()
+            .unwrap()
+        {
+            Message::Binary(bytes) => screen.push_str(&String::from_utf8_lossy(&bytes)),
+            other => panic!("unexpected {other:?} after {screen:?}"),
+        }
+    }
+    socket
+        .send(Message::Text(
+            json!({ "input": "exit 3\r" }).to_string().into(),
+        ))
+        .await
+        .unwrap();
+    let exit = loop {
+        match tokio::time::timeout(Duration::from_secs(20), socket.next())
+            .await
+            .expect("exit")
+            .unwrap()
+            .unwrap()
+        {
+            Message::Text(text) => break serde_json::from_str::<Value>(&text).unwrap(),
+            Message::Binary(_) => continue,
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    assert_eq!(exit["exit"], 3);
+
+    // Removed behind Paddock's back: Docker's events reach the database without waiting for reconcile.
+    let container = up["container_name"].as_str().unwrap().to_string();
+    assert!(Command::new("docker")
+        .args(["rm", "-f", &container])
+        .status()
+        .unwrap()
+        .success());
+    let missing = wait_status(&owner, &server, ws, env, "missing").await;
+    assert!(
+        missing["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["kind"] == "missing"),
+        "{missing}"
+    );
+
+    let res = owner.client.delete(server.url(&base)).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+}
+
+/// The raw `Cookie` header a signed-in client sends (the WebSocket client has no cookie jar).
+async fn session_cookie(server: &Server, user: &User) -> String {
+    use reqwest::cookie::CookieStore;
+    // The test client keeps its jar private; sign in again with a jar we can read.
+    let jar = std::sync::Arc::new(reqwest::cookie::Jar::default());
+    let client = reqwest::Client::builder()
+        .cookie_provider(jar.clone())
+        .build()
+        .unwrap();
+    let name = sign_in_name(server, user).await;
+    let res = client
+        .post(server.url("/api/v1/auth/signin"))
+        .json(&json!({ "username": name, "password": crate::common::PASSWORD }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let url = server.base.parse().unwrap();
+    jar.cookies(&url).unwrap().to_str().unwrap().to_string()
+}
+
+async fn sign_in_name(server: &Server, user: &User) -> String {
+    let (_, me) = status_json(
+        user.client
+            .get(server.url("/api/v1/me"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    me["username"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn the_cli_manages_environments_with_a_token() {
+    if docker_tests_skipped() {
+        return;
+    }
+    let server = Server::start();
+    let _cleanup = instance(&server).await;
+    let owner = server.signup("owner").await;
+    let ws = workspace(&owner, &server).await;
+    let (_, token) = status_json(
+        owner
+            .client
+            .post(server.url("/api/v1/tokens"))
+            .json(&json!({ "name": "cli" }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let token = token["secret"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let spec_file = dir.path().join("env.toml");
+    std::fs::write(&spec_file, "name = \"cli-env\"\nbase_image = \"paddock/base:busybox\"\ncpus = 0.5\nmemory = \"64m\"\nshm_size = \"16m\"\n[env]\nLANG = \"C.UTF-8\"\n").unwrap();
+    let paddock = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_paddock"))
+            .arg("env")
+            .args(args)
+            .env("PADDOCK_SERVER", &server.base)
+            .env("PADDOCK_TOKEN", &token)
+            .env("PADDOCK_WORKSPACE", ws.to_string())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = paddock(&[
+        "create",
+        "--spec",
+        spec_file.to_str().unwrap(),
+        "--memory",
+        "96m",
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("cli-env") && out.contains("sha256:"),
+        "shows the lock: {out}"
+    );
+    let (code, out, _) = paddock(&["list"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("cli-env") && out.contains("built"), "{out}");
+    let (code, out, err) = paddock(&["up", "cli-env"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("running"), "{out}");
+    let (code, out, _) = paddock(&["exec", "cli-env", "--", "sh", "-c", "echo $LANG; exit 5"]);
+    assert_eq!(
+        (code, out.trim()),
+        (Some(5), "C.UTF-8"),
+        "the command's exit code is the CLI's"
+    );
+    let (code, out, _) = paddock(&["--json", "show", "cli-env"]);
+    assert_eq!(code, Some(0));
+    let detail: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        detail["spec"]["memory"], "96m",
+        "flags override the spec file"
+    );
+    let (code, out, _) = paddock(&["down", "cli-env"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("stopped"), "{out}");
+    let (code, _, err) = paddock(&["rm", "cli-env"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, _, err) = paddock(&["up", "cli-env"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no environment \"cli-env\""), "{err}");
+    // Bad input: a clear error naming the field, nothing created.
+    let (code, _, err) = paddock(&["create", "--name", "bad", "--memory", "lots"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("memory"), "{err}");
+    assert_eq!(server.count("SELECT COUNT(*) FROM environments").await, 0);
+}
+
+#[tokio::test]
+async fn without_docker_the_dashboard_says_so_and_everything_else_works() {
+    let server = Server::start_with(&["--docker-host", "unix:///nonexistent/docker.sock"]);
+    let owner = server.signup("owner").await;
+    let ws = workspace(&owner, &server).await;
+    let (status, docker) = status_json(
+        owner
+            .client
+            .get(server.url("/api/v1/docker"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(docker["available"], false);
+    assert!(
+        docker["message"]
+            .as_str()
+            .unwrap()
+            .contains("Docker is not available"),
+        "{docker}"
+    );
+    assert!(
+        !docker["catalog"].as_array().unwrap().is_empty(),
+        "the catalog is still shown"
+    );
+
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
+        .json(&spec("nope"))
+        .send()
+        .await
+        .unwrap();
+    let (status, body) = status_json(res).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("docker_unavailable")),
+        "{body}"
+    );
+    assert_eq!(server.count("SELECT COUNT(*) FROM environments").await, 0);
+    let (status, list) = status_json(
+        owner
+            .client
+            .get(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, list), (StatusCode::OK, json!([])));
+    assert_eq!(
+        owner
+            .client
+            .get(server.url(&format!("/api/v1/workspaces/{ws}/members")))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        owner
+            .client
+            .get(server.url("/healthz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        StatusCode::OK
+    );
+}
