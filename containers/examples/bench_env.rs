@@ -110,7 +110,9 @@ async fn bench(docker: Docker, instance: String, runs: usize) -> Result<(), BoxE
     // Created before the timed runs, as a workspace's volume exists before its environments start; each
     // provision still checks for it (an inspect), as it does in the app.
     let volume = labels::volume_name(&instance, &spec.workspace_volume);
-    docker.ensure_volume(&volume, "bench", &instance).await?;
+    docker
+        .ensure_volume(&volume, None, "bench", &instance)
+        .await?;
     let limits = Limits::from_resources(&spec.resources(&host)?);
 
     // A progress counter for people watching; nothing in logs, where `\r` does not overwrite.
@@ -129,6 +131,7 @@ async fn bench(docker: Docker, instance: String, runs: usize) -> Result<(), BoxE
             limits,
             gpu_device_ids: vec![],
             volume: volume.clone(),
+            volume_dir: None,
             cmd: None,
             env: vec![],
         };

@@ -115,7 +115,8 @@ pub struct EnvironmentsConfig {
 }
 
 impl EnvironmentsConfig {
-    pub fn engine(&self) -> app::ssr::engine::EngineConfig {
+    /// The engine's settings; workspace volumes live under `<data_dir>/volumes`.
+    pub fn engine(&self, data_dir: &std::path::Path) -> app::ssr::engine::EngineConfig {
         use std::time::Duration;
         app::ssr::engine::EngineConfig {
             docker_host: self.docker_host.clone(),
@@ -124,6 +125,11 @@ impl EnvironmentsConfig {
             reconcile_every: Duration::from_secs(self.reconcile_seconds),
             orphans: self.orphans,
             runtime_binary: self.runtime_binary.clone(),
+            volumes_dir: Some(
+                std::path::absolute(data_dir)
+                    .unwrap_or_else(|_| data_dir.to_path_buf())
+                    .join("volumes"),
+            ),
         }
     }
 }

@@ -48,7 +48,7 @@ pub async fn run(
         max_body_bytes: config.max_body_bytes,
     };
     let engine = std::sync::Arc::new(
-        Engine::start(&db, config.environments.engine())
+        Engine::start(&db, config.environments.engine(&config.db.data_dir))
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?,
     );

@@ -50,6 +50,10 @@ pub struct EngineConfig {
     pub orphans: OrphanPolicy,
     /// The binary the runtime layer copies into images: the running `paddock` unless configured.
     pub runtime_binary: Option<PathBuf>,
+    /// Host directory under which workspace volumes keep their files (`<data-dir>/volumes`), so that
+    /// datasets and checkpoints are plain files for Paddock and `/workspace` for containers. `None`
+    /// leaves them in Docker's own storage (when Docker runs on another machine).
+    pub volumes_dir: Option<PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -60,6 +64,7 @@ impl Default for EngineConfig {
             reconcile_every: Duration::from_secs(30),
             orphans: OrphanPolicy::Remove,
             runtime_binary: None,
+            volumes_dir: None,
         }
     }
 }
@@ -72,7 +77,13 @@ pub struct Engine {
     docker: RwLock<Result<Docker, String>>,
     /// The host's GPUs as `nvidia-smi` last reported them; empty without GPUs.
     gpus: RwLock<Vec<GpuInfo>>,
+    /// When a reconnect was last tried from a request: without Docker every page that asks would
+    /// otherwise wait for a connection attempt.
+    last_attempt: std::sync::Mutex<Option<std::time::Instant>>,
 }
+
+/// Requests retry a missing Docker at most this often; the reconcile loop retries on its own tick.
+const RECONNECT_EVERY: Duration = Duration::from_secs(5);
 
 impl Engine {
     /// Reads (or creates) the instance label and tries Docker once; never fails for a missing daemon.
@@ -83,6 +94,7 @@ impl Engine {
             instance,
             docker: RwLock::new(Err("not connected yet".into())),
             gpus: RwLock::new(Vec::new()),
+            last_attempt: std::sync::Mutex::new(None),
         };
         engine.reconnect().await;
         engine.refresh_gpus().await;
@@ -112,7 +124,17 @@ impl Engine {
         if let Ok(docker) = &*self.docker.read().await {
             return Ok(docker.clone());
         }
-        self.reconnect().await;
+        let retry = {
+            let mut last = self.last_attempt.lock().unwrap_or_else(|p| p.into_inner());
+            let due = last.is_none_or(|at| at.elapsed() >= RECONNECT_EVERY);
+            if due {
+                *last = Some(std::time::Instant::now());
+            }
+            due
+        };
+        if retry {
+            self.reconnect().await;
+        }
         match &*self.docker.read().await {
             Ok(docker) => Ok(docker.clone()),
             Err(why) => Err(unavailable(why)),

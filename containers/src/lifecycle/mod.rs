@@ -83,6 +83,9 @@ pub struct ProvisionRequest {
     pub gpu_device_ids: Vec<String>,
     /// Docker volume name of the workspace volume, mounted at `/workspace` (created if missing).
     pub volume: String,
+    /// A directory on the Docker host that backs the volume (a `local` volume bound to it), so that the
+    /// app can read and write the same files — datasets in, checkpoints out. `None`: Docker's own storage.
+    pub volume_dir: Option<String>,
     /// Main process; default [`KEEPALIVE_CMD`].
     pub cmd: Option<Vec<String>>,
     /// Extra `KEY=value` variables for this container only (the image carries the spec's).
@@ -131,6 +134,14 @@ impl ProvisionRequest {
                 "volume",
                 "must match [a-zA-Z0-9][a-zA-Z0-9_.-]+",
             ));
+        }
+        if let Some(dir) = &self.volume_dir {
+            if !dir.starts_with('/') || dir.split('/').any(|part| part == "..") {
+                errors.push(FieldError::new(
+                    "volume_dir",
+                    "must be an absolute path without ..",
+                ));
+            }
         }
         if self.image.is_empty() {
             errors.push(FieldError::new("image", "must not be empty"));
@@ -221,8 +232,13 @@ impl Docker {
         if let Some(existing) = self.existing(&request.name).await? {
             return Ok(existing);
         }
-        self.ensure_volume(&request.volume, &request.workspace, &request.instance)
-            .await?;
+        self.ensure_volume(
+            &request.volume,
+            request.volume_dir.as_deref(),
+            &request.workspace,
+            &request.instance,
+        )
+        .await?;
         let options = CreateContainerOptionsBuilder::default()
             .name(&request.name)
             .build();
@@ -278,8 +294,15 @@ impl Docker {
         }
     }
 
-    /// Creates the named volume if missing, labelled as Paddock's.
-    pub async fn ensure_volume(&self, name: &str, workspace: &str, instance: &str) -> Result<()> {
+    /// Creates the named volume if missing, labelled as Paddock's; bound to the host directory `dir` (which
+    /// must exist) when given.
+    pub async fn ensure_volume(
+        &self,
+        name: &str,
+        dir: Option<&str>,
+        workspace: &str,
+        instance: &str,
+    ) -> Result<()> {
         match self.api().inspect_volume(name).await {
             Ok(_) => return Ok(()),
             Err(e) => match Error::docker(format!("inspecting volume {name}"), "volume", name, e) {
@@ -292,9 +315,18 @@ impl Docker {
             (labels::WORKSPACE.to_string(), workspace.to_string()),
             (labels::INSTANCE.to_string(), instance.to_string()),
         ]);
+        let driver_opts = dir.map(|dir| {
+            HashMap::from([
+                ("type".to_string(), "none".to_string()),
+                ("o".to_string(), "bind".to_string()),
+                ("device".to_string(), dir.to_string()),
+            ])
+        });
         let request = VolumeCreateRequest {
             name: Some(name.into()),
             labels: Some(volume_labels),
+            driver: dir.map(|_| "local".to_string()),
+            driver_opts,
             ..Default::default()
         };
         self.api()
@@ -449,6 +481,7 @@ mod tests {
             },
             gpu_device_ids: vec!["0".into(), "GPU-1234-abcd".into()],
             volume: labels::volume_name("main", "ws"),
+            volume_dir: None,
             cmd: None,
             env: vec![],
         }
@@ -493,6 +526,7 @@ mod tests {
         let bad = ProvisionRequest {
             name: "-x".into(),
             volume: "../etc".into(),
+            volume_dir: Some("/srv/../etc".into()),
             gpu_device_ids: vec!["0;rm".into()],
             limits: Limits {
                 nano_cpus: 0,
@@ -508,6 +542,7 @@ mod tests {
             [
                 "name",
                 "volume",
+                "volume_dir",
                 "cpus",
                 "memory",
                 "shm_size",

@@ -43,6 +43,37 @@ pub fn volume_name(engine: &Engine, workspace_id: i64, volume: &str) -> String {
     labels::volume_name(&engine.instance, &format!("w{workspace_id}-{volume}"))
 }
 
+/// The host directory backing a workspace volume, created and handed to the container's user (uid
+/// 1000 owns `/workspace`); `None` when volumes live in Docker's storage.
+pub fn volume_dir(
+    engine: &Engine,
+    workspace_id: i64,
+    volume: &str,
+) -> Result<Option<String>, AppError> {
+    let Some(root) = &engine.config.volumes_dir else {
+        return Ok(None);
+    };
+    let dir = root.join(format!("w{workspace_id}")).join(volume);
+    prepare_volume_dir(&dir).map_err(|e| {
+        crate::ssr::http_error::internal(
+            "creating the workspace volume",
+            format!("{}: {e}", dir.display()),
+        )
+    })?;
+    Ok(Some(dir.to_string_lossy().into_owned()))
+}
+
+fn prepare_volume_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)?;
+    let (uid, gid) = (containers::build::users::UID, containers::build::users::GID);
+    if std::os::unix::fs::chown(dir, Some(uid), Some(gid)).is_err() {
+        // Not root: let the container's user write anyway.
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777))?;
+    }
+    Ok(())
+}
+
 /// Provisions (or re-provisions) the environment's container from its current version.
 pub async fn up(
     db: &SqlitePool,
@@ -234,6 +265,7 @@ async fn provision(
         limits: Limits::from_resources(&resources),
         gpu_device_ids: devices.iter().map(u32::to_string).collect(),
         volume: volume_name(engine, env.workspace_id, spec.workspace_volume.trim()),
+        volume_dir: volume_dir(engine, env.workspace_id, spec.workspace_volume.trim())?,
         cmd: None,
         env: Vec::new(),
     };

@@ -41,9 +41,15 @@ impl Drop for Cleanup {
 async fn setup() -> Option<Setup> {
     let (dir, db) = test_db().await;
     let engine = Arc::new(
-        Engine::start(&db, EngineConfig::default())
-            .await
-            .expect("engine"),
+        Engine::start(
+            &db,
+            EngineConfig {
+                volumes_dir: Some(dir.path().join("volumes")),
+                ..EngineConfig::default()
+            },
+        )
+        .await
+        .expect("engine"),
     );
     if engine.docker().await.is_err() {
         if std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip") {
@@ -173,6 +179,15 @@ async fn an_environment_is_built_provisioned_used_and_removed() {
         out.stdout.trim(),
         "你好",
         "spec variables are set and /workspace is writable"
+    );
+    let host_file = s
+        ._dir
+        .path()
+        .join(format!("volumes/w{}/workspace/hello", s.workspace));
+    assert_eq!(
+        std::fs::read_to_string(&host_file).unwrap().trim(),
+        "你好",
+        "the workspace volume is a directory Paddock can read"
     );
     let stats = lifecycle::stats(&s.db, &s.engine, &s.owner, s.workspace, env_id)
         .await
