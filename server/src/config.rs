@@ -89,6 +89,9 @@ pub struct ServeConfig {
     /// Largest accepted request body in bytes; larger ones get 413.
     #[arg(long, env = "PADDOCK_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
+    /// Largest dataset upload in bytes (uploads are streamed to disk, not held in memory).
+    #[arg(long, env = "PADDOCK_MAX_UPLOAD_BYTES", default_value_t = 1 << 30)]
+    pub max_upload_bytes: u64,
     #[command(flatten)]
     pub environments: EnvironmentsConfig,
 }
@@ -115,8 +118,8 @@ pub struct EnvironmentsConfig {
 }
 
 impl EnvironmentsConfig {
-    /// The engine's settings; workspace volumes live under `<data_dir>/volumes`.
-    pub fn engine(&self, data_dir: &std::path::Path) -> app::ssr::engine::EngineConfig {
+    /// The engine's settings (the server adds where workspace volumes live).
+    pub fn engine(&self) -> app::ssr::engine::EngineConfig {
         use std::time::Duration;
         app::ssr::engine::EngineConfig {
             docker_host: self.docker_host.clone(),
@@ -125,11 +128,7 @@ impl EnvironmentsConfig {
             reconcile_every: Duration::from_secs(self.reconcile_seconds),
             orphans: self.orphans,
             runtime_binary: self.runtime_binary.clone(),
-            volumes_dir: Some(
-                std::path::absolute(data_dir)
-                    .unwrap_or_else(|_| data_dir.to_path_buf())
-                    .join("volumes"),
-            ),
+            volumes_dir: None,
         }
     }
 }

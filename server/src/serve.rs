@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use app::ssr::engine::Engine;
+use app::ssr::storage::Storage;
 use app::ssr::{
     csrf, environments, limits, observability, page_guard, rest, sessions, AppState, SecurityConfig,
 };
@@ -47,12 +48,26 @@ pub async fn run(
         allowed_origins: config.allowed_origins.clone(),
         max_body_bytes: config.max_body_bytes,
     };
+    let paddock = std::env::current_exe().context("cannot locate the paddock binary")?;
+    let storage = std::sync::Arc::new(Storage::new(
+        &config.db.data_dir,
+        config.max_upload_bytes,
+        paddock,
+    ));
+    let mut engine_config = config.environments.engine();
+    engine_config.volumes_dir = Some(storage.volumes_dir());
     let engine = std::sync::Arc::new(
-        Engine::start(&db, config.environments.engine(&config.db.data_dir))
+        Engine::start(&db, engine_config)
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?,
     );
-    let state = AppState::new(db.clone(), leptos_options, security, engine.clone());
+    let state = AppState::new(
+        db.clone(),
+        leptos_options,
+        security,
+        engine.clone(),
+        storage,
+    );
     let app = router(state, &config);
 
     // The one line on stdout; tests and scripts wait for it. The kernel queues connections from now on.
@@ -74,12 +89,13 @@ pub async fn run(
     Ok(())
 }
 
-/// The whole HTTP surface of Paddock.
+/// The whole HTTP surface of Paddock. Every route but dataset uploads is under the general request-body
+/// limit; uploads stream to disk under their own (`--max-upload-bytes`, enforced while receiving).
 pub fn router(state: AppState, config: &ServeConfig) -> Router {
     let routes = generate_route_list(app::App);
     let shell_options = state.leptos_options.clone();
     let pkg_dir = config.site_root.join("pkg");
-    Router::new()
+    let limited = Router::new()
         .merge(rest::router())
         .route("/healthz", get(observability::healthz))
         .route("/metrics", get(observability::metrics_endpoint))
@@ -102,17 +118,20 @@ pub fn router(state: AppState, config: &ServeConfig) -> Router {
                     page_guard::guard,
                 )),
         )
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
-            app::shell,
-        ))
-        .layer(middleware::from_fn_with_state(state.clone(), csrf::protect))
-        .layer(sessions::layer(&state.db, state.security.secure_cookies))
         .layer(DefaultBodyLimit::max(state.security.max_body_bytes))
         .layer(RequestBodyLimitLayer::new(state.security.max_body_bytes))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             limits::enforce_body_limit,
+        ));
+    Router::new()
+        .merge(limited)
+        .merge(rest::datasets::upload_router().layer(DefaultBodyLimit::disable()))
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
+            app::shell,
         ))
+        .layer(middleware::from_fn_with_state(state.clone(), csrf::protect))
+        .layer(sessions::layer(&state.db, state.security.secure_cookies))
         .layer(TraceLayer::new_for_http())
         .layer(middleware::from_fn(observability::track))
         .with_state(state)

@@ -6,7 +6,7 @@
 //! - [`db`]: the SQLite pool (WAL, foreign keys) and embedded migrations.
 //! - Domain modules, named after the domain: [`accounts`], [`admin`], [`sessions`], [`tokens`],
 //!   [`workspaces`], [`members`], [`audit`], [`environments`] (with [`engine`], the optional Docker
-//!   connection, and [`gpus`], the GPU inventory); [`access`] is the one authorisation check every
+//!   connection, and [`gpus`], the GPU inventory), [`datasets`] (files kept as [`storage`] lays out); [`access`] is the one authorisation check every
 //!   workspace-scoped query goes through; [`auth`] finds out who is calling (session or token).
 //! - HTTP boundary: [`http_error`] (the only `AppError` → response conversion), [`csrf`], [`limits`],
 //!   [`page_guard`] (which pages need an account),
@@ -20,6 +20,7 @@ pub mod audit;
 pub mod auth;
 pub mod context;
 pub mod csrf;
+pub mod datasets;
 pub mod db;
 pub mod engine;
 pub mod environments;
@@ -32,6 +33,7 @@ pub mod page_guard;
 pub mod rest;
 pub mod sessions;
 pub mod state;
+pub mod storage;
 pub mod throttle;
 pub mod tokens;
 pub mod workspaces;

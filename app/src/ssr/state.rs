@@ -8,6 +8,7 @@ use leptos::config::LeptosOptions;
 use sqlx::SqlitePool;
 
 use super::engine::Engine;
+use super::storage::Storage;
 use super::throttle::SignInThrottle;
 
 /// Security-relevant settings taken from the server's configuration.
@@ -42,6 +43,8 @@ pub struct AppState {
     pub throttle: Arc<SignInThrottle>,
     /// Docker (possibly absent), the instance label and the GPU inventory's host side.
     pub engine: Arc<Engine>,
+    /// The data directory's layout and the trainer command line.
+    pub storage: Arc<Storage>,
 }
 
 impl AppState {
@@ -50,6 +53,7 @@ impl AppState {
         leptos_options: LeptosOptions,
         security: SecurityConfig,
         engine: Arc<Engine>,
+        storage: Arc<Storage>,
     ) -> Self {
         AppState {
             db,
@@ -57,6 +61,7 @@ impl AppState {
             security: Arc::new(security),
             throttle: Arc::new(SignInThrottle::default()),
             engine,
+            storage,
         }
     }
 }

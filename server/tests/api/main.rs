@@ -7,6 +7,7 @@ mod common;
 mod accounts;
 mod bad_input;
 mod cli;
+mod datasets;
 mod environments;
 mod ops;
 mod rbac;

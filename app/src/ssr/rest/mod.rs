@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod datasets;
 pub mod environments;
 pub mod tokens;
 pub mod workspaces;
@@ -46,6 +47,10 @@ pub fn router() -> Router<AppState> {
             "/api/v1/workspaces/{id}/activity",
             get(workspaces::activity),
         )
+        .route("/api/v1/workspaces/{id}/datasets", get(datasets::list))
+        .route("/api/v1/workspaces/{id}/datasets/sample", post(datasets::sample))
+        .route("/api/v1/workspaces/{id}/datasets/{dataset_id}", get(datasets::get).delete(datasets::delete))
+        .route("/api/v1/workspaces/{id}/datasets/{dataset_id}/file", get(datasets::download))
         .route("/api/v1/docker", get(environments::docker_status))
         .route(
             "/api/v1/workspaces/{id}/environments",
@@ -119,6 +124,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         workspaces::list, workspaces::create, workspaces::get, workspaces::rename, workspaces::delete,
         workspaces::list_members, workspaces::add_member, workspaces::change_member_role, workspaces::remove_member,
         workspaces::activity,
+        datasets::list, datasets::upload, datasets::sample, datasets::get, datasets::delete, datasets::download,
         environments::docker_status, environments::list, environments::create, environments::get,
         environments::update, environments::delete, environments::build, environments::up, environments::down,
         environments::restart, environments::stats, environments::exec, environments::build_log,
@@ -130,6 +136,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         ErrorBody, Me, Role, WorkspaceSummary, Member, AuditEntry, ApiToken, NewApiToken, UserAccount,
         InstanceSettings, auth::Credentials, workspaces::WorkspaceBody, workspaces::AddMemberBody,
         workspaces::ChangeRoleBody, tokens::CreateTokenBody, admin::SettingsBody, admin::UserBody,
+        DatasetSummary, DatasetDetail, DatasetPreview,
         EnvironmentSpec, GpuSpec, EnvStatus, BuildStatus, EnvironmentSummary, EnvironmentVersion, EnvironmentEvent,
         EnvironmentDetail, EnvironmentStats, ExecResult, CatalogImage, GpuSummary, DockerStatus,
         environments::BuildBody, environments::ExecBody,
@@ -139,6 +146,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         (name = "auth", description = "Accounts and sessions"),
         (name = "workspaces", description = "Team workspaces and their activity log"),
         (name = "members", description = "Workspace members and roles"),
+        (name = "datasets", description = "Labelled text files for training, validated on upload"),
         (name = "environments", description = "Reproducible container environments: specs, image builds, lifecycle, terminal"),
         (name = "tokens", description = "Personal API tokens"),
         (name = "admin", description = "Instance administration (admins only)"),

