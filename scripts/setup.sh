@@ -8,7 +8,8 @@
 #             release wasm builds), pkg-config.
 #   rust      the wasm32 target, cargo-leptos, and wasm-bindgen-cli at exactly the version in Cargo.lock.
 #   torch     a project venv (.venv) holding the PyPI torch wheel that tch expects: it is our libtorch.
-#   node      e2e/node_modules from e2e/package-lock.json.
+#   node      e2e/node_modules and web/node_modules from their package-lock.json files, and xterm.js
+#             (web/) copied to public/vendor/xterm/ for the browser terminal.
 # Usage: scripts/setup.sh [piece ...]   (default: all pieces)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -98,13 +99,32 @@ PY
   touch .venv/.torch-$TORCH_VERSION
 }
 
-setup_node() {
-  [ -f e2e/package.json ] || { say "node: no e2e/package.json yet"; return; }
-  if [ -d e2e/node_modules ] && [ e2e/node_modules/.package-lock.json -nt e2e/package-lock.json ]; then
-    say "node: e2e/node_modules up to date"; return
+# `npm ci` in one package directory, skipped when its node_modules is newer than its lock file.
+npm_ci_in() {
+  local dir=$1
+  [ -f "$dir/package.json" ] || { say "node: no $dir/package.json yet"; return; }
+  if [ -d "$dir/node_modules" ] && [ "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+    say "node: $dir/node_modules up to date"; return
   fi
-  say "node: npm ci in e2e/"
-  (cd e2e && npm ci --no-audit --no-fund --loglevel=error)
+  say "node: npm ci in $dir/"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+}
+
+setup_node() {
+  npm_ci_in e2e
+  npm_ci_in web
+  # The terminal's xterm.js, served from the site's own assets: cargo-leptos copies public/ (this copy
+  # is git-ignored) into target/site. Only the browser builds and the stylesheet are needed.
+  local xterm=web/node_modules/@xterm vendor=public/vendor/xterm
+  [ -d "$xterm" ] || return 0
+  mkdir -p "$vendor"
+  local file
+  for file in "$xterm/xterm/lib/xterm.js" "$xterm/xterm/css/xterm.css" "$xterm/addon-fit/lib/addon-fit.js"; do
+    if [ ! -f "$vendor/$(basename "$file")" ] || [ "$file" -nt "$vendor/$(basename "$file")" ]; then
+      cp "$file" "$vendor/"
+      say "node: copied $(basename "$file") to $vendor/"
+    fi
+  done
 }
 
 pieces=("$@"); [ ${#pieces[@]} -eq 0 ] && pieces=(apt torch node rust)

@@ -38,6 +38,14 @@ pub fn error_text(locale: Locale, err: &AppError) -> String {
         "too_many_requests" => Some(td_string!(locale, errors.too_many_requests)),
         "internal" => Some(td_string!(locale, errors.internal)),
         "transport" => Some(td_string!(locale, errors.transport)),
+        "environment_name_taken" => Some(td_string!(locale, errors.environment_name_taken)),
+        "not_built" => Some(td_string!(locale, errors.not_built)),
+        "build_in_progress" => Some(td_string!(locale, errors.build_in_progress)),
+        "not_running" => Some(td_string!(locale, errors.not_running)),
+        "gpus_busy" => Some(td_string!(locale, errors.gpus_busy)),
+        "docker_unavailable" => Some(td_string!(locale, errors.docker_unavailable)),
+        // `spec_invalid`, `image_unavailable`, `preflight_failed`, `build_failed`, `docker_error`: the
+        // server's message is the useful part (which fields, which image, which driver), so it is shown.
         _ => None,
     };
     known.map(str::to_string).unwrap_or_else(|| err.to_string())
@@ -48,7 +56,7 @@ mod tests {
     use super::*;
 
     /// The stable codes `AppError::code()` can return (see the list in `error.rs`).
-    const CODES: [&str; 23] = [
+    const CODES: [&str; 29] = [
         "username_invalid",
         "username_taken",
         "password_too_short",
@@ -72,6 +80,12 @@ mod tests {
         "too_many_requests",
         "internal",
         "transport",
+        "environment_name_taken",
+        "not_built",
+        "build_in_progress",
+        "not_running",
+        "gpus_busy",
+        "docker_unavailable",
     ];
 
     fn with_code(code: &str) -> AppError {
@@ -107,6 +121,15 @@ mod tests {
         assert_eq!(
             error_text(Locale::zh, &with_code("brand_new_code")),
             "SERVER MESSAGE"
+        );
+    }
+
+    #[test]
+    fn spec_errors_keep_the_servers_detail() {
+        let err = AppError::invalid("memory", "spec_invalid", "memory: \"lots\" is not a size");
+        assert_eq!(
+            error_text(Locale::zh, &err),
+            "memory: \"lots\" is not a size"
         );
     }
 

@@ -9,6 +9,10 @@
 //! - [`pages`]: one module per URL of the dashboard; [`App`] maps URLs to them.
 //! - [`ssr`] (server only): database, accounts, sessions, workspaces, members, audit log, tokens.
 
+// Leptos views are nested generic types; the environment pages' tables are deeper than rustc's default
+// query depth allows when the hydrate build lays out their async hydration.
+#![recursion_limit = "256"]
+
 pub mod api;
 pub mod error;
 pub mod types;
@@ -27,6 +31,7 @@ use leptos_router::path;
 
 use crate::components::auth::Auth;
 use crate::i18n::*;
+use crate::pages::workspace::environments;
 use crate::pages::{admin, auth, home, not_found, tokens, workspace};
 
 /// The HTML document the server wraps around [`App`]: the server calls this once per request.
@@ -43,6 +48,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="color-scheme" content="light" />
                 <link rel="stylesheet" href="/pkg/paddock.css" />
                 <link rel="icon" type="image/svg+xml" href="/favicon.svg" />
+                // Defines <paddock-terminal>; small, and it loads xterm.js only when a terminal opens.
+                <script src="/terminal.js" defer></script>
                 <AutoReload options=options.clone() />
                 <HydrationScripts options />
                 <MetaTags />
@@ -102,7 +109,10 @@ fn Routed() -> impl IntoView {
                     <Route path=path!("/admin") view=admin::AdminPage />
                     <ParentRoute path=path!("/w/:id") view=workspace::WorkspaceLayout>
                         <Route path=path!("") view=workspace::WorkspaceIndex />
-                        <Route path=path!("/environments") view=workspace::sections::EnvironmentsPage />
+                        <Route path=path!("/environments") view=environments::list::EnvironmentsPage />
+                        <Route path=path!("/environments/new") view=environments::form::NewEnvironmentPage />
+                        <Route path=path!("/environments/:env_id") view=environments::detail::EnvironmentPage />
+                        <Route path=path!("/environments/:env_id/edit") view=environments::form::EditEnvironmentPage />
                         <Route path=path!("/datasets") view=workspace::sections::DatasetsPage />
                         <Route path=path!("/jobs") view=workspace::sections::JobsPage />
                         <Route path=path!("/models") view=workspace::sections::ModelsPage />

@@ -15,13 +15,14 @@ const e2eDir = path.resolve(here, '..');
  *  running migrations, but on a loaded 2-core machine that can take a while. */
 const STARTUP_LIMIT_MS = 120_000;
 
-export async function startServer() {
+/** `env`: extra environment variables for the server (e.g. `PADDOCK_DOCKER_HOST`). */
+export async function startServer({ env = {} } = {}) {
   const bin = path.resolve(e2eDir, process.env.PADDOCK_BIN ?? '../target/debug/paddock');
   const siteRoot = path.resolve(e2eDir, process.env.PADDOCK_SITE_ROOT ?? '../target/site');
   const dataDir = await mkdtemp(path.join(tmpdir(), 'paddock-e2e-'));
   const child = spawn(bin, ['serve', '--bind', '127.0.0.1:0', '--data-dir', dataDir, '--site-root', siteRoot], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'warn' },
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'warn', ...env },
   });
 
   let log = '';

@@ -6,6 +6,7 @@
 //! same rules; hiding controls only keeps the UI honest.
 
 pub mod activity;
+pub mod environments;
 pub mod members;
 pub mod sections;
 pub mod settings;
@@ -34,8 +35,16 @@ pub fn use_current_workspace() -> CurrentWorkspace {
 }
 
 /// The sections of a workspace, in navigation order: URL segment and test id.
-const SECTIONS: [&str; 8] =
-    ["environments", "datasets", "jobs", "models", "endpoints", "members", "activity", "settings"];
+const SECTIONS: [&str; 8] = [
+    "environments",
+    "datasets",
+    "jobs",
+    "models",
+    "endpoints",
+    "members",
+    "activity",
+    "settings",
+];
 
 fn section_label(locale: Locale, section: &str) -> &'static str {
     match section {
@@ -54,10 +63,19 @@ fn section_label(locale: Locale, section: &str) -> &'static str {
 pub fn WorkspaceLayout() -> impl IntoView {
     let i18n = use_i18n();
     let params = use_params_map();
-    let id = Memo::new(move |_| params.read().get("id").and_then(|s| s.parse::<i64>().ok()).unwrap_or(-1));
+    let id = Memo::new(move |_| {
+        params
+            .read()
+            .get("id")
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(-1)
+    });
     let workspaces = use_workspace_list();
     // Refetched when the list changes too: a rename or a role change shows up in the heading.
-    let ws = Resource::new_blocking(move || (id.get(), workspaces.epoch.get()), |(id, _)| get_workspace(id));
+    let ws = Resource::new_blocking(
+        move || (id.get(), workspaces.epoch.get()),
+        |(id, _)| get_workspace(id),
+    );
     provide_context(CurrentWorkspace { id, ws });
 
     view! {

@@ -1,5 +1,6 @@
-//! Environments, Datasets, Jobs, Models and Endpoints. The foundation ships them as empty states that
-//! say what each page is for; the issues that build each feature fill them in.
+//! Datasets, Jobs, Models and Endpoints. The foundation ships them as empty states that say what each
+//! page is for; the issues that build each feature replace them with a module of their own (as
+//! environments did).
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -33,7 +34,6 @@ macro_rules! section_page {
     };
 }
 
-section_page!(EnvironmentsPage, environments);
 section_page!(DatasetsPage, datasets);
 section_page!(JobsPage, jobs);
 section_page!(ModelsPage, models);

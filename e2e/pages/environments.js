@@ -1,0 +1,113 @@
+//! Page objects for the environment pages: the list, the create/edit form, and one environment's page
+//! (status and lifecycle buttons, lock and build log, usage, terminal, events).
+
+import { hydrated } from '../support/browser.js';
+
+export class EnvironmentsListPage {
+  constructor(page) { this.page = page; }
+
+  async goto(workspaceId) {
+    await this.page.goto(`/w/${workspaceId}/environments`);
+    await hydrated(this.page);
+  }
+
+  get newButton() { return this.page.getByTestId('new-environment'); }
+  get table() { return this.page.getByTestId('environments-table'); }
+  get empty() { return this.page.getByTestId('empty-environments'); }
+  get editorOnlyNote() { return this.page.getByTestId('environments-editor-only'); }
+  get dockerBanner() { return this.page.getByTestId('docker-unavailable'); }
+  row(name) { return this.page.getByTestId(`env-row-${name}`); }
+
+  async open(name) {
+    await this.row(name).getByTestId('env-link').click();
+    await this.page.waitForURL(/\/environments\/\d+$/);
+  }
+}
+
+export class EnvironmentFormPage {
+  constructor(page) { this.page = page; }
+
+  async gotoNew(workspaceId) {
+    await this.page.goto(`/w/${workspaceId}/environments/new`);
+    await hydrated(this.page);
+  }
+
+  input(field) { return this.page.getByTestId(`env-${field}`); }
+  /** The error shown under a field: `name`, `memory`, `cpus`, `shm-size`, `gpus`, ... */
+  fieldError(field) { return this.page.getByTestId(`env-${field}-error`); }
+  get formError() { return this.page.getByTestId('form-error'); }
+  get submitButton() { return this.page.getByTestId('env-submit'); }
+
+  /** Fills what is given (keys as the test ids: `name`, `cpus`, `memory`, `shm-size`, ...). */
+  async fill(values) {
+    for (const [field, value] of Object.entries(values)) {
+      await this.input(field).fill(String(value));
+    }
+  }
+
+  async submit() { await this.submitButton.click(); }
+}
+
+export class EnvironmentPage {
+  constructor(page) { this.page = page; }
+
+  /** The environment id in the current URL. */
+  id() {
+    const m = new URL(this.page.url()).pathname.match(/\/environments\/(\d+)$/);
+    if (!m) throw new Error(`not on an environment page: ${this.page.url()}`);
+    return Number(m[1]);
+  }
+
+  get status() { return this.page.getByTestId('env-status'); }
+  get buildStatus() { return this.page.getByTestId('env-build-status'); }
+  get buildLog() { return this.page.getByTestId('build-log'); }
+  get imageId() { return this.page.getByTestId('env-image-id'); }
+  get buildHash() { return this.page.getByTestId('env-build-hash'); }
+  get specHash() { return this.page.getByTestId('env-spec-hash'); }
+  get dockerfile() { return this.page.getByTestId('env-dockerfile'); }
+  get actions() { return this.page.getByTestId('env-actions'); }
+  get stats() { return this.page.getByTestId('env-stats'); }
+  get events() { return this.page.getByTestId('env-events'); }
+  get terminalOpen() { return this.page.getByTestId('terminal-open'); }
+  get terminal() { return this.page.getByTestId('terminal'); }
+  button(name) { return this.page.getByTestId(`env-${name}`); }
+
+  /** Waits for a `data-status` on the status badge (`running`, `stopped`, ...). */
+  async waitForStatus(status, timeout = 120_000) {
+    await this.page.locator(`[data-testid="env-status"][data-status="${status}"]`).waitFor({ timeout });
+  }
+
+  async waitForBuild(status, timeout = 180_000) {
+    await this.page.locator(`[data-testid="env-build-status"][data-status="${status}"]`).waitFor({ timeout });
+  }
+
+  async openTerminal() {
+    await this.terminalOpen.click();
+    await this.page.locator('[data-testid="terminal"][data-state="open"]').waitFor();
+    await this.terminal.locator('.xterm-screen').click();
+  }
+
+  /** The terminal's screen as lines of text (xterm's DOM renderer; no-break spaces made plain). */
+  async terminalLines() {
+    return this.terminal.evaluate((el) => [...el.querySelectorAll('.xterm-rows > div')]
+      .map((row) => row.textContent.replace(/\u00a0/g, ' ').trimEnd()));
+  }
+
+  /** Types a command line and waits for a line of output that is exactly `expected`. */
+  async runInTerminal(command, expected, timeout = 30_000) {
+    await this.page.keyboard.type(command);
+    await this.page.keyboard.press('Enter');
+    await this.page.waitForFunction(
+      ({ want }) => [...document.querySelectorAll('[data-testid="terminal"] .xterm-rows > div')]
+        .some((row) => row.textContent.replace(/\u00a0/g, ' ').trim() === want),
+      { want: expected },
+      { timeout },
+    );
+  }
+
+  async delete() {
+    await this.button('delete').click();
+    await this.button('delete-yes').click();
+    await this.page.waitForURL(/\/environments$/);
+  }
+}

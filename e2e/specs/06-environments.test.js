@@ -1,0 +1,193 @@
+//! Story: an owner creates a small busybox environment in the browser, watches its image build and
+//! lock appear, starts it, works in its terminal as the non-root user, sees its usage, stops and deletes
+//! it; a viewer sees the same environment without any control; a bad spec is refused at its field and
+//! creates nothing. Runs against the real Docker daemon; every container of this server is removed at
+//! the end, also when a step fails.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { startServer } from '../support/server.js';
+import { hydrated, launchBrowser, newPerson, plantMarker, readMarker, screenshot } from '../support/browser.js';
+import { assertAccessibleBasics, waitForText } from '../support/checks.js';
+import { instanceContainers, instanceLabel, removeInstanceObjects } from '../support/docker.js';
+import { MembersPage } from '../pages/workspaces.js';
+import { EnvironmentFormPage, EnvironmentPage, EnvironmentsListPage } from '../pages/environments.js';
+import { createWorkspace, signIn, signUp } from '../pages/flows.js';
+
+const NAME = 'busybox-small';
+
+describe('an environment from spec to terminal and back', () => {
+  let server;
+  let browser;
+  let owner;
+  let instance;
+  let workspaceId;
+  let environmentId;
+
+  before(async () => {
+    server = await startServer();
+    instance = await instanceLabel(server.dataDir);
+    browser = await launchBrowser();
+    owner = await newPerson(browser, server.baseURL);
+    await signUp(owner.page, 'olivia');
+    workspaceId = await createWorkspace(owner.page, '容器团队');
+    const colleague = await newPerson(browser, server.baseURL);
+    await signUp(colleague.page, 'victor');
+    await colleague.context.close();
+    const members = new MembersPage(owner.page);
+    await members.goto(workspaceId);
+    await members.add('victor', 'viewer');
+    await members.row('victor').waitFor();
+  });
+
+  after(async () => {
+    await browser?.close();
+    if (instance) await removeInstanceObjects(instance);
+    await server?.stop();
+  });
+
+  test('an editor finds the way to a new environment', async () => {
+    const { page } = owner;
+    const list = new EnvironmentsListPage(page);
+    await list.goto(workspaceId);
+    await list.empty.waitFor();
+    assert.equal(await list.dockerBanner.count(), 0, 'Docker is available here');
+    await list.newButton.click();
+    await page.waitForURL(/\/environments\/new$/);
+    const form = new EnvironmentFormPage(page);
+    // The local busybox base is the default, and the catalog says what each base needs.
+    assert.equal(await form.input('base-image').inputValue(), 'paddock/base:busybox');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '06-new-environment');
+  });
+
+  test('memory "lots" is refused at the memory field, without a reload, and creates nothing', async () => {
+    const { page } = owner;
+    const form = new EnvironmentFormPage(page);
+    const marker = await plantMarker(page);
+    await form.fill({ name: 'too-vague', cpus: '0.5', memory: 'lots', 'shm-size': '16m' });
+    await form.submit();
+    await waitForText(form.fieldError('memory'), '"lots" is not a size');
+    assert.equal(await form.input('memory').getAttribute('aria-invalid'), 'true');
+    assert.equal((await form.fieldError('name').textContent()).trim(), '', 'the name is fine');
+    await waitForText(form.formError, 'memory:');
+    assert.equal(await form.formError.getAttribute('data-code'), 'spec_invalid');
+    assert.match(page.url(), /\/environments\/new$/);
+    assert.equal(await readMarker(page), marker, 'the page was not reloaded');
+    await screenshot(page, '06-bad-spec');
+
+    const list = new EnvironmentsListPage(page);
+    await list.goto(workspaceId);
+    await list.empty.waitFor();
+    assert.equal(await list.row('too-vague').count(), 0);
+  });
+
+  test('creating it shows the build log and then the lock', async () => {
+    const { page } = owner;
+    const form = new EnvironmentFormPage(page);
+    await form.gotoNew(workspaceId);
+    await form.fill({ name: NAME, cpus: '0.5', memory: '64m', 'shm-size': '16m' });
+    await form.submit();
+    await page.waitForURL(/\/environments\/\d+$/);
+    const env = new EnvironmentPage(page);
+    environmentId = env.id();
+    await waitForText(page.getByTestId('page-title'), NAME);
+    await env.waitForBuild('built');
+    await waitForText(env.buildLog, /\S/);
+    const imageId = (await env.imageId.textContent()).trim();
+    assert.match(imageId, /^sha256:[0-9a-f]{64}$/, 'the lock is an image ID');
+    assert.match((await env.specHash.textContent()).trim(), /^[0-9a-f]{64}$/);
+    assert.match((await env.buildHash.textContent()).trim(), /^[0-9a-f]{64}$/);
+    await env.dockerfile.locator('summary').click();
+    await waitForText(env.dockerfile, 'FROM');
+    await waitForText(page.getByTestId('spec-resources'), '64m');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '06-built');
+  });
+
+  test('a forced rebuild shows the Docker build log and keeps the lock', async () => {
+    const { page } = owner;
+    const env = new EnvironmentPage(page);
+    const before = (await env.imageId.textContent()).trim();
+    await env.button('rebuild').click();
+    // Queued (the page asks again every 2 s), then built again; the log of this build is Docker's own.
+    await page.locator('[data-testid="env-build-status"]:not([data-status="built"])').waitFor();
+    await env.waitForBuild('built');
+    await waitForText(env.buildLog, 'Step');
+    await page.locator('[data-testid="build-log-state"][data-streaming="false"]').waitFor({ state: 'attached' });
+    assert.equal((await env.imageId.textContent()).trim(), before, 'the same spec builds the same image');
+    assert.equal(await page.getByTestId('env-previous-image-id').count(), 0, 'the lock did not move');
+  });
+
+  test('Start runs the container and shows its usage', async () => {
+    const { page } = owner;
+    const env = new EnvironmentPage(page);
+    await env.button('up').click();
+    await env.waitForStatus('running');
+    await env.stats.waitFor();
+    await waitForText(page.getByTestId('stats-memory'), '/ 64.0 MiB');
+    assert.match((await page.getByTestId('stats-cpu').textContent()).trim(), /^\d+(\.\d)? %$/);
+    assert.match((await page.getByTestId('stats-pids').textContent()).trim(), /^\d+$/);
+    await page.locator('[data-testid="env-event"][data-kind="up"]').first().waitFor();
+    await screenshot(page, '06-running');
+  });
+
+  test('the terminal is a shell of the non-root user', async () => {
+    const { page } = owner;
+    const env = new EnvironmentPage(page);
+    await env.openTerminal();
+    await env.runInTerminal('id -u', '1000');
+    await env.runInTerminal('echo $((6*7))', '42');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '06-terminal');
+  });
+
+  test('a viewer sees the environment but no control, form or terminal', async () => {
+    const viewer = await newPerson(browser, server.baseURL);
+    try {
+      const { page } = viewer;
+      await signIn(page, 'victor', new RegExp(`/w/${workspaceId}/environments$`));
+      await hydrated(page);
+      const list = new EnvironmentsListPage(page);
+      await list.row(NAME).waitFor();
+      await list.editorOnlyNote.waitFor();
+      assert.equal(await list.newButton.count(), 0, 'no "new environment" button');
+      await list.open(NAME);
+      const env = new EnvironmentPage(page);
+      await env.waitForStatus('running');
+      await env.imageId.waitFor();
+      assert.equal(await env.actions.count(), 0, 'no lifecycle buttons');
+      assert.equal(await env.button('up').count(), 0);
+      assert.equal(await env.button('edit').count(), 0);
+      assert.equal(await env.terminalOpen.count(), 0, 'no terminal');
+      await env.stats.waitFor();
+      await screenshot(page, '06-viewer');
+      // The edit page itself refuses, and the form is not there.
+      await page.goto(`/w/${workspaceId}/environments/${environmentId}/edit`);
+      await hydrated(page);
+      await page.getByTestId('environments-editor-only').waitFor();
+      assert.equal(await page.getByTestId('environment-form').count(), 0);
+      assert.deepEqual(viewer.problems, []);
+    } finally {
+      await viewer.context.close();
+    }
+  });
+
+  test('Stop removes the container; Delete removes the environment', async () => {
+    const { page } = owner;
+    const env = new EnvironmentPage(page);
+    await env.button('down').click();
+    await env.waitForStatus('stopped');
+    assert.equal(await env.terminal.count(), 0, 'the terminal closed with the container');
+    assert.equal(await env.stats.count(), 0);
+    await screenshot(page, '06-stopped');
+    await env.delete();
+    await new EnvironmentsListPage(page).empty.waitFor();
+    assert.deepEqual(await instanceContainers(instance), [], 'no container of this server is left');
+  });
+
+  test('no wasm panic or hydration error happened', () => {
+    assert.deepEqual(owner.problems, []);
+  });
+});
