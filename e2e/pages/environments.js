@@ -105,6 +105,32 @@ export class EnvironmentPage {
     );
   }
 
+  /** Runs a command line and returns the first new line of output matching `pattern` (a RegExp
+   *  matched against the trimmed line). */
+  async readFromTerminal(command, pattern, timeout = 30_000) {
+    const matching = (lines) => lines.map((l) => l.trim()).filter((l) => pattern.test(l));
+    const before = matching(await this.terminalLines()).length;
+    await this.page.keyboard.type(command);
+    await this.page.keyboard.press('Enter');
+    const found = await this.page.waitForFunction(
+      ({ source, flags, before }) => {
+        const re = new RegExp(source, flags);
+        const lines = [...document.querySelectorAll('[data-testid="terminal"] .xterm-rows > div')]
+          .map((row) => row.textContent.replace(/\u00a0/g, ' ').trim())
+          .filter((l) => re.test(l));
+        return lines.length > before ? lines[before] : null;
+      },
+      { source: pattern.source, flags: pattern.flags, before },
+      { timeout },
+    );
+    return found.jsonValue();
+  }
+
+  /** The terminal's size in cells, as xterm.js has fitted it to the element. */
+  async terminalCells() {
+    return this.terminal.evaluate((el) => ({ rows: el.term.rows, cols: el.term.cols }));
+  }
+
   async delete() {
     await this.button('delete').click();
     await this.button('delete-yes').click();

@@ -9,10 +9,11 @@ import assert from 'node:assert/strict';
 
 import { startServer } from '../support/server.js';
 import { hydrated, launchBrowser, newPerson, plantMarker, readMarker, screenshot } from '../support/browser.js';
-import { assertAccessibleBasics, waitForText } from '../support/checks.js';
+import { assertAccessibleBasics, assertNoHorizontalOverflow, waitForText } from '../support/checks.js';
 import { instanceContainers, instanceLabel, removeInstanceObjects } from '../support/docker.js';
 import { MembersPage } from '../pages/workspaces.js';
 import { EnvironmentFormPage, EnvironmentPage, EnvironmentsListPage } from '../pages/environments.js';
+import { Shell } from '../pages/shell.js';
 import { createWorkspace, signIn, signUp } from '../pages/flows.js';
 
 const NAME = 'busybox-small';
@@ -120,17 +121,63 @@ describe('an environment from spec to terminal and back', () => {
     assert.equal(await page.getByTestId('env-previous-image-id').count(), 0, 'the lock did not move');
   });
 
+  test('editing the spec saves version 2, which reuses the image', async () => {
+    const { page } = owner;
+    const env = new EnvironmentPage(page);
+    const imageId = (await env.imageId.textContent()).trim();
+    await env.button('edit').click();
+    await page.waitForURL(/\/environments\/\d+\/edit$/);
+    const form = new EnvironmentFormPage(page);
+    assert.equal(await form.input('memory').inputValue(), '64m', 'the form starts from the current spec');
+    assert.equal(await form.input('cpus').inputValue(), '0.5');
+    await form.fill({ memory: '96m' });
+    await form.submit();
+    await page.waitForURL(new RegExp(`/environments/${environmentId}$`));
+    await waitForText(page.getByTestId('env-version'), '2');
+    await page.getByTestId('env-version-1').waitFor();
+    await env.waitForBuild('built');
+    // Memory is a limit of the container, not part of the image: the lock stays.
+    assert.equal((await env.imageId.textContent()).trim(), imageId);
+    await waitForText(page.getByTestId('spec-resources'), '96m');
+    await screenshot(page, '06-version-2');
+  });
+
   test('Start runs the container and shows its usage', async () => {
     const { page } = owner;
     const env = new EnvironmentPage(page);
     await env.button('up').click();
     await env.waitForStatus('running');
     await env.stats.waitFor();
-    await waitForText(page.getByTestId('stats-memory'), '/ 64.0 MiB');
+    await waitForText(page.getByTestId('stats-memory'), '/ 96.0 MiB');
     assert.match((await page.getByTestId('stats-cpu').textContent()).trim(), /^\d+(\.\d)? %$/);
     assert.match((await page.getByTestId('stats-pids').textContent()).trim(), /^\d+$/);
     await page.locator('[data-testid="env-event"][data-kind="up"]').first().waitFor();
     await screenshot(page, '06-running');
+    // Statuses are translated like everything else.
+    await new Shell(page).langSwitch.click();
+    await waitForText(env.status, 'Running');
+    await new Shell(page).langSwitch.click();
+    await waitForText(env.status, '运行中');
+  });
+
+  test('the environment page fits a 375 px wide phone', async () => {
+    const phone = await newPerson(browser, server.baseURL, { width: 375, height: 740 });
+    try {
+      await phone.context.addCookies(await owner.context.cookies());
+      for (const path of [`environments/${environmentId}`, 'environments', 'environments/new']) {
+        await phone.page.goto(`/w/${workspaceId}/${path}`);
+        await hydrated(phone.page);
+        await phone.page.getByTestId('page-title').waitFor();
+        await assertNoHorizontalOverflow(phone.page);
+      }
+      await phone.page.goto(`/w/${workspaceId}/environments/${environmentId}`);
+      await hydrated(phone.page);
+      await new EnvironmentPage(phone.page).stats.waitFor();
+      await screenshot(phone.page, '06-phone-environment');
+      assert.deepEqual(phone.problems, []);
+    } finally {
+      await phone.context.close();
+    }
   });
 
   test('the terminal is a shell of the non-root user', async () => {
@@ -139,6 +186,14 @@ describe('an environment from spec to terminal and back', () => {
     await env.openTerminal();
     await env.runInTerminal('id -u', '1000');
     await env.runInTerminal('echo $((6*7))', '42');
+    // The shell sees the size xterm.js fitted to the page, and follows when the page narrows.
+    const wide = await env.terminalCells();
+    assert.equal(await env.readFromTerminal('stty size', /^\d+ \d+$/), `${wide.rows} ${wide.cols}`);
+    await page.setViewportSize({ width: 960, height: 860 });
+    await page.waitForFunction((cols) => document.querySelector('[data-testid="terminal"]').term.cols < cols, wide.cols);
+    const narrow = await env.terminalCells();
+    assert.equal(await env.readFromTerminal('stty size', /^\d+ \d+$/), `${narrow.rows} ${narrow.cols}`);
+    await page.setViewportSize({ width: 1280, height: 860 });
     await assertAccessibleBasics(page);
     await screenshot(page, '06-terminal');
   });

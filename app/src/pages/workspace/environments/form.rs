@@ -32,7 +32,7 @@ pub fn NewEnvironmentPage() -> impl IntoView {
     let docker = Resource::new(|| (), |_| get_docker_status());
     view! {
         <Title text=move || t_string!(i18n, env_form.new_title).to_string() />
-        <div class="page page-narrow">
+        <div class="page page-form">
             <PageHeader title=move || t!(i18n, env_form.new_title) lead=move || t!(i18n, env_form.new_lead) />
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
@@ -70,7 +70,7 @@ pub fn EditEnvironmentPage() -> impl IntoView {
     );
     view! {
         <Title text=move || t_string!(i18n, env_form.edit_title).to_string() />
-        <div class="page page-narrow">
+        <div class="page page-form">
             <PageHeader title=move || t!(i18n, env_form.edit_title) lead=move || t!(i18n, env_form.edit_lead) />
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {

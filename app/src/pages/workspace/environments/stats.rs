@@ -7,7 +7,7 @@ use leptos::prelude::*;
 
 use super::parts::bytes_text;
 use crate::api::get_environment_stats;
-use crate::components::notice::ErrorNotice;
+use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;
 
 /// How often the numbers are refreshed: Docker's one-shot stats take about a second to sample, so
@@ -33,7 +33,7 @@ pub fn StatsPanel(workspace_id: i64, environment_id: i64) -> impl IntoView {
     view! {
         <section class="card" aria-labelledby="env-usage-title" data-testid="env-stats">
             <h2 id="env-usage-title">{t!(i18n, env_detail.usage_title)}</h2>
-            <Transition fallback=|| ()>
+            <Transition fallback=Loading>
                 {move || Suspend::new(async move {
                     match stats.await {
                         Ok(s) => {
