@@ -13,14 +13,45 @@ use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::EnvironmentSummary;
+use crate::types::{EnvStatus, EnvironmentSummary};
+
+/// How often the list is read again while something in it is building or starting.
+const POLL: std::time::Duration = std::time::Duration::from_secs(3);
 
 #[component]
 pub fn EnvironmentsPage() -> impl IntoView {
     let i18n = use_i18n();
     let current = use_current_workspace();
-    let environments = Resource::new(move || current.id.get(), list_environments);
+    let tick = RwSignal::new(0u64);
+    let environments = Resource::new(
+        move || (current.id.get(), tick.get()),
+        |(id, _)| list_environments(id),
+    );
     let docker = Resource::new(|| (), |_| get_docker_status());
+    // While a build or a start is under way, the badges follow it (the table stays in place meanwhile).
+    Effect::new(move |_| {
+        let handle = set_interval_with_handle(
+            move || {
+                let moving = environments.get_untracked().is_some_and(|list| {
+                    list.is_ok_and(|list| {
+                        list.iter().any(|e| {
+                            e.build_status.is_active() || e.status == EnvStatus::Provisioning
+                        })
+                    })
+                });
+                if moving {
+                    tick.update(|n| *n += 1);
+                }
+            },
+            POLL,
+        )
+        .ok();
+        on_cleanup(move || {
+            if let Some(handle) = handle {
+                handle.clear();
+            }
+        });
+    });
 
     view! {
         <Title text=move || t_string!(i18n, nav.environments).to_string() />
