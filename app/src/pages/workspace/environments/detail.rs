@@ -105,7 +105,7 @@ fn EnvironmentView(detail: EnvironmentDetail, docker: Option<DockerStatus>) -> i
                 let moving = status.get_untracked() == EnvStatus::Provisioning
                     || build.get_untracked().is_active();
                 let watch_running =
-                    running.get_untracked() && tick.get_value() % RUNNING_POLL_TICKS == 0;
+                    running.get_untracked() && tick.get_value().is_multiple_of(RUNNING_POLL_TICKS);
                 if moving || watch_running {
                     refresh();
                 }
