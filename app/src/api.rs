@@ -531,3 +531,57 @@ pub async fn delete_dataset(workspace_id: i64, dataset_id: i64) -> Result<(), Ap
         .await,
     )
 }
+
+// ---- jobs -----------------------------------------------------------------------------------------
+// Live metrics and logs come from the SSE stream `GET /api/v1/workspaces/{id}/jobs/{job_id}/stream`.
+
+#[server(prefix = "/rpc", endpoint = "list_jobs")]
+pub async fn list_jobs(workspace_id: i64) -> Result<Vec<JobSummary>, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move { ssr::jobs::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await }.await)
+}
+
+#[server(prefix = "/rpc", endpoint = "get_job")]
+pub async fn get_job(workspace_id: i64, job_id: i64) -> Result<JobDetail, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move { ssr::jobs::get(&ctx::state()?.db, &ctx::actor().await?, workspace_id, job_id).await }.await)
+}
+
+#[server(prefix = "/rpc", endpoint = "submit_job", input = leptos::server_fn::codec::Json)]
+pub async fn submit_job(workspace_id: i64, spec: JobSpec) -> Result<JobDetail, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            ssr::jobs::submit(&state.db, &state.jobs, &ctx::actor().await?, workspace_id, spec).await
+        }
+        .await,
+    )
+}
+
+/// `cancel`, `retry`, `resume` (retry from the latest checkpoint) or `delete`.
+#[server(prefix = "/rpc", endpoint = "job_action")]
+pub async fn job_action(workspace_id: i64, job_id: i64, action: String) -> Result<Option<JobDetail>, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            let actor = ctx::actor().await?;
+            let (db, jobs) = (&state.db, &state.jobs);
+            match action.as_str() {
+                "cancel" => ssr::jobs::cancel(db, jobs, &actor, workspace_id, job_id).await.map(Some),
+                "retry" => ssr::jobs::retry(db, jobs, &actor, workspace_id, job_id, false).await.map(Some),
+                "resume" => ssr::jobs::retry(db, jobs, &actor, workspace_id, job_id, true).await.map(Some),
+                "delete" => ssr::jobs::delete(db, jobs, &actor, workspace_id, job_id).await.map(|()| None),
+                _ => Err(AppError::invalid("action", "action_invalid", "action must be cancel, retry, resume or delete")),
+            }
+        }
+        .await,
+    )
+}
+
+#[server(prefix = "/rpc", endpoint = "list_checkpoints")]
+pub async fn list_checkpoints(workspace_id: i64) -> Result<Vec<CheckpointInfo>, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move { ssr::jobs::checkpoints(&ctx::state()?.db, &ctx::actor().await?, workspace_id, None).await }.await)
+}

@@ -489,3 +489,232 @@ pub struct DatasetPreview {
     pub columns: Vec<String>,
     pub rows: Vec<Vec<String>>,
 }
+
+// ---- jobs -----------------------------------------------------------------------------------------
+
+/// A fine-tuning job as the user asks for it: the form, the REST body and (rendered to the trainer's
+/// `job.toml`) a reproducible spec. Defaults are sensible for a small CPU run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    pub name: String,
+    /// Training data.
+    pub dataset_id: i64,
+    /// Dev data; without it `dev_ratio` of the training rows are held out (stratified, by seed).
+    #[serde(default)]
+    pub dev_dataset_id: Option<i64>,
+    /// Run in this environment's image (Docker executor); `None` runs a local process.
+    #[serde(default)]
+    pub environment_id: Option<i64>,
+    /// Model shape from scratch: `base`, `medium`, `mini`, `micro`, `nano`, or `tiny` for tests.
+    #[serde(default = "default_preset")]
+    pub preset: String,
+    /// Start from this earlier checkpoint's weights instead of from scratch.
+    #[serde(default)]
+    pub base_checkpoint_id: Option<i64>,
+    #[serde(default = "default_epochs")]
+    pub epochs: u32,
+    #[serde(default = "default_batch_size")]
+    pub batch_size: u32,
+    #[serde(default = "default_lr")]
+    pub learning_rate: f64,
+    #[serde(default = "default_warmup")]
+    pub warmup_ratio: f64,
+    #[serde(default = "default_max_seq_len")]
+    pub max_seq_len: u32,
+    #[serde(default = "default_one")]
+    pub grad_accum_steps: u32,
+    /// Stop after this many optimizer steps (for short runs).
+    #[serde(default)]
+    pub max_steps: Option<u32>,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// `fp32`, `fp16` or `bf16` (the last two on GPUs only).
+    #[serde(default = "default_precision")]
+    pub precision: String,
+    /// Evaluate on the dev set every N steps (and at each epoch's end).
+    #[serde(default = "default_eval_every")]
+    pub eval_every_steps: u32,
+    #[serde(default)]
+    pub gpus: u32,
+    /// Higher runs first.
+    #[serde(default)]
+    pub priority: i32,
+    /// Checkpoints kept by dev metric (plus the latest).
+    #[serde(default = "default_keep_best")]
+    pub keep_best: u32,
+    /// Stop gracefully, with a checkpoint, after this many minutes.
+    #[serde(default)]
+    pub time_limit_minutes: Option<u32>,
+}
+
+fn default_preset() -> String {
+    "nano".into()
+}
+fn default_epochs() -> u32 {
+    3
+}
+fn default_batch_size() -> u32 {
+    32
+}
+fn default_lr() -> f64 {
+    5e-4
+}
+fn default_warmup() -> f64 {
+    0.06
+}
+fn default_max_seq_len() -> u32 {
+    128
+}
+fn default_one() -> u32 {
+    1
+}
+fn default_seed() -> u64 {
+    42
+}
+fn default_precision() -> String {
+    "fp32".into()
+}
+fn default_eval_every() -> u32 {
+    200
+}
+fn default_keep_best() -> u32 {
+    2
+}
+
+impl JobSpec {
+    /// The defaults for a job on `dataset_id`.
+    pub fn new(name: &str, dataset_id: i64) -> JobSpec {
+        serde_json::from_value(serde_json::json!({ "name": name, "dataset_id": dataset_id }))
+            .expect("every other field has a default")
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    Queued,
+    Starting,
+    Running,
+    /// Asked to stop; the trainer finishes its step and writes a checkpoint.
+    Cancelling,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl JobStatus {
+    pub const ALL: [JobStatus; 7] = [
+        JobStatus::Queued,
+        JobStatus::Starting,
+        JobStatus::Running,
+        JobStatus::Cancelling,
+        JobStatus::Succeeded,
+        JobStatus::Failed,
+        JobStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Queued => "queued",
+            JobStatus::Starting => "starting",
+            JobStatus::Running => "running",
+            JobStatus::Cancelling => "cancelling",
+            JobStatus::Succeeded => "succeeded",
+            JobStatus::Failed => "failed",
+            JobStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<JobStatus> {
+        JobStatus::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// Over: it will not change any more.
+    pub fn is_final(self) -> bool {
+        matches!(self, JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct JobSummary {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    pub status: JobStatus,
+    pub status_message: Option<String>,
+    pub exit_code: Option<i64>,
+    /// `local` or `docker`.
+    pub executor: String,
+    pub priority: i32,
+    pub gpus: u32,
+    pub gpu_indices: Vec<u32>,
+    pub step: i64,
+    pub total_steps: Option<i64>,
+    pub epoch: Option<f64>,
+    /// Position in the workspace's queue (1 = next), while queued.
+    pub queue_position: Option<i64>,
+    pub created_by: Option<String>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+/// A job with its spec, the exact job.toml it runs, and its checkpoints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct JobDetail {
+    pub summary: JobSummary,
+    pub spec: JobSpec,
+    pub config_toml: String,
+    pub retry_of: Option<i64>,
+    pub checkpoints: Vec<CheckpointInfo>,
+    pub can_edit: bool,
+}
+
+/// One point of a job's charts: a `step` (loss, lr, samples_per_s, ...) or an `eval` (accuracy,
+/// macro_f1, loss, ...), as the trainer reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct MetricPoint {
+    pub id: i64,
+    /// `step` or `eval`.
+    pub kind: String,
+    pub step: i64,
+    pub epoch: Option<f64>,
+    #[cfg_attr(feature = "ssr", schema(value_type = Object))]
+    pub data: serde_json::Value,
+    pub at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct LogLine {
+    pub id: i64,
+    pub line: String,
+    pub at: String,
+}
+
+/// A checkpoint a job wrote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct CheckpointInfo {
+    pub id: i64,
+    pub job_id: i64,
+    pub step: i64,
+    pub epoch: Option<f64>,
+    #[cfg_attr(feature = "ssr", schema(value_type = Object))]
+    pub metrics: Option<serde_json::Value>,
+    /// Inside a container: `/workspace/jobs/<job>/output/...`.
+    pub container_path: String,
+    pub bytes: u64,
+    pub sha256: String,
+    /// The best so far by the job's metric when it was written.
+    pub best: bool,
+    pub created_at: String,
+    /// When retention removed its files (the record stays).
+    pub deleted_at: Option<String>,
+}

@@ -92,6 +92,12 @@ pub struct ServeConfig {
     /// Largest dataset upload in bytes (uploads are streamed to disk, not held in memory).
     #[arg(long, env = "PADDOCK_MAX_UPLOAD_BYTES", default_value_t = 1 << 30)]
     pub max_upload_bytes: u64,
+    /// CPU-only jobs that run at the same time (each uses the threads below).
+    #[arg(long, env = "PADDOCK_CPU_JOB_SLOTS", default_value_t = 1)]
+    pub cpu_job_slots: usize,
+    /// libtorch threads per CPU job; 0 uses every core.
+    #[arg(long, env = "PADDOCK_CPU_JOB_THREADS", default_value_t = 0)]
+    pub cpu_job_threads: usize,
     #[command(flatten)]
     pub environments: EnvironmentsConfig,
 }

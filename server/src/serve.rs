@@ -10,6 +10,7 @@ use std::net::SocketAddr;
 
 use anyhow::Context;
 use app::ssr::engine::Engine;
+use app::ssr::jobs::{scheduler, Jobs};
 use app::ssr::storage::Storage;
 use app::ssr::{
     csrf, environments, limits, observability, page_guard, rest, sessions, AppState, SecurityConfig,
@@ -61,12 +62,18 @@ pub async fn run(
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?,
     );
+    let jobs = std::sync::Arc::new(Jobs::new(
+        storage.clone(),
+        config.cpu_job_slots,
+        config.cpu_job_threads,
+    ));
     let state = AppState::new(
         db.clone(),
         leptos_options,
         security,
         engine.clone(),
         storage,
+        jobs.clone(),
     );
     let app = router(state, &config);
 
@@ -82,7 +89,8 @@ pub async fn run(
     tokio::select! {
         result = server => result.context("server failed")?,
         () = sessions::sweep_expired(db.clone()) => {}
-        () = environments::reconcile::run(db.clone(), engine) => {}
+        () = environments::reconcile::run(db.clone(), engine.clone()) => {}
+        () = scheduler::run(db.clone(), jobs, engine) => {}
     }
     db.close().await;
     tracing::info!("shut down");

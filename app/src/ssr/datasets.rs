@@ -336,6 +336,21 @@ pub async fn delete(
             .fetch_optional(&mut *tx)
             .await?
             .ok_or(AppError::NotFound)?;
+    let users: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE dataset_id = ? OR dev_dataset_id = ?")
+            .bind(dataset_id)
+            .bind(dataset_id)
+            .fetch_one(&mut *tx)
+            .await?;
+    if users > 0 {
+        return Err(AppError::conflict(
+            "dataset_id",
+            "dataset_in_use",
+            format!(
+                "{users} job(s) use this dataset; delete them first (their results depend on it)"
+            ),
+        ));
+    }
     sqlx::query("DELETE FROM datasets WHERE id = ?")
         .bind(dataset_id)
         .execute(&mut *tx)

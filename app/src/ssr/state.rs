@@ -8,6 +8,7 @@ use leptos::config::LeptosOptions;
 use sqlx::SqlitePool;
 
 use super::engine::Engine;
+use super::jobs::Jobs;
 use super::storage::Storage;
 use super::throttle::SignInThrottle;
 
@@ -45,6 +46,8 @@ pub struct AppState {
     pub engine: Arc<Engine>,
     /// The data directory's layout and the trainer command line.
     pub storage: Arc<Storage>,
+    /// The job machinery: the scheduler's wake-up and the executors' settings.
+    pub jobs: Arc<Jobs>,
 }
 
 impl AppState {
@@ -54,6 +57,7 @@ impl AppState {
         security: SecurityConfig,
         engine: Arc<Engine>,
         storage: Arc<Storage>,
+        jobs: Arc<Jobs>,
     ) -> Self {
         AppState {
             db,
@@ -62,6 +66,7 @@ impl AppState {
             throttle: Arc::new(SignInThrottle::default()),
             engine,
             storage,
+            jobs,
         }
     }
 }

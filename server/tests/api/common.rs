@@ -16,6 +16,39 @@ pub struct Server {
     _stdout: BufReader<ChildStdout>,
     pub base: String,
     pub dir: tempfile::TempDir,
+    /// The extra arguments, for restarts.
+    extra: Vec<String>,
+}
+
+/// Starts `paddock serve` on a free port with its state in `dir`; waits for its `listening on` line.
+fn spawn(dir: &std::path::Path, extra: &[&str]) -> (Child, BufReader<ChildStdout>, String) {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("server.log"))
+        .expect("log file");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_paddock"))
+        .arg("serve")
+        .args(["--bind", "127.0.0.1:0"])
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg("--site-root")
+        .arg(dir.join("site"))
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log))
+        .spawn()
+        .expect("start paddock");
+    let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    stdout.read_line(&mut line).expect("read stdout");
+    let Some(addr) = line.trim().strip_prefix("listening on ") else {
+        let _ = child.kill();
+        let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+        panic!("unexpected first line {line:?}; server log:\n{log}");
+    };
+    (child, stdout, addr.to_string())
 }
 
 impl Server {
@@ -25,34 +58,26 @@ impl Server {
 
     pub fn start_with(extra: &[&str]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
-        let log = std::fs::File::create(dir.path().join("server.log")).expect("log file");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_paddock"))
-            .arg("serve")
-            .args(["--bind", "127.0.0.1:0"])
-            .arg("--data-dir")
-            .arg(dir.path().join("data"))
-            .arg("--site-root")
-            .arg(dir.path().join("site"))
-            .args(extra)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("start paddock");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("read stdout");
-        let Some(addr) = line.trim().strip_prefix("listening on ") else {
-            let _ = child.kill();
-            let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
-            panic!("unexpected first line {line:?}; server log:\n{log}");
-        };
+        let (child, stdout, base) = spawn(dir.path(), extra);
         Server {
-            base: addr.to_string(),
+            base,
             child,
             _stdout: stdout,
             dir,
+            extra: extra.iter().map(|s| s.to_string()).collect(),
         }
+    }
+
+    /// Kills the server with SIGKILL (no shutdown code runs) and starts a new one on the same data
+    /// directory, as after a crash.
+    pub fn crash_and_restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
+        let (child, stdout, base) = spawn(self.dir.path(), &extra);
+        self.child = child;
+        self._stdout = stdout;
+        self.base = base;
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -9,6 +9,7 @@ mod bad_input;
 mod cli;
 mod datasets;
 mod environments;
+mod jobs;
 mod ops;
 mod rbac;
 mod security;

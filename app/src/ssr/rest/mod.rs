@@ -6,6 +6,7 @@ pub mod admin;
 pub mod auth;
 pub mod datasets;
 pub mod environments;
+pub mod jobs;
 pub mod tokens;
 pub mod workspaces;
 
@@ -51,6 +52,15 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/workspaces/{id}/datasets/sample", post(datasets::sample))
         .route("/api/v1/workspaces/{id}/datasets/{dataset_id}", get(datasets::get).delete(datasets::delete))
         .route("/api/v1/workspaces/{id}/datasets/{dataset_id}/file", get(datasets::download))
+        .route("/api/v1/workspaces/{id}/jobs", get(jobs::list).post(jobs::submit))
+        .route("/api/v1/workspaces/{id}/jobs/{job_id}", get(jobs::get).delete(jobs::delete))
+        .route("/api/v1/workspaces/{id}/jobs/{job_id}/cancel", post(jobs::cancel))
+        .route("/api/v1/workspaces/{id}/jobs/{job_id}/retry", post(jobs::retry))
+        .route("/api/v1/workspaces/{id}/jobs/{job_id}/metrics", get(jobs::metrics))
+        .route("/api/v1/workspaces/{id}/jobs/{job_id}/logs", get(jobs::logs))
+        .route("/api/v1/workspaces/{id}/jobs/{job_id}/stream", get(jobs::stream))
+        .route("/api/v1/workspaces/{id}/checkpoints", get(jobs::checkpoints))
+        .route("/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/download", get(jobs::download))
         .route("/api/v1/docker", get(environments::docker_status))
         .route(
             "/api/v1/workspaces/{id}/environments",
@@ -125,6 +135,8 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         workspaces::list_members, workspaces::add_member, workspaces::change_member_role, workspaces::remove_member,
         workspaces::activity,
         datasets::list, datasets::upload, datasets::sample, datasets::get, datasets::delete, datasets::download,
+        jobs::list, jobs::submit, jobs::get, jobs::delete, jobs::cancel, jobs::retry, jobs::metrics, jobs::logs,
+        jobs::stream, jobs::checkpoints, jobs::download,
         environments::docker_status, environments::list, environments::create, environments::get,
         environments::update, environments::delete, environments::build, environments::up, environments::down,
         environments::restart, environments::stats, environments::exec, environments::build_log,
@@ -137,6 +149,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         InstanceSettings, auth::Credentials, workspaces::WorkspaceBody, workspaces::AddMemberBody,
         workspaces::ChangeRoleBody, tokens::CreateTokenBody, admin::SettingsBody, admin::UserBody,
         DatasetSummary, DatasetDetail, DatasetPreview,
+        JobSpec, JobStatus, JobSummary, JobDetail, MetricPoint, LogLine, CheckpointInfo, jobs::RetryBody,
         EnvironmentSpec, GpuSpec, EnvStatus, BuildStatus, EnvironmentSummary, EnvironmentVersion, EnvironmentEvent,
         EnvironmentDetail, EnvironmentStats, ExecResult, CatalogImage, GpuSummary, DockerStatus,
         environments::BuildBody, environments::ExecBody,
@@ -147,6 +160,8 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         (name = "workspaces", description = "Team workspaces and their activity log"),
         (name = "members", description = "Workspace members and roles"),
         (name = "datasets", description = "Labelled text files for training, validated on upload"),
+        (name = "jobs", description = "Fine-tuning jobs: queue, live metrics and logs, control"),
+        (name = "checkpoints", description = "Checkpoints jobs wrote, tracked with their metrics and hashes"),
         (name = "environments", description = "Reproducible container environments: specs, image builds, lifecycle, terminal"),
         (name = "tokens", description = "Personal API tokens"),
         (name = "admin", description = "Instance administration (admins only)"),

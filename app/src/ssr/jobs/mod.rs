@@ -1,0 +1,705 @@
+//! Fine-tuning jobs: submitted to a per-workspace queue, placed by the scheduler on free GPUs (or a CPU
+//! slot), run by an executor, followed by a supervisor that turns the trainer's JSON-lines events into
+//! rows (metrics, logs, checkpoints) and the job's state. Viewers read; editors and owners submit,
+//! cancel, retry and delete.
+//!
+//! The database is the truth. A job's row says where it runs (pid or container) and how far its event
+//! stream has been read (`events_offset`, committed with the rows it produced), so a restarted server —
+//! even after `kill -9` — re-attaches to what still runs, finishes what ended meanwhile, and neither
+//! duplicates nor loses a metric or a checkpoint.
+//!
+//! # Layout
+//! - this file: submit, list, read, cancel, retry, delete; metrics, logs and checkpoints queries.
+//! - [`spec`]: the form's checks and the `job.toml` it renders to.
+//! - [`scheduler`]: who runs next (priority with ageing, FIFO, GPU placement, quotas, CPU slots).
+//! - [`local`]: the local-process executor. [`supervise`]: following a run to its end.
+
+pub mod local;
+pub mod scheduler;
+pub mod spec;
+pub mod supervise;
+
+use std::sync::Arc;
+
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::access::authorize;
+use super::audit::{self, Entry};
+use super::auth::Actor;
+use super::db::write_tx;
+use super::http_error::internal;
+use super::storage::{Storage, DEFAULT_VOLUME};
+use crate::error::AppError;
+use crate::types::*;
+
+/// Metric points and log lines returned per request.
+pub const PAGE: i64 = 2000;
+
+/// What the job machinery shares: where files are, and how to wake the scheduler.
+pub struct Jobs {
+    pub storage: Arc<Storage>,
+    /// Concurrent CPU-only jobs (each uses every core it is given; more would only thrash).
+    pub cpu_slots: usize,
+    /// libtorch threads per CPU job; 0 lets libtorch use every core.
+    pub cpu_threads: usize,
+    pub wake: tokio::sync::Notify,
+}
+
+impl Jobs {
+    pub fn new(storage: Arc<Storage>, cpu_slots: usize, cpu_threads: usize) -> Jobs {
+        Jobs {
+            storage,
+            cpu_slots: cpu_slots.max(1),
+            cpu_threads,
+            wake: tokio::sync::Notify::new(),
+        }
+    }
+
+    /// A job's directory on the host (`jobs/<id>` in the workspace volume).
+    pub fn job_dir(&self, workspace_id: i64, job_id: i64) -> std::path::PathBuf {
+        self.storage
+            .volume_dir(workspace_id, DEFAULT_VOLUME)
+            .join("jobs")
+            .join(job_id.to_string())
+    }
+}
+
+#[derive(sqlx::FromRow, Clone)]
+pub(crate) struct JobRow {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    pub spec_json: String,
+    pub config_toml: String,
+    pub executor: String,
+    pub priority: i64,
+    pub gpus: i64,
+    pub status: String,
+    pub status_message: Option<String>,
+    pub exit_code: Option<i64>,
+    pub gpu_indices: Option<String>,
+    pub pid: Option<i64>,
+    pub events_offset: i64,
+    pub log_offset: i64,
+    pub step: i64,
+    pub total_steps: Option<i64>,
+    pub epoch: Option<f64>,
+    pub time_limit_secs: Option<i64>,
+    pub retry_of: Option<i64>,
+    pub created_by: Option<String>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+pub(crate) const JOB_SELECT: &str = "SELECT j.id, j.workspace_id, j.name, j.spec_json, j.config_toml, j.executor, j.priority, \
+     j.gpus, j.status, j.status_message, j.exit_code, j.gpu_indices, j.pid, j.events_offset, j.log_offset, j.step, \
+     j.total_steps, j.epoch, j.time_limit_secs, j.retry_of, u.username AS created_by, j.created_at, j.started_at, \
+     j.finished_at FROM jobs j LEFT JOIN users u ON u.id = j.created_by";
+
+impl JobRow {
+    pub(crate) fn status(&self) -> Result<JobStatus, AppError> {
+        JobStatus::parse(&self.status).ok_or_else(|| internal("stored job status", &self.status))
+    }
+
+    pub(crate) fn gpu_list(&self) -> Vec<u32> {
+        self.gpu_indices
+            .as_deref()
+            .and_then(|g| serde_json::from_str(g).ok())
+            .unwrap_or_default()
+    }
+
+    fn summary(&self, queue_position: Option<i64>) -> Result<JobSummary, AppError> {
+        Ok(JobSummary {
+            id: self.id,
+            workspace_id: self.workspace_id,
+            name: self.name.clone(),
+            status: self.status()?,
+            status_message: self.status_message.clone(),
+            exit_code: self.exit_code,
+            executor: self.executor.clone(),
+            priority: self.priority as i32,
+            gpus: self.gpus as u32,
+            gpu_indices: self.gpu_list(),
+            step: self.step,
+            total_steps: self.total_steps,
+            epoch: self.epoch,
+            queue_position,
+            created_by: self.created_by.clone(),
+            created_at: self.created_at.clone(),
+            started_at: self.started_at.clone(),
+            finished_at: self.finished_at.clone(),
+        })
+    }
+}
+
+pub(crate) async fn job_row(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    job_id: i64,
+) -> Result<JobRow, AppError> {
+    sqlx::query_as::<_, JobRow>(&format!(
+        "{JOB_SELECT} WHERE j.workspace_id = ? AND j.id = ?"
+    ))
+    .bind(workspace_id)
+    .bind(job_id)
+    .fetch_optional(conn)
+    .await?
+    .ok_or(AppError::NotFound)
+}
+
+/// Queue positions of the workspace's queued jobs, in the order the scheduler considers them.
+async fn queue_positions(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+) -> Result<Vec<i64>, AppError> {
+    Ok(sqlx::query_scalar(
+        "SELECT id FROM jobs WHERE workspace_id = ? AND status = 'queued' ORDER BY priority DESC, id",
+    )
+    .bind(workspace_id)
+    .fetch_all(conn)
+    .await?)
+}
+
+pub async fn list(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+) -> Result<Vec<JobSummary>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let queue = queue_positions(&mut conn, workspace_id).await?;
+    sqlx::query_as::<_, JobRow>(&format!(
+        "{JOB_SELECT} WHERE j.workspace_id = ? ORDER BY j.id DESC"
+    ))
+    .bind(workspace_id)
+    .fetch_all(&mut *conn)
+    .await?
+    .iter()
+    .map(|j| {
+        j.summary(
+            queue
+                .iter()
+                .position(|id| *id == j.id)
+                .map(|p| p as i64 + 1),
+        )
+    })
+    .collect()
+}
+
+pub async fn get(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: i64,
+) -> Result<JobDetail, AppError> {
+    let mut conn = db.acquire().await?;
+    let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let job = job_row(&mut conn, workspace_id, job_id).await?;
+    let queue = queue_positions(&mut conn, workspace_id).await?;
+    let checkpoints = checkpoints_of(&mut conn, Some(job_id), workspace_id).await?;
+    Ok(JobDetail {
+        summary: job.summary(
+            queue
+                .iter()
+                .position(|id| *id == job.id)
+                .map(|p| p as i64 + 1),
+        )?,
+        spec: serde_json::from_str(&job.spec_json).map_err(|e| internal("stored job spec", e))?,
+        config_toml: job.config_toml.clone(),
+        retry_of: job.retry_of,
+        checkpoints,
+        can_edit: role.can_edit(),
+    })
+}
+
+/// Checks a spec and queues it. Editors and owners.
+pub async fn submit(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    workspace_id: i64,
+    spec: JobSpec,
+) -> Result<JobDetail, AppError> {
+    submit_as(db, jobs, actor, workspace_id, spec, None, None).await
+}
+
+async fn submit_as(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    workspace_id: i64,
+    mut spec: JobSpec,
+    retry_of: Option<i64>,
+    resume_from: Option<String>,
+) -> Result<JobDetail, AppError> {
+    spec::check(&spec)?;
+    spec.name = spec.name.trim().to_string();
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    if spec.environment_id.is_some() {
+        return Err(AppError::invalid(
+            "environment_id",
+            "executor_unavailable",
+            "running jobs inside an environment's container is not available yet; leave the environment empty to run the job as a local process",
+        ));
+    }
+    let train = dataset_input(&mut tx, workspace_id, spec.dataset_id, "dataset_id").await?;
+    let dev = match spec.dev_dataset_id {
+        Some(id) => Some(dataset_input(&mut tx, workspace_id, id, "dev_dataset_id").await?),
+        None => None,
+    };
+    let pretrained = match spec.base_checkpoint_id {
+        Some(id) => Some(checkpoint_path(&mut tx, workspace_id, id, "base_checkpoint_id").await?),
+        None => None,
+    };
+    let labels: Vec<String> = train.labels.clone();
+    if labels.len() < 2 {
+        return Err(AppError::invalid(
+            "dataset_id",
+            "job_spec_invalid",
+            "the training data needs at least two labels",
+        ));
+    }
+    let inputs = spec::Inputs {
+        train: train.path,
+        dev: dev.map(|d| d.path),
+        pretrained,
+        text_column: train.text_column,
+        label_column: train.label_column,
+        labels,
+    };
+    let threads = if spec.gpus > 0 { 0 } else { jobs.cpu_threads };
+    let mut config_toml = spec::render_toml(&spec, &inputs, threads);
+    if let Some(resume) = &resume_from {
+        config_toml = config_toml.replace(
+            "[output]\ndir = \"output\"\n",
+            &format!("[output]\ndir = \"output\"\nresume_from = \"../../{resume}\"\n"),
+        );
+    }
+    let now = super::now();
+    let job_id: i64 = sqlx::query_scalar(
+        "INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, dataset_id, dev_dataset_id, priority, gpus,
+             time_limit_secs, retry_of, created_by, created_at)
+         VALUES (?, ?, ?, ?, 'local', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(&spec.name)
+    .bind(serde_json::to_string(&spec).map_err(|e| internal("job spec", e))?)
+    .bind(&config_toml)
+    .bind(spec.dataset_id)
+    .bind(spec.dev_dataset_id)
+    .bind(spec.priority)
+    .bind(spec.gpus)
+    .bind(spec.time_limit_minutes.map(|m| i64::from(m) * 60))
+    .bind(retry_of)
+    .bind(actor.user_id)
+    .bind(&now)
+    .fetch_one(&mut *tx)
+    .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(actor, Some(workspace_id), if retry_of.is_some() { "job.retry" } else { "job.submit" }, "job", &spec.name)
+            .detail(serde_json::json!({ "job_id": job_id, "retry_of": retry_of, "resume_from": resume_from })),
+    )
+    .await?;
+    tx.commit().await?;
+    jobs.wake.notify_one();
+    get(db, actor, workspace_id, job_id).await
+}
+
+struct DatasetInput {
+    path: String,
+    text_column: String,
+    label_column: String,
+    labels: Vec<String>,
+}
+
+async fn dataset_input(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    id: i64,
+    field: &str,
+) -> Result<DatasetInput, AppError> {
+    let row: Option<(String, String, String, String)> = sqlx::query_as(
+        "SELECT path, text_column, label_column, report_json FROM datasets WHERE workspace_id = ? AND id = ?",
+    )
+    .bind(workspace_id)
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    let Some((path, text_column, label_column, report)) = row else {
+        return Err(AppError::invalid(
+            field,
+            "dataset_not_found",
+            format!("dataset {id} is not in this workspace"),
+        ));
+    };
+    let report: serde_json::Value =
+        serde_json::from_str(&report).map_err(|e| internal("stored report", e))?;
+    let labels = report["label_distribution"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    Ok(DatasetInput {
+        path,
+        text_column,
+        label_column,
+        labels,
+    })
+}
+
+async fn checkpoint_path(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    id: i64,
+    field: &str,
+) -> Result<String, AppError> {
+    let row: Option<(String, Option<String>)> = sqlx::query_as(
+        "SELECT path, deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?",
+    )
+    .bind(workspace_id)
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    match row {
+        Some((path, None)) => Ok(path),
+        Some((_, Some(_))) => Err(AppError::invalid(
+            field,
+            "checkpoint_deleted",
+            format!("checkpoint {id}'s files were removed by retention"),
+        )),
+        None => Err(AppError::invalid(
+            field,
+            "checkpoint_not_found",
+            format!("checkpoint {id} is not in this workspace"),
+        )),
+    }
+}
+
+/// Cancels a job: a queued one at once; a running one gracefully (the trainer finishes its step, writes
+/// a checkpoint and ends as `cancelled`). Editors and owners; idempotent.
+pub async fn cancel(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: i64,
+) -> Result<JobDetail, AppError> {
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let job = job_row(&mut tx, workspace_id, job_id).await?;
+    let status = job.status()?;
+    match status {
+        JobStatus::Queued => {
+            sqlx::query("UPDATE jobs SET status = 'cancelled', status_message = ?, finished_at = ? WHERE id = ?")
+                .bind(format!("cancelled by {} before it started", actor.username))
+                .bind(super::now())
+                .bind(job_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        JobStatus::Starting | JobStatus::Running => {
+            sqlx::query("UPDATE jobs SET status = 'cancelling', status_message = ? WHERE id = ?")
+                .bind(format!("cancel requested by {}", actor.username))
+                .bind(job_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        _ => return get(db, actor, workspace_id, job_id).await,
+    }
+    audit::record(
+        &mut tx,
+        Entry::by(actor, Some(workspace_id), "job.cancel", "job", &job.name)
+            .detail(serde_json::json!({ "job_id": job_id })),
+    )
+    .await?;
+    tx.commit().await?;
+    if status != JobStatus::Queued {
+        local::signal_stop(&jobs.job_dir(workspace_id, job_id));
+    }
+    jobs.wake.notify_one();
+    get(db, actor, workspace_id, job_id).await
+}
+
+/// Queues the same spec again; with `resume`, continuing exactly from the job's latest checkpoint.
+pub async fn retry(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: i64,
+    resume: bool,
+) -> Result<JobDetail, AppError> {
+    let (spec, resume_from) = {
+        let mut conn = db.acquire().await?;
+        authorize(&mut conn, actor, workspace_id, Role::Editor).await?;
+        let job = job_row(&mut conn, workspace_id, job_id).await?;
+        if !job.status()?.is_final() {
+            return Err(AppError::conflict(
+                "status",
+                "job_not_finished",
+                "the job is still queued or running",
+            ));
+        }
+        let spec: JobSpec =
+            serde_json::from_str(&job.spec_json).map_err(|e| internal("stored job spec", e))?;
+        let resume_from = if resume {
+            let latest: Option<String> = sqlx::query_scalar(
+                "SELECT path FROM checkpoints WHERE job_id = ? AND deleted_at IS NULL ORDER BY step DESC LIMIT 1",
+            )
+            .bind(job_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+            Some(latest.ok_or_else(|| {
+                AppError::conflict(
+                    "resume",
+                    "no_checkpoint",
+                    "the job wrote no checkpoint to resume from",
+                )
+            })?)
+        } else {
+            None
+        };
+        (spec, resume_from)
+    };
+    submit_as(
+        db,
+        jobs,
+        actor,
+        workspace_id,
+        spec,
+        Some(job_id),
+        resume_from,
+    )
+    .await
+}
+
+/// Deletes a finished job with its files (checkpoints included). Editors and owners.
+pub async fn delete(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: i64,
+) -> Result<(), AppError> {
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let job = job_row(&mut tx, workspace_id, job_id).await?;
+    if !job.status()?.is_final() {
+        return Err(AppError::conflict(
+            "status",
+            "job_not_finished",
+            "cancel the job before deleting it",
+        ));
+    }
+    sqlx::query("DELETE FROM jobs WHERE id = ?")
+        .bind(job_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(actor, Some(workspace_id), "job.delete", "job", &job.name)
+            .detail(serde_json::json!({ "job_id": job_id })),
+    )
+    .await?;
+    tx.commit().await?;
+    let dir = jobs.job_dir(workspace_id, job_id);
+    if let Err(e) = tokio::fs::remove_dir_all(&dir).await {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            tracing::warn!(job_id, error = %e, "could not remove a deleted job's files");
+        }
+    }
+    Ok(())
+}
+
+/// Metric points after `after` (an id), oldest first. Any member.
+pub async fn metrics(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: i64,
+    after: i64,
+) -> Result<Vec<MetricPoint>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    job_row(&mut conn, workspace_id, job_id).await?;
+    metrics_after(&mut conn, job_id, after).await
+}
+
+pub(crate) async fn metrics_after(
+    conn: &mut SqliteConnection,
+    job_id: i64,
+    after: i64,
+) -> Result<Vec<MetricPoint>, AppError> {
+    let rows: Vec<(i64, String, i64, Option<f64>, String, String)> = sqlx::query_as(
+        "SELECT id, kind, step, epoch, data, at FROM job_metrics WHERE job_id = ? AND id > ? ORDER BY id LIMIT ?",
+    )
+    .bind(job_id)
+    .bind(after)
+    .bind(PAGE)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, kind, step, epoch, data, at)| MetricPoint {
+            id,
+            kind,
+            step,
+            epoch,
+            data: serde_json::from_str(&data).unwrap_or(serde_json::Value::Null),
+            at,
+        })
+        .collect())
+}
+
+/// Log lines after `after`, optionally only those containing `contains`. Any member.
+pub async fn logs(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: i64,
+    after: i64,
+    contains: Option<&str>,
+) -> Result<Vec<LogLine>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    job_row(&mut conn, workspace_id, job_id).await?;
+    logs_after(&mut conn, job_id, after, contains).await
+}
+
+pub(crate) async fn logs_after(
+    conn: &mut SqliteConnection,
+    job_id: i64,
+    after: i64,
+    contains: Option<&str>,
+) -> Result<Vec<LogLine>, AppError> {
+    let pattern = contains.map(|c| {
+        format!(
+            "%{}%",
+            c.replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        )
+    });
+    let rows: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT id, line, at FROM job_logs WHERE job_id = ? AND id > ? AND (? IS NULL OR line LIKE ? ESCAPE '\\')
+         ORDER BY id LIMIT ?",
+    )
+    .bind(job_id)
+    .bind(after)
+    .bind(&pattern)
+    .bind(&pattern)
+    .bind(PAGE)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, line, at)| LogLine { id, line, at })
+        .collect())
+}
+
+/// The workspace's checkpoints (or one job's), newest first.
+pub async fn checkpoints(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: Option<i64>,
+) -> Result<Vec<CheckpointInfo>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    checkpoints_of(&mut conn, job_id, workspace_id).await
+}
+
+async fn checkpoints_of(
+    conn: &mut SqliteConnection,
+    job_id: Option<i64>,
+    workspace_id: i64,
+) -> Result<Vec<CheckpointInfo>, AppError> {
+    type Row = (
+        i64,
+        i64,
+        i64,
+        Option<f64>,
+        Option<String>,
+        String,
+        i64,
+        String,
+        bool,
+        String,
+        Option<String>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT id, job_id, step, epoch, metrics, path, bytes, sha256, best, created_at, deleted_at FROM checkpoints
+         WHERE workspace_id = ? AND (? IS NULL OR job_id = ?) ORDER BY id DESC",
+    )
+    .bind(workspace_id)
+    .bind(job_id)
+    .bind(job_id)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(
+                id,
+                job_id,
+                step,
+                epoch,
+                metrics,
+                path,
+                bytes,
+                sha256,
+                best,
+                created_at,
+                deleted_at,
+            )| CheckpointInfo {
+                id,
+                job_id,
+                step,
+                epoch,
+                metrics: metrics.and_then(|m| serde_json::from_str(&m).ok()),
+                container_path: format!("/workspace/{path}"),
+                bytes: bytes as u64,
+                sha256,
+                best,
+                created_at,
+                deleted_at,
+            },
+        )
+        .collect())
+}
+
+/// The host directory of a checkpoint whose files still exist, with a name for its archive. Any member.
+pub async fn checkpoint_dir(
+    db: &SqlitePool,
+    storage: &Storage,
+    actor: &Actor,
+    workspace_id: i64,
+    checkpoint_id: i64,
+) -> Result<(std::path::PathBuf, String), AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let (job_id, step, path, deleted): (i64, i64, String, Option<String>) = sqlx::query_as(
+        "SELECT job_id, step, path, deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?",
+    )
+    .bind(workspace_id)
+    .bind(checkpoint_id)
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(AppError::NotFound)?;
+    if deleted.is_some() {
+        return Err(AppError::conflict(
+            "checkpoint",
+            "checkpoint_deleted",
+            "this checkpoint's files were removed by retention",
+        ));
+    }
+    Ok((
+        storage.volume_dir(workspace_id, DEFAULT_VOLUME).join(path),
+        format!("job{job_id}-step{step}"),
+    ))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,448 @@
+//! Following a run to its end. A supervisor task per running job reads the new complete lines of the
+//! event stream and the log, turns them into rows — metric points, log lines, checkpoints, the job's
+//! progress and outcome — and commits them together with the new read offsets, so a line is applied
+//! exactly once even across restarts. It enforces the time limit, and when the run is over (exit status
+//! written, or the process gone) it records how it ended and gives the GPUs back.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::{local, JobRow, Jobs, JOB_SELECT};
+use crate::error::AppError;
+use crate::ssr::gpus::{self, Holder};
+use crate::ssr::storage::DEFAULT_VOLUME;
+use crate::types::JobStatus;
+
+/// How often a supervisor looks for new output.
+const POLL: Duration = Duration::from_millis(400);
+/// Longest log line kept in the database (the file keeps everything).
+const MAX_LOG_LINE: usize = 4000;
+/// Log lines kept in the database per job; the rest stay in `train.log`.
+const MAX_LOG_LINES: i64 = 100_000;
+/// Most bytes read per pass, so one huge burst does not hold the write lock for long.
+const READ_CHUNK: u64 = 1 << 20;
+
+/// Starts following job `job_id`.
+pub fn spawn(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
+    tokio::spawn(async move {
+        if let Err(e) = follow(&db, &jobs, job_id).await {
+            tracing::error!(job_id, error = %e, "job supervisor failed");
+        }
+        jobs.wake.notify_one();
+    });
+}
+
+/// After a restart: jobs that were being started go back to the queue (nothing ran), the others are
+/// followed again from their recorded offsets.
+pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
+    let result = async {
+        let mut tx = crate::ssr::db::write_tx(db).await?;
+        let never_started: Vec<i64> = sqlx::query_scalar("SELECT id FROM jobs WHERE status = 'starting' AND pid IS NULL")
+            .fetch_all(&mut *tx)
+            .await?;
+        for id in &never_started {
+            gpus::release(&mut tx, Holder::Job(*id)).await?;
+            sqlx::query("UPDATE jobs SET status = 'queued', gpu_indices = NULL, started_at = NULL WHERE id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        // Cancelled while starting: stopped before it ran.
+        sqlx::query(
+            "UPDATE jobs SET status = 'cancelled', finished_at = ? WHERE status = 'cancelling' AND pid IS NULL",
+        )
+        .bind(crate::ssr::now())
+        .execute(&mut *tx)
+        .await?;
+        let running: Vec<i64> =
+            sqlx::query_scalar("SELECT id FROM jobs WHERE status IN ('starting', 'running', 'cancelling') AND pid IS NOT NULL")
+                .fetch_all(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        Ok::<_, AppError>(running)
+    }
+    .await;
+    match result {
+        Ok(running) => {
+            for job_id in running {
+                tracing::info!(
+                    job_id,
+                    "re-attaching to a job left running by the previous server"
+                );
+                spawn(db.clone(), jobs.clone(), job_id);
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "cannot recover jobs"),
+    }
+}
+
+async fn load(db: &SqlitePool, job_id: i64) -> Result<Option<JobRow>, AppError> {
+    Ok(
+        sqlx::query_as::<_, JobRow>(&format!("{JOB_SELECT} WHERE j.id = ?"))
+            .bind(job_id)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
+async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppError> {
+    let mut time_limit_hit = false;
+    loop {
+        let Some(job) = load(db, job_id).await? else {
+            return Ok(());
+        }; // deleted
+        let dir = jobs.job_dir(job.workspace_id, job_id);
+        // The exit status is read before the last ingest, so output written just before it is not missed.
+        let exit = local::exit_code(&dir);
+        let gone = exit.is_none() && !job.pid.is_some_and(local::is_alive);
+        ingest(db, jobs, &job, &dir).await?;
+        if exit.is_some() || gone {
+            let job = load(db, job_id).await?.unwrap_or(job);
+            return finish(db, &job, exit, gone).await;
+        }
+        if let (Some(limit), Some(started)) = (job.time_limit_secs, job.started_at.as_deref()) {
+            let elapsed = chrono::DateTime::parse_from_rfc3339(started)
+                .map(|t| (chrono::Utc::now() - t.to_utc()).num_seconds());
+            if !time_limit_hit
+                && elapsed.is_ok_and(|s| s >= limit)
+                && job.status()? == JobStatus::Running
+            {
+                time_limit_hit = true;
+                note(
+                    db,
+                    job_id,
+                    &format!(
+                        "[paddock] time limit of {} min reached; stopping with a checkpoint",
+                        limit / 60
+                    ),
+                )
+                .await?;
+                sqlx::query("UPDATE jobs SET status_message = 'time limit reached' WHERE id = ?")
+                    .bind(job_id)
+                    .execute(db)
+                    .await?;
+                local::signal_stop(&dir);
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Reads what is new in `events.jsonl` and `train.log` and applies it in one transaction.
+async fn ingest(db: &SqlitePool, jobs: &Jobs, job: &JobRow, dir: &Path) -> Result<(), AppError> {
+    let (events, events_end) = read_lines(&dir.join("events.jsonl"), job.events_offset as u64);
+    let (logs, log_end) = read_lines(&dir.join("train.log"), job.log_offset as u64);
+    if events.is_empty() && logs.is_empty() {
+        return Ok(());
+    }
+    let volume = jobs.storage.volume_dir(job.workspace_id, DEFAULT_VOLUME);
+    let mut tx = crate::ssr::db::write_tx(db).await?;
+    for line in &events {
+        match serde_json::from_str::<Value>(line) {
+            Ok(event) => apply(&mut tx, job, &event, &volume).await?,
+            Err(_) => {
+                insert_log(&mut tx, job.id, &format!("[paddock] not an event: {line}")).await?
+            }
+        }
+    }
+    let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM job_logs WHERE job_id = ?")
+        .bind(job.id)
+        .fetch_one(&mut *tx)
+        .await?;
+    for (i, line) in logs.iter().enumerate() {
+        let n = kept + i as i64;
+        if n < MAX_LOG_LINES {
+            insert_log(&mut tx, job.id, line).await?;
+        } else if n == MAX_LOG_LINES {
+            insert_log(
+                &mut tx,
+                job.id,
+                "[paddock] log lines beyond this are only in train.log",
+            )
+            .await?;
+        }
+    }
+    sqlx::query("UPDATE jobs SET events_offset = ?, log_offset = ? WHERE id = ?")
+        .bind(events_end as i64)
+        .bind(log_end as i64)
+        .bind(job.id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Complete lines of `path` from byte `offset` (at most [`READ_CHUNK`] bytes), and the offset after them.
+fn read_lines(path: &Path, offset: u64) -> (Vec<String>, u64) {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return (Vec::new(), offset);
+    };
+    if file.seek(SeekFrom::Start(offset)).is_err() {
+        return (Vec::new(), offset);
+    }
+    let mut buf = Vec::new();
+    if file.take(READ_CHUNK).read_to_end(&mut buf).is_err() {
+        return (Vec::new(), offset);
+    }
+    let Some(last_newline) = buf.iter().rposition(|b| *b == b'\n') else {
+        return (Vec::new(), offset);
+    };
+    let complete = &buf[..=last_newline];
+    let lines = complete
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            String::from_utf8_lossy(l)
+                .trim_end_matches('\r')
+                .to_string()
+        })
+        .collect();
+    (lines, offset + complete.len() as u64)
+}
+
+async fn insert_log(conn: &mut SqliteConnection, job_id: i64, line: &str) -> Result<(), AppError> {
+    let line: String = line.chars().take(MAX_LOG_LINE).collect();
+    sqlx::query("INSERT INTO job_logs (job_id, line, at) VALUES (?, ?, ?)")
+        .bind(job_id)
+        .bind(line)
+        .bind(crate::ssr::now())
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+async fn note(db: &SqlitePool, job_id: i64, line: &str) -> Result<(), AppError> {
+    insert_log(&mut *db.acquire().await?, job_id, line).await
+}
+
+/// Applies one trainer event (schema in `trainer/EVENTS.md`).
+async fn apply(
+    conn: &mut SqliteConnection,
+    job: &JobRow,
+    event: &Value,
+    volume: &Path,
+) -> Result<(), AppError> {
+    let at = event["ts"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(crate::ssr::now);
+    let step = event["step"].as_i64().unwrap_or(0);
+    let epoch = event["epoch"].as_f64();
+    match event["event"].as_str().unwrap_or_default() {
+        "start" => {
+            sqlx::query("UPDATE jobs SET total_steps = ?, step = MAX(step, ?) WHERE id = ?")
+                .bind(event["total_steps"].as_i64())
+                .bind(event["resumed_from_step"].as_i64().unwrap_or(0))
+                .bind(job.id)
+                .execute(&mut *conn)
+                .await?;
+        }
+        kind @ ("step" | "eval") => {
+            let mut data = event.clone();
+            if let Some(map) = data.as_object_mut() {
+                for key in ["ts", "event", "step", "epoch"] {
+                    map.remove(key);
+                }
+            }
+            // An eval's metrics are the point; keep them flat like a step's fields.
+            let data = if kind == "eval" {
+                let mut flat = data["metrics"].clone();
+                if let (Some(flat), Some(split)) = (flat.as_object_mut(), data["split"].as_str()) {
+                    flat.insert("split".into(), Value::String(split.into()));
+                }
+                flat
+            } else {
+                data
+            };
+            sqlx::query("INSERT INTO job_metrics (job_id, kind, step, epoch, data, at) VALUES (?, ?, ?, ?, ?, ?)")
+                .bind(job.id)
+                .bind(kind)
+                .bind(step)
+                .bind(epoch)
+                .bind(data.to_string())
+                .bind(&at)
+                .execute(&mut *conn)
+                .await?;
+            if kind == "step" {
+                sqlx::query("UPDATE jobs SET step = ?, epoch = ? WHERE id = ?")
+                    .bind(step)
+                    .bind(epoch)
+                    .bind(job.id)
+                    .execute(&mut *conn)
+                    .await?;
+            }
+        }
+        "checkpoint" => {
+            let path =
+                relative_checkpoint_path(event["path"].as_str().unwrap_or_default(), job, volume);
+            sqlx::query(
+                "INSERT INTO checkpoints (job_id, workspace_id, step, epoch, metrics, path, bytes, sha256, best, created_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, step) DO NOTHING",
+            )
+            .bind(job.id)
+            .bind(job.workspace_id)
+            .bind(step)
+            .bind(job.epoch)
+            .bind(event.get("metrics").filter(|m| !m.is_null()).map(Value::to_string))
+            .bind(&path)
+            .bind(event["bytes"].as_i64().unwrap_or(0))
+            .bind(event["sha256"].as_str().unwrap_or_default())
+            .bind(event["best"].as_bool().unwrap_or(false))
+            .bind(&at)
+            .execute(&mut *conn)
+            .await?;
+            mark_deleted_checkpoints(conn, job.id, volume).await?;
+        }
+        "error" => {
+            let message = event["message"].as_str().unwrap_or("the trainer failed");
+            sqlx::query("UPDATE jobs SET status_message = ? WHERE id = ?")
+                .bind(message)
+                .bind(job.id)
+                .execute(&mut *conn)
+                .await?;
+            insert_log(conn, job.id, &format!("[paddock] error: {message}")).await?;
+        }
+        "end" => {
+            let current: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = ?")
+                .bind(job.id)
+                .fetch_one(&mut *conn)
+                .await?;
+            let limit_hit: Option<String> =
+                sqlx::query_scalar("SELECT status_message FROM jobs WHERE id = ?")
+                    .bind(job.id)
+                    .fetch_one(&mut *conn)
+                    .await?;
+            let (status, message): (&str, Option<String>) = match (
+                event["status"].as_str().unwrap_or("failed"),
+                current.as_str(),
+            ) {
+                ("completed", _) => ("succeeded", None),
+                ("early_stopped", _) => (
+                    "succeeded",
+                    Some("stopped early: the dev metric stopped improving".into()),
+                ),
+                ("stopped", "cancelling") => ("cancelled", limit_hit),
+                ("stopped", _) if limit_hit.as_deref() == Some("time limit reached") => (
+                    "failed",
+                    Some("stopped at its time limit (a checkpoint was written)".into()),
+                ),
+                ("stopped", _) => ("cancelled", Some("stopped by a signal".into())),
+                _ => ("failed", limit_hit),
+            };
+            // `finished_at` waits for the exit status (`finish`): a finished job is one with nothing left to record.
+            sqlx::query(
+                "UPDATE jobs SET status = ?, status_message = COALESCE(?, status_message)
+                 WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+            )
+            .bind(status)
+            .bind(message)
+            .bind(job.id)
+            .execute(&mut *conn)
+            .await?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The checkpoint's path relative to the workspace volume, whether the trainer reported it relative to
+/// its job directory, absolute on the host, or absolute in a container (`/workspace/...`).
+fn relative_checkpoint_path(reported: &str, job: &JobRow, volume: &Path) -> String {
+    let path = PathBuf::from(reported);
+    if let Ok(rest) = path.strip_prefix(volume) {
+        return rest.to_string_lossy().into_owned();
+    }
+    if let Ok(rest) = path.strip_prefix("/workspace") {
+        return rest.to_string_lossy().into_owned();
+    }
+    if path.is_relative() {
+        return format!("jobs/{}/{}", job.id, reported.trim_start_matches("./"));
+    }
+    reported.to_string()
+}
+
+/// Checkpoints whose directory the trainer's best-k retention removed keep their row, marked deleted.
+async fn mark_deleted_checkpoints(
+    conn: &mut SqliteConnection,
+    job_id: i64,
+    volume: &Path,
+) -> Result<(), AppError> {
+    let kept: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, path FROM checkpoints WHERE job_id = ? AND deleted_at IS NULL")
+            .bind(job_id)
+            .fetch_all(&mut *conn)
+            .await?;
+    for (id, path) in kept {
+        if !volume.join(&path).exists() {
+            sqlx::query("UPDATE checkpoints SET deleted_at = ? WHERE id = ?")
+                .bind(crate::ssr::now())
+                .bind(id)
+                .execute(&mut *conn)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Records the end: exit code, a status if the trainer never said how it ended, GPUs released.
+async fn finish(
+    db: &SqlitePool,
+    job: &JobRow,
+    exit: Option<i64>,
+    gone: bool,
+) -> Result<(), AppError> {
+    let mut tx = crate::ssr::db::write_tx(db).await?;
+    let status: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = ?")
+        .bind(job.id)
+        .fetch_one(&mut *tx)
+        .await?;
+    if !JobStatus::parse(&status).is_some_and(JobStatus::is_final) {
+        let message = match (exit, gone) {
+            (Some(code), _) => {
+                format!("the trainer exited with code {code} before finishing; see the log")
+            }
+            (None, _) => "the job's process disappeared (the machine restarted?) before finishing"
+                .to_string(),
+        };
+        let cancelled = status == "cancelling";
+        sqlx::query("UPDATE jobs SET status = ?, status_message = ? WHERE id = ?")
+            .bind(if cancelled { "cancelled" } else { "failed" })
+            .bind(&message)
+            .bind(job.id)
+            .execute(&mut *tx)
+            .await?;
+        insert_log(&mut tx, job.id, &format!("[paddock] {message}")).await?;
+    }
+    sqlx::query("UPDATE jobs SET exit_code = ?, finished_at = ? WHERE id = ?")
+        .bind(exit)
+        .bind(crate::ssr::now())
+        .bind(job.id)
+        .execute(&mut *tx)
+        .await?;
+    gpus::release(&mut tx, Holder::Job(job.id)).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_complete_lines_are_read_and_the_offset_moves_past_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("events.jsonl");
+        std::fs::write(&file, "{\"a\":1}\n{\"b\":2}\n{\"c\":").unwrap();
+        let (lines, end) = read_lines(&file, 0);
+        assert_eq!(lines, ["{\"a\":1}", "{\"b\":2}"]);
+        assert_eq!(end, 16);
+        let (lines, end2) = read_lines(&file, end);
+        assert!(lines.is_empty() && end2 == end, "a half-written line waits");
+        assert_eq!(read_lines(&dir.path().join("missing"), 7), (Vec::new(), 7));
+    }
+}

@@ -1,0 +1,185 @@
+//! Jobs in the database without running them (no scheduler here; the run itself is tested against the
+//! real binary in the server's tests): submission checks that write nothing, access rules, queue
+//! positions, cancelling a queued job, retries, and deletions.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::ssr::storage::Storage;
+use crate::ssr::testing::{actor, test_db};
+use crate::ssr::{members, workspaces};
+
+async fn dataset(db: &SqlitePool, workspace_id: i64) -> i64 {
+    let report = serde_json::json!({ "ok": true, "rows": 3, "label_distribution": { "negative": 1, "positive": 2 } });
+    sqlx::query_scalar(
+        "INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows, text_column, label_column,
+             report_json, preview_json, created_at)
+         VALUES (?, 'reviews', 'r.tsv', 'tsv', 'datasets/1/r.tsv', 10, 'x', 3, 'text', 'label', ?, '{}', '2026-01-01T00:00:00Z')
+         RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(report.to_string())
+    .fetch_one(db)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn submissions_are_checked_queued_in_order_and_audited() {
+    let (dir, db) = test_db().await;
+    let jobs = Jobs::new(
+        Arc::new(Storage::new(
+            dir.path(),
+            1 << 20,
+            "/nonexistent/paddock".into(),
+        )),
+        1,
+        0,
+    );
+    let owner = actor(&db, "owner").await;
+    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
+    let ds = dataset(&db, ws).await;
+
+    let mut bad = JobSpec::new("bad", ds);
+    bad.learning_rate = -1.0;
+    assert_eq!(
+        submit(&db, &jobs, &owner, ws, bad)
+            .await
+            .unwrap_err()
+            .field(),
+        Some("learning_rate")
+    );
+    let err = submit(&db, &jobs, &owner, ws, JobSpec::new("x", 999))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.field(), err.code()),
+        (Some("dataset_id"), "dataset_not_found")
+    );
+    assert!(
+        list(&db, &owner, ws).await.unwrap().is_empty(),
+        "nothing written"
+    );
+
+    let first = submit(&db, &jobs, &owner, ws, JobSpec::new("first", ds))
+        .await
+        .unwrap();
+    let mut urgent = JobSpec::new("urgent", ds);
+    urgent.priority = 10;
+    let urgent = submit(&db, &jobs, &owner, ws, urgent).await.unwrap();
+    assert_eq!(urgent.summary.queue_position, Some(1));
+    assert_eq!(
+        get(&db, &owner, ws, first.summary.id)
+            .await
+            .unwrap()
+            .summary
+            .queue_position,
+        Some(2)
+    );
+    assert!(
+        first
+            .config_toml
+            .contains("train = \"../../datasets/1/r.tsv\""),
+        "{}",
+        first.config_toml
+    );
+    assert!(first
+        .config_toml
+        .contains("labels = [\"negative\", \"positive\"]"));
+
+    let cancelled = cancel(&db, &jobs, &owner, ws, first.summary.id)
+        .await
+        .unwrap();
+    assert_eq!(cancelled.summary.status, JobStatus::Cancelled);
+    let again = retry(&db, &jobs, &owner, ws, first.summary.id, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.retry_of, again.spec.name.as_str()),
+        (Some(first.summary.id), "first")
+    );
+    let err = retry(&db, &jobs, &owner, ws, first.summary.id, true)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "no_checkpoint");
+    assert_eq!(
+        delete(&db, &jobs, &owner, ws, urgent.summary.id)
+            .await
+            .unwrap_err()
+            .code(),
+        "job_not_finished"
+    );
+    delete(&db, &jobs, &owner, ws, first.summary.id)
+        .await
+        .unwrap();
+
+    let actions: Vec<String> =
+        sqlx::query_scalar("SELECT action FROM audit_log WHERE action LIKE 'job.%' ORDER BY id")
+            .fetch_all(&db)
+            .await
+            .unwrap();
+    assert_eq!(
+        actions,
+        [
+            "job.submit",
+            "job.submit",
+            "job.cancel",
+            "job.retry",
+            "job.delete"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn viewers_read_jobs_and_outsiders_see_nothing() {
+    let (dir, db) = test_db().await;
+    let jobs = Jobs::new(
+        Arc::new(Storage::new(
+            dir.path(),
+            1 << 20,
+            "/nonexistent/paddock".into(),
+        )),
+        1,
+        0,
+    );
+    let owner = actor(&db, "owner").await;
+    let viewer = actor(&db, "viewer").await;
+    let outsider = actor(&db, "outsider").await;
+    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
+    members::add(&db, &owner, ws, "viewer", "viewer")
+        .await
+        .unwrap();
+    let ds = dataset(&db, ws).await;
+    let job = submit(&db, &jobs, &owner, ws, JobSpec::new("run", ds))
+        .await
+        .unwrap()
+        .summary
+        .id;
+
+    assert_eq!(list(&db, &viewer, ws).await.unwrap().len(), 1);
+    assert!(!get(&db, &viewer, ws, job).await.unwrap().can_edit);
+    assert!(metrics(&db, &viewer, ws, job, 0).await.unwrap().is_empty());
+    assert_eq!(
+        submit(&db, &jobs, &viewer, ws, JobSpec::new("mine", ds))
+            .await
+            .unwrap_err(),
+        AppError::Forbidden
+    );
+    assert_eq!(
+        cancel(&db, &jobs, &viewer, ws, job).await.unwrap_err(),
+        AppError::Forbidden
+    );
+    assert_eq!(
+        get(&db, &outsider, ws, job).await.unwrap_err(),
+        AppError::NotFound
+    );
+    assert_eq!(
+        logs(&db, &outsider, ws, job, 0, None).await.unwrap_err(),
+        AppError::NotFound
+    );
+    // A dataset a job uses cannot be deleted.
+    let err = crate::ssr::datasets::delete(&db, &jobs.storage, &owner, ws, ds)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "dataset_in_use");
+}

@@ -1,0 +1,350 @@
+//! `/api/v1/workspaces/{id}/jobs/...` and `/checkpoints/...`: thin handlers over `ssr::jobs`, plus the
+//! live stream of a job (SSE: metric points, log lines and status changes, resumable by ids) and a
+//! checkpoint's download as a tar archive streamed from disk.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use futures_util::Stream;
+use serde::Deserialize;
+
+use crate::error::AppError;
+use crate::ssr::auth::Actor;
+use crate::ssr::http_error::{internal, ErrorBody};
+use crate::ssr::jobs;
+use crate::ssr::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
+use crate::ssr::AppState;
+use crate::types::*;
+
+/// How often the live stream looks for news.
+const STREAM_POLL: Duration = Duration::from_millis(500);
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetryBody {
+    /// Continue exactly from the job's latest checkpoint (optimizer state, schedule, data order).
+    #[serde(default)]
+    pub resume: bool,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct AfterQuery {
+    /// Only entries with a larger id (paging and polling).
+    pub after: Option<i64>,
+    /// Only log lines containing this text.
+    pub contains: Option<String>,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct StreamQuery {
+    pub metrics_after: Option<i64>,
+    pub logs_after: Option<i64>,
+}
+
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs", tag = "jobs", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id")),
+    responses((status = 200, body = Vec<JobSummary>), (status = 404, body = ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<Json<Vec<JobSummary>>, AppError> {
+    Ok(Json(jobs::list(&state.db, &actor, id).await?))
+}
+
+/// Queues a job (editors and owners); 422 names the first bad field and lists all.
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/jobs", tag = "jobs", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id")), request_body = JobSpec,
+    responses((status = 201, body = JobDetail), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn submit(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+    ApiJson(spec): ApiJson<JobSpec>,
+) -> Result<(StatusCode, Json<JobDetail>), AppError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(jobs::submit(&state.db, &state.jobs, &actor, id, spec).await?),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs/{job_id}", tag = "jobs", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id")),
+    responses((status = 200, body = JobDetail), (status = 404, body = ErrorBody)))]
+pub async fn get(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((id, job_id)): Path<(i64, i64)>,
+) -> Result<Json<JobDetail>, AppError> {
+    Ok(Json(jobs::get(&state.db, &actor, id, job_id).await?))
+}
+
+/// Deletes a finished job and its files.
+#[utoipa::path(delete, path = "/api/v1/workspaces/{id}/jobs/{job_id}", tag = "jobs", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id")),
+    responses((status = 204, description = "done"), (status = 409, description = "still running", body = ErrorBody)))]
+pub async fn delete(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((id, job_id)): Path<(i64, i64)>,
+) -> Result<StatusCode, AppError> {
+    jobs::delete(&state.db, &state.jobs, &actor, id, job_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Cancels: a queued job at once, a running one gracefully (a final checkpoint is written).
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/jobs/{job_id}/cancel", tag = "jobs", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id")),
+    responses((status = 200, body = JobDetail), (status = 403, body = ErrorBody)))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((id, job_id)): Path<(i64, i64)>,
+) -> Result<Json<JobDetail>, AppError> {
+    Ok(Json(
+        jobs::cancel(&state.db, &state.jobs, &actor, id, job_id).await?,
+    ))
+}
+
+/// Queues the job's spec again as a new job (`resume`: from its latest checkpoint).
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/jobs/{job_id}/retry", tag = "jobs", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id")),
+    request_body = RetryBody,
+    responses((status = 201, body = JobDetail), (status = 409, body = ErrorBody)))]
+pub async fn retry(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((id, job_id)): Path<(i64, i64)>,
+    ApiJson(body): ApiJson<RetryBody>,
+) -> Result<(StatusCode, Json<JobDetail>), AppError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(jobs::retry(&state.db, &state.jobs, &actor, id, job_id, body.resume).await?),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs/{job_id}/metrics", tag = "jobs", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id"), AfterQuery),
+    responses((status = 200, body = Vec<MetricPoint>), (status = 404, body = ErrorBody)))]
+pub async fn metrics(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((id, job_id)): Path<(i64, i64)>,
+    Query(q): Query<AfterQuery>,
+) -> Result<Json<Vec<MetricPoint>>, AppError> {
+    Ok(Json(
+        jobs::metrics(&state.db, &actor, id, job_id, q.after.unwrap_or(0)).await?,
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs/{job_id}/logs", tag = "jobs", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id"), AfterQuery),
+    responses((status = 200, body = Vec<LogLine>), (status = 404, body = ErrorBody)))]
+pub async fn logs(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((id, job_id)): Path<(i64, i64)>,
+    Query(q): Query<AfterQuery>,
+) -> Result<Json<Vec<LogLine>>, AppError> {
+    let contains = q.contains.as_deref().filter(|c| !c.is_empty());
+    Ok(Json(
+        jobs::logs(
+            &state.db,
+            &actor,
+            id,
+            job_id,
+            q.after.unwrap_or(0),
+            contains,
+        )
+        .await?,
+    ))
+}
+
+/// The job live, as Server-Sent Events: `metric` (a [`MetricPoint`]), `log` (a [`LogLine`]) and
+/// `status` (the [`JobSummary`] whenever it changes); the stream ends after the job has ended and
+/// everything it produced was sent.
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs/{job_id}/stream", tag = "jobs", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id"), StreamQuery),
+    responses((status = 200, content_type = "text/event-stream", description = "events"), (status = 404, body = ErrorBody)))]
+pub async fn stream(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((id, job_id)): Path<(i64, i64)>,
+    Query(q): Query<StreamQuery>,
+) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
+    jobs::get(&state.db, &actor, id, job_id).await?; // access check
+    struct Cursor {
+        metrics: i64,
+        logs: i64,
+        last_status: Option<String>,
+        pending: std::collections::VecDeque<Event>,
+        done: bool,
+    }
+    let cursor = Cursor {
+        metrics: q.metrics_after.unwrap_or(0),
+        logs: q.logs_after.unwrap_or(0),
+        last_status: None,
+        pending: Default::default(),
+        done: false,
+    };
+    let db = state.db.clone();
+    let stream = futures_util::stream::unfold(cursor, move |mut c| {
+        let db = db.clone();
+        let actor = actor.clone();
+        async move {
+            loop {
+                if let Some(event) = c.pending.pop_front() {
+                    return Some((Ok(event), c));
+                }
+                if c.done {
+                    return None;
+                }
+                let Ok(detail) = jobs::get(&db, &actor, id, job_id).await else {
+                    return None;
+                };
+                let Ok(mut conn) = db.acquire().await else {
+                    return None;
+                };
+                let points = jobs::metrics_after(&mut conn, job_id, c.metrics)
+                    .await
+                    .unwrap_or_default();
+                let lines = jobs::logs_after(&mut conn, job_id, c.logs, None)
+                    .await
+                    .unwrap_or_default();
+                drop(conn);
+                let quiet = points.is_empty() && lines.is_empty();
+                for p in points {
+                    c.metrics = p.id;
+                    c.pending.push_back(
+                        Event::default()
+                            .event("metric")
+                            .data(serde_json::to_string(&p).unwrap_or_default()),
+                    );
+                }
+                for l in lines {
+                    c.logs = l.id;
+                    c.pending.push_back(
+                        Event::default()
+                            .event("log")
+                            .data(serde_json::to_string(&l).unwrap_or_default()),
+                    );
+                }
+                let summary = serde_json::to_string(&detail.summary).unwrap_or_default();
+                if c.last_status.as_deref() != Some(summary.as_str()) {
+                    c.pending
+                        .push_back(Event::default().event("status").data(summary.clone()));
+                    c.last_status = Some(summary);
+                }
+                if quiet && detail.summary.status.is_final() && detail.summary.finished_at.is_some()
+                {
+                    c.done = true;
+                }
+                if c.pending.is_empty() && !c.done {
+                    tokio::time::sleep(STREAM_POLL).await;
+                }
+            }
+        }
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/checkpoints", tag = "checkpoints", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id")),
+    responses((status = 200, body = Vec<CheckpointInfo>), (status = 404, body = ErrorBody)))]
+pub async fn checkpoints(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+) -> Result<Json<Vec<CheckpointInfo>>, AppError> {
+    Ok(Json(jobs::checkpoints(&state.db, &actor, id, None).await?))
+}
+
+/// The checkpoint directory as a tar archive (Hugging Face layout inside), streamed from disk.
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/download", tag = "checkpoints",
+    security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("checkpoint_id" = i64, Path, description = "checkpoint id")),
+    responses((status = 200, content_type = "application/x-tar", description = "the archive"), (status = 404, body = ErrorBody),
+              (status = 409, description = "files removed by retention", body = ErrorBody)))]
+pub async fn download(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((id, checkpoint_id)): Path<(i64, i64)>,
+) -> Result<Response, AppError> {
+    let (dir, name) =
+        jobs::checkpoint_dir(&state.db, &state.storage, &actor, id, checkpoint_id).await?;
+    if !dir.is_dir() {
+        return Err(internal(
+            "checkpoint download",
+            format!("{} is missing", dir.display()),
+        ));
+    }
+    // tar writes synchronously into one end of a pipe on a blocking thread; the response reads the other.
+    let (reader, writer) = tokio::io::duplex(256 * 1024);
+    let prefix = name.clone();
+    tokio::task::spawn_blocking(move || {
+        let writer = tokio_util_sync(writer);
+        let mut archive = tar::Builder::new(writer);
+        archive.follow_symlinks(false);
+        if let Err(e) = archive
+            .append_dir_all(&prefix, &dir)
+            .and_then(|_| archive.finish())
+        {
+            tracing::warn!(error = %e, "checkpoint archive interrupted");
+        }
+    });
+    let body = Body::from_stream(tokio_stream_of(reader));
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/x-tar".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}.tar\""),
+            ),
+        ],
+        body,
+    )
+        .into_response())
+}
+
+/// A blocking `Write` over the async half of a pipe (used from `spawn_blocking` only).
+fn tokio_util_sync(writer: tokio::io::DuplexStream) -> impl std::io::Write {
+    struct Blocking(tokio::io::DuplexStream, tokio::runtime::Handle);
+    impl std::io::Write for Blocking {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            use tokio::io::AsyncWriteExt;
+            self.1.block_on(self.0.write(buf))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            use tokio::io::AsyncWriteExt;
+            self.1.block_on(self.0.flush())
+        }
+    }
+    Blocking(writer, tokio::runtime::Handle::current())
+}
+
+fn tokio_stream_of(
+    reader: tokio::io::DuplexStream,
+) -> impl Stream<Item = std::io::Result<bytes::Bytes>> {
+    futures_util::stream::unfold(reader, |mut reader| async move {
+        use tokio::io::AsyncReadExt;
+        let mut buf = vec![0u8; 64 * 1024];
+        match reader.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok(bytes::Bytes::from(buf)), reader))
+            }
+            Err(e) => Some((Err(e), reader)),
+        }
+    })
+}

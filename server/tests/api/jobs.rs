@@ -1,0 +1,406 @@
+//! Jobs through the real binary with the local-process executor: a small model trains on the sample
+//! dataset while its metrics, logs and checkpoints stream in; cancelling stops it gracefully with a
+//! checkpoint; a server killed with SIGKILL mid-run is restarted and picks the job up again without
+//! losing or duplicating anything; bad specs write nothing.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::{status_json, Server, User};
+
+const NO_DOCKER: &[&str] = &["--docker-host", "unix:///nonexistent.sock"];
+
+async fn workspace_with_sample(user: &User, server: &Server) -> (i64, i64) {
+    let res = user
+        .client
+        .post(server.url("/api/v1/workspaces"))
+        .json(&json!({ "name": "nlp" }))
+        .send()
+        .await
+        .unwrap();
+    let ws = status_json(res).await.1["id"].as_i64().unwrap();
+    let res = user
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/datasets/sample")))
+        .send()
+        .await
+        .unwrap();
+    let (status, ds) = status_json(res).await;
+    assert_eq!(status, StatusCode::CREATED, "{ds}");
+    (ws, ds["summary"]["id"].as_i64().unwrap())
+}
+
+fn tiny(name: &str, dataset: i64, max_steps: u32) -> Value {
+    json!({
+        "name": name, "dataset_id": dataset, "preset": "tiny", "epochs": 50, "batch_size": 16, "max_seq_len": 32,
+        "learning_rate": 0.002, "max_steps": max_steps, "eval_every_steps": 5, "keep_best": 1,
+    })
+}
+
+async fn submit(user: &User, server: &Server, ws: i64, spec: Value) -> i64 {
+    let res = user
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
+        .json(&spec)
+        .send()
+        .await
+        .unwrap();
+    let (status, job) = status_json(res).await;
+    assert_eq!(status, StatusCode::CREATED, "{job}");
+    job["summary"]["id"].as_i64().unwrap()
+}
+
+async fn job(user: &User, server: &Server, ws: i64, id: i64) -> Value {
+    status_json(
+        user.client
+            .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+    .1
+}
+
+/// Polls until `done(job)`; the job's server-side log is printed if it never happens.
+async fn wait_for(
+    user: &User,
+    server: &Server,
+    ws: i64,
+    id: i64,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    for _ in 0..600 {
+        let j = job(user, server, ws, id).await;
+        if done(&j) {
+            return j;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let logs = status_json(
+        user.client
+            .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/logs")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+    .1;
+    panic!(
+        "job {id} never got {what}: {}\nlogs: {logs}",
+        job(user, server, ws, id).await
+    );
+}
+
+fn status(j: &Value) -> &str {
+    j["summary"]["status"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
+    let server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+
+    // Bad hyper-parameters write nothing.
+    let mut bad = tiny("bad", ds, 10);
+    bad["learning_rate"] = json!(-0.1);
+    bad["batch_size"] = json!(0);
+    let (status_code, err) = status_json(
+        owner
+            .client
+            .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
+            .json(&bad)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status_code, err["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("batch_size")),
+        "{err}"
+    );
+    assert!(err["message"].as_str().unwrap().contains("learning_rate"));
+    assert_eq!(server.count("SELECT COUNT(*) FROM jobs").await, 0);
+
+    let spec = tiny("tiny-run", ds, 20);
+    let id = submit(&owner, &server, ws, spec).await;
+
+    // The live stream: metric points and status changes arrive while it runs, and it ends with the job.
+    let mut res = owner
+        .client
+        .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/stream")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let mut text = String::new();
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(180), res.chunk())
+        .await
+        .expect("stream stalled")
+        .unwrap()
+    {
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    assert!(text.contains("event: metric"), "{text}");
+    assert!(text.contains("event: status"));
+    assert!(
+        text.contains("\"succeeded\""),
+        "the stream ends with the final status: {}",
+        &text[text.len().saturating_sub(600)..]
+    );
+
+    let done = job(&owner, &server, ws, id).await;
+    assert_eq!(status(&done), "succeeded", "{done}");
+    assert_eq!(done["summary"]["exit_code"], 0);
+    assert_eq!(done["summary"]["step"], 20);
+    let metrics = status_json(
+        owner
+            .client
+            .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/metrics")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+    .1;
+    let points = metrics.as_array().unwrap();
+    let steps: Vec<i64> = points
+        .iter()
+        .filter(|p| p["kind"] == "step")
+        .map(|p| p["step"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        (1..=20).collect::<Vec<_>>(),
+        "every step once, in order"
+    );
+    assert!(
+        points
+            .iter()
+            .any(|p| p["kind"] == "eval" && p["data"]["accuracy"].is_number()),
+        "{metrics}"
+    );
+    assert!(points
+        .iter()
+        .all(|p| p["kind"] != "step" || p["data"]["loss"].is_number()));
+
+    let logs = status_json(
+        owner
+            .client
+            .get(server.url(&format!(
+                "/api/v1/workspaces/{ws}/jobs/{id}/logs?contains=paddock"
+            )))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+    .1;
+    assert!(logs.as_array().is_some());
+
+    // Checkpoints: recorded with hash and size; retention (keep_best 1 + latest) deleted the others' files.
+    let checkpoints = done["checkpoints"].as_array().unwrap();
+    assert!(!checkpoints.is_empty(), "{done}");
+    let alive: Vec<&Value> = checkpoints
+        .iter()
+        .filter(|c| c["deleted_at"].is_null())
+        .collect();
+    assert!(!alive.is_empty() && alive.len() <= 2, "{checkpoints:?}");
+    let ckpt = alive[0];
+    let dir = server
+        .dir
+        .path()
+        .join(format!("data/volumes/w{ws}/workspace"))
+        .join(
+            ckpt["container_path"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("/workspace/"),
+        );
+    let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
+    {
+        use sha2::Digest;
+        assert_eq!(
+            ckpt["sha256"].as_str().unwrap(),
+            hex::encode(sha2::Sha256::digest(&weights))
+        );
+    }
+    let res = owner
+        .client
+        .get(server.url(&format!(
+            "/api/v1/workspaces/{ws}/checkpoints/{}/download",
+            ckpt["id"]
+        )))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let archive = res.bytes().await.unwrap();
+    let mut names = Vec::new();
+    for entry in tar::Archive::new(&archive[..]).entries().unwrap() {
+        names.push(
+            entry
+                .unwrap()
+                .path()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned(),
+        );
+    }
+    assert!(
+        names.iter().any(|n| n.ends_with("/model.safetensors")),
+        "{names:?}"
+    );
+    assert!(
+        names.iter().any(|n| n.ends_with("/config.json")),
+        "{names:?}"
+    );
+
+    // The dataset is in use now; the job can be retried and deleted.
+    let res = owner
+        .client
+        .delete(server.url(&format!("/api/v1/workspaces/{ws}/datasets/{ds}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CONFLICT);
+    let res = owner
+        .client
+        .delete(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert!(!dir.exists(), "the job's files are deleted with it");
+}
+
+#[tokio::test]
+async fn cancelling_stops_gracefully_with_a_checkpoint() {
+    let server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let mut spec = tiny("long", ds, 100_000);
+    spec["eval_every_steps"] = json!(100_000);
+    let id = submit(&owner, &server, ws, spec).await;
+    // Queued behind it (one CPU slot): cancelled at once.
+    let second = tiny("second", ds, 10);
+    let second = submit(&owner, &server, ws, second).await;
+
+    wait_for(&owner, &server, ws, id, "some steps", |j| {
+        j["summary"]["step"].as_i64().unwrap_or(0) >= 3
+    })
+    .await;
+    assert_eq!(status(&job(&owner, &server, ws, second).await), "queued");
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{second}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status(&status_json(res).await.1), "cancelled");
+
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    assert!(["cancelling", "cancelled"].contains(&status(&status_json(res).await.1)));
+    let done = wait_for(&owner, &server, ws, id, "cancelled", |j| {
+        status(j) == "cancelled" && !j["summary"]["finished_at"].is_null()
+    })
+    .await;
+    assert!(
+        !done["checkpoints"].as_array().unwrap().is_empty(),
+        "a final checkpoint: {done}"
+    );
+
+    // Resume continues from that checkpoint.
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/retry")))
+        .json(&json!({ "resume": true }))
+        .send()
+        .await
+        .unwrap();
+    let (code, resumed) = status_json(res).await;
+    assert_eq!(code, StatusCode::CREATED, "{resumed}");
+    assert!(
+        resumed["config_toml"]
+            .as_str()
+            .unwrap()
+            .contains("resume_from"),
+        "{resumed}"
+    );
+    let resumed_id = resumed["summary"]["id"].as_i64().unwrap();
+    owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{resumed_id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    wait_for(&owner, &server, ws, resumed_id, "an end", |j| {
+        j["summary"]["finished_at"].is_string()
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_crashed_server_reattaches_to_its_running_job() {
+    let mut server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let spec = tiny("survivor", ds, 60);
+    let id = submit(&owner, &server, ws, spec).await;
+    wait_for(&owner, &server, ws, id, "some steps", |j| {
+        j["summary"]["step"].as_i64().unwrap_or(0) >= 5
+    })
+    .await;
+
+    server.crash_and_restart();
+    let done = wait_for(&owner, &server, ws, id, "its end", |j| {
+        status(j) == "succeeded" && j["summary"]["exit_code"] == 0
+    })
+    .await;
+    assert_eq!(done["summary"]["step"], 60);
+    let metrics = status_json(
+        owner
+            .client
+            .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/metrics")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+    .1;
+    let steps: Vec<i64> = metrics
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "step")
+        .map(|p| p["step"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        (1..=60).collect::<Vec<_>>(),
+        "nothing lost, nothing twice"
+    );
+    let checkpoint_steps: Vec<i64> = done["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["step"].as_i64().unwrap())
+        .collect();
+    let unique: HashSet<i64> = checkpoint_steps.iter().copied().collect();
+    assert_eq!(unique.len(), checkpoint_steps.len(), "{checkpoint_steps:?}");
+    assert!(
+        checkpoint_steps.contains(&60),
+        "the checkpoint written at the end is registered: {checkpoint_steps:?}"
+    );
+}
