@@ -28,6 +28,10 @@ pub enum Command {
     Version,
     /// Environments from a shell: list, show, create, up, down, rm, exec (through the REST API).
     Env(crate::environments::EnvArgs),
+    /// Fine-tuning jobs from a shell: submit, list, show, logs (-f), cancel (through the REST API).
+    Job(crate::jobs::JobArgs),
+    /// Checkpoints from a shell: list, download.
+    Ckpt(crate::jobs::CkptArgs),
     /// Headless administration: create accounts and reset passwords without the web UI.
     #[command(subcommand)]
     Admin(AdminCommand),

@@ -3,33 +3,21 @@
 //! the same rules as the dashboard. Workspaces and environments are named by id or by name.
 
 use std::io::Write;
+use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use app::types::{
-    EnvironmentDetail, EnvironmentSpec, EnvironmentSummary, ExecResult, GpuSpec, WorkspaceSummary,
-};
+use app::types::{EnvironmentDetail, EnvironmentSpec, EnvironmentSummary, ExecResult, GpuSpec};
 use clap::{Args, Subcommand};
-use reqwest::{Client, Method, StatusCode};
-use serde::de::DeserializeOwned;
+use reqwest::Method;
+
+use crate::client::{print_json, resolve, Api, Connection};
 use serde_json::Value;
 
 #[derive(Debug, Args)]
 pub struct EnvArgs {
-    /// The Paddock server.
-    #[arg(
-        long,
-        env = "PADDOCK_SERVER",
-        default_value = "http://127.0.0.1:3000",
-        global = true
-    )]
-    pub server: String,
-    /// A personal API token (create one under Settings → API tokens).
-    #[arg(long, env = "PADDOCK_TOKEN", hide_env_values = true, global = true)]
-    pub token: Option<String>,
-    /// Print JSON instead of a table.
-    #[arg(long, global = true)]
-    pub json: bool,
+    #[command(flatten)]
+    pub connection: Connection,
     #[command(subcommand)]
     pub command: EnvCommand,
 }
@@ -120,14 +108,15 @@ pub struct CreateArgs {
 
 /// Runs `paddock env …`; returns the process exit code.
 pub async fn run(args: EnvArgs) -> anyhow::Result<i32> {
-    let api = Api::new(&args)?;
+    let api = Api::new(&args.connection)?;
+    let json = args.connection.json;
     match &args.command {
         EnvCommand::List(w) => {
             let ws = api.workspace(&w.workspace).await?;
             let envs: Vec<EnvironmentSummary> = api
                 .get(&format!("/api/v1/workspaces/{ws}/environments"))
                 .await?;
-            if args.json {
+            if json {
                 print_json(&envs)?;
             } else {
                 println!(
@@ -150,11 +139,11 @@ pub async fn run(args: EnvArgs) -> anyhow::Result<i32> {
             Ok(0)
         }
         EnvCommand::Show(t) => {
-            let (ws, env) = api.target(t).await?;
+            let (ws, env) = target(&api, t).await?;
             let detail: EnvironmentDetail = api
                 .get(&format!("/api/v1/workspaces/{ws}/environments/{env}"))
                 .await?;
-            show(&detail, args.json)?;
+            show(&detail, json)?;
             Ok(0)
         }
         EnvCommand::Create(c) => {
@@ -172,19 +161,18 @@ pub async fn run(args: EnvArgs) -> anyhow::Result<i32> {
                 detail.summary.name, detail.summary.id
             );
             if c.no_wait {
-                show(&detail, args.json)?;
+                show(&detail, json)?;
                 return Ok(0);
             }
-            let status = api
-                .follow_log(ws, detail.summary.id, detail.summary.current_version)
-                .await?;
+            let status =
+                follow_log(&api, ws, detail.summary.id, detail.summary.current_version).await?;
             let detail: EnvironmentDetail = api
                 .get(&format!(
                     "/api/v1/workspaces/{ws}/environments/{}",
                     detail.summary.id
                 ))
                 .await?;
-            show(&detail, args.json)?;
+            show(&detail, json)?;
             Ok(if status == "built" { 0 } else { 1 })
         }
         EnvCommand::Up(t) | EnvCommand::Down(t) => {
@@ -193,7 +181,7 @@ pub async fn run(args: EnvArgs) -> anyhow::Result<i32> {
             } else {
                 "down"
             };
-            let (ws, env) = api.target(t).await?;
+            let (ws, env) = target(&api, t).await?;
             let detail: EnvironmentDetail = api
                 .send::<(), _>(
                     Method::POST,
@@ -201,11 +189,11 @@ pub async fn run(args: EnvArgs) -> anyhow::Result<i32> {
                     None,
                 )
                 .await?;
-            show(&detail, args.json)?;
+            show(&detail, json)?;
             Ok(0)
         }
         EnvCommand::Rm(t) => {
-            let (ws, env) = api.target(t).await?;
+            let (ws, env) = target(&api, t).await?;
             api.request::<()>(
                 Method::DELETE,
                 &format!("/api/v1/workspaces/{ws}/environments/{env}"),
@@ -216,7 +204,7 @@ pub async fn run(args: EnvArgs) -> anyhow::Result<i32> {
             Ok(0)
         }
         EnvCommand::Exec(e) => {
-            let (ws, env) = api.target(&e.target).await?;
+            let (ws, env) = target(&api, &e.target).await?;
             let body = serde_json::json!({ "cmd": e.cmd });
             let out: ExecResult = api
                 .send(
@@ -225,7 +213,7 @@ pub async fn run(args: EnvArgs) -> anyhow::Result<i32> {
                     Some(&body),
                 )
                 .await?;
-            if args.json {
+            if json {
                 print_json(&out)?;
             } else {
                 std::io::stdout().write_all(out.stdout.as_bytes())?;
@@ -366,162 +354,9 @@ fn show(detail: &EnvironmentDetail, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(value)?);
-    Ok(())
-}
-
 fn short_id(id: &str) -> &str {
     let hex = id.strip_prefix("sha256:").unwrap_or(id);
     &hex[..hex.len().min(12)]
-}
-
-struct Api {
-    client: Client,
-    base: String,
-    token: String,
-}
-
-impl Api {
-    fn new(args: &EnvArgs) -> anyhow::Result<Api> {
-        let Some(token) = args.token.clone().filter(|t| !t.trim().is_empty()) else {
-            bail!("an API token is needed: --token or PADDOCK_TOKEN (create one under Settings → API tokens)");
-        };
-        Ok(Api {
-            client: Client::new(),
-            base: args.server.trim_end_matches('/').to_string(),
-            token,
-        })
-    }
-
-    async fn request<B: serde::Serialize>(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<&B>,
-    ) -> anyhow::Result<reqwest::Response> {
-        let mut request = self
-            .client
-            .request(method, format!("{}{path}", self.base))
-            .bearer_auth(&self.token);
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let response = request
-            .send()
-            .await
-            .with_context(|| format!("cannot reach {}", self.base))?;
-        if response.status().is_success() || response.status() == StatusCode::SWITCHING_PROTOCOLS {
-            return Ok(response);
-        }
-        let status = response.status();
-        let body: Value = response.json().await.unwrap_or(Value::Null);
-        let message = body["message"].as_str().unwrap_or("no details");
-        match body["field"].as_str() {
-            Some(field) => bail!("{status}: {field}: {message}"),
-            None => bail!("{status}: {message}"),
-        }
-    }
-
-    async fn send<B: serde::Serialize, T: DeserializeOwned>(
-        &self,
-        method: Method,
-        path: &str,
-        body: Option<&B>,
-    ) -> anyhow::Result<T> {
-        let response = self.request(method, path, body).await?;
-        response
-            .json()
-            .await
-            .context("the server sent an unexpected answer")
-    }
-
-    async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
-        self.send::<(), T>(Method::GET, path, None).await
-    }
-
-    /// A workspace id from an id or a name (names must be unambiguous among the caller's workspaces).
-    async fn workspace(&self, key: &str) -> anyhow::Result<i64> {
-        let all: Vec<WorkspaceSummary> = self.get("/api/v1/workspaces").await?;
-        resolve(
-            key,
-            all.iter().map(|w| (w.id, w.name.as_str())),
-            "workspace",
-        )
-    }
-
-    async fn target(&self, t: &Target) -> anyhow::Result<(i64, i64)> {
-        let ws = self.workspace(&t.workspace.workspace).await?;
-        let envs: Vec<EnvironmentSummary> = self
-            .get(&format!("/api/v1/workspaces/{ws}/environments"))
-            .await?;
-        let env = resolve(
-            &t.environment,
-            envs.iter().map(|e| (e.id, e.name.as_str())),
-            "environment",
-        )?;
-        Ok((ws, env))
-    }
-
-    /// Prints the build log (SSE) to stderr until the build ends; returns its final status.
-    async fn follow_log(&self, ws: i64, env: i64, version: i64) -> anyhow::Result<String> {
-        let path = format!("/api/v1/workspaces/{ws}/environments/{env}/versions/{version}/log");
-        let mut response = self.request::<()>(Method::GET, &path, None).await?;
-        let mut pending = String::new();
-        let mut event = String::new();
-        let mut data: Vec<String> = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .context("the build log stream broke")?
-        {
-            pending.push_str(&String::from_utf8_lossy(&chunk));
-            while let Some(end) = pending.find('\n') {
-                let line = pending[..end].trim_end_matches('\r').to_string();
-                pending.drain(..=end);
-                if line.is_empty() {
-                    let text = data.join("\n");
-                    if event == "end" {
-                        let status: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-                        return Ok(status["status"].as_str().unwrap_or("unknown").to_string());
-                    }
-                    if event == "log" {
-                        eprintln!("{text}");
-                    }
-                    event.clear();
-                    data.clear();
-                } else if let Some(name) = line.strip_prefix("event:") {
-                    event = name.trim().to_string();
-                } else if let Some(d) = line.strip_prefix("data:") {
-                    data.push(d.strip_prefix(' ').unwrap_or(d).to_string());
-                }
-            }
-        }
-        bail!("the build log ended without a final status")
-    }
-}
-
-fn resolve<'a>(
-    key: &str,
-    items: impl Iterator<Item = (i64, &'a str)>,
-    what: &str,
-) -> anyhow::Result<i64> {
-    let items: Vec<(i64, &str)> = items.collect();
-    if let Ok(id) = key.parse::<i64>() {
-        if items.iter().any(|(i, _)| *i == id) {
-            return Ok(id);
-        }
-    }
-    let named: Vec<i64> = items
-        .iter()
-        .filter(|(_, n)| *n == key)
-        .map(|(i, _)| *i)
-        .collect();
-    match named.as_slice() {
-        [id] => Ok(*id),
-        [] => bail!("no {what} {key:?} (or you are not a member)"),
-        _ => bail!("{} {what}s are named {key:?}; use the id", named.len()),
-    }
 }
 
 #[cfg(test)]
@@ -538,18 +373,6 @@ mod tests {
     }
 
     #[test]
-    fn names_resolve_unless_ambiguous() {
-        let items = [(1, "a"), (2, "b"), (3, "b")];
-        assert_eq!(resolve("a", items.iter().copied(), "x").unwrap(), 1);
-        assert_eq!(resolve("3", items.iter().copied(), "x").unwrap(), 3);
-        assert!(resolve("b", items.iter().copied(), "x")
-            .unwrap_err()
-            .to_string()
-            .contains("use the id"));
-        assert!(resolve("zz", items.iter().copied(), "x").is_err());
-    }
-
-    #[test]
     fn toml_spec_files_name_the_bad_field() {
         let ok = toml_spec("name = \"nlp\"\nbase_image = \"paddock/base:busybox\"\ncpus = 1.5\nmemory = \"2g\"\n[gpus]\ncount = 1\n").unwrap();
         assert_eq!((ok.cpus, ok.gpus), (1.5, GpuSpec::Count(1)));
@@ -558,4 +381,38 @@ mod tests {
                 .unwrap_err();
         assert!(err.to_string().contains("cpus"), "{err}");
     }
+}
+
+async fn target(api: &Api, t: &Target) -> anyhow::Result<(i64, i64)> {
+    let ws = api.workspace(&t.workspace.workspace).await?;
+    let envs: Vec<EnvironmentSummary> = api
+        .get(&format!("/api/v1/workspaces/{ws}/environments"))
+        .await?;
+    let env = resolve(
+        &t.environment,
+        envs.iter().map(|e| (e.id, e.name.as_str())),
+        "environment",
+    )?;
+    Ok((ws, env))
+}
+
+/// Prints the build log (SSE) to stderr until the build ends; returns its final status.
+async fn follow_log(api: &Api, ws: i64, env: i64, version: i64) -> anyhow::Result<String> {
+    let path = format!("/api/v1/workspaces/{ws}/environments/{env}/versions/{version}/log");
+    let status = api
+        .follow(&path, |event, data| {
+            match event {
+                "log" => eprintln!("{data}"),
+                "end" => {
+                    let status: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+                    return ControlFlow::Break(
+                        status["status"].as_str().unwrap_or("unknown").to_string(),
+                    );
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        })
+        .await?;
+    status.ok_or_else(|| anyhow::anyhow!("the build log ended without a final status"))
 }

@@ -7,9 +7,13 @@
 //! - [`serve`]: [`serve::run`] builds the router (REST API, Leptos pages and server functions, static
 //!   files, `/healthz`, `/metrics`) and serves it until the shutdown future resolves.
 //! - [`admin`]: `paddock admin create-user` and `reset-password`.
-//! - [`environments`]: `paddock env list|show|create|up|down|rm|exec`, a client of the REST API.
+//! - [`client`]: the REST client the commands below share (token, errors, names, SSE).
+//! - [`environments`]: `paddock env list|show|create|up|down|rm|exec`.
+//! - [`jobs`]: `paddock job submit|list|show|logs|cancel` and `paddock ckpt list|download`.
 
 pub mod admin;
+pub mod client;
 pub mod config;
 pub mod environments;
+pub mod jobs;
 pub mod serve;

@@ -6,6 +6,15 @@ use std::process::ExitCode;
 use clap::Parser;
 use server::config::{Cli, Command};
 
+/// A client command's own exit code (a job's outcome, an exec's status), or its error.
+fn exit_with(result: anyhow::Result<i32>) -> anyhow::Result<()> {
+    match result {
+        Ok(0) => Ok(()),
+        Ok(code) => std::process::exit(code),
+        Err(e) => Err(e),
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
@@ -55,11 +64,9 @@ fn main() -> ExitCode {
                 Ok(())
             }
             Command::Admin(command) => server::admin::run(command).await,
-            Command::Env(args) => match server::environments::run(args).await {
-                Ok(0) => Ok(()),
-                Ok(code) => std::process::exit(code),
-                Err(e) => Err(e),
-            },
+            Command::Env(args) => exit_with(server::environments::run(args).await),
+            Command::Job(args) => exit_with(server::jobs::run(args).await),
+            Command::Ckpt(args) => exit_with(server::jobs::run_ckpt(args).await),
             Command::Train(_)
             | Command::Pretrain(_)
             | Command::Eval(_)

