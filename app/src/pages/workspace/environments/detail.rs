@@ -88,6 +88,10 @@ fn EnvironmentView(detail: EnvironmentDetail, docker: Option<DockerStatus>) -> i
     let build = Memo::new(move |_| live.with(|d| d.summary.build_status));
     let version = Memo::new(move |_| live.with(|d| current_version(d).cloned()));
     let running = Memo::new(move |_| status.get() == EnvStatus::Running);
+    // Usage is sampled in the browser only: a Docker stats sample takes about a second, which server
+    // rendering would wait for, and a resource created while the page streams could hold the stream open.
+    let in_browser = RwSignal::new(false);
+    Effect::new(move |_| in_browser.set(true));
 
     let refresh = move || {
         spawn_local(async move {
@@ -141,7 +145,10 @@ fn EnvironmentView(detail: EnvironmentDetail, docker: Option<DockerStatus>) -> i
         <PageHeader title=move || name.get() lead=lead />
         {docker.map(|status| view! { <DockerBanner status /> })}
         <StatusCard live workspace_id environment_id can_edit available />
-        {move || running.get().then(|| view! { <StatsPanel workspace_id environment_id /> })}
+        {move || {
+            (in_browser.get() && running.get())
+                .then(|| view! { <StatsPanel workspace_id environment_id /> })
+        }}
         {move || (can_edit && available && running.get()).then(|| {
             view! { <TerminalPanel workspace_id environment_id name=name.get_untracked() /> }
         })}
