@@ -198,6 +198,19 @@ describe('an environment from spec to terminal and back', () => {
     await screenshot(page, '06-terminal');
   });
 
+  test('Restart ends the open shell; a new terminal works again', async () => {
+    const { page } = owner;
+    const env = new EnvironmentPage(page);
+    await env.button('restart').click();
+    await page.locator('[data-testid="env-event"][data-kind="restart"]').first().waitFor({ timeout: 60_000 });
+    await env.waitForStatus('running');
+    // The shell died with the old process tree; the element says so instead of hanging.
+    await page.locator('[data-testid="terminal"]:is([data-state="closed"], [data-state="exited"])').waitFor();
+    await page.getByTestId('terminal-close').click();
+    await env.openTerminal();
+    await env.runInTerminal('echo again', 'again');
+  });
+
   test('a viewer sees the environment but no control, form or terminal', async () => {
     const viewer = await newPerson(browser, server.baseURL);
     try {
