@@ -13,6 +13,8 @@ CREATE TABLE jobs (
     -- `local` (a child process of the server) or `docker` (a container from the environment's image).
     executor        TEXT    NOT NULL CHECK (executor IN ('local', 'docker')),
     environment_id  INTEGER REFERENCES environments(id) ON DELETE SET NULL,
+    -- The environment image the Docker executor runs (the lock at submission).
+    image_id        TEXT,
     dataset_id      INTEGER REFERENCES datasets(id) ON DELETE RESTRICT,
     dev_dataset_id  INTEGER REFERENCES datasets(id) ON DELETE RESTRICT,
     -- Higher runs first; FIFO (by id) within a priority.

@@ -64,6 +64,7 @@ pub async fn run(
     );
     let jobs = std::sync::Arc::new(Jobs::new(
         storage.clone(),
+        engine.clone(),
         config.cpu_job_slots,
         config.cpu_job_threads,
     ));

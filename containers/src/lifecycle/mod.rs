@@ -13,8 +13,8 @@ use bollard::models::{
     ContainerCreateBody, DeviceRequest, HostConfig, Mount, MountType, VolumeCreateRequest,
 };
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, RemoveContainerOptionsBuilder, RestartContainerOptionsBuilder,
-    StopContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, KillContainerOptionsBuilder, RemoveContainerOptionsBuilder,
+    RestartContainerOptionsBuilder, StopContainerOptionsBuilder,
 };
 
 pub use events::ContainerEvent;
@@ -385,6 +385,18 @@ impl Docker {
             .restart_container(name, Some(options))
             .await
             .map_err(|e| Error::docker(format!("restarting {name}"), "container", name, e))
+    }
+
+    /// Sends `signal` (`TERM`, `INT`, …) to the container's main process, for programs that stop
+    /// gracefully on their own (a training job writes a checkpoint first). Not running is a conflict.
+    pub async fn signal(&self, name: &str, signal: &str) -> Result<()> {
+        let options = KillContainerOptionsBuilder::default()
+            .signal(signal)
+            .build();
+        self.api()
+            .kill_container(name, Some(options))
+            .await
+            .map_err(|e| Error::docker(format!("signalling {name}"), "container", name, e))
     }
 
     /// Removes a container, killing it if running. The workspace volume stays. Missing is fine.

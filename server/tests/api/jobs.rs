@@ -489,3 +489,127 @@ async fn the_cli_submits_follows_and_downloads() {
     assert_eq!(code, Some(1));
     assert!(err.contains("no dataset \"nope\""), "{err}");
 }
+
+/// Removes every container and volume of the server's instance when dropped, and the images listed
+/// (an image with the runtime layer is gigabytes, and a new `paddock` binary makes a new one).
+struct DockerCleanup(String, Vec<String>);
+
+impl Drop for DockerCleanup {
+    fn drop(&mut self) {
+        let label = format!("label=paddock.instance={}", self.0);
+        let script = format!(
+            "docker ps -aq --filter {label} | xargs -r docker rm -f >/dev/null; \
+             docker volume ls -q --filter {label} | xargs -r docker volume rm -f >/dev/null; \
+             for image in {}; do docker rmi -f $image >/dev/null 2>&1; done",
+            self.1.join(" ")
+        );
+        let _ = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn a_job_runs_in_its_environments_container() {
+    if std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip") {
+        return;
+    }
+    let server = Server::start();
+    let url = format!("sqlite://{}?mode=ro", server.db_path().display());
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let mut cleanup = DockerCleanup(
+        sqlx::query_scalar("SELECT instance FROM instance_identity")
+            .fetch_one(&pool)
+            .await
+            .unwrap(),
+        Vec::new(),
+    );
+    pool.close().await;
+    let owner = server.signup("owner").await;
+    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+
+    // Without the runtime layer the environment cannot run jobs.
+    let plain = json!({ "name": "plain", "base_image": "paddock/base:busybox", "cpus": 1, "memory": "512m" });
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
+        .json(&plain)
+        .send()
+        .await
+        .unwrap();
+    let plain_id = status_json(res).await.1["summary"]["id"].as_i64().unwrap();
+    let mut spec = tiny("in-plain", ds, 5);
+    spec["environment_id"] = json!(plain_id);
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
+        .json(&spec)
+        .send()
+        .await
+        .unwrap();
+    let (code, err) = status_json(res).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert!(
+        ["environment_without_runtime", "not_built"].contains(&err["code"].as_str().unwrap()),
+        "{err}"
+    );
+
+    let trainer = json!({ "name": "trainer", "base_image": "paddock/base:busybox", "runtime": true, "cpus": 2, "memory": "4g", "shm_size": "256m" });
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
+        .json(&trainer)
+        .send()
+        .await
+        .unwrap();
+    let (code, env) = status_json(res).await;
+    assert_eq!(code, StatusCode::CREATED, "{env}");
+    let env_id = env["summary"]["id"].as_i64().unwrap();
+    let env_url = server.url(&format!("/api/v1/workspaces/{ws}/environments/{env_id}"));
+    let mut built = Value::Null;
+    for _ in 0..1200 {
+        built = status_json(owner.client.get(&env_url).send().await.unwrap())
+            .await
+            .1;
+        if built["summary"]["build_status"] != "queued"
+            && built["summary"]["build_status"] != "building"
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    assert_eq!(built["summary"]["build_status"], "built", "{built}");
+    cleanup
+        .1
+        .push(built["summary"]["image_id"].as_str().unwrap().to_string());
+
+    let mut spec = tiny("in-container", ds, 12);
+    spec["environment_id"] = json!(env_id);
+    let id = submit(&owner, &server, ws, spec).await;
+    let done = wait_for(&owner, &server, ws, id, "its end", |j| {
+        j["summary"]["finished_at"].is_string()
+    })
+    .await;
+    assert_eq!(status(&done), "succeeded", "{done}");
+    assert_eq!(done["summary"]["executor"], "docker");
+    assert_eq!(done["summary"]["exit_code"], 0);
+    assert_eq!(done["summary"]["step"], 12);
+    assert!(!done["checkpoints"].as_array().unwrap().is_empty());
+    // The container is gone; its files stay in the job's directory on the host.
+    let out = std::process::Command::new("docker")
+        .args(["ps", "-aq", "--filter", &format!("label=paddock.job={id}")])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).trim().is_empty(),
+        "the job's container is removed"
+    );
+    assert!(server
+        .dir
+        .path()
+        .join(format!(
+            "data/volumes/w{ws}/workspace/jobs/{id}/events.jsonl"
+        ))
+        .exists());
+}

@@ -5,12 +5,8 @@
 //! database says it stopped, and learns how the run ended from `exit_code`.
 
 use std::path::Path;
-use std::sync::Arc;
 
-use sqlx::SqlitePool;
-
-use super::{supervise, Jobs};
-use crate::ssr::gpus::{self, Holder};
+use super::Jobs;
 
 /// The wrapper: runs the trainer in the background so that its pid can be recorded (a cancel signals the
 /// trainer, not the shell), waits for it and writes its exit status atomically.
@@ -20,53 +16,8 @@ echo $! > trainer.pid
 wait $!
 echo $? > exit_code.tmp && mv exit_code.tmp exit_code"#;
 
-/// Launches job `job_id` (status `starting`, GPUs already leased) in the background.
-pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
-    tokio::spawn(async move {
-        if let Err(message) = launch(&db, &jobs, job_id).await {
-            tracing::error!(job_id, %message, "job could not be started");
-            let result = async {
-                let mut tx = crate::ssr::db::write_tx(&db).await?;
-                sqlx::query("UPDATE jobs SET status = 'failed', status_message = ?, finished_at = ? WHERE id = ?")
-                    .bind(format!("could not start: {message}"))
-                    .bind(crate::ssr::now())
-                    .bind(job_id)
-                    .execute(&mut *tx)
-                    .await?;
-                gpus::release(&mut tx, Holder::Job(job_id)).await?;
-                tx.commit().await?;
-                Ok::<_, crate::error::AppError>(())
-            }
-            .await;
-            if let Err(e) = result {
-                tracing::error!(job_id, error = %e, "could not record a failed start");
-            }
-            jobs.wake.notify_one();
-        }
-    });
-}
-
-async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), String> {
-    let (workspace_id, config_toml, gpu_indices): (i64, String, Option<String>) =
-        sqlx::query_as("SELECT workspace_id, config_toml, gpu_indices FROM jobs WHERE id = ?")
-            .bind(job_id)
-            .fetch_one(db)
-            .await
-            .map_err(|e| e.to_string())?;
-    let dir = jobs.job_dir(workspace_id, job_id);
-    tokio::fs::create_dir_all(&dir)
-        .await
-        .map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    for stale in ["exit_code", "exit_code.tmp", "trainer.pid"] {
-        let _ = tokio::fs::remove_file(dir.join(stale)).await;
-    }
-    tokio::fs::write(dir.join("job.toml"), &config_toml)
-        .await
-        .map_err(|e| format!("writing job.toml: {e}"))?;
-    let devices: Vec<u32> = gpu_indices
-        .as_deref()
-        .and_then(|g| serde_json::from_str(g).ok())
-        .unwrap_or_default();
+/// Starts the wrapper in `dir` (job.toml already written) with only `devices` visible; returns its pid.
+pub fn launch(jobs: &Jobs, dir: &Path, devices: &[u32]) -> Result<u32, String> {
     let visible = devices
         .iter()
         .map(u32::to_string)
@@ -78,7 +29,7 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
         .arg(WRAPPER)
         .arg("sh")
         .arg(&jobs.storage.paddock_binary)
-        .current_dir(&dir)
+        .current_dir(dir)
         // Only the leased GPUs (none for a CPU job) are visible to the trainer.
         .env("CUDA_VISIBLE_DEVICES", &visible)
         .env_remove("RUST_LOG")
@@ -93,30 +44,10 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
     tokio::spawn(async move {
         let _ = child.wait().await;
     });
-    let moved = sqlx::query(
-        "UPDATE jobs SET pid = ?, status = 'running' WHERE id = ? AND status = 'starting'",
-    )
-    .bind(pid as i64)
-    .bind(job_id)
-    .execute(db)
-    .await
-    .map_err(|e| e.to_string())?;
-    if moved.rows_affected() == 0 {
-        // Cancelled while starting: record the pid and stop it.
-        sqlx::query("UPDATE jobs SET pid = ? WHERE id = ?")
-            .bind(pid as i64)
-            .bind(job_id)
-            .execute(db)
-            .await
-            .map_err(|e| e.to_string())?;
-        wait_for_pid_file(&dir).await;
-        signal_stop(&dir);
-    }
-    supervise::spawn(db.clone(), jobs.clone(), job_id);
-    Ok(())
+    Ok(pid)
 }
 
-async fn wait_for_pid_file(dir: &Path) {
+pub(super) async fn wait_for_pid_file(dir: &Path) {
     for _ in 0..50 {
         if dir.join("trainer.pid").exists() {
             return;

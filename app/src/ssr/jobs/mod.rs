@@ -12,8 +12,11 @@
 //! - this file: submit, list, read, cancel, retry, delete; metrics, logs and checkpoints queries.
 //! - [`spec`]: the form's checks and the `job.toml` it renders to.
 //! - [`scheduler`]: who runs next (priority with ageing, FIFO, GPU placement, quotas, CPU slots).
-//! - [`local`]: the local-process executor. [`supervise`]: following a run to its end.
+//! - [`local`] and [`docker`]: the two executors (a child process; a container from the environment's
+//!   image). [`supervise`]: following a run to its end, whichever executor started it.
 
+pub mod docker;
+pub mod launch;
 pub mod local;
 pub mod scheduler;
 pub mod spec;
@@ -38,6 +41,8 @@ pub const PAGE: i64 = 2000;
 /// What the job machinery shares: where files are, and how to wake the scheduler.
 pub struct Jobs {
     pub storage: Arc<Storage>,
+    /// Docker, for jobs that run in an environment's image.
+    pub engine: Arc<super::engine::Engine>,
     /// Concurrent CPU-only jobs (each uses every core it is given; more would only thrash).
     pub cpu_slots: usize,
     /// libtorch threads per CPU job; 0 lets libtorch use every core.
@@ -46,9 +51,15 @@ pub struct Jobs {
 }
 
 impl Jobs {
-    pub fn new(storage: Arc<Storage>, cpu_slots: usize, cpu_threads: usize) -> Jobs {
+    pub fn new(
+        storage: Arc<Storage>,
+        engine: Arc<super::engine::Engine>,
+        cpu_slots: usize,
+        cpu_threads: usize,
+    ) -> Jobs {
         Jobs {
             storage,
+            engine,
             cpu_slots: cpu_slots.max(1),
             cpu_threads,
             wake: tokio::sync::Notify::new(),
@@ -79,6 +90,7 @@ pub(crate) struct JobRow {
     pub exit_code: Option<i64>,
     pub gpu_indices: Option<String>,
     pub pid: Option<i64>,
+    pub container_name: Option<String>,
     pub events_offset: i64,
     pub log_offset: i64,
     pub step: i64,
@@ -93,7 +105,7 @@ pub(crate) struct JobRow {
 }
 
 pub(crate) const JOB_SELECT: &str = "SELECT j.id, j.workspace_id, j.name, j.spec_json, j.config_toml, j.executor, j.priority, \
-     j.gpus, j.status, j.status_message, j.exit_code, j.gpu_indices, j.pid, j.events_offset, j.log_offset, j.step, \
+     j.gpus, j.status, j.status_message, j.exit_code, j.gpu_indices, j.pid, j.container_name, j.events_offset, j.log_offset, j.step, \
      j.total_steps, j.epoch, j.time_limit_secs, j.retry_of, u.username AS created_by, j.created_at, j.started_at, \
      j.finished_at FROM jobs j LEFT JOIN users u ON u.id = j.created_by";
 
@@ -237,13 +249,13 @@ async fn submit_as(
     spec.name = spec.name.trim().to_string();
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
-    if spec.environment_id.is_some() {
-        return Err(AppError::invalid(
-            "environment_id",
-            "executor_unavailable",
-            "running jobs inside an environment's container is not available yet; leave the environment empty to run the job as a local process",
-        ));
-    }
+    let (executor, image_id) = match spec.environment_id {
+        Some(env_id) => (
+            "docker",
+            Some(environment_image(&mut tx, workspace_id, env_id).await?),
+        ),
+        None => ("local", None),
+    };
     let train = dataset_input(&mut tx, workspace_id, spec.dataset_id, "dataset_id").await?;
     let dev = match spec.dev_dataset_id {
         Some(id) => Some(dataset_input(&mut tx, workspace_id, id, "dev_dataset_id").await?),
@@ -279,14 +291,17 @@ async fn submit_as(
     }
     let now = super::now();
     let job_id: i64 = sqlx::query_scalar(
-        "INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, dataset_id, dev_dataset_id, priority, gpus,
-             time_limit_secs, retry_of, created_by, created_at)
-         VALUES (?, ?, ?, ?, 'local', ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, environment_id, image_id, dataset_id,
+             dev_dataset_id, priority, gpus, time_limit_secs, retry_of, created_by, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
     .bind(workspace_id)
     .bind(&spec.name)
     .bind(serde_json::to_string(&spec).map_err(|e| internal("job spec", e))?)
     .bind(&config_toml)
+    .bind(executor)
+    .bind(spec.environment_id)
+    .bind(&image_id)
     .bind(spec.dataset_id)
     .bind(spec.dev_dataset_id)
     .bind(spec.priority)
@@ -306,6 +321,48 @@ async fn submit_as(
     tx.commit().await?;
     jobs.wake.notify_one();
     get(db, actor, workspace_id, job_id).await
+}
+
+/// The image a job in environment `env_id` runs: its current version's, which must be built and carry
+/// Paddock's runtime (the `paddock` binary that runs the training).
+async fn environment_image(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    env_id: i64,
+) -> Result<String, AppError> {
+    let row: Option<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT v.spec_json, v.build_status, v.image_id FROM environments e
+         JOIN environment_versions v ON v.environment_id = e.id AND v.version = e.current_version
+         WHERE e.workspace_id = ? AND e.id = ?",
+    )
+    .bind(workspace_id)
+    .bind(env_id)
+    .fetch_optional(conn)
+    .await?;
+    let Some((spec_json, build_status, image_id)) = row else {
+        return Err(AppError::invalid(
+            "environment_id",
+            "environment_not_found",
+            format!("environment {env_id} is not in this workspace"),
+        ));
+    };
+    let spec: EnvironmentSpec =
+        serde_json::from_str(&spec_json).map_err(|e| internal("stored environment spec", e))?;
+    if !spec.runtime {
+        return Err(AppError::invalid(
+            "environment_id",
+            "environment_without_runtime",
+            "this environment's image has no Paddock runtime; edit it, tick \"include the Paddock runtime\", and let it build",
+        ));
+    }
+    match (build_status.as_str(), image_id) {
+        ("built", Some(image)) => Ok(image),
+        _ => Err(AppError::invalid(
+            "environment_id",
+            "not_built",
+            "the environment's image is not built yet",
+        )),
+    }
 }
 
 struct DatasetInput {
@@ -416,7 +473,10 @@ pub async fn cancel(
     .await?;
     tx.commit().await?;
     if status != JobStatus::Queued {
-        local::signal_stop(&jobs.job_dir(workspace_id, job_id));
+        match &job.container_name {
+            Some(name) => docker::signal_stop(jobs, name).await,
+            None => local::signal_stop(&jobs.job_dir(workspace_id, job_id)),
+        }
     }
     jobs.wake.notify_one();
     get(db, actor, workspace_id, job_id).await

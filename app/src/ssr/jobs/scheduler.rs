@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use sqlx::SqlitePool;
 
-use super::{local, supervise, Jobs};
+use super::{launch, supervise, Jobs};
 use crate::error::AppError;
 use crate::ssr::engine::Engine;
 use crate::ssr::gpus::{self, Holder};
@@ -194,7 +194,7 @@ pub async fn schedule_once(
     }
     tx.commit().await?;
     for (job_id, _) in &decisions {
-        local::start(db.clone(), jobs.clone(), *job_id);
+        launch::start(db.clone(), jobs.clone(), *job_id);
     }
     Ok(decisions.into_iter().map(|(id, _)| id).collect())
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sqlx::{SqliteConnection, SqlitePool};
 
-use super::{local, JobRow, Jobs, JOB_SELECT};
+use super::{docker, local, JobRow, Jobs, JOB_SELECT};
 use crate::error::AppError;
 use crate::ssr::gpus::{self, Holder};
 use crate::ssr::storage::DEFAULT_VOLUME;
@@ -98,10 +98,18 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
         let dir = jobs.job_dir(job.workspace_id, job_id);
         // The exit status is read before the last ingest, so output written just before it is not missed.
         let exit = local::exit_code(&dir);
-        let gone = exit.is_none() && !job.pid.is_some_and(local::is_alive);
+        let alive = match &job.container_name {
+            // Docker unreachable: nothing can be concluded; keep watching.
+            Some(name) => docker::is_running(jobs, name).await.unwrap_or(true),
+            None => job.pid.is_some_and(local::is_alive),
+        };
+        let gone = exit.is_none() && !alive;
         ingest(db, jobs, &job, &dir).await?;
         if exit.is_some() || gone {
             let job = load(db, job_id).await?.unwrap_or(job);
+            if let Some(name) = &job.container_name {
+                docker::remove(jobs, name).await;
+            }
             return finish(db, &job, exit, gone).await;
         }
         if let (Some(limit), Some(started)) = (job.time_limit_secs, job.started_at.as_deref()) {
@@ -125,7 +133,10 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
                     .bind(job_id)
                     .execute(db)
                     .await?;
-                local::signal_stop(&dir);
+                match &job.container_name {
+                    Some(name) => docker::signal_stop(jobs, name).await,
+                    None => local::signal_stop(&dir),
+                }
             }
         }
         tokio::time::sleep(POLL).await;

@@ -9,6 +9,20 @@ use crate::ssr::storage::Storage;
 use crate::ssr::testing::{actor, test_db};
 use crate::ssr::{members, workspaces};
 
+async fn make_jobs(dir: &tempfile::TempDir, db: &SqlitePool) -> Jobs {
+    let storage = Arc::new(Storage::new(
+        dir.path(),
+        1 << 20,
+        "/nonexistent/paddock".into(),
+    ));
+    let engine = crate::ssr::engine::EngineConfig {
+        docker_host: Some("unix:///nonexistent.sock".into()),
+        ..Default::default()
+    };
+    let engine = Arc::new(crate::ssr::engine::Engine::start(db, engine).await.unwrap());
+    Jobs::new(storage, engine, 1, 0)
+}
+
 async fn dataset(db: &SqlitePool, workspace_id: i64) -> i64 {
     let report = serde_json::json!({ "ok": true, "rows": 3, "label_distribution": { "negative": 1, "positive": 2 } });
     sqlx::query_scalar(
@@ -27,15 +41,7 @@ async fn dataset(db: &SqlitePool, workspace_id: i64) -> i64 {
 #[tokio::test]
 async fn submissions_are_checked_queued_in_order_and_audited() {
     let (dir, db) = test_db().await;
-    let jobs = Jobs::new(
-        Arc::new(Storage::new(
-            dir.path(),
-            1 << 20,
-            "/nonexistent/paddock".into(),
-        )),
-        1,
-        0,
-    );
+    let jobs = make_jobs(&dir, &db).await;
     let owner = actor(&db, "owner").await;
     let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
     let ds = dataset(&db, ws).await;
@@ -133,15 +139,7 @@ async fn submissions_are_checked_queued_in_order_and_audited() {
 #[tokio::test]
 async fn viewers_read_jobs_and_outsiders_see_nothing() {
     let (dir, db) = test_db().await;
-    let jobs = Jobs::new(
-        Arc::new(Storage::new(
-            dir.path(),
-            1 << 20,
-            "/nonexistent/paddock".into(),
-        )),
-        1,
-        0,
-    );
+    let jobs = make_jobs(&dir, &db).await;
     let owner = actor(&db, "owner").await;
     let viewer = actor(&db, "viewer").await;
     let outsider = actor(&db, "outsider").await;

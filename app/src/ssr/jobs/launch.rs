@@ -1,0 +1,103 @@
+//! Starting a job the scheduler placed: its directory and `job.toml` in the workspace volume, then the
+//! executor it was submitted for (a local process, or a container from its environment's image), then a
+//! supervisor. A job cancelled while starting is stopped as soon as it runs; one that cannot start is
+//! failed with the reason and gives its GPUs back.
+
+use std::sync::Arc;
+
+use sqlx::SqlitePool;
+
+use super::{docker, local, supervise, Jobs};
+use crate::error::AppError;
+use crate::ssr::gpus::{self, Holder};
+
+/// Launches job `job_id` (status `starting`, GPUs already leased) in the background.
+pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
+    tokio::spawn(async move {
+        match launch(&db, &jobs, job_id).await {
+            Ok(()) => supervise::spawn(db, jobs, job_id),
+            Err(message) => {
+                tracing::error!(job_id, %message, "job could not be started");
+                if let Err(e) = fail(&db, job_id, &message).await {
+                    tracing::error!(job_id, error = %e, "could not record a failed start");
+                }
+                jobs.wake.notify_one();
+            }
+        }
+    });
+}
+
+async fn fail(db: &SqlitePool, job_id: i64, message: &str) -> Result<(), AppError> {
+    let mut tx = crate::ssr::db::write_tx(db).await?;
+    sqlx::query(
+        "UPDATE jobs SET status = 'failed', status_message = ?, finished_at = ? WHERE id = ?",
+    )
+    .bind(format!("could not start: {message}"))
+    .bind(crate::ssr::now())
+    .bind(job_id)
+    .execute(&mut *tx)
+    .await?;
+    gpus::release(&mut tx, Holder::Job(job_id)).await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), String> {
+    let (workspace_id, executor, config_toml, gpu_indices): (i64, String, String, Option<String>) =
+        sqlx::query_as(
+            "SELECT workspace_id, executor, config_toml, gpu_indices FROM jobs WHERE id = ?",
+        )
+        .bind(job_id)
+        .fetch_one(db)
+        .await
+        .map_err(|e| e.to_string())?;
+    let dir = jobs.job_dir(workspace_id, job_id);
+    tokio::fs::create_dir_all(&dir)
+        .await
+        .map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    // Left by an earlier attempt of this job (a retry after a crash while starting).
+    for stale in [
+        "exit_code",
+        "exit_code.tmp",
+        "trainer.pid",
+        "events.jsonl",
+        "train.log",
+    ] {
+        let _ = tokio::fs::remove_file(dir.join(stale)).await;
+    }
+    tokio::fs::write(dir.join("job.toml"), &config_toml)
+        .await
+        .map_err(|e| format!("writing job.toml: {e}"))?;
+    let devices: Vec<u32> = gpu_indices
+        .as_deref()
+        .and_then(|g| serde_json::from_str(g).ok())
+        .unwrap_or_default();
+
+    let (pid, container) = match executor.as_str() {
+        "docker" => (None, Some(docker::launch(db, jobs, job_id, &dir).await?)),
+        _ => (Some(local::launch(jobs, &dir, &devices)? as i64), None),
+    };
+    let moved = sqlx::query("UPDATE jobs SET pid = ?, container_name = ?, status = 'running' WHERE id = ? AND status = 'starting'")
+        .bind(pid)
+        .bind(&container)
+        .bind(job_id)
+        .execute(db)
+        .await
+        .map_err(|e| e.to_string())?;
+    if moved.rows_affected() == 0 {
+        // Cancelled while starting: record where it runs, then stop it.
+        sqlx::query("UPDATE jobs SET pid = ?, container_name = ? WHERE id = ?")
+            .bind(pid)
+            .bind(&container)
+            .bind(job_id)
+            .execute(db)
+            .await
+            .map_err(|e| e.to_string())?;
+        local::wait_for_pid_file(&dir).await;
+        match &container {
+            Some(name) => docker::signal_stop(jobs, name).await,
+            None => local::signal_stop(&dir),
+        }
+    }
+    Ok(())
+}
