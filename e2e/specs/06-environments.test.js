@@ -78,6 +78,21 @@ describe('an environment from spec to terminal and back', () => {
     assert.equal(await readMarker(page), marker, 'the page was not reloaded');
     await screenshot(page, '06-bad-spec');
 
+    // 99 GPUs on this host: refused at the GPU choice (by the preflight, with the server's reason).
+    await form.fill({ memory: '64m' });
+    await page.getByTestId('env-gpus-count').check();
+    await form.fill({ 'gpu-count': '99' });
+    await form.submit();
+    await waitForText(form.fieldError('gpus'), /\S/);
+    assert.equal((await form.fieldError('memory').textContent()).trim(), '', 'memory is fine now');
+    // A CPU count that is not a number never leaves the browser.
+    await page.getByTestId('env-gpus-none').check();
+    await form.fill({ cpus: 'two' });
+    await form.submit();
+    await waitForText(form.fieldError('cpus'), '“two”');
+    assert.equal((await form.fieldError('gpus').textContent()).trim(), '');
+    assert.match(page.url(), /\/environments\/new$/);
+
     const list = new EnvironmentsListPage(page);
     await list.goto(workspaceId);
     await list.empty.waitFor();
