@@ -170,3 +170,59 @@ mod tests {
         assert_eq!(list_users(&db, &admin).await.unwrap().len(), 2);
     }
 }
+
+/// Sets (or with `None` removes) a workspace's GPU quota: the most GPUs its jobs and environments may
+/// hold at once. Instance admins only — they share out the machine; owners cannot raise their own.
+pub async fn set_gpu_quota(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    max_gpus: Option<u32>,
+) -> Result<Option<u32>, AppError> {
+    require_admin(actor)?;
+    if max_gpus.is_some_and(|n| n > 1024) {
+        return Err(AppError::invalid(
+            "max_gpus",
+            "quota_invalid",
+            "max_gpus must be at most 1024 (or null for no quota)",
+        ));
+    }
+    let mut tx = write_tx(db).await?;
+    let name: String = sqlx::query_scalar("SELECT name FROM workspaces WHERE id = ?")
+        .bind(workspace_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    match max_gpus {
+        Some(n) => {
+            sqlx::query(
+                "INSERT INTO workspace_quotas (workspace_id, max_gpus) VALUES (?, ?)
+                 ON CONFLICT (workspace_id) DO UPDATE SET max_gpus = excluded.max_gpus",
+            )
+            .bind(workspace_id)
+            .bind(n)
+            .execute(&mut *tx)
+            .await?;
+        }
+        None => {
+            sqlx::query("DELETE FROM workspace_quotas WHERE workspace_id = ?")
+                .bind(workspace_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            "workspace.gpu_quota",
+            "workspace",
+            &name,
+        )
+        .detail(serde_json::json!({ "max_gpus": max_gpus })),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(max_gpus)
+}

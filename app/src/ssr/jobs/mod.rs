@@ -247,6 +247,17 @@ async fn submit_as(
 ) -> Result<JobDetail, AppError> {
     spec::check(&spec)?;
     spec.name = spec.name.trim().to_string();
+    let host_gpus = jobs.engine.gpus().await.len();
+    if spec.gpus as usize > host_gpus {
+        return Err(AppError::invalid(
+            "gpus",
+            "job_spec_invalid",
+            format!(
+                "the job asks for {} GPU(s) but this host has {host_gpus}; it would never start",
+                spec.gpus
+            ),
+        ));
+    }
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
     let (executor, image_id) = match spec.environment_id {

@@ -181,3 +181,65 @@ async fn viewers_read_jobs_and_outsiders_see_nothing() {
         .unwrap_err();
     assert_eq!(err.code(), "dataset_in_use");
 }
+
+#[tokio::test]
+async fn the_scheduler_places_jobs_on_distinct_gpus_within_quotas() {
+    let (dir, db) = test_db().await;
+    let jobs = Arc::new(make_jobs(&dir, &db).await);
+    let fake = "0, NVIDIA A100, 550.54.15, 8.0, 81920 MiB, GPU-a\n1, NVIDIA A100, 550.54.15, 8.0, 81920 MiB, GPU-b\n";
+    jobs.engine
+        .set_gpus(containers::preflight::gpus::parse(fake).unwrap())
+        .await;
+    let admin = actor(&db, "admin").await; // the first account is the instance admin
+    let ws1 = workspaces::create(&db, &admin, "one").await.unwrap().id;
+    let ws2 = workspaces::create(&db, &admin, "two").await.unwrap().id;
+    let (ds1, ds2) = (dataset(&db, ws1).await, dataset(&db, ws2).await);
+    crate::ssr::admin::set_gpu_quota(&db, &admin, ws1, Some(1))
+        .await
+        .unwrap();
+    let on_gpu = |name: &str, ds| {
+        let mut spec = JobSpec::new(name, ds);
+        spec.gpus = 1;
+        spec
+    };
+    let mut too_many = on_gpu("greedy", ds1);
+    too_many.gpus = 3;
+    assert_eq!(
+        submit(&db, &jobs, &admin, ws1, too_many)
+            .await
+            .unwrap_err()
+            .field(),
+        Some("gpus")
+    );
+    let a = submit(&db, &jobs, &admin, ws1, on_gpu("a", ds1))
+        .await
+        .unwrap()
+        .summary
+        .id;
+    let b = submit(&db, &jobs, &admin, ws1, on_gpu("b", ds1))
+        .await
+        .unwrap()
+        .summary
+        .id;
+    let c = submit(&db, &jobs, &admin, ws2, on_gpu("c", ds2))
+        .await
+        .unwrap()
+        .summary
+        .id;
+
+    let started = scheduler::schedule_once(&db, &jobs, &jobs.engine)
+        .await
+        .unwrap();
+    assert_eq!(started, vec![a, c], "b waits for its workspace's quota");
+    let leases: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT gpu_index, holder_id FROM gpu_leases WHERE holder_kind = 'job' ORDER BY gpu_index",
+    )
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    assert_eq!(leases, vec![(0, a), (1, c)], "one job per GPU");
+    assert_eq!(
+        get(&db, &admin, ws1, b).await.unwrap().summary.status,
+        JobStatus::Queued
+    );
+}

@@ -68,3 +68,24 @@ pub async fn update_user(
         admin::set_user_disabled(&state.db, &actor, id, body.disabled).await?,
     ))
 }
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaBody {
+    /// The most GPUs the workspace may hold at once; `null` removes the quota.
+    pub max_gpus: Option<u32>,
+}
+
+/// Sets a workspace's GPU quota (instance admins).
+#[utoipa::path(put, path = "/api/v1/admin/workspaces/{id}/gpu-quota", tag = "admin", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id")), request_body = QuotaBody,
+    responses((status = 200, body = QuotaBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn set_gpu_quota(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path(id): Path<i64>,
+    ApiJson(body): ApiJson<QuotaBody>,
+) -> Result<Json<serde_json::Value>, AppError> {
+    let max_gpus = admin::set_gpu_quota(&state.db, &actor, id, body.max_gpus).await?;
+    Ok(Json(serde_json::json!({ "max_gpus": max_gpus })))
+}

@@ -112,6 +112,7 @@ pub fn router() -> Router<AppState> {
         )
         .route("/api/v1/admin/users", get(admin::users))
         .route("/api/v1/admin/users/{id}", patch(admin::update_user))
+        .route("/api/v1/admin/workspaces/{id}/gpu-quota", axum::routing::put(admin::set_gpu_quota))
         .route("/api/v1/openapi.json", get(openapi_json))
         // Unknown paths under the API answer in the API's error shape, not with an HTML page.
         .route(
@@ -142,12 +143,12 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         environments::restart, environments::stats, environments::exec, environments::build_log,
         environments::terminal,
         tokens::list, tokens::create, tokens::revoke,
-        admin::settings, admin::update_settings, admin::users, admin::update_user,
+        admin::settings, admin::update_settings, admin::users, admin::update_user, admin::set_gpu_quota,
     ),
     components(schemas(
         ErrorBody, Me, Role, WorkspaceSummary, Member, AuditEntry, ApiToken, NewApiToken, UserAccount,
         InstanceSettings, auth::Credentials, workspaces::WorkspaceBody, workspaces::AddMemberBody,
-        workspaces::ChangeRoleBody, tokens::CreateTokenBody, admin::SettingsBody, admin::UserBody,
+        workspaces::ChangeRoleBody, tokens::CreateTokenBody, admin::SettingsBody, admin::UserBody, admin::QuotaBody,
         DatasetSummary, DatasetDetail, DatasetPreview,
         JobSpec, JobStatus, JobSummary, JobDetail, MetricPoint, LogLine, CheckpointInfo, jobs::RetryBody,
         EnvironmentSpec, GpuSpec, EnvStatus, BuildStatus, EnvironmentSummary, EnvironmentVersion, EnvironmentEvent,
