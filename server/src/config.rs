@@ -119,7 +119,8 @@ pub struct EnvironmentsConfig {
     /// Seconds between reconciles of the database with Docker (and idle checks).
     #[arg(long, env = "PADDOCK_RECONCILE_SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub reconcile_seconds: u64,
-    /// What to do with this installation's containers that belong to no environment: remove or keep.
+    /// What to do with this installation's containers that belong to no environment: remove, keep, or
+    /// adopt (a running container goes back to its environment when that environment has none on record).
     #[arg(long, env = "PADDOCK_ORPHANS", default_value = "remove")]
     pub orphans: app::ssr::engine::OrphanPolicy,
     /// The binary copied into images by the runtime layer [default: this `paddock`].

@@ -23,6 +23,9 @@ pub enum OrphanPolicy {
     Remove,
     /// Leave it alone and log it.
     Keep,
+    /// Give a running container back to its environment when that environment exists and has no
+    /// container on record; otherwise keep it.
+    Adopt,
 }
 
 impl std::str::FromStr for OrphanPolicy {
@@ -31,8 +34,9 @@ impl std::str::FromStr for OrphanPolicy {
         match s {
             "remove" => Ok(OrphanPolicy::Remove),
             "keep" => Ok(OrphanPolicy::Keep),
+            "adopt" => Ok(OrphanPolicy::Adopt),
             other => Err(format!(
-                "{other:?} is not an orphan policy; use remove or keep"
+                "{other:?} is not an orphan policy; use remove, keep or adopt"
             )),
         }
     }

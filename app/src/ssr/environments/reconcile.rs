@@ -4,7 +4,8 @@
 //! - **reconcile**: at start-up and every `reconcile_every`, the containers carrying this installation's
 //!   labels are listed and compared with the database — a container gone is marked `missing` (its GPUs
 //!   released), a container whose environment no longer wants one is removed, and one whose environment
-//!   row is gone is removed or kept by the orphan policy;
+//!   row is gone is removed or kept by the orphan policy (`adopt` also takes back a running container
+//!   whose environment lost track of it);
 //! - **recovery**: builds interrupted by a restart are queued again.
 //!
 //! Idle auto-stop rides on the reconcile tick.
@@ -38,8 +39,10 @@ pub struct Report {
     pub updated: Vec<i64>,
     /// Containers removed: unwanted leftovers and orphans under the `remove` policy.
     pub removed: Vec<String>,
-    /// Orphans left alone under the `keep` policy.
+    /// Orphans left alone under the `keep` (or `adopt`, when nothing can take them) policy.
     pub kept: Vec<String>,
+    /// Containers taken back by their environment under the `adopt` policy.
+    pub adopted: Vec<String>,
 }
 
 /// Runs the event watcher and the periodic reconcile until the process ends. Called once by the server.
@@ -119,8 +122,9 @@ pub async fn reconcile(db: &SqlitePool, engine: &Engine) -> Result<Report, AppEr
         let name = env.container_name.as_deref().unwrap_or_default();
         let status = env.status()?;
         match by_name.get(name) {
-            // Provisioning is in flight in a request; its outcome will be written by that request.
-            None if status == EnvStatus::Provisioning => {}
+            // Provisioning in flight in a request writes its own outcome; one older than that can be is
+            // left from a crash and is judged like any other state.
+            None if status == EnvStatus::Provisioning && !stale(&env.updated_at) => {}
             None if status != EnvStatus::Missing => {
                 mark_missing(
                     db,
@@ -146,19 +150,52 @@ pub async fn reconcile(db: &SqlitePool, engine: &Engine) -> Result<Report, AppEr
             .labels
             .get(labels::ENVIRONMENT)
             .and_then(|id| env_ids.get(id.as_str()));
-        let remove = owner.is_some() || engine.config.orphans == OrphanPolicy::Remove;
-        if remove {
-            docker
-                .remove(&container.name)
-                .await
-                .map_err(|e| engine.error("removing a leftover container", e))?;
-            report.removed.push(container.name.clone());
-        } else {
-            tracing::warn!(container = %container.name, "keeping a Paddock container that belongs to no environment");
-            report.kept.push(container.name.clone());
+        match (engine.config.orphans, owner) {
+            // The environment exists but its row says it has no container (a restored database, or a
+            // crash between Docker and the database): take the running container back.
+            (OrphanPolicy::Adopt, Some(env)) if container.status.is_running() => {
+                let mut tx = crate::ssr::db::write_tx(db).await?;
+                set_state(
+                    &mut tx,
+                    env.id,
+                    EnvStatus::Running,
+                    None,
+                    None,
+                    Some(&container.name),
+                )
+                .await?;
+                record_event(
+                    &mut tx,
+                    env.id,
+                    "adopted",
+                    &format!("found {} running and took it back", container.name),
+                )
+                .await?;
+                tx.commit().await?;
+                report.adopted.push(container.name.clone());
+            }
+            (OrphanPolicy::Remove, _) | (_, Some(_)) => {
+                docker
+                    .remove(&container.name)
+                    .await
+                    .map_err(|e| engine.error("removing a leftover container", e))?;
+                report.removed.push(container.name.clone());
+            }
+            (OrphanPolicy::Keep | OrphanPolicy::Adopt, None) => {
+                tracing::warn!(container = %container.name, "keeping a Paddock container that belongs to no environment");
+                report.kept.push(container.name.clone());
+            }
         }
     }
     Ok(report)
+}
+
+/// Longest a provision can take before its `provisioning` state counts as left over from a crash.
+const PROVISION_STALE: chrono::Duration = chrono::Duration::minutes(10);
+
+fn stale(updated_at: &str) -> bool {
+    chrono::DateTime::parse_from_rfc3339(updated_at)
+        .is_ok_and(|t| chrono::Utc::now() - t.to_utc() > PROVISION_STALE)
 }
 
 async fn mark_missing(db: &SqlitePool, env_id: i64, message: &str) -> Result<(), AppError> {

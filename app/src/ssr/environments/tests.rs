@@ -557,3 +557,55 @@ async fn idle_environments_are_stopped() {
     assert!(detail.events.iter().any(|e| e.kind == "idle_stop"));
     assert!(containers_of(&s).await.is_empty());
 }
+
+#[tokio::test]
+async fn the_adopt_policy_takes_back_a_container_its_environment_lost_track_of() {
+    let Some(s) = setup().await else { return };
+    let env_id = create(&s.db, &s.engine, &s.owner, s.workspace, small("restored"))
+        .await
+        .unwrap()
+        .summary
+        .id;
+    wait_built(&s, env_id).await;
+    let name = lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
+        .await
+        .unwrap()
+        .container_name
+        .unwrap();
+    // As after restoring an older database: the row says stopped, the container runs.
+    sqlx::query("UPDATE environments SET status = 'stopped', container_name = NULL WHERE id = ?")
+        .bind(env_id)
+        .execute(&s.db)
+        .await
+        .unwrap();
+    let adopting = Engine::start(
+        &s.db,
+        EngineConfig {
+            orphans: crate::ssr::engine::OrphanPolicy::Adopt,
+            ..EngineConfig::default()
+        },
+    )
+    .await
+    .unwrap();
+    let report = reconcile::reconcile(&s.db, &adopting).await.unwrap();
+    assert_eq!(report.adopted, vec![name.clone()]);
+    let detail = get(&s.db, &s.owner, s.workspace, env_id).await.unwrap();
+    assert_eq!(
+        (detail.summary.status, detail.container_name.as_deref()),
+        (EnvStatus::Running, Some(name.as_str()))
+    );
+    assert!(detail.events.iter().any(|e| e.kind == "adopted"));
+    // Under the default policy the same situation removes the container instead.
+    sqlx::query("UPDATE environments SET status = 'stopped', container_name = NULL WHERE id = ?")
+        .bind(env_id)
+        .execute(&s.db)
+        .await
+        .unwrap();
+    assert_eq!(
+        reconcile::reconcile(&s.db, &s.engine)
+            .await
+            .unwrap()
+            .removed,
+        vec![name]
+    );
+}
