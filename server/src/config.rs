@@ -35,6 +35,8 @@ pub enum Command {
     /// Headless administration: create accounts and reset passwords without the web UI.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Serve one checkpoint over HTTP (POST /predict) with dynamic batching: an endpoint's replica.
+    ServeModel(crate::model_server::ServeModelArgs),
     /// Train or fine-tune a text classifier from a job.toml; JSON-lines events on stdout.
     Train(trainer::cli::TrainArgs),
     /// Masked-LM pretraining (whole-word masking) on an unlabelled corpus; JSON-lines events on stdout.

@@ -10,10 +10,12 @@
 //! - [`client`]: the REST client the commands below share (token, errors, names, SSE).
 //! - [`environments`]: `paddock env list|show|create|up|down|rm|exec`.
 //! - [`jobs`]: `paddock job submit|list|show|logs|cancel` and `paddock ckpt list|download`.
+//! - [`model_server`]: `paddock serve-model`, one checkpoint behind HTTP with dynamic batching.
 
 pub mod admin;
 pub mod client;
 pub mod config;
 pub mod environments;
 pub mod jobs;
+pub mod model_server;
 pub mod serve;

@@ -64,6 +64,9 @@ fn main() -> ExitCode {
                 Ok(())
             }
             Command::Admin(command) => server::admin::run(command).await,
+            Command::ServeModel(args) => {
+                server::model_server::run(args, server::serve::shutdown_signal()).await
+            }
             Command::Env(args) => exit_with(server::environments::run(args).await),
             Command::Job(args) => exit_with(server::jobs::run(args).await),
             Command::Ckpt(args) => exit_with(server::jobs::run_ckpt(args).await),

@@ -10,6 +10,7 @@ mod cli;
 mod datasets;
 mod environments;
 mod jobs;
+mod model_server;
 mod ops;
 mod rbac;
 mod security;

