@@ -8,8 +8,9 @@
 #             release wasm builds), pkg-config.
 #   rust      the wasm32 target, cargo-leptos, and wasm-bindgen-cli at exactly the version in Cargo.lock.
 #   torch     a project venv (.venv) holding the PyPI torch wheel that tch expects: it is our libtorch.
-#   node      e2e/node_modules and web/node_modules from their package-lock.json files, and xterm.js
-#             (web/) copied to public/vendor/xterm/ for the browser terminal.
+#   node      e2e/node_modules and web/node_modules from their package-lock.json files; xterm.js
+#             (web/) copied to public/vendor/xterm/ for the browser terminal and uPlot to
+#             public/vendor/uplot/ for the job charts.
 # Usage: scripts/setup.sh [piece ...]   (default: all pieces)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -115,11 +116,18 @@ setup_node() {
   npm_ci_in web
   # The terminal's xterm.js, served from the site's own assets: cargo-leptos copies public/ (this copy
   # is git-ignored) into target/site. Only the browser builds and the stylesheet are needed.
-  local xterm=web/node_modules/@xterm vendor=public/vendor/xterm
-  [ -d "$xterm" ] || return 0
+  local xterm=web/node_modules/@xterm uplot=web/node_modules/uplot/dist
+  vendor_copy public/vendor/xterm "$xterm/xterm/lib/xterm.js" "$xterm/xterm/css/xterm.css" "$xterm/addon-fit/lib/addon-fit.js"
+  # The job charts' uPlot: its browser build (a global `uPlot`) and stylesheet.
+  vendor_copy public/vendor/uplot "$uplot/uPlot.iife.min.js" "$uplot/uPlot.min.css"
+}
+
+# Copies files into a public/vendor/ folder when missing or older than the npm package's copy.
+vendor_copy() {
+  local vendor=$1 file; shift
   mkdir -p "$vendor"
-  local file
-  for file in "$xterm/xterm/lib/xterm.js" "$xterm/xterm/css/xterm.css" "$xterm/addon-fit/lib/addon-fit.js"; do
+  for file in "$@"; do
+    [ -f "$file" ] || { say "node: $file is missing (npm ci in web/ first)"; return 0; }
     if [ ! -f "$vendor/$(basename "$file")" ] || [ "$file" -nt "$vendor/$(basename "$file")" ]; then
       cp "$file" "$vendor/"
       say "node: copied $(basename "$file") to $vendor/"

@@ -44,8 +44,18 @@ pub fn error_text(locale: Locale, err: &AppError) -> String {
         "not_running" => Some(td_string!(locale, errors.not_running)),
         "gpus_busy" => Some(td_string!(locale, errors.gpus_busy)),
         "docker_unavailable" => Some(td_string!(locale, errors.docker_unavailable)),
-        // `spec_invalid`, `image_unavailable`, `preflight_failed`, `build_failed`, `docker_error`: the
-        // server's message is the useful part (which fields, which image, which driver), so it is shown.
+        "dataset_name_taken" => Some(td_string!(locale, errors.dataset_name_taken)),
+        "dataset_name_invalid" => Some(td_string!(locale, errors.dataset_name_invalid)),
+        "dataset_format_invalid" => Some(td_string!(locale, errors.dataset_format_invalid)),
+        "dataset_in_use" => Some(td_string!(locale, errors.dataset_in_use)),
+        "dataset_not_found" => Some(td_string!(locale, errors.dataset_not_found)),
+        "job_not_finished" => Some(td_string!(locale, errors.job_not_finished)),
+        "no_checkpoint" => Some(td_string!(locale, errors.no_checkpoint)),
+        "environment_without_runtime" => Some(td_string!(locale, errors.environment_without_runtime)),
+        "checkpoint_deleted" => Some(td_string!(locale, errors.checkpoint_deleted)),
+        // `spec_invalid`, `image_unavailable`, `preflight_failed`, `build_failed`, `docker_error`,
+        // `dataset_invalid` (problems with line numbers), `job_spec_invalid` (which fields): the server's
+        // message is the useful part (which fields, which image, which driver, which line), so it is shown.
         _ => None,
     };
     known.map(str::to_string).unwrap_or_else(|| err.to_string())
@@ -56,7 +66,7 @@ mod tests {
     use super::*;
 
     /// The stable codes `AppError::code()` can return (see the list in `error.rs`).
-    const CODES: [&str; 29] = [
+    const CODES: [&str; 38] = [
         "username_invalid",
         "username_taken",
         "password_too_short",
@@ -86,6 +96,15 @@ mod tests {
         "not_running",
         "gpus_busy",
         "docker_unavailable",
+        "dataset_name_taken",
+        "dataset_name_invalid",
+        "dataset_format_invalid",
+        "dataset_in_use",
+        "dataset_not_found",
+        "job_not_finished",
+        "no_checkpoint",
+        "environment_without_runtime",
+        "checkpoint_deleted",
     ];
 
     fn with_code(code: &str) -> AppError {

@@ -31,7 +31,7 @@ use leptos_router::path;
 
 use crate::components::auth::Auth;
 use crate::i18n::*;
-use crate::pages::workspace::environments;
+use crate::pages::workspace::{datasets, environments, jobs, models};
 use crate::pages::{admin, auth, home, not_found, tokens, workspace};
 
 /// The HTML document the server wraps around [`App`]: the server calls this once per request.
@@ -50,6 +50,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <link rel="icon" type="image/svg+xml" href="/favicon.svg" />
                 // Defines <paddock-terminal>; small, and it loads xterm.js only when a terminal opens.
                 <script src="/terminal.js" defer></script>
+                // Defines <paddock-chart>; small, and it loads uPlot only when a job's charts appear.
+                <script src="/charts.js" defer></script>
                 <AutoReload options=options.clone() />
                 <HydrationScripts options />
                 <MetaTags />
@@ -113,9 +115,12 @@ fn Routed() -> impl IntoView {
                         <Route path=path!("/environments/new") view=environments::form::NewEnvironmentPage />
                         <Route path=path!("/environments/:env_id") view=environments::detail::EnvironmentPage />
                         <Route path=path!("/environments/:env_id/edit") view=environments::form::EditEnvironmentPage />
-                        <Route path=path!("/datasets") view=workspace::sections::DatasetsPage />
-                        <Route path=path!("/jobs") view=workspace::sections::JobsPage />
-                        <Route path=path!("/models") view=workspace::sections::ModelsPage />
+                        <Route path=path!("/datasets") view=datasets::list::DatasetsPage />
+                        <Route path=path!("/datasets/:ds") view=datasets::detail::DatasetPage />
+                        <Route path=path!("/jobs") view=jobs::list::JobsPage />
+                        <Route path=path!("/jobs/new") view=jobs::form::NewJobPage />
+                        <Route path=path!("/jobs/:job") view=jobs::detail::JobPage />
+                        <Route path=path!("/models") view=models::ModelsPage />
                         <Route path=path!("/endpoints") view=workspace::sections::EndpointsPage />
                         <Route path=path!("/members") view=workspace::members::MembersPage />
                         <Route path=path!("/activity") view=workspace::activity::ActivityPage />

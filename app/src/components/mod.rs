@@ -7,6 +7,7 @@ pub mod badges;
 pub mod empty_state;
 pub mod form;
 pub mod header;
+pub mod http;
 pub mod lang_switch;
 pub mod notice;
 pub mod time;

@@ -6,8 +6,11 @@
 //! same rules; hiding controls only keeps the UI honest.
 
 pub mod activity;
+pub mod datasets;
 pub mod environments;
+pub mod jobs;
 pub mod members;
+pub mod models;
 pub mod sections;
 pub mod settings;
 

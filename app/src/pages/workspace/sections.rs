@@ -1,6 +1,6 @@
-//! Datasets, Jobs, Models and Endpoints. The foundation ships them as empty states that say what each
-//! page is for; the issues that build each feature replace them with a module of their own (as
-//! environments did).
+//! Endpoints. The foundation shipped every section as an empty state that says what the page is for;
+//! the issues that build each feature replace it with a module of their own (as environments, datasets,
+//! jobs and models did).
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -34,7 +34,4 @@ macro_rules! section_page {
     };
 }
 
-section_page!(DatasetsPage, datasets);
-section_page!(JobsPage, jobs);
-section_page!(ModelsPage, models);
 section_page!(EndpointsPage, endpoints);

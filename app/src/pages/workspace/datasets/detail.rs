@@ -1,0 +1,167 @@
+//! `/w/{id}/datasets/{ds}`: one dataset — what it is (file, format, columns, size, sha256, where jobs
+//! find it), a download link, the validation report, and a preview of its first rows. Editors also get
+//! "train on it" (the job form with this dataset chosen) and delete.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+use leptos_router::hooks::use_navigate;
+
+use super::report::{Report, ReportView};
+use super::{file_url, use_dataset_id};
+use crate::api::{get_dataset, DeleteDataset};
+use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::time::Timestamp;
+use crate::i18n::*;
+use crate::pages::workspace::environments::parts::bytes_text;
+use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::types::{DatasetDetail, DatasetPreview};
+
+#[component]
+pub fn DatasetPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let current = use_current_workspace();
+    let dataset_id = use_dataset_id();
+    let detail = Resource::new(
+        move || (current.id.get(), dataset_id.get()),
+        |(ws, ds)| get_dataset(ws, ds),
+    );
+    view! {
+        <div class="page">
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    match detail.await {
+                        Ok(detail) => view! { <DatasetView detail /> }.into_any(),
+                        Err(err) => view! {
+                            <Title text=move || t_string!(i18n, nav.datasets).to_string() />
+                            <PageHeader title=move || t!(i18n, nav.datasets) lead=move || t!(i18n, pages.datasets.lead) />
+                            <ErrorNotice err />
+                        }
+                        .into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn DatasetView(detail: DatasetDetail) -> impl IntoView {
+    let i18n = use_i18n();
+    let DatasetDetail {
+        summary,
+        report,
+        preview,
+        can_edit,
+    } = detail;
+    let (ws, id) = (summary.workspace_id, summary.id);
+    let name = summary.name.clone();
+    let title = name.clone();
+    let lead = {
+        let (rows, format) = (summary.rows, summary.format.clone());
+        move || t_string!(i18n, dataset_detail.lead, rows = rows, format = format.clone()).to_string()
+    };
+    let report = Report::parse(&report);
+    view! {
+        <Title text=name.clone() />
+        <p class="breadcrumb">
+            <A href=format!("/w/{ws}/datasets") attr:data-testid="dataset-back">"← "{t!(i18n, dataset_detail.back)}</A>
+        </p>
+        <PageHeader title=move || title.clone() lead=lead />
+        <section class="card" aria-labelledby="dataset-file-title" data-testid="dataset-facts">
+            <div class="card-heading">
+                <h2 id="dataset-file-title">{t!(i18n, dataset_detail.file_title)}</h2>
+                <a class="button button-small" href=file_url(ws, id) download=summary.file_name.clone() data-testid="dataset-download" rel="external">
+                    {t!(i18n, dataset_detail.download)}
+                </a>
+            </div>
+            <dl class="facts">
+                <div><dt>{t!(i18n, dataset_detail.file)}</dt><dd><code>{summary.file_name.clone()}</code></dd></div>
+                <div><dt>{t!(i18n, dataset_detail.size)}</dt><dd>{bytes_text(summary.bytes)}</dd></div>
+                <div><dt>{t!(i18n, dataset_detail.columns)}</dt><dd><code>{summary.text_column.clone()}</code>" · "<code>{summary.label_column.clone()}</code></dd></div>
+                <div><dt>{t!(i18n, dataset_detail.created)}</dt><dd><Timestamp at=summary.created_at.clone() />{summary.created_by.clone().map(|by| format!(" · {by}"))}</dd></div>
+                <div class="facts-wide"><dt>"sha256"</dt><dd><code data-testid="dataset-sha256">{summary.sha256.clone()}</code></dd></div>
+                <div class="facts-wide"><dt>{t!(i18n, dataset_detail.container_path)}</dt><dd><code>{summary.container_path.clone()}</code></dd></div>
+            </dl>
+            {can_edit.then(|| view! { <DatasetActions workspace_id=ws dataset_id=id /> })}
+        </section>
+        <ReportView report />
+        <PreviewTable preview />
+    }
+    .into_any()
+}
+
+#[component]
+fn DatasetActions(workspace_id: i64, dataset_id: i64) -> impl IntoView {
+    let i18n = use_i18n();
+    let navigate = use_navigate();
+    let delete = ServerAction::<DeleteDataset>::new();
+    let confirming = RwSignal::new(false);
+    let list = format!("/w/{workspace_id}/datasets");
+    Effect::new(move |_| {
+        if let Some(Ok(())) = delete.value().get() {
+            navigate(&list, Default::default());
+        }
+    });
+    let error = Signal::derive(move || delete.value().get().and_then(Result::err));
+    view! {
+        <div class="actions">
+            <A href=format!("/w/{workspace_id}/jobs/new?dataset={dataset_id}") attr:class="button button-primary" attr:data-testid="dataset-train">
+                {t!(i18n, dataset_detail.train)}
+            </A>
+            <button type="button" class="button button-danger-ghost" data-testid="dataset-delete"
+                disabled=move || confirming.get() on:click=move |_| confirming.set(true)>
+                {t!(i18n, datasets.delete)}
+            </button>
+        </div>
+        {move || confirming.get().then(|| view! {
+            <div class="notice notice-error confirm" role="alertdialog" aria-labelledby="dataset-delete-question" data-testid="dataset-delete-confirm">
+                <p id="dataset-delete-question">{t!(i18n, datasets.delete_confirm)}</p>
+                <div class="actions">
+                    <button type="button" class="button button-danger" data-testid="dataset-delete-yes" disabled=move || delete.pending().get()
+                        on:click=move |_| { delete.dispatch(DeleteDataset { workspace_id, dataset_id }); confirming.set(false); }>
+                        {t!(i18n, datasets.delete_yes)}
+                    </button>
+                    <button type="button" class="button button-ghost" on:click=move |_| confirming.set(false)>{t!(i18n, common.cancel)}</button>
+                </div>
+            </div>
+        })}
+        {move || error.get().map(|err| view! { <ErrorNotice err /> })}
+    }
+    .into_any()
+}
+
+#[component]
+fn PreviewTable(preview: DatasetPreview) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <section aria-labelledby="preview-title">
+            <h2 id="preview-title">{t!(i18n, dataset_detail.preview_title)}</h2>
+            <div class="table-wrap">
+                <table class="table preview" data-testid="dataset-preview">
+                    <thead>
+                        <tr>
+                            <th scope="col">"#"</th>
+                            {preview.columns.into_iter().map(|c| view! { <th scope="col">{c}</th> }).collect_view()}
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {preview
+                            .rows
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, row)| view! {
+                                <tr data-testid="preview-row">
+                                    <td class="num muted">{i + 1}</td>
+                                    {row.into_iter().map(|cell| view! { <td>{cell}</td> }).collect_view()}
+                                </tr>
+                            })
+                            .collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        </section>
+    }
+    .into_any()
+}

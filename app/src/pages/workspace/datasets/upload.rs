@@ -1,0 +1,303 @@
+//! The upload form: a name, the file, and (folded away) the text and label column names. The file goes
+//! to `POST /api/v1/workspaces/{id}/datasets/upload` as the raw body through `XMLHttpRequest`, whose
+//! upload progress drives the progress bar; the server then validates it with the trainer's validator.
+//! A refused file keeps the server's words: `dataset_invalid` quotes every problem with its line number,
+//! and they are listed one per line under the file field. Nothing is created on refusal.
+
+use leptos::prelude::*;
+
+use crate::components::form::SubmitButton;
+use crate::components::http::{self, Picked, Request};
+use crate::error::AppError;
+use crate::i18n::*;
+use crate::pages::workspace::environments::parts::bytes_text;
+use crate::types::DatasetDetail;
+
+/// Where the upload goes, with its metadata in the query string.
+pub fn upload_url(workspace_id: i64, name: &str, file_name: &str, text: &str, label: &str) -> String {
+    format!(
+        "/api/v1/workspaces/{workspace_id}/datasets/upload?{}",
+        http::query(&[
+            ("name", name),
+            ("filename", file_name),
+            ("text_column", text),
+            ("label_column", label),
+        ])
+    )
+}
+
+/// `reviews.v2.tsv` → `reviews.v2`: the name a dataset gets when none is typed.
+pub fn default_name(file_name: &str) -> String {
+    match file_name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_string(),
+        _ => file_name.to_string(),
+    }
+}
+
+/// The problems of a `dataset_invalid` message, one per entry: "the file has 3 problem(s): line 5: …;
+/// line 7, label: missing label" → ["line 5: …", "line 7, label: missing label"].
+pub fn problems(message: &str) -> Vec<String> {
+    let list = message
+        .split_once("problem(s): ")
+        .map(|(_, rest)| rest)
+        .unwrap_or(message);
+    list.split("; ").map(str::to_string).collect()
+}
+
+/// Where the upload stands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Phase {
+    Idle,
+    /// Bytes sent and total.
+    Sending(u64, u64),
+    /// All sent; the server validates.
+    Validating,
+}
+
+#[component]
+pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> impl IntoView {
+    let i18n = use_i18n();
+    let name = RwSignal::new(String::new());
+    let text_column = RwSignal::new("text".to_string());
+    let label_column = RwSignal::new("label".to_string());
+    let chosen = RwSignal::new(None::<(String, u64)>);
+    let phase = RwSignal::new(Phase::Idle);
+    let error = RwSignal::new(None::<AppError>);
+    let file_input = NodeRef::<leptos::html::Input>::new();
+    let request: http::Slot<Request> = http::slot();
+
+    let on_file = move |_| {
+        let picked = file_input.get_untracked().and_then(|el| http::chosen_file(&el));
+        if let Some(p) = &picked {
+            if name.get_untracked().trim().is_empty() {
+                name.set(default_name(&p.name));
+            }
+        }
+        chosen.set(picked.map(|p| (p.name, p.size)));
+        error.set(None);
+    };
+
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if phase.get_untracked() != Phase::Idle {
+            return;
+        }
+        let locale = i18n.get_locale_untracked();
+        let Some(picked): Option<Picked> = file_input.get_untracked().and_then(|el| http::chosen_file(&el)) else {
+            error.set(Some(AppError::invalid(
+                "file",
+                "file_missing",
+                td_string!(locale, datasets.err_no_file),
+            )));
+            return;
+        };
+        error.set(None);
+        let url = upload_url(
+            workspace_id,
+            name.get_untracked().trim(),
+            &picked.name,
+            text_column.get_untracked().trim(),
+            label_column.get_untracked().trim(),
+        );
+        phase.set(Phase::Sending(0, picked.size));
+        let started = http::upload(
+            &url,
+            &picked,
+            move |sent, total| {
+                phase.set(if total > 0 && sent >= total {
+                    Phase::Validating
+                } else {
+                    Phase::Sending(sent, total)
+                })
+            },
+            move |answer| {
+                phase.set(Phase::Idle);
+                if answer.status == 201 {
+                    match serde_json::from_str::<DatasetDetail>(&answer.body) {
+                        Ok(detail) => on_done.run(detail.summary.id),
+                        Err(e) => error.set(Some(AppError::Transport(e.to_string()))),
+                    }
+                } else {
+                    error.set(Some(answer.error()));
+                }
+            },
+        );
+        match started {
+            Some(r) => request.set_value(Some(r)),
+            None => {
+                phase.set(Phase::Idle);
+                error.set(Some(AppError::Transport("the upload could not start".into())));
+            }
+        }
+    };
+
+    // Which field an error belongs to; `file_name` (the extension) and `file` both show at the file.
+    let at = move |fields: &'static [&'static str]| {
+        Signal::derive(move || {
+            error.with(|e| {
+                e.as_ref()
+                    .filter(|e| e.field().is_some_and(|f| fields.contains(&f)))
+                    .cloned()
+            })
+        })
+    };
+    let (e_name, e_file, e_text, e_label) = (
+        at(&["name"]),
+        at(&["file", "file_name"]),
+        at(&["text_column"]),
+        at(&["label_column"]),
+    );
+    let general = Signal::derive(move || {
+        error.with(|e| {
+            e.as_ref()
+                .filter(|e| {
+                    e.field().is_none_or(|f| {
+                        !["name", "file", "file_name", "text_column", "label_column"].contains(&f)
+                    })
+                })
+                .cloned()
+        })
+    });
+    let invalid = move |s: Signal<Option<AppError>>| move || s.with(Option::is_some).then_some("true");
+    let message = move |s: Signal<Option<AppError>>| move || s.get().map(|e| error_text(i18n.get_locale(), &e));
+    let busy = Signal::derive(move || phase.get() != Phase::Idle);
+
+    view! {
+        <form class="form upload-form" data-testid="dataset-upload-form" on:submit=on_submit novalidate>
+            <div class="form-grid">
+                <div class="field" class:field-invalid=move || e_name.with(Option::is_some)>
+                    <label for="dataset-name">{t!(i18n, datasets.name)}</label>
+                    <input
+                        id="dataset-name"
+                        data-testid="dataset-name"
+                        autocomplete="off"
+                        maxlength="64"
+                        prop:value=move || name.get()
+                        aria-invalid=invalid(e_name)
+                        aria-describedby="dataset-name-hint dataset-name-error"
+                        on:input=move |ev| name.set(event_target_value(&ev))
+                    />
+                    <p class="hint" id="dataset-name-hint">{t!(i18n, datasets.name_hint)}</p>
+                    <p class="field-error" id="dataset-name-error" data-testid="dataset-name-error">{message(e_name)}</p>
+                </div>
+                <div class="field" class:field-invalid=move || e_file.with(Option::is_some)>
+                    <label for="dataset-file">{t!(i18n, datasets.file)}</label>
+                    <input
+                        type="file"
+                        id="dataset-file"
+                        data-testid="dataset-file"
+                        accept=".csv,.tsv,.txt,.jsonl,.ndjson"
+                        node_ref=file_input
+                        aria-invalid=invalid(e_file)
+                        aria-describedby="dataset-file-hint dataset-file-error"
+                        on:change=on_file
+                    />
+                    <p class="hint" id="dataset-file-hint">
+                        {move || match chosen.get() {
+                            Some((file, size)) => format!("{file} · {}", bytes_text(size)),
+                            None => t_string!(i18n, datasets.file_hint).to_string(),
+                        }}
+                    </p>
+                    <div class="field-error" id="dataset-file-error" data-testid="dataset-file-error">
+                        {move || e_file.get().map(|err| {
+                            if err.code() == "dataset_invalid" {
+                                let list = problems(&err.to_string());
+                                view! {
+                                    <p>{t!(i18n, datasets.invalid_file)}</p>
+                                    <ul class="problems" data-testid="dataset-problems">
+                                        {list.into_iter().map(|p| view! { <li>{p}</li> }).collect_view()}
+                                    </ul>
+                                }
+                                .into_any()
+                            } else {
+                                view! { <p>{move || error_text(i18n.get_locale(), &err)}</p> }.into_any()
+                            }
+                        })}
+                    </div>
+                </div>
+            </div>
+            <details class="columns-choice">
+                <summary>{t!(i18n, datasets.columns)}</summary>
+                <div class="form-grid">
+                    <div class="field" class:field-invalid=move || e_text.with(Option::is_some)>
+                        <label for="dataset-text-column">{t!(i18n, datasets.text_column)}</label>
+                        <input id="dataset-text-column" data-testid="dataset-text-column" autocomplete="off"
+                            prop:value=move || text_column.get() aria-invalid=invalid(e_text)
+                            aria-describedby="dataset-text-column-error"
+                            on:input=move |ev| text_column.set(event_target_value(&ev)) />
+                        <p class="field-error" id="dataset-text-column-error">{message(e_text)}</p>
+                    </div>
+                    <div class="field" class:field-invalid=move || e_label.with(Option::is_some)>
+                        <label for="dataset-label-column">{t!(i18n, datasets.label_column)}</label>
+                        <input id="dataset-label-column" data-testid="dataset-label-column" autocomplete="off"
+                            prop:value=move || label_column.get() aria-invalid=invalid(e_label)
+                            aria-describedby="dataset-label-column-error"
+                            on:input=move |ev| label_column.set(event_target_value(&ev)) />
+                        <p class="field-error" id="dataset-label-column-error">{message(e_label)}</p>
+                    </div>
+                </div>
+                <p class="hint">{t!(i18n, datasets.columns_hint)}</p>
+            </details>
+            {move || match phase.get() {
+                Phase::Idle => None,
+                Phase::Sending(sent, total) => Some(view! {
+                    <div class="upload-progress" role="status">
+                        <progress data-testid="upload-progress" max=total.max(1).to_string() value=sent.to_string()></progress>
+                        <span>{move || t_string!(i18n, datasets.uploading, sent = bytes_text(sent), total = bytes_text(total)).to_string()}</span>
+                    </div>
+                }
+                .into_any()),
+                Phase::Validating => Some(view! {
+                    <div class="upload-progress" role="status">
+                        <progress data-testid="upload-progress"></progress>
+                        <span>{t!(i18n, datasets.validating)}</span>
+                    </div>
+                }
+                .into_any()),
+            }}
+            <div aria-live="assertive" class="form-error-slot">
+                {move || general.get().map(|err| view! { <ErrorNotice err /> })}
+            </div>
+            <div class="form-actions">
+                <SubmitButton pending=busy testid="dataset-upload-submit">{t!(i18n, datasets.upload_button)}</SubmitButton>
+            </div>
+        </form>
+    }
+    .into_any()
+}
+
+use crate::components::notice::ErrorNotice;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_upload_url_carries_the_metadata() {
+        assert_eq!(
+            upload_url(3, "评论", "a b.tsv", "text", "label"),
+            "/api/v1/workspaces/3/datasets/upload?name=%E8%AF%84%E8%AE%BA&filename=a%20b.tsv&text_column=text&label_column=label"
+        );
+    }
+
+    #[test]
+    fn names_default_to_the_file_stem() {
+        assert_eq!(default_name("snownlp_train.tsv"), "snownlp_train");
+        assert_eq!(default_name("a.b.csv"), "a.b");
+        assert_eq!(default_name(".hidden"), ".hidden");
+    }
+
+    #[test]
+    fn problems_are_split_one_per_line() {
+        let m = "the file has 3 problem(s): line 5: expected 2 fields as in the header, found 3; line 6, text: empty text; line 7, label: missing label";
+        assert_eq!(
+            problems(m),
+            vec![
+                "line 5: expected 2 fields as in the header, found 3",
+                "line 6, text: empty text",
+                "line 7, label: missing label"
+            ]
+        );
+        assert_eq!(problems("the file is empty"), vec!["the file is empty"]);
+    }
+}

@@ -1,0 +1,113 @@
+//! Checkpoints as a table: step, the dev metrics they were ranked by, size, whether retention kept them
+//! (best, kept, or files deleted), sha256 of the weights and a download link (a tar streamed by the
+//! server). Used on a job's page and, with a job column for lineage, on the Models page.
+
+use std::collections::BTreeMap;
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+
+use super::job_href;
+use super::parts::metric_text;
+use crate::components::time::Timestamp;
+use crate::i18n::*;
+use crate::pages::workspace::datasets::short_sha;
+use crate::pages::workspace::environments::parts::bytes_text;
+use crate::types::CheckpointInfo;
+
+pub fn download_url(workspace_id: i64, checkpoint_id: i64) -> String {
+    format!("/api/v1/workspaces/{workspace_id}/checkpoints/{checkpoint_id}/download")
+}
+
+/// `kept`, `best` or `deleted`, for `data-state` and the badge.
+pub fn state(c: &CheckpointInfo) -> &'static str {
+    match (c.deleted_at.is_some(), c.best) {
+        (true, _) => "deleted",
+        (false, true) => "best",
+        (false, false) => "kept",
+    }
+}
+
+/// The space the checkpoints still on disk take.
+pub fn bytes_kept(list: &[CheckpointInfo]) -> u64 {
+    list.iter().filter(|c| c.deleted_at.is_none()).map(|c| c.bytes).sum()
+}
+
+#[component]
+pub fn CheckpointsTable(
+    workspace_id: i64,
+    #[prop(into)] list: Signal<Vec<CheckpointInfo>>,
+    /// Job names by id: shows a job column linking to each checkpoint's job.
+    #[prop(optional)]
+    jobs: Option<BTreeMap<i64, String>>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let with_jobs = jobs.is_some();
+    let jobs = StoredValue::new(jobs.unwrap_or_default());
+    view! {
+        <p class="hint" data-testid="checkpoints-space">
+            {move || t_string!(i18n, checkpoints.space, size = list.with(|l| bytes_text(bytes_kept(l)))).to_string()}
+        </p>
+        <div class="table-wrap">
+            <table class="table" data-testid="checkpoints-table">
+                <thead>
+                    <tr>
+                        {with_jobs.then(|| view! { <th scope="col">{t!(i18n, checkpoints.col_job)}</th> })}
+                        <th scope="col">{t!(i18n, checkpoints.col_step)}</th>
+                        <th scope="col">{t!(i18n, checkpoints.col_metrics)}</th>
+                        <th scope="col">{t!(i18n, checkpoints.col_size)}</th>
+                        <th scope="col">{t!(i18n, checkpoints.col_state)}</th>
+                        <th scope="col">"sha256"</th>
+                        <th scope="col">{t!(i18n, checkpoints.col_created)}</th>
+                        <th scope="col">{t!(i18n, checkpoints.col_download)}</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {move || list.get().into_iter().map(|c| {
+                        let st = state(&c);
+                        let metrics = c.metrics.clone().unwrap_or_default();
+                        let accuracy = metrics["accuracy"].as_f64();
+                        let f1 = metrics["macro_f1"].as_f64();
+                        let job = with_jobs.then(|| {
+                            let name = jobs.with_value(|j| j.get(&c.job_id).cloned()).unwrap_or_else(|| format!("#{}", c.job_id));
+                            view! { <td><A href=job_href(workspace_id, c.job_id) attr:data-testid="checkpoint-job">{name}</A></td> }
+                        });
+                        view! {
+                            <tr data-testid="checkpoint-row" data-id=c.id data-state=st data-step=c.step>
+                                {job}
+                                <th scope="row" class="num">{c.step}{c.epoch.map(|e| format!(" · {e:.2}"))}</th>
+                                <td class="nowrap">
+                                    {if c.metrics.is_some() {
+                                        format!("acc {} · F1 {}", metric_text(accuracy), metric_text(f1))
+                                    } else {
+                                        "–".to_string()
+                                    }}
+                                </td>
+                                <td class="nowrap">{bytes_text(c.bytes)}</td>
+                                <td>
+                                    <span class=format!("badge badge-ckpt badge-ckpt-{st}") data-testid="checkpoint-state">
+                                        {move || match st {
+                                            "deleted" => t_string!(i18n, checkpoints.deleted),
+                                            "best" => t_string!(i18n, checkpoints.best),
+                                            _ => t_string!(i18n, checkpoints.kept),
+                                        }}
+                                    </span>
+                                </td>
+                                <td><code title=c.sha256.clone()>{short_sha(&c.sha256)}</code></td>
+                                <td class="nowrap"><Timestamp at=c.created_at.clone() /></td>
+                                <td>
+                                    {(c.deleted_at.is_none()).then(|| view! {
+                                        <a class="button button-small" href=download_url(workspace_id, c.id) download="" rel="external" data-testid="checkpoint-download">
+                                            {t!(i18n, checkpoints.download)}
+                                        </a>
+                                    })}
+                                </td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}

@@ -1,0 +1,318 @@
+//! `/w/{id}/jobs/{job}`: one job — status, progress with an ETA, where it runs, the control buttons
+//! (cancel, retry, resume, clone, delete; editors and owners), the live charts and log, its checkpoints
+//! and the exact `job.toml` it runs.
+//!
+//! The page renders once from the server's answer, then follows the job's SSE stream in the browser:
+//! metric points feed the charts and the ETA, log lines the log, status events the badge and progress.
+//! Checkpoints are not on the stream: the job is read again every few seconds while it is not over,
+//! and once when it ends.
+
+use std::time::Duration;
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos_meta::Title;
+use leptos_router::components::A;
+use leptos_router::hooks::use_navigate;
+
+use super::charts::JobCharts;
+use super::checkpoints::CheckpointsTable;
+use super::list::executor_text;
+use super::logs::{JobLog, KEPT_LINES};
+use super::parts::{duration_text, eta_seconds, JobProgress, JobStatusBadge};
+use super::stream::{stream_url, Event, JobStream};
+use super::{job_href, use_job_id};
+use crate::api::{get_job, JobAction};
+use crate::components::http::{slot, Slot};
+use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::time::Timestamp;
+use crate::error::AppError;
+use crate::i18n::*;
+use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::types::{JobDetail, JobStatus, LogLine, MetricPoint};
+
+/// How often the job is read again (for its checkpoints) while it is not over.
+const POLL: Duration = Duration::from_secs(3);
+/// How long to wait before reopening a stream that dropped while the job was still going.
+const RECONNECT: Duration = Duration::from_secs(2);
+
+#[component]
+pub fn JobPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let current = use_current_workspace();
+    let job_id = use_job_id();
+    let detail = Resource::new(
+        move || (current.id.get(), job_id.get()),
+        |(ws, job)| get_job(ws, job),
+    );
+    view! {
+        <div class="page">
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    match detail.await {
+                        Ok(detail) => view! { <JobView detail /> }.into_any(),
+                        Err(err) => view! {
+                            <Title text=move || t_string!(i18n, nav.jobs).to_string() />
+                            <PageHeader title=move || t!(i18n, nav.jobs) lead=move || t!(i18n, pages.jobs.lead) />
+                            <ErrorNotice err />
+                        }
+                        .into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn JobView(detail: JobDetail) -> impl IntoView {
+    let i18n = use_i18n();
+    let workspace_id = detail.summary.workspace_id;
+    let job_id = detail.summary.id;
+    let can_edit = detail.can_edit;
+    let live = RwSignal::new(detail);
+    let metrics = RwSignal::new(Vec::<MetricPoint>::new());
+    let logs = RwSignal::new(Vec::<LogLine>::new());
+
+    let name = Memo::new(move |_| live.with(|d| d.summary.name.clone()));
+    let summary = Memo::new(move |_| live.with(|d| d.summary.clone()));
+    let over = Memo::new(move |_| live.with(|d| d.summary.status.is_final()));
+    let checkpoints = Memo::new(move |_| live.with(|d| d.checkpoints.clone()));
+
+    let refresh = move || {
+        spawn_local(async move {
+            if let Ok(fresh) = get_job(workspace_id, job_id).await {
+                live.try_set(fresh);
+            }
+        })
+    };
+
+    // The live stream: reopened after the last ids seen when it drops before the job is over.
+    let stream: Slot<JobStream> = slot();
+    let seen = StoredValue::new((0i64, 0i64));
+    let generation = RwSignal::new(0u32);
+    Effect::new(move |_| {
+        generation.track();
+        let on_event = move |event: Event| match event {
+            Event::Metric(point) => {
+                if point.id > seen.get_value().0 {
+                    seen.update_value(|s| s.0 = point.id);
+                    metrics.try_update(|m| m.push(point));
+                }
+            }
+            Event::Log(line) => {
+                if line.id > seen.get_value().1 {
+                    seen.update_value(|s| s.1 = line.id);
+                    logs.try_update(|l| {
+                        l.push(line);
+                        if l.len() > KEPT_LINES {
+                            l.drain(..l.len() - KEPT_LINES);
+                        }
+                    });
+                }
+            }
+            Event::Status(fresh) => {
+                let ended = fresh.status.is_final() && !live.with_untracked(|d| d.summary.status.is_final());
+                live.try_update(|d| d.summary = fresh);
+                if ended {
+                    refresh();
+                }
+            }
+            Event::Closed => {
+                if live.with_untracked(|d| d.summary.status.is_final()) {
+                    refresh();
+                } else {
+                    set_timeout(move || { generation.try_update(|g| *g += 1); }, RECONNECT);
+                }
+            }
+        };
+        stream.set_value(JobStream::open(&stream_url(workspace_id, job_id, seen.get_value()), on_event));
+    });
+    Effect::new(move |_| {
+        let handle = set_interval_with_handle(
+            move || {
+                if !over.get_untracked() {
+                    refresh();
+                }
+            },
+            POLL,
+        )
+        .ok();
+        on_cleanup(move || {
+            if let Some(handle) = handle {
+                handle.clear();
+            }
+        });
+    });
+
+    let lead = move || {
+        live.with(|d| {
+            t_string!(i18n, job_detail.lead, preset = d.spec.preset.clone(), id = d.summary.id).to_string()
+        })
+    };
+    let toml = Memo::new(move |_| live.with(|d| d.config_toml.clone()));
+    view! {
+        <Title text=move || name.get() />
+        <p class="breadcrumb">
+            <A href=format!("/w/{workspace_id}/jobs") attr:data-testid="job-back">"← "{t!(i18n, job_detail.back)}</A>
+        </p>
+        <PageHeader title=move || name.get() lead=lead />
+        <StatusCard live summary metrics can_edit />
+        <JobCharts points=metrics />
+        <section class="card" aria-labelledby="job-checkpoints-title" data-testid="job-checkpoints">
+            <h2 id="job-checkpoints-title">{t!(i18n, job_detail.checkpoints_title)}</h2>
+            {move || if checkpoints.with(Vec::is_empty) {
+                view! { <p class="muted" data-testid="checkpoints-empty">{t!(i18n, job_detail.checkpoints_empty)}</p> }.into_any()
+            } else {
+                view! { <CheckpointsTable workspace_id list=checkpoints /> }.into_any()
+            }}
+        </section>
+        <JobLog workspace_id job_id lines=logs />
+        <section class="card" aria-labelledby="job-spec-title">
+            <h2 id="job-spec-title">{t!(i18n, job_detail.spec_title)}</h2>
+            <p class="hint">{t!(i18n, job_detail.spec_hint)}</p>
+            <pre class="log log-small" data-testid="job-toml">{move || toml.get()}</pre>
+        </section>
+    }
+    .into_any()
+}
+
+#[component]
+fn StatusCard(
+    live: RwSignal<JobDetail>,
+    summary: Memo<crate::types::JobSummary>,
+    metrics: RwSignal<Vec<MetricPoint>>,
+    can_edit: bool,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let status = Memo::new(move |_| summary.with(|s| s.status));
+    let eta = Memo::new(move |_| {
+        let (step, total, running) = summary.with(|s| (s.step, s.total_steps, s.status == JobStatus::Running));
+        running.then(|| metrics.with(|m| eta_seconds(m, step, total))).flatten()
+    });
+    let retry_of = live.with_untracked(|d| d.retry_of);
+    let workspace_id = live.with_untracked(|d| d.summary.workspace_id);
+    view! {
+        <section class="card" aria-labelledby="job-status-title" data-testid="job-status-card">
+            <div class="card-heading">
+                <h2 id="job-status-title">{t!(i18n, job_detail.status_title)}</h2>
+                <JobStatusBadge status />
+            </div>
+            <div class="job-progress-row">
+                <JobProgress summary />
+                <span class="muted" data-testid="job-eta">
+                    {move || eta.get().map(|s| t_string!(i18n, job_detail.eta, time = duration_text(i18n.get_locale(), s)).to_string())}
+                </span>
+            </div>
+            {move || {
+                let s = summary.get();
+                view! {
+                    <dl class="facts">
+                        {s.status_message.clone().map(|m| view! {
+                            <div class="facts-wide"><dt>{t!(i18n, job_detail.message)}</dt><dd data-testid="job-message">{m}</dd></div>
+                        })}
+                        {s.queue_position.map(|p| view! {
+                            <div><dt>{t!(i18n, job_detail.queue_position)}</dt><dd data-testid="job-queue-position">{format!("#{p}")}</dd></div>
+                        })}
+                        <div><dt>{t!(i18n, job_detail.executor)}</dt><dd>{executor_text(i18n.get_locale(), &s.executor, &s.gpu_indices)}</dd></div>
+                        {s.epoch.map(|e| view! { <div><dt>{t!(i18n, job_detail.epoch)}</dt><dd>{format!("{e:.2}")}</dd></div> })}
+                        {s.exit_code.map(|c| view! { <div><dt>{t!(i18n, job_detail.exit_code)}</dt><dd>{c}</dd></div> })}
+                        <div><dt>{t!(i18n, job_detail.created)}</dt><dd><Timestamp at=s.created_at.clone() />{s.created_by.clone().map(|by| format!(" · {by}"))}</dd></div>
+                        {s.started_at.clone().map(|at| view! { <div><dt>{t!(i18n, job_detail.started)}</dt><dd><Timestamp at /></dd></div> })}
+                        {s.finished_at.clone().map(|at| view! { <div><dt>{t!(i18n, job_detail.finished)}</dt><dd><Timestamp at /></dd></div> })}
+                        {retry_of.map(|id| view! {
+                            <div><dt>{t!(i18n, job_detail.retry_of)}</dt><dd><A href=job_href(workspace_id, id)>{format!("#{id}")}</A></dd></div>
+                        })}
+                    </dl>
+                }
+            }}
+            {can_edit.then(|| view! { <Actions live /> })}
+        </section>
+    }
+    .into_any()
+}
+
+#[component]
+fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
+    let i18n = use_i18n();
+    let navigate = use_navigate();
+    let (workspace_id, job_id) = live.with_untracked(|d| (d.summary.workspace_id, d.summary.id));
+    let action = ServerAction::<JobAction>::new();
+    let confirming = RwSignal::new(false);
+    let error = RwSignal::new(None::<AppError>);
+    Effect::new(move |_| match action.value().get() {
+        Some(Ok(Some(detail))) => {
+            error.set(None);
+            if detail.summary.id == job_id {
+                live.set(detail);
+            } else {
+                // retry and resume queue a new job: follow it.
+                navigate(&job_href(workspace_id, detail.summary.id), Default::default());
+            }
+        }
+        Some(Ok(None)) => navigate(&format!("/w/{workspace_id}/jobs"), Default::default()),
+        Some(Err(err)) => {
+            confirming.set(false);
+            error.set(Some(err));
+        }
+        None => {}
+    });
+    let status = Memo::new(move |_| live.with(|d| d.summary.status));
+    let has_checkpoint = Memo::new(move |_| live.with(|d| d.checkpoints.iter().any(|c| c.deleted_at.is_none())));
+    let busy = action.pending();
+    let act = move |name: &'static str| {
+        move |_| {
+            action.dispatch(JobAction { workspace_id, job_id, action: name.to_string() });
+        }
+    };
+    view! {
+        <div class="actions" data-testid="job-actions">
+            {move || {
+                let s = status.get();
+                if s.is_final() {
+                    view! {
+                        <button type="button" class="button button-primary" data-testid="job-retry" disabled=move || busy.get() on:click=act("retry")>
+                            {t!(i18n, job_detail.retry)}
+                        </button>
+                        <button type="button" class="button" data-testid="job-resume" disabled=move || busy.get() || !has_checkpoint.get()
+                            title=move || t_string!(i18n, job_detail.resume_hint) on:click=act("resume")>
+                            {t!(i18n, job_detail.resume)}
+                        </button>
+                    }
+                    .into_any()
+                } else {
+                    view! {
+                        <button type="button" class="button" data-testid="job-cancel" disabled=move || busy.get() || s == JobStatus::Cancelling on:click=act("cancel")>
+                            {t!(i18n, job_detail.cancel)}
+                        </button>
+                    }
+                    .into_any()
+                }
+            }}
+            <A href=format!("/w/{workspace_id}/jobs/new?from={job_id}") attr:class="button button-ghost" attr:data-testid="job-clone">
+                {t!(i18n, job_detail.clone)}
+            </A>
+            {move || status.get().is_final().then(|| view! {
+                <button type="button" class="button button-danger-ghost" data-testid="job-delete"
+                    disabled=move || busy.get() || confirming.get() on:click=move |_| confirming.set(true)>
+                    {t!(i18n, job_detail.delete)}
+                </button>
+            })}
+            <span class="busy" role="status" aria-live="polite">{move || busy.get().then(|| t_string!(i18n, common.working))}</span>
+        </div>
+        {move || confirming.get().then(|| view! {
+            <div class="notice notice-error confirm" role="alertdialog" aria-labelledby="job-delete-question" data-testid="job-delete-confirm">
+                <p id="job-delete-question">{t!(i18n, job_detail.delete_confirm)}</p>
+                <div class="actions">
+                    <button type="button" class="button button-danger" data-testid="job-delete-yes" disabled=move || busy.get() on:click=act("delete")>
+                        {t!(i18n, job_detail.delete_yes)}
+                    </button>
+                    <button type="button" class="button button-ghost" on:click=move |_| confirming.set(false)>{t!(i18n, common.cancel)}</button>
+                </div>
+            </div>
+        })}
+        {move || error.get().map(|err| view! { <ErrorNotice err /> })}
+    }
+    .into_any()
+}

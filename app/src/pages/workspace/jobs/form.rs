@@ -1,0 +1,469 @@
+//! `/w/{id}/jobs/new`: the job form. Its defaults are `JobSpec::new`'s; `?from=JOB` fills it from an
+//! earlier job's spec ("clone job") and `?dataset=ID` preselects a dataset. The environment is optional:
+//! "local process" runs the trainer on the server itself; an environment runs it in a container from that
+//! environment's image (only environments whose current version is built are offered; the server also
+//! requires the Paddock runtime in the image and says so at the field). A number that does not parse is
+//! refused in the browser at its field; every other rule is the server's (`job_spec_invalid` lists each
+//! broken rule as "field: message; …", shown under the field it names). Nothing is queued unless the
+//! whole spec is valid.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+use leptos_router::hooks::{use_navigate, use_query_map};
+
+use super::job_href;
+use crate::api::{get_job, list_checkpoints, list_datasets, list_environments, SubmitJob};
+use crate::components::form::SubmitButton;
+use crate::components::notice::{ErrorNotice, Loading};
+use crate::error::AppError;
+use crate::i18n::*;
+use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::types::{BuildStatus, CheckpointInfo, DatasetSummary, EnvironmentSummary, JobSpec};
+
+/// Model shapes, smallest last (the server's list).
+pub const PRESETS: [&str; 6] = ["base", "medium", "mini", "micro", "nano", "tiny"];
+pub const PRECISIONS: [&str; 3] = ["fp32", "fp16", "bf16"];
+
+#[component]
+pub fn NewJobPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let current = use_current_workspace();
+    let query = use_query_map();
+    let from = Memo::new(move |_| query.read().get("from").and_then(|s| s.parse::<i64>().ok()));
+    let dataset = Memo::new(move |_| query.read().get("dataset").and_then(|s| s.parse::<i64>().ok()));
+    let choices = Resource::new(
+        move || current.id.get(),
+        |ws| async move {
+            let datasets = list_datasets(ws).await?;
+            let environments = list_environments(ws).await.unwrap_or_default();
+            let checkpoints = list_checkpoints(ws).await.unwrap_or_default();
+            Ok::<_, AppError>((datasets, environments, checkpoints))
+        },
+    );
+    let source = Resource::new(
+        move || (current.id.get(), from.get()),
+        |(ws, from)| async move {
+            match from {
+                Some(job) => get_job(ws, job).await.map(|d| Some(d.spec)),
+                None => Ok(None),
+            }
+        },
+    );
+    view! {
+        <Title text=move || t_string!(i18n, job_form.title).to_string() />
+        <div class="page page-form">
+            <PageHeader title=move || t!(i18n, job_form.title) lead=move || t!(i18n, job_form.lead) />
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    let (ws, choices, source) = (current.ws.await, choices.await, source.await);
+                    let ws = match ws {
+                        Ok(ws) => ws,
+                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
+                    };
+                    if !ws.role.can_edit() {
+                        return view! { <p class="notice notice-info" data-testid="jobs-editor-only">{t!(i18n, jobs.editor_only)}</p> }.into_any();
+                    }
+                    let (datasets, environments, checkpoints) = match choices {
+                        Ok(c) => c,
+                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
+                    };
+                    if datasets.is_empty() {
+                        return view! {
+                            <p class="notice notice-info" data-testid="job-needs-dataset">
+                                {t!(i18n, job_form.needs_dataset)}" "
+                                <A href=format!("/w/{}/datasets", ws.id)>{t!(i18n, nav.datasets)}</A>
+                            </p>
+                        }
+                        .into_any();
+                    }
+                    let initial = match source {
+                        Ok(Some(spec)) => JobSpec { name: clone_name(&spec.name), ..spec },
+                        Ok(None) => {
+                            let first = dataset.get_untracked().filter(|id| datasets.iter().any(|d| d.id == *id)).unwrap_or(datasets[0].id);
+                            JobSpec::new("", first)
+                        }
+                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
+                    };
+                    let cloned = from.get_untracked().is_some();
+                    view! { <JobForm workspace_id=ws.id initial datasets environments checkpoints cloned /> }.into_any()
+                })}
+            </Transition>
+        </div>
+    }
+    .into_any()
+}
+
+/// `fine-tune` → `fine-tune-copy` (within the 64-character limit).
+pub fn clone_name(name: &str) -> String {
+    let base: String = name.chars().take(64 - 5).collect();
+    format!("{base}-copy")
+}
+
+/// The form's text, as typed; [`FormValues::to_spec`] turns it into a spec on submit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FormValues {
+    pub name: String,
+    pub dataset_id: String,
+    /// Empty: hold out part of the training data.
+    pub dev_dataset_id: String,
+    /// Empty: a local process.
+    pub environment_id: String,
+    pub preset: String,
+    /// Empty: from scratch.
+    pub base_checkpoint_id: String,
+    pub epochs: String,
+    pub batch_size: String,
+    pub learning_rate: String,
+    pub warmup_ratio: String,
+    pub max_seq_len: String,
+    pub grad_accum_steps: String,
+    pub max_steps: String,
+    pub seed: String,
+    pub precision: String,
+    pub eval_every_steps: String,
+    pub keep_best: String,
+    pub gpus: String,
+    pub priority: String,
+    pub time_limit_minutes: String,
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map(|v| v.to_string()).unwrap_or_default()
+}
+
+impl FormValues {
+    pub fn from_spec(spec: &JobSpec) -> FormValues {
+        FormValues {
+            name: spec.name.clone(),
+            dataset_id: spec.dataset_id.to_string(),
+            dev_dataset_id: opt(spec.dev_dataset_id),
+            environment_id: opt(spec.environment_id),
+            preset: spec.preset.clone(),
+            base_checkpoint_id: opt(spec.base_checkpoint_id),
+            epochs: spec.epochs.to_string(),
+            batch_size: spec.batch_size.to_string(),
+            learning_rate: spec.learning_rate.to_string(),
+            warmup_ratio: spec.warmup_ratio.to_string(),
+            max_seq_len: spec.max_seq_len.to_string(),
+            grad_accum_steps: spec.grad_accum_steps.to_string(),
+            max_steps: opt(spec.max_steps),
+            seed: spec.seed.to_string(),
+            precision: spec.precision.clone(),
+            eval_every_steps: spec.eval_every_steps.to_string(),
+            keep_best: spec.keep_best.to_string(),
+            gpus: spec.gpus.to_string(),
+            priority: spec.priority.to_string(),
+            time_limit_minutes: opt(spec.time_limit_minutes),
+        }
+    }
+
+    /// The spec to send, or the first field whose text is not a number of the right kind. The ranges
+    /// are the server's to check.
+    pub fn to_spec(&self) -> Result<JobSpec, &'static str> {
+        fn num<T: std::str::FromStr>(s: &str, field: &'static str) -> Result<T, &'static str> {
+            s.trim().parse().map_err(|_| field)
+        }
+        fn maybe<T: std::str::FromStr>(s: &str, field: &'static str) -> Result<Option<T>, &'static str> {
+            if s.trim().is_empty() {
+                Ok(None)
+            } else {
+                num(s, field).map(Some)
+            }
+        }
+        Ok(JobSpec {
+            name: self.name.trim().to_string(),
+            dataset_id: num(&self.dataset_id, "dataset_id")?,
+            dev_dataset_id: maybe(&self.dev_dataset_id, "dev_dataset_id")?,
+            environment_id: maybe(&self.environment_id, "environment_id")?,
+            preset: self.preset.clone(),
+            base_checkpoint_id: maybe(&self.base_checkpoint_id, "base_checkpoint_id")?,
+            epochs: num(&self.epochs, "epochs")?,
+            batch_size: num(&self.batch_size, "batch_size")?,
+            learning_rate: num(&self.learning_rate, "learning_rate")?,
+            warmup_ratio: num(&self.warmup_ratio, "warmup_ratio")?,
+            max_seq_len: num(&self.max_seq_len, "max_seq_len")?,
+            grad_accum_steps: num(&self.grad_accum_steps, "grad_accum_steps")?,
+            max_steps: maybe(&self.max_steps, "max_steps")?,
+            seed: num(&self.seed, "seed")?,
+            precision: self.precision.clone(),
+            eval_every_steps: num(&self.eval_every_steps, "eval_every_steps")?,
+            keep_best: num(&self.keep_best, "keep_best")?,
+            gpus: num(&self.gpus, "gpus")?,
+            priority: num(&self.priority, "priority")?,
+            time_limit_minutes: maybe(&self.time_limit_minutes, "time_limit_minutes")?,
+        })
+    }
+}
+
+/// What `err` says about `field`: for `job_spec_invalid`, the parts of its "field: message; …" list that
+/// name `field`; for any other error naming `field`, its translated text.
+pub fn field_message(err: &AppError, field: &str, locale: Locale) -> Option<String> {
+    if err.code() == "job_spec_invalid" {
+        let text = err.to_string();
+        let mine: Vec<&str> = text
+            .split("; ")
+            .filter_map(|piece| piece.split_once(": "))
+            .filter(|(f, _)| *f == field)
+            .map(|(_, m)| m)
+            .collect();
+        if !mine.is_empty() {
+            return Some(mine.join("; "));
+        }
+        // A single problem without the "field: " prefix (the dataset has one label) names its field.
+        return (err.field() == Some(field) && !text.contains(": ")).then_some(text);
+    }
+    (err.field() == Some(field)).then(|| error_text(locale, err))
+}
+
+/// One labelled control with its hint and error line (`{id}-hint`, `{id}-error`).
+#[component]
+fn Row(
+    id: &'static str,
+    #[prop(into)] label: ViewFn,
+    #[prop(optional_no_strip)] hint: Option<ViewFn>,
+    message: Signal<Option<String>>,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <div class="field" class:field-invalid=move || message.with(Option::is_some)>
+            <label for=id>{label.run()}</label>
+            {children()}
+            {hint.map(|h| view! { <p class="hint" id=format!("{id}-hint")>{h.run()}</p> })}
+            <p class="field-error" id=format!("{id}-error") data-testid=format!("{id}-error")>{move || message.get()}</p>
+        </div>
+    }
+    .into_any()
+}
+
+fn environment_ready(e: &EnvironmentSummary) -> bool {
+    e.build_status == BuildStatus::Built
+}
+
+#[component]
+fn JobForm(
+    workspace_id: i64,
+    initial: JobSpec,
+    datasets: Vec<DatasetSummary>,
+    environments: Vec<EnvironmentSummary>,
+    checkpoints: Vec<CheckpointInfo>,
+    cloned: bool,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let navigate = use_navigate();
+    let start = FormValues::from_spec(&initial);
+    let values = RwSignal::new(start.clone());
+    let error = RwSignal::new(None::<AppError>);
+    let submit = ServerAction::<SubmitJob>::new();
+    Effect::new(move |_| match submit.value().get() {
+        Some(Ok(detail)) => navigate(&job_href(workspace_id, detail.summary.id), Default::default()),
+        Some(Err(err)) => error.set(Some(err)),
+        None => {}
+    });
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        match values.get_untracked().to_spec() {
+            Ok(spec) => {
+                error.set(None);
+                submit.dispatch(SubmitJob { workspace_id, spec });
+            }
+            Err(field) => {
+                let locale = i18n.get_locale_untracked();
+                let message = td_string!(locale, job_form.err_number).to_string();
+                error.set(Some(AppError::invalid(field, "job_spec_invalid", format!("{field}: {message}"))));
+            }
+        }
+    };
+    let message = move |field: &'static str| {
+        Signal::derive(move || error.with(|e| e.as_ref().and_then(|e| field_message(e, field, i18n.get_locale()))))
+    };
+    let invalid = move |m: Signal<Option<String>>| move || m.with(Option::is_some).then_some("true");
+    let set = move |f: fn(&mut FormValues, String)| {
+        move |ev: leptos::ev::Event| {
+            let value = event_target_value(&ev);
+            values.update(|v| f(v, value));
+        }
+    };
+    // A numeric input bound to one field of the form.
+    let number = move |id: &'static str, field: &'static str, label: ViewFn, hint: Option<ViewFn>, value: String, f: fn(&mut FormValues, String)| {
+        let m = message(field);
+        view! {
+            <Row id label hint=hint message=m>
+                <input id=id data-testid=id inputmode="decimal" autocomplete="off" value=value
+                    aria-invalid=invalid(m) aria-describedby=format!("{id}-hint {id}-error") on:input=set(f) />
+            </Row>
+        }
+    };
+    let ready: Vec<EnvironmentSummary> = environments.into_iter().filter(environment_ready).collect();
+    let usable_checkpoints: Vec<CheckpointInfo> = checkpoints.into_iter().filter(|c| c.deleted_at.is_none()).collect();
+    let m_name = message("name");
+    let m_dataset = message("dataset_id");
+    let m_dev = message("dev_dataset_id");
+    let m_env = message("environment_id");
+    let m_preset = message("preset");
+    let m_base = message("base_checkpoint_id");
+    let m_precision = message("precision");
+    let dataset_options = datasets.clone();
+
+    view! {
+        {cloned.then(|| view! { <p class="notice notice-info" data-testid="job-cloned">{t!(i18n, job_form.cloned)}</p> })}
+        <form class="form card job-form" data-testid="job-form" on:submit=on_submit novalidate>
+            <fieldset class="form-section">
+                <legend>{t!(i18n, job_form.section_data)}</legend>
+                <Row id="job-name" label=move || t!(i18n, job_form.name) hint=Some(ViewFn::from(move || t!(i18n, job_form.name_hint))) message=m_name>
+                    <input id="job-name" data-testid="job-name" autocomplete="off" maxlength="64" required=true value=start.name.clone()
+                        aria-invalid=invalid(m_name) aria-describedby="job-name-hint job-name-error" on:input=set(|v, s| v.name = s) />
+                </Row>
+                <div class="form-grid">
+                    <Row id="job-dataset" label=move || t!(i18n, job_form.dataset) message=m_dataset>
+                        <select id="job-dataset" data-testid="job-dataset" aria-invalid=invalid(m_dataset) aria-describedby="job-dataset-error"
+                            on:change=set(|v, s| v.dataset_id = s)>
+                            {dataset_options.iter().map(|d| {
+                                let selected = d.id.to_string() == start.dataset_id;
+                                view! { <option value=d.id.to_string() selected=selected>{format!("{} ({} rows)", d.name, d.rows)}</option> }
+                            }).collect_view()}
+                        </select>
+                    </Row>
+                    <Row id="job-dev-dataset" label=move || t!(i18n, job_form.dev_dataset) hint=Some(ViewFn::from(move || t!(i18n, job_form.dev_dataset_hint))) message=m_dev>
+                        <select id="job-dev-dataset" data-testid="job-dev-dataset" aria-invalid=invalid(m_dev) aria-describedby="job-dev-dataset-hint job-dev-dataset-error"
+                            on:change=set(|v, s| v.dev_dataset_id = s)>
+                            <option value="" selected=start.dev_dataset_id.is_empty()>{t!(i18n, job_form.dev_none)}</option>
+                            {datasets.iter().map(|d| {
+                                let selected = d.id.to_string() == start.dev_dataset_id;
+                                view! { <option value=d.id.to_string() selected=selected>{d.name.clone()}</option> }
+                            }).collect_view()}
+                        </select>
+                    </Row>
+                </div>
+            </fieldset>
+
+            <fieldset class="form-section">
+                <legend>{t!(i18n, job_form.section_model)}</legend>
+                <div class="form-grid">
+                    <Row id="job-environment" label=move || t!(i18n, job_form.environment) hint=Some(ViewFn::from(move || t!(i18n, job_form.environment_hint))) message=m_env>
+                        <select id="job-environment" data-testid="job-environment" aria-invalid=invalid(m_env) aria-describedby="job-environment-hint job-environment-error"
+                            on:change=set(|v, s| v.environment_id = s)>
+                            <option value="" selected=start.environment_id.is_empty()>{t!(i18n, job_form.local_process)}</option>
+                            {ready.into_iter().map(|e| {
+                                let selected = e.id.to_string() == start.environment_id;
+                                view! { <option value=e.id.to_string() selected=selected>{format!("{} (v{})", e.name, e.current_version)}</option> }
+                            }).collect_view()}
+                        </select>
+                    </Row>
+                    <Row id="job-preset" label=move || t!(i18n, job_form.preset) hint=Some(ViewFn::from(move || t!(i18n, job_form.preset_hint))) message=m_preset>
+                        <select id="job-preset" data-testid="job-preset" aria-invalid=invalid(m_preset) aria-describedby="job-preset-hint job-preset-error"
+                            on:change=set(|v, s| v.preset = s)>
+                            {PRESETS.iter().map(|p| view! { <option value=*p selected=*p == start.preset>{*p}</option> }).collect_view()}
+                        </select>
+                    </Row>
+                    <Row id="job-base-checkpoint" label=move || t!(i18n, job_form.base_checkpoint) hint=Some(ViewFn::from(move || t!(i18n, job_form.base_checkpoint_hint))) message=m_base>
+                        <select id="job-base-checkpoint" data-testid="job-base-checkpoint" aria-invalid=invalid(m_base) aria-describedby="job-base-checkpoint-hint job-base-checkpoint-error"
+                            on:change=set(|v, s| v.base_checkpoint_id = s)>
+                            <option value="" selected=start.base_checkpoint_id.is_empty()>{t!(i18n, job_form.from_scratch)}</option>
+                            {usable_checkpoints.into_iter().map(|c| {
+                                let selected = c.id.to_string() == start.base_checkpoint_id;
+                                view! { <option value=c.id.to_string() selected=selected>{format!("#{} · job {} · step {}", c.id, c.job_id, c.step)}</option> }
+                            }).collect_view()}
+                        </select>
+                    </Row>
+                </div>
+            </fieldset>
+
+            <fieldset class="form-section">
+                <legend>{t!(i18n, job_form.section_training)}</legend>
+                <div class="form-grid">
+                    {number("job-epochs", "epochs", ViewFn::from(move || t!(i18n, job_form.epochs)), None, start.epochs.clone(), |v, s| v.epochs = s)}
+                    {number("job-batch-size", "batch_size", ViewFn::from(move || t!(i18n, job_form.batch_size)), None, start.batch_size.clone(), |v, s| v.batch_size = s)}
+                    {number("job-learning-rate", "learning_rate", ViewFn::from(move || t!(i18n, job_form.learning_rate)), Some(ViewFn::from(move || t!(i18n, job_form.learning_rate_hint))), start.learning_rate.clone(), |v, s| v.learning_rate = s)}
+                    {number("job-warmup-ratio", "warmup_ratio", ViewFn::from(move || t!(i18n, job_form.warmup_ratio)), None, start.warmup_ratio.clone(), |v, s| v.warmup_ratio = s)}
+                    {number("job-max-seq-len", "max_seq_len", ViewFn::from(move || t!(i18n, job_form.max_seq_len)), None, start.max_seq_len.clone(), |v, s| v.max_seq_len = s)}
+                    {number("job-grad-accum-steps", "grad_accum_steps", ViewFn::from(move || t!(i18n, job_form.grad_accum_steps)), None, start.grad_accum_steps.clone(), |v, s| v.grad_accum_steps = s)}
+                    {number("job-max-steps", "max_steps", ViewFn::from(move || t!(i18n, job_form.max_steps)), Some(ViewFn::from(move || t!(i18n, job_form.optional_hint))), start.max_steps.clone(), |v, s| v.max_steps = s)}
+                    {number("job-eval-every-steps", "eval_every_steps", ViewFn::from(move || t!(i18n, job_form.eval_every_steps)), None, start.eval_every_steps.clone(), |v, s| v.eval_every_steps = s)}
+                    {number("job-seed", "seed", ViewFn::from(move || t!(i18n, job_form.seed)), None, start.seed.clone(), |v, s| v.seed = s)}
+                    {number("job-keep-best", "keep_best", ViewFn::from(move || t!(i18n, job_form.keep_best)), Some(ViewFn::from(move || t!(i18n, job_form.keep_best_hint))), start.keep_best.clone(), |v, s| v.keep_best = s)}
+                    <Row id="job-precision" label=move || t!(i18n, job_form.precision) hint=Some(ViewFn::from(move || t!(i18n, job_form.precision_hint))) message=m_precision>
+                        <select id="job-precision" data-testid="job-precision" aria-invalid=invalid(m_precision) aria-describedby="job-precision-hint job-precision-error"
+                            on:change=set(|v, s| v.precision = s)>
+                            {PRECISIONS.iter().map(|p| view! { <option value=*p selected=*p == start.precision>{*p}</option> }).collect_view()}
+                        </select>
+                    </Row>
+                </div>
+            </fieldset>
+
+            <fieldset class="form-section">
+                <legend>{t!(i18n, job_form.section_resources)}</legend>
+                <div class="form-grid">
+                    {number("job-gpus", "gpus", ViewFn::from(move || t!(i18n, job_form.gpus)), Some(ViewFn::from(move || t!(i18n, job_form.gpus_hint))), start.gpus.clone(), |v, s| v.gpus = s)}
+                    {number("job-priority", "priority", ViewFn::from(move || t!(i18n, job_form.priority)), Some(ViewFn::from(move || t!(i18n, job_form.priority_hint))), start.priority.clone(), |v, s| v.priority = s)}
+                    {number("job-time-limit", "time_limit_minutes", ViewFn::from(move || t!(i18n, job_form.time_limit)), Some(ViewFn::from(move || t!(i18n, job_form.optional_hint))), start.time_limit_minutes.clone(), |v, s| v.time_limit_minutes = s)}
+                </div>
+            </fieldset>
+
+            <div aria-live="assertive" class="form-error-slot">
+                {move || error.get().map(|err| {
+                    let code = err.code().to_string();
+                    view! {
+                        <div class="notice notice-error" role="alert" data-testid="form-error" data-code=code>
+                            <p><strong>{t!(i18n, job_form.summary)}</strong></p>
+                            <p class="form-error-detail">{move || error_text(i18n.get_locale(), &err)}</p>
+                        </div>
+                    }
+                })}
+            </div>
+            <div class="form-actions">
+                <SubmitButton pending=submit.pending() testid="job-submit">{t!(i18n, job_form.submit)}</SubmitButton>
+                <A href=format!("/w/{workspace_id}/jobs") attr:class="button button-ghost" attr:data-testid="job-cancel">{t!(i18n, common.cancel)}</A>
+            </div>
+        </form>
+    }
+    .into_any()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_survives_the_form_both_ways() {
+        let mut spec = JobSpec::new("snownlp", 3);
+        spec.dev_dataset_id = Some(4);
+        spec.max_steps = Some(30);
+        spec.learning_rate = 0.0003;
+        assert_eq!(FormValues::from_spec(&spec).to_spec(), Ok(spec.clone()));
+        let defaults = FormValues::from_spec(&JobSpec::new("", 1));
+        assert_eq!(defaults.max_steps, "", "optional fields start empty");
+        assert_eq!(defaults.environment_id, "", "a local process by default");
+    }
+
+    #[test]
+    fn text_that_is_no_number_is_refused_at_its_field() {
+        let mut values = FormValues::from_spec(&JobSpec::new("x", 1));
+        values.batch_size = "lots".into();
+        assert_eq!(values.to_spec(), Err("batch_size"));
+        values.batch_size = "16".into();
+        values.learning_rate = "-0.001".into();
+        assert_eq!(values.to_spec().unwrap().learning_rate, -0.001, "the range is the server's call");
+    }
+
+    #[test]
+    fn server_problems_land_under_their_fields() {
+        let err = AppError::invalid(
+            "learning_rate",
+            "job_spec_invalid",
+            "learning_rate: must be greater than 0 and at most 1; batch_size: must be between 1 and 4096",
+        );
+        assert_eq!(
+            field_message(&err, "learning_rate", Locale::en).as_deref(),
+            Some("must be greater than 0 and at most 1")
+        );
+        assert_eq!(
+            field_message(&err, "batch_size", Locale::en).as_deref(),
+            Some("must be between 1 and 4096")
+        );
+        assert_eq!(field_message(&err, "epochs", Locale::en), None);
+        let one = AppError::invalid("dataset_id", "job_spec_invalid", "the training data needs at least two labels");
+        assert!(field_message(&one, "dataset_id", Locale::en).is_some());
+        assert_eq!(clone_name("run"), "run-copy");
+    }
+}

@@ -1,0 +1,120 @@
+//! The job's log: live lines as the stream brings them (kept to the newest [`KEPT_LINES`], following the
+//! bottom like a terminal), and a search box that asks the server for every line containing the text
+//! (`GET …/jobs/{job}/logs?contains=`), so a search covers the whole log, not just what this page holds.
+
+use leptos::prelude::*;
+
+use crate::components::http::{self, Request};
+use crate::components::notice::ErrorNotice;
+use crate::error::AppError;
+use crate::i18n::*;
+use crate::types::LogLine;
+
+/// How many live lines the page keeps; older ones stay reachable through the search.
+pub const KEPT_LINES: usize = 5000;
+
+pub fn search_url(workspace_id: i64, job_id: i64, contains: &str) -> String {
+    format!(
+        "/api/v1/workspaces/{workspace_id}/jobs/{job_id}/logs?{}",
+        http::query(&[("contains", contains)])
+    )
+}
+
+fn text_of(lines: &[LogLine]) -> String {
+    lines.iter().map(|l| l.line.as_str()).collect::<Vec<_>>().join("\n")
+}
+
+#[component]
+pub fn JobLog(workspace_id: i64, job_id: i64, #[prop(into)] lines: Signal<Vec<LogLine>>) -> impl IntoView {
+    let i18n = use_i18n();
+    let query = RwSignal::new(String::new());
+    // The search's answer (the text searched and its lines); `None` shows the live log.
+    let found = RwSignal::new(None::<(String, Vec<LogLine>)>);
+    let error = RwSignal::new(None::<AppError>);
+    let searching = RwSignal::new(false);
+    let request: http::Slot<Request> = http::slot();
+    let pre = NodeRef::<leptos::html::Pre>::new();
+
+    // Follow the newest line while showing the live log.
+    Effect::new(move |_| {
+        lines.track();
+        if found.with(Option::is_none) {
+            if let Some(pre) = pre.get() {
+                pre.set_scroll_top(pre.scroll_height());
+            }
+        }
+    });
+
+    let search = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        let text = query.get_untracked().trim().to_string();
+        error.set(None);
+        if text.is_empty() {
+            found.set(None);
+            return;
+        }
+        searching.set(true);
+        let wanted = text.clone();
+        let started = http::get(&search_url(workspace_id, job_id, &text), move |answer| {
+            searching.set(false);
+            if !answer.ok() {
+                error.set(Some(answer.error()));
+                return;
+            }
+            match serde_json::from_str::<Vec<LogLine>>(&answer.body) {
+                Ok(lines) => found.set(Some((wanted, lines))),
+                Err(e) => error.set(Some(AppError::Transport(e.to_string()))),
+            }
+        });
+        match started {
+            Some(r) => request.set_value(Some(r)),
+            None => searching.set(false),
+        }
+    };
+
+    view! {
+        <section class="card" aria-labelledby="job-log-title" data-testid="job-log-card">
+            <div class="card-heading">
+                <h2 id="job-log-title">{t!(i18n, job_detail.log_title)}</h2>
+                <form class="log-search" role="search" on:submit=search data-testid="log-search-form">
+                    <label class="visually-hidden" for="log-search">{t!(i18n, job_detail.log_search)}</label>
+                    <input type="search" id="log-search" data-testid="log-search" autocomplete="off"
+                        placeholder=move || t_string!(i18n, job_detail.log_search_placeholder)
+                        prop:value=move || query.get()
+                        on:input=move |ev| {
+                            let v = event_target_value(&ev);
+                            if v.is_empty() { found.set(None); }
+                            query.set(v);
+                        } />
+                    <button type="submit" class="button button-small" data-testid="log-search-submit" disabled=move || searching.get()>
+                        {t!(i18n, job_detail.log_search_button)}
+                    </button>
+                </form>
+            </div>
+            <p class="hint" role="status" data-testid="log-state">
+                {move || match found.get() {
+                    Some((text, lines)) => t_string!(i18n, job_detail.log_found, n = lines.len(), text = text).to_string(),
+                    None => t_string!(i18n, job_detail.log_live, n = lines.with(Vec::len)).to_string(),
+                }}
+            </p>
+            {move || error.get().map(|err| view! { <ErrorNotice err /> })}
+            <pre class="log" node_ref=pre data-testid="job-log" tabindex="0" aria-labelledby="job-log-title">
+                {move || match found.get() {
+                    Some((_, lines)) => text_of(&lines),
+                    None => lines.with(|l| text_of(l)),
+                }}
+            </pre>
+        </section>
+    }
+    .into_any()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_search_url_encodes_the_text() {
+        assert_eq!(search_url(1, 2, "step 3"), "/api/v1/workspaces/1/jobs/2/logs?contains=step%203");
+    }
+}

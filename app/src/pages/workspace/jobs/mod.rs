@@ -1,0 +1,39 @@
+//! `/w/{id}/jobs/...`: fine-tuning jobs — the list (status, progress, queue position), the job form (also
+//! "clone job": the form filled from an earlier job's spec), and one page per job with its progress and
+//! ETA, live charts and log over SSE, the spec as TOML, the control buttons and its checkpoints.
+//!
+//! # Layout
+//! - [`list`]: the list. [`form`]: new and clone (the spec form and its parsing).
+//! - [`detail`]: one job; [`stream`] follows its SSE stream, [`charts`] draws the metrics (uPlot through
+//!   `public/charts.js`), [`logs`] shows and searches the log, [`checkpoints`] lists what it wrote (also
+//!   used by the Models page).
+//! - [`parts`]: the status badge, progress and ETA arithmetic the pages share.
+
+pub mod charts;
+pub mod checkpoints;
+pub mod detail;
+pub mod form;
+pub mod list;
+pub mod logs;
+pub mod parts;
+pub mod stream;
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+
+/// The job id in the URL (`:job`); `-1` when malformed, which the server answers with "not found".
+pub fn use_job_id() -> Memo<i64> {
+    let params = use_params_map();
+    Memo::new(move |_| {
+        params
+            .read()
+            .get("job")
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(-1)
+    })
+}
+
+/// `/w/{id}/jobs/{job}`.
+pub fn job_href(workspace_id: i64, job_id: i64) -> String {
+    format!("/w/{workspace_id}/jobs/{job_id}")
+}

