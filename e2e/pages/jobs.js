@@ -58,6 +58,8 @@ export class JobPage {
   get toml() { return this.page.getByTestId('job-toml'); }
   get log() { return this.page.getByTestId('job-log'); }
   get logState() { return this.page.getByTestId('log-state'); }
+  /** The log's entries (one element each; an entry may span several lines). */
+  get logLines() { return this.log.locator('.log-line'); }
   get checkpointRows() { return this.page.getByTestId('checkpoint-row'); }
   /** The `<paddock-chart>` of one chart: `loss`, `eval`, `lr`, `speed`. */
   chart(name) { return this.page.getByTestId(`chart-${name}`).locator('paddock-chart'); }

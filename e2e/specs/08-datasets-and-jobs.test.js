@@ -7,6 +7,8 @@
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -170,9 +172,19 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     assert.ok(body.includes(Buffer.from('model.safetensors')), 'the weights are inside');
   });
 
-  test('clone fills the form from the job; a clone that cannot run fails with its reason in the searchable log', async () => {
+  test('clone fills the form from the job; a clone with a dev set of other labels fails with its reason in the searchable log', async () => {
     const { page } = owner;
+    const other = path.join(await mkdtemp(path.join(tmpdir(), 'paddock-e2e-data-')), 'other_labels.tsv');
+    await writeFile(other, 'text\tlabel\n今天很开心\thappy\n今天很难过\tsad\n');
+    const list = new DatasetsListPage(page);
+    await list.goto(workspaceId);
+    await list.upload(other);
+    await page.waitForURL(/\/datasets\/\d+$/);
+    const otherId = new DatasetPage(page).id();
+
     const job = new JobPage(page);
+    await page.goto(`/w/${workspaceId}/jobs/${jobId}`);
+    await hydrated(page);
     await job.button('clone').click();
     await page.waitForURL(/\/jobs\/new\?from=\d+$/);
     const form = new JobFormPage(page);
@@ -182,22 +194,25 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     assert.equal(await form.input('max-steps').inputValue(), '30');
     assert.equal(await form.input('eval-every-steps').inputValue(), '5');
 
-    // Longer sequences than the tiny model has positions for: the trainer refuses at start.
-    await form.fill({ name: 'too-long', 'max-seq-len': 1024 });
+    // A dev set whose labels the training data does not have: the trainer refuses it at start.
+    await form.fill({ name: 'other-labels', 'dev-dataset': String(otherId) });
     await form.submit();
     await page.waitForURL(/\/jobs\/\d+$/);
     assert.notEqual(job.id(), jobId);
     await job.waitForStatus('failed');
-    await waitForText(job.log, 'max_position_embeddings');
+    await waitForText(job.log, 'unknown label');
     await job.button('retry').waitFor();
-    await job.searchLog('max_position_embeddings');
-    await waitForText(job.logState, 'max_position_embeddings');
-    const found = (await job.log.textContent()).split('\n');
-    assert.ok(found.length >= 1 && found.every((l) => l.includes('max_position_embeddings')), 'only matching lines');
+    await job.searchLog('unknown label');
+    await waitForText(job.logState, 'unknown label');
+    const found = await job.logLines.allTextContents();
+    assert.ok(found.length >= 1 && found.every((l) => l.includes('unknown label')), `only matching lines: ${JSON.stringify(found)}`);
     await job.searchLog('no such text anywhere');
     await waitForText(job.logState, 'no such text anywhere');
     assert.match((await job.logState.textContent()).trim(), /^0 /);
-    assert.equal((await job.log.textContent()).trim(), '');
+    assert.equal(await job.logLines.count(), 0);
+    await job.searchLog('');
+    await waitForText(job.logState, /\d+ 行，实时/);
+    assert.ok(await job.logLines.count() > found.length, 'clearing the search shows the whole log again');
     await screenshot(page, '08-job-failed');
   });
 

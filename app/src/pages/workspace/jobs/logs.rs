@@ -20,10 +20,6 @@ pub fn search_url(workspace_id: i64, job_id: i64, contains: &str) -> String {
     )
 }
 
-fn text_of(lines: &[LogLine]) -> String {
-    lines.iter().map(|l| l.line.as_str()).collect::<Vec<_>>().join("\n")
-}
-
 #[component]
 pub fn JobLog(workspace_id: i64, job_id: i64, #[prop(into)] lines: Signal<Vec<LogLine>>) -> impl IntoView {
     let i18n = use_i18n();
@@ -98,11 +94,18 @@ pub fn JobLog(workspace_id: i64, job_id: i64, #[prop(into)] lines: Signal<Vec<Lo
                 }}
             </p>
             {move || error.get().map(|err| view! { <ErrorNotice err /> })}
+            // One element per log entry (an entry may span lines: the trainer's error lists its problems).
             <pre class="log" node_ref=pre data-testid="job-log" tabindex="0" aria-labelledby="job-log-title">
-                {move || match found.get() {
-                    Some((_, lines)) => text_of(&lines),
-                    None => lines.with(|l| text_of(l)),
-                }}
+                <For
+                    each=move || match found.get() {
+                        Some((_, lines)) => lines,
+                        None => lines.get(),
+                    }
+                    key=|l| l.id
+                    let:entry
+                >
+                    <span class="log-line" data-id=entry.id>{entry.line}"\n"</span>
+                </For>
             </pre>
         </section>
     }
