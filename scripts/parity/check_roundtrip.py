@@ -1,14 +1,25 @@
 #!/usr/bin/env python3
-"""Manual check (not part of `make test`) that transformers loads checkpoints written by Paddock's
-`checkpoint::save` unchanged and computes the same input_ids and logits.
+"""Manual check (not part of `make test`) that transformers loads checkpoints written by Paddock unchanged and
+computes the same input_ids and logits. Two modes.
+
+Checkpoints written by `checkpoint::save` directly (a relabelled parity fixture and a from-scratch nano model):
 
     source scripts/env.sh
     cargo run -p trainer --example export_check -- /tmp/paddock-roundtrip
     .venv-parity/bin/python scripts/parity/check_roundtrip.py /tmp/paddock-roundtrip
 
-(.venv-parity is described in scripts/parity/make_fixtures.py.) Exits non-zero on any mismatch.
+A checkpoint written by `paddock train`, against `paddock predict --json` on a file of texts (one per line):
+
+    paddock predict --model CKPT --file texts.txt --json > predictions.jsonl
+    .venv-parity/bin/python scripts/parity/check_roundtrip.py --checkpoint CKPT --texts texts.txt \\
+        --predictions predictions.jsonl
+
+The second mode tokenizes with `AutoTokenizer` at the length `predict` used (`trainer_state.json`'s max_seq_len,
+else 512), runs `AutoModelForSequenceClassification` in fp32, and compares every row's logits (and label) with
+Paddock's. (.venv-parity is described in scripts/parity/make_fixtures.py.) Exits non-zero on any mismatch.
 """
 
+import argparse
 import json
 import os
 import sys
@@ -16,8 +27,10 @@ import sys
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-def main():
-    root = sys.argv[1]
+TOLERANCE = 1e-4
+
+
+def export_check(root):
     expected = json.load(open(os.path.join(root, "paddock_logits.json"), encoding="utf-8"))
     ok = True
     for name, exp in expected.items():
@@ -40,9 +53,55 @@ def main():
         diff = (logits.double() - torch.tensor(exp["logits"], dtype=torch.float64)).abs().max().item()
         print(f"{name}: class={type(model).__name__} tokenizer={type(tok).__name__} "
               f"labels={model.config.id2label} same_input_ids={same_ids} max_logit_diff={diff:.2e}")
-        ok = ok and same_ids and diff < 1e-4
+        ok = ok and same_ids and diff < TOLERANCE
+    return ok
+
+
+def predict_check(checkpoint, texts_path, predictions_path, batch=64):
+    with open(texts_path, encoding="utf-8") as f:
+        texts = [line.rstrip("\r\n") for line in f]
+    with open(predictions_path, encoding="utf-8") as f:
+        predictions = [json.loads(line) for line in f if line.strip()]
+    if len(texts) != len(predictions):
+        print(f"{len(texts)} texts but {len(predictions)} predictions")
+        return False
+    state = os.path.join(checkpoint, "trainer_state.json")
+    max_len = json.load(open(state))["max_seq_len"] if os.path.exists(state) else 512
+    tok = AutoTokenizer.from_pretrained(checkpoint)
+    model = AutoModelForSequenceClassification.from_pretrained(checkpoint).eval()
+    worst, labels_differ = 0.0, 0
+    for start in range(0, len(texts), batch):
+        enc = tok(texts[start:start + batch], truncation=True, max_length=max_len, padding=True,
+                  return_tensors="pt")
+        with torch.no_grad():
+            logits = model(**enc).logits.double()
+        for row, p in zip(logits, predictions[start:start + batch]):
+            worst = max(worst, (row - torch.tensor(p["logits"], dtype=torch.float64)).abs().max().item())
+            labels_differ += model.config.id2label[int(row.argmax())] != p["label"]
+    print(f"{checkpoint}: class={type(model).__name__} tokenizer={type(tok).__name__} "
+          f"labels={model.config.id2label} rows={len(texts)} max_length={max_len} "
+          f"max_logit_diff={worst:.2e} labels_differ={labels_differ}")
+    return worst < TOLERANCE and labels_differ == 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root", nargs="?", help="directory written by the export_check example")
+    ap.add_argument("--checkpoint", help="a checkpoint directory written by `paddock train`")
+    ap.add_argument("--texts", help="the file given to `paddock predict --file`")
+    ap.add_argument("--predictions", help="what `paddock predict --json` printed for it")
+    a = ap.parse_args()
+    if a.checkpoint:
+        if not (a.texts and a.predictions):
+            ap.error("--checkpoint needs --texts and --predictions")
+        ok = predict_check(a.checkpoint, a.texts, a.predictions)
+    elif a.root:
+        ok = export_check(a.root)
+    else:
+        ap.error("give the export_check directory or --checkpoint")
     print("OK" if ok else "MISMATCH")
     sys.exit(0 if ok else 1)
+
 
 if __name__ == "__main__":
     main()
