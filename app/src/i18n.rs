@@ -51,7 +51,9 @@ pub fn error_text(locale: Locale, err: &AppError) -> String {
         "dataset_not_found" => Some(td_string!(locale, errors.dataset_not_found)),
         "job_not_finished" => Some(td_string!(locale, errors.job_not_finished)),
         "no_checkpoint" => Some(td_string!(locale, errors.no_checkpoint)),
-        "environment_without_runtime" => Some(td_string!(locale, errors.environment_without_runtime)),
+        "environment_without_runtime" => {
+            Some(td_string!(locale, errors.environment_without_runtime))
+        }
         "checkpoint_deleted" => Some(td_string!(locale, errors.checkpoint_deleted)),
         // `spec_invalid`, `image_unavailable`, `preflight_failed`, `build_failed`, `docker_error`,
         // `dataset_invalid` (problems with line numbers), `job_spec_invalid` (which fields): the server's

@@ -108,7 +108,11 @@ mod browser {
 
         type XhrUpload;
         #[wasm_bindgen(method, js_name = addEventListener)]
-        fn add_event_listener(this: &XhrUpload, kind: &str, listener: &Closure<dyn FnMut(ProgressEvent)>);
+        fn add_event_listener(
+            this: &XhrUpload,
+            kind: &str,
+            listener: &Closure<dyn FnMut(ProgressEvent)>,
+        );
 
         type ProgressEvent;
         #[wasm_bindgen(method, getter)]
@@ -231,7 +235,14 @@ mod browser {
     }
 
     pub fn get(url: &str, on_done: impl FnOnce(Response) + 'static) -> Option<Request> {
-        start("GET", url, &[("Accept", "application/json")], &JsValue::NULL, None, on_done)
+        start(
+            "GET",
+            url,
+            &[("Accept", "application/json")],
+            &JsValue::NULL,
+            None,
+            on_done,
+        )
     }
 }
 
@@ -315,7 +326,12 @@ mod tests {
         };
         assert!(matches!(taken.error(), AppError::Conflict { .. }));
         assert_eq!(
-            Response { status: 0, body: String::new() }.error().code(),
+            Response {
+                status: 0,
+                body: String::new()
+            }
+            .error()
+            .code(),
             "transport"
         );
     }

@@ -60,7 +60,15 @@ fn DatasetView(detail: DatasetDetail) -> impl IntoView {
     let title = name.clone();
     let lead = {
         let (rows, format) = (summary.rows, summary.format.clone());
-        move || t_string!(i18n, dataset_detail.lead, rows = rows, format = format.clone()).to_string()
+        move || {
+            t_string!(
+                i18n,
+                dataset_detail.lead,
+                rows = rows,
+                format = format.clone()
+            )
+            .to_string()
+        }
     };
     let report = Report::parse(&report);
     view! {

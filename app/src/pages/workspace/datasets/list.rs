@@ -80,7 +80,10 @@ fn AddDatasets(workspace_id: i64) -> impl IntoView {
     let go = navigate.clone();
     Effect::new(move |_| {
         if let Some(Ok(detail)) = sample.value().get() {
-            go(&dataset_href(workspace_id, detail.summary.id), Default::default());
+            go(
+                &dataset_href(workspace_id, detail.summary.id),
+                Default::default(),
+            );
         }
     });
     let sample_error = Signal::derive(move || sample.value().get().and_then(Result::err));
@@ -248,7 +251,11 @@ mod tests {
 
     #[test]
     fn labels_read_most_frequent_first() {
-        let d = [("positive".to_string(), 124u64), ("negative".to_string(), 176)].into();
+        let d = [
+            ("positive".to_string(), 124u64),
+            ("negative".to_string(), 176),
+        ]
+        .into();
         assert_eq!(labels_text(&d), "negative 176 · positive 124");
     }
 }

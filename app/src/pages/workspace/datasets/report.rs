@@ -187,6 +187,9 @@ mod tests {
         assert_eq!(r.errors[0].line, Some(7));
         assert_eq!(r.warnings[0].message, "duplicate of line 2");
         assert_eq!(r.label_distribution["positive"], 4);
-        assert_eq!(Report::parse(&serde_json::json!("nonsense")), Report::default());
+        assert_eq!(
+            Report::parse(&serde_json::json!("nonsense")),
+            Report::default()
+        );
     }
 }

@@ -14,7 +14,13 @@ use crate::pages::workspace::environments::parts::bytes_text;
 use crate::types::DatasetDetail;
 
 /// Where the upload goes, with its metadata in the query string.
-pub fn upload_url(workspace_id: i64, name: &str, file_name: &str, text: &str, label: &str) -> String {
+pub fn upload_url(
+    workspace_id: i64,
+    name: &str,
+    file_name: &str,
+    text: &str,
+    label: &str,
+) -> String {
     format!(
         "/api/v1/workspaces/{workspace_id}/datasets/upload?{}",
         http::query(&[
@@ -67,7 +73,9 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
     let request: http::Slot<Request> = http::slot();
 
     let on_file = move |_| {
-        let picked = file_input.get_untracked().and_then(|el| http::chosen_file(&el));
+        let picked = file_input
+            .get_untracked()
+            .and_then(|el| http::chosen_file(&el));
         if let Some(p) = &picked {
             if name.get_untracked().trim().is_empty() {
                 name.set(default_name(&p.name));
@@ -83,7 +91,10 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
             return;
         }
         let locale = i18n.get_locale_untracked();
-        let Some(picked): Option<Picked> = file_input.get_untracked().and_then(|el| http::chosen_file(&el)) else {
+        let Some(picked): Option<Picked> = file_input
+            .get_untracked()
+            .and_then(|el| http::chosen_file(&el))
+        else {
             error.set(Some(AppError::invalid(
                 "file",
                 "file_missing",
@@ -126,7 +137,9 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
             Some(r) => request.set_value(Some(r)),
             None => {
                 phase.set(Phase::Idle);
-                error.set(Some(AppError::Transport("the upload could not start".into())));
+                error.set(Some(AppError::Transport(
+                    "the upload could not start".into(),
+                )));
             }
         }
     };
@@ -158,8 +171,11 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
                 .cloned()
         })
     });
-    let invalid = move |s: Signal<Option<AppError>>| move || s.with(Option::is_some).then_some("true");
-    let message = move |s: Signal<Option<AppError>>| move || s.get().map(|e| error_text(i18n.get_locale(), &e));
+    let invalid =
+        move |s: Signal<Option<AppError>>| move || s.with(Option::is_some).then_some("true");
+    let message = move |s: Signal<Option<AppError>>| {
+        move || s.get().map(|e| error_text(i18n.get_locale(), &e))
+    };
     let busy = Signal::derive(move || phase.get() != Phase::Idle);
 
     view! {

@@ -91,7 +91,9 @@ fn Chart(
         let Some(host) = host.get() else { return };
         let (made_in, sent) = fed.get_value();
         let sent = if made_in == Some(locale) { sent } else { 0 };
-        let json = rows.with(|r| (r.len() > sent).then(|| serde_json::to_string(&r[sent..]).unwrap_or_default()));
+        let json = rows.with(|r| {
+            (r.len() > sent).then(|| serde_json::to_string(&r[sent..]).unwrap_or_default())
+        });
         let total = rows.with(Vec::len);
         match json {
             None => fed.set_value((Some(locale), sent)),
@@ -100,7 +102,10 @@ fn Chart(
                     fed.set_value((Some(locale), total));
                 } else {
                     fed.set_value((Some(locale), sent));
-                    set_timeout(move || retry.update(|n| *n += 1), std::time::Duration::from_millis(200));
+                    set_timeout(
+                        move || retry.update(|n| *n += 1),
+                        std::time::Duration::from_millis(200),
+                    );
                 }
             }
         }
@@ -141,7 +146,9 @@ mod element {
 
     /// Appends rows to the `<paddock-chart>` inside `host`; false when it is not there or not ready.
     pub fn push(host: &leptos::web_sys::HtmlDivElement, json: &str) -> bool {
-        let Some(el) = host.first_element_child() else { return false };
+        let Some(el) = host.first_element_child() else {
+            return false;
+        };
         let chart: &ChartElement = el.unchecked_ref();
         chart.push(json).is_ok()
     }
@@ -159,7 +166,14 @@ mod tests {
     use super::*;
 
     fn point(id: i64, kind: &str, step: i64, data: serde_json::Value) -> MetricPoint {
-        MetricPoint { id, kind: kind.into(), step, epoch: None, data, at: "2026-12-02T10:00:00Z".into() }
+        MetricPoint {
+            id,
+            kind: kind.into(),
+            step,
+            epoch: None,
+            data,
+            at: "2026-12-02T10:00:00Z".into(),
+        }
     }
 
     #[test]
@@ -167,11 +181,31 @@ mod tests {
         let points = vec![
             point(1, "step", 1, serde_json::json!({ "loss": 0.7, "lr": 1e-4 })),
             point(2, "step", 2, serde_json::json!({ "loss": 0.6 })),
-            point(3, "eval", 2, serde_json::json!({ "accuracy": 0.8, "macro_f1": 0.75, "split": "dev" })),
-            point(4, "eval", 2, serde_json::json!({ "accuracy": 0.7, "macro_f1": 0.7, "split": "test" })),
+            point(
+                3,
+                "eval",
+                2,
+                serde_json::json!({ "accuracy": 0.8, "macro_f1": 0.75, "split": "dev" }),
+            ),
+            point(
+                4,
+                "eval",
+                2,
+                serde_json::json!({ "accuracy": 0.7, "macro_f1": 0.7, "split": "test" }),
+            ),
         ];
-        assert_eq!(step_rows(&points, "loss"), vec![vec![Some(1.0), Some(0.7)], vec![Some(2.0), Some(0.6)]]);
-        assert_eq!(step_rows(&points, "lr")[1], vec![Some(2.0), None], "a missing value is a gap");
-        assert_eq!(dev_rows(&points, &["accuracy", "macro_f1"]), vec![vec![Some(2.0), Some(0.8), Some(0.75)]]);
+        assert_eq!(
+            step_rows(&points, "loss"),
+            vec![vec![Some(1.0), Some(0.7)], vec![Some(2.0), Some(0.6)]]
+        );
+        assert_eq!(
+            step_rows(&points, "lr")[1],
+            vec![Some(2.0), None],
+            "a missing value is a gap"
+        );
+        assert_eq!(
+            dev_rows(&points, &["accuracy", "macro_f1"]),
+            vec![vec![Some(2.0), Some(0.8), Some(0.75)]]
+        );
     }
 }

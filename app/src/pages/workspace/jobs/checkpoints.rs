@@ -30,7 +30,10 @@ pub fn state(c: &CheckpointInfo) -> &'static str {
 
 /// The space the checkpoints still on disk take.
 pub fn bytes_kept(list: &[CheckpointInfo]) -> u64 {
-    list.iter().filter(|c| c.deleted_at.is_none()).map(|c| c.bytes).sum()
+    list.iter()
+        .filter(|c| c.deleted_at.is_none())
+        .map(|c| c.bytes)
+        .sum()
 }
 
 #[component]
@@ -77,8 +80,9 @@ pub fn CheckpointsTable(
                                 {job}
                                 <th scope="row" class="num">{c.step}{c.epoch.map(|e| format!(" · {e:.2}"))}</th>
                                 <td class="nowrap">
-                                    {if c.metrics.is_some() {
-                                        format!("acc {} · F1 {}", metric_text(accuracy), metric_text(f1))
+                                    {let has = c.metrics.is_some();
+                                    move || if has {
+                                        t_string!(i18n, checkpoints.metrics, accuracy = metric_text(accuracy), f1 = metric_text(f1)).to_string()
                                     } else {
                                         "–".to_string()
                                     }}

@@ -113,7 +113,8 @@ fn JobView(detail: JobDetail) -> impl IntoView {
                 }
             }
             Event::Status(fresh) => {
-                let ended = fresh.status.is_final() && !live.with_untracked(|d| d.summary.status.is_final());
+                let ended = fresh.status.is_final()
+                    && !live.with_untracked(|d| d.summary.status.is_final());
                 live.try_update(|d| d.summary = fresh);
                 if ended {
                     refresh();
@@ -123,11 +124,19 @@ fn JobView(detail: JobDetail) -> impl IntoView {
                 if live.with_untracked(|d| d.summary.status.is_final()) {
                     refresh();
                 } else {
-                    set_timeout(move || { generation.try_update(|g| *g += 1); }, RECONNECT);
+                    set_timeout(
+                        move || {
+                            generation.try_update(|g| *g += 1);
+                        },
+                        RECONNECT,
+                    );
                 }
             }
         };
-        stream.set_value(JobStream::open(&stream_url(workspace_id, job_id, seen.get_value()), on_event));
+        stream.set_value(JobStream::open(
+            &stream_url(workspace_id, job_id, seen.get_value()),
+            on_event,
+        ));
     });
     Effect::new(move |_| {
         let handle = set_interval_with_handle(
@@ -148,7 +157,13 @@ fn JobView(detail: JobDetail) -> impl IntoView {
 
     let lead = move || {
         live.with(|d| {
-            t_string!(i18n, job_detail.lead, preset = d.spec.preset.clone(), id = d.summary.id).to_string()
+            t_string!(
+                i18n,
+                job_detail.lead,
+                preset = d.spec.preset.clone(),
+                id = d.summary.id
+            )
+            .to_string()
         })
     };
     let toml = Memo::new(move |_| live.with(|d| d.config_toml.clone()));
@@ -172,7 +187,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
         <section class="card" aria-labelledby="job-spec-title">
             <h2 id="job-spec-title">{t!(i18n, job_detail.spec_title)}</h2>
             <p class="hint">{t!(i18n, job_detail.spec_hint)}</p>
-            <pre class="log log-small" data-testid="job-toml">{move || toml.get()}</pre>
+            <pre class="log" data-testid="job-toml">{move || toml.get()}</pre>
         </section>
     }
     .into_any()
@@ -188,8 +203,11 @@ fn StatusCard(
     let i18n = use_i18n();
     let status = Memo::new(move |_| summary.with(|s| s.status));
     let eta = Memo::new(move |_| {
-        let (step, total, running) = summary.with(|s| (s.step, s.total_steps, s.status == JobStatus::Running));
-        running.then(|| metrics.with(|m| eta_seconds(m, step, total))).flatten()
+        let (step, total, running) =
+            summary.with(|s| (s.step, s.total_steps, s.status == JobStatus::Running));
+        running
+            .then(|| metrics.with(|m| eta_seconds(m, step, total)))
+            .flatten()
     });
     let retry_of = live.with_untracked(|d| d.retry_of);
     let workspace_id = live.with_untracked(|d| d.summary.workspace_id);
@@ -248,7 +266,10 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
                 live.set(detail);
             } else {
                 // retry and resume queue a new job: follow it.
-                navigate(&job_href(workspace_id, detail.summary.id), Default::default());
+                navigate(
+                    &job_href(workspace_id, detail.summary.id),
+                    Default::default(),
+                );
             }
         }
         Some(Ok(None)) => navigate(&format!("/w/{workspace_id}/jobs"), Default::default()),
@@ -259,11 +280,16 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
         None => {}
     });
     let status = Memo::new(move |_| live.with(|d| d.summary.status));
-    let has_checkpoint = Memo::new(move |_| live.with(|d| d.checkpoints.iter().any(|c| c.deleted_at.is_none())));
+    let has_checkpoint =
+        Memo::new(move |_| live.with(|d| d.checkpoints.iter().any(|c| c.deleted_at.is_none())));
     let busy = action.pending();
     let act = move |name: &'static str| {
         move |_| {
-            action.dispatch(JobAction { workspace_id, job_id, action: name.to_string() });
+            action.dispatch(JobAction {
+                workspace_id,
+                job_id,
+                action: name.to_string(),
+            });
         }
     };
     view! {

@@ -31,7 +31,12 @@ pub fn NewJobPage() -> impl IntoView {
     let current = use_current_workspace();
     let query = use_query_map();
     let from = Memo::new(move |_| query.read().get("from").and_then(|s| s.parse::<i64>().ok()));
-    let dataset = Memo::new(move |_| query.read().get("dataset").and_then(|s| s.parse::<i64>().ok()));
+    let dataset = Memo::new(move |_| {
+        query
+            .read()
+            .get("dataset")
+            .and_then(|s| s.parse::<i64>().ok())
+    });
     let choices = Resource::new(
         move || current.id.get(),
         |ws| async move {
@@ -164,7 +169,10 @@ impl FormValues {
         fn num<T: std::str::FromStr>(s: &str, field: &'static str) -> Result<T, &'static str> {
             s.trim().parse().map_err(|_| field)
         }
-        fn maybe<T: std::str::FromStr>(s: &str, field: &'static str) -> Result<Option<T>, &'static str> {
+        fn maybe<T: std::str::FromStr>(
+            s: &str,
+            field: &'static str,
+        ) -> Result<Option<T>, &'static str> {
             if s.trim().is_empty() {
                 Ok(None)
             } else {
@@ -256,7 +264,10 @@ fn JobForm(
     let error = RwSignal::new(None::<AppError>);
     let submit = ServerAction::<SubmitJob>::new();
     Effect::new(move |_| match submit.value().get() {
-        Some(Ok(detail)) => navigate(&job_href(workspace_id, detail.summary.id), Default::default()),
+        Some(Ok(detail)) => navigate(
+            &job_href(workspace_id, detail.summary.id),
+            Default::default(),
+        ),
         Some(Err(err)) => error.set(Some(err)),
         None => {}
     });
@@ -270,14 +281,24 @@ fn JobForm(
             Err(field) => {
                 let locale = i18n.get_locale_untracked();
                 let message = td_string!(locale, job_form.err_number).to_string();
-                error.set(Some(AppError::invalid(field, "job_spec_invalid", format!("{field}: {message}"))));
+                error.set(Some(AppError::invalid(
+                    field,
+                    "job_spec_invalid",
+                    format!("{field}: {message}"),
+                )));
             }
         }
     };
     let message = move |field: &'static str| {
-        Signal::derive(move || error.with(|e| e.as_ref().and_then(|e| field_message(e, field, i18n.get_locale()))))
+        Signal::derive(move || {
+            error.with(|e| {
+                e.as_ref()
+                    .and_then(|e| field_message(e, field, i18n.get_locale()))
+            })
+        })
     };
-    let invalid = move |m: Signal<Option<String>>| move || m.with(Option::is_some).then_some("true");
+    let invalid =
+        move |m: Signal<Option<String>>| move || m.with(Option::is_some).then_some("true");
     let set = move |f: fn(&mut FormValues, String)| {
         move |ev: leptos::ev::Event| {
             let value = event_target_value(&ev);
@@ -285,7 +306,12 @@ fn JobForm(
         }
     };
     // A numeric input bound to one field of the form.
-    let number = move |id: &'static str, field: &'static str, label: ViewFn, hint: Option<ViewFn>, value: String, f: fn(&mut FormValues, String)| {
+    let number = move |id: &'static str,
+                       field: &'static str,
+                       label: ViewFn,
+                       hint: Option<ViewFn>,
+                       value: String,
+                       f: fn(&mut FormValues, String)| {
         let m = message(field);
         view! {
             <Row id label hint=hint message=m>
@@ -294,8 +320,12 @@ fn JobForm(
             </Row>
         }
     };
-    let ready: Vec<EnvironmentSummary> = environments.into_iter().filter(environment_ready).collect();
-    let usable_checkpoints: Vec<CheckpointInfo> = checkpoints.into_iter().filter(|c| c.deleted_at.is_none()).collect();
+    let ready: Vec<EnvironmentSummary> =
+        environments.into_iter().filter(environment_ready).collect();
+    let usable_checkpoints: Vec<CheckpointInfo> = checkpoints
+        .into_iter()
+        .filter(|c| c.deleted_at.is_none())
+        .collect();
     let m_name = message("name");
     let m_dataset = message("dataset_id");
     let m_dev = message("dev_dataset_id");
@@ -320,7 +350,12 @@ fn JobForm(
                             on:change=set(|v, s| v.dataset_id = s)>
                             {dataset_options.iter().map(|d| {
                                 let selected = d.id.to_string() == start.dataset_id;
-                                view! { <option value=d.id.to_string() selected=selected>{format!("{} ({} rows)", d.name, d.rows)}</option> }
+                                let (name, rows) = (d.name.clone(), d.rows);
+                                view! {
+                                    <option value=d.id.to_string() selected=selected>
+                                        {move || t_string!(i18n, job_form.dataset_option, name = name.clone(), rows = rows).to_string()}
+                                    </option>
+                                }
                             }).collect_view()}
                         </select>
                     </Row>
@@ -362,7 +397,12 @@ fn JobForm(
                             <option value="" selected=start.base_checkpoint_id.is_empty()>{t!(i18n, job_form.from_scratch)}</option>
                             {usable_checkpoints.into_iter().map(|c| {
                                 let selected = c.id.to_string() == start.base_checkpoint_id;
-                                view! { <option value=c.id.to_string() selected=selected>{format!("#{} · job {} · step {}", c.id, c.job_id, c.step)}</option> }
+                                let (id, job, step) = (c.id, c.job_id, c.step);
+                                view! {
+                                    <option value=c.id.to_string() selected=selected>
+                                        {move || t_string!(i18n, job_form.checkpoint_option, id = id, job = job, step = step).to_string()}
+                                    </option>
+                                }
                             }).collect_view()}
                         </select>
                     </Row>
@@ -443,7 +483,11 @@ mod tests {
         assert_eq!(values.to_spec(), Err("batch_size"));
         values.batch_size = "16".into();
         values.learning_rate = "-0.001".into();
-        assert_eq!(values.to_spec().unwrap().learning_rate, -0.001, "the range is the server's call");
+        assert_eq!(
+            values.to_spec().unwrap().learning_rate,
+            -0.001,
+            "the range is the server's call"
+        );
     }
 
     #[test]
@@ -462,7 +506,11 @@ mod tests {
             Some("must be between 1 and 4096")
         );
         assert_eq!(field_message(&err, "epochs", Locale::en), None);
-        let one = AppError::invalid("dataset_id", "job_spec_invalid", "the training data needs at least two labels");
+        let one = AppError::invalid(
+            "dataset_id",
+            "job_spec_invalid",
+            "the training data needs at least two labels",
+        );
         assert!(field_message(&one, "dataset_id", Locale::en).is_some());
         assert_eq!(clone_name("run"), "run-copy");
     }

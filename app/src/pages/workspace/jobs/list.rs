@@ -24,7 +24,10 @@ pub fn JobsPage() -> impl IntoView {
     let i18n = use_i18n();
     let current = use_current_workspace();
     let tick = RwSignal::new(0u64);
-    let jobs = Resource::new(move || (current.id.get(), tick.get()), |(id, _)| list_jobs(id));
+    let jobs = Resource::new(
+        move || (current.id.get(), tick.get()),
+        |(id, _)| list_jobs(id),
+    );
     Effect::new(move |_| {
         let handle = set_interval_with_handle(
             move || {
@@ -59,7 +62,7 @@ pub fn JobsPage() -> impl IntoView {
                         <div class="page-actions">
                             <A href=format!("/w/{}/jobs/new", ws.id) attr:class="button button-primary" attr:data-testid="new-job">
                                 <span aria-hidden="true">"+ "</span>
-                                {t!(i18n, jobs.new)}
+                                {t!(i18n, jobs.new_job)}
                             </A>
                         </div>
                     });
@@ -138,7 +141,11 @@ pub fn executor_text(locale: Locale, executor: &str, gpus: &[u32]) -> String {
     if gpus.is_empty() {
         what.to_string()
     } else {
-        let list = gpus.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+        let list = gpus
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
         format!("{what} · GPU {list}")
     }
 }

@@ -21,7 +21,11 @@ pub fn search_url(workspace_id: i64, job_id: i64, contains: &str) -> String {
 }
 
 #[component]
-pub fn JobLog(workspace_id: i64, job_id: i64, #[prop(into)] lines: Signal<Vec<LogLine>>) -> impl IntoView {
+pub fn JobLog(
+    workspace_id: i64,
+    job_id: i64,
+    #[prop(into)] lines: Signal<Vec<LogLine>>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let query = RwSignal::new(String::new());
     // The search's answer (the text searched and its lines); `None` shows the live log.
@@ -118,6 +122,9 @@ mod tests {
 
     #[test]
     fn the_search_url_encodes_the_text() {
-        assert_eq!(search_url(1, 2, "step 3"), "/api/v1/workspaces/1/jobs/2/logs?contains=step%203");
+        assert_eq!(
+            search_url(1, 2, "step 3"),
+            "/api/v1/workspaces/1/jobs/2/logs?contains=step%203"
+        );
     }
 }

@@ -136,7 +136,11 @@ mod tests {
         assert_eq!(eta_seconds(&points, 3, Some(30)), Some(54.0));
         assert_eq!(eta_seconds(&points, 30, Some(30)), Some(0.0));
         assert_eq!(eta_seconds(&points, 3, None), None);
-        assert_eq!(eta_seconds(&points[..1], 1, Some(30)), None, "one point tells no pace");
+        assert_eq!(
+            eta_seconds(&points[..1], 1, Some(30)),
+            None,
+            "one point tells no pace"
+        );
     }
 
     #[test]

@@ -46,7 +46,11 @@ mod browser {
         #[wasm_bindgen(constructor, catch)]
         fn new(url: &str) -> Result<EventSource, JsValue>;
         #[wasm_bindgen(method, js_name = addEventListener)]
-        fn add_event_listener(this: &EventSource, kind: &str, listener: &Closure<dyn FnMut(MessageEvent)>);
+        fn add_event_listener(
+            this: &EventSource,
+            kind: &str,
+            listener: &Closure<dyn FnMut(MessageEvent)>,
+        );
         #[wasm_bindgen(method)]
         fn close(this: &EventSource);
 
@@ -69,7 +73,9 @@ mod browser {
             let decode = |kind: &'static str| {
                 let on_event = on_event.clone();
                 Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-                    let Some(text) = ev.data().as_string() else { return };
+                    let Some(text) = ev.data().as_string() else {
+                        return;
+                    };
                     let event = match kind {
                         "metric" => serde_json::from_str(&text).ok().map(Event::Metric),
                         "log" => serde_json::from_str(&text).ok().map(Event::Log),
