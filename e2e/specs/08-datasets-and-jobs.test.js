@@ -2,8 +2,8 @@
 //! preview, submits a small job (tiny model, a local process), watches the loss chart grow while the job
 //! runs, sees checkpoints appear and downloads one as a tar; a file with a missing label is refused with
 //! its line numbers and creates nothing; a negative learning rate is refused at its field. Along the
-//! way: the log search, "clone job", a dataset in use that cannot be deleted, the one-click sample and the
-//! Models page with each checkpoint's job.
+//! way: the log search, "clone job", a dataset in use that cannot be deleted, the one-click sample, the
+//! Models page with each checkpoint's job, and a viewer who reads it all without any control.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,6 +18,7 @@ import { assertAccessibleBasics, assertNoHorizontalOverflow, waitForText } from 
 import { DatasetPage, DatasetsListPage } from '../pages/datasets.js';
 import { JobFormPage, JobPage, JobsListPage, ModelsPage } from '../pages/jobs.js';
 import { createWorkspace, signUp } from '../pages/flows.js';
+import { MembersPage } from '../pages/workspaces.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixtures = path.resolve(here, '..', '..', 'trainer', 'tests', 'fixtures', 'data');
@@ -239,6 +240,38 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await jobs.table.waitFor();
     assert.equal(await page.getByTestId(`job-row-${jobId}`).getByTestId('job-status').getAttribute('data-status'), 'succeeded');
     await screenshot(page, '08-jobs');
+  });
+
+  test('a viewer reads datasets, jobs and checkpoints but has no control', async () => {
+    const viewer = await newPerson(browser, server.baseURL);
+    await signUp(viewer.page, 'victor');
+    const members = new MembersPage(owner.page);
+    await members.goto(workspaceId);
+    await members.add('victor', 'viewer');
+    await members.row('victor').waitFor();
+
+    const { page } = viewer;
+    const list = new DatasetsListPage(page);
+    await list.goto(workspaceId);
+    await page.getByTestId('datasets-editor-only').waitFor();
+    await list.row('snownlp_train').waitFor();
+    assert.equal(await list.uploadForm.count(), 0, 'no upload form');
+    assert.equal(await list.sampleButton.count(), 0);
+    assert.equal(await list.row('snownlp_train').getByTestId('dataset-delete').count(), 0);
+
+    const jobs = new JobsListPage(page);
+    await jobs.goto(workspaceId);
+    await jobs.table.waitFor();
+    assert.equal(await jobs.newButton.count(), 0);
+    await page.goto(`/w/${workspaceId}/jobs/${jobId}`);
+    await hydrated(page);
+    const job = new JobPage(page);
+    await job.checkpointRows.first().waitFor();
+    assert.equal(await page.getByTestId('job-actions').count(), 0, 'no cancel, retry, clone or delete');
+    assert.ok(await page.getByTestId('checkpoint-download').count() >= 1, 'downloads are for every member');
+    await screenshot(page, '08-viewer-job');
+    assert.deepEqual(viewer.problems, []);
+    await viewer.context.close();
   });
 
   test('the job page fits a phone', async () => {
