@@ -8,6 +8,7 @@ use leptos::prelude::*;
 
 use crate::components::form::SubmitButton;
 use crate::components::http::{self, Picked, Request};
+use crate::components::notice::ErrorNotice;
 use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
@@ -282,7 +283,6 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
     .into_any()
 }
 
-use crate::components::notice::ErrorNotice;
 
 #[cfg(test)]
 mod tests {
