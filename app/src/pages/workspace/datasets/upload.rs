@@ -283,7 +283,6 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
     .into_any()
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
