@@ -31,18 +31,16 @@ fn run(model: &ErnieForSequenceClassification, tok: &Tokenizer) -> serde_json::V
             e.input_ids
                 .iter()
                 .copied()
-                .chain(std::iter::repeat(tok.pad_id()).take(pad)),
+                .chain(std::iter::repeat_n(tok.pad_id(), pad)),
         );
         types.extend(
             e.token_type_ids
                 .iter()
                 .copied()
-                .chain(std::iter::repeat(0).take(pad)),
+                .chain(std::iter::repeat_n(0, pad)),
         );
         mask.extend(
-            std::iter::repeat(1i64)
-                .take(e.input_ids.len())
-                .chain(std::iter::repeat(0).take(pad)),
+            std::iter::repeat_n(1i64, e.input_ids.len()).chain(std::iter::repeat_n(0, pad)),
         );
     }
     let shape = [TEXTS.len() as i64, s as i64];

@@ -236,7 +236,7 @@ impl ErnieConfig {
         if self.use_task_id && self.task_type_vocab_size == 0 {
             return bad("task_type_vocab_size must be positive when use_task_id is true".into());
         }
-        if self.hidden_size % self.num_attention_heads != 0 {
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return bad(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 self.hidden_size, self.num_attention_heads
@@ -270,7 +270,8 @@ impl ErnieConfig {
                 return bad(format!("{key} must be in [0, 1), got {p}"));
             }
         }
-        if !(self.layer_norm_eps > 0.0) {
+        // Written so that NaN is refused too.
+        if self.layer_norm_eps.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             return bad("layer_norm_eps must be positive".into());
         }
         if self.pad_token_id < 0 || self.pad_token_id as usize >= self.vocab_size {

@@ -41,6 +41,9 @@ pub struct Tokenizer {
     unk_id: i64,
 }
 
+/// Per token, its byte range in the encoded text; `None` for the special tokens.
+pub type TokenSpans = Vec<Option<(usize, usize)>>;
+
 /// One encoded example: `[CLS] A [SEP] (B [SEP])`, not padded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Encoded {
@@ -282,11 +285,7 @@ impl Tokenizer {
     /// [`Tokenizer::encode`] of one text that also returns each token's byte span in `text` (`None` for
     /// `[CLS]` and `[SEP]`). Whole-word masking needs the spans to map tokens back onto the words a
     /// segmenter found; the ids are exactly those of `encode`, so pretraining sees what fine-tuning sees.
-    pub fn encode_with_offsets(
-        &self,
-        text: &str,
-        max_len: usize,
-    ) -> Result<(Encoded, Vec<Option<(usize, usize)>>)> {
+    pub fn encode_with_offsets(&self, text: &str, max_len: usize) -> Result<(Encoded, TokenSpans)> {
         // `encode` (unlike `encode_fast`) tracks byte offsets into the original text.
         let first = self
             .inner

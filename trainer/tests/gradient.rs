@@ -76,7 +76,7 @@ fn check(model_type: &str) {
                 tch::no_grad(|| {
                     let _ = flat.get(i).fill_(v);
                 });
-                tch::no_grad(|| loss()).double_value(&[])
+                tch::no_grad(loss).double_value(&[])
             };
             let plus = at(orig + eps, &mut flat);
             let minus = at(orig - eps, &mut flat);

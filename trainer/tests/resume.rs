@@ -164,7 +164,7 @@ fn sigterm_stops_gracefully_with_a_resumable_checkpoint() {
     assert_eq!(end["event"], "end");
     assert_eq!(end["status"], "stopped");
     let step = end["step"].as_u64().unwrap();
-    assert!(step >= 1 && step < 1000, "stopped at {step}");
+    assert!((1..1000).contains(&step), "stopped at {step}");
     let ckpt = events
         .iter()
         .rev()

@@ -225,7 +225,7 @@ impl<'a> Pretrainer<'a> {
                 losses.push(LossRecord { step, loss, lr });
                 window.1 += batch.len();
                 window.2 += tokens;
-                if step % args.log_every_steps == 0 || step == self.total_steps {
+                if step.is_multiple_of(args.log_every_steps) || step == self.total_steps {
                     let secs = window.0.elapsed().as_secs_f64().max(1e-9);
                     events.emit(Event::Step {
                         step,
@@ -239,7 +239,7 @@ impl<'a> Pretrainer<'a> {
                     window = (Instant::now(), 0, 0);
                 }
                 if args.save_every_steps > 0
-                    && step % args.save_every_steps == 0
+                    && step.is_multiple_of(args.save_every_steps)
                     && step < self.total_steps
                 {
                     last = Some((step, self.save(events, step)?));

@@ -309,7 +309,7 @@ impl<'a> Trainer<'a> {
                 window.1 += rows;
                 window.2 += tokens;
                 let step = self.state.global_step;
-                if step % t.log_every_steps == 0 || step == self.state.total_steps {
+                if step.is_multiple_of(t.log_every_steps) || step == self.state.total_steps {
                     let secs = window.0.elapsed().as_secs_f64().max(1e-9);
                     events.emit(Event::Step {
                         step,
@@ -324,8 +324,9 @@ impl<'a> Trainer<'a> {
                 }
                 let epoch_done = self.state.steps_in_epoch == steps.len();
                 let run_done = step >= self.state.total_steps;
-                let scheduled_eval = t.eval_every_steps > 0 && step % t.eval_every_steps == 0;
-                if (scheduled_eval && !epoch_done) || (run_done && !epoch_done) {
+                let scheduled_eval =
+                    t.eval_every_steps > 0 && step.is_multiple_of(t.eval_every_steps);
+                if (scheduled_eval || run_done) && !epoch_done {
                     let (path, m, stop_early) = self.evaluate_and_save(events)?;
                     last_saved = Some(path);
                     last_metrics = Some(m);
