@@ -7,7 +7,7 @@ PADDOCK_DATA_DIR ?= ./data
 PADDOCK_BIND ?= 127.0.0.1:3000
 
 .PHONY: setup build build-release run test test-rust test-trainer test-containers test-app test-server test-e2e \
-        dataset quality bench bench-train bench-env docker docker-required fmt clippy
+        dataset quality bench bench-train bench-env bench-serve docker docker-required fmt clippy
 
 setup:
 	@scripts/setup.sh
@@ -71,7 +71,7 @@ dataset:
 quality: setup
 	@scripts/quality/quality.sh
 
-bench: bench-train bench-env
+bench: bench-train bench-env bench-serve
 
 bench-train: setup
 	@scripts/bench/bench_train.sh
@@ -80,6 +80,11 @@ bench-train: setup
 ## 20 runs (BENCH_ENV_RUNS) through the app's provisioning path (containers/examples/bench_env.rs).
 bench-env: setup docker-required
 	$(ENV) cargo run --release -q -p containers --example bench_env
+
+## Online inference: `paddock serve-model` against a FastAPI + uvicorn + transformers baseline on the same nano
+## checkpoint, QPS and p50/p99 at concurrency 1, 8, 32, 128 (scripts/bench/bench_serve.sh, about 5 minutes).
+bench-serve: setup
+	@scripts/bench/bench_serve.sh
 
 fmt:
 	cargo fmt --all
