@@ -718,3 +718,146 @@ pub struct CheckpointInfo {
     /// When retention removed its files (the record stays).
     pub deleted_at: Option<String>,
 }
+
+// ---- endpoints ------------------------------------------------------------------------------------
+
+/// What a deployment asks for: the form and the REST body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSpec {
+    pub name: String,
+    /// In `/v1/endpoints/<slug>/predict`: 3–40 of a-z, 0-9, `-`; derived from the name when empty.
+    #[serde(default)]
+    pub slug: Option<String>,
+    pub checkpoint_id: i64,
+    #[serde(default = "default_replicas")]
+    pub replicas: u32,
+    /// Most padded tokens in one forward pass.
+    #[serde(default = "default_batch_tokens")]
+    pub max_batch_tokens: u32,
+    /// Longest a request waits for others to share its forward pass.
+    #[serde(default = "default_max_wait_ms")]
+    pub max_wait_ms: u32,
+    /// `cpu` or `cuda`.
+    #[serde(default = "default_device")]
+    pub device: String,
+}
+
+fn default_replicas() -> u32 {
+    1
+}
+fn default_batch_tokens() -> u32 {
+    8192
+}
+fn default_max_wait_ms() -> u32 {
+    5
+}
+fn default_device() -> String {
+    "cpu".into()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum EndpointStatus {
+    Starting,
+    Ready,
+    Failed,
+    Stopped,
+}
+
+impl EndpointStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndpointStatus::Starting => "starting",
+            EndpointStatus::Ready => "ready",
+            EndpointStatus::Failed => "failed",
+            EndpointStatus::Stopped => "stopped",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EndpointStatus> {
+        [EndpointStatus::Starting, EndpointStatus::Ready, EndpointStatus::Failed, EndpointStatus::Stopped]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct EndpointSummary {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub slug: String,
+    pub name: String,
+    pub checkpoint_id: i64,
+    /// The job that wrote the checkpoint (lineage).
+    pub job_id: i64,
+    pub replicas: u32,
+    pub ready_replicas: u32,
+    pub status: EndpointStatus,
+    pub status_message: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct EndpointReplica {
+    pub ordinal: u32,
+    pub status: EndpointStatus,
+    pub restarts: u32,
+    pub last_error: Option<String>,
+    pub started_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct EndpointKey {
+    pub id: i64,
+    pub name: String,
+    /// The first characters of the key, enough to recognise it.
+    pub prefix: String,
+    pub rate_limit_per_minute: u32,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+}
+
+/// Returned once, when a key is created: `secret` goes after `Authorization: Bearer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct NewEndpointKey {
+    pub key: EndpointKey,
+    pub secret: String,
+}
+
+/// Traffic over the last minute (and totals since the server started).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct EndpointMetrics {
+    pub qps: f64,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub requests_total: u64,
+    pub errors_total: u64,
+    pub rate_limited_total: u64,
+    /// Forward-pass sizes seen (rows per pass) → how many requests were served in passes of that size.
+    pub batch_rows: std::collections::BTreeMap<u32, u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct EndpointDetail {
+    pub summary: EndpointSummary,
+    pub spec: EndpointSpec,
+    pub replicas: Vec<EndpointReplica>,
+    pub keys: Vec<EndpointKey>,
+    #[cfg_attr(feature = "ssr", schema(value_type = Object))]
+    pub parity_report: Option<serde_json::Value>,
+    pub metrics: EndpointMetrics,
+    /// `/v1/endpoints/<slug>/predict` on this server.
+    pub predict_path: String,
+    pub can_edit: bool,
+}

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 
 use anyhow::Context;
+use app::ssr::endpoints::replicas::Deployer;
 use app::ssr::engine::Engine;
 use app::ssr::jobs::{scheduler, Jobs};
 use app::ssr::storage::Storage;
@@ -68,6 +69,12 @@ pub async fn run(
         config.cpu_job_slots,
         config.cpu_job_threads,
     ));
+    let deployer = std::sync::Arc::new(Deployer {
+        db: db.clone(),
+        storage: storage.clone(),
+        gateway: Default::default(),
+    });
+    deployer.recover().await;
     let state = AppState::new(
         db.clone(),
         leptos_options,
@@ -75,6 +82,7 @@ pub async fn run(
         engine.clone(),
         storage,
         jobs.clone(),
+        deployer,
     );
     let app = router(state, &config);
 

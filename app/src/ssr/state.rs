@@ -7,6 +7,7 @@ use axum::extract::FromRef;
 use leptos::config::LeptosOptions;
 use sqlx::SqlitePool;
 
+use super::endpoints::replicas::Deployer;
 use super::engine::Engine;
 use super::jobs::Jobs;
 use super::storage::Storage;
@@ -48,6 +49,8 @@ pub struct AppState {
     pub storage: Arc<Storage>,
     /// The job machinery: the scheduler's wake-up and the executors' settings.
     pub jobs: Arc<Jobs>,
+    /// Endpoints' replicas and the gateway in front of them.
+    pub deployer: Arc<Deployer>,
 }
 
 impl AppState {
@@ -58,6 +61,7 @@ impl AppState {
         engine: Arc<Engine>,
         storage: Arc<Storage>,
         jobs: Arc<Jobs>,
+        deployer: Arc<Deployer>,
     ) -> Self {
         AppState {
             db,
@@ -67,6 +71,7 @@ impl AppState {
             engine,
             storage,
             jobs,
+            deployer,
         }
     }
 }

@@ -8,6 +8,7 @@ mod accounts;
 mod bad_input;
 mod cli;
 mod datasets;
+mod endpoints;
 mod environments;
 mod jobs;
 mod model_server;

@@ -5,6 +5,7 @@
 pub mod admin;
 pub mod auth;
 pub mod datasets;
+pub mod endpoints;
 pub mod environments;
 pub mod jobs;
 pub mod tokens;
@@ -61,6 +62,13 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/workspaces/{id}/jobs/{job_id}/stream", get(jobs::stream))
         .route("/api/v1/workspaces/{id}/checkpoints", get(jobs::checkpoints))
         .route("/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/download", get(jobs::download))
+        .route("/api/v1/workspaces/{id}/endpoints", get(endpoints::list).post(endpoints::deploy))
+        .route("/api/v1/workspaces/{id}/endpoints/{endpoint_id}", get(endpoints::get).delete(endpoints::delete))
+        .route("/api/v1/workspaces/{id}/endpoints/{endpoint_id}/undeploy", post(endpoints::undeploy))
+        .route("/api/v1/workspaces/{id}/endpoints/{endpoint_id}/deploy", post(endpoints::redeploy))
+        .route("/api/v1/workspaces/{id}/endpoints/{endpoint_id}/keys", post(endpoints::create_key))
+        .route("/api/v1/workspaces/{id}/endpoints/{endpoint_id}/keys/{key_id}", axum::routing::delete(endpoints::revoke_key))
+        .route("/v1/endpoints/{slug}/predict", post(endpoints::predict))
         .route("/api/v1/docker", get(environments::docker_status))
         .route(
             "/api/v1/workspaces/{id}/environments",
@@ -138,6 +146,8 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         datasets::list, datasets::upload, datasets::sample, datasets::get, datasets::delete, datasets::download,
         jobs::list, jobs::submit, jobs::get, jobs::delete, jobs::cancel, jobs::retry, jobs::metrics, jobs::logs,
         jobs::stream, jobs::checkpoints, jobs::download,
+        endpoints::list, endpoints::deploy, endpoints::get, endpoints::delete, endpoints::undeploy, endpoints::redeploy,
+        endpoints::create_key, endpoints::revoke_key, endpoints::predict,
         environments::docker_status, environments::list, environments::create, environments::get,
         environments::update, environments::delete, environments::build, environments::up, environments::down,
         environments::restart, environments::stats, environments::exec, environments::build_log,
@@ -150,6 +160,8 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         InstanceSettings, auth::Credentials, workspaces::WorkspaceBody, workspaces::AddMemberBody,
         workspaces::ChangeRoleBody, tokens::CreateTokenBody, admin::SettingsBody, admin::UserBody, admin::QuotaBody,
         DatasetSummary, DatasetDetail, DatasetPreview,
+        EndpointSpec, EndpointStatus, EndpointSummary, EndpointReplica, EndpointKey, NewEndpointKey, EndpointMetrics,
+        EndpointDetail, endpoints::KeyBody,
         JobSpec, JobStatus, JobSummary, JobDetail, MetricPoint, LogLine, CheckpointInfo, jobs::RetryBody,
         EnvironmentSpec, GpuSpec, EnvStatus, BuildStatus, EnvironmentSummary, EnvironmentVersion, EnvironmentEvent,
         EnvironmentDetail, EnvironmentStats, ExecResult, CatalogImage, GpuSummary, DockerStatus,
@@ -161,6 +173,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         (name = "workspaces", description = "Team workspaces and their activity log"),
         (name = "members", description = "Workspace members and roles"),
         (name = "datasets", description = "Labelled text files for training, validated on upload"),
+        (name = "endpoints", description = "Checkpoints served over HTTP: deployment, keys, and the gateway"),
         (name = "jobs", description = "Fine-tuning jobs: queue, live metrics and logs, control"),
         (name = "checkpoints", description = "Checkpoints jobs wrote, tracked with their metrics and hashes"),
         (name = "environments", description = "Reproducible container environments: specs, image builds, lifecycle, terminal"),
