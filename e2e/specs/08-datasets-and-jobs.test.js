@@ -142,9 +142,11 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await waitForText(job.toml, 'max_steps = 30');
     await job.waitForStatus('succeeded');
     const record = await job.chartRecord();
-    const running = record.filter((r) => r.status === 'running' && r.points > 0).map((r) => r.points);
-    assert.ok(running.length >= 2 && running.at(-1) > running[0],
-      `the loss chart grew while the job ran: ${JSON.stringify(record)}`);
+    // Live: while the job still ran, the chart already had some of its points but not yet all of them
+    // (how many samples fall inside the run depends on the machine's speed, so one is enough).
+    const final = record.at(-1)?.points ?? 0;
+    const partial = record.filter((r) => r.status === 'running' && r.points > 0 && r.points < final);
+    assert.ok(partial.length >= 1, `the loss chart grew while the job ran: ${JSON.stringify(record)}`);
     await waitForText(job.progress, '30 / 30');
     assert.equal(await job.chartPoints('loss'), 30, 'one point per step');
     assert.ok(await job.chartPoints('eval') >= 6, 'a dev evaluation every 5 steps');

@@ -34,7 +34,9 @@ pub fn BuildLog(
     let text = RwSignal::new(String::new());
     // Streaming until `end` (or an error); only in the browser, so the server renders "not streaming".
     let streaming = RwSignal::new(false);
-    let stream = StoredValue::new_local(None::<browser::LogStream>);
+    // Local to the browser thread there; on the server (where nothing streams) a plain slot, because a
+    // thread-local value dropped on another thread panics and leaves the page stream unfinished.
+    let stream: crate::components::http::Slot<browser::LogStream> = crate::components::http::slot();
     let pre = NodeRef::<leptos::html::Pre>::new();
     if !waiting {
         Effect::new(move |_| {
