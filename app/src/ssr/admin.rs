@@ -100,10 +100,10 @@ pub async fn set_user_disabled(
         ));
     }
     let mut tx = write_tx(db).await?;
-    let row = sqlx::query_as::<_, Row>(&format!(
+    let row = sqlx::query_as::<_, Row>(
         "UPDATE users SET disabled = ?1, session_epoch = session_epoch + (?1 != disabled) WHERE id = ?2
-         RETURNING id, username, is_admin, disabled, created_at"
-    ))
+         RETURNING id, username, is_admin, disabled, created_at",
+    )
     .bind(disabled)
     .bind(user_id)
     .fetch_optional(&mut *tx)

@@ -231,7 +231,10 @@ impl Gateway {
         if let Some(rows) = batch_rows {
             metrics::histogram!("paddock_endpoint_batch_rows", "endpoint" => endpoint_id.to_string()).record(f64::from(rows));
         }
-        !ok || self.sampled.fetch_add(1, Ordering::Relaxed) % 10 == 0
+        !ok || self
+            .sampled
+            .fetch_add(1, Ordering::Relaxed)
+            .is_multiple_of(10)
     }
 
     fn record_rate_limited(&self, endpoint_id: i64) {

@@ -122,7 +122,8 @@ pub async fn get(
     let mut conn = db.acquire().await?;
     let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
     let r = row(&mut conn, workspace_id, endpoint_id).await?;
-    let replicas: Vec<(i64, String, i64, Option<String>, Option<String>)> = sqlx::query_as(
+    type ReplicaRow = (i64, String, i64, Option<String>, Option<String>);
+    let replicas: Vec<ReplicaRow> = sqlx::query_as(
         "SELECT ordinal, status, restarts, last_error, started_at FROM endpoint_replicas WHERE endpoint_id = ? ORDER BY ordinal",
     )
     .bind(endpoint_id)
@@ -432,7 +433,16 @@ async fn keys_of(
     conn: &mut SqliteConnection,
     endpoint_id: i64,
 ) -> Result<Vec<EndpointKey>, AppError> {
-    let rows: Vec<(i64, String, String, i64, String, Option<String>, Option<String>)> = sqlx::query_as(
+    type KeyRow = (
+        i64,
+        String,
+        String,
+        i64,
+        String,
+        Option<String>,
+        Option<String>,
+    );
+    let rows: Vec<KeyRow> = sqlx::query_as(
         "SELECT id, name, prefix, rate_limit_per_minute, created_at, last_used_at, revoked_at FROM endpoint_keys
          WHERE endpoint_id = ? ORDER BY id",
     )

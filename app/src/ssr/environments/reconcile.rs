@@ -135,11 +135,10 @@ pub async fn reconcile(db: &SqlitePool, engine: &Engine) -> Result<Report, AppEr
                 report.missing.push(env.id);
             }
             None => {}
-            Some(found) => {
-                if apply_status(db, env, found.status).await? {
-                    report.updated.push(env.id);
-                }
+            Some(found) if apply_status(db, env, found.status).await? => {
+                report.updated.push(env.id)
             }
+            Some(_) => {}
         }
     }
     for container in &found {
