@@ -26,7 +26,8 @@ pub(crate) fn random_secret() -> String {
     format!("{SECRET_PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes))
 }
 
-fn digest(secret: &str) -> String {
+/// The stored form of a secret (API tokens, endpoint keys): its SHA-256, never the secret itself.
+pub(crate) fn digest(secret: &str) -> String {
     hex::encode(Sha256::digest(secret.as_bytes()))
 }
 

@@ -158,3 +158,42 @@ pub async fn status_json(res: Response) -> (StatusCode, Value) {
     let text = res.text().await.expect("body");
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
+
+/// Removes every container and volume labelled with the server's instance when dropped (also when the
+/// test fails), and the images listed (an image with the runtime layer is gigabytes).
+pub struct DockerCleanup {
+    instance: String,
+    pub images: Vec<String>,
+}
+
+impl DockerCleanup {
+    /// A guard for `server`'s Docker objects (its instance label is in its database).
+    pub async fn of(server: &Server) -> DockerCleanup {
+        let url = format!("sqlite://{}?mode=ro", server.db_path().display());
+        let pool = sqlx::SqlitePool::connect(&url)
+            .await
+            .expect("open db read-only");
+        let instance: String = sqlx::query_scalar("SELECT instance FROM instance_identity")
+            .fetch_one(&pool)
+            .await
+            .expect("instance label");
+        pool.close().await;
+        DockerCleanup {
+            instance,
+            images: Vec::new(),
+        }
+    }
+}
+
+impl Drop for DockerCleanup {
+    fn drop(&mut self) {
+        let label = format!("label=paddock.instance={}", self.instance);
+        let script = format!(
+            "docker ps -aq --filter {label} | xargs -r docker rm -f >/dev/null; \
+             docker volume ls -q --filter {label} | xargs -r docker volume rm -f >/dev/null; \
+             for image in {}; do docker rmi -f $image >/dev/null 2>&1; done",
+            self.images.join(" ")
+        );
+        let _ = Command::new("sh").arg("-c").arg(script).status();
+    }
+}

@@ -13,32 +13,7 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::common::{status_json, Server, User};
-
-/// Removes every container and volume of the server's instance when dropped.
-struct Cleanup(String);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        let label = format!("label=paddock.instance={}", self.0);
-        let script = format!(
-            "docker ps -aq --filter {label} | xargs -r docker rm -f >/dev/null; \
-             docker volume ls -q --filter {label} | xargs -r docker volume rm -f >/dev/null"
-        );
-        let _ = Command::new("sh").arg("-c").arg(script).status();
-    }
-}
-
-async fn instance(server: &Server) -> Cleanup {
-    let url = format!("sqlite://{}?mode=ro", server.db_path().display());
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    let instance: String = sqlx::query_scalar("SELECT instance FROM instance_identity")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    pool.close().await;
-    Cleanup(instance)
-}
+use crate::common::{status_json, DockerCleanup, Server, User};
 
 fn docker_tests_skipped() -> bool {
     std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip")
@@ -107,7 +82,7 @@ async fn build_log_terminal_events_and_access_over_http() {
         return;
     }
     let server = Server::start();
-    let _cleanup = instance(&server).await;
+    let _cleanup = DockerCleanup::of(&server).await;
     let owner = server.signup("owner").await;
     let viewer = server.signup("viewer").await;
     let outsider = server.signup("outsider").await;
@@ -338,7 +313,7 @@ async fn the_cli_manages_environments_with_a_token() {
         return;
     }
     let server = Server::start();
-    let _cleanup = instance(&server).await;
+    let _cleanup = DockerCleanup::of(&server).await;
     let owner = server.signup("owner").await;
     let ws = workspace(&owner, &server).await;
     let (_, token) = status_json(

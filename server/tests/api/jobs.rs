@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{status_json, Server, User};
+use crate::common::{status_json, DockerCleanup, Server, User};
 
 const NO_DOCKER: &[&str] = &["--docker-host", "unix:///nonexistent.sock"];
 
@@ -490,42 +490,13 @@ async fn the_cli_submits_follows_and_downloads() {
     assert!(err.contains("no dataset \"nope\""), "{err}");
 }
 
-/// Removes every container and volume of the server's instance when dropped, and the images listed
-/// (an image with the runtime layer is gigabytes, and a new `paddock` binary makes a new one).
-struct DockerCleanup(String, Vec<String>);
-
-impl Drop for DockerCleanup {
-    fn drop(&mut self) {
-        let label = format!("label=paddock.instance={}", self.0);
-        let script = format!(
-            "docker ps -aq --filter {label} | xargs -r docker rm -f >/dev/null; \
-             docker volume ls -q --filter {label} | xargs -r docker volume rm -f >/dev/null; \
-             for image in {}; do docker rmi -f $image >/dev/null 2>&1; done",
-            self.1.join(" ")
-        );
-        let _ = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(script)
-            .status();
-    }
-}
-
 #[tokio::test]
 async fn a_job_runs_in_its_environments_container() {
     if std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip") {
         return;
     }
     let server = Server::start();
-    let url = format!("sqlite://{}?mode=ro", server.db_path().display());
-    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
-    let mut cleanup = DockerCleanup(
-        sqlx::query_scalar("SELECT instance FROM instance_identity")
-            .fetch_one(&pool)
-            .await
-            .unwrap(),
-        Vec::new(),
-    );
-    pool.close().await;
+    let mut cleanup = DockerCleanup::of(&server).await;
     let owner = server.signup("owner").await;
     let (ws, ds) = workspace_with_sample(&owner, &server).await;
 
@@ -581,7 +552,7 @@ async fn a_job_runs_in_its_environments_container() {
     }
     assert_eq!(built["summary"]["build_status"], "built", "{built}");
     cleanup
-        .1
+        .images
         .push(built["summary"]["image_id"].as_str().unwrap().to_string());
 
     let mut spec = tiny("in-container", ds, 12);

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
 use sqlx::SqlitePool;
 use tokio::sync::RwLock;
 
@@ -92,7 +91,7 @@ impl Gateway {
         slug: &str,
         secret: &str,
     ) -> Result<Caller, AppError> {
-        let hash = hex::encode(Sha256::digest(secret.as_bytes()));
+        let hash = crate::ssr::tokens::digest(secret);
         let row: Option<(i64, i64, i64)> = sqlx::query_as(
             "SELECT k.id, k.endpoint_id, k.rate_limit_per_minute FROM endpoint_keys k JOIN endpoints e ON e.id = k.endpoint_id
              WHERE k.secret_sha256 = ? AND k.revoked_at IS NULL AND e.slug = ?",

@@ -17,7 +17,6 @@ pub mod replicas;
 use std::sync::Arc;
 use std::time::Instant;
 
-use sha2::{Digest, Sha256};
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::access::authorize;
@@ -502,7 +501,7 @@ pub async fn create_key(
     .bind(endpoint_id)
     .bind(name)
     .bind(&prefix)
-    .bind(hex::encode(Sha256::digest(secret.as_bytes())))
+    .bind(crate::ssr::tokens::digest(&secret))
     .bind(rate)
     .bind(actor.user_id)
     .bind(super::now())

@@ -145,7 +145,7 @@ pub async fn download(
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "dataset".into());
-    let stream = tokio_util_stream(file);
+    let stream = tokio_util::io::ReaderStream::new(file);
     Ok((
         [
             (header::CONTENT_TYPE, "application/octet-stream".to_string()),
@@ -157,22 +157,4 @@ pub async fn download(
         Body::from_stream(stream),
     )
         .into_response())
-}
-
-/// A file as a stream of chunks, without reading it whole.
-fn tokio_util_stream(
-    file: tokio::fs::File,
-) -> impl futures_util::Stream<Item = std::io::Result<bytes::Bytes>> {
-    futures_util::stream::unfold(file, |mut file| async move {
-        use tokio::io::AsyncReadExt;
-        let mut buf = vec![0u8; 64 * 1024];
-        match file.read(&mut buf).await {
-            Ok(0) => None,
-            Ok(n) => {
-                buf.truncate(n);
-                Some((Ok(bytes::Bytes::from(buf)), file))
-            }
-            Err(e) => Some((Err(e), file)),
-        }
-    })
 }

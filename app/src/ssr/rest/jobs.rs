@@ -292,7 +292,7 @@ pub async fn download(
     let (reader, writer) = tokio::io::duplex(256 * 1024);
     let prefix = name.clone();
     tokio::task::spawn_blocking(move || {
-        let writer = tokio_util_sync(writer);
+        let writer = tokio_util::io::SyncIoBridge::new(writer);
         let mut archive = tar::Builder::new(writer);
         archive.follow_symlinks(false);
         if let Err(e) = archive
@@ -302,7 +302,7 @@ pub async fn download(
             tracing::warn!(error = %e, "checkpoint archive interrupted");
         }
     });
-    let body = Body::from_stream(tokio_stream_of(reader));
+    let body = Body::from_stream(tokio_util::io::ReaderStream::new(reader));
     Ok((
         [
             (header::CONTENT_TYPE, "application/x-tar".to_string()),
@@ -314,37 +314,4 @@ pub async fn download(
         body,
     )
         .into_response())
-}
-
-/// A blocking `Write` over the async half of a pipe (used from `spawn_blocking` only).
-fn tokio_util_sync(writer: tokio::io::DuplexStream) -> impl std::io::Write {
-    struct Blocking(tokio::io::DuplexStream, tokio::runtime::Handle);
-    impl std::io::Write for Blocking {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            use tokio::io::AsyncWriteExt;
-            self.1.block_on(self.0.write(buf))
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            use tokio::io::AsyncWriteExt;
-            self.1.block_on(self.0.flush())
-        }
-    }
-    Blocking(writer, tokio::runtime::Handle::current())
-}
-
-fn tokio_stream_of(
-    reader: tokio::io::DuplexStream,
-) -> impl Stream<Item = std::io::Result<bytes::Bytes>> {
-    futures_util::stream::unfold(reader, |mut reader| async move {
-        use tokio::io::AsyncReadExt;
-        let mut buf = vec![0u8; 64 * 1024];
-        match reader.read(&mut buf).await {
-            Ok(0) => None,
-            Ok(n) => {
-                buf.truncate(n);
-                Some((Ok(bytes::Bytes::from(buf)), reader))
-            }
-            Err(e) => Some((Err(e), reader)),
-        }
-    })
 }
