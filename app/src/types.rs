@@ -847,6 +847,37 @@ pub struct EndpointMetrics {
     pub batch_rows: std::collections::BTreeMap<u32, u64>,
 }
 
+/// A change to a running endpoint: scale to `replicas`, or roll out `checkpoint_id` (new replicas start
+/// and pass the parity gate before traffic moves; the old ones drain, so no request fails).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EndpointChange {
+    #[serde(default)]
+    pub replicas: Option<u32>,
+    #[serde(default)]
+    pub checkpoint_id: Option<i64>,
+}
+
+/// One label's probability in a playground answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct LabelProbability {
+    pub label: String,
+    pub probability: f64,
+}
+
+/// The playground's answer for one text: the predicted label and every label's probability, highest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct PlaygroundPrediction {
+    pub text: String,
+    pub label: String,
+    pub probabilities: Vec<LabelProbability>,
+    /// Gateway to replica and back, as the caller saw it.
+    pub latency_ms: f64,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct EndpointDetail {
