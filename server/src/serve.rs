@@ -69,11 +69,12 @@ pub async fn run(
         config.cpu_job_slots,
         config.cpu_job_threads,
     ));
-    let deployer = std::sync::Arc::new(Deployer {
-        db: db.clone(),
-        storage: storage.clone(),
-        gateway: Default::default(),
-    });
+    let deployer = std::sync::Arc::new(Deployer::new(
+        db.clone(),
+        storage.clone(),
+        engine.clone(),
+        Default::default(),
+    ));
     deployer.recover().await;
     let state = AppState::new(
         db.clone(),

@@ -1,4 +1,4 @@
-//! Paddock's GPU inventory: which environment (and later, which job) holds which host GPU. Docker itself
+//! Paddock's GPU inventory: which environment, job or endpoint replica holds which host GPU. Docker itself
 //! would happily give one GPU to every container that asks, so the rule "two holders never share a GPU
 //! unless both said shared" is kept here, in the `gpu_leases` table, inside the same write transaction
 //! that records the holder's new state — two concurrent provisions cannot pick the same device.
@@ -16,6 +16,8 @@ use crate::types::GpuSpec;
 pub enum Holder {
     Environment(i64),
     Job(i64),
+    /// An endpoint replica (`endpoint_replicas.id`) serving on a GPU.
+    EndpointReplica(i64),
 }
 
 impl Holder {
@@ -23,11 +25,12 @@ impl Holder {
         match self {
             Holder::Environment(_) => "environment",
             Holder::Job(_) => "job",
+            Holder::EndpointReplica(_) => "endpoint_replica",
         }
     }
     fn id(self) -> i64 {
         match self {
-            Holder::Environment(id) | Holder::Job(id) => id,
+            Holder::Environment(id) | Holder::Job(id) | Holder::EndpointReplica(id) => id,
         }
     }
 }

@@ -13,8 +13,8 @@ use bollard::models::{
     ContainerCreateBody, DeviceRequest, HostConfig, Mount, MountType, VolumeCreateRequest,
 };
 use bollard::query_parameters::{
-    CreateContainerOptionsBuilder, KillContainerOptionsBuilder, RemoveContainerOptionsBuilder,
-    RestartContainerOptionsBuilder, StopContainerOptionsBuilder,
+    CreateContainerOptionsBuilder, KillContainerOptionsBuilder, LogsOptionsBuilder,
+    RemoveContainerOptionsBuilder, RestartContainerOptionsBuilder, StopContainerOptionsBuilder,
 };
 
 pub use events::ContainerEvent;
@@ -443,6 +443,37 @@ impl Docker {
             labels: container_labels.into_iter().collect(),
             raw,
         })
+    }
+
+    /// The container's address on Docker's bridge network, once it has one: how the server reaches a
+    /// service inside (an endpoint replica) without publishing a host port.
+    pub async fn ip_address(&self, name: &str) -> Result<Option<String>> {
+        let details = self.inspect(name).await?;
+        let settings = details.raw.network_settings.as_ref();
+        let from_networks = settings
+            .and_then(|s| s.networks.as_ref())
+            .and_then(|n| n.values().find_map(|e| e.ip_address.clone()))
+            .filter(|ip| !ip.is_empty());
+        Ok(from_networks)
+    }
+
+    /// The last `lines` lines the container wrote (stdout and stderr), for error messages.
+    pub async fn logs_tail(&self, name: &str, lines: usize) -> Result<String> {
+        use futures_util::StreamExt;
+        let options = LogsOptionsBuilder::default()
+            .stdout(true)
+            .stderr(true)
+            .tail(&lines.to_string())
+            .build();
+        let mut stream = self.api().logs(name, Some(options));
+        let mut out = String::new();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| {
+                Error::docker(format!("reading logs of {name}"), "container", name, e)
+            })?;
+            out.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
+        }
+        Ok(out)
     }
 
     /// The status of a container; [`ContainerStatus::Missing`] when it does not exist.

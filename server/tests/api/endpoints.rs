@@ -7,12 +7,11 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{status_json, Server};
+use crate::common::{status_json, Server, User};
 
-#[tokio::test]
-async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
-    let server = Server::start_with(&["--docker-host", "unix:///nonexistent.sock"]);
-    let owner = server.signup("owner").await;
+/// A workspace with the sample dataset and a tiny finished job; returns the workspace, the job and its
+/// live checkpoints (oldest first).
+async fn trained(server: &Server, owner: &User, max_steps: u32) -> (i64, i64, Vec<i64>) {
     let res = owner
         .client
         .post(server.url("/api/v1/workspaces"))
@@ -29,7 +28,7 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
         .unwrap();
     let ds = status_json(res).await.1["summary"]["id"].as_i64().unwrap();
     let spec = json!({ "name": "train", "dataset_id": ds, "preset": "tiny", "max_seq_len": 32, "batch_size": 16,
-                       "max_steps": 10, "eval_every_steps": 5, "keep_best": 1 });
+                       "max_steps": max_steps, "eval_every_steps": 5, "keep_best": 3 });
     let res = owner
         .client
         .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
@@ -56,14 +55,44 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
     assert_eq!(detail["summary"]["status"], "succeeded", "{detail}");
-    let ckpt = detail["checkpoints"]
+    let mut checkpoints: Vec<i64> = detail["checkpoints"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["deleted_at"].is_null())
-        .unwrap()["id"]
-        .as_i64()
-        .unwrap();
+        .filter(|c| c["deleted_at"].is_null())
+        .map(|c| c["id"].as_i64().unwrap())
+        .collect();
+    checkpoints.sort();
+    (ws, job, checkpoints)
+}
+
+/// Polls the endpoint until `done` holds (or fails the test with what it last saw).
+async fn wait_endpoint(
+    owner: &User,
+    url: &str,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let mut detail = Value::Null;
+    for _ in 0..600 {
+        detail = status_json(owner.client.get(url).send().await.unwrap())
+            .await
+            .1;
+        if done(&detail) {
+            return detail;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!("the endpoint never reached {what}: {detail}");
+}
+
+#[tokio::test]
+async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
+    let server = Server::start_with(&["--docker-host", "unix:///nonexistent.sock"]);
+    let owner = server.signup("owner").await;
+    let (ws, job, checkpoints) = trained(&server, &owner, 10).await;
+    let ckpt = checkpoints[0];
+    let mut detail = Value::Null;
 
     // Bad specs write nothing.
     let res = owner
@@ -200,5 +229,336 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
         .unwrap();
     assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
     let res = owner.client.delete(&ep_url).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+}
+
+/// A client that keeps calling the endpoint until told to stop, counting answers by status.
+fn load(
+    url: String,
+    secret: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> tokio::task::JoinHandle<std::collections::BTreeMap<u16, u32>> {
+    tokio::spawn(async move {
+        let client = reqwest::Client::new();
+        let mut seen = std::collections::BTreeMap::new();
+        let mut i = 0u32;
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            i += 1;
+            let text = if i % 2 == 0 {
+                "服务很好，下次还来"
+            } else {
+                "太差了，再也不来"
+            };
+            let status = match client
+                .post(&url)
+                .bearer_auth(&secret)
+                .json(&json!({ "inputs": [text] }))
+                .send()
+                .await
+            {
+                Ok(res) => res.status().as_u16(),
+                Err(_) => 0,
+            };
+            *seen.entry(status).or_insert(0) += 1;
+        }
+        seen
+    })
+}
+
+#[tokio::test]
+async fn rollouts_and_scaling_under_load_fail_no_request_and_crashed_replicas_come_back() {
+    let server = Server::start_with(&["--docker-host", "unix:///nonexistent.sock"]);
+    let owner = server.signup("owner").await;
+    let (ws, _, checkpoints) = trained(&server, &owner, 15).await;
+    assert!(checkpoints.len() >= 2, "{checkpoints:?}");
+    let (first, second) = (checkpoints[0], checkpoints[checkpoints.len() - 1]);
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
+        .json(&json!({ "name": "rolling", "slug": "rolling", "checkpoint_id": first }))
+        .send()
+        .await
+        .unwrap();
+    let id = status_json(res).await.1["summary"]["id"].as_i64().unwrap();
+    let ep_url = server.url(&format!("/api/v1/workspaces/{ws}/endpoints/{id}"));
+    wait_endpoint(&owner, &ep_url, "ready", |d| {
+        d["summary"]["status"] == "ready"
+    })
+    .await;
+    let key = status_json(
+        owner
+            .client
+            .post(format!("{ep_url}/keys"))
+            .json(&json!({ "name": "load", "rate_limit_per_minute": 1000000 }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+    .1;
+    let secret = key["secret"].as_str().unwrap().to_string();
+    let predict = server.url("/v1/endpoints/rolling/predict");
+
+    // Nothing to change, and bad changes, are refused.
+    let res = owner
+        .client
+        .patch(&ep_url)
+        .json(&json!({ "replicas": 1 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status_json(res).await.1["code"], "endpoint_unchanged");
+    let res = owner
+        .client
+        .patch(&ep_url)
+        .json(&json!({ "replicas": 99 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status_json(res).await.1["field"], "replicas");
+    let res = owner
+        .client
+        .patch(&ep_url)
+        .json(&json!({ "checkpoint_id": 999999 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status_json(res).await.1["field"], "checkpoint_id");
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let clients: Vec<_> = (0..4)
+        .map(|_| load(predict.clone(), secret.clone(), stop.clone()))
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    // Roll out the other checkpoint on two replicas, under load.
+    let res = owner
+        .client
+        .patch(&ep_url)
+        .json(&json!({ "checkpoint_id": second, "replicas": 2 }))
+        .send()
+        .await
+        .unwrap();
+    let (code, body) = status_json(res).await;
+    assert_eq!(code, StatusCode::OK, "{body}");
+    assert!(
+        body["summary"]["status_message"]
+            .as_str()
+            .unwrap()
+            .contains("rolling out"),
+        "{body}"
+    );
+    let res = owner
+        .client
+        .patch(&ep_url)
+        .json(&json!({ "replicas": 3 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        status_json(res).await.1["code"],
+        "endpoint_changing",
+        "one change at a time"
+    );
+    let rolled = wait_endpoint(&owner, &ep_url, "the new checkpoint", |d| {
+        d["summary"]["checkpoint_id"] == second
+            && d["summary"]["status_message"].is_null()
+            && d["summary"]["ready_replicas"] == 2
+            && d["replicas"].as_array().unwrap().len() == 2
+    })
+    .await;
+    assert_eq!(rolled["summary"]["status"], "ready");
+    assert_eq!(rolled["parity_report"]["passed"], true, "{rolled}");
+
+    // Scale down to one, still under load.
+    let res = owner
+        .client
+        .patch(&ep_url)
+        .json(&json!({ "replicas": 1 }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    wait_endpoint(&owner, &ep_url, "one replica", |d| {
+        d["summary"]["replicas"] == 1
+            && d["summary"]["status_message"].is_null()
+            && d["replicas"].as_array().unwrap().len() == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let mut seen = std::collections::BTreeMap::new();
+    for client in clients {
+        for (status, n) in client.await.unwrap() {
+            *seen.entry(status).or_insert(0) += n;
+        }
+    }
+    assert_eq!(
+        seen.keys().copied().collect::<Vec<_>>(),
+        vec![200],
+        "every request answered: {seen:?}"
+    );
+    assert!(seen[&200] >= 20, "{seen:?}");
+
+    // A replica killed with SIGKILL is restarted and the endpoint answers again.
+    let pid = server
+        .count(&format!(
+            "SELECT pid FROM endpoint_replicas WHERE endpoint_id = {id}"
+        ))
+        .await;
+    assert!(pid > 1);
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let back = wait_endpoint(&owner, &ep_url, "a restarted replica", |d| {
+        d["replicas"][0]["restarts"].as_u64().unwrap_or(0) >= 1
+            && d["replicas"][0]["status"] == "ready"
+    })
+    .await;
+    assert_eq!(back["summary"]["ready_replicas"], 1);
+    let res = reqwest::Client::new()
+        .post(&predict)
+        .bearer_auth(&secret)
+        .json(&json!({ "text": "还行" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+
+    // The playground: members with their session, not outsiders.
+    let res = owner
+        .client
+        .post(format!("{ep_url}/playground"))
+        .json(&json!({ "inputs": ["这家银行的服务态度很差，等了半小时还没人理我。", "  ", "很满意"] }))
+        .send()
+        .await
+        .unwrap();
+    let (code, answers) = status_json(res).await;
+    assert_eq!(code, StatusCode::OK, "{answers}");
+    assert_eq!(
+        answers.as_array().unwrap().len(),
+        2,
+        "blank lines are skipped"
+    );
+    let probabilities = answers[0]["probabilities"].as_array().unwrap();
+    let sum: f64 = probabilities
+        .iter()
+        .map(|p| p["probability"].as_f64().unwrap())
+        .sum();
+    assert!((sum - 1.0).abs() < 1e-3, "{answers}");
+    assert_eq!(
+        answers[0]["label"], probabilities[0]["label"],
+        "highest first"
+    );
+    let res = owner
+        .client
+        .post(format!("{ep_url}/playground"))
+        .json(&json!({ "inputs": [] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status_json(res).await.1["field"], "inputs");
+    let outsider = server.signup("outsider").await;
+    let res = outsider
+        .client
+        .post(format!("{ep_url}/playground"))
+        .json(&json!({ "inputs": ["好"] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+
+    // Keys: a revoked key, and another workspace's key, are refused.
+    let res = owner
+        .client
+        .delete(format!("{ep_url}/keys/{}", key["key"]["id"]))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let res = reqwest::Client::new()
+        .post(&predict)
+        .bearer_auth(&secret)
+        .json(&json!({ "text": "好" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let (other_ws, _, other_ckpts) = trained(&server, &outsider, 5).await;
+    let res = outsider
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{other_ws}/endpoints")))
+        .json(&json!({ "name": "theirs", "slug": "theirs", "checkpoint_id": other_ckpts[0] }))
+        .send()
+        .await
+        .unwrap();
+    let theirs = status_json(res).await.1["summary"]["id"].as_i64().unwrap();
+    let other_key = status_json(
+        outsider
+            .client
+            .post(server.url(&format!(
+                "/api/v1/workspaces/{other_ws}/endpoints/{theirs}/keys"
+            )))
+            .json(&json!({ "name": "theirs" }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+    .1;
+    let res = reqwest::Client::new()
+        .post(&predict)
+        .bearer_auth(other_key["secret"].as_str().unwrap())
+        .json(&json!({ "text": "好" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        res.status(),
+        StatusCode::UNAUTHORIZED,
+        "a key opens only its own endpoint"
+    );
+    // Someone else's checkpoint cannot be rolled out here.
+    let res = owner
+        .client
+        .patch(&ep_url)
+        .json(&json!({ "checkpoint_id": other_ckpts[0] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status_json(res).await.1["code"], "checkpoint_not_found");
+
+    // Deleting a running endpoint stops its replicas first.
+    let live = server
+        .count(&format!(
+            "SELECT pid FROM endpoint_replicas WHERE endpoint_id = {id}"
+        ))
+        .await;
+    let res = owner.client.delete(&ep_url).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let proc_dir = std::path::PathBuf::from(format!("/proc/{live}"));
+    for _ in 0..50 {
+        if !proc_dir.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(!proc_dir.exists(), "replica {live} was stopped");
+    assert_eq!(
+        server
+            .count(&format!(
+                "SELECT COUNT(*) FROM endpoint_replicas WHERE endpoint_id = {id}"
+            ))
+            .await,
+        0
+    );
+    let res = outsider
+        .client
+        .delete(server.url(&format!("/api/v1/workspaces/{other_ws}/endpoints/{theirs}")))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
 }

@@ -583,4 +583,69 @@ async fn a_job_runs_in_its_environments_container() {
             "data/volumes/w{ws}/workspace/jobs/{id}/events.jsonl"
         ))
         .exists());
+
+    // Its checkpoint deploys into replica containers from the same image.
+    let ckpt = done["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["deleted_at"].is_null())
+        .unwrap()["id"]
+        .as_i64()
+        .unwrap();
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
+        .json(&json!({ "name": "boxed", "slug": "boxed", "checkpoint_id": ckpt }))
+        .send()
+        .await
+        .unwrap();
+    let (code, ep) = status_json(res).await;
+    assert_eq!(code, StatusCode::CREATED, "{ep}");
+    let ep_url = server.url(&format!(
+        "/api/v1/workspaces/{ws}/endpoints/{}",
+        ep["summary"]["id"]
+    ));
+    let mut detail = Value::Null;
+    for _ in 0..600 {
+        detail = status_json(owner.client.get(&ep_url).send().await.unwrap())
+            .await
+            .1;
+        if detail["summary"]["status"] != "starting" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(detail["summary"]["status"], "ready", "{detail}");
+    assert_eq!(detail["parity_report"]["passed"], true, "{detail}");
+    let replicas = || {
+        let out = std::process::Command::new("docker")
+            .args([
+                "ps",
+                "-q",
+                "--filter",
+                &format!("label=paddock.endpoint={}", ep["summary"]["id"]),
+            ])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).lines().count()
+    };
+    assert_eq!(replicas(), 1, "the replica runs in a container");
+    let res = owner
+        .client
+        .post(format!("{ep_url}/playground"))
+        .json(&json!({ "inputs": ["服务很好"] }))
+        .send()
+        .await
+        .unwrap();
+    let (code, answers) = status_json(res).await;
+    assert_eq!(code, StatusCode::OK, "{answers}");
+    let res = owner
+        .client
+        .post(format!("{ep_url}/undeploy"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(status_json(res).await.1["summary"]["status"], "stopped");
+    assert_eq!(replicas(), 0, "undeploying removes the replica container");
 }

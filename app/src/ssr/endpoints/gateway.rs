@@ -134,6 +134,8 @@ impl Gateway {
     }
 
     /// Sends `body` to the least busy replica of `slug`; the replica's status and body come back as-is.
+    /// A replica that cannot be connected to (it just crashed, or was stopped a moment ago) is skipped
+    /// for the next one: the request never reached a model, so sending it elsewhere is safe.
     pub async fn forward(
         &self,
         slug: &str,
@@ -146,52 +148,62 @@ impl Gateway {
             .get(slug)
             .cloned()
             .unwrap_or_default();
-        let Some(backend) = backends
-            .iter()
-            .min_by_key(|b| b.outstanding.load(Ordering::Relaxed))
-            .cloned()
-        else {
-            return Err(AppError::unavailable(
-                "endpoint_unavailable",
-                "the endpoint has no ready replica right now",
-            ));
-        };
-        backend.outstanding.fetch_add(1, Ordering::Relaxed);
-        let sent = self
+        let mut tried: Vec<&Arc<Backend>> = Vec::new();
+        loop {
+            let Some(backend) = backends
+                .iter()
+                .filter(|b| !tried.iter().any(|t| Arc::ptr_eq(t, b)))
+                .min_by_key(|b| b.outstanding.load(Ordering::SeqCst))
+            else {
+                return Err(AppError::unavailable(
+                    "endpoint_unavailable",
+                    if tried.is_empty() {
+                        "the endpoint has no ready replica right now"
+                    } else {
+                        "the endpoint's replicas could not be reached"
+                    },
+                ));
+            };
+            backend.outstanding.fetch_add(1, Ordering::SeqCst);
+            let result = self.send(backend, body.clone()).await;
+            backend.outstanding.fetch_sub(1, Ordering::SeqCst);
+            match result {
+                Err(e) if e.is_connect() => tried.push(backend),
+                Err(e) if e.is_timeout() => {
+                    return Err(AppError::unavailable(
+                        "endpoint_timeout",
+                        format!(
+                            "the model did not answer within {} s",
+                            REQUEST_TIMEOUT.as_secs()
+                        ),
+                    ))
+                }
+                Err(_) => {
+                    return Err(AppError::unavailable(
+                        "endpoint_unavailable",
+                        "the endpoint's replica broke off the answer",
+                    ))
+                }
+                Ok(answer) => return Ok(answer),
+            }
+        }
+    }
+
+    async fn send(
+        &self,
+        backend: &Backend,
+        body: bytes::Bytes,
+    ) -> Result<(u16, bytes::Bytes), reqwest::Error> {
+        let response = self
             .client
             .post(format!("{}/predict", backend.base_url))
             .header("content-type", "application/json")
             .body(body)
             .timeout(REQUEST_TIMEOUT)
             .send()
-            .await;
-        let result = match sent {
-            Ok(response) => {
-                let status = response.status().as_u16();
-                match response.bytes().await {
-                    Ok(bytes) => Ok((status, bytes)),
-                    Err(e) => Err(e),
-                }
-            }
-            Err(e) => Err(e),
-        };
-        backend.outstanding.fetch_sub(1, Ordering::Relaxed);
-        result.map_err(|e| {
-            if e.is_timeout() {
-                AppError::unavailable(
-                    "endpoint_timeout",
-                    format!(
-                        "the model did not answer within {} s",
-                        REQUEST_TIMEOUT.as_secs()
-                    ),
-                )
-            } else {
-                AppError::unavailable(
-                    "endpoint_unavailable",
-                    "the endpoint's replica could not be reached",
-                )
-            }
-        })
+            .await?;
+        let status = response.status().as_u16();
+        Ok((status, response.bytes().await?))
     }
 
     /// Records a served request; returns whether it belongs to the logged sample.

@@ -5,14 +5,18 @@
 //!
 //! # Layout
 //! - this file: deploy, list, read, change (scale or move to another checkpoint, rolled out without
-//!   dropping requests), undeploy, keys, and the gateway's request path.
+//!   dropping requests), undeploy, delete, the playground and the gateway's request path.
+//! - [`keys`]: the endpoint's API keys.
 //! - [`replicas`]: starting, watching, restarting and re-attaching `paddock serve-model` processes.
 //! - [`parity`]: the gate that compares served logits with the trainer's.
 //! - [`gateway`]: keys, rate limits, load balancing and the traffic numbers.
 
 pub mod gateway;
+pub mod keys;
 pub mod parity;
 pub mod replicas;
+
+pub use keys::{create_key, revoke_key};
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,6 +30,7 @@ use super::db::write_tx;
 use super::http_error::{internal, is_unique_violation};
 use crate::error::AppError;
 use crate::types::*;
+use keys::keys_of;
 use replicas::Deployer;
 
 /// Replicas one endpoint may run.
@@ -391,12 +396,11 @@ pub async fn redeploy(
     )
     .await?;
     tx.commit().await?;
-    deployer.stop_replicas(endpoint_id).await;
     deployer.spawn_deploy(endpoint_id);
     get(db, deployer, actor, workspace_id, endpoint_id).await
 }
 
-/// Deletes a stopped endpoint with its keys and request log.
+/// Deletes an endpoint with its keys and request log, stopping its replicas first.
 pub async fn delete(
     db: &SqlitePool,
     deployer: &Arc<Deployer>,
@@ -407,6 +411,16 @@ pub async fn delete(
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
     let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    // Stopped first, so that neither a deployment nor the watcher starts anything while it goes.
+    sqlx::query("UPDATE endpoints SET status = 'stopped', updated_at = ? WHERE id = ?")
+        .bind(super::now())
+        .bind(endpoint_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    deployer.gateway.remove_route(&r.slug).await;
+    deployer.stop_replicas(endpoint_id).await;
+    let mut tx = write_tx(db).await?;
     sqlx::query("DELETE FROM endpoints WHERE id = ?")
         .bind(endpoint_id)
         .execute(&mut *tx)
@@ -423,144 +437,262 @@ pub async fn delete(
     )
     .await?;
     tx.commit().await?;
-    deployer.gateway.remove_route(&r.slug).await;
-    deployer.stop_replicas(endpoint_id).await;
     Ok(())
 }
 
-async fn keys_of(
-    conn: &mut SqliteConnection,
+/// Scales an endpoint or moves it to another checkpoint of the workspace (editors and owners). A ready
+/// endpoint changes in the background without failing a request: new replicas start and pass the parity
+/// gate before traffic moves, and the old ones drain; meanwhile `status_message` says what is under way
+/// (and, should the change fail, why — the endpoint keeps serving what it served). A stopped or failed
+/// endpoint only records the new spec for its next deployment.
+pub async fn change(
+    db: &SqlitePool,
+    deployer: &Arc<Deployer>,
+    actor: &Actor,
+    workspace_id: i64,
     endpoint_id: i64,
-) -> Result<Vec<EndpointKey>, AppError> {
-    type KeyRow = (
-        i64,
-        String,
-        String,
-        i64,
-        String,
-        Option<String>,
-        Option<String>,
-    );
-    let rows: Vec<KeyRow> = sqlx::query_as(
-        "SELECT id, name, prefix, rate_limit_per_minute, created_at, last_used_at, revoked_at FROM endpoint_keys
-         WHERE endpoint_id = ? ORDER BY id",
-    )
-    .bind(endpoint_id)
-    .fetch_all(conn)
-    .await?;
-    Ok(rows
+    change: EndpointChange,
+) -> Result<EndpointDetail, AppError> {
+    if let Some(n) = change.replicas {
+        if !(1..=MAX_REPLICAS).contains(&n) {
+            return Err(AppError::invalid(
+                "replicas",
+                "endpoint_spec_invalid",
+                format!("replicas must be 1–{MAX_REPLICAS}"),
+            ));
+        }
+    }
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    if let Some(checkpoint_id) = change.checkpoint_id {
+        live_checkpoint(&mut tx, workspace_id, checkpoint_id).await?;
+    }
+    let replicas = change.replicas.map_or(r.replicas, i64::from);
+    let checkpoint_id = change.checkpoint_id.unwrap_or(r.checkpoint_id);
+    if replicas == r.replicas && checkpoint_id == r.checkpoint_id {
+        return Err(AppError::invalid(
+            "replicas",
+            "endpoint_unchanged",
+            "nothing to change: give another replica count or checkpoint",
+        ));
+    }
+    let detail = serde_json::json!({ "replicas": replicas, "checkpoint_id": checkpoint_id,
+        "from": { "replicas": r.replicas, "checkpoint_id": r.checkpoint_id } });
+    match r.status.as_str() {
+        "starting" => {
+            return Err(AppError::conflict(
+                "status",
+                "endpoint_starting",
+                "the endpoint is still starting; change it once it is ready",
+            ))
+        }
+        "ready" => {
+            let message = if checkpoint_id != r.checkpoint_id {
+                format!("rolling out checkpoint {checkpoint_id} on {replicas} replica(s)")
+            } else {
+                format!("scaling from {} to {replicas} replica(s)", r.replicas)
+            };
+            sqlx::query("UPDATE endpoints SET status_message = ?, updated_at = ? WHERE id = ?")
+                .bind(message)
+                .bind(super::now())
+                .bind(endpoint_id)
+                .execute(&mut *tx)
+                .await?;
+            audit::record(
+                &mut tx,
+                Entry::by(
+                    actor,
+                    Some(workspace_id),
+                    "endpoint.change",
+                    "endpoint",
+                    &r.slug,
+                )
+                .detail(detail),
+            )
+            .await?;
+            let planned = replicas::Change {
+                replicas,
+                checkpoint_id: (checkpoint_id != r.checkpoint_id).then_some(checkpoint_id),
+            };
+            if !deployer.spawn_change(endpoint_id, planned) {
+                return Err(AppError::conflict(
+                    "status",
+                    "endpoint_changing",
+                    "another change of this endpoint is under way; wait for it to finish",
+                ));
+            }
+            tx.commit().await?;
+        }
+        _ => {
+            sqlx::query(
+                "UPDATE endpoints SET replicas = ?, checkpoint_id = ?, updated_at = ? WHERE id = ?",
+            )
+            .bind(replicas)
+            .bind(checkpoint_id)
+            .bind(super::now())
+            .bind(endpoint_id)
+            .execute(&mut *tx)
+            .await?;
+            audit::record(
+                &mut tx,
+                Entry::by(
+                    actor,
+                    Some(workspace_id),
+                    "endpoint.change",
+                    "endpoint",
+                    &r.slug,
+                )
+                .detail(detail),
+            )
+            .await?;
+            tx.commit().await?;
+        }
+    }
+    get(db, deployer, actor, workspace_id, endpoint_id).await
+}
+
+/// Most texts one playground request may carry.
+const PLAYGROUND_MAX_INPUTS: usize = 32;
+/// Longest playground text, in characters.
+const PLAYGROUND_MAX_CHARS: usize = 4000;
+
+/// The dashboard's playground: any member of the workspace sends texts to a ready endpoint with their
+/// session instead of an API key. The request takes the same path through the gateway as an API call
+/// (and counts in the endpoint's numbers); labels come back by name with every label's probability.
+pub async fn try_predict(
+    db: &SqlitePool,
+    deployer: &Deployer,
+    actor: &Actor,
+    workspace_id: i64,
+    endpoint_id: i64,
+    inputs: Vec<String>,
+) -> Result<Vec<PlaygroundPrediction>, AppError> {
+    let inputs: Vec<String> = inputs
         .into_iter()
-        .map(
-            |(id, name, prefix, rate, created_at, last_used_at, revoked_at)| EndpointKey {
-                id,
-                name,
-                prefix,
-                rate_limit_per_minute: rate as u32,
-                created_at,
-                last_used_at,
-                revoked_at,
-            },
-        )
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if inputs.is_empty() || inputs.len() > PLAYGROUND_MAX_INPUTS {
+        return Err(AppError::invalid(
+            "inputs",
+            "playground_inputs_invalid",
+            format!("give 1–{PLAYGROUND_MAX_INPUTS} non-empty texts, one per line"),
+        ));
+    }
+    if let Some(i) = inputs
+        .iter()
+        .position(|t| t.chars().count() > PLAYGROUND_MAX_CHARS)
+    {
+        return Err(AppError::invalid(
+            "inputs",
+            "playground_inputs_invalid",
+            format!(
+                "text {} is longer than {PLAYGROUND_MAX_CHARS} characters",
+                i + 1
+            ),
+        ));
+    }
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let r = row(&mut conn, workspace_id, endpoint_id).await?;
+    drop(conn);
+    if r.status != "ready" {
+        return Err(AppError::unavailable(
+            "endpoint_unavailable",
+            "the endpoint is not ready",
+        ));
+    }
+    let body = serde_json::to_vec(&serde_json::json!({ "inputs": inputs }))
+        .map_err(|e| internal("playground body", e))?;
+    let started = Instant::now();
+    let result = deployer.gateway.forward(&r.slug, body.into()).await;
+    let latency = started.elapsed();
+    let answer = result.and_then(|(status, bytes)| {
+        let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+        if (200..300).contains(&status) {
+            Ok(value)
+        } else if status == 429 || status == 503 {
+            Err(AppError::unavailable(
+                "endpoint_busy",
+                value["message"]
+                    .as_str()
+                    .unwrap_or("the endpoint is busy; try again"),
+            ))
+        } else {
+            Err(internal("replica answer", status))
+        }
+    });
+    deployer.gateway.record(
+        r.id,
+        latency,
+        answer.is_ok(),
+        answer
+            .as_ref()
+            .ok()
+            .and_then(|v| v["batch_rows"].as_u64())
+            .map(|n| n as u32),
+    );
+    let answer = answer?;
+    let model = deployer
+        .model(r.checkpoint_id)
+        .await
+        .map_err(|e| internal("endpoint checkpoint", e))?;
+    let labels = label_names(&deployer.model_dir(r.workspace_id, &model));
+    let latency_ms = latency.as_secs_f64() * 1000.0;
+    let predictions = answer["predictions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if predictions.len() != inputs.len() {
+        return Err(internal("replica answer", "one prediction per input"));
+    }
+    Ok(inputs
+        .into_iter()
+        .zip(predictions)
+        .map(|(text, p)| {
+            let name = |i: usize| labels.get(i).cloned().unwrap_or_else(|| i.to_string());
+            let mut probabilities: Vec<LabelProbability> = p["probabilities"]
+                .as_array()
+                .map(|ps| {
+                    ps.iter()
+                        .enumerate()
+                        .map(|(i, v)| LabelProbability {
+                            label: name(i),
+                            probability: v.as_f64().unwrap_or(0.0),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            probabilities.sort_by(|a, b| b.probability.total_cmp(&a.probability));
+            PlaygroundPrediction {
+                text,
+                label: p["label"].as_str().map_or_else(
+                    || name(p["label_id"].as_u64().unwrap_or(0) as usize),
+                    str::to_string,
+                ),
+                probabilities,
+                latency_ms,
+            }
+        })
         .collect())
 }
 
-/// Creates an API key for the endpoint; the secret is shown once. Editors and owners.
-pub async fn create_key(
-    db: &SqlitePool,
-    actor: &Actor,
-    workspace_id: i64,
-    endpoint_id: i64,
-    name: &str,
-    rate_limit_per_minute: Option<u32>,
-) -> Result<NewEndpointKey, AppError> {
-    let name = name.trim();
-    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
-        return Err(AppError::invalid(
-            "name",
-            "key_name_invalid",
-            "the key's name must be 1–64 characters",
-        ));
-    }
-    let rate = rate_limit_per_minute.unwrap_or(600);
-    if !(1..=1_000_000).contains(&rate) {
-        return Err(AppError::invalid(
-            "rate_limit_per_minute",
-            "key_rate_invalid",
-            "rate_limit_per_minute must be 1–1000000",
-        ));
-    }
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
-    let r = row(&mut tx, workspace_id, endpoint_id).await?;
-    let secret = format!("pdk_ep_{}", hex::encode(rand::random::<[u8; 24]>()));
-    let prefix: String = secret.chars().take(14).collect();
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO endpoint_keys (endpoint_id, name, prefix, secret_sha256, rate_limit_per_minute, created_by, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-    )
-    .bind(endpoint_id)
-    .bind(name)
-    .bind(&prefix)
-    .bind(crate::ssr::tokens::digest(&secret))
-    .bind(rate)
-    .bind(actor.user_id)
-    .bind(super::now())
-    .fetch_one(&mut *tx)
-    .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "endpoint.key_create",
-            "endpoint",
-            &r.slug,
-        )
-        .detail(serde_json::json!({ "key_id": id, "name": name, "rate_limit_per_minute": rate })),
-    )
-    .await?;
-    let key = keys_of(&mut tx, endpoint_id)
-        .await?
-        .into_iter()
-        .find(|k| k.id == id)
-        .ok_or_else(|| internal("new key", id))?;
-    tx.commit().await?;
-    Ok(NewEndpointKey { key, secret })
-}
-
-pub async fn revoke_key(
-    db: &SqlitePool,
-    actor: &Actor,
-    workspace_id: i64,
-    endpoint_id: i64,
-    key_id: i64,
-) -> Result<(), AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
-    let r = row(&mut tx, workspace_id, endpoint_id).await?;
-    let done = sqlx::query("UPDATE endpoint_keys SET revoked_at = ? WHERE id = ? AND endpoint_id = ? AND revoked_at IS NULL")
-        .bind(super::now())
-        .bind(key_id)
-        .bind(endpoint_id)
-        .execute(&mut *tx)
-        .await?;
-    if done.rows_affected() == 0 {
-        return Err(AppError::NotFound);
-    }
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "endpoint.key_revoke",
-            "endpoint",
-            &r.slug,
-        )
-        .detail(serde_json::json!({ "key_id": key_id })),
-    )
-    .await?;
-    tx.commit().await?;
-    Ok(())
+/// Label names by id from a checkpoint's `config.json` (`id2label`); empty when it has none.
+fn label_names(model_dir: &std::path::Path) -> Vec<String> {
+    let config: serde_json::Value = std::fs::read(model_dir.join("config.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let Some(map) = config["id2label"].as_object() else {
+        return Vec::new();
+    };
+    let mut pairs: Vec<(usize, String)> = map
+        .iter()
+        .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_str()?.to_string())))
+        .collect();
+    pairs.sort();
+    pairs.into_iter().map(|(_, v)| v).collect()
 }
 
 /// The gateway's request path: key, rate limit, replica, numbers, sampled log.

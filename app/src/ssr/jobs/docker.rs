@@ -56,20 +56,8 @@ pub async fn launch(
     .map_err(|e| e.to_string())?;
     let image_id = image_id.ok_or("the job has no environment image")?;
     let environment_id = environment_id.ok_or("the job's environment was deleted")?;
-    let spec_json: String = sqlx::query_scalar(
-        "SELECT v.spec_json FROM environments e JOIN environment_versions v
-             ON v.environment_id = e.id AND v.version = e.current_version WHERE e.id = ?",
-    )
-    .bind(environment_id)
-    .fetch_one(db)
-    .await
-    .map_err(|e| e.to_string())?;
-    let spec: EnvironmentSpec = serde_json::from_str(&spec_json).map_err(|e| e.to_string())?;
     let docker = jobs.engine.docker().await.map_err(|e| e.to_string())?;
-    let host = docker.host_limits().await.map_err(|e| e.to_string())?;
-    let resources = to_env_spec(&spec, Path::new("/unused"))
-        .resources(&host)
-        .map_err(|e| e.to_string())?;
+    let limits = environment_limits(db, &docker, environment_id).await?;
     let devices: Vec<u32> = gpu_indices
         .as_deref()
         .and_then(|g| serde_json::from_str(g).ok())
@@ -86,7 +74,7 @@ pub async fn launch(
         environment: environment_id.to_string(),
         instance: jobs.engine.instance.clone(),
         extra_labels: BTreeMap::from([("paddock.job".to_string(), job_id.to_string())]),
-        limits: Limits::from_resources(&resources),
+        limits,
         gpu_device_ids: devices.iter().map(u32::to_string).collect(),
         volume: volume_name(&jobs.engine, workspace_id, DEFAULT_VOLUME),
         volume_dir: volume_dir(&jobs.engine, workspace_id, DEFAULT_VOLUME)
@@ -105,6 +93,30 @@ pub async fn launch(
         .await
         .map_err(|e| e.to_string())?;
     Ok(name)
+}
+
+/// The CPU, memory, shared-memory and pids limits of environment `environment_id`'s current spec, for
+/// the containers that run in its image (jobs and endpoint replicas).
+pub(crate) async fn environment_limits(
+    db: &SqlitePool,
+    docker: &containers::Docker,
+    environment_id: i64,
+) -> Result<Limits, String> {
+    let spec_json: String = sqlx::query_scalar(
+        "SELECT v.spec_json FROM environments e JOIN environment_versions v
+             ON v.environment_id = e.id AND v.version = e.current_version WHERE e.id = ?",
+    )
+    .bind(environment_id)
+    .fetch_optional(db)
+    .await
+    .map_err(|e| e.to_string())?
+    .ok_or("the environment was deleted")?;
+    let spec: EnvironmentSpec = serde_json::from_str(&spec_json).map_err(|e| e.to_string())?;
+    let host = docker.host_limits().await.map_err(|e| e.to_string())?;
+    let resources = to_env_spec(&spec, Path::new("/unused"))
+        .resources(&host)
+        .map_err(|e| e.to_string())?;
+    Ok(Limits::from_resources(&resources))
 }
 
 /// The container runs as uid 1000; the job directory the server made must be writable by it.

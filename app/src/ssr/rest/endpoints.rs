@@ -103,6 +103,54 @@ pub async fn redeploy(
     ))
 }
 
+/// Scales the endpoint or rolls out another checkpoint; a ready endpoint changes in the background
+/// without failing a request (progress in `summary.status_message`).
+#[utoipa::path(patch, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    request_body = EndpointChange,
+    responses((status = 200, body = EndpointDetail), (status = 409, description = "starting, or another change under way", body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
+pub async fn change(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((id, endpoint_id)): Path<(i64, i64)>,
+    ApiJson(change): ApiJson<EndpointChange>,
+) -> Result<Json<EndpointDetail>, AppError> {
+    Ok(Json(
+        endpoints::change(&state.db, &state.deployer, &actor, id, endpoint_id, change).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlaygroundBody {
+    pub inputs: Vec<String>,
+}
+
+/// The dashboard's playground: members try a ready endpoint with their session, without an API key.
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/playground", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    request_body = PlaygroundBody,
+    responses((status = 200, body = Vec<PlaygroundPrediction>), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn playground(
+    State(state): State<AppState>,
+    actor: Actor,
+    Path((id, endpoint_id)): Path<(i64, i64)>,
+    ApiJson(body): ApiJson<PlaygroundBody>,
+) -> Result<Json<Vec<PlaygroundPrediction>>, AppError> {
+    Ok(Json(
+        endpoints::try_predict(
+            &state.db,
+            &state.deployer,
+            &actor,
+            id,
+            endpoint_id,
+            body.inputs,
+        )
+        .await?,
+    ))
+}
+
 /// Creates an API key for the endpoint; `secret` is returned once.
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/keys", tag = "endpoints", security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),

@@ -50,24 +50,84 @@ pub fn router() -> Router<AppState> {
             get(workspaces::activity),
         )
         .route("/api/v1/workspaces/{id}/datasets", get(datasets::list))
-        .route("/api/v1/workspaces/{id}/datasets/sample", post(datasets::sample))
-        .route("/api/v1/workspaces/{id}/datasets/{dataset_id}", get(datasets::get).delete(datasets::delete))
-        .route("/api/v1/workspaces/{id}/datasets/{dataset_id}/file", get(datasets::download))
-        .route("/api/v1/workspaces/{id}/jobs", get(jobs::list).post(jobs::submit))
-        .route("/api/v1/workspaces/{id}/jobs/{job_id}", get(jobs::get).delete(jobs::delete))
-        .route("/api/v1/workspaces/{id}/jobs/{job_id}/cancel", post(jobs::cancel))
-        .route("/api/v1/workspaces/{id}/jobs/{job_id}/retry", post(jobs::retry))
-        .route("/api/v1/workspaces/{id}/jobs/{job_id}/metrics", get(jobs::metrics))
-        .route("/api/v1/workspaces/{id}/jobs/{job_id}/logs", get(jobs::logs))
-        .route("/api/v1/workspaces/{id}/jobs/{job_id}/stream", get(jobs::stream))
-        .route("/api/v1/workspaces/{id}/checkpoints", get(jobs::checkpoints))
-        .route("/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/download", get(jobs::download))
-        .route("/api/v1/workspaces/{id}/endpoints", get(endpoints::list).post(endpoints::deploy))
-        .route("/api/v1/workspaces/{id}/endpoints/{endpoint_id}", get(endpoints::get).delete(endpoints::delete))
-        .route("/api/v1/workspaces/{id}/endpoints/{endpoint_id}/undeploy", post(endpoints::undeploy))
-        .route("/api/v1/workspaces/{id}/endpoints/{endpoint_id}/deploy", post(endpoints::redeploy))
-        .route("/api/v1/workspaces/{id}/endpoints/{endpoint_id}/keys", post(endpoints::create_key))
-        .route("/api/v1/workspaces/{id}/endpoints/{endpoint_id}/keys/{key_id}", axum::routing::delete(endpoints::revoke_key))
+        .route(
+            "/api/v1/workspaces/{id}/datasets/sample",
+            post(datasets::sample),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/datasets/{dataset_id}",
+            get(datasets::get).delete(datasets::delete),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/datasets/{dataset_id}/file",
+            get(datasets::download),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/jobs",
+            get(jobs::list).post(jobs::submit),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/jobs/{job_id}",
+            get(jobs::get).delete(jobs::delete),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/jobs/{job_id}/cancel",
+            post(jobs::cancel),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/jobs/{job_id}/retry",
+            post(jobs::retry),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/jobs/{job_id}/metrics",
+            get(jobs::metrics),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/jobs/{job_id}/logs",
+            get(jobs::logs),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/jobs/{job_id}/stream",
+            get(jobs::stream),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/checkpoints",
+            get(jobs::checkpoints),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/download",
+            get(jobs::download),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/endpoints",
+            get(endpoints::list).post(endpoints::deploy),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/endpoints/{endpoint_id}",
+            get(endpoints::get)
+                .patch(endpoints::change)
+                .delete(endpoints::delete),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/playground",
+            post(endpoints::playground),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/undeploy",
+            post(endpoints::undeploy),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/deploy",
+            post(endpoints::redeploy),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/keys",
+            post(endpoints::create_key),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/keys/{key_id}",
+            axum::routing::delete(endpoints::revoke_key),
+        )
         .route("/v1/endpoints/{slug}/predict", post(endpoints::predict))
         .route("/api/v1/docker", get(environments::docker_status))
         .route(
@@ -120,7 +180,10 @@ pub fn router() -> Router<AppState> {
         )
         .route("/api/v1/admin/users", get(admin::users))
         .route("/api/v1/admin/users/{id}", patch(admin::update_user))
-        .route("/api/v1/admin/workspaces/{id}/gpu-quota", axum::routing::put(admin::set_gpu_quota))
+        .route(
+            "/api/v1/admin/workspaces/{id}/gpu-quota",
+            axum::routing::put(admin::set_gpu_quota),
+        )
         .route("/api/v1/openapi.json", get(openapi_json))
         // Unknown paths under the API answer in the API's error shape, not with an HTML page.
         .route(
@@ -146,7 +209,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         datasets::list, datasets::upload, datasets::sample, datasets::get, datasets::delete, datasets::download,
         jobs::list, jobs::submit, jobs::get, jobs::delete, jobs::cancel, jobs::retry, jobs::metrics, jobs::logs,
         jobs::stream, jobs::checkpoints, jobs::download,
-        endpoints::list, endpoints::deploy, endpoints::get, endpoints::delete, endpoints::undeploy, endpoints::redeploy,
+        endpoints::list, endpoints::deploy, endpoints::get, endpoints::delete, endpoints::undeploy, endpoints::redeploy, endpoints::change, endpoints::playground,
         endpoints::create_key, endpoints::revoke_key, endpoints::predict,
         environments::docker_status, environments::list, environments::create, environments::get,
         environments::update, environments::delete, environments::build, environments::up, environments::down,
@@ -161,7 +224,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         workspaces::ChangeRoleBody, tokens::CreateTokenBody, admin::SettingsBody, admin::UserBody, admin::QuotaBody,
         DatasetSummary, DatasetDetail, DatasetPreview,
         EndpointSpec, EndpointStatus, EndpointSummary, EndpointReplica, EndpointKey, NewEndpointKey, EndpointMetrics,
-        EndpointDetail, endpoints::KeyBody,
+        EndpointDetail, endpoints::KeyBody, EndpointChange, endpoints::PlaygroundBody, PlaygroundPrediction, LabelProbability,
         JobSpec, JobStatus, JobSummary, JobDetail, MetricPoint, LogLine, CheckpointInfo, jobs::RetryBody,
         EnvironmentSpec, GpuSpec, EnvStatus, BuildStatus, EnvironmentSummary, EnvironmentVersion, EnvironmentEvent,
         EnvironmentDetail, EnvironmentStats, ExecResult, CatalogImage, GpuSummary, DockerStatus,
