@@ -5,7 +5,7 @@
 //! at low load a request waits at most `max_wait`. The channel's bound is the overload guard: a full
 //! queue is refused at the door (HTTP 429), never buffered without limit.
 
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
@@ -83,44 +83,47 @@ pub fn run(
                 Err(_) => return,
             },
         };
-        let mut batch = vec![first];
-        let mut longest = batch[0]
-            .rows
-            .iter()
-            .map(|r| r.input_ids.len())
-            .max()
-            .unwrap_or(1);
-        let mut rows = batch[0].rows.len();
-        let deadline = batch[0].enqueued + limits.max_wait;
-        loop {
-            let now = Instant::now();
-            if now >= deadline {
-                break;
-            }
-            match queue.recv_timeout(deadline - now) {
-                Ok(job) => {
-                    let job_longest = job
-                        .rows
-                        .iter()
-                        .map(|r| r.input_ids.len())
-                        .max()
-                        .unwrap_or(1);
-                    let padded = longest.max(job_longest) * (rows + job.rows.len());
-                    if padded > limits.max_batch_tokens {
-                        // It starts the next batch instead.
-                        carry = Some(job);
-                        break;
-                    }
-                    longest = longest.max(job_longest);
-                    rows += job.rows.len();
-                    batch.push(job);
-                }
-                Err(RecvTimeoutError::Timeout) => break,
-                Err(RecvTimeoutError::Disconnected) => break,
-            }
-        }
+        let (batch, next) = gather(&queue, first, limits);
+        carry = next;
         forward(inference, labels, batch);
     }
+}
+
+/// The batch that starts with `first`: every request already waiting joins at once, then more are
+/// awaited until `first` has waited `max_wait`, as long as the padded size stays within the budget. The
+/// request that would break the budget comes back to start the next batch. Under load the queue is
+/// never empty, so batches fill without waiting; `first.enqueued` is then long past, which is why the
+/// deadline only limits waiting and never stops taking what is already there.
+fn gather(queue: &Receiver<Job>, first: Job, limits: BatchLimits) -> (Vec<Job>, Option<Job>) {
+    let longest_of = |job: &Job| job.rows.iter().map(|r| r.input_ids.len()).max().unwrap_or(1);
+    let deadline = first.enqueued + limits.max_wait;
+    let mut longest = longest_of(&first);
+    let mut rows = first.rows.len();
+    let mut batch = vec![first];
+    loop {
+        let job = match queue.try_recv() {
+            Ok(job) => job,
+            Err(TryRecvError::Disconnected) => break,
+            Err(TryRecvError::Empty) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    break;
+                }
+                match queue.recv_timeout(deadline - now) {
+                    Ok(job) => job,
+                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+                }
+            }
+        };
+        let job_longest = longest_of(&job);
+        if longest.max(job_longest) * (rows + job.rows.len()) > limits.max_batch_tokens {
+            return (batch, Some(job));
+        }
+        longest = longest.max(job_longest);
+        rows += job.rows.len();
+        batch.push(job);
+    }
+    (batch, None)
 }
 
 /// One forward pass over every row of `batch`; each request gets its own rows' predictions back.
@@ -149,5 +152,73 @@ fn forward(inference: &Inference<'_>, labels: &[String], batch: Vec<Job>) {
                 let _ = job.reply.send(Err(message.clone()));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(tokens: usize, enqueued: Instant) -> Job {
+        let (reply, _) = oneshot::channel();
+        Job {
+            rows: vec![Features {
+                input_ids: vec![1; tokens],
+                token_type_ids: vec![0; tokens],
+                label: None,
+            }],
+            reply,
+            enqueued,
+        }
+    }
+
+    #[test]
+    fn requests_already_waiting_join_even_when_the_first_waited_past_its_deadline() {
+        let (batcher, queue) = channel(64);
+        let long_ago = Instant::now() - Duration::from_secs(1);
+        for _ in 0..10 {
+            batcher.submit(job(20, long_ago)).unwrap();
+        }
+        let limits = BatchLimits {
+            max_batch_tokens: 20 * 6,
+            max_wait: Duration::from_millis(2),
+        };
+        let first = queue.recv().unwrap();
+        let (batch, next) = gather(&queue, first, limits);
+        assert_eq!(batch.len(), 6, "filled up to the token budget at once");
+        let (batch, next) = gather(&queue, next.expect("the seventh starts the next batch"), limits);
+        assert_eq!(batch.len(), 4);
+        assert!(next.is_none());
+    }
+
+    #[test]
+    fn a_lone_request_waits_for_company_until_its_deadline() {
+        let (batcher, queue) = channel(8);
+        let budget = BatchLimits {
+            max_batch_tokens: 30,
+            max_wait: Duration::from_secs(60),
+        };
+        // Nothing else comes within 1 ms: the batch is the request alone.
+        batcher.submit(job(10, Instant::now())).unwrap();
+        let first = queue.recv().unwrap();
+        let quick = BatchLimits {
+            max_wait: Duration::from_millis(1),
+            ..budget
+        };
+        let (batch, next) = gather(&queue, first, quick);
+        assert_eq!((batch.len(), next.is_none()), (1, true));
+        // Within a long max_wait the batcher is still waiting when a later request arrives; this one
+        // does not fit the budget, so it comes back at once as the start of the next batch.
+        batcher.submit(job(10, Instant::now())).unwrap();
+        let first = queue.recv().unwrap();
+        let sender = batcher.clone();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            sender.submit(job(25, Instant::now())).unwrap();
+        });
+        let (batch, next) = gather(&queue, first, budget);
+        late.join().unwrap();
+        assert_eq!(batch.len(), 1);
+        assert_eq!(next.expect("the late request was seen").rows[0].input_ids.len(), 25);
     }
 }
