@@ -55,9 +55,17 @@ pub fn error_text(locale: Locale, err: &AppError) -> String {
             Some(td_string!(locale, errors.environment_without_runtime))
         }
         "checkpoint_deleted" => Some(td_string!(locale, errors.checkpoint_deleted)),
+        "slug_taken" => Some(td_string!(locale, errors.slug_taken)),
+        "slug_invalid" => Some(td_string!(locale, errors.slug_invalid)),
+        "endpoint_running" => Some(td_string!(locale, errors.endpoint_running)),
+        "key_name_invalid" => Some(td_string!(locale, errors.key_name_invalid)),
+        "endpoint_unavailable" => Some(td_string!(locale, errors.endpoint_unavailable)),
+        "endpoint_timeout" => Some(td_string!(locale, errors.endpoint_timeout)),
+        "checkpoint_not_found" => Some(td_string!(locale, errors.checkpoint_not_found)),
         // `spec_invalid`, `image_unavailable`, `preflight_failed`, `build_failed`, `docker_error`,
-        // `dataset_invalid` (problems with line numbers), `job_spec_invalid` (which fields): the server's
-        // message is the useful part (which fields, which image, which driver, which line), so it is shown.
+        // `dataset_invalid` (problems with line numbers), `job_spec_invalid` (which fields),
+        // `endpoint_spec_invalid` (which range): the server's message is the useful part (which fields,
+        // which image, which driver, which line, which range), so it is shown.
         _ => None,
     };
     known.map(str::to_string).unwrap_or_else(|| err.to_string())
@@ -68,7 +76,7 @@ mod tests {
     use super::*;
 
     /// The stable codes `AppError::code()` can return (see the list in `error.rs`).
-    const CODES: [&str; 38] = [
+    const CODES: [&str; 45] = [
         "username_invalid",
         "username_taken",
         "password_too_short",
@@ -107,6 +115,13 @@ mod tests {
         "no_checkpoint",
         "environment_without_runtime",
         "checkpoint_deleted",
+        "slug_taken",
+        "slug_invalid",
+        "endpoint_running",
+        "key_name_invalid",
+        "endpoint_unavailable",
+        "endpoint_timeout",
+        "checkpoint_not_found",
     ];
 
     fn with_code(code: &str) -> AppError {

@@ -31,7 +31,7 @@ use leptos_router::path;
 
 use crate::components::auth::Auth;
 use crate::i18n::*;
-use crate::pages::workspace::{datasets, environments, jobs, models};
+use crate::pages::workspace::{datasets, endpoints, environments, jobs, models};
 use crate::pages::{admin, auth, home, not_found, tokens, workspace};
 
 /// The HTML document the server wraps around [`App`]: the server calls this once per request.
@@ -121,7 +121,8 @@ fn Routed() -> impl IntoView {
                         <Route path=path!("/jobs/new") view=jobs::form::NewJobPage />
                         <Route path=path!("/jobs/:job") view=jobs::detail::JobPage />
                         <Route path=path!("/models") view=models::ModelsPage />
-                        <Route path=path!("/endpoints") view=workspace::sections::EndpointsPage />
+                        <Route path=path!("/endpoints") view=endpoints::list::EndpointsPage />
+                        <Route path=path!("/endpoints/:endpoint") view=endpoints::detail::EndpointPage />
                         <Route path=path!("/members") view=workspace::members::MembersPage />
                         <Route path=path!("/activity") view=workspace::activity::ActivityPage />
                         <Route path=path!("/settings") view=workspace::settings::SettingsPage />

@@ -1,9 +1,10 @@
 //! Building blocks shared by the pages: the signed-in shell (header, workspace switcher, account
 //! menu), the language switch, form fields that show server errors next to the input they concern,
-//! notices, empty states and badges.
+//! notices, empty states, badges and a copy-to-clipboard button.
 
 pub mod auth;
 pub mod badges;
+pub mod copy;
 pub mod empty_state;
 pub mod form;
 pub mod header;

@@ -7,11 +7,11 @@
 
 pub mod activity;
 pub mod datasets;
+pub mod endpoints;
 pub mod environments;
 pub mod jobs;
 pub mod members;
 pub mod models;
-pub mod sections;
 pub mod settings;
 
 use leptos::prelude::*;

@@ -1,6 +1,6 @@
 //! `/w/{id}/models`: every checkpoint the workspace's jobs wrote, newest first, with its metrics, size,
 //! retention state, sha256 and a download link, and its lineage: the job that produced it (and from
-//! there its dataset and spec).
+//! there its dataset and spec). Editors and owners deploy a checkpoint from here as an endpoint.
 
 use std::collections::BTreeMap;
 
@@ -32,6 +32,7 @@ pub fn ModelsPage() -> impl IntoView {
             <PageHeader title=move || t!(i18n, nav.models) lead=move || t!(i18n, pages.models.lead) />
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
+                    let can_deploy = current.ws.await.is_ok_and(|ws| ws.role.can_edit());
                     match data.await {
                         Ok((list, _)) if list.is_empty() => view! {
                             <EmptyState kind="models" title=move || t!(i18n, pages.models.empty_title) body=move || t!(i18n, checkpoints.empty_body) />
@@ -40,7 +41,7 @@ pub fn ModelsPage() -> impl IntoView {
                         Ok((mut list, jobs)) => {
                             list.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
                             let names: BTreeMap<i64, String> = jobs.into_iter().map(|j| (j.id, j.name)).collect();
-                            view! { <CheckpointsTable workspace_id=current.id.get_untracked() list=Signal::stored(list) jobs=names /> }.into_any()
+                            view! { <CheckpointsTable workspace_id=current.id.get_untracked() list=Signal::stored(list) jobs=names can_deploy /> }.into_any()
                         }
                         Err(err) => view! { <ErrorNotice err /> }.into_any(),
                     }

@@ -69,13 +69,17 @@ pub fn JobCharts(#[prop(into)] points: Signal<Vec<MetricPoint>>) -> impl IntoVie
     .into_any()
 }
 
+/// One `<paddock-chart>` fed with `rows`; also used for an endpoint's traffic (with another x axis).
 #[component]
-fn Chart(
+pub fn Chart(
     testid: &'static str,
     in_browser: RwSignal<bool>,
     #[prop(into)] title: Signal<String>,
     #[prop(into)] series: Signal<Vec<String>>,
     #[prop(into)] y_label: Signal<String>,
+    /// The x axis' title; the training step when not given.
+    #[prop(optional, into)]
+    x_label: Option<Signal<String>>,
     digits: u8,
     #[prop(into)] rows: Signal<Vec<Row>>,
 ) -> impl IntoView {
@@ -119,7 +123,7 @@ fn Chart(
                     view! {
                         <paddock-chart
                             data-series=series
-                            data-x-label=t_string!(i18n, job_detail.axis_step)
+                            data-x-label=x_label.map_or_else(|| t_string!(i18n, job_detail.axis_step).to_string(), |l| l.get())
                             data-y-label=y_label.get()
                             data-digits=digits.to_string()
                         ></paddock-chart>

@@ -1,6 +1,7 @@
 //! Checkpoints as a table: step, the dev metrics they were ranked by, size, whether retention kept them
 //! (best, kept, or files deleted), sha256 of the weights and a download link (a tar streamed by the
-//! server). Used on a job's page and, with a job column for lineage, on the Models page.
+//! server). Used on a job's page and, with a job column for lineage, on the Models page. Editors and
+//! owners also get Deploy (`endpoints::deploy`) on every checkpoint still on disk.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +13,7 @@ use super::parts::metric_text;
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::datasets::short_sha;
+use crate::pages::workspace::endpoints::deploy::DeployCheckpoint;
 use crate::pages::workspace::environments::parts::bytes_text;
 use crate::types::CheckpointInfo;
 
@@ -43,10 +45,17 @@ pub fn CheckpointsTable(
     /// Job names by id: shows a job column linking to each checkpoint's job.
     #[prop(optional)]
     jobs: Option<BTreeMap<i64, String>>,
+    /// Editors and owners: a Deploy button per checkpoint still on disk.
+    #[prop(optional)]
+    can_deploy: bool,
+    /// The job's name on a job's page (the deployment's default name; `jobs` has them on Models).
+    #[prop(optional, into)]
+    job_name: Option<String>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let with_jobs = jobs.is_some();
     let jobs = StoredValue::new(jobs.unwrap_or_default());
+    let job_name = StoredValue::new(job_name);
     view! {
         <p class="hint" data-testid="checkpoints-space">
             {move || t_string!(i18n, checkpoints.space, size = list.with(|l| bytes_text(bytes_kept(l)))).to_string()}
@@ -63,6 +72,7 @@ pub fn CheckpointsTable(
                         <th scope="col">"sha256"</th>
                         <th scope="col">{t!(i18n, checkpoints.col_created)}</th>
                         <th scope="col">{t!(i18n, checkpoints.col_download)}</th>
+                        {can_deploy.then(|| view! { <th scope="col">{t!(i18n, endpoints.col_deploy)}</th> })}
                     </tr>
                 </thead>
                 <tbody>
@@ -71,8 +81,18 @@ pub fn CheckpointsTable(
                         let metrics = c.metrics.clone().unwrap_or_default();
                         let accuracy = metrics["accuracy"].as_f64();
                         let f1 = metrics["macro_f1"].as_f64();
+                        let name = job_name.get_value()
+                            .or_else(|| jobs.with_value(|j| j.get(&c.job_id).cloned()))
+                            .unwrap_or_else(|| format!("#{}", c.job_id));
+                        let deploy = can_deploy.then(|| {
+                            let (checkpoint_id, step, job_name) = (c.id, c.step, name.clone());
+                            view! {
+                                <td>
+                                    {c.deleted_at.is_none().then(|| view! { <DeployCheckpoint workspace_id checkpoint_id step job_name /> })}
+                                </td>
+                            }
+                        });
                         let job = with_jobs.then(|| {
-                            let name = jobs.with_value(|j| j.get(&c.job_id).cloned()).unwrap_or_else(|| format!("#{}", c.job_id));
                             view! { <td><A href=job_href(workspace_id, c.job_id) attr:data-testid="checkpoint-job">{name}</A></td> }
                         });
                         view! {
@@ -106,6 +126,7 @@ pub fn CheckpointsTable(
                                         </a>
                                     })}
                                 </td>
+                                {deploy}
                             </tr>
                         }
                     }).collect_view()}

@@ -180,7 +180,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
             {move || if checkpoints.with(Vec::is_empty) {
                 view! { <p class="muted" data-testid="checkpoints-empty">{t!(i18n, job_detail.checkpoints_empty)}</p> }.into_any()
             } else {
-                view! { <CheckpointsTable workspace_id list=checkpoints /> }.into_any()
+                view! { <CheckpointsTable workspace_id list=checkpoints can_deploy=can_edit job_name=name.get_untracked() /> }.into_any()
             }}
         </section>
         <JobLog workspace_id job_id lines=logs />

@@ -1,0 +1,293 @@
+//! Deploy, on a checkpoint: one button in the checkpoints tables (a job's page, Models) that opens a
+//! small form already filled with what most deployments want — the job's name, one replica, and under
+//! "Advanced" the server's batching defaults (`EndpointSpec`'s) and the CPU — so deploying is a click on
+//! Deploy and a click on Deploy. On success the browser goes to the new endpoint's page, where it is
+//! seen starting and becoming ready. A number that does not parse is refused at its field in the
+//! browser; every range is the server's to check, and its error is shown under the field it names.
+
+use leptos::html::{Details, Input};
+use leptos::prelude::*;
+use leptos_router::hooks::use_navigate;
+
+use super::endpoint_href;
+use crate::api::DeployEndpoint;
+use crate::components::form::{FormError, SubmitButton};
+use crate::error::AppError;
+use crate::i18n::*;
+use crate::types::EndpointSpec;
+
+/// The longest endpoint name the server takes.
+const NAME_MAX: usize = 64;
+
+/// The fields the form shows errors for itself.
+const FIELDS: &[&str] = &[
+    "name",
+    "slug",
+    "replicas",
+    "max_batch_tokens",
+    "max_wait_ms",
+    "device",
+];
+
+/// The form's text, as typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeployValues {
+    pub name: String,
+    pub slug: String,
+    pub replicas: String,
+    pub max_batch_tokens: String,
+    pub max_wait_ms: String,
+    pub device: String,
+}
+
+impl DeployValues {
+    /// The form as it opens: named after the job, and otherwise the server's defaults.
+    pub fn new(job_name: &str) -> DeployValues {
+        let defaults: EndpointSpec =
+            serde_json::from_value(serde_json::json!({ "name": "", "checkpoint_id": 0 }))
+                .expect("EndpointSpec has defaults for everything but name and checkpoint");
+        DeployValues {
+            name: job_name.trim().chars().take(NAME_MAX).collect(),
+            slug: String::new(),
+            replicas: defaults.replicas.to_string(),
+            max_batch_tokens: defaults.max_batch_tokens.to_string(),
+            max_wait_ms: defaults.max_wait_ms.to_string(),
+            device: defaults.device,
+        }
+    }
+
+    /// The spec to send, or the first field whose text is not a whole number.
+    pub fn to_spec(&self, checkpoint_id: i64) -> Result<EndpointSpec, &'static str> {
+        fn num(s: &str, field: &'static str) -> Result<u32, &'static str> {
+            s.trim().parse().map_err(|_| field)
+        }
+        let slug = self.slug.trim();
+        Ok(EndpointSpec {
+            name: self.name.trim().to_string(),
+            slug: (!slug.is_empty()).then(|| slug.to_string()),
+            checkpoint_id,
+            replicas: num(&self.replicas, "replicas")?,
+            max_batch_tokens: num(&self.max_batch_tokens, "max_batch_tokens")?,
+            max_wait_ms: num(&self.max_wait_ms, "max_wait_ms")?,
+            device: self.device.clone(),
+        })
+    }
+}
+
+/// The Deploy button of one checkpoint, and its form while open.
+#[component]
+pub fn DeployCheckpoint(
+    workspace_id: i64,
+    checkpoint_id: i64,
+    step: i64,
+    /// The job that wrote the checkpoint: the endpoint's default name.
+    job_name: String,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let open = RwSignal::new(false);
+    let job_name = StoredValue::new(job_name);
+    view! {
+        <button type="button" class="button button-small button-primary" data-testid="checkpoint-deploy"
+            aria-haspopup="dialog" aria-label=move || t_string!(i18n, endpoints.deploy_aria, step = step).to_string()
+            on:click=move |_| open.set(true)>
+            {t!(i18n, endpoints.deploy)}
+        </button>
+        {move || open.get().then(|| view! {
+            <DeployDialog workspace_id checkpoint_id step job_name=job_name.get_value() on_close=move || open.set(false) />
+        })}
+    }
+}
+
+#[component]
+fn DeployDialog(
+    workspace_id: i64,
+    checkpoint_id: i64,
+    step: i64,
+    job_name: String,
+    on_close: impl Fn() + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let navigate = use_navigate();
+    let start = DeployValues::new(&job_name);
+    let values = RwSignal::new(start.clone());
+    let error = RwSignal::new(None::<AppError>);
+    let deploy = ServerAction::<DeployEndpoint>::new();
+    Effect::new(move |_| match deploy.value().get() {
+        Some(Ok(detail)) => navigate(
+            &endpoint_href(workspace_id, detail.summary.id),
+            Default::default(),
+        ),
+        Some(Err(err)) => error.set(Some(err)),
+        None => {}
+    });
+    let name_input = NodeRef::<Input>::new();
+    Effect::new(move |_| {
+        if let Some(input) = name_input.get() {
+            let _ = input.focus();
+        }
+    });
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        match values.get_untracked().to_spec(checkpoint_id) {
+            Ok(spec) => {
+                error.set(None);
+                deploy.dispatch(DeployEndpoint { workspace_id, spec });
+            }
+            Err(field) => {
+                let locale = i18n.get_locale_untracked();
+                error.set(Some(AppError::invalid(
+                    field,
+                    "endpoint_spec_invalid",
+                    td_string!(locale, endpoints.err_number),
+                )));
+            }
+        }
+    };
+    let message = move |field: &'static str| {
+        Signal::derive(move || {
+            error.with(|e| {
+                e.as_ref()
+                    .filter(|e| e.field() == Some(field))
+                    .map(|e| error_text(i18n.get_locale(), e))
+            })
+        })
+    };
+    let set = move |f: fn(&mut DeployValues, String)| {
+        move |ev: leptos::ev::Event| {
+            let value = event_target_value(&ev);
+            values.update(|v| f(v, value));
+        }
+    };
+    let title_id = format!("deploy-title-{checkpoint_id}");
+    let heading_id = title_id.clone();
+    let field = move |id: &'static str,
+                      field: &'static str,
+                      label: ViewFn,
+                      hint: ViewFn,
+                      value: String,
+                      numeric: bool,
+                      f: fn(&mut DeployValues, String)| {
+        let m = message(field);
+        view! {
+            <div class="field" class:field-invalid=move || m.with(Option::is_some)>
+                <label for=id>{label.run()}</label>
+                <input id=id data-testid=id autocomplete="off" value=value inputmode=numeric.then_some("numeric")
+                    aria-invalid=move || m.with(Option::is_some).then_some("true")
+                    aria-describedby=format!("{id}-hint {id}-error") on:input=set(f) />
+                <p class="hint" id=format!("{id}-hint")>{hint.run()}</p>
+                <p class="field-error" id=format!("{id}-error") data-testid=format!("{id}-error")>{move || m.get()}</p>
+            </div>
+        }
+    };
+    // An error in a field under "Advanced" opens it, so that the message is seen.
+    let advanced = NodeRef::<Details>::new();
+    Effect::new(move |_| {
+        let hidden_field = error.with(|e| {
+            e.as_ref()
+                .and_then(|e| e.field())
+                .is_some_and(|f| f != "name" && f != "replicas")
+        });
+        if let (true, Some(details)) = (hidden_field, advanced.get_untracked()) {
+            details.set_open(true);
+        }
+    });
+    let m_name = message("name");
+    let m_device = message("device");
+    let device = start.device.clone();
+    view! {
+        <div class="dialog-backdrop" on:click=move |_| on_close()>
+            <div class="dialog card" role="dialog" aria-modal="true" aria-labelledby=title_id data-testid="deploy-dialog"
+                on:click=|ev| ev.stop_propagation()
+                on:keydown=move |ev| if ev.key() == "Escape" { on_close() }>
+                <div class="card-heading">
+                    <h2 id=heading_id>{t!(i18n, endpoints.deploy_title)}</h2>
+                    <button type="button" class="button button-small button-ghost" data-testid="deploy-close" on:click=move |_| on_close()>
+                        {t!(i18n, endpoints.close)}
+                    </button>
+                </div>
+                <p class="hint">{move || t_string!(i18n, endpoints.deploy_lead, id = checkpoint_id, step = step).to_string()}</p>
+                <form class="form" data-testid="deploy-form" on:submit=on_submit novalidate>
+                    <FormError error=error.into() fields=FIELDS />
+                    <div class="field" class:field-invalid=move || m_name.with(Option::is_some)>
+                        <label for="deploy-name">{t!(i18n, endpoints.name)}</label>
+                        <input id="deploy-name" data-testid="deploy-name" node_ref=name_input autocomplete="off" required=true
+                            maxlength=NAME_MAX.to_string() value=start.name.clone()
+                            aria-invalid=move || m_name.with(Option::is_some).then_some("true")
+                            aria-describedby="deploy-name-hint deploy-name-error" on:input=set(|v, s| v.name = s) />
+                        <p class="hint" id="deploy-name-hint">{t!(i18n, endpoints.name_hint)}</p>
+                        <p class="field-error" id="deploy-name-error" data-testid="deploy-name-error">{move || m_name.get()}</p>
+                    </div>
+                    {field("deploy-replicas", "replicas", ViewFn::from(move || t!(i18n, endpoints.replicas)),
+                        ViewFn::from(move || t!(i18n, endpoints.replicas_hint)), start.replicas.clone(), true, |v, s| v.replicas = s)}
+                    <details class="form-advanced" node_ref=advanced>
+                        <summary>{t!(i18n, endpoints.advanced)}</summary>
+                        {field("deploy-slug", "slug", ViewFn::from(move || t!(i18n, endpoints.slug)),
+                            ViewFn::from(move || t!(i18n, endpoints.slug_hint)), String::new(), false, |v, s| v.slug = s)}
+                        <div class="form-grid">
+                            {field("deploy-max-batch-tokens", "max_batch_tokens", ViewFn::from(move || t!(i18n, endpoints.max_batch_tokens)),
+                                ViewFn::from(move || t!(i18n, endpoints.max_batch_tokens_hint)), start.max_batch_tokens.clone(), true,
+                                |v, s| v.max_batch_tokens = s)}
+                            {field("deploy-max-wait-ms", "max_wait_ms", ViewFn::from(move || t!(i18n, endpoints.max_wait_ms)),
+                                ViewFn::from(move || t!(i18n, endpoints.max_wait_hint)), start.max_wait_ms.clone(), true,
+                                |v, s| v.max_wait_ms = s)}
+                        </div>
+                        <div class="field" class:field-invalid=move || m_device.with(Option::is_some)>
+                            <label for="deploy-device">{t!(i18n, endpoints.device)}</label>
+                            <select id="deploy-device" data-testid="deploy-device" aria-describedby="deploy-device-error"
+                                on:change=set(|v, s| v.device = s)>
+                                <option value="cpu" selected=device == "cpu">{t!(i18n, endpoints.device_cpu)}</option>
+                                <option value="cuda" selected=device == "cuda">{t!(i18n, endpoints.device_cuda)}</option>
+                            </select>
+                            <p class="field-error" id="deploy-device-error" data-testid="deploy-device-error">{move || m_device.get()}</p>
+                        </div>
+                    </details>
+                    <div class="form-actions">
+                        <SubmitButton pending=deploy.pending() testid="deploy-submit">{t!(i18n, endpoints.deploy_submit)}</SubmitButton>
+                        <button type="button" class="button button-ghost" on:click=move |_| on_close()>{t!(i18n, common.cancel)}</button>
+                    </div>
+                </form>
+            </div>
+        </div>
+    }
+    .into_any()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_form_opens_with_the_job_name_and_the_servers_defaults() {
+        let v = DeployValues::new("  情感分类 tiny  ");
+        assert_eq!(v.name, "情感分类 tiny");
+        let spec = v.to_spec(7).unwrap();
+        assert_eq!(
+            (spec.checkpoint_id, spec.replicas, spec.slug.as_deref()),
+            (7, 1, None)
+        );
+        assert_eq!(
+            (
+                spec.max_batch_tokens,
+                spec.max_wait_ms,
+                spec.device.as_str()
+            ),
+            (8192, 5, "cpu")
+        );
+        let long = "名".repeat(100);
+        assert_eq!(DeployValues::new(&long).name.chars().count(), NAME_MAX);
+    }
+
+    #[test]
+    fn a_number_that_does_not_parse_names_its_field() {
+        let mut v = DeployValues::new("job");
+        v.max_wait_ms = "soon".into();
+        assert_eq!(v.to_spec(1), Err("max_wait_ms"));
+        v.max_wait_ms = " 10 ".into();
+        v.slug = " my-model ".into();
+        let spec = v.to_spec(1).unwrap();
+        assert_eq!(
+            (spec.max_wait_ms, spec.slug.as_deref()),
+            (10, Some("my-model"))
+        );
+    }
+}

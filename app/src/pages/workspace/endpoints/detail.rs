@@ -1,0 +1,396 @@
+//! `/w/{id}/endpoints/{endpoint}`: one endpoint — its status (with the server's message and the parity
+//! report), where it comes from (checkpoint and job), the lifecycle buttons (undeploy, deploy again,
+//! delete), scaling and roll-outs, its replicas, live traffic, the playground, API keys and the calls to
+//! copy. Viewers see all of it except the controls that change something (the server refuses those to
+//! them anyway).
+//!
+//! The page renders once from the server's answer and then reads the endpoint again every few seconds
+//! for as long as it is open: each answer updates the status and replicas and adds one sample to the
+//! traffic charts. Each section reads only the part it shows through a memo.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use leptos_meta::Title;
+use leptos_router::components::A;
+use leptos_router::hooks::use_navigate;
+
+use super::keys::KeysCard;
+use super::manage::{rollout_choices, ManageCard};
+use super::metrics::{MetricsCard, Sample};
+use super::playground::Playground;
+use super::usage::UsageCard;
+use super::{use_endpoint_id, EndpointStatusBadge};
+use crate::api::{get_endpoint, list_checkpoints, list_jobs, EndpointAction};
+use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::time::Timestamp;
+use crate::error::AppError;
+use crate::i18n::*;
+use crate::pages::workspace::jobs::job_href;
+use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::types::{CheckpointInfo, EndpointDetail, EndpointStatus};
+
+/// How often the page reads the endpoint again: one traffic sample each time.
+const POLL: Duration = Duration::from_secs(3);
+
+#[component]
+pub fn EndpointPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let current = use_current_workspace();
+    let endpoint_id = use_endpoint_id();
+    let detail = Resource::new(
+        move || (current.id.get(), endpoint_id.get()),
+        |(ws, ep)| get_endpoint(ws, ep),
+    );
+    // Lineage and the roll-out choices: every checkpoint of the workspace, and job names.
+    let lineage = Resource::new(
+        move || current.id.get(),
+        |ws| async move {
+            let checkpoints = list_checkpoints(ws).await?;
+            let jobs: BTreeMap<i64, String> = list_jobs(ws)
+                .await?
+                .into_iter()
+                .map(|j| (j.id, j.name))
+                .collect();
+            Ok::<_, AppError>((checkpoints, jobs))
+        },
+    );
+    view! {
+        <div class="page">
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    let (detail, lineage) = (detail.await, lineage.await);
+                    match detail {
+                        Ok(detail) => {
+                            let (checkpoints, jobs) = lineage.unwrap_or_default();
+                            view! { <EndpointView detail checkpoints jobs /> }.into_any()
+                        }
+                        Err(err) => view! {
+                            <Title text=move || t_string!(i18n, nav.endpoints).to_string() />
+                            <PageHeader title=move || t!(i18n, nav.endpoints) lead=move || t!(i18n, pages.endpoints.lead) />
+                            <ErrorNotice err />
+                        }
+                        .into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn EndpointView(
+    detail: EndpointDetail,
+    checkpoints: Vec<CheckpointInfo>,
+    jobs: BTreeMap<i64, String>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let workspace_id = detail.summary.workspace_id;
+    let endpoint_id = detail.summary.id;
+    let can_edit = detail.can_edit;
+    let predict_path = detail.predict_path.clone();
+    let live = RwSignal::new(detail);
+    let samples = RwSignal::new(Vec::<Sample>::new());
+    let secret = RwSignal::new(None::<String>);
+
+    let name = Memo::new(move |_| live.with(|d| d.summary.name.clone()));
+    let status = Memo::new(move |_| live.with(|d| d.summary.status));
+    let ready = Memo::new(move |_| status.get() == EndpointStatus::Ready);
+    let metrics = Memo::new(move |_| live.with(|d| d.metrics.clone()));
+    let keys = Memo::new(move |_| live.with(|d| d.keys.clone()));
+
+    // Samples are taken in the browser only, timed from the first one.
+    let first_at = StoredValue::new(None::<chrono::DateTime<chrono::Utc>>);
+    let sample = move |d: &EndpointDetail| {
+        let now = chrono::Utc::now();
+        let origin = first_at.get_value().unwrap_or(now);
+        first_at.set_value(Some(origin));
+        let at_s = (now - origin).num_milliseconds() as f64 / 1000.0;
+        samples.try_update(|s| s.push(Sample::of(at_s, &d.metrics)));
+    };
+    let refresh = move || {
+        spawn_local(async move {
+            if let Ok(fresh) = get_endpoint(workspace_id, endpoint_id).await {
+                sample(&fresh);
+                live.try_set(fresh);
+            }
+        })
+    };
+    Effect::new(move |_| {
+        live.with_untracked(sample);
+        let handle = set_interval_with_handle(refresh, POLL).ok();
+        on_cleanup(move || {
+            if let Some(handle) = handle {
+                handle.clear();
+            }
+        });
+    });
+
+    let lead = move || {
+        live.with(|d| {
+            t_string!(
+                i18n,
+                endpoint_detail.lead,
+                slug = d.summary.slug.clone(),
+                checkpoint = d.summary.checkpoint_id
+            )
+            .to_string()
+        })
+    };
+    let steps: BTreeMap<i64, i64> = checkpoints.iter().map(|c| (c.id, c.step)).collect();
+    let choices = rollout_choices(&checkpoints, |job| {
+        jobs.get(&job).cloned().unwrap_or_else(|| format!("#{job}"))
+    });
+    view! {
+        <Title text=move || name.get() />
+        <p class="breadcrumb">
+            <A href=format!("/w/{workspace_id}/endpoints") attr:data-testid="endpoint-back">"← "{t!(i18n, endpoint_detail.back)}</A>
+        </p>
+        <PageHeader title=move || name.get() lead=lead />
+        {(!can_edit).then(|| view! { <p class="notice notice-info" data-testid="endpoint-read-only">{t!(i18n, endpoint_detail.editors_only)}</p> })}
+        <StatusCard live jobs steps can_edit />
+        {can_edit.then(|| view! { <ManageCard live choices /> })}
+        <ReplicasCard live />
+        <MetricsCard metrics samples />
+        <Playground workspace_id endpoint_id ready />
+        <KeysCard workspace_id endpoint_id keys can_edit secret refresh />
+        <UsageCard predict_path secret />
+    }
+    .into_any()
+}
+
+/// `1.2e-6`, or the text the report gave (`inf`).
+fn diff_text(v: &serde_json::Value) -> String {
+    v.as_f64()
+        .map(|d| format!("{d:.1e}"))
+        .unwrap_or_else(|| v.as_str().unwrap_or("–").to_string())
+}
+
+#[component]
+fn StatusCard(
+    live: RwSignal<EndpointDetail>,
+    jobs: BTreeMap<i64, String>,
+    steps: BTreeMap<i64, i64>,
+    can_edit: bool,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let status = Memo::new(move |_| live.with(|d| d.summary.status));
+    let summary = Memo::new(move |_| live.with(|d| d.summary.clone()));
+    let spec = Memo::new(move |_| live.with(|d| d.spec.clone()));
+    let parity = Memo::new(move |_| live.with(|d| d.parity_report.clone()));
+    let workspace_id = live.with_untracked(|d| d.summary.workspace_id);
+    let (jobs, steps) = (StoredValue::new(jobs), StoredValue::new(steps));
+    view! {
+        <section class="card" aria-labelledby="endpoint-status-title" data-testid="endpoint-status-card">
+            <div class="card-heading">
+                <h2 id="endpoint-status-title">{t!(i18n, endpoint_detail.status_title)}</h2>
+                <EndpointStatusBadge status />
+            </div>
+            {move || {
+                let s = summary.get();
+                let sp = spec.get();
+                let job = jobs.with_value(|j| j.get(&s.job_id).cloned()).unwrap_or_else(|| format!("#{}", s.job_id));
+                let step = steps.with_value(|st| st.get(&s.checkpoint_id).copied());
+                let (ready, total, checkpoint_id) = (s.ready_replicas, s.replicas, s.checkpoint_id);
+                let (tokens, ms) = (sp.max_batch_tokens, sp.max_wait_ms);
+                view! {
+                    <dl class="facts">
+                        {s.status_message.clone().map(|m| view! {
+                            <div class="facts-wide"><dt>{t!(i18n, endpoint_detail.message)}</dt><dd data-testid="endpoint-message">{m}</dd></div>
+                        })}
+                        <div>
+                            <dt>{t!(i18n, endpoint_detail.replicas)}</dt>
+                            <dd data-testid="endpoint-replicas">{move || t_string!(i18n, endpoints.replicas_ready, ready = ready, total = total).to_string()}</dd>
+                        </div>
+                        <div>
+                            <dt>{t!(i18n, endpoint_detail.model)}</dt>
+                            <dd data-testid="endpoint-checkpoint">
+                                {move || t_string!(i18n, endpoints.checkpoint_of, id = checkpoint_id).to_string()}
+                                {move || step.map(|st| format!(" · {}", t_string!(i18n, endpoints.checkpoint_step, step = st)))}
+                            </dd>
+                        </div>
+                        <div>
+                            <dt>{t!(i18n, endpoint_detail.job)}</dt>
+                            <dd><A href=job_href(workspace_id, s.job_id) attr:data-testid="endpoint-job">{job}</A></dd>
+                        </div>
+                        <div>
+                            <dt>{t!(i18n, endpoint_detail.batching)}</dt>
+                            <dd>{move || t_string!(i18n, endpoint_detail.batching_value, tokens = tokens, ms = ms).to_string()}</dd>
+                        </div>
+                        <div>
+                            <dt>{t!(i18n, endpoint_detail.device)}</dt>
+                            <dd data-testid="endpoint-device">{sp.device.to_uppercase()}</dd>
+                        </div>
+                        <div><dt>{t!(i18n, endpoint_detail.created)}</dt><dd><Timestamp at=s.created_at.clone() /></dd></div>
+                    </dl>
+                }
+            }}
+            {move || parity.get().map(|report| view! { <ParityReport report /> })}
+            {can_edit.then(|| view! { <Actions live /> })}
+        </section>
+    }
+    .into_any()
+}
+
+/// The parity gate's verdict: passed with its numbers, or why not and the first text that differed.
+#[component]
+fn ParityReport(report: serde_json::Value) -> impl IntoView {
+    let i18n = use_i18n();
+    let passed = report["passed"].as_bool().unwrap_or(false);
+    let samples = report["samples"].as_u64().unwrap_or(0);
+    let diff = diff_text(&report["max_abs_diff"]);
+    let tolerance = diff_text(&report["tolerance"]);
+    let message = report["message"].as_str().unwrap_or_default().to_string();
+    let mismatch = report["mismatch"]["text"].as_str().map(str::to_string);
+    view! {
+        <div class="parity" data-testid="parity-report" data-passed=passed.to_string()>
+            <h3>{t!(i18n, endpoint_detail.parity_title)}</h3>
+            {if passed {
+                view! {
+                    <p class="notice notice-success">
+                        {move || t_string!(i18n, endpoint_detail.parity_passed, samples = samples, diff = diff.clone(), tolerance = tolerance.clone()).to_string()}
+                    </p>
+                }
+                .into_any()
+            } else {
+                view! {
+                    <div class="notice notice-error" role="alert">
+                        <p>{move || t_string!(i18n, endpoint_detail.parity_failed, message = message.clone()).to_string()}</p>
+                        {mismatch.map(|text| view! {
+                            <p><strong>{t!(i18n, endpoint_detail.parity_mismatch)}": "</strong><span data-testid="parity-mismatch">{text}</span></p>
+                        })}
+                    </div>
+                }
+                .into_any()
+            }}
+        </div>
+    }
+}
+
+#[component]
+fn Actions(live: RwSignal<EndpointDetail>) -> impl IntoView {
+    let i18n = use_i18n();
+    let navigate = use_navigate();
+    let (workspace_id, endpoint_id) =
+        live.with_untracked(|d| (d.summary.workspace_id, d.summary.id));
+    let action = ServerAction::<EndpointAction>::new();
+    let confirming = RwSignal::new(false);
+    let error = RwSignal::new(None::<AppError>);
+    Effect::new(move |_| match action.value().get() {
+        Some(Ok(Some(detail))) => {
+            error.set(None);
+            live.set(detail);
+        }
+        Some(Ok(None)) => navigate(&format!("/w/{workspace_id}/endpoints"), Default::default()),
+        Some(Err(err)) => {
+            confirming.set(false);
+            error.set(Some(err));
+        }
+        None => {}
+    });
+    let status = Memo::new(move |_| live.with(|d| d.summary.status));
+    let running = Memo::new(move |_| {
+        matches!(
+            status.get(),
+            EndpointStatus::Starting | EndpointStatus::Ready
+        )
+    });
+    let busy = action.pending();
+    let act = move |name: &'static str| {
+        move |_| {
+            action.dispatch(EndpointAction {
+                workspace_id,
+                endpoint_id,
+                action: name.to_string(),
+            });
+        }
+    };
+    view! {
+        <div class="actions" data-testid="endpoint-actions">
+            {move || if running.get() {
+                view! {
+                    <button type="button" class="button" data-testid="endpoint-undeploy" disabled=move || busy.get() on:click=act("undeploy")>
+                        {t!(i18n, endpoint_detail.undeploy)}
+                    </button>
+                }
+                .into_any()
+            } else {
+                view! {
+                    <button type="button" class="button button-primary" data-testid="endpoint-redeploy" disabled=move || busy.get() on:click=act("deploy")>
+                        {t!(i18n, endpoint_detail.redeploy)}
+                    </button>
+                    <button type="button" class="button button-danger-ghost" data-testid="endpoint-delete"
+                        disabled=move || busy.get() || confirming.get() on:click=move |_| confirming.set(true)>
+                        {t!(i18n, endpoint_detail.delete)}
+                    </button>
+                }
+                .into_any()
+            }}
+            <span class="busy" role="status" aria-live="polite">{move || busy.get().then(|| t_string!(i18n, common.working))}</span>
+        </div>
+        {move || confirming.get().then(|| view! {
+            <div class="notice notice-error confirm" role="alertdialog" aria-labelledby="endpoint-delete-question" data-testid="endpoint-delete-confirm">
+                <p id="endpoint-delete-question">{t!(i18n, endpoint_detail.delete_confirm)}</p>
+                <div class="actions">
+                    <button type="button" class="button button-danger" data-testid="endpoint-delete-yes" disabled=move || busy.get() on:click=act("delete")>
+                        {t!(i18n, endpoint_detail.delete_yes)}
+                    </button>
+                    <button type="button" class="button button-ghost" on:click=move |_| confirming.set(false)>{t!(i18n, common.cancel)}</button>
+                </div>
+            </div>
+        })}
+        {move || error.get().map(|err| view! { <ErrorNotice err /> })}
+    }
+    .into_any()
+}
+
+#[component]
+fn ReplicasCard(live: RwSignal<EndpointDetail>) -> impl IntoView {
+    let i18n = use_i18n();
+    let replicas = Memo::new(move |_| live.with(|d| d.replicas.clone()));
+    view! {
+        <section class="card" aria-labelledby="endpoint-replicas-title" data-testid="endpoint-replicas-card">
+            <h2 id="endpoint-replicas-title">{t!(i18n, endpoint_detail.replicas_title)}</h2>
+            <div class="table-wrap">
+                <table class="table" data-testid="replicas-table">
+                    <thead>
+                        <tr>
+                            <th scope="col">{t!(i18n, endpoint_detail.col_replica)}</th>
+                            <th scope="col">{t!(i18n, endpoint_detail.col_status)}</th>
+                            <th scope="col">{t!(i18n, endpoint_detail.col_restarts)}</th>
+                            <th scope="col">{t!(i18n, endpoint_detail.col_error)}</th>
+                            <th scope="col">{t!(i18n, endpoint_detail.col_started)}</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {move || replicas.get().into_iter().map(|r| view! {
+                            <tr data-testid="replica-row" data-ordinal=r.ordinal data-status=r.status.as_str()>
+                                <th scope="row" class="num">{format!("#{}", r.ordinal)}</th>
+                                <td><EndpointStatusBadge status=r.status testid="replica-status" /></td>
+                                <td class="num">{r.restarts}</td>
+                                <td class="replica-error">{r.last_error.clone().unwrap_or_else(|| "–".to_string())}</td>
+                                <td class="nowrap">{r.started_at.clone().map(|at| view! { <Timestamp at /> })}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            </div>
+        </section>
+    }
+    .into_any()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parity_differences_read_as_exponents() {
+        assert_eq!(diff_text(&serde_json::json!(0.0000012)), "1.2e-6");
+        assert_eq!(diff_text(&serde_json::json!("inf")), "inf");
+        assert_eq!(diff_text(&serde_json::Value::Null), "–");
+    }
+}

@@ -1,0 +1,162 @@
+//! `/w/{id}/endpoints`: the workspace's endpoints, newest first — status, replicas ready out of wanted,
+//! the URL name (slug), and the lineage: the checkpoint (with its step) and the job that wrote it. While
+//! any endpoint is starting the list is read again every few seconds, in place. Endpoints are created
+//! from a checkpoint (Deploy on a job's page or on Models), so the empty state points there.
+
+use std::collections::BTreeMap;
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+
+use super::{endpoint_href, EndpointStatusBadge};
+use crate::api::{list_checkpoints, list_endpoints, list_jobs};
+use crate::components::empty_state::EmptyState;
+use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::time::Timestamp;
+use crate::error::AppError;
+use crate::i18n::*;
+use crate::pages::workspace::jobs::job_href;
+use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::types::{EndpointStatus, EndpointSummary};
+
+/// How often the list is read again while an endpoint is starting.
+const POLL: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// What the list shows besides the endpoints: job names and checkpoint steps, by id.
+#[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
+struct Lineage {
+    jobs: BTreeMap<i64, String>,
+    steps: BTreeMap<i64, i64>,
+}
+
+#[component]
+pub fn EndpointsPage() -> impl IntoView {
+    let i18n = use_i18n();
+    let current = use_current_workspace();
+    let tick = RwSignal::new(0u64);
+    let endpoints = Resource::new(
+        move || (current.id.get(), tick.get()),
+        |(ws, _)| list_endpoints(ws),
+    );
+    let lineage = Resource::new(
+        move || current.id.get(),
+        |ws| async move {
+            let jobs = list_jobs(ws).await?;
+            let checkpoints = list_checkpoints(ws).await?;
+            Ok::<_, AppError>(Lineage {
+                jobs: jobs.into_iter().map(|j| (j.id, j.name)).collect(),
+                steps: checkpoints.into_iter().map(|c| (c.id, c.step)).collect(),
+            })
+        },
+    );
+    Effect::new(move |_| {
+        let handle = set_interval_with_handle(
+            move || {
+                let starting = endpoints.get_untracked().is_some_and(|list| {
+                    list.is_ok_and(|l| l.iter().any(|e| e.status == EndpointStatus::Starting))
+                });
+                if starting {
+                    tick.update(|n| *n += 1);
+                }
+            },
+            POLL,
+        )
+        .ok();
+        on_cleanup(move || {
+            if let Some(handle) = handle {
+                handle.clear();
+            }
+        });
+    });
+    view! {
+        <Title text=move || t_string!(i18n, nav.endpoints).to_string() />
+        <div class="page">
+            <PageHeader title=move || t!(i18n, nav.endpoints) lead=move || t!(i18n, pages.endpoints.lead) />
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    let (ws, list, lineage) = (current.ws.await, endpoints.await, lineage.await);
+                    let ws = match ws {
+                        Ok(ws) => ws,
+                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
+                    };
+                    match list {
+                        Ok(list) if list.is_empty() => view! {
+                            <EmptyState kind="endpoints" title=move || t!(i18n, pages.endpoints.empty_title) body=move || t!(i18n, pages.endpoints.empty_body) />
+                            {ws.role.can_edit().then(|| view! {
+                                <p class="empty-action">
+                                    <A href=format!("/w/{}/models", ws.id) attr:class="button button-primary" attr:data-testid="endpoints-go-models">
+                                        {t!(i18n, endpoints.go_models)}
+                                    </A>
+                                </p>
+                            })}
+                        }
+                        .into_any(),
+                        Ok(list) => view! { <EndpointsTable list workspace_id=ws.id lineage=lineage.unwrap_or_default() /> }.into_any(),
+                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn EndpointsTable(
+    list: Vec<EndpointSummary>,
+    workspace_id: i64,
+    lineage: Lineage,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <div class="table-wrap">
+            <table class="table" data-testid="endpoints-table">
+                <thead>
+                    <tr>
+                        <th scope="col">{t!(i18n, endpoints.col_name)}</th>
+                        <th scope="col">{t!(i18n, endpoints.col_status)}</th>
+                        <th scope="col">{t!(i18n, endpoints.col_replicas)}</th>
+                        <th scope="col">{t!(i18n, endpoints.col_model)}</th>
+                        <th scope="col">{t!(i18n, endpoints.col_created)}</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {list
+                        .into_iter()
+                        .map(|e| {
+                            let (ready, total) = (e.ready_replicas, e.replicas);
+                            let job = lineage.jobs.get(&e.job_id).cloned().unwrap_or_else(|| format!("#{}", e.job_id));
+                            let step = lineage.steps.get(&e.checkpoint_id).copied();
+                            let checkpoint_id = e.checkpoint_id;
+                            view! {
+                                <tr data-testid=format!("endpoint-row-{}", e.slug) data-slug=e.slug.clone()>
+                                    <th scope="row">
+                                        <A href=endpoint_href(workspace_id, e.id) attr:data-testid="endpoint-link">{e.name.clone()}</A>
+                                        <code class="muted small block" data-testid="endpoint-slug">{e.slug.clone()}</code>
+                                    </th>
+                                    <td>
+                                        <EndpointStatusBadge status=e.status />
+                                        {e.status_message.clone().map(|m| view! { <span class="muted small block">{m}</span> })}
+                                    </td>
+                                    <td class="num nowrap" data-testid="endpoint-replicas">
+                                        {move || t_string!(i18n, endpoints.replicas_ready, ready = ready, total = total).to_string()}
+                                    </td>
+                                    <td>
+                                        <A href=job_href(workspace_id, e.job_id) attr:data-testid="endpoint-job">{job}</A>
+                                        <span class="muted small block">
+                                            {move || t_string!(i18n, endpoints.checkpoint_of, id = checkpoint_id).to_string()}
+                                            {move || step.map(|s| format!(" · {}", t_string!(i18n, endpoints.checkpoint_step, step = s)))}
+                                        </span>
+                                    </td>
+                                    <td class="nowrap"><Timestamp at=e.created_at.clone() /></td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}

@@ -1,0 +1,70 @@
+//! `/w/{id}/endpoints/...`: checkpoints served over HTTP — the list (status, replicas, lineage), the
+//! Deploy form opened from a checkpoint, and one page per endpoint with its status and parity report,
+//! replicas, live traffic charts, a playground, API keys and ready-to-copy calls.
+//!
+//! # Layout
+//! - [`list`]: the list. [`deploy`]: the Deploy button and form in the checkpoints tables.
+//! - [`detail`]: one endpoint (status, lifecycle buttons, replicas) and the polling that keeps it live;
+//!   [`manage`] scales it and rolls out another checkpoint, [`metrics`] draws its traffic,
+//!   [`playground`] tries it, [`keys`] manages its API keys, [`usage`] shows curl and Python calls.
+//! - this file: the status badge and the URLs the pages share.
+
+pub mod deploy;
+pub mod detail;
+pub mod keys;
+pub mod list;
+pub mod manage;
+pub mod metrics;
+pub mod playground;
+pub mod usage;
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+
+use crate::i18n::*;
+use crate::types::EndpointStatus;
+
+/// The endpoint id in the URL (`:endpoint`); `-1` when malformed, which the server answers with "not found".
+pub fn use_endpoint_id() -> Memo<i64> {
+    let params = use_params_map();
+    Memo::new(move |_| {
+        params
+            .read()
+            .get("endpoint")
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(-1)
+    })
+}
+
+/// `/w/{id}/endpoints/{endpoint}`.
+pub fn endpoint_href(workspace_id: i64, endpoint_id: i64) -> String {
+    format!("/w/{workspace_id}/endpoints/{endpoint_id}")
+}
+
+pub fn status_text(locale: Locale, status: EndpointStatus) -> &'static str {
+    match status {
+        EndpointStatus::Starting => td_string!(locale, endpoints.status_starting),
+        EndpointStatus::Ready => td_string!(locale, endpoints.status_ready),
+        EndpointStatus::Failed => td_string!(locale, endpoints.status_failed),
+        EndpointStatus::Stopped => td_string!(locale, endpoints.status_stopped),
+    }
+}
+
+/// `data-status` carries the raw value for tests and styling.
+#[component]
+pub fn EndpointStatusBadge(
+    #[prop(into)] status: Signal<EndpointStatus>,
+    #[prop(default = "endpoint-status")] testid: &'static str,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <span
+            class=move || format!("badge badge-endpoint badge-endpoint-{}", status.get().as_str())
+            data-testid=testid
+            data-status=move || status.get().as_str()
+        >
+            <span class="status-dot" aria-hidden="true"></span>
+            {move || status_text(i18n.get_locale(), status.get())}
+        </span>
+    }
+}

@@ -1,0 +1,111 @@
+//! How an application calls the endpoint: a curl command and a Python (`requests`) snippet, ready to
+//! copy, with this server's real address and the endpoint's predict path, and the key created on this
+//! page (else a placeholder to replace). The address is the browser's `location.origin`, which is what
+//! a person reaching the dashboard would also reach the API at; it is filled in after hydration, so the
+//! server-rendered page shows the path alone for a moment rather than guessing a host.
+
+use leptos::prelude::*;
+
+use crate::components::copy::CopyButton;
+use crate::i18n::*;
+
+/// Stands for a key in the snippets until one is created on the page.
+pub const KEY_PLACEHOLDER: &str = "YOUR_API_KEY";
+
+/// Texts the snippets send: the issue's complaint and a compliment.
+const EXAMPLE_INPUTS: [&str; 2] = [
+    "这家银行的服务态度很差，等了半小时还没人理我。",
+    "质量很好，物流也快。",
+];
+
+fn inputs_json() -> String {
+    serde_json::json!({ "inputs": EXAMPLE_INPUTS }).to_string()
+}
+
+pub fn curl_snippet(url: &str, key: &str) -> String {
+    format!(
+        "curl -X POST '{url}' \\\n  -H 'Authorization: Bearer {key}' \\\n  -H 'Content-Type: application/json' \\\n  -d '{}'",
+        inputs_json()
+    )
+}
+
+pub fn python_snippet(url: &str, key: &str) -> String {
+    let inputs = EXAMPLE_INPUTS
+        .iter()
+        .map(|t| format!("\"{t}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        r#"import requests
+
+response = requests.post(
+    "{url}",
+    headers={{"Authorization": "Bearer {key}"}},
+    json={{"inputs": [{inputs}]}},
+    timeout=10,
+)
+response.raise_for_status()
+for prediction in response.json()["predictions"]:
+    print(prediction["label"], max(prediction["probabilities"]))
+"#
+    )
+}
+
+#[component]
+pub fn UsageCard(
+    predict_path: String,
+    /// The key created on this page, if any.
+    #[prop(into)]
+    secret: Signal<Option<String>>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let origin = RwSignal::new(String::new());
+    Effect::new(move |_| {
+        if let Ok(o) = window().location().origin() {
+            origin.set(o);
+        }
+    });
+    let url = Signal::derive(move || format!("{}{predict_path}", origin.get()));
+    let key = Signal::derive(move || secret.get().unwrap_or_else(|| KEY_PLACEHOLDER.to_string()));
+    let curl = Signal::derive(move || curl_snippet(&url.get(), &key.get()));
+    let python = Signal::derive(move || python_snippet(&url.get(), &key.get()));
+    view! {
+        <section class="card" aria-labelledby="endpoint-usage-title" data-testid="endpoint-usage">
+            <h2 id="endpoint-usage-title">{t!(i18n, endpoint_detail.usage_title)}</h2>
+            <p class="hint">{t!(i18n, endpoint_detail.usage_hint)}</p>
+            {move || secret.with(Option::is_none).then(|| view! {
+                <p class="hint" data-testid="usage-placeholder">{t!(i18n, endpoint_detail.usage_key_placeholder)}</p>
+            })}
+            <div class="snippet">
+                <div class="snippet-heading"><h3>"curl"</h3><CopyButton text=curl testid="copy-curl" /></div>
+                <pre class="log snippet-code" data-testid="snippet-curl">{move || curl.get()}</pre>
+            </div>
+            <div class="snippet">
+                <div class="snippet-heading"><h3>"Python (requests)"</h3><CopyButton text=python testid="copy-python" /></div>
+                <pre class="log snippet-code" data-testid="snippet-python">{move || python.get()}</pre>
+            </div>
+        </section>
+    }
+    .into_any()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_snippets_carry_the_url_the_key_and_valid_json() {
+        let url = "http://10.0.0.5:3000/v1/endpoints/sentiment-ab12/predict";
+        let curl = curl_snippet(url, "pdk_ep_secret");
+        assert!(curl.starts_with(&format!("curl -X POST '{url}'")));
+        assert!(curl.contains("-H 'Authorization: Bearer pdk_ep_secret'"));
+        let body = curl.split("-d '").nth(1).unwrap().trim_end_matches('\'');
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(body["inputs"][0], EXAMPLE_INPUTS[0]);
+
+        let python = python_snippet(url, KEY_PLACEHOLDER);
+        assert!(python.contains(&format!("    \"{url}\",")));
+        assert!(python.contains("headers={\"Authorization\": \"Bearer YOUR_API_KEY\"}"));
+        assert!(python.contains("json={\"inputs\": [\"这家银行的服务态度很差，等了半小时还没人理我。\", \"质量很好，物流也快。\"]}"));
+    }
+}

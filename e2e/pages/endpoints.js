@@ -1,0 +1,100 @@
+//! Page objects for the endpoint pages: the Deploy form opened from a checkpoint, the list, and one
+//! endpoint's page (status, parity report, replicas, traffic, playground, keys, call examples, buttons).
+
+import { hydrated } from '../support/browser.js';
+
+/** The Deploy form of a checkpoints table (a job's page or Models). */
+export class DeployDialog {
+  constructor(page) { this.page = page; }
+
+  get dialog() { return this.page.getByTestId('deploy-dialog'); }
+  input(field) { return this.page.getByTestId(`deploy-${field}`); }
+
+  /** Opens the form from the first checkpoint that can be deployed. */
+  async open() {
+    await this.page.getByTestId('checkpoint-deploy').first().click();
+    await this.dialog.waitFor();
+  }
+
+  async submit() { await this.page.getByTestId('deploy-submit').click(); }
+}
+
+export class EndpointsListPage {
+  constructor(page) { this.page = page; }
+
+  async goto(workspaceId) {
+    await this.page.goto(`/w/${workspaceId}/endpoints`);
+    await hydrated(this.page);
+  }
+
+  get table() { return this.page.getByTestId('endpoints-table'); }
+  get empty() { return this.page.getByTestId('empty-endpoints'); }
+  row(slug) { return this.page.getByTestId(`endpoint-row-${slug}`); }
+}
+
+export class EndpointPage {
+  constructor(page) { this.page = page; }
+
+  id() {
+    const m = new URL(this.page.url()).pathname.match(/\/endpoints\/(\d+)$/);
+    if (!m) throw new Error(`not on an endpoint page: ${this.page.url()}`);
+    return Number(m[1]);
+  }
+
+  async goto(workspaceId, endpointId) {
+    await this.page.goto(`/w/${workspaceId}/endpoints/${endpointId}`);
+    await hydrated(this.page);
+  }
+
+  get statusCard() { return this.page.getByTestId('endpoint-status-card'); }
+  get status() { return this.statusCard.getByTestId('endpoint-status'); }
+  get replicas() { return this.statusCard.getByTestId('endpoint-replicas'); }
+  get parity() { return this.page.getByTestId('parity-report'); }
+  get replicaRows() { return this.page.getByTestId('replica-row'); }
+  get actions() { return this.page.getByTestId('endpoint-actions'); }
+  get manage() { return this.page.getByTestId('endpoint-manage'); }
+  get keyForm() { return this.page.getByTestId('key-form'); }
+  get secret() { return this.page.getByTestId('new-key-secret'); }
+  get curl() { return this.page.getByTestId('snippet-curl'); }
+  get python() { return this.page.getByTestId('snippet-python'); }
+  get results() { return this.page.getByTestId('playground-result'); }
+  metric(name) { return this.page.getByTestId(`metric-${name}`); }
+  button(name) { return this.page.getByTestId(`endpoint-${name}`); }
+
+  async waitForStatus(status, timeout = 240_000) {
+    await this.page.locator(`[data-testid="endpoint-status-card"] [data-testid="endpoint-status"][data-status="${status}"]`)
+      .waitFor({ timeout });
+  }
+
+  /** The slug, read from the URL the curl example calls. */
+  async slug() {
+    const m = (await this.curl.textContent()).match(/\/v1\/endpoints\/([a-z0-9-]+)\/predict/);
+    if (!m) throw new Error('no predict URL in the curl example');
+    return m[1];
+  }
+
+  /** Types `texts` (one per line) into the playground and presses Predict. */
+  async predict(texts) {
+    await this.page.getByTestId('playground-input').fill(texts.join('\n'));
+    await this.page.getByTestId('playground-submit').click();
+  }
+
+  /** One playground answer: its label and every label's probability, as the page shows them. */
+  async result(index) {
+    const result = this.results.nth(index);
+    return {
+      label: (await result.getByTestId('playground-label').textContent()).trim(),
+      probabilities: await result.getByTestId('playground-probability').evaluateAll((rows) =>
+        rows.map((r) => ({ label: r.dataset.label, probability: Number(r.dataset.probability) }))),
+    };
+  }
+
+  /** Creates a key and returns its secret as the page shows it (once). */
+  async createKey(name, perMinute) {
+    await this.page.getByTestId('key-name').fill(name);
+    if (perMinute !== undefined) await this.page.getByTestId('key-rate').fill(String(perMinute));
+    await this.page.getByTestId('key-submit').click();
+    await this.secret.waitFor();
+    return (await this.secret.textContent()).trim();
+  }
+}
