@@ -586,6 +586,36 @@ pub async fn list_checkpoints(workspace_id: i64) -> Result<Vec<CheckpointInfo>, 
     ctx::respond(async move { ssr::jobs::checkpoints(&ctx::state()?.db, &ctx::actor().await?, workspace_id, None).await }.await)
 }
 
+// ---- evaluations ----------------------------------------------------------------------------------
+
+/// The workspace's evaluations, newest first; only one job's checkpoints' with `job_id`.
+#[server(prefix = "/rpc", endpoint = "list_evaluations")]
+pub async fn list_evaluations(workspace_id: i64, job_id: Option<i64>) -> Result<Vec<EvaluationInfo>, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move { ssr::evaluations::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id, None, job_id).await }
+            .await,
+    )
+}
+
+/// Starts evaluating a checkpoint on a dataset (editors and owners).
+#[server(prefix = "/rpc", endpoint = "evaluate_checkpoint")]
+pub async fn evaluate_checkpoint(
+    workspace_id: i64,
+    checkpoint_id: i64,
+    dataset_id: i64,
+) -> Result<EvaluationInfo, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            ssr::evaluations::start(&state.db, &state.jobs, &ctx::actor().await?, workspace_id, checkpoint_id, dataset_id)
+                .await
+        }
+        .await,
+    )
+}
+
 // ---- endpoints ------------------------------------------------------------------------------------
 // Callers of an endpoint use the gateway `POST /v1/endpoints/{slug}/predict` with an API key; these are
 // the dashboard's calls (the session's member, by role).

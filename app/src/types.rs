@@ -719,6 +719,99 @@ pub struct CheckpointInfo {
     pub deleted_at: Option<String>,
 }
 
+// ---- evaluations ----------------------------------------------------------------------------------
+
+/// What `POST …/checkpoints/{id}/evaluations` asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EvaluationRequest {
+    /// A dataset of the same workspace whose labels the checkpoint knows.
+    pub dataset_id: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum EvaluationStatus {
+    /// Waiting for the evaluator (one runs at a time).
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl EvaluationStatus {
+    pub const ALL: [EvaluationStatus; 4] = [
+        EvaluationStatus::Queued,
+        EvaluationStatus::Running,
+        EvaluationStatus::Succeeded,
+        EvaluationStatus::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvaluationStatus::Queued => "queued",
+            EvaluationStatus::Running => "running",
+            EvaluationStatus::Succeeded => "succeeded",
+            EvaluationStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EvaluationStatus> {
+        EvaluationStatus::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(self, EvaluationStatus::Succeeded | EvaluationStatus::Failed)
+    }
+}
+
+/// One class's scores in an evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct ClassScore {
+    pub label: String,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    /// Rows of this class in the dataset.
+    pub support: u64,
+}
+
+/// A checkpoint measured on a dataset by `paddock eval`: the numbers once it succeeded, the reason
+/// when it failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct EvaluationInfo {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub checkpoint_id: i64,
+    /// The checkpoint's job and step, for lineage.
+    pub job_id: i64,
+    pub checkpoint_step: i64,
+    /// `None` once the dataset was deleted; its name and hash stay.
+    pub dataset_id: Option<i64>,
+    pub dataset_name: String,
+    pub dataset_sha256: String,
+    pub status: EvaluationStatus,
+    pub status_message: Option<String>,
+    pub rows: Option<u64>,
+    pub accuracy: Option<f64>,
+    pub macro_f1: Option<f64>,
+    /// Mean cross-entropy over the rows.
+    pub loss: Option<f64>,
+    /// The checkpoint's labels in id order (the confusion matrix's rows and columns).
+    pub labels: Vec<String>,
+    pub per_class: Vec<ClassScore>,
+    /// `confusion[gold][predicted]`, in label-id order.
+    pub confusion: Vec<Vec<u64>>,
+    pub created_by: Option<String>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
 // ---- endpoints ------------------------------------------------------------------------------------
 
 /// What a deployment asks for: the form and the REST body.

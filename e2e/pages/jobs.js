@@ -1,6 +1,6 @@
 //! Page objects for the job pages: the list, the job form (fields by their test ids, errors under each
 //! field), and one job's page (status, progress, live charts, log search, checkpoints, buttons); and the
-//! Models page's checkpoint list.
+//! Models page's checkpoint list; and the evaluations card both show.
 
 import { hydrated } from '../support/browser.js';
 
@@ -113,4 +113,22 @@ export class ModelsPage {
   }
 
   get rows() { return this.page.getByTestId('checkpoint-row'); }
+}
+
+/** The evaluations card on a job's page and on Models: the form (editors) and the results. */
+export class EvaluationsPanel {
+  constructor(page) { this.page = page; }
+
+  get form() { return this.page.getByTestId('evaluate-form'); }
+  get error() { return this.form.getByTestId('error'); }
+  get empty() { return this.page.getByTestId('evaluations-empty'); }
+  get rows() { return this.page.getByTestId('evaluation-row'); }
+  /** The first evaluation row with this status (`queued`, `running`, `succeeded`, `failed`). */
+  row(status) { return this.page.locator(`[data-testid="evaluation-row"][data-status="${status}"]`).first(); }
+
+  /** Evaluates the first checkpoint offered (the newest) on dataset `datasetId`. */
+  async evaluate(datasetId) {
+    await this.form.getByTestId('evaluate-dataset').selectOption(String(datasetId));
+    await this.form.getByTestId('evaluate-submit').click();
+  }
 }

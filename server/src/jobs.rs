@@ -1,13 +1,15 @@
 //! `paddock job …` and `paddock ckpt …`: fine-tuning jobs and their checkpoints from a shell, through the
 //! REST API like the dashboard. `job logs -f` follows the live stream until the job ends and exits with
-//! 0 only when it succeeded, so scripts can wait for a job.
+//! 0 only when it succeeded, so scripts can wait for a job; `ckpt eval` likewise waits for an evaluation.
 
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use app::types::{CheckpointInfo, JobDetail, JobSpec, JobSummary, LogLine};
+use app::types::{
+    CheckpointInfo, EvaluationInfo, EvaluationStatus, JobDetail, JobSpec, JobSummary, LogLine,
+};
 use clap::{Args, Subcommand};
 use reqwest::Method;
 
@@ -112,6 +114,9 @@ pub enum CkptCommand {
     List(CkptList),
     /// Download a checkpoint as a tar archive of its Hugging Face directory.
     Download(CkptDownload),
+    /// Evaluate a checkpoint on a workspace dataset (accuracy, macro-F1, per class, confusion matrix);
+    /// waits for the result and exits 0 only when the evaluation succeeded.
+    Eval(CkptEval),
 }
 
 #[derive(Debug, Args)]
@@ -131,6 +136,19 @@ pub struct CkptDownload {
     /// Where to write the archive [default: `job<J>-step<S>.tar` in the current directory].
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CkptEval {
+    #[command(flatten)]
+    pub workspace: WorkspaceArg,
+    pub checkpoint: i64,
+    /// The dataset to evaluate on (id or name); its labels must be ones the checkpoint was trained on.
+    #[arg(long, short = 'd')]
+    pub dataset: String,
+    /// Print the evaluation's id and return at once instead of waiting for the result.
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 pub async fn run(args: JobArgs) -> anyhow::Result<i32> {
@@ -356,7 +374,104 @@ pub async fn run_ckpt(args: CkptArgs) -> anyhow::Result<i32> {
             eprintln!("wrote {} ({bytes} bytes)", path.display());
             Ok(0)
         }
+        CkptCommand::Eval(e) => evaluate(&api, e, args.connection.json).await,
     }
+}
+
+/// How often `ckpt eval` asks whether the evaluation is over.
+const EVAL_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// `ckpt eval`: starts the evaluation, waits for it and prints the metrics; 0 when it succeeded.
+async fn evaluate(api: &Api, e: &CkptEval, json: bool) -> anyhow::Result<i32> {
+    let ws = api.workspace(&e.workspace.workspace).await?;
+    let datasets: Vec<app::types::DatasetSummary> = api
+        .get(&format!("/api/v1/workspaces/{ws}/datasets"))
+        .await?;
+    let dataset_id = resolve(
+        &e.dataset,
+        datasets.iter().map(|d| (d.id, d.name.as_str())),
+        "dataset",
+    )?;
+    let base = format!(
+        "/api/v1/workspaces/{ws}/checkpoints/{}/evaluations",
+        e.checkpoint
+    );
+    let mut evaluation: EvaluationInfo = api
+        .send(
+            Method::POST,
+            &base,
+            Some(&app::types::EvaluationRequest { dataset_id }),
+        )
+        .await?;
+    eprintln!(
+        "evaluation {} of checkpoint {} on {:?}: {}",
+        evaluation.id,
+        e.checkpoint,
+        evaluation.dataset_name,
+        evaluation.status.as_str()
+    );
+    if e.no_wait {
+        println!("{}", evaluation.id);
+        return Ok(0);
+    }
+    while !evaluation.status.is_final() {
+        tokio::time::sleep(EVAL_POLL).await;
+        evaluation = api.get(&format!("{base}/{}", evaluation.id)).await?;
+    }
+    if json {
+        print_json(&evaluation)?;
+    } else if evaluation.status == EvaluationStatus::Succeeded {
+        print!("{}", evaluation_text(&evaluation));
+    }
+    if evaluation.status == EvaluationStatus::Failed {
+        eprintln!(
+            "evaluation failed: {}",
+            evaluation
+                .status_message
+                .as_deref()
+                .unwrap_or("no reason given")
+        );
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// The metrics as `paddock eval` prints them, and the confusion matrix (rows: gold, columns: predicted).
+fn evaluation_text(e: &EvaluationInfo) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(out, "rows      {}", e.rows.unwrap_or(0));
+    let _ = writeln!(out, "accuracy  {:.4}", e.accuracy.unwrap_or(f64::NAN));
+    let _ = writeln!(out, "macro-F1  {:.4}", e.macro_f1.unwrap_or(f64::NAN));
+    if let Some(l) = e.loss {
+        let _ = writeln!(out, "loss      {l:.4}");
+    }
+    let _ = writeln!(
+        out,
+        "{:<20} {:>9} {:>9} {:>9} {:>8}",
+        "label", "precision", "recall", "f1", "support"
+    );
+    for c in &e.per_class {
+        let _ = writeln!(
+            out,
+            "{:<20} {:>9.4} {:>9.4} {:>9.4} {:>8}",
+            c.label, c.precision, c.recall, c.f1, c.support
+        );
+    }
+    let _ = writeln!(out, "\nconfusion (rows: gold, columns: predicted)");
+    let _ = write!(out, "{:<20}", "");
+    for label in &e.labels {
+        let _ = write!(out, " {label:>10}");
+    }
+    out.push('\n');
+    for (label, row) in e.labels.iter().zip(&e.confusion) {
+        let _ = write!(out, "{label:<20}");
+        for n in row {
+            let _ = write!(out, " {n:>10}");
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// The spec from `--spec` (JSON or TOML) with flags on top; datasets by id or name.

@@ -7,7 +7,7 @@
 //! - Domain modules, named after the domain: [`accounts`], [`admin`], [`sessions`], [`tokens`],
 //!   [`workspaces`], [`members`], [`audit`], [`environments`] (with [`engine`], the optional Docker
 //!   connection, and [`gpus`], the GPU inventory), [`datasets`] (files kept as [`storage`] lays out), [`jobs`] (queue,
-//!   scheduler, executors, checkpoints), [`endpoints`] (replicas, parity gate, gateway); [`access`] is the one authorisation check every
+//!   scheduler, executors, checkpoints), [`evaluations`] (checkpoints measured on datasets), [`endpoints`] (replicas, parity gate, gateway); [`access`] is the one authorisation check every
 //!   workspace-scoped query goes through; [`auth`] finds out who is calling (session or token).
 //! - HTTP boundary: [`http_error`] (the only `AppError` → response conversion), [`csrf`], [`limits`],
 //!   [`page_guard`] (which pages need an account),
@@ -26,6 +26,7 @@ pub mod endpoints;
 pub mod db;
 pub mod engine;
 pub mod environments;
+pub mod evaluations;
 pub mod gpus;
 pub mod jobs;
 pub mod http_error;

@@ -10,6 +10,7 @@ mod cli;
 mod datasets;
 mod endpoints;
 mod environments;
+mod evaluations;
 mod jobs;
 mod model_server;
 mod ops;

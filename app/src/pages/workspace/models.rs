@@ -1,6 +1,7 @@
 //! `/w/{id}/models`: every checkpoint the workspace's jobs wrote, newest first, with its metrics, size,
 //! retention state, sha256 and a download link, and its lineage: the job that produced it (and from
-//! there its dataset and spec). Editors and owners deploy a checkpoint from here as an endpoint.
+//! there its dataset and spec), and their evaluations on datasets. Editors and owners deploy a checkpoint
+//! from here as an endpoint, and evaluate checkpoints.
 
 use std::collections::BTreeMap;
 
@@ -12,6 +13,7 @@ use crate::components::empty_state::EmptyState;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;
 use crate::pages::workspace::jobs::checkpoints::CheckpointsTable;
+use crate::pages::workspace::jobs::evaluations::EvaluationsCard;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
 
 #[component]
@@ -32,7 +34,7 @@ pub fn ModelsPage() -> impl IntoView {
             <PageHeader title=move || t!(i18n, nav.models) lead=move || t!(i18n, pages.models.lead) />
             <Transition fallback=Loading>
                 {move || Suspend::new(async move {
-                    let can_deploy = current.ws.await.is_ok_and(|ws| ws.role.can_edit());
+                    let can_edit = current.ws.await.is_ok_and(|ws| ws.role.can_edit());
                     match data.await {
                         Ok((list, _)) if list.is_empty() => view! {
                             <EmptyState kind="models" title=move || t!(i18n, pages.models.empty_title) body=move || t!(i18n, checkpoints.empty_body) />
@@ -41,7 +43,13 @@ pub fn ModelsPage() -> impl IntoView {
                         Ok((mut list, jobs)) => {
                             list.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
                             let names: BTreeMap<i64, String> = jobs.into_iter().map(|j| (j.id, j.name)).collect();
-                            view! { <CheckpointsTable workspace_id=current.id.get_untracked() list=Signal::stored(list) jobs=names can_deploy /> }.into_any()
+                            let workspace_id = current.id.get_untracked();
+                            let list = Signal::stored(list);
+                            view! {
+                                <CheckpointsTable workspace_id list jobs=names.clone() can_deploy=can_edit />
+                                <EvaluationsCard workspace_id checkpoints=list jobs=names can_edit />
+                            }
+                            .into_any()
                         }
                         Err(err) => view! { <ErrorNotice err /> }.into_any(),
                     }

@@ -48,6 +48,9 @@ pub struct Jobs {
     /// libtorch threads per CPU job; 0 lets libtorch use every core.
     pub cpu_threads: usize,
     pub wake: tokio::sync::Notify,
+    /// Evaluations (`ssr::evaluations`) run one at a time: each uses the CPU threads a job would, and
+    /// several at once would only slow each other and the jobs down.
+    pub evaluations: tokio::sync::Semaphore,
 }
 
 impl Jobs {
@@ -63,6 +66,7 @@ impl Jobs {
             cpu_slots: cpu_slots.max(1),
             cpu_threads,
             wake: tokio::sync::Notify::new(),
+            evaluations: tokio::sync::Semaphore::new(1),
         }
     }
 

@@ -101,6 +101,7 @@ pub fn plan(queue: &[Queued], resources: &Resources) -> Vec<(i64, Vec<u32>)> {
 /// queued jobs as resources allow.
 pub async fn run(db: SqlitePool, jobs: Arc<Jobs>, engine: Arc<Engine>) {
     supervise::recover(&db, &jobs).await;
+    crate::ssr::evaluations::recover(&db, &jobs).await;
     loop {
         if let Err(e) = schedule_once(&db, &jobs, &engine).await {
             tracing::warn!(error = %e, "scheduling failed");

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod datasets;
 pub mod endpoints;
 pub mod environments;
+pub mod evaluations;
 pub mod jobs;
 pub mod tokens;
 pub mod workspaces;
@@ -97,6 +98,14 @@ pub fn router() -> Router<AppState> {
         .route(
             "/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/download",
             get(jobs::download),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/evaluations",
+            get(evaluations::list).post(evaluations::start),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/evaluations/{evaluation_id}",
+            get(evaluations::get),
         )
         .route(
             "/api/v1/workspaces/{id}/endpoints",
@@ -209,6 +218,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         datasets::list, datasets::upload, datasets::sample, datasets::get, datasets::delete, datasets::download,
         jobs::list, jobs::submit, jobs::get, jobs::delete, jobs::cancel, jobs::retry, jobs::metrics, jobs::logs,
         jobs::stream, jobs::checkpoints, jobs::download,
+        evaluations::start, evaluations::list, evaluations::get,
         endpoints::list, endpoints::deploy, endpoints::get, endpoints::delete, endpoints::undeploy, endpoints::redeploy, endpoints::change, endpoints::playground,
         endpoints::create_key, endpoints::revoke_key, endpoints::predict,
         environments::docker_status, environments::list, environments::create, environments::get,
@@ -226,6 +236,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         EndpointSpec, EndpointStatus, EndpointSummary, EndpointReplica, EndpointKey, NewEndpointKey, EndpointMetrics,
         EndpointDetail, endpoints::KeyBody, EndpointChange, endpoints::PlaygroundBody, PlaygroundPrediction, LabelProbability,
         JobSpec, JobStatus, JobSummary, JobDetail, MetricPoint, LogLine, CheckpointInfo, jobs::RetryBody,
+        EvaluationRequest, EvaluationStatus, EvaluationInfo, ClassScore,
         EnvironmentSpec, GpuSpec, EnvStatus, BuildStatus, EnvironmentSummary, EnvironmentVersion, EnvironmentEvent,
         EnvironmentDetail, EnvironmentStats, ExecResult, CatalogImage, GpuSummary, DockerStatus,
         environments::BuildBody, environments::ExecBody,

@@ -1,6 +1,6 @@
 //! `/w/{id}/jobs/{job}`: one job — status, progress with an ETA, where it runs, the control buttons
 //! (cancel, retry, resume, clone, delete; editors and owners), the live charts and log, its checkpoints
-//! and the exact `job.toml` it runs.
+//! with their evaluations on datasets, and the exact `job.toml` it runs.
 //!
 //! The page renders once from the server's answer, then follows the job's SSE stream in the browser:
 //! metric points feed the charts and the ETA, log lines the log, status events the badge and progress.
@@ -17,6 +17,7 @@ use leptos_router::hooks::use_navigate;
 
 use super::charts::JobCharts;
 use super::checkpoints::CheckpointsTable;
+use super::evaluations::EvaluationsCard;
 use super::list::executor_text;
 use super::logs::{JobLog, KEPT_LINES};
 use super::parts::{duration_text, eta_seconds, JobProgress, JobStatusBadge};
@@ -183,6 +184,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
                 view! { <CheckpointsTable workspace_id list=checkpoints can_deploy=can_edit job_name=name.get_untracked() /> }.into_any()
             }}
         </section>
+        <EvaluationsCard workspace_id checkpoints job_id can_edit />
         <JobLog workspace_id job_id lines=logs />
         <section class="card" aria-labelledby="job-spec-title">
             <h2 id="job-spec-title">{t!(i18n, job_detail.spec_title)}</h2>

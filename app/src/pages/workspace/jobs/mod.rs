@@ -6,12 +6,13 @@
 //! - [`list`]: the list. [`form`]: new and clone (the spec form and its parsing).
 //! - [`detail`]: one job; [`stream`] follows its SSE stream, [`charts`] draws the metrics (uPlot through
 //!   `public/charts.js`), [`logs`] shows and searches the log, [`checkpoints`] lists what it wrote (also
-//!   used by the Models page).
+//!   used by the Models page), [`evaluations`] measures them on datasets (also on the Models page).
 //! - [`parts`]: the status badge, progress and ETA arithmetic the pages share.
 
 pub mod charts;
 pub mod checkpoints;
 pub mod detail;
+pub mod evaluations;
 pub mod form;
 pub mod list;
 pub mod logs;

@@ -1,0 +1,407 @@
+//! Evaluations of checkpoints on datasets: for editors and owners a small form (checkpoint, dataset,
+//! Evaluate), for everyone the results — status, accuracy, macro-F1 and, unfolded, the per-class scores
+//! and the confusion matrix. Used on a job's page (its checkpoints) and on the Models page (all of them).
+//! While an evaluation is queued or running the list is read again every few seconds.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use leptos::prelude::*;
+
+use super::parts::metric_text;
+use crate::api::{list_datasets, list_evaluations, EvaluateCheckpoint};
+use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::time::Timestamp;
+use crate::i18n::*;
+use crate::types::{CheckpointInfo, EvaluationInfo, EvaluationStatus};
+
+/// How often the list is read again while an evaluation is not over.
+const POLL: Duration = Duration::from_secs(2);
+
+pub fn status_text(locale: Locale, status: EvaluationStatus) -> &'static str {
+    match status {
+        EvaluationStatus::Queued => td_string!(locale, evaluations.status_queued),
+        EvaluationStatus::Running => td_string!(locale, evaluations.status_running),
+        EvaluationStatus::Succeeded => td_string!(locale, evaluations.status_succeeded),
+        EvaluationStatus::Failed => td_string!(locale, evaluations.status_failed),
+    }
+}
+
+/// A checkpoint as the pickers and the results name it: `step 20`, or `tiny-run · step 20` where
+/// checkpoints of several jobs are listed.
+pub fn checkpoint_name(
+    locale: Locale,
+    jobs: Option<&BTreeMap<i64, String>>,
+    job_id: i64,
+    step: i64,
+) -> String {
+    let step = match locale {
+        Locale::zh => format!("第 {step} 步"),
+        Locale::en => format!("step {step}"),
+    };
+    match jobs {
+        Some(names) => {
+            let job = names
+                .get(&job_id)
+                .cloned()
+                .unwrap_or_else(|| format!("#{job_id}"));
+            format!("{job} · {step}")
+        }
+        None => step,
+    }
+}
+
+/// Each cell's share of its gold row, for the heat of the confusion matrix (0 for an empty row).
+pub fn row_shares(confusion: &[Vec<u64>]) -> Vec<Vec<f64>> {
+    confusion
+        .iter()
+        .map(|row| {
+            let total: u64 = row.iter().sum();
+            row.iter()
+                .map(|&n| {
+                    if total == 0 {
+                        0.0
+                    } else {
+                        n as f64 / total as f64
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[component]
+pub fn EvaluationsCard(
+    workspace_id: i64,
+    /// The checkpoints that can be picked (those whose files still exist are offered).
+    #[prop(into)]
+    checkpoints: Signal<Vec<CheckpointInfo>>,
+    /// Only this job's checkpoints' evaluations (a job's page); every one on the Models page.
+    #[prop(optional)]
+    job_id: Option<i64>,
+    /// Job names by id, to name checkpoints where several jobs' are listed.
+    #[prop(optional)]
+    jobs: Option<BTreeMap<i64, String>>,
+    can_edit: bool,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let jobs = StoredValue::new(jobs);
+    let reload = RwSignal::new(0u32);
+    let list = Resource::new(
+        move || reload.get(),
+        move |_| list_evaluations(workspace_id, job_id),
+    );
+    // While one is queued or running, the list follows it (the table stays in place meanwhile).
+    Effect::new(move |_| {
+        let handle = set_interval_with_handle(
+            move || {
+                let moving = list
+                    .get_untracked()
+                    .is_some_and(|l| l.is_ok_and(|l| l.iter().any(|e| !e.status.is_final())));
+                if moving {
+                    reload.try_update(|n| *n += 1);
+                }
+            },
+            POLL,
+        )
+        .ok();
+        on_cleanup(move || {
+            if let Some(handle) = handle {
+                handle.clear();
+            }
+        });
+    });
+
+    view! {
+        <section class="card" aria-labelledby="evaluations-title" data-testid="evaluations">
+            <h2 id="evaluations-title">{t!(i18n, evaluations.title)}</h2>
+            <p class="hint">{t!(i18n, evaluations.hint)}</p>
+            {can_edit.then(|| view! { <EvaluateForm workspace_id checkpoints jobs reload /> })}
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    match list.await {
+                        Ok(list) if list.is_empty() => view! {
+                            <p class="muted" data-testid="evaluations-empty">{t!(i18n, evaluations.empty)}</p>
+                        }
+                        .into_any(),
+                        Ok(list) => view! {
+                            <div class="table-wrap">
+                                <table class="table" data-testid="evaluations-table">
+                                    <thead>
+                                        <tr>
+                                            <th scope="col">{t!(i18n, evaluations.col_checkpoint)}</th>
+                                            <th scope="col">{t!(i18n, evaluations.col_dataset)}</th>
+                                            <th scope="col">{t!(i18n, evaluations.col_status)}</th>
+                                            <th scope="col">{t!(i18n, evaluations.col_accuracy)}</th>
+                                            <th scope="col">{t!(i18n, evaluations.col_macro_f1)}</th>
+                                            <th scope="col">{t!(i18n, evaluations.col_rows)}</th>
+                                            <th scope="col">{t!(i18n, evaluations.col_by)}</th>
+                                        </tr>
+                                    </thead>
+                                    <tbody>
+                                        {list.into_iter().map(|e| view! { <EvaluationRows e jobs /> }).collect_view()}
+                                    </tbody>
+                                </table>
+                            </div>
+                        }
+                        .into_any(),
+                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </section>
+    }
+    .into_any()
+}
+
+#[component]
+fn EvaluateForm(
+    workspace_id: i64,
+    checkpoints: Signal<Vec<CheckpointInfo>>,
+    jobs: StoredValue<Option<BTreeMap<i64, String>>>,
+    reload: RwSignal<u32>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let datasets = Resource::new(|| (), move |_| list_datasets(workspace_id));
+    let action = ServerAction::<EvaluateCheckpoint>::new();
+    let checkpoint = RwSignal::new(String::new());
+    let dataset = RwSignal::new(String::new());
+    let error = RwSignal::new(None);
+    Effect::new(move |_| match action.value().get() {
+        Some(Ok(_)) => {
+            error.set(None);
+            reload.update(|n| *n += 1);
+        }
+        Some(Err(err)) => error.set(Some(err)),
+        None => {}
+    });
+    let usable = Memo::new(move |_| {
+        checkpoints.with(|l| {
+            l.iter()
+                .filter(|c| c.deleted_at.is_none())
+                .map(|c| (c.id, c.job_id, c.step, c.best))
+                .collect::<Vec<_>>()
+        })
+    });
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        // An untouched select means its first option.
+        let first_checkpoint = usable.with_untracked(|u| u.first().map(|c| c.0));
+        let checkpoint_id = checkpoint.get_untracked().parse().ok().or(first_checkpoint);
+        let first_dataset = datasets
+            .get_untracked()
+            .and_then(|r| r.ok())
+            .and_then(|d| d.first().map(|d| d.id));
+        let dataset_id = dataset.get_untracked().parse().ok().or(first_dataset);
+        if let (Some(checkpoint_id), Some(dataset_id)) = (checkpoint_id, dataset_id) {
+            action.dispatch(EvaluateCheckpoint {
+                workspace_id,
+                checkpoint_id,
+                dataset_id,
+            });
+        }
+    };
+    view! {
+        <form class="form evaluate-form" data-testid="evaluate-form" on:submit=on_submit novalidate>
+            <div class="form-grid">
+                <div class="field">
+                    <label for="evaluate-checkpoint">{t!(i18n, evaluations.checkpoint)}</label>
+                    <select id="evaluate-checkpoint" data-testid="evaluate-checkpoint" on:change=move |ev| checkpoint.set(event_target_value(&ev))>
+                        {move || usable.get().into_iter().map(|(id, job_id, step, best)| {
+                            let name = jobs.with_value(|j| checkpoint_name(i18n.get_locale_untracked(), j.as_ref(), job_id, step));
+                            view! {
+                                <option value=id.to_string() selected=move || checkpoint.get() == id.to_string()>
+                                    {move || if best { format!("{name} ({})", t_string!(i18n, checkpoints.best)) } else { name.clone() }}
+                                </option>
+                            }
+                        }).collect_view()}
+                    </select>
+                </div>
+                <div class="field">
+                    <label for="evaluate-dataset">{t!(i18n, evaluations.dataset)}</label>
+                    <Transition fallback=|| view! { <select id="evaluate-dataset" disabled=true></select> }>
+                        {move || Suspend::new(async move {
+                            let list = datasets.await.unwrap_or_default();
+                            view! {
+                                <select id="evaluate-dataset" data-testid="evaluate-dataset" on:change=move |ev| dataset.set(event_target_value(&ev))>
+                                    {list.into_iter().map(|d| {
+                                        let id = d.id.to_string();
+                                        let labels = d.label_distribution.keys().cloned().collect::<Vec<_>>().join(", ");
+                                        view! {
+                                            <option value=id.clone() selected=move || dataset.get() == id>
+                                                {format!("{} ({labels})", d.name)}
+                                            </option>
+                                        }
+                                    }).collect_view()}
+                                </select>
+                            }
+                        })}
+                    </Transition>
+                </div>
+            </div>
+            <p class="hint">{t!(i18n, evaluations.labels_hint)}</p>
+            <div class="actions">
+                <button type="submit" class="button button-primary" data-testid="evaluate-submit"
+                    disabled=move || action.pending().get() || usable.with(Vec::is_empty)>
+                    {t!(i18n, evaluations.evaluate)}
+                </button>
+            </div>
+            {move || error.get().map(|err| view! { <ErrorNotice err /> })}
+        </form>
+    }
+    .into_any()
+}
+
+/// One evaluation: its summary row and, once it succeeded, a row that unfolds the details.
+#[component]
+fn EvaluationRows(
+    e: EvaluationInfo,
+    jobs: StoredValue<Option<BTreeMap<i64, String>>>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let status = e.status;
+    let name = jobs.with_value(|j| {
+        checkpoint_name(
+            i18n.get_locale_untracked(),
+            j.as_ref(),
+            e.job_id,
+            e.checkpoint_step,
+        )
+    });
+    let details = (status == EvaluationStatus::Succeeded).then(|| {
+        let e = e.clone();
+        view! {
+            <tr class="evaluation-details">
+                <td colspan="7">
+                    <details data-testid="evaluation-details">
+                        <summary>{t!(i18n, evaluations.details)}</summary>
+                        <div class="report-grid">
+                            <div>
+                                <h3>{t!(i18n, evaluations.per_class)}</h3>
+                                <PerClass e=e.clone() />
+                            </div>
+                            <div>
+                                <h3>{t!(i18n, evaluations.confusion)}</h3>
+                                <Confusion e />
+                            </div>
+                        </div>
+                    </details>
+                </td>
+            </tr>
+        }
+    });
+    let message = (status == EvaluationStatus::Failed)
+        .then(|| e.status_message.clone())
+        .flatten();
+    view! {
+        <tr data-testid="evaluation-row" data-id=e.id data-status=status.as_str()>
+            <th scope="row">{name}</th>
+            <td>
+                {e.dataset_name.clone()}
+                {e.dataset_id.is_none().then(|| view! { <span class="muted">{" "}{t!(i18n, evaluations.dataset_deleted)}</span> })}
+            </td>
+            <td>
+                <span class=format!("badge badge-eval badge-eval-{}", status.as_str()) data-testid="evaluation-status">
+                    {move || status_text(i18n.get_locale(), status)}
+                </span>
+                {message.map(|m| view! { <p class="evaluation-message" data-testid="evaluation-message">{m}</p> })}
+            </td>
+            <td class="num" data-testid="evaluation-accuracy">{metric_text(e.accuracy)}</td>
+            <td class="num" data-testid="evaluation-macro-f1">{metric_text(e.macro_f1)}</td>
+            <td class="num">{e.rows.map_or_else(|| "–".to_string(), |r| r.to_string())}</td>
+            <td class="nowrap">{e.created_by.clone().map(|by| format!("{by} · "))}<Timestamp at=e.created_at.clone() /></td>
+        </tr>
+        {details}
+    }
+}
+
+#[component]
+fn PerClass(e: EvaluationInfo) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <table class="table table-compact" data-testid="evaluation-per-class">
+            <thead>
+                <tr>
+                    <th scope="col">{t!(i18n, evaluations.label)}</th>
+                    <th scope="col">{t!(i18n, evaluations.precision)}</th>
+                    <th scope="col">{t!(i18n, evaluations.recall)}</th>
+                    <th scope="col">"F1"</th>
+                    <th scope="col">{t!(i18n, evaluations.support)}</th>
+                </tr>
+            </thead>
+            <tbody>
+                {e.per_class.into_iter().map(|c| view! {
+                    <tr>
+                        <th scope="row">{c.label}</th>
+                        <td class="num">{metric_text(Some(c.precision))}</td>
+                        <td class="num">{metric_text(Some(c.recall))}</td>
+                        <td class="num">{metric_text(Some(c.f1))}</td>
+                        <td class="num">{c.support}</td>
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+/// Rows are the gold labels, columns the predicted ones; each cell is shaded by its share of the row,
+/// so the diagonal stands out when the model is right and a dark off-diagonal cell shows a confusion.
+#[component]
+fn Confusion(e: EvaluationInfo) -> impl IntoView {
+    let i18n = use_i18n();
+    let shares = row_shares(&e.confusion);
+    let labels = e.labels.clone();
+    view! {
+        <table class="table table-compact confusion" data-testid="confusion-matrix">
+            <caption class="hint">{t!(i18n, evaluations.confusion_axes)}</caption>
+            <thead>
+                <tr>
+                    <td></td>
+                    {labels.iter().map(|l| view! { <th scope="col">{l.clone()}</th> }).collect_view()}
+                </tr>
+            </thead>
+            <tbody>
+                {e.confusion.into_iter().zip(shares).zip(labels.clone()).map(|((row, share), label)| view! {
+                    <tr>
+                        <th scope="row">{label}</th>
+                        {row.into_iter().zip(share).map(|(n, s)| view! {
+                            <td class="num confusion-cell" data-testid="confusion-cell"
+                                style=format!("--share: {:.3}", s)>{n}</td>
+                        }).collect_view()}
+                    </tr>
+                }).collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checkpoints_are_named_with_their_job_where_several_are_listed() {
+        let jobs: BTreeMap<i64, String> = [(3, "tiny-run".to_string())].into();
+        assert_eq!(checkpoint_name(Locale::en, None, 3, 20), "step 20");
+        assert_eq!(
+            checkpoint_name(Locale::en, Some(&jobs), 3, 20),
+            "tiny-run · step 20"
+        );
+        assert_eq!(
+            checkpoint_name(Locale::zh, Some(&jobs), 4, 5),
+            "#4 · 第 5 步"
+        );
+    }
+
+    #[test]
+    fn cells_are_shaded_by_their_share_of_the_gold_row() {
+        assert_eq!(
+            row_shares(&[vec![3, 1], vec![0, 0]]),
+            vec![vec![0.75, 0.25], vec![0.0, 0.0]]
+        );
+        assert_eq!(
+            status_text(Locale::en, EvaluationStatus::Running),
+            "Running"
+        );
+    }
+}
