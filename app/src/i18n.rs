@@ -62,6 +62,9 @@ pub fn error_text(locale: Locale, err: &AppError) -> String {
         "endpoint_unavailable" => Some(td_string!(locale, errors.endpoint_unavailable)),
         "endpoint_timeout" => Some(td_string!(locale, errors.endpoint_timeout)),
         "checkpoint_not_found" => Some(td_string!(locale, errors.checkpoint_not_found)),
+        "endpoint_unchanged" => Some(td_string!(locale, errors.endpoint_unchanged)),
+        "endpoint_starting" => Some(td_string!(locale, errors.endpoint_starting)),
+        "endpoint_changing" => Some(td_string!(locale, errors.endpoint_changing)),
         // `spec_invalid`, `image_unavailable`, `preflight_failed`, `build_failed`, `docker_error`,
         // `dataset_invalid` (problems with line numbers), `job_spec_invalid` (which fields),
         // `endpoint_spec_invalid` (which range): the server's message is the useful part (which fields,
@@ -76,7 +79,7 @@ mod tests {
     use super::*;
 
     /// The stable codes `AppError::code()` can return (see the list in `error.rs`).
-    const CODES: [&str; 45] = [
+    const CODES: [&str; 48] = [
         "username_invalid",
         "username_taken",
         "password_too_short",
@@ -122,6 +125,9 @@ mod tests {
         "endpoint_unavailable",
         "endpoint_timeout",
         "checkpoint_not_found",
+        "endpoint_unchanged",
+        "endpoint_starting",
+        "endpoint_changing",
     ];
 
     fn with_code(code: &str) -> AppError {

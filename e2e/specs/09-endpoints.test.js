@@ -2,8 +2,9 @@
 //! button (the form comes filled in), watches the endpoint become ready after the parity gate, types a
 //! Chinese complaint into the playground and sees a label with a probability per label, creates an API
 //! key and calls `/v1/endpoints/<slug>/predict` over HTTP with it (and is refused without it), sees the
-//! calls in the traffic numbers, and undeploys and deletes the endpoint. A viewer sees the endpoint and
-//! may try it, but has no Deploy, key or lifecycle control.
+//! calls in the traffic numbers, scales it to two replicas and rolls out another checkpoint, and
+//! undeploys and deletes it. A viewer sees the endpoint and may try it, but has no Deploy, key or
+//! lifecycle control.
 //!
 //! Which label the tiny model gives is not asserted (it trains for seconds and is not accurate): only
 //! that an answer renders with probabilities that sum to 1.
@@ -238,6 +239,39 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     await assertNoHorizontalOverflow(phone.page);
     assert.deepEqual(phone.problems, []);
     await phone.context.close();
+  });
+
+  test('an editor scales the endpoint to two replicas, then rolls out another checkpoint', async () => {
+    const { page } = owner;
+    const endpoint = new EndpointPage(page);
+    await endpoint.goto(workspaceId, endpointId);
+    await endpoint.waitForStatus('ready');
+    const message = page.getByTestId('endpoint-message');
+
+    await page.getByTestId('scale-replicas').fill('2');
+    await page.getByTestId('scale-submit').click();
+    // Under way, the status says so; done, both replicas are ready and the message is gone.
+    await endpoint.replicas.filter({ hasText: '2 / 2' }).waitFor({ timeout: 240_000 });
+    await message.waitFor({ state: 'detached', timeout: 240_000 });
+    assert.equal(await endpoint.replicaRows.count(), 2);
+
+    const checkpoint = page.getByTestId('endpoint-checkpoint');
+    const from = (await checkpoint.textContent()).match(/#(\d+)/)[1];
+    const choices = await page.getByTestId('rollout-checkpoint').locator('option').evaluateAll((os) => os.map((o) => o.value));
+    const to = choices.find((id) => id !== from);
+    assert.ok(to, `another checkpoint to roll out: ${choices}`);
+    await page.getByTestId('rollout-checkpoint').selectOption(to);
+    await page.getByTestId('rollout-submit').click();
+    await checkpoint.filter({ hasText: new RegExp(`#${to}\\b`) }).waitFor({ timeout: 240_000 });
+    await message.waitFor({ state: 'detached', timeout: 240_000 });
+    await endpoint.waitForStatus('ready');
+    await waitForText(endpoint.replicas, '2 / 2');
+    const res = await api.post(`/v1/endpoints/${slug}/predict`, {
+      headers: { Authorization: `Bearer ${secret}` },
+      data: { inputs: [COMPLAINT] },
+    });
+    assert.equal(res.status(), 200, await res.text());
+    await screenshot(page, '09-rolled-out');
   });
 
   test('undeployed, the endpoint answers 503 to its key; deleted, it is gone from the list', async () => {

@@ -129,17 +129,9 @@ fn EndpointView(
         });
     });
 
-    let lead = move || {
-        live.with(|d| {
-            t_string!(
-                i18n,
-                endpoint_detail.lead,
-                slug = d.summary.slug.clone(),
-                checkpoint = d.summary.checkpoint_id
-            )
-            .to_string()
-        })
-    };
+    // The lead is the URL callers use (the slug never changes); the checkpoint is in the status card,
+    // which follows roll-outs.
+    let lead = predict_path.clone();
     let steps: BTreeMap<i64, i64> = checkpoints.iter().map(|c| (c.id, c.step)).collect();
     let choices = rollout_choices(&checkpoints, |job| {
         jobs.get(&job).cloned().unwrap_or_else(|| format!("#{job}"))
@@ -149,7 +141,7 @@ fn EndpointView(
         <p class="breadcrumb">
             <A href=format!("/w/{workspace_id}/endpoints") attr:data-testid="endpoint-back">"← "{t!(i18n, endpoint_detail.back)}</A>
         </p>
-        <PageHeader title=move || name.get() lead=lead />
+        <PageHeader title=move || name.get() lead=move || view! { <code data-testid="endpoint-predict-path">{lead.clone()}</code> } />
         {(!can_edit).then(|| view! { <p class="notice notice-info" data-testid="endpoint-read-only">{t!(i18n, endpoint_detail.editors_only)}</p> })}
         <StatusCard live jobs steps can_edit />
         {can_edit.then(|| view! { <ManageCard live choices /> })}

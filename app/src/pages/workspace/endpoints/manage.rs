@@ -1,7 +1,8 @@
-//! Changing a running endpoint (editors and owners): scale it to another number of replicas, or roll out
-//! another checkpoint of the workspace. The server does either in the background without failing a
-//! request — new replicas pass the parity gate before traffic moves, old ones drain — and says what is
-//! under way in the status message, which the page's polling shows.
+//! Changing an endpoint (editors and owners): scale it to another number of replicas, or roll out
+//! another checkpoint of the workspace. On a ready endpoint the server does either in the background
+//! without failing a request — new replicas pass the parity gate before traffic moves, old ones drain —
+//! and says what is under way in the status message, which the page's polling shows. A stopped or failed
+//! endpoint keeps the change for its next deployment; one that is starting must finish first.
 
 use leptos::prelude::*;
 
@@ -23,7 +24,7 @@ pub fn rollout_choices(
         .iter()
         .filter(|c| c.deleted_at.is_none())
         .collect();
-    live.sort_by(|a, b| b.id.cmp(&a.id));
+    live.sort_by_key(|c| std::cmp::Reverse(c.id));
     live.into_iter()
         .map(|c| (c.id, job_name(c.job_id), c.step))
         .collect()
@@ -34,7 +35,8 @@ pub fn ManageCard(live: RwSignal<EndpointDetail>, choices: Vec<Choice>) -> impl 
     let i18n = use_i18n();
     let (workspace_id, endpoint_id) =
         live.with_untracked(|d| (d.summary.workspace_id, d.summary.id));
-    let ready = Memo::new(move |_| live.with(|d| d.summary.status == EndpointStatus::Ready));
+    let status = Memo::new(move |_| live.with(|d| d.summary.status));
+    let starting = Memo::new(move |_| status.get() == EndpointStatus::Starting);
     let current = Memo::new(move |_| live.with(|d| d.summary.checkpoint_id));
     let replicas = RwSignal::new(live.with_untracked(|d| d.summary.replicas.to_string()));
     let checkpoint = RwSignal::new(live.with_untracked(|d| d.summary.checkpoint_id.to_string()));
@@ -83,7 +85,11 @@ pub fn ManageCard(live: RwSignal<EndpointDetail>, choices: Vec<Choice>) -> impl 
     view! {
         <section class="card" aria-labelledby="endpoint-manage-title" data-testid="endpoint-manage">
             <h2 id="endpoint-manage-title">{t!(i18n, endpoint_detail.manage_title)}</h2>
-            {move || (!ready.get()).then(|| view! { <p class="hint" data-testid="manage-not-ready">{t!(i18n, endpoint_detail.manage_needs_ready)}</p> })}
+            {move || match status.get() {
+                EndpointStatus::Ready => None,
+                EndpointStatus::Starting => Some(view! { <p class="hint" data-testid="manage-note">{t!(i18n, endpoint_detail.manage_starting)}</p> }.into_any()),
+                _ => Some(view! { <p class="hint" data-testid="manage-note">{t!(i18n, endpoint_detail.manage_next_deploy)}</p> }.into_any()),
+            }}
             <div class="manage-grid">
                 <form class="form" data-testid="scale-form" on:submit=scale novalidate>
                     <div class="field">
@@ -92,7 +98,7 @@ pub fn ManageCard(live: RwSignal<EndpointDetail>, choices: Vec<Choice>) -> impl 
                             <input id="scale-replicas" data-testid="scale-replicas" type="number" min="1" max="8" inputmode="numeric"
                                 aria-describedby="scale-hint" prop:value=move || replicas.get()
                                 on:input=move |ev| replicas.set(event_target_value(&ev)) />
-                            <button type="submit" class="button" data-testid="scale-submit" disabled=move || busy.get() || !ready.get()>
+                            <button type="submit" class="button" data-testid="scale-submit" disabled=move || busy.get() || starting.get()>
                                 {t!(i18n, endpoint_detail.scale_button)}
                             </button>
                         </div>
@@ -119,7 +125,7 @@ pub fn ManageCard(live: RwSignal<EndpointDetail>, choices: Vec<Choice>) -> impl 
                                 }).collect_view()}
                             </select>
                             <button type="submit" class="button" data-testid="rollout-submit"
-                                disabled=move || busy.get() || !ready.get() || checkpoint.get() == current.get().to_string()>
+                                disabled=move || busy.get() || starting.get() || checkpoint.get() == current.get().to_string()>
                                 {t!(i18n, endpoint_detail.rollout_button)}
                             </button>
                         </div>
