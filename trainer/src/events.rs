@@ -1,13 +1,15 @@
 //! The machine-readable event stream a training run writes to stdout, one JSON object per line, which the
 //! platform parses to drive its job page (schema in `trainer/EVENTS.md`). Human-facing output goes to
-//! stderr instead: a progress bar when stderr is a terminal, and nothing that could corrupt the stream.
+//! stderr instead ([`crate::progress`]: a bar on a terminal, else a line per event), never into the
+//! stream.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
 use crate::metrics::Metrics;
+use crate::progress::Progress;
 
 /// One event. Serialised with an `event` field holding the variant name in snake_case.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -117,28 +119,25 @@ pub fn to_json_line(event: &Event) -> String {
 #[derive(Clone)]
 pub struct EventSink {
     out: Arc<Mutex<Box<dyn Write + Send>>>,
-    progress: Option<indicatif::ProgressBar>,
+    /// The human-readable account on stderr, for runs started from the command line.
+    progress: Option<Arc<Progress>>,
     /// Every event emitted, kept for callers (tests, the CLI's exit status) that want them back.
     history: Arc<Mutex<Vec<Event>>>,
 }
 
 impl EventSink {
-    /// Events on stdout; a progress bar on stderr when stderr is a terminal.
+    /// Events on stdout; their human-readable account on stderr.
     pub fn stdout() -> Self {
-        let mut sink = EventSink::new(Box::new(std::io::stdout()));
-        if std::io::stderr().is_terminal() {
-            let bar = indicatif::ProgressBar::new(0);
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
-                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} steps {msg} (eta {eta})",
-            ) {
-                bar.set_style(style);
-            }
-            sink.progress = Some(bar);
-        }
-        sink
+        EventSink::new(Box::new(std::io::stdout())).with_progress(Progress::stderr())
     }
 
-    /// Events written to `out` (no progress bar).
+    /// The same sink, also telling its events to `progress`.
+    pub fn with_progress(mut self, progress: Progress) -> Self {
+        self.progress = Some(Arc::new(progress));
+        self
+    }
+
+    /// Events written to `out` (no human-readable account).
     pub fn new(out: Box<dyn Write + Send>) -> Self {
         EventSink {
             out: Arc::new(Mutex::new(out)),
@@ -155,7 +154,9 @@ impl EventSink {
     /// Writes one event line and flushes, so a consumer sees it at once. A closed stdout (the platform
     /// went away) is not a reason to stop training, so write errors are only logged.
     pub fn emit(&self, event: Event) {
-        self.update_progress(&event);
+        if let Some(progress) = &self.progress {
+            progress.event(&event);
+        }
         let line = to_json_line(&event);
         if let Ok(mut out) = self.out.lock() {
             if let Err(e) = writeln!(out, "{line}").and_then(|_| out.flush()) {
@@ -167,44 +168,16 @@ impl EventSink {
         }
     }
 
+    /// A line for people only (stderr), about something no event carries.
+    pub fn note(&self, line: &str) {
+        if let Some(progress) = &self.progress {
+            progress.note(line);
+        }
+    }
+
     /// A copy of every event emitted so far.
     pub fn history(&self) -> Vec<Event> {
         self.history.lock().map(|h| h.clone()).unwrap_or_default()
-    }
-
-    fn update_progress(&self, event: &Event) {
-        let Some(bar) = &self.progress else { return };
-        match event {
-            Event::Start {
-                total_steps,
-                resumed_from_step,
-                ..
-            } => {
-                bar.set_length(*total_steps as u64);
-                bar.set_position(*resumed_from_step as u64);
-            }
-            Event::PretrainStart { total_steps, .. } => bar.set_length(*total_steps as u64),
-            Event::Step {
-                step,
-                loss,
-                lr,
-                samples_per_s,
-                ..
-            } => {
-                bar.set_position(*step as u64);
-                bar.set_message(format!(
-                    "loss {loss:.4} lr {lr:.2e} {samples_per_s:.1} samples/s"
-                ));
-            }
-            Event::Eval { metrics, split, .. } => {
-                bar.println(format!(
-                    "{split}: accuracy {:.4} macro-F1 {:.4}",
-                    metrics.accuracy, metrics.macro_f1
-                ));
-            }
-            Event::End { .. } | Event::Error { .. } => bar.finish_and_clear(),
-            Event::Checkpoint { .. } => {}
-        }
     }
 }
 

@@ -11,7 +11,8 @@
 //! - [`data`]: reading, validating and batching data files.
 //! - [`train`]: fine-tuning (or training from scratch) a classifier from a job file.
 //! - [`pretrain`]: masked-LM pretraining with whole-word masking.
-//! - [`events`]: the JSON-lines event stream; [`cli`]: the command-line front ends.
+//! - [`events`]: the JSON-lines event stream, [`progress`] its human-readable account on stderr;
+//!   [`cli`]: the command-line front ends.
 
 pub mod checkpoint;
 pub mod cli;
@@ -24,6 +25,7 @@ pub mod metrics;
 pub mod model;
 pub mod predict;
 pub mod pretrain;
+pub mod progress;
 pub mod tokenizer;
 pub mod train;
 

@@ -190,11 +190,45 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
         .iter()
         .all(|p| p["kind"] != "step" || p["data"]["loss"].is_number()));
 
+    // The trainer's own account of the run, line by line: start, steps, evaluations, checkpoints, end.
     let logs = status_json(
         owner
             .client
+            .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/logs")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+    .1;
+    let lines: Vec<&str> = logs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["line"].as_str().unwrap())
+        .collect();
+    let has = |text: &str| lines.iter().any(|l| l.contains(text));
+    assert!(
+        has("model: ") && has("start: preset:") && has("270 training rows"),
+        "{lines:#?}"
+    );
+    assert!(
+        has("step 20/20 (epoch") && has("loss ") && has("samples/s"),
+        "{lines:#?}"
+    );
+    assert!(
+        has("dev at step 5: accuracy ") && has("macro-F1 "),
+        "{lines:#?}"
+    );
+    assert!(
+        has("saved checkpoint ") && has("deleted checkpoint ") && has("end: completed at step 20"),
+        "{lines:#?}"
+    );
+    let found = status_json(
+        owner
+            .client
             .get(server.url(&format!(
-                "/api/v1/workspaces/{ws}/jobs/{id}/logs?contains=paddock"
+                "/api/v1/workspaces/{ws}/jobs/{id}/logs?contains=end%3A%20completed"
             )))
             .send()
             .await
@@ -202,7 +236,11 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
     )
     .await
     .1;
-    assert!(logs.as_array().is_some());
+    assert_eq!(
+        found.as_array().unwrap().len(),
+        1,
+        "the log search finds the end: {found}"
+    );
 
     // Checkpoints: recorded with hash and size; retention (keep_best 1 + latest) deleted the others' files.
     let checkpoints = done["checkpoints"].as_array().unwrap();

@@ -337,7 +337,6 @@ impl<'a> Pretrainer<'a> {
         let saved = save_only(&dir, &self.vs, &self.config, &self.tokenizer, &|name| {
             !name.contains(".pooler.")
         })?;
-        remove_older(&self.ckpt_root, &dir)?;
         events.emit(Event::Checkpoint {
             path: saved.dir.display().to_string(),
             step,
@@ -346,6 +345,7 @@ impl<'a> Pretrainer<'a> {
             bytes: saved.bytes,
             best: true,
         });
+        remove_older(&self.ckpt_root, &dir, events)?;
         Ok(saved.dir)
     }
 
@@ -418,8 +418,8 @@ fn mlm_batch(
     )
 }
 
-/// Deletes every `step-*` checkpoint in `root` except `keep`.
-fn remove_older(root: &Path, keep: &Path) -> Result<()> {
+/// Deletes every `step-*` checkpoint in `root` except `keep`, saying so on `events`' human side.
+fn remove_older(root: &Path, keep: &Path, events: &EventSink) -> Result<()> {
     for entry in std::fs::read_dir(root)
         .map_err(|e| Error::io(root, e))?
         .flatten()
@@ -428,6 +428,10 @@ fn remove_older(root: &Path, keep: &Path) -> Result<()> {
         if path != keep && entry.file_name().to_string_lossy().starts_with("step-") && path.is_dir()
         {
             std::fs::remove_dir_all(&path).map_err(|e| Error::io(&path, e))?;
+            events.note(&format!(
+                "deleted checkpoint {} (pretraining keeps only the latest)",
+                path.display()
+            ));
         }
     }
     Ok(())

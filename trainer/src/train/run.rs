@@ -262,6 +262,18 @@ impl<'a> Trainer<'a> {
         std::fs::create_dir_all(&self.ckpt_root).map_err(|e| Error::io(&self.ckpt_root, e))?;
         checkpoints::clean_partial(&self.ckpt_root)?;
         let resumed_from = self.state.global_step;
+        let c = &self.built.config;
+        events.note(&format!(
+            "model: {} layers, hidden size {}, {} attention heads, feed-forward {}, vocabulary {}, \
+             {} positions; sequences cut at {} tokens",
+            c.num_hidden_layers,
+            c.hidden_size,
+            c.num_attention_heads,
+            c.intermediate_size,
+            c.vocab_size,
+            c.max_position_embeddings,
+            job.model.max_seq_len
+        ));
         events.emit(Event::Start {
             task: "train".into(),
             model: self.built.origin.clone(),
@@ -539,10 +551,12 @@ impl<'a> Trainer<'a> {
             &self.state,
         )?;
         // Delete only after the new checkpoint is safely in place.
+        let mut deleted = Vec::new();
         for old in drop {
             let dir = self.ckpt_root.join(&old);
             if dir.exists() {
                 std::fs::remove_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+                deleted.push(dir);
             }
         }
         let best = self.state.best_checkpoint.as_deref() == Some(name.as_str());
@@ -554,6 +568,14 @@ impl<'a> Trainer<'a> {
             bytes: saved.bytes,
             best,
         });
+        for dir in deleted {
+            events.note(&format!(
+                "deleted checkpoint {} (retention keeps the best {} by {} and the latest)",
+                dir.display(),
+                self.job.train.keep_best,
+                self.state.metric_for_best
+            ));
+        }
         Ok(saved.dir)
     }
 
