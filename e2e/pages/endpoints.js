@@ -43,7 +43,14 @@ export class EndpointPage {
 
   async goto(workspaceId, endpointId) {
     await this.page.goto(`/w/${workspaceId}/endpoints/${endpointId}`);
+    await this.whenLive();
+  }
+
+  /** Waits until the endpoint's own view has hydrated, not only the shell: the curl example gets the
+   *  server's address from an effect, and effects run once the view is live, so its buttons work. */
+  async whenLive() {
     await hydrated(this.page);
+    await this.curl.filter({ hasText: 'http://' }).waitFor();
   }
 
   get statusCard() { return this.page.getByTestId('endpoint-status-card'); }

@@ -146,6 +146,11 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     const endpoint = new EndpointPage(page);
     secret = await endpoint.createKey('app', 120);
     assert.ok(secret.length > 16, 'a secret is shown once');
+    // The copy button puts it on the clipboard (and says so).
+    await owner.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.baseURL });
+    await page.getByTestId('new-key-copy').click();
+    await page.locator('[data-testid="new-key-copy"][data-state="copied"]').waitFor();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret);
     await waitForText(page.getByTestId('key-row-app'), '120');
     // The examples now carry the real address and the new key.
     const curl = await endpoint.curl.textContent();
@@ -190,7 +195,7 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     assert.equal(await row.getByTestId('endpoint-job').getAttribute('href'), `/w/${workspaceId}/jobs/${jobId}`);
     await row.getByTestId('endpoint-link').click();
     await page.waitForURL(new RegExp(`/endpoints/${endpointId}$`));
-    await waitForText(page.getByTestId('page-title'), 'tiny-sentiment');
+    await new EndpointPage(page).whenLive();
     await assertAccessibleBasics(page);
     await screenshot(page, '09-endpoints');
   });
