@@ -475,7 +475,8 @@ pub struct DatasetSummary {
 pub struct DatasetDetail {
     pub summary: DatasetSummary,
     /// The trainer's validation report: `rows`, `valid_rows`, `label_distribution`, `lengths`
-    /// (p50/p95/max and a histogram), `warnings` and `errors` with line numbers.
+    /// (characters: p50/p95/max and a histogram), `tokens` (the same in tokens, with the tokenizer and the
+    /// rows longer than 128/256/512), `warnings` and `errors` with line numbers.
     #[cfg_attr(feature = "ssr", schema(value_type = Object))]
     pub report: serde_json::Value,
     pub preview: DatasetPreview,

@@ -1,10 +1,11 @@
-//! Story: an owner uploads a labelled file through the upload form, reads its validation report and
-//! preview, submits a small job (tiny model, a local process), watches the loss chart grow while the job
-//! runs, sees checkpoints appear and downloads one as a tar; a file with a missing label is refused with
-//! its line numbers and creates nothing; a negative learning rate is refused at its field. Along the
-//! way: the log search, "clone job", the checkpoint evaluated on a held-out set (a dataset of other labels
-//! is refused, naming them), a dataset in use that cannot be deleted, the one-click sample, the Models
-//! page with each checkpoint's job, and a viewer who reads it all without any control.
+//! Story: an owner uploads a labelled file through the upload form, reads its validation report (lengths
+//! in characters and in tokens) and preview, submits a small job (tiny model, a local process), watches
+//! the loss chart grow while the job runs, sees checkpoints appear and downloads one as a tar; a file
+//! with a missing label is refused with its line numbers and creates nothing; a negative learning rate
+//! is refused at its field. Along the way: the log search, "clone job", the checkpoint evaluated on a
+//! held-out set (a dataset of other labels is refused, naming them), a dataset in use that cannot be
+//! deleted, the one-click sample, the Models page with each checkpoint's job, and a viewer who reads it
+//! all without any control.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -85,6 +86,16 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     assert.equal(await ds.labels.locator('[data-label="positive"]').getAttribute('data-count'), '124');
     assert.ok(await ds.histogram.locator('.histogram-col').count() > 1, 'a length histogram');
     assert.equal((await page.getByTestId('report-p95').textContent()).trim(), '72');
+    // The same texts in tokens, counted without a vocabulary (a token per Chinese character), with the rows
+    // each usual max_seq_len would cut: none of these short reviews.
+    const tokens = page.getByTestId('report-tokens');
+    assert.equal(await tokens.getAttribute('data-tokenizer'), 'basic');
+    assert.equal((await page.getByTestId('report-tokens-p95').textContent()).trim(), '70');
+    assert.equal((await page.getByTestId('report-tokens-max').textContent()).trim(), '80');
+    assert.ok(await page.getByTestId('report-tokens-histogram').locator('.histogram-col').count() > 1);
+    const over = page.getByTestId('report-tokens-over').locator('li');
+    assert.deepEqual(await over.evaluateAll((l) => l.map((e) => [e.dataset.maxLen, e.dataset.rows])),
+      [['128', '0'], ['256', '0'], ['512', '0']]);
     assert.ok(await ds.previewRows.count() > 0, 'preview rows');
     await waitForText(ds.preview, '入住');
     assert.match((await ds.sha256.textContent()).trim(), /^[0-9a-f]{64}$/);

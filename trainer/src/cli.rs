@@ -415,15 +415,19 @@ pub fn run_predict(args: &PredictArgs) -> Result<i32> {
 pub struct ValidateArgs {
     #[command(flatten)]
     pub data: DataArgs,
-    /// Measure lengths in this model's tokens (else in characters), and check labels against it.
-    #[arg(long)]
+    /// Count tokens with this model's tokenizer, and check labels against the model's.
+    #[arg(long, conflicts_with = "vocab")]
     pub model: Option<PathBuf>,
+    /// Count tokens with this WordPiece vocabulary (`vocab.txt`, lower-cased like bert-base-chinese).
+    /// Without it or --model, tokens are counted by BERT's basic split (a lower bound).
+    #[arg(long)]
+    pub vocab: Option<PathBuf>,
     /// Known label names, comma-separated (labels outside them are errors).
     #[arg(long, value_delimiter = ',')]
     pub labels: Vec<String>,
-    /// Length beyond which rows count as truncated (with --model).
-    #[arg(long, default_value_t = 128)]
-    pub max_seq_len: usize,
+    /// Warn about rows longer than this many tokens (they will be truncated).
+    #[arg(long)]
+    pub max_seq_len: Option<usize>,
     /// The file holds texts only (prediction input).
     #[arg(long)]
     pub unlabelled: bool,
@@ -431,40 +435,76 @@ pub struct ValidateArgs {
 
 /// Runs `validate`; exit code 0 when the file has no errors, 2 when it has.
 pub fn run_validate(args: &ValidateArgs) -> Result<i32> {
-    let (tokenizer, model_labels) = match &args.model {
-        Some(dir) => {
+    let (tokenizer, model_labels) = match (&args.model, &args.vocab) {
+        (Some(dir), _) => {
             let config = crate::ErnieConfig::from_file(&dir.join("config.json"))?;
             (
                 Some(crate::Tokenizer::from_dir(dir)?),
                 Some(config.labels()),
             )
         }
-        None => (None, None),
+        (None, Some(vocab)) => (Some(crate::Tokenizer::from_vocab_file(vocab, true)?), None),
+        (None, None) => (None, None),
     };
     let labels = match (args.labels.is_empty(), model_labels) {
         (false, _) => Some(LabelMap::new(args.labels.clone())?),
         (true, Some(l)) => Some(LabelMap::new(l)?),
         (true, None) => None,
     };
-    let measure = |text: &str, pair: Option<&str>| {
-        tokenizer
-            .as_ref()
-            .and_then(|t| t.encode(text, pair, usize::MAX / 2).ok())
-            .map_or(0, |e| e.input_ids.len())
-    };
-    let measure_ref: Option<crate::data::validate::Measure<'_>> = if tokenizer.is_some() {
-        Some(&measure)
-    } else {
-        None
+    let count = |text: &str, pair: Option<&str>| token_count(tokenizer.as_ref(), text, pair);
+    let measure = crate::data::Measure {
+        tokenizer: if tokenizer.is_some() {
+            "wordpiece"
+        } else {
+            "basic"
+        },
+        count: &count,
     };
     let v = validate_file(
         &args.data.data,
         &args.data.options(!args.unlabelled)?,
         labels.as_ref(),
-        measure_ref,
-        Some(args.max_seq_len),
+        Some(measure),
+        args.max_seq_len,
     )?;
     let json = serde_json::to_string_pretty(&v.report).unwrap_or_default();
     writeln!(std::io::stdout().lock(), "{json}").map_err(|e| Error::io("<stdout>", e))?;
     Ok(if v.report.ok { 0 } else { 2 })
+}
+
+/// Tokens of a row as the model sees it, `[CLS] text [SEP] (pair [SEP])`: WordPiece with a tokenizer, else
+/// BERT's basic split. Counting never fails a validation (a text the tokenizer refuses counts as 0).
+fn token_count(tokenizer: Option<&crate::Tokenizer>, text: &str, pair: Option<&str>) -> usize {
+    match tokenizer {
+        Some(t) => t
+            .encode(text, pair, usize::MAX / 2)
+            .map_or(0, |e| e.input_ids.len()),
+        None => {
+            let words = |s: &str| crate::tokenizer::basic_tokens(s).map_or(0, |w| w.len());
+            let specials = if pair.is_some() { 3 } else { 2 };
+            words(text) + pair.map_or(0, words) + specials
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_count_their_special_tokens_with_or_without_a_vocabulary() {
+        assert_eq!(token_count(None, "我爱北京", None), 6);
+        assert_eq!(
+            token_count(None, "我爱北京", Some("hello world!")),
+            4 + 3 + 3
+        );
+        let vocab = [
+            "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "我", "爱", "un", "##aff", "##able",
+        ];
+        let t = crate::Tokenizer::from_vocab(vocab.iter().map(|s| s.to_string()).collect(), true)
+            .unwrap();
+        // "unaffable" is one basic token but three WordPiece tokens.
+        assert_eq!(token_count(None, "我爱unaffable", None), 5);
+        assert_eq!(token_count(Some(&t), "我爱unaffable", None), 7);
+    }
 }

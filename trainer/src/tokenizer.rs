@@ -4,6 +4,7 @@
 //! 100 characters, and the `[CLS] A [SEP] B [SEP]` template with token-type ids 0/1. Also builds a vocabulary
 //! from a training corpus when a model is trained from scratch, and writes `vocab.txt`, `tokenizer.json`,
 //! `tokenizer_config.json` and `special_tokens_map.json` so that transformers' `AutoTokenizer` reads it back.
+//! [`basic_tokens`] is the first half alone (no vocabulary): what the validator counts when it has none.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -63,6 +64,30 @@ impl std::fmt::Debug for Tokenizer {
 
 fn tok_err(context: &str, e: impl std::fmt::Display) -> Error {
     Error::Tokenizer(format!("{context}: {e}"))
+}
+
+/// BERT's basic tokenization without a vocabulary: the normalizer (clean text, a token per CJK character,
+/// lower-case, strip accents) and the split on whitespace and punctuation — the words WordPiece would then
+/// cut into pieces. With any vocabulary a text has at least this many tokens (WordPiece only splits
+/// further, or maps a word to one `[UNK]`).
+pub fn basic_tokens(text: &str) -> Result<Vec<String>> {
+    use tokenizers::{
+        NormalizedString, Normalizer, OffsetReferential, OffsetType, PreTokenizedString,
+        PreTokenizer,
+    };
+    let mut normalized = NormalizedString::from(text);
+    BertNormalizer::new(true, true, None, true)
+        .normalize(&mut normalized)
+        .map_err(|e| tok_err("normalize", e))?;
+    let mut pre = PreTokenizedString::from(normalized);
+    BertPreTokenizer
+        .pre_tokenize(&mut pre)
+        .map_err(|e| tok_err("pre-tokenize", e))?;
+    Ok(pre
+        .get_splits(OffsetReferential::Original, OffsetType::Char)
+        .into_iter()
+        .map(|(word, _, _)| word.to_string())
+        .collect())
 }
 
 impl Tokenizer {
@@ -186,29 +211,17 @@ impl Tokenizer {
         texts: impl Iterator<Item = &'a str>,
         max_vocab: usize,
     ) -> Result<Self> {
-        use tokenizers::{
-            NormalizedString, Normalizer, OffsetReferential, OffsetType, PreTokenizedString,
-            PreTokenizer,
-        };
         if max_vocab <= SPECIAL_TOKENS.len() {
             return Err(Error::Tokenizer(format!(
                 "max_vocab {max_vocab} leaves no room beyond the special tokens"
             )));
         }
-        let normalizer = BertNormalizer::new(true, true, None, true);
         let mut chars: HashMap<String, u64> = HashMap::new();
         let mut words: HashMap<String, u64> = HashMap::new();
         let mut seen_any = false;
         for text in texts {
-            let mut normalized = NormalizedString::from(text);
-            normalizer
-                .normalize(&mut normalized)
-                .map_err(|e| tok_err("normalize", e))?;
-            let mut pre = PreTokenizedString::from(normalized);
-            BertPreTokenizer
-                .pre_tokenize(&mut pre)
-                .map_err(|e| tok_err("pre-tokenize", e))?;
-            for (word, _, _) in pre.get_splits(OffsetReferential::Original, OffsetType::Char) {
+            for word in basic_tokens(text)? {
+                let word = word.as_str();
                 seen_any = true;
                 for (i, c) in word.chars().enumerate() {
                     let piece = if i == 0 {
@@ -455,6 +468,34 @@ mod tests {
             "##aff", "##able", "cafe", ",", "!",
         ];
         Tokenizer::from_vocab(vocab.iter().map(|s| s.to_string()).collect(), true).unwrap()
+    }
+
+    #[test]
+    fn basic_tokens_split_cjk_characters_punctuation_and_spaces() {
+        let words = basic_tokens("我爱北京，Hello  World! unaffable\tcafé").unwrap();
+        assert_eq!(
+            words,
+            [
+                "我",
+                "爱",
+                "北",
+                "京",
+                "，",
+                "hello",
+                "world",
+                "!",
+                "unaffable",
+                "cafe"
+            ]
+        );
+        assert!(basic_tokens(" \n ").unwrap().is_empty());
+        // WordPiece only cuts further: never fewer tokens than the basic split.
+        let wordpiece = tiny().tokenize("中国 unaffable, hello!").unwrap();
+        assert_eq!(
+            wordpiece,
+            ["中", "国", "un", "##aff", "##able", ",", "hello", "!"]
+        );
+        assert!(wordpiece.len() >= basic_tokens("中国 unaffable, hello!").unwrap().len());
     }
 
     #[test]

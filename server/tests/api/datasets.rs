@@ -103,6 +103,19 @@ async fn upload_validate_preview_download_and_delete() {
         "{summary}"
     );
     assert!(created["report"]["ok"].as_bool().unwrap());
+    // Lengths in characters and, counted by BERT's basic split (no vocabulary here), in tokens.
+    let tokens = &created["report"]["tokens"];
+    assert_eq!(created["report"]["lengths"]["unit"], "chars");
+    assert_eq!(
+        (tokens["tokenizer"].as_str(), tokens["unit"].as_str()),
+        (Some("basic"), Some("tokens")),
+        "{tokens}"
+    );
+    assert!(tokens["p95"].as_u64().unwrap() > tokens["p50"].as_u64().unwrap());
+    assert_eq!(
+        tokens["over"],
+        json!([{ "max_len": 128, "rows": 0 }, { "max_len": 256, "rows": 0 }, { "max_len": 512, "rows": 0 }])
+    );
     assert_eq!(created["preview"]["columns"], json!(["text", "label"]));
     assert!(!created["preview"]["rows"].as_array().unwrap().is_empty());
     let id = summary["id"].as_i64().unwrap();

@@ -21,6 +21,8 @@ pub mod validate;
 pub use batch::{Batch, Features};
 pub use labels::LabelMap;
 pub use reader::{Columns, DataFormat};
-pub use report::{Issue, IssueKind, LengthStats, Severity, ValidationReport};
+pub use report::{
+    Issue, IssueKind, LengthStats, OverLength, Severity, TokenLengths, ValidationReport,
+};
 pub use split::split_dev;
-pub use validate::{validate_file, DataOptions, Example, Row, Validated};
+pub use validate::{validate_file, DataOptions, Example, Measure, Row, Validated};

@@ -1,6 +1,8 @@
 //! The validation report the platform shows for a data file: every problem with its 1-based line and
 //! field, split into errors (the file cannot be used) and warnings (it can, but look), plus statistics —
-//! row count, label distribution and length percentiles with a histogram. Serialisable as JSON.
+//! row count, label distribution, and length percentiles with a histogram in characters and, when the
+//! caller can count them, in tokens (with the rows longer than the usual sequence limits). Serialisable
+//! as JSON.
 
 use std::collections::BTreeMap;
 
@@ -82,10 +84,13 @@ impl Issue {
     }
 }
 
-/// Length distribution in tokens (when a tokenizer was given) or characters.
+/// The sequence limits people pick most (`max_seq_len`): the token report says how many rows each cuts.
+pub const COMMON_MAX_LENGTHS: [usize; 3] = [128, 256, 512];
+
+/// Length distribution in characters, or in tokens ([`TokenLengths`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LengthStats {
-    /// "tokens" (including [CLS]/[SEP]) or "chars".
+    /// "chars", or "tokens" (including [CLS]/[SEP]).
     pub unit: &'static str,
     pub p50: usize,
     pub p95: usize,
@@ -94,6 +99,26 @@ pub struct LengthStats {
     /// Rows longer than `max_seq_len` (they will be truncated), when a limit was given.
     pub over_limit: Option<usize>,
     pub histogram: Vec<HistogramBin>,
+}
+
+/// Lengths in tokens, as the model will see them (`[CLS]`/`[SEP]` included).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TokenLengths {
+    /// `wordpiece`: counted with the given vocabulary, exactly. `basic`: without one, BERT's basic split
+    /// (a token per CJK character, words split at spaces and punctuation) — a lower bound, since WordPiece
+    /// only cuts words further.
+    pub tokenizer: &'static str,
+    #[serde(flatten)]
+    pub stats: LengthStats,
+    /// Rows longer than each of [`COMMON_MAX_LENGTHS`]: what truncation at that limit would cut.
+    pub over: Vec<OverLength>,
+}
+
+/// How many rows are longer than `max_len` tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OverLength {
+    pub max_len: usize,
+    pub rows: usize,
 }
 
 /// Rows whose length is in `[from, to)`.
@@ -116,7 +141,10 @@ pub struct ValidationReport {
     pub valid_rows: usize,
     /// Count per label string, over valid rows.
     pub label_distribution: BTreeMap<String, usize>,
+    /// Text lengths in characters.
     pub lengths: Option<LengthStats>,
+    /// Text lengths in tokens, when the validator was given a way to count them.
+    pub tokens: Option<TokenLengths>,
     /// True when there are no errors.
     pub ok: bool,
     pub error_count: usize,
@@ -137,6 +165,7 @@ impl ValidationReport {
             valid_rows: 0,
             label_distribution: BTreeMap::new(),
             lengths: None,
+            tokens: None,
             ok: true,
             error_count: 0,
             warning_count: 0,
@@ -222,6 +251,28 @@ pub fn length_stats(
     })
 }
 
+/// [`TokenLengths`] of `lengths` counted by `tokenizer`; `limit` (the job's `max_seq_len`) fills
+/// `over_limit`.
+pub fn token_lengths(
+    lengths: &[usize],
+    tokenizer: &'static str,
+    limit: Option<usize>,
+) -> Option<TokenLengths> {
+    let stats = length_stats(lengths, "tokens", limit)?;
+    let over = COMMON_MAX_LENGTHS
+        .iter()
+        .map(|&max_len| OverLength {
+            max_len,
+            rows: lengths.iter().filter(|&&l| l > max_len).count(),
+        })
+        .collect();
+    Some(TokenLengths {
+        tokenizer,
+        stats,
+        over,
+    })
+}
+
 /// About 16 equal bins with a round width (1, 2, 4, 8, …) from zero to past the maximum.
 fn histogram(sorted: &[usize], max: usize) -> Vec<HistogramBin> {
     let width = (max / 16 + 1).next_power_of_two();
@@ -253,6 +304,25 @@ mod tests {
         assert!(s.histogram.iter().all(|b| b.to - b.from == 8));
         assert!((s.mean - 50.5).abs() < 1e-9);
         assert!(length_stats(&[], "chars", None).is_none());
+    }
+
+    #[test]
+    fn token_lengths_count_the_rows_over_each_common_limit() {
+        let lens = [3, 128, 129, 200, 256, 300, 512, 513, 2000];
+        let t = token_lengths(&lens, "basic", Some(256)).unwrap();
+        assert_eq!(t.tokenizer, "basic");
+        assert_eq!(t.stats.unit, "tokens");
+        assert_eq!(t.stats.max, 2000);
+        assert_eq!(t.stats.over_limit, Some(4));
+        let over: Vec<(usize, usize)> = t.over.iter().map(|o| (o.max_len, o.rows)).collect();
+        assert_eq!(over, [(128, 7), (256, 4), (512, 2)]);
+        let json = serde_json::to_value(&t).unwrap();
+        assert_eq!(
+            json["p50"], 256,
+            "the statistics sit beside the tokenizer's name: {json}"
+        );
+        assert_eq!(json["over"][2]["rows"], 2);
+        assert!(token_lengths(&[], "basic", None).is_none());
     }
 
     #[test]

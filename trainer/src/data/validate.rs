@@ -1,6 +1,7 @@
 //! Reads one data file and checks it end to end: encoding, format, required values, labels and
-//! duplicates, then measures lengths. Produces the [`ValidationReport`] and the rows that passed. It never
-//! writes anything, so a bad file leaves no trace behind.
+//! duplicates, then measures lengths (characters, and tokens when the caller says how to count them).
+//! Produces the [`ValidationReport`] and the rows that passed. It never writes anything, so a bad file
+//! leaves no trace behind.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::encoding;
 use super::labels::LabelMap;
 use super::reader::{self, Columns, DataFormat};
-use super::report::{length_stats, Issue, IssueKind, ValidationReport};
+use super::report::{length_stats, token_lengths, Issue, IssueKind, ValidationReport};
 use crate::{Error, Result};
 
 /// How to read a data file.
@@ -36,8 +37,13 @@ impl Default for DataOptions {
     }
 }
 
-/// Counts a row's length in the report's unit (tokens, given a tokenizer).
-pub type Measure<'a> = &'a dyn Fn(&str, Option<&str>) -> usize;
+/// How to count a row's tokens (`[CLS]`/`[SEP]` included), and which tokenizer that is (`wordpiece` with
+/// a vocabulary, `basic` without: see [`super::report::TokenLengths`]).
+#[derive(Clone, Copy)]
+pub struct Measure<'a> {
+    pub tokenizer: &'static str,
+    pub count: &'a dyn Fn(&str, Option<&str>) -> usize,
+}
 
 /// A row that passed the checks, label still a string.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,8 +92,8 @@ impl Validated {
     }
 }
 
-/// Validates `path`. `labels` (when known) turns labels outside it into errors; `measure` gives token
-/// lengths (character counts otherwise) and `max_len` the length beyond which rows are truncated.
+/// Validates `path`. `labels` (when known) turns labels outside it into errors; `measure` adds token
+/// lengths to the character lengths, and `max_len` the token length beyond which rows are truncated.
 /// Only an unreadable file is an `Err`; every problem with the content is in the report.
 pub fn validate_file(
     path: &Path,
@@ -274,26 +280,20 @@ pub fn validate_bytes(
             format!("every row has the same label `{only}`"),
         ));
     }
-    let (lengths, unit): (Vec<usize>, _) = match measure {
-        Some(m) => (
-            rows.iter()
-                .map(|r| m(&r.text, r.text_pair.as_deref()))
-                .collect(),
-            "tokens",
-        ),
-        None => (
-            rows.iter()
-                .map(|r| {
-                    r.text.chars().count() + r.text_pair.as_ref().map_or(0, |p| p.chars().count())
-                })
-                .collect(),
-            "chars",
-        ),
-    };
-    let limit = if measure.is_some() { max_len } else { None };
-    report.lengths = length_stats(&lengths, unit, limit);
-    if let (Some(stats), Some(limit)) = (&report.lengths, limit) {
-        if let Some(n) = stats.over_limit.filter(|&n| n > 0) {
+    let chars: Vec<usize> = rows
+        .iter()
+        .map(|r| r.text.chars().count() + r.text_pair.as_ref().map_or(0, |p| p.chars().count()))
+        .collect();
+    report.lengths = length_stats(&chars, "chars", None);
+    if let Some(m) = measure {
+        let tokens: Vec<usize> = rows
+            .iter()
+            .map(|r| (m.count)(&r.text, r.text_pair.as_deref()))
+            .collect();
+        report.tokens = token_lengths(&tokens, m.tokenizer, max_len);
+    }
+    if let (Some(t), Some(limit)) = (&report.tokens, max_len) {
+        if let Some(n) = t.stats.over_limit.filter(|&n| n > 0) {
             report.push(Issue::warning(
                 IssueKind::Truncated,
                 None,

@@ -1,5 +1,6 @@
 //! The validator's report, drawn: row counts and encoding, the label distribution as bars, text lengths
-//! (p50, p95, max and a histogram) and the warnings with their line numbers. The report is the JSON
+//! in characters and in tokens (p50, p95, max and a histogram each; for tokens also the rows longer than
+//! 128, 256 and 512, what each usual `max_seq_len` would cut) and the warnings with their line numbers. The report is the JSON
 //! `paddock validate` printed; it is read leniently (missing parts are left out) because the trainer may
 //! add fields.
 
@@ -19,6 +20,8 @@ pub struct Report {
     pub valid_rows: u64,
     pub label_distribution: BTreeMap<String, u64>,
     pub lengths: Lengths,
+    /// Absent from reports written before tokens were counted.
+    pub tokens: Option<TokenLengths>,
     pub errors: Vec<Problem>,
     pub warnings: Vec<Problem>,
     pub error_count: u64,
@@ -34,6 +37,24 @@ pub struct Lengths {
     pub p95: u64,
     pub max: u64,
     pub histogram: Vec<Bucket>,
+}
+
+/// Lengths in tokens: `wordpiece` (a model's vocabulary) or `basic` (no vocabulary; a lower bound).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TokenLengths {
+    pub tokenizer: String,
+    #[serde(flatten)]
+    pub stats: Lengths,
+    pub over: Vec<Over>,
+}
+
+/// Rows longer than `max_len` tokens.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Over {
+    pub max_len: u64,
+    pub rows: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -68,13 +89,13 @@ pub fn ReportView(report: Report) -> impl IntoView {
         valid_rows,
         label_distribution,
         lengths,
+        tokens,
         errors,
         warnings,
         warning_count,
         ..
     } = report;
     let biggest_label = label_distribution.values().copied().max().unwrap_or(0);
-    let biggest_bucket = lengths.histogram.iter().map(|b| b.count).max().unwrap_or(0);
     let unit = lengths.unit.clone();
     let problems: Vec<Problem> = errors.into_iter().chain(warnings).collect();
     view! {
@@ -118,21 +139,9 @@ pub fn ReportView(report: Report) -> impl IntoView {
                         <div><dt>"p95"</dt><dd data-testid="report-p95">{lengths.p95}</dd></div>
                         <div><dt>{t!(i18n, dataset_detail.max)}</dt><dd data-testid="report-max">{lengths.max}</dd></div>
                     </dl>
-                    <div class="histogram" role="img" data-testid="report-histogram"
-                        aria-label=move || t_string!(i18n, dataset_detail.histogram_aria).to_string()>
-                        {lengths
-                            .histogram
-                            .into_iter()
-                            .map(|b| view! {
-                                <div class="histogram-col" title=format!("{}–{}: {}", b.from, b.to, b.count)>
-                                    <span class="histogram-count">{b.count}</span>
-                                    <span class="histogram-bar" style:height=percent(b.count, biggest_bucket)></span>
-                                    <span class="histogram-from">{b.from}</span>
-                                </div>
-                            })
-                            .collect_view()}
-                    </div>
+                    <Histogram lengths testid="report-histogram" />
                 </div>
+                {tokens.map(|t| view! { <TokenReport t rows=valid_rows /> })}
             </div>
             <h3>{t!(i18n, dataset_detail.problems_title)}</h3>
             {if problems.is_empty() {
@@ -167,6 +176,72 @@ pub fn ReportView(report: Report) -> impl IntoView {
     .into_any()
 }
 
+/// Rows per length bucket, as bars.
+#[component]
+fn Histogram(lengths: Lengths, testid: &'static str) -> impl IntoView {
+    let i18n = use_i18n();
+    let biggest_bucket = lengths.histogram.iter().map(|b| b.count).max().unwrap_or(0);
+    view! {
+        <div class="histogram" role="img" data-testid=testid
+            aria-label=move || t_string!(i18n, dataset_detail.histogram_aria).to_string()>
+            {lengths
+                .histogram
+                .into_iter()
+                .map(|b| view! {
+                    <div class="histogram-col" title=format!("{}–{}: {}", b.from, b.to, b.count)>
+                        <span class="histogram-count">{b.count}</span>
+                        <span class="histogram-bar" style:height=percent(b.count, biggest_bucket)></span>
+                        <span class="histogram-from">{b.from}</span>
+                    </div>
+                })
+                .collect_view()}
+        </div>
+    }
+}
+
+/// Lengths in tokens, how they were counted, and what each usual sequence limit would cut.
+#[component]
+fn TokenReport(t: TokenLengths, rows: u64) -> impl IntoView {
+    let i18n = use_i18n();
+    let basic = t.tokenizer != "wordpiece";
+    let TokenLengths { stats, over, .. } = t;
+    view! {
+        <div data-testid="report-tokens" data-tokenizer=if basic { "basic" } else { "wordpiece" }>
+            <h3>{t!(i18n, dataset_detail.lengths_tokens)}</h3>
+            <p class="hint">
+                {move || if basic {
+                    t_string!(i18n, dataset_detail.tokens_basic)
+                } else {
+                    t_string!(i18n, dataset_detail.tokens_wordpiece)
+                }}
+            </p>
+            <dl class="facts facts-compact">
+                <div><dt>"p50"</dt><dd data-testid="report-tokens-p50">{stats.p50}</dd></div>
+                <div><dt>"p95"</dt><dd data-testid="report-tokens-p95">{stats.p95}</dd></div>
+                <div><dt>{t!(i18n, dataset_detail.max)}</dt><dd data-testid="report-tokens-max">{stats.max}</dd></div>
+            </dl>
+            <Histogram lengths=stats testid="report-tokens-histogram" />
+            <ul class="bars token-limits" data-testid="report-tokens-over">
+                {over
+                    .into_iter()
+                    .map(|o| {
+                        let max_len = o.max_len;
+                        view! {
+                            <li class="bar-row" data-max-len=max_len data-rows=o.rows>
+                                <span class="bar-label">{move || t_string!(i18n, dataset_detail.tokens_over, max_len = max_len).to_string()}</span>
+                                <span class="bar-track" aria-hidden="true">
+                                    <span class="bar label-color-3" style:width=percent(o.rows, rows.max(1))></span>
+                                </span>
+                                <span class="bar-value">{o.rows}" ("{percent(o.rows, rows.max(1))}")"</span>
+                            </li>
+                        }
+                    })
+                    .collect_view()}
+            </ul>
+        </div>
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +262,24 @@ mod tests {
         assert_eq!(r.errors[0].line, Some(7));
         assert_eq!(r.warnings[0].message, "duplicate of line 2");
         assert_eq!(r.label_distribution["positive"], 4);
+        assert_eq!(r.tokens, None, "a report from before tokens were counted");
+        let with_tokens = serde_json::json!({
+            "tokens": { "tokenizer": "basic", "unit": "tokens", "p50": 33, "p95": 70, "max": 600, "mean": 36.3,
+                        "histogram": [{ "from": 0, "to": 64, "count": 5 }],
+                        "over": [{ "max_len": 128, "rows": 2 }, { "max_len": 512, "rows": 1 }] }
+        });
+        let t = Report::parse(&with_tokens).tokens.unwrap();
+        assert_eq!(
+            (t.tokenizer.as_str(), t.stats.p95, t.stats.max),
+            ("basic", 70, 600)
+        );
+        assert_eq!(
+            t.over[1],
+            Over {
+                max_len: 512,
+                rows: 1
+            }
+        );
         assert_eq!(
             Report::parse(&serde_json::json!("nonsense")),
             Report::default()
