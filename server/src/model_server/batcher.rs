@@ -1,11 +1,16 @@
-//! The inference thread and its dynamic batcher. The model lives on one OS thread (libtorch uses its own
-//! pool for the math); requests reach it through a bounded channel as already-tokenized rows, and it
-//! fills each forward pass up to a token budget — the padded size, longest row × rows — or until the
-//! oldest waiting request has waited `max_wait`, whichever comes first. Under load batches fill at once;
-//! at low load a request waits at most `max_wait`. The channel's bound is the overload guard: a full
-//! queue is refused at the door (HTTP 429), never buffered without limit.
+//! The inference threads and their dynamic batcher. A model copy lives on each inference thread; requests
+//! reach them through one bounded channel as already-tokenized rows. One thread at a time gathers a batch
+//! while the others compute theirs: it fills the forward pass up to a token budget — the padded size,
+//! longest row × rows — or until the oldest waiting request has waited `max_wait`, whichever comes first.
+//! Under load batches fill at once; at low load a request waits at most `max_wait`. When other copies are
+//! idle at that moment, the gatherer keeps only its share and leaves the rest to them, so a burst is
+//! computed on every core instead of on one. The channel's bound is the overload guard: a full queue is
+//! refused at the door (HTTP 429), never buffered without limit.
 
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
@@ -61,69 +66,109 @@ impl Batcher {
     }
 }
 
-/// A bounded queue of `capacity` requests, and its receiving end for [`run`].
-pub fn channel(capacity: usize) -> (Batcher, Receiver<Job>) {
+/// A bounded queue of `capacity` requests, and the receiving side every inference thread shares.
+pub fn channel(capacity: usize) -> (Batcher, Queue) {
     let (queue, receiver) = mpsc::sync_channel(capacity.max(1));
-    (Batcher { queue }, receiver)
+    (
+        Batcher { queue },
+        Queue {
+            gathering: Mutex::new(Gathering {
+                receiver,
+                pending: VecDeque::new(),
+            }),
+            idle: AtomicUsize::new(0),
+        },
+    )
 }
 
-/// Runs on the inference thread until every [`Batcher`] is dropped.
-pub fn run(
-    inference: &Inference<'_>,
-    labels: &[String],
-    limits: BatchLimits,
-    queue: Receiver<Job>,
-) {
-    let mut carry: Option<Job> = None;
-    loop {
-        let first = match carry.take() {
-            Some(job) => job,
-            None => match queue.recv() {
-                Ok(job) => job,
-                Err(_) => return,
-            },
-        };
-        let (batch, next) = gather(&queue, first, limits);
-        carry = next;
+/// The receiving side, shared by the inference threads.
+pub struct Queue {
+    gathering: Mutex<Gathering>,
+    /// Inference threads waiting for their turn to gather: copies with nothing to compute.
+    idle: AtomicUsize,
+}
+
+/// What the gathering thread owns while it holds the lock.
+struct Gathering {
+    receiver: Receiver<Job>,
+    /// Requests taken from the channel but left for the next batch (over the budget, or another copy's
+    /// share), oldest first: they go before anything still in the channel.
+    pending: VecDeque<Job>,
+}
+
+/// Runs on an inference thread until every [`Batcher`] is dropped.
+pub fn run(inference: &Inference<'_>, labels: &[String], limits: BatchLimits, queue: &Queue) {
+    while let Some(batch) = next_batch(queue, limits) {
         forward(inference, labels, batch);
     }
 }
 
+/// This thread's next batch (`None` once the channel is closed and drained): waits for its turn, gathers,
+/// and leaves the idle copies their share.
+fn next_batch(queue: &Queue, limits: BatchLimits) -> Option<Vec<Job>> {
+    queue.idle.fetch_add(1, Ordering::SeqCst);
+    let mut g = queue.gathering.lock().unwrap_or_else(|p| p.into_inner());
+    queue.idle.fetch_sub(1, Ordering::SeqCst);
+    let first = match g.pending.pop_front() {
+        Some(job) => job,
+        None => g.receiver.recv().ok()?,
+    };
+    let mut batch = gather(&mut g, first, limits);
+    let others = queue.idle.load(Ordering::SeqCst);
+    if others > 0 && batch.len() > 1 {
+        let rest = batch.split_off(batch.len().div_ceil(others + 1));
+        for job in rest.into_iter().rev() {
+            g.pending.push_front(job);
+        }
+    }
+    Some(batch)
+}
+
 /// The batch that starts with `first`: every request already waiting joins at once, then more are
 /// awaited until `first` has waited `max_wait`, as long as the padded size stays within the budget. The
-/// request that would break the budget comes back to start the next batch. Under load the queue is
+/// request that would break the budget stays pending to start the next batch. Under load the queue is
 /// never empty, so batches fill without waiting; `first.enqueued` is then long past, which is why the
 /// deadline only limits waiting and never stops taking what is already there.
-fn gather(queue: &Receiver<Job>, first: Job, limits: BatchLimits) -> (Vec<Job>, Option<Job>) {
-    let longest_of = |job: &Job| job.rows.iter().map(|r| r.input_ids.len()).max().unwrap_or(1);
+fn gather(g: &mut Gathering, first: Job, limits: BatchLimits) -> Vec<Job> {
+    let longest_of = |job: &Job| {
+        job.rows
+            .iter()
+            .map(|r| r.input_ids.len())
+            .max()
+            .unwrap_or(1)
+    };
     let deadline = first.enqueued + limits.max_wait;
     let mut longest = longest_of(&first);
     let mut rows = first.rows.len();
     let mut batch = vec![first];
     loop {
-        let job = match queue.try_recv() {
-            Ok(job) => job,
-            Err(TryRecvError::Disconnected) => break,
-            Err(TryRecvError::Empty) => {
-                let now = Instant::now();
-                if now >= deadline {
-                    break;
+        let job = match g.pending.pop_front() {
+            Some(job) => job,
+            None => match g.receiver.try_recv() {
+                Ok(job) => job,
+                Err(TryRecvError::Disconnected) => break,
+                Err(TryRecvError::Empty) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    match g.receiver.recv_timeout(deadline - now) {
+                        Ok(job) => job,
+                        Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+                    }
                 }
-                match queue.recv_timeout(deadline - now) {
-                    Ok(job) => job,
-                    Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
-                }
-            }
+            },
         };
         let job_longest = longest_of(&job);
         if longest.max(job_longest) * (rows + job.rows.len()) > limits.max_batch_tokens {
-            return (batch, Some(job));
+            g.pending.push_front(job);
+            break;
         }
         longest = longest.max(job_longest);
         rows += job.rows.len();
         batch.push(job);
     }
-    (batch, None)
+    batch
 }
 
 /// One forward pass over every row of `batch`; each request gets its own rows' predictions back.
@@ -172,6 +217,10 @@ mod tests {
         }
     }
 
+    fn lengths(batch: &[Job]) -> Vec<usize> {
+        batch.iter().map(|j| j.rows[0].input_ids.len()).collect()
+    }
+
     #[test]
     fn requests_already_waiting_join_even_when_the_first_waited_past_its_deadline() {
         let (batcher, queue) = channel(64);
@@ -183,12 +232,12 @@ mod tests {
             max_batch_tokens: 20 * 6,
             max_wait: Duration::from_millis(2),
         };
-        let first = queue.recv().unwrap();
-        let (batch, next) = gather(&queue, first, limits);
+        let batch = next_batch(&queue, limits).unwrap();
         assert_eq!(batch.len(), 6, "filled up to the token budget at once");
-        let (batch, next) = gather(&queue, next.expect("the seventh starts the next batch"), limits);
-        assert_eq!(batch.len(), 4);
-        assert!(next.is_none());
+        let batch = next_batch(&queue, limits).unwrap();
+        assert_eq!(batch.len(), 4, "the seventh started the next batch");
+        drop(batcher);
+        assert!(next_batch(&queue, limits).is_none(), "closed and drained");
     }
 
     #[test]
@@ -200,25 +249,43 @@ mod tests {
         };
         // Nothing else comes within 1 ms: the batch is the request alone.
         batcher.submit(job(10, Instant::now())).unwrap();
-        let first = queue.recv().unwrap();
         let quick = BatchLimits {
             max_wait: Duration::from_millis(1),
             ..budget
         };
-        let (batch, next) = gather(&queue, first, quick);
-        assert_eq!((batch.len(), next.is_none()), (1, true));
+        assert_eq!(next_batch(&queue, quick).unwrap().len(), 1);
         // Within a long max_wait the batcher is still waiting when a later request arrives; this one
-        // does not fit the budget, so it comes back at once as the start of the next batch.
+        // does not fit the budget, so the batch ends at once and it starts the next one.
         batcher.submit(job(10, Instant::now())).unwrap();
-        let first = queue.recv().unwrap();
         let sender = batcher.clone();
         let late = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));
             sender.submit(job(25, Instant::now())).unwrap();
         });
-        let (batch, next) = gather(&queue, first, budget);
+        assert_eq!(lengths(&next_batch(&queue, budget).unwrap()), vec![10]);
         late.join().unwrap();
-        assert_eq!(batch.len(), 1);
-        assert_eq!(next.expect("the late request was seen").rows[0].input_ids.len(), 25);
+        // (Closed, so that this batch does not wait its minute for company.)
+        drop(batcher);
+        assert_eq!(lengths(&next_batch(&queue, budget).unwrap()), vec![25]);
+    }
+
+    #[test]
+    fn idle_copies_get_their_share_of_a_burst_in_order() {
+        let (batcher, queue) = channel(64);
+        let now = Instant::now() - Duration::from_secs(1);
+        for tokens in 1..=8 {
+            batcher.submit(job(tokens, now)).unwrap();
+        }
+        let limits = BatchLimits {
+            max_batch_tokens: 8192,
+            max_wait: Duration::from_millis(2),
+        };
+        // One other copy is waiting for its turn: this one keeps half.
+        queue.idle.store(1, Ordering::SeqCst);
+        let mine = next_batch(&queue, limits).unwrap();
+        queue.idle.store(0, Ordering::SeqCst);
+        assert_eq!(lengths(&mine), vec![1, 2, 3, 4]);
+        let theirs = next_batch(&queue, limits).unwrap();
+        assert_eq!(lengths(&theirs), vec![5, 6, 7, 8], "the rest, oldest first");
     }
 }

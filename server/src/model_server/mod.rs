@@ -1,6 +1,6 @@
 //! `paddock serve-model`: one checkpoint behind HTTP, the process an endpoint's replicas run (locally or
 //! in a container). Tokenization happens on the request's side (a blocking-pool task), the model on its
-//! own thread behind a dynamic batcher (`batcher`), and a bounded queue turns overload into 429s. The
+//! own thread (or one copy per thread with `--inference-threads`) behind a dynamic batcher (`batcher`), and a bounded queue turns overload into 429s. The
 //! model loads with the checkpoint's own tokenizer, label map and training length, and is warmed up
 //! before `/health` says ready.
 //!
@@ -55,6 +55,13 @@ pub struct ServeModelArgs {
     /// A request not answered within this many seconds gets 503.
     #[arg(long, default_value_t = 30)]
     pub request_timeout_secs: u64,
+    /// Model copies, each on its own thread taking batches from the one queue. A libtorch model cannot
+    /// be shared between threads, and libtorch's own intra-op threads spin between the small operations
+    /// of a short-text forward pass (starving the HTTP and tokenizer threads), so on CPU several copies at
+    /// `--threads 1` use the cores better than one copy with several threads. Each copy costs the
+    /// model's memory.
+    #[arg(long, default_value_t = 1)]
+    pub inference_threads: usize,
 }
 
 /// What the request side knows about the loaded model.
@@ -69,13 +76,15 @@ struct Served {
     metrics: PrometheusHandle,
 }
 
-/// Loads the model (on its thread), warms it up, then serves until `shutdown` resolves.
+/// Loads the model (one copy per inference thread), warms it up, then serves until `shutdown` resolves.
 pub async fn run(
     args: ServeModelArgs,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    if args.max_batch_tokens == 0 || args.max_inputs == 0 {
-        anyhow::bail!("--max-batch-tokens and --max-inputs must be at least 1");
+    if args.max_batch_tokens == 0 || args.max_inputs == 0 || args.inference_threads == 0 {
+        anyhow::bail!(
+            "--max-batch-tokens, --max-inputs and --inference-threads must be at least 1"
+        );
     }
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .set_buckets(&[
@@ -85,65 +94,32 @@ pub async fn run(
         .install_recorder()
         .context("installing the metrics recorder")?;
     let (batcher, queue) = batcher::channel(args.queue_capacity);
-    let (ready_tx, ready_rx) =
-        oneshot::channel::<Result<(Vec<String>, usize, Tokenizer), String>>();
+    let queue = Arc::new(queue);
     let limits = BatchLimits {
         max_batch_tokens: args.max_batch_tokens,
         max_wait: Duration::from_millis(args.max_wait_ms),
     };
-    let model_args = args.model.clone();
-    std::thread::Builder::new()
-        .name("inference".into())
-        .spawn(move || {
-            let opened = (|| -> trainer::Result<_> {
-                if model_args.threads > 0 {
-                    tch::set_num_threads(model_args.threads as i32);
-                }
-                let device = trainer::pick_device(&model_args.device)?;
-                let precision = Precision::parse(&model_args.precision)?;
-                precision.check(device)?;
-                let loaded = trainer::checkpoint::load(&model_args.model, device, None)?;
-                let max_positions = loaded.config.max_position_embeddings;
-                let max_len = model_args
-                    .max_seq_len
-                    .unwrap_or_else(|| default_max_len(&model_args.model, max_positions));
-                Ok((loaded, precision, max_len))
-            })();
-            let (loaded, precision, max_len) = match opened {
-                Ok(opened) => opened,
-                Err(e) => {
-                    let _ = ready_tx.send(Err(e.to_string()));
-                    return;
-                }
-            };
-            let labels = loaded.config.labels();
-            let inference = Inference {
-                model: &loaded.model,
-                device: loaded.vs.device(),
-                precision,
-                pad_id: loaded.config.pad_token_id,
-                batch_size: model_args.batch_size.max(1),
-            };
-            // Warm-up: the first forward pass allocates and picks kernels; users should not pay for it.
-            let warm = encode_rows(
-                &loaded.tokenizer,
-                &[("预热 warm-up".to_string(), None)],
-                None,
-                max_len,
-            )
-            .and_then(|rows| inference.logits(&rows));
-            if let Err(e) = warm {
-                let _ = ready_tx.send(Err(format!("warm-up failed: {e}")));
-                return;
-            }
-            let _ = ready_tx.send(Ok((labels.clone(), max_len, loaded.tokenizer.clone())));
-            batcher::run(&inference, &labels, limits, queue);
-        })
-        .context("starting the inference thread")?;
-    let (labels, max_len, tokenizer) = ready_rx
-        .await
-        .context("the inference thread ended")?
-        .map_err(|e| anyhow::anyhow!("cannot serve {}: {e}", args.model.model.display()))?;
+    let mut loading = Vec::new();
+    for copy in 0..args.inference_threads {
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let model_args = args.model.clone();
+        let queue = queue.clone();
+        std::thread::Builder::new()
+            .name(format!("inference-{copy}"))
+            .spawn(move || inference_thread(model_args, limits, &queue, ready_tx))
+            .context("starting an inference thread")?;
+        loading.push(ready_rx);
+    }
+    // Ready once every copy is loaded and warmed up; they all read the same checkpoint.
+    let mut loaded = None;
+    for ready in loading {
+        let copy = ready
+            .await
+            .context("an inference thread ended")?
+            .map_err(|e| anyhow::anyhow!("cannot serve {}: {e}", args.model.model.display()))?;
+        loaded.get_or_insert(copy);
+    }
+    let (labels, max_len, tokenizer) = loaded.context("no inference thread")?;
     let served = Arc::new(Served {
         name: args
             .model
@@ -173,6 +149,62 @@ pub async fn run(
         .with_graceful_shutdown(shutdown)
         .await
         .context("model server failed")
+}
+
+/// What a loaded model copy tells the request side: labels, max length, tokenizer.
+type Loaded = (Vec<String>, usize, Tokenizer);
+
+/// One model copy: loads the checkpoint, warms up, says so on `ready`, then serves batches from the
+/// shared queue until every [`Batcher`] is gone.
+fn inference_thread(
+    model_args: trainer::cli::ModelArgs,
+    limits: BatchLimits,
+    queue: &batcher::Queue,
+    ready: oneshot::Sender<Result<Loaded, String>>,
+) {
+    let opened = (|| -> trainer::Result<_> {
+        if model_args.threads > 0 {
+            tch::set_num_threads(model_args.threads as i32);
+        }
+        let device = trainer::pick_device(&model_args.device)?;
+        let precision = Precision::parse(&model_args.precision)?;
+        precision.check(device)?;
+        let loaded = trainer::checkpoint::load(&model_args.model, device, None)?;
+        let max_positions = loaded.config.max_position_embeddings;
+        let max_len = model_args
+            .max_seq_len
+            .unwrap_or_else(|| default_max_len(&model_args.model, max_positions));
+        Ok((loaded, precision, max_len))
+    })();
+    let (loaded, precision, max_len) = match opened {
+        Ok(opened) => opened,
+        Err(e) => {
+            let _ = ready.send(Err(e.to_string()));
+            return;
+        }
+    };
+    let labels = loaded.config.labels();
+    let inference = Inference {
+        model: &loaded.model,
+        device: loaded.vs.device(),
+        precision,
+        pad_id: loaded.config.pad_token_id,
+        batch_size: model_args.batch_size.max(1),
+    };
+    // Warm-up: the first forward pass allocates and picks kernels; users should not pay for it.
+    let warm = encode_rows(
+        &loaded.tokenizer,
+        &[("预热 warm-up".to_string(), None)],
+        None,
+        max_len,
+    )
+    .and_then(|rows| inference.logits(&rows));
+    if let Err(e) = warm {
+        let _ = ready.send(Err(format!("warm-up failed: {e}")));
+        return;
+    }
+    let _ = ready.send(Ok((labels.clone(), max_len, loaded.tokenizer.clone())));
+    batcher::run(&inference, &labels, limits, queue);
 }
 
 #[derive(Deserialize)]

@@ -197,6 +197,7 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
         "{detail}"
     );
     assert!(detail["metrics"]["p50_ms"].is_number());
+    assert!(detail["keys"][0]["last_used_at"].is_string(), "{detail}");
     assert!(
         server.count("SELECT COUNT(*) FROM endpoint_requests").await >= 1,
         "sampled request log"

@@ -224,6 +224,41 @@ async fn serves_the_same_numbers_as_predict_batches_and_sheds_load() {
     assert!(metrics.contains("paddock_model_batch_rows"), "{metrics}");
     drop(server);
 
+    // Two model copies on two threads serve the same numbers, whichever copy answers.
+    let copies = ModelServer::start(&model, &["--inference-threads", "2", "--threads", "1"]);
+    let requests = (0..12).map(|i| {
+        let client = client.clone();
+        let url = format!("{}/predict", copies.base);
+        async move {
+            let text = texts[i % texts.len()];
+            let answer = client
+                .post(url)
+                .json(&json!({ "inputs": [text], "return_logits": true }))
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap();
+            (i % texts.len(), answer)
+        }
+    });
+    for (which, answer) in futures_util::future::join_all(requests).await {
+        let got = &answer["predictions"][0];
+        for (a, b) in got["logits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(expected[which]["logits"].as_array().unwrap())
+        {
+            assert!(
+                (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() <= 1e-4,
+                "{answer}"
+            );
+        }
+    }
+    drop(copies);
+
     // A tiny queue and a long wait: a burst overflows it and is refused with 429, not buffered.
     let small = ModelServer::start(
         &model,

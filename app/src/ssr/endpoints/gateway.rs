@@ -52,8 +52,13 @@ pub struct Gateway {
     stats: Mutex<HashMap<i64, Stats>>,
     buckets: Mutex<HashMap<i64, Bucket>>,
     sampled: AtomicU64,
+    /// Per key: when its `last_used_at` was last written.
+    key_writes: Mutex<HashMap<i64, Instant>>,
     client: reqwest::Client,
 }
+
+/// How stale a key's `last_used_at` may get: one write per key per minute, not one per request.
+const KEY_USE_EVERY: Duration = Duration::from_secs(60);
 
 /// A key that may call an endpoint.
 pub struct Caller {
@@ -106,6 +111,19 @@ impl Gateway {
             endpoint_id,
             rate_limit_per_minute: rate.max(1) as u32,
         })
+    }
+
+    /// Whether the key's `last_used_at` should be written now (its first use, then once a minute).
+    pub fn key_use_due(&self, key_id: i64) -> bool {
+        let now = Instant::now();
+        let mut writes = self.key_writes.lock().unwrap_or_else(|p| p.into_inner());
+        match writes.get(&key_id) {
+            Some(at) if now.duration_since(*at) < KEY_USE_EVERY => false,
+            _ => {
+                writes.insert(key_id, now);
+                true
+            }
+        }
     }
 
     /// Takes one request from the key's bucket, or says how long to wait.
@@ -317,6 +335,9 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(gateway.metrics(9).rate_limited_total, 1);
+        assert!(gateway.key_use_due(1), "the first use is written");
+        assert!(!gateway.key_use_due(1), "then not again within a minute");
+        assert!(gateway.key_use_due(2));
         // Another key has its own bucket.
         gateway
             .admit(&Caller {

@@ -733,6 +733,8 @@ pub async fn predict(
             .bind(super::now())
             .execute(db)
             .await;
+    }
+    if gateway.key_use_due(caller.key_id) {
         let _ = sqlx::query("UPDATE endpoint_keys SET last_used_at = ? WHERE id = ?")
             .bind(super::now())
             .bind(caller.key_id)
