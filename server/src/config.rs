@@ -47,6 +47,9 @@ pub enum Command {
     Predict(trainer::cli::PredictArgs),
     /// Validate a data file and print its report as JSON (problems with line numbers, statistics).
     Validate(trainer::cli::ValidateArgs),
+    /// Copy stdin to a file up to a size limit, then drop the rest (a job's raw train.log).
+    #[command(hide = true)]
+    LogSink(crate::log_sink::LogSinkArgs),
 }
 
 /// Where state lives.
@@ -104,6 +107,10 @@ pub struct ServeConfig {
     /// libtorch threads per CPU job; 0 uses every core.
     #[arg(long, env = "PADDOCK_CPU_JOB_THREADS", default_value_t = 0)]
     pub cpu_job_threads: usize,
+    /// Bytes of a job's raw stderr kept in its `train.log` (the rest is dropped there; the job's log in
+    /// the database and its rotated files under <data-dir>/logs/jobs/ are separate).
+    #[arg(long, env = "PADDOCK_TRAIN_LOG_MAX_BYTES", default_value_t = app::ssr::jobs::DEFAULT_TRAIN_LOG_MAX_BYTES)]
+    pub train_log_max_bytes: u64,
     #[command(flatten)]
     pub environments: EnvironmentsConfig,
 }

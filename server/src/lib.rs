@@ -9,7 +9,8 @@
 //! - [`admin`]: `paddock admin create-user` and `reset-password`.
 //! - [`client`]: the REST client the commands below share (token, errors, names, SSE).
 //! - [`environments`]: `paddock env list|show|create|up|down|rm|exec`.
-//! - [`jobs`]: `paddock job submit|list|show|logs|cancel` and `paddock ckpt list|download`.
+//! - [`jobs`]: `paddock job submit|list|show|logs|cancel` and `paddock ckpt list|download|eval`.
+//! - [`log_sink`]: `paddock log-sink`, the size limit on a job's raw `train.log`.
 //! - [`model_server`]: `paddock serve-model`, one checkpoint behind HTTP with dynamic batching.
 
 pub mod admin;
@@ -17,5 +18,6 @@ pub mod client;
 pub mod config;
 pub mod environments;
 pub mod jobs;
+pub mod log_sink;
 pub mod model_server;
 pub mod serve;

@@ -33,6 +33,15 @@ fn main() -> ExitCode {
         Command::Validate(args) => Some(trainer::cli::run_validate(args)),
         _ => None,
     };
+    if let Command::LogSink(args) = &cli.command {
+        return match server::log_sink::run(args) {
+            Ok(_) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if let Some(result) = trainer_result {
         return match result {
             Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -74,7 +83,8 @@ fn main() -> ExitCode {
             | Command::Pretrain(_)
             | Command::Eval(_)
             | Command::Predict(_)
-            | Command::Validate(_) => {
+            | Command::Validate(_)
+            | Command::LogSink(_) => {
                 unreachable!("trainer commands are dispatched before the runtime starts")
             }
         }

@@ -63,12 +63,14 @@ pub async fn run(
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?,
     );
-    let jobs = std::sync::Arc::new(Jobs::new(
+    let mut jobs = Jobs::new(
         storage.clone(),
         engine.clone(),
         config.cpu_job_slots,
         config.cpu_job_threads,
-    ));
+    );
+    jobs.train_log_max_bytes = config.train_log_max_bytes;
+    let jobs = std::sync::Arc::new(jobs);
     let deployer = std::sync::Arc::new(Deployer::new(
         db.clone(),
         storage.clone(),

@@ -300,7 +300,7 @@ mod tests {
         progress.event(&Event::Step {
             step: 10,
             epoch: 0.59,
-            loss: 0.69314,
+            loss: 0.68941,
             lr: 4e-4,
             samples_per_s: 312.54,
             tokens_per_s: 9000.0,
@@ -320,7 +320,7 @@ mod tests {
         assert!(lines[0].contains("labels neg, pos"), "{text}");
         assert!(lines[1].ends_with("model: 2 layers"));
         assert!(
-            lines[2].contains("step 10/34 (epoch 0.59): loss 0.6931, lr 4.00e-4, 312.5 samples/s"),
+            lines[2].contains("step 10/34 (epoch 0.59): loss 0.6894, lr 4.00e-4, 312.5 samples/s"),
             "{text}"
         );
     }

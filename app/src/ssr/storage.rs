@@ -1,7 +1,7 @@
 //! Where Paddock keeps files, and the trainer's command line it runs on them. Everything is under the data
 //! directory: `volumes/w<workspace>/<volume>/` backs a workspace volume (what containers see as
-//! `/workspace`; datasets under `datasets/`, job outputs under `jobs/`), and `tmp/` holds uploads until
-//! they are validated — on the same file system, so accepting one is a rename, never a half-copied file.
+//! `/workspace`; datasets under `datasets/`, job outputs under `jobs/`), `logs/jobs/<id>/` keeps each
+//! job's rotated log, and `tmp/` holds uploads until they are validated — on the same file system, so accepting one is a rename, never a half-copied file.
 
 use std::path::{Path, PathBuf};
 
@@ -44,5 +44,14 @@ impl Storage {
     /// Uploads in progress.
     pub fn tmp_dir(&self) -> PathBuf {
         self.data_dir.join("tmp")
+    }
+
+    /// A job's rotated log files (`job.log`, `job.log.1`, …), outside the workspace volume: they are
+    /// the operators' record, not something a job's container should see or change.
+    pub fn job_logs_dir(&self, job_id: i64) -> PathBuf {
+        self.data_dir
+            .join("logs")
+            .join("jobs")
+            .join(job_id.to_string())
     }
 }

@@ -621,6 +621,12 @@ async fn a_job_runs_in_its_environments_container() {
             "data/volumes/w{ws}/workspace/jobs/{id}/events.jsonl"
         ))
         .exists());
+    // The trainer's stderr went through `paddock log-sink` inside the container too.
+    let raw = std::fs::read_to_string(server.dir.path().join(format!(
+        "data/volumes/w{ws}/workspace/jobs/{id}/train.log"
+    )))
+    .unwrap();
+    assert!(raw.contains("end: completed at step 12"), "{raw}");
 
     // Its checkpoint deploys into replica containers from the same image.
     let ckpt = done["checkpoints"]
@@ -686,4 +692,68 @@ async fn a_job_runs_in_its_environments_container() {
         .unwrap();
     assert_eq!(status_json(res).await.1["summary"]["status"], "stopped");
     assert_eq!(replicas(), 0, "undeploying removes the replica container");
+}
+
+#[tokio::test]
+async fn the_raw_log_is_capped_and_the_full_log_is_kept_in_rotated_files() {
+    let server = Server::start_with(&[
+        "--docker-host",
+        "unix:///nonexistent.sock",
+        "--train-log-max-bytes",
+        "1500",
+    ]);
+    let owner = server.signup("owner").await;
+    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let id = submit(&owner, &server, ws, tiny("chatty", ds, 20)).await;
+    let done = wait_for(&owner, &server, ws, id, "its end", |j| {
+        j["summary"]["finished_at"].is_string()
+    })
+    .await;
+    assert_eq!(
+        status(&done),
+        "succeeded",
+        "a cut log does not hurt the run: {done}"
+    );
+
+    // train.log stops at the limit with one line saying so; the trainer was never blocked.
+    let data = server.dir.path().join("data");
+    let raw =
+        std::fs::read_to_string(data.join(format!("volumes/w{ws}/workspace/jobs/{id}/train.log")))
+            .unwrap();
+    let (kept, note) = raw.trim_end().rsplit_once('\n').unwrap();
+    assert!(
+        note.starts_with("[paddock] train.log reached its limit of 1500 bytes"),
+        "{raw}"
+    );
+    assert!(kept.len() < 1500 && kept.contains("step 1/20"), "{raw}");
+    assert!(!raw.contains("end: completed"), "{raw}");
+
+    // The job's log on disk: what the supervisor read, each line stamped, then its own notes.
+    let dir = data.join(format!("logs/jobs/{id}"));
+    let file = std::fs::read_to_string(dir.join("job.log")).unwrap();
+    let lines: Vec<&str> = file.lines().collect();
+    assert_eq!(
+        lines.len(),
+        raw.lines().count(),
+        "every line of train.log once: {file}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.len() > 21 && l.as_bytes()[20] == b' ' && l.starts_with("20")),
+        "{file}"
+    );
+    assert!(
+        lines.last().unwrap().contains("reached its limit"),
+        "{file}"
+    );
+
+    let res = owner
+        .client
+        .delete(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert!(!dir.exists(), "the job's log files go with it");
 }

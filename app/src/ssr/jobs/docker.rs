@@ -20,15 +20,22 @@ use crate::ssr::environments::spec::to_env_spec;
 use crate::ssr::storage::DEFAULT_VOLUME;
 use crate::types::EnvironmentSpec;
 
-/// PID 1 of a job container. `$1` is the job's directory inside the container.
+/// PID 1 of a job container: `$1` is the job's directory inside the container, `$2` the byte limit of
+/// `train.log`. As the local wrapper ([`super::local::WRAPPER`]), with the signal Docker sends PID 1
+/// passed on to the trainer; the pipeline runs in the background because a shell runs traps only
+/// between commands, and `wait` is one.
 const WRAPPER: &str = r#"cd "$1" || exit 98
-paddock train --config job.toml >events.jsonl 2>train.log </dev/null &
-child=$!
-echo $child > trainer.pid
-trap 'kill -TERM $child 2>/dev/null' TERM INT
-wait $child; code=$?
-while kill -0 $child 2>/dev/null; do wait $child; code=$?; done
-echo $code > exit_code.tmp && mv exit_code.tmp exit_code"#;
+limit="$2"
+trap 'kill -TERM $(cat trainer.pid 2>/dev/null) 2>/dev/null' TERM INT
+{ paddock train --config job.toml 2>&1 >events.jsonl </dev/null &
+  echo $! > trainer.pid
+  wait $!
+  echo $? > exit_code.tmp
+} | { paddock log-sink --max-bytes "$limit" train.log || cat >> train.log; } &
+pipeline=$!
+wait $pipeline
+while kill -0 $pipeline 2>/dev/null; do wait $pipeline; done
+mv exit_code.tmp exit_code"#;
 
 /// The job container's deterministic name.
 pub fn container_name(jobs: &Jobs, job_id: i64) -> String {
@@ -85,6 +92,7 @@ pub async fn launch(
             WRAPPER.into(),
             "sh".into(),
             inside,
+            jobs.train_log_max_bytes.to_string(),
         ]),
         env: Vec::new(),
     };

@@ -1,20 +1,25 @@
 //! The local-process executor: `paddock train` as a child of a small `sh` wrapper in the job's directory.
-//! Everything a run produces goes to files there — events to `events.jsonl`, stderr to `train.log`, the
-//! trainer's pid to `trainer.pid` and finally its exit status to `exit_code` — so the run does not depend
-//! on the server staying up: after a restart (even `kill -9`) the supervisor reads on from where the
-//! database says it stopped, and learns how the run ended from `exit_code`.
+//! Everything a run produces goes to files there — events to `events.jsonl`, stderr to `train.log`
+//! (through `paddock log-sink`, which stops copying at a size limit), the trainer's pid to `trainer.pid`
+//! and finally its exit status to `exit_code` — so the run does not depend on the server staying up:
+//! after a restart (even `kill -9`) the supervisor reads on from where the database says it stopped, and
+//! learns how the run ended from `exit_code`.
 
 use std::path::Path;
 
 use super::Jobs;
 
-/// The wrapper: runs the trainer in the background so that its pid can be recorded (a cancel signals the
-/// trainer, not the shell), waits for it and writes its exit status atomically.
-const WRAPPER: &str = r#"paddock="$1"
-"$paddock" train --config job.toml >events.jsonl 2>train.log </dev/null &
-echo $! > trainer.pid
-wait $!
-echo $? > exit_code.tmp && mv exit_code.tmp exit_code"#;
+/// The wrapper (`$1` the binary, `$2` the byte limit of `train.log`): runs the trainer in the background
+/// so that its pid can be recorded (a cancel signals the trainer, not the shell), its stderr piped into
+/// `paddock log-sink` — or, should that binary not know the command, copied as is — waits for it and
+/// writes its exit status atomically once the log is complete.
+pub const WRAPPER: &str = r#"paddock="$1"; limit="$2"
+{ "$paddock" train --config job.toml 2>&1 >events.jsonl </dev/null &
+  echo $! > trainer.pid
+  wait $!
+  echo $? > exit_code.tmp
+} | { "$paddock" log-sink --max-bytes "$limit" train.log || cat >> train.log; }
+mv exit_code.tmp exit_code"#;
 
 /// Starts the wrapper in `dir` (job.toml already written) with only `devices` visible; returns its pid.
 pub fn launch(jobs: &Jobs, dir: &Path, devices: &[u32]) -> Result<u32, String> {
@@ -29,6 +34,7 @@ pub fn launch(jobs: &Jobs, dir: &Path, devices: &[u32]) -> Result<u32, String> {
         .arg(WRAPPER)
         .arg("sh")
         .arg(&jobs.storage.paddock_binary)
+        .arg(jobs.train_log_max_bytes.to_string())
         .current_dir(dir)
         // Only the leased GPUs (none for a CPU job) are visible to the trainer.
         .env("CUDA_VISIBLE_DEVICES", &visible)

@@ -13,11 +13,13 @@
 //! - [`spec`]: the form's checks and the `job.toml` it renders to.
 //! - [`scheduler`]: who runs next (priority with ageing, FIFO, GPU placement, quotas, CPU slots).
 //! - [`local`] and [`docker`]: the two executors (a child process; a container from the environment's
-//!   image). [`supervise`]: following a run to its end, whichever executor started it.
+//!   image). [`supervise`]: following a run to its end, whichever executor started it, with
+//!   [`log_file`] keeping each job's rotated log on disk.
 
 pub mod docker;
 pub mod launch;
 pub mod local;
+pub mod log_file;
 pub mod scheduler;
 pub mod spec;
 pub mod supervise;
@@ -38,6 +40,10 @@ use crate::types::*;
 /// Metric points and log lines returned per request.
 pub const PAGE: i64 = 2000;
 
+/// 64 MiB of raw trainer output: about half a million progress lines, far more than a run prints, so
+/// the limit only stops a runaway.
+pub const DEFAULT_TRAIN_LOG_MAX_BYTES: u64 = 64 << 20;
+
 /// What the job machinery shares: where files are, and how to wake the scheduler.
 pub struct Jobs {
     pub storage: Arc<Storage>,
@@ -48,6 +54,8 @@ pub struct Jobs {
     /// libtorch threads per CPU job; 0 lets libtorch use every core.
     pub cpu_threads: usize,
     pub wake: tokio::sync::Notify,
+    /// The most bytes of the trainer's stderr kept in a job's raw `train.log` (see [`local::WRAPPER`]).
+    pub train_log_max_bytes: u64,
     /// Evaluations (`ssr::evaluations`) run one at a time: each uses the CPU threads a job would, and
     /// several at once would only slow each other and the jobs down.
     pub evaluations: tokio::sync::Semaphore,
@@ -66,6 +74,7 @@ impl Jobs {
             cpu_slots: cpu_slots.max(1),
             cpu_threads,
             wake: tokio::sync::Notify::new(),
+            train_log_max_bytes: DEFAULT_TRAIN_LOG_MAX_BYTES,
             evaluations: tokio::sync::Semaphore::new(1),
         }
     }
@@ -579,10 +588,14 @@ pub async fn delete(
     )
     .await?;
     tx.commit().await?;
-    let dir = jobs.job_dir(workspace_id, job_id);
-    if let Err(e) = tokio::fs::remove_dir_all(&dir).await {
-        if e.kind() != std::io::ErrorKind::NotFound {
-            tracing::warn!(job_id, error = %e, "could not remove a deleted job's files");
+    for dir in [
+        jobs.job_dir(workspace_id, job_id),
+        jobs.storage.job_logs_dir(job_id),
+    ] {
+        if let Err(e) = tokio::fs::remove_dir_all(&dir).await {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(job_id, error = %e, "could not remove a deleted job's files");
+            }
         }
     }
     Ok(())

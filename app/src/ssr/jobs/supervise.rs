@@ -1,8 +1,9 @@
 //! Following a run to its end. A supervisor task per running job reads the new complete lines of the
 //! event stream and the log, turns them into rows — metric points, log lines, checkpoints, the job's
 //! progress and outcome — and commits them together with the new read offsets, so a line is applied
-//! exactly once even across restarts. It enforces the time limit, and when the run is over (exit status
-//! written, or the process gone) it records how it ended and gives the GPUs back.
+//! exactly once even across restarts. Every log line also goes to the job's rotated log file
+//! ([`super::log_file`]). It enforces the time limit, and when the run is over (exit status written, or
+//! the process gone) it records how it ended and gives the GPUs back.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sqlx::{SqliteConnection, SqlitePool};
 
+use super::log_file::JobLogFile;
 use super::{docker, local, JobRow, Jobs, JOB_SELECT};
 use crate::error::AppError;
 use crate::ssr::gpus::{self, Holder};
@@ -21,7 +23,7 @@ use crate::types::JobStatus;
 const POLL: Duration = Duration::from_millis(400);
 /// Longest log line kept in the database (the file keeps everything).
 const MAX_LOG_LINE: usize = 4000;
-/// Log lines kept in the database per job; the rest stay in `train.log`.
+/// Log lines kept in the database per job; the rest are only in the job's log file.
 const MAX_LOG_LINES: i64 = 100_000;
 /// Most bytes read per pass, so one huge burst does not hold the write lock for long.
 const READ_CHUNK: u64 = 1 << 20;
@@ -91,6 +93,7 @@ async fn load(db: &SqlitePool, job_id: i64) -> Result<Option<JobRow>, AppError> 
 
 async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppError> {
     let mut time_limit_hit = false;
+    let mut log_file = JobLogFile::open(&jobs.storage.job_logs_dir(job_id));
     loop {
         let Some(job) = load(db, job_id).await? else {
             return Ok(());
@@ -104,13 +107,13 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
             None => job.pid.is_some_and(local::is_alive),
         };
         let gone = exit.is_none() && !alive;
-        ingest(db, jobs, &job, &dir).await?;
+        ingest(db, jobs, &job, &dir, &mut log_file).await?;
         if exit.is_some() || gone {
             let job = load(db, job_id).await?.unwrap_or(job);
             if let Some(name) = &job.container_name {
                 docker::remove(jobs, name).await;
             }
-            return finish(db, &job, exit, gone).await;
+            return finish(db, &job, exit, gone, &mut log_file).await;
         }
         if let (Some(limit), Some(started)) = (job.time_limit_secs, job.started_at.as_deref()) {
             let elapsed = chrono::DateTime::parse_from_rfc3339(started)
@@ -127,6 +130,7 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
                         "[paddock] time limit of {} min reached; stopping with a checkpoint",
                         limit / 60
                     ),
+                    &mut log_file,
                 )
                 .await?;
                 sqlx::query("UPDATE jobs SET status_message = 'time limit reached' WHERE id = ?")
@@ -143,8 +147,15 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
     }
 }
 
-/// Reads what is new in `events.jsonl` and `train.log` and applies it in one transaction.
-async fn ingest(db: &SqlitePool, jobs: &Jobs, job: &JobRow, dir: &Path) -> Result<(), AppError> {
+/// Reads what is new in `events.jsonl` and `train.log` and applies it in one transaction; then appends
+/// the log lines to the job's log file.
+async fn ingest(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    job: &JobRow,
+    dir: &Path,
+    log_file: &mut Option<JobLogFile>,
+) -> Result<(), AppError> {
     let (events, events_end) = read_lines(&dir.join("events.jsonl"), job.events_offset as u64);
     let (logs, log_end) = read_lines(&dir.join("train.log"), job.log_offset as u64);
     if events.is_empty() && logs.is_empty() {
@@ -152,11 +163,15 @@ async fn ingest(db: &SqlitePool, jobs: &Jobs, job: &JobRow, dir: &Path) -> Resul
     }
     let volume = jobs.storage.volume_dir(job.workspace_id, DEFAULT_VOLUME);
     let mut tx = crate::ssr::db::write_tx(db).await?;
+    // The lines for the file: the platform's notes and every line of `train.log`.
+    let mut lines = Vec::new();
     for line in &events {
         match serde_json::from_str::<Value>(line) {
-            Ok(event) => apply(&mut tx, job, &event, &volume).await?,
+            Ok(event) => apply(&mut tx, job, &event, &volume, &mut lines).await?,
             Err(_) => {
-                insert_log(&mut tx, job.id, &format!("[paddock] not an event: {line}")).await?
+                let note = format!("[paddock] not an event: {line}");
+                insert_log(&mut tx, job.id, &note).await?;
+                lines.push(note);
             }
         }
     }
@@ -172,11 +187,12 @@ async fn ingest(db: &SqlitePool, jobs: &Jobs, job: &JobRow, dir: &Path) -> Resul
             insert_log(
                 &mut tx,
                 job.id,
-                "[paddock] log lines beyond this are only in train.log",
+                "[paddock] log lines beyond this are only in the job's log file on the server",
             )
             .await?;
         }
     }
+    lines.extend(logs);
     sqlx::query("UPDATE jobs SET events_offset = ?, log_offset = ? WHERE id = ?")
         .bind(events_end as i64)
         .bind(log_end as i64)
@@ -184,6 +200,9 @@ async fn ingest(db: &SqlitePool, jobs: &Jobs, job: &JobRow, dir: &Path) -> Resul
         .execute(&mut *tx)
         .await?;
     tx.commit().await?;
+    if let Some(file) = log_file {
+        file.append(&crate::ssr::now(), &lines);
+    }
     Ok(())
 }
 
@@ -227,16 +246,26 @@ async fn insert_log(conn: &mut SqliteConnection, job_id: i64, line: &str) -> Res
     Ok(())
 }
 
-async fn note(db: &SqlitePool, job_id: i64, line: &str) -> Result<(), AppError> {
-    insert_log(&mut *db.acquire().await?, job_id, line).await
+async fn note(
+    db: &SqlitePool,
+    job_id: i64,
+    line: &str,
+    log_file: &mut Option<JobLogFile>,
+) -> Result<(), AppError> {
+    insert_log(&mut *db.acquire().await?, job_id, line).await?;
+    if let Some(file) = log_file {
+        file.append(&crate::ssr::now(), &[line.to_string()]);
+    }
+    Ok(())
 }
 
-/// Applies one trainer event (schema in `trainer/EVENTS.md`).
+/// Applies one trainer event (schema in `trainer/EVENTS.md`); log lines it adds also go to `lines`.
 async fn apply(
     conn: &mut SqliteConnection,
     job: &JobRow,
     event: &Value,
     volume: &Path,
+    lines: &mut Vec<String>,
 ) -> Result<(), AppError> {
     let at = event["ts"]
         .as_str()
@@ -316,7 +345,9 @@ async fn apply(
                 .bind(job.id)
                 .execute(&mut *conn)
                 .await?;
-            insert_log(conn, job.id, &format!("[paddock] error: {message}")).await?;
+            let note = format!("[paddock] error: {message}");
+            insert_log(conn, job.id, &note).await?;
+            lines.push(note);
         }
         "end" => {
             let current: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = ?")
@@ -406,8 +437,10 @@ async fn finish(
     job: &JobRow,
     exit: Option<i64>,
     gone: bool,
+    log_file: &mut Option<JobLogFile>,
 ) -> Result<(), AppError> {
     let mut tx = crate::ssr::db::write_tx(db).await?;
+    let mut lines = Vec::new();
     let status: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = ?")
         .bind(job.id)
         .fetch_one(&mut *tx)
@@ -427,7 +460,9 @@ async fn finish(
             .bind(job.id)
             .execute(&mut *tx)
             .await?;
-        insert_log(&mut tx, job.id, &format!("[paddock] {message}")).await?;
+        let note = format!("[paddock] {message}");
+        insert_log(&mut tx, job.id, &note).await?;
+        lines.push(note);
     }
     sqlx::query("UPDATE jobs SET exit_code = ?, finished_at = ? WHERE id = ?")
         .bind(exit)
@@ -437,6 +472,9 @@ async fn finish(
         .await?;
     gpus::release(&mut tx, Holder::Job(job.id)).await?;
     tx.commit().await?;
+    if let Some(file) = log_file {
+        file.append(&crate::ssr::now(), &lines);
+    }
     Ok(())
 }
 
