@@ -674,6 +674,20 @@ pub struct JobDetail {
     pub retry_of: Option<i64>,
     pub checkpoints: Vec<CheckpointInfo>,
     pub can_edit: bool,
+    /// Lineage: the earlier checkpoint whose weights the job started from (`spec.base_checkpoint_id`).
+    #[serde(default)]
+    pub base_model: Option<BaseModel>,
+}
+
+/// A job's starting weights: an earlier checkpoint and the job that wrote it (`None`s once that job
+/// and its checkpoints were deleted; the id stays in the spec).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct BaseModel {
+    pub checkpoint_id: i64,
+    pub job_id: Option<i64>,
+    pub job_name: Option<String>,
+    pub step: Option<i64>,
 }
 
 /// One point of a job's charts: a `step` (loss, lr, samples_per_s, ...) or an `eval` (accuracy,

@@ -4,8 +4,9 @@
 //! with a missing label is refused with its line numbers and creates nothing; a negative learning rate
 //! is refused at its field. Along the way: the log search, "clone job", the checkpoint evaluated on a
 //! held-out set (a dataset of other labels is refused, naming them), a dataset in use that cannot be
-//! deleted, the one-click sample, the Models page with each checkpoint's job, and a viewer who reads it
-//! all without any control.
+//! deleted, the one-click sample, the Models page with each checkpoint's job, lineage (a job started from
+//! a checkpoint links to it; a checkpoint lists the endpoints serving it), and a viewer who reads it all
+//! without any control.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -290,6 +291,50 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await jobs.table.waitFor();
     assert.equal(await page.getByTestId(`job-row-${jobId}`).getByTestId('job-status').getAttribute('data-status'), 'succeeded');
     await screenshot(page, '08-jobs');
+  });
+
+  test('lineage: a job from a checkpoint names it and its job; a checkpoint names the endpoints serving it', async () => {
+    const { page } = owner;
+    const api = `/api/v1/workspaces/${workspaceId}`;
+    const checkpoints = await (await page.request.get(`${api}/checkpoints`)).json();
+    const base = checkpoints.find((c) => c.job_id === jobId && !c.deleted_at);
+
+    const form = new JobFormPage(page);
+    await form.goto(workspaceId, `?dataset=${datasetId}`);
+    await form.fill({
+      name: 'from-checkpoint', 'base-checkpoint': String(base.id), 'max-seq-len': 32, 'batch-size': 16,
+      'max-steps': 5, 'eval-every-steps': 5,
+    });
+    await form.submit();
+    await page.waitForURL(/\/jobs\/\d+$/);
+    const job = new JobPage(page);
+    await waitForText(page.getByTestId('page-title'), 'from-checkpoint');
+    const link = page.getByTestId('job-base-job');
+    await waitForText(link, `tiny-snownlp · 第 ${base.step} 步`);
+    assert.equal(await link.getAttribute('href'), `/w/${workspaceId}/jobs/${jobId}`);
+    await job.waitForStatus('succeeded');
+
+    // An endpoint serving the first job's checkpoint appears beside it, on the job page and on Models.
+    const deployed = await page.request.post(`${api}/endpoints`, { data: { name: 'lineage-check', checkpoint_id: base.id } });
+    assert.equal(deployed.status(), 201, await deployed.text());
+    const endpoint = await deployed.json();
+    try {
+      await page.goto(`/w/${workspaceId}/jobs/${jobId}`);
+      await hydrated(page);
+      const served = page.locator(`[data-testid="checkpoint-row"][data-id="${base.id}"] [data-testid="checkpoint-endpoint"]`);
+      await waitForText(served, 'lineage-check');
+      assert.equal(await served.getAttribute('href'), `/w/${workspaceId}/endpoints/${endpoint.summary.id}`);
+      await screenshot(page, '08-lineage-job');
+      const models = new ModelsPage(page);
+      await models.goto(workspaceId);
+      await waitForText(page.locator(`[data-testid="checkpoint-row"][data-id="${base.id}"] [data-testid="checkpoint-endpoint"]`), 'lineage-check');
+      const others = page.locator(`[data-testid="checkpoint-row"]:not([data-id="${base.id}"]) [data-testid="checkpoint-endpoint"]`);
+      assert.equal(await others.count(), 0, 'only the checkpoint it serves');
+      await assertAccessibleBasics(page);
+    } finally {
+      await page.request.post(`${api}/endpoints/${endpoint.summary.id}/undeploy`);
+      assert.equal((await page.request.delete(`${api}/endpoints/${endpoint.summary.id}`)).status(), 204);
+    }
   });
 
   test('a viewer reads datasets, jobs and checkpoints but has no control', async () => {

@@ -1,6 +1,6 @@
 //! `/w/{id}/models`: every checkpoint the workspace's jobs wrote, newest first, with its metrics, size,
 //! retention state, sha256 and a download link, and its lineage: the job that produced it (and from
-//! there its dataset and spec), and their evaluations on datasets. Editors and owners deploy a checkpoint
+//! there its dataset and spec) and the endpoints serving it, and their evaluations on datasets. Editors and owners deploy a checkpoint
 //! from here as an endpoint, and evaluate checkpoints.
 
 use std::collections::BTreeMap;
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::{list_checkpoints, list_jobs};
+use crate::api::{list_checkpoints, list_endpoints, list_jobs};
 use crate::components::empty_state::EmptyState;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;
@@ -25,7 +25,8 @@ pub fn ModelsPage() -> impl IntoView {
         |ws| async move {
             let checkpoints = list_checkpoints(ws).await?;
             let jobs = list_jobs(ws).await?;
-            Ok::<_, crate::error::AppError>((checkpoints, jobs))
+            let endpoints = list_endpoints(ws).await?;
+            Ok::<_, crate::error::AppError>((checkpoints, jobs, endpoints))
         },
     );
     view! {
@@ -36,17 +37,17 @@ pub fn ModelsPage() -> impl IntoView {
                 {move || Suspend::new(async move {
                     let can_edit = current.ws.await.is_ok_and(|ws| ws.role.can_edit());
                     match data.await {
-                        Ok((list, _)) if list.is_empty() => view! {
+                        Ok((list, _, _)) if list.is_empty() => view! {
                             <EmptyState kind="models" title=move || t!(i18n, pages.models.empty_title) body=move || t!(i18n, checkpoints.empty_body) />
                         }
                         .into_any(),
-                        Ok((mut list, jobs)) => {
+                        Ok((mut list, jobs, endpoints)) => {
                             list.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
                             let names: BTreeMap<i64, String> = jobs.into_iter().map(|j| (j.id, j.name)).collect();
                             let workspace_id = current.id.get_untracked();
                             let list = Signal::stored(list);
                             view! {
-                                <CheckpointsTable workspace_id list jobs=names.clone() can_deploy=can_edit />
+                                <CheckpointsTable workspace_id list jobs=names.clone() can_deploy=can_edit serving=Signal::stored(endpoints) />
                                 <EvaluationsCard workspace_id checkpoints=list jobs=names can_edit />
                             }
                             .into_any()

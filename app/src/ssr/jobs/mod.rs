@@ -223,6 +223,12 @@ pub async fn get(
     let job = job_row(&mut conn, workspace_id, job_id).await?;
     let queue = queue_positions(&mut conn, workspace_id).await?;
     let checkpoints = checkpoints_of(&mut conn, Some(job_id), workspace_id).await?;
+    let spec: JobSpec =
+        serde_json::from_str(&job.spec_json).map_err(|e| internal("stored job spec", e))?;
+    let base_model = match spec.base_checkpoint_id {
+        Some(id) => Some(base_model(&mut conn, workspace_id, id).await?),
+        None => None,
+    };
     Ok(JobDetail {
         summary: job.summary(
             queue
@@ -230,11 +236,34 @@ pub async fn get(
                 .position(|id| *id == job.id)
                 .map(|p| p as i64 + 1),
         )?,
-        spec: serde_json::from_str(&job.spec_json).map_err(|e| internal("stored job spec", e))?,
+        spec,
         config_toml: job.config_toml.clone(),
         retry_of: job.retry_of,
         checkpoints,
         can_edit: role.can_edit(),
+        base_model,
+    })
+}
+
+/// Lineage: checkpoint `checkpoint_id` and the job that wrote it, as far as they still exist.
+async fn base_model(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    checkpoint_id: i64,
+) -> Result<BaseModel, AppError> {
+    let row: Option<(i64, String, i64)> = sqlx::query_as(
+        "SELECT c.job_id, j.name, c.step FROM checkpoints c JOIN jobs j ON j.id = c.job_id
+         WHERE c.workspace_id = ? AND c.id = ?",
+    )
+    .bind(workspace_id)
+    .bind(checkpoint_id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(BaseModel {
+        checkpoint_id,
+        job_id: row.as_ref().map(|r| r.0),
+        job_name: row.as_ref().map(|r| r.1.clone()),
+        step: row.map(|r| r.2),
     })
 }
 

@@ -243,3 +243,55 @@ async fn the_scheduler_places_jobs_on_distinct_gpus_within_quotas() {
         JobStatus::Queued
     );
 }
+
+#[tokio::test]
+async fn a_job_from_an_earlier_checkpoint_names_it_and_its_job() {
+    let (dir, db) = test_db().await;
+    let jobs = make_jobs(&dir, &db).await;
+    let owner = actor(&db, "owner").await;
+    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
+    let ds = dataset(&db, ws).await;
+    let first = submit(&db, &jobs, &owner, ws, JobSpec::new("pretrained-run", ds))
+        .await
+        .unwrap();
+    assert_eq!(first.base_model, None, "from scratch");
+    let first = first.summary.id;
+    sqlx::query("UPDATE jobs SET status = 'succeeded' WHERE id = ?")
+        .bind(first)
+        .execute(&db)
+        .await
+        .unwrap();
+    let checkpoint: i64 = sqlx::query_scalar(
+        "INSERT INTO checkpoints (job_id, workspace_id, step, path, bytes, sha256, created_at)
+         VALUES (?, ?, 40, 'jobs/1/output/checkpoints/step-0000040', 1, 'x', '2026-01-01T00:00:00Z') RETURNING id",
+    )
+    .bind(first)
+    .bind(ws)
+    .fetch_one(&db)
+    .await
+    .unwrap();
+
+    let mut spec = JobSpec::new("fine-tune", ds);
+    spec.base_checkpoint_id = Some(checkpoint);
+    let second = submit(&db, &jobs, &owner, ws, spec).await.unwrap();
+    assert_eq!(
+        second.base_model,
+        Some(BaseModel {
+            checkpoint_id: checkpoint,
+            job_id: Some(first),
+            job_name: Some("pretrained-run".into()),
+            step: Some(40),
+        })
+    );
+    // The earlier job is deleted (its checkpoints with it): the id is all that is left.
+    delete(&db, &jobs, &owner, ws, first).await.unwrap();
+    let base = get(&db, &owner, ws, second.summary.id)
+        .await
+        .unwrap()
+        .base_model
+        .unwrap();
+    assert_eq!(
+        (base.checkpoint_id, base.job_id, base.step),
+        (checkpoint, None, None)
+    );
+}

@@ -235,7 +235,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         DatasetSummary, DatasetDetail, DatasetPreview,
         EndpointSpec, EndpointStatus, EndpointSummary, EndpointReplica, EndpointKey, NewEndpointKey, EndpointMetrics,
         EndpointDetail, endpoints::KeyBody, EndpointChange, endpoints::PlaygroundBody, PlaygroundPrediction, LabelProbability,
-        JobSpec, JobStatus, JobSummary, JobDetail, MetricPoint, LogLine, CheckpointInfo, jobs::RetryBody,
+        JobSpec, JobStatus, JobSummary, JobDetail, BaseModel, MetricPoint, LogLine, CheckpointInfo, jobs::RetryBody,
         EvaluationRequest, EvaluationStatus, EvaluationInfo, ClassScore,
         EnvironmentSpec, GpuSpec, EnvStatus, BuildStatus, EnvironmentSummary, EnvironmentVersion, EnvironmentEvent,
         EnvironmentDetail, EnvironmentStats, ExecResult, CatalogImage, GpuSummary, DockerStatus,

@@ -1,7 +1,8 @@
 //! Checkpoints as a table: step, the dev metrics they were ranked by, size, whether retention kept them
 //! (best, kept, or files deleted), sha256 of the weights and a download link (a tar streamed by the
 //! server). Used on a job's page and, with a job column for lineage, on the Models page. Editors and
-//! owners also get Deploy (`endpoints::deploy`) on every checkpoint still on disk.
+//! owners also get Deploy (`endpoints::deploy`) on every checkpoint still on disk; given the workspace's
+//! endpoints, a column links each checkpoint to the endpoints serving it (the rest of its lineage).
 
 use std::collections::BTreeMap;
 
@@ -14,8 +15,9 @@ use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::datasets::short_sha;
 use crate::pages::workspace::endpoints::deploy::DeployCheckpoint;
+use crate::pages::workspace::endpoints::{endpoint_href, EndpointStatusBadge};
 use crate::pages::workspace::environments::parts::bytes_text;
-use crate::types::CheckpointInfo;
+use crate::types::{CheckpointInfo, EndpointSummary};
 
 pub fn download_url(workspace_id: i64, checkpoint_id: i64) -> String {
     format!("/api/v1/workspaces/{workspace_id}/checkpoints/{checkpoint_id}/download")
@@ -51,6 +53,9 @@ pub fn CheckpointsTable(
     /// The job's name on a job's page (the deployment's default name; `jobs` has them on Models).
     #[prop(optional, into)]
     job_name: Option<String>,
+    /// The workspace's endpoints: a column with those serving each checkpoint.
+    #[prop(optional, into)]
+    serving: Option<Signal<Vec<EndpointSummary>>>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let with_jobs = jobs.is_some();
@@ -72,6 +77,7 @@ pub fn CheckpointsTable(
                         <th scope="col">"sha256"</th>
                         <th scope="col">{t!(i18n, checkpoints.col_created)}</th>
                         <th scope="col">{t!(i18n, checkpoints.col_download)}</th>
+                        {serving.is_some().then(|| view! { <th scope="col">{t!(i18n, checkpoints.col_served)}</th> })}
                         {can_deploy.then(|| view! { <th scope="col">{t!(i18n, endpoints.col_deploy)}</th> })}
                     </tr>
                 </thead>
@@ -89,6 +95,35 @@ pub fn CheckpointsTable(
                             view! {
                                 <td>
                                     {c.deleted_at.is_none().then(|| view! { <DeployCheckpoint workspace_id checkpoint_id step job_name /> })}
+                                </td>
+                            }
+                        });
+                        let served = serving.map(|serving| {
+                            let checkpoint_id = c.id;
+                            view! {
+                                <td data-testid="checkpoint-endpoints">
+                                    {move || {
+                                        let here: Vec<EndpointSummary> = serving.with(|l| {
+                                            l.iter().filter(|e| e.checkpoint_id == checkpoint_id).cloned().collect()
+                                        });
+                                        if here.is_empty() {
+                                            return view! { <span class="muted">"–"</span> }.into_any();
+                                        }
+                                        view! {
+                                            <ul class="served-by">
+                                                {here.into_iter().map(|e| view! {
+                                                    <li>
+                                                        <A href=endpoint_href(workspace_id, e.id) attr:data-testid="checkpoint-endpoint" attr:data-id=e.id>
+                                                            {e.name}
+                                                        </A>
+                                                        " "
+                                                        <EndpointStatusBadge status=e.status />
+                                                    </li>
+                                                }).collect_view()}
+                                            </ul>
+                                        }
+                                        .into_any()
+                                    }}
                                 </td>
                             }
                         });
@@ -126,6 +161,7 @@ pub fn CheckpointsTable(
                                         </a>
                                     })}
                                 </td>
+                                {served}
                                 {deploy}
                             </tr>
                         }

@@ -1,6 +1,7 @@
 //! `/w/{id}/jobs/{job}`: one job — status, progress with an ETA, where it runs, the control buttons
-//! (cancel, retry, resume, clone, delete; editors and owners), the live charts and log, its checkpoints
-//! with their evaluations on datasets, and the exact `job.toml` it runs.
+//! (cancel, retry, resume, clone, delete; editors and owners), its lineage (the checkpoint it started
+//! from, the endpoints serving its checkpoints), the live charts and log, its checkpoints with their
+//! evaluations on datasets, and the exact `job.toml` it runs.
 //!
 //! The page renders once from the server's answer, then follows the job's SSE stream in the browser:
 //! metric points feed the charts and the ETA, log lines the log, status events the badge and progress.
@@ -23,14 +24,14 @@ use super::logs::{JobLog, KEPT_LINES};
 use super::parts::{duration_text, eta_seconds, JobProgress, JobStatusBadge};
 use super::stream::{stream_url, Event, JobStream};
 use super::{job_href, use_job_id};
-use crate::api::{get_job, JobAction};
+use crate::api::{get_job, list_endpoints, JobAction};
 use crate::components::http::{slot, Slot};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::{JobDetail, JobStatus, LogLine, MetricPoint};
+use crate::types::{BaseModel, EndpointSummary, JobDetail, JobStatus, LogLine, MetricPoint};
 
 /// How often the job is read again (for its checkpoints) while it is not over.
 const POLL: Duration = Duration::from_secs(3);
@@ -80,6 +81,16 @@ fn JobView(detail: JobDetail) -> impl IntoView {
     let summary = Memo::new(move |_| live.with(|d| d.summary.clone()));
     let over = Memo::new(move |_| live.with(|d| d.summary.status.is_final()));
     let checkpoints = Memo::new(move |_| live.with(|d| d.checkpoints.clone()));
+    // The endpoints serving its checkpoints: read in the browser once the page is live (it changes
+    // rarely, and the page's first render should not wait for it).
+    let serving = RwSignal::new(Vec::<EndpointSummary>::new());
+    Effect::new(move |_| {
+        spawn_local(async move {
+            if let Ok(list) = list_endpoints(workspace_id).await {
+                serving.try_set(list);
+            }
+        })
+    });
 
     let refresh = move || {
         spawn_local(async move {
@@ -181,7 +192,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
             {move || if checkpoints.with(Vec::is_empty) {
                 view! { <p class="muted" data-testid="checkpoints-empty">{t!(i18n, job_detail.checkpoints_empty)}</p> }.into_any()
             } else {
-                view! { <CheckpointsTable workspace_id list=checkpoints can_deploy=can_edit job_name=name.get_untracked() /> }.into_any()
+                view! { <CheckpointsTable workspace_id list=checkpoints can_deploy=can_edit job_name=name.get_untracked() serving /> }.into_any()
             }}
         </section>
         <EvaluationsCard workspace_id checkpoints job_id can_edit />
@@ -212,6 +223,7 @@ fn StatusCard(
             .flatten()
     });
     let retry_of = live.with_untracked(|d| d.retry_of);
+    let (base, preset) = live.with_untracked(|d| (d.base_model.clone(), d.spec.preset.clone()));
     let workspace_id = live.with_untracked(|d| d.summary.workspace_id);
     view! {
         <section class="card" aria-labelledby="job-status-title" data-testid="job-status-card">
@@ -241,6 +253,10 @@ fn StatusCard(
                         <div><dt>{t!(i18n, job_detail.created)}</dt><dd><Timestamp at=s.created_at.clone() />{s.created_by.clone().map(|by| format!(" · {by}"))}</dd></div>
                         {s.started_at.clone().map(|at| view! { <div><dt>{t!(i18n, job_detail.started)}</dt><dd><Timestamp at /></dd></div> })}
                         {s.finished_at.clone().map(|at| view! { <div><dt>{t!(i18n, job_detail.finished)}</dt><dd><Timestamp at /></dd></div> })}
+                        <div class="facts-wide">
+                            <dt>{t!(i18n, job_detail.base_model)}</dt>
+                            <dd data-testid="job-base-model">{base_model_view(workspace_id, base.clone(), preset.clone())}</dd>
+                        </div>
                         {retry_of.map(|id| view! {
                             <div><dt>{t!(i18n, job_detail.retry_of)}</dt><dd><A href=job_href(workspace_id, id)>{format!("#{id}")}</A></dd></div>
                         })}
@@ -251,6 +267,30 @@ fn StatusCard(
         </section>
     }
     .into_any()
+}
+
+/// Where the job's weights came from: a link to the checkpoint's job, or the preset it started from.
+fn base_model_view(workspace_id: i64, base: Option<BaseModel>, preset: String) -> AnyView {
+    let i18n = use_i18n();
+    match base {
+        None => {
+            view! { {move || t_string!(i18n, job_detail.from_scratch, preset = preset.clone()).to_string()} }
+                .into_any()
+        }
+        Some(BaseModel { job_id: Some(job), job_name, step, .. }) => {
+            let name = job_name.unwrap_or_else(|| format!("#{job}"));
+            let step = step.unwrap_or_default();
+            view! {
+                <A href=job_href(workspace_id, job) attr:data-testid="job-base-job">
+                    {move || t_string!(i18n, job_detail.base_checkpoint, job = name.clone(), step = step).to_string()}
+                </A>
+            }
+            .into_any()
+        }
+        Some(BaseModel { checkpoint_id, .. }) => {
+            view! { {move || t_string!(i18n, job_detail.base_deleted, id = checkpoint_id).to_string()} }.into_any()
+        }
+    }
 }
 
 #[component]
