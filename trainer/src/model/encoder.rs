@@ -1,5 +1,5 @@
 //! `encoder.layer.{i}`: post-LN transformer layers. Self-attention runs through libtorch's fused
-//! `scaled_dot_product_attention` with transformers' additive mask; the feed-forward uses the exact (erf)
+//! `scaled_dot_product_attention` with a boolean key mask (see [`super::key_mask`]); the feed-forward uses the exact (erf)
 //! GELU.
 //!
 //! Two exact shortcuts make it faster than transformers on the same padded batch, without changing any
@@ -111,13 +111,13 @@ impl ErnieSelfAttention {
     }
 
     /// Context for the query positions. `hidden` is `[B, S, H]`, or `[N, H]` with `packing`; `cls_only`
-    /// computes the `[CLS]` query alone. `mask` is additive `[B, 1, 1, S]`. Returns the context in the
+    /// computes the `[CLS]` query alone. `mask` is the boolean `[B, 1, 1, S]` key mask (`None`: no padding). Returns the context in the
     /// layout of the queries: `[B, S, H]`, `[N, H]`, or `[B, H]` / `[B, 1, H]` for `cls_only`.
     fn forward_t(
         &self,
         hidden: &Tensor,
         cls_query: Option<&Tensor>,
-        mask: &Tensor,
+        mask: Option<&Tensor>,
         packing: Option<&Packing>,
         train: bool,
     ) -> Tensor {
@@ -146,14 +146,7 @@ impl ErnieSelfAttention {
         };
         let dropout = if train { self.dropout } else { 0.0 };
         let context = Tensor::scaled_dot_product_attention(
-            &query,
-            &key,
-            &value,
-            Some(mask),
-            dropout,
-            false,
-            None,
-            false,
+            &query, &key, &value, mask, dropout, false, None, false,
         );
         let (b, _, q, _) = context.size4().expect("[B, heads, Q, d]");
         let context = context
@@ -222,7 +215,7 @@ impl ErnieLayer {
         &self,
         hidden: &Tensor,
         cls_query: Option<&Tensor>,
-        mask: &Tensor,
+        mask: Option<&Tensor>,
         packing: Option<&Packing>,
         train: bool,
     ) -> Tensor {
@@ -252,13 +245,14 @@ impl ErnieEncoder {
         }
     }
 
-    /// `hidden` is `[B, S, H]` (or `[N, H]` packed by `packing`), `mask` additive `[B, 1, 1, S]`.
+    /// `hidden` is `[B, S, H]` (or `[N, H]` packed by `packing`), `mask` the boolean key mask `[B, 1, 1, S]`,
+    /// or `None` when no position is padding.
     /// Returns the last hidden states in the input's layout, or only the `[CLS]` rows `[B, H]` when
     /// `cls_only_last`.
     pub fn forward_t(
         &self,
         hidden: Tensor,
-        mask: &Tensor,
+        mask: Option<&Tensor>,
         packing: Option<&Packing>,
         train: bool,
         cls_only_last: bool,

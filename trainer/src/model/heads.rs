@@ -5,9 +5,9 @@
 use tch::nn::{Init, Path};
 use tch::{Kind, Tensor};
 
-use super::additive_mask;
 use super::embeddings::ErnieEmbeddings;
 use super::encoder::{ErnieEncoder, Packing};
+use super::key_mask;
 use super::layers::{activation, Dense, LayerNorm};
 use crate::ErnieConfig;
 
@@ -98,7 +98,7 @@ impl ErnieModel {
         let embedded = self
             .embeddings
             .forward_t(input_ids, token_type_ids, task_type_ids, train);
-        let mask = additive_mask(attention_mask, embedded.kind());
+        let mask = key_mask(attention_mask);
         let packing = if self.unpad {
             Packing::new(attention_mask)
         } else {
@@ -110,7 +110,7 @@ impl ErnieModel {
         };
         let out = self
             .encoder
-            .forward_t(hidden, &mask, packing.as_ref(), train, cls_only);
+            .forward_t(hidden, mask.as_ref(), packing.as_ref(), train, cls_only);
         let (sequence_output, cls) = if cls_only {
             (out.unsqueeze(1), out)
         } else {
