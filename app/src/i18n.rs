@@ -3,6 +3,8 @@
 //! the user's language.
 
 #![allow(missing_docs)]
+// The generated code nests a module named like this one, and locale keys named `new` become methods.
+#![allow(clippy::module_inception, clippy::new_ret_no_self)]
 
 include!(concat!(env!("OUT_DIR"), "/i18n/mod.rs"));
 
