@@ -122,7 +122,7 @@ run_levels() {
 }
 
 PADDOCK_FLAGS=(--threads "$THREADS" --inference-threads "$INFERENCE_THREADS" --max-batch-tokens "$MAX_BATCH_TOKENS" --max-wait-ms "$MAX_WAIT_MS"
-               --queue-capacity 256 --batch-size 64 --device cpu)
+               --queue-capacity 256 --batch-size 16 --device cpu)
 echo "paddock serve-model ${PADDOCK_FLAGS[*]}" >&2
 start_server "$WORK/paddock" "$PADDOCK" serve-model --model "$MODEL" --bind 127.0.0.1:0 "${PADDOCK_FLAGS[@]}"
 run_levels paddock

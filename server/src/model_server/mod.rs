@@ -1,8 +1,9 @@
 //! `paddock serve-model`: one checkpoint behind HTTP, the process an endpoint's replicas run (locally or
-//! in a container). Tokenization happens on the request's side (a blocking-pool task), the model on its
-//! own thread (or one copy per thread with `--inference-threads`) behind a dynamic batcher (`batcher`), and a bounded queue turns overload into 429s. The
-//! model loads with the checkpoint's own tokenizer, label map and training length, and is warmed up
-//! before `/health` says ready.
+//! in a container). Tokenization happens on the request's side (inline for short requests, on the
+//! blocking pool for long ones), the model on its own thread (or one copy per thread with
+//! `--inference-threads`) behind a dynamic batcher (`batcher`), and a bounded queue turns overload into
+//! 429s. The model loads with the checkpoint's own tokenizer, label map and training length, and is
+//! warmed up before `/health` says ready.
 //!
 //! API: `POST /predict` with `{"inputs": ["…", …]}` (or `{"inputs": "…"}`, `{"text": "…"}`; add
 //! `"return_logits": true` for logits) → `{"predictions": [{"label", "label_id", "probabilities",
@@ -32,6 +33,8 @@ use batcher::{BatchLimits, Batcher, Job, Refused};
 
 /// Longest input text accepted, in characters (it is truncated to the model's length anyway).
 const MAX_TEXT_CHARS: usize = 10_000;
+/// Request bodies up to this size are tokenized on the async worker (see `answer`).
+const INLINE_TOKENIZE_BYTES: usize = 4096;
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeModelArgs {
@@ -288,14 +291,22 @@ async fn answer(served: &Served, body: &[u8]) -> Response {
             format!("inputs[{i}] must be non-empty and at most {MAX_TEXT_CHARS} characters"),
         );
     }
-    // Tokenizing is CPU work: on the blocking pool, never on the inference thread or an async worker.
+    // Tokenizing is CPU work, never done on the inference threads. A short request (the usual one or
+    // few sentences) takes tens of microseconds: cheaper on this async worker than a hand-off to the
+    // blocking pool, which under a burst of such requests starts a thread for each of them and crowds
+    // the cores the model needs. Long requests go to the blocking pool so that they do not hold up the
+    // worker's other connections.
     let tokenizer = served.tokenizer.clone();
     let max_len = served.max_len;
-    let rows = tokio::task::spawn_blocking(move || {
+    let encode = move || {
         let items: Vec<(String, Option<String>)> = texts.into_iter().map(|t| (t, None)).collect();
         encode_rows(&tokenizer, &items, None, max_len)
-    })
-    .await;
+    };
+    let rows = if body.len() <= INLINE_TOKENIZE_BYTES {
+        Ok(encode())
+    } else {
+        tokio::task::spawn_blocking(encode).await
+    };
     let rows = match rows {
         Ok(Ok(rows)) => rows,
         Ok(Err(e)) => {
