@@ -586,6 +586,28 @@ pub async fn list_checkpoints(workspace_id: i64) -> Result<Vec<CheckpointInfo>, 
     ctx::respond(async move { ssr::jobs::checkpoints(&ctx::state()?.db, &ctx::actor().await?, workspace_id, None).await }.await)
 }
 
+// ---- pretrained models ----------------------------------------------------------------------------
+// Uploads go to the REST endpoint `POST /api/v1/workspaces/{id}/pretrained-models/upload` (a streamed
+// body with upload progress).
+
+#[server(prefix = "/rpc", endpoint = "list_pretrained_models")]
+pub async fn list_pretrained_models(workspace_id: i64) -> Result<Vec<PretrainedModel>, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(async move { ssr::pretrained::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await }.await)
+}
+
+#[server(prefix = "/rpc", endpoint = "delete_pretrained_model")]
+pub async fn delete_pretrained_model(workspace_id: i64, model_id: i64) -> Result<(), AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            let state = ctx::state()?;
+            ssr::pretrained::delete(&state.db, &state.storage, &ctx::actor().await?, workspace_id, model_id).await
+        }
+        .await,
+    )
+}
+
 // ---- evaluations ----------------------------------------------------------------------------------
 
 /// The workspace's evaluations, newest first; only one job's checkpoints' with `job_id`.

@@ -514,6 +514,9 @@ pub struct JobSpec {
     /// Start from this earlier checkpoint's weights instead of from scratch.
     #[serde(default)]
     pub base_checkpoint_id: Option<i64>,
+    /// Or from this uploaded Hugging Face model directory (a [`PretrainedModel`]).
+    #[serde(default)]
+    pub pretrained_model_id: Option<i64>,
     #[serde(default = "default_epochs")]
     pub epochs: u32,
     #[serde(default = "default_batch_size")]
@@ -677,6 +680,9 @@ pub struct JobDetail {
     /// Lineage: the earlier checkpoint whose weights the job started from (`spec.base_checkpoint_id`).
     #[serde(default)]
     pub base_model: Option<BaseModel>,
+    /// Lineage: the uploaded model the job started from (`spec.pretrained_model_id`).
+    #[serde(default)]
+    pub pretrained_model: Option<PretrainedModel>,
 }
 
 /// A job's starting weights: an earlier checkpoint and the job that wrote it (`None`s once that job
@@ -732,6 +738,27 @@ pub struct CheckpointInfo {
     pub created_at: String,
     /// When retention removed its files (the record stays).
     pub deleted_at: Option<String>,
+}
+
+/// A Hugging Face model directory uploaded to the workspace to fine-tune from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+pub struct PretrainedModel {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    /// The uploaded archive's name and sha256.
+    pub file_name: String,
+    pub sha256: String,
+    /// Inside a container: `/workspace/models/<id>`.
+    pub container_path: String,
+    /// The unpacked directory's size.
+    pub bytes: u64,
+    /// From its config.json: `model_type`, `num_hidden_layers`, `hidden_size`, `vocab_size`, ...
+    #[cfg_attr(feature = "ssr", schema(value_type = Object))]
+    pub config: serde_json::Value,
+    pub created_by: Option<String>,
+    pub created_at: String,
 }
 
 // ---- evaluations ----------------------------------------------------------------------------------

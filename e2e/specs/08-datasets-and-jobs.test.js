@@ -5,8 +5,8 @@
 //! is refused at its field. Along the way: the log search, "clone job", the checkpoint evaluated on a
 //! held-out set (a dataset of other labels is refused, naming them), a dataset in use that cannot be
 //! deleted, the one-click sample, the Models page with each checkpoint's job, lineage (a job started from
-//! a checkpoint links to it; a checkpoint lists the endpoints serving it), and a viewer who reads it all
-//! without any control.
+//! a checkpoint links to it; a checkpoint lists the endpoints serving it), a model directory uploaded as
+//! a .tar and trained from, and a viewer who reads it all without any control.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -335,6 +335,52 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
       await page.request.post(`${api}/endpoints/${endpoint.summary.id}/undeploy`);
       assert.equal((await page.request.delete(`${api}/endpoints/${endpoint.summary.id}`)).status(), 204);
     }
+  });
+
+  test('a model directory uploaded on Models is checked by the trainer, offered in the job form and trained from', async () => {
+    const { page } = owner;
+    const api = `/api/v1/workspaces/${workspaceId}`;
+    const checkpoints = await (await page.request.get(`${api}/checkpoints`)).json();
+    const base = checkpoints.find((c) => c.job_id === jobId && !c.deleted_at);
+    // A checkpoint's download is a Hugging Face directory in a tar: just what the upload takes.
+    const archive = await (await page.request.get(`${api}/checkpoints/${base.id}/download`)).body();
+    const dir = await mkdtemp(path.join(tmpdir(), 'paddock-e2e-model-'));
+    const good = path.join(dir, 'my-bert.tar');
+    await writeFile(good, archive);
+    const empty = path.join(dir, 'empty.tar');
+    await writeFile(empty, Buffer.alloc(1024)); // a valid tar with nothing in it
+
+    const models = new ModelsPage(page);
+    await models.goto(workspaceId);
+    const form = page.getByTestId('pretrained-upload-form');
+    await page.getByTestId('pretrained-empty').waitFor();
+    await page.getByTestId('pretrained-file').setInputFiles(empty);
+    assert.equal(await page.getByTestId('pretrained-name').inputValue(), 'empty', 'named after the file');
+    await page.getByTestId('pretrained-upload').click();
+    await waitForText(form.getByTestId('error'), 'config.json');
+    assert.equal(await page.getByTestId('pretrained-row').count(), 0, 'nothing kept');
+    await page.getByTestId('pretrained-file').setInputFiles(good);
+    await page.getByTestId('pretrained-name').fill('my-bert');
+    await page.getByTestId('pretrained-upload').click();
+    const row = page.locator('[data-testid="pretrained-row"][data-name="my-bert"]');
+    await row.waitFor({ timeout: 60_000 });
+    await waitForText(row, '1 层');
+    await screenshot(page, '08-pretrained');
+
+    const jobForm = new JobFormPage(page);
+    await jobForm.goto(workspaceId, `?dataset=${datasetId}`);
+    const option = page.locator('[data-testid="job-base-checkpoint"] option[data-pretrained]');
+    await option.waitFor({ state: 'attached' });
+    assert.match(await option.textContent(), /my-bert/);
+    await jobForm.fill({
+      name: 'from-upload', 'base-checkpoint': await option.getAttribute('value'), 'max-seq-len': 32,
+      'batch-size': 16, 'max-steps': 5, 'eval-every-steps': 5,
+    });
+    await jobForm.submit();
+    await page.waitForURL(/\/jobs\/\d+$/);
+    await waitForText(page.getByTestId('job-base-pretrained'), 'my-bert');
+    await new JobPage(page).waitForStatus('succeeded');
+    await waitForText(page.getByTestId('job-toml'), 'pretrained = "../../models/');
   });
 
   test('a viewer reads datasets, jobs and checkpoints but has no control', async () => {

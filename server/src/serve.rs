@@ -147,6 +147,7 @@ pub fn router(state: AppState, config: &ServeConfig) -> Router {
     Router::new()
         .merge(limited)
         .merge(rest::datasets::upload_router().layer(DefaultBodyLimit::disable()))
+        .merge(rest::pretrained::upload_router().layer(DefaultBodyLimit::disable()))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
             app::shell,
         ))

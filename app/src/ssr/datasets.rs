@@ -378,8 +378,9 @@ pub async fn delete(
     Ok(())
 }
 
-/// Streams the body to `path`, hashing it; `TooLarge` beyond `limit` bytes.
-async fn receive<S, E>(mut body: S, path: &Path, limit: u64) -> Result<(u64, String), AppError>
+/// Streams the body to `path`, hashing it; `TooLarge` beyond `limit` bytes. Also receives model archives
+/// (`ssr::pretrained`).
+pub(crate) async fn receive<S, E>(mut body: S, path: &Path, limit: u64) -> Result<(u64, String), AppError>
 where
     S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
     E: std::fmt::Display,
@@ -547,13 +548,13 @@ fn preview(path: &Path, format: &str) -> Result<DatasetPreview, String> {
 }
 
 /// An upload's temporary file, removed unless persisted.
-struct TempFile {
-    path: PathBuf,
+pub(crate) struct TempFile {
+    pub(crate) path: PathBuf,
     keep: bool,
 }
 
 impl TempFile {
-    async fn new(storage: &Storage) -> Result<TempFile, AppError> {
+    pub(crate) async fn new(storage: &Storage) -> Result<TempFile, AppError> {
         let dir = storage.tmp_dir();
         tokio::fs::create_dir_all(&dir)
             .await

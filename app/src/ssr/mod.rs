@@ -34,6 +34,7 @@ pub mod limits;
 pub mod members;
 pub mod observability;
 pub mod page_guard;
+pub mod pretrained;
 pub mod rest;
 pub mod sessions;
 pub mod state;

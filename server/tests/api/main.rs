@@ -13,6 +13,7 @@ mod environments;
 mod evaluations;
 mod jobs;
 mod model_server;
+mod pretrained;
 mod ops;
 mod rbac;
 mod security;

@@ -12,6 +12,7 @@ pub mod environments;
 pub mod jobs;
 pub mod members;
 pub mod models;
+pub mod pretrained;
 pub mod settings;
 
 use leptos::prelude::*;

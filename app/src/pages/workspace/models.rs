@@ -1,6 +1,7 @@
 //! `/w/{id}/models`: every checkpoint the workspace's jobs wrote, newest first, with its metrics, size,
 //! retention state, sha256 and a download link, and its lineage: the job that produced it (and from
-//! there its dataset and spec) and the endpoints serving it, and their evaluations on datasets. Editors and owners deploy a checkpoint
+//! there its dataset and spec) and the endpoints serving it, and their evaluations on datasets; below,
+//! the Hugging Face models uploaded to fine-tune from. Editors and owners deploy a checkpoint
 //! from here as an endpoint, and evaluate checkpoints.
 
 use std::collections::BTreeMap;
@@ -14,6 +15,7 @@ use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;
 use crate::pages::workspace::jobs::checkpoints::CheckpointsTable;
 use crate::pages::workspace::jobs::evaluations::EvaluationsCard;
+use crate::pages::workspace::pretrained::PretrainedModels;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
 
 #[component]
@@ -56,6 +58,7 @@ pub fn ModelsPage() -> impl IntoView {
                     }
                 })}
             </Transition>
+            <PretrainedModels workspace_id=current.id.get_untracked() />
         </div>
     }
     .into_any()

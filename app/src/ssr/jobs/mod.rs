@@ -229,6 +229,10 @@ pub async fn get(
         Some(id) => Some(base_model(&mut conn, workspace_id, id).await?),
         None => None,
     };
+    let pretrained_model = match spec.pretrained_model_id {
+        Some(id) => super::pretrained::get(&mut conn, workspace_id, id).await?,
+        None => None,
+    };
     Ok(JobDetail {
         summary: job.summary(
             queue
@@ -242,6 +246,7 @@ pub async fn get(
         checkpoints,
         can_edit: role.can_edit(),
         base_model,
+        pretrained_model,
     })
 }
 
@@ -314,9 +319,12 @@ async fn submit_as(
         Some(id) => Some(dataset_input(&mut tx, workspace_id, id, "dev_dataset_id").await?),
         None => None,
     };
-    let pretrained = match spec.base_checkpoint_id {
-        Some(id) => Some(checkpoint_path(&mut tx, workspace_id, id, "base_checkpoint_id").await?),
-        None => None,
+    let pretrained = match (spec.base_checkpoint_id, spec.pretrained_model_id) {
+        (Some(id), _) => Some(checkpoint_path(&mut tx, workspace_id, id, "base_checkpoint_id").await?),
+        (None, Some(id)) => Some(
+            super::pretrained::model_path(&mut tx, workspace_id, id, "pretrained_model_id").await?,
+        ),
+        (None, None) => None,
     };
     let labels: Vec<String> = train.labels.clone();
     if labels.len() < 2 {

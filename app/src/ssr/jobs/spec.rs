@@ -65,6 +65,12 @@ pub fn problems(spec: &JobSpec) -> Vec<(&'static str, String)> {
     if !(1..=100).contains(&spec.keep_best) {
         out.push(("keep_best", "must be between 1 and 100".into()));
     }
+    if spec.base_checkpoint_id.is_some() && spec.pretrained_model_id.is_some() {
+        out.push((
+            "pretrained_model_id",
+            "start from an earlier checkpoint or from an uploaded model, not both".into(),
+        ));
+    }
     if spec.time_limit_minutes == Some(0) {
         out.push((
             "time_limit_minutes",

@@ -9,6 +9,7 @@ pub mod endpoints;
 pub mod environments;
 pub mod evaluations;
 pub mod jobs;
+pub mod pretrained;
 pub mod tokens;
 pub mod workspaces;
 
@@ -98,6 +99,14 @@ pub fn router() -> Router<AppState> {
         .route(
             "/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/download",
             get(jobs::download),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/pretrained-models",
+            get(pretrained::list),
+        )
+        .route(
+            "/api/v1/workspaces/{id}/pretrained-models/{model_id}",
+            axum::routing::delete(pretrained::delete),
         )
         .route(
             "/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/evaluations",
@@ -219,6 +228,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         jobs::list, jobs::submit, jobs::get, jobs::delete, jobs::cancel, jobs::retry, jobs::metrics, jobs::logs,
         jobs::stream, jobs::checkpoints, jobs::download,
         evaluations::start, evaluations::list, evaluations::get,
+        pretrained::list, pretrained::upload, pretrained::delete,
         endpoints::list, endpoints::deploy, endpoints::get, endpoints::delete, endpoints::undeploy, endpoints::redeploy, endpoints::change, endpoints::playground,
         endpoints::create_key, endpoints::revoke_key, endpoints::predict,
         environments::docker_status, environments::list, environments::create, environments::get,
@@ -236,7 +246,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         EndpointSpec, EndpointStatus, EndpointSummary, EndpointReplica, EndpointKey, NewEndpointKey, EndpointMetrics,
         EndpointDetail, endpoints::KeyBody, EndpointChange, endpoints::PlaygroundBody, PlaygroundPrediction, LabelProbability,
         JobSpec, JobStatus, JobSummary, JobDetail, BaseModel, MetricPoint, LogLine, CheckpointInfo, jobs::RetryBody,
-        EvaluationRequest, EvaluationStatus, EvaluationInfo, ClassScore,
+        EvaluationRequest, EvaluationStatus, EvaluationInfo, ClassScore, PretrainedModel,
         EnvironmentSpec, GpuSpec, EnvStatus, BuildStatus, EnvironmentSummary, EnvironmentVersion, EnvironmentEvent,
         EnvironmentDetail, EnvironmentStats, ExecResult, CatalogImage, GpuSummary, DockerStatus,
         environments::BuildBody, environments::ExecBody,
@@ -250,6 +260,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         (name = "endpoints", description = "Checkpoints served over HTTP: deployment, keys, and the gateway"),
         (name = "jobs", description = "Fine-tuning jobs: queue, live metrics and logs, control"),
         (name = "checkpoints", description = "Checkpoints jobs wrote, tracked with their metrics and hashes"),
+        (name = "pretrained-models", description = "Hugging Face model directories uploaded to fine-tune from"),
         (name = "environments", description = "Reproducible container environments: specs, image builds, lifecycle, terminal"),
         (name = "tokens", description = "Personal API tokens"),
         (name = "admin", description = "Instance administration (admins only)"),

@@ -224,6 +224,7 @@ fn StatusCard(
     });
     let retry_of = live.with_untracked(|d| d.retry_of);
     let (base, preset) = live.with_untracked(|d| (d.base_model.clone(), d.spec.preset.clone()));
+    let pretrained = live.with_untracked(|d| d.pretrained_model.as_ref().map(|m| m.name.clone()));
     let workspace_id = live.with_untracked(|d| d.summary.workspace_id);
     view! {
         <section class="card" aria-labelledby="job-status-title" data-testid="job-status-card">
@@ -255,7 +256,7 @@ fn StatusCard(
                         {s.finished_at.clone().map(|at| view! { <div><dt>{t!(i18n, job_detail.finished)}</dt><dd><Timestamp at /></dd></div> })}
                         <div class="facts-wide">
                             <dt>{t!(i18n, job_detail.base_model)}</dt>
-                            <dd data-testid="job-base-model">{base_model_view(workspace_id, base.clone(), preset.clone())}</dd>
+                            <dd data-testid="job-base-model">{base_model_view(workspace_id, base.clone(), pretrained.clone(), preset.clone())}</dd>
                         </div>
                         {retry_of.map(|id| view! {
                             <div><dt>{t!(i18n, job_detail.retry_of)}</dt><dd><A href=job_href(workspace_id, id)>{format!("#{id}")}</A></dd></div>
@@ -269,9 +270,23 @@ fn StatusCard(
     .into_any()
 }
 
-/// Where the job's weights came from: a link to the checkpoint's job, or the preset it started from.
-fn base_model_view(workspace_id: i64, base: Option<BaseModel>, preset: String) -> AnyView {
+/// Where the job's weights came from: a link to the checkpoint's job, an uploaded model, or the preset
+/// it started from.
+fn base_model_view(
+    workspace_id: i64,
+    base: Option<BaseModel>,
+    pretrained: Option<String>,
+    preset: String,
+) -> AnyView {
     let i18n = use_i18n();
+    if let Some(name) = pretrained {
+        return view! {
+            <A href=format!("/w/{workspace_id}/models") attr:data-testid="job-base-pretrained">
+                {move || t_string!(i18n, job_detail.base_pretrained, name = name.clone()).to_string()}
+            </A>
+        }
+        .into_any();
+    }
     match base {
         None => {
             view! { {move || t_string!(i18n, job_detail.from_scratch, preset = preset.clone()).to_string()} }

@@ -13,13 +13,17 @@ use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_query_map};
 
 use super::job_href;
-use crate::api::{get_job, list_checkpoints, list_datasets, list_environments, SubmitJob};
+use crate::api::{
+    get_job, list_checkpoints, list_datasets, list_environments, list_pretrained_models, SubmitJob,
+};
 use crate::components::form::SubmitButton;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::{BuildStatus, CheckpointInfo, DatasetSummary, EnvironmentSummary, JobSpec};
+use crate::types::{
+    BuildStatus, CheckpointInfo, DatasetSummary, EnvironmentSummary, JobSpec, PretrainedModel,
+};
 
 /// Model shapes, smallest last (the server's list).
 pub const PRESETS: [&str; 6] = ["base", "medium", "mini", "micro", "nano", "tiny"];
@@ -43,7 +47,8 @@ pub fn NewJobPage() -> impl IntoView {
             let datasets = list_datasets(ws).await?;
             let environments = list_environments(ws).await.unwrap_or_default();
             let checkpoints = list_checkpoints(ws).await.unwrap_or_default();
-            Ok::<_, AppError>((datasets, environments, checkpoints))
+            let pretrained = list_pretrained_models(ws).await.unwrap_or_default();
+            Ok::<_, AppError>((datasets, environments, checkpoints, pretrained))
         },
     );
     let source = Resource::new(
@@ -69,7 +74,7 @@ pub fn NewJobPage() -> impl IntoView {
                     if !ws.role.can_edit() {
                         return view! { <p class="notice notice-info" data-testid="jobs-editor-only">{t!(i18n, jobs.editor_only)}</p> }.into_any();
                     }
-                    let (datasets, environments, checkpoints) = match choices {
+                    let (datasets, environments, checkpoints, pretrained) = match choices {
                         Ok(c) => c,
                         Err(err) => return view! { <ErrorNotice err /> }.into_any(),
                     };
@@ -91,7 +96,7 @@ pub fn NewJobPage() -> impl IntoView {
                         Err(err) => return view! { <ErrorNotice err /> }.into_any(),
                     };
                     let cloned = from.get_untracked().is_some();
-                    view! { <JobForm workspace_id=ws.id initial datasets environments checkpoints cloned /> }.into_any()
+                    view! { <JobForm workspace_id=ws.id initial datasets environments checkpoints pretrained cloned /> }.into_any()
                 })}
             </Transition>
         </div>
@@ -137,6 +142,9 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map(|v| v.to_string()).unwrap_or_default()
 }
 
+/// The base-model choice's value for an uploaded model (`m<id>`); a checkpoint's is its id alone.
+const PRETRAINED_PREFIX: &str = "m";
+
 impl FormValues {
     pub fn from_spec(spec: &JobSpec) -> FormValues {
         FormValues {
@@ -145,7 +153,10 @@ impl FormValues {
             dev_dataset_id: opt(spec.dev_dataset_id),
             environment_id: opt(spec.environment_id),
             preset: spec.preset.clone(),
-            base_checkpoint_id: opt(spec.base_checkpoint_id),
+            base_checkpoint_id: match spec.pretrained_model_id {
+                Some(id) => format!("{PRETRAINED_PREFIX}{id}"),
+                None => opt(spec.base_checkpoint_id),
+            },
             epochs: spec.epochs.to_string(),
             batch_size: spec.batch_size.to_string(),
             learning_rate: spec.learning_rate.to_string(),
@@ -179,13 +190,23 @@ impl FormValues {
                 num(s, field).map(Some)
             }
         }
+        // One choice, two fields: an uploaded model's option value is `m<id>`.
+        let (base_checkpoint_id, pretrained_model_id) = match self
+            .base_checkpoint_id
+            .trim()
+            .strip_prefix(PRETRAINED_PREFIX)
+        {
+            Some(id) => (None, Some(num(id, "pretrained_model_id")?)),
+            None => (maybe(&self.base_checkpoint_id, "base_checkpoint_id")?, None),
+        };
         Ok(JobSpec {
             name: self.name.trim().to_string(),
             dataset_id: num(&self.dataset_id, "dataset_id")?,
             dev_dataset_id: maybe(&self.dev_dataset_id, "dev_dataset_id")?,
             environment_id: maybe(&self.environment_id, "environment_id")?,
             preset: self.preset.clone(),
-            base_checkpoint_id: maybe(&self.base_checkpoint_id, "base_checkpoint_id")?,
+            base_checkpoint_id,
+            pretrained_model_id,
             epochs: num(&self.epochs, "epochs")?,
             batch_size: num(&self.batch_size, "batch_size")?,
             learning_rate: num(&self.learning_rate, "learning_rate")?,
@@ -255,6 +276,7 @@ fn JobForm(
     datasets: Vec<DatasetSummary>,
     environments: Vec<EnvironmentSummary>,
     checkpoints: Vec<CheckpointInfo>,
+    pretrained: Vec<PretrainedModel>,
     cloned: bool,
 ) -> impl IntoView {
     let i18n = use_i18n();
@@ -404,6 +426,16 @@ fn JobForm(
                                     </option>
                                 }
                             }).collect_view()}
+                            {pretrained.into_iter().map(|m| {
+                                let value = format!("{PRETRAINED_PREFIX}{}", m.id);
+                                let selected = value == start.base_checkpoint_id;
+                                let name = m.name.clone();
+                                view! {
+                                    <option value=value selected=selected data-pretrained=m.id>
+                                        {move || t_string!(i18n, job_form.pretrained_option, name = name.clone()).to_string()}
+                                    </option>
+                                }
+                            }).collect_view()}
                         </select>
                     </Row>
                 </div>
@@ -474,6 +506,15 @@ mod tests {
         let defaults = FormValues::from_spec(&JobSpec::new("", 1));
         assert_eq!(defaults.max_steps, "", "optional fields start empty");
         assert_eq!(defaults.environment_id, "", "a local process by default");
+        // The base model is one choice: a checkpoint's id, or an uploaded model's `m<id>`.
+        let mut from_upload = JobSpec::new("x", 1);
+        from_upload.pretrained_model_id = Some(7);
+        let values = FormValues::from_spec(&from_upload);
+        assert_eq!(values.base_checkpoint_id, "m7");
+        assert_eq!(values.to_spec(), Ok(from_upload));
+        let mut bad = values;
+        bad.base_checkpoint_id = "mx".into();
+        assert_eq!(bad.to_spec(), Err("pretrained_model_id"));
     }
 
     #[test]

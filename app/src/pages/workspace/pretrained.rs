@@ -1,0 +1,265 @@
+//! Pretrained models on the Models page: the Hugging Face model directories the workspace uploaded to
+//! fine-tune from (name, shape from their config.json, size, sha256), an upload form for editors — a
+//! `.tar` sent with upload progress, checked by the trainer on the server, its refusal shown with the
+//! reason — and delete. Jobs pick them in the job form's base-model choice.
+
+use leptos::prelude::*;
+
+use crate::api::{list_pretrained_models, DeletePretrainedModel};
+use crate::components::http::{self, Picked, Request};
+use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::time::Timestamp;
+use crate::error::AppError;
+use crate::i18n::*;
+use crate::pages::workspace::datasets::short_sha;
+use crate::pages::workspace::environments::parts::bytes_text;
+use crate::pages::workspace::use_current_workspace;
+use crate::types::PretrainedModel;
+
+/// `bert · 12 layers · hidden 768 · vocabulary 21128`, from what its config.json says.
+pub fn shape_text(locale: Locale, model: &PretrainedModel) -> String {
+    let c = &model.config;
+    let mut parts = vec![c["model_type"].as_str().unwrap_or("?").to_string()];
+    let zh = locale == Locale::zh;
+    if let Some(n) = c["num_hidden_layers"].as_u64() {
+        parts.push(if zh {
+            format!("{n} 层")
+        } else {
+            format!("{n} layers")
+        });
+    }
+    if let Some(n) = c["hidden_size"].as_u64() {
+        parts.push(if zh {
+            format!("隐藏层 {n}")
+        } else {
+            format!("hidden {n}")
+        });
+    }
+    if let Some(n) = c["vocab_size"].as_u64() {
+        parts.push(if zh {
+            format!("词表 {n}")
+        } else {
+            format!("vocabulary {n}")
+        });
+    }
+    parts.join(" · ")
+}
+
+/// Its resources are made when the page is, not inside a suspended branch: a resource created in a
+/// branch that resolves later gets a different place in the server's order than in the browser's, and
+/// hydration then reads another resource's data.
+#[component]
+pub fn PretrainedModels(workspace_id: i64) -> impl IntoView {
+    let i18n = use_i18n();
+    let current = use_current_workspace();
+    let reload = RwSignal::new(0u32);
+    let list = Resource::new(
+        move || reload.get(),
+        move |_| list_pretrained_models(workspace_id),
+    );
+    let delete = ServerAction::<DeletePretrainedModel>::new();
+    let delete_error = RwSignal::new(None::<AppError>);
+    Effect::new(move |_| match delete.value().get() {
+        Some(Ok(())) => {
+            delete_error.set(None);
+            reload.update(|n| *n += 1);
+        }
+        Some(Err(err)) => delete_error.set(Some(err)),
+        None => {}
+    });
+    view! {
+        <section class="card" aria-labelledby="pretrained-title" data-testid="pretrained-models">
+            <h2 id="pretrained-title">{t!(i18n, pretrained.title)}</h2>
+            <p class="hint">{t!(i18n, pretrained.hint)}</p>
+            {move || delete_error.get().map(|err| view! { <ErrorNotice err /> })}
+            <Transition fallback=Loading>
+                {move || Suspend::new(async move {
+                    let can_edit = current.ws.await.is_ok_and(|ws| ws.role.can_edit());
+                    let upload = can_edit.then(|| view! { <UploadModel workspace_id on_done=move || reload.update(|n| *n += 1) /> });
+                    let table = match list.await {
+                        Ok(models) if models.is_empty() => view! {
+                            <p class="muted" data-testid="pretrained-empty">{t!(i18n, pretrained.empty)}</p>
+                        }
+                        .into_any(),
+                        Ok(models) => view! {
+                            <div class="table-wrap">
+                                <table class="table" data-testid="pretrained-table">
+                                    <thead>
+                                        <tr>
+                                            <th scope="col">{t!(i18n, pretrained.col_name)}</th>
+                                            <th scope="col">{t!(i18n, pretrained.col_model)}</th>
+                                            <th scope="col">{t!(i18n, pretrained.col_size)}</th>
+                                            <th scope="col">"sha256"</th>
+                                            <th scope="col">{t!(i18n, pretrained.col_uploaded)}</th>
+                                            {can_edit.then(|| view! { <th scope="col"><span class="visually-hidden">{t!(i18n, pretrained.delete)}</span></th> })}
+                                        </tr>
+                                    </thead>
+                                    <tbody>
+                                        {models.into_iter().map(|m| {
+                                            let (id, name) = (m.id, m.name.clone());
+                                            view! {
+                                                <tr data-testid="pretrained-row" data-id=id data-name=name.clone()>
+                                                    <th scope="row">{name.clone()}<div class="muted"><code>{m.container_path.clone()}</code></div></th>
+                                                    <td>{let shaped = m.clone(); move || shape_text(i18n.get_locale(), &shaped)}</td>
+                                                    <td class="nowrap">{bytes_text(m.bytes)}</td>
+                                                    <td><code title=m.sha256.clone()>{short_sha(&m.sha256)}</code></td>
+                                                    <td class="nowrap"><Timestamp at=m.created_at.clone() />{m.created_by.clone().map(|by| format!(" · {by}"))}</td>
+                                                    {can_edit.then(|| view! {
+                                                        <td>
+                                                            <button type="button" class="button button-small button-danger-ghost" data-testid="pretrained-delete"
+                                                                disabled=move || delete.pending().get()
+                                                                on:click=move |_| { delete.dispatch(DeletePretrainedModel { workspace_id, model_id: id }); }>
+                                                                {t!(i18n, pretrained.delete)}
+                                                            </button>
+                                                        </td>
+                                                    })}
+                                                </tr>
+                                            }
+                                        }).collect_view()}
+                                    </tbody>
+                                </table>
+                            </div>
+                        }
+                        .into_any(),
+                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
+                    };
+                    view! { {upload} {table} }
+                })}
+            </Transition>
+        </section>
+    }
+    .into_any()
+}
+
+/// Name and `.tar` file; sent as the raw body with progress, then checked on the server.
+#[component]
+fn UploadModel(workspace_id: i64, #[prop(into)] on_done: Callback<()>) -> impl IntoView {
+    let i18n = use_i18n();
+    let name = RwSignal::new(String::new());
+    // None: idle; Some(percent): sending (100: the server unpacks and loads it).
+    let progress = RwSignal::new(None::<u64>);
+    let error = RwSignal::new(None::<AppError>);
+    let file_input = NodeRef::<leptos::html::Input>::new();
+    let request: http::Slot<Request> = http::slot();
+    let on_file = move |_| {
+        if let Some(p) = file_input
+            .get_untracked()
+            .and_then(|el| http::chosen_file(&el))
+        {
+            if name.get_untracked().trim().is_empty() {
+                name.set(p.name.trim_end_matches(".tar").to_string());
+            }
+        }
+        error.set(None);
+    };
+    let on_submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if progress.get_untracked().is_some() {
+            return;
+        }
+        let locale = i18n.get_locale_untracked();
+        let Some(picked): Option<Picked> = file_input
+            .get_untracked()
+            .and_then(|el| http::chosen_file(&el))
+        else {
+            error.set(Some(AppError::invalid(
+                "file",
+                "file_missing",
+                td_string!(locale, pretrained.err_no_file),
+            )));
+            return;
+        };
+        error.set(None);
+        let url = format!(
+            "/api/v1/workspaces/{workspace_id}/pretrained-models/upload?{}",
+            http::query(&[
+                ("name", name.get_untracked().trim()),
+                ("filename", &picked.name)
+            ])
+        );
+        progress.set(Some(0));
+        let started = http::upload(
+            &url,
+            &picked,
+            move |sent, total| progress.set(Some((sent * 100).checked_div(total).unwrap_or(100))),
+            move |answer| {
+                progress.set(None);
+                if answer.status == 201 {
+                    name.set(String::new());
+                    on_done.run(());
+                } else {
+                    error.set(Some(answer.error()));
+                }
+            },
+        );
+        match started {
+            Some(r) => request.set_value(Some(r)),
+            None => {
+                progress.set(None);
+                error.set(Some(AppError::Transport(
+                    "the upload could not start".into(),
+                )));
+            }
+        }
+    };
+    view! {
+        <form class="form pretrained-upload" data-testid="pretrained-upload-form" on:submit=on_submit novalidate>
+            <div class="form-grid">
+                <div class="field">
+                    <label for="pretrained-name">{t!(i18n, pretrained.name)}</label>
+                    <input id="pretrained-name" data-testid="pretrained-name" autocomplete="off" maxlength="64"
+                        prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev)) />
+                </div>
+                <div class="field">
+                    <label for="pretrained-file">{t!(i18n, pretrained.file)}</label>
+                    <input id="pretrained-file" data-testid="pretrained-file" type="file" accept=".tar,application/x-tar"
+                        node_ref=file_input on:change=on_file />
+                </div>
+            </div>
+            <div class="actions">
+                <button type="submit" class="button button-primary" data-testid="pretrained-upload"
+                    disabled=move || progress.get().is_some()>
+                    {t!(i18n, pretrained.upload)}
+                </button>
+                {move || progress.get().map(|p| view! {
+                    <progress max="100" value=p.to_string() data-testid="pretrained-progress"></progress>
+                    <span class="muted" role="status">
+                        {move || if p >= 100 { t_string!(i18n, pretrained.checking) } else { t_string!(i18n, pretrained.sending) }}
+                    </span>
+                })}
+            </div>
+            {move || error.get().map(|err| view! { <ErrorNotice err /> })}
+        </form>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_model_is_described_by_what_its_config_says() {
+        let mut m = PretrainedModel {
+            id: 1,
+            workspace_id: 1,
+            name: "bert".into(),
+            file_name: "bert.tar".into(),
+            sha256: "ab".into(),
+            container_path: "/workspace/models/1".into(),
+            bytes: 1,
+            config: serde_json::json!({ "model_type": "bert", "num_hidden_layers": 12, "hidden_size": 768, "vocab_size": 21128 }),
+            created_by: None,
+            created_at: "2026-12-03T00:00:00Z".into(),
+        };
+        assert_eq!(
+            shape_text(Locale::en, &m),
+            "bert · 12 layers · hidden 768 · vocabulary 21128"
+        );
+        assert_eq!(
+            shape_text(Locale::zh, &m),
+            "bert · 12 层 · 隐藏层 768 · 词表 21128"
+        );
+        m.config = serde_json::json!({});
+        assert_eq!(shape_text(Locale::en, &m), "?");
+    }
+}

@@ -1,0 +1,314 @@
+//! Pretrained models through the real binary: a Hugging Face directory (a tiny job's checkpoint, tarred)
+//! is uploaded, unpacked, loaded by the trainer and kept; archives it cannot use — not a .tar, a
+//! directory without weights, a config that does not fit the vocabulary — are refused with the reason
+//! and leave nothing; a job fine-tunes from the upload and names it; a model in use cannot be deleted.
+
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::{status_json, Server, User};
+
+async fn upload(
+    user: &User,
+    server: &Server,
+    ws: i64,
+    name: &str,
+    file: &str,
+    body: Vec<u8>,
+) -> (StatusCode, Value) {
+    status_json(
+        user.client
+            .post(server.url(&format!(
+                "/api/v1/workspaces/{ws}/pretrained-models/upload?name={name}&filename={file}"
+            )))
+            .header("content-type", "application/octet-stream")
+            .body(body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+/// A tar of `dir`'s files under `top/`, with `config.json` replaced when given.
+fn tar_of(dir: &std::path::Path, top: &str, skip: &[&str], config: Option<&Value>) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if skip.contains(&name.as_str()) || !entry.path().is_file() {
+            continue;
+        }
+        let data = match (name.as_str(), config) {
+            ("config.json", Some(c)) => c.to_string().into_bytes(),
+            _ => std::fs::read(entry.path()).unwrap(),
+        };
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder
+            .append_data(&mut header, format!("{top}/{name}"), &data[..])
+            .unwrap();
+    }
+    builder.into_inner().unwrap()
+}
+
+async fn wait_done(user: &User, server: &Server, ws: i64, id: i64) -> Value {
+    for _ in 0..600 {
+        let (_, job) = status_json(
+            user.client
+                .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}")))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        if job["summary"]["finished_at"].is_string() {
+            return job;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    panic!("job {id} never ended");
+}
+
+#[tokio::test]
+async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
+    let server = Server::start_with(&["--docker-host", "unix:///nonexistent.sock"]);
+    let owner = server.signup("owner").await;
+    let (_, created) = status_json(
+        owner
+            .client
+            .post(server.url("/api/v1/workspaces"))
+            .json(&json!({ "name": "nlp" }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let ws = created["id"].as_i64().unwrap();
+    let (_, sample) = status_json(
+        owner
+            .client
+            .post(server.url(&format!("/api/v1/workspaces/{ws}/datasets/sample")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let ds = sample["summary"]["id"].as_i64().unwrap();
+    let spec = |name: &str| {
+        json!({ "name": name, "dataset_id": ds, "preset": "tiny", "batch_size": 16, "max_seq_len": 32,
+                "learning_rate": 0.002, "max_steps": 5, "eval_every_steps": 5, "keep_best": 1 })
+    };
+    let jobs_url = server.url(&format!("/api/v1/workspaces/{ws}/jobs"));
+    let (_, first) = status_json(
+        owner
+            .client
+            .post(&jobs_url)
+            .json(&spec("source"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let first = wait_done(
+        &owner,
+        &server,
+        ws,
+        first["summary"]["id"].as_i64().unwrap(),
+    )
+    .await;
+    let ckpt = first["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["deleted_at"].is_null())
+        .unwrap();
+    let dir = server
+        .dir
+        .path()
+        .join(format!("data/volumes/w{ws}/workspace"))
+        .join(
+            ckpt["container_path"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("/workspace/"),
+        );
+
+    // Refusals, each with its reason, and nothing kept.
+    let good = tar_of(&dir, "my-bert", &[], None);
+    let (status, err) = upload(&owner, &server, ws, "zipped", "my-bert.zip", good.clone()).await;
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("pretrained_format_invalid")
+        ),
+        "{err}"
+    );
+    let (status, err) = upload(
+        &owner,
+        &server,
+        ws,
+        "no-weights",
+        "a.tar",
+        tar_of(&dir, "m", &["model.safetensors"], None),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("model.safetensors or pytorch_model.bin"),
+        "{err}"
+    );
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    config["vocab_size"] = json!(10);
+    let (status, err) = upload(
+        &owner,
+        &server,
+        ws,
+        "bad-config",
+        "b.tar",
+        tar_of(&dir, "m", &[], Some(&config)),
+    )
+    .await;
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("pretrained_invalid")),
+        "{err}"
+    );
+    assert!(
+        err["message"]
+            .as_str()
+            .unwrap()
+            .contains("the trainer cannot use this model"),
+        "{err}"
+    );
+    assert!(
+        err["message"].as_str().unwrap().contains("vocab_size"),
+        "{err}"
+    );
+    assert_eq!(
+        server.count("SELECT COUNT(*) FROM pretrained_models").await,
+        0
+    );
+    let models_dir = server
+        .dir
+        .path()
+        .join(format!("data/volumes/w{ws}/workspace/models"));
+    assert!(!models_dir.exists() || std::fs::read_dir(&models_dir).unwrap().next().is_none());
+    let tmp = server.dir.path().join("data/tmp");
+    assert_eq!(
+        std::fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0),
+        0,
+        "no leftovers in tmp"
+    );
+
+    // Accepted: unpacked into the volume, described from its config.json.
+    let (status, model) = upload(&owner, &server, ws, "my-bert", "my-bert.tar", good).await;
+    assert_eq!(status, StatusCode::CREATED, "{model}");
+    let model_id = model["id"].as_i64().unwrap();
+    assert_eq!(
+        model["container_path"],
+        format!("/workspace/models/{model_id}")
+    );
+    assert_eq!(model["config"]["num_hidden_layers"], 1);
+    assert!(models_dir.join(format!("{model_id}/config.json")).is_file());
+    let (status, _) = upload(
+        &owner,
+        &server,
+        ws,
+        "my-bert",
+        "again.tar",
+        tar_of(&dir, "m", &[], None),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "names are unique in the workspace"
+    );
+
+    // A job fine-tunes from it and names it; the job file points at its directory.
+    let mut from = spec("from-upload");
+    from["pretrained_model_id"] = json!(model_id);
+    let (status, job) = status_json(
+        owner
+            .client
+            .post(&jobs_url)
+            .json(&from)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{job}");
+    assert!(
+        job["config_toml"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("pretrained = \"../../models/{model_id}\"")),
+        "{job}"
+    );
+    assert_eq!(job["pretrained_model"]["name"], "my-bert");
+    let job_id = job["summary"]["id"].as_i64().unwrap();
+    let done = wait_done(&owner, &server, ws, job_id).await;
+    assert_eq!(done["summary"]["status"], "succeeded", "{done}");
+    let mut both = spec("both");
+    both["pretrained_model_id"] = json!(model_id);
+    both["base_checkpoint_id"] = ckpt["id"].clone();
+    let (status, err) = status_json(
+        owner
+            .client
+            .post(&jobs_url)
+            .json(&both)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, err["field"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("pretrained_model_id")
+        ),
+        "{err}"
+    );
+
+    // In use: not deleted; once its job is gone, deleted with its files.
+    let model_url = server.url(&format!(
+        "/api/v1/workspaces/{ws}/pretrained-models/{model_id}"
+    ));
+    let (status, err) = status_json(owner.client.delete(&model_url).send().await.unwrap()).await;
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (StatusCode::CONFLICT, Some("pretrained_model_in_use")),
+        "{err}"
+    );
+    owner
+        .client
+        .delete(format!("{jobs_url}/{job_id}"))
+        .send()
+        .await
+        .unwrap();
+    let res = owner.client.delete(&model_url).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert!(!models_dir.join(model_id.to_string()).exists());
+    let (_, listed) = status_json(
+        owner
+            .client
+            .get(server.url(&format!("/api/v1/workspaces/{ws}/pretrained-models")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(listed, json!([]));
+}
