@@ -157,7 +157,7 @@ impl Docker {
         }
         // Scripts often say #!/usr/bin/env.
         ctx.symlink("rootfs/usr/bin/env", "/bin/busybox");
-        self.build_context(ctx, tag, false, log).await
+        self.build_context(ctx, Some(tag), false, log).await
     }
 }
 

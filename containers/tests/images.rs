@@ -189,7 +189,8 @@ async fn runtime_layer_runs_on_a_base_without_libc() {
         return;
     };
     let lines = Mutex::new(Vec::new());
-    g.docker
+    let base_id = g
+        .docker
         .ensure_busybox_base(&mut log_to(&lines))
         .await
         .unwrap();
@@ -200,9 +201,11 @@ async fn runtime_layer_runs_on_a_base_without_libc() {
     });
     let tag = format!("paddock-test/{}:runtime", g.prefix);
     g.image(&tag);
+    // A one-byte bound puts every library in a layer, and so a build stage, of its own.
     let options = BuildOptions {
         tag: Some(tag),
         instance: Some(g.prefix.clone()),
+        runtime_layer_bytes: Some(1),
         ..Default::default()
     };
     let built = g
@@ -211,11 +214,32 @@ async fn runtime_layer_runs_on_a_base_without_libc() {
         .await
         .unwrap();
     g.image(&built.image_id);
-    assert!(
-        built.dockerfile.contains("COPY runtime/ /"),
+    let stages = built.dockerfile.matches("COPY runtime/ /").count();
+    assert!(stages >= 3, "{}", built.dockerfile);
+    assert_eq!(
+        built.dockerfile.matches("USER ").count(),
+        1,
         "{}",
         built.dockerfile
     );
+    // The image holds one layer per stage's copy on top of the base and the layout.
+    let layers = g.docker.image_info(&built.image_id).await.unwrap().layers;
+    let base = g.docker.image_info(&base_id).await.unwrap().layers;
+    assert_eq!(layers.len(), base.len() + 1 + stages, "{layers:?}");
+    // Built again with the same inputs: every stage hits the cache, the same image comes back.
+    let again = g
+        .docker
+        .build_env_image(
+            &spec,
+            &BuildOptions {
+                force: true,
+                ..options.clone()
+            },
+            &mut log_to(&lines),
+        )
+        .await
+        .unwrap();
+    assert_eq!(again.image_id, built.image_id);
 
     let container = g
         .docker

@@ -19,59 +19,95 @@ pub const RUNTIME_LIBRARY_PATH: &str = "/opt/paddock/lib";
 /// inherits that ownership when Docker populates it.
 pub const WORKSPACE_DIR: &str = "/workspace";
 
-/// Everything the Dockerfile depends on. The context must hold `layout.tar` (users, home, workspace; see
-/// `build::layout`) and `runtime/` when `runtime` is set.
+/// Everything the Dockerfiles depend on. The first stage's context must hold `layout.tar` (users, home,
+/// workspace; see `build::layout`); every stage that copies a runtime layer holds its files under `runtime/`.
 #[derive(Debug, Clone)]
 pub struct Plan<'a> {
-    /// `FROM` argument: the base image ID, so the file pins exactly what it was planned against.
+    /// `FROM` argument of the first stage: the base image ID, so the file pins exactly what it was planned
+    /// against.
     pub from: &'a str,
     pub packages: Vec<&'a str>,
-    pub runtime: bool,
+    /// How many layers the runtime is copied in (0: no runtime). Each layer after the first is its own
+    /// stage, built on the image of the stage before (see `build` for why).
+    pub runtime_layers: usize,
     pub env: &'a BTreeMap<String, String>,
     pub working_dir: &'a str,
 }
 
-/// The Dockerfile without labels: the part that the build hash covers. Labels (which carry the hash) are
-/// appended by [`with_labels`].
-pub fn render(plan: &Plan<'_>) -> String {
-    let mut out = String::new();
-    let mut line = |s: String| {
-        out.push_str(&s);
-        out.push('\n');
-    };
-    line(HEADER.to_string());
-    line(format!("FROM {}", plan.from));
-    // ADD extracts a local tar keeping its owners, modes and mtimes; COPY --chown would stamp the
-    // directories it creates with the build time, making the layer differ on every uncached build.
-    line("ADD layout.tar /".into());
-    if !plan.packages.is_empty() {
-        let mut packages = plan.packages.clone();
-        packages.sort_unstable();
-        packages.dedup();
-        line(format!(
-            "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {} && rm -rf /var/lib/apt/lists/*",
-            packages.join(" ")
-        ));
+/// Stands for the image of the previous stage in a later stage's `FROM` line; [`from_previous`] puts the
+/// image ID in its place when that stage is built.
+pub const PREVIOUS_STAGE: &str = "<image of the stage above>";
+
+/// The Dockerfiles of the stages, without labels: the part that the build hash covers. Labels (which carry
+/// the hash) are appended to the last stage by [`with_labels`]. A plan with at most one runtime layer has a
+/// single stage.
+pub fn render(plan: &Plan<'_>) -> Vec<String> {
+    let count = plan.runtime_layers.max(1);
+    let mut stages = Vec::with_capacity(count);
+    for stage in 0..count {
+        let mut out = String::new();
+        let mut line = |s: String| {
+            out.push_str(&s);
+            out.push('\n');
+        };
+        if stage == 0 {
+            line(HEADER.to_string());
+            line(format!("FROM {}", plan.from));
+            // ADD extracts a local tar keeping its owners, modes and mtimes; COPY --chown would stamp the
+            // directories it creates with the build time, making the layer differ on every uncached build.
+            line("ADD layout.tar /".into());
+            if !plan.packages.is_empty() {
+                let mut packages = plan.packages.clone();
+                packages.sort_unstable();
+                packages.dedup();
+                line(format!(
+                    "RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends {} && rm -rf /var/lib/apt/lists/*",
+                    packages.join(" ")
+                ));
+            }
+        } else {
+            line(format!(
+                "# Stage {} of {count}: runtime layer {} of {}",
+                stage + 1,
+                stage + 1,
+                plan.runtime_layers
+            ));
+            line(format!("FROM {PREVIOUS_STAGE}"));
+        }
+        if plan.runtime_layers > 0 {
+            line("COPY runtime/ /".into());
+        }
+        if stage + 1 == count {
+            if plan.runtime_layers > 0 {
+                line(format!(
+                    "ENV PATH={} LD_LIBRARY_PATH={}",
+                    quote(RUNTIME_PATH),
+                    quote(RUNTIME_LIBRARY_PATH)
+                ));
+            }
+            if !plan.env.is_empty() {
+                let vars: Vec<String> = plan
+                    .env
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", quote(v)))
+                    .collect();
+                line(format!("ENV {}", vars.join(" \\\n    ")));
+            }
+            line(format!("WORKDIR {}", plan.working_dir));
+            line(format!("USER {UID}:{GID}"));
+        }
+        stages.push(out);
     }
-    if plan.runtime {
-        line("COPY runtime/ /".into());
-        line(format!(
-            "ENV PATH={} LD_LIBRARY_PATH={}",
-            quote(RUNTIME_PATH),
-            quote(RUNTIME_LIBRARY_PATH)
-        ));
-    }
-    if !plan.env.is_empty() {
-        let vars: Vec<String> = plan
-            .env
-            .iter()
-            .map(|(k, v)| format!("{k}={}", quote(v)))
-            .collect();
-        line(format!("ENV {}", vars.join(" \\\n    ")));
-    }
-    line(format!("WORKDIR {}", plan.working_dir));
-    line(format!("USER {UID}:{GID}"));
-    out
+    stages
+}
+
+/// A later stage's Dockerfile with the previous stage's image in its `FROM` line.
+pub fn from_previous(stage: &str, previous_image: &str) -> String {
+    stage.replacen(
+        &format!("FROM {PREVIOUS_STAGE}"),
+        &format!("FROM {previous_image}"),
+        1,
+    )
 }
 
 /// Appends one `LABEL` instruction with the labels in key order.
@@ -115,7 +151,7 @@ mod tests {
         let plan = Plan {
             from: "sha256:abc",
             packages: vec!["git", "curl", "git"],
-            runtime: true,
+            runtime_layers: 1,
             env: &env,
             working_dir: "/workspace",
         };
@@ -124,7 +160,7 @@ mod tests {
             ("paddock.build-hash", "h".to_string()),
         ]);
         assert_eq!(
-            with_labels(&render(&plan), &labels),
+            with_labels(&render(&plan)[0], &labels),
             r#"# Generated by Paddock from an environment spec; do not edit.
 FROM sha256:abc
 ADD layout.tar /
@@ -146,10 +182,11 @@ LABEL paddock.build-hash="h" paddock.image-kind="env"
         let text = render(&Plan {
             from: "sha256:abc",
             packages: vec![],
-            runtime: false,
+            runtime_layers: 0,
             env: &env,
             working_dir: "/srv",
-        });
+        })
+        .concat();
         assert!(
             !text.contains("RUN") && !text.contains("ENV") && !text.contains("runtime/"),
             "{text}"
@@ -160,10 +197,38 @@ LABEL paddock.build-hash="h" paddock.image-kind="env"
             render(&Plan {
                 from: "sha256:abc",
                 packages: vec![],
-                runtime: false,
+                runtime_layers: 0,
                 env: &env,
                 working_dir: "/srv"
             })
+            .concat()
+        );
+    }
+
+    #[test]
+    fn later_runtime_layers_are_stages_built_on_the_one_before() {
+        let env = BTreeMap::from([("A".to_string(), "1".to_string())]);
+        let stages = render(&Plan {
+            from: "sha256:abc",
+            packages: vec!["git"],
+            runtime_layers: 3,
+            env: &env,
+            working_dir: "/workspace",
+        });
+        assert_eq!(stages.len(), 3);
+        assert!(stages[0].starts_with(&format!(
+            "{HEADER}\nFROM sha256:abc\nADD layout.tar /\nRUN "
+        )));
+        for (i, stage) in stages.iter().enumerate() {
+            assert_eq!(stage.matches("COPY runtime/ /").count(), 1, "{stage}");
+            // Only the last stage sets the environment, directory and user.
+            assert_eq!(stage.contains("USER 1000:1000"), i == 2, "{stage}");
+            assert_eq!(stage.contains("ENV A="), i == 2, "{stage}");
+            assert_eq!(stage.contains("RUN apt-get"), i == 0, "{stage}");
+        }
+        assert_eq!(
+            from_previous(&stages[1], "sha256:def"),
+            "# Stage 2 of 3: runtime layer 2 of 3\nFROM sha256:def\nCOPY runtime/ /\n"
         );
     }
 }

@@ -3,7 +3,9 @@
 //! layer, renders a deterministic Dockerfile, and computes the build hash — SHA-256 over the Dockerfile, the
 //! generated user files, the base image ID and the runtime files' digest. An image labelled with that hash
 //! is reused; otherwise the context is streamed to Docker's classic builder and the log is passed to the
-//! caller line by line.
+//! caller line by line. A large runtime layer is added in bounded layers, each by its own build on the image
+//! of the one before, so that a build never needs much more free disk than the image itself
+//! ([`RuntimeFiles::layers`]); only the last stage is tagged and labelled.
 //!
 //! Reproducibility: a forced rebuild of the same inputs returns the same image ID, because every step hits
 //! the builder's cache (the tar and Dockerfile are byte-identical). Without the cache (`no_cache`, or after
@@ -44,7 +46,9 @@ use crate::spec::EnvSpec;
 use crate::Docker;
 
 /// Bumped when the build recipe changes meaning, so old cached images are not reused.
-pub const BUILD_RECIPE_VERSION: &str = "paddock.build.v1";
+pub const BUILD_RECIPE_VERSION: &str = "paddock.build.v2";
+/// Default size bound of one runtime layer (see [`RuntimeFiles::layers`]).
+pub const RUNTIME_LAYER_BYTES: u64 = 512 << 20;
 /// Lines of build output kept for [`Error::BuildFailed`].
 const LOG_TAIL_LINES: usize = 30;
 
@@ -59,6 +63,8 @@ pub struct BuildOptions {
     pub no_cache: bool,
     /// Instance label for the temporary probe container, so leftovers can be attributed and cleaned.
     pub instance: Option<String>,
+    /// Size bound of one runtime layer; default [`RUNTIME_LAYER_BYTES`].
+    pub runtime_layer_bytes: Option<u64>,
 }
 
 /// The result of a build.
@@ -70,7 +76,7 @@ pub struct BuiltImage {
     pub tag: String,
     /// True when an existing image was reused without building.
     pub cached: bool,
-    /// The generated Dockerfile (for the UI's "how was this built").
+    /// The generated Dockerfiles of the stages, one after the other (for the UI's "how was this built").
     pub dockerfile: String,
 }
 
@@ -126,25 +132,36 @@ impl Docker {
             Some(files) => Some(files.digest().await?),
             None => None,
         };
+        let runtime_layers = match &runtime {
+            Some(files) => {
+                files.layers(options.runtime_layer_bytes.unwrap_or(RUNTIME_LAYER_BYTES))?
+            }
+            None => Vec::new(),
+        };
 
         let plan = dockerfile::Plan {
             from: &base_id,
             packages: spec.os_packages.iter().map(String::as_str).collect(),
-            runtime: runtime.is_some(),
+            runtime_layers: runtime_layers.len(),
             env: &spec.env,
             working_dir: spec.working_dir.trim_end_matches('/').max("/"),
         };
-        let body = dockerfile::render(&plan);
+        let mut stages = dockerfile::render(&plan);
         let build_hash = {
             let mut h = Sha256::new();
-            for part in [
-                BUILD_RECIPE_VERSION,
-                &base_id,
-                &body,
-                &passwd,
-                &group,
-                runtime_digest.as_deref().unwrap_or("-"),
-            ] {
+            let mut parts = vec![
+                BUILD_RECIPE_VERSION.to_string(),
+                base_id.clone(),
+                passwd.clone(),
+                group.clone(),
+                runtime_digest.clone().unwrap_or_else(|| "-".into()),
+            ];
+            parts.extend(stages.iter().cloned());
+            // Which files go in which layer (the digest covers their contents).
+            parts.extend(runtime_layers.iter().map(|layer| {
+                format!("{:?}", layer.files.iter().map(|f| &f.0).collect::<Vec<_>>())
+            }));
+            for part in &parts {
                 h.update(part.as_bytes());
                 h.update([0]);
             }
@@ -158,7 +175,9 @@ impl Docker {
             (labels::BUILD_HASH, build_hash.clone()),
             (labels::IMAGE_KIND, "env".to_string()),
         ]);
-        let dockerfile = dockerfile::with_labels(&body, &image_labels);
+        let last = stages.len() - 1;
+        stages[last] = dockerfile::with_labels(&stages[last], &image_labels);
+        let dockerfile = stages.join("\n");
 
         // One environment build at a time in this process. Concurrent first builds on the same base each
         // create their own copy of the shared first steps (nothing is cached yet); the classic builder
@@ -187,33 +206,54 @@ impl Docker {
         let layout = layout(&passwd, &group)
             .to_bytes()
             .map_err(|e| Error::host("writing the image layout", e))?;
-        let mut ctx = Context::new();
-        ctx.data("Dockerfile", dockerfile.clone(), 0o644)
-            .data("layout.tar", layout, 0o644);
-        if let Some(files) = &runtime {
-            for (image_path, host) in &files.files {
-                let mode = if image_path.contains("/bin/") || image_path.contains("ld-linux") {
-                    0o755
-                } else {
-                    0o644
-                };
-                ctx.host_file(&format!("runtime/{image_path}"), host.clone(), mode);
+        let mut previous: Option<String> = None;
+        for (index, stage) in stages.iter().enumerate() {
+            let mut ctx = Context::new();
+            match &previous {
+                None => {
+                    ctx.data("Dockerfile", stage.clone(), 0o644).data(
+                        "layout.tar",
+                        layout.clone(),
+                        0o644,
+                    );
+                }
+                Some(image) => {
+                    ctx.data("Dockerfile", dockerfile::from_previous(stage, image), 0o644);
+                }
             }
+            if let Some(files) = runtime_layers.get(index) {
+                for (image_path, host) in &files.files {
+                    let mode = if image_path.contains("/bin/") || image_path.contains("ld-linux") {
+                        0o755
+                    } else {
+                        0o644
+                    };
+                    ctx.host_file(&format!("runtime/{image_path}"), host.clone(), mode);
+                }
+            }
+            if stages.len() > 1 {
+                log(&format!("Stage {} of {}", index + 1, stages.len()));
+            }
+            // Only the last stage is tagged; the earlier ones are its untagged parents, removed with it.
+            let stage_tag = (index == last).then_some(tag.as_str());
+            let image_id = match self
+                .build_context(ctx.clone(), stage_tag, options.no_cache, log)
+                .await
+            {
+                // A cached step's image was removed while we built on it (another environment's image and
+                // its untagged parents deleted concurrently): the cache has moved on, so one retry suffices.
+                Err(Error::BuildFailed { message, .. }) if message.starts_with("No such image") => {
+                    log(&format!(
+                        "{message}; a cached step was removed during the build, retrying once"
+                    ));
+                    self.build_context(ctx, stage_tag, options.no_cache, log)
+                        .await?
+                }
+                other => other?,
+            };
+            previous = Some(image_id);
         }
-        let image_id = match self
-            .build_context(ctx.clone(), &tag, options.no_cache, log)
-            .await
-        {
-            // A cached step's image was removed while we built on it (another environment's image and
-            // its untagged parents deleted concurrently): the cache has moved on, so one retry suffices.
-            Err(Error::BuildFailed { message, .. }) if message.starts_with("No such image") => {
-                log(&format!(
-                    "{message}; a cached step was removed during the build, retrying once"
-                ));
-                self.build_context(ctx, &tag, options.no_cache, log).await?
-            }
-            other => other?,
-        };
+        let image_id = previous.expect("a plan has at least one stage");
         Ok(BuiltImage {
             image_id,
             build_hash,
@@ -223,22 +263,25 @@ impl Docker {
         })
     }
 
-    /// Streams a context (with a `Dockerfile` at its root) to the classic builder, tags the result and
-    /// returns its ID. Output goes to `log`; a failure carries the last lines.
+    /// Streams a context (with a `Dockerfile` at its root) to the classic builder, tags the result (when a
+    /// tag is given) and returns its ID. Output goes to `log`; a failure carries the last lines.
     pub async fn build_context(
         &self,
         ctx: Context,
-        tag: &str,
+        tag: Option<&str>,
         no_cache: bool,
         log: &mut (dyn FnMut(&str) + Send),
     ) -> Result<String> {
-        let options = BuildImageOptionsBuilder::default()
+        let mut options = BuildImageOptionsBuilder::default()
             .dockerfile("Dockerfile")
-            .t(tag)
             .rm(true)
             .forcerm(true)
-            .nocache(no_cache)
-            .build();
+            .nocache(no_cache);
+        if let Some(tag) = tag {
+            options = options.t(tag);
+        }
+        let options = options.build();
+        let what = tag.unwrap_or("an untagged stage");
         let body = bollard::body_try_stream(ctx.into_stream());
         let mut stream = self.api().build_image(options, None, Some(body));
         let mut tail: VecDeque<String> = VecDeque::with_capacity(LOG_TAIL_LINES);
@@ -271,7 +314,7 @@ impl Docker {
                         bollard::errors::Error::DockerResponseServerError { message, .. } => {
                             message
                         }
-                        other => match Error::docker("building an image", "image", tag, other) {
+                        other => match Error::docker("building an image", "image", what, other) {
                             unreachable @ Error::DockerUnreachable(_) => return Err(unreachable),
                             other => other.to_string(),
                         },
@@ -284,17 +327,22 @@ impl Docker {
                 }
             }
         }
-        match image_id {
-            Some(id) => Ok(id),
+        match (image_id, tag) {
+            (Some(id), _) => Ok(id),
             // Older daemons may not send the aux message; the tag is authoritative then.
-            None => self
-                .image_info(tag)
-                .await
-                .map(|i| i.id)
-                .map_err(|e| Error::BuildFailed {
-                    message: format!("the build finished without producing {tag}: {e}"),
-                    log_tail: tail.into(),
-                }),
+            (None, Some(tag)) => {
+                self.image_info(tag)
+                    .await
+                    .map(|i| i.id)
+                    .map_err(|e| Error::BuildFailed {
+                        message: format!("the build finished without producing {tag}: {e}"),
+                        log_tail: tail.into(),
+                    })
+            }
+            (None, None) => Err(Error::BuildFailed {
+                message: "the build finished without naming the image it produced".into(),
+                log_tail: tail.into(),
+            }),
         }
     }
 }

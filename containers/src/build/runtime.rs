@@ -132,6 +132,29 @@ impl RuntimeFiles {
         RuntimeFiles { files }
     }
 
+    /// The files split into image layers of at most `limit` bytes each (a larger file gets a layer of its
+    /// own): libraries first, in path order, and the binaries last, alone. Why layers: Docker's classic
+    /// builder extracts a build's whole context to a temporary directory and then copies each step's files
+    /// through a container into a new layer, so a single multi-gigabyte `COPY` (libtorch with its CUDA
+    /// libraries is about 3 GB) needs three times its size free at once; built in bounded steps it needs
+    /// the final size plus about three layers. Binaries last: a new Paddock release changes only the last
+    /// layer, and the library layers before it stay in Docker's cache.
+    pub fn layers(&self, limit: u64) -> Result<Vec<RuntimeFiles>> {
+        let mut sized = Vec::with_capacity(self.files.len());
+        for (image_path, host) in &self.files {
+            let len = std::fs::metadata(host)
+                .map_err(|e| Error::host(&format!("reading {}", host.display()), e))?
+                .len();
+            sized.push((image_path.as_str(), len));
+        }
+        Ok(split_layers(&sized, limit)
+            .into_iter()
+            .map(|layer| RuntimeFiles {
+                files: layer.into_iter().map(|i| self.files[i].clone()).collect(),
+            })
+            .collect())
+    }
+
     /// SHA-256 over every file's image path, size and contents (read in chunks on a blocking thread): part
     /// of the image build cache key, so a new Paddock binary or libtorch gives a new image.
     pub async fn digest(&self) -> Result<String> {
@@ -160,6 +183,35 @@ impl RuntimeFiles {
         .await
         .map_err(|e| Error::host("hashing the runtime layer", e))?
     }
+}
+
+/// Indices of `files` (image path, bytes) grouped into layers as [`RuntimeFiles::layers`] describes. Pure.
+pub fn split_layers(files: &[(&str, u64)], limit: u64) -> Vec<Vec<usize>> {
+    let is_binary = |path: &str| path.starts_with(&format!("{PREFIX}/bin/"));
+    let mut layers: Vec<Vec<usize>> = Vec::new();
+    let mut current: Vec<usize> = Vec::new();
+    let mut bytes = 0u64;
+    for (i, (path, len)) in files.iter().enumerate() {
+        if is_binary(path) {
+            continue;
+        }
+        if !current.is_empty() && bytes.saturating_add(*len) > limit {
+            layers.push(std::mem::take(&mut current));
+            bytes = 0;
+        }
+        current.push(i);
+        bytes = bytes.saturating_add(*len);
+    }
+    if !current.is_empty() {
+        layers.push(current);
+    }
+    let binaries: Vec<usize> = (0..files.len())
+        .filter(|&i| is_binary(files[i].0))
+        .collect();
+    if !binaries.is_empty() {
+        layers.push(binaries);
+    }
+    layers
 }
 
 #[cfg(test)]
@@ -261,5 +313,30 @@ mod tests {
                 .await
                 .is_err()
         );
+    }
+
+    #[test]
+    fn layers_are_bounded_and_end_with_the_binaries() {
+        let files = [
+            ("lib64/ld-linux-x86-64.so.2", 1),
+            ("opt/paddock/bin/paddock", 300),
+            ("opt/paddock/lib/libc10.so", 2),
+            ("opt/paddock/lib/libcublasLt.so.13", 500),
+            ("opt/paddock/lib/libtorch.so", 1),
+            ("opt/paddock/lib/libtorch_cpu.so", 400),
+            ("opt/paddock/lib/libtorch_cuda.so", 450),
+        ];
+        assert_eq!(
+            split_layers(&files, 500),
+            vec![vec![0, 2], vec![3], vec![4, 5], vec![6], vec![1]]
+        );
+        // Everything fits: one layer of libraries, one of the binary.
+        assert_eq!(
+            split_layers(&files, u64::MAX),
+            vec![vec![0, 2, 3, 4, 5, 6], vec![1]]
+        );
+        // A static binary alone is one layer.
+        assert_eq!(split_layers(&files[1..2], 10), vec![vec![0]]);
+        assert!(split_layers(&[], 10).is_empty());
     }
 }
