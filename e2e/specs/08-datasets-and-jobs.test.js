@@ -145,8 +145,11 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
       preset: 'tiny',
       'max-seq-len': 32,
       'batch-size': 16,
-      'max-steps': 30,
-      'eval-every-steps': 5,
+      // Enough steps (300 rows in batches of 16: 19 an epoch) that the run outlasts several of the page's
+      // live updates even on a fast machine (30 steps once finished between two of them).
+      epochs: 20,
+      'max-steps': 300,
+      'eval-every-steps': 50,
     });
     const job = new JobPage(page);
     await job.recordChart();
@@ -154,7 +157,7 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await page.waitForURL(/\/jobs\/\d+$/);
     jobId = job.id();
     await waitForText(page.getByTestId('page-title'), 'tiny-snownlp');
-    await waitForText(job.toml, 'max_steps = 30');
+    await waitForText(job.toml, 'max_steps = 300');
     await job.waitForStatus('succeeded');
     const record = await job.chartRecord();
     // Live: while the job still ran, the chart already had some of its points but not yet all of them
@@ -162,9 +165,9 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     const final = record.at(-1)?.points ?? 0;
     const partial = record.filter((r) => r.status === 'running' && r.points > 0 && r.points < final);
     assert.ok(partial.length >= 1, `the loss chart grew while the job ran: ${JSON.stringify(record)}`);
-    await waitForText(job.progress, '30 / 30');
-    assert.equal(await job.chartPoints('loss'), 30, 'one point per step');
-    assert.ok(await job.chartPoints('eval') >= 6, 'a dev evaluation every 5 steps');
+    await waitForText(job.progress, '300 / 300');
+    assert.equal(await job.chartPoints('loss'), 300, 'one point per step');
+    assert.ok(await job.chartPoints('eval') >= 6, 'a dev evaluation every 50 steps');
     assert.ok(await job.chartPoints('lr') > 0);
     await job.checkpointRows.first().waitFor();
     assert.ok(await page.locator('[data-testid="checkpoint-row"][data-state="best"]').count() >= 1, 'a best checkpoint');
@@ -209,8 +212,8 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await page.getByTestId('job-cloned').waitFor();
     assert.equal(await form.input('name').inputValue(), 'tiny-snownlp-copy');
     assert.equal(await form.input('preset').inputValue(), 'tiny');
-    assert.equal(await form.input('max-steps').inputValue(), '30');
-    assert.equal(await form.input('eval-every-steps').inputValue(), '5');
+    assert.equal(await form.input('max-steps').inputValue(), '300');
+    assert.equal(await form.input('eval-every-steps').inputValue(), '50');
 
     // A dev set whose labels the training data does not have: the trainer refuses it at start.
     await form.fill({ name: 'other-labels', 'dev-dataset': String(otherId) });
