@@ -15,12 +15,16 @@ use crate::ssr::gpus::{self, Holder};
 pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
     tokio::spawn(async move {
         match launch(&db, &jobs, job_id).await {
-            Ok(()) => supervise::spawn(db, jobs, job_id),
+            Ok(()) => {
+                jobs.changed();
+                supervise::spawn(db, jobs, job_id)
+            }
             Err(message) => {
                 tracing::error!(job_id, %message, "job could not be started");
                 if let Err(e) = fail(&db, job_id, &message).await {
                     tracing::error!(job_id, error = %e, "could not record a failed start");
                 }
+                jobs.changed();
                 jobs.wake.notify_one();
             }
         }

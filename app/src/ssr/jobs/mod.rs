@@ -54,6 +54,10 @@ pub struct Jobs {
     /// libtorch threads per CPU job; 0 lets libtorch use every core.
     pub cpu_threads: usize,
     pub wake: tokio::sync::Notify,
+    /// Bumped whenever a job's rows change (output ingested, status changed), so live streams query
+    /// when there is something new instead of polling on a timer. One counter for all jobs: a wake-up
+    /// costs a stream one cheap query, and there are few streams.
+    pub activity: tokio::sync::watch::Sender<u64>,
     /// The most bytes of the trainer's stderr kept in a job's raw `train.log` (see [`local::WRAPPER`]).
     pub train_log_max_bytes: u64,
     /// Evaluations (`ssr::evaluations`) run one at a time: each uses the CPU threads a job would, and
@@ -74,9 +78,15 @@ impl Jobs {
             cpu_slots: cpu_slots.max(1),
             cpu_threads,
             wake: tokio::sync::Notify::new(),
+            activity: tokio::sync::watch::Sender::new(0),
             train_log_max_bytes: DEFAULT_TRAIN_LOG_MAX_BYTES,
             evaluations: tokio::sync::Semaphore::new(1),
         }
+    }
+
+    /// Tells the live streams that some job changed.
+    pub fn changed(&self) {
+        self.activity.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     /// A job's directory on the host (`jobs/<id>` in the workspace volume).
@@ -320,7 +330,9 @@ async fn submit_as(
         None => None,
     };
     let pretrained = match (spec.base_checkpoint_id, spec.pretrained_model_id) {
-        (Some(id), _) => Some(checkpoint_path(&mut tx, workspace_id, id, "base_checkpoint_id").await?),
+        (Some(id), _) => {
+            Some(checkpoint_path(&mut tx, workspace_id, id, "base_checkpoint_id").await?)
+        }
         (None, Some(id)) => Some(
             super::pretrained::model_path(&mut tx, workspace_id, id, "pretrained_model_id").await?,
         ),
@@ -539,6 +551,7 @@ pub async fn cancel(
             None => local::signal_stop(&jobs.job_dir(workspace_id, job_id)),
         }
     }
+    jobs.changed();
     jobs.wake.notify_one();
     get(db, actor, workspace_id, job_id).await
 }

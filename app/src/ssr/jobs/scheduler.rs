@@ -194,6 +194,9 @@ pub async fn schedule_once(
             .await?;
     }
     tx.commit().await?;
+    if !decisions.is_empty() {
+        jobs.changed();
+    }
     for (job_id, _) in &decisions {
         launch::start(db.clone(), jobs.clone(), *job_id);
     }

@@ -107,13 +107,17 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
             None => job.pid.is_some_and(local::is_alive),
         };
         let gone = exit.is_none() && !alive;
-        ingest(db, jobs, &job, &dir, &mut log_file).await?;
+        if ingest(db, jobs, &job, &dir, &mut log_file).await? {
+            jobs.changed();
+        }
         if exit.is_some() || gone {
             let job = load(db, job_id).await?.unwrap_or(job);
             if let Some(name) = &job.container_name {
                 docker::remove(jobs, name).await;
             }
-            return finish(db, &job, exit, gone, &mut log_file).await;
+            finish(db, &job, exit, gone, &mut log_file).await?;
+            jobs.changed();
+            return Ok(());
         }
         if let (Some(limit), Some(started)) = (job.time_limit_secs, job.started_at.as_deref()) {
             let elapsed = chrono::DateTime::parse_from_rfc3339(started)
@@ -137,6 +141,7 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
                     .bind(job_id)
                     .execute(db)
                     .await?;
+                jobs.changed();
                 match &job.container_name {
                     Some(name) => docker::signal_stop(jobs, name).await,
                     None => local::signal_stop(&dir),
@@ -148,18 +153,18 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
 }
 
 /// Reads what is new in `events.jsonl` and `train.log` and applies it in one transaction; then appends
-/// the log lines to the job's log file.
+/// the log lines to the job's log file. True when there was something new.
 async fn ingest(
     db: &SqlitePool,
     jobs: &Jobs,
     job: &JobRow,
     dir: &Path,
     log_file: &mut Option<JobLogFile>,
-) -> Result<(), AppError> {
+) -> Result<bool, AppError> {
     let (events, events_end) = read_lines(&dir.join("events.jsonl"), job.events_offset as u64);
     let (logs, log_end) = read_lines(&dir.join("train.log"), job.log_offset as u64);
     if events.is_empty() && logs.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
     let volume = jobs.storage.volume_dir(job.workspace_id, DEFAULT_VOLUME);
     let mut tx = crate::ssr::db::write_tx(db).await?;
@@ -203,7 +208,7 @@ async fn ingest(
     if let Some(file) = log_file {
         file.append(&crate::ssr::now(), &lines);
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Complete lines of `path` from byte `offset` (at most [`READ_CHUNK`] bytes), and the offset after them.

@@ -22,8 +22,9 @@ use crate::ssr::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
 use crate::ssr::AppState;
 use crate::types::*;
 
-/// How often the live stream looks for news.
-const STREAM_POLL: Duration = Duration::from_millis(500);
+/// The live stream looks for news when a job's rows change ([`jobs::Jobs::changed`]), and at least this
+/// often (changes made where no one signals, such as a restart's recovery).
+const STREAM_FALLBACK: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -198,17 +199,20 @@ pub async fn stream(
         done: false,
     };
     let db = state.db.clone();
-    let stream = futures_util::stream::unfold(cursor, move |mut c| {
+    let activity = state.jobs.activity.subscribe();
+    let stream = futures_util::stream::unfold((cursor, activity), move |(mut c, mut activity)| {
         let db = db.clone();
         let actor = actor.clone();
         async move {
             loop {
                 if let Some(event) = c.pending.pop_front() {
-                    return Some((Ok(event), c));
+                    return Some((Ok(event), (c, activity)));
                 }
                 if c.done {
                     return None;
                 }
+                // Marked seen before the queries, so a change made while they run wakes the next wait.
+                activity.borrow_and_update();
                 let Ok(detail) = jobs::get(&db, &actor, id, job_id).await else {
                     return None;
                 };
@@ -250,7 +254,12 @@ pub async fn stream(
                     c.done = true;
                 }
                 if c.pending.is_empty() && !c.done {
-                    tokio::time::sleep(STREAM_POLL).await;
+                    if let Ok(Err(_)) =
+                        tokio::time::timeout(STREAM_FALLBACK, activity.changed()).await
+                    {
+                        // No sender left: the server is stopping; do not spin.
+                        tokio::time::sleep(STREAM_FALLBACK).await;
+                    }
                 }
             }
         }
