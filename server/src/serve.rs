@@ -155,6 +155,7 @@ pub fn router(state: AppState, config: &ServeConfig) -> Router {
         .layer(sessions::layer(&state.db, state.security.secure_cookies))
         .layer(TraceLayer::new_for_http())
         .layer(middleware::from_fn(observability::track))
+        .layer(middleware::from_fn(limits::close_if_body_unread))
         .with_state(state)
 }
 

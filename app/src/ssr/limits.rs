@@ -3,7 +3,12 @@
 //! the wrong content type → 400 `invalid_body`; well-formed JSON with unknown fields, missing fields
 //! or wrong types → 422 `invalid_body` naming the field (via `serde_path_to_error`).
 
-use axum::body::Bytes;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{header, StatusCode};
@@ -43,6 +48,60 @@ pub async fn enforce_body_limit(
         res = AppError::TooLarge { limit_bytes: limit }.into_response();
     }
     res
+}
+
+/// Adds `Connection: close` to a response given before the request's body was read to its end (an
+/// upload refused by its name or declared length, a CSRF refusal, a 413). Hyper then closes the
+/// connection instead of reading the rest; without the header a client keeps it in its pool, and its
+/// next request on it fails with "connection closed before message completed".
+pub async fn close_if_body_unread(req: Request, next: Next) -> Response {
+    let (parts, body) = req.into_parts();
+    if body.is_end_stream() {
+        return next.run(Request::from_parts(parts, body)).await;
+    }
+    let finished = Arc::new(AtomicBool::new(false));
+    let body = Body::new(Watched {
+        inner: body,
+        finished: finished.clone(),
+    });
+    let mut res = next.run(Request::from_parts(parts, body)).await;
+    if !finished.load(Ordering::Acquire) {
+        res.headers_mut().insert(
+            header::CONNECTION,
+            header::HeaderValue::from_static("close"),
+        );
+    }
+    res
+}
+
+/// A request body that notes when it has been read to its end.
+struct Watched {
+    inner: Body,
+    finished: Arc<AtomicBool>,
+}
+
+impl HttpBody for Watched {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+            self.finished.store(true, Ordering::Release);
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
 }
 
 /// `axum::Json`, but every rejection is an [`AppError`]. Use with `#[serde(deny_unknown_fields)]`

@@ -149,6 +149,32 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
         ),
         "{err}"
     );
+    // Refused before its body was read: the answer says the connection closes, so the client does not
+    // send its next request on it (which would fail as "connection closed before message completed").
+    let res = owner
+        .client
+        .post(server.url(&format!(
+            "/api/v1/workspaces/{ws}/pretrained-models/upload?name=zipped&filename=m.zip"
+        )))
+        .body(good.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert_eq!(
+        res.headers().get("connection").map(|v| v.as_bytes()),
+        Some(&b"close"[..])
+    );
+    // A body read to its end (then refused) keeps the connection.
+    let res = owner
+        .client
+        .post(&jobs_url)
+        .json(&json!({ "name": "" }))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_client_error());
+    assert_eq!(res.headers().get("connection"), None);
     let (status, err) = upload(
         &owner,
         &server,
