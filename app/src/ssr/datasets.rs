@@ -380,7 +380,11 @@ pub async fn delete(
 
 /// Streams the body to `path`, hashing it; `TooLarge` beyond `limit` bytes. Also receives model archives
 /// (`ssr::pretrained`).
-pub(crate) async fn receive<S, E>(mut body: S, path: &Path, limit: u64) -> Result<(u64, String), AppError>
+pub(crate) async fn receive<S, E>(
+    mut body: S,
+    path: &Path,
+    limit: u64,
+) -> Result<(u64, String), AppError>
 where
     S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
     E: std::fmt::Display,

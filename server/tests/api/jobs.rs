@@ -622,9 +622,12 @@ async fn a_job_runs_in_its_environments_container() {
         ))
         .exists());
     // The trainer's stderr went through `paddock log-sink` inside the container too.
-    let raw = std::fs::read_to_string(server.dir.path().join(format!(
-        "data/volumes/w{ws}/workspace/jobs/{id}/train.log"
-    )))
+    let raw = std::fs::read_to_string(
+        server
+            .dir
+            .path()
+            .join(format!("data/volumes/w{ws}/workspace/jobs/{id}/train.log")),
+    )
     .unwrap();
     assert!(raw.contains("end: completed at step 12"), "{raw}");
 

@@ -13,7 +13,7 @@ mod environments;
 mod evaluations;
 mod jobs;
 mod model_server;
-mod pretrained;
 mod ops;
+mod pretrained;
 mod rbac;
 mod security;
