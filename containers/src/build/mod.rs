@@ -236,7 +236,7 @@ impl Docker {
             }
             // Only the last stage is tagged; the earlier ones are its untagged parents, removed with it.
             let stage_tag = (index == last).then_some(tag.as_str());
-            let image_id = match self
+            let built = match self
                 .build_context(ctx.clone(), stage_tag, options.no_cache, log)
                 .await
             {
@@ -247,11 +247,21 @@ impl Docker {
                         "{message}; a cached step was removed during the build, retrying once"
                     ));
                     self.build_context(ctx, stage_tag, options.no_cache, log)
-                        .await?
+                        .await
                 }
-                other => other?,
+                other => other,
             };
-            previous = Some(image_id);
+            match built {
+                Ok(image_id) => previous = Some(image_id),
+                Err(e) => {
+                    // The stages built so far are untagged gigabytes (a full disk is a common reason to
+                    // get here): remove the last, and with it its untagged parents that nothing else uses.
+                    if let Some(stage) = &previous {
+                        let _ = self.remove_image(stage, false).await;
+                    }
+                    return Err(e);
+                }
+            }
         }
         let image_id = previous.expect("a plan has at least one stage");
         Ok(BuiltImage {

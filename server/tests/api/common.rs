@@ -162,7 +162,7 @@ pub async fn status_json(res: Response) -> (StatusCode, Value) {
 /// Removes every container and volume labelled with the server's instance when dropped (also when the
 /// test fails), and the images listed (an image with the runtime layer is gigabytes).
 pub struct DockerCleanup {
-    instance: String,
+    pub instance: String,
     pub images: Vec<String>,
 }
 

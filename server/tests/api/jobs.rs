@@ -533,7 +533,7 @@ async fn a_job_runs_in_its_environments_container() {
     if std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip") {
         return;
     }
-    let server = Server::start();
+    let mut server = Server::start();
     let mut cleanup = DockerCleanup::of(&server).await;
     let owner = server.signup("owner").await;
     let (ws, ds) = workspace_with_sample(&owner, &server).await;
@@ -687,6 +687,73 @@ async fn a_job_runs_in_its_environments_container() {
         .unwrap();
     let (code, answers) = status_json(res).await;
     assert_eq!(code, StatusCode::OK, "{answers}");
+
+    // A replica container no replica row names (its endpoint deleted by a server that died before
+    // removing it) is removed when the server comes back; the real replica is re-attached.
+    let orphan = format!("paddock-{}-endpoint-999999-0", cleanup.instance);
+    let created = std::process::Command::new("docker")
+        .args([
+            "create",
+            "--name",
+            &orphan,
+            "--label",
+            "paddock.managed=true",
+            "--label",
+        ])
+        .arg(format!("paddock.instance={}", cleanup.instance))
+        .arg(built["summary"]["image_id"].as_str().unwrap())
+        .args(["sleep", "600"])
+        .output()
+        .unwrap();
+    assert!(created.status.success(), "{created:?}");
+    server.crash_and_restart();
+    let exists = |name: &str| {
+        let out = std::process::Command::new("docker")
+            .args(["ps", "-aq", "--filter", &format!("name=^{name}$")])
+            .output()
+            .unwrap();
+        !out.stdout.is_empty()
+    };
+    for _ in 0..240 {
+        if !exists(&orphan) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(
+        !exists(&orphan),
+        "the orphaned replica container is removed"
+    );
+    let ep_url = server.url(&format!(
+        "/api/v1/workspaces/{ws}/endpoints/{}",
+        ep["summary"]["id"]
+    ));
+    let mut answered = (StatusCode::NOT_FOUND, Value::Null);
+    for _ in 0..120 {
+        let res = owner
+            .client
+            .post(format!("{ep_url}/playground"))
+            .json(&json!({ "inputs": ["服务很好"] }))
+            .send()
+            .await
+            .unwrap();
+        answered = status_json(res).await;
+        if answered.0 == StatusCode::OK {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(
+        answered.0,
+        StatusCode::OK,
+        "re-attached after the restart: {answered:?}"
+    );
+    assert_eq!(
+        replicas(),
+        1,
+        "the same replica container, not a second one"
+    );
+
     let res = owner
         .client
         .post(format!("{ep_url}/undeploy"))

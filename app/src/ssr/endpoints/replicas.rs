@@ -802,6 +802,7 @@ impl Deployer {
     /// After a restart: ready endpoints re-attach to replicas that still answer (the watcher replaces the
     /// rest, and drops what an interrupted change had started); endpoints that were starting deploy again.
     pub async fn recover(self: &Arc<Self>) {
+        self.remove_orphan_containers().await;
         let targets: Vec<Target> =
             sqlx::query_as(&format!("{TARGET} WHERE status IN ('starting', 'ready')"))
                 .fetch_all(&self.db)
@@ -835,6 +836,53 @@ impl Deployer {
             }
             self.refresh_route(&t).await;
             self.spawn_watch(t.id);
+        }
+    }
+
+    /// Removes this installation's replica containers that no replica row names: an endpoint deleted, or
+    /// a replica retired, by a server that died before its container was gone. Nothing routes to them,
+    /// and they would hold memory (and GPUs) forever. Runs before anything is deployed again, so no
+    /// container being started can be mistaken for one.
+    async fn remove_orphan_containers(&self) {
+        let Ok(docker) = self.engine.docker().await else {
+            return; // no Docker: no containers
+        };
+        let filter = containers::reconcile::ListFilter {
+            instance: Some(self.engine.instance.clone()),
+            name_prefix: Some(labels::container_name(
+                &self.engine.instance,
+                &["endpoint", ""],
+            )),
+            workspace: None,
+        };
+        let found = match docker.list_managed(&filter).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list replica containers");
+                return;
+            }
+        };
+        let known: HashSet<String> = match sqlx::query_scalar(
+            "SELECT container FROM endpoint_replicas WHERE container IS NOT NULL",
+        )
+        .fetch_all(&self.db)
+        .await
+        {
+            Ok(names) => names.into_iter().collect(),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read replica containers");
+                return;
+            }
+        };
+        for container in found.iter().filter(|c| !known.contains(&c.name)) {
+            match docker.remove(&container.name).await {
+                Ok(()) => {
+                    tracing::info!(container = %container.name, "removed an orphaned replica container")
+                }
+                Err(e) => {
+                    tracing::warn!(container = %container.name, error = %e, "cannot remove an orphaned replica container")
+                }
+            }
         }
     }
 }
