@@ -152,14 +152,13 @@ pub async fn file_path(
 
 /// Checks the metadata of an upload before any byte is read.
 fn check_upload(upload: &Upload) -> Result<(String, String, &'static str), AppError> {
-    let name = upload.name.trim();
-    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
-        return Err(AppError::invalid(
+    let name = super::names::display_name(&upload.name).ok_or_else(|| {
+        AppError::invalid(
             "name",
             "dataset_name_invalid",
-            "dataset name must be 1–64 characters without control characters",
-        ));
-    }
+            format!("dataset name must be {}", super::names::NAME_RULE),
+        )
+    })?;
     // Only the last path component, in a safe alphabet: it becomes a file name on the server.
     let base = upload
         .file_name

@@ -32,6 +32,7 @@ pub mod http_error;
 pub mod jobs;
 pub mod limits;
 pub mod members;
+pub mod names;
 pub mod observability;
 pub mod page_guard;
 pub mod pretrained;

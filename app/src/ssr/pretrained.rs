@@ -134,14 +134,13 @@ where
     E: std::fmt::Display,
 {
     authorize(&mut *db.acquire().await?, actor, workspace_id, Role::Editor).await?;
-    let name = name.trim();
-    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
-        return Err(AppError::invalid(
+    let name = super::names::display_name(name).ok_or_else(|| {
+        AppError::invalid(
             "name",
             "pretrained_name_invalid",
-            "the model's name must be 1–64 characters without control characters",
-        ));
-    }
+            format!("the model's name must be {}", super::names::NAME_RULE),
+        )
+    })?;
     let base = file_name
         .rsplit(['/', '\\'])
         .next()

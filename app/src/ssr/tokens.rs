@@ -18,7 +18,6 @@ use crate::types::{ApiToken, NewApiToken};
 pub const SECRET_PREFIX: &str = "pdk_";
 /// Characters of the secret kept for display (`pdk_` plus 8).
 const DISPLAY_PREFIX_LEN: usize = 12;
-pub const NAME_MAX: usize = 64;
 
 pub(crate) fn random_secret() -> String {
     let mut bytes = [0u8; 32];
@@ -65,15 +64,13 @@ pub async fn list(db: &SqlitePool, actor: &Actor) -> Result<Vec<ApiToken>, AppEr
 }
 
 pub async fn create(db: &SqlitePool, actor: &Actor, name: &str) -> Result<NewApiToken, AppError> {
-    let name = name.trim();
-    let len = name.chars().count();
-    if len == 0 || len > NAME_MAX || name.chars().any(char::is_control) {
-        return Err(AppError::invalid(
+    let name = super::names::display_name(name).ok_or_else(|| {
+        AppError::invalid(
             "name",
             "token_name_invalid",
-            format!("token name must be 1–{NAME_MAX} characters without control characters"),
-        ));
-    }
+            format!("token name must be {}", super::names::NAME_RULE),
+        )
+    })?;
     let secret = random_secret();
     let prefix = &secret[..DISPLAY_PREFIX_LEN];
     let mut tx = write_tx(db).await?;

@@ -8,23 +8,19 @@ use super::access::authorize;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
+use super::names;
 use crate::error::AppError;
 use crate::types::{Role, WorkspaceSummary};
 
-pub const NAME_MAX: usize = 64;
-
-/// Trims a workspace name and checks it: 1–64 characters, no control characters.
+/// Trims a workspace name and checks it ([`names`]).
 pub fn normalize_name(raw: &str) -> Result<String, AppError> {
-    let name = raw.trim();
-    let len = name.chars().count();
-    if len == 0 || len > NAME_MAX || name.chars().any(char::is_control) {
-        return Err(AppError::invalid(
+    names::display_name(raw).map(str::to_string).ok_or_else(|| {
+        AppError::invalid(
             "name",
             "workspace_name_invalid",
-            format!("workspace name must be 1–{NAME_MAX} characters without control characters"),
-        ));
-    }
-    Ok(name.to_string())
+            format!("workspace name must be {}", names::NAME_RULE),
+        )
+    })
 }
 
 #[derive(sqlx::FromRow)]

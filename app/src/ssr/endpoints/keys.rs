@@ -58,14 +58,13 @@ pub async fn create_key(
     name: &str,
     rate_limit_per_minute: Option<u32>,
 ) -> Result<NewEndpointKey, AppError> {
-    let name = name.trim();
-    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
-        return Err(AppError::invalid(
+    let name = crate::ssr::names::display_name(name).ok_or_else(|| {
+        AppError::invalid(
             "name",
             "key_name_invalid",
-            "the key's name must be 1–64 characters",
-        ));
-    }
+            format!("the key's name must be {}", crate::ssr::names::NAME_RULE),
+        )
+    })?;
     let rate = rate_limit_per_minute.unwrap_or(600);
     if !(1..=1_000_000).contains(&rate) {
         return Err(AppError::invalid(

@@ -216,12 +216,11 @@ fn slug_for(spec: &EndpointSpec) -> Result<String, AppError> {
 }
 
 fn check_spec(spec: &EndpointSpec) -> Result<(), AppError> {
-    let name = spec.name.trim();
-    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
+    if crate::ssr::names::display_name(&spec.name).is_none() {
         return Err(AppError::invalid(
             "name",
             "endpoint_spec_invalid",
-            "name must be 1–64 characters",
+            format!("name must be {}", crate::ssr::names::NAME_RULE),
         ));
     }
     if !(1..=MAX_REPLICAS).contains(&spec.replicas) {

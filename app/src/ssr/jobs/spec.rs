@@ -11,12 +11,8 @@ pub const PRESETS: [&str; 6] = ["base", "medium", "mini", "micro", "nano", "tiny
 /// Every broken rule of `spec`, as `(field, message)`, in form order.
 pub fn problems(spec: &JobSpec) -> Vec<(&'static str, String)> {
     let mut out = Vec::new();
-    let name = spec.name.trim();
-    if name.is_empty() || name.chars().count() > 64 || name.chars().any(char::is_control) {
-        out.push((
-            "name",
-            "must be 1–64 characters without control characters".to_string(),
-        ));
+    if crate::ssr::names::display_name(&spec.name).is_none() {
+        out.push(("name", format!("must be {}", crate::ssr::names::NAME_RULE)));
     }
     if !PRESETS.contains(&spec.preset.as_str()) {
         out.push(("preset", format!("must be one of {}", PRESETS.join(", "))));

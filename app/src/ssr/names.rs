@@ -1,0 +1,35 @@
+//! Names people give things — workspaces, API tokens, datasets, jobs, pretrained models, endpoints and
+//! their keys: one rule for all of them, so a name accepted in one place is never refused in another.
+//! They are labels for humans (shown in lists, audit entries, logs), never paths or identifiers, so the
+//! rule is only about length and invisible characters.
+
+/// Longest name, in characters.
+pub const NAME_MAX: usize = 64;
+
+/// The rule in words, for error messages.
+pub const NAME_RULE: &str = "1–64 characters without control characters";
+
+/// The name without surrounding spaces, when it follows the rule.
+pub fn display_name(raw: &str) -> Option<&str> {
+    let name = raw.trim();
+    let len = name.chars().count();
+    (len > 0 && len <= NAME_MAX && !name.chars().any(char::is_control)).then_some(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_trimmed_and_bounded_in_characters() {
+        assert_eq!(display_name("  情感分析 v2 "), Some("情感分析 v2"));
+        assert_eq!(
+            display_name(&"字".repeat(NAME_MAX)).map(|n| n.chars().count()),
+            Some(64)
+        );
+        assert_eq!(display_name(&"字".repeat(NAME_MAX + 1)), None);
+        assert_eq!(display_name("   "), None);
+        assert_eq!(display_name("a\u{0}b"), None);
+        assert_eq!(display_name("line\nbreak"), None);
+    }
+}
