@@ -368,3 +368,54 @@ async fn preflight_on_this_host() {
     }
     g.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_stage_takes_the_stages_before_it_along() {
+    let Some(g) = Guard::start().await else {
+        return;
+    };
+    let lines = Mutex::new(Vec::new());
+    g.docker
+        .ensure_busybox_base(&mut log_to(&lines))
+        .await
+        .unwrap();
+    let mut spec = g.spec();
+    // `true` needs only glibc and the loader: three stages at a one-byte bound (loader, libc, binary).
+    // The last one fails: WORKDIR cannot be a directory where the base has a file.
+    spec.runtime = Some(RuntimeLayer {
+        binary: "/bin/true".into(),
+    });
+    spec.working_dir = "/bin/busybox".into();
+    let options = BuildOptions {
+        tag: Some(format!("paddock-test/{}:failing", g.prefix)),
+        instance: Some(g.prefix.clone()),
+        runtime_layer_bytes: Some(1),
+        ..Default::default()
+    };
+    let err = g
+        .docker
+        .build_env_image(&spec, &options, &mut log_to(&lines))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::BuildFailed { .. }), "{err}");
+    let lines = lines.into_inner().unwrap();
+    let stages: Vec<&str> = lines
+        .iter()
+        .filter_map(|l| l.strip_prefix("Successfully built "))
+        .collect();
+    assert_eq!(
+        stages.len(),
+        2,
+        "two stages built before the failing one: {lines:#?}"
+    );
+    for stage in stages {
+        assert!(
+            matches!(
+                g.docker.image_info(stage).await,
+                Err(Error::NotFound { .. })
+            ),
+            "stage image {stage} was removed: {lines:#?}"
+        );
+    }
+    g.finish().await;
+}

@@ -255,7 +255,9 @@ impl Docker {
                 Ok(image_id) => previous = Some(image_id),
                 Err(e) => {
                     // The stages built so far are untagged gigabytes (a full disk is a common reason to
-                    // get here): remove the last, and with it its untagged parents that nothing else uses.
+                    // get here). `build_context` removed the failed stage's steps and the chain under
+                    // them; when no step of it succeeded, the previous stage is still a leaf: remove it,
+                    // and with it its untagged parents that nothing else uses.
                     if let Some(stage) = &previous {
                         let _ = self.remove_image(stage, false).await;
                     }
@@ -303,6 +305,8 @@ impl Docker {
             log(line);
         };
         let mut image_id = None;
+        // The image of the last step that succeeded (" ---> 1a2b3c4d5e6f"), to clean up after a failure.
+        let mut last_step: Option<String> = None;
         while let Some(item) = stream.next().await {
             match item {
                 Ok(info) => {
@@ -311,6 +315,11 @@ impl Docker {
                         .flatten()
                     {
                         for line in text.lines().map(str::trim_end).filter(|l| !l.is_empty()) {
+                            if let Some(id) = line.strip_prefix(" ---> ").filter(|id| {
+                                id.len() >= 12 && id.chars().all(|c| c.is_ascii_hexdigit())
+                            }) {
+                                last_step = Some(id.to_string());
+                            }
                             emit(line, &mut tail);
                         }
                     }
@@ -330,6 +339,12 @@ impl Docker {
                         },
                     };
                     emit(&message, &mut tail);
+                    // The classic builder keeps the images of the steps that succeeded as cache. Removing
+                    // the last one takes its untagged parents that nothing else uses along (earlier stages
+                    // of an environment build included); one that other images build on stays.
+                    if let Some(step) = last_step {
+                        let _ = self.remove_image(&step, false).await;
+                    }
                     return Err(Error::BuildFailed {
                         message,
                         log_tail: tail.into(),
