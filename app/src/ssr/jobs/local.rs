@@ -53,6 +53,9 @@ pub fn launch(jobs: &Jobs, dir: &Path, devices: &[u32]) -> Result<u32, String> {
     Ok(pid)
 }
 
+/// Waits (up to a second) for the wrapper to record the trainer's pid: a job cancelled while it was
+/// starting is signalled right after launch, and a signal sent before `trainer.pid` exists would be lost.
+/// Both executors run the same wrapper, so the file is there for containers too (the volume is shared).
 pub(super) async fn wait_for_pid_file(dir: &Path) {
     for _ in 0..50 {
         if dir.join("trainer.pid").exists() {
