@@ -143,7 +143,7 @@ impl RuntimeFiles {
         let mut sized = Vec::with_capacity(self.files.len());
         for (image_path, host) in &self.files {
             let len = std::fs::metadata(host)
-                .map_err(|e| Error::host(&format!("reading {}", host.display()), e))?
+                .map_err(|e| Error::host(format!("reading {}", host.display()), e))?
                 .len();
             sized.push((image_path.as_str(), len));
         }
