@@ -12,6 +12,11 @@ use containers::catalog::BUSYBOX_BASE;
 use containers::spec::RuntimeLayer;
 use containers::{labels, Error};
 
+/// Held by the tests that build runtime stages on the busybox base: their first stage (the loader's
+/// layer) is the same, so Docker shares it as cache, and one test must not hold on to it (with its own
+/// images built on it) while the other checks that a failed build removed its stages.
+static RUNTIME_STAGES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread")]
 async fn busybox_base_builds_idempotently() {
     let Some(g) = Guard::start().await else {
@@ -188,6 +193,7 @@ async fn runtime_layer_runs_on_a_base_without_libc() {
     let Some(g) = Guard::start().await else {
         return;
     };
+    let _stages = RUNTIME_STAGES.lock().await;
     let lines = Mutex::new(Vec::new());
     let base_id = g
         .docker
@@ -374,6 +380,7 @@ async fn a_failed_stage_takes_the_stages_before_it_along() {
     let Some(g) = Guard::start().await else {
         return;
     };
+    let _stages = RUNTIME_STAGES.lock().await;
     let lines = Mutex::new(Vec::new());
     g.docker
         .ensure_busybox_base(&mut log_to(&lines))
