@@ -159,23 +159,7 @@ fn check_upload(upload: &Upload) -> Result<(String, String, &'static str), AppEr
             format!("dataset name must be {}", super::names::NAME_RULE),
         )
     })?;
-    // Only the last path component, in a safe alphabet: it becomes a file name on the server.
-    let base = upload
-        .file_name
-        .rsplit(['/', '\\'])
-        .next()
-        .unwrap_or_default()
-        .trim();
-    let file_name: String = base
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let (base, file_name) = super::names::uploaded_file_name(&upload.file_name);
     let format = match file_name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase()) {
         Some(ext) if ext == "csv" => "csv",
         Some(ext) if ext == "tsv" || ext == "txt" => "tsv",

@@ -1,7 +1,8 @@
 //! Request-body limits and the JSON body extractor of the REST API, so that every way a body can be
 //! wrong ends in the same JSON error shape: too large → 413 `body_too_large`; not JSON, not UTF-8 or
 //! the wrong content type → 400 `invalid_body`; well-formed JSON with unknown fields, missing fields
-//! or wrong types → 422 `invalid_body` naming the field (via `serde_path_to_error`).
+//! or wrong types → 422 `invalid_body` naming the field (via `serde_path_to_error`). A refusal given before
+//! the body was read closes the connection ([`close_if_body_unread`]).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};

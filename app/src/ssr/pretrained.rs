@@ -141,11 +141,7 @@ where
             format!("the model's name must be {}", super::names::NAME_RULE),
         )
     })?;
-    let base = file_name
-        .rsplit(['/', '\\'])
-        .next()
-        .unwrap_or_default()
-        .trim();
+    let (base, safe_name) = super::names::uploaded_file_name(file_name);
     if !base.to_ascii_lowercase().ends_with(".tar") {
         return Err(AppError::invalid(
             "file_name",
@@ -153,16 +149,6 @@ where
             format!("{base:?}: upload the model directory as a .tar archive (tar -cf model.tar my-model/)"),
         ));
     }
-    let safe_name: String = base
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
 
     let archive = TempFile::new(storage).await?;
     let (_, sha256) = receive(body, &archive.path, storage.max_upload_bytes).await?;

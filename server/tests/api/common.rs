@@ -197,3 +197,24 @@ impl Drop for DockerCleanup {
         let _ = Command::new("sh").arg("-c").arg(script).status();
     }
 }
+
+/// A workspace named "nlp" owned by `user`, with the built-in sample dataset: (workspace id, dataset id).
+pub async fn workspace_with_sample(user: &User, server: &Server) -> (i64, i64) {
+    let res = user
+        .client
+        .post(server.url("/api/v1/workspaces"))
+        .json(&json!({ "name": "nlp" }))
+        .send()
+        .await
+        .unwrap();
+    let ws = status_json(res).await.1["id"].as_i64().unwrap();
+    let res = user
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/datasets/sample")))
+        .send()
+        .await
+        .unwrap();
+    let (status, ds) = status_json(res).await;
+    assert_eq!(status, StatusCode::CREATED, "{ds}");
+    (ws, ds["summary"]["id"].as_i64().unwrap())
+}

@@ -7,26 +7,12 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{status_json, Server, User};
+use crate::common::{status_json, workspace_with_sample, Server, User};
 
 /// A workspace with the sample dataset and a tiny finished job; returns the workspace, the job and its
 /// live checkpoints (oldest first).
 async fn trained(server: &Server, owner: &User, max_steps: u32) -> (i64, i64, Vec<i64>) {
-    let res = owner
-        .client
-        .post(server.url("/api/v1/workspaces"))
-        .json(&json!({ "name": "nlp" }))
-        .send()
-        .await
-        .unwrap();
-    let ws = status_json(res).await.1["id"].as_i64().unwrap();
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/datasets/sample")))
-        .send()
-        .await
-        .unwrap();
-    let ds = status_json(res).await.1["summary"]["id"].as_i64().unwrap();
+    let (ws, ds) = workspace_with_sample(owner, server).await;
     let spec = json!({ "name": "train", "dataset_id": ds, "preset": "tiny", "max_seq_len": 32, "batch_size": 16,
                        "max_steps": max_steps, "eval_every_steps": 5, "keep_best": 3 });
     let res = owner

@@ -9,29 +9,9 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{status_json, DockerCleanup, Server, User};
+use crate::common::{status_json, workspace_with_sample, DockerCleanup, Server, User};
 
 const NO_DOCKER: &[&str] = &["--docker-host", "unix:///nonexistent.sock"];
-
-async fn workspace_with_sample(user: &User, server: &Server) -> (i64, i64) {
-    let res = user
-        .client
-        .post(server.url("/api/v1/workspaces"))
-        .json(&json!({ "name": "nlp" }))
-        .send()
-        .await
-        .unwrap();
-    let ws = status_json(res).await.1["id"].as_i64().unwrap();
-    let res = user
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/datasets/sample")))
-        .send()
-        .await
-        .unwrap();
-    let (status, ds) = status_json(res).await;
-    assert_eq!(status, StatusCode::CREATED, "{ds}");
-    (ws, ds["summary"]["id"].as_i64().unwrap())
-}
 
 fn tiny(name: &str, dataset: i64, max_steps: u32) -> Value {
     json!({

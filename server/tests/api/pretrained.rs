@@ -8,7 +8,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{status_json, Server, User};
+use crate::common::{status_json, workspace_with_sample, Server, User};
 
 async fn upload(
     user: &User,
@@ -78,27 +78,7 @@ async fn wait_done(user: &User, server: &Server, ws: i64, id: i64) -> Value {
 async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
     let server = Server::start_with(&["--docker-host", "unix:///nonexistent.sock"]);
     let owner = server.signup("owner").await;
-    let (_, created) = status_json(
-        owner
-            .client
-            .post(server.url("/api/v1/workspaces"))
-            .json(&json!({ "name": "nlp" }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    let ws = created["id"].as_i64().unwrap();
-    let (_, sample) = status_json(
-        owner
-            .client
-            .post(server.url(&format!("/api/v1/workspaces/{ws}/datasets/sample")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    let ds = sample["summary"]["id"].as_i64().unwrap();
+    let (ws, ds) = workspace_with_sample(&owner, &server).await;
     let spec = |name: &str| {
         json!({ "name": name, "dataset_id": ds, "preset": "tiny", "batch_size": 16, "max_seq_len": 32,
                 "learning_rate": 0.002, "max_steps": 5, "eval_every_steps": 5, "keep_best": 1 })
