@@ -39,7 +39,7 @@ impl Inference<'_> {
             for idx in sorted_batches(&lengths, self.batch_size) {
                 let refs: Vec<&Features> = idx.iter().map(|&i| &rows[i]).collect();
                 let b = collate(&refs, self.pad_id, self.device);
-                let logits = self.precision.autocast(|| {
+                let logits = self.precision.autocast(self.device, || {
                     self.model.forward_t(
                         &b.input_ids,
                         &b.attention_mask,
@@ -47,7 +47,7 @@ impl Inference<'_> {
                         None,
                         false,
                     )
-                });
+                })?;
                 parts.push((idx, logits.to_kind(Kind::Float).to_device(Device::Cpu)));
             }
             Ok(())

@@ -305,7 +305,7 @@ impl<'a> Pretrainer<'a> {
             .collect();
         let (b, positions, targets) = mlm_batch(&masked, self.tokenizer.pad_id(), device);
         self.opt.zero_grad();
-        let logits = self.precision.autocast(|| {
+        let logits = self.precision.autocast(device, || {
             self.model.forward_masked_t(
                 &b.input_ids,
                 &b.attention_mask,
@@ -314,7 +314,7 @@ impl<'a> Pretrainer<'a> {
                 &positions,
                 true,
             )
-        });
+        })?;
         let loss = logits
             .to_kind(Kind::Float)
             .cross_entropy_for_logits(&targets);
