@@ -6,7 +6,7 @@ with 0). With `--batches FILE` (written by `bench --data ... --write-batches FIL
 instead: the model is built from the config in that file (the vocabulary size of the corpus-built vocabulary
 included), and the batches run in the file's order, iteration i using batch i % n, as the Rust side does;
 FLOPs are then counted per row at its real length. A training step is forward (dropout on) + cross-entropy
-+ backward + AdamW (lr 5e-5, wd 0.01).
++ backward + AdamW (lr 5e-5, wd 0.01). With `--precision bf16` the forward runs under CPU bf16 autocast.
 Runs in .venv-parity (transformers there; torch 2.13.0 from the project venv via a .pth file, see
 scripts/parity/make_fixtures.py). Prints one JSON object.
 """
@@ -37,6 +37,8 @@ def main():
     ap.add_argument("--full", action="store_true", help="every sequence as long as --seq")
     ap.add_argument("--attn", default=None, help="attn_implementation (default: transformers' choice)")
     ap.add_argument("--batches", default=None, help="real-data batches written by bench --write-batches")
+    ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
+                    help="bf16: the forward under torch.autocast('cpu', bfloat16), as the Rust side does")
     a = ap.parse_args()
     threads = a.threads or os.cpu_count()
     torch.set_num_threads(threads)
@@ -80,13 +82,15 @@ def main():
     model = ErnieForSequenceClassification._from_config(config, **kwargs)
     opt = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
     nb = len(batches)
+    autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16")
 
     # Iteration i runs batch i % nb: the synthetic scenarios repeat their one batch, the real one passes
     # over its batches in the order the Rust side wrote them.
     def train_step(i):
         ids, mask, types, labels = batches[i % nb]
         model.train()
-        logits = model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits
+        with autocast():
+            logits = model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits.float()
         loss = torch.nn.functional.cross_entropy(logits, labels)
         opt.zero_grad()
         loss.backward()
@@ -103,7 +107,7 @@ def main():
     model.eval()
     def infer(i):
         ids, mask, types, _ = batches[i % nb]
-        with torch.no_grad():
+        with torch.no_grad(), autocast():
             return model(input_ids=ids, attention_mask=mask, token_type_ids=types).logits[0, 0].item()
     for i in range(2):
         infer(i)
@@ -122,7 +126,7 @@ def main():
         "impl": f"pytorch {torch.__version__} eager + transformers {transformers.__version__}",
         "attn_implementation": model.config._attn_implementation,
         "preset": preset, "batch": a.batch, "seq": max(b[0].shape[1] for b in batches), "threads": threads,
-        "full_length": a.full, "real_tokens": sum(int(b[1].sum()) for b in batches),
+        "full_length": a.full, "precision": a.precision, "real_tokens": sum(int(b[1].sum()) for b in batches),
         "train_samples_per_s": train_rows / train_s, "infer_samples_per_s": infer_rows / infer_s,
         "train_flops_per_s": 3 * train_fwd / train_s, "infer_flops_per_s": infer_fwd / infer_s,
         "last_loss": last, **extra,

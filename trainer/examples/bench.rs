@@ -15,10 +15,13 @@
 //! training, three for inference; FLOPs are counted per row at its real length (padding not counted).
 //!
 //! A training step is forward (dropout on) + cross-entropy + backward + AdamW (lr 5e-5, weight decay 0.01).
+//! With `--precision bf16` the forward runs under bf16 autocast (float32 master weights and loss), as
+//! `paddock train --precision bf16` does.
 //! Prints one JSON object.
 //!
 //! Usage: `cargo run --release -p trainer --example bench -- [--preset nano] [--batch 32] [--seq 128]
-//!         [--steps 10] [--threads N] [--full] [--no-unpad] [--data FILE --write-batches OUT]`
+//!         [--steps 10] [--threads N] [--full] [--no-unpad] [--precision fp32|bf16]
+//!         [--data FILE --write-batches OUT]`
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -31,7 +34,7 @@ use trainer::predict::encode_rows;
 use trainer::train::config::{ModelSection, TrainSection};
 use trainer::train::model_init;
 use trainer::train::run::write_atomic;
-use trainer::{ErnieConfig, ErnieForSequenceClassification};
+use trainer::{ErnieConfig, ErnieForSequenceClassification, Precision};
 
 struct Args {
     preset: String,
@@ -43,6 +46,8 @@ struct Args {
     full: bool,
     /// Disable unpadding, to measure what it contributes.
     no_unpad: bool,
+    /// fp32, or bf16 (autocast, on a CPU with native bfloat16).
+    precision: Precision,
     /// A labelled data file: measure length-bucketed batches of it instead of the synthetic batch.
     data: Option<PathBuf>,
     /// Where the real-data batches are written for the Python side (required with `data`).
@@ -58,6 +63,7 @@ fn parse() -> Args {
         threads: 0,
         full: false,
         no_unpad: false,
+        precision: Precision::Fp32,
         data: None,
         write_batches: None,
     };
@@ -81,6 +87,7 @@ fn parse() -> Args {
             "--seq" => a.seq = v.parse().expect("--seq N"),
             "--steps" => a.steps = v.parse().expect("--steps N"),
             "--threads" => a.threads = v.parse().expect("--threads N"),
+            "--precision" => a.precision = Precision::parse(&v).unwrap_or_else(|e| fail(e)),
             "--data" => a.data = Some(v.into()),
             "--write-batches" => a.write_batches = Some(v.into()),
             other => panic!("unknown argument {other}"),
@@ -297,6 +304,25 @@ fn main() {
         _ => synthetic(&args),
     };
     w.model.ernie.unpad = !args.no_unpad;
+    let precision = args.precision;
+    if let Err(e) = precision.check(Device::Cpu) {
+        fail(e);
+    }
+    // The forward pass under the requested precision (a no-op scope for fp32).
+    let forward = |b: &Batch, train: bool| {
+        precision
+            .autocast(Device::Cpu, || {
+                w.model.forward_t(
+                    &b.input_ids,
+                    &b.attention_mask,
+                    Some(&b.token_type_ids),
+                    None,
+                    train,
+                )
+            })
+            .expect("autocast")
+            .to_kind(Kind::Float)
+    };
     let mut opt = tch::nn::AdamW {
         beta1: 0.9,
         beta2: 0.999,
@@ -310,17 +336,10 @@ fn main() {
     // Iteration `i` runs batch `i % n`: the synthetic scenarios repeat their one batch, the real one
     // passes over its batches in the training loop's order.
     let n = w.batches.len();
-    let model = &w.model;
     let batches = &w.batches;
     let mut train_step = |i: usize| {
         let b = &batches[i % n];
-        let logits = model.forward_t(
-            &b.input_ids,
-            &b.attention_mask,
-            Some(&b.token_type_ids),
-            None,
-            true,
-        );
+        let logits = forward(b, true);
         let loss = logits.cross_entropy_for_logits(b.labels.as_ref().expect("labels"));
         opt.zero_grad();
         loss.backward();
@@ -339,17 +358,7 @@ fn main() {
 
     let infer = |i: usize| {
         let b = &batches[i % n];
-        tch::no_grad(|| {
-            model
-                .forward_t(
-                    &b.input_ids,
-                    &b.attention_mask,
-                    Some(&b.token_type_ids),
-                    None,
-                    false,
-                )
-                .double_value(&[0, 0])
-        })
+        tch::no_grad(|| forward(b, false).double_value(&[0, 0]))
     };
     for i in 0..2 {
         infer(i);
@@ -378,7 +387,7 @@ fn main() {
     let mut report = serde_json::json!({
         "impl": "paddock (tch)",
         "preset": args.preset, "batch": args.batch, "seq": seq, "threads": threads,
-        "full_length": args.full, "unpad": !args.no_unpad,
+        "full_length": args.full, "unpad": !args.no_unpad, "precision": precision.as_str(),
         "real_tokens": batches.iter().map(|b| b.tokens).sum::<usize>(),
         "train_samples_per_s": train_rows / train_s,
         "infer_samples_per_s": infer_rows / infer_s,
