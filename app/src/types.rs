@@ -880,6 +880,10 @@ pub struct EndpointSpec {
     /// `cpu` or `cuda`.
     #[serde(default = "default_device")]
     pub device: String,
+    /// Numeric precision of the replicas: `fp32` (the default), `bf16` (CUDA, or a CPU with native
+    /// bfloat16), or `fp16` (CUDA).
+    #[serde(default = "default_precision")]
+    pub precision: String,
 }
 
 fn default_replicas() -> u32 {

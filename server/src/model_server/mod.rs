@@ -72,6 +72,8 @@ struct Served {
     name: String,
     labels: Vec<String>,
     max_len: usize,
+    /// What the forward passes run in (`fp32`, `bf16`, `fp16`): the parity gate checks it.
+    precision: &'static str,
     tokenizer: Arc<Tokenizer>,
     batcher: Batcher,
     max_inputs: usize,
@@ -123,6 +125,8 @@ pub async fn run(
         loaded.get_or_insert(copy);
     }
     let (labels, max_len, tokenizer) = loaded.context("no inference thread")?;
+    // Every copy parsed and checked it before saying it was ready.
+    let precision = Precision::parse(&args.model.precision)?.as_str();
     let served = Arc::new(Served {
         name: args
             .model
@@ -132,6 +136,7 @@ pub async fn run(
             .unwrap_or_default(),
         labels,
         max_len,
+        precision,
         tokenizer: Arc::new(tokenizer),
         batcher,
         max_inputs: args.max_inputs,
@@ -377,7 +382,8 @@ async fn answer(served: &Served, body: &[u8]) -> Response {
 
 async fn health(State(served): State<Arc<Served>>) -> Json<Value> {
     Json(
-        json!({ "status": "ready", "model": served.name, "labels": served.labels, "max_seq_len": served.max_len }),
+        json!({ "status": "ready", "model": served.name, "labels": served.labels, "max_seq_len": served.max_len,
+                "precision": served.precision }),
     )
 }
 

@@ -89,6 +89,18 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
         .await
         .unwrap();
     assert_eq!(status_json(res).await.1["field"], "replicas");
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
+        .json(&json!({ "name": "x", "checkpoint_id": ckpt, "precision": "fp16" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        status_json(res).await.1["field"],
+        "precision",
+        "fp16 needs cuda"
+    );
     let res = owner.client.post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
         .json(&json!({ "name": "sentiment", "slug": "sentiment-test", "checkpoint_id": ckpt, "replicas": 2 })).send().await.unwrap();
     let (code, ep) = status_json(res).await;
@@ -217,6 +229,73 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
     assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
     let res = owner.client.delete(&ep_url).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    deploys_in_bf16_where_the_cpu_has_it(&server, &owner, ws, ckpt).await;
+}
+
+/// bf16 on a CPU with native bfloat16: the replica says it serves bf16, the gate compares it with the
+/// float32 trainer within bf16's slack, and it answers. Without native bf16 the spec is refused.
+async fn deploys_in_bf16_where_the_cpu_has_it(server: &Server, owner: &User, ws: i64, ckpt: i64) {
+    let res = owner.client.post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
+        .json(&json!({ "name": "fast", "slug": "sentiment-bf16", "checkpoint_id": ckpt, "precision": "bf16" }))
+        .send().await.unwrap();
+    let (code, ep) = status_json(res).await;
+    if !bf16_cpu() {
+        assert_eq!(code, StatusCode::BAD_REQUEST, "{ep}");
+        assert_eq!(ep["field"], "precision");
+        return;
+    }
+    assert_eq!(code, StatusCode::CREATED, "{ep}");
+    assert_eq!(ep["spec"]["precision"], "bf16");
+    let id = ep["summary"]["id"].as_i64().unwrap();
+    let ep_url = server.url(&format!("/api/v1/workspaces/{ws}/endpoints/{id}"));
+    let detail = wait_endpoint(owner, &ep_url, "a verdict", |d| {
+        d["summary"]["status"] != "starting"
+    })
+    .await;
+    assert_eq!(detail["summary"]["status"], "ready", "{detail}");
+    let report = &detail["parity_report"];
+    assert_eq!(report["passed"], true, "{report}");
+    assert_eq!(report["precision"], "bf16");
+    assert!(
+        report["tolerance"]["rel"].as_f64().unwrap() > 0.0,
+        "{report}"
+    );
+    let key = status_json(
+        owner
+            .client
+            .post(format!("{ep_url}/keys"))
+            .json(&json!({ "name": "app" }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+    .1;
+    let res = reqwest::Client::new()
+        .post(server.url("/v1/endpoints/sentiment-bf16/predict"))
+        .bearer_auth(key["secret"].as_str().unwrap())
+        .json(&json!({ "inputs": ["质量很好，物流也快。"] }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let body: Value = res.json().await.unwrap();
+    let total: f64 = body["predictions"][0]["probabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_f64().unwrap())
+        .sum();
+    assert!((total - 1.0).abs() < 1e-3, "{body}");
+}
+
+/// Whether this machine's CPU has native bfloat16 (the server decides the same way).
+fn bf16_cpu() -> bool {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .is_some_and(|l| l.split_whitespace().any(|f| f == "avx512_bf16"))
 }
 
 /// A client that keeps calling the endpoint until told to stop, counting answers by status.

@@ -109,6 +109,7 @@ async fn serves_the_same_numbers_as_predict_batches_and_sheds_load() {
         .await
         .unwrap();
     assert_eq!(health["status"], "ready");
+    assert_eq!(health["precision"], "fp32");
     assert_eq!(health["labels"].as_array().unwrap().len(), 2);
 
     // Parity with the trainer's predict path.

@@ -48,6 +48,7 @@ struct Row {
     max_batch_tokens: i64,
     max_wait_ms: i64,
     device: String,
+    precision: String,
     status: String,
     status_message: Option<String>,
     parity_report: Option<String>,
@@ -55,7 +56,7 @@ struct Row {
 }
 
 const SELECT: &str = "SELECT e.id, e.workspace_id, e.slug, e.name, e.checkpoint_id, c.job_id, e.replicas, e.max_batch_tokens, \
-     e.max_wait_ms, e.device, e.status, e.status_message, e.parity_report, e.created_at
+     e.max_wait_ms, e.device, e.precision, e.status, e.status_message, e.parity_report, e.created_at
      FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id";
 
 impl Row {
@@ -144,6 +145,7 @@ pub async fn get(
             max_batch_tokens: r.max_batch_tokens as u32,
             max_wait_ms: r.max_wait_ms as u32,
             device: r.device.clone(),
+            precision: r.precision.clone(),
         },
         replicas: replicas
             .into_iter()
@@ -251,7 +253,25 @@ fn check_spec(spec: &EndpointSpec) -> Result<(), AppError> {
             "device must be cpu or cuda",
         ));
     }
-    Ok(())
+    match (spec.precision.as_str(), spec.device.as_str()) {
+        ("fp32", _) | ("bf16" | "fp16", "cuda") => Ok(()),
+        ("bf16", _) if containers::preflight::cpu::has_native_bf16() => Ok(()),
+        ("bf16", _) => Err(AppError::invalid(
+            "precision",
+            "endpoint_spec_invalid",
+            "bf16 on CPU needs AVX512-BF16 instructions, which this server's CPU lacks; use fp32 or cuda",
+        )),
+        ("fp16", _) => Err(AppError::invalid(
+            "precision",
+            "endpoint_spec_invalid",
+            "fp16 needs device cuda; on CPU use fp32 or bf16",
+        )),
+        _ => Err(AppError::invalid(
+            "precision",
+            "endpoint_spec_invalid",
+            "precision must be fp32, bf16 or fp16",
+        )),
+    }
 }
 
 /// A checkpoint of the workspace whose files still exist.
@@ -298,8 +318,8 @@ pub async fn deploy(
     let now = super::now();
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO endpoints (workspace_id, slug, name, checkpoint_id, replicas, max_batch_tokens, max_wait_ms, device,
-             created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+             precision, created_by, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
     .bind(workspace_id)
     .bind(&slug)
@@ -309,6 +329,7 @@ pub async fn deploy(
     .bind(spec.max_batch_tokens)
     .bind(spec.max_wait_ms)
     .bind(&spec.device)
+    .bind(&spec.precision)
     .bind(actor.user_id)
     .bind(&now)
     .bind(&now)
@@ -756,6 +777,7 @@ mod tests {
             max_batch_tokens: 8192,
             max_wait_ms: 5,
             device: "cpu".into(),
+            precision: "fp32".into(),
         }
     }
 
@@ -781,5 +803,36 @@ mod tests {
         s.replicas = 1;
         s.device = "tpu".into();
         assert_eq!(check_spec(&s).unwrap_err().field(), Some("device"));
+    }
+
+    #[test]
+    fn precision_fits_the_device() {
+        let mut s = spec("x", None);
+        for (device, precision, ok) in [
+            ("cpu", "fp32", true),
+            ("cuda", "fp32", true),
+            ("cuda", "bf16", true),
+            ("cuda", "fp16", true),
+            ("cpu", "fp16", false),
+            ("cpu", "int8", false),
+            ("cuda", "", false),
+        ] {
+            (s.device, s.precision) = (device.into(), precision.into());
+            match check_spec(&s) {
+                Ok(()) => assert!(ok, "{device} {precision} accepted"),
+                Err(e) => {
+                    assert!(!ok, "{device} {precision} refused: {e}");
+                    assert_eq!(e.field(), Some("precision"));
+                }
+            }
+        }
+        (s.device, s.precision) = ("cpu".into(), "bf16".into());
+        match check_spec(&s) {
+            Ok(()) => assert!(containers::preflight::cpu::has_native_bf16()),
+            Err(e) => {
+                assert!(!containers::preflight::cpu::has_native_bf16());
+                assert!(e.to_string().contains("AVX512-BF16"), "{e}");
+            }
+        }
     }
 }

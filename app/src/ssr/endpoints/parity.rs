@@ -1,7 +1,9 @@
 //! The parity gate: before an endpoint takes traffic, held-out texts go through the trainer's own predict
-//! path (`paddock predict --json`) and through the freshly started replica; every logit must agree within
-//! [`TOLERANCE`]. A mismatch — a different tokenizer, label map, truncation length or numerics — fails the
-//! deployment with a report, instead of serving numbers that differ from what training measured.
+//! path (`paddock predict --json`, float32) and through the freshly started replica, which must say it
+//! serves in the endpoint's precision; every logit must agree within that precision's [`Tolerance`], and
+//! every label too unless the reference itself is that close to a tie. A mismatch — a different tokenizer,
+//! label map, truncation length or numerics — fails the deployment with a report, instead of serving
+//! numbers that differ from what training measured.
 
 use std::path::Path;
 
@@ -10,8 +12,38 @@ use sqlx::SqlitePool;
 
 use crate::ssr::storage::Storage;
 
-/// Largest allowed difference between a served and a reference logit.
-pub const TOLERANCE: f64 = 1e-4;
+/// How far a served logit may be from the float32 reference: `abs + rel * |reference|`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    pub abs: f64,
+    pub rel: f64,
+}
+
+impl Tolerance {
+    /// float32 serving reproduces the reference up to summation order. bf16 and fp16 round every matmul
+    /// input to 8 and 11 significant bits, and the rounding adds up over the layers; what the gate is for
+    /// (a wrong tokenizer, label map or truncation) moves logits by whole units, far beyond either slack.
+    pub fn for_precision(precision: &str) -> Tolerance {
+        match precision {
+            "bf16" => Tolerance {
+                abs: 5e-2,
+                rel: 2e-2,
+            },
+            "fp16" => Tolerance {
+                abs: 1e-2,
+                rel: 5e-3,
+            },
+            _ => Tolerance {
+                abs: 1e-4,
+                rel: 0.0,
+            },
+        }
+    }
+
+    fn allows(&self, reference: f64) -> f64 {
+        self.abs + self.rel * reference.abs()
+    }
+}
 /// Texts compared.
 const SAMPLES: usize = 16;
 /// Used when the checkpoint's job has no readable dataset preview.
@@ -29,9 +61,10 @@ pub async fn check(
     endpoint_id: i64,
     model: &Path,
     replica: &str,
+    precision: &str,
 ) -> Value {
     let texts = samples(db, endpoint_id).await;
-    match compare(storage, model, replica, &texts).await {
+    match compare(storage, model, replica, precision, &texts).await {
         Ok(report) => report,
         Err(message) => json!({ "passed": false, "samples": texts.len(), "message": message }),
     }
@@ -71,8 +104,24 @@ async fn compare(
     storage: &Storage,
     model: &Path,
     replica: &str,
+    precision: &str,
     texts: &[String],
 ) -> Result<Value, String> {
+    let health: Value = reqwest::Client::new()
+        .get(format!("{replica}/health"))
+        .send()
+        .await
+        .map_err(|e| format!("asking the replica: {e}"))?
+        .json()
+        .await
+        .map_err(|e| format!("reading the replica's health: {e}"))?;
+    if health["precision"].as_str() != Some(precision) {
+        return Err(format!(
+            "the replica serves in {}, not the endpoint's {precision}",
+            health["precision"]
+        ));
+    }
+    let tolerance = Tolerance::for_precision(precision);
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let file = dir.path().join("samples.txt");
     std::fs::write(&file, texts.join("\n") + "\n").map_err(|e| e.to_string())?;
@@ -119,21 +168,16 @@ async fn compare(
     let mut max_diff: f64 = 0.0;
     let mut mismatch = Value::Null;
     for (i, (s, r)) in served.iter().zip(&reference).enumerate() {
-        let (a, b) = (
-            s["logits"].as_array().cloned().unwrap_or_default(),
-            r["logits"].as_array().cloned().unwrap_or_default(),
-        );
-        let diff = if a.len() != b.len() || a.is_empty() {
-            f64::INFINITY
-        } else {
-            a.iter()
-                .zip(&b)
-                .map(|(x, y)| {
-                    (x.as_f64().unwrap_or(f64::NAN) - y.as_f64().unwrap_or(f64::NAN)).abs()
-                })
-                .fold(0.0, f64::max)
+        let logits = |v: &Value| -> Vec<f64> {
+            v["logits"]
+                .as_array()
+                .map(|a| a.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect())
+                .unwrap_or_default()
         };
-        if (diff > TOLERANCE || diff.is_nan() || s["label"] != r["label"]) && mismatch.is_null() {
+        let (a, b) = (logits(s), logits(r));
+        let (diff, agrees) = agreement(&a, &b, tolerance);
+        let labels_ok = s["label"] == r["label"] || near_tie(&b, tolerance);
+        if !(agrees && labels_ok) && mismatch.is_null() {
             mismatch = json!({ "index": i, "text": texts[i], "served": s, "reference": r });
         }
         max_diff = max_diff.max(if diff.is_nan() { f64::INFINITY } else { diff });
@@ -142,10 +186,59 @@ async fn compare(
     Ok(json!({
         "passed": passed,
         "samples": texts.len(),
+        "precision": precision,
         "max_abs_diff": if max_diff.is_finite() { json!(max_diff) } else { json!("inf") },
-        "tolerance": TOLERANCE,
+        "tolerance": { "abs": tolerance.abs, "rel": tolerance.rel },
         "mismatch": mismatch,
         "message": if passed { "served logits match the trainer's predict path".to_string() }
                    else { format!("sample {} differs (largest logit difference {max_diff:.2e})", mismatch["index"]) },
     }))
+}
+
+/// The largest logit difference, and whether every logit is within `tolerance` of its reference (`false`
+/// for a different number of logits, none, or a NaN).
+fn agreement(served: &[f64], reference: &[f64], tolerance: Tolerance) -> (f64, bool) {
+    if served.len() != reference.len() || served.is_empty() {
+        return (f64::INFINITY, false);
+    }
+    served
+        .iter()
+        .zip(reference)
+        .fold((0.0_f64, true), |(max, ok), (s, r)| {
+            let d = (s - r).abs();
+            (max.max(d), ok && d <= tolerance.allows(*r))
+        })
+}
+
+/// Whether the reference's two best logits are within twice the tolerance of each other, where a
+/// rounding difference may rightly pick the other label.
+fn near_tie(reference: &[f64], tolerance: Tolerance) -> bool {
+    let mut sorted: Vec<f64> = reference.to_vec();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    match sorted.as_slice() {
+        [first, second, ..] => first - second <= 2.0 * tolerance.allows(*first),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float32_must_reproduce_and_reduced_precision_gets_its_slack() {
+        let fp32 = Tolerance::for_precision("fp32");
+        let bf16 = Tolerance::for_precision("bf16");
+        let reference = [2.0, -1.5];
+        assert_eq!(agreement(&[2.00005, -1.5], &reference, fp32).1, true);
+        assert_eq!(agreement(&[2.01, -1.5], &reference, fp32).1, false);
+        assert_eq!(agreement(&[2.07, -1.48], &reference, bf16).1, true);
+        // A wrong label map swaps the logits: far beyond any precision's slack.
+        assert_eq!(agreement(&[-1.5, 2.0], &reference, bf16).1, false);
+        assert_eq!(agreement(&[2.0], &reference, bf16).1, false);
+        assert_eq!(agreement(&[f64::NAN, -1.5], &reference, bf16).1, false);
+        assert!(!near_tie(&reference, bf16));
+        assert!(near_tie(&[0.30, 0.25], bf16));
+        assert!(!near_tie(&[0.30, 0.25], fp32));
+    }
 }

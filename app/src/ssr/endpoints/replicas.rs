@@ -65,11 +65,12 @@ pub(crate) struct Target {
     pub max_batch_tokens: i64,
     pub max_wait_ms: i64,
     pub device: String,
+    pub precision: String,
     pub status: String,
     pub checkpoint_id: i64,
 }
 
-const TARGET: &str = "SELECT id, workspace_id, slug, replicas, max_batch_tokens, max_wait_ms, device, status, checkpoint_id FROM endpoints";
+const TARGET: &str = "SELECT id, workspace_id, slug, replicas, max_batch_tokens, max_wait_ms, device, precision, status, checkpoint_id FROM endpoints";
 
 /// A checkpoint to serve: its files, and the image of the job that wrote it.
 #[derive(sqlx::FromRow, Clone)]
@@ -234,6 +235,7 @@ impl Deployer {
             t.id,
             &self.model_dir(t.workspace_id, model),
             &url,
+            &t.precision,
         )
         .await
     }
@@ -462,6 +464,8 @@ impl Deployer {
             &t.max_wait_ms.to_string(),
             "--device",
             &t.device,
+            "--precision",
+            &t.precision,
             "--batch-size",
             rows_per_pass,
         ]

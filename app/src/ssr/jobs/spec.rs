@@ -43,11 +43,16 @@ pub fn problems(spec: &JobSpec) -> Vec<(&'static str, String)> {
     }
     if !["fp32", "fp16", "bf16"].contains(&spec.precision.as_str()) {
         out.push(("precision", "must be fp32, fp16 or bf16".into()));
-    } else if spec.precision != "fp32" && spec.gpus == 0 {
-        out.push((
-            "precision",
-            "fp16 and bf16 need a GPU; use fp32 on CPU".into(),
-        ));
+    } else if spec.gpus == 0 {
+        match spec.precision.as_str() {
+            "fp16" => out.push(("precision", "fp16 needs a GPU; use fp32 or bf16 on CPU".into())),
+            "bf16" if !containers::preflight::cpu::has_native_bf16() => out.push((
+                "precision",
+                "bf16 on CPU needs AVX512-BF16 instructions, which this server's CPU lacks; use fp32 or a GPU"
+                    .into(),
+            )),
+            _ => {}
+        }
     }
     if spec.eval_every_steps == 0 {
         out.push(("eval_every_steps", "must be at least 1".into()));
@@ -192,6 +197,15 @@ mod tests {
             Some("precision"),
             "fp16 needs a GPU"
         );
+        // bf16 runs on a CPU with native bfloat16 and is refused, named, on one without.
+        spec.precision = "bf16".into();
+        if containers::preflight::cpu::has_native_bf16() {
+            assert!(check(&spec).is_ok());
+        } else {
+            let err = check(&spec).unwrap_err();
+            assert_eq!(err.field(), Some("precision"));
+            assert!(err.to_string().contains("AVX512-BF16"), "{err}");
+        }
     }
 
     #[test]

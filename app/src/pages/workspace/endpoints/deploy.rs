@@ -27,7 +27,11 @@ const FIELDS: &[&str] = &[
     "max_batch_tokens",
     "max_wait_ms",
     "device",
+    "precision",
 ];
+
+/// The precisions the form offers; the server says which fit the device and this host.
+const PRECISIONS: [&str; 3] = ["fp32", "bf16", "fp16"];
 
 /// The form's text, as typed.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +42,7 @@ pub struct DeployValues {
     pub max_batch_tokens: String,
     pub max_wait_ms: String,
     pub device: String,
+    pub precision: String,
 }
 
 impl DeployValues {
@@ -53,6 +58,7 @@ impl DeployValues {
             max_batch_tokens: defaults.max_batch_tokens.to_string(),
             max_wait_ms: defaults.max_wait_ms.to_string(),
             device: defaults.device,
+            precision: defaults.precision,
         }
     }
 
@@ -70,6 +76,7 @@ impl DeployValues {
             max_batch_tokens: num(&self.max_batch_tokens, "max_batch_tokens")?,
             max_wait_ms: num(&self.max_wait_ms, "max_wait_ms")?,
             device: self.device.clone(),
+            precision: self.precision.clone(),
         })
     }
 }
@@ -193,7 +200,9 @@ fn DeployDialog(
     });
     let m_name = message("name");
     let m_device = message("device");
+    let m_precision = message("precision");
     let device = start.device.clone();
+    let precision = start.precision.clone();
     view! {
         <div class="dialog-backdrop" on:click=move |_| on_close()>
             <div class="dialog card" role="dialog" aria-modal="true" aria-labelledby=title_id data-testid="deploy-dialog"
@@ -240,6 +249,17 @@ fn DeployDialog(
                             </select>
                             <p class="field-error" id="deploy-device-error" data-testid="deploy-device-error">{move || m_device.get()}</p>
                         </div>
+                        <div class="field" class:field-invalid=move || m_precision.with(Option::is_some)>
+                            <label for="deploy-precision">{t!(i18n, endpoints.precision)}</label>
+                            <select id="deploy-precision" data-testid="deploy-precision"
+                                aria-invalid=move || m_precision.with(Option::is_some).then_some("true")
+                                aria-describedby="deploy-precision-hint deploy-precision-error"
+                                on:change=set(|v, s| v.precision = s)>
+                                {PRECISIONS.iter().map(|p| view! { <option value=*p selected=*p == precision>{*p}</option> }).collect_view()}
+                            </select>
+                            <p class="hint" id="deploy-precision-hint">{t!(i18n, endpoints.precision_hint)}</p>
+                            <p class="field-error" id="deploy-precision-error" data-testid="deploy-precision-error">{move || m_precision.get()}</p>
+                        </div>
                     </details>
                     <div class="form-actions">
                         <SubmitButton pending=deploy.pending() testid="deploy-submit">{t!(i18n, endpoints.deploy_submit)}</SubmitButton>
@@ -269,9 +289,10 @@ mod tests {
             (
                 spec.max_batch_tokens,
                 spec.max_wait_ms,
-                spec.device.as_str()
+                spec.device.as_str(),
+                spec.precision.as_str()
             ),
-            (8192, 5, "cpu")
+            (8192, 5, "cpu", "fp32")
         );
         let long = "名".repeat(100);
         assert_eq!(DeployValues::new(&long).name.chars().count(), NAME_MAX);

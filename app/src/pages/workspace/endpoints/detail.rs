@@ -161,6 +161,15 @@ fn diff_text(v: &serde_json::Value) -> String {
         .unwrap_or_else(|| v.as_str().unwrap_or("–").to_string())
 }
 
+/// The gate's allowance: one number (float32), or `abs + rel·|logit|` (reduced precision).
+fn tolerance_text(v: &serde_json::Value) -> String {
+    match (v["abs"].as_f64(), v["rel"].as_f64()) {
+        (Some(abs), Some(rel)) if rel > 0.0 => format!("{abs:.1e} + {:.0}% |logit|", rel * 100.0),
+        (Some(abs), _) => format!("{abs:.1e}"),
+        _ => diff_text(v),
+    }
+}
+
 #[component]
 fn StatusCard(
     live: RwSignal<EndpointDetail>,
@@ -216,6 +225,10 @@ fn StatusCard(
                             <dt>{t!(i18n, endpoint_detail.device)}</dt>
                             <dd data-testid="endpoint-device">{sp.device.to_uppercase()}</dd>
                         </div>
+                        <div>
+                            <dt>{t!(i18n, endpoint_detail.precision)}</dt>
+                            <dd data-testid="endpoint-precision">{sp.precision.clone()}</dd>
+                        </div>
                         <div><dt>{t!(i18n, endpoint_detail.created)}</dt><dd><Timestamp at=s.created_at.clone() /></dd></div>
                     </dl>
                 }
@@ -234,7 +247,7 @@ fn ParityReport(report: serde_json::Value) -> impl IntoView {
     let passed = report["passed"].as_bool().unwrap_or(false);
     let samples = report["samples"].as_u64().unwrap_or(0);
     let diff = diff_text(&report["max_abs_diff"]);
-    let tolerance = diff_text(&report["tolerance"]);
+    let tolerance = tolerance_text(&report["tolerance"]);
     let message = report["message"].as_str().unwrap_or_default().to_string();
     let mismatch = report["mismatch"]["text"].as_str().map(str::to_string);
     view! {
