@@ -99,6 +99,7 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     assert.equal(await deploy.input('name').inputValue(), 'tiny-sentiment', 'named after the job');
     assert.equal(await deploy.input('replicas').inputValue(), '1');
     assert.equal(await deploy.input('device').inputValue(), 'cpu');
+    assert.equal(await deploy.input('precision').inputValue(), 'fp32', 'float32 unless asked otherwise');
     assert.equal(await deploy.input('max-batch-tokens').inputValue(), '8192', 'the server defaults, under Advanced');
     await assertAccessibleBasics(page);
     await screenshot(page, '09-deploy-form');
@@ -114,6 +115,7 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     assert.equal(await endpoint.replicaRows.count(), 1);
     assert.equal(await endpoint.replicaRows.first().getAttribute('data-status'), 'ready');
     await waitForText(page.getByTestId('endpoint-job'), 'tiny-sentiment');
+    await waitForText(page.getByTestId('endpoint-precision'), 'fp32');
     slug = await endpoint.slug();
     assert.match(slug, /^tiny-sentiment-[0-9a-f]{4}$/, 'the slug comes from the name');
     await assertAccessibleBasics(page);

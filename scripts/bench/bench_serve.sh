@@ -18,6 +18,9 @@
 # 3. A table of QPS and p50/p99 per server and concurrency, the ratios, and the issue's goals (at least 3x
 #    the baseline's QPS at concurrency >= 8, p99 <= 50 ms at concurrency 1).
 # Both servers must give the same probabilities (within 1e-4) on a few sentences, or the bench stops.
+# On a CPU with native bfloat16 (AVX512-BF16), Paddock is also measured with `--precision bf16` (the same
+# flags otherwise; its probe answers must keep the labels, probabilities within 1e-2), in a second table:
+# the issue's comparison is the fp32 one.
 # Environment overrides: BENCH_SERVE_CONCURRENCY ("1 8 32 128"), BENCH_SERVE_SECS, BENCH_SERVE_WARMUP,
 # BENCH_SERVE_STEPS, BENCH_SERVE_MAX_WAIT_MS (2), BENCH_SERVE_MAX_BATCH_TOKENS (8192),
 # BENCH_SERVE_INFERENCE_THREADS (cores), BENCH_SERVE_SKIP_BUILD (1: use the binaries already built).
@@ -127,6 +130,14 @@ echo "paddock serve-model ${PADDOCK_FLAGS[*]}" >&2
 start_server "$WORK/paddock" "$PADDOCK" serve-model --model "$MODEL" --bind 127.0.0.1:0 "${PADDOCK_FLAGS[@]}"
 run_levels paddock
 stop_server
+BF16=0
+if grep -qw avx512_bf16 /proc/cpuinfo; then
+  BF16=1
+  echo "paddock serve-model ${PADDOCK_FLAGS[*]} --precision bf16" >&2
+  start_server "$WORK/paddock-bf16" "$PADDOCK" serve-model --model "$MODEL" --bind 127.0.0.1:0 "${PADDOCK_FLAGS[@]}" --precision bf16
+  run_levels paddock-bf16
+  stop_server
+fi
 
 BASELINE_THREADS="1"; [ "$CORES" -gt 1 ] && BASELINE_THREADS="1 $CORES"
 for t in $BASELINE_THREADS; do
@@ -138,11 +149,11 @@ for t in $BASELINE_THREADS; do
 done
 
 # --- 3. the table ----------------------------------------------------------------------------------------
-python3 - "$WORK" "$LEVELS" "$SECS" "$WARMUP" "${PADDOCK_FLAGS[*]}" "$BASELINE_THREADS" \
+python3 - "$WORK" "$LEVELS" "$SECS" "$WARMUP" "${PADDOCK_FLAGS[*]}" "$BASELINE_THREADS" "$BF16" \
   "$("$PY" -c 'import torch, transformers, fastapi, uvicorn; print(f"torch {torch.__version__}, transformers {transformers.__version__}, fastapi {fastapi.__version__}, uvicorn {uvicorn.__version__}")')" \
   "$(nproc)" "$(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -1)" <<'PYEOF'
 import json, sys
-work, levels, secs, warmup, pflags, bthreads, versions, cores, cpu = sys.argv[1:]
+work, levels, secs, warmup, pflags, bthreads, bf16, versions, cores, cpu = sys.argv[1:]
 levels = [int(c) for c in levels.split()]
 bthreads = bthreads.split()
 load = lambda name: json.load(open(f"{work}/{name}"))
@@ -193,4 +204,18 @@ if 1 in ratios:
     p99 = ratios[1][1]["latency_ms"]["p99"]
     met = "met" if p99 is not None and p99 <= 50 else "NOT met"
     print(f"  p99 <= 50 ms at concurrency 1: paddock {p99:.1f} ms (baseline {ratios[1][2]['latency_ms']['p99']:.1f} ms) -> {met}")
+if bf16 == "1":
+    q = load("paddock-bf16.probe.json")["predictions"]
+    qdiff = max(abs(x - y) for pp, qq in zip(p, q) for x, y in zip(pp["probabilities"], qq["probabilities"]))
+    if qdiff > 1e-2 or [qq["label"] for qq in q] != [pp["label"] for pp in p]:
+        sys.exit(f"paddock bf16 disagrees with fp32 on the probe sentences (max probability difference {qdiff:.2e})")
+    print(f"\npaddock serve-model {pflags} --precision bf16 (the CPU has AVX512-BF16; probe probabilities within "
+          f"{qdiff:.1e} of fp32, same labels)")
+    head = f"{'conc':>5} | {'bf16 QPS':>9} {'p50 ms':>8} {'p99 ms':>8} {'rows/fwd':>8} | {'vs paddock fp32':>15} | {'vs baseline':>11}"
+    print(head)
+    print("-" * len(head))
+    for c in levels:
+        r, f, t = load(f"paddock-bf16.{c}.json"), load(f"paddock.{c}.json"), baseline(c)
+        print(f"{c:>5} | {r['qps']:>9.1f} {r['latency_ms']['p50'] or float('nan'):>8.1f} {r['latency_ms']['p99'] or float('nan'):>8.1f}"
+              f" {r['mean_batch_rows']:>8.1f} | {r['qps'] / f['qps']:>14.2f}x | {r['qps'] / t['qps']:>10.2f}x")
 PYEOF
