@@ -255,7 +255,8 @@ impl OpenModel {
         if args.batch_size == 0 {
             return Err(Error::Config("--batch-size must be > 0".into()));
         }
-        let loaded = crate::checkpoint::load(&args.model, device, None)?;
+        let mut loaded = crate::checkpoint::load(&args.model, device, None)?;
+        loaded.cast_weights(precision);
         let max_positions = loaded.config.max_position_embeddings;
         let max_len = args
             .max_seq_len

@@ -39,7 +39,7 @@ impl Inference<'_> {
             for idx in sorted_batches(&lengths, self.batch_size) {
                 let refs: Vec<&Features> = idx.iter().map(|&i| &rows[i]).collect();
                 let b = collate(&refs, self.pad_id, self.device);
-                let logits = self.precision.autocast(self.device, || {
+                let forward = || {
                     self.model.forward_t(
                         &b.input_ids,
                         &b.attention_mask,
@@ -47,7 +47,14 @@ impl Inference<'_> {
                         None,
                         false,
                     )
-                })?;
+                };
+                // Weights cast for inference (`LoadedModel::cast_weights`) run as they are; float32 weights
+                // (training's evaluations) run under autocast when a reduced precision is asked for.
+                let logits = if self.model.kind() == Kind::Float {
+                    self.precision.autocast(self.device, forward)?
+                } else {
+                    forward()
+                };
                 parts.push((idx, logits.to_kind(Kind::Float).to_device(Device::Cpu)));
             }
             Ok(())

@@ -139,9 +139,8 @@ fn bf16_training_on_the_cpu_learns_and_keeps_float32_weights() {
         "best dev accuracy {best:.3} is not well above chance (0.537)"
     );
 
-    let loaded =
-        trainer::checkpoint::load(&outcome.best_checkpoint.unwrap(), tch::Device::Cpu, None)
-            .unwrap();
+    let dir = outcome.best_checkpoint.unwrap();
+    let loaded = trainer::checkpoint::load(&dir, tch::Device::Cpu, None).unwrap();
     for (name, t) in loaded.vs.variables() {
         assert_eq!(
             t.kind(),
@@ -151,9 +150,9 @@ fn bf16_training_on_the_cpu_learns_and_keeps_float32_weights() {
         );
     }
     let rows = dev_rows(&loaded.tokenizer);
-    let predict = |precision| {
+    let logits = |model: &trainer::ErnieForSequenceClassification, precision| {
         let inf = Inference {
-            model: &loaded.model,
+            model,
             device: tch::Device::Cpu,
             precision,
             pad_id: loaded.tokenizer.pad_id(),
@@ -161,19 +160,32 @@ fn bf16_training_on_the_cpu_learns_and_keeps_float32_weights() {
         };
         inf.logits(&rows).unwrap()
     };
-    let (full, reduced) = (predict(Precision::Fp32), predict(Precision::Bf16));
-    let agree = full
-        .argmax(1, false)
-        .eq_tensor(&reduced.argmax(1, false))
-        .to_kind(tch::Kind::Float)
-        .mean(tch::Kind::Float)
-        .double_value(&[]);
-    let diff = (&full - &reduced).abs().max().double_value(&[]);
-    eprintln!("bf16 vs fp32 inference: {agree:.3} of labels agree, max logit difference {diff:.4}");
-    assert!(
-        agree >= 0.95,
-        "only {agree:.3} of bf16 labels agree with fp32"
-    );
+    let full = logits(&loaded.model, Precision::Fp32);
+    // bf16 the two ways: autocast over float32 weights (training's evaluations), and weights cast once
+    // for inference (`predict`, endpoints).
+    let autocast = logits(&loaded.model, Precision::Bf16);
+    let mut cast = trainer::checkpoint::load(&dir, tch::Device::Cpu, None).unwrap();
+    cast.cast_weights(Precision::Bf16);
+    assert_eq!(cast.model.kind(), tch::Kind::BFloat16);
+    let cast = logits(&cast.model, Precision::Bf16);
+    assert_eq!(cast.kind(), tch::Kind::Float);
+    for (name, reduced) in [("autocast", &autocast), ("cast weights", &cast)] {
+        let agree = full
+            .argmax(1, false)
+            .eq_tensor(&reduced.argmax(1, false))
+            .to_kind(tch::Kind::Float)
+            .mean(tch::Kind::Float)
+            .double_value(&[]);
+        let diff = (&full - reduced).abs().max().double_value(&[]);
+        eprintln!(
+            "bf16 {name} vs fp32: {agree:.3} of labels agree, max logit difference {diff:.4}"
+        );
+        assert!(
+            agree >= 0.95,
+            "{name}: only {agree:.3} of bf16 labels agree with fp32"
+        );
+        assert!(diff > 0.0, "{name}: bf16 gave exactly the float32 logits");
+    }
 }
 
 /// The 300-row dev sample, encoded with its gold labels.

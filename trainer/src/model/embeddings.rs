@@ -4,6 +4,7 @@
 use tch::nn::{Init, Path};
 use tch::{Kind, Tensor};
 
+use super::dropout::dropout;
 use super::layers::LayerNorm;
 use crate::ErnieConfig;
 
@@ -99,7 +100,7 @@ impl ErnieEmbeddings {
                 None => x + task.get(0),
             };
         }
-        self.layer_norm.forward(&x).dropout(self.dropout, train)
+        dropout(&self.layer_norm.forward(&x), self.dropout, train)
     }
 
     /// Element type of the embeddings (the model's parameter dtype).

@@ -1,6 +1,8 @@
 //! `encoder.layer.{i}`: post-LN transformer layers. Self-attention runs through libtorch's fused
-//! `scaled_dot_product_attention` with a boolean key mask (see [`super::key_mask`]); the feed-forward uses the exact (erf)
-//! GELU.
+//! `scaled_dot_product_attention` with a boolean key mask (see [`super::key_mask`]), except when training
+//! on the CPU with attention dropout: libtorch's CPU kernel takes no dropout and falls back to the unfused
+//! steps, which are then written out here so that the dropout is [`super::dropout`]'s parallel one. The
+//! feed-forward uses the exact (erf) GELU.
 //!
 //! Two exact shortcuts make it faster than transformers on the same padded batch, without changing any
 //! output that transformers defines for real tokens:
@@ -13,6 +15,7 @@
 
 use tch::{Kind, Tensor};
 
+use super::dropout::dropout;
 use super::layers::{activation, Dense, LayerNorm};
 use crate::ErnieConfig;
 
@@ -144,10 +147,8 @@ impl ErnieSelfAttention {
                 (q, parts.next().unwrap(), parts.next().unwrap())
             }
         };
-        let dropout = if train { self.dropout } else { 0.0 };
-        let context = Tensor::scaled_dot_product_attention(
-            &query, &key, &value, mask, dropout, false, None, false,
-        );
+        let p = if train { self.dropout } else { 0.0 };
+        let context = attention(&query, &key, &value, mask, p);
         let (b, _, q, _) = context.size4().expect("[B, heads, Q, d]");
         let context = context
             .transpose(1, 2)
@@ -158,6 +159,44 @@ impl ErnieSelfAttention {
             (None, None) => context,
         }
     }
+}
+
+/// Attention of `[B, heads, Q, d]` queries over `[B, heads, S, d]` keys and values, with dropout `p` on the
+/// probabilities. libtorch's fused CPU kernel takes no dropout (it falls back to the unfused steps), so with
+/// dropout on the CPU those steps are written out here ([`attention_unfused`]) and the dropout is
+/// [`dropout`]'s parallel one; otherwise the fused kernel runs.
+fn attention(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    mask: Option<&Tensor>,
+    p: f64,
+) -> Tensor {
+    if p > 0.0 && query.device() == tch::Device::Cpu {
+        attention_unfused(query, key, value, mask, p)
+    } else {
+        Tensor::scaled_dot_product_attention(query, key, value, mask, p, false, None, false)
+    }
+}
+
+/// `softmax(q·kᵀ/√d + mask) · v` with dropout on the probabilities, which are computed in float32 (under
+/// autocast too).
+fn attention_unfused(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    mask: Option<&Tensor>,
+    p: f64,
+) -> Tensor {
+    let d = *query.size().last().expect("head dimension") as f64;
+    let scores = query.matmul(&key.transpose(-2, -1)) * (1.0 / d.sqrt());
+    // Finite, so that a row whose keys are all padding is uniform rather than NaN (bf16 has float32's
+    // range, so the value survives autocast).
+    let scores = match mask {
+        Some(m) => scores.masked_fill(&m.logical_not(), -1e30),
+        None => scores,
+    };
+    dropout(&scores.softmax(-1, Kind::Float), p, true).matmul(value)
 }
 
 /// `output.dense` → dropout → `output.LayerNorm(x + residual)`, shared by attention and feed-forward.
@@ -178,7 +217,7 @@ impl ResidualOutput {
     }
 
     fn forward_t(&self, x: &Tensor, residual: &Tensor, train: bool) -> Tensor {
-        let y = self.dense.forward(x).dropout(self.dropout, train);
+        let y = dropout(&self.dense.forward(x), self.dropout, train);
         self.layer_norm.forward(&(y + residual))
     }
 }
@@ -275,5 +314,47 @@ impl ErnieEncoder {
             hidden = cls_rows(&hidden);
         }
         hidden
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tch::Device;
+
+    fn qkv_and_mask() -> (Tensor, Tensor, Tensor, Tensor) {
+        tch::manual_seed(11);
+        let t = || Tensor::randn([2, 3, 5, 4], (Kind::Float, Device::Cpu));
+        let mask = Tensor::from_slice(&[1i64, 1, 1, 1, 1, 1, 1, 1, 0, 0])
+            .view([2, 5])
+            .ne(0)
+            .view([2, 1, 1, 5]);
+        (t(), t(), t(), mask)
+    }
+
+    /// The written-out steps are libtorch's attention: with a keep-everything dropout they give the fused
+    /// kernel's numbers, padded keys included.
+    #[test]
+    fn the_unfused_attention_is_the_fused_one() {
+        let (q, k, v, mask) = qkv_and_mask();
+        let fused =
+            Tensor::scaled_dot_product_attention(&q, &k, &v, Some(&mask), 0.0, false, None, false);
+        // p = 1e-9 keeps every element (the keep threshold rounds to 2^16) with scale 1.
+        let unfused = attention_unfused(&q, &k, &v, Some(&mask), 1e-9);
+        let diff = (&fused - &unfused).abs().max().double_value(&[]);
+        assert!(diff < 1e-5, "largest difference {diff}");
+    }
+
+    #[test]
+    fn attention_dropout_drops_on_the_cpu_and_only_when_asked() {
+        let (q, k, v, mask) = qkv_and_mask();
+        let plain = attention(&q, &k, &v, Some(&mask), 0.0);
+        let dropped = attention(&q, &k, &v, Some(&mask), 0.5);
+        assert!(!plain.allclose(&dropped, 1e-4, 1e-4, false));
+        assert_eq!(dropped.isfinite().all().int64_value(&[]), 1);
+        // A sequence whose keys are all padding stays finite.
+        let none = mask.zeros_like();
+        let out = attention_unfused(&q, &k, &v, Some(&none), 0.1);
+        assert_eq!(out.isfinite().all().int64_value(&[]), 1);
     }
 }

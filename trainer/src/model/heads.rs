@@ -5,6 +5,7 @@
 use tch::nn::{Init, Path};
 use tch::{Kind, Tensor};
 
+use super::dropout::dropout;
 use super::embeddings::ErnieEmbeddings;
 use super::encoder::{ErnieEncoder, Packing};
 use super::key_mask;
@@ -153,8 +154,13 @@ impl ErnieForSequenceClassification {
         }
     }
 
-    /// `[B, S]` Int64 inputs on the model's device → logits `[B, L]` (Float; under autocast possibly half —
-    /// callers convert with `.to_kind(Kind::Float)`).
+    /// The type the weights are held in (float32, unless cast for inference).
+    pub fn kind(&self) -> Kind {
+        self.ernie.embeddings.kind()
+    }
+
+    /// `[B, S]` Int64 inputs on the model's device → logits `[B, L]` (Float; under autocast or with weights
+    /// cast for inference possibly half — callers convert with `.to_kind(Kind::Float)`).
     pub fn forward_t(
         &self,
         input_ids: &Tensor,
@@ -171,7 +177,7 @@ impl ErnieForSequenceClassification {
             train,
         );
         self.classifier
-            .forward(&out.pooled_output.dropout(self.dropout, train))
+            .forward(&dropout(&out.pooled_output, self.dropout, train))
     }
 }
 

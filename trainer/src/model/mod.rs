@@ -4,12 +4,14 @@
 //!
 //! # Layout
 //! - [`layers`]: `Dense` / `LayerNorm` parameter holders with transformers' initialisation.
+//! - [`dropout`]: dropout whose CPU mask is drawn in parallel (libtorch's is serial).
 //! - [`embeddings`]: word + position + token-type (+ task-type) embeddings.
 //! - [`encoder`]: post-LN transformer layers (fused scaled-dot-product attention, exact GELU).
 //! - [`heads`]: the tanh pooler, `ErnieModel`, `ErnieForSequenceClassification`, `ErnieForMaskedLM`.
 //!
 //! Shapes: `B` batch, `S` sequence length, `H` hidden size, `L` labels, `V` vocabulary.
 
+pub mod dropout;
 pub mod embeddings;
 pub mod encoder;
 pub mod heads;
