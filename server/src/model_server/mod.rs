@@ -177,7 +177,8 @@ fn inference_thread(
         let device = trainer::pick_device(&model_args.device)?;
         let precision = Precision::parse(&model_args.precision)?;
         precision.check(device)?;
-        let loaded = trainer::checkpoint::load(&model_args.model, device, None)?;
+        let mut loaded = trainer::checkpoint::load(&model_args.model, device, None)?;
+        loaded.cast_weights(precision);
         let max_positions = loaded.config.max_position_embeddings;
         let max_len = model_args
             .max_seq_len
