@@ -44,6 +44,7 @@ impl Tolerance {
         self.abs + self.rel * reference.abs()
     }
 }
+
 /// Texts compared.
 const SAMPLES: usize = 16;
 /// Used when the checkpoint's job has no readable dataset preview.
