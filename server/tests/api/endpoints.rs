@@ -52,6 +52,20 @@ async fn trained(server: &Server, owner: &User, max_steps: u32) -> (i64, i64, Ve
     (ws, job, checkpoints)
 }
 
+/// Creates an API key on the endpoint at `ep_url`; returns the answer (`secret`, `key`).
+async fn new_key(owner: &User, ep_url: &str, body: Value) -> Value {
+    let res = owner
+        .client
+        .post(format!("{ep_url}/keys"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let (code, key) = status_json(res).await;
+    assert_eq!(code, StatusCode::CREATED, "{key}");
+    key
+}
+
 /// Polls the endpoint until `done` holds (or fails the test with what it last saw).
 async fn wait_endpoint(
     owner: &User,
@@ -121,15 +135,12 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
     assert_eq!(detail["parity_report"]["passed"], true, "{detail}");
     assert_eq!(detail["summary"]["job_id"], job, "lineage");
 
-    let res = owner
-        .client
-        .post(format!("{ep_url}/keys"))
-        .json(&json!({ "name": "app", "rate_limit_per_minute": 20 }))
-        .send()
-        .await
-        .unwrap();
-    let (code, key) = status_json(res).await;
-    assert_eq!(code, StatusCode::CREATED, "{key}");
+    let key = new_key(
+        &owner,
+        &ep_url,
+        json!({ "name": "app", "rate_limit_per_minute": 20 }),
+    )
+    .await;
     let secret = key["secret"].as_str().unwrap().to_string();
     let predict = server.url("/v1/endpoints/sentiment-test/predict");
     let anonymous = reqwest::Client::new();
@@ -208,17 +219,7 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
         .await
         .unwrap();
     assert_eq!(status_json(res).await.1["summary"]["status"], "stopped");
-    let key2 = status_json(
-        owner
-            .client
-            .post(format!("{ep_url}/keys"))
-            .json(&json!({ "name": "b" }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-    .1;
+    let key2 = new_key(&owner, &ep_url, json!({ "name": "b" })).await;
     let res = anonymous
         .post(&predict)
         .bearer_auth(key2["secret"].as_str().unwrap())
@@ -260,17 +261,7 @@ async fn deploys_in_bf16_where_the_cpu_has_it(server: &Server, owner: &User, ws:
         report["tolerance"]["rel"].as_f64().unwrap() > 0.0,
         "{report}"
     );
-    let key = status_json(
-        owner
-            .client
-            .post(format!("{ep_url}/keys"))
-            .json(&json!({ "name": "app" }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-    .1;
+    let key = new_key(owner, &ep_url, json!({ "name": "app" })).await;
     let res = reqwest::Client::new()
         .post(server.url("/v1/endpoints/sentiment-bf16/predict"))
         .bearer_auth(key["secret"].as_str().unwrap())
@@ -351,17 +342,12 @@ async fn rollouts_and_scaling_under_load_fail_no_request_and_crashed_replicas_co
         d["summary"]["status"] == "ready"
     })
     .await;
-    let key = status_json(
-        owner
-            .client
-            .post(format!("{ep_url}/keys"))
-            .json(&json!({ "name": "load", "rate_limit_per_minute": 1000000 }))
-            .send()
-            .await
-            .unwrap(),
+    let key = new_key(
+        &owner,
+        &ep_url,
+        json!({ "name": "load", "rate_limit_per_minute": 1000000 }),
     )
-    .await
-    .1;
+    .await;
     let secret = key["secret"].as_str().unwrap().to_string();
     let predict = server.url("/v1/endpoints/rolling/predict");
 
