@@ -94,4 +94,4 @@ fmt:
 	cargo fmt --all
 
 clippy:
-	$(ENV) cargo clippy -p trainer -p server -p app --features app/ssr -- -D warnings
+	$(ENV) cargo clippy -p trainer -p containers -p server -p app --features app/ssr --all-targets -- -D warnings

@@ -77,7 +77,9 @@ async fn main() -> anyhow::Result<()> {
     if args.concurrency == 0 {
         anyhow::bail!("--concurrency must be at least 1");
     }
-    if !(args.duration_secs > 0.0) || !(args.warmup_secs >= 0.0) {
+    // False for NaN too.
+    let durations_ok = args.duration_secs > 0.0 && args.warmup_secs >= 0.0;
+    if !durations_ok {
         anyhow::bail!("--duration-secs must be positive and --warmup-secs not negative");
     }
     let texts = Arc::new(read_texts(&args.data)?);

@@ -359,30 +359,6 @@ fn short_id(id: &str) -> &str {
     &hex[..hex.len().min(12)]
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn gpus_flags_parse_to_the_spec_forms() {
-        assert_eq!(parse_gpus("none").unwrap(), GpuSpec::None);
-        assert_eq!(parse_gpus("2").unwrap(), GpuSpec::Count(2));
-        assert_eq!(parse_gpus("0,3").unwrap(), GpuSpec::Devices(vec![0, 3]));
-        assert_eq!(parse_gpus("device=1").unwrap(), GpuSpec::Devices(vec![1]));
-        assert!(parse_gpus("lots").is_err());
-    }
-
-    #[test]
-    fn toml_spec_files_name_the_bad_field() {
-        let ok = toml_spec("name = \"nlp\"\nbase_image = \"paddock/base:busybox\"\ncpus = 1.5\nmemory = \"2g\"\n[gpus]\ncount = 1\n").unwrap();
-        assert_eq!((ok.cpus, ok.gpus), (1.5, GpuSpec::Count(1)));
-        let err =
-            toml_spec("name = \"nlp\"\nbase_image = \"x\"\ncpus = \"many\"\nmemory = \"2g\"\n")
-                .unwrap_err();
-        assert!(err.to_string().contains("cpus"), "{err}");
-    }
-}
-
 async fn target(api: &Api, t: &Target) -> anyhow::Result<(i64, i64)> {
     let ws = api.workspace(&t.workspace.workspace).await?;
     let envs: Vec<EnvironmentSummary> = api
@@ -415,4 +391,28 @@ async fn follow_log(api: &Api, ws: i64, env: i64, version: i64) -> anyhow::Resul
         })
         .await?;
     status.ok_or_else(|| anyhow::anyhow!("the build log ended without a final status"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpus_flags_parse_to_the_spec_forms() {
+        assert_eq!(parse_gpus("none").unwrap(), GpuSpec::None);
+        assert_eq!(parse_gpus("2").unwrap(), GpuSpec::Count(2));
+        assert_eq!(parse_gpus("0,3").unwrap(), GpuSpec::Devices(vec![0, 3]));
+        assert_eq!(parse_gpus("device=1").unwrap(), GpuSpec::Devices(vec![1]));
+        assert!(parse_gpus("lots").is_err());
+    }
+
+    #[test]
+    fn toml_spec_files_name_the_bad_field() {
+        let ok = toml_spec("name = \"nlp\"\nbase_image = \"paddock/base:busybox\"\ncpus = 1.5\nmemory = \"2g\"\n[gpus]\ncount = 1\n").unwrap();
+        assert_eq!((ok.cpus, ok.gpus), (1.5, GpuSpec::Count(1)));
+        let err =
+            toml_spec("name = \"nlp\"\nbase_image = \"x\"\ncpus = \"many\"\nmemory = \"2g\"\n")
+                .unwrap_err();
+        assert!(err.to_string().contains("cpus"), "{err}");
+    }
 }

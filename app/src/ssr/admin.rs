@@ -123,54 +123,6 @@ pub async fn set_user_disabled(
     Ok(row.into())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ssr::testing::{actor, test_db};
-
-    #[tokio::test]
-    async fn only_admins_administer() {
-        let (_dir, db) = test_db().await;
-        let admin = actor(&db, "root").await;
-        assert!(admin.is_admin, "first account is admin");
-        let user = actor(&db, "user").await;
-        assert_eq!(settings(&db, &user).await.unwrap_err(), AppError::Forbidden);
-        assert_eq!(
-            list_users(&db, &user).await.unwrap_err(),
-            AppError::Forbidden
-        );
-        assert!(
-            !set_signup_enabled(&db, &admin, false)
-                .await
-                .unwrap()
-                .signup_enabled
-        );
-        assert!(!settings(&db, &admin).await.unwrap().signup_enabled);
-        let e = crate::ssr::accounts::sign_up(&db, "late", "long enough pw", None)
-            .await
-            .unwrap_err();
-        assert_eq!(e.code(), "signup_disabled");
-        assert!(
-            set_user_disabled(&db, &admin, user.user_id, true)
-                .await
-                .unwrap()
-                .disabled
-        );
-        assert_eq!(
-            set_user_disabled(&db, &admin, admin.user_id, true)
-                .await
-                .unwrap_err()
-                .code(),
-            "cannot_disable_self"
-        );
-        assert_eq!(
-            set_user_disabled(&db, &admin, 999, true).await.unwrap_err(),
-            AppError::NotFound
-        );
-        assert_eq!(list_users(&db, &admin).await.unwrap().len(), 2);
-    }
-}
-
 /// Sets (or with `None` removes) a workspace's GPU quota: the most GPUs its jobs and environments may
 /// hold at once. Instance admins only — they share out the machine; owners cannot raise their own.
 pub async fn set_gpu_quota(
@@ -225,4 +177,52 @@ pub async fn set_gpu_quota(
     .await?;
     tx.commit().await?;
     Ok(max_gpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ssr::testing::{actor, test_db};
+
+    #[tokio::test]
+    async fn only_admins_administer() {
+        let (_dir, db) = test_db().await;
+        let admin = actor(&db, "root").await;
+        assert!(admin.is_admin, "first account is admin");
+        let user = actor(&db, "user").await;
+        assert_eq!(settings(&db, &user).await.unwrap_err(), AppError::Forbidden);
+        assert_eq!(
+            list_users(&db, &user).await.unwrap_err(),
+            AppError::Forbidden
+        );
+        assert!(
+            !set_signup_enabled(&db, &admin, false)
+                .await
+                .unwrap()
+                .signup_enabled
+        );
+        assert!(!settings(&db, &admin).await.unwrap().signup_enabled);
+        let e = crate::ssr::accounts::sign_up(&db, "late", "long enough pw", None)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), "signup_disabled");
+        assert!(
+            set_user_disabled(&db, &admin, user.user_id, true)
+                .await
+                .unwrap()
+                .disabled
+        );
+        assert_eq!(
+            set_user_disabled(&db, &admin, admin.user_id, true)
+                .await
+                .unwrap_err()
+                .code(),
+            "cannot_disable_self"
+        );
+        assert_eq!(
+            set_user_disabled(&db, &admin, 999, true).await.unwrap_err(),
+            AppError::NotFound
+        );
+        assert_eq!(list_users(&db, &admin).await.unwrap().len(), 2);
+    }
 }

@@ -217,7 +217,9 @@ async fn bad_files_are_refused_with_line_numbers_and_leave_nothing() {
     let ws = workspace(&owner, &server).await;
     let fixture = |name: &str| std::fs::read(format!("{FIXTURES}/{name}")).unwrap();
 
-    let cases: Vec<(&str, Vec<u8>, StatusCode, &str, &[&str])> = vec![
+    // (query, body, status, error code, words the message must contain)
+    type Case<'a> = (&'a str, Vec<u8>, StatusCode, &'a str, &'a [&'a str]);
+    let cases: Vec<Case> = vec![
         (
             "name=a&filename=bad_rows.csv",
             fixture("bad_rows.csv"),

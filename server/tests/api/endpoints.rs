@@ -301,7 +301,7 @@ fn load(
         let mut i = 0u32;
         while !stop.load(std::sync::atomic::Ordering::Relaxed) {
             i += 1;
-            let text = if i % 2 == 0 {
+            let text = if i.is_multiple_of(2) {
                 "服务很好，下次还来"
             } else {
                 "太差了，再也不来"

@@ -42,8 +42,7 @@ fn tiny_checkpoint(dir: &Path) -> PathBuf {
     let path = events
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["event"] == "checkpoint")
-        .last()
+        .rfind(|e| e["event"] == "checkpoint")
         .and_then(|e| e["path"].as_str().map(PathBuf::from))
         .expect("a checkpoint event");
     if path.is_absolute() {

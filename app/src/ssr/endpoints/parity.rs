@@ -231,13 +231,13 @@ mod tests {
         let fp32 = Tolerance::for_precision("fp32");
         let bf16 = Tolerance::for_precision("bf16");
         let reference = [2.0, -1.5];
-        assert_eq!(agreement(&[2.00005, -1.5], &reference, fp32).1, true);
-        assert_eq!(agreement(&[2.01, -1.5], &reference, fp32).1, false);
-        assert_eq!(agreement(&[2.07, -1.48], &reference, bf16).1, true);
+        assert!(agreement(&[2.00005, -1.5], &reference, fp32).1);
+        assert!(!agreement(&[2.01, -1.5], &reference, fp32).1);
+        assert!(agreement(&[2.07, -1.48], &reference, bf16).1);
         // A wrong label map swaps the logits: far beyond any precision's slack.
-        assert_eq!(agreement(&[-1.5, 2.0], &reference, bf16).1, false);
-        assert_eq!(agreement(&[2.0], &reference, bf16).1, false);
-        assert_eq!(agreement(&[f64::NAN, -1.5], &reference, bf16).1, false);
+        assert!(!agreement(&[-1.5, 2.0], &reference, bf16).1);
+        assert!(!agreement(&[2.0], &reference, bf16).1);
+        assert!(!agreement(&[f64::NAN, -1.5], &reference, bf16).1);
         assert!(!near_tie(&reference, bf16));
         assert!(near_tie(&[0.30, 0.25], bf16));
         assert!(!near_tie(&[0.30, 0.25], fp32));

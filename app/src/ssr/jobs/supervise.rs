@@ -39,11 +39,13 @@ pub fn spawn(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
 }
 
 /// After a restart: jobs that were being started go back to the queue (nothing ran), the others are
-/// followed again from their recorded offsets.
+/// followed again from their recorded offsets — every job with a process or a container whose end was
+/// not recorded yet, whatever its status: a run whose `end` event was applied just before the crash is
+/// `succeeded` but still needs its exit status, its finish time and its GPUs back.
 pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
     let result = async {
         let mut tx = crate::ssr::db::write_tx(db).await?;
-        let never_started: Vec<i64> = sqlx::query_scalar("SELECT id FROM jobs WHERE status = 'starting' AND pid IS NULL")
+        let never_started: Vec<i64> = sqlx::query_scalar("SELECT id FROM jobs WHERE status = 'starting' AND pid IS NULL AND container_name IS NULL")
             .fetch_all(&mut *tx)
             .await?;
         for id in &never_started {
@@ -55,13 +57,13 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
         }
         // Cancelled while starting: stopped before it ran.
         sqlx::query(
-            "UPDATE jobs SET status = 'cancelled', finished_at = ? WHERE status = 'cancelling' AND pid IS NULL",
+            "UPDATE jobs SET status = 'cancelled', finished_at = ? WHERE status = 'cancelling' AND pid IS NULL AND container_name IS NULL",
         )
         .bind(crate::ssr::now())
         .execute(&mut *tx)
         .await?;
         let running: Vec<i64> =
-            sqlx::query_scalar("SELECT id FROM jobs WHERE status IN ('starting', 'running', 'cancelling') AND pid IS NOT NULL")
+            sqlx::query_scalar("SELECT id FROM jobs WHERE finished_at IS NULL AND (pid IS NOT NULL OR container_name IS NOT NULL)")
                 .fetch_all(&mut *tx)
                 .await?;
         tx.commit().await?;

@@ -295,3 +295,69 @@ async fn a_job_from_an_earlier_checkpoint_names_it_and_its_job() {
         (checkpoint, None, None)
     );
 }
+
+/// After a restart every run whose end is not recorded is followed again, whatever its status and
+/// executor: a local run whose `end` event was applied just before the crash (already `succeeded`), and a
+/// run in a container (no pid). Both get their exit status and finish time; a queued job is left alone.
+#[tokio::test]
+async fn recovery_follows_every_run_whose_end_is_unrecorded() {
+    let (dir, db) = test_db().await;
+    let jobs = Arc::new(make_jobs(&dir, &db).await);
+    let owner = actor(&db, "owner").await;
+    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
+    let ds = dataset(&db, ws).await;
+    let mut ids = Vec::new();
+    for name in ["ended-local", "in-container", "waiting"] {
+        let detail = submit(&db, &jobs, &owner, ws, JobSpec::new(name, ds))
+            .await
+            .unwrap();
+        ids.push(detail.summary.id);
+    }
+    let (local_run, container_run, queued) = (ids[0], ids[1], ids[2]);
+    // A pid that is certainly not running: a child that has been waited for.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = i64::from(child.id());
+    child.wait().unwrap();
+    sqlx::query("UPDATE jobs SET status = 'succeeded', pid = ?, started_at = '2026-01-01T00:00:00Z' WHERE id = ?")
+        .bind(dead_pid)
+        .bind(local_run)
+        .execute(&db)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE jobs SET status = 'running', container_name = 'paddock-job-x', started_at = '2026-01-01T00:00:00Z' WHERE id = ?")
+        .bind(container_run)
+        .execute(&db)
+        .await
+        .unwrap();
+    for (id, code) in [(local_run, "0"), (container_run, "3")] {
+        let job_dir = jobs.job_dir(ws, id);
+        std::fs::create_dir_all(&job_dir).unwrap();
+        std::fs::write(job_dir.join("exit_code"), format!("{code}\n")).unwrap();
+    }
+
+    supervise::recover(&db, &jobs).await;
+    let mut ended = Vec::new();
+    for _ in 0..100 {
+        ended = sqlx::query_as::<_, (i64, String, Option<i64>)>(
+            "SELECT id, status, exit_code FROM jobs WHERE finished_at IS NOT NULL ORDER BY id",
+        )
+        .fetch_all(&db)
+        .await
+        .unwrap();
+        if ended.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        ended,
+        vec![
+            (local_run, "succeeded".to_string(), Some(0)),
+            (container_run, "failed".to_string(), Some(3)),
+        ]
+    );
+    assert_eq!(
+        get(&db, &owner, ws, queued).await.unwrap().summary.status,
+        JobStatus::Queued
+    );
+}
