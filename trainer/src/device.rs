@@ -99,15 +99,6 @@ impl Precision {
         }
     }
 
-    /// The tensor type of this precision.
-    pub fn kind(&self) -> tch::Kind {
-        match self {
-            Precision::Fp32 => tch::Kind::Float,
-            Precision::Fp16 => tch::Kind::Half,
-            Precision::Bf16 => tch::Kind::BFloat16,
-        }
-    }
-
     /// Whether the loss should be scaled (fp16 gradients underflow without it).
     pub fn needs_loss_scaling(&self) -> bool {
         *self == Precision::Fp16

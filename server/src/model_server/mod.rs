@@ -124,9 +124,7 @@ pub async fn run(
             .map_err(|e| anyhow::anyhow!("cannot serve {}: {e}", args.model.model.display()))?;
         loaded.get_or_insert(copy);
     }
-    let (labels, max_len, tokenizer) = loaded.context("no inference thread")?;
-    // Every copy parsed and checked it before saying it was ready.
-    let precision = Precision::parse(&args.model.precision)?.as_str();
+    let (labels, max_len, tokenizer, precision) = loaded.context("no inference thread")?;
     let served = Arc::new(Served {
         name: args
             .model
@@ -136,7 +134,7 @@ pub async fn run(
             .unwrap_or_default(),
         labels,
         max_len,
-        precision,
+        precision: precision.as_str(),
         tokenizer: Arc::new(tokenizer),
         batcher,
         max_inputs: args.max_inputs,
@@ -159,8 +157,8 @@ pub async fn run(
         .context("model server failed")
 }
 
-/// What a loaded model copy tells the request side: labels, max length, tokenizer.
-type Loaded = (Vec<String>, usize, Tokenizer);
+/// What a loaded model copy tells the request side: labels, max length, tokenizer, precision.
+type Loaded = (Vec<String>, usize, Tokenizer, Precision);
 
 /// One model copy: loads the checkpoint, warms up, says so on `ready`, then serves batches from the
 /// shared queue until every [`Batcher`] is gone.
@@ -212,7 +210,12 @@ fn inference_thread(
         let _ = ready.send(Err(format!("warm-up failed: {e}")));
         return;
     }
-    let _ = ready.send(Ok((labels.clone(), max_len, loaded.tokenizer.clone())));
+    let _ = ready.send(Ok((
+        labels.clone(),
+        max_len,
+        loaded.tokenizer.clone(),
+        precision,
+    )));
     batcher::run(&inference, &labels, limits, queue);
 }
 

@@ -198,8 +198,8 @@ impl Drop for DockerCleanup {
     }
 }
 
-/// A workspace named "nlp" owned by `user`, with the built-in sample dataset: (workspace id, dataset id).
-pub async fn workspace_with_sample(user: &User, server: &Server) -> (i64, i64) {
+/// A workspace named "nlp" owned by `user`: its id.
+pub async fn workspace(user: &User, server: &Server) -> i64 {
     let res = user
         .client
         .post(server.url("/api/v1/workspaces"))
@@ -207,7 +207,12 @@ pub async fn workspace_with_sample(user: &User, server: &Server) -> (i64, i64) {
         .send()
         .await
         .unwrap();
-    let ws = status_json(res).await.1["id"].as_i64().unwrap();
+    status_json(res).await.1["id"].as_i64().unwrap()
+}
+
+/// A workspace named "nlp" owned by `user`, with the built-in sample dataset: (workspace id, dataset id).
+pub async fn workspace_with_sample(user: &User, server: &Server) -> (i64, i64) {
+    let ws = workspace(user, server).await;
     let res = user
         .client
         .post(server.url(&format!("/api/v1/workspaces/{ws}/datasets/sample")))
@@ -217,4 +222,16 @@ pub async fn workspace_with_sample(user: &User, server: &Server) -> (i64, i64) {
     let (status, ds) = status_json(res).await;
     assert_eq!(status, StatusCode::CREATED, "{ds}");
     (ws, ds["summary"]["id"].as_i64().unwrap())
+}
+
+/// `user` asks the playground of the endpoint at `ep_url` (its REST path) about `inputs`: (status, body).
+pub async fn playground(user: &User, ep_url: &str, inputs: Value) -> (StatusCode, Value) {
+    let res = user
+        .client
+        .post(format!("{ep_url}/playground"))
+        .json(&json!({ "inputs": inputs }))
+        .send()
+        .await
+        .unwrap();
+    status_json(res).await
 }

@@ -6,23 +6,12 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{status_json, Server, User};
+use crate::common::{status_json, workspace, Server, User};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../trainer/tests/fixtures/data"
 );
-
-async fn workspace(user: &User, server: &Server) -> i64 {
-    let res = user
-        .client
-        .post(server.url("/api/v1/workspaces"))
-        .json(&json!({ "name": "nlp" }))
-        .send()
-        .await
-        .unwrap();
-    status_json(res).await.1["id"].as_i64().unwrap()
-}
 
 async fn upload(
     user: &User,

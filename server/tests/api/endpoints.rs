@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{status_json, workspace_with_sample, Server, User};
+use crate::common::{playground, status_json, workspace_with_sample, Server, User};
 
 /// A workspace with the sample dataset and a tiny finished job; returns the workspace, the job and its
 /// live checkpoints (oldest first).
@@ -480,14 +480,16 @@ async fn rollouts_and_scaling_under_load_fail_no_request_and_crashed_replicas_co
     assert_eq!(res.status(), StatusCode::OK);
 
     // The playground: members with their session, not outsiders.
-    let res = owner
-        .client
-        .post(format!("{ep_url}/playground"))
-        .json(&json!({ "inputs": ["这家银行的服务态度很差，等了半小时还没人理我。", "  ", "很满意"] }))
-        .send()
-        .await
-        .unwrap();
-    let (code, answers) = status_json(res).await;
+    let (code, answers) = playground(
+        &owner,
+        &ep_url,
+        json!([
+            "这家银行的服务态度很差，等了半小时还没人理我。",
+            "  ",
+            "很满意"
+        ]),
+    )
+    .await;
     assert_eq!(code, StatusCode::OK, "{answers}");
     assert_eq!(
         answers.as_array().unwrap().len(),
@@ -504,23 +506,15 @@ async fn rollouts_and_scaling_under_load_fail_no_request_and_crashed_replicas_co
         answers[0]["label"], probabilities[0]["label"],
         "highest first"
     );
-    let res = owner
-        .client
-        .post(format!("{ep_url}/playground"))
-        .json(&json!({ "inputs": [] }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status_json(res).await.1["field"], "inputs");
+    assert_eq!(
+        playground(&owner, &ep_url, json!([])).await.1["field"],
+        "inputs"
+    );
     let outsider = server.signup("outsider").await;
-    let res = outsider
-        .client
-        .post(format!("{ep_url}/playground"))
-        .json(&json!({ "inputs": ["好"] }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        playground(&outsider, &ep_url, json!(["好"])).await.0,
+        StatusCode::NOT_FOUND
+    );
 
     // Keys: a revoked key, and another workspace's key, are refused.
     let res = owner

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::common::{status_json, DockerCleanup, Server, User};
+use crate::common::{status_json, workspace, DockerCleanup, Server, User};
 
 fn docker_tests_skipped() -> bool {
     std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip")
@@ -21,17 +21,6 @@ fn docker_tests_skipped() -> bool {
 
 fn spec(name: &str) -> Value {
     json!({ "name": name, "base_image": "paddock/base:busybox", "cpus": 0.5, "memory": "64m", "shm_size": "16m" })
-}
-
-async fn workspace(user: &User, server: &Server) -> i64 {
-    let res = user
-        .client
-        .post(server.url("/api/v1/workspaces"))
-        .json(&json!({ "name": "nlp" }))
-        .send()
-        .await
-        .unwrap();
-    status_json(res).await.1["id"].as_i64().unwrap()
 }
 
 /// Reads the SSE build log to its `end` event; returns (log text, final status).

@@ -9,7 +9,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{status_json, workspace_with_sample, DockerCleanup, Server, User};
+use crate::common::{playground, status_json, workspace_with_sample, DockerCleanup, Server, User};
 
 const NO_DOCKER: &[&str] = &["--docker-host", "unix:///nonexistent.sock"];
 
@@ -658,14 +658,7 @@ async fn a_job_runs_in_its_environments_container() {
         String::from_utf8_lossy(&out.stdout).lines().count()
     };
     assert_eq!(replicas(), 1, "the replica runs in a container");
-    let res = owner
-        .client
-        .post(format!("{ep_url}/playground"))
-        .json(&json!({ "inputs": ["服务很好"] }))
-        .send()
-        .await
-        .unwrap();
-    let (code, answers) = status_json(res).await;
+    let (code, answers) = playground(&owner, &ep_url, json!(["服务很好"])).await;
     assert_eq!(code, StatusCode::OK, "{answers}");
 
     // A replica container no replica row names (its endpoint deleted by a server that died before
@@ -710,14 +703,7 @@ async fn a_job_runs_in_its_environments_container() {
     ));
     let mut answered = (StatusCode::NOT_FOUND, Value::Null);
     for _ in 0..120 {
-        let res = owner
-            .client
-            .post(format!("{ep_url}/playground"))
-            .json(&json!({ "inputs": ["服务很好"] }))
-            .send()
-            .await
-            .unwrap();
-        answered = status_json(res).await;
+        answered = playground(&owner, &ep_url, json!(["服务很好"])).await;
         if answered.0 == StatusCode::OK {
             break;
         }

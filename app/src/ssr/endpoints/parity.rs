@@ -108,7 +108,8 @@ async fn compare(
     precision: &str,
     texts: &[String],
 ) -> Result<Value, String> {
-    let health: Value = reqwest::Client::new()
+    let client = reqwest::Client::new();
+    let health: Value = client
         .get(format!("{replica}/health"))
         .send()
         .await
@@ -118,10 +119,10 @@ async fn compare(
         .map_err(|e| format!("reading the replica's health: {e}"))?;
     // A replica from an environment image built before replicas reported their precision runs an older
     // `paddock`, which served float32 only.
-    let served = health["precision"].as_str().unwrap_or("fp32");
-    if served != precision {
+    let served_precision = health["precision"].as_str().unwrap_or("fp32");
+    if served_precision != precision {
         return Err(format!(
-            "the replica serves in {served}, not the endpoint's {precision}"
+            "the replica serves in {served_precision}, not the endpoint's {precision}"
         ));
     }
     let tolerance = Tolerance::for_precision(precision);
@@ -147,7 +148,7 @@ async fn compare(
         .lines()
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect();
-    let served: Value = reqwest::Client::new()
+    let served: Value = client
         .post(format!("{replica}/predict"))
         .json(&json!({ "inputs": texts, "return_logits": true }))
         .send()
