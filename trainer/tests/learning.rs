@@ -17,7 +17,13 @@ fn fixture(name: &str) -> String {
         .to_string()
 }
 
-/// The tiny job both tests train: 2 layers of 64, 8 epochs over the 300-row sample, dev every epoch.
+/// libtorch's generator and thread pool are process-wide: the two runs here seed the same generator, and in
+/// parallel test threads they would draw each other's numbers, so their results would depend on the
+/// scheduling (and on whether the CPU has bf16, which decides whether the second one trains at all).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The tiny job both tests train: 2 layers of 64, 8 epochs over the 300-row sample, dev every epoch, on the
+/// CPU whatever else the machine has (these are the CPU's numbers and the CPU's bf16 branch).
 fn tiny_job(out: &Path, precision: &str) -> JobConfig {
     let toml = format!(
         r#"
@@ -43,6 +49,7 @@ weight_decay = 0.01
 seed = 7
 # One thread: this model is so small that more threads only add synchronisation overhead.
 threads = 1
+device = "cpu"
 precision = "{precision}"
 log_every_steps = 10
 metric_for_best = "accuracy"
@@ -58,6 +65,7 @@ dir = {out:?}
 
 #[test]
 fn tiny_model_from_scratch_beats_chance_on_held_out_sample() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let job = tiny_job(&tmp.path().join("run"), "fp32");
     let events = EventSink::memory();
@@ -120,11 +128,12 @@ fn tiny_model_from_scratch_beats_chance_on_held_out_sample() {
 /// agree with float32 inference of the same checkpoint. Without it, the job is refused before it starts.
 #[test]
 fn bf16_training_on_the_cpu_learns_and_keeps_float32_weights() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let job = tiny_job(&tmp.path().join("run"), "bf16");
     let events = EventSink::memory();
     let result = train(&job, &events, &RunControl::default());
-    if !trainer::device::cpu_has_bf16() {
+    if !hostcaps::cpu_bf16() {
         let err = result.unwrap_err().to_string();
         assert!(err.contains("AVX512-BF16"), "{err}");
         assert!(!tmp.path().join("run").join("checkpoints").exists());

@@ -89,6 +89,16 @@ pub struct Engine {
 /// Requests retry a missing Docker at most this often; the reconcile loop retries on its own tick.
 const RECONNECT_EVERY: Duration = Duration::from_secs(5);
 
+/// Whether going from `before` to `after` is news for the log: Docker came or went, or the reason it is
+/// unavailable is a different one (the socket appeared but refuses us, say).
+fn state_changed<T, U>(before: &Result<T, String>, after: &Result<U, String>) -> bool {
+    match (before, after) {
+        (Ok(_), Ok(_)) => false,
+        (Err(a), Err(b)) => a != b,
+        _ => true,
+    }
+}
+
 impl Engine {
     /// Reads (or creates) the instance label and tries Docker once; never fails for a missing daemon.
     pub async fn start(db: &SqlitePool, config: EngineConfig) -> Result<Engine, AppError> {
@@ -105,20 +115,27 @@ impl Engine {
         Ok(engine)
     }
 
-    /// Connects anew; keeps the reason when that fails. Returns whether Docker is available.
+    /// Connects anew; keeps the reason when that fails. Returns whether Docker is available. Requests and
+    /// the reconcile loop retry every few seconds while Docker is down, so the log speaks only when the
+    /// state changes (see [`state_changed`]), not at every retry.
     pub async fn reconnect(&self) -> bool {
         let result = match &self.config.docker_host {
             Some(host) => Docker::connect_to(host).await,
             None => Docker::connect().await,
-        };
+        }
+        .map_err(|e| e.to_string());
         let available = result.is_ok();
+        let mut state = self.docker.write().await;
+        let changed = state_changed(&state, &result);
         match &result {
-            Ok(_) => tracing::info!(instance = %self.instance, "Docker is available"),
-            Err(e) => {
+            Ok(_) if changed => tracing::info!(instance = %self.instance, "Docker is available"),
+            Err(e) if changed => {
                 tracing::warn!(error = %e, "Docker is unavailable; environment actions are disabled")
             }
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "Docker is still unavailable"),
         }
-        *self.docker.write().await = result.map_err(|e| e.to_string());
+        *state = result;
         available
     }
 
@@ -319,4 +336,21 @@ async fn instance_label(db: &SqlitePool) -> Result<String, AppError> {
             .fetch_one(db)
             .await?,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::state_changed;
+
+    #[test]
+    fn the_log_hears_of_changes_not_of_retries() {
+        let up: Result<(), String> = Ok(());
+        let down = |why: &str| -> Result<(), String> { Err(why.into()) };
+        assert!(!state_changed(&down("no socket"), &down("no socket")));
+        assert!(!state_changed(&up, &up));
+        assert!(state_changed(&down("not connected yet"), &down("no socket")));
+        assert!(state_changed(&down("no socket"), &up));
+        assert!(state_changed(&up, &down("no socket")));
+        assert!(state_changed(&down("no socket"), &down("permission denied")));
+    }
 }

@@ -187,6 +187,9 @@ impl ProvisionRequest {
                 ..Default::default()
             }]
         });
+        // A capability hidden from this server is hidden from what runs in its containers too, or a
+        // trainer there would accept what the server's forms refused (see `hostcaps`).
+        let env: Vec<String> = self.env.iter().cloned().chain(hostcaps::override_for_child()).collect();
         ContainerCreateBody {
             image: Some(self.image.clone()),
             cmd: Some(
@@ -195,7 +198,7 @@ impl ProvisionRequest {
                     .unwrap_or_else(|| KEEPALIVE_CMD.iter().map(|s| s.to_string()).collect()),
             ),
             user: Some(format!("{UID}:{GID}")),
-            env: (!self.env.is_empty()).then(|| self.env.clone()),
+            env: (!env.is_empty()).then_some(env),
             labels: Some(self.labels()),
             tty: Some(true),
             open_stdin: Some(true),

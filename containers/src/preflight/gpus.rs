@@ -68,8 +68,12 @@ pub fn parse(csv: &str) -> Result<Vec<GpuInfo>, String> {
 }
 
 /// The host's GPUs: empty when `nvidia-smi` is not installed; an error message when it exists but fails
-/// (driver not loaded, …), so preflight can say why GPUs are unavailable.
+/// (driver not loaded, …), so preflight can say why GPUs are unavailable. None when the `gpus` capability
+/// is hidden (`hostcaps`).
 pub async fn detect() -> Result<Vec<GpuInfo>, String> {
+    if hostcaps::is_hidden(hostcaps::Capability::Gpus) {
+        return Ok(Vec::new());
+    }
     let Some(binary) = find_in_path("nvidia-smi") else {
         return Ok(Vec::new());
     };

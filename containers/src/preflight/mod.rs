@@ -3,7 +3,6 @@
 //! asked for on a host without any, too many or non-existent device indices, a driver older than the image's
 //! CUDA needs, and a GPU too old for the image's CUDA. CPU-only environments pass on any host.
 
-pub mod cpu;
 pub mod gpus;
 
 use crate::catalog::ImageRequirements;

@@ -16,12 +16,17 @@ pub struct Server {
     _stdout: BufReader<ChildStdout>,
     pub base: String,
     pub dir: tempfile::TempDir,
-    /// The extra arguments, for restarts.
+    /// The extra arguments and environment variables, for restarts.
     extra: Vec<String>,
+    env: Vec<(String, String)>,
 }
 
 /// Starts `paddock serve` on a free port with its state in `dir`; waits for its `listening on` line.
-fn spawn(dir: &std::path::Path, extra: &[&str]) -> (Child, BufReader<ChildStdout>, String) {
+fn spawn(
+    dir: &std::path::Path,
+    extra: &[String],
+    env: &[(String, String)],
+) -> (Child, BufReader<ChildStdout>, String) {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -36,6 +41,7 @@ fn spawn(dir: &std::path::Path, extra: &[&str]) -> (Child, BufReader<ChildStdout
         .arg(dir.join("site"))
         .args(extra)
         .env("RUST_LOG", "info")
+        .envs(env.iter().map(|(k, v)| (k, v)))
         .stdout(Stdio::piped())
         .stderr(Stdio::from(log))
         .spawn()
@@ -57,14 +63,24 @@ impl Server {
     }
 
     pub fn start_with(extra: &[&str]) -> Server {
+        Server::start_with_env(extra, &[])
+    }
+
+    /// A server with these extra arguments and environment variables (for example
+    /// `hostcaps::HIDE_ENV`, to walk the branch a machine without some hardware takes).
+    pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (child, stdout, base) = spawn(dir.path(), extra);
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let env: Vec<(String, String)> =
+            env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let (child, stdout, base) = spawn(dir.path(), &extra, &env);
         Server {
             base,
             child,
             _stdout: stdout,
             dir,
-            extra: extra.iter().map(|s| s.to_string()).collect(),
+            extra,
+            env,
         }
     }
 
@@ -73,8 +89,7 @@ impl Server {
     pub fn crash_and_restart(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let extra: Vec<&str> = self.extra.iter().map(String::as_str).collect();
-        let (child, stdout, base) = spawn(self.dir.path(), &extra);
+        let (child, stdout, base) = spawn(self.dir.path(), &self.extra, &self.env);
         self.child = child;
         self._stdout = stdout;
         self.base = base;

@@ -7,7 +7,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{playground, status_json, workspace_with_sample, Server, User};
+use crate::common::{playground, status_json, workspace, workspace_with_sample, Server, User};
 
 /// A workspace with the sample dataset and a tiny finished job; returns the workspace, the job and its
 /// live checkpoints (oldest first).
@@ -234,14 +234,15 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
 }
 
 /// bf16 on a CPU with native bfloat16: the replica says it serves bf16, the gate compares it with the
-/// float32 trainer within bf16's slack, and it answers. Without native bf16 the spec is refused.
+/// float32 trainer within bf16's slack, and it answers. Without native bf16 (or with it hidden) the spec
+/// is refused at its field, as `bf16_is_refused_at_its_field_on_a_cpu_without_it` checks on every CPU.
 async fn deploys_in_bf16_where_the_cpu_has_it(server: &Server, owner: &User, ws: i64, ckpt: i64) {
     let res = owner.client.post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
         .json(&json!({ "name": "fast", "slug": "sentiment-bf16", "checkpoint_id": ckpt, "precision": "bf16" }))
         .send().await.unwrap();
     let (code, ep) = status_json(res).await;
-    if !bf16_cpu() {
-        assert_eq!(code, StatusCode::BAD_REQUEST, "{ep}");
+    if !hostcaps::cpu_bf16() {
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{ep}");
         assert_eq!(ep["field"], "precision");
         return;
     }
@@ -280,13 +281,52 @@ async fn deploys_in_bf16_where_the_cpu_has_it(server: &Server, owner: &User, ws:
     assert!((total - 1.0).abs() < 1e-3, "{body}");
 }
 
-/// Whether this machine's CPU has native bfloat16 (the server decides the same way).
-fn bf16_cpu() -> bool {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("flags"))
-        .is_some_and(|l| l.split_whitespace().any(|f| f == "avx512_bf16"))
+/// The branch a CPU without native bfloat16 takes, walked on every CPU by hiding the capability: bf16
+/// endpoints and bf16 CPU jobs are refused at the `precision` field with a sentence that says why, and
+/// nothing is stored. (On a CPU that has it, the main endpoint test deploys in bf16.)
+#[tokio::test]
+async fn bf16_is_refused_at_its_field_on_a_cpu_without_it() {
+    let server = Server::start_with_env(&[], &[(hostcaps::HIDE_ENV, "bf16")]);
+    let owner = server.signup("nobf16").await;
+    let ws = workspace(&owner, &server).await;
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
+        .json(&json!({ "name": "fast", "slug": "no-bf16", "checkpoint_id": 1, "precision": "bf16" }))
+        .send()
+        .await
+        .unwrap();
+    let (code, body) = status_json(res).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["field"], "precision", "{body}");
+    assert!(body["message"].as_str().unwrap().contains("AVX512-BF16"), "{body}");
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
+        .json(&json!({ "name": "bf16 run", "dataset_id": 1, "preset": "tiny", "precision": "bf16" }))
+        .send()
+        .await
+        .unwrap();
+    let (code, body) = status_json(res).await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["field"], "precision", "{body}");
+    assert!(body["message"].as_str().unwrap().contains("AVX512-BF16"), "{body}");
+    assert_eq!(server.count("SELECT COUNT(*) FROM endpoints").await, 0);
+    assert_eq!(server.count("SELECT COUNT(*) FROM jobs").await, 0);
+}
+
+/// A misspelt override would hide nothing and let a suite pass only on the CPU it ran on: `paddock`
+/// refuses to start with it, naming the bad entry.
+#[test]
+fn a_misspelt_capability_override_stops_paddock() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_paddock"))
+        .arg("version")
+        .env(hostcaps::HIDE_ENV, "bf16,avx512")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("`avx512`") && err.contains(hostcaps::HIDE_ENV), "{err}");
 }
 
 /// A client that keeps calling the endpoint until told to stop, counting answers by status.

@@ -380,6 +380,30 @@ async fn the_cli_manages_environments_with_a_token() {
     assert_eq!(server.count("SELECT COUNT(*) FROM environments").await, 0);
 }
 
+/// Without Docker the server retries every reconcile tick and on requests; its log says "unavailable"
+/// once, not at every retry (the retries themselves are logged at debug level, counted here).
+#[tokio::test]
+async fn without_docker_the_log_says_so_once() {
+    let server = Server::start_with_env(
+        &["--docker-host", "unix:///nonexistent/docker.sock", "--reconcile-seconds", "1"],
+        &[("RUST_LOG", "info,app::ssr::engine=debug")],
+    );
+    let owner = server.signup("owner").await;
+    let log = || std::fs::read_to_string(server.dir.path().join("server.log")).unwrap();
+    let mut retries = 0;
+    for _ in 0..300 {
+        // Requests retry too.
+        owner.client.get(server.url("/api/v1/docker")).send().await.unwrap();
+        retries = log().matches("Docker is still unavailable").count();
+        if retries >= 3 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(retries >= 3, "the server did not retry:\n{}", log());
+    assert_eq!(log().matches("Docker is unavailable").count(), 1, "{}", log());
+}
+
 #[tokio::test]
 async fn without_docker_the_dashboard_says_so_and_everything_else_works() {
     let server = Server::start_with(&["--docker-host", "unix:///nonexistent/docker.sock"]);

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Builds the hydrated site that `paddock serve` serves (target/site): the wasm bundle, its JS glue, the
+# stylesheet and the static assets. This is what `cargo leptos build` does for this project, step for step,
+# without cargo-leptos itself: installing it compiles ~700 crates (24 minutes on 2 cores) to run five
+# commands, and its server build named the executable after the package (`server`) instead of `paddock`.
+#
+#   1. `cargo build -p frontend --lib --target wasm32-unknown-unknown` in the `wasm-release` profile (`dev`
+#      with --dev). Same package, profile and environment as cargo-leptos (LEPTOS_OUTPUT_NAME comes from
+#      .cargo/config.toml), but in the workspace's own target directory rather than target/front, so the
+#      host-side build scripts and proc-macros it shares with the server build are compiled once.
+#   2. wasm-bindgen --target web, out-name `paddock`; the wasm renamed from paddock_bg.wasm to paddock.wasm
+#      (what Leptos' HydrationScripts load when LEPTOS_OUTPUT_NAME is set at compile time).
+#   3. release: wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int (cargo-leptos' flags),
+#      and the JS glue minified (esbuild here, swc in cargo-leptos: both keep behaviour, bytes differ).
+#   4. style/main.css through lightningcss 1.0.0-alpha.71, the version cargo-leptos 0.3.10 links, with the
+#      same browserslist query (`defaults`) and the same minify steps: byte-identical CSS.
+#   5. public/ mirrored into the site root.
+#
+# Everything is written to target/site.new and swapped in at the end: a failed build leaves the previous
+# site as it was. Steps 2-5 are skipped when no input changed since the last build of the same profile
+# (target/site.inputs lists them, outside what is served): `make run` after `make test` only asks cargo.
+# Usage: scripts/site.sh [--dev]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+say() { printf '\033[1m[site]\033[0m %s\n' "$*"; }
+
+profile=wasm-release profile_dir=wasm-release release=1
+if [ "${1:-}" = --dev ]; then profile=dev profile_dir=debug release=0; fi
+name=paddock                        # [[workspace.metadata.leptos]] name; LEPTOS_OUTPUT_NAME
+site=target/site new=target/site.new
+tools=web/node_modules/.bin
+
+for tool in wasm-bindgen "$tools/lightningcss" "$tools/esbuild"; do
+  command -v "$tool" >/dev/null || { say "$tool is missing: run scripts/setup.sh first"; exit 1; }
+done
+[ $release = 0 ] || command -v wasm-opt >/dev/null || { say "wasm-opt is missing (Debian binaryen): run scripts/setup.sh"; exit 1; }
+
+say "cargo build -p frontend --target wasm32-unknown-unknown --profile $profile"
+cargo build -p frontend --lib --target wasm32-unknown-unknown --profile "$profile"
+wasm="target/wasm32-unknown-unknown/$profile_dir/frontend.wasm"
+
+# What the output depends on besides the wasm: sizes and times of every input file, and the tools.
+inputs() {
+  echo "profile $profile"
+  find "$wasm" style public scripts/site.sh web/package-lock.json -type f -printf '%p %s %T@\n' | sort
+  wasm-bindgen --version
+}
+if [ -f "$site.inputs" ] && [ -f "$site/pkg/$name.wasm" ] && inputs | cmp -s - "$site.inputs"; then
+  say "$site is up to date"
+  exit 0
+fi
+
+rm -rf "$new"
+mkdir -p "$new/pkg"
+# Assets first, so a file in public/ can never shadow a generated one (cargo-leptos refuses public/pkg).
+[ ! -e public/pkg ] || { say "public/pkg would collide with the generated bundle: move it"; exit 1; }
+cp -a public/. "$new/"
+
+say "wasm-bindgen"
+wasm-bindgen --target web --no-typescript --out-name "$name" --out-dir "$new/pkg" \
+  "$wasm"
+mv "$new/pkg/${name}_bg.wasm" "$new/pkg/$name.wasm"
+
+if [ $release = 1 ]; then
+  say "wasm-opt -Oz"
+  wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int "$new/pkg/$name.wasm" -o "$new/pkg/$name.wasm"
+  say "minify $name.js"
+  "$tools/esbuild" --minify --format=esm --log-level=warning "$new/pkg/$name.js" --outfile="$new/pkg/$name.min.js"
+  mv "$new/pkg/$name.min.js" "$new/pkg/$name.js"
+fi
+
+say "lightningcss style/main.css"
+css_flags=(--targets defaults); [ $release = 1 ] && css_flags+=(--minify)
+"$tools/lightningcss" "${css_flags[@]}" style/main.css -o "$new/pkg/$name.css"
+
+inputs >"$site.inputs.new"
+rm -rf target/site.old
+[ ! -e "$site" ] || mv "$site" target/site.old
+mv "$new" "$site"
+mv "$site.inputs.new" "$site.inputs"
+rm -rf target/site.old
+say "$site: $(du -sh "$site/pkg/$name.wasm" | cut -f1) wasm ($profile)"

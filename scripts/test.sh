@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# `make test`'s runner, after the build: every Rust test binary, then every browser spec, each suite run to
+# the end even when something fails (one failing test binary must not hide the others' results), and one
+# summary line of passed/failed counts across both. The exit status fails on any failure, and on a suite
+# that could not run at all. Each suite's whole output is kept under target/test-logs/.
+#
+# Usage: scripts/test.sh PADDOCK_BIN SITE_ROOT -- CARGO_TEST_ARGS...
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+bin=$1 site=$2
+shift 2
+[ "${1:-}" = -- ] && shift
+logs=target/test-logs
+mkdir -p "$logs"
+
+say() { printf '\033[1m[test]\033[0m %s\n' "$*"; }
+
+# Sums the counts of libtest's `test result:` lines (unit, integration and doc tests).
+rust_counts() {
+  awk '/^test result:/ {
+         for (i = 1; i <= NF; i++) {
+           if ($(i + 1) ~ /^passed/) p += $i
+           if ($(i + 1) ~ /^failed/) f += $i
+           if ($(i + 1) ~ /^ignored/) g += $i
+         }
+       }
+       END { printf "%d %d %d\n", p, f, g }' "$1"
+}
+
+# The totals node's test runner prints at the end: `# pass N` (TAP, when piped) or `ℹ pass N` (spec).
+node_counts() {
+  awk '/^(# |ℹ )pass [0-9]+$/ { p = $NF } /^(# |ℹ )fail [0-9]+$/ { f = $NF } END { printf "%d %d\n", p, f }' "$1"
+}
+
+say "Rust: cargo test --no-fail-fast $*"
+cargo test --no-fail-fast "$@" 2>&1 | tee "$logs/rust.log"
+rust_rc=${PIPESTATUS[0]}
+read -r rust_pass rust_fail rust_ignored < <(rust_counts "$logs/rust.log")
+
+if [ -x "$bin" ] && [ -f "$site/pkg/paddock.wasm" ]; then
+  say "browser: node --test e2e/specs (PADDOCK_BIN=$bin, site $site)"
+  (cd e2e && PADDOCK_BIN="$PWD/../$bin" PADDOCK_SITE_ROOT="$PWD/../$site" npm test --silent) 2>&1 | tee "$logs/e2e.log"
+  e2e_rc=${PIPESTATUS[0]}
+else
+  say "browser: cannot run: $bin or $site/pkg/paddock.wasm is missing"
+  : >"$logs/e2e.log"
+  e2e_rc=1
+fi
+read -r e2e_pass e2e_fail < <(node_counts "$logs/e2e.log")
+
+failed=$((rust_fail + e2e_fail))
+notes=()
+# A suite that exits non-zero without a failed test did not run to the end (a test binary that did not
+# build, a crash, a spec file that threw while loading): still a failure.
+[ "$rust_rc" -ne 0 ] && [ "$rust_fail" -eq 0 ] && notes+=("cargo test exited $rust_rc: see $logs/rust.log")
+[ "$e2e_rc" -ne 0 ] && [ "$e2e_fail" -eq 0 ] && notes+=("the browser suite exited $e2e_rc: see $logs/e2e.log")
+summary="make test: $((rust_pass + e2e_pass)) passed, $failed failed (Rust $rust_pass passed, $rust_fail failed, $rust_ignored ignored; browser $e2e_pass passed, $e2e_fail failed)"
+[ ${#notes[@]} -eq 0 ] || summary+="; $(IFS=';'; echo "${notes[*]}")"
+echo
+say "$summary"
+[ "$failed" -eq 0 ] && [ "$rust_rc" -eq 0 ] && [ "$e2e_rc" -eq 0 ]
