@@ -33,10 +33,9 @@ SITE_ROOT := target/site
 site: setup
 	@scripts/site.sh
 
-## The `paddock` binary make run serves (target/debug/paddock) and the site.
+## The `paddock` binary make run serves (target/debug/paddock) and the site, side by side (scripts/build.sh).
 build: setup
-	$(ENV) cargo build $(RUST_TEST_PKGS)
-	@scripts/site.sh
+	@scripts/build.sh -- $(RUST_TEST_PKGS)
 
 ## Everything optimised, for deployment: target/release/paddock and the site.
 build-release: setup
@@ -51,7 +50,7 @@ run: build docker
 ## daemon and the real binary, then the browser tests in headless Chromium against the binary and site
 ## `make run` serves (one spec runs `make run` itself). Every suite runs to the end; the last line counts
 ## passed and failed tests across all of them (scripts/test.sh).
-test: build docker-required
+test: setup docker-required
 	@scripts/test.sh $(PADDOCK_BIN) $(SITE_ROOT) -- $(RUST_TEST_PKGS)
 
 test-rust:

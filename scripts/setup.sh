@@ -4,14 +4,14 @@
 # `make test`). Pieces:
 #   apt       Debian packages: chromium + chromium-driver + fonts-noto-cjk (browser tests and their
 #             screenshots of Chinese text), docker.io (environments),
-#             busybox-static (the shell of the locally built base image), binaryen (wasm-opt for
-#             release wasm builds), pkg-config.
+#             busybox-static (the shell of the locally built base image), pkg-config.
 #   rust      the wasm32 target and wasm-bindgen-cli at exactly the version in Cargo.lock (no cargo-leptos:
 #             scripts/site.sh builds the site with the same steps, see there).
 #   torch     a project venv (.venv) holding the PyPI torch wheel that tch expects: it is our libtorch.
 #   node      e2e/node_modules and web/node_modules from their package-lock.json files; xterm.js
 #             (web/) copied to public/vendor/xterm/ for the browser terminal and uPlot to
-#             public/vendor/uplot/ for the job charts; web/ also holds the site's lightningcss and esbuild.
+#             public/vendor/uplot/ for the job charts; web/ also holds the site's build tools
+#             (lightningcss, esbuild, binaryen's wasm-opt: scripts/site.sh).
 # Usage: scripts/setup.sh [piece ...]   (default: all pieces)
 # With every piece, `rust` (compiling wasm-bindgen-cli: CPU) runs beside the others (downloads), and its
 # output is shown when it ends.
@@ -27,7 +27,7 @@ have() { command -v "$1" >/dev/null 2>&1; }
 export PATH="$HOME/.cargo/bin:$PATH"
 
 setup_apt() {
-  local want=(chromium chromium-driver fonts-noto-cjk docker.io busybox-static binaryen pkg-config) missing=()
+  local want=(chromium chromium-driver fonts-noto-cjk docker.io busybox-static pkg-config) missing=()
   for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
   done

@@ -5,12 +5,17 @@
 # commands, and its server build named the executable after the package (`server`) instead of `paddock`.
 #
 #   1. `cargo build -p frontend --lib --target wasm32-unknown-unknown` in the `wasm-release` profile (`dev`
-#      with --dev). Same package, profile and environment as cargo-leptos (LEPTOS_OUTPUT_NAME comes from
-#      .cargo/config.toml), but in the workspace's own target directory rather than target/front, so the
-#      host-side build scripts and proc-macros it shares with the server build are compiled once.
+#      with --dev), in target/front. Same package, profile, target directory and environment as
+#      cargo-leptos (LEPTOS_OUTPUT_NAME comes from .cargo/config.toml). A target directory of its own costs
+#      nothing (the host-side proc-macros and build scripts of a wasm-release build are compiled in that
+#      profile and with other features than the server's, so they could not be shared) and lets this build
+#      run beside the server's (scripts/build.sh), as cargo holds a lock on its target directory.
 #   2. wasm-bindgen --target web, out-name `paddock`; the wasm renamed from paddock_bg.wasm to paddock.wasm
 #      (what Leptos' HydrationScripts load when LEPTOS_OUTPUT_NAME is set at compile time).
-#   3. release: wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int (cargo-leptos' flags),
+#   3. release: wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int (cargo-leptos' flags)
+#      from binaryen 123, the version cargo-leptos 0.3.10 downloads, here from npm (binaryen's own JS
+#      build: no download site is reachable, and Debian's wasm-opt 108 predates the reference types
+#      today's rustc emits and breaks the module: "WebAssembly.Table.set(): Argument 1 is invalid");
 #      and the JS glue minified (esbuild here, swc in cargo-leptos: both keep behaviour, bytes differ).
 #   4. style/main.css through lightningcss 1.0.0-alpha.71, the version cargo-leptos 0.3.10 links, with the
 #      same browserslist query (`defaults`) and the same minify steps: byte-identical CSS.
@@ -32,14 +37,13 @@ name=paddock                        # [[workspace.metadata.leptos]] name; LEPTOS
 site=target/site new=target/site.new
 tools=web/node_modules/.bin
 
-for tool in wasm-bindgen "$tools/lightningcss" "$tools/esbuild"; do
+for tool in wasm-bindgen "$tools/lightningcss" "$tools/esbuild" "$tools/wasm-opt"; do
   command -v "$tool" >/dev/null || { say "$tool is missing: run scripts/setup.sh first"; exit 1; }
 done
-[ $release = 0 ] || command -v wasm-opt >/dev/null || { say "wasm-opt is missing (Debian binaryen): run scripts/setup.sh"; exit 1; }
 
 say "cargo build -p frontend --target wasm32-unknown-unknown --profile $profile"
-cargo build -p frontend --lib --target wasm32-unknown-unknown --profile "$profile"
-wasm="target/wasm32-unknown-unknown/$profile_dir/frontend.wasm"
+cargo build -p frontend --lib --target wasm32-unknown-unknown --profile "$profile" --target-dir target/front
+wasm="target/front/wasm32-unknown-unknown/$profile_dir/frontend.wasm"
 
 # What the output depends on besides the wasm: sizes and times of every input file, and the tools.
 inputs() {
@@ -64,8 +68,8 @@ wasm-bindgen --target web --no-typescript --out-name "$name" --out-dir "$new/pkg
 mv "$new/pkg/${name}_bg.wasm" "$new/pkg/$name.wasm"
 
 if [ $release = 1 ]; then
-  say "wasm-opt -Oz"
-  wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int "$new/pkg/$name.wasm" -o "$new/pkg/$name.wasm"
+  say "wasm-opt -Oz (binaryen $("$tools/wasm-opt" --version | grep -o '[0-9]\+' | head -1))"
+  "$tools/wasm-opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int "$new/pkg/$name.wasm" -o "$new/pkg/$name.wasm"
   say "minify $name.js"
   "$tools/esbuild" --minify --format=esm --log-level=warning "$new/pkg/$name.js" --outfile="$new/pkg/$name.min.js"
   mv "$new/pkg/$name.min.js" "$new/pkg/$name.js"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# `make test`'s runner, after the build: every Rust test binary, then every browser spec, each suite run to
-# the end even when something fails (one failing test binary must not hide the others' results), and one
-# summary line of passed/failed counts across both. The exit status fails on any failure, and on a suite
-# that could not run at all. Each suite's whole output is kept under target/test-logs/.
+# `make test`'s runner: the build (scripts/build.sh --tests), then every Rust test binary, then every
+# browser spec, each suite run to the end even when something fails (one failing test binary must not hide
+# the others' results), and one summary line of passed/failed counts across both. The exit status fails on
+# any failure, and on a suite that could not run at all. Each step's whole output is kept under
+# target/test-logs/.
 #
 # Usage: scripts/test.sh PADDOCK_BIN SITE_ROOT -- CARGO_TEST_ARGS...
 set -uo pipefail
@@ -34,6 +35,10 @@ node_counts() {
   awk '/^(# |ℹ )pass [0-9]+$/ { p = $NF } /^(# |ℹ )fail [0-9]+$/ { f = $NF } END { printf "%d %d\n", p, f }' "$1"
 }
 
+say "build: the server, every test target and the site (scripts/build.sh --tests)"
+scripts/build.sh --tests -- "$@" 2>&1 | tee "$logs/build.log"
+build_rc=${PIPESTATUS[0]}
+
 say "Rust: cargo test --no-fail-fast $*"
 cargo test --no-fail-fast "$@" 2>&1 | tee "$logs/rust.log"
 rust_rc=${PIPESTATUS[0]}
@@ -54,10 +59,11 @@ failed=$((rust_fail + e2e_fail))
 notes=()
 # A suite that exits non-zero without a failed test did not run to the end (a test binary that did not
 # build, a crash, a spec file that threw while loading): still a failure.
+[ "$build_rc" -ne 0 ] && notes+=("the build failed: see $logs/build.log")
 [ "$rust_rc" -ne 0 ] && [ "$rust_fail" -eq 0 ] && notes+=("cargo test exited $rust_rc: see $logs/rust.log")
 [ "$e2e_rc" -ne 0 ] && [ "$e2e_fail" -eq 0 ] && notes+=("the browser suite exited $e2e_rc: see $logs/e2e.log")
 summary="make test: $((rust_pass + e2e_pass)) passed, $failed failed (Rust $rust_pass passed, $rust_fail failed, $rust_ignored ignored; browser $e2e_pass passed, $e2e_fail failed)"
 [ ${#notes[@]} -eq 0 ] || summary+="; $(IFS=';'; echo "${notes[*]}")"
 echo
 say "$summary"
-[ "$failed" -eq 0 ] && [ "$rust_rc" -eq 0 ] && [ "$e2e_rc" -eq 0 ]
+[ "$failed" -eq 0 ] && [ "$build_rc" -eq 0 ] && [ "$rust_rc" -eq 0 ] && [ "$e2e_rc" -eq 0 ]

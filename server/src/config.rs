@@ -80,7 +80,7 @@ pub struct ServeConfig {
     /// line to stdout: `listening on http://ADDR:PORT`.
     #[arg(long, env = "PADDOCK_BIND", default_value = "127.0.0.1:3000")]
     pub bind: SocketAddr,
-    /// Directory with the built site (`cargo leptos build` writes `pkg/paddock.{js,wasm,css}` there).
+    /// Directory with the built site (`scripts/site.sh` writes `pkg/paddock.{js,wasm,css}` there).
     #[arg(long, env = "PADDOCK_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
     /// Mark session cookies `Secure` (turn on when users reach Paddock over HTTPS).
