@@ -73,7 +73,10 @@ pub fn parse_hidden(value: &str) -> Result<Vec<Capability>, String> {
 /// Checks [`HIDE_ENV`]. `paddock` calls this first thing, so a typo stops the process with a clear message
 /// instead of silently hiding nothing.
 pub fn check_override() -> Result<(), String> {
-    override_value().map(|v| parse_hidden(&v)).transpose().map(drop)
+    override_value()
+        .map(|v| parse_hidden(&v))
+        .transpose()
+        .map(drop)
 }
 
 /// The capabilities [`HIDE_ENV`] hides (none when it is unset). An invalid value hides every
@@ -95,11 +98,22 @@ pub fn is_hidden(capability: Capability) -> bool {
 /// `NAME=value`; `None` when nothing is hidden.
 pub fn override_for_child() -> Option<String> {
     let hidden = hidden();
-    (!hidden.is_empty()).then(|| format!("{HIDE_ENV}={}", hidden.iter().map(|c| c.name()).collect::<Vec<_>>().join(",")))
+    (!hidden.is_empty()).then(|| {
+        format!(
+            "{HIDE_ENV}={}",
+            hidden
+                .iter()
+                .map(|c| c.name())
+                .collect::<Vec<_>>()
+                .join(",")
+        )
+    })
 }
 
 fn override_value() -> Option<String> {
-    std::env::var(HIDE_ENV).ok().filter(|v| !v.trim().is_empty())
+    std::env::var(HIDE_ENV)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
 }
 
 /// Whether the CPU has native bfloat16 arithmetic and it is not hidden.
@@ -126,14 +140,20 @@ mod tests {
     #[test]
     fn names_parse_in_any_case_and_all_means_every_one() {
         assert_eq!(parse_hidden("").unwrap(), vec![]);
-        assert_eq!(parse_hidden(" BF16 , ,cuda").unwrap(), vec![Capability::Bf16, Capability::Cuda]);
+        assert_eq!(
+            parse_hidden(" BF16 , ,cuda").unwrap(),
+            vec![Capability::Bf16, Capability::Cuda]
+        );
         assert_eq!(parse_hidden("all").unwrap(), Capability::ALL.to_vec());
     }
 
     #[test]
     fn an_unknown_name_is_refused_with_the_names_that_exist() {
         let err = parse_hidden("bf16,avx512").unwrap_err();
-        assert!(err.contains("`avx512`") && err.contains("bf16, cuda, gpus"), "{err}");
+        assert!(
+            err.contains("`avx512`") && err.contains("bf16, cuda, gpus"),
+            "{err}"
+        );
     }
 
     /// The kernel's view of the CPU and ours agree, whatever the CPU.
@@ -142,7 +162,10 @@ mod tests {
         let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
             return;
         };
-        let flags = info.lines().find(|l| l.starts_with("flags")).unwrap_or_default();
+        let flags = info
+            .lines()
+            .find(|l| l.starts_with("flags"))
+            .unwrap_or_default();
         let listed = flags.split_whitespace().any(|f| f == "avx512_bf16");
         assert_eq!(cpu_bf16_detected(), listed);
     }
@@ -156,6 +179,9 @@ mod tests {
         } else {
             assert_eq!(cpu_bf16(), cpu_bf16_detected());
         }
-        assert!(!cpu_bf16() || cpu_bf16_detected(), "bf16 reported on a CPU without it");
+        assert!(
+            !cpu_bf16() || cpu_bf16_detected(),
+            "bf16 reported on a CPU without it"
+        );
     }
 }

@@ -122,7 +122,6 @@ impl Precision {
     }
 }
 
-
 unsafe extern "C" {
     fn paddock_autocast_enter(
         cuda: i32,
@@ -206,7 +205,10 @@ mod tests {
     #[test]
     fn bf16_autocast_reaches_the_cpu_matmuls_and_is_undone() {
         // Refused on a CPU without native bfloat16, on any CPU; the rest needs the instructions.
-        let err = Precision::Bf16.check_with(Device::Cpu, false).unwrap_err().to_string();
+        let err = Precision::Bf16
+            .check_with(Device::Cpu, false)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("AVX512-BF16"), "{err}");
         assert!(Precision::Bf16.check_with(Device::Cpu, true).is_ok());
         let check = Precision::Bf16.check(Device::Cpu);

@@ -348,9 +348,15 @@ mod tests {
         let down = |why: &str| -> Result<(), String> { Err(why.into()) };
         assert!(!state_changed(&down("no socket"), &down("no socket")));
         assert!(!state_changed(&up, &up));
-        assert!(state_changed(&down("not connected yet"), &down("no socket")));
+        assert!(state_changed(
+            &down("not connected yet"),
+            &down("no socket")
+        ));
         assert!(state_changed(&down("no socket"), &up));
         assert!(state_changed(&up, &down("no socket")));
-        assert!(state_changed(&down("no socket"), &down("permission denied")));
+        assert!(state_changed(
+            &down("no socket"),
+            &down("permission denied")
+        ));
     }
 }

@@ -189,7 +189,12 @@ impl ProvisionRequest {
         });
         // A capability hidden from this server is hidden from what runs in its containers too, or a
         // trainer there would accept what the server's forms refused (see `hostcaps`).
-        let env: Vec<String> = self.env.iter().cloned().chain(hostcaps::override_for_child()).collect();
+        let env: Vec<String> = self
+            .env
+            .iter()
+            .cloned()
+            .chain(hostcaps::override_for_child())
+            .collect();
         ContainerCreateBody {
             image: Some(self.image.clone()),
             cmd: Some(

@@ -289,28 +289,31 @@ async fn bf16_is_refused_at_its_field_on_a_cpu_without_it() {
     let server = Server::start_with_env(&[], &[(hostcaps::HIDE_ENV, "bf16")]);
     let owner = server.signup("nobf16").await;
     let ws = workspace(&owner, &server).await;
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
-        .json(&json!({ "name": "fast", "slug": "no-bf16", "checkpoint_id": 1, "precision": "bf16" }))
-        .send()
-        .await
-        .unwrap();
-    let (code, body) = status_json(res).await;
-    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-    assert_eq!(body["field"], "precision", "{body}");
-    assert!(body["message"].as_str().unwrap().contains("AVX512-BF16"), "{body}");
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
-        .json(&json!({ "name": "bf16 run", "dataset_id": 1, "preset": "tiny", "precision": "bf16" }))
-        .send()
-        .await
-        .unwrap();
-    let (code, body) = status_json(res).await;
-    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-    assert_eq!(body["field"], "precision", "{body}");
-    assert!(body["message"].as_str().unwrap().contains("AVX512-BF16"), "{body}");
+    for (what, body) in [
+        (
+            "endpoints",
+            json!({ "name": "fast", "slug": "no-bf16", "checkpoint_id": 1, "precision": "bf16" }),
+        ),
+        (
+            "jobs",
+            json!({ "name": "bf16 run", "dataset_id": 1, "preset": "tiny", "precision": "bf16" }),
+        ),
+    ] {
+        let res = owner
+            .client
+            .post(server.url(&format!("/api/v1/workspaces/{ws}/{what}")))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let (code, body) = status_json(res).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{what}: {body}");
+        assert_eq!(body["field"], "precision", "{what}: {body}");
+        assert!(
+            body["message"].as_str().unwrap().contains("AVX512-BF16"),
+            "{what}: {body}"
+        );
+    }
     assert_eq!(server.count("SELECT COUNT(*) FROM endpoints").await, 0);
     assert_eq!(server.count("SELECT COUNT(*) FROM jobs").await, 0);
 }
@@ -326,7 +329,10 @@ fn a_misspelt_capability_override_stops_paddock() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("`avx512`") && err.contains(hostcaps::HIDE_ENV), "{err}");
+    assert!(
+        err.contains("`avx512`") && err.contains(hostcaps::HIDE_ENV),
+        "{err}"
+    );
 }
 
 /// A client that keeps calling the endpoint until told to stop, counting answers by status.

@@ -385,7 +385,12 @@ async fn the_cli_manages_environments_with_a_token() {
 #[tokio::test]
 async fn without_docker_the_log_says_so_once() {
     let server = Server::start_with_env(
-        &["--docker-host", "unix:///nonexistent/docker.sock", "--reconcile-seconds", "1"],
+        &[
+            "--docker-host",
+            "unix:///nonexistent/docker.sock",
+            "--reconcile-seconds",
+            "1",
+        ],
         &[("RUST_LOG", "info,app::ssr::engine=debug")],
     );
     let owner = server.signup("owner").await;
@@ -393,7 +398,12 @@ async fn without_docker_the_log_says_so_once() {
     let mut retries = 0;
     for _ in 0..300 {
         // Requests retry too.
-        owner.client.get(server.url("/api/v1/docker")).send().await.unwrap();
+        owner
+            .client
+            .get(server.url("/api/v1/docker"))
+            .send()
+            .await
+            .unwrap();
         retries = log().matches("Docker is still unavailable").count();
         if retries >= 3 {
             break;
@@ -401,7 +411,12 @@ async fn without_docker_the_log_says_so_once() {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert!(retries >= 3, "the server did not retry:\n{}", log());
-    assert_eq!(log().matches("Docker is unavailable").count(), 1, "{}", log());
+    assert_eq!(
+        log().matches("Docker is unavailable").count(),
+        1,
+        "{}",
+        log()
+    );
 }
 
 #[tokio::test]
