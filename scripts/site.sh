@@ -17,8 +17,11 @@
 #      build: no download site is reachable, and Debian's wasm-opt 108 predates the reference types
 #      today's rustc emits and breaks the module: "WebAssembly.Table.set(): Argument 1 is invalid");
 #      and the JS glue minified (esbuild here, swc in cargo-leptos: both keep behaviour, bytes differ).
-#   4. style/main.css through lightningcss 1.0.0-alpha.71, the version cargo-leptos 0.3.10 links, with the
-#      same browserslist query (`defaults`) and the same minify steps: byte-identical CSS.
+#   4. style/main.css through lightningcss with the same browserslist query (`defaults`) and the same
+#      minify steps as cargo-leptos. The CLI is 1.0.0-alpha.72, one release after the alpha.71 that
+#      cargo-leptos 0.3.10 links: the registry lacks some platform packages of alpha.71's CLI, which
+#      `npm ci` refuses. On our stylesheet the one difference is colours with alpha written as #rrggbbaa
+#      instead of rgba(), which every browser in `defaults` reads.
 #   5. public/ mirrored into the site root.
 #
 # Everything is written to target/site.new and swapped in at the end: a failed build leaves the previous

@@ -544,7 +544,7 @@ async fn a_job_runs_in_its_environments_container() {
         "{err}"
     );
 
-    let trainer = json!({ "name": "trainer", "base_image": "paddock/base:busybox", "runtime": true, "cpus": 2, "memory": "4g", "shm_size": "256m" });
+    let trainer = json!({ "name": "trainer", "base_image": "paddock/base:busybox", "runtime": true, "cpus": 1, "memory": "4g", "shm_size": "256m" });
     let res = owner
         .client
         .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
