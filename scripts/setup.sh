@@ -139,7 +139,10 @@ fi
 rust_log=$(mktemp)
 setup_rust >"$rust_log" 2>&1 &
 rust_pid=$!
+# If another piece fails, the compile beside it stops too (the subshell and its cargo).
+trap 'pkill -P "$rust_pid" 2>/dev/null; kill "$rust_pid" 2>/dev/null; cat "$rust_log"; rm -f "$rust_log"' EXIT
 for p in apt torch node; do "setup_$p"; done
+trap - EXIT
 if wait "$rust_pid"; then cat "$rust_log"; rm -f "$rust_log"; else
   cat "$rust_log"; rm -f "$rust_log"; say "rust: failed (above)"; exit 1
 fi
