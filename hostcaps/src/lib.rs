@@ -171,7 +171,8 @@ mod tests {
     }
 
     /// With the override the answer is false on every CPU, and without it it is what the CPU says.
-    /// Reads only: the variable is whatever the process was started with (make test runs both ways).
+    /// Reads only: the variable is whatever the process was started with (`PADDOCK_HIDE_CAPABILITIES=bf16
+    /// make test` walks the other answer).
     #[test]
     fn the_override_only_takes_away() {
         if is_hidden(Capability::Bf16) {

@@ -2,12 +2,14 @@
 //! wrong ends in the same JSON error shape: too large → 413 `body_too_large`; not JSON, not UTF-8 or
 //! the wrong content type → 400 `invalid_body`; well-formed JSON with unknown fields, missing fields
 //! or wrong types → 422 `invalid_body` naming the field (via `serde_path_to_error`). A refusal given before
-//! the body was read closes the connection ([`close_if_body_unread`]).
+//! the body was read reads a bounded rest of it first, then closes the connection if more is left
+//! ([`close_if_body_unread`]).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes, HttpBody};
 use axum::extract::rejection::BytesRejection;
@@ -51,22 +53,42 @@ pub async fn enforce_body_limit(
     res
 }
 
-/// Adds `Connection: close` to a response given before the request's body was read to its end (an
-/// upload refused by its name or declared length, a CSRF refusal, a 413). Hyper then closes the
-/// connection instead of reading the rest; without the header a client keeps it in its pool, and its
-/// next request on it fails with "connection closed before message completed".
+/// How much of an unread body [`close_if_body_unread`] reads and drops before answering, and for how long.
+/// A server that closes while the client is still sending makes the client's kernel answer the rest
+/// with a reset, and the client sees "broken pipe" instead of the refusal (seen in the tests: a model
+/// archive of a few hundred KiB refused for its name). Uploads that small are read to their end, so the
+/// refusal arrives and the connection stays usable; a larger one is cut off after this much.
+const LINGER_BYTES: usize = 8 << 20;
+const LINGER_TIME: Duration = Duration::from_secs(2);
+
+/// For a response given before the request's body was read to its end (an upload refused by its name or
+/// declared length, a CSRF refusal, a 413): reads and drops the rest of the body up to [`LINGER_BYTES`]
+/// so the client gets to read the answer, and adds `Connection: close` when more is left. Hyper then
+/// closes the connection instead of reading the rest; without the header a client keeps it in its
+/// pool, and its next request on it fails with "connection closed before message completed".
 pub async fn close_if_body_unread(req: Request, next: Next) -> Response {
     let (parts, body) = req.into_parts();
     if body.is_end_stream() {
         return next.run(Request::from_parts(parts, body)).await;
     }
     let finished = Arc::new(AtomicBool::new(false));
+    let unread = Arc::new(Mutex::new(None));
     let body = Body::new(Watched {
-        inner: body,
+        inner: Some(body),
         finished: finished.clone(),
+        unread: unread.clone(),
     });
     let mut res = next.run(Request::from_parts(parts, body)).await;
-    if !finished.load(Ordering::Acquire) {
+    if finished.load(Ordering::Acquire) {
+        return res;
+    }
+    let rest = unread.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let read_to_end = match rest {
+        Some(rest) => linger(rest).await,
+        // Still held somewhere (a task the handler spawned): nothing to read here.
+        None => false,
+    };
+    if !read_to_end {
         res.headers_mut().insert(
             header::CONNECTION,
             header::HeaderValue::from_static("close"),
@@ -75,10 +97,39 @@ pub async fn close_if_body_unread(req: Request, next: Next) -> Response {
     res
 }
 
-/// A request body that notes when it has been read to its end.
+/// Reads and drops `body` up to [`LINGER_BYTES`] within [`LINGER_TIME`]; whether it reached the end.
+async fn linger(body: Body) -> bool {
+    let drain = async {
+        let mut body = std::pin::pin!(body);
+        let mut read = 0usize;
+        while let Some(frame) = std::future::poll_fn(|cx| body.as_mut().poll_frame(cx)).await {
+            let Ok(frame) = frame else { return false };
+            read += frame.data_ref().map_or(0, |d| d.len());
+            if read > LINGER_BYTES {
+                return false;
+            }
+        }
+        true
+    };
+    tokio::time::timeout(LINGER_TIME, drain)
+        .await
+        .unwrap_or(false)
+}
+
+/// A request body that notes when it has been read to its end, and hands what is left of it back to
+/// [`close_if_body_unread`] when it is dropped before that.
 struct Watched {
-    inner: Body,
+    inner: Option<Body>,
     finished: Arc<AtomicBool>,
+    unread: Arc<Mutex<Option<Body>>>,
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        if !self.finished.load(Ordering::Acquire) {
+            *self.unread.lock().unwrap_or_else(|p| p.into_inner()) = self.inner.take();
+        }
+    }
 }
 
 impl HttpBody for Watched {
@@ -89,19 +140,24 @@ impl HttpBody for Watched {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if matches!(polled, Poll::Ready(None)) || self.inner.is_end_stream() {
+        let Some(inner) = self.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let polled = Pin::new(&mut *inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None)) || inner.is_end_stream() {
             self.finished.store(true, Ordering::Release);
         }
         polled
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.inner.as_ref().is_none_or(Body::is_end_stream)
     }
 
     fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
+        self.inner
+            .as_ref()
+            .map_or_else(|| http_body::SizeHint::with_exact(0), Body::size_hint)
     }
 }
 

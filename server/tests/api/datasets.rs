@@ -147,7 +147,7 @@ async fn upload_validate_preview_download_and_delete() {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::FORBIDDEN);
-    // Refused before the body is read (so the connection closes: this client's last request).
+    // Refused before the body is read; the server reads the (small) rest, so the answer arrives.
     let (status, _) = upload(
         &viewer,
         &server,
