@@ -24,12 +24,8 @@ trap 'kill -- -$site 2>/dev/null || true' EXIT
 cargo build "$@"
 [ $tests = 0 ] || cargo test --no-run "$@"
 
-if wait "$site"; then
-  trap - EXIT
-  cat "$site_log"
-else
-  trap - EXIT
-  cat "$site_log"
-  printf '\033[1m[build]\033[0m the site build failed (above)\n'
-  exit 1
-fi
+site_rc=0
+wait "$site" || site_rc=$?
+trap - EXIT
+cat "$site_log"
+[ $site_rc = 0 ] || { printf '\033[1m[build]\033[0m the site build failed (above)\n'; exit 1; }

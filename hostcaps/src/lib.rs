@@ -13,8 +13,6 @@
 //! Tests that must walk both branches in one process take the capability as a parameter instead (for
 //! example `trainer::device::Precision::check_with`); the variable is for whole processes.
 
-use std::fmt;
-
 /// The environment variable that hides capabilities.
 pub const HIDE_ENV: &str = "PADDOCK_HIDE_CAPABILITIES";
 
@@ -40,12 +38,6 @@ impl Capability {
             Capability::Cuda => "cuda",
             Capability::Gpus => "gpus",
         }
-    }
-}
-
-impl fmt::Display for Capability {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
