@@ -134,6 +134,11 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
         "the stream ends with the final status: {}",
         &text[text.len().saturating_sub(600)..]
     );
+    assert!(
+        text.rfind("event: ").is_some_and(|last| text[last..].starts_with("event: end")),
+        "the stream says it is complete before it closes: {}",
+        &text[text.len().saturating_sub(200)..]
+    );
 
     let done = job(&owner, &server, ws, id).await;
     assert_eq!(status(&done), "succeeded", "{done}");

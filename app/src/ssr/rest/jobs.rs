@@ -172,8 +172,9 @@ pub async fn logs(
 }
 
 /// The job live, as Server-Sent Events: `metric` (a [`MetricPoint`]), `log` (a [`LogLine`]) and
-/// `status` (the [`JobSummary`] whenever it changes); the stream ends after the job has ended and
-/// everything it produced was sent.
+/// `status` (the [`JobSummary`] whenever it changes), and `end` once the job has ended and everything it
+/// produced was sent, just before the stream closes. A stream that closes without `end` dropped: reopen
+/// it with the last ids seen.
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs/{job_id}/stream", tag = "jobs", security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id"), StreamQuery),
     responses((status = 200, content_type = "text/event-stream", description = "events"), (status = 404, body = ErrorBody)))]
@@ -251,6 +252,7 @@ pub async fn stream(
                 }
                 if quiet && detail.summary.status.is_final() && detail.summary.finished_at.is_some()
                 {
+                    c.pending.push_back(Event::default().event("end").data(""));
                     c.done = true;
                 }
                 if c.pending.is_empty() && !c.done {

@@ -100,9 +100,11 @@ fn JobView(detail: JobDetail) -> impl IntoView {
         })
     };
 
-    // The live stream: reopened after the last ids seen when it drops before the job is over.
+    // The live stream: reopened after the last ids seen whenever it closes without its `end` event —
+    // also when the job is already over, since lines it wrote last may not have been sent yet.
     let stream: Slot<JobStream> = slot();
     let seen = StoredValue::new((0i64, 0i64));
+    let complete = StoredValue::new(false);
     let generation = RwSignal::new(0u32);
     Effect::new(move |_| {
         generation.track();
@@ -132,10 +134,12 @@ fn JobView(detail: JobDetail) -> impl IntoView {
                     refresh();
                 }
             }
+            Event::End => {
+                complete.set_value(true);
+                refresh();
+            }
             Event::Closed => {
-                if live.with_untracked(|d| d.summary.status.is_final()) {
-                    refresh();
-                } else {
+                if !complete.get_value() {
                     set_timeout(
                         move || {
                             generation.try_update(|g| *g += 1);

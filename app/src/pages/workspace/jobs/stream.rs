@@ -22,7 +22,9 @@ pub enum Event {
     Metric(MetricPoint),
     Log(LogLine),
     Status(JobSummary),
-    /// The connection ended (the job is over, or the connection dropped).
+    /// The server sent everything the ended job produced; the stream closes next.
+    End,
+    /// The connection ended: after [`Event::End`], or because it dropped.
     Closed,
 }
 
@@ -79,7 +81,8 @@ mod browser {
                     let event = match kind {
                         "metric" => serde_json::from_str(&text).ok().map(Event::Metric),
                         "log" => serde_json::from_str(&text).ok().map(Event::Log),
-                        _ => serde_json::from_str(&text).ok().map(Event::Status),
+                        "status" => serde_json::from_str(&text).ok().map(Event::Status),
+                        _ => Some(Event::End),
                     };
                     if let Some(event) = event {
                         on_event(event);
@@ -93,8 +96,15 @@ mod browser {
                     on_event(Event::Closed);
                 })
             };
-            let listeners = vec![decode("metric"), decode("log"), decode("status"), closed];
-            for (kind, listener) in ["metric", "log", "status", "error"].iter().zip(&listeners) {
+            let kinds = ["metric", "log", "status", "end", "error"];
+            let listeners = vec![
+                decode("metric"),
+                decode("log"),
+                decode("status"),
+                decode("end"),
+                closed,
+            ];
+            for (kind, listener) in kinds.iter().zip(&listeners) {
                 source.add_event_listener(kind, listener);
             }
             Some(JobStream {
