@@ -216,7 +216,19 @@ pub struct Entry {
     pub modified: i64,
 }
 
+/// The open directory, for calls that take a descriptor: `fchown`, `fchdir` before a child's `exec`.
+impl AsFd for Dir {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
 impl Dir {
+    /// Sets the permission bits of this directory (on the descriptor: no path is resolved again).
+    pub fn set_mode(&self, mode: u32) -> io::Result<()> {
+        rustix::fs::fchmod(&self.fd, Mode::from_raw_mode(mode)).map_err(Into::into)
+    }
+
     /// Opens a directory the caller trusts the path of (the server made it); only its last name is
     /// checked not to be a link.
     pub fn open(path: &Path) -> Result<Dir> {

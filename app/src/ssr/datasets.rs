@@ -17,7 +17,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use super::http_error::{internal, is_unique_violation};
-use super::storage::{Storage, DEFAULT_VOLUME};
+use super::storage::{in_volume, Storage};
 use crate::error::AppError;
 use crate::types::{DatasetDetail, DatasetPreview, DatasetSummary, Role};
 
@@ -130,24 +130,33 @@ pub async fn get(
     })
 }
 
-/// The host path of a dataset's file, for jobs and downloads. Any member.
-pub async fn file_path(
+/// A dataset's file, open for a download, and its name. Any member. The file lives in the workspace
+/// volume, so it is opened as hostile input: a link or FIFO put in its place is refused.
+pub async fn file(
     db: &SqlitePool,
     storage: &Storage,
     actor: &Actor,
     workspace_id: i64,
     dataset_id: i64,
-) -> Result<PathBuf, AppError> {
+) -> Result<(std::fs::File, String), AppError> {
     let mut conn = db.acquire().await?;
     authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
-    let path: String =
-        sqlx::query_scalar("SELECT path FROM datasets WHERE workspace_id = ? AND id = ?")
+    let (path, file_name): (String, String) =
+        sqlx::query_as("SELECT path, file_name FROM datasets WHERE workspace_id = ? AND id = ?")
             .bind(workspace_id)
             .bind(dataset_id)
             .fetch_optional(&mut *conn)
             .await?
             .ok_or(AppError::NotFound)?;
-    Ok(storage.volume_dir(workspace_id, DEFAULT_VOLUME).join(path))
+    drop(conn);
+    let storage = storage.clone();
+    let file = in_volume("the dataset's file", move || {
+        storage
+            .volume(workspace_id)?
+            .open_file(Path::new(&path), storage.max_upload_bytes)
+    })
+    .await?;
+    Ok((file, file_name))
 }
 
 /// Checks the metadata of an upload before any byte is read.
@@ -273,11 +282,10 @@ where
     .await?;
     // The file goes into place before the commit: a failed move rolls the row back, and a crash after
     // the move but before the commit leaves only an unreferenced directory, never a row without its file.
-    let volume = storage.volume_dir(workspace_id, DEFAULT_VOLUME);
-    let target = volume.join(&relative);
-    tmp.persist(&target).await?;
+    let dir = format!("datasets/{id}");
+    tmp.persist(storage, workspace_id, &dir, &file_name).await?;
     if let Err(e) = tx.commit().await {
-        let _ = tokio::fs::remove_dir_all(target.parent().unwrap_or(&target)).await;
+        remove_files(storage, workspace_id, dir).await;
         return Err(e.into());
     }
     get(db, actor, workspace_id, id).await
@@ -352,13 +360,24 @@ pub async fn delete(
     .await?;
     tx.commit().await?;
     // The row is gone first: a file left by a failed removal is garbage, never a dangling reference.
-    let dir = storage.volume_dir(workspace_id, DEFAULT_VOLUME).join(&path);
-    if let Some(dir) = dir.parent() {
-        if let Err(e) = tokio::fs::remove_dir_all(dir).await {
-            tracing::warn!(dataset_id, error = %e, "could not remove a deleted dataset's files");
-        }
+    if let Some(dir) = Path::new(&path).parent() {
+        remove_files(storage, workspace_id, dir.to_path_buf()).await;
     }
     Ok(())
+}
+
+/// Removes a dataset's directory from the volume (never following a link planted in it); a failure is
+/// logged: the row is what counts.
+async fn remove_files(storage: &Storage, workspace_id: i64, dir: impl Into<PathBuf>) {
+    let (storage, dir) = (storage.clone(), dir.into());
+    let shown = dir.display().to_string();
+    if let Err(e) = in_volume("removing a dataset's files", move || {
+        storage.volume(workspace_id)?.remove_all(&dir)
+    })
+    .await
+    {
+        tracing::warn!(workspace_id, dir = shown, error = %e, "could not remove a dataset's files");
+    }
 }
 
 /// Streams the body to `path`, hashing it; `TooLarge` beyond `limit` bytes. Also receives model archives
@@ -550,17 +569,29 @@ impl TempFile {
         Ok(TempFile { path, keep: false })
     }
 
-    /// Moves the file to `target` (same file system: a rename), creating its directory.
-    async fn persist(mut self, target: &Path) -> Result<(), AppError> {
-        let dir = target
-            .parent()
-            .ok_or_else(|| internal("dataset path", target.display()))?;
-        tokio::fs::create_dir_all(dir)
-            .await
-            .map_err(|e| internal("creating the dataset directory", e))?;
-        tokio::fs::rename(&self.path, target)
-            .await
-            .map_err(|e| internal("storing the dataset", e))?;
+    /// Moves the file into the workspace volume as `dir/name` (same file system: a rename). The
+    /// directory is made afresh: whatever a container put at that name first is removed, and the move
+    /// goes through no link.
+    async fn persist(
+        mut self,
+        storage: &Storage,
+        workspace_id: i64,
+        dir: &str,
+        name: &str,
+    ) -> Result<(), AppError> {
+        let (storage, dir, name, from) = (
+            storage.clone(),
+            PathBuf::from(dir),
+            name.to_string(),
+            self.path.clone(),
+        );
+        in_volume("storing the dataset", move || {
+            let volume = storage.volume(workspace_id)?;
+            volume.remove_all(&dir)?;
+            volume.create_dir_all(&dir, 0o755)?;
+            volume.move_in(&from, &dir.join(name))
+        })
+        .await?;
         self.keep = true;
         Ok(())
     }

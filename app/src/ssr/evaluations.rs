@@ -10,7 +10,7 @@
 //! meanwhile, and starts again one that was still waiting. One evaluation runs at a time
 //! ([`Jobs::evaluations`]); the others wait as `queued`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ use super::auth::Actor;
 use super::db::write_tx;
 use super::http_error::internal;
 use super::jobs::{local, Jobs};
-use super::storage::DEFAULT_VOLUME;
+use super::storage::{in_volume, DEFAULT_VOLUME};
 use crate::error::AppError;
 use crate::types::{ClassScore, EvaluationInfo, EvaluationStatus, Role};
 
@@ -190,12 +190,9 @@ pub async fn start(
                 format!("dataset {dataset_id} is not in this workspace"),
             ));
         };
-        let dir = jobs
-            .storage
-            .volume_dir(workspace_id, DEFAULT_VOLUME)
-            .join(&path);
-        let known =
-            checkpoint_labels(&dir).map_err(|e| internal("reading a checkpoint's labels", e))?;
+        let known = checkpoint_labels(
+            &crate::ssr::jobs::checkpoint_config(&jobs.storage, workspace_id, &path).await?,
+        );
         let report: serde_json::Value =
             serde_json::from_str(&report).map_err(|e| internal("stored report", e))?;
         let labels: Vec<String> = report["label_distribution"]
@@ -254,11 +251,7 @@ pub async fn start(
 /// The label names of a checkpoint in id order, read from its `config.json` the way the trainer reads
 /// them (`num_labels`, else as many as `id2label` has, else transformers' default of 2; a missing name is
 /// `LABEL_<i>`). The app does not link the trainer (libtorch), hence this small copy of the rule.
-fn checkpoint_labels(dir: &Path) -> Result<Vec<String>, String> {
-    let path = dir.join("config.json");
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let config: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+fn checkpoint_labels(config: &serde_json::Value) -> Vec<String> {
     let id2label = config["id2label"].as_object();
     let count = config["num_labels"]
         .as_u64()
@@ -266,14 +259,14 @@ fn checkpoint_labels(dir: &Path) -> Result<Vec<String>, String> {
         .map(|n| n as usize)
         .or_else(|| id2label.map(|m| m.len()).filter(|n| *n > 0))
         .unwrap_or(2);
-    Ok((0..count)
+    (0..count)
         .map(|i| {
             id2label
                 .and_then(|m| m.get(&i.to_string()))
                 .and_then(|v| v.as_str())
                 .map_or_else(|| format!("LABEL_{i}"), str::to_string)
         })
-        .collect())
+        .collect()
 }
 
 /// The dataset labels the checkpoint cannot score. A label is known by name, or — like the trainer's
@@ -354,8 +347,9 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
         return Ok(());
     }
     let volume = jobs.storage.volume_dir(l.workspace_id, DEFAULT_VOLUME);
-    let dir = jobs
-        .job_dir(l.workspace_id, l.job_id)
+    // Relative to the volume, which the team's containers write: every file here is read through
+    // `beneath` (no links followed, no FIFOs opened).
+    let dir = crate::ssr::jobs::job_rel(l.job_id)
         .join("evaluations")
         .join(id.to_string());
     let pid = match l.pid {
@@ -372,7 +366,15 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
                 .await;
             };
             let model = volume.join(&l.checkpoint_path);
-            if l.checkpoint_deleted.is_some() || !model.is_dir() {
+            let present = {
+                let (storage, path) = (jobs.storage.clone(), l.checkpoint_path.clone());
+                in_volume("the checkpoint", move || {
+                    storage.volume(l.workspace_id)?.open_dir(Path::new(&path))
+                })
+                .await
+                .is_ok()
+            };
+            if l.checkpoint_deleted.is_some() || !present {
                 return fail(
                     db,
                     id,
@@ -388,7 +390,7 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
                 label,
                 jobs.cpu_threads,
             );
-            let pid = launch(jobs, &dir, &args).await?;
+            let pid = launch(jobs, l.workspace_id, &dir, &args).await?;
             sqlx::query(
                 "UPDATE evaluations SET status = 'running', pid = ?, started_at = ? WHERE id = ?",
             )
@@ -400,14 +402,26 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
             pid
         }
     };
+    // A refused `exit_code` (a link, a FIFO) counts as none: the evaluator's end is then seen as it
+    // disappearing.
+    let exit_code = || {
+        let (volume, dir) = (volume.clone(), dir.clone());
+        async move {
+            in_volume("the evaluation's exit status", move || {
+                local::exit_code(&beneath::Dir::open(&volume)?, &dir)
+            })
+            .await
+            .unwrap_or(None)
+        }
+    };
     loop {
         // The exit status is read before liveness: a wrapper that just ended has written it.
-        if let Some(code) = local::exit_code(&dir) {
-            return finish(db, id, &dir, code).await;
+        if let Some(code) = exit_code().await {
+            return finish(db, jobs, l.workspace_id, id, &dir, code).await;
         }
         if !local::is_alive(pid) {
-            if let Some(code) = local::exit_code(&dir) {
-                return finish(db, id, &dir, code).await;
+            if let Some(code) = exit_code().await {
+                return finish(db, jobs, l.workspace_id, id, &dir, code).await;
             }
             return fail(
                 db,
@@ -455,27 +469,35 @@ fn eval_args(
 
 /// Starts the wrapper in a fresh `dir`; returns its pid. It is reaped by a task of its own, so a finished
 /// run never lingers as a zombie that looks alive.
-async fn launch(jobs: &Jobs, dir: &PathBuf, args: &[String]) -> Result<i64, AppError> {
-    // Left by an attempt that crashed between starting and recording its pid.
-    let _ = tokio::fs::remove_dir_all(dir).await;
-    tokio::fs::create_dir_all(dir)
-        .await
-        .map_err(|e| internal("creating an evaluation directory", e))?;
-    let mut child = tokio::process::Command::new("sh")
+async fn launch(
+    jobs: &Jobs,
+    workspace_id: i64,
+    dir: &Path,
+    args: &[String],
+) -> Result<i64, AppError> {
+    let (storage, rel) = (jobs.storage.clone(), dir.to_path_buf());
+    let dir = in_volume("the evaluation's directory", move || {
+        let volume = storage.volume(workspace_id)?;
+        // Left by an attempt that crashed between starting and recording its pid.
+        volume.remove_all(&rel)?;
+        volume.create_dir_all(&rel, 0o755)
+    })
+    .await?;
+    let mut command = tokio::process::Command::new("sh");
+    command
         .arg("-c")
         .arg(WRAPPER)
         .arg("sh")
         .arg(&jobs.storage.paddock_binary)
         .args(args)
-        .current_dir(dir)
         .env("CUDA_VISIBLE_DEVICES", "")
         .env_remove("RUST_LOG")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| internal("running sh", e))?;
+        .process_group(0);
+    local::work_in(&mut command, dir);
+    let mut child = command.spawn().map_err(|e| internal("running sh", e))?;
     let pid = child
         .id()
         .ok_or_else(|| internal("evaluation", "the wrapper exited at once"))?;
@@ -484,6 +506,9 @@ async fn launch(jobs: &Jobs, dir: &PathBuf, args: &[String]) -> Result<i64, AppE
     });
     Ok(i64::from(pid))
 }
+
+/// The most of the evaluator's metrics and log read back (the end of the log, where its error is).
+const MAX_OUTPUT_READ: u64 = 1 << 20;
 
 /// What `paddock eval --json` prints (the trainer's `Metrics`).
 #[derive(serde::Deserialize)]
@@ -497,8 +522,36 @@ struct Printed {
 }
 
 /// Records how the evaluator ended: its metrics, or the last words of its stderr.
-async fn finish(db: &SqlitePool, id: i64, dir: &Path, code: i64) -> Result<(), AppError> {
-    let printed = std::fs::read_to_string(dir.join("metrics.json")).unwrap_or_default();
+async fn finish(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    workspace_id: i64,
+    id: i64,
+    dir: &Path,
+    code: i64,
+) -> Result<(), AppError> {
+    // What the evaluator wrote, read from the volume as hostile input: bounded, through no link.
+    let read = |name: &str, what: &'static str| {
+        let (storage, file) = (jobs.storage.clone(), dir.join(name));
+        async move {
+            in_volume(what, move || {
+                let volume = storage.volume(workspace_id)?;
+                let bytes = volume
+                    .open_file(&file, u64::MAX)?
+                    .metadata()
+                    .map_or(0, |m| m.len());
+                volume.read_from(
+                    &file,
+                    bytes.saturating_sub(MAX_OUTPUT_READ),
+                    MAX_OUTPUT_READ,
+                )
+            })
+            .await
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+        }
+    };
+    let printed = read("metrics.json", "the evaluation's metrics").await;
     let metrics = serde_json::from_str::<Printed>(printed.trim());
     match (code, metrics) {
         (0, Ok(m)) => {
@@ -522,7 +575,7 @@ async fn finish(db: &SqlitePool, id: i64, dir: &Path, code: i64) -> Result<(), A
             Ok(())
         }
         (code, _) => {
-            let log = std::fs::read_to_string(dir.join("eval.log")).unwrap_or_default();
+            let log = read("eval.log", "the evaluation's log").await;
             let message = failure_message(&log).unwrap_or_else(|| {
                 format!("the evaluator exited with code {code} without a message")
             });

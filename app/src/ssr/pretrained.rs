@@ -18,7 +18,7 @@ use super::auth::Actor;
 use super::datasets::{receive, TempFile};
 use super::db::write_tx;
 use super::http_error::{internal, is_unique_violation};
-use super::storage::{Storage, DEFAULT_VOLUME};
+use super::storage::{in_volume, Storage};
 use crate::error::AppError;
 use crate::types::{PretrainedModel, Role};
 
@@ -208,19 +208,20 @@ where
     .await?;
     // Into place before the commit: a failed move rolls the row back; a crash between the two leaves an
     // unreferenced directory, never a row without its files.
-    let target = storage
-        .volume_dir(workspace_id, DEFAULT_VOLUME)
-        .join(&relative);
-    if let Some(parent) = target.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|e| internal("creating the models directory", e))?;
-    }
-    tokio::fs::rename(&model_dir, &target)
-        .await
-        .map_err(|e| internal("storing a model", e))?;
+    // The volume is written by containers: the folder is made and the model moved in through no link,
+    // and whatever a container left at the model's name first is removed.
+    let (store, target, from) = (storage.clone(), PathBuf::from(&relative), model_dir.clone());
+    in_volume("storing a model", move || {
+        let volume = store.volume(workspace_id)?;
+        volume.remove_all(&target)?;
+        if let Some(parent) = target.parent() {
+            volume.create_dir_all(parent, 0o755)?;
+        }
+        volume.move_in(&from, &target)
+    })
+    .await?;
     if let Err(e) = tx.commit().await {
-        let _ = tokio::fs::remove_dir_all(&target).await;
+        remove_files(storage, workspace_id, relative).await;
         return Err(e.into());
     }
     let row = sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE m.id = ?"))
@@ -279,11 +280,20 @@ pub async fn delete(
     )
     .await?;
     tx.commit().await?;
-    let dir = storage.volume_dir(workspace_id, DEFAULT_VOLUME).join(path);
-    if let Err(e) = tokio::fs::remove_dir_all(&dir).await {
-        tracing::warn!(id, error = %e, "could not remove a deleted model's files");
-    }
+    remove_files(storage, workspace_id, path).await;
     Ok(())
+}
+
+/// Removes a model's folder from the volume, never following a link planted in it; a failure is logged.
+async fn remove_files(storage: &Storage, workspace_id: i64, path: String) {
+    let storage = storage.clone();
+    let removed = in_volume("removing a model's files", move || {
+        storage.volume(workspace_id)?.remove_all(Path::new(&path))
+    })
+    .await;
+    if let Err(e) = removed {
+        tracing::warn!(workspace_id, error = %e, "could not remove a model's files");
+    }
 }
 
 /// A directory removed when dropped (unless moved away first).

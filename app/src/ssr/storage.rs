@@ -4,6 +4,9 @@
 //! job's rotated log, and `tmp/` holds uploads until they are validated — on the same file system, so accepting one is a rename, never a half-copied file.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::AppError;
 
 /// The volume datasets and jobs use; environments may name others.
 pub const DEFAULT_VOLUME: &str = "workspace";
@@ -53,5 +56,58 @@ impl Storage {
             .join("logs")
             .join("jobs")
             .join(job_id.to_string())
+    }
+}
+
+impl Storage {
+    /// A workspace's default volume, opened as the hostile tree it is (see [`in_volume`]); made if missing.
+    pub fn volume(&self, workspace_id: i64) -> beneath::Result<beneath::Dir> {
+        beneath::Dir::create(&self.volume_dir(workspace_id, DEFAULT_VOLUME))
+    }
+}
+
+/// How long one piece of file work in a volume may take before the request gives up on it.
+pub const VOLUME_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Runs file work on a workspace volume — a tree the team's containers write, so every name in it may be
+/// a link, a FIFO or a huge file — through [`beneath`] on the blocking pool and within
+/// [`VOLUME_DEADLINE`], so no trick played in the volume holds a runtime worker or a database connection.
+/// A refused file is a 409 that names it and says why; `what` says what the file was for.
+pub async fn in_volume<T: Send + 'static>(
+    what: &str,
+    work: impl FnOnce() -> beneath::Result<T> + Send + 'static,
+) -> Result<T, AppError> {
+    let answer = tokio::time::timeout(VOLUME_DEADLINE, tokio::task::spawn_blocking(work)).await;
+    match answer {
+        Ok(Ok(Ok(value))) => Ok(value),
+        Ok(Ok(Err(e))) => Err(volume_error(what, &e)),
+        Ok(Err(join)) => Err(crate::ssr::http_error::internal(what, join)),
+        Err(_) => Err(AppError::unavailable(
+            "volume_timeout",
+            format!(
+                "{what}: the workspace volume did not answer within {} s",
+                VOLUME_DEADLINE.as_secs()
+            ),
+        )),
+    }
+}
+
+/// The answer for a file in a volume that could not be used.
+pub fn volume_error(what: &str, e: &beneath::Error) -> AppError {
+    if e.is_refusal() {
+        tracing::warn!(what, error = %e, "refused a file in a workspace volume");
+        AppError::conflict(
+            "file",
+            "volume_file_refused",
+            format!("{what}: {e}; files Paddock reads from the workspace volume must be regular files, not links"),
+        )
+    } else if e.is_missing() {
+        AppError::conflict(
+            "file",
+            "volume_file_missing",
+            format!("{what}: {e} in the workspace volume"),
+        )
+    } else {
+        crate::ssr::http_error::internal(what, e)
     }
 }

@@ -135,7 +135,8 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
         &text[text.len().saturating_sub(600)..]
     );
     assert!(
-        text.rfind("event: ").is_some_and(|last| text[last..].starts_with("event: end")),
+        text.rfind("event: ")
+            .is_some_and(|last| text[last..].starts_with("event: end")),
         "the stream says it is complete before it closes: {}",
         &text[text.len().saturating_sub(200)..]
     );

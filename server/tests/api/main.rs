@@ -17,3 +17,4 @@ mod ops;
 mod pretrained;
 mod rbac;
 mod security;
+mod tenant_boundary;

@@ -155,7 +155,10 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
                 Some(&b"close"[..])
             );
         }
-        Err(e) => assert!(e.is_request() || e.is_body(), "unexpected client error: {e:?}"),
+        Err(e) => assert!(
+            e.is_request() || e.is_body(),
+            "unexpected client error: {e:?}"
+        ),
     }
     // A body read to its end (then refused) keeps the connection.
     let res = owner

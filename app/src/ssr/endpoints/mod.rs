@@ -663,7 +663,11 @@ pub async fn try_predict(
         .model(r.checkpoint_id)
         .await
         .map_err(|e| internal("endpoint checkpoint", e))?;
-    let labels = label_names(&deployer.model_dir(r.workspace_id, &model));
+    let labels =
+        crate::ssr::jobs::checkpoint_config(&deployer.storage, r.workspace_id, &model.path)
+            .await
+            .map(|config| label_names(&config))
+            .unwrap_or_default();
     let latency_ms = latency.as_secs_f64() * 1000.0;
     let predictions = answer["predictions"]
         .as_array()
@@ -704,11 +708,7 @@ pub async fn try_predict(
 }
 
 /// Label names by id from a checkpoint's `config.json` (`id2label`); empty when it has none.
-fn label_names(model_dir: &std::path::Path) -> Vec<String> {
-    let config: serde_json::Value = std::fs::read(model_dir.join("config.json"))
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+fn label_names(config: &serde_json::Value) -> Vec<String> {
     let Some(map) = config["id2label"].as_object() else {
         return Vec::new();
     };

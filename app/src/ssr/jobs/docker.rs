@@ -47,7 +47,7 @@ pub async fn launch(
     db: &SqlitePool,
     jobs: &Arc<Jobs>,
     job_id: i64,
-    dir: &Path,
+    dir: &beneath::Dir,
 ) -> Result<String, String> {
     let (workspace_id, environment_id, image_id, gpu_indices): (
         i64,
@@ -127,16 +127,16 @@ pub(crate) async fn environment_limits(
     Ok(Limits::from_resources(&resources))
 }
 
-/// The container runs as uid 1000; the job directory the server made must be writable by it.
-fn give_to_container_user(dir: &Path) -> Result<(), String> {
-    use std::os::unix::fs::PermissionsExt;
+/// The container runs as uid 1000; the job directory the server made must be writable by it. Owner and
+/// mode are changed on open descriptors: a path in the volume could be a link to any file on the host.
+fn give_to_container_user(dir: &beneath::Dir) -> Result<(), String> {
     let (uid, gid) = (containers::build::users::UID, containers::build::users::GID);
-    if std::os::unix::fs::chown(dir, Some(uid), Some(gid)).is_err() {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777))
-            .map_err(|e| e.to_string())?;
+    if std::os::unix::fs::fchown(dir, Some(uid), Some(gid)).is_err() {
+        dir.set_mode(0o777).map_err(|e| e.to_string())?;
     }
-    let toml = dir.join("job.toml");
-    let _ = std::os::unix::fs::chown(&toml, Some(uid), Some(gid));
+    if let Ok(toml) = dir.open_file(Path::new("job.toml"), u64::MAX) {
+        let _ = std::os::unix::fs::fchown(&toml, Some(uid), Some(gid));
+    }
     Ok(())
 }
 

@@ -3,13 +3,15 @@
 //! supervisor. A job cancelled while starting is stopped as soon as it runs; one that cannot start is
 //! failed with the reason and gives its GPUs back.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use sqlx::SqlitePool;
 
-use super::{docker, local, supervise, Jobs};
+use super::{docker, job_rel, local, supervise, Jobs};
 use crate::error::AppError;
 use crate::ssr::gpus::{self, Holder};
+use crate::ssr::storage::{in_volume, DEFAULT_VOLUME};
 
 /// Launches job `job_id` (status `starting`, GPUs already leased) in the background.
 pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
@@ -55,23 +57,28 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
         .fetch_one(db)
         .await
         .map_err(|e| e.to_string())?;
-    let dir = jobs.job_dir(workspace_id, job_id);
-    tokio::fs::create_dir_all(&dir)
+    // The job's directory is in the volume, where a container may have put anything under its name
+    // (a link, a FIFO at `job.toml`): made and written through `beneath`, never through a link.
+    let dir = {
+        let (storage, rel) = (jobs.storage.clone(), job_rel(job_id));
+        in_volume("preparing the job's directory", move || {
+            let dir = storage.volume(workspace_id)?.create_dir_all(&rel, 0o755)?;
+            // Left by an earlier attempt of this job (a retry after a crash while starting).
+            for stale in [
+                "exit_code",
+                "exit_code.tmp",
+                "trainer.pid",
+                "events.jsonl",
+                "train.log",
+            ] {
+                dir.remove_all(Path::new(stale))?;
+            }
+            dir.write(Path::new("job.toml"), config_toml.as_bytes(), 0o644)?;
+            Ok(dir)
+        })
         .await
-        .map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    // Left by an earlier attempt of this job (a retry after a crash while starting).
-    for stale in [
-        "exit_code",
-        "exit_code.tmp",
-        "trainer.pid",
-        "events.jsonl",
-        "train.log",
-    ] {
-        let _ = tokio::fs::remove_file(dir.join(stale)).await;
-    }
-    tokio::fs::write(dir.join("job.toml"), &config_toml)
-        .await
-        .map_err(|e| format!("writing job.toml: {e}"))?;
+        .map_err(|e| e.to_string())?
+    };
     let devices: Vec<u32> = gpu_indices
         .as_deref()
         .and_then(|g| serde_json::from_str(g).ok())
@@ -79,7 +86,7 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
 
     let (pid, container) = match executor.as_str() {
         "docker" => (None, Some(docker::launch(db, jobs, job_id, &dir).await?)),
-        _ => (Some(local::launch(jobs, &dir, &devices)? as i64), None),
+        _ => (Some(local::launch(jobs, dir, &devices)? as i64), None),
     };
     let moved = sqlx::query("UPDATE jobs SET pid = ?, container_name = ?, status = 'running' WHERE id = ? AND status = 'starting'")
         .bind(pid)
@@ -97,10 +104,13 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
             .execute(db)
             .await
             .map_err(|e| e.to_string())?;
-        local::wait_for_pid_file(&dir).await;
+        local::wait_for_pid_file(&jobs.job_dir(workspace_id, job_id)).await;
         match &container {
             Some(name) => docker::signal_stop(jobs, name).await,
-            None => local::signal_stop(&dir),
+            None => {
+                let volume = jobs.storage.volume_dir(workspace_id, DEFAULT_VOLUME);
+                local::signal_stop(&volume, &job_rel(job_id), pid).await
+            }
         }
     }
     Ok(())

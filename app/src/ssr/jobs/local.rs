@@ -8,6 +8,7 @@
 use std::path::Path;
 
 use super::Jobs;
+use crate::ssr::storage::in_volume;
 
 /// The wrapper (`$1` the binary, `$2` the byte limit of `train.log`): runs the trainer in the background
 /// so that its pid can be recorded (a cancel signals the trainer, not the shell), its stderr piped into
@@ -21,8 +22,25 @@ pub const WRAPPER: &str = r#"paddock="$1"; limit="$2"
 } | { "$paddock" log-sink --max-bytes "$limit" train.log || cat >> train.log; }
 mv exit_code.tmp exit_code"#;
 
+/// Makes `command` start in `dir`, entered by descriptor in the child just before `exec`: the directory
+/// is in a volume, where its path could be swapped for a link between the check and the start.
+pub(crate) fn work_in(command: &mut tokio::process::Command, dir: beneath::Dir) {
+    use std::os::fd::{AsFd, AsRawFd};
+    // SAFETY: the closure runs in the forked child before exec and only calls fchdir(2), which is
+    // async-signal-safe; `dir` is owned by the closure, so the descriptor is open until then.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::fchdir(dir.as_fd().as_raw_fd()) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+}
+
 /// Starts the wrapper in `dir` (job.toml already written) with only `devices` visible; returns its pid.
-pub fn launch(jobs: &Jobs, dir: &Path, devices: &[u32]) -> Result<u32, String> {
+pub fn launch(jobs: &Jobs, dir: beneath::Dir, devices: &[u32]) -> Result<u32, String> {
     let visible = devices
         .iter()
         .map(u32::to_string)
@@ -35,7 +53,6 @@ pub fn launch(jobs: &Jobs, dir: &Path, devices: &[u32]) -> Result<u32, String> {
         .arg("sh")
         .arg(&jobs.storage.paddock_binary)
         .arg(jobs.train_log_max_bytes.to_string())
-        .current_dir(dir)
         // Only the leased GPUs (none for a CPU job) are visible to the trainer.
         .env("CUDA_VISIBLE_DEVICES", &visible)
         .env_remove("RUST_LOG")
@@ -44,6 +61,7 @@ pub fn launch(jobs: &Jobs, dir: &Path, devices: &[u32]) -> Result<u32, String> {
         .stderr(std::process::Stdio::null())
         // Its own process group: a Ctrl-C aimed at the server does not reach the job.
         .process_group(0);
+    work_in(&mut command, dir);
     let mut child = command.spawn().map_err(|e| format!("running sh: {e}"))?;
     let pid = child.id().ok_or("the wrapper exited at once")?;
     // Reap the wrapper when it ends (after a server restart, init does).
@@ -65,23 +83,40 @@ pub(super) async fn wait_for_pid_file(dir: &Path) {
     }
 }
 
-/// Asks the trainer to stop gracefully (SIGTERM: it finishes the step, writes a checkpoint, ends).
-pub fn signal_stop(dir: &Path) {
-    if let Some(pid) = trainer_pid(dir) {
-        // SAFETY: kill(2) with a pid read from our own file and a standard signal has no memory effects.
-        unsafe {
-            libc::kill(pid, libc::SIGTERM);
-        }
-    }
-}
+/// The most `trainer.pid` and `exit_code` may weigh: a number and a newline.
+const SMALL_FILE: u64 = 32;
 
-fn trainer_pid(dir: &Path) -> Option<i32> {
-    std::fs::read_to_string(dir.join("trainer.pid"))
-        .ok()?
-        .trim()
-        .parse()
+/// Asks the trainer of the run in `dir` (relative to the volume) to stop gracefully (SIGTERM: it
+/// finishes the step, writes a checkpoint, ends). The pid comes from `trainer.pid`, which anyone with a
+/// shell in the volume can rewrite, so it is only believed when that process is in `group`: the process
+/// group of the wrapper the server started itself ([`launch`] makes it a group leader).
+pub async fn signal_stop(volume: &Path, dir: &Path, group: Option<i64>) {
+    let (volume, file) = (volume.to_path_buf(), dir.join("trainer.pid"));
+    let read = in_volume("the trainer's pid", move || {
+        beneath::Dir::open(&volume)?.read(&file, SMALL_FILE)
+    })
+    .await;
+    let pid = read
         .ok()
-        .filter(|p| *p > 1)
+        .and_then(|b| String::from_utf8(b).ok())
+        .and_then(|t| t.trim().parse::<i32>().ok())
+        .filter(|p| *p > 1);
+    let (Some(pid), Some(group)) = (pid, group) else {
+        return;
+    };
+    // SAFETY: getpgid and kill take plain integers and have no memory effects.
+    let pgid = unsafe { libc::getpgid(pid) };
+    if i64::from(pgid) != group {
+        tracing::warn!(
+            pid,
+            group,
+            "trainer.pid names a process outside the job's process group; not signalled"
+        );
+        return;
+    }
+    unsafe {
+        libc::kill(pid, libc::SIGTERM);
+    }
 }
 
 /// Whether a process with this pid exists (ours or not: EPERM also means it exists).
@@ -97,11 +132,12 @@ pub fn is_alive(pid: i64) -> bool {
     result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// The run's exit status once it has ended.
-pub fn exit_code(dir: &Path) -> Option<i64> {
-    std::fs::read_to_string(dir.join("exit_code"))
-        .ok()?
-        .trim()
-        .parse()
-        .ok()
+/// The run's exit status once it has ended; `dir` is relative to `volume`, and read without following
+/// links (see [`beneath`]).
+pub fn exit_code(volume: &beneath::Dir, dir: &Path) -> beneath::Result<Option<i64>> {
+    match volume.read(&dir.join("exit_code"), SMALL_FILE) {
+        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).trim().parse().ok()),
+        Err(e) if e.is_missing() => Ok(None),
+        Err(e) => Err(e),
+    }
 }

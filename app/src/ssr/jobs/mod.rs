@@ -33,7 +33,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use super::http_error::internal;
-use super::storage::{Storage, DEFAULT_VOLUME};
+use super::storage::{in_volume, Storage, DEFAULT_VOLUME};
 use crate::error::AppError;
 use crate::types::*;
 
@@ -89,13 +89,17 @@ impl Jobs {
         self.activity.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// A job's directory on the host (`jobs/<id>` in the workspace volume).
+    /// A job's directory on the host ([`job_rel`] in the workspace volume).
     pub fn job_dir(&self, workspace_id: i64, job_id: i64) -> std::path::PathBuf {
         self.storage
             .volume_dir(workspace_id, DEFAULT_VOLUME)
-            .join("jobs")
-            .join(job_id.to_string())
+            .join(job_rel(job_id))
     }
+}
+
+/// A job's directory relative to the workspace volume: `jobs/<id>`.
+pub fn job_rel(job_id: i64) -> std::path::PathBuf {
+    std::path::Path::new("jobs").join(job_id.to_string())
 }
 
 #[derive(sqlx::FromRow, Clone)]
@@ -548,7 +552,10 @@ pub async fn cancel(
     if status != JobStatus::Queued {
         match &job.container_name {
             Some(name) => docker::signal_stop(jobs, name).await,
-            None => local::signal_stop(&jobs.job_dir(workspace_id, job_id)),
+            None => {
+                let volume = jobs.storage.volume_dir(workspace_id, DEFAULT_VOLUME);
+                local::signal_stop(&volume, &job_rel(job_id), job.pid).await
+            }
         }
     }
     jobs.changed();
@@ -638,14 +645,18 @@ pub async fn delete(
     )
     .await?;
     tx.commit().await?;
-    for dir in [
-        jobs.job_dir(workspace_id, job_id),
-        jobs.storage.job_logs_dir(job_id),
-    ] {
-        if let Err(e) = tokio::fs::remove_dir_all(&dir).await {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                tracing::warn!(job_id, error = %e, "could not remove a deleted job's files");
-            }
+    // The job's directory is in the volume: removed without following any link planted in it.
+    let storage = jobs.storage.clone();
+    let removed = in_volume("removing the job's files", move || {
+        storage.volume(workspace_id)?.remove_all(&job_rel(job_id))
+    })
+    .await;
+    if let Err(e) = removed {
+        tracing::warn!(job_id, error = %e, "could not remove a deleted job's files");
+    }
+    if let Err(e) = tokio::fs::remove_dir_all(jobs.storage.job_logs_dir(job_id)).await {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            tracing::warn!(job_id, error = %e, "could not remove a deleted job's log");
         }
     }
     Ok(())
@@ -808,14 +819,45 @@ async fn checkpoints_of(
         .collect())
 }
 
-/// The host directory of a checkpoint whose files still exist, with a name for its archive. Any member.
-pub async fn checkpoint_dir(
+/// The most a checkpoint's `config.json` may weigh.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// A checkpoint's `config.json` (`path` is the checkpoint's, relative to the workspace volume), read as
+/// the hostile input it is: a regular file of bounded size, reached through no link.
+pub async fn checkpoint_config(
+    storage: &Storage,
+    workspace_id: i64,
+    path: &str,
+) -> Result<serde_json::Value, AppError> {
+    let storage = storage.clone();
+    let file = std::path::Path::new(path).join("config.json");
+    let bytes = in_volume("the checkpoint's config.json", move || {
+        storage.volume(workspace_id)?.read(&file, MAX_CONFIG_BYTES)
+    })
+    .await?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        AppError::conflict(
+            "checkpoint",
+            "checkpoint_config_invalid",
+            format!("the checkpoint's config.json is not valid JSON: {e}"),
+        )
+    })
+}
+
+/// The most entries a checkpoint directory may hold to be downloaded (a Hugging Face checkpoint has a
+/// handful).
+const MAX_CHECKPOINT_ENTRIES: usize = 10_000;
+
+/// The files of a checkpoint that still exists, open, with a name for its archive. Any member. They are
+/// in the workspace volume, so anything but directories and regular files (a link, a FIFO) refuses the
+/// download instead of being followed.
+pub async fn checkpoint_files(
     db: &SqlitePool,
     storage: &Storage,
     actor: &Actor,
     workspace_id: i64,
     checkpoint_id: i64,
-) -> Result<(std::path::PathBuf, String), AppError> {
+) -> Result<(Vec<beneath::Entry>, String), AppError> {
     let mut conn = db.acquire().await?;
     authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
     let (job_id, step, path, deleted): (i64, i64, String, Option<String>) = sqlx::query_as(
@@ -833,10 +875,16 @@ pub async fn checkpoint_dir(
             "this checkpoint's files were removed by retention",
         ));
     }
-    Ok((
-        storage.volume_dir(workspace_id, DEFAULT_VOLUME).join(path),
-        format!("job{job_id}-step{step}"),
-    ))
+    drop(conn);
+    let storage = storage.clone();
+    let files = in_volume("the checkpoint's files", move || {
+        storage
+            .volume(workspace_id)?
+            .open_dir(std::path::Path::new(&path))?
+            .files(MAX_CHECKPOINT_ENTRIES)
+    })
+    .await?;
+    Ok((files, format!("job{job_id}-step{step}")))
 }
 
 #[cfg(test)]

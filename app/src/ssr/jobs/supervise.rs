@@ -5,7 +5,7 @@
 //! ([`super::log_file`]). It enforces the time limit, and when the run is over (exit status written, or
 //! the process gone) it records how it ended and gives the GPUs back.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use super::log_file::JobLogFile;
 use super::{docker, local, JobRow, Jobs, JOB_SELECT};
 use crate::error::AppError;
 use crate::ssr::gpus::{self, Holder};
-use crate::ssr::storage::DEFAULT_VOLUME;
+use crate::ssr::storage::{in_volume, DEFAULT_VOLUME};
 use crate::types::JobStatus;
 
 /// How often a supervisor looks for new output.
@@ -95,21 +95,36 @@ async fn load(db: &SqlitePool, job_id: i64) -> Result<Option<JobRow>, AppError> 
 
 async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppError> {
     let mut time_limit_hit = false;
+    let mut refused = None;
     let mut log_file = JobLogFile::open(&jobs.storage.job_logs_dir(job_id));
     loop {
         let Some(job) = load(db, job_id).await? else {
             return Ok(());
         }; // deleted
-        let dir = jobs.job_dir(job.workspace_id, job_id);
+        let volume = jobs.storage.volume_dir(job.workspace_id, DEFAULT_VOLUME);
+        let dir = super::job_rel(job_id);
         // The exit status is read before the last ingest, so output written just before it is not missed.
-        let exit = local::exit_code(&dir);
+        let exit = {
+            let (volume, dir) = (volume.clone(), dir.clone());
+            let read = in_volume("the job's exit status", move || {
+                local::exit_code(&beneath::Dir::open(&volume)?, &dir)
+            })
+            .await;
+            match read {
+                Ok(exit) => exit,
+                Err(e) => {
+                    refuse(db, job_id, &e, &mut refused, &mut log_file).await?;
+                    None
+                }
+            }
+        };
         let alive = match &job.container_name {
             // Docker unreachable: nothing can be concluded; keep watching.
             Some(name) => docker::is_running(jobs, name).await.unwrap_or(true),
             None => job.pid.is_some_and(local::is_alive),
         };
         let gone = exit.is_none() && !alive;
-        if ingest(db, jobs, &job, &dir, &mut log_file).await? {
+        if ingest(db, jobs, &job, &mut refused, &mut log_file).await? {
             jobs.changed();
         }
         if exit.is_some() || gone {
@@ -146,7 +161,7 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
                 jobs.changed();
                 match &job.container_name {
                     Some(name) => docker::signal_stop(jobs, name).await,
-                    None => local::signal_stop(&dir),
+                    None => local::signal_stop(&volume, &dir, job.pid).await,
                 }
             }
         }
@@ -160,15 +175,32 @@ async fn ingest(
     db: &SqlitePool,
     jobs: &Jobs,
     job: &JobRow,
-    dir: &Path,
+    refused: &mut Option<String>,
     log_file: &mut Option<JobLogFile>,
 ) -> Result<bool, AppError> {
-    let (events, events_end) = read_lines(&dir.join("events.jsonl"), job.events_offset as u64);
-    let (logs, log_end) = read_lines(&dir.join("train.log"), job.log_offset as u64);
+    let volume = jobs.storage.volume_dir(job.workspace_id, DEFAULT_VOLUME);
+    let read = {
+        let (volume, dir) = (volume.clone(), super::job_rel(job.id));
+        let offsets = (job.events_offset as u64, job.log_offset as u64);
+        in_volume("the job's output", move || {
+            let volume = beneath::Dir::open(&volume)?;
+            Ok((
+                read_lines(&volume, &dir.join("events.jsonl"), offsets.0)?,
+                read_lines(&volume, &dir.join("train.log"), offsets.1)?,
+            ))
+        })
+        .await
+    };
+    let ((events, events_end), (logs, log_end)) = match read {
+        Ok(read) => read,
+        Err(e) => {
+            refuse(db, job.id, &e, refused, log_file).await?;
+            return Ok(false);
+        }
+    };
     if events.is_empty() && logs.is_empty() {
         return Ok(false);
     }
-    let volume = jobs.storage.volume_dir(job.workspace_id, DEFAULT_VOLUME);
     let mut tx = crate::ssr::db::write_tx(db).await?;
     // The lines for the file: the platform's notes and every line of `train.log`.
     let mut lines = Vec::new();
@@ -213,21 +245,20 @@ async fn ingest(
     Ok(true)
 }
 
-/// Complete lines of `path` from byte `offset` (at most [`READ_CHUNK`] bytes), and the offset after them.
-fn read_lines(path: &Path, offset: u64) -> (Vec<String>, u64) {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return (Vec::new(), offset);
+/// Complete lines of `file` (relative to `volume`) from byte `offset` (at most [`READ_CHUNK`] bytes),
+/// and the offset after them; none while the file does not exist.
+fn read_lines(
+    volume: &beneath::Dir,
+    file: &Path,
+    offset: u64,
+) -> beneath::Result<(Vec<String>, u64)> {
+    let buf = match volume.read_from(file, offset, READ_CHUNK) {
+        Ok(buf) => buf,
+        Err(e) if e.is_missing() => return Ok((Vec::new(), offset)),
+        Err(e) => return Err(e),
     };
-    if file.seek(SeekFrom::Start(offset)).is_err() {
-        return (Vec::new(), offset);
-    }
-    let mut buf = Vec::new();
-    if file.take(READ_CHUNK).read_to_end(&mut buf).is_err() {
-        return (Vec::new(), offset);
-    }
     let Some(last_newline) = buf.iter().rposition(|b| *b == b'\n') else {
-        return (Vec::new(), offset);
+        return Ok((Vec::new(), offset));
     };
     let complete = &buf[..=last_newline];
     let lines = complete
@@ -239,7 +270,30 @@ fn read_lines(path: &Path, offset: u64) -> (Vec<String>, u64) {
                 .to_string()
         })
         .collect();
-    (lines, offset + complete.len() as u64)
+    Ok((lines, offset + complete.len() as u64))
+}
+
+/// Notes in the job's log that its files in the volume were refused (once per reason), so the team
+/// sees why the job's progress stopped showing.
+async fn refuse(
+    db: &SqlitePool,
+    job_id: i64,
+    e: &AppError,
+    refused: &mut Option<String>,
+    log_file: &mut Option<JobLogFile>,
+) -> Result<(), AppError> {
+    let message = match e {
+        AppError::Conflict { message, .. } | AppError::Unavailable { message, .. } => {
+            message.clone()
+        }
+        other => other.to_string(),
+    };
+    if refused.as_deref() == Some(message.as_str()) {
+        return Ok(());
+    }
+    note(db, job_id, &format!("[paddock] {message}"), log_file).await?;
+    *refused = Some(message);
+    Ok(())
 }
 
 async fn insert_log(conn: &mut SqliteConnection, job_id: i64, line: &str) -> Result<(), AppError> {
@@ -325,8 +379,16 @@ async fn apply(
             }
         }
         "checkpoint" => {
-            let path =
-                relative_checkpoint_path(event["path"].as_str().unwrap_or_default(), job, volume);
+            let reported = event["path"].as_str().unwrap_or_default();
+            let path = match checkpoint_path(reported, job.id, volume) {
+                Ok(path) => path,
+                Err(why) => {
+                    let note = format!("[paddock] checkpoint at step {step} not recorded: {why}");
+                    insert_log(conn, job.id, &note).await?;
+                    lines.push(note);
+                    return Ok(());
+                }
+            };
             sqlx::query(
                 "INSERT INTO checkpoints (job_id, workspace_id, step, epoch, metrics, path, bytes, sha256, best, created_at)
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, step) DO NOTHING",
@@ -400,19 +462,37 @@ async fn apply(
 }
 
 /// The checkpoint's path relative to the workspace volume, whether the trainer reported it relative to
-/// its job directory, absolute on the host, or absolute in a container (`/workspace/...`).
-fn relative_checkpoint_path(reported: &str, job: &JobRow, volume: &Path) -> String {
-    let path = PathBuf::from(reported);
-    if let Ok(rest) = path.strip_prefix(volume) {
-        return rest.to_string_lossy().into_owned();
+/// its job directory, absolute on the host, or absolute in a container (`/workspace/...`). The event
+/// comes from a file the team can write, so the path must name a folder inside the job's own directory
+/// (`jobs/<id>/...`, plain names only); anything else is refused, never stored.
+fn checkpoint_path(reported: &str, job_id: i64, volume: &Path) -> Result<String, String> {
+    use std::path::Component;
+    let path = Path::new(reported);
+    let in_volume = if let Ok(rest) = path.strip_prefix(volume) {
+        rest.to_path_buf()
+    } else if let Ok(rest) = path.strip_prefix("/workspace") {
+        rest.to_path_buf()
+    } else if path.is_relative() {
+        super::job_rel(job_id).join(path)
+    } else {
+        return Err(format!("`{reported}` is outside the workspace volume"));
+    };
+    let names: Option<Vec<&str>> = in_volume
+        .components()
+        .filter(|c| *c != Component::CurDir)
+        .map(|c| match c {
+            Component::Normal(name) => name.to_str(),
+            _ => None,
+        })
+        .collect();
+    match names {
+        Some(names) if names.len() > 2 && names[0] == "jobs" && names[1] == job_id.to_string() => {
+            Ok(names.join("/"))
+        }
+        _ => Err(format!(
+            "`{reported}` is not a folder inside the job's directory"
+        )),
     }
-    if let Ok(rest) = path.strip_prefix("/workspace") {
-        return rest.to_string_lossy().into_owned();
-    }
-    if path.is_relative() {
-        return format!("jobs/{}/{}", job.id, reported.trim_start_matches("./"));
-    }
-    reported.to_string()
 }
 
 /// Checkpoints whose directory the trainer's best-k retention removed keep their row, marked deleted.
@@ -426,8 +506,14 @@ async fn mark_deleted_checkpoints(
             .bind(job_id)
             .fetch_all(&mut *conn)
             .await?;
+    // A volume that cannot be opened says nothing about which are gone.
+    let Ok(dir) = beneath::Dir::open(volume) else {
+        return Ok(());
+    };
     for (id, path) in kept {
-        if !volume.join(&path).exists() {
+        // A link put in the checkpoint's place is not its files either.
+        if !dir.exists(Path::new(&path)).unwrap_or(false) || dir.open_dir(Path::new(&path)).is_err()
+        {
             sqlx::query("UPDATE checkpoints SET deleted_at = ? WHERE id = ?")
                 .bind(crate::ssr::now())
                 .bind(id)
@@ -491,14 +577,59 @@ mod tests {
 
     #[test]
     fn only_complete_lines_are_read_and_the_offset_moves_past_them() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("events.jsonl");
-        std::fs::write(&file, "{\"a\":1}\n{\"b\":2}\n{\"c\":").unwrap();
-        let (lines, end) = read_lines(&file, 0);
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("events.jsonl"),
+            "{\"a\":1}\n{\"b\":2}\n{\"c\":",
+        )
+        .unwrap();
+        let dir = beneath::Dir::open(tmp.path()).unwrap();
+        let file = Path::new("events.jsonl");
+        let (lines, end) = read_lines(&dir, file, 0).unwrap();
         assert_eq!(lines, ["{\"a\":1}", "{\"b\":2}"]);
         assert_eq!(end, 16);
-        let (lines, end2) = read_lines(&file, end);
+        let (lines, end2) = read_lines(&dir, file, end).unwrap();
         assert!(lines.is_empty() && end2 == end, "a half-written line waits");
-        assert_eq!(read_lines(&dir.path().join("missing"), 7), (Vec::new(), 7));
+        assert_eq!(
+            read_lines(&dir, Path::new("missing"), 7).unwrap(),
+            (Vec::new(), 7)
+        );
+        std::os::unix::fs::symlink("events.jsonl", tmp.path().join("link.jsonl")).unwrap();
+        assert!(read_lines(&dir, Path::new("link.jsonl"), 0).is_err_and(|e| e.is_refusal()));
+    }
+
+    #[test]
+    fn a_checkpoint_path_must_be_inside_the_jobs_directory() {
+        let volume = Path::new("/data/volumes/w1/workspace");
+        let ok = |reported: &str| checkpoint_path(reported, 7, volume);
+        assert_eq!(
+            ok("checkpoints/step-10").unwrap(),
+            "jobs/7/checkpoints/step-10"
+        );
+        assert_eq!(
+            ok("./checkpoints/step-10").unwrap(),
+            "jobs/7/checkpoints/step-10"
+        );
+        assert_eq!(
+            ok("/workspace/jobs/7/checkpoints/step-10").unwrap(),
+            "jobs/7/checkpoints/step-10"
+        );
+        assert_eq!(
+            ok("/data/volumes/w1/workspace/jobs/7/checkpoints/step-10").unwrap(),
+            "jobs/7/checkpoints/step-10"
+        );
+        for forged in [
+            "/data",
+            "/etc/passwd",
+            "../../../..",
+            "checkpoints/../../8/checkpoints/step-1",
+            "/workspace/jobs/8/checkpoints/step-1",
+            "/workspace/datasets/1",
+            "/workspace/jobs/7",
+            "",
+            "/data/volumes/w2/workspace/jobs/7/x",
+        ] {
+            assert!(ok(forged).is_err(), "{forged:?} was accepted");
+        }
     }
 }

@@ -131,21 +131,15 @@ pub async fn delete(
 /// The file as uploaded.
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/datasets/{dataset_id}/file", tag = "datasets", security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("dataset_id" = i64, Path, description = "dataset id")),
-    responses((status = 200, content_type = "application/octet-stream", description = "the file"), (status = 404, body = ErrorBody)))]
+    responses((status = 200, content_type = "application/octet-stream", description = "the file"), (status = 404, body = ErrorBody),
+              (status = 409, description = "the file in the workspace volume is missing, or was replaced by a link or something other than a regular file", body = ErrorBody)))]
 pub async fn download(
     State(state): State<AppState>,
     actor: Actor,
     Path((id, dataset_id)): Path<(i64, i64)>,
 ) -> Result<Response, AppError> {
-    let path = datasets::file_path(&state.db, &state.storage, &actor, id, dataset_id).await?;
-    let file = tokio::fs::File::open(&path)
-        .await
-        .map_err(|e| crate::ssr::http_error::internal("opening a dataset", e))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "dataset".into());
-    let stream = tokio_util::io::ReaderStream::new(file);
+    let (file, name) = datasets::file(&state.db, &state.storage, &actor, id, dataset_id).await?;
+    let stream = tokio_util::io::ReaderStream::new(tokio::fs::File::from_std(file));
     Ok((
         [
             (header::CONTENT_TYPE, "application/octet-stream".to_string()),

@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use crate::error::AppError;
 use crate::ssr::auth::Actor;
-use crate::ssr::http_error::{internal, ErrorBody};
+use crate::ssr::http_error::ErrorBody;
 use crate::ssr::jobs;
 use crate::ssr::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
 use crate::ssr::AppState;
@@ -285,31 +285,37 @@ pub async fn checkpoints(
     security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("checkpoint_id" = i64, Path, description = "checkpoint id")),
     responses((status = 200, content_type = "application/x-tar", description = "the archive"), (status = 404, body = ErrorBody),
-              (status = 409, description = "files removed by retention", body = ErrorBody)))]
+              (status = 409, description = "files removed by retention, or a checkpoint directory holding a link or anything but folders and regular files", body = ErrorBody)))]
 pub async fn download(
     State(state): State<AppState>,
     actor: Actor,
     Path((id, checkpoint_id)): Path<(i64, i64)>,
 ) -> Result<Response, AppError> {
-    let (dir, name) =
-        jobs::checkpoint_dir(&state.db, &state.storage, &actor, id, checkpoint_id).await?;
-    if !dir.is_dir() {
-        return Err(internal(
-            "checkpoint download",
-            format!("{} is missing", dir.display()),
-        ));
-    }
+    let (files, name) =
+        jobs::checkpoint_files(&state.db, &state.storage, &actor, id, checkpoint_id).await?;
     // tar writes synchronously into one end of a pipe on a blocking thread; the response reads the other.
+    // Only the regular files listed (and opened) above go in, under headers made from their metadata.
     let (reader, writer) = tokio::io::duplex(256 * 1024);
-    let prefix = name.clone();
+    let prefix = std::path::PathBuf::from(&name);
     tokio::task::spawn_blocking(move || {
+        use std::io::Read;
         let writer = tokio_util::io::SyncIoBridge::new(writer);
         let mut archive = tar::Builder::new(writer);
-        archive.follow_symlinks(false);
-        if let Err(e) = archive
-            .append_dir_all(&prefix, &dir)
-            .and_then(|_| archive.finish())
-        {
+        let written = files.into_iter().try_for_each(|entry| {
+            let mut header = tar::Header::new_gnu();
+            header.set_entry_type(tar::EntryType::Regular);
+            header.set_size(entry.bytes);
+            header.set_mode(entry.mode & 0o755);
+            header.set_mtime(entry.modified.max(0) as u64);
+            // The size in the header is what is written, should the file change meanwhile.
+            let data = entry
+                .file
+                .take(entry.bytes)
+                .chain(std::io::repeat(0))
+                .take(entry.bytes);
+            archive.append_data(&mut header, prefix.join(&entry.path), data)
+        });
+        if let Err(e) = written.and_then(|_| archive.finish()) {
             tracing::warn!(error = %e, "checkpoint archive interrupted");
         }
     });
