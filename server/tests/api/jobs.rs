@@ -20,7 +20,7 @@ fn tiny(name: &str, dataset: i64, max_steps: u32) -> Value {
     })
 }
 
-async fn submit(user: &User, server: &Server, ws: i64, spec: Value) -> i64 {
+pub(crate) async fn submit(user: &User, server: &Server, ws: i64, spec: Value) -> i64 {
     let res = user
         .client
         .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
@@ -46,7 +46,7 @@ async fn job(user: &User, server: &Server, ws: i64, id: i64) -> Value {
 }
 
 /// Polls until `done(job)`; the job's server-side log is printed if it never happens.
-async fn wait_for(
+pub(crate) async fn wait_for(
     user: &User,
     server: &Server,
     ws: i64,

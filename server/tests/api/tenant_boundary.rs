@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{status_json, workspace_with_sample, Server, User};
+use crate::common::{workspace_with_sample, Server, User};
+use crate::jobs::{submit, wait_for};
 
 const NO_DOCKER: &[&str] = &["--docker-host", "unix:///nonexistent.sock"];
 
@@ -115,37 +116,12 @@ async fn a_job_directory_made_in_advance_as_a_link_is_not_written_through() {
         "name": "planted", "dataset_id": ds, "preset": "tiny", "epochs": 1, "batch_size": 16,
         "max_seq_len": 32, "learning_rate": 0.002, "max_steps": 2, "eval_every_steps": 1, "keep_best": 1,
     });
-    let (status, job) = status_json(
-        owner
-            .client
-            .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
-            .json(&spec)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{job}");
-    let id = job["summary"]["id"].as_i64().unwrap();
+    let id = submit(&owner, &server, ws, spec).await;
     assert_eq!(id, 1);
-    let mut last = Value::Null;
-    for _ in 0..300 {
-        let (_, j) = status_json(
-            owner
-                .client
-                .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}")))
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await;
-        last = j;
-        if last["summary"]["status"] == "failed" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    assert_eq!(last["summary"]["status"], "failed", "{last}");
+    let last = wait_for(&owner, &server, ws, id, "the job to fail", |j| {
+        j["summary"]["status"] == "failed"
+    })
+    .await;
     let message = last["summary"]["status_message"]
         .as_str()
         .unwrap_or_default();
