@@ -512,8 +512,7 @@ async fn mark_deleted_checkpoints(
     };
     for (id, path) in kept {
         // A link put in the checkpoint's place is not its files either.
-        if !dir.exists(Path::new(&path)).unwrap_or(false) || dir.open_dir(Path::new(&path)).is_err()
-        {
+        if dir.open_dir(Path::new(&path)).is_err() {
             sqlx::query("UPDATE checkpoints SET deleted_at = ? WHERE id = ?")
                 .bind(crate::ssr::now())
                 .bind(id)
