@@ -342,6 +342,21 @@ impl Dir {
         Ok(buf)
     }
 
+    /// The last `max` bytes (or fewer) of a regular file of any size: for the end of a log.
+    pub fn read_tail(&self, rel: &Path, max: u64) -> Result<Vec<u8>> {
+        let mut file = self.open_file(rel, u64::MAX)?;
+        let io = |source| Error::Io {
+            path: rel.to_path_buf(),
+            source,
+        };
+        let bytes = file.metadata().map_err(io)?.len();
+        file.seek(SeekFrom::Start(bytes.saturating_sub(max)))
+            .map_err(io)?;
+        let mut buf = Vec::new();
+        file.take(max).read_to_end(&mut buf).map_err(io)?;
+        Ok(buf)
+    }
+
     /// Whether anything (of any kind, links included) is at `rel`; a link on the way is an error.
     pub fn exists(&self, rel: &Path) -> Result<bool> {
         let (parent, name) = match self.parent_of(rel) {

@@ -14,6 +14,14 @@ fn tree() -> (tempfile::TempDir, Dir) {
     (tmp, dir)
 }
 
+/// The file outside the tree still holds what it held.
+fn assert_secret_untouched(tmp: &tempfile::TempDir) {
+    assert_eq!(
+        std::fs::read(tmp.path().join("secret.db")).unwrap(),
+        b"SECRET"
+    );
+}
+
 fn mkfifo(path: &Path) {
     rustix::fs::mknodat(
         rustix::fs::CWD,
@@ -53,6 +61,12 @@ fn a_file_beneath_is_read() {
             .unwrap(),
         b"one"
     );
+    let tail = |max| {
+        dir.read_tail(Path::new("jobs/1/events.jsonl"), max)
+            .unwrap()
+    };
+    assert_eq!(tail(4), b"two\n");
+    assert_eq!(tail(100), b"one\ntwo\n");
 }
 
 #[test]
@@ -156,10 +170,7 @@ fn writing_replaces_a_planted_link_or_fifo_instead_of_going_through_it() {
     let d = std::sync::Arc::new(dir);
     let d2 = d.clone();
     without_blocking(move || d2.write(Path::new("jobs/1/trainer.pid"), b"7\n", 0o644)).unwrap();
-    assert_eq!(
-        std::fs::read(tmp.path().join("secret.db")).unwrap(),
-        b"SECRET"
-    );
+    assert_secret_untouched(&tmp);
     assert_eq!(
         std::fs::read(vol.join("jobs/1/job.toml")).unwrap(),
         b"[job]\n"
@@ -174,10 +185,7 @@ fn writing_replaces_a_planted_link_or_fifo_instead_of_going_through_it() {
         .write(Path::new("jobs/2/secret.db"), b"x", 0o644)
         .unwrap_err();
     assert!(matches!(err, Error::Link(_)), "{err}");
-    assert_eq!(
-        std::fs::read(tmp.path().join("secret.db")).unwrap(),
-        b"SECRET"
-    );
+    assert_secret_untouched(&tmp);
 }
 
 #[test]
@@ -281,10 +289,7 @@ fn a_file_moves_in_without_replacing_anything() {
         .move_in(&upload, Path::new("datasets/10/secret.db"))
         .unwrap_err();
     assert!(matches!(err, Error::Link(_)), "{err}");
-    assert_eq!(
-        std::fs::read(tmp.path().join("secret.db")).unwrap(),
-        b"SECRET"
-    );
+    assert_secret_untouched(&tmp);
 }
 
 #[test]

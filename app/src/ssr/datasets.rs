@@ -17,7 +17,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use super::http_error::{internal, is_unique_violation};
-use super::storage::{in_volume, Storage};
+use super::storage::{in_volume, remove_from_volume, Storage};
 use crate::error::AppError;
 use crate::types::{DatasetDetail, DatasetPreview, DatasetSummary, Role};
 
@@ -285,7 +285,7 @@ where
     let dir = format!("datasets/{id}");
     tmp.persist(storage, workspace_id, &dir, &file_name).await?;
     if let Err(e) = tx.commit().await {
-        remove_files(storage, workspace_id, dir).await;
+        remove_from_volume(storage, workspace_id, dir.into()).await;
         return Err(e.into());
     }
     get(db, actor, workspace_id, id).await
@@ -361,23 +361,9 @@ pub async fn delete(
     tx.commit().await?;
     // The row is gone first: a file left by a failed removal is garbage, never a dangling reference.
     if let Some(dir) = Path::new(&path).parent() {
-        remove_files(storage, workspace_id, dir.to_path_buf()).await;
+        remove_from_volume(storage, workspace_id, dir.to_path_buf()).await;
     }
     Ok(())
-}
-
-/// Removes a dataset's directory from the volume (never following a link planted in it); a failure is
-/// logged: the row is what counts.
-async fn remove_files(storage: &Storage, workspace_id: i64, dir: impl Into<PathBuf>) {
-    let (storage, dir) = (storage.clone(), dir.into());
-    let shown = dir.display().to_string();
-    if let Err(e) = in_volume("removing a dataset's files", move || {
-        storage.volume(workspace_id)?.remove_all(&dir)
-    })
-    .await
-    {
-        tracing::warn!(workspace_id, dir = shown, error = %e, "could not remove a dataset's files");
-    }
 }
 
 /// Streams the body to `path`, hashing it; `TooLarge` beyond `limit` bytes. Also receives model archives

@@ -405,10 +405,10 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
     // A refused `exit_code` (a link, a FIFO) counts as none: the evaluator's end is then seen as it
     // disappearing.
     let exit_code = || {
-        let (volume, dir) = (volume.clone(), dir.clone());
+        let (storage, dir) = (jobs.storage.clone(), dir.clone());
         async move {
             in_volume("the evaluation's exit status", move || {
-                local::exit_code(&beneath::Dir::open(&volume)?, &dir)
+                local::exit_code(&storage.volume(l.workspace_id)?, &dir)
             })
             .await
             .unwrap_or(None)
@@ -535,16 +535,9 @@ async fn finish(
         let (storage, file) = (jobs.storage.clone(), dir.join(name));
         async move {
             in_volume(what, move || {
-                let volume = storage.volume(workspace_id)?;
-                let bytes = volume
-                    .open_file(&file, u64::MAX)?
-                    .metadata()
-                    .map_or(0, |m| m.len());
-                volume.read_from(
-                    &file,
-                    bytes.saturating_sub(MAX_OUTPUT_READ),
-                    MAX_OUTPUT_READ,
-                )
+                storage
+                    .volume(workspace_id)?
+                    .read_tail(&file, MAX_OUTPUT_READ)
             })
             .await
             .map(|b| String::from_utf8_lossy(&b).into_owned())

@@ -18,7 +18,7 @@ use super::auth::Actor;
 use super::datasets::{receive, TempFile};
 use super::db::write_tx;
 use super::http_error::{internal, is_unique_violation};
-use super::storage::{in_volume, Storage};
+use super::storage::{in_volume, remove_from_volume, Storage};
 use crate::error::AppError;
 use crate::types::{PretrainedModel, Role};
 
@@ -221,7 +221,7 @@ where
     })
     .await?;
     if let Err(e) = tx.commit().await {
-        remove_files(storage, workspace_id, relative).await;
+        remove_from_volume(storage, workspace_id, relative.into()).await;
         return Err(e.into());
     }
     let row = sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE m.id = ?"))
@@ -280,20 +280,8 @@ pub async fn delete(
     )
     .await?;
     tx.commit().await?;
-    remove_files(storage, workspace_id, path).await;
+    remove_from_volume(storage, workspace_id, path.into()).await;
     Ok(())
-}
-
-/// Removes a model's folder from the volume, never following a link planted in it; a failure is logged.
-async fn remove_files(storage: &Storage, workspace_id: i64, path: String) {
-    let storage = storage.clone();
-    let removed = in_volume("removing a model's files", move || {
-        storage.volume(workspace_id)?.remove_all(Path::new(&path))
-    })
-    .await;
-    if let Err(e) = removed {
-        tracing::warn!(workspace_id, error = %e, "could not remove a model's files");
-    }
 }
 
 /// A directory removed when dropped (unless moved away first).

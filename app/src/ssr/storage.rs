@@ -57,9 +57,7 @@ impl Storage {
             .join("jobs")
             .join(job_id.to_string())
     }
-}
 
-impl Storage {
     /// A workspace's default volume, opened as the hostile tree it is (see [`in_volume`]); made if missing.
     pub fn volume(&self, workspace_id: i64) -> beneath::Result<beneath::Dir> {
         beneath::Dir::create(&self.volume_dir(workspace_id, DEFAULT_VOLUME))
@@ -92,8 +90,22 @@ pub async fn in_volume<T: Send + 'static>(
     }
 }
 
+/// Removes `rel` (a file or a folder) from a workspace's volume, never following a link planted in it.
+/// For clean-ups after the row is gone: a failure is logged, not answered — the row is what counts.
+pub async fn remove_from_volume(storage: &Storage, workspace_id: i64, rel: PathBuf) {
+    let storage = storage.clone();
+    let shown = rel.display().to_string();
+    let removed = in_volume("removing files", move || {
+        storage.volume(workspace_id)?.remove_all(&rel)
+    })
+    .await;
+    if let Err(e) = removed {
+        tracing::warn!(workspace_id, path = shown, error = %e, "could not remove files from a volume");
+    }
+}
+
 /// The answer for a file in a volume that could not be used.
-pub fn volume_error(what: &str, e: &beneath::Error) -> AppError {
+fn volume_error(what: &str, e: &beneath::Error) -> AppError {
     if e.is_refusal() {
         tracing::warn!(what, error = %e, "refused a file in a workspace volume");
         AppError::conflict(

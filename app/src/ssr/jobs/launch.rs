@@ -11,7 +11,7 @@ use sqlx::SqlitePool;
 use super::{docker, job_rel, local, supervise, Jobs};
 use crate::error::AppError;
 use crate::ssr::gpus::{self, Holder};
-use crate::ssr::storage::{in_volume, DEFAULT_VOLUME};
+use crate::ssr::storage::in_volume;
 
 /// Launches job `job_id` (status `starting`, GPUs already leased) in the background.
 pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
@@ -104,13 +104,10 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
             .execute(db)
             .await
             .map_err(|e| e.to_string())?;
-        local::wait_for_pid_file(&jobs.job_dir(workspace_id, job_id)).await;
+        local::wait_for_pid_file(&jobs.storage, workspace_id, &job_rel(job_id)).await;
         match &container {
             Some(name) => docker::signal_stop(jobs, name).await,
-            None => {
-                let volume = jobs.storage.volume_dir(workspace_id, DEFAULT_VOLUME);
-                local::signal_stop(&volume, &job_rel(job_id), pid).await
-            }
+            None => local::signal_stop(&jobs.storage, workspace_id, &job_rel(job_id), pid).await,
         }
     }
     Ok(())

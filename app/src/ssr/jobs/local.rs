@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use super::Jobs;
-use crate::ssr::storage::in_volume;
+use crate::ssr::storage::{in_volume, Storage};
 
 /// The wrapper (`$1` the binary, `$2` the byte limit of `train.log`): runs the trainer in the background
 /// so that its pid can be recorded (a cancel signals the trainer, not the shell), its stderr piped into
@@ -74,9 +74,13 @@ pub fn launch(jobs: &Jobs, dir: beneath::Dir, devices: &[u32]) -> Result<u32, St
 /// Waits (up to a second) for the wrapper to record the trainer's pid: a job cancelled while it was
 /// starting is signalled right after launch, and a signal sent before `trainer.pid` exists would be lost.
 /// Both executors run the same wrapper, so the file is there for containers too (the volume is shared).
-pub(super) async fn wait_for_pid_file(dir: &Path) {
+pub(super) async fn wait_for_pid_file(storage: &Storage, workspace_id: i64, dir: &Path) {
     for _ in 0..50 {
-        if dir.join("trainer.pid").exists() {
+        let (storage, file) = (storage.clone(), dir.join("trainer.pid"));
+        let written = in_volume("the trainer's pid", move || {
+            storage.volume(workspace_id)?.exists(&file)
+        });
+        if written.await.unwrap_or(false) {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -90,10 +94,10 @@ const SMALL_FILE: u64 = 32;
 /// finishes the step, writes a checkpoint, ends). The pid comes from `trainer.pid`, which anyone with a
 /// shell in the volume can rewrite, so it is only believed when that process is in `group`: the process
 /// group of the wrapper the server started itself ([`launch`] makes it a group leader).
-pub async fn signal_stop(volume: &Path, dir: &Path, group: Option<i64>) {
-    let (volume, file) = (volume.to_path_buf(), dir.join("trainer.pid"));
+pub async fn signal_stop(storage: &Storage, workspace_id: i64, dir: &Path, group: Option<i64>) {
+    let (storage, file) = (storage.clone(), dir.join("trainer.pid"));
     let read = in_volume("the trainer's pid", move || {
-        beneath::Dir::open(&volume)?.read(&file, SMALL_FILE)
+        storage.volume(workspace_id)?.read(&file, SMALL_FILE)
     })
     .await;
     let pid = read

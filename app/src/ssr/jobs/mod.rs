@@ -33,7 +33,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use super::http_error::internal;
-use super::storage::{in_volume, Storage, DEFAULT_VOLUME};
+use super::storage::{in_volume, remove_from_volume, Storage, DEFAULT_VOLUME};
 use crate::error::AppError;
 use crate::types::*;
 
@@ -553,8 +553,7 @@ pub async fn cancel(
         match &job.container_name {
             Some(name) => docker::signal_stop(jobs, name).await,
             None => {
-                let volume = jobs.storage.volume_dir(workspace_id, DEFAULT_VOLUME);
-                local::signal_stop(&volume, &job_rel(job_id), job.pid).await
+                local::signal_stop(&jobs.storage, workspace_id, &job_rel(job_id), job.pid).await
             }
         }
     }
@@ -645,15 +644,7 @@ pub async fn delete(
     )
     .await?;
     tx.commit().await?;
-    // The job's directory is in the volume: removed without following any link planted in it.
-    let storage = jobs.storage.clone();
-    let removed = in_volume("removing the job's files", move || {
-        storage.volume(workspace_id)?.remove_all(&job_rel(job_id))
-    })
-    .await;
-    if let Err(e) = removed {
-        tracing::warn!(job_id, error = %e, "could not remove a deleted job's files");
-    }
+    remove_from_volume(&jobs.storage, workspace_id, job_rel(job_id)).await;
     if let Err(e) = tokio::fs::remove_dir_all(jobs.storage.job_logs_dir(job_id)).await {
         if e.kind() != std::io::ErrorKind::NotFound {
             tracing::warn!(job_id, error = %e, "could not remove a deleted job's log");

@@ -101,13 +101,12 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
         let Some(job) = load(db, job_id).await? else {
             return Ok(());
         }; // deleted
-        let volume = jobs.storage.volume_dir(job.workspace_id, DEFAULT_VOLUME);
         let dir = super::job_rel(job_id);
         // The exit status is read before the last ingest, so output written just before it is not missed.
         let exit = {
-            let (volume, dir) = (volume.clone(), dir.clone());
+            let (storage, dir) = (jobs.storage.clone(), dir.clone());
             let read = in_volume("the job's exit status", move || {
-                local::exit_code(&beneath::Dir::open(&volume)?, &dir)
+                local::exit_code(&storage.volume(job.workspace_id)?, &dir)
             })
             .await;
             match read {
@@ -161,7 +160,9 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
                 jobs.changed();
                 match &job.container_name {
                     Some(name) => docker::signal_stop(jobs, name).await,
-                    None => local::signal_stop(&volume, &dir, job.pid).await,
+                    None => {
+                        local::signal_stop(&jobs.storage, job.workspace_id, &dir, job.pid).await
+                    }
                 }
             }
         }
@@ -180,10 +181,11 @@ async fn ingest(
 ) -> Result<bool, AppError> {
     let volume = jobs.storage.volume_dir(job.workspace_id, DEFAULT_VOLUME);
     let read = {
-        let (volume, dir) = (volume.clone(), super::job_rel(job.id));
+        let (storage, workspace_id) = (jobs.storage.clone(), job.workspace_id);
+        let dir = super::job_rel(job.id);
         let offsets = (job.events_offset as u64, job.log_offset as u64);
         in_volume("the job's output", move || {
-            let volume = beneath::Dir::open(&volume)?;
+            let volume = storage.volume(workspace_id)?;
             Ok((
                 read_lines(&volume, &dir.join("events.jsonl"), offsets.0)?,
                 read_lines(&volume, &dir.join("train.log"), offsets.1)?,
