@@ -68,8 +68,10 @@ pub enum AppError {
     #[error("internal error")]
     Internal,
     /// The request never reached the handler (network, encoding); raised by the server-function layer.
-    #[error("request failed: {0}")]
-    Transport(String),
+    /// A struct variant like the others, so it serializes in the internally tagged body (a newtype
+    /// variant of a string cannot, and the server-function layer panics on an error it cannot encode).
+    #[error("request failed: {message}")]
+    Transport { message: String },
 }
 
 impl AppError {
@@ -91,6 +93,12 @@ impl AppError {
     pub fn unavailable(code: &str, message: impl Into<String>) -> Self {
         AppError::Unavailable {
             code: code.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn transport(message: impl Into<String>) -> Self {
+        AppError::Transport {
             message: message.into(),
         }
     }
@@ -118,7 +126,7 @@ impl AppError {
             AppError::NotFound => "not_found",
             AppError::TooManyRequests { .. } => "too_many_requests",
             AppError::Internal => "internal",
-            AppError::Transport(_) => "transport",
+            AppError::Transport { .. } => "transport",
         }
     }
 
@@ -133,7 +141,54 @@ impl AppError {
 impl leptos::server_fn::error::FromServerFnError for AppError {
     type Encoder = leptos::server_fn::codec::JsonEncoding;
 
+    /// On the server, the layer's own errors are the caller's: arguments that do not decode are a
+    /// malformed request (400), an unknown server function is not found (404). In the browser they are
+    /// transport failures.
     fn from_server_fn_error(value: leptos::server_fn::error::ServerFnErrorErr) -> Self {
-        AppError::Transport(value.to_string())
+        use leptos::server_fn::error::ServerFnErrorErr as E;
+        match value {
+            E::Args(why) | E::MissingArg(why) | E::UnsupportedRequestMethod(why)
+                if cfg!(feature = "ssr") =>
+            {
+                AppError::Malformed {
+                    message: format!("the server function's arguments do not decode: {why}"),
+                }
+            }
+            E::Registration(_) if cfg!(feature = "ssr") => AppError::NotFound,
+            other => AppError::transport(other.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The server-function layer panics on an error it cannot encode, so every kind must round-trip.
+    #[test]
+    fn every_kind_of_error_round_trips_through_its_json_body() {
+        let all = [
+            AppError::invalid("name", "spec_invalid", "bad"),
+            AppError::Unauthenticated,
+            AppError::Forbidden,
+            AppError::NotFound,
+            AppError::conflict("name", "username_taken", "taken"),
+            AppError::TooManyRequests {
+                retry_after_secs: 3,
+            },
+            AppError::InvalidCredentials,
+            AppError::denied("csrf_rejected", "no"),
+            AppError::TooLarge { limit_bytes: 1 },
+            AppError::Malformed {
+                message: "m".into(),
+            },
+            AppError::unavailable("docker_unavailable", "down"),
+            AppError::Internal,
+            AppError::transport("no answer"),
+        ];
+        for err in all {
+            let json = serde_json::to_string(&err).unwrap_or_else(|e| panic!("{err:?}: {e}"));
+            assert_eq!(serde_json::from_str::<AppError>(&json).unwrap(), err);
+        }
     }
 }

@@ -14,7 +14,8 @@ use app::ssr::engine::Engine;
 use app::ssr::jobs::{scheduler, Jobs};
 use app::ssr::storage::Storage;
 use app::ssr::{
-    csrf, environments, limits, observability, page_guard, rest, sessions, AppState, SecurityConfig,
+    csrf, environments, http_error, limits, observability, page_guard, rest, sessions, AppState,
+    SecurityConfig,
 };
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
@@ -151,6 +152,7 @@ pub fn router(state: AppState, config: &ServeConfig) -> Router {
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
             app::shell,
         ))
+        .layer(middleware::from_fn(http_error::server_fn_status))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::protect))
         .layer(sessions::layer(&state.db, state.security.secure_cookies))
         .layer(TraceLayer::new_for_http())

@@ -42,8 +42,8 @@ impl Response {
                 message: b.message,
             },
             // Status 0: the request never got an answer (network down, server gone).
-            Err(_) if self.status == 0 => AppError::Transport("no answer from the server".into()),
-            Err(_) => AppError::Transport(format!("HTTP {}", self.status)),
+            Err(_) if self.status == 0 => AppError::transport("no answer from the server"),
+            Err(_) => AppError::transport(format!("HTTP {}", self.status)),
         }
     }
 }

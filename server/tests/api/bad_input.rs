@@ -224,3 +224,50 @@ async fn malformed_and_oversized_bodies_write_nothing() {
     .await;
     assert_eq!(status, StatusCode::CREATED);
 }
+
+/// Server functions whose arguments do not decode, unknown ones and a wrong method: each a 4xx with the
+/// error in the body, never a panic or a dropped connection; the server keeps answering.
+#[tokio::test]
+async fn server_function_calls_that_do_not_decode_are_answered_with_4xx() {
+    let server = Server::start();
+    let client = server.client();
+    let origin = server.base.clone();
+    let call = |path: &str, body: &'static str| {
+        client
+            .post(server.url(path))
+            .header("origin", &origin)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+    };
+    for (path, body) in [
+        ("/rpc/sign_in", "zzz=1"),
+        ("/rpc/sign_in", "username=a"),
+        ("/rpc/sign_in", "%ff%fe=%00"),
+        ("/rpc/create_workspace", ""),
+    ] {
+        let res = call(path, body)
+            .await
+            .expect("an answer, not a dropped connection");
+        let status = res.status();
+        let answer: serde_json::Value = res.json().await.unwrap_or_default();
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path} {body}: {answer}");
+        assert_eq!(answer["kind"], "malformed", "{path} {body}: {answer}");
+    }
+    let res = client
+        .get(server.url("/rpc/sign_in?zzz=1"))
+        .send()
+        .await
+        .expect("an answer");
+    assert!(res.status().is_client_error(), "GET: {}", res.status());
+    let res = call("/rpc/sign_in", "username=nobody&password=wrong")
+        .await
+        .unwrap();
+    assert_eq!(
+        res.status(),
+        StatusCode::UNAUTHORIZED,
+        "a decodable call still reaches its handler"
+    );
+    let res = client.get(server.url("/healthz")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+}

@@ -196,9 +196,7 @@ fn UploadModel(workspace_id: i64, #[prop(into)] on_done: Callback<()>) -> impl I
             Some(r) => request.set_value(Some(r)),
             None => {
                 progress.set(None);
-                error.set(Some(AppError::Transport(
-                    "the upload could not start".into(),
-                )));
+                error.set(Some(AppError::transport("the upload could not start")));
             }
         }
     };

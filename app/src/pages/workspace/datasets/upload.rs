@@ -127,7 +127,7 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
                 if answer.status == 201 {
                     match serde_json::from_str::<DatasetDetail>(&answer.body) {
                         Ok(detail) => on_done.run(detail.summary.id),
-                        Err(e) => error.set(Some(AppError::Transport(e.to_string()))),
+                        Err(e) => error.set(Some(AppError::transport(e.to_string()))),
                     }
                 } else {
                     error.set(Some(answer.error()));
@@ -138,9 +138,7 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
             Some(r) => request.set_value(Some(r)),
             None => {
                 phase.set(Phase::Idle);
-                error.set(Some(AppError::Transport(
-                    "the upload could not start".into(),
-                )));
+                error.set(Some(AppError::transport("the upload could not start")));
             }
         }
     };

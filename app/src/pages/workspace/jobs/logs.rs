@@ -63,7 +63,7 @@ pub fn JobLog(
             }
             match serde_json::from_str::<Vec<LogLine>>(&answer.body) {
                 Ok(lines) => found.set(Some((wanted, lines))),
-                Err(e) => error.set(Some(AppError::Transport(e.to_string()))),
+                Err(e) => error.set(Some(AppError::transport(e.to_string()))),
             }
         });
         match started {
