@@ -27,6 +27,7 @@ pub async fn sign_up(username: String, password: String) -> Result<Me, AppError>
             let state = ctx::state()?;
             let signed = ssr::accounts::sign_up(
                 &state.db,
+                &state.throttle,
                 &username,
                 &password,
                 ctx::client_ip().as_deref(),

@@ -39,6 +39,15 @@ use crate::pages::{admin, auth, home, not_found, tokens, workspace};
 /// leptos_meta so that it follows the chosen language, and the hydrating client reads it back to
 /// start in the same language the server rendered.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    if let (Some(nonce), Some(response)) = (
+        leptos::nonce::use_nonce(),
+        use_context::<leptos_axum::ResponseOptions>(),
+    ) {
+        if let Ok(policy) = ssr::headers::page_policy(&nonce).parse() {
+            response.insert_header(axum::http::header::CONTENT_SECURITY_POLICY, policy);
+        }
+    }
     view! {
         <!DOCTYPE html>
         <html>

@@ -64,6 +64,47 @@ pub struct DatabaseConfig {
     pub database_url: Option<String>,
 }
 
+impl ServeConfig {
+    /// The security settings, given the address the server is listening on.
+    pub fn security(&self, listening: SocketAddr) -> app::ssr::SecurityConfig {
+        let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
+            .into_iter()
+            .map(String::from)
+            .collect();
+        let ip = listening.ip();
+        if !ip.is_unspecified() {
+            hosts.push(match ip {
+                std::net::IpAddr::V4(v4) => v4.to_string(),
+                std::net::IpAddr::V6(v6) => format!("[{v6}]"),
+            });
+        }
+        let mut origins = self.allowed_origins.clone();
+        let mut secure = self.secure_cookies;
+        if let Some(url) = &self.public_url {
+            if let Some(host) = url.host_str() {
+                hosts.push(host.to_ascii_lowercase());
+            }
+            origins.push(url.origin().ascii_serialization());
+            secure |= url.scheme() == "https";
+        }
+        hosts.extend(
+            self.allowed_hosts
+                .iter()
+                .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
+                .filter(|h| !h.is_empty()),
+        );
+        app::ssr::SecurityConfig {
+            secure_cookies: secure,
+            allowed_origins: origins,
+            allowed_hosts: hosts,
+            any_ip_host: ip.is_unspecified(),
+            max_body_bytes: self.max_body_bytes,
+            sign_ups_per_hour: self.signups_per_hour,
+            metrics_token: self.metrics_token.clone().filter(|t| !t.is_empty()),
+        }
+    }
+}
+
 impl DatabaseConfig {
     pub fn url(&self) -> String {
         self.database_url
@@ -83,7 +124,17 @@ pub struct ServeConfig {
     /// Directory with the built site (`scripts/site.sh` writes `pkg/paddock.{js,wasm,css}` there).
     #[arg(long, env = "PADDOCK_SITE_ROOT", default_value = "target/site")]
     pub site_root: PathBuf,
-    /// Mark session cookies `Secure` (turn on when users reach Paddock over HTTPS).
+    /// The address users reach Paddock at (`https://paddock.example.com`), when it is not the bind
+    /// address: its host is answered to, its origin may make changes, and an `https` URL turns on
+    /// `Secure` cookies and HSTS.
+    #[arg(long, env = "PADDOCK_PUBLIC_URL")]
+    pub public_url: Option<reqwest::Url>,
+    /// Further host names the server answers to (requests naming any other `Host` are refused, which
+    /// stops DNS rebinding). Localhost, the bind address and the public URL's host are always
+    /// answered; so is any IP address when binding to all of them. Comma-separated in the variable.
+    #[arg(long = "allowed-host", env = "PADDOCK_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
+    /// Mark session cookies `Secure` (implied by an `https` public URL).
     #[arg(long, env = "PADDOCK_SECURE_COOKIES")]
     pub secure_cookies: bool,
     /// Origins, besides the request's own `Host`, allowed to make cookie-authenticated changes
@@ -95,6 +146,13 @@ pub struct ServeConfig {
         value_delimiter = ','
     )]
     pub allowed_origins: Vec<String>,
+    /// Sign-up attempts allowed per client address per hour; 0: no limit.
+    #[arg(long, env = "PADDOCK_SIGNUPS_PER_HOUR", default_value_t = app::ssr::throttle::DEFAULT_SIGN_UPS_PER_HOUR)]
+    pub signups_per_hour: usize,
+    /// A bearer token that may read `/metrics` (give it to the Prometheus scraper); without it only
+    /// signed-in admins may.
+    #[arg(long, env = "PADDOCK_METRICS_TOKEN", hide_env_values = true)]
+    pub metrics_token: Option<String>,
     /// Largest accepted request body in bytes; larger ones get 413.
     #[arg(long, env = "PADDOCK_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,

@@ -1,8 +1,8 @@
 //! `paddock serve`: opens and migrates the database, builds the router and serves it until the
 //! shutdown future resolves (Ctrl-C or SIGTERM from `main`), then drains open requests.
 //!
-//! Request flow, outermost first: request metrics → tracing → body-size limit → session cookie →
-//! CSRF check → route (`/api/v1/*` REST, `/rpc/*` server functions, Leptos pages, `/pkg` assets,
+//! Request flow, outermost first: request metrics → tracing → security headers → session cookie →
+//! Host allow-list and CSRF check → server-function statuses → body-size limit → route (`/api/v1/*` REST, `/rpc/*` server functions, Leptos pages, `/pkg` assets,
 //! `/healthz`, `/metrics`, other static files from the site root).
 
 use std::future::Future;
@@ -14,8 +14,8 @@ use app::ssr::engine::Engine;
 use app::ssr::jobs::{scheduler, Jobs};
 use app::ssr::storage::Storage;
 use app::ssr::{
-    csrf, environments, http_error, limits, observability, page_guard, rest, sessions, AppState,
-    SecurityConfig,
+    csrf, environments, headers, http_error, limits, observability, page_guard, rest, sessions,
+    AppState,
 };
 use axum::extract::DefaultBodyLimit;
 use axum::routing::get;
@@ -46,11 +46,7 @@ pub async fn run(
         .site_pkg_dir("pkg")
         .site_addr(addr)
         .build();
-    let security = SecurityConfig {
-        secure_cookies: config.secure_cookies,
-        allowed_origins: config.allowed_origins.clone(),
-        max_body_bytes: config.max_body_bytes,
-    };
+    let security = config.security(addr);
     let paddock = std::env::current_exe().context("cannot locate the paddock binary")?;
     let storage = std::sync::Arc::new(Storage::new(
         &config.db.data_dir,
@@ -155,6 +151,7 @@ pub fn router(state: AppState, config: &ServeConfig) -> Router {
         .layer(middleware::from_fn(http_error::server_fn_status))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::protect))
         .layer(sessions::layer(&state.db, state.security.secure_cookies))
+        .layer(middleware::from_fn_with_state(state.clone(), headers::secure))
         .layer(TraceLayer::new_for_http())
         .layer(middleware::from_fn(observability::track))
         .layer(middleware::from_fn(limits::close_if_body_unread))

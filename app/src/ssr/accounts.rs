@@ -9,7 +9,7 @@ use sqlx::SqlitePool;
 
 use super::audit::{self, Entry};
 use super::http_error::{internal, is_unique_violation};
-use super::throttle::SignInThrottle;
+use super::throttle::{self, Throttle};
 use crate::error::AppError;
 use crate::types::Me;
 
@@ -56,8 +56,22 @@ pub fn check_password(password: &str) -> Result<(), AppError> {
     Ok(())
 }
 
+/// At most this many password hashes run at once. Each argon2id hash holds ~19 MiB for tens of
+/// milliseconds; without a bound, a burst of sign-ups or sign-ins is a burst of memory.
+fn hashing_permits() -> &'static tokio::sync::Semaphore {
+    static PERMITS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    PERMITS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        tokio::sync::Semaphore::new(cores.clamp(1, 4))
+    })
+}
+
 pub async fn hash_password(password: &str) -> Result<String, AppError> {
     let password = password.to_owned();
+    let _permit = hashing_permits()
+        .acquire()
+        .await
+        .map_err(|e| internal("hashing permit", e))?;
     tokio::task::spawn_blocking(move || {
         let salt = SaltString::generate(&mut rand::rngs::OsRng);
         Argon2::default()
@@ -71,6 +85,10 @@ pub async fn hash_password(password: &str) -> Result<String, AppError> {
 
 async fn verify_password(password: &str, hash: &str) -> Result<bool, AppError> {
     let (password, hash) = (password.to_owned(), hash.to_owned());
+    let _permit = hashing_permits()
+        .acquire()
+        .await
+        .map_err(|e| internal("hashing permit", e))?;
     tokio::task::spawn_blocking(move || {
         let parsed = PasswordHash::new(&hash).map_err(|e| internal("stored password hash", e))?;
         Ok(Argon2::default()
@@ -169,15 +187,25 @@ pub async fn create_user(
     })
 }
 
-/// Public sign-up: refused when an admin has disabled it (unless there is no account at all yet).
+/// Public sign-up: refused when an admin has disabled it (unless there is no account at all yet),
+/// past the throttle's sign-ups per hour from one address, and while the address has used up its
+/// failed sign-ins (a guesser must not switch to creating accounts).
 pub async fn sign_up(
     db: &SqlitePool,
+    throttle: &Throttle,
     username: &str,
     password: &str,
     ip: Option<&str>,
 ) -> Result<SignedIn, AppError> {
     normalize_username(username)?;
     check_password(password)?;
+    let [_, address] = throttle::sign_in_keys(username, ip);
+    let address_key = address.0.clone();
+    let ticket = throttle
+        .take(&[throttle.sign_up_key(ip), address])
+        .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
+    // Only the sign-up budget is spent; the failed-sign-in one was only looked at.
+    throttle.give_back(ticket, |k| k == address_key);
     let (enabled, users): (bool, i64) = sqlx::query_as(
         "SELECT signup_enabled, (SELECT COUNT(*) FROM users) FROM instance_settings WHERE id = 1",
     )
@@ -196,17 +224,19 @@ pub async fn sign_up(
     })
 }
 
-/// Checks a username and password, with throttling of repeated failures per username and address.
+/// Checks a username and password. Each attempt takes a unit of the failed-sign-in budgets of
+/// (account, address) and of the address before hashing; a right password gives them back.
 pub async fn sign_in(
     db: &SqlitePool,
-    throttle: &SignInThrottle,
+    throttle: &Throttle,
     username: &str,
     password: &str,
     ip: Option<&str>,
 ) -> Result<SignedIn, AppError> {
     let key = username.trim().to_lowercase();
-    throttle
-        .check(&key, ip)
+    let budgets = throttle::sign_in_keys(&key, ip);
+    let ticket = throttle
+        .take(&budgets)
         .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
     let row = sqlx::query_as::<_, Credentials>(
         "SELECT id, username, password_hash, is_admin, disabled, session_epoch FROM users WHERE username = ?",
@@ -225,10 +255,14 @@ pub async fn sign_in(
         (_, false) => false,
     };
     let Some(user) = row.filter(|_| ok) else {
-        throttle.record_failure(&key, ip);
+        // The ticket is kept: this attempt counts as a failure.
+        drop(ticket);
         return Err(AppError::InvalidCredentials);
     };
-    throttle.record_success(&key);
+    // One account's success says nothing about guesses at others from the address: its unit is
+    // given back, the pair's back-off forgotten.
+    throttle.give_back(ticket, |_| true);
+    throttle.forget(&budgets[0].0);
     if user.disabled {
         return Err(AppError::denied(
             "account_disabled",
@@ -330,12 +364,12 @@ mod tests {
     #[tokio::test]
     async fn first_account_is_admin_and_duplicates_conflict() {
         let (_dir, db) = test_db().await;
-        let first = sign_up(&db, "Alice", "correct horse", None).await.unwrap();
+        let first = sign_up(&db, &Throttle::default(), "Alice", "correct horse", None).await.unwrap();
         assert!(first.me.is_admin);
         assert_eq!(first.me.username, "alice");
-        let second = sign_up(&db, "bob", "correct horse", None).await.unwrap();
+        let second = sign_up(&db, &Throttle::default(), "bob", "correct horse", None).await.unwrap();
         assert!(!second.me.is_admin);
-        let dup = sign_up(&db, "ALICE", "another password", None)
+        let dup = sign_up(&db, &Throttle::default(), "ALICE", "another password", None)
             .await
             .unwrap_err();
         assert_eq!(dup.code(), "username_taken");
@@ -349,13 +383,13 @@ mod tests {
     #[tokio::test]
     async fn sign_in_checks_password_and_throttles() {
         let (_dir, db) = test_db().await;
-        let throttle = SignInThrottle::default();
-        sign_up(&db, "carol", "right password", None).await.unwrap();
+        let throttle = Throttle::default();
+        sign_up(&db, &Throttle::default(), "carol", "right password", None).await.unwrap();
         let ok = sign_in(&db, &throttle, "Carol", "right password", Some("1.2.3.4"))
             .await
             .unwrap();
         assert_eq!(ok.me.username, "carol");
-        for _ in 0..crate::ssr::throttle::MAX_FAILURES_PER_USERNAME {
+        for _ in 0..throttle::SIGN_IN_PER_ACCOUNT_AND_ADDRESS.max {
             let e = sign_in(&db, &throttle, "carol", "wrong password", Some("1.2.3.4"))
                 .await
                 .unwrap_err();
@@ -376,8 +410,8 @@ mod tests {
     #[tokio::test]
     async fn reset_password_bumps_epoch_and_changes_password() {
         let (_dir, db) = test_db().await;
-        let throttle = SignInThrottle::default();
-        sign_up(&db, "dave", "first password", None).await.unwrap();
+        let throttle = Throttle::default();
+        sign_up(&db, &Throttle::default(), "dave", "first password", None).await.unwrap();
         reset_password(&db, "dave", "second password")
             .await
             .unwrap();

@@ -202,7 +202,7 @@ mod tests {
                 .signup_enabled
         );
         assert!(!settings(&db, &admin).await.unwrap().signup_enabled);
-        let e = crate::ssr::accounts::sign_up(&db, "late", "long enough pw", None)
+        let e = crate::ssr::accounts::sign_up(&db, &Default::default(), "late", "long enough pw", None)
             .await
             .unwrap_err();
         assert_eq!(e.code(), "signup_disabled");

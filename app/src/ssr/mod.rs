@@ -9,7 +9,8 @@
 //!   connection, and [`gpus`], the GPU inventory), [`datasets`] (files kept as [`storage`] lays out), [`jobs`] (queue,
 //!   scheduler, executors, checkpoints), [`evaluations`] (checkpoints measured on datasets), [`endpoints`] (replicas, parity gate, gateway); [`access`] is the one authorisation check every
 //!   workspace-scoped query goes through; [`auth`] finds out who is calling (session or token).
-//! - HTTP boundary: [`http_error`] (the only `AppError` → response conversion), [`csrf`], [`limits`],
+//! - HTTP boundary: [`http_error`] (the only `AppError` → response conversion), [`csrf`] (with the
+//!   `Host` allow-list), [`headers`] (security headers, CSP), [`limits`],
 //!   [`page_guard`] (which pages need an account),
 //!   [`observability`] (`/metrics`, `/healthz`), [`rest`] (`/api/v1` and its OpenAPI document) and
 //!   [`context`] (helpers for server functions).
@@ -28,6 +29,7 @@ pub mod engine;
 pub mod environments;
 pub mod evaluations;
 pub mod gpus;
+pub mod headers;
 pub mod http_error;
 pub mod jobs;
 pub mod limits;

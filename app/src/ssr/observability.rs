@@ -1,17 +1,20 @@
 //! Operational endpoints and request metrics: `/healthz` (the database answers), `/metrics`
 //! (Prometheus text: request counts and latency by method, route and status, plus gauges of users,
-//! workspaces and members read from the database at scrape time).
+//! workspaces and members read from the database at scrape time). `/metrics` tells how busy the
+//! instance is and which routes exist, so only admins and the configured metrics token may read it.
 
 use std::sync::OnceLock;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 use super::AppState;
+use crate::error::AppError;
 
 /// Latency buckets in seconds: from a cached page (~1 ms) to a slow password hash or upload (~10 s).
 const LATENCY_BUCKETS: &[f64] = &[
@@ -68,7 +71,27 @@ pub async fn track(req: Request, next: Next) -> Response {
     res
 }
 
-pub async fn metrics_endpoint(State(state): State<AppState>) -> Response {
+/// An admin's session or token, or `Authorization: Bearer <--metrics-token>`.
+async fn may_read_metrics(state: &AppState, parts: &Parts) -> Result<(), AppError> {
+    if let (Some(expected), Ok(Some(given))) =
+        (&state.security.metrics_token, super::auth::bearer_token(parts))
+    {
+        // Compared as digests so the time taken says nothing about how much of the token matched.
+        if super::tokens::digest(given) == super::tokens::digest(expected) {
+            return Ok(());
+        }
+    }
+    if super::auth::require(state, parts).await?.is_admin {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden)
+    }
+}
+
+pub async fn metrics_endpoint(State(state): State<AppState>, parts: Parts) -> Response {
+    if let Err(e) = may_read_metrics(&state, &parts).await {
+        return e.into_response();
+    }
     let handle = install_recorder();
     let counts: Result<(i64, i64, i64, i64), sqlx::Error> = sqlx::query_as(
         "SELECT (SELECT COUNT(*) FROM users), (SELECT COUNT(*) FROM users WHERE disabled = 0),

@@ -11,7 +11,7 @@ use super::endpoints::replicas::Deployer;
 use super::engine::Engine;
 use super::jobs::Jobs;
 use super::storage::Storage;
-use super::throttle::SignInThrottle;
+use super::throttle::Throttle;
 
 /// Security-relevant settings taken from the server's configuration.
 #[derive(Debug, Clone)]
@@ -21,8 +21,17 @@ pub struct SecurityConfig {
     /// Extra origins (`https://paddock.example.com`) allowed to make cookie-authenticated mutations,
     /// for set-ups where a proxy rewrites the `Host` header.
     pub allowed_origins: Vec<String>,
+    /// Host names (lower case, no port) the server answers to; see [`super::csrf::check_host`].
+    pub allowed_hosts: Vec<String>,
+    /// Also answer to any IP-address `Host` (the server listens on every address, and an address
+    /// cannot be rebound by DNS the way a name can).
+    pub any_ip_host: bool,
     /// Largest request body accepted, in bytes.
     pub max_body_bytes: usize,
+    /// Sign-up attempts per client address per hour; 0: no limit.
+    pub sign_ups_per_hour: usize,
+    /// A bearer token that may read `/metrics` (for a Prometheus scraper); admins' sessions may too.
+    pub metrics_token: Option<String>,
 }
 
 impl Default for SecurityConfig {
@@ -30,7 +39,11 @@ impl Default for SecurityConfig {
         SecurityConfig {
             secure_cookies: false,
             allowed_origins: Vec::new(),
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+            any_ip_host: false,
             max_body_bytes: 1024 * 1024,
+            sign_ups_per_hour: super::throttle::DEFAULT_SIGN_UPS_PER_HOUR,
+            metrics_token: None,
         }
     }
 }
@@ -41,8 +54,8 @@ pub struct AppState {
     pub db: SqlitePool,
     pub leptos_options: LeptosOptions,
     pub security: Arc<SecurityConfig>,
-    /// Failed sign-in counters; in memory because they only matter for minutes.
-    pub throttle: Arc<SignInThrottle>,
+    /// Budgets of failed sign-ins and sign-ups; in memory because they only matter for minutes.
+    pub throttle: Arc<Throttle>,
     /// Docker (possibly absent), the instance label and the GPU inventory's host side.
     pub engine: Arc<Engine>,
     /// The data directory's layout and the trainer command line.
@@ -66,8 +79,8 @@ impl AppState {
         AppState {
             db,
             leptos_options,
+            throttle: Arc::new(Throttle::new(security.sign_ups_per_hour)),
             security: Arc::new(security),
-            throttle: Arc::new(SignInThrottle::default()),
             engine,
             storage,
             jobs,

@@ -8,7 +8,7 @@ use crate::common::{status_json, Server};
 #[tokio::test]
 async fn healthz_metrics_and_openapi() {
     let server = Server::start();
-    server.signup("alice").await;
+    let alice = server.signup("alice").await;
     let client = server.client();
 
     let (status, body) =
@@ -18,7 +18,8 @@ async fn healthz_metrics_and_openapi() {
         (StatusCode::OK, Some("ok"))
     );
 
-    let res = client.get(server.url("/metrics")).send().await.unwrap();
+    // The first account is the admin, who may read the metrics.
+    let res = alice.client.get(server.url("/metrics")).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     let text = res.text().await.unwrap();
     assert!(

@@ -1,10 +1,11 @@
-//! CSRF protection of cookie-authenticated mutations (REST and server functions) and personal API
-//! tokens.
+//! The HTTP edge: CSRF protection of cookie-authenticated mutations (REST and server functions),
+//! personal API tokens, the sign-in and sign-up budgets, the `Host` allow-list, security headers,
+//! `Secure` cookies and who may read `/metrics`.
 
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::common::{status_json, Server};
+use crate::common::{status_json, Server, PASSWORD};
 
 #[tokio::test]
 async fn cookie_posts_from_a_foreign_origin_are_refused() {
@@ -203,4 +204,257 @@ async fn personal_api_tokens() {
         .unwrap();
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
     assert_eq!(server.count("SELECT COUNT(*) FROM workspaces").await, 1);
+}
+
+/// A client whose connections come from `ip` (any 127.0.0.0/8 address reaches the server bound
+/// to 127.0.0.1), so one test can play several client addresses.
+fn client_from(ip: &str) -> reqwest::Client {
+    reqwest::Client::builder()
+        .local_address(ip.parse::<std::net::IpAddr>().unwrap())
+        .cookie_store(true)
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn parallel_wrong_passwords_spend_only_the_budget_and_never_lock_the_owner_out() {
+    let server = Server::start();
+    let admin = server.signup("admin").await;
+    assert!(admin.is_admin);
+    let attacker = client_from("127.0.0.2");
+    let guesses = (0..60).map(|i| {
+        attacker
+            .post(server.url("/api/v1/auth/signin"))
+            .json(&json!({ "username": "admin", "password": format!("guess number {i}") }))
+            .send()
+    });
+    let statuses: Vec<StatusCode> = futures_util::future::join_all(guesses)
+        .await
+        .into_iter()
+        .map(|r| r.unwrap().status())
+        .collect();
+    let hashed = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::UNAUTHORIZED)
+        .count();
+    let refused = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    // SIGN_IN_PER_ACCOUNT_AND_ADDRESS in app::ssr::throttle: every other guess is refused before
+    // its password is hashed.
+    assert_eq!((hashed, refused), (5, 55), "{statuses:?}");
+    // Five more from yet another address: that pair's own budget, nobody else's.
+    let other = client_from("127.0.0.3");
+    for _ in 0..6 {
+        other
+            .post(server.url("/api/v1/auth/signin"))
+            .json(&json!({ "username": "admin", "password": "not the password" }))
+            .send()
+            .await
+            .unwrap();
+    }
+    // The admin, from their own address, signs in with the right password.
+    let (status, me) = status_json(
+        client_from("127.0.0.1")
+            .post(server.url("/api/v1/auth/signin"))
+            .json(&json!({ "username": "admin", "password": PASSWORD }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!((status, me["is_admin"].as_bool()), (StatusCode::OK, Some(true)));
+}
+
+#[tokio::test]
+async fn sign_ups_are_throttled_per_address() {
+    let server = Server::start_with(&["--signups-per-hour", "3"]);
+    let from = client_from("127.0.0.4");
+    let signup = |name: String| {
+        from.post(server.url("/api/v1/auth/signup"))
+            .json(&json!({ "username": name, "password": PASSWORD }))
+            .send()
+    };
+    for i in 0..3 {
+        assert_eq!(
+            signup(format!("user{i}")).await.unwrap().status(),
+            StatusCode::CREATED
+        );
+    }
+    let (status, body) = status_json(signup("user3".into()).await.unwrap()).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::TOO_MANY_REQUESTS, Some("too_many_requests"))
+    );
+    assert!(body["retry_after_secs"].as_u64().unwrap() > 0);
+    // Another address still may.
+    let res = client_from("127.0.0.5")
+        .post(server.url("/api/v1/auth/signup"))
+        .json(&json!({ "username": "user4", "password": PASSWORD }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+
+    // An address that has used up its failed sign-ins cannot switch to signing up.
+    let guesser = client_from("127.0.0.6");
+    for i in 0..30 {
+        guesser
+            .post(server.url("/api/v1/auth/signin"))
+            .json(&json!({ "username": format!("someone{i}"), "password": "wrong password" }))
+            .send()
+            .await
+            .unwrap();
+    }
+    let res = guesser
+        .post(server.url("/api/v1/auth/signup"))
+        .json(&json!({ "username": "fresh", "password": PASSWORD }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test]
+async fn requests_for_a_foreign_host_are_refused() {
+    let server = Server::start_with(&["--allowed-host", "paddock.lan"]);
+    let port = server.base.rsplit(':').next().unwrap().to_string();
+    let client = server.client();
+    // DNS rebinding: the browser names the attacker's host, and sends a matching Origin.
+    let (status, body) = status_json(
+        client
+            .post(server.url("/api/v1/auth/signup"))
+            .header("host", format!("evil.example:{port}"))
+            .header("origin", format!("http://evil.example:{port}"))
+            .json(&json!({ "username": "mallory", "password": PASSWORD }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("host_not_allowed"))
+    );
+    assert_eq!(server.count("SELECT COUNT(*) FROM users").await, 0);
+    for host in ["evil.example", "10.1.2.3"] {
+        let res = client
+            .get(server.url("/healthz"))
+            .header("host", host)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::FORBIDDEN, "{host}");
+    }
+    for host in [
+        format!("localhost:{port}"),
+        format!("127.0.0.1:{port}"),
+        format!("PADDOCK.lan:{port}"),
+    ] {
+        let res = client
+            .get(server.url("/healthz"))
+            .header("host", &host)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK, "{host}");
+    }
+}
+
+#[tokio::test]
+async fn responses_carry_security_headers_and_pages_a_nonce_policy() {
+    let server = Server::start();
+    let client = server.client();
+    let res = client.get(server.url("/signin")).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let headers = res.headers().clone();
+    let html = res.text().await.unwrap();
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["x-frame-options"], "DENY");
+    assert_eq!(headers["referrer-policy"], "same-origin");
+    assert!(headers.get("strict-transport-security").is_none());
+    let policy = headers["content-security-policy"].to_str().unwrap();
+    assert!(policy.contains("frame-ancestors 'none'"), "{policy}");
+    let nonce = policy
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("a nonce in the page's policy");
+    // Every inline script of the page that has a body carries that nonce (Leptos also writes an
+    // empty `<script></script>`, which has nothing to run).
+    let mut count = 0;
+    for (i, _) in html.match_indices("<script") {
+        let tag = &html[i..i + html[i..].find('>').unwrap()];
+        let body_start = i + tag.len() + 1;
+        let body = &html[body_start..body_start + html[body_start..].find("</script>").unwrap()];
+        if tag.contains("src=") || body.trim().is_empty() {
+            continue;
+        }
+        assert!(tag.contains(&format!("nonce=\"{nonce}\"")), "{tag}");
+        count += 1;
+    }
+    assert!(count > 0, "the hydration script is inline");
+
+    // Anything that is not a page may run nothing.
+    let res = client.get(server.url("/healthz")).send().await.unwrap();
+    assert_eq!(
+        res.headers()["content-security-policy"]
+            .to_str()
+            .unwrap()
+            .split(';')
+            .next(),
+        Some("default-src 'none'")
+    );
+    assert_eq!(res.headers()["x-content-type-options"], "nosniff");
+}
+
+#[tokio::test]
+async fn an_https_public_url_makes_cookies_secure_and_is_answered_to() {
+    let server = Server::start_with(&["--public-url", "https://paddock.example.com/"]);
+    let res = server
+        .client()
+        .post(server.url("/api/v1/auth/signup"))
+        .header("host", "paddock.example.com")
+        .header("origin", "https://paddock.example.com")
+        .json(&json!({ "username": "alice", "password": PASSWORD }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::CREATED);
+    let cookie = res.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(cookie.contains("Secure"), "{cookie}");
+    assert!(res.headers().contains_key("strict-transport-security"));
+}
+
+#[tokio::test]
+async fn metrics_are_for_admins_and_the_metrics_token() {
+    let server = Server::start_with(&["--metrics-token", "scrape-secret-1234"]);
+    let admin = server.signup("admin").await;
+    let member = server.signup("member").await;
+    let get = |client: &reqwest::Client, token: Option<&str>| {
+        let mut req = client.get(server.url("/metrics"));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        req.send()
+    };
+    let anonymous = server.client();
+    assert_eq!(
+        get(&anonymous, None).await.unwrap().status(),
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        get(&member.client, None).await.unwrap().status(),
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        get(&anonymous, Some("scrape-secret-123")).await.unwrap().status(),
+        StatusCode::UNAUTHORIZED
+    );
+    for (client, token) in [(&admin.client, None), (&anonymous, Some("scrape-secret-1234"))] {
+        let res = get(client, token).await.unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        assert!(res.text().await.unwrap().contains("paddock_users 2"));
+    }
 }

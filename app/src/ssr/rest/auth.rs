@@ -26,20 +26,28 @@ pub struct Credentials {
 /// Creates an account and signs it in (sets the session cookie). The first account is the instance admin.
 #[utoipa::path(post, path = "/api/v1/auth/signup", tag = "auth", request_body = Credentials,
     responses((status = 201, body = Me), (status = 403, description = "sign-up disabled", body = ErrorBody),
-              (status = 409, description = "username taken", body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, description = "username taken", body = ErrorBody), (status = 422, body = ErrorBody),
+              (status = 429, description = "too many sign-ups from this address, or its failed sign-ins used up; see Retry-After", body = ErrorBody)))]
 pub async fn signup(
     State(state): State<AppState>,
     ClientIp(ip): ClientIp,
     session: Session,
     ApiJson(body): ApiJson<Credentials>,
 ) -> Result<(StatusCode, Json<Me>), AppError> {
-    let signed =
-        accounts::sign_up(&state.db, &body.username, &body.password, ip.as_deref()).await?;
+    let signed = accounts::sign_up(
+        &state.db,
+        &state.throttle,
+        &body.username,
+        &body.password,
+        ip.as_deref(),
+    )
+    .await?;
     sessions::sign_in(&session, signed.me.id, signed.session_epoch).await?;
     Ok((StatusCode::CREATED, Json(signed.me)))
 }
 
-/// Signs in (sets the session cookie). Repeated failures for one username or address answer 429.
+/// Signs in (sets the session cookie). Repeated failures for one account from one address, or
+/// from one address across accounts, answer 429.
 #[utoipa::path(post, path = "/api/v1/auth/signin", tag = "auth", request_body = Credentials,
     responses((status = 200, body = Me), (status = 401, description = "wrong username or password", body = ErrorBody),
               (status = 403, description = "account disabled", body = ErrorBody),
