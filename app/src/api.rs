@@ -121,7 +121,7 @@ pub async fn delete_workspace(workspace_id: i64) -> Result<(), AppError> {
     use crate::ssr::{self, context as ctx};
     ctx::respond(
         async move {
-            ssr::workspaces::delete(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+            ssr::workspaces::delete(&ctx::state()?, &ctx::actor().await?, workspace_id).await
         }
         .await,
     )

@@ -132,7 +132,11 @@ pub struct ServeConfig {
     /// Further host names the server answers to (requests naming any other `Host` are refused, which
     /// stops DNS rebinding). Localhost, the bind address and the public URL's host are always
     /// answered; so is any IP address when binding to all of them. Comma-separated in the variable.
-    #[arg(long = "allowed-host", env = "PADDOCK_ALLOWED_HOSTS", value_delimiter = ',')]
+    #[arg(
+        long = "allowed-host",
+        env = "PADDOCK_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
     pub allowed_hosts: Vec<String>,
     /// Mark session cookies `Secure` (implied by an `https` public URL).
     #[arg(long, env = "PADDOCK_SECURE_COOKIES")]

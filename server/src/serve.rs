@@ -84,6 +84,7 @@ pub async fn run(
         jobs.clone(),
         deployer,
     );
+    app::ssr::workspaces::purge::resume(&state).await;
     let app = router(state, &config);
 
     // The one line on stdout; tests and scripts wait for it. The kernel queues connections from now on.
@@ -151,7 +152,10 @@ pub fn router(state: AppState, config: &ServeConfig) -> Router {
         .layer(middleware::from_fn(http_error::server_fn_status))
         .layer(middleware::from_fn_with_state(state.clone(), csrf::protect))
         .layer(sessions::layer(&state.db, state.security.secure_cookies))
-        .layer(middleware::from_fn_with_state(state.clone(), headers::secure))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            headers::secure,
+        ))
         .layer(TraceLayer::new_for_http())
         .layer(middleware::from_fn(observability::track))
         .layer(middleware::from_fn(limits::close_if_body_unread))

@@ -364,10 +364,14 @@ mod tests {
     #[tokio::test]
     async fn first_account_is_admin_and_duplicates_conflict() {
         let (_dir, db) = test_db().await;
-        let first = sign_up(&db, &Throttle::default(), "Alice", "correct horse", None).await.unwrap();
+        let first = sign_up(&db, &Throttle::default(), "Alice", "correct horse", None)
+            .await
+            .unwrap();
         assert!(first.me.is_admin);
         assert_eq!(first.me.username, "alice");
-        let second = sign_up(&db, &Throttle::default(), "bob", "correct horse", None).await.unwrap();
+        let second = sign_up(&db, &Throttle::default(), "bob", "correct horse", None)
+            .await
+            .unwrap();
         assert!(!second.me.is_admin);
         let dup = sign_up(&db, &Throttle::default(), "ALICE", "another password", None)
             .await
@@ -384,7 +388,9 @@ mod tests {
     async fn sign_in_checks_password_and_throttles() {
         let (_dir, db) = test_db().await;
         let throttle = Throttle::default();
-        sign_up(&db, &Throttle::default(), "carol", "right password", None).await.unwrap();
+        sign_up(&db, &Throttle::default(), "carol", "right password", None)
+            .await
+            .unwrap();
         let ok = sign_in(&db, &throttle, "Carol", "right password", Some("1.2.3.4"))
             .await
             .unwrap();
@@ -411,7 +417,9 @@ mod tests {
     async fn reset_password_bumps_epoch_and_changes_password() {
         let (_dir, db) = test_db().await;
         let throttle = Throttle::default();
-        sign_up(&db, &Throttle::default(), "dave", "first password", None).await.unwrap();
+        sign_up(&db, &Throttle::default(), "dave", "first password", None)
+            .await
+            .unwrap();
         reset_password(&db, "dave", "second password")
             .await
             .unwrap();

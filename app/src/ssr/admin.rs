@@ -202,9 +202,10 @@ mod tests {
                 .signup_enabled
         );
         assert!(!settings(&db, &admin).await.unwrap().signup_enabled);
-        let e = crate::ssr::accounts::sign_up(&db, &Default::default(), "late", "long enough pw", None)
-            .await
-            .unwrap_err();
+        let e =
+            crate::ssr::accounts::sign_up(&db, &Default::default(), "late", "long enough pw", None)
+                .await
+                .unwrap_err();
         assert_eq!(e.code(), "signup_disabled");
         assert!(
             set_user_disabled(&db, &admin, user.user_id, true)

@@ -218,7 +218,13 @@ mod tests {
         ] {
             assert!(check_host(ok, &security), "{ok}");
         }
-        for foreign in ["evil.example", "evil.example:3000", "10.0.0.5:3000", "[::2]:1", ""] {
+        for foreign in [
+            "evil.example",
+            "evil.example:3000",
+            "10.0.0.5:3000",
+            "[::2]:1",
+            "",
+        ] {
             assert!(!check_host(foreign, &security), "{foreign}");
         }
         security.any_ip_host = true;

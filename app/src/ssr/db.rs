@@ -50,11 +50,110 @@ pub async fn migrate(pool: &SqlitePool) -> Result<(), OpenError> {
         .run(pool)
         .await
         .map_err(|e| OpenError(format!("migrating the database failed: {e}")))?;
+    ids_never_reused(pool)
+        .await
+        .map_err(|e| OpenError(format!("making ids never reused failed: {e}")))?;
     super::sessions::store(pool)
         .migrate()
         .await
         .map_err(|e| OpenError(format!("creating the session table failed: {e}")))?;
     Ok(())
+}
+
+/// Tables whose ids name something outside the row: files and logs keyed by id, processes and
+/// containers, GPU leases, links in the UI. SQLite without AUTOINCREMENT hands out max(id) + 1, so
+/// deleting the newest workspace or job gave its id to the next one, which inherited whatever was
+/// still keyed by it. (High-volume log tables are left out: their ids are only cursors.)
+pub const NEVER_REUSED: &[&str] = &[
+    "users",
+    "workspaces",
+    "api_tokens",
+    "environments",
+    "environment_versions",
+    "datasets",
+    "jobs",
+    "checkpoints",
+    "endpoints",
+    "endpoint_replicas",
+    "endpoint_keys",
+    "evaluations",
+    "pretrained_models",
+];
+
+/// Rebuilds each table of [`NEVER_REUSED`] that lacks AUTOINCREMENT, which SQLite can add no other
+/// way: the documented procedure (foreign keys off, new table from the current definition, copy,
+/// drop, rename, indexes, `foreign_key_check`) in one transaction. It is code rather than a
+/// migration because sqlx runs every SQLite migration inside a transaction, where `PRAGMA
+/// foreign_keys` cannot change — and a DROP with foreign keys on would cascade. Working from the
+/// stored definition keeps columns added by any migration; copying the rows seeds
+/// `sqlite_sequence` with each table's largest id. A no-op once done.
+async fn ids_never_reused(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    use sqlx::{Connection, Executor};
+    let mut conn = pool.acquire().await?.detach();
+    let mut pending: Vec<(String, String)> = Vec::new();
+    for table in NEVER_REUSED {
+        let sql: Option<String> =
+            sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?")
+                .bind(table)
+                .fetch_optional(&mut conn)
+                .await?;
+        if let Some(sql) = sql.filter(|s| !s.contains("AUTOINCREMENT")) {
+            pending.push((table.to_string(), sql));
+        }
+    }
+    if pending.is_empty() {
+        return conn.close().await;
+    }
+    conn.execute("PRAGMA foreign_keys = OFF").await?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    for (table, sql) in &pending {
+        let new = autoincrement_definition(table, sql).ok_or_else(|| {
+            sqlx::Error::Protocol(format!("cannot find the id column of {table}: {sql}"))
+        })?;
+        let extras: Vec<String> = sqlx::query_scalar(
+            "SELECT sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND tbl_name = ? AND sql IS NOT NULL",
+        )
+        .bind(table)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.execute(new.as_str()).await?;
+        tx.execute(format!("INSERT INTO {table}__new SELECT * FROM {table}").as_str())
+            .await?;
+        tx.execute(format!("DROP TABLE {table}").as_str()).await?;
+        tx.execute(format!("ALTER TABLE {table}__new RENAME TO {table}").as_str())
+            .await?;
+        for extra in extras {
+            tx.execute(extra.as_str()).await?;
+        }
+    }
+    let broken: Vec<(String,)> = sqlx::query_as("PRAGMA foreign_key_check")
+        .fetch_all(&mut *tx)
+        .await?;
+    if !broken.is_empty() {
+        return Err(sqlx::Error::Protocol(format!(
+            "foreign keys broken after the rebuild in {broken:?}; nothing was changed"
+        )));
+    }
+    tx.commit().await?;
+    conn.execute("PRAGMA foreign_keys = ON").await?;
+    tracing::info!(tables = pending.len(), "ids are never reused from now on");
+    conn.close().await
+}
+
+/// `CREATE TABLE <table>__new (…)` from the stored definition, its `id INTEGER PRIMARY KEY` made
+/// AUTOINCREMENT.
+fn autoincrement_definition(table: &str, sql: &str) -> Option<String> {
+    let body = &sql[sql.find('(')?..];
+    let pk = body.find("INTEGER PRIMARY KEY")? + "INTEGER PRIMARY KEY".len();
+    // The primary key must be the `id` column, the first thing in the definition.
+    if !body[1..].trim_start().starts_with("id ") {
+        return None;
+    }
+    Some(format!(
+        "CREATE TABLE {table}__new {} AUTOINCREMENT{}",
+        &body[..pk],
+        &body[pk..]
+    ))
 }
 
 /// Opens and migrates: what the server and the CLI do at start.
@@ -75,6 +174,72 @@ impl std::fmt::Display for OpenError {
 }
 
 impl std::error::Error for OpenError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn ids_are_never_reused_and_rows_survive_the_rebuild() {
+        let (_dir, db) = crate::ssr::testing::test_db().await;
+        for table in NEVER_REUSED {
+            let sql: String = sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE name = ?")
+                .bind(table)
+                .fetch_one(&db)
+                .await
+                .unwrap();
+            assert!(sql.contains("AUTOINCREMENT"), "{table}: {sql}");
+        }
+        let insert = "INSERT INTO workspaces (name, created_at) VALUES ('w', 't') RETURNING id";
+        let first: i64 = sqlx::query_scalar(insert).fetch_one(&db).await.unwrap();
+        sqlx::query("DELETE FROM workspaces WHERE id = ?")
+            .bind(first)
+            .execute(&db)
+            .await
+            .unwrap();
+        let second: i64 = sqlx::query_scalar(insert).fetch_one(&db).await.unwrap();
+        assert!(second > first);
+        // Foreign keys are still enforced afterwards.
+        let orphan = sqlx::query("INSERT INTO members (workspace_id, user_id, role, added_at) VALUES (999, 999, 'owner', 't')")
+            .execute(&db)
+            .await;
+        assert!(orphan.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_database_made_before_the_change_is_rebuilt_with_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = default_url(dir.path());
+        let pool = connect(&url).await.unwrap();
+        MIGRATOR.run(&pool).await.unwrap();
+        sqlx::query(
+            "INSERT INTO users (username, password_hash, created_at) VALUES ('a', 'x', 't')",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        sqlx::query("INSERT INTO workspaces (name, created_at) VALUES ('kept', 't')")
+            .execute(&pool)
+            .await
+            .unwrap();
+        sqlx::query("INSERT INTO members (workspace_id, user_id, role, added_at) VALUES (1, 1, 'owner', 't')")
+            .execute(&pool)
+            .await
+            .unwrap();
+        ids_never_reused(&pool).await.unwrap();
+        let members: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM members")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(members, 1, "the rebuild cascaded nothing");
+        let name: String = sqlx::query_scalar("SELECT name FROM workspaces WHERE id = 1")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(name, "kept");
+        ids_never_reused(&pool).await.unwrap();
+    }
+}
 
 /// A transaction that takes SQLite's write lock at once. Checks made inside it (membership, "is this
 /// the last owner?") cannot be invalidated by another writer before the change commits; a deferred

@@ -17,7 +17,8 @@ use axum::response::Response;
 use super::AppState;
 
 /// The policy of anything that is not a page.
-const NOTHING_RUNS: &str = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+const NOTHING_RUNS: &str =
+    "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 /// The policy of a dashboard page rendered with `nonce`.
 pub fn page_policy(nonce: &str) -> String {

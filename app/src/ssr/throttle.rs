@@ -190,8 +190,12 @@ mod tests {
                 .take(&sign_in_keys(&format!("user{i}"), Some("10.0.0.9")))
                 .unwrap();
         }
-        assert!(t.take(&sign_in_keys("someone-new", Some("10.0.0.9"))).is_err());
-        assert!(t.take(&sign_in_keys("someone-new", Some("10.0.0.8"))).is_ok());
+        assert!(t
+            .take(&sign_in_keys("someone-new", Some("10.0.0.9")))
+            .is_err());
+        assert!(t
+            .take(&sign_in_keys("someone-new", Some("10.0.0.8")))
+            .is_ok());
     }
 
     #[test]
@@ -224,10 +228,7 @@ mod tests {
                 });
             }
         });
-        assert_eq!(
-            granted.into_inner(),
-            SIGN_IN_PER_ACCOUNT_AND_ADDRESS.max
-        );
+        assert_eq!(granted.into_inner(), SIGN_IN_PER_ACCOUNT_AND_ADDRESS.max);
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Team workspaces: create (the creator becomes the owner), list the caller's, read, rename, delete.
 //! Every operation on one workspace goes through `access::authorize` and every change is audited in
-//! its own transaction.
+//! its own transaction. Deleting is two steps: [`delete`] decides (at once, atomically), [`purge`]
+//! carries it out (stops and removes everything the workspace owns, survives a crash).
+
+pub mod purge;
 
 use sqlx::{SqliteConnection, SqlitePool};
 
@@ -146,14 +149,41 @@ pub async fn rename(
     Ok(ws)
 }
 
-/// Owners only. Members go with it (cascade); the audit log keeps a record without the workspace link.
-pub async fn delete(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), AppError> {
+/// Owners only. Decides the deletion at once and carries it out in the background ([`purge`]).
+pub async fn delete(state: &super::AppState, actor: &Actor, id: i64) -> Result<(), AppError> {
+    mark_deleting(&state.db, actor, id).await?;
+    purge::spawn(state.clone(), id);
+    Ok(())
+}
+
+/// Decides the deletion in one transaction: the workspace loses its members (so nobody reaches it
+/// any more, by session or token), its endpoint keys, its queued jobs and its endpoints' wish to
+/// run, and is marked `deleting_since`; the purge does the rest.
+async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), AppError> {
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, id, Role::Owner).await?;
-    let name: String = sqlx::query_scalar("DELETE FROM workspaces WHERE id = ? RETURNING name")
-        .bind(id)
-        .fetch_one(&mut *tx)
-        .await?;
+    let now = super::now();
+    let name: String = sqlx::query_scalar(
+        "UPDATE workspaces SET deleting_since = ? WHERE id = ? AND deleting_since IS NULL RETURNING name",
+    )
+    .bind(&now)
+    .bind(id)
+    .fetch_one(&mut *tx)
+    .await?;
+    for statement in [
+        "DELETE FROM members WHERE workspace_id = ?1",
+        "DELETE FROM endpoint_keys WHERE endpoint_id IN (SELECT id FROM endpoints WHERE workspace_id = ?1)",
+        "UPDATE endpoints SET status = 'stopped', status_message = 'the workspace was deleted', updated_at = ?2
+         WHERE workspace_id = ?1",
+        "UPDATE jobs SET status = 'cancelled', status_message = 'the workspace was deleted', finished_at = ?2
+         WHERE workspace_id = ?1 AND status = 'queued'",
+    ] {
+        sqlx::query(statement)
+            .bind(id)
+            .bind(&now)
+            .execute(&mut *tx)
+            .await?;
+    }
     audit::record(
         &mut tx,
         Entry::by(actor, None, "workspace.delete", "workspace", &name)
@@ -198,7 +228,7 @@ mod tests {
             AppError::NotFound
         );
         assert_eq!(
-            delete(&db, &bob, ws.id).await.unwrap_err(),
+            mark_deleting(&db, &bob, ws.id).await.unwrap_err(),
             AppError::NotFound
         );
         assert_eq!(
@@ -208,7 +238,7 @@ mod tests {
 
         let renamed = rename(&db, &alice, ws.id, "Team B").await.unwrap();
         assert_eq!(renamed.name, "Team B");
-        delete(&db, &alice, ws.id).await.unwrap();
+        mark_deleting(&db, &alice, ws.id).await.unwrap();
         assert_eq!(
             get(&db, &alice, ws.id).await.unwrap_err(),
             AppError::NotFound

@@ -11,7 +11,7 @@ use crate::common::{playground, status_json, workspace, workspace_with_sample, S
 
 /// A workspace with the sample dataset and a tiny finished job; returns the workspace, the job and its
 /// live checkpoints (oldest first).
-async fn trained(server: &Server, owner: &User, max_steps: u32) -> (i64, i64, Vec<i64>) {
+pub(crate) async fn trained(server: &Server, owner: &User, max_steps: u32) -> (i64, i64, Vec<i64>) {
     let (ws, ds) = workspace_with_sample(owner, server).await;
     let spec = json!({ "name": "train", "dataset_id": ds, "preset": "tiny", "max_seq_len": 32, "batch_size": 16,
                        "max_steps": max_steps, "eval_every_steps": 5, "keep_best": 3 });
@@ -67,7 +67,7 @@ async fn new_key(owner: &User, ep_url: &str, body: Value) -> Value {
 }
 
 /// Polls the endpoint until `done` holds (or fails the test with what it last saw).
-async fn wait_endpoint(
+pub(crate) async fn wait_endpoint(
     owner: &User,
     url: &str,
     what: &str,

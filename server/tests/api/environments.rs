@@ -189,7 +189,7 @@ async fn build_log_terminal_events_and_access_over_http() {
     assert!(refused.to_string().contains("403"), "{refused}");
 
     let session = session_cookie(&server, &owner).await;
-    let mut request = ws_url.into_client_request().unwrap();
+    let mut request = ws_url.clone().into_client_request().unwrap();
     request
         .headers_mut()
         .insert("cookie", session.parse().unwrap());
@@ -241,6 +241,42 @@ async fn build_log_terminal_events_and_access_over_http() {
         }
     };
     assert_eq!(exit["exit"], 3);
+
+    // An open terminal is closed within seconds once its user loses access.
+    let res = owner
+        .client
+        .patch(server.url(&format!("/api/v1/workspaces/{ws}/members/{}", viewer.id)))
+        .json(&json!({ "role": "editor" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let session = session_cookie(&server, &viewer).await;
+    let mut request = ws_url.clone().into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("cookie", session.parse().unwrap());
+    let (mut socket, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("an editor's terminal handshake");
+    let res = owner
+        .client
+        .delete(server.url(&format!("/api/v1/workspaces/{ws}/members/{}", viewer.id)))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success(), "{}", res.status());
+    let removed = std::time::Instant::now();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("the terminal stays open after its user was removed")
+        {
+            None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
+            Some(Ok(_)) => continue,
+        }
+    }
+    assert!(removed.elapsed() < Duration::from_secs(10));
 
     // Removed behind Paddock's back: Docker's events reach the database without waiting for reconcile.
     let container = up["container_name"].as_str().unwrap().to_string();

@@ -19,7 +19,12 @@ async fn healthz_metrics_and_openapi() {
     );
 
     // The first account is the admin, who may read the metrics.
-    let res = alice.client.get(server.url("/metrics")).send().await.unwrap();
+    let res = alice
+        .client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     let text = res.text().await.unwrap();
     assert!(

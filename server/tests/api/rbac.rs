@@ -199,8 +199,21 @@ async fn workspace_routes_by_role() {
         failures.join("\n")
     );
 
-    // Outcomes really happened (and only the owner's).
-    assert_eq!(server.count("SELECT COUNT(*) FROM workspaces").await, 0);
+    // Outcomes really happened (and only the owner's): the deletion at once, its purge soon after.
+    assert_eq!(
+        server
+            .count("SELECT COUNT(*) FROM workspaces WHERE deleting_since IS NULL")
+            .await,
+        0
+    );
+    let purged_by = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while server.count("SELECT COUNT(*) FROM workspaces").await > 0 {
+        assert!(
+            std::time::Instant::now() < purged_by,
+            "the purge never ended"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
     assert_eq!(
         server
             .count(

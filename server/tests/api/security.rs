@@ -264,7 +264,10 @@ async fn parallel_wrong_passwords_spend_only_the_budget_and_never_lock_the_owner
             .unwrap(),
     )
     .await;
-    assert_eq!((status, me["is_admin"].as_bool()), (StatusCode::OK, Some(true)));
+    assert_eq!(
+        (status, me["is_admin"].as_bool()),
+        (StatusCode::OK, Some(true))
+    );
 }
 
 #[tokio::test]
@@ -449,10 +452,16 @@ async fn metrics_are_for_admins_and_the_metrics_token() {
         StatusCode::FORBIDDEN
     );
     assert_eq!(
-        get(&anonymous, Some("scrape-secret-123")).await.unwrap().status(),
+        get(&anonymous, Some("scrape-secret-123"))
+            .await
+            .unwrap()
+            .status(),
         StatusCode::UNAUTHORIZED
     );
-    for (client, token) in [(&admin.client, None), (&anonymous, Some("scrape-secret-1234"))] {
+    for (client, token) in [
+        (&admin.client, None),
+        (&anonymous, Some("scrape-secret-1234")),
+    ] {
         let res = get(client, token).await.unwrap();
         assert_eq!(res.status(), StatusCode::OK);
         assert!(res.text().await.unwrap().contains("paddock_users 2"));

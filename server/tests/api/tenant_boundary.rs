@@ -132,3 +132,156 @@ async fn a_job_directory_made_in_advance_as_a_link_is_not_written_through() {
         "nothing was written outside the volume"
     );
 }
+
+/// Every process on the host, but the server, whose command line or working directory is in this
+/// test's directory: what the server started for it.
+fn processes_of(server: &Server) -> Vec<String> {
+    let marker = server.dir.path().to_string_lossy().into_owned();
+    let own = server.pid();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != own)
+        .filter_map(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+            // A zombie has neither; it runs nothing.
+            (cmdline.contains(&marker) || cwd.starts_with(&marker))
+                .then(|| format!("{pid}: {cmdline} (in {})", cwd.display()))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn deleting_a_workspace_mid_job_with_a_ready_endpoint_leaves_nothing_even_after_a_crash() {
+    let mut server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let (ws, first_job, checkpoints) = crate::endpoints::trained(&server, &owner, 10).await;
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
+        .json(&json!({ "name": "live", "checkpoint_id": checkpoints[0] }))
+        .send()
+        .await
+        .unwrap();
+    let (status, ep) = crate::common::status_json(res).await;
+    assert_eq!(status, StatusCode::CREATED, "{ep}");
+    let ep_id = ep["summary"]["id"].as_i64().unwrap();
+    let ep_url = server.url(&format!("/api/v1/workspaces/{ws}/endpoints/{ep_id}"));
+    crate::endpoints::wait_endpoint(&owner, &ep_url, "ready", |d| {
+        d["summary"]["status"] == "ready"
+    })
+    .await;
+    let ds: i64 = server
+        .count(&format!(
+            "SELECT id FROM datasets WHERE workspace_id = {ws}"
+        ))
+        .await;
+    let long = submit(
+        &owner,
+        &server,
+        ws,
+        json!({ "name": "long", "dataset_id": ds, "preset": "tiny", "max_seq_len": 32,
+                "batch_size": 8, "max_steps": 100000, "eval_every_steps": 100000 }),
+    )
+    .await;
+    wait_for(&owner, &server, ws, long, "running", |j| {
+        j["summary"]["step"].as_i64().unwrap_or(0) >= 1
+    })
+    .await;
+    assert!(
+        processes_of(&server).len() >= 2,
+        "a trainer and a replica run: {:?}",
+        processes_of(&server)
+    );
+
+    let res = owner
+        .client
+        .delete(server.url(&format!("/api/v1/workspaces/{ws}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    // Gone for its members at once.
+    let res = owner
+        .client
+        .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    // Killed half-way: the next start finishes the deletion.
+    server.crash_and_restart();
+
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while server
+        .count(&format!("SELECT COUNT(*) FROM workspaces WHERE id = {ws}"))
+        .await
+        > 0
+    {
+        assert!(Instant::now() < deadline, "the deletion never finished");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(
+        processes_of(&server),
+        Vec::<String>::new(),
+        "no process is left"
+    );
+    let data = server.dir.path().join("data");
+    assert!(
+        !data.join(format!("volumes/w{ws}")).exists(),
+        "the volume is removed"
+    );
+    for job in [first_job, long] {
+        assert!(
+            !data.join(format!("logs/jobs/{job}")).exists(),
+            "job {job}'s logs are removed"
+        );
+    }
+    for (what, sql) in [
+        (
+            "jobs",
+            format!("SELECT COUNT(*) FROM jobs WHERE workspace_id = {ws}"),
+        ),
+        (
+            "datasets",
+            format!("SELECT COUNT(*) FROM datasets WHERE workspace_id = {ws}"),
+        ),
+        (
+            "endpoints",
+            format!("SELECT COUNT(*) FROM endpoints WHERE workspace_id = {ws}"),
+        ),
+        (
+            "replicas",
+            "SELECT COUNT(*) FROM endpoint_replicas".to_string(),
+        ),
+        ("keys", "SELECT COUNT(*) FROM endpoint_keys".to_string()),
+        ("leases", "SELECT COUNT(*) FROM gpu_leases".to_string()),
+        (
+            "members",
+            format!("SELECT COUNT(*) FROM members WHERE workspace_id = {ws}"),
+        ),
+    ] {
+        assert_eq!(server.count(&sql).await, 0, "{what} are left");
+    }
+    assert_eq!(
+        server
+            .count("SELECT COUNT(*) FROM audit_log WHERE action IN ('workspace.delete', 'workspace.purge')")
+            .await,
+        2
+    );
+
+    // Nothing can be inherited: the next workspace and job get new ids.
+    let (next_ws, next_ds) = workspace_with_sample(&owner, &server).await;
+    assert!(next_ws > ws, "workspace id {next_ws} reused");
+    let next_job = submit(
+        &owner,
+        &server,
+        next_ws,
+        json!({ "name": "next", "dataset_id": next_ds, "preset": "tiny", "max_steps": 1 }),
+    )
+    .await;
+    assert!(next_job > long, "job id {next_job} reused");
+}

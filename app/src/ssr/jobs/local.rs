@@ -123,6 +123,24 @@ pub async fn signal_stop(storage: &Storage, workspace_id: i64, dir: &Path, group
     }
 }
 
+/// Kills the process group the server started with leader `pid` (a job's or an evaluation's wrapper,
+/// made a group leader at launch), trainer included. Only when `pid` still leads a group: after a
+/// restart the number may have been reused by an unrelated process.
+pub fn kill_group(pid: i64) {
+    let Ok(pid) = i32::try_from(pid) else {
+        return;
+    };
+    if pid <= 1 {
+        return;
+    }
+    // SAFETY: getpgid and killpg take plain integers and have no memory effects.
+    unsafe {
+        if libc::getpgid(pid) == pid {
+            libc::killpg(pid, libc::SIGKILL);
+        }
+    }
+}
+
 /// Whether a process with this pid exists (ours or not: EPERM also means it exists).
 pub fn is_alive(pid: i64) -> bool {
     let Ok(pid) = i32::try_from(pid) else {

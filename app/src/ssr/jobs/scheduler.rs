@@ -118,7 +118,10 @@ pub async fn schedule_once(
 ) -> Result<Vec<i64>, AppError> {
     let mut tx = crate::ssr::db::write_tx(db).await?;
     let rows: Vec<(i64, i64, i64, i64, String)> = sqlx::query_as(
-        "SELECT id, workspace_id, priority, gpus, created_at FROM jobs WHERE status = 'queued'",
+        // A workspace being deleted starts nothing (its purge cancels what is queued).
+        "SELECT j.id, j.workspace_id, j.priority, j.gpus, j.created_at FROM jobs j
+         JOIN workspaces w ON w.id = j.workspace_id
+         WHERE j.status = 'queued' AND w.deleting_since IS NULL",
     )
     .fetch_all(&mut *tx)
     .await?;

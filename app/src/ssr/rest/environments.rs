@@ -359,7 +359,7 @@ pub async fn terminal(
     }
     let db = state.db.clone();
     Ok(upgrade
-        .on_upgrade(move |socket| bridge(socket, terminal, db, env_id))
+        .on_upgrade(move |socket| bridge(socket, terminal, db, actor, id, env_id))
         .into_response())
 }
 
@@ -376,10 +376,50 @@ struct ClientMessage {
     resize: Option<(u16, u16)>,
 }
 
+/// How often an open terminal checks that its user may still have it.
+const ACCESS_RECHECK: Duration = Duration::from_secs(2);
+
+/// Resolves once the actor may no longer use the terminal: removed from the workspace or made a
+/// viewer, account disabled, or the environment's container gone. A shell is the most powerful thing
+/// Paddock hands out, so access is not judged once at the handshake but for as long as it is open.
+async fn access_lost(db: &sqlx::SqlitePool, actor: &Actor, workspace_id: i64, env_id: i64) {
+    loop {
+        tokio::time::sleep(ACCESS_RECHECK).await;
+        let disabled: Result<Option<bool>, sqlx::Error> =
+            sqlx::query_scalar("SELECT disabled FROM users WHERE id = ?")
+                .bind(actor.user_id)
+                .fetch_optional(db)
+                .await;
+        let allowed = match disabled {
+            Ok(Some(false)) => {
+                match lifecycle::terminal_container(db, actor, workspace_id, env_id).await {
+                    Ok(_) => true,
+                    // A busy database is no reason to cut a shell; only a refusal is.
+                    Err(AppError::Internal) => true,
+                    Err(_) => false,
+                }
+            }
+            Ok(_) => false,
+            Err(_) => true,
+        };
+        if !allowed {
+            tracing::info!(
+                user = actor.username,
+                workspace_id,
+                env_id,
+                "closing a terminal whose user lost access"
+            );
+            return;
+        }
+    }
+}
+
 async fn bridge(
     socket: WebSocket,
     terminal: containers::exec::Terminal,
     db: sqlx::SqlitePool,
+    actor: Actor,
+    workspace_id: i64,
     env_id: i64,
 ) {
     let containers::exec::Terminal {
@@ -448,5 +488,7 @@ async fn bridge(
     tokio::select! {
         () = pump_out => {}
         () = pump_in => {}
+        // Dropping both halves closes the socket; dropping the exec's input ends the shell (EOF).
+        () = access_lost(&db, &actor, workspace_id, env_id) => {}
     }
 }

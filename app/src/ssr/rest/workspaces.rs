@@ -96,7 +96,8 @@ pub async fn rename(
     ))
 }
 
-/// Deletes a workspace and everything in it (owners).
+/// Deletes a workspace and everything in it (owners). At once nobody reaches it any more; its
+/// processes, containers, files and rows are removed in the background (finished after a restart).
 #[utoipa::path(delete, path = "/api/v1/workspaces/{id}", tag = "workspaces", security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id")),
     responses((status = 204, description = "done"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
@@ -105,7 +106,7 @@ pub async fn delete(
     actor: Actor,
     Path(id): Path<i64>,
 ) -> Result<StatusCode, AppError> {
-    workspaces::delete(&state.db, &actor, id).await?;
+    workspaces::delete(&state, &actor, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

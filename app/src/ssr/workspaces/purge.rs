@@ -1,0 +1,263 @@
+//! Carrying out a workspace's deletion, decided by [`super::delete`]: every process and container it
+//! runs is stopped, its GPU leases are released, its files (volume, job logs) removed, and only then
+//! its rows deleted. Each step can be repeated, so a crash half-way is finished by [`resume`] at the
+//! next start; until the last step the workspace row, marked `deleting_since`, is the record of what is
+//! left to do. Ids are never reused (AUTOINCREMENT), so nothing left behind could be inherited anyway.
+
+use std::time::Duration;
+
+use sqlx::SqlitePool;
+
+use crate::error::AppError;
+use crate::ssr::audit::{self, Entry};
+use crate::ssr::db::write_tx;
+use crate::ssr::http_error::internal;
+use crate::ssr::jobs::{docker, local};
+use crate::ssr::AppState;
+
+/// How long the purge waits, in all, for processes and starting jobs to be gone before it gives up
+/// until the next start (it logs what still runs).
+const STOP_PATIENCE: Duration = Duration::from_secs(60);
+const POLL: Duration = Duration::from_millis(500);
+
+/// Purges the workspace in the background.
+pub fn spawn(state: AppState, workspace_id: i64) {
+    tokio::spawn(async move {
+        if let Err(e) = run(&state, workspace_id).await {
+            tracing::error!(workspace_id, error = %e, "deleting the workspace did not finish; it is retried at the next start");
+        }
+    });
+}
+
+/// At start: finishes every deletion a previous server did not.
+pub async fn resume(state: &AppState) {
+    let pending: Result<Vec<i64>, sqlx::Error> =
+        sqlx::query_scalar("SELECT id FROM workspaces WHERE deleting_since IS NOT NULL")
+            .fetch_all(&state.db)
+            .await;
+    match pending {
+        Ok(ids) => {
+            for id in ids {
+                tracing::info!(workspace_id = id, "finishing the deletion of a workspace");
+                spawn(state.clone(), id);
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "cannot look for workspaces being deleted"),
+    }
+}
+
+/// What still runs after one round of stopping.
+#[derive(Debug, Default)]
+struct Running {
+    jobs: Vec<i64>,
+    evaluations: Vec<i64>,
+    replicas: Vec<i64>,
+}
+
+impl Running {
+    fn is_empty(&self) -> bool {
+        self.jobs.is_empty() && self.evaluations.is_empty() && self.replicas.is_empty()
+    }
+}
+
+pub async fn run(state: &AppState, workspace_id: i64) -> Result<(), AppError> {
+    let deadline = tokio::time::Instant::now() + STOP_PATIENCE;
+    loop {
+        let running = stop_round(state, workspace_id).await?;
+        if running.is_empty() {
+            break;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(internal(
+                "stopping the workspace's processes",
+                format!("still running after {STOP_PATIENCE:?}: {running:?}"),
+            ));
+        }
+        tokio::time::sleep(POLL).await;
+    }
+    remove_environments(state, workspace_id).await?;
+    remove_files(state, workspace_id).await?;
+    forget(&state.db, workspace_id).await
+}
+
+/// One round: kills what runs (SIGKILL: nothing of a deleted workspace is worth a graceful end),
+/// and says what is still alive or still being started.
+async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppError> {
+    let db = &state.db;
+    let mut running = Running::default();
+
+    let jobs: Vec<(i64, String, Option<i64>, Option<String>)> = sqlx::query_as(
+        "SELECT id, status, pid, container_name FROM jobs WHERE workspace_id = ? AND finished_at IS NULL",
+    )
+    .bind(workspace_id)
+    .fetch_all(db)
+    .await?;
+    for (id, status, pid, container) in jobs {
+        let alive = match (pid, &container) {
+            (_, Some(name)) => {
+                docker::remove(&state.jobs, name).await;
+                docker::is_running(&state.jobs, name).await != Some(false)
+            }
+            (Some(pid), None) => {
+                local::kill_group(pid);
+                local::is_alive(pid)
+            }
+            // Being launched by the scheduler: its process is recorded in a moment, then killed.
+            (None, None) => status == "starting",
+        };
+        if alive {
+            running.jobs.push(id);
+        } else {
+            sqlx::query(
+                "UPDATE jobs SET status = 'cancelled', status_message = 'the workspace was deleted', finished_at = ?
+                 WHERE id = ? AND finished_at IS NULL",
+            )
+            .bind(crate::ssr::now())
+            .bind(id)
+            .execute(db)
+            .await?;
+        }
+    }
+
+    let evaluations: Vec<(i64, Option<i64>)> = sqlx::query_as(
+        "SELECT id, pid FROM evaluations WHERE workspace_id = ? AND status IN ('queued', 'running')",
+    )
+    .bind(workspace_id)
+    .fetch_all(db)
+    .await?;
+    for (id, pid) in evaluations {
+        if let Some(pid) = pid {
+            local::kill_group(pid);
+            if local::is_alive(pid) {
+                running.evaluations.push(id);
+                continue;
+            }
+        }
+        sqlx::query(
+            "UPDATE evaluations SET status = 'failed', status_message = 'the workspace was deleted', finished_at = ?
+             WHERE id = ? AND status IN ('queued', 'running')",
+        )
+        .bind(crate::ssr::now())
+        .bind(id)
+        .execute(db)
+        .await?;
+    }
+
+    let endpoints: Vec<(i64, String)> =
+        sqlx::query_as("SELECT id, slug FROM endpoints WHERE workspace_id = ?")
+            .bind(workspace_id)
+            .fetch_all(db)
+            .await?;
+    for (id, slug) in endpoints {
+        state.deployer.gateway.remove_route(&slug).await;
+        state.deployer.stop_replicas(id).await;
+        let left: Vec<i64> =
+            sqlx::query_scalar("SELECT id FROM endpoint_replicas WHERE endpoint_id = ?")
+                .bind(id)
+                .fetch_all(db)
+                .await?;
+        running.replicas.extend(left);
+    }
+    Ok(running)
+}
+
+/// Removes the environments' containers. Without Docker the purge stops here and is retried later:
+/// going on would leave containers that nothing records any more.
+async fn remove_environments(state: &AppState, workspace_id: i64) -> Result<(), AppError> {
+    let containers: Vec<String> = sqlx::query_scalar(
+        "SELECT container_name FROM environments WHERE workspace_id = ? AND container_name IS NOT NULL",
+    )
+    .bind(workspace_id)
+    .fetch_all(&state.db)
+    .await?;
+    if containers.is_empty() {
+        return Ok(());
+    }
+    let docker = state.engine.docker().await?;
+    for name in containers {
+        docker
+            .remove(&name)
+            .await
+            .map_err(|e| state.engine.error("removing an environment's container", e))?;
+    }
+    Ok(())
+}
+
+/// Removes the workspace's volume (never following a link a container planted in it) and the
+/// server-side logs of its jobs.
+async fn remove_files(state: &AppState, workspace_id: i64) -> Result<(), AppError> {
+    let volumes = state.storage.volumes_dir();
+    let name = format!("w{workspace_id}");
+    tokio::task::spawn_blocking(move || match beneath::Dir::open(&volumes) {
+        Ok(root) => root.remove_all(std::path::Path::new(&name)),
+        Err(e) if e.is_missing() => Ok(()),
+        Err(e) => Err(e),
+    })
+    .await
+    .map_err(|e| internal("removing a workspace's volume", e))?
+    .map_err(|e| internal("removing a workspace's volume", e))?;
+    let jobs: Vec<i64> = sqlx::query_scalar("SELECT id FROM jobs WHERE workspace_id = ?")
+        .bind(workspace_id)
+        .fetch_all(&state.db)
+        .await?;
+    for job_id in jobs {
+        match tokio::fs::remove_dir_all(state.storage.job_logs_dir(job_id)).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(internal("removing a job's logs", e))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The last step: leases and rows, in one transaction, audited.
+async fn forget(db: &SqlitePool, workspace_id: i64) -> Result<(), AppError> {
+    let mut tx = write_tx(db).await?;
+    sqlx::query(
+        "DELETE FROM gpu_leases WHERE
+            (holder_kind = 'job' AND holder_id IN (SELECT id FROM jobs WHERE workspace_id = ?1))
+         OR (holder_kind = 'environment' AND holder_id IN (SELECT id FROM environments WHERE workspace_id = ?1))
+         OR (holder_kind = 'endpoint_replica' AND holder_id IN (SELECT r.id FROM endpoint_replicas r
+                JOIN endpoints e ON e.id = r.endpoint_id WHERE e.workspace_id = ?1))",
+    )
+    .bind(workspace_id)
+    .execute(&mut *tx)
+    .await?;
+    // Children first: endpoints and jobs hold checkpoints and datasets that refuse (RESTRICT) to go
+    // while something refers to them, whatever order a cascade would pick.
+    for statement in [
+        "DELETE FROM endpoints WHERE workspace_id = ?",
+        "DELETE FROM evaluations WHERE workspace_id = ?",
+        "DELETE FROM jobs WHERE workspace_id = ?",
+    ] {
+        sqlx::query(statement)
+            .bind(workspace_id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    let Some(name): Option<String> =
+        sqlx::query_scalar("DELETE FROM workspaces WHERE id = ? RETURNING name")
+            .bind(workspace_id)
+            .fetch_optional(&mut *tx)
+            .await?
+    else {
+        return Ok(());
+    };
+    audit::record(
+        &mut tx,
+        Entry {
+            workspace_id: None,
+            actor_id: None,
+            action: "workspace.purge",
+            resource_type: "workspace",
+            resource: &name,
+            detail: Some(serde_json::json!({ "workspace_id": workspace_id })),
+            ip: None,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    tracing::info!(workspace_id, "workspace deleted with everything it owned");
+    Ok(())
+}
