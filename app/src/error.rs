@@ -7,7 +7,8 @@
 //! `account_disabled`, `workspace_name_invalid`, `role_invalid`, `user_not_found`, `already_member`,
 //! `last_owner`, `token_name_invalid`, `cannot_disable_self`, `body_too_large`, `invalid_body`,
 //! `csrf_rejected`, `environment_name_taken`, `spec_invalid`, `image_unavailable`, `preflight_failed`,
-//! `not_built`, `not_running`, `build_in_progress`, `gpus_busy`, `docker_unavailable`, `docker_error`,
+//! `not_built`, `not_running`, `build_in_progress`, `gpus_busy`, `gpu_quota_exceeded`, `host_not_allowed`,
+//! `docker_unavailable`, `docker_error`,
 //! `unauthenticated`, `forbidden`, `not_found`, `too_many_requests`, `internal`,
 //! `transport` (client side only).
 

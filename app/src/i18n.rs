@@ -45,6 +45,8 @@ pub fn error_text(locale: Locale, err: &AppError) -> String {
         "build_in_progress" => Some(td_string!(locale, errors.build_in_progress)),
         "not_running" => Some(td_string!(locale, errors.not_running)),
         "gpus_busy" => Some(td_string!(locale, errors.gpus_busy)),
+        "gpu_quota_exceeded" => Some(td_string!(locale, errors.gpu_quota_exceeded)),
+        "host_not_allowed" => Some(td_string!(locale, errors.host_not_allowed)),
         "docker_unavailable" => Some(td_string!(locale, errors.docker_unavailable)),
         "dataset_name_taken" => Some(td_string!(locale, errors.dataset_name_taken)),
         "dataset_name_invalid" => Some(td_string!(locale, errors.dataset_name_invalid)),
@@ -81,7 +83,7 @@ mod tests {
     use super::*;
 
     /// The stable codes `AppError::code()` can return (see the list in `error.rs`).
-    const CODES: [&str; 48] = [
+    const CODES: [&str; 50] = [
         "username_invalid",
         "username_taken",
         "password_too_short",
@@ -110,6 +112,8 @@ mod tests {
         "build_in_progress",
         "not_running",
         "gpus_busy",
+        "gpu_quota_exceeded",
+        "host_not_allowed",
         "docker_unavailable",
         "dataset_name_taken",
         "dataset_name_invalid",

@@ -35,6 +35,74 @@ impl Holder {
     }
 }
 
+/// The workspace of every lease, as rows `(workspace_id, holder_kind, holder_id)`: a lease is held
+/// by an environment, a job or an endpoint replica, and each kind finds its workspace differently.
+pub(crate) const LEASES_BY_WORKSPACE: &str = "
+    SELECT j.workspace_id, l.holder_kind, l.holder_id FROM gpu_leases l
+        JOIN jobs j ON l.holder_kind = 'job' AND j.id = l.holder_id
+    UNION ALL
+    SELECT e.workspace_id, l.holder_kind, l.holder_id FROM gpu_leases l
+        JOIN environments e ON l.holder_kind = 'environment' AND e.id = l.holder_id
+    UNION ALL
+    SELECT e.workspace_id, l.holder_kind, l.holder_id FROM gpu_leases l
+        JOIN endpoint_replicas r ON l.holder_kind = 'endpoint_replica' AND r.id = l.holder_id
+        JOIN endpoints e ON e.id = r.endpoint_id";
+
+/// The workspace `holder` belongs to.
+async fn workspace_of(
+    conn: &mut SqliteConnection,
+    holder: Holder,
+) -> Result<Option<i64>, AppError> {
+    let sql = match holder {
+        Holder::Environment(_) => "SELECT workspace_id FROM environments WHERE id = ?",
+        Holder::Job(_) => "SELECT workspace_id FROM jobs WHERE id = ?",
+        Holder::EndpointReplica(_) => {
+            "SELECT e.workspace_id FROM endpoint_replicas r JOIN endpoints e ON e.id = r.endpoint_id WHERE r.id = ?"
+        }
+    };
+    Ok(sqlx::query_scalar(sql)
+        .bind(holder.id())
+        .fetch_optional(conn)
+        .await?)
+}
+
+/// Refuses `more` GPUs for `holder` when its workspace would then hold more than its quota: the one
+/// check every path that takes GPUs goes through (jobs, environments, endpoint replicas).
+async fn within_quota(
+    conn: &mut SqliteConnection,
+    holder: Holder,
+    more: usize,
+) -> Result<(), AppError> {
+    let Some(workspace_id) = workspace_of(&mut *conn, holder).await? else {
+        return Ok(());
+    };
+    let quota: Option<i64> =
+        sqlx::query_scalar("SELECT max_gpus FROM workspace_quotas WHERE workspace_id = ?")
+            .bind(workspace_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+    let Some(quota) = quota else {
+        return Ok(());
+    };
+    let held: i64 = sqlx::query_scalar(&format!(
+        "SELECT COUNT(*) FROM ({LEASES_BY_WORKSPACE}) WHERE workspace_id = ?"
+    ))
+    .bind(workspace_id)
+    .fetch_one(&mut *conn)
+    .await?;
+    if held.saturating_add(more as i64) > quota {
+        return Err(AppError::conflict(
+            "gpus",
+            "gpu_quota_exceeded",
+            format!(
+                "this workspace's GPU quota is {quota} and it holds {held}; {more} more would exceed it \
+                 (stop an environment, job or endpoint, or ask an admin for a larger quota)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Per GPU index: how many holders, and whether every lease on it is shared.
 pub async fn holders(db: &SqlitePool) -> Result<HashMap<u32, (u32, bool)>, AppError> {
     let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
@@ -72,6 +140,7 @@ pub async fn lease(
     if request.count() == 0 {
         return Ok(Vec::new());
     }
+    within_quota(&mut *conn, holder, request.count()).await?;
     // (gpu, shared) of every other lease.
     let taken: Vec<(i64, i64)> = sqlx::query_as("SELECT gpu_index, shared FROM gpu_leases")
         .fetch_all(&mut *conn)
@@ -195,6 +264,64 @@ mod tests {
                 .unwrap(),
             vec![0]
         );
+    }
+
+    #[tokio::test]
+    async fn the_quota_holds_for_environments_jobs_and_replicas_alike() {
+        let (_dir, db) = test_db().await;
+        let host = [gpu(0), gpu(1), gpu(2), gpu(3)];
+        let mut conn = db.acquire().await.unwrap();
+        for statement in [
+            "INSERT INTO workspaces (id, name, created_at) VALUES (1, 'limited', 't'), (2, 'free', 't')",
+            "INSERT INTO workspace_quotas (workspace_id, max_gpus) VALUES (1, 2)",
+            "INSERT INTO environments (id, workspace_id, name, created_at, updated_at) VALUES
+                 (10, 1, 'a', 't', 't'), (11, 1, 'b', 't', 't'), (20, 2, 'c', 't', 't')",
+            "INSERT INTO jobs (id, workspace_id, name, spec_json, config_toml, executor, created_at)
+                 VALUES (30, 1, 'j', '{}', '', 'local', 't'), (31, 1, 'k', '{}', '', 'local', 't')",
+            "INSERT INTO checkpoints (id, job_id, workspace_id, step, path, bytes, sha256, created_at)
+                 VALUES (40, 30, 1, 1, 'p', 0, 'x', 't')",
+            "INSERT INTO endpoints (id, workspace_id, slug, name, checkpoint_id, replicas, max_batch_tokens,
+                 max_wait_ms, device, created_at, updated_at) VALUES (50, 1, 's', 'e', 40, 1, 1, 1, 'cuda', 't', 't')",
+            "INSERT INTO endpoint_replicas (id, endpoint_id, ordinal, status) VALUES (60, 50, 0, 'starting')",
+        ] {
+            sqlx::query(statement).execute(&mut *conn).await.unwrap();
+        }
+        let one = GpuSpec::Count(1);
+        lease(&mut conn, &host, Holder::Environment(10), &one, false)
+            .await
+            .unwrap();
+        lease(&mut conn, &host, Holder::Job(30), &one, false)
+            .await
+            .unwrap();
+        for holder in [
+            Holder::Environment(11),
+            Holder::Job(31),
+            Holder::EndpointReplica(60),
+        ] {
+            let err = lease(&mut conn, &host, holder, &one, false)
+                .await
+                .unwrap_err();
+            assert_eq!(err.code(), "gpu_quota_exceeded", "{holder:?}");
+            assert!(err.to_string().contains("quota is 2"), "{err}");
+        }
+        // Another workspace has its own (no) quota; a holder re-leasing its own GPU is not double-counted.
+        lease(
+            &mut conn,
+            &host,
+            Holder::Environment(20),
+            &GpuSpec::Count(2),
+            false,
+        )
+        .await
+        .unwrap();
+        lease(&mut conn, &host, Holder::Environment(10), &one, false)
+            .await
+            .unwrap();
+        // What a finished job gives back, a replica may take.
+        release(&mut conn, Holder::Job(30)).await.unwrap();
+        lease(&mut conn, &host, Holder::EndpointReplica(60), &one, false)
+            .await
+            .unwrap();
     }
 
     #[tokio::test]

@@ -152,14 +152,11 @@ pub async fn schedule_once(
             .into_iter()
             .map(|g| g as u32)
             .collect();
-    let held_rows: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT workspace_id, SUM(gpus) FROM (
-             SELECT workspace_id, gpus FROM jobs WHERE status IN ('starting', 'running', 'cancelling')
-             UNION ALL
-             SELECT e.workspace_id, COUNT(*) FROM gpu_leases l JOIN environments e ON l.holder_kind = 'environment' AND e.id = l.holder_id
-             GROUP BY e.workspace_id
-         ) GROUP BY workspace_id",
-    )
+    // Every lease counts against its workspace's quota: jobs', environments' and replicas'.
+    let held_rows: Vec<(i64, i64)> = sqlx::query_as(&format!(
+        "SELECT workspace_id, COUNT(*) FROM ({}) GROUP BY workspace_id",
+        gpus::LEASES_BY_WORKSPACE
+    ))
     .fetch_all(&mut *tx)
     .await?;
     let quotas: Vec<(i64, i64)> =

@@ -214,13 +214,11 @@ async fn remove_files(state: &AppState, workspace_id: i64) -> Result<(), AppErro
 /// The last step: leases and rows, in one transaction, audited.
 async fn forget(db: &SqlitePool, workspace_id: i64) -> Result<(), AppError> {
     let mut tx = write_tx(db).await?;
-    sqlx::query(
-        "DELETE FROM gpu_leases WHERE
-            (holder_kind = 'job' AND holder_id IN (SELECT id FROM jobs WHERE workspace_id = ?1))
-         OR (holder_kind = 'environment' AND holder_id IN (SELECT id FROM environments WHERE workspace_id = ?1))
-         OR (holder_kind = 'endpoint_replica' AND holder_id IN (SELECT r.id FROM endpoint_replicas r
-                JOIN endpoints e ON e.id = r.endpoint_id WHERE e.workspace_id = ?1))",
-    )
+    sqlx::query(&format!(
+        "DELETE FROM gpu_leases WHERE (holder_kind, holder_id) IN
+             (SELECT holder_kind, holder_id FROM ({}) WHERE workspace_id = ?)",
+        crate::ssr::gpus::LEASES_BY_WORKSPACE
+    ))
     .bind(workspace_id)
     .execute(&mut *tx)
     .await?;
