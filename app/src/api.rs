@@ -269,7 +269,26 @@ pub async fn set_signup_enabled(enabled: bool) -> Result<InstanceSettings, AppEr
     use crate::ssr::{self, context as ctx};
     ctx::respond(
         async move {
-            ssr::admin::set_signup_enabled(&ctx::state()?.db, &ctx::actor().await?, enabled).await
+            let change = crate::types::SettingsChange {
+                signup_enabled: Some(enabled),
+                ..Default::default()
+            };
+            ssr::admin::update_settings(&ctx::state()?.db, &ctx::actor().await?, change).await
+        }
+        .await,
+    )
+}
+
+#[server(prefix = "/rpc", endpoint = "set_allow_pickled_weights")]
+pub async fn set_allow_pickled_weights(allowed: bool) -> Result<InstanceSettings, AppError> {
+    use crate::ssr::{self, context as ctx};
+    ctx::respond(
+        async move {
+            let change = crate::types::SettingsChange {
+                allow_pickled_weights: Some(allowed),
+                ..Default::default()
+            };
+            ssr::admin::update_settings(&ctx::state()?.db, &ctx::actor().await?, change).await
         }
         .await,
     )

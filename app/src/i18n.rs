@@ -47,6 +47,7 @@ pub fn error_text(locale: Locale, err: &AppError) -> String {
         "gpus_busy" => Some(td_string!(locale, errors.gpus_busy)),
         "gpu_quota_exceeded" => Some(td_string!(locale, errors.gpu_quota_exceeded)),
         "host_not_allowed" => Some(td_string!(locale, errors.host_not_allowed)),
+        "pickled_weights_refused" => Some(td_string!(locale, errors.pickled_weights_refused)),
         "docker_unavailable" => Some(td_string!(locale, errors.docker_unavailable)),
         "dataset_name_taken" => Some(td_string!(locale, errors.dataset_name_taken)),
         "dataset_name_invalid" => Some(td_string!(locale, errors.dataset_name_invalid)),
@@ -83,7 +84,7 @@ mod tests {
     use super::*;
 
     /// The stable codes `AppError::code()` can return (see the list in `error.rs`).
-    const CODES: [&str; 50] = [
+    const CODES: [&str; 51] = [
         "username_invalid",
         "username_taken",
         "password_too_short",
@@ -114,6 +115,7 @@ mod tests {
         "gpus_busy",
         "gpu_quota_exceeded",
         "host_not_allowed",
+        "pickled_weights_refused",
         "docker_unavailable",
         "dataset_name_taken",
         "dataset_name_invalid",

@@ -124,6 +124,19 @@ pub struct UserAccount {
 #[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
 pub struct InstanceSettings {
     pub signup_enabled: bool,
+    /// Whether uploaded models may carry weights only as a pickled `pytorch_model.bin`.
+    pub allow_pickled_weights: bool,
+}
+
+/// A change to [`InstanceSettings`]: the fields given are set, the others kept.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SettingsChange {
+    #[serde(default)]
+    pub signup_enabled: Option<bool>,
+    #[serde(default)]
+    pub allow_pickled_weights: Option<bool>,
 }
 
 // ---- environments ---------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
-//! `/admin`: instance administration for admins — open or close sign-up, and disable or re-enable
-//! accounts. Everyone else gets the server's "forbidden", shown as an error.
+//! `/admin`: instance administration for admins — open or close sign-up, allow or refuse pickled
+//! model weights, and disable or re-enable accounts. Everyone else gets the server's "forbidden", shown as an error.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::{instance_settings, list_users, SetSignupEnabled, SetUserDisabled};
+use crate::api::{
+    instance_settings, list_users, SetAllowPickledWeights, SetSignupEnabled, SetUserDisabled,
+};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
@@ -14,9 +16,15 @@ use crate::types::UserAccount;
 pub fn AdminPage() -> impl IntoView {
     let i18n = use_i18n();
     let toggle_signup = ServerAction::<SetSignupEnabled>::new();
+    let toggle_pickled = ServerAction::<SetAllowPickledWeights>::new();
     let toggle_user = ServerAction::<SetUserDisabled>::new();
     let settings = Resource::new(
-        move || toggle_signup.version().get(),
+        move || {
+            (
+                toggle_signup.version().get(),
+                toggle_pickled.version().get(),
+            )
+        },
         |_| instance_settings(),
     );
     let users = Resource::new(move || toggle_user.version().get(), |_| list_users());
@@ -25,6 +33,7 @@ pub fn AdminPage() -> impl IntoView {
             .value()
             .get()
             .and_then(Result::err)
+            .or_else(|| toggle_pickled.value().get().and_then(Result::err))
             .or_else(|| toggle_user.value().get().and_then(Result::err))
     });
 
@@ -58,6 +67,27 @@ pub fn AdminPage() -> impl IntoView {
                             }
                             Err(err) => view! { <ErrorNotice err /> }.into_any(),
                         }
+                    })}
+                </Transition>
+            </section>
+            <section class="card" aria-labelledby="weights-title">
+                <h2 id="weights-title">{t!(i18n, admin.weights_title)}</h2>
+                <Transition fallback=Loading>
+                    {move || Suspend::new(async move {
+                        settings.await.ok().map(|s| {
+                            let allowed = s.allow_pickled_weights;
+                            view! {
+                                <p data-testid="pickled-state" data-allowed=allowed.to_string()>
+                                    {move || if allowed { t_string!(i18n, admin.pickled_on) } else { t_string!(i18n, admin.pickled_off) }}
+                                </p>
+                                <ActionForm action=toggle_pickled>
+                                    <input type="hidden" name="allowed" value=(!allowed).to_string() />
+                                    <button type="submit" class="button button-ghost" data-testid="pickled-toggle">
+                                        {move || if allowed { t_string!(i18n, admin.refuse_pickled) } else { t_string!(i18n, admin.allow_pickled) }}
+                                    </button>
+                                </ActionForm>
+                            }
+                        })
                     })}
                 </Transition>
             </section>

@@ -259,8 +259,8 @@ pub async fn sign_in(
         drop(ticket);
         return Err(AppError::InvalidCredentials);
     };
-    // One account's success says nothing about guesses at others from the address: its unit is
-    // given back, the pair's back-off forgotten.
+    // Right: this attempt's units are given back and the pair's failures forgotten. The address's
+    // earlier failures stay: one account's success says nothing about guesses at others.
     throttle.give_back(ticket, |_| true);
     throttle.forget(&budgets[0].0);
     if user.disabled {

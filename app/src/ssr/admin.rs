@@ -1,4 +1,5 @@
-//! Instance administration, for instance admins only: the sign-up switch and enabling or disabling
+//! Instance administration, for instance admins only: the sign-up switch, whether pickled model
+//! weights may be uploaded, and enabling or disabling
 //! accounts. Disabling an account ends its sessions and makes its tokens useless at once (both are
 //! checked against the account on every request).
 
@@ -8,7 +9,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use crate::error::AppError;
-use crate::types::{InstanceSettings, UserAccount};
+use crate::types::{InstanceSettings, SettingsChange, UserAccount};
 
 fn require_admin(actor: &Actor) -> Result<(), AppError> {
     if actor.is_admin {
@@ -20,34 +21,56 @@ fn require_admin(actor: &Actor) -> Result<(), AppError> {
 
 pub async fn settings(db: &SqlitePool, actor: &Actor) -> Result<InstanceSettings, AppError> {
     require_admin(actor)?;
-    let signup_enabled: bool =
-        sqlx::query_scalar("SELECT signup_enabled FROM instance_settings WHERE id = 1")
-            .fetch_one(db)
-            .await?;
-    Ok(InstanceSettings { signup_enabled })
+    read_settings(db).await
 }
 
-pub async fn set_signup_enabled(
+/// The settings, for the domain's own checks (no actor needed to obey them).
+pub(crate) async fn read_settings(db: &SqlitePool) -> Result<InstanceSettings, AppError> {
+    let (signup_enabled, allow_pickled_weights): (bool, bool) = sqlx::query_as(
+        "SELECT signup_enabled, allow_pickled_weights FROM instance_settings WHERE id = 1",
+    )
+    .fetch_one(db)
+    .await?;
+    Ok(InstanceSettings {
+        signup_enabled,
+        allow_pickled_weights,
+    })
+}
+
+/// Sets the settings the change names, each audited.
+pub async fn update_settings(
     db: &SqlitePool,
     actor: &Actor,
-    enabled: bool,
+    change: SettingsChange,
 ) -> Result<InstanceSettings, AppError> {
     require_admin(actor)?;
     let mut tx = write_tx(db).await?;
-    sqlx::query("UPDATE instance_settings SET signup_enabled = ? WHERE id = 1")
-        .bind(enabled)
+    let fields = [
+        ("signup_enabled", "settings.signup", change.signup_enabled),
+        (
+            "allow_pickled_weights",
+            "settings.pickled_weights",
+            change.allow_pickled_weights,
+        ),
+    ];
+    for (column, action, value) in fields {
+        let Some(value) = value else { continue };
+        // `column` is one of the two names above, never input.
+        sqlx::query(&format!(
+            "UPDATE instance_settings SET {column} = ? WHERE id = 1"
+        ))
+        .bind(value)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(actor, None, "settings.signup", "instance", "signup_enabled")
-            .detail(serde_json::json!({ "enabled": enabled })),
-    )
-    .await?;
+        audit::record(
+            &mut tx,
+            Entry::by(actor, None, action, "instance", column)
+                .detail(serde_json::json!({ "enabled": value })),
+        )
+        .await?;
+    }
     tx.commit().await?;
-    Ok(InstanceSettings {
-        signup_enabled: enabled,
-    })
+    read_settings(db).await
 }
 
 #[derive(sqlx::FromRow)]
@@ -195,13 +218,26 @@ mod tests {
             list_users(&db, &user).await.unwrap_err(),
             AppError::Forbidden
         );
-        assert!(
-            !set_signup_enabled(&db, &admin, false)
-                .await
-                .unwrap()
-                .signup_enabled
+        let off = SettingsChange {
+            signup_enabled: Some(false),
+            ..Default::default()
+        };
+        assert_eq!(
+            update_settings(&db, &user, off.clone()).await.unwrap_err(),
+            AppError::Forbidden
         );
-        assert!(!settings(&db, &admin).await.unwrap().signup_enabled);
+        let changed = update_settings(&db, &admin, off).await.unwrap();
+        assert!(!changed.signup_enabled && !changed.allow_pickled_weights);
+        let allowed = SettingsChange {
+            allow_pickled_weights: Some(true),
+            ..Default::default()
+        };
+        let changed = update_settings(&db, &admin, allowed).await.unwrap();
+        assert!(
+            !changed.signup_enabled && changed.allow_pickled_weights,
+            "an unnamed setting is kept"
+        );
+        assert_eq!(settings(&db, &admin).await.unwrap(), changed);
         let e =
             crate::ssr::accounts::sign_up(&db, &Default::default(), "late", "long enough pw", None)
                 .await

@@ -161,6 +161,11 @@ where
     let model_dir = tokio::task::spawn_blocking(move || unpack(&archive_path, &target))
         .await
         .map_err(|e| internal("unpacking a model", e))??;
+    let allow_pickled = super::admin::read_settings(db).await?.allow_pickled_weights;
+    let dir = model_dir.clone();
+    tokio::task::spawn_blocking(move || weights_allowed(&dir, allow_pickled))
+        .await
+        .map_err(|e| internal("checking a model's weights", e))??;
     check_with_trainer(storage, &model_dir).await?;
     let config = summary(&model_dir);
     let bytes = dir_size(&model_dir);
@@ -323,14 +328,22 @@ fn unpack(archive: &Path, target: &Path) -> Result<PathBuf, AppError> {
             )));
         }
         let kind = entry.header().entry_type();
+        // A name that is a file in one entry and a folder in another cannot be unpacked: the
+        // archive's mistake, said as such (not a server error).
+        let conflict = |e: std::io::Error| {
+            refused(format!(
+                "{}: the archive holds a file and a folder of the same name ({e})",
+                path.display()
+            ))
+        };
         if kind.is_dir() {
-            std::fs::create_dir_all(target.join(&path)).map_err(|e| internal("unpacking", e))?;
+            std::fs::create_dir_all(target.join(&path)).map_err(conflict)?;
         } else if kind.is_file() {
             let to = target.join(&path);
             if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent).map_err(|e| internal("unpacking", e))?;
+                std::fs::create_dir_all(parent).map_err(conflict)?;
             }
-            let mut out = std::fs::File::create(&to).map_err(|e| internal("unpacking", e))?;
+            let mut out = std::fs::File::create(&to).map_err(conflict)?;
             std::io::copy(&mut entry, &mut out).map_err(|e| {
                 refused(format!("{}: the archive is cut short: {e}", path.display()))
             })?;
@@ -373,6 +386,29 @@ fn unpack(archive: &Path, target: &Path) -> Result<PathBuf, AppError> {
         }
     }
     Ok(dir)
+}
+
+/// Safetensors is plain data; a pickle is a program for whatever unpickles it. A directory whose only
+/// weights are `pytorch_model.bin` is refused unless an admin allows pickled weights; one with both
+/// loses the pickle, so nothing ever unpickles it.
+fn weights_allowed(dir: &Path, allow_pickled: bool) -> Result<(), AppError> {
+    let pickle = dir.join("pytorch_model.bin");
+    if !pickle.is_file() {
+        return Ok(());
+    }
+    if dir.join("model.safetensors").is_file() {
+        return std::fs::remove_file(&pickle).map_err(|e| internal("dropping a pickle", e));
+    }
+    if allow_pickled {
+        return Ok(());
+    }
+    Err(AppError::invalid(
+        "file",
+        "pickled_weights_refused",
+        "the model's weights are a pickled pytorch_model.bin, which this instance does not accept; \
+         save them as model.safetensors (transformers: save_pretrained(dir, safe_serialization=True)), \
+         or ask an admin to allow pickled weights",
+    ))
 }
 
 /// Loads the directory with the trainer and classifies one sentence; the trainer's own message when it
@@ -477,6 +513,33 @@ mod tests {
         assert!(unpack(&tar, &tmp.path().join("out"))
             .unwrap()
             .ends_with("out"));
+    }
+
+    #[test]
+    fn a_file_and_a_folder_of_one_name_are_refused_as_the_archive_s_fault() {
+        for entries in [
+            &[("m/config.json", &b"{}"[..]), ("m/config.json/x", b"y")][..],
+            &[("m/sub/x", &b"y"[..]), ("m/sub", b"file")][..],
+        ] {
+            let (tmp, tar) = archive(entries);
+            let err = unpack(&tar, &tmp.path().join("out")).unwrap_err();
+            assert_eq!(err.code(), "pretrained_invalid", "{err}");
+            assert!(err.to_string().contains("same name"), "{err}");
+        }
+    }
+
+    #[test]
+    fn pickled_weights_need_an_admin_and_lose_to_safetensors() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("pytorch_model.bin"), b"pickle").unwrap();
+        assert_eq!(
+            weights_allowed(dir.path(), false).unwrap_err().code(),
+            "pickled_weights_refused"
+        );
+        weights_allowed(dir.path(), true).unwrap();
+        std::fs::write(dir.path().join("model.safetensors"), b"data").unwrap();
+        weights_allowed(dir.path(), false).unwrap();
+        assert!(!dir.path().join("pytorch_model.bin").exists());
     }
 
     #[test]

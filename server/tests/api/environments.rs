@@ -180,20 +180,10 @@ async fn build_log_terminal_events_and_access_over_http() {
     let ws_url = server
         .url(&format!("{base}/terminal?rows=30&cols=100"))
         .replacen("http", "ws", 1);
-    let session = session_cookie(&server, &viewer).await;
-    let mut request = ws_url.clone().into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("cookie", session.parse().unwrap());
-    let refused = tokio_tungstenite::connect_async(request).await.unwrap_err();
+    let refused = open_terminal(&ws_url, &server, &viewer).await.unwrap_err();
     assert!(refused.to_string().contains("403"), "{refused}");
 
-    let session = session_cookie(&server, &owner).await;
-    let mut request = ws_url.clone().into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("cookie", session.parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(request)
+    let mut socket = open_terminal(&ws_url, &server, &owner)
         .await
         .expect("terminal handshake");
     socket
@@ -251,12 +241,7 @@ async fn build_log_terminal_events_and_access_over_http() {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
-    let session = session_cookie(&server, &viewer).await;
-    let mut request = ws_url.clone().into_client_request().unwrap();
-    request
-        .headers_mut()
-        .insert("cookie", session.parse().unwrap());
-    let (mut socket, _) = tokio_tungstenite::connect_async(request)
+    let mut socket = open_terminal(&ws_url, &server, &viewer)
         .await
         .expect("an editor's terminal handshake");
     let res = owner
@@ -300,6 +285,23 @@ async fn build_log_terminal_events_and_access_over_http() {
 }
 
 /// The raw `Cookie` header a signed-in client sends (the WebSocket client has no cookie jar).
+/// Opens the terminal WebSocket at `url` with `user`'s session cookie.
+async fn open_terminal(
+    url: &str,
+    server: &Server,
+    user: &User,
+) -> Result<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    tokio_tungstenite::tungstenite::Error,
+> {
+    let session = session_cookie(server, user).await;
+    let mut request = url.into_client_request().unwrap();
+    request
+        .headers_mut()
+        .insert("cookie", session.parse().unwrap());
+    Ok(tokio_tungstenite::connect_async(request).await?.0)
+}
+
 async fn session_cookie(server: &Server, user: &User) -> String {
     use reqwest::cookie::CookieStore;
     // The test client keeps its jar private; sign in again with a jar we can read.

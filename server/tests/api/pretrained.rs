@@ -187,6 +187,80 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
             .contains("model.safetensors or pytorch_model.bin"),
         "{err}"
     );
+    // Weights only as a pickle: refused until an admin allows pickles, then judged by the trainer.
+    let pickled_dir = tempfile::tempdir().unwrap();
+    for file in std::fs::read_dir(&dir).unwrap().flatten() {
+        if file.path().is_file() && file.file_name() != "model.safetensors" {
+            std::fs::copy(file.path(), pickled_dir.path().join(file.file_name())).unwrap();
+        }
+    }
+    std::fs::write(
+        pickled_dir.path().join("pytorch_model.bin"),
+        b"not a real pickle",
+    )
+    .unwrap();
+    let pickled = tar_of(pickled_dir.path(), "m", &[], None);
+    let (status, err) = upload(&owner, &server, ws, "pickled", "p.tar", pickled.clone()).await;
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("pickled_weights_refused")
+        ),
+        "{err}"
+    );
+    assert!(owner.is_admin, "the first account administers the instance");
+    let (status, settings) = status_json(
+        owner
+            .client
+            .patch(server.url("/api/v1/admin/settings"))
+            .json(&json!({ "allow_pickled_weights": true }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{settings}");
+    assert_eq!(
+        (
+            settings["allow_pickled_weights"].as_bool(),
+            settings["signup_enabled"].as_bool()
+        ),
+        (Some(true), Some(true))
+    );
+    let (status, err) = upload(&owner, &server, ws, "pickled", "p.tar", pickled).await;
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("pretrained_invalid")),
+        "past the gate, the trainer refuses what it cannot read: {err}"
+    );
+    // An archive whose one name is both a file and a folder is the archive's fault: a 422.
+    let mut builder = tar::Builder::new(Vec::new());
+    for (name, data) in [
+        ("m/config.json", &b"{}"[..]),
+        ("m/config.json/x", &b"y"[..]),
+    ] {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append_data(&mut header, name, data).unwrap();
+    }
+    let (status, err) = upload(
+        &owner,
+        &server,
+        ws,
+        "conflict",
+        "c.tar",
+        builder.into_inner().unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("pretrained_invalid")),
+        "{err}"
+    );
+
     let mut config: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
     config["vocab_size"] = json!(10);

@@ -141,7 +141,8 @@ pub fn kill_group(pid: i64) {
     }
 }
 
-/// Whether a process with this pid exists (ours or not: EPERM also means it exists).
+/// Whether a process with this pid exists and has not ended (ours or not: EPERM also means it
+/// exists).
 pub fn is_alive(pid: i64) -> bool {
     let Ok(pid) = i32::try_from(pid) else {
         return false;
@@ -151,7 +152,17 @@ pub fn is_alive(pid: i64) -> bool {
     }
     // SAFETY: signal 0 only checks for existence.
     let result = unsafe { libc::kill(pid, 0) };
-    result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    let exists = result == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    // A zombie (ended, not yet reaped) exists but runs nothing.
+    exists && !is_zombie(pid)
+}
+
+fn is_zombie(pid: i32) -> bool {
+    // `pid (comm) S …`: the state follows the last ')', since the command name may hold one.
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'))
+    })
 }
 
 /// The run's exit status once it has ended; `dir` is relative to `volume`, and read without following
@@ -161,5 +172,35 @@ pub fn exit_code(volume: &beneath::Dir, dir: &Path) -> beneath::Result<Option<i6
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).trim().parse().ok()),
         Err(e) if e.is_missing() => Ok(None),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_ended_but_unreaped_child_is_not_alive() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = i64::from(child.id());
+        assert!(is_alive(pid));
+        child.kill().unwrap();
+        // Not waited for: a zombie until reaped below.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while is_alive(pid) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a zombie counts as alive"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        assert!(
+            std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "still unreaped"
+        );
+        child.wait().unwrap();
     }
 }

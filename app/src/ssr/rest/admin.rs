@@ -9,13 +9,7 @@ use crate::ssr::auth::Actor;
 use crate::ssr::http_error::ErrorBody;
 use crate::ssr::limits::{ApiJson, ApiPath as Path};
 use crate::ssr::{admin, AppState};
-use crate::types::{InstanceSettings, UserAccount};
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SettingsBody {
-    pub signup_enabled: bool,
-}
+use crate::types::{InstanceSettings, SettingsChange, UserAccount};
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -33,16 +27,16 @@ pub async fn settings(
 }
 
 #[utoipa::path(patch, path = "/api/v1/admin/settings", tag = "admin", security(("session" = []), ("token" = [])),
-    request_body = SettingsBody,
-    responses((status = 200, body = InstanceSettings), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+    request_body = SettingsChange,
+    responses((status = 200, body = InstanceSettings), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
+/// Changes the settings the body names (`signup_enabled`, `allow_pickled_weights`); the others stay.
 pub async fn update_settings(
     State(state): State<AppState>,
     actor: Actor,
-    ApiJson(body): ApiJson<SettingsBody>,
+    ApiJson(body): ApiJson<SettingsChange>,
 ) -> Result<Json<InstanceSettings>, AppError> {
-    Ok(Json(
-        admin::set_signup_enabled(&state.db, &actor, body.signup_enabled).await?,
-    ))
+    Ok(Json(admin::update_settings(&state.db, &actor, body).await?))
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/users", tag = "admin", security(("session" = []), ("token" = [])),
