@@ -236,11 +236,22 @@ pub async fn list_tokens() -> Result<Vec<ApiToken>, AppError> {
 }
 
 #[server(prefix = "/rpc", endpoint = "create_token")]
-pub async fn create_token(name: String) -> Result<NewApiToken, AppError> {
+pub async fn create_token(
+    name: String,
+    scope: crate::types::TokenScope,
+    expires_in_days: u32,
+) -> Result<NewApiToken, AppError> {
     use crate::ssr::{self, context as ctx};
     ctx::respond(
-        async move { ssr::tokens::create(&ctx::state()?.db, &ctx::actor().await?, &name).await }
-            .await,
+        async move {
+            let request = crate::types::TokenRequest {
+                name,
+                scope,
+                expires_in_days,
+            };
+            ssr::tokens::create(&ctx::state()?.db, &ctx::actor().await?, &request).await
+        }
+        .await,
     )
 }
 

@@ -8,7 +8,7 @@
 //! `last_owner`, `token_name_invalid`, `cannot_disable_self`, `body_too_large`, `invalid_body`,
 //! `csrf_rejected`, `environment_name_taken`, `spec_invalid`, `image_unavailable`, `preflight_failed`,
 //! `not_built`, `not_running`, `build_in_progress`, `gpus_busy`, `gpu_quota_exceeded`, `host_not_allowed`,
-//! `pickled_weights_refused`,
+//! `pickled_weights_refused`, `token_read_only`, `token_expiry_invalid`,
 //! `docker_unavailable`, `docker_error`,
 //! `unauthenticated`, `forbidden`, `not_found`, `too_many_requests`, `internal`,
 //! `transport` (client side only).

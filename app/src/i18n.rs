@@ -48,6 +48,8 @@ pub fn error_text(locale: Locale, err: &AppError) -> String {
         "gpu_quota_exceeded" => Some(td_string!(locale, errors.gpu_quota_exceeded)),
         "host_not_allowed" => Some(td_string!(locale, errors.host_not_allowed)),
         "pickled_weights_refused" => Some(td_string!(locale, errors.pickled_weights_refused)),
+        "token_read_only" => Some(td_string!(locale, errors.token_read_only)),
+        "token_expiry_invalid" => Some(td_string!(locale, errors.token_expiry_invalid)),
         "docker_unavailable" => Some(td_string!(locale, errors.docker_unavailable)),
         "dataset_name_taken" => Some(td_string!(locale, errors.dataset_name_taken)),
         "dataset_name_invalid" => Some(td_string!(locale, errors.dataset_name_invalid)),
@@ -84,7 +86,7 @@ mod tests {
     use super::*;
 
     /// The stable codes `AppError::code()` can return (see the list in `error.rs`).
-    const CODES: [&str; 51] = [
+    const CODES: [&str; 53] = [
         "username_invalid",
         "username_taken",
         "password_too_short",
@@ -116,6 +118,8 @@ mod tests {
         "gpu_quota_exceeded",
         "host_not_allowed",
         "pickled_weights_refused",
+        "token_read_only",
+        "token_expiry_invalid",
         "docker_unavailable",
         "dataset_name_taken",
         "dataset_name_invalid",

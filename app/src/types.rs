@@ -96,8 +96,63 @@ pub struct ApiToken {
     pub name: String,
     /// The first characters of the token, enough to recognise it.
     pub prefix: String,
+    pub scope: TokenScope,
     pub created_at: String,
     pub last_used_at: Option<String>,
+    /// After this instant the token is refused; `None`: never.
+    pub expires_at: Option<String>,
+}
+
+/// What a personal API token may do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum TokenScope {
+    /// Only read (`GET`): for dashboards and scripts that must not change anything.
+    Read,
+    /// Everything its owner may do.
+    #[default]
+    Write,
+}
+
+impl TokenScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenScope::Read => "read",
+            TokenScope::Write => "write",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TokenScope> {
+        match s {
+            "read" => Some(TokenScope::Read),
+            "write" => Some(TokenScope::Write),
+            _ => None,
+        }
+    }
+}
+
+/// Days a new token lives unless the request says otherwise.
+pub const DEFAULT_TOKEN_DAYS: u32 = 90;
+/// The longest a token may live: ten years (`0` asks for no expiry at all).
+pub const MAX_TOKEN_DAYS: u32 = 3650;
+
+/// A new token: its name, scope, and how many days it lives (`0`: never expires).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "ssr", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TokenRequest {
+    /// What the token is for (1–64 characters).
+    pub name: String,
+    #[serde(default)]
+    pub scope: TokenScope,
+    /// 1–3650 days, or 0 for a token that never expires [default: 90].
+    #[serde(default = "default_token_days")]
+    pub expires_in_days: u32,
+}
+
+fn default_token_days() -> u32 {
+    DEFAULT_TOKEN_DAYS
 }
 
 /// Returned once, when a token is created: `secret` is what goes after `Authorization: Bearer`.

@@ -139,6 +139,14 @@ describe('a new team signs up and creates a workspace', () => {
     await page.waitForURL(/\/admin$/);
     await page.getByTestId('user-row-alice').waitFor();
     assert.equal(await page.getByTestId('signup-state').getAttribute('data-enabled'), 'true');
+    // Pickled model weights are refused until an admin allows them, and the switch goes both ways.
+    const pickled = page.getByTestId('pickled-state');
+    assert.equal(await pickled.getAttribute('data-allowed'), 'false');
+    await hydrated(page);
+    await page.getByTestId('pickled-toggle').click();
+    await page.locator('[data-testid="pickled-state"][data-allowed="true"]').waitFor();
+    await page.getByTestId('pickled-toggle').click();
+    await page.locator('[data-testid="pickled-state"][data-allowed="false"]').waitFor();
     await assertAccessibleBasics(page);
     await screenshot(page, '01-admin');
   });
@@ -153,6 +161,14 @@ describe('a new team signs up and creates a workspace', () => {
     const secret = (await page.getByTestId('new-token-secret').textContent()).trim();
     assert.ok(secret.length >= 20, `a long secret (got ${secret.length} characters)`);
     await page.getByTestId('token-row-ci-pipeline').waitFor();
+    // Read and write, expiring in 90 days, unless chosen otherwise.
+    assert.equal((await page.getByTestId('token-scope-ci-pipeline').textContent()).trim(), '读写');
+    await page.getByTestId('token-name').fill('grafana');
+    await page.getByTestId('token-scope').selectOption('read');
+    await page.getByTestId('token-expiry').selectOption('0');
+    await page.getByTestId('token-submit').click();
+    await page.getByTestId('token-row-grafana').waitFor();
+    assert.equal((await page.getByTestId('token-scope-grafana').textContent()).trim(), '只读');
     await assertAccessibleBasics(page);
     await screenshot(page, '01-tokens');
   });

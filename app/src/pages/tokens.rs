@@ -1,5 +1,5 @@
 //! `/settings/tokens`: personal API tokens. A new token's secret is shown once, right after it is
-//! created; afterwards only its name and first characters are listed.
+//! created; afterwards only its name, first characters, scope and expiry are listed.
 
 use leptos::html::Form;
 use leptos::prelude::*;
@@ -10,7 +10,7 @@ use crate::components::form::{action_error, Field, FormError, SubmitButton};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
-use crate::types::ApiToken;
+use crate::types::{ApiToken, TokenScope, DEFAULT_TOKEN_DAYS};
 
 #[component]
 pub fn TokensPage() -> impl IntoView {
@@ -42,7 +42,7 @@ pub fn TokensPage() -> impl IntoView {
             <section class="card" aria-labelledby="token-create-title">
                 <h2 id="token-create-title">{t!(i18n, tokens.create_title)}</h2>
                 <ActionForm action=create node_ref=form attr:class="form form-inline" attr:data-testid="token-form" attr:novalidate=true>
-                    <FormError error fields=&["name"] />
+                    <FormError error fields=&["name", "expires_in_days"] />
                     <Field
                         name="name"
                         id="token-name"
@@ -52,6 +52,32 @@ pub fn TokensPage() -> impl IntoView {
                         maxlength=64
                         error
                     />
+                    <div class="field">
+                        <label for="token-scope">{t!(i18n, tokens.scope_label)}</label>
+                        <select id="token-scope" name="scope" data-testid="token-scope">
+                            <option value="write" selected=true>{t!(i18n, tokens.scope_write)}</option>
+                            <option value="read">{t!(i18n, tokens.scope_read)}</option>
+                        </select>
+                    </div>
+                    <div class="field">
+                        <label for="token-expiry">{t!(i18n, tokens.expiry_label)}</label>
+                        <select id="token-expiry" name="expires_in_days" data-testid="token-expiry">
+                            {[30u32, DEFAULT_TOKEN_DAYS, 365, 0]
+                                .into_iter()
+                                .map(|days| {
+                                    view! {
+                                        <option value=days.to_string() selected=days == DEFAULT_TOKEN_DAYS>
+                                            {move || if days == 0 {
+                                                t_string!(i18n, tokens.expiry_never).to_string()
+                                            } else {
+                                                t_string!(i18n, tokens.expiry_days, days = days).to_string()
+                                            }}
+                                        </option>
+                                    }
+                                })
+                                .collect_view()}
+                        </select>
+                    </div>
                     <SubmitButton pending=create.pending() testid="token-submit">
                         {t!(i18n, tokens.create_button)}
                     </SubmitButton>
@@ -100,6 +126,8 @@ fn TokensTable(list: Vec<ApiToken>, revoke: ServerAction<RevokeToken>) -> impl I
                         <th scope="col">{t!(i18n, tokens.col_name)}</th>
                         <th scope="col">{t!(i18n, tokens.col_prefix)}</th>
                         <th scope="col">{t!(i18n, tokens.col_created)}</th>
+                        <th scope="col">{t!(i18n, tokens.col_scope)}</th>
+                        <th scope="col">{t!(i18n, tokens.col_expires)}</th>
                         <th scope="col">{t!(i18n, tokens.col_last_used)}</th>
                         <th scope="col"><span class="visually-hidden">{t!(i18n, tokens.revoke)}</span></th>
                     </tr>
@@ -115,6 +143,18 @@ fn TokensTable(list: Vec<ApiToken>, revoke: ServerAction<RevokeToken>) -> impl I
                                     <th scope="row">{token.name.clone()}</th>
                                     <td><code>{token.prefix}"…"</code></td>
                                     <td class="nowrap"><Timestamp at=token.created_at /></td>
+                                    <td data-testid=format!("token-scope-{}", token.name)>
+                                        {match token.scope {
+                                            TokenScope::Read => t!(i18n, tokens.scope_read).into_any(),
+                                            TokenScope::Write => t!(i18n, tokens.scope_write).into_any(),
+                                        }}
+                                    </td>
+                                    <td class="nowrap">
+                                        {match token.expires_at {
+                                            Some(at) => view! { <Timestamp at /> }.into_any(),
+                                            None => view! { <span class="muted">{t!(i18n, common.never)}</span> }.into_any(),
+                                        }}
+                                    </td>
                                     <td class="nowrap">
                                         {match token.last_used_at {
                                             Some(at) => view! { <Timestamp at /> }.into_any(),

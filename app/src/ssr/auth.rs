@@ -6,12 +6,13 @@
 use std::net::SocketAddr;
 
 use axum::extract::{ConnectInfo, FromRequestParts};
-use axum::http::header;
 use axum::http::request::Parts;
+use axum::http::{header, Method};
 use tower_sessions::Session;
 
 use super::{sessions, tokens, AppState};
 use crate::error::AppError;
+use crate::types::TokenScope;
 
 /// An authenticated caller, as every domain function that acts on someone's behalf receives it.
 #[derive(Debug, Clone)]
@@ -21,6 +22,9 @@ pub struct Actor {
     pub is_admin: bool,
     /// The client's address, recorded in the audit log.
     pub ip: Option<String>,
+    /// Authenticated by a `read` token: may read, never change (refused in [`caller`] for anything
+    /// but `GET`/`HEAD`, and by handlers such as the terminal whose `GET` is not a read).
+    pub read_only: bool,
 }
 
 #[derive(sqlx::FromRow)]
@@ -62,10 +66,17 @@ pub fn bearer_token(parts: &Parts) -> Result<Option<&str>, AppError> {
 pub async fn caller(state: &AppState, parts: &Parts) -> Result<Option<Actor>, AppError> {
     let ip = client_ip(parts);
     if let Some(secret) = bearer_token(parts)? {
-        let user_id = tokens::authenticate(&state.db, secret)
+        let grant = tokens::authenticate(&state.db, secret)
             .await?
             .ok_or(AppError::Unauthenticated)?;
-        let user = load(state, user_id)
+        let read_only = grant.scope == TokenScope::Read;
+        if read_only && !matches!(parts.method, Method::GET | Method::HEAD) {
+            return Err(AppError::denied(
+                "token_read_only",
+                "this API token may only read (GET); use a token with the write scope to change things",
+            ));
+        }
+        let user = load(state, grant.user_id)
             .await?
             .filter(|u| !u.disabled)
             .ok_or(AppError::Unauthenticated)?;
@@ -74,6 +85,7 @@ pub async fn caller(state: &AppState, parts: &Parts) -> Result<Option<Actor>, Ap
             username: user.username,
             is_admin: user.is_admin,
             ip,
+            read_only,
         }));
     }
     let Some(session) = parts.extensions.get::<Session>() else {
@@ -88,6 +100,7 @@ pub async fn caller(state: &AppState, parts: &Parts) -> Result<Option<Actor>, Ap
             username: user.username,
             is_admin: user.is_admin,
             ip,
+            read_only: false,
         })),
         // Disabled, reset or deleted since signing in: the session is dead; clean it up.
         _ => {

@@ -22,5 +22,6 @@ pub async fn actor(db: &SqlitePool, username: &str) -> Actor {
         username: me.username,
         is_admin: me.is_admin,
         ip: Some("127.0.0.1".into()),
+        read_only: false,
     }
 }

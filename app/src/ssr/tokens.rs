@@ -1,6 +1,8 @@
 //! Personal API tokens for `Authorization: Bearer`. The secret is 32 random bytes shown once at
 //! creation; only its SHA-256 is stored (a fast hash is enough: the secret has 256 bits of entropy,
-//! unlike a password), plus a short prefix so a person can tell tokens apart.
+//! unlike a password), plus a short prefix so a person can tell tokens apart. A token expires (90
+//! days unless asked otherwise) so a forgotten one stops working by itself, and a `read` token can
+//! only read — [`super::auth::caller`] refuses it anything but `GET`/`HEAD`.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -12,7 +14,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use crate::error::AppError;
-use crate::types::{ApiToken, NewApiToken};
+use crate::types::{ApiToken, NewApiToken, TokenRequest, TokenScope, MAX_TOKEN_DAYS};
 
 /// Marks Paddock tokens so secret scanners and people recognise them.
 pub const SECRET_PREFIX: &str = "pdk_";
@@ -35,9 +37,13 @@ struct Row {
     id: i64,
     name: String,
     prefix: String,
+    scope: String,
     created_at: String,
     last_used_at: Option<String>,
+    expires_at: Option<String>,
 }
+
+const COLUMNS: &str = "id, name, prefix, scope, created_at, last_used_at, expires_at";
 
 impl From<Row> for ApiToken {
     fn from(r: Row) -> Self {
@@ -45,16 +51,26 @@ impl From<Row> for ApiToken {
             id: r.id,
             name: r.name,
             prefix: r.prefix,
+            // The column's CHECK allows only the two; anything else is treated as the lesser.
+            scope: TokenScope::parse(&r.scope).unwrap_or(TokenScope::Read),
             created_at: r.created_at,
             last_used_at: r.last_used_at,
+            expires_at: r.expires_at,
         }
     }
 }
 
+/// A bearer token's owner and what the token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Grant {
+    pub user_id: i64,
+    pub scope: TokenScope,
+}
+
 pub async fn list(db: &SqlitePool, actor: &Actor) -> Result<Vec<ApiToken>, AppError> {
-    Ok(sqlx::query_as::<_, Row>(
-        "SELECT id, name, prefix, created_at, last_used_at FROM api_tokens WHERE user_id = ? ORDER BY id DESC",
-    )
+    Ok(sqlx::query_as::<_, Row>(&format!(
+        "SELECT {COLUMNS} FROM api_tokens WHERE user_id = ? ORDER BY id DESC"
+    ))
     .bind(actor.user_id)
     .fetch_all(db)
     .await?
@@ -63,26 +79,44 @@ pub async fn list(db: &SqlitePool, actor: &Actor) -> Result<Vec<ApiToken>, AppEr
     .collect())
 }
 
-pub async fn create(db: &SqlitePool, actor: &Actor, name: &str) -> Result<NewApiToken, AppError> {
-    let name = super::names::display_name(name).ok_or_else(|| {
+pub async fn create(
+    db: &SqlitePool,
+    actor: &Actor,
+    request: &TokenRequest,
+) -> Result<NewApiToken, AppError> {
+    let name = super::names::display_name(&request.name).ok_or_else(|| {
         AppError::invalid(
             "name",
             "token_name_invalid",
             format!("token name must be {}", super::names::NAME_RULE),
         )
     })?;
+    let days = request.expires_in_days;
+    if days > MAX_TOKEN_DAYS {
+        return Err(AppError::invalid(
+            "expires_in_days",
+            "token_expiry_invalid",
+            format!("a token lives at most {MAX_TOKEN_DAYS} days (or 0 for no expiry)"),
+        ));
+    }
+    let expires_at = (days > 0).then(|| {
+        (chrono::Utc::now() + chrono::Duration::days(i64::from(days)))
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+    });
     let secret = random_secret();
     let prefix = &secret[..DISPLAY_PREFIX_LEN];
     let mut tx = write_tx(db).await?;
-    let row = sqlx::query_as::<_, Row>(
-        "INSERT INTO api_tokens (user_id, name, prefix, secret_sha256, created_at) VALUES (?, ?, ?, ?, ?)
-         RETURNING id, name, prefix, created_at, last_used_at",
-    )
+    let row = sqlx::query_as::<_, Row>(&format!(
+        "INSERT INTO api_tokens (user_id, name, prefix, secret_sha256, created_at, scope, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING {COLUMNS}"
+    ))
     .bind(actor.user_id)
     .bind(name)
     .bind(prefix)
     .bind(digest(&secret))
     .bind(super::now())
+    .bind(request.scope.as_str())
+    .bind(&expires_at)
     .fetch_one(&mut *tx)
     .await?;
     audit::record(
@@ -93,7 +127,8 @@ pub async fn create(db: &SqlitePool, actor: &Actor, name: &str) -> Result<NewApi
             "token.create",
             "token",
             &format!("{name} ({prefix}…)"),
-        ),
+        )
+        .detail(serde_json::json!({ "scope": request.scope, "expires_at": expires_at })),
     )
     .await?;
     tx.commit().await?;
@@ -129,18 +164,27 @@ pub async fn revoke(db: &SqlitePool, actor: &Actor, token_id: i64) -> Result<(),
     Ok(())
 }
 
-/// The user a secret belongs to, recording its use; `None` for an unknown or revoked secret.
-pub async fn authenticate(db: &SqlitePool, secret: &str) -> Result<Option<i64>, AppError> {
+/// Whose a secret is and what it may do, recording its use; `None` for an unknown, revoked or
+/// expired secret.
+pub async fn authenticate(db: &SqlitePool, secret: &str) -> Result<Option<Grant>, AppError> {
     if !secret.starts_with(SECRET_PREFIX) {
         return Ok(None);
     }
-    Ok(sqlx::query_scalar(
-        "UPDATE api_tokens SET last_used_at = ? WHERE secret_sha256 = ? RETURNING user_id",
+    let now = super::now();
+    // Instants are stored as RFC 3339 UTC to the second, so they compare as text.
+    let row: Option<(i64, String)> = sqlx::query_as(
+        "UPDATE api_tokens SET last_used_at = ?1
+         WHERE secret_sha256 = ?2 AND (expires_at IS NULL OR expires_at > ?1)
+         RETURNING user_id, scope",
     )
-    .bind(super::now())
+    .bind(&now)
     .bind(digest(secret))
     .fetch_optional(db)
-    .await?)
+    .await?;
+    Ok(row.map(|(user_id, scope)| Grant {
+        user_id,
+        scope: TokenScope::parse(&scope).unwrap_or(TokenScope::Read),
+    }))
 }
 
 #[cfg(test)]
@@ -153,7 +197,7 @@ mod tests {
         let (_dir, db) = test_db().await;
         let alice = actor(&db, "alice").await;
         let bob = actor(&db, "bob").await;
-        let new = create(&db, &alice, " laptop ").await.unwrap();
+        let new = create(&db, &alice, &request(" laptop ")).await.unwrap();
         assert!(new.secret.starts_with("pdk_") && new.secret.len() > 40);
         assert_eq!(new.token.name, "laptop");
         assert!(new.secret.starts_with(&new.token.prefix));
@@ -166,7 +210,10 @@ mod tests {
 
         assert_eq!(
             authenticate(&db, &new.secret).await.unwrap(),
-            Some(alice.user_id)
+            Some(Grant {
+                user_id: alice.user_id,
+                scope: TokenScope::Write
+            })
         );
         assert!(list(&db, &alice).await.unwrap()[0].last_used_at.is_some());
         assert_eq!(authenticate(&db, "pdk_wrong").await.unwrap(), None);
@@ -178,8 +225,82 @@ mod tests {
         revoke(&db, &alice, new.token.id).await.unwrap();
         assert_eq!(authenticate(&db, &new.secret).await.unwrap(), None);
         assert_eq!(
-            create(&db, &alice, "  ").await.unwrap_err().code(),
+            create(&db, &alice, &request("  "))
+                .await
+                .unwrap_err()
+                .code(),
             "token_name_invalid"
         );
+    }
+
+    fn request(name: &str) -> TokenRequest {
+        TokenRequest {
+            name: name.into(),
+            scope: TokenScope::Write,
+            expires_in_days: crate::types::DEFAULT_TOKEN_DAYS,
+        }
+    }
+
+    #[tokio::test]
+    async fn tokens_expire_and_carry_their_scope() {
+        let (_dir, db) = test_db().await;
+        let alice = actor(&db, "alice").await;
+        let read = create(
+            &db,
+            &alice,
+            &TokenRequest {
+                scope: TokenScope::Read,
+                ..request("dashboard")
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(read.token.scope, TokenScope::Read);
+        let in_90_days = chrono::Utc::now() + chrono::Duration::days(90);
+        let expires =
+            chrono::DateTime::parse_from_rfc3339(read.token.expires_at.as_deref().unwrap())
+                .unwrap();
+        assert!((expires.to_utc() - in_90_days).num_seconds().abs() < 60);
+        assert_eq!(
+            authenticate(&db, &read.secret)
+                .await
+                .unwrap()
+                .unwrap()
+                .scope,
+            TokenScope::Read
+        );
+        let forever = create(
+            &db,
+            &alice,
+            &TokenRequest {
+                expires_in_days: 0,
+                ..request("forever")
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(forever.token.expires_at, None);
+        assert_eq!(
+            create(
+                &db,
+                &alice,
+                &TokenRequest {
+                    expires_in_days: 3651,
+                    ..request("too long")
+                }
+            )
+            .await
+            .unwrap_err()
+            .code(),
+            "token_expiry_invalid"
+        );
+        // Expired: refused, though still listed (so its owner sees why).
+        sqlx::query("UPDATE api_tokens SET expires_at = '2000-01-01T00:00:00Z' WHERE id = ?")
+            .bind(read.token.id)
+            .execute(&db)
+            .await
+            .unwrap();
+        assert_eq!(authenticate(&db, &read.secret).await.unwrap(), None);
+        assert_eq!(list(&db, &alice).await.unwrap().len(), 2);
     }
 }

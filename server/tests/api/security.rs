@@ -206,6 +206,98 @@ async fn personal_api_tokens() {
     assert_eq!(server.count("SELECT COUNT(*) FROM workspaces").await, 1);
 }
 
+#[tokio::test]
+async fn read_tokens_only_read_and_expired_tokens_are_refused() {
+    let server = Server::start();
+    let alice = server.signup("alice").await;
+    let new_token = |body: serde_json::Value| {
+        alice
+            .client
+            .post(server.url("/api/v1/tokens"))
+            .json(&body)
+            .send()
+    };
+    let (status, read) = status_json(
+        new_token(json!({ "name": "dashboard", "scope": "read" }))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{read}");
+    assert_eq!(read["token"]["scope"], "read");
+    assert!(
+        read["token"]["expires_at"].is_string(),
+        "90 days by default"
+    );
+    let secret = read["secret"].as_str().unwrap().to_string();
+    let bare = reqwest::Client::new();
+    let res = bare
+        .get(server.url("/api/v1/workspaces"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    for (what, req) in [
+        (
+            "a workspace",
+            bare.post(server.url("/api/v1/workspaces"))
+                .json(&json!({ "name": "nope" })),
+        ),
+        (
+            "a token",
+            bare.post(server.url("/api/v1/tokens"))
+                .json(&json!({ "name": "escalate" })),
+        ),
+    ] {
+        let (status, body) = status_json(req.bearer_auth(&secret).send().await.unwrap()).await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (StatusCode::FORBIDDEN, Some("token_read_only")),
+            "{what}"
+        );
+    }
+    assert_eq!(server.count("SELECT COUNT(*) FROM workspaces").await, 0);
+    assert_eq!(server.count("SELECT COUNT(*) FROM api_tokens").await, 1);
+
+    let (status, body) = status_json(
+        new_token(json!({ "name": "long", "expires_in_days": 4000 }))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("expires_in_days"))
+    );
+    let (_, forever) = status_json(
+        new_token(json!({ "name": "forever", "expires_in_days": 0 }))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(forever["token"]["expires_at"].is_null(), "{forever}");
+
+    // Past its expiry a token is refused like an unknown one.
+    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", server.db_path().display()))
+        .await
+        .unwrap();
+    sqlx::query(
+        "UPDATE api_tokens SET expires_at = '2000-01-01T00:00:00Z' WHERE name = 'dashboard'",
+    )
+    .execute(&db)
+    .await
+    .unwrap();
+    db.close().await;
+    let res = bare
+        .get(server.url("/api/v1/me"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+}
+
 /// A client whose connections come from `ip` (any 127.0.0.0/8 address reaches the server bound
 /// to 127.0.0.1), so one test can play several client addresses.
 fn client_from(ip: &str) -> reqwest::Client {

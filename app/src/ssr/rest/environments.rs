@@ -333,6 +333,13 @@ pub async fn terminal(
             )
         })?;
     }
+    // A shell changes everything it can reach, though its handshake is a GET.
+    if actor.read_only {
+        return Err(AppError::denied(
+            "token_read_only",
+            "a read-only API token cannot open a terminal",
+        ));
+    }
     let name = lifecycle::terminal_container(&state.db, &actor, id, env_id).await?;
     let docker = state.engine.docker().await?;
     let rows = q.rows.unwrap_or(24).clamp(2, 500);

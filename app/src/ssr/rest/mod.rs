@@ -241,7 +241,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
     components(schemas(
         ErrorBody, Me, Role, WorkspaceSummary, Member, AuditEntry, ApiToken, NewApiToken, UserAccount,
         InstanceSettings, auth::Credentials, workspaces::WorkspaceBody, workspaces::AddMemberBody,
-        workspaces::ChangeRoleBody, tokens::CreateTokenBody, crate::types::SettingsChange, admin::UserBody, admin::QuotaBody,
+        workspaces::ChangeRoleBody, crate::types::TokenRequest, crate::types::TokenScope, crate::types::SettingsChange, admin::UserBody, admin::QuotaBody,
         DatasetSummary, DatasetDetail, DatasetPreview,
         EndpointSpec, EndpointStatus, EndpointSummary, EndpointReplica, EndpointKey, NewEndpointKey, EndpointMetrics,
         EndpointDetail, endpoints::KeyBody, EndpointChange, endpoints::PlaygroundBody, PlaygroundPrediction, LabelProbability,

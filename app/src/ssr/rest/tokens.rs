@@ -3,21 +3,13 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
-use serde::Deserialize;
 
 use crate::error::AppError;
 use crate::ssr::auth::Actor;
 use crate::ssr::http_error::ErrorBody;
 use crate::ssr::limits::{ApiJson, ApiPath as Path};
 use crate::ssr::{tokens, AppState};
-use crate::types::{ApiToken, NewApiToken};
-
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct CreateTokenBody {
-    /// What the token is for (1–64 characters).
-    pub name: String,
-}
+use crate::types::{ApiToken, NewApiToken, TokenRequest};
 
 #[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens", security(("session" = []), ("token" = [])),
     responses((status = 200, body = Vec<ApiToken>), (status = 401, body = ErrorBody)))]
@@ -28,18 +20,20 @@ pub async fn list(
     Ok(Json(tokens::list(&state.db, &actor).await?))
 }
 
-/// Creates a token; `secret` in the response is shown this once.
+/// Creates a token; `secret` in the response is shown this once. `scope` is `write` (default) or
+/// `read` (GET only); it expires after `expires_in_days` (default 90; 0: never).
 #[utoipa::path(post, path = "/api/v1/tokens", tag = "tokens", security(("session" = []), ("token" = [])),
-    request_body = CreateTokenBody,
-    responses((status = 201, body = NewApiToken), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    request_body = TokenRequest,
+    responses((status = 201, body = NewApiToken), (status = 401, body = ErrorBody),
+              (status = 403, description = "a read-only token cannot create tokens", body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create(
     State(state): State<AppState>,
     actor: Actor,
-    ApiJson(body): ApiJson<CreateTokenBody>,
+    ApiJson(body): ApiJson<TokenRequest>,
 ) -> Result<(StatusCode, Json<NewApiToken>), AppError> {
     Ok((
         StatusCode::CREATED,
-        Json(tokens::create(&state.db, &actor, &body.name).await?),
+        Json(tokens::create(&state.db, &actor, &body).await?),
     ))
 }
 
