@@ -181,7 +181,18 @@ pub struct InstanceSettings {
     pub signup_enabled: bool,
     /// Whether uploaded models may carry weights only as a pickled `pytorch_model.bin`.
     pub allow_pickled_weights: bool,
+    /// Environments of one workspace that may run (or be starting) at once.
+    pub max_running_environments: u32,
+    /// Endpoint replicas one workspace may ask for in all.
+    pub max_replicas: u32,
+    /// Uploads (datasets, models) one user may have in progress at once.
+    pub max_uploads_per_user: u32,
+    /// Live streams (log and metric streams, terminals) one user may have open at once.
+    pub max_streams_per_user: u32,
 }
+
+/// The largest value a cap may be set to.
+pub const MAX_CAP: u32 = 10_000;
 
 /// A change to [`InstanceSettings`]: the fields given are set, the others kept.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -192,6 +203,15 @@ pub struct SettingsChange {
     pub signup_enabled: Option<bool>,
     #[serde(default)]
     pub allow_pickled_weights: Option<bool>,
+    /// 1–10000 each.
+    #[serde(default)]
+    pub max_running_environments: Option<u32>,
+    #[serde(default)]
+    pub max_replicas: Option<u32>,
+    #[serde(default)]
+    pub max_uploads_per_user: Option<u32>,
+    #[serde(default)]
+    pub max_streams_per_user: Option<u32>,
 }
 
 // ---- environments ---------------------------------------------------------------------------------

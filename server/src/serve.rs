@@ -96,11 +96,17 @@ pub async fn run(
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown);
+    let database_url = config.db.url();
     tokio::select! {
         result = server => result.context("server failed")?,
         () = sessions::sweep_expired(db.clone()) => {}
         () = environments::reconcile::run(db.clone(), engine.clone()) => {}
         () = scheduler::run(db.clone(), jobs, engine) => {}
+        reason = app::ssr::db::guard_files(&database_url) => {
+            // Going on would acknowledge writes into a file that no later start reads.
+            tracing::error!(%reason, "the database files changed under the server; stopping");
+            anyhow::bail!("stopped: {reason}; start paddock again to continue on the files now in place");
+        }
     }
     db.close().await;
     tracing::info!("shut down");

@@ -9,7 +9,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use crate::error::AppError;
-use crate::types::{InstanceSettings, SettingsChange, UserAccount};
+use crate::types::{InstanceSettings, SettingsChange, UserAccount, MAX_CAP};
 
 fn require_admin(actor: &Actor) -> Result<(), AppError> {
     if actor.is_admin {
@@ -26,26 +26,48 @@ pub async fn settings(db: &SqlitePool, actor: &Actor) -> Result<InstanceSettings
 
 /// The settings, for the domain's own checks (no actor needed to obey them).
 pub(crate) async fn read_settings(db: &SqlitePool) -> Result<InstanceSettings, AppError> {
-    let (signup_enabled, allow_pickled_weights): (bool, bool) = sqlx::query_as(
-        "SELECT signup_enabled, allow_pickled_weights FROM instance_settings WHERE id = 1",
+    let row: (bool, bool, i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT signup_enabled, allow_pickled_weights, max_running_environments, max_replicas,
+                max_uploads_per_user, max_streams_per_user
+         FROM instance_settings WHERE id = 1",
     )
     .fetch_one(db)
     .await?;
+    let cap = |n: i64| u32::try_from(n).unwrap_or(0);
     Ok(InstanceSettings {
-        signup_enabled,
-        allow_pickled_weights,
+        signup_enabled: row.0,
+        allow_pickled_weights: row.1,
+        max_running_environments: cap(row.2),
+        max_replicas: cap(row.3),
+        max_uploads_per_user: cap(row.4),
+        max_streams_per_user: cap(row.5),
     })
 }
 
-/// Sets the settings the change names, each audited.
+/// Sets the settings the change names, each audited; a cap outside 1–[`MAX_CAP`] is refused at its
+/// field and nothing changes.
 pub async fn update_settings(
     db: &SqlitePool,
     actor: &Actor,
     change: SettingsChange,
 ) -> Result<InstanceSettings, AppError> {
     require_admin(actor)?;
-    let mut tx = write_tx(db).await?;
-    let fields = [
+    let caps = [
+        ("max_running_environments", change.max_running_environments),
+        ("max_replicas", change.max_replicas),
+        ("max_uploads_per_user", change.max_uploads_per_user),
+        ("max_streams_per_user", change.max_streams_per_user),
+    ];
+    for (field, value) in caps {
+        if value.is_some_and(|n| !(1..=MAX_CAP).contains(&n)) {
+            return Err(AppError::invalid(
+                field,
+                "cap_invalid",
+                format!("{field} must be between 1 and {MAX_CAP}"),
+            ));
+        }
+    }
+    let flags = [
         ("signup_enabled", "settings.signup", change.signup_enabled),
         (
             "allow_pickled_weights",
@@ -53,9 +75,17 @@ pub async fn update_settings(
             change.allow_pickled_weights,
         ),
     ];
+    let fields = flags
+        .into_iter()
+        .map(|(column, action, v)| (column, action, v.map(i64::from)))
+        .chain(
+            caps.into_iter()
+                .map(|(column, v)| (column, "settings.cap", v.map(i64::from))),
+        );
+    let mut tx = write_tx(db).await?;
     for (column, action, value) in fields {
         let Some(value) = value else { continue };
-        // `column` is one of the two names above, never input.
+        // `column` is one of the names above, never input.
         sqlx::query(&format!(
             "UPDATE instance_settings SET {column} = ? WHERE id = 1"
         ))
@@ -65,7 +95,7 @@ pub async fn update_settings(
         audit::record(
             &mut tx,
             Entry::by(actor, None, action, "instance", column)
-                .detail(serde_json::json!({ "enabled": value })),
+                .detail(serde_json::json!({ "value": value })),
         )
         .await?;
     }
@@ -238,6 +268,18 @@ mod tests {
             "an unnamed setting is kept"
         );
         assert_eq!(settings(&db, &admin).await.unwrap(), changed);
+        let zero = SettingsChange {
+            max_replicas: Some(0),
+            signup_enabled: Some(true),
+            ..Default::default()
+        };
+        let e = update_settings(&db, &admin, zero).await.unwrap_err();
+        assert_eq!(e.code(), "cap_invalid");
+        assert_eq!(
+            settings(&db, &admin).await.unwrap(),
+            changed,
+            "nothing changed"
+        );
         let e =
             crate::ssr::accounts::sign_up(&db, &Default::default(), "late", "long enough pw", None)
                 .await

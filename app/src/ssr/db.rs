@@ -163,6 +163,76 @@ pub async fn open(url: &str) -> Result<SqlitePool, OpenError> {
     Ok(pool)
 }
 
+/// How often [`guard_files`] looks at the database's files.
+const GUARD_EVERY: Duration = Duration::from_secs(1);
+
+/// Watches the database file and its write-ahead log for as long as the server runs, and returns
+/// (with the reason) when either was deleted or replaced. SQLite keeps using the files it opened, so
+/// after an outside process deleted the `-wal` (an `sqlite3` session closing does), every write the
+/// server acknowledges goes to a file nobody will ever read again, and a restart loses it. Before
+/// returning, what the server's still-open log holds is checkpointed into the database file (when
+/// that is intact), so nothing acknowledged is lost; the caller then stops the server.
+///
+/// It holds a connection of its own for its whole life: while one connection is open SQLite never
+/// deletes the log itself, so the log's identity is stable and any change is someone else's.
+pub async fn guard_files(url: &str) -> String {
+    use sqlx::{ConnectOptions, Connection};
+    use std::os::unix::fs::MetadataExt;
+    let identity = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    let Ok(options) = SqliteConnectOptions::from_str(url) else {
+        return std::future::pending().await;
+    };
+    let options = options.journal_mode(SqliteJournalMode::Wal);
+    let file = options.get_filename().to_path_buf();
+    let mut wal = file.clone().into_os_string();
+    wal.push("-wal");
+    let wal = std::path::PathBuf::from(wal);
+    let mut conn = match options.connect().await {
+        Ok(conn) => conn,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch the database files");
+            return std::future::pending().await;
+        }
+    };
+    // A read makes sure the log exists before its identity is taken.
+    let _ = sqlx::query("SELECT COUNT(*) FROM sqlite_master")
+        .execute(&mut conn)
+        .await;
+    let (Some(db_id), Some(wal_id)) = (identity(&file), identity(&wal)) else {
+        // Not a file in WAL mode (an in-memory database): nothing to watch.
+        return std::future::pending().await;
+    };
+    loop {
+        tokio::time::sleep(GUARD_EVERY).await;
+        let db_now = identity(&file);
+        let wal_now = identity(&wal);
+        if db_now == Some(db_id) && wal_now == Some(wal_id) {
+            continue;
+        }
+        let what = if db_now != Some(db_id) {
+            format!("{} was deleted or replaced", file.display())
+        } else {
+            format!("{} was deleted or replaced", wal.display())
+        };
+        let saved = if db_now == Some(db_id) {
+            match sqlx::query("PRAGMA wal_checkpoint(FULL)")
+                .execute(&mut conn)
+                .await
+            {
+                Ok(_) => "its log was written into the database file first",
+                Err(e) => {
+                    tracing::error!(error = %e, "checkpointing the log of a replaced database");
+                    "checkpointing its log failed"
+                }
+            }
+        } else {
+            "the database file itself is gone"
+        };
+        let _ = conn.close().await;
+        return format!("{what} by another process ({saved})");
+    }
+}
+
 /// Why the database could not be opened or migrated, in words for the operator.
 #[derive(Debug)]
 pub struct OpenError(pub String);

@@ -20,6 +20,7 @@ pub mod accounts;
 pub mod admin;
 pub mod audit;
 pub mod auth;
+pub mod caps;
 pub mod context;
 pub mod csrf;
 pub mod datasets;

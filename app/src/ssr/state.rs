@@ -64,6 +64,8 @@ pub struct AppState {
     pub jobs: Arc<Jobs>,
     /// Endpoints' replicas and the gateway in front of them.
     pub deployer: Arc<Deployer>,
+    /// Each user's open uploads and live streams, against their caps.
+    pub open: Arc<super::caps::Open>,
 }
 
 impl AppState {
@@ -85,6 +87,7 @@ impl AppState {
             storage,
             jobs,
             deployer,
+            open: Arc::default(),
         }
     }
 }

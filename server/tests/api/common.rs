@@ -97,6 +97,21 @@ impl Server {
         self.base = base;
     }
 
+    /// Waits up to `limit` for the server to exit by itself; its status, or `None` if it still runs.
+    pub fn wait_for_exit(
+        &mut self,
+        limit: std::time::Duration,
+    ) -> Option<std::process::ExitStatus> {
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+
     /// The server process's id.
     pub fn pid(&self) -> u32 {
         self.child.id()

@@ -285,3 +285,187 @@ async fn deleting_a_workspace_mid_job_with_a_ready_endpoint_leaves_nothing_even_
     .await;
     assert!(next_job > long, "job id {next_job} reused");
 }
+
+#[tokio::test]
+async fn a_deleted_write_ahead_log_stops_the_server_without_losing_acknowledged_writes() {
+    let mut server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let create = |name: &'static str| {
+        owner
+            .client
+            .post(server.url("/api/v1/workspaces"))
+            .json(&json!({ "name": name }))
+            .send()
+    };
+    assert_eq!(
+        create("before").await.unwrap().status(),
+        StatusCode::CREATED
+    );
+    // What an `sqlite3` session closing from outside does to the live log.
+    let mut wal = server.db_path().into_os_string();
+    wal.push("-wal");
+    std::fs::remove_file(&wal).unwrap();
+    // Acknowledged after the log was gone, before the server noticed.
+    assert_eq!(create("after").await.unwrap().status(), StatusCode::CREATED);
+    let status = server
+        .wait_for_exit(Duration::from_secs(10))
+        .expect("the server stops once its log is gone");
+    assert!(!status.success());
+    let log = std::fs::read_to_string(server.dir.path().join("server.log")).unwrap();
+    assert!(log.contains("was deleted or replaced"), "{log}");
+
+    server.crash_and_restart();
+    let (status, list) = crate::common::status_json(
+        owner
+            .client
+            .get(server.url("/api/v1/workspaces"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let mut names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["name"].as_str().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["after", "before"], "no acknowledged write was lost");
+}
+
+#[tokio::test]
+async fn caps_on_uploads_and_replicas_name_their_value_and_admins_change_them() {
+    use tokio::io::AsyncWriteExt;
+    let server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let settings = |body: Value| {
+        owner
+            .client
+            .patch(server.url("/api/v1/admin/settings"))
+            .json(&body)
+            .send()
+    };
+    let (status, body) = crate::common::status_json(
+        settings(json!({ "max_uploads_per_user": 0 }))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["field"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("max_uploads_per_user")
+        )
+    );
+    let (status, body) = crate::common::status_json(
+        settings(json!({ "max_uploads_per_user": 1, "max_replicas": 1 }))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // One upload in progress (its body never finishes) holds the owner's only place.
+    let (ws, _, checkpoints) = crate::endpoints::trained(&server, &owner, 5).await;
+    let (_, token) = crate::common::status_json(
+        owner
+            .client
+            .post(server.url("/api/v1/tokens"))
+            .json(&json!({ "name": "uploader" }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let secret = token["secret"].as_str().unwrap().to_string();
+    let authority = server.base.trim_start_matches("http://").to_string();
+    let mut slow = tokio::net::TcpStream::connect(&authority).await.unwrap();
+    slow.write_all(
+        format!(
+            "POST /api/v1/workspaces/{ws}/datasets/upload?name=slow&filename=slow.csv HTTP/1.1\r\n\
+             Host: {authority}\r\nAuthorization: Bearer {secret}\r\n\
+             Content-Type: application/octet-stream\r\nContent-Length: 1000000\r\n\r\ntext,label\n"
+        )
+        .as_bytes(),
+    )
+    .await
+    .unwrap();
+    // Its handler holds the place once its file is being received into tmp/.
+    let tmp = server.dir.path().join("data/tmp");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !std::fs::read_dir(&tmp)
+        .map(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("upload-"))
+        })
+        .unwrap_or(false)
+    {
+        assert!(Instant::now() < deadline, "the slow upload never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let attempts = std::sync::atomic::AtomicU32::new(0);
+    let upload = || {
+        // A new name each time: an attempt that got in before the slow one must not conflict by name.
+        let n = attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        owner
+            .client
+            .post(server.url(&format!(
+                "/api/v1/workspaces/{ws}/datasets/upload?name=second-{n}&filename=second.csv"
+            )))
+            .header("content-type", "application/octet-stream")
+            .body("text,label\n很好,pos\n很差,neg\n")
+            .send()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (status, refused) = crate::common::status_json(upload().await.unwrap()).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{refused}");
+    assert_eq!(refused["code"], "limit_reached", "{refused}");
+    assert_eq!(refused["field"], "limit", "{refused}");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("the limit is 1"),
+        "{refused}"
+    );
+    // The connection gone, its place comes back.
+    drop(slow);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body) = crate::common::status_json(upload().await.unwrap()).await;
+        if body["code"] != "limit_reached" {
+            assert_eq!(status, StatusCode::CREATED, "{body}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the place never came back: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Replicas per workspace: two asked, one allowed; nothing is created.
+    let (status, body) = crate::common::status_json(
+        owner
+            .client
+            .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
+            .json(&json!({ "name": "wide", "checkpoint_id": checkpoints[0], "replicas": 2 }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::CONFLICT, Some("limit_reached")),
+        "{body}"
+    );
+    assert!(
+        body["message"].as_str().unwrap().contains("replicas"),
+        "{body}"
+    );
+    assert_eq!(server.count("SELECT COUNT(*) FROM endpoints").await, 0);
+}

@@ -70,6 +70,10 @@ pub async fn upload(
     Query(q): Query<UploadQuery>,
     body: Body,
 ) -> Result<(StatusCode, Json<DatasetDetail>), AppError> {
+    let _uploading = state
+        .open
+        .take(&state.db, crate::ssr::caps::Kind::Upload, actor.user_id)
+        .await?;
     let upload = Upload {
         name: q.name,
         file_name: q.filename,

@@ -20,7 +20,7 @@ use crate::ssr::auth::{bearer_token, Actor};
 use crate::ssr::environments::{self, builds, lifecycle};
 use crate::ssr::http_error::ErrorBody;
 use crate::ssr::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
-use crate::ssr::{audit, csrf, AppState};
+use crate::ssr::{audit, caps, csrf, AppState};
 use crate::types::*;
 
 /// How often the log stream looks for new build output.
@@ -257,6 +257,10 @@ pub async fn build_log(
     Query(q): Query<LogQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
     let version_id = environments::version_for_log(&state.db, &actor, id, env_id, version).await?;
+    let permit = state
+        .open
+        .take(&state.db, caps::Kind::Stream, actor.user_id)
+        .await?;
     // EventSource reconnects with the last id it saw.
     let resume = headers
         .get("last-event-id")
@@ -304,7 +308,7 @@ pub async fn build_log(
             }
         }
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Ok(Sse::new(caps::holding(stream, permit)).keep_alive(KeepAlive::default()))
 }
 
 /// A shell in the running environment over a WebSocket; editors and owners. Client → server: text
@@ -341,6 +345,10 @@ pub async fn terminal(
         ));
     }
     let name = lifecycle::terminal_container(&state.db, &actor, id, env_id).await?;
+    let permit = state
+        .open
+        .take(&state.db, caps::Kind::Stream, actor.user_id)
+        .await?;
     let docker = state.engine.docker().await?;
     let rows = q.rows.unwrap_or(24).clamp(2, 500);
     let cols = q.cols.unwrap_or(80).clamp(2, 1000);
@@ -366,7 +374,10 @@ pub async fn terminal(
     }
     let db = state.db.clone();
     Ok(upgrade
-        .on_upgrade(move |socket| bridge(socket, terminal, db, actor, id, env_id))
+        .on_upgrade(move |socket| async move {
+            bridge(socket, terminal, db, actor, id, env_id).await;
+            drop(permit);
+        })
         .into_response())
 }
 

@@ -17,9 +17,9 @@ use serde::Deserialize;
 use crate::error::AppError;
 use crate::ssr::auth::Actor;
 use crate::ssr::http_error::ErrorBody;
-use crate::ssr::jobs;
 use crate::ssr::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
 use crate::ssr::AppState;
+use crate::ssr::{caps, jobs};
 use crate::types::*;
 
 /// The live stream looks for news when a job's rows change ([`jobs::Jobs::changed`]), and at least this
@@ -185,6 +185,10 @@ pub async fn stream(
     Query(q): Query<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
     jobs::get(&state.db, &actor, id, job_id).await?; // access check
+    let permit = state
+        .open
+        .take(&state.db, caps::Kind::Stream, actor.user_id)
+        .await?;
     struct Cursor {
         metrics: i64,
         logs: i64,
@@ -266,7 +270,7 @@ pub async fn stream(
             }
         }
     });
-    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+    Ok(Sse::new(caps::holding(stream, permit)).keep_alive(KeepAlive::default()))
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/checkpoints", tag = "checkpoints", security(("session" = []), ("token" = [])),

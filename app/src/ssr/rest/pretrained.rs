@@ -63,6 +63,10 @@ pub async fn upload(
     Query(q): Query<UploadQuery>,
     body: Body,
 ) -> Result<(StatusCode, Json<PretrainedModel>), AppError> {
+    let _uploading = state
+        .open
+        .take(&state.db, crate::ssr::caps::Kind::Upload, actor.user_id)
+        .await?;
     let model = pretrained::upload(
         &state.db,
         &state.storage,
