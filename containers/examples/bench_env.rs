@@ -134,6 +134,7 @@ async fn bench(docker: Docker, instance: String, runs: usize) -> Result<(), BoxE
             volume_dir: None,
             cmd: None,
             env: vec![],
+            network: None,
         };
         let started = Instant::now();
         let provisioned = docker.provision(&request).await?;

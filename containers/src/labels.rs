@@ -32,6 +32,11 @@ pub fn volume_name(prefix: &str, workspace_volume: &str) -> String {
     container_name(prefix, &["ws", workspace_volume])
 }
 
+/// Deterministic Docker network name for a workspace (`paddock-<prefix>-net-<workspace>`).
+pub fn network_name(prefix: &str, workspace: &str) -> String {
+    container_name(prefix, &["net", workspace])
+}
+
 fn sanitize(s: &str) -> String {
     s.chars()
         .map(|c| {

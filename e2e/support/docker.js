@@ -33,5 +33,9 @@ export async function removeInstanceObjects(instance) {
   const { stdout } = await run('docker', ['volume', 'ls', '-q', '--filter', `label=paddock.instance=${instance}`]);
   const volumes = stdout.split('\n').filter(Boolean);
   if (volumes.length) await run('docker', ['volume', 'rm', '-f', ...volumes]);
+  const networks = (await run('docker', ['network', 'ls', '-q', '--filter', `label=paddock.instance=${instance}`])).stdout
+    .split('\n')
+    .filter(Boolean);
+  if (networks.length) await run('docker', ['network', 'rm', ...networks]);
   return containers.length;
 }

@@ -90,6 +90,9 @@ pub struct ProvisionRequest {
     pub cmd: Option<Vec<String>>,
     /// Extra `KEY=value` variables for this container only (the image carries the spec's).
     pub env: Vec<String>,
+    /// The workspace's own bridge network (created if missing), so that containers of different
+    /// workspaces cannot reach each other; `None`: Docker's default bridge.
+    pub network: Option<String>,
 }
 
 /// A provisioned container.
@@ -222,6 +225,7 @@ impl ProvisionRequest {
                     ..Default::default()
                 }]),
                 device_requests,
+                network_mode: self.network.clone(),
                 ..Default::default()
             }),
             ..Default::default()
@@ -247,6 +251,10 @@ impl Docker {
             &request.instance,
         )
         .await?;
+        if let Some(network) = &request.network {
+            self.ensure_network(network, &request.workspace, &request.instance)
+                .await?;
+        }
         let options = CreateContainerOptionsBuilder::default()
             .name(&request.name)
             .build();
@@ -342,6 +350,92 @@ impl Docker {
             .await
             .map(|_| ())
             .map_err(|e| Error::docker(format!("creating volume {name}"), "volume", name, e))
+    }
+
+    /// Creates the named bridge network if missing, labelled as Paddock's. Docker isolates user-defined
+    /// bridges from each other, so one network per workspace keeps a team's containers (and the
+    /// endpoint replicas it serves) out of every other team's reach; the server, on the host, still
+    /// reaches all of them.
+    pub async fn ensure_network(&self, name: &str, workspace: &str, instance: &str) -> Result<()> {
+        match self
+            .api()
+            .inspect_network(
+                name,
+                None::<bollard::query_parameters::InspectNetworkOptions>,
+            )
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(e) => match Error::docker(format!("inspecting network {name}"), "network", name, e)
+            {
+                Error::NotFound { .. } => {}
+                other => return Err(other),
+            },
+        }
+        let request = bollard::models::NetworkCreateRequest {
+            name: name.into(),
+            driver: Some("bridge".into()),
+            labels: Some(HashMap::from([
+                (labels::MANAGED.to_string(), "true".to_string()),
+                (labels::WORKSPACE.to_string(), workspace.to_string()),
+                (labels::INSTANCE.to_string(), instance.to_string()),
+            ])),
+            ..Default::default()
+        };
+        match self.api().create_network(request).await {
+            Ok(_) => Ok(()),
+            Err(e) => match Error::docker(format!("creating network {name}"), "network", name, e) {
+                // Created by a concurrent provision of the same workspace.
+                Error::Conflict(_) => Ok(()),
+                other => Err(other),
+            },
+        }
+    }
+
+    /// Removes the volumes and networks of one workspace of one installation (found by their labels),
+    /// after its containers are gone: the last step of deleting a workspace.
+    pub async fn remove_workspace_objects(&self, workspace: &str, instance: &str) -> Result<()> {
+        let filters = HashMap::from([(
+            "label".to_string(),
+            vec![
+                format!("{}={workspace}", labels::WORKSPACE),
+                format!("{}={instance}", labels::INSTANCE),
+            ],
+        )]);
+        let volumes = self
+            .api()
+            .list_volumes(Some(
+                bollard::query_parameters::ListVolumesOptionsBuilder::default()
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await
+            .map_err(|e| Error::docker("listing volumes", "volume", workspace, e))?;
+        for volume in volumes.volumes.unwrap_or_default() {
+            self.remove_volume(&volume.name).await?;
+        }
+        let networks = self
+            .api()
+            .list_networks(Some(
+                bollard::query_parameters::ListNetworksOptionsBuilder::default()
+                    .filters(&filters)
+                    .build(),
+            ))
+            .await
+            .map_err(|e| Error::docker("listing networks", "network", workspace, e))?;
+        for network in networks {
+            let Some(name) = network.name else { continue };
+            match self.api().remove_network(&name).await {
+                Ok(()) => {}
+                Err(e) => {
+                    match Error::docker(format!("removing network {name}"), "network", &name, e) {
+                        Error::NotFound { .. } => {}
+                        other => return Err(other),
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Removes a volume (its data is gone). Missing is fine; in use is a conflict.
@@ -515,6 +609,7 @@ mod tests {
 
     fn request() -> ProvisionRequest {
         ProvisionRequest {
+            network: None,
             name: labels::container_name("main", &["env", "1"]),
             image: "sha256:abc".into(),
             workspace: "ws".into(),

@@ -68,6 +68,7 @@ impl Guard {
     /// A provision request for `image` with small limits, labelled with this test's prefix.
     pub fn request(&self, part: &str, image: &str) -> ProvisionRequest {
         ProvisionRequest {
+            network: None,
             name: self.name(part),
             image: image.to_string(),
             workspace: "ws-test".into(),

@@ -196,7 +196,7 @@ pub async fn status_json(res: Response) -> (StatusCode, Value) {
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
-/// Removes every container and volume labelled with the server's instance when dropped (also when the
+/// Removes every container, volume and network labelled with the server's instance when dropped (also when the
 /// test fails), and the images listed (an image with the runtime layer is gigabytes).
 pub struct DockerCleanup {
     pub instance: String,
@@ -228,6 +228,7 @@ impl Drop for DockerCleanup {
         let script = format!(
             "docker ps -aq --filter {label} | xargs -r docker rm -f >/dev/null; \
              docker volume ls -q --filter {label} | xargs -r docker volume rm -f >/dev/null; \
+             docker network ls -q --filter {label} | xargs -r docker network rm >/dev/null; \
              for image in {}; do docker rmi -f $image >/dev/null 2>&1; done",
             self.images.join(" ")
         );

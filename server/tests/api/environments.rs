@@ -530,3 +530,151 @@ async fn without_docker_the_dashboard_says_so_and_everything_else_works() {
         StatusCode::OK
     );
 }
+
+/// An environment named `name` in `ws`, built and running: its API path and container name.
+async fn running(user: &User, server: &Server, ws: i64, name: &str) -> (String, String) {
+    let (status, created) = status_json(
+        user.client
+            .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
+            .json(&spec(name))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let env = created["summary"]["id"].as_i64().unwrap();
+    let (log, build) = follow_log(user, server, ws, env).await;
+    assert_eq!(build, "built", "{log}");
+    let base = format!("/api/v1/workspaces/{ws}/environments/{env}");
+    let (status, up) = status_json(
+        user.client
+            .post(server.url(&format!("{base}/up")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{up}");
+    let container = up["summary"]["container_name"]
+        .as_str()
+        .or(up["container_name"].as_str())
+        .unwrap_or_else(|| panic!("no container name in {up}"))
+        .to_string();
+    (base, container)
+}
+
+async fn exec(user: &User, server: &Server, base: &str, script: &str) -> String {
+    let (status, out) = status_json(
+        user.client
+            .post(server.url(&format!("{base}/exec")))
+            .json(&json!({ "cmd": ["sh", "-c", script] }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{out}");
+    out["stdout"].as_str().unwrap_or_default().to_string()
+}
+
+fn docker_lines(args: &[&str]) -> Vec<String> {
+    let out = Command::new("docker").args(args).output().unwrap();
+    assert!(out.status.success(), "docker {args:?}");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[tokio::test]
+async fn each_workspace_has_its_own_network_and_its_deletion_removes_it() {
+    if docker_tests_skipped() {
+        return;
+    }
+    let server = Server::start();
+    let cleanup = DockerCleanup::of(&server).await;
+    let alice = server.signup("alice").await;
+    let bob = server.signup("bob").await;
+    let ws_a = workspace(&alice, &server).await;
+    let ws_b = workspace(&bob, &server).await;
+    let (a1, _) = running(&alice, &server, ws_a, "a-one").await;
+    let (b1, b1_container) = running(&bob, &server, ws_b, "b-one").await;
+    let (b2, _) = running(&bob, &server, ws_b, "b-two").await;
+
+    // A service in workspace B (what an endpoint replica or a notebook server would be).
+    exec(&bob, &server, &b1, "busybox httpd -p 8080 -h /workspace").await;
+    let ip = docker_lines(&[
+        "inspect",
+        "-f",
+        "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+        &b1_container,
+    ])
+    .concat();
+    assert!(!ip.is_empty(), "b-one has an address");
+    let probe =
+        format!("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | timeout 3 nc {ip} 8080 | head -1; true");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let same = exec(&bob, &server, &b2, &probe).await;
+        if same.contains("HTTP/1") {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "b-two never reached b-one: {same:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let other = exec(&alice, &server, &a1, &probe).await;
+    assert!(
+        !other.contains("HTTP/1"),
+        "workspace A reached workspace B's container: {other:?}"
+    );
+
+    // Deleting workspace B removes its containers, volume and network.
+    let res = bob
+        .client
+        .delete(server.url(&format!("/api/v1/workspaces/{ws_b}")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let ours = |kind: &str| {
+        let mut args = vec![kind, "ls", "-q"];
+        if kind == "container" {
+            args.push("-a");
+        }
+        let instance = format!("label=paddock.instance={}", cleanup.instance);
+        let workspace = format!("label=paddock.workspace={ws_b}");
+        let mut full: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        full.extend(["--filter".into(), instance, "--filter".into(), workspace]);
+        docker_lines(&full.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while server
+        .count(&format!(
+            "SELECT COUNT(*) FROM workspaces WHERE id = {ws_b}"
+        ))
+        .await
+        > 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the purge never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    for kind in ["container", "volume", "network"] {
+        assert_eq!(
+            ours(kind),
+            Vec::<String>::new(),
+            "{kind}s of workspace B are left"
+        );
+    }
+    // Workspace A is untouched.
+    assert!(exec(&alice, &server, &a1, "echo alive")
+        .await
+        .contains("alive"));
+}

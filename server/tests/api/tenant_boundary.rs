@@ -419,7 +419,6 @@ async fn caps_on_uploads_and_replicas_name_their_value_and_admins_change_them() 
             .body("text,label\n很好,pos\n很差,neg\n")
             .send()
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
     let (status, refused) = crate::common::status_json(upload().await.unwrap()).await;
     assert_eq!(status, StatusCode::CONFLICT, "{refused}");
     assert_eq!(refused["code"], "limit_reached", "{refused}");

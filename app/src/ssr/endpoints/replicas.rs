@@ -25,7 +25,7 @@ use super::parity;
 use crate::error::AppError;
 use crate::ssr::db::write_tx;
 use crate::ssr::engine::Engine;
-use crate::ssr::environments::lifecycle::{volume_dir, volume_name};
+use crate::ssr::environments::lifecycle::{network_name, volume_dir, volume_name};
 use crate::ssr::gpus::{self, Holder};
 use crate::ssr::jobs::docker::environment_limits;
 use crate::ssr::jobs::local::is_alive;
@@ -570,6 +570,7 @@ impl Deployer {
             limits,
             gpu_device_ids: gpu.iter().map(u32::to_string).collect(),
             volume: volume_name(&self.engine, t.workspace_id, DEFAULT_VOLUME),
+            network: Some(network_name(&self.engine, t.workspace_id)),
             volume_dir: volume_dir(&self.engine, t.workspace_id, DEFAULT_VOLUME)
                 .map_err(|e| e.to_string())?,
             cmd: Some(cmd),

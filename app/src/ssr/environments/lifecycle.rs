@@ -43,6 +43,12 @@ pub fn volume_name(engine: &Engine, workspace_id: i64, volume: &str) -> String {
     labels::volume_name(&engine.instance, &format!("w{workspace_id}-{volume}"))
 }
 
+/// The workspace's own Docker network: its environments, job containers and replicas share it, and
+/// no other workspace's containers can reach them.
+pub fn network_name(engine: &Engine, workspace_id: i64) -> String {
+    labels::network_name(&engine.instance, &format!("w{workspace_id}"))
+}
+
 /// The host directory backing a workspace volume, created and handed to the container's user (uid
 /// 1000 owns `/workspace`); `None` when volumes live in Docker's storage.
 pub fn volume_dir(
@@ -269,6 +275,7 @@ async fn provision(
         volume_dir: volume_dir(engine, env.workspace_id, spec.workspace_volume.trim())?,
         cmd: None,
         env: Vec::new(),
+        network: Some(network_name(engine, env.workspace_id)),
     };
     let provisioned = docker
         .provision(&request)

@@ -1,6 +1,6 @@
 //! Carrying out a workspace's deletion, decided by [`super::delete`]: every process and container it
-//! runs is stopped, its GPU leases are released, its files (volume, job logs) removed, and only then
-//! its rows deleted. Each step can be repeated, so a crash half-way is finished by [`resume`] at the
+//! runs is stopped, its GPU leases are released, its files (volume, job logs), Docker volumes and
+//! network removed, and only then its rows deleted. Each step can be repeated, so a crash half-way is finished by [`resume`] at the
 //! next start; until the last step the workspace row, marked `deleting_since`, is the record of what is
 //! left to do. Ids are never reused (AUTOINCREMENT), so nothing left behind could be inherited anyway.
 
@@ -161,8 +161,10 @@ async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppE
     Ok(running)
 }
 
-/// Removes the environments' containers. Without Docker the purge stops here and is retried later:
-/// going on would leave containers that nothing records any more.
+/// Removes the environments' containers, then the workspace's Docker volumes and network. Without
+/// Docker the purge stops here and is retried later when the workspace may have anything in Docker
+/// (it has environments, or jobs that ran in containers): going on would leave containers, volumes
+/// or a network that nothing records any more.
 async fn remove_environments(state: &AppState, workspace_id: i64) -> Result<(), AppError> {
     let containers: Vec<String> = sqlx::query_scalar(
         "SELECT container_name FROM environments WHERE workspace_id = ? AND container_name IS NOT NULL",
@@ -170,17 +172,32 @@ async fn remove_environments(state: &AppState, workspace_id: i64) -> Result<(), 
     .bind(workspace_id)
     .fetch_all(&state.db)
     .await?;
-    if containers.is_empty() {
-        return Ok(());
-    }
-    let docker = state.engine.docker().await?;
+    let used_docker: bool = sqlx::query_scalar(
+        "SELECT EXISTS (SELECT 1 FROM environments WHERE workspace_id = ?1)
+             OR EXISTS (SELECT 1 FROM jobs WHERE workspace_id = ?1 AND executor = 'docker')",
+    )
+    .bind(workspace_id)
+    .fetch_one(&state.db)
+    .await?;
+    let docker = match state.engine.docker().await {
+        Ok(docker) => docker,
+        Err(e) if used_docker => return Err(e),
+        Err(_) => return Ok(()),
+    };
     for name in containers {
         docker
             .remove(&name)
             .await
             .map_err(|e| state.engine.error("removing an environment's container", e))?;
     }
-    Ok(())
+    docker
+        .remove_workspace_objects(&workspace_id.to_string(), &state.engine.instance)
+        .await
+        .map_err(|e| {
+            state
+                .engine
+                .error("removing the workspace's volumes and network", e)
+        })
 }
 
 /// Removes the workspace's volume (never following a link a container planted in it) and the
