@@ -15,7 +15,7 @@ use tokio_tungstenite::tungstenite::Message;
 
 use crate::common::{status_json, workspace, DockerCleanup, Server, User};
 
-fn docker_tests_skipped() -> bool {
+pub(crate) fn docker_tests_skipped() -> bool {
     std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip")
 }
 
@@ -532,7 +532,7 @@ async fn without_docker_the_dashboard_says_so_and_everything_else_works() {
 }
 
 /// An environment named `name` in `ws`, built and running: its API path and container name.
-async fn running(user: &User, server: &Server, ws: i64, name: &str) -> (String, String) {
+pub(crate) async fn running(user: &User, server: &Server, ws: i64, name: &str) -> (String, String) {
     let (status, created) = status_json(
         user.client
             .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
@@ -564,7 +564,7 @@ async fn running(user: &User, server: &Server, ws: i64, name: &str) -> (String, 
     (base, container)
 }
 
-async fn exec(user: &User, server: &Server, base: &str, script: &str) -> String {
+pub(crate) async fn exec(user: &User, server: &Server, base: &str, script: &str) -> String {
     let (status, out) = status_json(
         user.client
             .post(server.url(&format!("{base}/exec")))

@@ -468,3 +468,124 @@ async fn caps_on_uploads_and_replicas_name_their_value_and_admins_change_them() 
     );
     assert_eq!(server.count("SELECT COUNT(*) FROM endpoints").await, 0);
 }
+
+/// The attacks planted from where a team member really has a shell: inside their environment's
+/// container (through the API's `exec`), which sees the volume at `/workspace`. Links there point at
+/// the host's files as the server would see them (the attacker can guess the data directory).
+#[tokio::test]
+async fn plants_from_a_shell_inside_a_real_container_reach_nothing() {
+    if crate::environments::docker_tests_skipped() {
+        return;
+    }
+    let server = Server::start();
+    let _cleanup = crate::common::DockerCleanup::of(&server).await;
+    let owner = server.signup("owner").await;
+    let (ws, job, checkpoints) = crate::endpoints::trained(&server, &owner, 5).await;
+    let (shell, _) = crate::environments::running(&owner, &server, ws, "attacker").await;
+    let run = |script: String| {
+        let (owner, server, shell) = (&owner, &server, shell.clone());
+        async move { crate::environments::exec(owner, server, &shell, &script).await }
+    };
+    let db = server.db_path().display().to_string();
+    let hostname = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
+    let (_, datasets) = crate::common::status_json(
+        owner
+            .client
+            .get(server.url(&format!("/api/v1/workspaces/{ws}/datasets")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let ds = datasets[0]["id"].as_i64().unwrap();
+    let inside = datasets[0]["container_path"].as_str().unwrap().to_string();
+    let dataset_url = format!("/api/v1/workspaces/{ws}/datasets/{ds}/file");
+    let no_secret_in = |what: &str, body: &[u8]| {
+        let text = String::from_utf8_lossy(body);
+        assert!(
+            !text.contains("SQLite format"),
+            "{what}: bytes of the database"
+        );
+        if hostname.trim().len() > 3 {
+            assert!(
+                !text.contains(hostname.trim()),
+                "{what}: the host's /etc/hostname"
+            );
+        }
+    };
+
+    // `/workspace` itself belongs to the container's user, so whatever the server made below it can
+    // be renamed away and rebuilt: the dataset's folder, rebuilt with its file a link to the database,
+    // then to a host file, then a FIFO.
+    let (folder, file) = inside.rsplit_once('/').unwrap();
+    run("cd /workspace && mv datasets datasets.orig".to_string()).await;
+    for target in [db.as_str(), "/etc/hostname"] {
+        let out = run(format!(
+            "rm -rf '{folder}' && mkdir -p '{folder}' && ln -s '{target}' '{folder}/{file}' && echo planted"
+        ))
+        .await;
+        assert!(out.contains("planted"), "{out:?}");
+        let (status, body) = get(&owner, &server, &dataset_url).await;
+        no_secret_in(&format!("dataset → {target}"), &body);
+        assert_eq!(
+            status,
+            StatusCode::CONFLICT,
+            "{}",
+            String::from_utf8_lossy(&body)
+        );
+    }
+    let out = run(format!(
+        "rm -f '{inside}' && mkfifo '{inside}' && echo planted"
+    ))
+    .await;
+    assert!(out.contains("planted"), "{out:?}");
+    let started = Instant::now();
+    let (status, _) = get(&owner, &server, &dataset_url).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "refused, not timed out"
+    );
+    let (status, _) = get(&owner, &server, "/healthz").await;
+    assert_eq!(status, StatusCode::OK);
+
+    // The jobs folder rebuilt the same way: the checkpoint's weights a link to the database. The
+    // archive holds none of it.
+    let out = run(format!(
+        "cd /workspace && ck=$(ls -d jobs/{job}/output/checkpoints/* | head -1) && mv jobs jobs.orig && \
+         mkdir -p \"$ck\" && cp jobs.orig/{job}/output/checkpoints/*/config.json \"$ck\"/ 2>/dev/null; \
+         ln -s '{db}' \"$ck/model.safetensors\" && echo planted"
+    ))
+    .await;
+    assert!(out.contains("planted"), "{out:?}");
+    let (status, body) = get(
+        &owner,
+        &server,
+        &format!(
+            "/api/v1/workspaces/{ws}/checkpoints/{}/download",
+            checkpoints[0]
+        ),
+    )
+    .await;
+    no_secret_in("checkpoint archive", &body);
+    assert!(
+        status.is_success() || status == StatusCode::CONFLICT,
+        "{status}"
+    );
+
+    // A job directory's pid file forged to name the server itself: cancel never signals it.
+    run(format!(
+        "mkdir -p /workspace/jobs/{job} && echo {} > /workspace/jobs/{job}/trainer.pid 2>/dev/null; true",
+        server.pid()
+    ))
+    .await;
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{job}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.status().is_success() || res.status().is_client_error());
+    let (status, _) = get(&owner, &server, "/healthz").await;
+    assert_eq!(status, StatusCode::OK, "the server was not signalled");
+}
