@@ -248,6 +248,11 @@ pub struct EnvironmentSpec {
     /// Environment variables baked into the image.
     #[serde(default)]
     pub env: std::collections::BTreeMap<String, String>,
+    /// Secret variables, given to the container when it starts and never put in the image. They
+    /// are write-only: the server answers every name with an empty value, and an empty value sent
+    /// back keeps the stored one.
+    #[serde(default)]
+    pub secret_env: std::collections::BTreeMap<String, String>,
     #[serde(default = "default_working_dir")]
     pub working_dir: String,
     /// The workspace's persistent volume mounted at `/workspace` (letters, digits, `_`, `.`, `-`);
@@ -279,6 +284,7 @@ impl Default for EnvironmentSpec {
             gpus: GpuSpec::None,
             shared_gpus: false,
             env: Default::default(),
+            secret_env: Default::default(),
             working_dir: default_working_dir(),
             workspace_volume: default_workspace_volume(),
         }

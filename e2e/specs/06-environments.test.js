@@ -17,6 +17,8 @@ import { Shell } from '../pages/shell.js';
 import { createWorkspace, signIn, signUp } from '../pages/flows.js';
 
 const NAME = 'busybox-small';
+/** A secret variable's value: it reaches the container, and no page ever shows it. */
+const SECRET = 'hf_e2e_SECRET_value_42';
 
 describe('an environment from spec to terminal and back', () => {
   let server;
@@ -103,7 +105,7 @@ describe('an environment from spec to terminal and back', () => {
     const { page } = owner;
     const form = new EnvironmentFormPage(page);
     await form.gotoNew(workspaceId);
-    await form.fill({ name: NAME, cpus: '0.5', memory: '64m', 'shm-size': '16m' });
+    await form.fill({ name: NAME, cpus: '0.5', memory: '64m', 'shm-size': '16m', secrets: `HF_TOKEN=${SECRET}` });
     await form.submit();
     await page.waitForURL(/\/environments\/\d+$/);
     const env = new EnvironmentPage(page);
@@ -245,6 +247,9 @@ describe('an environment from spec to terminal and back', () => {
       assert.equal(await env.button('edit').count(), 0);
       assert.equal(await env.terminalOpen.count(), 0, 'no terminal');
       await env.stats.waitFor();
+      // The secret's name, never its value.
+      await waitForText(page.getByTestId('spec-secret-names'), 'HF_TOKEN');
+      assert.ok(!(await page.content()).includes(SECRET), 'the viewer saw the secret');
       await screenshot(page, '06-viewer');
       // The edit page itself refuses, and the form is not there.
       await page.goto(`/w/${workspaceId}/environments/${environmentId}/edit`);

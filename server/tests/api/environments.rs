@@ -678,3 +678,135 @@ async fn each_workspace_has_its_own_network_and_its_deletion_removes_it() {
         .await
         .contains("alive"));
 }
+
+#[tokio::test]
+async fn secret_variables_reach_the_container_but_never_a_reader_or_the_image() {
+    if docker_tests_skipped() {
+        return;
+    }
+    let server = Server::start();
+    let _cleanup = DockerCleanup::of(&server).await;
+    let owner = server.signup("owner").await;
+    let viewer = server.signup("viewer").await;
+    let ws = workspace(&owner, &server).await;
+    owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/members")))
+        .json(&json!({ "username": "viewer", "role": "viewer" }))
+        .send()
+        .await
+        .unwrap();
+    let secret = "hf_0123456789abcdefSECRET";
+    let mut with_secret = spec("secretive");
+    with_secret["secret_env"] = json!({ "HF_TOKEN": secret });
+    // A new secret without a value is refused at its field, and nothing is created.
+    let mut empty = spec("empty-secret");
+    empty["secret_env"] = json!({ "HF_TOKEN": "" });
+    let (status, body) = status_json(
+        owner
+            .client
+            .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
+            .json(&empty)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(
+        (status, body["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("secret_env")),
+        "{body}"
+    );
+    let (status, created) = status_json(
+        owner
+            .client
+            .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
+            .json(&with_secret)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert!(!created.to_string().contains(secret));
+    let env = created["summary"]["id"].as_i64().unwrap();
+    let (_, build) = follow_log(&owner, &server, ws, env).await;
+    assert_eq!(build, "built");
+    let base = format!("/api/v1/workspaces/{ws}/environments/{env}");
+
+    // Every reader sees the name with an empty value; no answer holds the value.
+    for reader in [&viewer, &owner] {
+        let res = reader.client.get(server.url(&base)).send().await.unwrap();
+        let text = res.text().await.unwrap();
+        assert!(!text.contains(secret), "a reader saw the value: {text}");
+        let detail: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(detail["spec"]["secret_env"], json!({ "HF_TOKEN": "" }));
+    }
+    // The container has it; the image does not.
+    let (status, up) = status_json(
+        owner
+            .client
+            .post(server.url(&format!("{base}/up")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{up}");
+    assert_eq!(
+        exec(&owner, &server, &base, "echo \"$HF_TOKEN\"")
+            .await
+            .trim(),
+        secret
+    );
+    let image = up["summary"]["image_id"].as_str().unwrap().to_string();
+    let inspect = Command::new("docker")
+        .args(["image", "inspect", &image])
+        .output()
+        .unwrap();
+    let history = Command::new("docker")
+        .args(["history", "--no-trunc", &image])
+        .output()
+        .unwrap();
+    for out in [inspect, history] {
+        assert!(!String::from_utf8_lossy(&out.stdout).contains(secret));
+    }
+
+    // An edit that sends the name back with no value keeps the value, adds a secret, changes no image.
+    let mut edit = spec("secretive");
+    edit["secret_env"] = json!({ "HF_TOKEN": "", "DB_PASSWORD": "pw-second-secret" });
+    let (status, after) = status_json(
+        owner
+            .client
+            .put(server.url(&base))
+            .json(&edit)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{after}");
+    assert_eq!(
+        after["spec"]["secret_env"],
+        json!({ "DB_PASSWORD": "", "HF_TOKEN": "" })
+    );
+    assert_eq!(
+        after["summary"]["current_version"], 1,
+        "secrets need no rebuild"
+    );
+    assert_eq!(
+        server
+            .count("SELECT COUNT(*) FROM audit_log WHERE action = 'environment.secrets' AND detail NOT LIKE '%secret%SECRET%'")
+            .await,
+        1
+    );
+    assert_eq!(
+        server
+            .count(&format!(
+                "SELECT COUNT(*) FROM environment_versions WHERE spec_json LIKE '%{secret}%'"
+            ))
+            .await,
+        0,
+        "no version holds a value"
+    );
+}

@@ -123,7 +123,9 @@ pub async fn up(
             other => engine.error("inspecting the image", other),
         });
     }
-    let spec = version.spec()?;
+    let mut spec = version.spec()?;
+    // Given to the container, never to the image.
+    spec.secret_env = super::secrets::load(&mut *db.acquire().await?, env_id).await?;
     let env_spec = to_env_spec(&spec, Path::new("/unused"));
     let host = docker
         .host_limits()
@@ -274,7 +276,7 @@ async fn provision(
         volume: volume_name(engine, env.workspace_id, spec.workspace_volume.trim()),
         volume_dir: volume_dir(engine, env.workspace_id, spec.workspace_volume.trim())?,
         cmd: None,
-        env: Vec::new(),
+        env: super::secrets::container_env(&spec.secret_env),
         network: Some(network_name(engine, env.workspace_id)),
     };
     let provisioned = docker

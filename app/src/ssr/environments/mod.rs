@@ -17,6 +17,7 @@
 pub mod builds;
 pub mod lifecycle;
 pub mod reconcile;
+pub mod secrets;
 pub mod spec;
 
 use std::sync::Arc;
@@ -235,7 +236,8 @@ pub async fn get(
             )
         })?;
     let summary = summary(&env, current)?;
-    let spec = current.spec()?;
+    let mut spec = current.spec()?;
+    spec.secret_env = secrets::redacted(&secrets::load(&mut conn, env_id).await?);
     let versions = rows
         .into_iter()
         .map(VersionRow::into_version)
@@ -274,6 +276,7 @@ pub async fn create(
 ) -> Result<EnvironmentDetail, AppError> {
     authorize(&mut *db.acquire().await?, actor, workspace_id, Role::Editor).await?;
     let checked = spec::check(engine, &input).await?;
+    let secret_env = secrets::merge(&Default::default(), &input.secret_env)?;
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
     let now = super::now();
@@ -291,6 +294,7 @@ pub async fn create(
     .await
     .map_err(name_taken)?;
     let version_id = insert_version(&mut tx, env_id, 1, &checked, actor.user_id).await?;
+    secrets::store(&mut tx, env_id, &secret_env).await?;
     audit::record(
         &mut tx,
         Entry::by(
@@ -328,8 +332,29 @@ pub async fn update(
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
     let env = env_row(&mut tx, workspace_id, env_id).await?;
     let current = version_row(&mut tx, env_id, env.current_version).await?;
+    let stored_secrets = secrets::load(&mut tx, env_id).await?;
+    let secret_env = secrets::merge(&stored_secrets, &input.secret_env)?;
+    if secret_env != stored_secrets {
+        // Names only: the audit log is read by every member.
+        secrets::store(&mut tx, env_id, &secret_env).await?;
+        audit::record(
+            &mut tx,
+            Entry::by(
+                actor,
+                Some(workspace_id),
+                "environment.secrets",
+                "environment",
+                &env.name,
+            )
+            .detail(serde_json::json!({
+                "environment_id": env_id,
+                "names": secret_env.keys().collect::<Vec<_>>(),
+            })),
+        )
+        .await?;
+    }
     if current.spec_hash == checked.spec_hash {
-        drop(tx);
+        tx.commit().await?;
         return get(db, actor, workspace_id, env_id).await;
     }
     let latest: i64 = sqlx::query_scalar(

@@ -100,6 +100,8 @@ pub async fn check(engine: &Engine, spec: &EnvironmentSpec) -> Result<Checked, A
     ))?;
     let mut stored = spec.clone();
     stored.name = env_spec.name.clone();
+    // Secrets live apart from the versions (see `secrets`).
+    stored.secret_env.clear();
     Ok(Checked {
         spec_json: serde_json::to_string(&stored)
             .map_err(|e| crate::ssr::http_error::internal("spec to JSON", e))?,
@@ -172,7 +174,8 @@ mod tests {
 
     #[test]
     fn the_form_and_the_containers_spec_share_one_json_shape() {
-        // The REST body is the form; the containers crate must read the same document (minus runtime).
+        // The REST body is the form; the containers crate must read the same document (minus runtime
+        // and the secrets, which never reach an image).
         let spec = EnvironmentSpec {
             name: "x".into(),
             gpus: GpuSpec::Devices(vec![1, 0]),
@@ -181,6 +184,7 @@ mod tests {
         };
         let mut json = serde_json::to_value(&spec).unwrap();
         json.as_object_mut().unwrap().remove("runtime");
+        json.as_object_mut().unwrap().remove("secret_env");
         let parsed = EnvSpec::from_json(&json.to_string()).unwrap();
         assert_eq!(parsed, to_env_spec(&spec, Path::new("/unused")));
     }

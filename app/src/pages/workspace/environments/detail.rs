@@ -448,7 +448,7 @@ fn SpecCard(live: RwSignal<EnvironmentDetail>) -> impl IntoView {
         <section class="card" aria-labelledby="env-spec-title" data-testid="env-spec">
             <h2 id="env-spec-title">{t!(i18n, env_detail.spec_title)}</h2>
             {move || {
-                let EnvironmentSpec { base_image, runtime, os_packages, cpus, memory, shm_size, gpus, shared_gpus, env, working_dir, workspace_volume, .. } = spec.get();
+                let EnvironmentSpec { base_image, runtime, os_packages, cpus, memory, shm_size, gpus, shared_gpus, env, secret_env, working_dir, workspace_volume, .. } = spec.get();
                 let locale = i18n.get_locale();
                 let packages = if os_packages.is_empty() { t_string!(i18n, env_detail.none).to_string() } else { os_packages.join(" ") };
                 let env_text = env.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("\n");
@@ -464,6 +464,14 @@ fn SpecCard(live: RwSignal<EnvironmentDetail>) -> impl IntoView {
                         <div><dt>{t!(i18n, env_form.workspace_volume)}</dt><dd><code>{workspace_volume}</code></dd></div>
                         {(!env_text.is_empty()).then(|| view! {
                             <div class="facts-wide"><dt>{t!(i18n, env_form.env)}</dt><dd><pre class="log log-small">{env_text}</pre></dd></div>
+                        })}
+                        // Names only: the server never sends a secret's value.
+                        {(!secret_env.is_empty()).then(|| view! {
+                            <div class="facts-wide"><dt>{t!(i18n, env_form.secret_env)}</dt><dd>
+                                <pre class="log log-small" data-testid="spec-secret-names">
+                                    {secret_env.keys().map(|k| format!("{k}=••••••")).collect::<Vec<_>>().join("\n")}
+                                </pre>
+                            </dd></div>
                         })}
                     </dl>
                 }

@@ -130,6 +130,8 @@ pub struct FormValues {
     pub shared_gpus: bool,
     /// `KEY=VALUE` lines.
     pub env: String,
+    /// `KEY=VALUE` lines; a stored secret comes back as `KEY=` (kept unless a value is typed).
+    pub secret_env: String,
     pub working_dir: String,
     pub workspace_volume: String,
 }
@@ -141,6 +143,7 @@ pub enum ClientError {
     GpuCount,
     GpuDevices,
     EnvLine(usize),
+    SecretLine(usize),
 }
 
 impl ClientError {
@@ -163,9 +166,34 @@ impl ClientError {
                 "env",
                 td_string!(locale, env_form.err_env_line, line = line).to_string(),
             ),
+            ClientError::SecretLine(line) => (
+                "secret_env",
+                td_string!(locale, env_form.err_env_line, line = line).to_string(),
+            ),
         };
         AppError::invalid(field, "spec_invalid", format!("{field}: {message}"))
     }
+}
+
+/// `KEY=VALUE` lines of a map.
+fn lines(map: &BTreeMap<String, String>) -> String {
+    map.iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The map of `KEY=VALUE` lines (blank lines skipped), or the number of the first line that is not one.
+fn pairs(text: &str) -> Result<BTreeMap<String, String>, usize> {
+    let mut map = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (key, value) = line.split_once('=').ok_or(i + 1)?;
+        map.insert(key.trim().to_string(), value.to_string());
+    }
+    Ok(map)
 }
 
 impl FormValues {
@@ -201,12 +229,8 @@ impl FormValues {
             gpu_count,
             gpu_devices,
             shared_gpus: spec.shared_gpus,
-            env: spec
-                .env
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join("\n"),
+            env: lines(&spec.env),
+            secret_env: lines(&spec.secret_env),
             working_dir: spec.working_dir.clone(),
             workspace_volume: spec.workspace_volume.clone(),
         }
@@ -235,14 +259,8 @@ impl FormValues {
             ),
             _ => GpuSpec::None,
         };
-        let mut env = BTreeMap::new();
-        for (i, line) in self.env.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let (key, value) = line.split_once('=').ok_or(ClientError::EnvLine(i + 1))?;
-            env.insert(key.trim().to_string(), value.to_string());
-        }
+        let env = pairs(&self.env).map_err(ClientError::EnvLine)?;
+        let secret_env = pairs(&self.secret_env).map_err(ClientError::SecretLine)?;
         let base_image = if self.base_choice == CUSTOM_IMAGE {
             self.base_custom.trim().to_string()
         } else {
@@ -264,6 +282,7 @@ impl FormValues {
             gpus,
             shared_gpus: self.shared_gpus,
             env,
+            secret_env,
             working_dir: self.working_dir.trim().to_string(),
             workspace_volume: self.workspace_volume.trim().to_string(),
         })
@@ -434,6 +453,7 @@ fn EnvironmentForm(
     };
     let invalid =
         move |m: Signal<Option<String>>| move || m.with(Option::is_some).then_some("true");
+    let m_secret = message("secret_env");
     let (m_name, m_base, m_packages, m_cpus, m_memory, m_shm, m_gpus, m_env, m_dir, m_volume) = (
         message("name"),
         message("base_image"),
@@ -675,6 +695,20 @@ fn EnvironmentForm(
                         on:input=set(|v, s| v.env = s)
                     >
                         {start.env.clone()}
+                    </textarea>
+                </Row>
+                <Row id="env-secrets" label=move || t!(i18n, env_form.secret_env) hint=ViewFn::from(move || t!(i18n, env_form.secret_env_hint)) message=m_secret>
+                    <textarea
+                        id="env-secrets"
+                        data-testid="env-secrets"
+                        rows="3"
+                        autocomplete="off"
+                        spellcheck="false"
+                        aria-invalid=invalid(m_secret)
+                        aria-describedby=described_by("env-secrets")
+                        on:input=set(|v, s| v.secret_env = s)
+                    >
+                        {start.secret_env.clone()}
                     </textarea>
                 </Row>
                 <div class="form-grid">
