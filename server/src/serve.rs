@@ -87,6 +87,8 @@ pub async fn run(
     app::ssr::workspaces::purge::resume(&state).await;
     let app = router(state, &config);
 
+    // Watching the database files starts before the first request can write to them.
+    let guard = app::ssr::db::guard_files(&config.db.url()).await;
     // The one line on stdout; tests and scripts wait for it. The kernel queues connections from now on.
     println!("listening on http://{addr}");
     tracing::info!(%addr, database = %config.db.url(), site_root, "paddock is serving");
@@ -96,13 +98,12 @@ pub async fn run(
         app.into_make_service_with_connect_info::<SocketAddr>(),
     )
     .with_graceful_shutdown(shutdown);
-    let database_url = config.db.url();
     tokio::select! {
         result = server => result.context("server failed")?,
         () = sessions::sweep_expired(db.clone()) => {}
         () = environments::reconcile::run(db.clone(), engine.clone()) => {}
         () = scheduler::run(db.clone(), jobs, engine) => {}
-        reason = app::ssr::db::guard_files(&database_url) => {
+        reason = guard => {
             // Going on would acknowledge writes into a file that no later start reads.
             tracing::error!(%reason, "the database files changed under the server; stopping");
             anyhow::bail!("stopped: {reason}; start paddock again to continue on the files now in place");

@@ -1,6 +1,7 @@
 //! The SQLite pool and the embedded migrations. One pool is shared by the whole server; WAL lets readers
 //! run alongside the single writer, and the busy timeout makes concurrent writers wait instead of failing.
 
+use std::future::Future;
 use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
@@ -174,13 +175,18 @@ const GUARD_EVERY: Duration = Duration::from_secs(1);
 /// that is intact), so nothing acknowledged is lost; the caller then stops the server.
 ///
 /// It holds a connection of its own for its whole life: while one connection is open SQLite never
-/// deletes the log itself, so the log's identity is stable and any change is someone else's.
-pub async fn guard_files(url: &str) -> String {
+/// deletes the log itself, so the log's identity is stable and any change is someone else's. The
+/// files' identities are taken when this is awaited, so await it before serving anything; the
+/// returned future does the watching.
+pub async fn guard_files(url: &str) -> std::pin::Pin<Box<dyn Future<Output = String> + Send>> {
+    let pending = || -> std::pin::Pin<Box<dyn Future<Output = String> + Send>> {
+        Box::pin(std::future::pending())
+    };
     use sqlx::{ConnectOptions, Connection};
     use std::os::unix::fs::MetadataExt;
     let identity = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
     let Ok(options) = SqliteConnectOptions::from_str(url) else {
-        return std::future::pending().await;
+        return pending();
     };
     let options = options.journal_mode(SqliteJournalMode::Wal);
     let file = options.get_filename().to_path_buf();
@@ -191,7 +197,7 @@ pub async fn guard_files(url: &str) -> String {
         Ok(conn) => conn,
         Err(e) => {
             tracing::warn!(error = %e, "cannot watch the database files");
-            return std::future::pending().await;
+            return pending();
         }
     };
     // A read makes sure the log exists before its identity is taken.
@@ -200,37 +206,39 @@ pub async fn guard_files(url: &str) -> String {
         .await;
     let (Some(db_id), Some(wal_id)) = (identity(&file), identity(&wal)) else {
         // Not a file in WAL mode (an in-memory database): nothing to watch.
-        return std::future::pending().await;
+        return pending();
     };
-    loop {
-        tokio::time::sleep(GUARD_EVERY).await;
-        let db_now = identity(&file);
-        let wal_now = identity(&wal);
-        if db_now == Some(db_id) && wal_now == Some(wal_id) {
-            continue;
-        }
-        let what = if db_now != Some(db_id) {
-            format!("{} was deleted or replaced", file.display())
-        } else {
-            format!("{} was deleted or replaced", wal.display())
-        };
-        let saved = if db_now == Some(db_id) {
-            match sqlx::query("PRAGMA wal_checkpoint(FULL)")
-                .execute(&mut conn)
-                .await
-            {
-                Ok(_) => "its log was written into the database file first",
-                Err(e) => {
-                    tracing::error!(error = %e, "checkpointing the log of a replaced database");
-                    "checkpointing its log failed"
-                }
+    Box::pin(async move {
+        loop {
+            tokio::time::sleep(GUARD_EVERY).await;
+            let db_now = identity(&file);
+            let wal_now = identity(&wal);
+            if db_now == Some(db_id) && wal_now == Some(wal_id) {
+                continue;
             }
-        } else {
-            "the database file itself is gone"
-        };
-        let _ = conn.close().await;
-        return format!("{what} by another process ({saved})");
-    }
+            let what = if db_now != Some(db_id) {
+                format!("{} was deleted or replaced", file.display())
+            } else {
+                format!("{} was deleted or replaced", wal.display())
+            };
+            let saved = if db_now == Some(db_id) {
+                match sqlx::query("PRAGMA wal_checkpoint(FULL)")
+                    .execute(&mut conn)
+                    .await
+                {
+                    Ok(_) => "its log was written into the database file first",
+                    Err(e) => {
+                        tracing::error!(error = %e, "checkpointing the log of a replaced database");
+                        "checkpointing its log failed"
+                    }
+                }
+            } else {
+                "the database file itself is gone"
+            };
+            let _ = conn.close().await;
+            return format!("{what} by another process ({saved})");
+        }
+    })
 }
 
 /// Why the database could not be opened or migrated, in words for the operator.
