@@ -25,7 +25,9 @@ pub async fn settings(db: &SqlitePool, actor: &Actor) -> Result<InstanceSettings
 }
 
 /// The settings, for the domain's own checks (no actor needed to obey them).
-pub(crate) async fn read_settings(db: &SqlitePool) -> Result<InstanceSettings, AppError> {
+pub(crate) async fn read_settings(
+    db: impl sqlx::SqliteExecutor<'_>,
+) -> Result<InstanceSettings, AppError> {
     let row: (bool, bool, i64, i64, i64, i64) = sqlx::query_as(
         "SELECT signup_enabled, allow_pickled_weights, max_running_environments, max_replicas,
                 max_uploads_per_user, max_streams_per_user

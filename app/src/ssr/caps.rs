@@ -24,12 +24,11 @@ fn reached(what: &str, max: u32, hint: &str) -> AppError {
 /// Refuses to start one more environment when the workspace already runs its cap (`env_id` itself
 /// does not count: starting a running environment again is not one more).
 pub async fn environment_may_start(
-    db: &SqlitePool,
     conn: &mut SqliteConnection,
     workspace_id: i64,
     env_id: i64,
 ) -> Result<(), AppError> {
-    let max = read_settings(db).await?.max_running_environments;
+    let max = read_settings(&mut *conn).await?.max_running_environments;
     let running: i64 = sqlx::query_scalar(
         "SELECT COUNT(*) FROM environments
          WHERE workspace_id = ? AND id != ? AND status IN ('provisioning', 'running')",
@@ -52,13 +51,12 @@ pub async fn environment_may_start(
 /// for so many that the sum would pass its cap (`endpoint_id`: the endpoint being changed, whose
 /// current count is replaced, not added to).
 pub async fn replicas_fit(
-    db: &SqlitePool,
     conn: &mut SqliteConnection,
     workspace_id: i64,
     endpoint_id: Option<i64>,
     wanted: i64,
 ) -> Result<(), AppError> {
-    let max = read_settings(db).await?.max_replicas;
+    let max = read_settings(&mut *conn).await?.max_replicas;
     let others: i64 = sqlx::query_scalar(
         "SELECT COALESCE(SUM(replicas), 0) FROM endpoints
          WHERE workspace_id = ? AND id != ? AND status NOT IN ('stopped', 'failed')",

@@ -320,7 +320,7 @@ pub async fn deploy(
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
     live_checkpoint(&mut tx, workspace_id, spec.checkpoint_id).await?;
-    super::caps::replicas_fit(db, &mut tx, workspace_id, None, i64::from(spec.replicas)).await?;
+    super::caps::replicas_fit(&mut tx, workspace_id, None, i64::from(spec.replicas)).await?;
     let now = super::now();
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO endpoints (workspace_id, slug, name, checkpoint_id, replicas, max_batch_tokens, max_wait_ms, device,
@@ -405,7 +405,7 @@ pub async fn redeploy(
         ));
     }
     live_checkpoint(&mut tx, workspace_id, r.checkpoint_id).await?;
-    super::caps::replicas_fit(db, &mut tx, workspace_id, Some(endpoint_id), r.replicas).await?;
+    super::caps::replicas_fit(&mut tx, workspace_id, Some(endpoint_id), r.replicas).await?;
     sqlx::query("UPDATE endpoints SET status = 'starting', status_message = NULL, parity_report = NULL, updated_at = ? WHERE id = ?")
         .bind(super::now())
         .bind(endpoint_id)
@@ -497,7 +497,7 @@ pub async fn change(
     }
     let replicas = change.replicas.map_or(r.replicas, i64::from);
     if replicas > r.replicas {
-        super::caps::replicas_fit(db, &mut tx, workspace_id, Some(endpoint_id), replicas).await?;
+        super::caps::replicas_fit(&mut tx, workspace_id, Some(endpoint_id), replicas).await?;
     }
     let checkpoint_id = change.checkpoint_id.unwrap_or(r.checkpoint_id);
     if replicas == r.replicas && checkpoint_id == r.checkpoint_id {

@@ -147,7 +147,7 @@ pub async fn up(
     let devices = {
         let mut tx = write_tx(db).await?;
         authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
-        crate::ssr::caps::environment_may_start(db, &mut tx, workspace_id, env_id).await?;
+        crate::ssr::caps::environment_may_start(&mut tx, workspace_id, env_id).await?;
         let devices = gpus::lease(
             &mut tx,
             &engine.gpus().await,
