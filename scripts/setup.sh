@@ -8,6 +8,8 @@
 #   rust      the wasm32 target and wasm-bindgen-cli at exactly the version in Cargo.lock (no cargo-leptos:
 #             scripts/site.sh builds the site with the same steps, see there).
 #   torch     a project venv (.venv) holding the PyPI torch wheel that tch expects: it is our libtorch.
+#   fuzz      schemathesis in the same venv: the schema-driven fuzz of the REST API in `make test`
+#             (server/tests/api/fuzz.rs).
 #   node      e2e/node_modules and web/node_modules from their package-lock.json files; xterm.js
 #             (web/) copied to public/vendor/xterm/ for the browser terminal and uPlot to
 #             public/vendor/uplot/ for the job charts; web/ also holds the site's build tools
@@ -20,6 +22,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 TORCH_VERSION=2.13.0          # the libtorch version tch 0.26 is built against
+SCHEMATHESIS_VERSION=4.32.5   # pinned: a new release brings new checks, and so new failures, on its own
 
 say()  { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -96,6 +99,15 @@ PY
   touch .venv/.torch-$TORCH_VERSION
 }
 
+setup_fuzz() {
+  if [ -f .venv/.schemathesis-$SCHEMATHESIS_VERSION ]; then say "fuzz: schemathesis $SCHEMATHESIS_VERSION present in .venv"; return; fi
+  [ -x .venv/bin/python ] || { say "fuzz: creating .venv"; python3 -m venv .venv; }
+  say "fuzz: installing schemathesis==$SCHEMATHESIS_VERSION"
+  .venv/bin/pip --disable-pip-version-check --no-cache-dir install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
+  .venv/bin/schemathesis --version
+  touch .venv/.schemathesis-$SCHEMATHESIS_VERSION
+}
+
 # `npm ci` in one package directory, skipped when its node_modules is newer than its lock file.
 npm_ci_in() {
   local dir=$1
@@ -141,7 +153,7 @@ setup_rust >"$rust_log" 2>&1 &
 rust_pid=$!
 # If another piece fails, the compile beside it stops too (the subshell and its cargo).
 trap 'pkill -P "$rust_pid" 2>/dev/null; kill "$rust_pid" 2>/dev/null; cat "$rust_log"; rm -f "$rust_log"' EXIT
-for p in apt torch node; do "setup_$p"; done
+for p in apt torch fuzz node; do "setup_$p"; done
 trap - EXIT
 if wait "$rust_pid"; then cat "$rust_log"; rm -f "$rust_log"; else
   cat "$rust_log"; rm -f "$rust_log"; say "rust: failed (above)"; exit 1

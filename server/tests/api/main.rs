@@ -11,6 +11,7 @@ mod datasets;
 mod endpoints;
 mod environments;
 mod evaluations;
+mod fuzz;
 mod jobs;
 mod model_server;
 mod ops;

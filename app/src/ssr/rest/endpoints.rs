@@ -195,7 +195,9 @@ pub async fn revoke_key(
     params(("slug" = String, Path, description = "the endpoint's slug")),
     request_body(content = Object, description = "{\"inputs\": [\"…\"], \"return_logits\"?: bool}"),
     responses((status = 200, description = "{\"predictions\": [{label, label_id, probabilities, logits?}]}"),
-              (status = 401, body = ErrorBody), (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+              (status = 401, body = ErrorBody),
+              (status = 422, description = "`invalid_body` or `invalid_inputs`: the model server refused the inputs", body = ErrorBody),
+              (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn predict(
     State(state): State<AppState>,
     Path(slug): Path<String>,

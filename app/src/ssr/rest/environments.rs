@@ -5,6 +5,7 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -121,6 +122,7 @@ pub async fn get(
     params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
     request_body = EnvironmentSpec,
     responses((status = 200, body = EnvironmentDetail), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 409, description = "name taken", body = ErrorBody),
               (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn update(
     State(state): State<AppState>,
@@ -138,6 +140,7 @@ pub async fn update(
     security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
     responses((status = 204, description = "done"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 409, description = "`docker_conflict`: Docker refused to remove the container", body = ErrorBody),
               (status = 503, body = ErrorBody)))]
 pub async fn delete(
     State(state): State<AppState>,
@@ -153,7 +156,8 @@ pub async fn delete(
     security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
     request_body = BuildBody,
-    responses((status = 202, body = EnvironmentDetail), (status = 409, description = "already building", body = ErrorBody)))]
+    responses((status = 202, body = EnvironmentDetail), (status = 409, description = "already building", body = ErrorBody),
+              (status = 503, description = "`docker_unavailable` or `docker_error`: Docker is not there or failed", body = ErrorBody)))]
 pub async fn build(
     State(state): State<AppState>,
     actor: Actor,
@@ -170,7 +174,9 @@ pub async fn build(
     security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
     responses((status = 200, body = EnvironmentDetail), (status = 403, body = ErrorBody),
-              (status = 409, description = "not built, or GPUs busy", body = ErrorBody), (status = 503, body = ErrorBody)))]
+              (status = 409, description = "not built, or GPUs busy", body = ErrorBody),
+              (status = 422, description = "`preflight_failed`: the host cannot give what the spec asks for", body = ErrorBody),
+              (status = 503, body = ErrorBody)))]
 pub async fn up(
     State(state): State<AppState>,
     actor: Actor,
@@ -185,7 +191,9 @@ pub async fn up(
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/environments/{env_id}/down", tag = "environments",
     security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
-    responses((status = 200, body = EnvironmentDetail), (status = 403, body = ErrorBody), (status = 503, body = ErrorBody)))]
+    responses((status = 200, body = EnvironmentDetail), (status = 403, body = ErrorBody),
+              (status = 409, description = "`docker_conflict`: Docker refused to stop the container", body = ErrorBody),
+              (status = 503, body = ErrorBody)))]
 pub async fn down(
     State(state): State<AppState>,
     actor: Actor,
@@ -199,7 +207,8 @@ pub async fn down(
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/environments/{env_id}/restart", tag = "environments",
     security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
-    responses((status = 200, body = EnvironmentDetail), (status = 409, description = "not running", body = ErrorBody)))]
+    responses((status = 200, body = EnvironmentDetail), (status = 409, description = "not running", body = ErrorBody),
+              (status = 503, description = "`docker_unavailable` or `docker_error`: Docker is not there or failed", body = ErrorBody)))]
 pub async fn restart(
     State(state): State<AppState>,
     actor: Actor,
@@ -213,7 +222,8 @@ pub async fn restart(
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/environments/{env_id}/stats", tag = "environments",
     security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
-    responses((status = 200, body = EnvironmentStats), (status = 409, description = "not running", body = ErrorBody)))]
+    responses((status = 200, body = EnvironmentStats), (status = 409, description = "not running", body = ErrorBody),
+              (status = 503, description = "`docker_unavailable` or `docker_error`: Docker is not there or failed", body = ErrorBody)))]
 pub async fn stats(
     State(state): State<AppState>,
     actor: Actor,
@@ -230,7 +240,7 @@ pub async fn stats(
     params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
     request_body = ExecBody,
     responses((status = 200, body = ExecResult), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody),
-              (status = 422, body = ErrorBody)))]
+              (status = 422, body = ErrorBody), (status = 503, description = "`docker_unavailable` or `docker_error`: Docker is not there or failed", body = ErrorBody)))]
 pub async fn exec(
     State(state): State<AppState>,
     actor: Actor,
@@ -318,15 +328,21 @@ pub async fn build_log(
     security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id"),
            TerminalQuery),
-    responses((status = 101, description = "WebSocket"), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    responses((status = 101, description = "WebSocket"),
+              (status = 400, description = "`invalid_body`: not a WebSocket handshake", body = ErrorBody),
+              (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 503, description = "`docker_unavailable` or `docker_error`: Docker is not there or failed", body = ErrorBody)))]
 pub async fn terminal(
     State(state): State<AppState>,
     actor: Actor,
     headers: HeaderMap,
     Path((id, env_id)): Path<(i64, i64)>,
     Query(q): Query<TerminalQuery>,
-    upgrade: WebSocketUpgrade,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, AppError> {
+    // axum refuses a request that is no handshake in plain text; the API answers in its own shape.
+    let upgrade = upgrade.map_err(|r| AppError::Malformed {
+        message: format!("not a WebSocket handshake: {}", r.body_text()),
+    })?;
     // A WebSocket handshake is a GET that browsers send cross-site with cookies: check where it comes from
     // (token-authenticated clients cannot be forged by a browser).
     if bearer_token(&http_parts(&headers))?.is_none() {

@@ -23,7 +23,7 @@ use crate::types::*;
     params(("id" = i64, Path, description = "workspace id"), ("checkpoint_id" = i64, Path, description = "checkpoint id")),
     request_body = EvaluationRequest,
     responses((status = 201, body = EvaluationInfo), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
-              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 409, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn start(
     State(state): State<AppState>,
     actor: Actor,

@@ -289,7 +289,8 @@ pub async fn checkpoints(
     security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("checkpoint_id" = i64, Path, description = "checkpoint id")),
     responses((status = 200, content_type = "application/x-tar", description = "the archive"), (status = 404, body = ErrorBody),
-              (status = 409, description = "files removed by retention, or a checkpoint directory holding a link or anything but folders and regular files", body = ErrorBody)))]
+              (status = 409, description = "files removed by retention, or a checkpoint directory holding a link or anything but folders and regular files", body = ErrorBody),
+              (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn download(
     State(state): State<AppState>,
     actor: Actor,

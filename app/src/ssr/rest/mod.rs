@@ -15,7 +15,9 @@ pub mod workspaces;
 
 use axum::routing::{get, patch, post};
 use axum::{Json, Router};
+use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{Content, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
 use super::http_error::ErrorBody;
@@ -251,7 +253,7 @@ async fn openapi_json() -> Json<utoipa::openapi::OpenApi> {
         EnvironmentDetail, EnvironmentStats, ExecResult, CatalogImage, GpuSummary, DockerStatus,
         environments::BuildBody, environments::ExecBody,
     )),
-    modifiers(&SecuritySchemes),
+    modifiers(&SecuritySchemes, &SharedErrors),
     tags(
         (name = "auth", description = "Accounts and sessions"),
         (name = "workspaces", description = "Team workspaces and their activity log"),
@@ -288,5 +290,153 @@ impl Modify for SecuritySchemes {
                 crate::ssr::sessions::COOKIE_NAME,
             ))),
         );
+    }
+}
+
+/// Adds to every operation the error answers it can give through what all routes share — the
+/// middleware in front of every route and the extractors of the `/api/v1` handlers — so that the
+/// document lists every status a route can answer (what a client must handle, and what the
+/// schema-driven fuzz in `server/tests/api/fuzz.rs` holds the server to) without each annotation
+/// repeating them. An answer an annotation already gives is kept as written: it says more about its
+/// route. What only some routes answer (a 409 for a name taken, a 503 for Docker) stays in their own
+/// annotations.
+///
+/// - every route: 403 `host_not_allowed` (`csrf::protect`), and for changes also `csrf_rejected`; 413
+///   `body_too_large` for a declared length over the limit (`limits::enforce_body_limit`); 500
+///   `internal`.
+/// - `/api/v1` routes with a JSON body (`limits::ApiJson`): 400 when it is not JSON, not UTF-8 or not
+///   sent as `application/json` (never 415), and 422 naming a field that is unknown, missing or of the
+///   wrong type. With path or query parameters (`limits::ApiPath`, `ApiQuery`): 422 for one that does
+///   not decode (an id past `i64`, a number where text is due).
+/// - `/api/v1` routes that need a caller (`auth::Actor`, the ones with `security`): 401 without a valid
+///   session or token; for changes, 403 `token_read_only` and `forbidden`; with path parameters, 404
+///   for what does not exist or lies in a workspace the caller is not a member of.
+/// - streams (SSE, WebSocket): 409 `limit_reached` when the caller holds the most open streams
+///   (`caps::Kind::Stream`).
+///
+/// The model gateway (`/v1/endpoints/…`) uses none of the `/api/v1` extractors: its own annotation
+/// lists what it and the model server behind it answer.
+struct SharedErrors;
+
+impl Modify for SharedErrors {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let api = path.starts_with("/api/v1/");
+            let operations = [
+                (true, item.get.as_mut()),
+                (false, item.put.as_mut()),
+                (false, item.post.as_mut()),
+                (false, item.delete.as_mut()),
+                (false, item.patch.as_mut()),
+            ];
+            for (read, op) in operations {
+                let Some(op) = op else { continue };
+                let has = |place: ParameterIn| {
+                    op.parameters
+                        .iter()
+                        .flatten()
+                        .any(|p| p.parameter_in == place)
+                };
+                let (in_path, in_query) = (has(ParameterIn::Path), has(ParameterIn::Query));
+                let json_body = op
+                    .request_body
+                    .as_ref()
+                    .is_some_and(|b| b.content.contains_key("application/json"));
+                let caller = op.security.as_ref().is_some_and(|s| !s.is_empty());
+                let stream = op
+                    .responses
+                    .responses
+                    .iter()
+                    .any(|(status, answer)| match answer {
+                        RefOr::T(r) => {
+                            status == "101" || r.content.contains_key("text/event-stream")
+                        }
+                        RefOr::Ref(_) => false,
+                    });
+
+                let mut refused =
+                    vec!["`host_not_allowed`: the `Host` is not a name this server answers to"];
+                if !read {
+                    refused.push(
+                        "`csrf_rejected`: a change with the session cookie from another site",
+                    );
+                }
+                if api && caller && !read {
+                    refused.push("`token_read_only`: the API token may only read");
+                    refused.push("`forbidden`: the caller's role does not allow this");
+                }
+                add(op, "403", refused.join("; "));
+                add(
+                    op,
+                    "413",
+                    "`body_too_large`: the body is larger than the server accepts",
+                );
+                add(
+                    op,
+                    "500",
+                    "`internal`: a failure on the server, logged there and not told",
+                );
+                if !api {
+                    continue;
+                }
+                if json_body {
+                    add(
+                        op,
+                        "400",
+                        "`invalid_body`: the body is not JSON, not UTF-8, or not sent as \
+                        `Content-Type: application/json`",
+                    );
+                }
+                let mut invalid = Vec::new();
+                if in_path || in_query {
+                    invalid.push("a path or query parameter does not decode");
+                }
+                if json_body {
+                    invalid.push("a JSON field is unknown, missing or of the wrong type (`field`)");
+                }
+                if !invalid.is_empty() {
+                    add(op, "422", format!("`invalid_body`: {}", invalid.join("; ")));
+                }
+                if caller {
+                    add(
+                        op,
+                        "401",
+                        "`unauthenticated`: no session or API token, or one that expired, \
+                        was revoked or belongs to a disabled account",
+                    );
+                    if in_path {
+                        add(
+                            op,
+                            "404",
+                            "`not_found`: it does not exist, or it is in a workspace the \
+                            caller is not a member of",
+                        );
+                    }
+                }
+                if stream {
+                    add(
+                        op,
+                        "409",
+                        "`limit_reached`: the caller holds the most open live streams",
+                    );
+                }
+            }
+        }
+
+        /// Adds the answer `status` with an [`ErrorBody`] unless the operation already documents it.
+        fn add(op: &mut Operation, status: &str, description: impl Into<String>) {
+            op.responses
+                .responses
+                .entry(status.to_string())
+                .or_insert_with(|| {
+                    ResponseBuilder::new()
+                        .description(description)
+                        .content(
+                            "application/json",
+                            Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+                        )
+                        .into()
+                });
+        }
     }
 }

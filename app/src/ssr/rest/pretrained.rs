@@ -55,7 +55,7 @@ pub async fn list(
     params(("id" = i64, Path, description = "workspace id"), UploadQuery),
     request_body(content = String, content_type = "application/octet-stream", description = "the .tar archive"),
     responses((status = 201, body = PretrainedModel), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody),
-              (status = 413, body = ErrorBody), (status = 422, body = ErrorBody)))]
+              (status = 413, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn upload(
     State(state): State<AppState>,
     actor: Actor,
