@@ -9,7 +9,8 @@
 //! `csrf_rejected`, `environment_name_taken`, `spec_invalid`, `image_unavailable`, `preflight_failed`,
 //! `not_built`, `not_running`, `build_in_progress`, `gpus_busy`, `gpu_quota_exceeded`, `host_not_allowed`,
 //! `pickled_weights_refused`, `token_read_only`, `token_expiry_invalid`,
-//! `docker_unavailable`, `docker_error`,
+//! `docker_unavailable`, `docker_error`, `limit_reached`, `cap_invalid`, `volume_timeout`,
+//! `volume_file_refused`,
 //! `unauthenticated`, `forbidden`, `not_found`, `too_many_requests`, `internal`,
 //! `transport` (client side only).
 

@@ -16,6 +16,17 @@ use crate::error::AppError;
 /// on the server still shows something: codes without a translation fall back to the English message
 /// the server sent (better than hiding what went wrong).
 pub fn error_text(locale: Locale, err: &AppError) -> String {
+    // Codes whose server message carries the detail a user acts on (which limit and its value, which
+    // file and why): a translated lead, then that detail.
+    let lead: Option<&'static str> = match err.code() {
+        "limit_reached" => Some(td_string!(locale, errors.limit_reached)),
+        "cap_invalid" => Some(td_string!(locale, errors.cap_invalid)),
+        "volume_file_refused" => Some(td_string!(locale, errors.volume_file_refused)),
+        _ => None,
+    };
+    if let Some(lead) = lead {
+        return format!("{lead}{err}");
+    }
     let known: Option<&'static str> = match err.code() {
         "username_invalid" => Some(td_string!(locale, errors.username_invalid)),
         "username_taken" => Some(td_string!(locale, errors.username_taken)),
@@ -47,6 +58,7 @@ pub fn error_text(locale: Locale, err: &AppError) -> String {
         "gpus_busy" => Some(td_string!(locale, errors.gpus_busy)),
         "gpu_quota_exceeded" => Some(td_string!(locale, errors.gpu_quota_exceeded)),
         "host_not_allowed" => Some(td_string!(locale, errors.host_not_allowed)),
+        "volume_timeout" => Some(td_string!(locale, errors.volume_timeout)),
         "pickled_weights_refused" => Some(td_string!(locale, errors.pickled_weights_refused)),
         "token_read_only" => Some(td_string!(locale, errors.token_read_only)),
         "token_expiry_invalid" => Some(td_string!(locale, errors.token_expiry_invalid)),
@@ -86,7 +98,7 @@ mod tests {
     use super::*;
 
     /// The stable codes `AppError::code()` can return (see the list in `error.rs`).
-    const CODES: [&str; 53] = [
+    const CODES: [&str; 57] = [
         "username_invalid",
         "username_taken",
         "password_too_short",
@@ -140,6 +152,10 @@ mod tests {
         "endpoint_unchanged",
         "endpoint_starting",
         "endpoint_changing",
+        "limit_reached",
+        "cap_invalid",
+        "volume_timeout",
+        "volume_file_refused",
     ];
 
     fn with_code(code: &str) -> AppError {
@@ -184,6 +200,19 @@ mod tests {
         assert_eq!(
             error_text(Locale::zh, &err),
             "memory: \"lots\" is not a size"
+        );
+    }
+
+    #[test]
+    fn limit_errors_lead_in_the_users_language_and_keep_the_value() {
+        let err = AppError::conflict(
+            "limit",
+            "limit_reached",
+            "running environments: the limit is 4",
+        );
+        assert_eq!(
+            error_text(Locale::zh, &err),
+            "已达到上限：running environments: the limit is 4"
         );
     }
 

@@ -253,6 +253,15 @@ impl std::fmt::Display for OpenError {
 
 impl std::error::Error for OpenError {}
 
+/// A transaction that takes SQLite's write lock at once. Checks made inside it (membership, "is this
+/// the last owner?") cannot be invalidated by another writer before the change commits; a deferred
+/// transaction would instead fail with SQLITE_BUSY when upgrading to a writer.
+pub async fn write_tx(
+    db: &SqlitePool,
+) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+    db.begin_with("BEGIN IMMEDIATE").await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -317,13 +326,4 @@ mod tests {
         assert_eq!(name, "kept");
         ids_never_reused(&pool).await.unwrap();
     }
-}
-
-/// A transaction that takes SQLite's write lock at once. Checks made inside it (membership, "is this
-/// the last owner?") cannot be invalidated by another writer before the change commits; a deferred
-/// transaction would instead fail with SQLITE_BUSY when upgrading to a writer.
-pub async fn write_tx(
-    db: &SqlitePool,
-) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
-    db.begin_with("BEGIN IMMEDIATE").await
 }
