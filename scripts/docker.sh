@@ -10,8 +10,11 @@ if ! command -v dockerd >/dev/null 2>&1; then
 fi
 log=${DOCKERD_LOG:-/tmp/paddock-dockerd.log}
 say "starting dockerd (log: $log)"
-if [ "$(id -u)" -eq 0 ]; then setsid dockerd >"$log" 2>&1 < /dev/null &
-else setsid sudo -n dockerd >"$log" 2>&1 < /dev/null & fi
+# Paddock gives every workspace its own bridge network; Docker's default pools hold about 30 of them
+# (a /16 each), so this engine hands out /24s instead: 256 networks.
+args=(--default-address-pool base=10.213.0.0/16,size=24)
+if [ "$(id -u)" -eq 0 ]; then setsid dockerd "${args[@]}" >"$log" 2>&1 < /dev/null &
+else setsid sudo -n dockerd "${args[@]}" >"$log" 2>&1 < /dev/null & fi
 for _ in $(seq 1 60); do
   docker info >/dev/null 2>&1 && { say "engine running"; exit 0; }
   sleep 0.5

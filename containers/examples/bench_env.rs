@@ -132,6 +132,7 @@ async fn bench(docker: Docker, instance: String, runs: usize) -> Result<(), BoxE
             gpu_device_ids: vec![],
             volume: volume.clone(),
             volume_dir: None,
+            store_dir: None,
             cmd: None,
             env: vec![],
             network: None,

@@ -211,6 +211,7 @@ impl EnvironmentsConfig {
             orphans: self.orphans,
             runtime_binary: self.runtime_binary.clone(),
             volumes_dir: None,
+            stores_dir: None,
         }
     }
 }

@@ -53,8 +53,12 @@ pub async fn run(
         config.max_upload_bytes,
         paddock,
     ));
+    app::ssr::layout::migrate(&db, &storage)
+        .await
+        .map_err(|e| anyhow::anyhow!("moving the data directory to the store layout: {e}"))?;
     let mut engine_config = config.environments.engine();
     engine_config.volumes_dir = Some(storage.volumes_dir());
+    engine_config.stores_dir = Some(storage.stores_dir());
     let engine = std::sync::Arc::new(
         Engine::start(&db, engine_config)
             .await

@@ -1,7 +1,7 @@
 //! Datasets: labelled text files a workspace trains on. An upload is streamed to a temporary file (never
 //! held in memory, cut off at the size limit), hashed on the way, validated by the trainer's own
 //! validator (`paddock validate`, the same rules a training run applies) and only then moved into the
-//! workspace volume and recorded — a bad file gets the validator's problems with line numbers and leaves
+//! workspace's store (read-only at `/paddock` in containers) and recorded — a bad file gets the validator's problems with line numbers and leaves
 //! nothing behind. Viewers read; editors and owners upload and delete.
 
 use std::collections::BTreeMap;
@@ -17,7 +17,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use super::http_error::{internal, is_unique_violation};
-use super::storage::{in_volume, remove_from_volume, Storage};
+use super::storage::{in_volume, remove_from_store, Storage};
 use crate::error::AppError;
 use crate::types::{DatasetDetail, DatasetPreview, DatasetSummary, Role};
 
@@ -76,7 +76,7 @@ impl Row {
             name: self.name.clone(),
             file_name: self.file_name.clone(),
             format: self.format.clone(),
-            container_path: format!("/workspace/{}", self.path),
+            container_path: format!("{}/{}", containers::build::STORE_DIR, self.path),
             bytes: self.bytes as u64,
             sha256: self.sha256.clone(),
             rows: self.rows as u64,
@@ -152,7 +152,7 @@ pub async fn file(
     let storage = storage.clone();
     let file = in_volume("the dataset's file", move || {
         storage
-            .volume(workspace_id)?
+            .store(workspace_id)?
             .open_file(Path::new(&path), storage.max_upload_bytes)
     })
     .await?;
@@ -285,7 +285,7 @@ where
     let dir = format!("datasets/{id}");
     tmp.persist(storage, workspace_id, &dir, &file_name).await?;
     if let Err(e) = tx.commit().await {
-        remove_from_volume(storage, workspace_id, dir.into()).await;
+        remove_from_store(storage, workspace_id, dir.into()).await;
         return Err(e.into());
     }
     get(db, actor, workspace_id, id).await
@@ -361,7 +361,7 @@ pub async fn delete(
     tx.commit().await?;
     // The row is gone first: a file left by a failed removal is garbage, never a dangling reference.
     if let Some(dir) = Path::new(&path).parent() {
-        remove_from_volume(storage, workspace_id, dir.to_path_buf()).await;
+        remove_from_store(storage, workspace_id, dir.to_path_buf()).await;
     }
     Ok(())
 }
@@ -555,9 +555,8 @@ impl TempFile {
         Ok(TempFile { path, keep: false })
     }
 
-    /// Moves the file into the workspace volume as `dir/name` (same file system: a rename). The
-    /// directory is made afresh: whatever a container put at that name first is removed, and the move
-    /// goes through no link.
+    /// Moves the file into the workspace's store as `dir/name` (same file system: a rename). The
+    /// directory is made afresh (a crash may have left one), and the move replaces nothing.
     async fn persist(
         mut self,
         storage: &Storage,
@@ -572,10 +571,10 @@ impl TempFile {
             self.path.clone(),
         );
         in_volume("storing the dataset", move || {
-            let volume = storage.volume(workspace_id)?;
-            volume.remove_all(&dir)?;
-            volume.create_dir_all(&dir, 0o755)?;
-            volume.move_in(&from, &dir.join(name))
+            let store = storage.store(workspace_id)?;
+            store.remove_all(&dir)?;
+            store.create_dir_all(&dir, 0o755)?;
+            store.move_in(&from, &dir.join(name))
         })
         .await?;
         self.keep = true;

@@ -58,6 +58,9 @@ pub struct EngineConfig {
     /// datasets and checkpoints are plain files for Paddock and `/workspace` for containers. `None`
     /// leaves them in Docker's own storage (when Docker runs on another machine).
     pub volumes_dir: Option<PathBuf>,
+    /// Host directory of the workspaces' stores (`<data-dir>/store`, see `storage`), bound read-only
+    /// into their containers at `/paddock`. `None`: not bound.
+    pub stores_dir: Option<PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -69,6 +72,7 @@ impl Default for EngineConfig {
             orphans: OrphanPolicy::Remove,
             runtime_binary: None,
             volumes_dir: None,
+            stores_dir: None,
         }
     }
 }

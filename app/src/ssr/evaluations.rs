@@ -22,7 +22,7 @@ use super::auth::Actor;
 use super::db::write_tx;
 use super::http_error::internal;
 use super::jobs::{local, Jobs};
-use super::storage::{in_volume, DEFAULT_VOLUME};
+use super::storage::in_volume;
 use crate::error::AppError;
 use crate::types::{ClassScore, EvaluationInfo, EvaluationStatus, Role};
 
@@ -318,7 +318,6 @@ fn spawn(db: SqlitePool, jobs: Arc<Jobs>, id: i64) {
 #[derive(sqlx::FromRow)]
 struct Launch {
     workspace_id: i64,
-    job_id: i64,
     status: String,
     pid: Option<i64>,
     checkpoint_path: String,
@@ -332,7 +331,7 @@ struct Launch {
 #[tracing::instrument(skip(db, jobs))]
 async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
     let Some(l) = sqlx::query_as::<_, Launch>(
-        "SELECT e.workspace_id, c.job_id, e.status, e.pid, c.path AS checkpoint_path, c.deleted_at AS checkpoint_deleted,
+        "SELECT e.workspace_id, e.status, e.pid, c.path AS checkpoint_path, c.deleted_at AS checkpoint_deleted,
              d.path AS dataset_path, d.format, d.text_column, d.label_column
          FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id LEFT JOIN datasets d ON d.id = e.dataset_id
          WHERE e.id = ?",
@@ -346,12 +345,11 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
     if EvaluationStatus::parse(&l.status).is_some_and(EvaluationStatus::is_final) {
         return Ok(());
     }
-    let volume = jobs.storage.volume_dir(l.workspace_id, DEFAULT_VOLUME);
-    // Relative to the volume, which the team's containers write: every file here is read through
-    // `beneath` (no links followed, no FIFOs opened).
-    let dir = crate::ssr::jobs::job_rel(l.job_id)
-        .join("evaluations")
-        .join(id.to_string());
+    // The evaluator runs as the server, so everything it touches is the server's: the checkpoint's copy
+    // and the dataset in the workspace's store, and its own folder under `runs/` (removed once its
+    // outcome is recorded).
+    let store = jobs.storage.store_dir(l.workspace_id);
+    let dir = run_rel(id);
     let pid = match l.pid {
         Some(pid) => pid,
         None => {
@@ -365,11 +363,11 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
                 )
                 .await;
             };
-            let model = volume.join(&l.checkpoint_path);
+            let model = store.join(&l.checkpoint_path);
             let present = {
                 let (storage, path) = (jobs.storage.clone(), l.checkpoint_path.clone());
                 in_volume("the checkpoint", move || {
-                    storage.volume(l.workspace_id)?.open_dir(Path::new(&path))
+                    storage.store(l.workspace_id)?.open_dir(Path::new(&path))
                 })
                 .await
                 .is_ok()
@@ -384,13 +382,13 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
             }
             let args = eval_args(
                 &model,
-                &volume.join(data),
+                &store.join(data),
                 format,
                 text,
                 label,
                 jobs.cpu_threads,
             );
-            let pid = launch(jobs, l.workspace_id, &dir, &args).await?;
+            let pid = launch(jobs, &dir, &args).await?;
             sqlx::query(
                 "UPDATE evaluations SET status = 'running', pid = ?, started_at = ? WHERE id = ?",
             )
@@ -408,7 +406,7 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
         let (storage, dir) = (jobs.storage.clone(), dir.clone());
         async move {
             in_volume("the evaluation's exit status", move || {
-                local::exit_code(&storage.volume(l.workspace_id)?, &dir)
+                local::exit_code(&storage.runs()?, &dir)
             })
             .await
             .unwrap_or(None)
@@ -417,11 +415,11 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
     loop {
         // The exit status is read before liveness: a wrapper that just ended has written it.
         if let Some(code) = exit_code().await {
-            return finish(db, jobs, l.workspace_id, id, &dir, code).await;
+            return finish(db, jobs, id, &dir, code).await;
         }
         if !local::is_alive(pid) {
             if let Some(code) = exit_code().await {
-                return finish(db, jobs, l.workspace_id, id, &dir, code).await;
+                return finish(db, jobs, id, &dir, code).await;
             }
             return fail(
                 db,
@@ -467,20 +465,20 @@ fn eval_args(
     .collect()
 }
 
-/// Starts the wrapper in a fresh `dir`; returns its pid. It is reaped by a task of its own, so a finished
-/// run never lingers as a zombie that looks alive.
-async fn launch(
-    jobs: &Jobs,
-    workspace_id: i64,
-    dir: &Path,
-    args: &[String],
-) -> Result<i64, AppError> {
+/// An evaluation's run folder relative to the server's `runs/`.
+pub(crate) fn run_rel(id: i64) -> std::path::PathBuf {
+    Path::new("evaluations").join(id.to_string())
+}
+
+/// Starts the wrapper in a fresh `dir` (under `runs/`); returns its pid. It is reaped by a task of its
+/// own, so a finished run never lingers as a zombie that looks alive.
+async fn launch(jobs: &Jobs, dir: &Path, args: &[String]) -> Result<i64, AppError> {
     let (storage, rel) = (jobs.storage.clone(), dir.to_path_buf());
     let dir = in_volume("the evaluation's directory", move || {
-        let volume = storage.volume(workspace_id)?;
+        let runs = storage.runs()?;
         // Left by an attempt that crashed between starting and recording its pid.
-        volume.remove_all(&rel)?;
-        volume.create_dir_all(&rel, 0o755)
+        runs.remove_all(&rel)?;
+        runs.create_dir_all(&rel, 0o755)
     })
     .await?;
     let mut command = tokio::process::Command::new("sh");
@@ -521,23 +519,43 @@ struct Printed {
     confusion: Vec<Vec<u64>>,
 }
 
-/// Records how the evaluator ended: its metrics, or the last words of its stderr.
+/// Records how the evaluator ended, then removes its folder.
 async fn finish(
     db: &SqlitePool,
     jobs: &Jobs,
-    workspace_id: i64,
     id: i64,
     dir: &Path,
     code: i64,
 ) -> Result<(), AppError> {
-    // What the evaluator wrote, read from the volume as hostile input: bounded, through no link.
+    let outcome = record(db, jobs, id, dir, code).await;
+    // The outcome is in the database now (or could not be, and the next start tries again).
+    if outcome.is_ok() {
+        let (storage, dir) = (jobs.storage.clone(), dir.to_path_buf());
+        if let Err(e) = in_volume("removing the evaluation's folder", move || {
+            storage.runs()?.remove_all(&dir)
+        })
+        .await
+        {
+            tracing::warn!(evaluation_id = id, error = %e, "could not remove an evaluation's folder");
+        }
+    }
+    outcome
+}
+
+/// Records the evaluator's metrics, or the last words of its stderr.
+async fn record(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    id: i64,
+    dir: &Path,
+    code: i64,
+) -> Result<(), AppError> {
+    // What the evaluator wrote: bounded, through no link.
     let read = |name: &str, what: &'static str| {
         let (storage, file) = (jobs.storage.clone(), dir.join(name));
         async move {
             in_volume(what, move || {
-                storage
-                    .volume(workspace_id)?
-                    .read_tail(&file, MAX_OUTPUT_READ)
+                storage.runs()?.read_tail(&file, MAX_OUTPUT_READ)
             })
             .await
             .map(|b| String::from_utf8_lossy(&b).into_owned())

@@ -33,6 +33,7 @@ pub mod gpus;
 pub mod headers;
 pub mod http_error;
 pub mod jobs;
+pub mod layout;
 pub mod limits;
 pub mod members;
 pub mod names;

@@ -4,8 +4,8 @@
 //! beside it (regular files and directories only, every path inside the target), and kept only once
 //! the trainer has loaded it and run it on a sentence (`paddock predict`): a directory that would fail a
 //! job fails here, with the trainer's message, and leaves nothing behind. Kept unpacked in the
-//! workspace volume (`models/<id>/`), a job names it as its `[model] pretrained`. Viewers read; editors
-//! and owners upload and delete.
+//! workspace's store (`models/<id>/`, read-only at `/paddock` in containers), a job names it as its
+//! `[model] pretrained`. Viewers read; editors and owners upload and delete.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -18,7 +18,7 @@ use super::auth::Actor;
 use super::datasets::{receive, TempFile};
 use super::db::write_tx;
 use super::http_error::{internal, is_unique_violation};
-use super::storage::{in_volume, remove_from_volume, Storage};
+use super::storage::{in_volume, remove_from_store, Storage};
 use crate::error::AppError;
 use crate::types::{PretrainedModel, Role};
 
@@ -54,7 +54,7 @@ impl Row {
             name: self.name,
             file_name: self.file_name,
             sha256: self.sha256,
-            container_path: format!("/workspace/{}", self.path),
+            container_path: format!("{}/{}", containers::build::STORE_DIR, self.path),
             bytes: self.bytes as u64,
             config: serde_json::from_str(&self.config_json).unwrap_or_default(),
             created_by: self.created_by,
@@ -213,20 +213,19 @@ where
     .await?;
     // Into place before the commit: a failed move rolls the row back; a crash between the two leaves an
     // unreferenced directory, never a row without its files.
-    // The volume is written by containers: the folder is made and the model moved in through no link,
-    // and whatever a container left at the model's name first is removed.
-    let (store, target, from) = (storage.clone(), PathBuf::from(&relative), model_dir.clone());
+    // Whatever a crash left at the model's name first is removed.
+    let (owned, target, from) = (storage.clone(), PathBuf::from(&relative), model_dir.clone());
     in_volume("storing a model", move || {
-        let volume = store.volume(workspace_id)?;
-        volume.remove_all(&target)?;
+        let store = owned.store(workspace_id)?;
+        store.remove_all(&target)?;
         if let Some(parent) = target.parent() {
-            volume.create_dir_all(parent, 0o755)?;
+            store.create_dir_all(parent, 0o755)?;
         }
-        volume.move_in(&from, &target)
+        store.move_in(&from, &target)
     })
     .await?;
     if let Err(e) = tx.commit().await {
-        remove_from_volume(storage, workspace_id, relative.into()).await;
+        remove_from_store(storage, workspace_id, relative.into()).await;
         return Err(e.into());
     }
     let row = sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE m.id = ?"))
@@ -285,7 +284,7 @@ pub async fn delete(
     )
     .await?;
     tx.commit().await?;
-    remove_from_volume(storage, workspace_id, path.into()).await;
+    remove_from_store(storage, workspace_id, path.into()).await;
     Ok(())
 }
 

@@ -1,7 +1,21 @@
 //! Where Paddock keeps files, and the trainer's command line it runs on them. Everything is under the data
-//! directory: `volumes/w<workspace>/<volume>/` backs a workspace volume (what containers see as
-//! `/workspace`; datasets under `datasets/`, job outputs under `jobs/`), `logs/jobs/<id>/` keeps each
-//! job's rotated log, and `tmp/` holds uploads until they are validated — on the same file system, so accepting one is a rename, never a half-copied file.
+//! directory, split by who may write it:
+//!
+//! | path | written by | in containers |
+//! |---|---|---|
+//! | `paddock.db` (+ `-wal`, `-shm`) | the server | never |
+//! | `store/w<workspace>/` — `datasets/<id>/`, `models/<id>/`, `checkpoints/<job>/<name>/` | the server | read-only at `/paddock` |
+//! | `runs/jobs/<id>/`, `runs/evaluations/<id>/` — local runs' config, events, log, pid, exit status, output | the server and the processes it starts | never |
+//! | `logs/jobs/<id>/` — each job's rotated log | the server | never |
+//! | `tmp/` — uploads until validated (same file system: accepting one is a rename) | the server | never |
+//! | `volumes/w<workspace>/<volume>/` — the team's files; container jobs' runs under `jobs/<id>/` | the team's containers | read-write at `/workspace` |
+//!
+//! So what only the server should change — dataset originals, uploaded models, registered checkpoints,
+//! pid and exit files of processes it runs as itself — is out of every container's reach, and the one
+//! tree a container writes (its volume) is read as hostile input through [`beneath`]. A checkpoint a
+//! container job writes is copied into the store when it is registered; from then on downloads,
+//! evaluations, deployments and fine-tuning read the copy. [`super::layout`] moves data directories of
+//! the earlier layout (everything in the volume) at start.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -40,8 +54,35 @@ impl Storage {
     /// The host directory of a workspace's volume.
     pub fn volume_dir(&self, workspace_id: i64, volume: &str) -> PathBuf {
         self.volumes_dir()
-            .join(format!("w{workspace_id}"))
+            .join(workspace_folder(workspace_id))
             .join(volume)
+    }
+
+    /// A workspace's store on the host: what the server keeps for it (see the module's table). Rows'
+    /// `path` columns of datasets, models and checkpoints are relative to it.
+    pub fn store_dir(&self, workspace_id: i64) -> PathBuf {
+        self.stores_dir().join(workspace_folder(workspace_id))
+    }
+
+    /// The root of all workspace stores (the engine's `stores_dir`).
+    pub fn stores_dir(&self) -> PathBuf {
+        self.data_dir.join("store")
+    }
+
+    /// A workspace's store, made if missing (server-owned, 0755: containers read it through a read-only
+    /// bind, never as its owner).
+    pub fn store(&self, workspace_id: i64) -> beneath::Result<beneath::Dir> {
+        beneath::Dir::create(&self.store_dir(workspace_id))
+    }
+
+    /// Where local runs (jobs and evaluations the server starts as its own processes) keep their files.
+    pub fn runs_dir(&self) -> PathBuf {
+        self.data_dir.join("runs")
+    }
+
+    /// [`Storage::runs_dir`], made if missing.
+    pub fn runs(&self) -> beneath::Result<beneath::Dir> {
+        beneath::Dir::create(&self.runs_dir())
     }
 
     /// Uploads in progress.
@@ -62,6 +103,11 @@ impl Storage {
     pub fn volume(&self, workspace_id: i64) -> beneath::Result<beneath::Dir> {
         beneath::Dir::create(&self.volume_dir(workspace_id, DEFAULT_VOLUME))
     }
+}
+
+/// A workspace's folder under `volumes/` and `store/`.
+pub fn workspace_folder(workspace_id: i64) -> String {
+    format!("w{workspace_id}")
 }
 
 /// How long one piece of file work in a volume may take before the request gives up on it.
@@ -93,14 +139,28 @@ pub async fn in_volume<T: Send + 'static>(
 /// Removes `rel` (a file or a folder) from a workspace's volume, never following a link planted in it.
 /// For clean-ups after the row is gone: a failure is logged, not answered — the row is what counts.
 pub async fn remove_from_volume(storage: &Storage, workspace_id: i64, rel: PathBuf) {
+    remove(storage, workspace_id, rel, Storage::volume).await
+}
+
+/// Removes `rel` from a workspace's store; as [`remove_from_volume`].
+pub async fn remove_from_store(storage: &Storage, workspace_id: i64, rel: PathBuf) {
+    remove(storage, workspace_id, rel, Storage::store).await
+}
+
+async fn remove(
+    storage: &Storage,
+    workspace_id: i64,
+    rel: PathBuf,
+    tree: fn(&Storage, i64) -> beneath::Result<beneath::Dir>,
+) {
     let storage = storage.clone();
     let shown = rel.display().to_string();
     let removed = in_volume("removing files", move || {
-        storage.volume(workspace_id)?.remove_all(&rel)
+        tree(&storage, workspace_id)?.remove_all(&rel)
     })
     .await;
     if let Err(e) = removed {
-        tracing::warn!(workspace_id, path = shown, error = %e, "could not remove files from a volume");
+        tracing::warn!(workspace_id, path = shown, error = %e, "could not remove a workspace's files");
     }
 }
 

@@ -18,6 +18,8 @@ pub const RUNTIME_LIBRARY_PATH: &str = "/opt/paddock/lib";
 /// Where the workspace volume is mounted; created in the image, owned by the user, so a fresh volume
 /// inherits that ownership when Docker populates it.
 pub const WORKSPACE_DIR: &str = "/workspace";
+/// Where the workspace's store (datasets, uploaded models, registered checkpoints) is bound read-only.
+pub const STORE_DIR: &str = "/paddock";
 
 /// Everything the Dockerfiles depend on. The first stage's context must hold `layout.tar` (users, home,
 /// workspace; see `build::layout`); every stage that copies a runtime layer holds its files under `runtime/`.

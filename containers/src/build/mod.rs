@@ -35,7 +35,9 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
 pub use context::{Context, FIXED_MTIME};
-pub use dockerfile::{quote, with_labels, RUNTIME_LIBRARY_PATH, RUNTIME_PATH, WORKSPACE_DIR};
+pub use dockerfile::{
+    quote, with_labels, RUNTIME_LIBRARY_PATH, RUNTIME_PATH, STORE_DIR, WORKSPACE_DIR,
+};
 pub use images::{split_tag, ImageInfo};
 pub use probe::PROBE_LABEL;
 pub use runtime::{parse_ldd, LddEntry, RuntimeFiles};

@@ -22,7 +22,7 @@ pub use stats::ContainerStats;
 pub use status::ContainerStatus;
 
 use crate::build::users::{GID, UID};
-use crate::build::WORKSPACE_DIR;
+use crate::build::{STORE_DIR, WORKSPACE_DIR};
 use crate::error::{Error, Result};
 use crate::labels;
 use crate::spec::{FieldError, Resources};
@@ -93,6 +93,10 @@ pub struct ProvisionRequest {
     /// The workspace's own bridge network (created if missing), so that containers of different
     /// workspaces cannot reach each other; `None`: Docker's default bridge.
     pub network: Option<String>,
+    /// The workspace's store on the Docker host (datasets, uploaded models and registered checkpoints,
+    /// written only by the server), bound read-only at [`STORE_DIR`]: containers read what the server
+    /// keeps but cannot change or rename it. `None`: not mounted (volumes in Docker's own storage).
+    pub store_dir: Option<String>,
 }
 
 /// A provisioned container.
@@ -138,12 +142,17 @@ impl ProvisionRequest {
                 "must match [a-zA-Z0-9][a-zA-Z0-9_.-]+",
             ));
         }
-        if let Some(dir) = &self.volume_dir {
-            if !dir.starts_with('/') || dir.split('/').any(|part| part == "..") {
-                errors.push(FieldError::new(
-                    "volume_dir",
-                    "must be an absolute path without ..",
-                ));
+        for (field, dir) in [
+            ("volume_dir", &self.volume_dir),
+            ("store_dir", &self.store_dir),
+        ] {
+            if let Some(dir) = dir {
+                if !dir.starts_with('/') || dir.split('/').any(|part| part == "..") {
+                    errors.push(FieldError::new(
+                        field,
+                        "must be an absolute path without ..",
+                    ));
+                }
             }
         }
         if self.image.is_empty() {
@@ -179,6 +188,23 @@ impl ProvisionRequest {
         all.insert(labels::ENVIRONMENT.into(), self.environment.clone());
         all.insert(labels::INSTANCE.into(), self.instance.clone());
         all
+    }
+
+    fn mounts(&self) -> Vec<Mount> {
+        let workspace = Mount {
+            target: Some(WORKSPACE_DIR.into()),
+            source: Some(self.volume.clone()),
+            typ: Some(MountType::VOLUME),
+            ..Default::default()
+        };
+        let store = self.store_dir.as_ref().map(|dir| Mount {
+            target: Some(STORE_DIR.into()),
+            source: Some(dir.clone()),
+            typ: Some(MountType::BIND),
+            read_only: Some(true),
+            ..Default::default()
+        });
+        std::iter::once(workspace).chain(store).collect()
     }
 
     fn body(&self) -> ContainerCreateBody {
@@ -218,12 +244,7 @@ impl ProvisionRequest {
                 shm_size: Some(self.limits.shm_bytes),
                 cap_drop: Some(vec!["ALL".into()]),
                 security_opt: Some(vec!["no-new-privileges".into()]),
-                mounts: Some(vec![Mount {
-                    target: Some(WORKSPACE_DIR.into()),
-                    source: Some(self.volume.clone()),
-                    typ: Some(MountType::VOLUME),
-                    ..Default::default()
-                }]),
+                mounts: Some(self.mounts()),
                 device_requests,
                 network_mode: self.network.clone(),
                 ..Default::default()
@@ -384,6 +405,12 @@ impl Docker {
         };
         match self.api().create_network(request).await {
             Ok(_) => Ok(()),
+            Err(e) if pools_exhausted(&e) => Err(Error::Preflight(vec![format!(
+                "Docker has no address range left for this workspace's network {name}: every range in \
+                 its default-address-pools is taken by another network. Remove networks no longer used \
+                 (docker network prune), or start dockerd with more, smaller ranges, for example \
+                 --default-address-pool base=10.213.0.0/16,size=24 (256 networks)."
+            )])),
             Err(e) => match Error::docker(format!("creating network {name}"), "network", name, e) {
                 // Created by a concurrent provision of the same workspace.
                 Error::Conflict(_) => Ok(()),
@@ -603,9 +630,32 @@ fn not_modified_ok(
     }
 }
 
+/// Docker answers a network it cannot give an address range with a 404 (as if something were missing);
+/// told apart by its message so that the user reads what is wrong with the host, not "not found".
+fn pools_exhausted(e: &bollard::errors::Error) -> bool {
+    matches!(e, bollard::errors::Error::DockerResponseServerError { status_code: 404, message }
+        if message.contains("non-overlapping"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_404_about_address_pools_means_docker_ran_out_of_them() {
+        let answer =
+            |status_code, message: &str| bollard::errors::Error::DockerResponseServerError {
+                status_code,
+                message: message.into(),
+            };
+        let exhausted = "could not find an available, non-overlapping IPv4 address pool among the defaults to assign to the network";
+        assert!(pools_exhausted(&answer(404, exhausted)));
+        assert!(!pools_exhausted(&answer(
+            404,
+            "network paddock-net-w1 not found"
+        )));
+        assert!(!pools_exhausted(&answer(500, exhausted)));
+    }
 
     fn request() -> ProvisionRequest {
         ProvisionRequest {
@@ -628,6 +678,7 @@ mod tests {
             gpu_device_ids: vec!["0".into(), "GPU-1234-abcd".into()],
             volume: labels::volume_name("main", "ws"),
             volume_dir: None,
+            store_dir: Some("/data/store/w1".into()),
             cmd: None,
             env: vec![],
         }
@@ -648,6 +699,15 @@ mod tests {
             (Some(256 << 20), Some(256 << 20))
         );
         assert_eq!(host.pids_limit, Some(128));
+        let mounts = host.mounts.unwrap();
+        let store = mounts
+            .iter()
+            .find(|m| m.target.as_deref() == Some(STORE_DIR))
+            .unwrap();
+        assert_eq!(
+            (store.source.as_deref(), store.typ, store.read_only),
+            (Some("/data/store/w1"), Some(MountType::BIND), Some(true))
+        );
         let gpus = &host.device_requests.unwrap()[0];
         assert_eq!(gpus.driver.as_deref(), Some("nvidia"));
         assert_eq!(gpus.device_ids.as_ref().unwrap(), &["0", "GPU-1234-abcd"]);
@@ -673,6 +733,7 @@ mod tests {
             name: "-x".into(),
             volume: "../etc".into(),
             volume_dir: Some("/srv/../etc".into()),
+            store_dir: Some("store".into()),
             gpu_device_ids: vec!["0;rm".into()],
             limits: Limits {
                 nano_cpus: 0,
@@ -689,6 +750,7 @@ mod tests {
                 "name",
                 "volume",
                 "volume_dir",
+                "store_dir",
                 "cpus",
                 "memory",
                 "shm_size",

@@ -84,6 +84,7 @@ impl Guard {
             gpu_device_ids: vec![],
             volume: self.volume("data"),
             volume_dir: None,
+            store_dir: None,
             cmd: None,
             env: vec![],
         }

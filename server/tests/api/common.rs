@@ -121,6 +121,20 @@ impl Server {
         format!("{}{}", self.base, path)
     }
 
+    /// Where on the host a path that containers see under `/paddock` (the workspace's part of the
+    /// server's store, mounted read-only) lies.
+    pub fn in_store(&self, ws: i64, container_path: &str) -> PathBuf {
+        let rel = container_path
+            .strip_prefix("/paddock/")
+            .unwrap_or_else(|| panic!("{container_path} is not under /paddock"));
+        self.dir.path().join(format!("data/store/w{ws}")).join(rel)
+    }
+
+    /// The run folder of a job run by the local executor (server-owned, outside every volume).
+    pub fn local_run(&self, job: i64) -> PathBuf {
+        self.dir.path().join(format!("data/runs/jobs/{job}"))
+    }
+
     pub fn db_path(&self) -> PathBuf {
         self.dir.path().join("data").join("paddock.db")
     }

@@ -110,12 +110,13 @@ async fn upload_validate_preview_download_and_delete() {
     let id = summary["id"].as_i64().unwrap();
     assert_eq!(
         summary["container_path"],
-        format!("/workspace/datasets/{id}/reviews.tsv")
+        format!("/paddock/datasets/{id}/reviews.tsv")
     );
-    // The file is where containers will see it.
-    let on_disk = server.dir.path().join(format!(
-        "data/volumes/w{ws}/workspace/datasets/{id}/reviews.tsv"
-    ));
+    // The file is in the server's store, which containers see read-only at `/paddock`.
+    let on_disk = server
+        .dir
+        .path()
+        .join(format!("data/store/w{ws}/datasets/{id}/reviews.tsv"));
     assert_eq!(std::fs::read(&on_disk).unwrap(), train);
 
     // Viewers read and download, but do not upload or delete.

@@ -191,16 +191,7 @@ async fn a_checkpoint_is_evaluated_on_a_dataset_like_paddock_eval_does() {
     assert_eq!(result["status"], "succeeded", "{result}");
 
     // The same numbers as `paddock eval` on the same checkpoint and file.
-    let model = server
-        .dir
-        .path()
-        .join(format!("data/volumes/w{ws}/workspace"))
-        .join(
-            ckpt["container_path"]
-                .as_str()
-                .unwrap()
-                .trim_start_matches("/workspace/"),
-        );
+    let model = server.in_store(ws, ckpt["container_path"].as_str().unwrap());
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_paddock"))
         .arg("eval")
         .arg("--model")

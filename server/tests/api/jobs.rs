@@ -237,16 +237,7 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
         .collect();
     assert!(!alive.is_empty() && alive.len() <= 2, "{checkpoints:?}");
     let ckpt = alive[0];
-    let dir = server
-        .dir
-        .path()
-        .join(format!("data/volumes/w{ws}/workspace"))
-        .join(
-            ckpt["container_path"]
-                .as_str()
-                .unwrap()
-                .trim_start_matches("/workspace/"),
-        );
+    let dir = server.in_store(ws, ckpt["container_path"].as_str().unwrap());
     let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
     {
         use sha2::Digest;
@@ -759,9 +750,7 @@ async fn the_raw_log_is_capped_and_the_full_log_is_kept_in_rotated_files() {
 
     // train.log stops at the limit with one line saying so; the trainer was never blocked.
     let data = server.dir.path().join("data");
-    let raw =
-        std::fs::read_to_string(data.join(format!("volumes/w{ws}/workspace/jobs/{id}/train.log")))
-            .unwrap();
+    let raw = std::fs::read_to_string(server.local_run(id).join("train.log")).unwrap();
     let (kept, note) = raw.trim_end().rsplit_once('\n').unwrap();
     assert!(
         note.starts_with("[paddock] train.log reached its limit of 1500 bytes"),

@@ -107,16 +107,7 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
         .iter()
         .find(|c| c["deleted_at"].is_null())
         .unwrap();
-    let dir = server
-        .dir
-        .path()
-        .join(format!("data/volumes/w{ws}/workspace"))
-        .join(
-            ckpt["container_path"]
-                .as_str()
-                .unwrap()
-                .trim_start_matches("/workspace/"),
-        );
+    let dir = server.in_store(ws, ckpt["container_path"].as_str().unwrap());
 
     // Refusals, each with its reason, and nothing kept.
     let good = tar_of(&dir, "my-bert", &[], None);
@@ -293,10 +284,7 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
         server.count("SELECT COUNT(*) FROM pretrained_models").await,
         0
     );
-    let models_dir = server
-        .dir
-        .path()
-        .join(format!("data/volumes/w{ws}/workspace/models"));
+    let models_dir = server.dir.path().join(format!("data/store/w{ws}/models"));
     assert!(!models_dir.exists() || std::fs::read_dir(&models_dir).unwrap().next().is_none());
     let tmp = server.dir.path().join("data/tmp");
     assert_eq!(
@@ -305,13 +293,13 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
         "no leftovers in tmp"
     );
 
-    // Accepted: unpacked into the volume, described from its config.json.
+    // Accepted: unpacked into the store, described from its config.json.
     let (status, model) = upload(&owner, &server, ws, "my-bert", "my-bert.tar", good).await;
     assert_eq!(status, StatusCode::CREATED, "{model}");
     let model_id = model["id"].as_i64().unwrap();
     assert_eq!(
         model["container_path"],
-        format!("/workspace/models/{model_id}")
+        format!("/paddock/models/{model_id}")
     );
     assert_eq!(model["config"]["num_hidden_layers"], 1);
     assert!(models_dir.join(format!("{model_id}/config.json")).is_file());
@@ -330,7 +318,7 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
         "names are unique in the workspace"
     );
 
-    // A job fine-tunes from it and names it; the job file points at its directory.
+    // A job fine-tunes from it and names it; the job file points at its directory in the store.
     let mut from = spec("from-upload");
     from["pretrained_model_id"] = json!(model_id);
     let (status, job) = status_json(
@@ -348,7 +336,7 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
         job["config_toml"]
             .as_str()
             .unwrap()
-            .contains(&format!("pretrained = \"../../models/{model_id}\"")),
+            .contains(&format!("/store/w{ws}/models/{model_id}\"")),
         "{job}"
     );
     assert_eq!(job["pretrained_model"]["name"], "my-bert");

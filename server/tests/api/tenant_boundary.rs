@@ -1,8 +1,10 @@
-//! The workspace volume is written by the team's containers, so the server treats it as hostile input.
-//! These tests plant what a shell in an environment container could (the volume is a bind mount of the
-//! directory they write in): links to the server's database and to files outside the volume, FIFOs, a
-//! job directory made in advance. Every route answers with a refusal that says what and why, nothing
-//! outside the volume is read, written or removed, and the server keeps answering.
+//! The workspace volume is written by the team's containers, so the server keeps nothing it trusts in
+//! it: datasets, models and registered checkpoints live in the server's store (mounted read-only at
+//! `/paddock` in containers) and local runs in server-owned run folders. These tests plant what a shell
+//! in an environment container could (the volume is a bind mount of the directory they write in) and
+//! show it reaches nothing; and, as a second wall, plant the same links and FIFOs in the server's own
+//! tree (what a bug or another host process could leave there) and show every route refuses them with
+//! a reason, reads, writes and removes nothing outside, and keeps answering.
 
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
@@ -21,6 +23,10 @@ fn volume(server: &Server, ws: i64) -> PathBuf {
         .dir
         .path()
         .join(format!("data/volumes/w{ws}/workspace"))
+}
+
+fn store(server: &Server, ws: i64) -> PathBuf {
+    server.dir.path().join(format!("data/store/w{ws}"))
 }
 
 fn mkfifo(path: &std::path::Path) {
@@ -42,11 +48,17 @@ async fn a_dataset_replaced_by_a_link_or_fifo_is_refused_not_served() {
     let server = Server::start_with(NO_DOCKER);
     let owner = server.signup("owner").await;
     let (ws, ds) = workspace_with_sample(&owner, &server).await;
-    let file = volume(&server, ws).join(format!("datasets/{ds}/snownlp_sample.tsv"));
     let url = format!("/api/v1/workspaces/{ws}/datasets/{ds}/file");
+    // Where the dataset lay before the store: a link planted there in the volume changes nothing.
+    let old_place = volume(&server, ws).join(format!("datasets/{ds}"));
+    std::fs::create_dir_all(&old_place).unwrap();
+    symlink(server.db_path(), old_place.join("snownlp_sample.tsv")).unwrap();
     let (status, body) = get(&owner, &server, &url).await;
     assert_eq!(status, StatusCode::OK);
     assert!(String::from_utf8_lossy(&body).starts_with("text\tlabel"));
+
+    // The same plants in the store itself, which no container can write.
+    let file = store(&server, ws).join(format!("datasets/{ds}/snownlp_sample.tsv"));
 
     // The file, then its folder, swapped for a link to the server's database.
     std::fs::remove_file(&file).unwrap();
@@ -106,22 +118,43 @@ async fn a_job_directory_made_in_advance_as_a_link_is_not_written_through() {
     let server = Server::start_with(NO_DOCKER);
     let owner = server.signup("owner").await;
     let (ws, ds) = workspace_with_sample(&owner, &server).await;
-    // The next job will be job 1: its directory is planted as a link to a folder outside the volume.
+    let spec = |name: &str| {
+        json!({
+            "name": name, "dataset_id": ds, "preset": "tiny", "epochs": 1, "batch_size": 16,
+            "max_seq_len": 32, "learning_rate": 0.002, "max_steps": 2, "eval_every_steps": 1, "keep_best": 1,
+        })
+    };
     let outside = server.dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
+    let ends = |id: i64| {
+        let (owner, server) = (&owner, &server);
+        async move {
+            wait_for(owner, server, ws, id, "its end", |j| {
+                j["summary"]["finished_at"].is_string()
+            })
+            .await
+        }
+    };
+
+    // What a team member can plant: the next job's (job 1's) folder in the volume, a link to a folder
+    // outside. A local run does not use the volume, so the job runs and the link is left untouched.
     let jobs = volume(&server, ws).join("jobs");
     std::fs::create_dir_all(&jobs).unwrap();
     symlink(&outside, jobs.join("1")).unwrap();
-    let spec = json!({
-        "name": "planted", "dataset_id": ds, "preset": "tiny", "epochs": 1, "batch_size": 16,
-        "max_seq_len": 32, "learning_rate": 0.002, "max_steps": 2, "eval_every_steps": 1, "keep_best": 1,
-    });
-    let id = submit(&owner, &server, ws, spec).await;
+    let id = submit(&owner, &server, ws, spec("planted-in-volume")).await;
     assert_eq!(id, 1);
-    let last = wait_for(&owner, &server, ws, id, "the job to fail", |j| {
-        j["summary"]["status"] == "failed"
-    })
-    .await;
+    let last = ends(id).await;
+    assert_eq!(last["summary"]["status"], "succeeded", "{last}");
+    assert!(server.local_run(id).join("events.jsonl").is_file());
+
+    // The same link in the server's own run folders (nothing a container reaches; a host process or
+    // a bug): refused by name, not written through.
+    std::fs::create_dir_all(server.local_run(2).parent().unwrap()).unwrap();
+    symlink(&outside, server.local_run(2)).unwrap();
+    let id = submit(&owner, &server, ws, spec("planted-in-runs")).await;
+    assert_eq!(id, 2);
+    let last = ends(id).await;
+    assert_eq!(last["summary"]["status"], "failed", "{last}");
     let message = last["summary"]["status_message"]
         .as_str()
         .unwrap_or_default();
@@ -129,7 +162,7 @@ async fn a_job_directory_made_in_advance_as_a_link_is_not_written_through() {
     assert_eq!(
         std::fs::read_dir(&outside).unwrap().count(),
         0,
-        "nothing was written outside the volume"
+        "nothing was written through either link"
     );
 }
 
@@ -470,8 +503,9 @@ async fn caps_on_uploads_and_replicas_name_their_value_and_admins_change_them() 
 }
 
 /// The attacks planted from where a team member really has a shell: inside their environment's
-/// container (through the API's `exec`), which sees the volume at `/workspace`. Links there point at
-/// the host's files as the server would see them (the attacker can guess the data directory).
+/// container (through the API's `exec`), which sees the volume at `/workspace` and the workspace's part
+/// of the store, read-only, at `/paddock`. Links point at the host's files as the server would see them
+/// (the attacker can guess the data directory).
 #[tokio::test]
 async fn plants_from_a_shell_inside_a_real_container_reach_nothing() {
     if crate::environments::docker_tests_skipped() {
@@ -514,50 +548,41 @@ async fn plants_from_a_shell_inside_a_real_container_reach_nothing() {
         }
     };
 
-    // `/workspace` itself belongs to the container's user, so whatever the server made below it can
-    // be renamed away and rebuilt: the dataset's folder, rebuilt with its file a link to the database,
-    // then to a host file, then a FIFO.
+    // The store is there to read, at the path the API gives, and nothing in it can be changed: not
+    // the file, not its folder, not the tree (a read-only mount, whatever the user's uid).
     let (folder, file) = inside.rsplit_once('/').unwrap();
-    run("cd /workspace && mv datasets datasets.orig".to_string()).await;
-    for target in [db.as_str(), "/etc/hostname"] {
-        let out = run(format!(
-            "rm -rf '{folder}' && mkdir -p '{folder}' && ln -s '{target}' '{folder}/{file}' && echo planted"
-        ))
-        .await;
-        assert!(out.contains("planted"), "{out:?}");
-        let (status, body) = get(&owner, &server, &dataset_url).await;
-        no_secret_in(&format!("dataset → {target}"), &body);
-        assert_eq!(
-            status,
-            StatusCode::CONFLICT,
-            "{}",
-            String::from_utf8_lossy(&body)
+    let out = run(format!("head -c 10 '{inside}'")).await;
+    assert!(out.starts_with("text\tlabel"), "{out:?}");
+    for attempt in [
+        format!("echo x > '{inside}'"),
+        format!("rm -f '{inside}'"),
+        format!("ln -sf '{db}' '{folder}/{file}.link'"),
+        format!("mv '{folder}' '{folder}.old'"),
+        "touch /paddock/new-file".to_string(),
+        "mkdir /paddock/jobs".to_string(),
+    ] {
+        let out = run(format!("({attempt}) 2>&1 && echo CHANGED")).await;
+        assert!(!out.contains("CHANGED"), "{attempt}: {out:?}");
+        assert!(
+            out.to_lowercase().contains("read-only"),
+            "{attempt} fails as a read-only file system: {out:?}"
         );
     }
-    let out = run(format!(
-        "rm -f '{inside}' && mkfifo '{inside}' && echo planted"
-    ))
-    .await;
-    assert!(out.contains("planted"), "{out:?}");
-    let started = Instant::now();
-    let (status, _) = get(&owner, &server, &dataset_url).await;
-    assert_eq!(status, StatusCode::CONFLICT);
-    assert!(
-        started.elapsed() < Duration::from_secs(9),
-        "refused, not timed out"
-    );
-    let (status, _) = get(&owner, &server, "/healthz").await;
-    assert_eq!(status, StatusCode::OK);
 
-    // The jobs folder rebuilt the same way: the checkpoint's weights a link to the database. The
-    // archive holds none of it.
+    // The volume belongs to the container's user. Links to the database, to a host file and a FIFO
+    // where datasets and runs lay before the store change nothing the server serves.
     let out = run(format!(
-        "cd /workspace && ck=$(ls -d jobs/{job}/output/checkpoints/* | head -1) && mv jobs jobs.orig && \
-         mkdir -p \"$ck\" && cp jobs.orig/{job}/output/checkpoints/*/config.json \"$ck\"/ 2>/dev/null; \
-         ln -s '{db}' \"$ck/model.safetensors\" && echo planted"
+        "mkdir -p /workspace/datasets/{ds} /workspace/jobs/{job}/output/checkpoints && \
+         ln -sf '{db}' /workspace/datasets/{ds}/{file} && \
+         ln -sf /etc/hostname /workspace/jobs/{job}/output/checkpoints/model.safetensors && \
+         mkfifo /workspace/jobs/{job}/events.jsonl && echo planted"
     ))
     .await;
     assert!(out.contains("planted"), "{out:?}");
+    let (status, body) = get(&owner, &server, &dataset_url).await;
+    no_secret_in("dataset", &body);
+    assert_eq!(status, StatusCode::OK);
+    assert!(String::from_utf8_lossy(&body).starts_with("text\tlabel"));
     let (status, body) = get(
         &owner,
         &server,
@@ -568,10 +593,14 @@ async fn plants_from_a_shell_inside_a_real_container_reach_nothing() {
     )
     .await;
     no_secret_in("checkpoint archive", &body);
+    assert_eq!(status, StatusCode::OK, "the registered copy is served");
     assert!(
-        status.is_success() || status == StatusCode::CONFLICT,
-        "{status}"
+        body.windows(b"model.safetensors".len())
+            .any(|w| w == b"model.safetensors"),
+        "the archive holds the weights"
     );
+    let (status, _) = get(&owner, &server, "/healthz").await;
+    assert_eq!(status, StatusCode::OK);
 
     // A job directory's pid file forged to name the server itself: cancel never signals it.
     run(format!(

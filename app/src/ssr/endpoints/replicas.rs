@@ -25,7 +25,7 @@ use super::parity;
 use crate::error::AppError;
 use crate::ssr::db::write_tx;
 use crate::ssr::engine::Engine;
-use crate::ssr::environments::lifecycle::{network_name, volume_dir, volume_name};
+use crate::ssr::environments::lifecycle::{network_name, store_dir, volume_dir, volume_name};
 use crate::ssr::gpus::{self, Holder};
 use crate::ssr::jobs::docker::environment_limits;
 use crate::ssr::jobs::local::is_alive;
@@ -149,11 +149,10 @@ impl Deployer {
         .ok_or_else(|| format!("checkpoint {checkpoint_id} was deleted"))
     }
 
-    /// The checkpoint's directory on this host.
+    /// The checkpoint's directory on this host: its copy in the workspace's store, which no container
+    /// can change.
     pub(crate) fn model_dir(&self, workspace_id: i64, model: &Model) -> PathBuf {
-        self.storage
-            .volume_dir(workspace_id, DEFAULT_VOLUME)
-            .join(&model.path)
+        self.storage.store_dir(workspace_id).join(&model.path)
     }
 
     async fn replicas(&self, endpoint_id: i64) -> Vec<Replica> {
@@ -557,7 +556,7 @@ impl Deployer {
         let mut cmd = vec!["paddock".to_string()];
         cmd.extend(Self::serve_args(
             t,
-            format!("/workspace/{}", model.path),
+            format!("{}/{}", containers::build::STORE_DIR, model.path),
             &format!("0.0.0.0:{CONTAINER_PORT}"),
         ));
         let request = ProvisionRequest {
@@ -573,6 +572,7 @@ impl Deployer {
             network: Some(network_name(&self.engine, t.workspace_id)),
             volume_dir: volume_dir(&self.engine, t.workspace_id, DEFAULT_VOLUME)
                 .map_err(|e| e.to_string())?,
+            store_dir: store_dir(&self.engine, t.workspace_id).map_err(|e| e.to_string())?,
             cmd: Some(cmd),
             env: Vec::new(),
         };

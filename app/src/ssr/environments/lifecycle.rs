@@ -24,6 +24,7 @@ use crate::ssr::auth::Actor;
 use crate::ssr::db::write_tx;
 use crate::ssr::engine::Engine;
 use crate::ssr::gpus::{self, Holder};
+use crate::ssr::storage::workspace_folder;
 use crate::types::*;
 
 /// Seconds `down` and `restart` give the main process before killing it.
@@ -59,10 +60,26 @@ pub fn volume_dir(
     let Some(root) = &engine.config.volumes_dir else {
         return Ok(None);
     };
-    let dir = root.join(format!("w{workspace_id}")).join(volume);
+    let dir = root.join(workspace_folder(workspace_id)).join(volume);
     prepare_volume_dir(&dir).map_err(|e| {
         crate::ssr::http_error::internal(
             "creating the workspace volume",
+            format!("{}: {e}", dir.display()),
+        )
+    })?;
+    Ok(Some(dir.to_string_lossy().into_owned()))
+}
+
+/// The workspace's store on the host (datasets, models, registered checkpoints; written only by the
+/// server), made if missing, for a read-only bind at `/paddock`; `None` when the engine binds none.
+pub fn store_dir(engine: &Engine, workspace_id: i64) -> Result<Option<String>, AppError> {
+    let Some(root) = &engine.config.stores_dir else {
+        return Ok(None);
+    };
+    let dir = root.join(workspace_folder(workspace_id));
+    std::fs::create_dir_all(&dir).map_err(|e| {
+        crate::ssr::http_error::internal(
+            "creating the workspace store",
             format!("{}: {e}", dir.display()),
         )
     })?;
@@ -275,6 +292,7 @@ async fn provision(
         gpu_device_ids: devices.iter().map(u32::to_string).collect(),
         volume: volume_name(engine, env.workspace_id, spec.workspace_volume.trim()),
         volume_dir: volume_dir(engine, env.workspace_id, spec.workspace_volume.trim())?,
+        store_dir: store_dir(engine, env.workspace_id)?,
         cmd: None,
         env: super::secrets::container_env(&spec.secret_env),
         network: Some(network_name(engine, env.workspace_id)),

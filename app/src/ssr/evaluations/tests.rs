@@ -52,11 +52,8 @@ async fn checkpoint(db: &SqlitePool, jobs: &Jobs, workspace_id: i64, labels: &[&
     .fetch_one(db)
     .await
     .unwrap();
-    let path = format!("jobs/{job}/output/checkpoint-10");
-    let dir = jobs
-        .storage
-        .volume_dir(workspace_id, DEFAULT_VOLUME)
-        .join(&path);
+    let path = format!("checkpoints/{job}/checkpoint-10");
+    let dir = jobs.storage.store_dir(workspace_id).join(&path);
     std::fs::create_dir_all(&dir).unwrap();
     let id2label: serde_json::Map<String, serde_json::Value> = labels
         .iter()

@@ -15,7 +15,7 @@ use containers::lifecycle::{Limits, ProvisionRequest};
 use sqlx::SqlitePool;
 
 use super::Jobs;
-use crate::ssr::environments::lifecycle::{network_name, volume_dir, volume_name};
+use crate::ssr::environments::lifecycle::{network_name, store_dir, volume_dir, volume_name};
 use crate::ssr::environments::spec::to_env_spec;
 use crate::ssr::storage::DEFAULT_VOLUME;
 use crate::types::EnvironmentSpec;
@@ -87,6 +87,7 @@ pub async fn launch(
         network: Some(network_name(&jobs.engine, workspace_id)),
         volume_dir: volume_dir(&jobs.engine, workspace_id, DEFAULT_VOLUME)
             .map_err(|e| e.to_string())?,
+        store_dir: store_dir(&jobs.engine, workspace_id).map_err(|e| e.to_string())?,
         cmd: Some(vec![
             "sh".into(),
             "-c".into(),

@@ -1,4 +1,5 @@
-//! Starting a job the scheduler placed: its directory and `job.toml` in the workspace volume, then the
+//! Starting a job the scheduler placed: its run folder and `job.toml` (under the server's `runs/` for a
+//! local process, in the workspace volume for a container: see [`Jobs::run_root`]), then the
 //! executor it was submitted for (a local process, or a container from its environment's image), then a
 //! supervisor. A job cancelled while starting is stopped as soon as it runs; one that cannot start is
 //! failed with the reason and gives its GPUs back.
@@ -57,12 +58,12 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
         .fetch_one(db)
         .await
         .map_err(|e| e.to_string())?;
-    // The job's directory is in the volume, where a container may have put anything under its name
-    // (a link, a FIFO at `job.toml`): made and written through `beneath`, never through a link.
+    // A container's run folder is in the volume, where anything may have been put under its name (a
+    // link, a FIFO at `job.toml`): made and written through `beneath`, never through a link.
     let dir = {
-        let (storage, rel) = (jobs.storage.clone(), job_rel(job_id));
+        let (root, rel) = (jobs.run_root(&executor, workspace_id), job_rel(job_id));
         in_volume("preparing the job's directory", move || {
-            let dir = storage.volume(workspace_id)?.create_dir_all(&rel, 0o755)?;
+            let dir = root?.create_dir_all(&rel, 0o755)?;
             // Left by an earlier attempt of this job (a retry after a crash while starting).
             for stale in [
                 "exit_code",
@@ -85,7 +86,7 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
         .unwrap_or_default();
 
     let (pid, container) = match executor.as_str() {
-        "docker" => (None, Some(docker::launch(db, jobs, job_id, &dir).await?)),
+        super::DOCKER => (None, Some(docker::launch(db, jobs, job_id, &dir).await?)),
         _ => (Some(local::launch(jobs, dir, &devices)? as i64), None),
     };
     let moved = sqlx::query("UPDATE jobs SET pid = ?, container_name = ?, status = 'running' WHERE id = ? AND status = 'starting'")
@@ -104,10 +105,10 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
             .execute(db)
             .await
             .map_err(|e| e.to_string())?;
-        local::wait_for_pid_file(&jobs.storage, workspace_id, &job_rel(job_id)).await;
+        local::wait_for_pid_file(jobs, &executor, workspace_id, &job_rel(job_id)).await;
         match &container {
             Some(name) => docker::signal_stop(jobs, name).await,
-            None => local::signal_stop(&jobs.storage, workspace_id, &job_rel(job_id), pid).await,
+            None => local::signal_stop(&jobs.storage, &job_rel(job_id), pid).await,
         }
     }
     Ok(())

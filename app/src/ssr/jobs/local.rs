@@ -1,4 +1,5 @@
-//! The local-process executor: `paddock train` as a child of a small `sh` wrapper in the job's directory.
+//! The local-process executor: `paddock train` as a child of a small `sh` wrapper in the job's run folder
+//! under the server's `runs/` (no container can reach it; its inputs are in the workspace's store).
 //! Everything a run produces goes to files there — events to `events.jsonl`, stderr to `train.log`
 //! (through `paddock log-sink`, which stops copying at a size limit), the trainer's pid to `trainer.pid`
 //! and finally its exit status to `exit_code` — so the run does not depend on the server staying up:
@@ -22,8 +23,8 @@ pub const WRAPPER: &str = r#"paddock="$1"; limit="$2"
 } | { "$paddock" log-sink --max-bytes "$limit" train.log || cat >> train.log; }
 mv exit_code.tmp exit_code"#;
 
-/// Makes `command` start in `dir`, entered by descriptor in the child just before `exec`: the directory
-/// is in a volume, where its path could be swapped for a link between the check and the start.
+/// Makes `command` start in `dir`, entered by descriptor in the child just before `exec`, so the folder
+/// it runs in is the one that was checked, however its path changes meanwhile.
 pub(crate) fn work_in(command: &mut tokio::process::Command, dir: beneath::Dir) {
     use std::os::fd::{AsFd, AsRawFd};
     // SAFETY: the closure runs in the forked child before exec and only calls fchdir(2), which is
@@ -73,13 +74,14 @@ pub fn launch(jobs: &Jobs, dir: beneath::Dir, devices: &[u32]) -> Result<u32, St
 
 /// Waits (up to a second) for the wrapper to record the trainer's pid: a job cancelled while it was
 /// starting is signalled right after launch, and a signal sent before `trainer.pid` exists would be lost.
-/// Both executors run the same wrapper, so the file is there for containers too (the volume is shared).
-pub(super) async fn wait_for_pid_file(storage: &Storage, workspace_id: i64, dir: &Path) {
+/// Both executors run the same wrapper, so the file is there for containers too (in the volume).
+pub(super) async fn wait_for_pid_file(jobs: &Jobs, executor: &str, workspace_id: i64, dir: &Path) {
     for _ in 0..50 {
-        let (storage, file) = (storage.clone(), dir.join("trainer.pid"));
-        let written = in_volume("the trainer's pid", move || {
-            storage.volume(workspace_id)?.exists(&file)
-        });
+        let (root, file) = (
+            jobs.run_root(executor, workspace_id),
+            dir.join("trainer.pid"),
+        );
+        let written = in_volume("the trainer's pid", move || root?.exists(&file));
         if written.await.unwrap_or(false) {
             return;
         }
@@ -90,14 +92,15 @@ pub(super) async fn wait_for_pid_file(storage: &Storage, workspace_id: i64, dir:
 /// The most `trainer.pid` and `exit_code` may weigh: a number and a newline.
 const SMALL_FILE: u64 = 32;
 
-/// Asks the trainer of the run in `dir` (relative to the volume) to stop gracefully (SIGTERM: it
-/// finishes the step, writes a checkpoint, ends). The pid comes from `trainer.pid`, which anyone with a
-/// shell in the volume can rewrite, so it is only believed when that process is in `group`: the process
-/// group of the wrapper the server started itself ([`launch`] makes it a group leader).
-pub async fn signal_stop(storage: &Storage, workspace_id: i64, dir: &Path, group: Option<i64>) {
+/// Asks the trainer of the local run in `dir` (relative to `runs/`) to stop gracefully (SIGTERM: it
+/// finishes the step, writes a checkpoint, ends). The pid comes from `trainer.pid`, which the wrapper
+/// wrote; it is still only believed when that process is in `group`, the process group of the wrapper
+/// the server started itself ([`launch`] makes it a group leader), so a stale or wrong file signals no
+/// stranger.
+pub async fn signal_stop(storage: &Storage, dir: &Path, group: Option<i64>) {
     let (storage, file) = (storage.clone(), dir.join("trainer.pid"));
     let read = in_volume("the trainer's pid", move || {
-        storage.volume(workspace_id)?.read(&file, SMALL_FILE)
+        storage.runs()?.read(&file, SMALL_FILE)
     })
     .await;
     let pid = read
@@ -165,10 +168,10 @@ fn is_zombie(pid: i32) -> bool {
     })
 }
 
-/// The run's exit status once it has ended; `dir` is relative to `volume`, and read without following
+/// The run's exit status once it has ended; `dir` is relative to `root`, and read without following
 /// links (see [`beneath`]).
-pub fn exit_code(volume: &beneath::Dir, dir: &Path) -> beneath::Result<Option<i64>> {
-    match volume.read(&dir.join("exit_code"), SMALL_FILE) {
+pub fn exit_code(root: &beneath::Dir, dir: &Path) -> beneath::Result<Option<i64>> {
+    match root.read(&dir.join("exit_code"), SMALL_FILE) {
         Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).trim().parse().ok()),
         Err(e) if e.is_missing() => Ok(None),
         Err(e) => Err(e),

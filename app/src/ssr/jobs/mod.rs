@@ -16,6 +16,7 @@
 //!   image). [`supervise`]: following a run to its end, whichever executor started it, with
 //!   [`log_file`] keeping each job's rotated log on disk.
 
+pub mod checkpoints;
 pub mod docker;
 pub mod launch;
 pub mod local;
@@ -33,7 +34,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use super::http_error::internal;
-use super::storage::{in_volume, remove_from_volume, Storage, DEFAULT_VOLUME};
+use super::storage::{in_volume, Storage, DEFAULT_VOLUME};
 use crate::error::AppError;
 use crate::types::*;
 
@@ -89,15 +90,42 @@ impl Jobs {
         self.activity.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// A job's directory on the host ([`job_rel`] in the workspace volume).
-    pub fn job_dir(&self, workspace_id: i64, job_id: i64) -> std::path::PathBuf {
-        self.storage
-            .volume_dir(workspace_id, DEFAULT_VOLUME)
-            .join(job_rel(job_id))
+    /// Where runs of `executor` keep their folders ([`job_rel`] beneath it): the server's `runs/` for
+    /// local processes, which run as the server; the workspace volume for containers, which write their
+    /// run there themselves (and whose files are therefore read as hostile input). Opened through
+    /// `beneath` either way.
+    pub fn run_root(&self, executor: &str, workspace_id: i64) -> beneath::Result<beneath::Dir> {
+        match executor {
+            DOCKER => self.storage.volume(workspace_id),
+            _ => self.storage.runs(),
+        }
+    }
+
+    /// The host path of [`Jobs::run_root`] (the trainer may report absolute paths under it).
+    pub fn run_root_dir(&self, executor: &str, workspace_id: i64) -> std::path::PathBuf {
+        match executor {
+            DOCKER => self.storage.volume_dir(workspace_id, DEFAULT_VOLUME),
+            _ => self.storage.runs_dir(),
+        }
+    }
+
+    /// The workspace's store as a run of `executor` sees it.
+    pub fn store_seen_by(&self, executor: &str, workspace_id: i64) -> String {
+        match executor {
+            DOCKER => containers::build::STORE_DIR.to_string(),
+            _ => self
+                .storage
+                .store_dir(workspace_id)
+                .to_string_lossy()
+                .into_owned(),
+        }
     }
 }
 
-/// A job's directory relative to the workspace volume: `jobs/<id>`.
+/// The executor of a job that runs in a container of its environment's image (`jobs.executor`).
+pub const DOCKER: &str = "docker";
+
+/// A job's run folder relative to its [`Jobs::run_root`]: `jobs/<id>`.
 pub fn job_rel(job_id: i64) -> std::path::PathBuf {
     std::path::Path::new("jobs").join(job_id.to_string())
 }
@@ -323,7 +351,7 @@ async fn submit_as(
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
     let (executor, image_id) = match spec.environment_id {
         Some(env_id) => (
-            "docker",
+            DOCKER,
             Some(environment_image(&mut tx, workspace_id, env_id).await?),
         ),
         None => ("local", None),
@@ -351,6 +379,7 @@ async fn submit_as(
         ));
     }
     let inputs = spec::Inputs {
+        store: jobs.store_seen_by(executor, workspace_id),
         train: train.path,
         dev: dev.map(|d| d.path),
         pretrained,
@@ -363,7 +392,10 @@ async fn submit_as(
     if let Some(resume) = &resume_from {
         config_toml = config_toml.replace(
             "[output]\ndir = \"output\"\n",
-            &format!("[output]\ndir = \"output\"\nresume_from = \"../../{resume}\"\n"),
+            &format!(
+                "[output]\ndir = \"output\"\nresume_from = \"{}\"\n",
+                inputs.in_store(resume)
+            ),
         );
     }
     let now = super::now();
@@ -552,9 +584,7 @@ pub async fn cancel(
     if status != JobStatus::Queued {
         match &job.container_name {
             Some(name) => docker::signal_stop(jobs, name).await,
-            None => {
-                local::signal_stop(&jobs.storage, workspace_id, &job_rel(job_id), job.pid).await
-            }
+            None => local::signal_stop(&jobs.storage, &job_rel(job_id), job.pid).await,
         }
     }
     jobs.changed();
@@ -644,13 +674,29 @@ pub async fn delete(
     )
     .await?;
     tx.commit().await?;
-    remove_from_volume(&jobs.storage, workspace_id, job_rel(job_id)).await;
+    remove_run(jobs, &job.executor, workspace_id, job_id).await;
     if let Err(e) = tokio::fs::remove_dir_all(jobs.storage.job_logs_dir(job_id)).await {
         if e.kind() != std::io::ErrorKind::NotFound {
             tracing::warn!(job_id, error = %e, "could not remove a deleted job's log");
         }
     }
     Ok(())
+}
+
+/// Removes a deleted job's files: its run folder and its checkpoints' copies in the store. A failure is
+/// logged, not answered: the row is what counts.
+pub(crate) async fn remove_run(jobs: &Jobs, executor: &str, workspace_id: i64, job_id: i64) {
+    let (root, storage) = (jobs.run_root(executor, workspace_id), jobs.storage.clone());
+    let removed = in_volume("removing the job's files", move || {
+        root?.remove_all(&job_rel(job_id))?;
+        storage
+            .store(workspace_id)?
+            .remove_all(&checkpoints::store_rel(job_id))
+    })
+    .await;
+    if let Err(e) = removed {
+        tracing::warn!(job_id, error = %e, "could not remove a deleted job's files");
+    }
 }
 
 /// Metric points after `after` (an id), oldest first. Any member.
@@ -799,7 +845,7 @@ async fn checkpoints_of(
                 step,
                 epoch,
                 metrics: metrics.and_then(|m| serde_json::from_str(&m).ok()),
-                container_path: format!("/workspace/{path}"),
+                container_path: format!("{}/{path}", containers::build::STORE_DIR),
                 bytes: bytes as u64,
                 sha256,
                 best,
@@ -813,8 +859,8 @@ async fn checkpoints_of(
 /// The most a checkpoint's `config.json` may weigh.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
-/// A checkpoint's `config.json` (`path` is the checkpoint's, relative to the workspace volume), read as
-/// the hostile input it is: a regular file of bounded size, reached through no link.
+/// A checkpoint's `config.json` (`path` is the checkpoint's, relative to the workspace's store): a
+/// regular file of bounded size, reached through no link.
 pub async fn checkpoint_config(
     storage: &Storage,
     workspace_id: i64,
@@ -823,7 +869,7 @@ pub async fn checkpoint_config(
     let storage = storage.clone();
     let file = std::path::Path::new(path).join("config.json");
     let bytes = in_volume("the checkpoint's config.json", move || {
-        storage.volume(workspace_id)?.read(&file, MAX_CONFIG_BYTES)
+        storage.store(workspace_id)?.read(&file, MAX_CONFIG_BYTES)
     })
     .await?;
     serde_json::from_slice(&bytes).map_err(|e| {
@@ -835,13 +881,9 @@ pub async fn checkpoint_config(
     })
 }
 
-/// The most entries a checkpoint directory may hold to be downloaded (a Hugging Face checkpoint has a
-/// handful).
-const MAX_CHECKPOINT_ENTRIES: usize = 10_000;
-
-/// The files of a checkpoint that still exists, open, with a name for its archive. Any member. They are
-/// in the workspace volume, so anything but directories and regular files (a link, a FIFO) refuses the
-/// download instead of being followed.
+/// The files of a checkpoint that still exists, open, with a name for its archive. Any member. Its copy
+/// in the store holds directories and regular files only; anything else would refuse the download
+/// rather than be followed.
 pub async fn checkpoint_files(
     db: &SqlitePool,
     storage: &Storage,
@@ -870,9 +912,9 @@ pub async fn checkpoint_files(
     let storage = storage.clone();
     let files = in_volume("the checkpoint's files", move || {
         storage
-            .volume(workspace_id)?
+            .store(workspace_id)?
             .open_dir(std::path::Path::new(&path))?
-            .files(MAX_CHECKPOINT_ENTRIES)
+            .files(checkpoints::MAX_ENTRIES)
     })
     .await?;
     Ok((files, format!("job{job_id}-step{step}")))

@@ -12,11 +12,12 @@ use std::time::Duration;
 use serde_json::Value;
 use sqlx::{SqliteConnection, SqlitePool};
 
+use super::checkpoints::{self, Copied};
 use super::log_file::JobLogFile;
-use super::{docker, local, JobRow, Jobs, JOB_SELECT};
+use super::{docker, local, JobRow, Jobs, DOCKER, JOB_SELECT};
 use crate::error::AppError;
 use crate::ssr::gpus::{self, Holder};
-use crate::ssr::storage::{in_volume, DEFAULT_VOLUME};
+use crate::ssr::storage::in_volume;
 use crate::types::JobStatus;
 
 /// How often a supervisor looks for new output.
@@ -104,9 +105,9 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
         let dir = super::job_rel(job_id);
         // The exit status is read before the last ingest, so output written just before it is not missed.
         let exit = {
-            let (storage, dir) = (jobs.storage.clone(), dir.clone());
+            let (root, dir) = (jobs.run_root(&job.executor, job.workspace_id), dir.clone());
             let read = in_volume("the job's exit status", move || {
-                local::exit_code(&storage.volume(job.workspace_id)?, &dir)
+                local::exit_code(&root?, &dir)
             })
             .await;
             match read {
@@ -160,9 +161,7 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
                 jobs.changed();
                 match &job.container_name {
                     Some(name) => docker::signal_stop(jobs, name).await,
-                    None => {
-                        local::signal_stop(&jobs.storage, job.workspace_id, &dir, job.pid).await
-                    }
+                    None => local::signal_stop(&jobs.storage, &dir, job.pid).await,
                 }
             }
         }
@@ -179,16 +178,15 @@ async fn ingest(
     refused: &mut Option<String>,
     log_file: &mut Option<JobLogFile>,
 ) -> Result<bool, AppError> {
-    let volume = jobs.storage.volume_dir(job.workspace_id, DEFAULT_VOLUME);
     let read = {
-        let (storage, workspace_id) = (jobs.storage.clone(), job.workspace_id);
+        let root = jobs.run_root(&job.executor, job.workspace_id);
         let dir = super::job_rel(job.id);
         let offsets = (job.events_offset as u64, job.log_offset as u64);
         in_volume("the job's output", move || {
-            let volume = storage.volume(workspace_id)?;
+            let root = root?;
             Ok((
-                read_lines(&volume, &dir.join("events.jsonl"), offsets.0)?,
-                read_lines(&volume, &dir.join("train.log"), offsets.1)?,
+                read_lines(&root, &dir.join("events.jsonl"), offsets.0)?,
+                read_lines(&root, &dir.join("train.log"), offsets.1)?,
             ))
         })
         .await
@@ -203,13 +201,33 @@ async fn ingest(
     if events.is_empty() && logs.is_empty() {
         return Ok(false);
     }
+    let events: Vec<Result<Value, &String>> = events
+        .iter()
+        .map(|line| serde_json::from_str::<Value>(line).map_err(|_| line))
+        .collect();
+    // Checkpoints are copied into the store before the transaction: a copy can take seconds.
+    let mut registered = Vec::new();
+    for event in events.iter().flatten() {
+        if event["event"] == "checkpoint" {
+            registered.push(register(jobs, job, event["path"].as_str().unwrap_or_default()).await);
+        }
+    }
+    let mut registered = registered.into_iter();
     let mut tx = crate::ssr::db::write_tx(db).await?;
     // The lines for the file: the platform's notes and every line of `train.log`.
     let mut lines = Vec::new();
-    for line in &events {
-        match serde_json::from_str::<Value>(line) {
-            Ok(event) => apply(&mut tx, job, &event, &volume, &mut lines).await?,
-            Err(_) => {
+    let mut retired = Vec::new();
+    for event in &events {
+        match event {
+            Ok(event) => {
+                let copy = if event["event"] == "checkpoint" {
+                    registered.next()
+                } else {
+                    None
+                };
+                apply(&mut tx, jobs, job, event, copy, &mut lines, &mut retired).await?
+            }
+            Err(line) => {
                 let note = format!("[paddock] not an event: {line}");
                 insert_log(&mut tx, job.id, &note).await?;
                 lines.push(note);
@@ -244,7 +262,74 @@ async fn ingest(
     if let Some(file) = log_file {
         file.append(&crate::ssr::now(), &lines);
     }
+    remove_copies(jobs, job.workspace_id, retired).await;
     Ok(true)
+}
+
+/// What became of a `checkpoint` event's folder: copied into the store (with the folder it came from,
+/// relative to the run root), gone before it could be copied (retention is quick), or refused.
+enum Registered {
+    Copied {
+        copy: Copied,
+        run_path: String,
+    },
+    /// `copy` says where it would have been, with no bytes.
+    Gone {
+        copy: Copied,
+        run_path: String,
+    },
+    Refused(String),
+}
+
+/// Copies the checkpoint folder an event reports into the store (see [`checkpoints`]).
+async fn register(jobs: &Jobs, job: &JobRow, reported: &str) -> Registered {
+    let host_root = jobs.run_root_dir(&job.executor, job.workspace_id);
+    let mut roots = vec![host_root.as_path()];
+    if job.executor == DOCKER {
+        roots.push(Path::new(containers::build::WORKSPACE_DIR));
+    }
+    let rel = match checkpoints::reported_rel(reported, job.id, &roots) {
+        Ok(rel) => rel,
+        Err(why) => return Registered::Refused(why),
+    };
+    let run_path = rel.to_string_lossy().into_owned();
+    let (root, storage, job_id, workspace_id) = (
+        jobs.run_root(&job.executor, job.workspace_id),
+        jobs.storage.clone(),
+        job.id,
+        job.workspace_id,
+    );
+    // No deadline: every file is checked to be regular and bounded before a byte is read, so the copy
+    // ends; a large checkpoint only delays this job's own supervisor.
+    let copied = tokio::task::spawn_blocking(move || {
+        storage.store(workspace_id)?;
+        let store = storage.store_dir(workspace_id);
+        checkpoints::copy_to_store(&root?, &rel, &store, job_id)
+    })
+    .await;
+    match copied {
+        Ok(Ok(copy)) => Registered::Copied { copy, run_path },
+        Ok(Err(e)) if e.is_missing() => Registered::Gone {
+            copy: Copied {
+                path: checkpoints::store_rel(job_id)
+                    .join(Path::new(&run_path).file_name().unwrap_or_default())
+                    .to_string_lossy()
+                    .into_owned(),
+                bytes: 0,
+                sha256: String::new(),
+            },
+            run_path,
+        },
+        Ok(Err(e)) => Registered::Refused(e.to_string()),
+        Err(e) => Registered::Refused(e.to_string()),
+    }
+}
+
+/// Removes the store's copies of checkpoints that retention retired (after their rows say so).
+async fn remove_copies(jobs: &Jobs, workspace_id: i64, retired: Vec<String>) {
+    for path in retired {
+        crate::ssr::storage::remove_from_store(&jobs.storage, workspace_id, path.into()).await;
+    }
 }
 
 /// Complete lines of `file` (relative to `volume`) from byte `offset` (at most [`READ_CHUNK`] bytes),
@@ -325,10 +410,12 @@ async fn note(
 /// Applies one trainer event (schema in `trainer/EVENTS.md`); log lines it adds also go to `lines`.
 async fn apply(
     conn: &mut SqliteConnection,
+    jobs: &Jobs,
     job: &JobRow,
     event: &Value,
-    volume: &Path,
+    registered: Option<Registered>,
     lines: &mut Vec<String>,
+    retired: &mut Vec<String>,
 ) -> Result<(), AppError> {
     let at = event["ts"]
         .as_str()
@@ -381,10 +468,15 @@ async fn apply(
             }
         }
         "checkpoint" => {
-            let reported = event["path"].as_str().unwrap_or_default();
-            let path = match checkpoint_path(reported, job.id, volume) {
-                Ok(path) => path,
-                Err(why) => {
+            let (copy, run_path, deleted_at) = match registered {
+                Some(Registered::Copied { copy, run_path }) => (copy, run_path, None),
+                // Retention removed it before it was copied: its row keeps the history, marked deleted.
+                Some(Registered::Gone { copy, run_path }) => (copy, run_path, Some(at.clone())),
+                refused => {
+                    let why = match refused {
+                        Some(Registered::Refused(why)) => why,
+                        _ => "it was not copied".to_string(),
+                    };
                     let note = format!("[paddock] checkpoint at step {step} not recorded: {why}");
                     insert_log(conn, job.id, &note).await?;
                     lines.push(note);
@@ -392,22 +484,24 @@ async fn apply(
                 }
             };
             sqlx::query(
-                "INSERT INTO checkpoints (job_id, workspace_id, step, epoch, metrics, path, bytes, sha256, best, created_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, step) DO NOTHING",
+                "INSERT INTO checkpoints (job_id, workspace_id, step, epoch, metrics, path, run_path, bytes, sha256, best, created_at, deleted_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, step) DO NOTHING",
             )
             .bind(job.id)
             .bind(job.workspace_id)
             .bind(step)
             .bind(job.epoch)
             .bind(event.get("metrics").filter(|m| !m.is_null()).map(Value::to_string))
-            .bind(&path)
-            .bind(event["bytes"].as_i64().unwrap_or(0))
-            .bind(event["sha256"].as_str().unwrap_or_default())
+            .bind(&copy.path)
+            .bind(&run_path)
+            .bind(copy.bytes as i64)
+            .bind(&copy.sha256)
             .bind(event["best"].as_bool().unwrap_or(false))
             .bind(&at)
+            .bind(deleted_at)
             .execute(&mut *conn)
             .await?;
-            mark_deleted_checkpoints(conn, job.id, volume).await?;
+            retire_checkpoints(conn, jobs, job, retired).await?;
         }
         "error" => {
             let message = event["message"].as_str().unwrap_or("the trainer failed");
@@ -463,63 +557,35 @@ async fn apply(
     Ok(())
 }
 
-/// The checkpoint's path relative to the workspace volume, whether the trainer reported it relative to
-/// its job directory, absolute on the host, or absolute in a container (`/workspace/...`). The event
-/// comes from a file the team can write, so the path must name a folder inside the job's own directory
-/// (`jobs/<id>/...`, plain names only); anything else is refused, never stored.
-fn checkpoint_path(reported: &str, job_id: i64, volume: &Path) -> Result<String, String> {
-    use std::path::Component;
-    let path = Path::new(reported);
-    let in_volume = if let Ok(rest) = path.strip_prefix(volume) {
-        rest.to_path_buf()
-    } else if let Ok(rest) = path.strip_prefix("/workspace") {
-        rest.to_path_buf()
-    } else if path.is_relative() {
-        super::job_rel(job_id).join(path)
-    } else {
-        return Err(format!("`{reported}` is outside the workspace volume"));
-    };
-    let names: Option<Vec<&str>> = in_volume
-        .components()
-        .filter(|c| *c != Component::CurDir)
-        .map(|c| match c {
-            Component::Normal(name) => name.to_str(),
-            _ => None,
-        })
-        .collect();
-    match names {
-        Some(names) if names.len() > 2 && names[0] == "jobs" && names[1] == job_id.to_string() => {
-            Ok(names.join("/"))
-        }
-        _ => Err(format!(
-            "`{reported}` is not a folder inside the job's directory"
-        )),
-    }
-}
-
-/// Checkpoints whose directory the trainer's best-k retention removed keep their row, marked deleted.
-async fn mark_deleted_checkpoints(
+/// Follows the trainer's best-k retention: a checkpoint whose folder it removed from the run keeps its
+/// row, marked deleted, and its copy in the store goes too (pushed to `retired`, removed after the
+/// commit). The run folder is the job's own, so only the job's own checkpoints can be retired this way.
+async fn retire_checkpoints(
     conn: &mut SqliteConnection,
-    job_id: i64,
-    volume: &Path,
+    jobs: &Jobs,
+    job: &JobRow,
+    retired: &mut Vec<String>,
 ) -> Result<(), AppError> {
-    let kept: Vec<(i64, String)> =
-        sqlx::query_as("SELECT id, path FROM checkpoints WHERE job_id = ? AND deleted_at IS NULL")
-            .bind(job_id)
-            .fetch_all(&mut *conn)
-            .await?;
-    // A volume that cannot be opened says nothing about which are gone.
-    let Ok(dir) = beneath::Dir::open(volume) else {
+    let kept: Vec<(i64, String, Option<String>)> = sqlx::query_as(
+        "SELECT id, path, run_path FROM checkpoints WHERE job_id = ? AND deleted_at IS NULL",
+    )
+    .bind(job.id)
+    .fetch_all(&mut *conn)
+    .await?;
+    // A run root that cannot be opened says nothing about which are gone.
+    let Ok(root) = jobs.run_root(&job.executor, job.workspace_id) else {
         return Ok(());
     };
-    for (id, path) in kept {
+    for (id, path, run_path) in kept {
+        let Some(run_path) = run_path else { continue };
         // A link put in the checkpoint's place is not its files either.
-        if dir.open_dir(Path::new(&path)).is_err() {
+        if root.open_dir(Path::new(&run_path)).is_err() {
             sqlx::query("UPDATE checkpoints SET deleted_at = ? WHERE id = ?")
                 .bind(crate::ssr::now())
                 .bind(id)
                 .execute(&mut *conn)
                 .await?;
+            retired.push(path);
         }
     }
     Ok(())
@@ -597,40 +663,5 @@ mod tests {
         );
         std::os::unix::fs::symlink("events.jsonl", tmp.path().join("link.jsonl")).unwrap();
         assert!(read_lines(&dir, Path::new("link.jsonl"), 0).is_err_and(|e| e.is_refusal()));
-    }
-
-    #[test]
-    fn a_checkpoint_path_must_be_inside_the_jobs_directory() {
-        let volume = Path::new("/data/volumes/w1/workspace");
-        let ok = |reported: &str| checkpoint_path(reported, 7, volume);
-        assert_eq!(
-            ok("checkpoints/step-10").unwrap(),
-            "jobs/7/checkpoints/step-10"
-        );
-        assert_eq!(
-            ok("./checkpoints/step-10").unwrap(),
-            "jobs/7/checkpoints/step-10"
-        );
-        assert_eq!(
-            ok("/workspace/jobs/7/checkpoints/step-10").unwrap(),
-            "jobs/7/checkpoints/step-10"
-        );
-        assert_eq!(
-            ok("/data/volumes/w1/workspace/jobs/7/checkpoints/step-10").unwrap(),
-            "jobs/7/checkpoints/step-10"
-        );
-        for forged in [
-            "/data",
-            "/etc/passwd",
-            "../../../..",
-            "checkpoints/../../8/checkpoints/step-1",
-            "/workspace/jobs/8/checkpoints/step-1",
-            "/workspace/datasets/1",
-            "/workspace/jobs/7",
-            "",
-            "/data/volumes/w2/workspace/jobs/7/x",
-        ] {
-            assert!(ok(forged).is_err(), "{forged:?} was accepted");
-        }
     }
 }

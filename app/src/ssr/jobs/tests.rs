@@ -82,10 +82,12 @@ async fn submissions_are_checked_queued_in_order_and_audited() {
             .queue_position,
         Some(2)
     );
+    // A local run reads its inputs from the workspace's store on the host.
+    let train = jobs.storage.store_dir(ws).join("datasets/1/r.tsv");
     assert!(
         first
             .config_toml
-            .contains("train = \"../../datasets/1/r.tsv\""),
+            .contains(&format!("train = \"{}\"", train.display())),
         "{}",
         first.config_toml
     );
@@ -324,13 +326,14 @@ async fn recovery_follows_every_run_whose_end_is_unrecorded() {
         .execute(&db)
         .await
         .unwrap();
-    sqlx::query("UPDATE jobs SET status = 'running', container_name = 'paddock-job-x', started_at = '2026-01-01T00:00:00Z' WHERE id = ?")
+    sqlx::query("UPDATE jobs SET status = 'running', executor = 'docker', container_name = 'paddock-job-x', started_at = '2026-01-01T00:00:00Z' WHERE id = ?")
         .bind(container_run)
         .execute(&db)
         .await
         .unwrap();
-    for (id, code) in [(local_run, "0"), (container_run, "3")] {
-        let job_dir = jobs.job_dir(ws, id);
+    // Each in its executor's run root: the server's `runs/`, the workspace volume.
+    for (id, executor, code) in [(local_run, "local", "0"), (container_run, "docker", "3")] {
+        let job_dir = jobs.run_root_dir(executor, ws).join(job_rel(id));
         std::fs::create_dir_all(&job_dir).unwrap();
         std::fs::write(job_dir.join("exit_code"), format!("{code}\n")).unwrap();
     }

@@ -13,6 +13,7 @@ use crate::ssr::audit::{self, Entry};
 use crate::ssr::db::write_tx;
 use crate::ssr::http_error::internal;
 use crate::ssr::jobs::{docker, local};
+use crate::ssr::storage::workspace_folder;
 use crate::ssr::AppState;
 
 /// How long the purge waits, in all, for processes and starting jobs to be gone before it gives up
@@ -200,32 +201,48 @@ async fn remove_environments(state: &AppState, workspace_id: i64) -> Result<(), 
         })
 }
 
-/// Removes the workspace's volume (never following a link a container planted in it) and the
-/// server-side logs of its jobs.
+/// Removes the workspace's volume (never following a link a container planted in it), its store, and
+/// the server-side folders of its runs: local run folders and job logs.
 async fn remove_files(state: &AppState, workspace_id: i64) -> Result<(), AppError> {
-    let volumes = state.storage.volumes_dir();
-    let name = format!("w{workspace_id}");
-    tokio::task::spawn_blocking(move || match beneath::Dir::open(&volumes) {
-        Ok(root) => root.remove_all(std::path::Path::new(&name)),
-        Err(e) if e.is_missing() => Ok(()),
-        Err(e) => Err(e),
-    })
-    .await
-    .map_err(|e| internal("removing a workspace's volume", e))?
-    .map_err(|e| internal("removing a workspace's volume", e))?;
     let jobs: Vec<i64> = sqlx::query_scalar("SELECT id FROM jobs WHERE workspace_id = ?")
         .bind(workspace_id)
         .fetch_all(&state.db)
         .await?;
-    for job_id in jobs {
-        match tokio::fs::remove_dir_all(state.storage.job_logs_dir(job_id)).await {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(internal("removing a job's logs", e))
+    let evaluations: Vec<i64> = sqlx::query_scalar(
+        "SELECT e.id FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id WHERE c.workspace_id = ?",
+    )
+    .bind(workspace_id)
+    .fetch_all(&state.db)
+    .await?;
+    let storage = state.storage.clone();
+    tokio::task::spawn_blocking(move || {
+        let folder = std::path::PathBuf::from(workspace_folder(workspace_id));
+        for root in [storage.volumes_dir(), storage.stores_dir()] {
+            match beneath::Dir::open(&root) {
+                Ok(root) => root.remove_all(&folder)?,
+                Err(e) if e.is_missing() => {}
+                Err(e) => return Err(e),
             }
-            _ => {}
         }
-    }
-    Ok(())
+        let runs = storage.runs()?;
+        for job_id in jobs {
+            runs.remove_all(&crate::ssr::jobs::job_rel(job_id))?;
+            let logs = storage.job_logs_dir(job_id);
+            match std::fs::remove_dir_all(&logs) {
+                Err(source) if source.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(beneath::Error::Io { path: logs, source })
+                }
+                _ => {}
+            }
+        }
+        for id in evaluations {
+            runs.remove_all(&crate::ssr::evaluations::run_rel(id))?;
+        }
+        Ok(())
+    })
+    .await
+    .map_err(|e| internal("removing a workspace's files", e))?
+    .map_err(|e| internal("removing a workspace's files", e))
 }
 
 /// The last step: leases and rows, in one transaction, audited.
