@@ -25,6 +25,36 @@ pub struct Actor {
     /// Authenticated by a `read` token: may read, never change (refused in [`caller`] for anything
     /// but `GET`/`HEAD`, and by handlers such as the terminal whose `GET` is not a read).
     pub read_only: bool,
+    /// What the caller proved who they are with.
+    pub credential: Credential,
+}
+
+/// How a caller signed in: what a connection that stays open (the terminal) checks again, so that a
+/// password reset, a sign-out everywhere or a revoked token ends it too, not only the next request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Credential {
+    /// A browser session of the account's `session_epoch` at sign-in (a reset bumps it).
+    Session { epoch: i64 },
+    /// The API token with this id.
+    Token { id: i64 },
+}
+
+impl Credential {
+    /// Whether the credential still lets `user_id` in; the account's own state (disabled) is checked
+    /// apart.
+    pub async fn still_valid(&self, db: &sqlx::SqlitePool, user_id: i64) -> Result<bool, AppError> {
+        match *self {
+            Credential::Session { epoch } => {
+                let current: Option<i64> =
+                    sqlx::query_scalar("SELECT session_epoch FROM users WHERE id = ?")
+                        .bind(user_id)
+                        .fetch_optional(db)
+                        .await?;
+                Ok(current == Some(epoch))
+            }
+            Credential::Token { id } => tokens::still_valid(db, id).await,
+        }
+    }
 }
 
 #[derive(sqlx::FromRow)]
@@ -86,6 +116,7 @@ pub async fn caller(state: &AppState, parts: &Parts) -> Result<Option<Actor>, Ap
             is_admin: user.is_admin,
             ip,
             read_only,
+            credential: Credential::Token { id: grant.token_id },
         }));
     }
     let Some(session) = parts.extensions.get::<Session>() else {
@@ -101,6 +132,7 @@ pub async fn caller(state: &AppState, parts: &Parts) -> Result<Option<Actor>, Ap
             is_admin: user.is_admin,
             ip,
             read_only: false,
+            credential: Credential::Session { epoch },
         })),
         // Disabled, reset or deleted since signing in: the session is dead; clean it up.
         _ => {

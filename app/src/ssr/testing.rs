@@ -23,5 +23,6 @@ pub async fn actor(db: &SqlitePool, username: &str) -> Actor {
         is_admin: me.is_admin,
         ip: Some("127.0.0.1".into()),
         read_only: false,
+        credential: super::auth::Credential::Session { epoch: 0 },
     }
 }

@@ -63,6 +63,7 @@ impl From<Row> for ApiToken {
 /// A bearer token's owner and what the token may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grant {
+    pub token_id: i64,
     pub user_id: i64,
     pub scope: TokenScope,
 }
@@ -172,19 +173,33 @@ pub async fn authenticate(db: &SqlitePool, secret: &str) -> Result<Option<Grant>
     }
     let now = super::now();
     // Instants are stored as RFC 3339 UTC to the second, so they compare as text.
-    let row: Option<(i64, String)> = sqlx::query_as(
+    let row: Option<(i64, i64, String)> = sqlx::query_as(
         "UPDATE api_tokens SET last_used_at = ?1
          WHERE secret_sha256 = ?2 AND (expires_at IS NULL OR expires_at > ?1)
-         RETURNING user_id, scope",
+         RETURNING id, user_id, scope",
     )
     .bind(&now)
     .bind(digest(secret))
     .fetch_optional(db)
     .await?;
-    Ok(row.map(|(user_id, scope)| Grant {
+    Ok(row.map(|(token_id, user_id, scope)| Grant {
+        token_id,
         user_id,
         scope: TokenScope::parse(&scope).unwrap_or(TokenScope::Read),
     }))
+}
+
+/// Whether token `token_id` still lets its holder in (not revoked, not expired): what a connection
+/// opened with it re-checks while it stays open.
+pub async fn still_valid(db: &SqlitePool, token_id: i64) -> Result<bool, AppError> {
+    let found: Option<i64> = sqlx::query_scalar(
+        "SELECT 1 FROM api_tokens WHERE id = ?1 AND (expires_at IS NULL OR expires_at > ?2)",
+    )
+    .bind(token_id)
+    .bind(super::now())
+    .fetch_optional(db)
+    .await?;
+    Ok(found.is_some())
 }
 
 #[cfg(test)]

@@ -241,7 +241,7 @@ async fn build_log_terminal_events_and_access_over_http() {
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
-    let mut socket = open_terminal(&ws_url, &server, &viewer)
+    let socket = open_terminal(&ws_url, &server, &viewer)
         .await
         .expect("an editor's terminal handshake");
     let res = owner
@@ -251,17 +251,61 @@ async fn build_log_terminal_events_and_access_over_http() {
         .await
         .unwrap();
     assert!(res.status().is_success(), "{}", res.status());
-    let removed = std::time::Instant::now();
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), socket.next())
+    closes_soon(socket, "its user was removed").await;
+
+    // A revoked token closes the terminal opened with it...
+    let (status, created) = status_json(
+        owner
+            .client
+            .post(server.url("/api/v1/tokens"))
+            .json(&json!({ "name": "shell" }))
+            .send()
             .await
-            .expect("the terminal stays open after its user was removed")
-        {
-            None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break,
-            Some(Ok(_)) => continue,
-        }
-    }
-    assert!(removed.elapsed() < Duration::from_secs(10));
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let mut request = ws_url.as_str().into_client_request().unwrap();
+    let bearer = format!("Bearer {}", created["secret"].as_str().unwrap());
+    request
+        .headers_mut()
+        .insert("authorization", bearer.parse().unwrap());
+    let socket = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("a token's terminal handshake")
+        .0;
+    let token_url = server.url(&format!(
+        "/api/v1/tokens/{}",
+        created["token"]["id"].as_i64().unwrap()
+    ));
+    let res = owner.client.delete(token_url).send().await.unwrap();
+    assert!(res.status().is_success(), "{}", res.status());
+    closes_soon(socket, "the token was revoked").await;
+    // ...and a password reset every terminal of the account's sessions.
+    let socket = open_terminal(&ws_url, &server, &owner)
+        .await
+        .expect("terminal handshake");
+    let owner_name = sign_in_name(&server, &owner).await;
+    let out = Command::new(env!("CARGO_BIN_EXE_paddock"))
+        .args(["admin", "reset-password", "--username", &owner_name])
+        .args(["--password", "a brand new password", "--data-dir"])
+        .arg(server.dir.path().join("data"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    closes_soon(socket, "the password was reset").await;
+    let res = owner
+        .client
+        .post(server.url("/api/v1/auth/signin"))
+        .json(&json!({ "username": owner_name, "password": "a brand new password" }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
 
     // Removed behind Paddock's back: Docker's events reach the database without waiting for reconcile.
     let container = up["container_name"].as_str().unwrap().to_string();
@@ -282,6 +326,23 @@ async fn build_log_terminal_events_and_access_over_http() {
 
     let res = owner.client.delete(server.url(&base)).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::NO_CONTENT);
+}
+
+/// Waits (10 s at most) for the server to close `socket` because its user lost access (`why`).
+async fn closes_soon(
+    mut socket: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+    why: &str,
+) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match tokio::time::timeout_at(deadline, socket.next()).await {
+            Err(_) => panic!("the terminal stays open after {why}"),
+            Ok(None | Some(Err(_)) | Some(Ok(Message::Close(_)))) => return,
+            Ok(Some(Ok(_))) => continue,
+        }
+    }
 }
 
 /// The raw `Cookie` header a signed-in client sends (the WebSocket client has no cookie jar).

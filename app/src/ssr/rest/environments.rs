@@ -414,29 +414,13 @@ struct ClientMessage {
 const ACCESS_RECHECK: Duration = Duration::from_secs(2);
 
 /// Resolves once the actor may no longer use the terminal: removed from the workspace or made a
-/// viewer, account disabled, or the environment's container gone. A shell is the most powerful thing
-/// Paddock hands out, so access is not judged once at the handshake but for as long as it is open.
+/// viewer, account disabled, its session ended by a password reset or its token revoked or expired,
+/// or the environment's container gone. A shell is the most powerful thing Paddock hands out, so
+/// access is not judged once at the handshake but for as long as it is open.
 async fn access_lost(db: &sqlx::SqlitePool, actor: &Actor, workspace_id: i64, env_id: i64) {
     loop {
         tokio::time::sleep(ACCESS_RECHECK).await;
-        let disabled: Result<Option<bool>, sqlx::Error> =
-            sqlx::query_scalar("SELECT disabled FROM users WHERE id = ?")
-                .bind(actor.user_id)
-                .fetch_optional(db)
-                .await;
-        let allowed = match disabled {
-            Ok(Some(false)) => {
-                match lifecycle::terminal_container(db, actor, workspace_id, env_id).await {
-                    Ok(_) => true,
-                    // A busy database is no reason to cut a shell; only a refusal is.
-                    Err(AppError::Internal) => true,
-                    Err(_) => false,
-                }
-            }
-            Ok(_) => false,
-            Err(_) => true,
-        };
-        if !allowed {
+        if !still_allowed(db, actor, workspace_id, env_id).await {
             tracing::info!(
                 user = actor.username,
                 workspace_id,
@@ -446,6 +430,32 @@ async fn access_lost(db: &sqlx::SqlitePool, actor: &Actor, workspace_id: i64, en
             return;
         }
     }
+}
+
+/// One check of [`access_lost`]. A busy database is no reason to cut a shell; only a refusal is.
+async fn still_allowed(
+    db: &sqlx::SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    env_id: i64,
+) -> bool {
+    let disabled: Result<Option<bool>, sqlx::Error> =
+        sqlx::query_scalar("SELECT disabled FROM users WHERE id = ?")
+            .bind(actor.user_id)
+            .fetch_optional(db)
+            .await;
+    match disabled {
+        Ok(Some(false)) => {}
+        Ok(_) => return false,
+        Err(_) => return true,
+    }
+    if let Ok(false) = actor.credential.still_valid(db, actor.user_id).await {
+        return false;
+    }
+    !matches!(
+        lifecycle::terminal_container(db, actor, workspace_id, env_id).await,
+        Err(e) if e != AppError::Internal
+    )
 }
 
 async fn bridge(
