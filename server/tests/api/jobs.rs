@@ -541,7 +541,8 @@ async fn a_job_runs_in_its_environments_container() {
         "{err}"
     );
 
-    let trainer = json!({ "name": "trainer", "base_image": "paddock/base:busybox", "runtime": true, "cpus": 1, "memory": "4g", "shm_size": "256m" });
+    let trainer = json!({ "name": "trainer", "base_image": "paddock/base:busybox", "runtime": true, "cpus": 1, "memory": "4g", "shm_size": "256m",
+                          "secret_env": { "HUB_TOKEN": "hub-secret-1" } });
     let res = owner
         .client
         .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
@@ -573,6 +574,31 @@ async fn a_job_runs_in_its_environments_container() {
     let mut spec = tiny("in-container", ds, 12);
     spec["environment_id"] = json!(env_id);
     let id = submit(&owner, &server, ws, spec).await;
+    // The environment's secrets reach the job's container as they reach the environment's own.
+    let deadline = std::time::Instant::now() + Duration::from_secs(180);
+    let env_of_container = loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job's container never ran"
+        );
+        let out = std::process::Command::new("docker")
+            .args(["ps", "-q", "--filter", &format!("label=paddock.job={id}")])
+            .output()
+            .unwrap();
+        let container = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if !container.is_empty() {
+            let out = std::process::Command::new("docker")
+                .args(["inspect", "--format", "{{json .Config.Env}}", &container])
+                .output()
+                .unwrap();
+            break String::from_utf8_lossy(&out.stdout).into_owned();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert!(
+        env_of_container.contains("HUB_TOKEN=hub-secret-1"),
+        "{env_of_container}"
+    );
     let done = wait_for(&owner, &server, ws, id, "its end", |j| {
         j["summary"]["finished_at"].is_string()
     })

@@ -16,6 +16,7 @@ use sqlx::SqlitePool;
 
 use super::Jobs;
 use crate::ssr::environments::lifecycle::{network_name, store_dir, volume_dir, volume_name};
+use crate::ssr::environments::secrets;
 use crate::ssr::environments::spec::to_env_spec;
 use crate::ssr::storage::DEFAULT_VOLUME;
 use crate::types::EnvironmentSpec;
@@ -65,6 +66,13 @@ pub async fn launch(
     let environment_id = environment_id.ok_or("the job's environment was deleted")?;
     let docker = jobs.engine.docker().await.map_err(|e| e.to_string())?;
     let limits = environment_limits(db, &docker, environment_id).await?;
+    // The environment's secrets (tokens for a hub, a tracker) reach its jobs as they reach its own
+    // container: at start, never in the image or the job's rows.
+    let mut conn = db.acquire().await.map_err(|e| e.to_string())?;
+    let secrets = secrets::load(&mut conn, environment_id)
+        .await
+        .map_err(|e| e.to_string())?;
+    drop(conn);
     let devices: Vec<u32> = gpu_indices
         .as_deref()
         .and_then(|g| serde_json::from_str(g).ok())
@@ -96,7 +104,7 @@ pub async fn launch(
             inside,
             jobs.train_log_max_bytes.to_string(),
         ]),
-        env: Vec::new(),
+        env: secrets::container_env(&secrets),
     };
     docker
         .provision(&request)
