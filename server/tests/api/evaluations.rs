@@ -32,7 +32,13 @@ async fn get(user: &User, server: &Server, path: &str) -> (StatusCode, Value) {
     status_json(user.client.get(server.url(path)).send().await.unwrap()).await
 }
 
-async fn upload(user: &User, server: &Server, ws: i64, name: &str, body: Vec<u8>) -> i64 {
+pub(crate) async fn upload(
+    user: &User,
+    server: &Server,
+    ws: i64,
+    name: &str,
+    body: Vec<u8>,
+) -> i64 {
     let url = server.url(&format!(
         "/api/v1/workspaces/{ws}/datasets/upload?name={name}&filename={name}.tsv"
     ));
@@ -51,7 +57,7 @@ async fn upload(user: &User, server: &Server, ws: i64, name: &str, body: Vec<u8>
 }
 
 /// Polls `path` until its `status` is final.
-async fn until_over(user: &User, server: &Server, path: &str) -> Value {
+pub(crate) async fn until_over(user: &User, server: &Server, path: &str) -> Value {
     for _ in 0..600 {
         let (_, v) = get(user, server, path).await;
         if ["succeeded", "failed"].contains(&v["status"].as_str().unwrap_or_default()) {

@@ -599,6 +599,34 @@ async fn plants_from_a_shell_inside_a_real_container_reach_nothing() {
             .any(|w| w == b"model.safetensors"),
         "the archive holds the weights"
     );
+    // An evaluation reads the store's copies of the checkpoint and the dataset; an upload lands in the
+    // store beside the planted links, not through them.
+    let evaluations = format!(
+        "/api/v1/workspaces/{ws}/checkpoints/{}/evaluations",
+        checkpoints[0]
+    );
+    let (status, started) = crate::common::status_json(
+        owner
+            .client
+            .post(server.url(&evaluations))
+            .json(&json!({ "dataset_id": ds }))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let evaluation = format!("{evaluations}/{}", started["id"].as_i64().unwrap());
+    let result = crate::evaluations::until_over(&owner, &server, &evaluation).await;
+    assert_eq!(result["status"], "succeeded", "{result}");
+    let (_, sample) = get(&owner, &server, &dataset_url).await;
+    let uploaded = crate::evaluations::upload(&owner, &server, ws, "after-plants", sample).await;
+    assert!(server
+        .in_store(
+            ws,
+            &format!("/paddock/datasets/{uploaded}/after-plants.tsv")
+        )
+        .is_file());
     let (status, _) = get(&owner, &server, "/healthz").await;
     assert_eq!(status, StatusCode::OK);
 
