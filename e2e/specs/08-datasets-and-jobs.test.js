@@ -384,7 +384,8 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await page.waitForURL(/\/jobs\/\d+$/);
     await waitForText(page.getByTestId('job-base-pretrained'), 'my-bert');
     await new JobPage(page).waitForStatus('succeeded');
-    await waitForText(page.getByTestId('job-toml'), 'pretrained = "../../models/');
+    // The job file names the model's folder in the workspace's store, where the run reads it.
+    await waitForText(page.getByTestId('job-toml'), /pretrained = "[^"]*\/store\/w\d+\/models\/\d+"/);
   });
 
   test('a viewer reads datasets, jobs and checkpoints but has no control', async () => {

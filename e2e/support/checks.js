@@ -39,7 +39,7 @@ export async function assertNoHorizontalOverflow(page) {
   assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);
 }
 
-/** Waits for `locator` to show `text` (it may be rendering or re-rendering). */
+/** Waits for `locator` to show `text`, a string or a RegExp (it may be rendering or re-rendering). */
 export async function waitForText(locator, text) {
   await locator.filter({ hasText: text }).first().waitFor();
 }

@@ -226,6 +226,7 @@ mod tests {
         assert_eq!(
             authenticate(&db, &new.secret).await.unwrap(),
             Some(Grant {
+                token_id: new.token.id,
                 user_id: alice.user_id,
                 scope: TokenScope::Write
             })
