@@ -21,7 +21,7 @@ docker-required:
 
 # One cargo invocation for the native packages: one feature resolution, so shared dependencies are
 # compiled once (separate `-p` runs resolve features differently and rebuild much of the tree).
-RUST_TEST_PKGS := -p beneath -p hostcaps -p trainer -p containers -p app -p server --features app/ssr
+RUST_TEST_PKGS := -p beneath -p hostcaps -p contracts -p trainer -p containers -p app -p server --features app/ssr
 
 # `make run` serves what `make test` tested, from the same target directory and profile, so a machine
 # compiles the workspace once: the `dev` profile, whose dependencies and trainer are optimised (see

@@ -10,7 +10,7 @@ use clap::Args;
 use crate::data::{validate_file, Columns, DataFormat, DataOptions, LabelMap};
 use crate::events::EventSink;
 use crate::predict::{default_max_len, encode_rows, Inference};
-use crate::train::{train, EndStatus, JobConfig, RunControl, StopFlag};
+use crate::train::{train, EndStatus, JobConfig, JobFile, RunControl, StopFlag};
 use crate::{pick_device, Error, Precision, Result};
 
 /// `train`: fine-tune or train from scratch as described by a job file.
@@ -122,15 +122,7 @@ pub fn run_train(args: &TrainArgs) -> Result<i32> {
     let job = match args.job() {
         Ok(job) => job,
         Err(e) => {
-            events.emit(crate::events::Event::Error {
-                message: e.to_string(),
-            });
-            events.emit(crate::events::Event::End {
-                status: "failed".into(),
-                step: 0,
-                best_checkpoint: None,
-                best_metric: None,
-            });
+            events.failed(&e.to_string());
             return Err(e);
         }
     };

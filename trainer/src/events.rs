@@ -1,118 +1,23 @@
-//! The machine-readable event stream a training run writes to stdout, one JSON object per line, which the
-//! platform parses to drive its job page (schema in `trainer/EVENTS.md`). Human-facing output goes to
+//! Writing the machine-readable event stream a training run sends to stdout, one JSON object per line,
+//! which the platform parses to drive its job page (the types are `contracts::events`, shared with that
+//! reader; schema in `trainer/EVENTS.md`). Human-facing output goes to
 //! stderr instead ([`crate::progress`]: a bar on a terminal, else a line per event), never into the
 //! stream.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use serde::Serialize;
+pub use contracts::events::{EndStatus, Event, Line, Start, Task};
 
-use crate::metrics::Metrics;
 use crate::progress::Progress;
 
-/// One event. Serialised with an `event` field holding the variant name in snake_case.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "event", rename_all = "snake_case")]
-pub enum Event {
-    /// The run is configured and about to take its first step.
-    Start {
-        /// `"train"`; pretraining's `start` (below) says `"pretrain"`.
-        task: String,
-        model: String,
-        device: String,
-        precision: String,
-        labels: Vec<String>,
-        train_rows: usize,
-        dev_rows: usize,
-        epochs: usize,
-        /// Optimizer steps the whole run will take (after gradient accumulation).
-        total_steps: usize,
-        batch_size: usize,
-        grad_accum_steps: usize,
-        parameters: i64,
-        /// Step the run resumes from (0 for a fresh run).
-        resumed_from_step: usize,
-        output_dir: String,
-    },
-    /// `paddock pretrain` is configured and about to take its first step. Serialised as `start` too, with
-    /// `task = "pretrain"`, so that a consumer follows either run with one parser.
-    #[serde(rename = "start")]
-    PretrainStart {
-        /// Always `"pretrain"`.
-        task: String,
-        model: String,
-        device: String,
-        precision: String,
-        /// Corpus rows used (texts with at least one maskable word).
-        corpus_rows: usize,
-        /// Corpus rows left out because nothing in them could be masked (only unknown characters).
-        skipped_rows: usize,
-        vocab_size: usize,
-        max_seq_len: usize,
-        /// Fraction of each row's whole words that are masked.
-        mask_rate: f64,
-        epochs: usize,
-        total_steps: usize,
-        batch_size: usize,
-        parameters: i64,
-        output_dir: String,
-    },
-    /// One optimizer step (emitted every `log_every_steps`).
-    Step {
-        step: usize,
-        /// Fractional epoch: 1.5 is halfway through the second epoch.
-        epoch: f64,
-        /// Mean training loss of the step's micro-batches.
-        loss: f64,
-        lr: f64,
-        samples_per_s: f64,
-        tokens_per_s: f64,
-        grad_norm: f64,
-    },
-    /// An evaluation on the dev set (or, with `split = "test"`, on the test set at the end).
-    Eval {
-        step: usize,
-        epoch: f64,
-        split: String,
-        metrics: Metrics,
-    },
-    /// A checkpoint has been written completely.
-    Checkpoint {
-        path: String,
-        step: usize,
-        metrics: Option<Metrics>,
-        /// sha256 of `model.safetensors`.
-        sha256: String,
-        /// Total size of the checkpoint directory.
-        bytes: u64,
-        /// Whether this is the best checkpoint so far by `metric_for_best`.
-        best: bool,
-    },
-    /// The run is over; `status` is `completed`, `early_stopped`, `stopped` (SIGTERM) or `failed`.
-    End {
-        status: String,
-        step: usize,
-        best_checkpoint: Option<String>,
-        best_metric: Option<f64>,
-    },
-    /// A fatal error; an `end` event with status `failed` follows.
-    Error { message: String },
-}
-
-#[derive(Serialize)]
-struct Envelope<'a> {
-    /// RFC 3339 UTC with milliseconds.
-    ts: String,
-    #[serde(flatten)]
-    event: &'a Event,
-}
-
-/// Renders one event as its JSON line (without the newline).
+/// Renders one event as its JSON line (without the newline), stamped now.
 pub fn to_json_line(event: &Event) -> String {
-    let ts = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    // Serialising plain data with string keys cannot fail.
-    serde_json::to_string(&Envelope { ts, event }).unwrap_or_default()
+    Line {
+        ts: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        event: event.clone(),
+    }
+    .to_json()
 }
 
 /// Where events go. Cloneable handles share one writer so that lines never interleave.
@@ -168,6 +73,19 @@ impl EventSink {
         }
     }
 
+    /// A run that could not go on: an `error` event with `message`, then `end` with status `failed`.
+    pub fn failed(&self, message: &str) {
+        self.emit(Event::Error {
+            message: message.to_string(),
+        });
+        self.emit(Event::End {
+            status: EndStatus::Failed,
+            step: 0,
+            best_checkpoint: None,
+            best_metric: None,
+        });
+    }
+
     /// A line for people only (stderr), about something no event carries.
     pub fn note(&self, line: &str) {
         if let Some(progress) = &self.progress {
@@ -210,7 +128,7 @@ mod tests {
             grad_norm: 1.0,
         });
         sink.emit(Event::End {
-            status: "completed".into(),
+            status: EndStatus::Completed,
             step: 3,
             best_checkpoint: None,
             best_metric: None,

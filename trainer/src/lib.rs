@@ -21,13 +21,15 @@ pub mod data;
 pub mod device;
 pub mod error;
 pub mod events;
-pub mod metrics;
 pub mod model;
 pub mod predict;
 pub mod pretrain;
 pub mod progress;
 pub mod tokenizer;
 pub mod train;
+
+/// Classification metrics: the contract crate's, computed here and read by the platform.
+pub use contracts::metrics;
 
 pub use checkpoint::{LoadReport, LoadedModel, SavedCheckpoint};
 pub use config::ErnieConfig;

@@ -5,21 +5,14 @@
 
 use std::path::Path;
 
-use serde::Serialize;
 use tch::{Device, Kind, Tensor};
 
 use crate::data::batch::{collate, sorted_batches, Features};
 use crate::metrics::Metrics;
 use crate::{ErnieForSequenceClassification, Precision, Result, Tokenizer};
 
-/// One prediction; vectors are in label-id order.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Prediction {
-    pub label: String,
-    pub label_id: usize,
-    pub probabilities: Vec<f32>,
-    pub logits: Vec<f32>,
-}
+/// One prediction (with its logits): what `paddock predict --json` prints and the model server answers.
+pub use contracts::serving::Prediction;
 
 /// A model ready for inference.
 pub struct Inference<'a> {
@@ -130,7 +123,7 @@ pub fn to_predictions(logits: &Tensor, labels: &[String]) -> Vec<Prediction> {
                     .unwrap_or_else(|| label_id.to_string()),
                 label_id,
                 probabilities,
-                logits,
+                logits: Some(logits),
             }
         })
         .collect()

@@ -9,7 +9,7 @@ use std::io::{IsTerminal, Write};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use crate::events::Event;
+use crate::events::{Event, Start, Task};
 
 /// Where the account goes.
 enum Output {
@@ -67,21 +67,21 @@ impl Progress {
         let Ok(mut state) = self.state.lock() else {
             return;
         };
-        if let Event::Start { total_steps, .. } | Event::PretrainStart { total_steps, .. } = event {
-            state.total_steps = *total_steps;
+        if let Event::Start(start) = event {
+            state.total_steps = start.total_steps;
         }
         let line = describe(event, state.total_steps);
         match &mut state.output {
             Output::Bar(bar) => match event {
-                Event::Start {
-                    total_steps,
-                    resumed_from_step,
-                    ..
-                } => {
-                    bar.set_length(*total_steps as u64);
-                    bar.set_position(*resumed_from_step as u64);
+                Event::Start(start) => {
+                    bar.set_length(start.total_steps as u64);
+                    if let Task::Train {
+                        resumed_from_step, ..
+                    } = start.task
+                    {
+                        bar.set_position(resumed_from_step as u64);
+                    }
                 }
-                Event::PretrainStart { total_steps, .. } => bar.set_length(*total_steps as u64),
                 Event::Step {
                     step,
                     loss,
@@ -95,7 +95,7 @@ impl Progress {
                     ));
                 }
                 Event::End { .. } | Event::Error { .. } => bar.finish_and_clear(),
-                Event::Eval { .. } | Event::Checkpoint { .. } => {}
+                Event::Eval { .. } | Event::Checkpoint { .. } | Event::Unknown => {}
             },
             Output::Lines(_) => {}
         }
@@ -157,22 +157,24 @@ fn bytes_text(bytes: u64) -> String {
 /// The line an event is told as (`None` for errors: the binary prints those).
 pub fn describe(event: &Event, total_steps: usize) -> Option<String> {
     Some(match event {
-        Event::Start {
+        Event::Start(Start {
             model,
             device,
             precision,
-            labels,
-            train_rows,
-            dev_rows,
             epochs,
             total_steps,
             batch_size,
-            grad_accum_steps,
             parameters,
-            resumed_from_step,
             output_dir,
-            ..
-        } => {
+            task:
+                Task::Train {
+                    labels,
+                    train_rows,
+                    dev_rows,
+                    grad_accum_steps,
+                    resumed_from_step,
+                },
+        }) => {
             let resumed = if *resumed_from_step > 0 {
                 format!(", resuming after step {resumed_from_step}")
             } else {
@@ -185,22 +187,24 @@ pub fn describe(event: &Event, total_steps: usize) -> Option<String> {
                 labels.join(", ")
             )
         }
-        Event::PretrainStart {
+        Event::Start(Start {
             model,
             device,
             precision,
-            corpus_rows,
-            skipped_rows,
-            vocab_size,
-            max_seq_len,
-            mask_rate,
             epochs,
             total_steps,
             batch_size,
             parameters,
             output_dir,
-            ..
-        } => format!(
+            task:
+                Task::Pretrain {
+                    corpus_rows,
+                    skipped_rows,
+                    vocab_size,
+                    max_seq_len,
+                    mask_rate,
+                },
+        }) => format!(
             "start: pretraining {model} ({parameters} parameters) on {device} in {precision}; {corpus_rows} corpus rows \
              ({skipped_rows} skipped), vocabulary {vocab_size}, max length {max_seq_len}, {:.0}% of words masked; \
              {epochs} epoch(s) of batches of {batch_size}: {total_steps} steps; output in {output_dir}",
@@ -252,9 +256,9 @@ pub fn describe(event: &Event, total_steps: usize) -> Option<String> {
                 (Some(path), None) => format!("; best checkpoint {path}"),
                 _ => String::new(),
             };
-            format!("end: {} at step {step}{best}", status.replace('_', " "))
+            format!("end: {} at step {step}{best}", status.as_str().replace('_', " "))
         }
-        Event::Error { .. } => return None,
+        Event::Error { .. } | Event::Unknown => return None,
     })
 }
 
@@ -280,22 +284,23 @@ mod tests {
     fn each_event_is_one_stamped_line_and_steps_know_their_total() {
         let buf = Shared::default();
         let progress = Progress::lines(Box::new(buf.clone()));
-        progress.event(&Event::Start {
-            task: "train".into(),
-            model: "preset:tiny (from scratch)".into(),
+        progress.event(&Event::Start(Start {
+            model: "preset:nano (from scratch)".into(),
             device: "Cpu".into(),
             precision: "fp32".into(),
-            labels: vec!["neg".into(), "pos".into()],
-            train_rows: 270,
-            dev_rows: 30,
             epochs: 2,
             total_steps: 34,
             batch_size: 16,
-            grad_accum_steps: 1,
             parameters: 12345,
-            resumed_from_step: 0,
             output_dir: "output".into(),
-        });
+            task: Task::Train {
+                labels: vec!["neg".into(), "pos".into()],
+                train_rows: 270,
+                dev_rows: 30,
+                grad_accum_steps: 1,
+                resumed_from_step: 0,
+            },
+        }));
         progress.note("model: 2 layers");
         progress.event(&Event::Step {
             step: 10,
@@ -359,7 +364,7 @@ mod tests {
             "saved checkpoint output/checkpoints/step-0000020 at step 20 (1.3 MiB), the best so far"
         );
         let end = Event::End {
-            status: "early_stopped".into(),
+            status: crate::events::EndStatus::EarlyStopped,
             step: 30,
             best_checkpoint: Some("output/checkpoints/step-0000020".into()),
             best_metric: Some(0.75),

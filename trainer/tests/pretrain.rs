@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use trainer::events::{Event, EventSink};
+use trainer::events::{Event, EventSink, Start, Task};
 use trainer::pretrain::{pretrain, PretrainArgs};
 use trainer::train::{train, EndStatus, JobConfig, RunControl};
 
@@ -110,15 +110,28 @@ fn pretrain_then_fine_tune_from_the_checkpoint() {
     );
 
     let history = events.history();
-    assert!(
-        matches!(history.first(), Some(Event::PretrainStart { task, corpus_rows: 300, .. }) if task == "pretrain")
-    );
+    assert!(matches!(
+        history.first(),
+        Some(Event::Start(Start {
+            task: Task::Pretrain {
+                corpus_rows: 300,
+                ..
+            },
+            ..
+        }))
+    ));
     assert!(history.iter().any(|e| matches!(e, Event::Step { .. })));
     let ckpt = outcome.last_checkpoint.clone().unwrap();
     assert!(history
         .iter()
         .any(|e| matches!(e, Event::Checkpoint { path, .. } if Path::new(path) == ckpt)));
-    assert!(matches!(history.last(), Some(Event::End { status, .. }) if status == "completed"));
+    assert!(matches!(
+        history.last(),
+        Some(Event::End {
+            status: EndStatus::Completed,
+            ..
+        })
+    ));
     let line = trainer::events::to_json_line(&history[0]);
     assert!(
         line.contains(r#""event":"start""#) && line.contains(r#""task":"pretrain""#),
@@ -212,7 +225,7 @@ dir = {out:?}
     let tuned = train(&job, &events, &RunControl::default()).unwrap();
     assert_eq!(tuned.status, EndStatus::Completed);
     assert!(
-        matches!(events.history().first(), Some(Event::Start { model, .. }) if Path::new(model) == ckpt)
+        matches!(events.history().first(), Some(Event::Start(Start { model, .. })) if Path::new(model) == ckpt)
     );
     let first = tuned.losses[..5].iter().map(|l| l.loss).sum::<f64>() / 5.0;
     let last = tuned.losses[tuned.losses.len() - 5..]
@@ -268,9 +281,14 @@ fn same_seed_same_losses_and_a_stop_request_still_writes_a_checkpoint() {
     );
     let ckpt = stopped.last_checkpoint.unwrap();
     assert!(ckpt.ends_with("checkpoints/step-0000005") && ckpt.join("model.safetensors").is_file());
-    assert!(
-        matches!(history.last(), Some(Event::End { status, step: 5, .. }) if status == "stopped")
-    );
+    assert!(matches!(
+        history.last(),
+        Some(Event::End {
+            status: EndStatus::Stopped,
+            step: 5,
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -286,9 +304,16 @@ fn bad_corpus_fails_with_an_error_event() {
         .to_string();
     assert!(err.contains("empty.txt"), "{err}");
     let history = events.history();
-    assert!(
-        matches!(&history[..], [Event::Error { .. }, Event::End { status, .. }] if status == "failed")
-    );
+    assert!(matches!(
+        &history[..],
+        [
+            Event::Error { .. },
+            Event::End {
+                status: EndStatus::Failed,
+                ..
+            }
+        ]
+    ));
     assert!(
         !tmp.path().join("out").exists(),
         "nothing written for a bad corpus"

@@ -24,7 +24,7 @@ use super::http_error::internal;
 use super::jobs::{local, Jobs};
 use super::storage::in_volume;
 use crate::error::AppError;
-use crate::types::{ClassScore, EvaluationInfo, EvaluationStatus, Role};
+use crate::types::{EvaluationInfo, EvaluationStatus, Role};
 
 /// How often a running evaluation is looked at.
 const POLL: Duration = Duration::from_millis(300);
@@ -508,17 +508,6 @@ async fn launch(jobs: &Jobs, dir: &Path, args: &[String]) -> Result<i64, AppErro
 /// The most of the evaluator's metrics and log read back (the end of the log, where its error is).
 const MAX_OUTPUT_READ: u64 = 1 << 20;
 
-/// What `paddock eval --json` prints (the trainer's `Metrics`).
-#[derive(serde::Deserialize)]
-struct Printed {
-    accuracy: f64,
-    macro_f1: f64,
-    loss: Option<f64>,
-    count: u64,
-    per_class: Vec<ClassScore>,
-    confusion: Vec<Vec<u64>>,
-}
-
 /// Records how the evaluator ended, then removes its folder.
 async fn finish(
     db: &SqlitePool,
@@ -563,7 +552,8 @@ async fn record(
         }
     };
     let printed = read("metrics.json", "the evaluation's metrics").await;
-    let metrics = serde_json::from_str::<Printed>(printed.trim());
+    // What `paddock eval --json` prints.
+    let metrics = serde_json::from_str::<contracts::metrics::Metrics>(printed.trim());
     match (code, metrics) {
         (0, Ok(m)) => {
             let labels: Vec<&str> = m.per_class.iter().map(|c| c.label.as_str()).collect();

@@ -22,9 +22,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use clap::Args;
+use contracts::serving::{ErrorReply, Health, PredictReply, PredictRequest, Prediction};
 use metrics_exporter_prometheus::PrometheusHandle;
-use serde::Deserialize;
-use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use trainer::predict::{default_max_len, encode_rows, Inference};
 use trainer::{Precision, Tokenizer};
@@ -219,28 +218,13 @@ fn inference_thread(
     batcher::run(&inference, &labels, limits, queue);
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct PredictBody {
-    #[serde(default)]
-    inputs: Option<Inputs>,
-    #[serde(default)]
-    text: Option<String>,
-    #[serde(default)]
-    return_logits: bool,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Inputs {
-    Many(Vec<String>),
-    One(String),
-}
-
 fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
     let mut response = (
         status,
-        Json(json!({ "code": code, "message": message.into() })),
+        Json(ErrorReply {
+            code: code.into(),
+            message: message.into(),
+        }),
     )
         .into_response();
     if status == StatusCode::TOO_MANY_REQUESTS {
@@ -262,7 +246,7 @@ async fn predict(State(served): State<Arc<Served>>, body: axum::body::Bytes) -> 
 }
 
 async fn answer(served: &Served, body: &[u8]) -> Response {
-    let parsed: PredictBody = match serde_json::from_slice(body) {
+    let parsed: PredictRequest = match serde_json::from_slice(body) {
         Ok(parsed) => parsed,
         Err(e) => {
             return error(
@@ -272,10 +256,10 @@ async fn answer(served: &Served, body: &[u8]) -> Response {
             )
         }
     };
-    let texts = match (parsed.inputs, parsed.text) {
-        (Some(Inputs::Many(texts)), None) => texts,
-        (Some(Inputs::One(text)), None) | (None, Some(text)) => vec![text],
-        _ => {
+    let return_logits = parsed.return_logits;
+    let texts = match parsed.into_texts() {
+        Some(texts) => texts,
+        None => {
             return error(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_body",
@@ -369,26 +353,30 @@ async fn answer(served: &Served, body: &[u8]) -> Response {
         }
     };
     metrics::histogram!("paddock_model_batch_rows").record(batched.batch_rows as f64);
-    let predictions: Vec<Value> = batched
+    let predictions = batched
         .predictions
         .into_iter()
-        .map(|p| {
-            let mut v = json!({ "label": p.label, "label_id": p.label_id, "probabilities": p.probabilities });
-            if parsed.return_logits {
-                v["logits"] = json!(p.logits);
-            }
-            v
+        .map(|p| Prediction {
+            logits: p.logits.filter(|_| return_logits),
+            ..p
         })
         .collect();
-    Json(json!({ "predictions": predictions, "batch_rows": batched.batch_rows, "batch_requests": batched.batch_requests }))
-        .into_response()
+    Json(PredictReply {
+        predictions,
+        batch_rows: batched.batch_rows as u32,
+        batch_requests: batched.batch_requests as u32,
+    })
+    .into_response()
 }
 
-async fn health(State(served): State<Arc<Served>>) -> Json<Value> {
-    Json(
-        json!({ "status": "ready", "model": served.name, "labels": served.labels, "max_seq_len": served.max_len,
-                "precision": served.precision }),
-    )
+async fn health(State(served): State<Arc<Served>>) -> Json<Health> {
+    Json(Health {
+        status: "ready".into(),
+        model: served.name.clone(),
+        labels: served.labels.clone(),
+        max_seq_len: served.max_len,
+        precision: served.precision.into(),
+    })
 }
 
 async fn metrics_text(State(served): State<Arc<Served>>) -> impl IntoResponse {

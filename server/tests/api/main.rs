@@ -16,6 +16,7 @@ mod jobs;
 mod model_server;
 mod ops;
 mod pretrained;
+mod process_contracts;
 mod rbac;
 mod security;
 mod tenant_boundary;

@@ -20,7 +20,7 @@ use super::masking::{mask_whole_words, row_rng, MaskVocab, Masked, MaskingPolicy
 use super::words::{WordSegmenter, WordTokens};
 use crate::checkpoint::{load_weights, save_only, INITIALISABLE};
 use crate::data::batch::{bucketed_batches, collate, Features};
-use crate::events::{Event, EventSink};
+use crate::events::{Event, EventSink, Start, Task};
 use crate::train::optimizer::AdamW;
 use crate::train::run::write_atomic;
 use crate::train::schedule::LinearSchedule;
@@ -53,15 +53,7 @@ pub fn pretrain(
     match Pretrainer::prepare(args).and_then(|p| p.run(events, control)) {
         Ok(outcome) => Ok(outcome),
         Err(e) => {
-            events.emit(Event::Error {
-                message: e.to_string(),
-            });
-            events.emit(Event::End {
-                status: "failed".into(),
-                step: 0,
-                best_checkpoint: None,
-                best_metric: None,
-            });
+            events.failed(&e.to_string());
             Err(e)
         }
     }
@@ -189,22 +181,23 @@ impl<'a> Pretrainer<'a> {
         let args = self.args;
         std::fs::create_dir_all(&self.ckpt_root).map_err(|e| Error::io(&self.ckpt_root, e))?;
         checkpoints::clean_partial(&self.ckpt_root)?;
-        events.emit(Event::PretrainStart {
-            task: "pretrain".into(),
+        events.emit(Event::Start(Start {
             model: self.origin.clone(),
             device: format!("{:?}", self.vs.device()),
             precision: self.precision.as_str().into(),
-            corpus_rows: self.rows.len(),
-            skipped_rows: self.skipped_rows,
-            vocab_size: self.tokenizer.vocab_size(),
-            max_seq_len: args.max_seq_len,
-            mask_rate: self.policy.rate,
             epochs: args.epochs,
             total_steps: self.total_steps,
             batch_size: args.batch_size,
             parameters: self.opt_parameters(),
             output_dir: args.output_dir.display().to_string(),
-        });
+            task: Task::Pretrain {
+                corpus_rows: self.rows.len(),
+                skipped_rows: self.skipped_rows,
+                vocab_size: self.tokenizer.vocab_size(),
+                max_seq_len: args.max_seq_len,
+                mask_rate: self.policy.rate,
+            },
+        }));
 
         let started = Instant::now();
         let lengths: Vec<usize> = self.rows.iter().map(|r| r.input_ids.len()).collect();
@@ -263,7 +256,7 @@ impl<'a> Pretrainer<'a> {
         };
         self.write_summary(&outcome, started.elapsed().as_secs_f64())?;
         events.emit(Event::End {
-            status: status.as_str().into(),
+            status,
             step,
             best_checkpoint: Some(last.display().to_string()),
             best_metric: None,

@@ -2,196 +2,40 @@
 //! optimisation hyper-parameters and where to write. Every field has a default except the training file
 //! and the output directory; `validate` checks ranges and names the offending field (`train.lr`).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
-use crate::data::{Columns, DataFormat, DataOptions};
+use crate::data::DataOptions;
 use crate::metrics::METRIC_NAMES;
 use crate::{Error, Result};
 
-/// A whole job.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct JobConfig {
-    pub data: DataSection,
-    #[serde(default)]
-    pub model: ModelSection,
-    #[serde(default)]
-    pub train: TrainSection,
-    pub output: OutputSection,
+pub use contracts::job::{DataSection, JobConfig, ModelSection, OutputSection, TrainSection};
+
+/// How the trainer reads and checks a job file. The job file's types are the contract crate's (the
+/// platform writes them); which presets, precisions and label lists are accepted is the trainer's to
+/// say, so the checks live here.
+pub trait JobFile: Sized {
+    /// Reads a `job.toml` (its ranges are checked by [`JobFile::validate`]). Relative paths in it are
+    /// resolved against the file's directory, so a job directory can be moved as a whole.
+    fn from_file(path: &Path) -> Result<Self>;
+    /// Checks every range; the error names the field, e.g. `train.lr must be > 0 (got 0)`.
+    fn validate(&self) -> Result<()>;
 }
 
-/// `[data]`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DataSection {
-    pub train: PathBuf,
-    /// When absent, `dev_ratio` of the training rows (stratified, by `train.seed`) become the dev set.
-    #[serde(default)]
-    pub dev: Option<PathBuf>,
-    /// Evaluated once at the end with the best checkpoint.
-    #[serde(default)]
-    pub test: Option<PathBuf>,
-    #[serde(default = "default_dev_ratio")]
-    pub dev_ratio: f64,
-    /// Label names in id order; inferred (sorted) from the training file when absent.
-    #[serde(default)]
-    pub labels: Option<Vec<String>>,
-    #[serde(default)]
-    pub format: DataFormat,
-    #[serde(default)]
-    pub columns: Columns,
-    /// Convert GBK/GB18030 files to UTF-8 on reading instead of refusing them.
-    #[serde(default)]
-    pub convert_encoding: bool,
-}
-
-impl DataSection {
-    /// How to read the labelled files of this job.
-    pub fn options(&self) -> DataOptions {
-        DataOptions {
-            format: self.format,
-            columns: self.columns.clone(),
-            convert_encoding: self.convert_encoding,
-            require_labels: true,
-        }
+/// How to read the labelled files of a job.
+pub fn data_options(data: &DataSection) -> DataOptions {
+    DataOptions {
+        format: data.format,
+        columns: data.columns.clone(),
+        convert_encoding: data.convert_encoding,
+        require_labels: true,
     }
 }
 
-/// `[model]`: where the weights come from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ModelSection {
-    /// A Hugging Face model directory (config.json, vocab.txt, weights). Takes precedence over `preset`.
-    pub pretrained: Option<PathBuf>,
-    /// An ERNIE 3.0 shape trained from scratch: base, medium, mini, micro, nano.
-    pub preset: String,
-    /// From scratch: the vocabulary built from the training corpus has at most this many tokens.
-    pub vocab_size: usize,
-    /// From scratch: override the preset's shape (all optional).
-    pub num_hidden_layers: Option<usize>,
-    pub hidden_size: Option<usize>,
-    pub num_attention_heads: Option<usize>,
-    pub intermediate_size: Option<usize>,
-    /// Override the model's dropout probabilities.
-    pub hidden_dropout: Option<f64>,
-    pub attention_dropout: Option<f64>,
-    /// Tokens per row after truncation, [CLS]/[SEP] included.
-    pub max_seq_len: usize,
-}
-
-impl Default for ModelSection {
-    fn default() -> Self {
-        ModelSection {
-            pretrained: None,
-            preset: "nano".into(),
-            vocab_size: 8000,
-            num_hidden_layers: None,
-            hidden_size: None,
-            num_attention_heads: None,
-            intermediate_size: None,
-            hidden_dropout: None,
-            attention_dropout: None,
-            max_seq_len: 128,
-        }
-    }
-}
-
-/// `[train]`: optimisation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TrainSection {
-    pub epochs: usize,
-    /// Rows per micro-batch; an optimizer step sees `batch_size * grad_accum_steps` rows.
-    pub batch_size: usize,
-    pub grad_accum_steps: usize,
-    /// Stop after this many optimizer steps (the schedule is planned for it) even if epochs remain.
-    pub max_steps: Option<usize>,
-    /// Peak learning rate.
-    pub lr: f64,
-    /// Decoupled weight decay; never applied to biases and LayerNorm weights.
-    pub weight_decay: f64,
-    /// Fraction of the steps spent warming up linearly from 0 to `lr`; then linear decay to 0.
-    pub warmup_ratio: f64,
-    pub adam_beta1: f64,
-    pub adam_beta2: f64,
-    pub adam_eps: f64,
-    /// Clip the global gradient L2 norm to this; 0 disables clipping.
-    pub max_grad_norm: f64,
-    pub seed: u64,
-    /// CPU threads for libtorch; 0 keeps libtorch's default (all cores).
-    pub threads: usize,
-    /// auto, cpu, cuda, cuda:N
-    pub device: String,
-    /// fp32, fp16 (CUDA autocast + loss scaling), bf16
-    pub precision: String,
-    /// Evaluate (and checkpoint) every N optimizer steps; 0: only at the end of each epoch.
-    pub eval_every_steps: usize,
-    /// Emit a `step` event every N optimizer steps.
-    pub log_every_steps: usize,
-    /// accuracy, macro_f1 or loss.
-    pub metric_for_best: String,
-    /// Stop after this many evaluations without improvement; 0 disables early stopping.
-    pub early_stopping_patience: usize,
-    /// Checkpoints kept by metric, besides the latest one.
-    pub keep_best: usize,
-    /// Rows per evaluation batch (0: twice `batch_size`).
-    pub eval_batch_size: usize,
-}
-
-impl Default for TrainSection {
-    fn default() -> Self {
-        TrainSection {
-            epochs: 3,
-            batch_size: 32,
-            grad_accum_steps: 1,
-            max_steps: None,
-            lr: 5e-5,
-            weight_decay: 0.01,
-            warmup_ratio: 0.1,
-            adam_beta1: 0.9,
-            adam_beta2: 0.999,
-            adam_eps: 1e-8,
-            max_grad_norm: 1.0,
-            seed: 42,
-            threads: 0,
-            device: "auto".into(),
-            precision: "fp32".into(),
-            eval_every_steps: 0,
-            log_every_steps: 10,
-            metric_for_best: "macro_f1".into(),
-            early_stopping_patience: 0,
-            keep_best: 1,
-            eval_batch_size: 0,
-        }
-    }
-}
-
-/// `[output]`
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OutputSection {
-    /// Checkpoints go to `dir/checkpoints/step-NNNNNNN/`.
-    pub dir: PathBuf,
-    /// Continue from this checkpoint (one written by Paddock, with `trainer_state.json`), or `"latest"`
-    /// for the newest checkpoint in `dir`.
-    #[serde(default)]
-    pub resume_from: Option<PathBuf>,
-}
-
-fn default_dev_ratio() -> f64 {
-    0.1
-}
-
-impl JobConfig {
-    /// Reads and validates a `job.toml`. Relative paths in it are resolved against the file's directory,
-    /// so a job directory can be moved as a whole.
-    pub fn from_file(path: &Path) -> Result<Self> {
+impl JobFile for JobConfig {
+    fn from_file(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path).map_err(|e| Error::io(path, e))?;
-        let mut job = Self::from_toml_str(&text).map_err(|e| match e {
-            Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
-            other => other,
+        let mut job = JobConfig::from_toml_str(&text).map_err(|e| {
+            Error::Config(format!("{}: {}", path.display(), e.to_string().trim_end()))
         })?;
         if let Some(base) = path.parent() {
             job.resolve_paths(base);
@@ -199,27 +43,7 @@ impl JobConfig {
         Ok(job)
     }
 
-    /// Parses (without validating ranges; see [`JobConfig::validate`]).
-    pub fn from_toml_str(text: &str) -> Result<Self> {
-        toml::from_str(text).map_err(|e| Error::Config(e.to_string().trim_end().to_string()))
-    }
-
-    fn resolve_paths(&mut self, base: &Path) {
-        let fix = |p: &mut PathBuf| {
-            if p.is_relative() && p.as_os_str() != "latest" {
-                *p = base.join(&*p);
-            }
-        };
-        fix(&mut self.data.train);
-        self.data.dev.as_mut().map(fix);
-        self.data.test.as_mut().map(fix);
-        self.model.pretrained.as_mut().map(fix);
-        fix(&mut self.output.dir);
-        self.output.resume_from.as_mut().map(fix);
-    }
-
-    /// Checks every range; the error names the field, e.g. `train.lr must be > 0 (got 0)`.
-    pub fn validate(&self) -> Result<()> {
+    fn validate(&self) -> Result<()> {
         let t = &self.train;
         let m = &self.model;
         let d = &self.data;
@@ -365,15 +189,6 @@ impl JobConfig {
             Err(Error::Config(problems.join("; ")))
         }
     }
-
-    /// Rows per evaluation batch.
-    pub fn eval_batch_size(&self) -> usize {
-        if self.train.eval_batch_size > 0 {
-            self.train.eval_batch_size
-        } else {
-            self.train.batch_size * 2
-        }
-    }
 }
 
 #[cfg(test)]
@@ -388,8 +203,8 @@ mod tests {
         job.validate().unwrap();
         assert_eq!(job.train.epochs, 3);
         assert_eq!(job.model.preset, "nano");
-        assert_eq!(job.data.options().columns.text, "text");
-        assert!(job.data.options().require_labels);
+        assert_eq!(data_options(&job.data).columns.text, "text");
+        assert!(data_options(&job.data).require_labels);
     }
 
     #[test]
@@ -433,6 +248,6 @@ mod tests {
         let job = JobConfig::from_toml_str(text).unwrap();
         assert_eq!(job.data.columns.text, "review");
         assert_eq!(job.data.columns.text_pair, "text_pair");
-        assert!(job.data.options().convert_encoding);
+        assert!(data_options(&job.data).convert_encoding);
     }
 }

@@ -20,6 +20,6 @@ pub mod schedule;
 pub mod signal;
 pub mod state;
 
-pub use config::JobConfig;
+pub use config::{JobConfig, JobFile};
 pub use run::{train, EndStatus, RunControl, TrainOutcome};
 pub use signal::StopFlag;

@@ -2,7 +2,7 @@
 //! label map (given, resumed, or inferred from the training file), split a dev set when none is given,
 //! and refuse data that cannot train a classifier. All of it fails before the output directory exists.
 
-use super::config::JobConfig;
+use super::config::{data_options, JobConfig};
 use crate::data::{split_dev, validate_file, Example, LabelMap, ValidationReport};
 use crate::{Error, Result};
 
@@ -19,7 +19,7 @@ pub struct PreparedData {
 /// Reads and checks every data file of `job`. `known_labels` (from a checkpoint being resumed) wins
 /// over the job's `data.labels`.
 pub fn load_data(job: &JobConfig, known_labels: Option<Vec<String>>) -> Result<PreparedData> {
-    let opts = job.data.options();
+    let opts = data_options(&job.data);
     let given = match known_labels.or_else(|| job.data.labels.clone()) {
         Some(names) => Some(LabelMap::new(names)?),
         None => None,

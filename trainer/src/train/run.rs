@@ -13,7 +13,7 @@ use std::time::Instant;
 use tch::{Kind, Tensor};
 
 use super::checkpoints;
-use super::config::JobConfig;
+use super::config::{JobConfig, JobFile};
 use super::model_init::{self, Built};
 use super::optimizer::{AdamW, AdamWConfig, LossScaler};
 use super::prepare::{load_data, PreparedData};
@@ -22,29 +22,14 @@ use super::signal::StopFlag;
 use super::state::{KeptCheckpoint, LossRecord, TrainerState, OPTIMIZER_FILE};
 use crate::data::batch::{bucketed_batches, collate, Features};
 use crate::data::Example;
-use crate::events::{Event, EventSink};
+use crate::events::{Event, EventSink, Start, Task};
 use crate::metrics::Metrics;
 use crate::predict::{encode_rows, Inference};
 use crate::{pick_device, Error, Precision, Result};
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EndStatus {
-    Completed,
-    EarlyStopped,
-    /// Stopped on request (signal or `halt_after_step`); the last checkpoint resumes it.
-    Stopped,
-}
-
-impl EndStatus {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            EndStatus::Completed => "completed",
-            EndStatus::EarlyStopped => "early_stopped",
-            EndStatus::Stopped => "stopped",
-        }
-    }
-}
+/// How a run ended (`stopped`: on request, by a signal or `halt_after_step`; the last checkpoint resumes
+/// it). A run that fails returns an error instead.
+pub use crate::events::EndStatus;
 
 /// Outside control of a run.
 #[derive(Debug, Clone, Default)]
@@ -76,15 +61,7 @@ pub fn train(job: &JobConfig, events: &EventSink, control: &RunControl) -> Resul
     match Trainer::prepare(job, events).and_then(|t| t.run(events, control)) {
         Ok(outcome) => Ok(outcome),
         Err(e) => {
-            events.emit(Event::Error {
-                message: e.to_string(),
-            });
-            events.emit(Event::End {
-                status: "failed".into(),
-                step: 0,
-                best_checkpoint: None,
-                best_metric: None,
-            });
+            events.failed(&e.to_string());
             Err(e)
         }
     }
@@ -274,18 +251,21 @@ impl<'a> Trainer<'a> {
             c.max_position_embeddings,
             job.model.max_seq_len
         ));
-        events.emit(Event::Start {
-            task: "train".into(),
+        events.emit(Event::Start(Start {
             model: self.built.origin.clone(),
             device: format!("{:?}", self.built.vs.device()),
             precision: self.precision.as_str().into(),
-            labels: self.data.labels.names().to_vec(),
-            train_rows: self.train_rows.len(),
-            dev_rows: self.dev_rows.len(),
             epochs: t.epochs,
             total_steps: self.state.total_steps,
             batch_size: t.batch_size,
-            grad_accum_steps: t.grad_accum_steps,
+            output_dir: self.job.output.dir.display().to_string(),
+            task: Task::Train {
+                labels: self.data.labels.names().to_vec(),
+                train_rows: self.train_rows.len(),
+                dev_rows: self.dev_rows.len(),
+                grad_accum_steps: t.grad_accum_steps,
+                resumed_from_step: resumed_from,
+            },
             parameters: self
                 .built
                 .vs
@@ -293,9 +273,7 @@ impl<'a> Trainer<'a> {
                 .iter()
                 .map(Tensor::numel)
                 .sum::<usize>() as i64,
-            resumed_from_step: resumed_from,
-            output_dir: self.job.output.dir.display().to_string(),
-        });
+        }));
 
         let lengths: Vec<usize> = self.train_rows.iter().map(|r| r.input_ids.len()).collect();
         let mut last_saved: Option<PathBuf> = None;
@@ -422,7 +400,7 @@ impl<'a> Trainer<'a> {
         };
         self.write_summary(&outcome)?;
         events.emit(Event::End {
-            status: status.as_str().into(),
+            status,
             step: self.state.global_step,
             best_checkpoint: best.map(|p| p.display().to_string()),
             best_metric: self.state.best_metric,

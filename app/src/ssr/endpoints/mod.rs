@@ -21,6 +21,7 @@ pub use keys::{create_key, revoke_key};
 use std::sync::Arc;
 use std::time::Instant;
 
+use contracts::serving::{ErrorReply, PredictReply, PredictRequest};
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::access::authorize;
@@ -633,21 +634,20 @@ pub async fn try_predict(
             "the endpoint is not ready",
         ));
     }
-    let body = serde_json::to_vec(&serde_json::json!({ "inputs": inputs }))
+    let body = serde_json::to_vec(&PredictRequest::many(inputs.clone(), false))
         .map_err(|e| internal("playground body", e))?;
     let started = Instant::now();
     let result = deployer.gateway.forward(&r.slug, body.into()).await;
     let latency = started.elapsed();
     let answer = result.and_then(|(status, bytes)| {
-        let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
         if (200..300).contains(&status) {
-            Ok(value)
+            serde_json::from_slice::<PredictReply>(&bytes)
+                .map_err(|e| internal("replica answer", e))
         } else if status == 429 || status == 503 {
+            let refusal = serde_json::from_slice::<ErrorReply>(&bytes).ok();
             Err(AppError::unavailable(
                 "endpoint_busy",
-                value["message"]
-                    .as_str()
-                    .unwrap_or("the endpoint is busy; try again"),
+                refusal.map_or("the endpoint is busy; try again".into(), |r| r.message),
             ))
         } else {
             Err(internal("replica answer", status))
@@ -657,11 +657,7 @@ pub async fn try_predict(
         r.id,
         latency,
         answer.is_ok(),
-        answer
-            .as_ref()
-            .ok()
-            .and_then(|v| v["batch_rows"].as_u64())
-            .map(|n| n as u32),
+        answer.as_ref().ok().map(|a| a.batch_rows),
     );
     let answer = answer?;
     let model = deployer
@@ -674,37 +670,27 @@ pub async fn try_predict(
             .map(|config| label_names(&config))
             .unwrap_or_default();
     let latency_ms = latency.as_secs_f64() * 1000.0;
-    let predictions = answer["predictions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    if predictions.len() != inputs.len() {
+    if answer.predictions.len() != inputs.len() {
         return Err(internal("replica answer", "one prediction per input"));
     }
     Ok(inputs
         .into_iter()
-        .zip(predictions)
+        .zip(answer.predictions)
         .map(|(text, p)| {
             let name = |i: usize| labels.get(i).cloned().unwrap_or_else(|| i.to_string());
-            let mut probabilities: Vec<LabelProbability> = p["probabilities"]
-                .as_array()
-                .map(|ps| {
-                    ps.iter()
-                        .enumerate()
-                        .map(|(i, v)| LabelProbability {
-                            label: name(i),
-                            probability: v.as_f64().unwrap_or(0.0),
-                        })
-                        .collect()
+            let mut probabilities: Vec<LabelProbability> = p
+                .probabilities
+                .iter()
+                .enumerate()
+                .map(|(i, v)| LabelProbability {
+                    label: name(i),
+                    probability: f64::from(*v),
                 })
-                .unwrap_or_default();
+                .collect();
             probabilities.sort_by(|a, b| b.probability.total_cmp(&a.probability));
             PlaygroundPrediction {
                 text,
-                label: p["label"].as_str().map_or_else(
-                    || name(p["label_id"].as_u64().unwrap_or(0) as usize),
-                    str::to_string,
-                ),
+                label: p.label,
                 probabilities,
                 latency_ms,
             }
@@ -735,19 +721,19 @@ pub async fn predict(
 ) -> Result<(u16, bytes::Bytes), AppError> {
     let caller = gateway.authenticate(db, slug, secret).await?;
     gateway.admit(&caller)?;
-    let inputs = serde_json::from_slice::<serde_json::Value>(&body)
+    // How many texts the request asks about, for the request log (0: the model server will refuse it).
+    let inputs = serde_json::from_slice::<PredictRequest>(&body)
         .ok()
-        .map(|v| v["inputs"].as_array().map_or(1, Vec::len) as i64)
-        .unwrap_or(0);
+        .and_then(PredictRequest::into_texts)
+        .map_or(0, |texts| texts.len() as i64);
     let started = Instant::now();
     let result = gateway.forward(slug, body).await;
     let latency = started.elapsed();
     let (status, batch_rows) = match &result {
         Ok((status, bytes)) => {
-            let rows = serde_json::from_slice::<serde_json::Value>(bytes)
+            let rows = serde_json::from_slice::<PredictReply>(bytes)
                 .ok()
-                .and_then(|v| v["batch_rows"].as_u64())
-                .map(|r| r as u32);
+                .map(|reply| reply.batch_rows);
             (*status, rows)
         }
         Err(_) => (503, None),

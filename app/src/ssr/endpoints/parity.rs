@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use contracts::serving::{Health, PredictReply, PredictRequest, Prediction};
 use serde_json::{json, Value};
 use sqlx::SqlitePool;
 
@@ -109,7 +110,7 @@ async fn compare(
     texts: &[String],
 ) -> Result<Value, String> {
     let client = reqwest::Client::new();
-    let health: Value = client
+    let health: Health = client
         .get(format!("{replica}/health"))
         .send()
         .await
@@ -117,9 +118,7 @@ async fn compare(
         .json()
         .await
         .map_err(|e| format!("reading the replica's health: {e}"))?;
-    // A replica from an environment image built before replicas reported their precision runs an older
-    // `paddock`, which served float32 only.
-    let served_precision = health["precision"].as_str().unwrap_or("fp32");
+    let served_precision = health.precision;
     if served_precision != precision {
         return Err(format!(
             "the replica serves in {served_precision}, not the endpoint's {precision}"
@@ -144,23 +143,21 @@ async fn compare(
             String::from_utf8_lossy(&output.stderr).trim()
         ));
     }
-    let reference: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+    let reference: Vec<Prediction> = String::from_utf8_lossy(&output.stdout)
         .lines()
-        .filter_map(|l| serde_json::from_str(l).ok())
-        .collect();
-    let served: Value = client
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("reading paddock predict's answers: {e}"))?;
+    let served: PredictReply = client
         .post(format!("{replica}/predict"))
-        .json(&json!({ "inputs": texts, "return_logits": true }))
+        .json(&PredictRequest::many(texts.to_vec(), true))
         .send()
         .await
         .map_err(|e| format!("asking the replica: {e}"))?
         .json()
         .await
         .map_err(|e| format!("reading the replica's answer: {e}"))?;
-    let served = served["predictions"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let served = served.predictions;
     if served.len() != texts.len() || reference.len() != texts.len() {
         return Err(format!(
             "expected {} answers, the replica gave {} and predict {}",
@@ -172,15 +169,12 @@ async fn compare(
     let mut max_diff: f64 = 0.0;
     let mut mismatch = Value::Null;
     for (i, (s, r)) in served.iter().zip(&reference).enumerate() {
-        let logits = |v: &Value| -> Vec<f64> {
-            v["logits"]
-                .as_array()
-                .map(|a| a.iter().map(|x| x.as_f64().unwrap_or(f64::NAN)).collect())
-                .unwrap_or_default()
+        let logits = |p: &Prediction| -> Vec<f64> {
+            p.logits.iter().flatten().map(|&x| f64::from(x)).collect()
         };
         let (a, b) = (logits(s), logits(r));
         let (diff, agrees) = agreement(&a, &b, tolerance);
-        let labels_ok = s["label"] == r["label"] || near_tie(&b, tolerance);
+        let labels_ok = s.label == r.label || near_tie(&b, tolerance);
         if !(agrees && labels_ok) && mismatch.is_null() {
             mismatch = json!({ "index": i, "text": texts[i], "served": s, "reference": r });
         }

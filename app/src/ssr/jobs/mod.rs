@@ -111,14 +111,19 @@ impl Jobs {
 
     /// The workspace's store as a run of `executor` sees it.
     pub fn store_seen_by(&self, executor: &str, workspace_id: i64) -> String {
-        match executor {
-            DOCKER => containers::build::STORE_DIR.to_string(),
-            _ => self
-                .storage
-                .store_dir(workspace_id)
-                .to_string_lossy()
-                .into_owned(),
-        }
+        store_seen_by(&self.storage, executor, workspace_id)
+    }
+}
+
+/// The workspace's store as a run of `executor` sees it: `/paddock` in a container, the host path for a
+/// local run.
+pub fn store_seen_by(storage: &Storage, executor: &str, workspace_id: i64) -> String {
+    match executor {
+        DOCKER => containers::build::STORE_DIR.to_string(),
+        _ => storage
+            .store_dir(workspace_id)
+            .to_string_lossy()
+            .into_owned(),
     }
 }
 
@@ -383,21 +388,13 @@ async fn submit_as(
         train: train.path,
         dev: dev.map(|d| d.path),
         pretrained,
+        resume_from: resume_from.clone(),
         text_column: train.text_column,
         label_column: train.label_column,
         labels,
     };
     let threads = if spec.gpus > 0 { 0 } else { jobs.cpu_threads };
-    let mut config_toml = spec::render_toml(&spec, &inputs, threads);
-    if let Some(resume) = &resume_from {
-        config_toml = config_toml.replace(
-            "[output]\ndir = \"output\"\n",
-            &format!(
-                "[output]\ndir = \"output\"\nresume_from = \"{}\"\n",
-                inputs.in_store(resume)
-            ),
-        );
-    }
+    let config_toml = spec::render_toml(&spec, &inputs, threads)?;
     let now = super::now();
     let job_id: i64 = sqlx::query_scalar(
         "INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, environment_id, image_id, dataset_id,

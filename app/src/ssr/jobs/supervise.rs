@@ -9,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::Value;
+use contracts::events::{EndStatus, Event, Line, Task};
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::checkpoints::{self, Copied};
@@ -17,6 +17,7 @@ use super::log_file::JobLogFile;
 use super::{docker, local, JobRow, Jobs, DOCKER, JOB_SELECT};
 use crate::error::AppError;
 use crate::ssr::gpus::{self, Holder};
+use crate::ssr::http_error::internal;
 use crate::ssr::storage::in_volume;
 use crate::types::JobStatus;
 
@@ -201,15 +202,15 @@ async fn ingest(
     if events.is_empty() && logs.is_empty() {
         return Ok(false);
     }
-    let events: Vec<Result<Value, &String>> = events
+    let events: Vec<Result<Line, (&String, serde_json::Error)>> = events
         .iter()
-        .map(|line| serde_json::from_str::<Value>(line).map_err(|_| line))
+        .map(|line| Line::parse(line).map_err(|e| (line, e)))
         .collect();
     // Checkpoints are copied into the store before the transaction: a copy can take seconds.
     let mut registered = Vec::new();
-    for event in events.iter().flatten() {
-        if event["event"] == "checkpoint" {
-            registered.push(register(jobs, job, event["path"].as_str().unwrap_or_default()).await);
+    for line in events.iter().flatten() {
+        if let Event::Checkpoint { path, .. } = &line.event {
+            registered.push(register(jobs, job, path).await);
         }
     }
     let mut registered = registered.into_iter();
@@ -219,16 +220,16 @@ async fn ingest(
     let mut retired = Vec::new();
     for event in &events {
         match event {
-            Ok(event) => {
-                let copy = if event["event"] == "checkpoint" {
+            Ok(line) => {
+                let copy = if let Event::Checkpoint { .. } = line.event {
                     registered.next()
                 } else {
                     None
                 };
-                apply(&mut tx, jobs, job, event, copy, &mut lines, &mut retired).await?
+                apply(&mut tx, jobs, job, line, copy, &mut lines, &mut retired).await?
             }
-            Err(line) => {
-                let note = format!("[paddock] not an event: {line}");
+            Err((line, why)) => {
+                let note = format!("[paddock] not an event ({why}): {line}");
                 insert_log(&mut tx, job.id, &note).await?;
                 lines.push(note);
             }
@@ -407,67 +408,74 @@ async fn note(
     Ok(())
 }
 
-/// Applies one trainer event (schema in `trainer/EVENTS.md`); log lines it adds also go to `lines`.
+/// Applies one trainer event (`contracts::events`); log lines it adds also go to `lines`.
 async fn apply(
     conn: &mut SqliteConnection,
     jobs: &Jobs,
     job: &JobRow,
-    event: &Value,
+    line: &Line,
     registered: Option<Registered>,
     lines: &mut Vec<String>,
     retired: &mut Vec<String>,
 ) -> Result<(), AppError> {
-    let at = event["ts"]
-        .as_str()
-        .map(str::to_string)
-        .unwrap_or_else(crate::ssr::now);
-    let step = event["step"].as_i64().unwrap_or(0);
-    let epoch = event["epoch"].as_f64();
-    match event["event"].as_str().unwrap_or_default() {
-        "start" => {
-            sqlx::query("UPDATE jobs SET total_steps = ?, step = MAX(step, ?) WHERE id = ?")
-                .bind(event["total_steps"].as_i64())
-                .bind(event["resumed_from_step"].as_i64().unwrap_or(0))
-                .bind(job.id)
-                .execute(&mut *conn)
-                .await?;
-        }
-        kind @ ("step" | "eval") => {
-            let mut data = event.clone();
-            if let Some(map) = data.as_object_mut() {
-                for key in ["ts", "event", "step", "epoch"] {
-                    map.remove(key);
-                }
-            }
-            // An eval's metrics are the point; keep them flat like a step's fields.
-            let data = if kind == "eval" {
-                let mut flat = data["metrics"].clone();
-                if let (Some(flat), Some(split)) = (flat.as_object_mut(), data["split"].as_str()) {
-                    flat.insert("split".into(), Value::String(split.into()));
-                }
-                flat
-            } else {
-                data
+    let at = &line.ts;
+    match &line.event {
+        Event::Start(start) => {
+            let resumed_from = match start.task {
+                Task::Train {
+                    resumed_from_step, ..
+                } => resumed_from_step,
+                Task::Pretrain { .. } => 0,
             };
-            sqlx::query("INSERT INTO job_metrics (job_id, kind, step, epoch, data, at) VALUES (?, ?, ?, ?, ?, ?)")
+            sqlx::query("UPDATE jobs SET total_steps = ?, step = MAX(step, ?) WHERE id = ?")
+                .bind(start.total_steps as i64)
+                .bind(resumed_from as i64)
                 .bind(job.id)
-                .bind(kind)
-                .bind(step)
-                .bind(epoch)
-                .bind(data.to_string())
-                .bind(&at)
                 .execute(&mut *conn)
                 .await?;
-            if kind == "step" {
-                sqlx::query("UPDATE jobs SET step = ?, epoch = ? WHERE id = ?")
-                    .bind(step)
-                    .bind(epoch)
-                    .bind(job.id)
-                    .execute(&mut *conn)
-                    .await?;
-            }
         }
-        "checkpoint" => {
+        Event::Step {
+            step,
+            epoch,
+            loss,
+            lr,
+            samples_per_s,
+            tokens_per_s,
+            grad_norm,
+        } => {
+            // What the loss chart plots, as the job's metrics API answers it.
+            let data = serde_json::json!({
+                "loss": loss, "lr": lr, "samples_per_s": samples_per_s, "tokens_per_s": tokens_per_s,
+                "grad_norm": grad_norm,
+            });
+            insert_metrics(conn, job.id, "step", *step, *epoch, &data, at).await?;
+            sqlx::query("UPDATE jobs SET step = ?, epoch = ? WHERE id = ?")
+                .bind(*step as i64)
+                .bind(epoch)
+                .bind(job.id)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Event::Eval {
+            step,
+            epoch,
+            split,
+            metrics,
+        } => {
+            // An eval's metrics are the point; kept flat like a step's fields, with the split.
+            let mut data =
+                serde_json::to_value(metrics).map_err(|e| internal("eval metrics", e))?;
+            if let Some(flat) = data.as_object_mut() {
+                flat.insert("split".into(), split.as_str().into());
+            }
+            insert_metrics(conn, job.id, "eval", *step, *epoch, &data, at).await?;
+        }
+        Event::Checkpoint {
+            step,
+            metrics,
+            best,
+            ..
+        } => {
             let (copy, run_path, deleted_at) = match registered {
                 Some(Registered::Copied { copy, run_path }) => (copy, run_path, None),
                 // Retention removed it before it was copied: its row keeps the history, marked deleted.
@@ -483,28 +491,32 @@ async fn apply(
                     return Ok(());
                 }
             };
+            let metrics = metrics
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(|e| internal("checkpoint metrics", e))?;
             sqlx::query(
                 "INSERT INTO checkpoints (job_id, workspace_id, step, epoch, metrics, path, run_path, bytes, sha256, best, created_at, deleted_at)
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, step) DO NOTHING",
             )
             .bind(job.id)
             .bind(job.workspace_id)
-            .bind(step)
+            .bind(*step as i64)
             .bind(job.epoch)
-            .bind(event.get("metrics").filter(|m| !m.is_null()).map(Value::to_string))
+            .bind(metrics)
             .bind(&copy.path)
             .bind(&run_path)
             .bind(copy.bytes as i64)
             .bind(&copy.sha256)
-            .bind(event["best"].as_bool().unwrap_or(false))
-            .bind(&at)
+            .bind(best)
+            .bind(at)
             .bind(deleted_at)
             .execute(&mut *conn)
             .await?;
             retire_checkpoints(conn, jobs, job, retired).await?;
         }
-        "error" => {
-            let message = event["message"].as_str().unwrap_or("the trainer failed");
+        Event::Error { message } => {
             sqlx::query("UPDATE jobs SET status_message = ? WHERE id = ?")
                 .bind(message)
                 .bind(job.id)
@@ -514,7 +526,7 @@ async fn apply(
             insert_log(conn, job.id, &note).await?;
             lines.push(note);
         }
-        "end" => {
+        Event::End { status, .. } => {
             let current: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = ?")
                 .bind(job.id)
                 .fetch_one(&mut *conn)
@@ -524,22 +536,19 @@ async fn apply(
                     .bind(job.id)
                     .fetch_one(&mut *conn)
                     .await?;
-            let (status, message): (&str, Option<String>) = match (
-                event["status"].as_str().unwrap_or("failed"),
-                current.as_str(),
-            ) {
-                ("completed", _) => ("succeeded", None),
-                ("early_stopped", _) => (
+            let (status, message): (&str, Option<String>) = match (status, current.as_str()) {
+                (EndStatus::Completed, _) => ("succeeded", None),
+                (EndStatus::EarlyStopped, _) => (
                     "succeeded",
                     Some("stopped early: the dev metric stopped improving".into()),
                 ),
-                ("stopped", "cancelling") => ("cancelled", limit_hit),
-                ("stopped", _) if limit_hit.as_deref() == Some("time limit reached") => (
+                (EndStatus::Stopped, "cancelling") => ("cancelled", limit_hit),
+                (EndStatus::Stopped, _) if limit_hit.as_deref() == Some("time limit reached") => (
                     "failed",
                     Some("stopped at its time limit (a checkpoint was written)".into()),
                 ),
-                ("stopped", _) => ("cancelled", Some("stopped by a signal".into())),
-                _ => ("failed", limit_hit),
+                (EndStatus::Stopped, _) => ("cancelled", Some("stopped by a signal".into())),
+                (EndStatus::Failed, _) => ("failed", limit_hit),
             };
             // `finished_at` waits for the exit status (`finish`): a finished job is one with nothing left to record.
             sqlx::query(
@@ -552,8 +561,32 @@ async fn apply(
             .execute(&mut *conn)
             .await?;
         }
-        _ => {}
+        // A newer trainer's event: nothing here to record.
+        Event::Unknown => {}
     }
+    Ok(())
+}
+
+async fn insert_metrics(
+    conn: &mut SqliteConnection,
+    job_id: i64,
+    kind: &str,
+    step: usize,
+    epoch: f64,
+    data: &serde_json::Value,
+    at: &str,
+) -> Result<(), AppError> {
+    sqlx::query(
+        "INSERT INTO job_metrics (job_id, kind, step, epoch, data, at) VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(job_id)
+    .bind(kind)
+    .bind(step as i64)
+    .bind(epoch)
+    .bind(data.to_string())
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
     Ok(())
 }
 

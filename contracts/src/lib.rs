@@ -1,0 +1,18 @@
+//! What crosses Paddock's process boundaries, typed once for both sides. The trainer (`paddock train`,
+//! `paddock eval`) and the model server (`paddock serve-model`) write these; the web side starts them and
+//! reads back what they wrote. With one definition a field renamed on one side fails to compile on the
+//! other, instead of reading as 0 at run time. Serde only — no libtorch — so the web side, the CLI and
+//! the browser can use it without linking the trainer.
+//!
+//! # Layout
+//! - [`job`]: the trainer's job file, `job.toml` (written by the web side with `toml`, never by hand).
+//! - [`data`]: the data file layouts and columns a job file names.
+//! - [`events`]: the JSON lines a training run writes on stdout (schema in `trainer/EVENTS.md`).
+//! - [`metrics`]: classification metrics, in `eval` events, in checkpoints and from `paddock eval --json`.
+//! - [`serving`]: the model server's HTTP API: `/predict` and its reply, `/health`, errors.
+
+pub mod data;
+pub mod events;
+pub mod job;
+pub mod metrics;
+pub mod serving;

@@ -1,0 +1,134 @@
+//! The model server's HTTP API (`paddock serve-model`): what the gateway and the parity gate send and
+//! read, and what `paddock predict --json` prints one per line (the parity gate's reference).
+
+use serde::{Deserialize, Serialize};
+
+/// `POST /predict`: either `inputs` (one text or a list) or `text`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PredictRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<Inputs>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Also answer each input's raw logits.
+    #[serde(default)]
+    pub return_logits: bool,
+}
+
+impl PredictRequest {
+    /// A request for `texts`, as the platform sends it.
+    pub fn many(texts: Vec<String>, return_logits: bool) -> PredictRequest {
+        PredictRequest {
+            inputs: Some(Inputs::Many(texts)),
+            text: None,
+            return_logits,
+        }
+    }
+
+    /// The texts asked about, or `None` when the request gives none or both ways.
+    pub fn into_texts(self) -> Option<Vec<String>> {
+        match (self.inputs, self.text) {
+            (Some(Inputs::Many(texts)), None) => Some(texts),
+            (Some(Inputs::One(text)), None) | (None, Some(text)) => Some(vec![text]),
+            _ => None,
+        }
+    }
+}
+
+/// One text or several.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Inputs {
+    Many(Vec<String>),
+    One(String),
+}
+
+/// One prediction; vectors are in label-id order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Prediction {
+    pub label: String,
+    pub label_id: usize,
+    pub probabilities: Vec<f32>,
+    /// Present when asked for (`return_logits`), and always from `paddock predict --json`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logits: Option<Vec<f32>>,
+}
+
+/// The answer to `POST /predict`: one prediction per input, in order, and the batch it ran in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PredictReply {
+    pub predictions: Vec<Prediction>,
+    /// Rows in the forward pass that answered this request (with other requests' rows).
+    pub batch_rows: u32,
+    /// Requests that shared that forward pass.
+    pub batch_requests: u32,
+}
+
+/// `GET /health` once the model is loaded and warm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Health {
+    /// `ready`.
+    pub status: String,
+    pub model: String,
+    pub labels: Vec<String>,
+    pub max_seq_len: usize,
+    /// What the forward passes run in (`fp32`, `bf16`, `fp16`). Replicas of an older `paddock` did
+    /// not say, and served float32 only.
+    #[serde(default = "fp32")]
+    pub precision: String,
+}
+
+fn fp32() -> String {
+    "fp32".into()
+}
+
+/// Any refusal: a stable `code` (`invalid_body`, `invalid_inputs`, `overloaded`, `stopped`, `timeout`,
+/// `inference_failed`) and a sentence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorReply {
+    pub code: String,
+    pub message: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_gives_texts_one_way_only() {
+        let parse =
+            |s: &str| serde_json::from_str::<PredictRequest>(s).map(PredictRequest::into_texts);
+        assert_eq!(
+            parse(r#"{"inputs":["a","b"]}"#).unwrap(),
+            Some(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(parse(r#"{"inputs":"a"}"#).unwrap(), Some(vec!["a".into()]));
+        assert_eq!(
+            parse(r#"{"text":"a","return_logits":true}"#).unwrap(),
+            Some(vec!["a".into()])
+        );
+        assert_eq!(parse(r#"{"text":"a","inputs":["b"]}"#).unwrap(), None);
+        assert_eq!(parse("{}").unwrap(), None);
+        assert!(
+            parse(r#"{"input":"a"}"#).is_err(),
+            "unknown fields are refused"
+        );
+    }
+
+    #[test]
+    fn logits_are_written_only_when_present_and_health_defaults_to_fp32() {
+        let p = Prediction {
+            label: "pos".into(),
+            label_id: 1,
+            probabilities: vec![0.25, 0.75],
+            logits: None,
+        };
+        assert!(!serde_json::to_string(&p).unwrap().contains("logits"));
+        let h: Health = serde_json::from_str(
+            r#"{"status":"ready","model":"m","labels":["a"],"max_seq_len":32}"#,
+        )
+        .unwrap();
+        assert_eq!(h.precision, "fp32");
+    }
+}
