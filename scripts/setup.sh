@@ -50,6 +50,10 @@ setup_rust() {
   else
     say "rust: adding the wasm32-unknown-unknown target"; rustup target add wasm32-unknown-unknown
   fi
+  # `make test` checks the layout with rustfmt; `make clippy` lints.
+  for component in rustfmt clippy; do
+    rustup component list --installed | grep -q "^$component" || { say "rust: adding $component"; rustup component add "$component"; }
+  done
   # The CLI must match the wasm-bindgen in Cargo.lock exactly (the generated glue and the library agree).
   local wbg
   wbg=$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/"/, "", $3); print $3; exit}' Cargo.lock)
