@@ -192,6 +192,9 @@ async fn deleting_a_workspace_mid_job_with_a_ready_endpoint_leaves_nothing_even_
     let mut server = Server::start_with(NO_DOCKER);
     let owner = server.signup("owner").await;
     let (ws, first_job, checkpoints) = crate::endpoints::trained(&server, &owner, 10).await;
+    let store = server.dir.path().join(format!("data/store/w{ws}"));
+    assert!(store.join(format!("checkpoints/{first_job}")).is_dir());
+    assert!(server.local_run(first_job).is_dir());
     let res = owner
         .client
         .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
@@ -267,10 +270,18 @@ async fn deleting_a_workspace_mid_job_with_a_ready_endpoint_leaves_nothing_even_
         !data.join(format!("volumes/w{ws}")).exists(),
         "the volume is removed"
     );
+    assert!(
+        !data.join(format!("store/w{ws}")).exists(),
+        "the store (datasets, checkpoints) is removed"
+    );
     for job in [first_job, long] {
         assert!(
             !data.join(format!("logs/jobs/{job}")).exists(),
             "job {job}'s logs are removed"
+        );
+        assert!(
+            !server.local_run(job).exists(),
+            "job {job}'s run folder is removed"
         );
     }
     for (what, sql) in [
