@@ -22,6 +22,7 @@ pub fn error_text(locale: Locale, err: &AppError) -> String {
         "limit_reached" => Some(td_string!(locale, errors.limit_reached)),
         "cap_invalid" => Some(td_string!(locale, errors.cap_invalid)),
         "volume_file_refused" => Some(td_string!(locale, errors.volume_file_refused)),
+        "docker_error" => Some(td_string!(locale, errors.docker_error)),
         _ => None,
     };
     if let Some(lead) = lead {
@@ -84,7 +85,7 @@ pub fn error_text(locale: Locale, err: &AppError) -> String {
         "endpoint_unchanged" => Some(td_string!(locale, errors.endpoint_unchanged)),
         "endpoint_starting" => Some(td_string!(locale, errors.endpoint_starting)),
         "endpoint_changing" => Some(td_string!(locale, errors.endpoint_changing)),
-        // `spec_invalid`, `image_unavailable`, `preflight_failed`, `build_failed`, `docker_error`,
+        // `spec_invalid`, `image_unavailable`, `preflight_failed`, `build_failed`,
         // `dataset_invalid` (problems with line numbers), `job_spec_invalid` (which fields),
         // `endpoint_spec_invalid` (which range): the server's message is the useful part (which fields,
         // which image, which driver, which line, which range), so it is shown.
@@ -98,7 +99,7 @@ mod tests {
     use super::*;
 
     /// The stable codes `AppError::code()` can return (see the list in `error.rs`).
-    const CODES: [&str; 57] = [
+    const CODES: [&str; 58] = [
         "username_invalid",
         "username_taken",
         "password_too_short",
@@ -156,6 +157,7 @@ mod tests {
         "cap_invalid",
         "volume_timeout",
         "volume_file_refused",
+        "docker_error",
     ];
 
     fn with_code(code: &str) -> AppError {

@@ -301,11 +301,16 @@ pub fn map_error(context: &str, err: containers::Error) -> AppError {
             code: "build_failed".into(),
             message: format!("the image build failed: {message}"),
         },
+        // The engine's own words (paths on the host, daemon internals) go to the log, not to every
+        // member of a workspace; the answer names what failed and the incident to look up.
         other @ (E::Host { .. } | E::Docker { .. }) => {
-            tracing::error!(context, error = %other, "Docker operation failed");
+            let incident = hex::encode(rand::random::<[u8; 4]>());
+            tracing::error!(context, incident, error = %other, "Docker operation failed");
             AppError::unavailable(
                 "docker_error",
-                format!("Docker could not complete this ({context}): {other}"),
+                format!(
+                    "Docker could not complete this ({context}); the server's log has the details under incident {incident}"
+                ),
             )
         }
     }
@@ -344,7 +349,28 @@ async fn instance_label(db: &SqlitePool) -> Result<String, AppError> {
 
 #[cfg(test)]
 mod tests {
-    use super::state_changed;
+    use super::{map_error, state_changed};
+
+    #[test]
+    fn engine_failures_reach_clients_without_the_engines_own_words() {
+        let err = map_error(
+            "starting the container",
+            containers::Error::Host {
+                context: "reading /var/lib/paddock/secret-path".into(),
+                message: "permission denied".into(),
+            },
+        );
+        let text = err.to_string();
+        assert_eq!(err.code(), "docker_error");
+        assert!(
+            text.contains("starting the container") && text.contains("incident "),
+            "{text}"
+        );
+        assert!(
+            !text.contains("secret-path") && !text.contains("permission denied"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn the_log_hears_of_changes_not_of_retries() {
