@@ -14,7 +14,8 @@
 //! pid and exit files of processes it runs as itself — is out of every container's reach, and the one
 //! tree a container writes (its volume) is read as hostile input through [`beneath`]. A checkpoint a
 //! container job writes is copied into the store when it is registered; from then on downloads,
-//! evaluations, deployments and fine-tuning read the copy. [`super::layout`] moves data directories of
+//! evaluations, deployments and fine-tuning read the copy, and an ended local run's own checkpoint
+//! folders are removed (a container run's stay in the team's volume, theirs to keep). [`super::layout`] moves data directories of
 //! the earlier layout (everything in the volume) at start.
 
 use std::path::{Path, PathBuf};

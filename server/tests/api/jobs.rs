@@ -237,6 +237,11 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
         .collect();
     assert!(!alive.is_empty() && alive.len() <= 2, "{checkpoints:?}");
     let ckpt = alive[0];
+    // The store holds the copies; the ended local run's own were removed (they would take the disk twice).
+    assert!(
+        !server.local_run(id).join("output/checkpoints").exists(),
+        "the run's checkpoint folders are gone"
+    );
     let dir = server.in_store(ws, ckpt["container_path"].as_str().unwrap());
     let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
     {

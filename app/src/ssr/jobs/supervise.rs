@@ -133,6 +133,7 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
             if let Some(name) = &job.container_name {
                 docker::remove(jobs, name).await;
             }
+            drop_run_checkpoints(jobs, &job).await;
             finish(db, &job, exit, gone, &mut log_file).await?;
             jobs.changed();
             return Ok(());
@@ -323,6 +324,26 @@ async fn register(jobs: &Jobs, job: &JobRow, reported: &str) -> Registered {
         },
         Ok(Err(e)) => Registered::Refused(e.to_string()),
         Err(e) => Registered::Refused(e.to_string()),
+    }
+}
+
+/// A local run's own checkpoint folders, once its last output is read: every checkpoint it recorded was
+/// copied into the store when registered, and no retention is followed any more, so they would only take
+/// the disk twice. A container run's folder is in the team's volume: theirs to keep or remove.
+async fn drop_run_checkpoints(jobs: &Jobs, job: &JobRow) {
+    if job.executor == DOCKER {
+        return;
+    }
+    let (storage, dir) = (
+        jobs.storage.clone(),
+        super::job_rel(job.id).join("output").join("checkpoints"),
+    );
+    let removed = in_volume("removing the run's checkpoints", move || {
+        storage.runs()?.remove_all(&dir)
+    })
+    .await;
+    if let Err(e) = removed {
+        tracing::warn!(job_id = job.id, error = %e, "could not remove a finished run's checkpoints");
     }
 }
 
