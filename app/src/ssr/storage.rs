@@ -12,11 +12,11 @@
 //!
 //! So what only the server should change — dataset originals, uploaded models, registered checkpoints,
 //! pid and exit files of processes it runs as itself — is out of every container's reach, and the one
-//! tree a container writes (its volume) is read as hostile input through [`beneath`]. A checkpoint a
-//! container job writes is copied into the store when it is registered; from then on downloads,
-//! evaluations, deployments and fine-tuning read the copy, and an ended local run's own checkpoint
-//! folders are removed (a container run's stay in the team's volume, theirs to keep). [`super::layout`] moves data directories of
-//! the earlier layout (everything in the volume) at start.
+//! tree a container writes (its volume) is read as hostile input through [`beneath`]. A checkpoint a job
+//! writes is copied into the store when it is registered; from then on downloads, evaluations,
+//! deployments and fine-tuning read the copy. An ended local run's own checkpoint folders are then
+//! removed; a container run's stay in the team's volume, theirs to keep. [`super::layout`] moves data
+//! directories of the earlier layout (everything in the volume) at start.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
