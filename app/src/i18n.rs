@@ -10,7 +10,7 @@ include!(concat!(env!("OUT_DIR"), "/i18n/mod.rs"));
 
 pub use i18n::*;
 
-use crate::error::AppError;
+use contracts::error::AppError;
 
 /// The message for `err` in `locale`. Errors are matched by their stable `code()`, so a new variant
 /// on the server still shows something: codes without a translation fall back to the English message

@@ -1,24 +1,22 @@
 //! Paddock's Leptos application: routes, pages and server functions, compiled twice — natively with
-//! `ssr` (server rendering plus the domain under [`ssr`]) and to wasm with `hydrate`.
+//! `ssr` (server rendering; server functions call the `domain` crate) and to wasm with `hydrate`.
 //!
 //! # Layout
-//! - [`types`], [`error`]: shapes and the error type shared by server and browser.
-//! - [`api`]: server functions, thin wrappers over the domain functions in [`ssr`].
+//! - `contracts::types`, `contracts::error`: the shapes and the error type shared by server and
+//!   browser live in the `contracts` crate, which the REST API and the CLI use too.
+//! - [`api`]: server functions, thin wrappers over the `domain` crate's functions.
+//! - `context` (server only): the `domain::AppState` and the caller from Leptos context.
 //! - [`i18n`]: translations generated from `locales/*.json` (Simplified Chinese default, English).
 //! - [`components`]: the app shell (header, switcher, language switch) and form/notice building blocks.
 //! - [`pages`]: one module per URL of the dashboard; [`App`] maps URLs to them.
-//! - [`ssr`] (server only): database, accounts, sessions, workspaces, members, audit log, tokens.
 
 // Leptos views are nested generic types; the environment pages' tables are deeper than rustc's default
 // query depth allows when the hydrate build lays out their async hydration.
 #![recursion_limit = "256"]
 
 pub mod api;
-pub mod error;
-pub mod types;
-
 #[cfg(feature = "ssr")]
-pub mod ssr;
+pub mod context;
 
 pub mod components;
 pub mod i18n;
@@ -34,20 +32,12 @@ use crate::i18n::*;
 use crate::pages::workspace::{datasets, endpoints, environments, jobs, models};
 use crate::pages::{admin, auth, home, not_found, tokens, workspace};
 
-/// The HTML document the server wraps around [`App`]: the server calls this once per request.
+/// The HTML document the server wraps around [`App`]: the server calls this once per request (and sets
+/// the page's Content-Security-Policy with this render's nonce).
 /// `<html>` has no `lang` here on purpose: the i18n provider sets `lang` (and `dir`) through
 /// leptos_meta so that it follows the chosen language, and the hydrating client reads it back to
 /// start in the same language the server rendered.
 pub fn shell(options: LeptosOptions) -> impl IntoView {
-    #[cfg(feature = "ssr")]
-    if let (Some(nonce), Some(response)) = (
-        leptos::nonce::use_nonce(),
-        use_context::<leptos_axum::ResponseOptions>(),
-    ) {
-        if let Ok(policy) = ssr::headers::page_policy(&nonce).parse() {
-            response.insert_header(axum::http::header::CONTENT_SECURITY_POLICY, policy);
-        }
-    }
     view! {
         <!DOCTYPE html>
         <html>

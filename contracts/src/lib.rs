@@ -1,4 +1,4 @@
-//! What crosses Paddock's process boundaries, typed once for both sides. The trainer (`paddock train`,
+//! What crosses Paddock's boundaries, typed once for both sides. The trainer (`paddock train`,
 //! `paddock eval`) and the model server (`paddock serve-model`) write these; the web side starts them and
 //! reads back what they wrote. With one definition a field renamed on one side fails to compile on the
 //! other, instead of reading as 0 at run time. Serde only — no libtorch — so the web side, the CLI and
@@ -10,9 +10,15 @@
 //! - [`events`]: the JSON lines a training run writes on stdout (schema in `trainer/EVENTS.md`).
 //! - [`metrics`]: classification metrics, in `eval` events, in checkpoints and from `paddock eval --json`.
 //! - [`serving`]: the model server's HTTP API: `/predict` and its reply, `/health`, errors.
+//! - [`types`]: what the dashboard's server functions and the REST API take and return, shared by the
+//!   UI (wasm), the domain and the CLI.
+//! - [`error`]: [`error::AppError`], the one error a client sees, with its HTTP mapping behind the `axum`
+//!   feature.
 
 pub mod data;
+pub mod error;
 pub mod events;
 pub mod job;
 pub mod metrics;
 pub mod serving;
+pub mod types;

@@ -4,7 +4,7 @@
 use std::io::BufRead;
 
 use anyhow::{bail, Context};
-use app::error::AppError;
+use contracts::error::AppError;
 
 use crate::config::{AdminCommand, PasswordArgs};
 
@@ -12,9 +12,9 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
     match command {
         AdminCommand::CreateUser(args) => {
             let password = read_password(&args.password)?;
-            let db = app::ssr::db::open(&args.db.url()).await?;
+            let db = domain::db::open(&args.db.url()).await?;
             let me =
-                app::ssr::accounts::create_user(&db, &args.username, &password, args.admin, None)
+                domain::accounts::create_user(&db, &args.username, &password, args.admin, None)
                     .await
                     .map_err(explain)?;
             println!(
@@ -26,8 +26,8 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
         }
         AdminCommand::ResetPassword(args) => {
             let password = read_password(&args.password)?;
-            let db = app::ssr::db::open(&args.db.url()).await?;
-            app::ssr::accounts::reset_password(&db, &args.username, &password)
+            let db = domain::db::open(&args.db.url()).await?;
+            domain::accounts::reset_password(&db, &args.username, &password)
                 .await
                 .map_err(explain)?;
             println!(

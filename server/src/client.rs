@@ -5,8 +5,8 @@
 use std::ops::ControlFlow;
 
 use anyhow::{bail, Context};
-use app::types::WorkspaceSummary;
 use clap::Args;
+use contracts::types::WorkspaceSummary;
 use reqwest::{Client, Method};
 use serde::de::DeserializeOwned;
 use serde_json::Value;

@@ -66,7 +66,7 @@ pub struct DatabaseConfig {
 
 impl ServeConfig {
     /// The security settings, given the address the server is listening on.
-    pub fn security(&self, listening: SocketAddr) -> app::ssr::SecurityConfig {
+    pub fn security(&self, listening: SocketAddr) -> domain::SecurityConfig {
         let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "[::1]"]
             .into_iter()
             .map(String::from)
@@ -93,7 +93,7 @@ impl ServeConfig {
                 .map(|h| h.trim().trim_end_matches('.').to_ascii_lowercase())
                 .filter(|h| !h.is_empty()),
         );
-        app::ssr::SecurityConfig {
+        domain::SecurityConfig {
             secure_cookies: secure,
             allowed_origins: origins,
             allowed_hosts: hosts,
@@ -109,7 +109,7 @@ impl DatabaseConfig {
     pub fn url(&self) -> String {
         self.database_url
             .clone()
-            .unwrap_or_else(|| app::ssr::db::default_url(&self.data_dir))
+            .unwrap_or_else(|| domain::db::default_url(&self.data_dir))
     }
 }
 
@@ -151,7 +151,7 @@ pub struct ServeConfig {
     )]
     pub allowed_origins: Vec<String>,
     /// Sign-up attempts allowed per client address per hour; 0: no limit.
-    #[arg(long, env = "PADDOCK_SIGNUPS_PER_HOUR", default_value_t = app::ssr::throttle::DEFAULT_SIGN_UPS_PER_HOUR)]
+    #[arg(long, env = "PADDOCK_SIGNUPS_PER_HOUR", default_value_t = domain::throttle::DEFAULT_SIGN_UPS_PER_HOUR)]
     pub signups_per_hour: usize,
     /// A bearer token that may read `/metrics` (give it to the Prometheus scraper); without it only
     /// signed-in admins may.
@@ -171,7 +171,7 @@ pub struct ServeConfig {
     pub cpu_job_threads: usize,
     /// Bytes of a job's raw stderr kept in its `train.log` (the rest is dropped there; the job's log in
     /// the database and its rotated files under <data-dir>/logs/jobs/ are separate).
-    #[arg(long, env = "PADDOCK_TRAIN_LOG_MAX_BYTES", default_value_t = app::ssr::jobs::DEFAULT_TRAIN_LOG_MAX_BYTES)]
+    #[arg(long, env = "PADDOCK_TRAIN_LOG_MAX_BYTES", default_value_t = domain::jobs::DEFAULT_TRAIN_LOG_MAX_BYTES)]
     pub train_log_max_bytes: u64,
     #[command(flatten)]
     pub environments: EnvironmentsConfig,
@@ -193,7 +193,7 @@ pub struct EnvironmentsConfig {
     /// What to do with this installation's containers that belong to no environment: remove, keep, or
     /// adopt (a running container goes back to its environment when that environment has none on record).
     #[arg(long, env = "PADDOCK_ORPHANS", default_value = "remove")]
-    pub orphans: app::ssr::engine::OrphanPolicy,
+    pub orphans: domain::engine::OrphanPolicy,
     /// The binary copied into images by the runtime layer [default: this `paddock`].
     #[arg(long, env = "PADDOCK_RUNTIME_BINARY")]
     pub runtime_binary: Option<PathBuf>,
@@ -201,9 +201,9 @@ pub struct EnvironmentsConfig {
 
 impl EnvironmentsConfig {
     /// The engine's settings (the server adds where workspace volumes live).
-    pub fn engine(&self) -> app::ssr::engine::EngineConfig {
+    pub fn engine(&self) -> domain::engine::EngineConfig {
         use std::time::Duration;
-        app::ssr::engine::EngineConfig {
+        domain::engine::EngineConfig {
             docker_host: self.docker_host.clone(),
             idle_stop: (self.env_idle_stop_minutes > 0)
                 .then(|| Duration::from_secs(self.env_idle_stop_minutes * 60)),

@@ -7,8 +7,10 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context};
-use app::types::{EnvironmentDetail, EnvironmentSpec, EnvironmentSummary, ExecResult, GpuSpec};
 use clap::{Args, Subcommand};
+use contracts::types::{
+    EnvironmentDetail, EnvironmentSpec, EnvironmentSummary, ExecResult, GpuSpec,
+};
 use reqwest::Method;
 
 use crate::client::{print_json, resolve, Api, Connection};

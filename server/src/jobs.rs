@@ -7,10 +7,10 @@ use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use anyhow::Context;
-use app::types::{
+use clap::{Args, Subcommand};
+use contracts::types::{
     CheckpointInfo, EvaluationInfo, EvaluationStatus, JobDetail, JobSpec, JobSummary, LogLine,
 };
-use clap::{Args, Subcommand};
 use reqwest::Method;
 
 use crate::client::{print_json, resolve, Api, Connection};
@@ -384,7 +384,7 @@ const EVAL_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 /// `ckpt eval`: starts the evaluation, waits for it and prints the metrics; 0 when it succeeded.
 async fn evaluate(api: &Api, e: &CkptEval, json: bool) -> anyhow::Result<i32> {
     let ws = api.workspace(&e.workspace.workspace).await?;
-    let datasets: Vec<app::types::DatasetSummary> = api
+    let datasets: Vec<contracts::types::DatasetSummary> = api
         .get(&format!("/api/v1/workspaces/{ws}/datasets"))
         .await?;
     let dataset_id = resolve(
@@ -400,7 +400,7 @@ async fn evaluate(api: &Api, e: &CkptEval, json: bool) -> anyhow::Result<i32> {
         .send(
             Method::POST,
             &base,
-            Some(&app::types::EvaluationRequest { dataset_id }),
+            Some(&contracts::types::EvaluationRequest { dataset_id }),
         )
         .await?;
     eprintln!(
@@ -492,7 +492,7 @@ async fn submit_spec(api: &Api, ws: i64, s: &SubmitArgs) -> anyhow::Result<JobSp
         }
         None => serde_json::json!({}),
     };
-    let datasets: Vec<app::types::DatasetSummary> = api
+    let datasets: Vec<contracts::types::DatasetSummary> = api
         .get(&format!("/api/v1/workspaces/{ws}/datasets"))
         .await?;
     let dataset_id = |key: &str| {
@@ -561,7 +561,7 @@ async fn follow(api: &Api, ws: i64, job: i64) -> anyhow::Result<i32> {
                     }
                 }
                 "metric" => {
-                    if let Ok(point) = serde_json::from_str::<app::types::MetricPoint>(data) {
+                    if let Ok(point) = serde_json::from_str::<contracts::types::MetricPoint>(data) {
                         if point.kind == "eval" {
                             eprintln!(
                                 "[eval] step {} accuracy {:.4} macro_f1 {:.4}",
@@ -587,7 +587,7 @@ async fn follow(api: &Api, ws: i64, job: i64) -> anyhow::Result<i32> {
     )
     .await?;
     match last {
-        Some(s) if s.status == app::types::JobStatus::Succeeded => Ok(0),
+        Some(s) if s.status == contracts::types::JobStatus::Succeeded => Ok(0),
         Some(s) => {
             eprintln!(
                 "job {job} ended {}{}",

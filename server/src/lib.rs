@@ -4,8 +4,10 @@
 //! # Layout
 //! - [`config`]: the clap structs — every flag documented, every server flag also a `PADDOCK_*`
 //!   environment variable.
-//! - [`serve`]: [`serve::run`] builds the router (REST API, Leptos pages and server functions, static
-//!   files, `/healthz`, `/metrics`) and serves it until the shutdown future resolves.
+//! - [`serve`]: [`serve::run`] opens the database, starts the domain's machinery and serves the router
+//!   until the shutdown future resolves.
+//! - [`http`]: the router — REST API (`/api/v1`, OpenAPI), Leptos pages and server functions, static
+//!   files, `/healthz`, `/metrics` — and its middleware (CSRF, security headers, body limits).
 //! - [`admin`]: `paddock admin create-user` and `reset-password`.
 //! - [`client`]: the REST client the commands below share (token, errors, names, SSE).
 //! - [`environments`]: `paddock env list|show|create|up|down|rm|exec`.
@@ -17,6 +19,7 @@ pub mod admin;
 pub mod client;
 pub mod config;
 pub mod environments;
+pub mod http;
 pub mod jobs;
 pub mod log_sink;
 pub mod model_server;

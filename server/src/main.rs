@@ -69,7 +69,7 @@ fn main() -> ExitCode {
                 server::serve::run(config, server::serve::shutdown_signal()).await
             }
             Command::Migrate(db) => {
-                app::ssr::db::open(&db.url()).await?;
+                domain::db::open(&db.url()).await?;
                 println!("database {} is up to date", db.url());
                 Ok(())
             }

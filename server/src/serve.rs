@@ -1,38 +1,26 @@
-//! `paddock serve`: opens and migrates the database, builds the router and serves it until the
-//! shutdown future resolves (Ctrl-C or SIGTERM from `main`), then drains open requests.
-//!
-//! Request flow, outermost first: request metrics → tracing → security headers → session cookie →
-//! Host allow-list and CSRF check → server-function statuses → body-size limit → route (`/api/v1/*` REST, `/rpc/*` server functions, Leptos pages, `/pkg` assets,
-//! `/healthz`, `/metrics`, other static files from the site root).
+//! `paddock serve`: opens and migrates the database, starts the domain's machinery (engine, scheduler,
+//! deployer), builds the router ([`crate::http::router`]) and serves it until the shutdown future
+//! resolves (Ctrl-C or SIGTERM from `main`), then drains open requests.
 
 use std::future::Future;
 use std::net::SocketAddr;
 
 use anyhow::Context;
-use app::ssr::endpoints::replicas::Deployer;
-use app::ssr::engine::Engine;
-use app::ssr::jobs::{scheduler, Jobs};
-use app::ssr::storage::Storage;
-use app::ssr::{
-    csrf, environments, headers, http_error, limits, observability, page_guard, rest, sessions,
-    AppState,
-};
-use axum::extract::DefaultBodyLimit;
-use axum::routing::get;
-use axum::{middleware, Router};
+use domain::endpoints::replicas::Deployer;
+use domain::engine::Engine;
+use domain::jobs::{scheduler, Jobs};
+use domain::storage::Storage;
+use domain::{environments, sessions, AppState};
 use leptos::config::LeptosOptions;
-use leptos_axum::{generate_route_list, LeptosRoutes};
-use tower_http::limit::RequestBodyLimitLayer;
-use tower_http::services::ServeDir;
-use tower_http::trace::TraceLayer;
 
 use crate::config::ServeConfig;
+use crate::http::{self, observability};
 
 pub async fn run(
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
-    let db = app::ssr::db::open(&config.db.url()).await?;
+    let db = domain::db::open(&config.db.url()).await?;
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
         .with_context(|| format!("cannot listen on {}", config.bind))?;
@@ -53,7 +41,7 @@ pub async fn run(
         config.max_upload_bytes,
         paddock,
     ));
-    app::ssr::layout::migrate(&db, &storage)
+    domain::layout::migrate(&db, &storage)
         .await
         .map_err(|e| anyhow::anyhow!("moving the data directory to the store layout: {e}"))?;
     let mut engine_config = config.environments.engine();
@@ -81,18 +69,17 @@ pub async fn run(
     deployer.recover().await;
     let state = AppState::new(
         db.clone(),
-        leptos_options,
         security,
         engine.clone(),
         storage,
         jobs.clone(),
         deployer,
     );
-    app::ssr::workspaces::purge::resume(&state).await;
-    let app = router(state, &config);
+    domain::workspaces::purge::resume(&state).await;
+    let app = http::router(state, leptos_options, &config);
 
     // Watching the database files starts before the first request can write to them.
-    let guard = app::ssr::db::guard_files(&config.db.url()).await;
+    let guard = domain::db::guard_files(&config.db.url()).await;
     // The one line on stdout; tests and scripts wait for it. The kernel queues connections from now on.
     println!("listening on http://{addr}");
     tracing::info!(%addr, database = %config.db.url(), site_root, "paddock is serving");
@@ -116,61 +103,6 @@ pub async fn run(
     db.close().await;
     tracing::info!("shut down");
     Ok(())
-}
-
-/// The whole HTTP surface of Paddock. Every route but dataset uploads is under the general request-body
-/// limit; uploads stream to disk under their own (`--max-upload-bytes`, enforced while receiving).
-pub fn router(state: AppState, config: &ServeConfig) -> Router {
-    let routes = generate_route_list(app::App);
-    let shell_options = state.leptos_options.clone();
-    let pkg_dir = config.site_root.join("pkg");
-    let limited = Router::new()
-        .merge(rest::router())
-        .route("/healthz", get(observability::healthz))
-        .route("/metrics", get(observability::metrics_endpoint))
-        .nest_service(
-            "/pkg",
-            ServeDir::new(pkg_dir)
-                .precompressed_br()
-                .precompressed_gzip(),
-        )
-        .merge(
-            Router::new()
-                .leptos_routes_with_context(
-                    &state,
-                    routes,
-                    || (),
-                    move || app::shell(shell_options.clone()),
-                )
-                .route_layer(middleware::from_fn_with_state(
-                    state.clone(),
-                    page_guard::guard,
-                )),
-        )
-        .layer(DefaultBodyLimit::max(state.security.max_body_bytes))
-        .layer(RequestBodyLimitLayer::new(state.security.max_body_bytes))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            limits::enforce_body_limit,
-        ));
-    Router::new()
-        .merge(limited)
-        .merge(rest::datasets::upload_router().layer(DefaultBodyLimit::disable()))
-        .merge(rest::pretrained::upload_router().layer(DefaultBodyLimit::disable()))
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(
-            app::shell,
-        ))
-        .layer(middleware::from_fn(http_error::server_fn_status))
-        .layer(middleware::from_fn_with_state(state.clone(), csrf::protect))
-        .layer(sessions::layer(&state.db, state.security.secure_cookies))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            headers::secure,
-        ))
-        .layer(TraceLayer::new_for_http())
-        .layer(middleware::from_fn(observability::track))
-        .layer(middleware::from_fn(limits::close_if_body_unread))
-        .with_state(state)
 }
 
 /// Resolves on Ctrl-C or SIGTERM (what `docker stop` and systemd send).

@@ -5,8 +5,8 @@ use leptos::prelude::*;
 use leptos_router::components::Redirect;
 
 use crate::api::current_user;
-use crate::error::AppError;
-use crate::types::Me;
+use contracts::error::AppError;
+use contracts::types::Me;
 
 #[derive(Clone, Copy)]
 pub struct Auth {

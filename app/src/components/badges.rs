@@ -3,7 +3,7 @@
 use leptos::prelude::*;
 
 use crate::i18n::*;
-use crate::types::Role;
+use contracts::types::Role;
 
 /// The translated name of a role, for text and for `<option>`s.
 pub fn role_name(locale: Locale, role: Role) -> &'static str {

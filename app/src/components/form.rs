@@ -5,8 +5,8 @@
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
 
-use crate::error::AppError;
 use crate::i18n::*;
+use contracts::error::AppError;
 
 /// The error of an action's latest run, if it failed.
 pub fn action_error<S>(action: ServerAction<S>) -> Signal<Option<AppError>>

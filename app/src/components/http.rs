@@ -7,7 +7,7 @@
 //! rather than enabling more web-sys features for the whole bundle. On the server the same functions
 //! exist and do nothing: they are only called from event handlers and effects, which never run there.
 
-use crate::error::AppError;
+use contracts::error::AppError;
 
 /// An answer: the HTTP status and the body as text.
 #[derive(Debug, Clone, PartialEq)]

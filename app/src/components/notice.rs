@@ -3,8 +3,8 @@
 
 use leptos::prelude::*;
 
-use crate::error::AppError;
 use crate::i18n::*;
+use contracts::error::AppError;
 
 /// A block-level error message, announced by screen readers.
 #[component]

@@ -5,8 +5,8 @@ use leptos::prelude::*;
 
 use crate::api::list_workspaces;
 use crate::components::auth::use_auth;
-use crate::error::AppError;
-use crate::types::WorkspaceSummary;
+use contracts::error::AppError;
+use contracts::types::WorkspaceSummary;
 
 #[derive(Clone, Copy)]
 pub struct WorkspaceList {

@@ -10,7 +10,7 @@ use crate::api::{
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
-use crate::types::UserAccount;
+use contracts::types::UserAccount;
 
 #[component]
 pub fn AdminPage() -> impl IntoView {

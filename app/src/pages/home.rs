@@ -41,7 +41,7 @@ pub fn HomePage() -> impl IntoView {
                         None => view! { <Redirect path="/workspaces/new" /> }.into_any(),
                     },
                     // Signed out: `RequireSignedIn` is already redirecting.
-                    Err(crate::error::AppError::Unauthenticated) => ().into_any(),
+                    Err(contracts::error::AppError::Unauthenticated) => ().into_any(),
                     Err(err) => view! { <ErrorNotice err /> }.into_any(),
                 }
             })}

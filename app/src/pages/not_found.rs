@@ -10,7 +10,7 @@ use crate::i18n::*;
 pub fn NotFoundPage() -> impl IntoView {
     #[cfg(feature = "ssr")]
     if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-        response.set_status(axum::http::StatusCode::NOT_FOUND);
+        response.set_status(http::StatusCode::NOT_FOUND);
     }
     let i18n = use_i18n();
     view! {

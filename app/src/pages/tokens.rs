@@ -10,7 +10,7 @@ use crate::components::form::{action_error, Field, FormError, SubmitButton};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
-use crate::types::{ApiToken, TokenScope, DEFAULT_TOKEN_DAYS};
+use contracts::types::{ApiToken, TokenScope, DEFAULT_TOKEN_DAYS};
 
 #[component]
 pub fn TokensPage() -> impl IntoView {

@@ -207,7 +207,7 @@ async fn repeated_failed_signins_are_throttled() {
             .json(&json!({ "username": "carol", "password": password }))
             .send()
     };
-    // MAX_FAILURES_PER_USERNAME in app::ssr::throttle.
+    // MAX_FAILURES_PER_USERNAME in domain::throttle.
     for _ in 0..5 {
         assert_eq!(
             attempt("wrong password").await.unwrap().status(),

@@ -490,7 +490,7 @@ async fn without_docker_the_log_says_so_once() {
             "--reconcile-seconds",
             "1",
         ],
-        &[("RUST_LOG", "info,app::ssr::engine=debug")],
+        &[("RUST_LOG", "info,domain::engine=debug")],
     );
     let owner = server.signup("owner").await;
     let log = || std::fs::read_to_string(server.dir.path().join("server.log")).unwrap();

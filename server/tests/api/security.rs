@@ -333,7 +333,7 @@ async fn parallel_wrong_passwords_spend_only_the_budget_and_never_lock_the_owner
         .iter()
         .filter(|s| **s == StatusCode::TOO_MANY_REQUESTS)
         .count();
-    // SIGN_IN_PER_ACCOUNT_AND_ADDRESS in app::ssr::throttle: every other guess is refused before
+    // SIGN_IN_PER_ACCOUNT_AND_ADDRESS in domain::throttle: every other guess is refused before
     // its password is hashed.
     assert_eq!((hashed, refused), (5, 55), "{statuses:?}");
     // Five more from yet another address: that pair's own budget, nobody else's.

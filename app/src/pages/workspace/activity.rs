@@ -11,9 +11,9 @@ use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::AuditEntry;
+use contracts::types::AuditEntry;
 
-/// Entries per page as the server sends them (`ssr::audit::PAGE_SIZE`); a full page means there
+/// Entries per page as the server sends them (`domain::audit::PAGE_SIZE`); a full page means there
 /// may be more.
 const PAGE_SIZE: usize = 50;
 

@@ -13,10 +13,10 @@ use crate::components::form::{action_error, Field, FormError, SubmitButton};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::components::workspaces::use_workspace_list;
-use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::{Member, Role};
+use contracts::error::AppError;
+use contracts::types::{Member, Role};
 
 const ROLES: [Role; 3] = [Role::Viewer, Role::Editor, Role::Owner];
 

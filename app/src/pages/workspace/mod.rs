@@ -23,9 +23,9 @@ use crate::api::get_workspace;
 use crate::components::badges::{ReadOnlyBadge, RoleBadge};
 use crate::components::notice::ErrorNotice;
 use crate::components::workspaces::use_workspace_list;
-use crate::error::AppError;
 use crate::i18n::*;
-use crate::types::{Role, WorkspaceSummary};
+use contracts::error::AppError;
+use contracts::types::{Role, WorkspaceSummary};
 
 #[derive(Clone, Copy)]
 pub struct CurrentWorkspace {

@@ -28,7 +28,7 @@ pub fn ModelsPage() -> impl IntoView {
             let checkpoints = list_checkpoints(ws).await?;
             let jobs = list_jobs(ws).await?;
             let endpoints = list_endpoints(ws).await?;
-            Ok::<_, crate::error::AppError>((checkpoints, jobs, endpoints))
+            Ok::<_, contracts::error::AppError>((checkpoints, jobs, endpoints))
         },
     );
     view! {

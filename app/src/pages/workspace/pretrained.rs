@@ -9,12 +9,12 @@ use crate::api::{list_pretrained_models, DeletePretrainedModel};
 use crate::components::http::{self, Picked, Request};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
-use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::datasets::short_sha;
 use crate::pages::workspace::environments::parts::bytes_text;
 use crate::pages::workspace::use_current_workspace;
-use crate::types::PretrainedModel;
+use contracts::error::AppError;
+use contracts::types::PretrainedModel;
 
 /// `bert · 12 layers · hidden 768 · vocabulary 21128`, from what its config.json says.
 pub fn shape_text(locale: Locale, model: &PretrainedModel) -> String {

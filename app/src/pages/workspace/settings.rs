@@ -10,10 +10,10 @@ use crate::api::{DeleteWorkspace, RenameWorkspace};
 use crate::components::form::{action_error, Field, FormError, SubmitButton};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::workspaces::use_workspace_list;
-use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::{Role, WorkspaceSummary};
+use contracts::error::AppError;
+use contracts::types::{Role, WorkspaceSummary};
 
 #[component]
 pub fn SettingsPage() -> impl IntoView {

@@ -15,7 +15,7 @@ use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::{DatasetDetail, DatasetPreview};
+use contracts::types::{DatasetDetail, DatasetPreview};
 
 #[component]
 pub fn DatasetPage() -> impl IntoView {

@@ -13,11 +13,11 @@ use crate::api::{list_datasets, AddSampleDataset, DeleteDataset};
 use crate::components::empty_state::EmptyState;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
-use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::DatasetSummary;
+use contracts::error::AppError;
+use contracts::types::DatasetSummary;
 
 #[component]
 pub fn DatasetsPage() -> impl IntoView {

@@ -9,10 +9,10 @@ use leptos::prelude::*;
 use crate::components::form::SubmitButton;
 use crate::components::http::{self, Picked, Request};
 use crate::components::notice::ErrorNotice;
-use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
-use crate::types::DatasetDetail;
+use contracts::error::AppError;
+use contracts::types::DatasetDetail;
 
 /// Where the upload goes, with its metadata in the query string.
 pub fn upload_url(

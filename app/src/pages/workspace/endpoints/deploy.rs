@@ -12,9 +12,9 @@ use leptos_router::hooks::use_navigate;
 use super::endpoint_href;
 use crate::api::DeployEndpoint;
 use crate::components::form::{FormError, SubmitButton};
-use crate::error::AppError;
 use crate::i18n::*;
-use crate::types::EndpointSpec;
+use contracts::error::AppError;
+use contracts::types::EndpointSpec;
 
 /// The longest endpoint name the server takes.
 const NAME_MAX: usize = 64;

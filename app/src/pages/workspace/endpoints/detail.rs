@@ -26,11 +26,11 @@ use super::{use_endpoint_id, EndpointStatusBadge};
 use crate::api::{get_endpoint, list_checkpoints, list_jobs, EndpointAction};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
-use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::jobs::job_href;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::{CheckpointInfo, EndpointDetail, EndpointStatus};
+use contracts::error::AppError;
+use contracts::types::{CheckpointInfo, EndpointDetail, EndpointStatus};
 
 /// How often the page reads the endpoint again: one traffic sample each time.
 const POLL: Duration = Duration::from_secs(3);

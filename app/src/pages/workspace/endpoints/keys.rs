@@ -9,9 +9,9 @@ use crate::components::copy::CopyButton;
 use crate::components::form::{FormError, SubmitButton};
 use crate::components::notice::ErrorNotice;
 use crate::components::time::Timestamp;
-use crate::error::AppError;
 use crate::i18n::*;
-use crate::types::EndpointKey;
+use contracts::error::AppError;
+use contracts::types::EndpointKey;
 
 /// What the rate-limit field starts at: the server's default for a key.
 const DEFAULT_RATE_PER_MINUTE: u32 = 600;

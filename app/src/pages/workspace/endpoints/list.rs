@@ -14,11 +14,11 @@ use crate::api::{list_checkpoints, list_endpoints, list_jobs};
 use crate::components::empty_state::EmptyState;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
-use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::jobs::job_href;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::{EndpointStatus, EndpointSummary};
+use contracts::error::AppError;
+use contracts::types::{EndpointStatus, EndpointSummary};
 
 /// How often the list is read again while an endpoint is starting.
 const POLL: std::time::Duration = std::time::Duration::from_secs(3);

@@ -8,9 +8,9 @@ use leptos::prelude::*;
 
 use crate::api::ChangeEndpoint;
 use crate::components::notice::ErrorNotice;
-use crate::error::AppError;
 use crate::i18n::*;
-use crate::types::{CheckpointInfo, EndpointChange, EndpointDetail, EndpointStatus};
+use contracts::error::AppError;
+use contracts::types::{CheckpointInfo, EndpointChange, EndpointDetail, EndpointStatus};
 
 /// A checkpoint that can be rolled out: its id, its job's name and its step.
 pub type Choice = (i64, String, i64);

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 
 use crate::i18n::*;
 use crate::pages::workspace::jobs::charts::{Chart, Row};
-use crate::types::EndpointMetrics;
+use contracts::types::EndpointMetrics;
 
 /// The per-minute figures at one moment the page asked.
 #[derive(Debug, Clone, PartialEq)]

@@ -22,7 +22,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
 use crate::i18n::*;
-use crate::types::EndpointStatus;
+use contracts::types::EndpointStatus;
 
 /// The endpoint id in the URL (`:endpoint`); `-1` when malformed, which the server answers with "not found".
 pub fn use_endpoint_id() -> Memo<i64> {

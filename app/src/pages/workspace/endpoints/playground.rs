@@ -7,9 +7,9 @@ use leptos::prelude::*;
 
 use crate::api::TryPredict;
 use crate::components::notice::ErrorNotice;
-use crate::error::AppError;
 use crate::i18n::*;
-use crate::types::PlaygroundPrediction;
+use contracts::error::AppError;
+use contracts::types::PlaygroundPrediction;
 
 /// What the textarea suggests: a complaint, as in the issue, and a compliment.
 const PLACEHOLDER: &str = "这家银行的服务态度很差，等了半小时还没人理我。\n质量很好，物流也快。";

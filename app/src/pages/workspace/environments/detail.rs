@@ -25,10 +25,10 @@ use crate::api::{
 };
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
-use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::{
+use contracts::error::AppError;
+use contracts::types::{
     BuildStatus, DockerStatus, EnvStatus, EnvironmentDetail, EnvironmentSpec, EnvironmentVersion,
 };
 

@@ -16,10 +16,10 @@ use super::{environment_href, use_environment_id};
 use crate::api::{get_docker_status, get_environment, CreateEnvironment, UpdateEnvironment};
 use crate::components::form::SubmitButton;
 use crate::components::notice::{ErrorNotice, Loading};
-use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::{CatalogImage, DockerStatus, EnvironmentSpec, GpuSpec};
+use contracts::error::AppError;
+use contracts::types::{CatalogImage, DockerStatus, EnvironmentSpec, GpuSpec};
 
 /// The `<select>` value of "another image", which shows a free-text box.
 const CUSTOM_IMAGE: &str = "";

@@ -13,7 +13,7 @@ use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::{EnvStatus, EnvironmentSummary};
+use contracts::types::{EnvStatus, EnvironmentSummary};
 
 /// How often the list is read again while something in it is building or starting.
 const POLL: std::time::Duration = std::time::Duration::from_secs(3);

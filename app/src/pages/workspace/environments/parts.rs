@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use crate::i18n::*;
-use crate::types::{BuildStatus, DockerStatus, EnvStatus, GpuSpec};
+use contracts::types::{BuildStatus, DockerStatus, EnvStatus, GpuSpec};
 
 /// The translated container status; `exited` says the code when there is one.
 pub fn status_text(locale: Locale, status: EnvStatus, exit_code: Option<i64>) -> String {

@@ -10,7 +10,7 @@
 use leptos::prelude::*;
 
 use crate::i18n::*;
-use crate::types::MetricPoint;
+use contracts::types::MetricPoint;
 
 /// One chart row: the step, then one value per series (`None` where a point lacks it).
 pub type Row = Vec<Option<f64>>;

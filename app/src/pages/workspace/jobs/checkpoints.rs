@@ -17,7 +17,7 @@ use crate::pages::workspace::datasets::short_sha;
 use crate::pages::workspace::endpoints::deploy::DeployCheckpoint;
 use crate::pages::workspace::endpoints::{endpoint_href, EndpointStatusBadge};
 use crate::pages::workspace::environments::parts::bytes_text;
-use crate::types::{CheckpointInfo, EndpointSummary};
+use contracts::types::{CheckpointInfo, EndpointSummary};
 
 pub fn download_url(workspace_id: i64, checkpoint_id: i64) -> String {
     format!("/api/v1/workspaces/{workspace_id}/checkpoints/{checkpoint_id}/download")

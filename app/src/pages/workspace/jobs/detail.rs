@@ -28,10 +28,10 @@ use crate::api::{get_job, list_endpoints, JobAction};
 use crate::components::http::{slot, Slot};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
-use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::{BaseModel, EndpointSummary, JobDetail, JobStatus, LogLine, MetricPoint};
+use contracts::error::AppError;
+use contracts::types::{BaseModel, EndpointSummary, JobDetail, JobStatus, LogLine, MetricPoint};
 
 /// How often the job is read again (for its checkpoints) while it is not over.
 const POLL: Duration = Duration::from_secs(3);
@@ -213,7 +213,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
 #[component]
 fn StatusCard(
     live: RwSignal<JobDetail>,
-    summary: Memo<crate::types::JobSummary>,
+    summary: Memo<contracts::types::JobSummary>,
     metrics: RwSignal<Vec<MetricPoint>>,
     can_edit: bool,
 ) -> impl IntoView {

@@ -13,7 +13,7 @@ use crate::api::{list_datasets, list_evaluations, EvaluateCheckpoint};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
-use crate::types::{CheckpointInfo, EvaluationInfo, EvaluationStatus};
+use contracts::types::{CheckpointInfo, EvaluationInfo, EvaluationStatus};
 
 /// How often the list is read again while an evaluation is not over.
 const POLL: Duration = Duration::from_secs(2);

@@ -18,10 +18,10 @@ use crate::api::{
 };
 use crate::components::form::SubmitButton;
 use crate::components::notice::{ErrorNotice, Loading};
-use crate::error::AppError;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::{
+use contracts::error::AppError;
+use contracts::types::{
     BuildStatus, CheckpointInfo, DatasetSummary, EnvironmentSummary, JobSpec, PretrainedModel,
 };
 

@@ -14,7 +14,7 @@ use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use crate::types::JobSummary;
+use contracts::types::JobSummary;
 
 /// How often the list is read again while a job is active.
 const POLL: std::time::Duration = std::time::Duration::from_secs(3);

@@ -6,9 +6,9 @@ use leptos::prelude::*;
 
 use crate::components::http::{self, Request};
 use crate::components::notice::ErrorNotice;
-use crate::error::AppError;
 use crate::i18n::*;
-use crate::types::LogLine;
+use contracts::error::AppError;
+use contracts::types::LogLine;
 
 /// How many live lines the page keeps; older ones stay reachable through the search.
 pub const KEPT_LINES: usize = 5000;

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 
 use crate::i18n::*;
-use crate::types::{JobStatus, JobSummary, MetricPoint};
+use contracts::types::{JobStatus, JobSummary, MetricPoint};
 
 pub fn status_text(locale: Locale, status: JobStatus) -> &'static str {
     match status {

@@ -7,7 +7,7 @@
 //!
 //! `EventSource` is bound by hand with `wasm_bindgen`, like the environments' build log.
 
-use crate::types::{JobSummary, LogLine, MetricPoint};
+use contracts::types::{JobSummary, LogLine, MetricPoint};
 
 /// Where the stream is; `after` = (last metric id, last log id) seen, to resume without repeats.
 pub fn stream_url(workspace_id: i64, job_id: i64, after: (i64, i64)) -> String {

@@ -1,0 +1,1135 @@
+//! Data shapes shared by the server and the browser: what server functions and the REST API return.
+//! Kept free of server-only types so they compile to wasm.
+
+use serde::{Deserialize, Serialize};
+
+/// A member's role in a workspace. Ordered: a higher role can do everything a lower one can.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Viewer,
+    Editor,
+    Owner,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Viewer => "viewer",
+            Role::Editor => "editor",
+            Role::Owner => "owner",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "viewer" => Some(Role::Viewer),
+            "editor" => Some(Role::Editor),
+            "owner" => Some(Role::Owner),
+            _ => None,
+        }
+    }
+
+    /// Editors and owners may create and change resources; viewers only read.
+    pub fn can_edit(self) -> bool {
+        self >= Role::Editor
+    }
+}
+
+/// The signed-in account, as the UI needs it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Me {
+    pub id: i64,
+    pub username: String,
+    pub is_admin: bool,
+}
+
+/// A workspace seen by one of its members (the role is the caller's own).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkspaceSummary {
+    pub id: i64,
+    pub name: String,
+    pub role: Role,
+    pub member_count: i64,
+    /// RFC 3339.
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Member {
+    pub user_id: i64,
+    pub username: String,
+    pub role: Role,
+    /// RFC 3339.
+    pub added_at: String,
+}
+
+/// One line of a workspace's audit log: who did what to which resource, when, from where.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct AuditEntry {
+    pub id: i64,
+    /// The acting user's name; `None` when the account has since been deleted.
+    pub actor: Option<String>,
+    /// A dotted verb such as `workspace.create`, `member.add`, `member.remove`.
+    pub action: String,
+    /// The kind of resource acted on (`workspace`, `member`, ...).
+    pub resource_type: String,
+    /// The resource's human-readable identifier (a username, a workspace name, ...).
+    pub resource: String,
+    /// Free-form JSON with details (old and new values).
+    pub detail: Option<String>,
+    pub ip: Option<String>,
+    /// RFC 3339.
+    pub at: String,
+}
+
+/// A personal API token as listed: the secret itself is never shown again after creation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ApiToken {
+    pub id: i64,
+    pub name: String,
+    /// The first characters of the token, enough to recognise it.
+    pub prefix: String,
+    pub scope: TokenScope,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+    /// After this instant the token is refused; `None`: never.
+    pub expires_at: Option<String>,
+}
+
+/// What a personal API token may do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum TokenScope {
+    /// Only read (`GET`): for dashboards and scripts that must not change anything.
+    Read,
+    /// Everything its owner may do.
+    #[default]
+    Write,
+}
+
+impl TokenScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenScope::Read => "read",
+            TokenScope::Write => "write",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<TokenScope> {
+        match s {
+            "read" => Some(TokenScope::Read),
+            "write" => Some(TokenScope::Write),
+            _ => None,
+        }
+    }
+}
+
+/// Days a new token lives unless the request says otherwise.
+pub const DEFAULT_TOKEN_DAYS: u32 = 90;
+/// The longest a token may live: ten years (`0` asks for no expiry at all).
+pub const MAX_TOKEN_DAYS: u32 = 3650;
+
+/// A new token: its name, scope, and how many days it lives (`0`: never expires).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct TokenRequest {
+    /// What the token is for (1–64 characters).
+    pub name: String,
+    #[serde(default)]
+    pub scope: TokenScope,
+    /// 1–3650 days, or 0 for a token that never expires [default: 90].
+    #[serde(default = "default_token_days")]
+    pub expires_in_days: u32,
+}
+
+fn default_token_days() -> u32 {
+    DEFAULT_TOKEN_DAYS
+}
+
+/// Returned once, when a token is created: `secret` is what goes after `Authorization: Bearer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NewApiToken {
+    pub token: ApiToken,
+    pub secret: String,
+}
+
+/// An account as an instance admin sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct UserAccount {
+    pub id: i64,
+    pub username: String,
+    pub is_admin: bool,
+    pub disabled: bool,
+    pub created_at: String,
+}
+
+/// Instance-wide settings an admin can change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct InstanceSettings {
+    pub signup_enabled: bool,
+    /// Whether uploaded models may carry weights only as a pickled `pytorch_model.bin`.
+    pub allow_pickled_weights: bool,
+    /// Environments of one workspace that may run (or be starting) at once.
+    pub max_running_environments: u32,
+    /// Endpoint replicas one workspace may ask for in all.
+    pub max_replicas: u32,
+    /// Uploads (datasets, models) one user may have in progress at once.
+    pub max_uploads_per_user: u32,
+    /// Live streams (log and metric streams, terminals) one user may have open at once.
+    pub max_streams_per_user: u32,
+}
+
+/// The largest value a cap may be set to.
+pub const MAX_CAP: u32 = 10_000;
+
+/// A change to [`InstanceSettings`]: the fields given are set, the others kept.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct SettingsChange {
+    #[serde(default)]
+    pub signup_enabled: Option<bool>,
+    #[serde(default)]
+    pub allow_pickled_weights: Option<bool>,
+    /// 1–10000 each.
+    #[serde(default)]
+    pub max_running_environments: Option<u32>,
+    #[serde(default)]
+    pub max_replicas: Option<u32>,
+    #[serde(default)]
+    pub max_uploads_per_user: Option<u32>,
+    #[serde(default)]
+    pub max_streams_per_user: Option<u32>,
+}
+
+// ---- environments ---------------------------------------------------------------------------------
+
+/// What a user asks an environment to be: the form, the REST body and the stored document. It mirrors
+/// `containers::EnvSpec` field for field (same JSON), except that the Paddock runtime layer is a yes/no
+/// here — the server knows where its own binary is.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentSpec {
+    /// 1–64 characters: letters, digits, `.`, `_`, `-` and spaces; unique in the workspace.
+    pub name: String,
+    /// Base image reference (`paddock/base:busybox`, `debian:bookworm-slim`, `nvidia/cuda:12.4.1-runtime-ubuntu22.04`).
+    pub base_image: String,
+    /// Copy Paddock's runtime (its binary plus libtorch) into the image, so jobs and model servers run inside.
+    #[serde(default)]
+    pub runtime: bool,
+    /// Extra OS packages (apt; Debian and Ubuntu bases only): `name` or `name=version`.
+    #[serde(default)]
+    pub os_packages: Vec<String>,
+    /// CPU limit in cores; fractions allowed.
+    pub cpus: f64,
+    /// Memory limit, like `512m` or `8g`.
+    pub memory: String,
+    /// Size of `/dev/shm`, like `1g`.
+    #[serde(default = "default_shm_size")]
+    pub shm_size: String,
+    #[serde(default)]
+    pub gpus: GpuSpec,
+    /// Whether the GPUs may also be given to other environments at the same time.
+    #[serde(default)]
+    pub shared_gpus: bool,
+    /// Environment variables baked into the image.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+    /// Secret variables, given to the container when it starts and never put in the image. They
+    /// are write-only: the server answers every name with an empty value, and an empty value sent
+    /// back keeps the stored one.
+    #[serde(default)]
+    pub secret_env: std::collections::BTreeMap<String, String>,
+    #[serde(default = "default_working_dir")]
+    pub working_dir: String,
+    /// The workspace's persistent volume mounted at `/workspace` (letters, digits, `_`, `.`, `-`);
+    /// environments of one workspace naming the same volume share its files.
+    #[serde(default = "default_workspace_volume")]
+    pub workspace_volume: String,
+}
+
+fn default_shm_size() -> String {
+    "64m".into()
+}
+fn default_working_dir() -> String {
+    "/workspace".into()
+}
+fn default_workspace_volume() -> String {
+    "workspace".into()
+}
+
+impl Default for EnvironmentSpec {
+    fn default() -> Self {
+        EnvironmentSpec {
+            name: String::new(),
+            base_image: "paddock/base:busybox".into(),
+            runtime: false,
+            os_packages: Vec::new(),
+            cpus: 1.0,
+            memory: "1g".into(),
+            shm_size: default_shm_size(),
+            gpus: GpuSpec::None,
+            shared_gpus: false,
+            env: Default::default(),
+            secret_env: Default::default(),
+            working_dir: default_working_dir(),
+            workspace_volume: default_workspace_volume(),
+        }
+    }
+}
+
+/// GPUs an environment asks for: `"none"`, `{"count": 2}` or `{"devices": [0, 3]}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum GpuSpec {
+    #[default]
+    None,
+    Count(u32),
+    Devices(Vec<u32>),
+}
+
+impl GpuSpec {
+    pub fn count(&self) -> usize {
+        match self {
+            GpuSpec::None => 0,
+            GpuSpec::Count(n) => *n as usize,
+            GpuSpec::Devices(d) => d.len(),
+        }
+    }
+}
+
+/// Where an environment's container is, as Paddock last saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum EnvStatus {
+    /// No container (never started, or stopped and removed on purpose).
+    Stopped,
+    Provisioning,
+    Running,
+    /// The main process ended; `exit_code` says how.
+    Exited,
+    /// Killed for using more memory than the limit.
+    OomKilled,
+    /// The container disappeared behind Paddock's back.
+    Missing,
+    /// The last action failed; `status_message` says why.
+    Failed,
+}
+
+impl EnvStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EnvStatus::Stopped => "stopped",
+            EnvStatus::Provisioning => "provisioning",
+            EnvStatus::Running => "running",
+            EnvStatus::Exited => "exited",
+            EnvStatus::OomKilled => "oom_killed",
+            EnvStatus::Missing => "missing",
+            EnvStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EnvStatus> {
+        [
+            EnvStatus::Stopped,
+            EnvStatus::Provisioning,
+            EnvStatus::Running,
+            EnvStatus::Exited,
+            EnvStatus::OomKilled,
+            EnvStatus::Missing,
+            EnvStatus::Failed,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+}
+
+/// The image build of one environment version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum BuildStatus {
+    Queued,
+    Building,
+    Built,
+    Failed,
+}
+
+impl BuildStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BuildStatus::Queued => "queued",
+            BuildStatus::Building => "building",
+            BuildStatus::Built => "built",
+            BuildStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<BuildStatus> {
+        [
+            BuildStatus::Queued,
+            BuildStatus::Building,
+            BuildStatus::Built,
+            BuildStatus::Failed,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+
+    /// Queued or building: the log may still grow.
+    pub fn is_active(self) -> bool {
+        matches!(self, BuildStatus::Queued | BuildStatus::Building)
+    }
+}
+
+/// One row of the environment list.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EnvironmentSummary {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    pub status: EnvStatus,
+    pub exit_code: Option<i64>,
+    pub current_version: i64,
+    pub build_status: BuildStatus,
+    /// The lock of the current version: `sha256:…` once built.
+    pub image_id: Option<String>,
+    pub base_image: String,
+    pub cpus: f64,
+    pub memory: String,
+    pub gpus: GpuSpec,
+    /// RFC 3339.
+    pub updated_at: String,
+}
+
+/// One version of an environment's spec and the image built from it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EnvironmentVersion {
+    pub version: i64,
+    pub spec: EnvironmentSpec,
+    /// SHA-256 of the canonical spec: the version's identity.
+    pub spec_hash: String,
+    pub build_status: BuildStatus,
+    /// SHA-256 of what goes into the image (base image ID, runtime files, packages, variables).
+    pub build_hash: Option<String>,
+    /// The lock: the image ID this version runs.
+    pub image_id: Option<String>,
+    /// The image ID before the last rebuild, when the rebuild changed it.
+    pub previous_image_id: Option<String>,
+    pub image_tag: Option<String>,
+    pub dockerfile: Option<String>,
+    pub build_error: Option<String>,
+    pub created_by: Option<String>,
+    pub created_at: String,
+    pub build_started_at: Option<String>,
+    pub build_finished_at: Option<String>,
+}
+
+/// Something that happened to an environment's container.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EnvironmentEvent {
+    pub id: i64,
+    /// `start`, `die`, `oom`, `stop`, `missing`, `adopted`, `idle_stop`, `provision_failed`, ...
+    pub kind: String,
+    pub message: String,
+    pub at: String,
+}
+
+/// An environment with its versions, container and recent events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EnvironmentDetail {
+    pub summary: EnvironmentSummary,
+    /// The current version's spec.
+    pub spec: EnvironmentSpec,
+    /// Newest first.
+    pub versions: Vec<EnvironmentVersion>,
+    pub status_message: Option<String>,
+    pub container_name: Option<String>,
+    /// Host GPU indices the running container holds.
+    pub gpu_indices: Vec<u32>,
+    pub last_active_at: Option<String>,
+    /// Newest first, at most 50.
+    pub events: Vec<EnvironmentEvent>,
+    /// The caller may provision, change and open a terminal (editor or owner).
+    pub can_edit: bool,
+}
+
+/// One-shot CPU and memory use of a running environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EnvironmentStats {
+    /// Percent of one CPU (200 = two CPUs busy).
+    pub cpu_percent: f64,
+    pub memory_bytes: u64,
+    pub memory_limit_bytes: u64,
+    pub pids: Option<u64>,
+}
+
+/// The result of a command run in an environment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ExecResult {
+    pub exit_code: i64,
+    pub stdout: String,
+    pub stderr: String,
+    /// The output was longer than the server keeps and was cut.
+    pub truncated: bool,
+}
+
+/// A base image Paddock knows, with the CUDA version it needs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CatalogImage {
+    pub reference: String,
+    pub description: String,
+    pub cuda: Option<String>,
+    /// The oldest NVIDIA driver its CUDA runs on.
+    pub min_driver: Option<String>,
+    /// Made on this machine without a registry.
+    pub local: bool,
+    /// Whether it can take extra OS packages.
+    pub has_apt: bool,
+}
+
+/// A GPU of the host, and who holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct GpuSummary {
+    pub index: u32,
+    pub name: String,
+    pub driver_version: String,
+    pub compute_capability: String,
+    pub memory_mib: u64,
+    /// How many environments or jobs hold it now.
+    pub holders: u32,
+    pub shared: bool,
+}
+
+/// What the dashboard needs to know about the container engine before offering environment actions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DockerStatus {
+    pub available: bool,
+    /// Why not, when it is not.
+    pub message: Option<String>,
+    pub server_version: Option<String>,
+    pub host_cpus: Option<f64>,
+    pub host_memory_bytes: Option<u64>,
+    pub gpus: Vec<GpuSummary>,
+    pub catalog: Vec<CatalogImage>,
+}
+
+// ---- datasets -------------------------------------------------------------------------------------
+
+/// A dataset as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DatasetSummary {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    pub file_name: String,
+    /// `csv`, `tsv` or `jsonl`.
+    pub format: String,
+    /// Where jobs find it inside a container: `/workspace/datasets/<id>/<file>`.
+    pub container_path: String,
+    pub bytes: u64,
+    pub sha256: String,
+    pub rows: u64,
+    pub text_column: String,
+    pub label_column: String,
+    /// Rows per label.
+    pub label_distribution: std::collections::BTreeMap<String, u64>,
+    pub created_by: Option<String>,
+    pub created_at: String,
+}
+
+/// A dataset with its validation report and first rows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DatasetDetail {
+    pub summary: DatasetSummary,
+    /// The trainer's validation report: `rows`, `valid_rows`, `label_distribution`, `lengths`
+    /// (characters: p50/p95/max and a histogram), `tokens` (the same in tokens, with the tokenizer and the
+    /// rows longer than 128/256/512), `warnings` and `errors` with line numbers.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub report: serde_json::Value,
+    pub preview: DatasetPreview,
+    pub can_edit: bool,
+}
+
+/// The first rows of a dataset, as text cells.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DatasetPreview {
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+// ---- jobs -----------------------------------------------------------------------------------------
+
+/// A fine-tuning job as the user asks for it: the form, the REST body and (rendered to the trainer's
+/// `job.toml`) a reproducible spec. Defaults are sensible for a small CPU run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct JobSpec {
+    pub name: String,
+    /// Training data.
+    pub dataset_id: i64,
+    /// Dev data; without it `dev_ratio` of the training rows are held out (stratified, by seed).
+    #[serde(default)]
+    pub dev_dataset_id: Option<i64>,
+    /// Run in this environment's image (Docker executor); `None` runs a local process.
+    #[serde(default)]
+    pub environment_id: Option<i64>,
+    /// Model shape from scratch: `base`, `medium`, `mini`, `micro`, `nano`, or `tiny` for tests.
+    #[serde(default = "default_preset")]
+    pub preset: String,
+    /// Start from this earlier checkpoint's weights instead of from scratch.
+    #[serde(default)]
+    pub base_checkpoint_id: Option<i64>,
+    /// Or from this uploaded Hugging Face model directory (a [`PretrainedModel`]).
+    #[serde(default)]
+    pub pretrained_model_id: Option<i64>,
+    #[serde(default = "default_epochs")]
+    pub epochs: u32,
+    #[serde(default = "default_batch_size")]
+    pub batch_size: u32,
+    #[serde(default = "default_lr")]
+    pub learning_rate: f64,
+    #[serde(default = "default_warmup")]
+    pub warmup_ratio: f64,
+    #[serde(default = "default_max_seq_len")]
+    pub max_seq_len: u32,
+    #[serde(default = "default_one")]
+    pub grad_accum_steps: u32,
+    /// Stop after this many optimizer steps (for short runs).
+    #[serde(default)]
+    pub max_steps: Option<u32>,
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// `fp32`, `fp16` or `bf16` (the last two on GPUs only).
+    #[serde(default = "default_precision")]
+    pub precision: String,
+    /// Evaluate on the dev set every N steps (and at each epoch's end).
+    #[serde(default = "default_eval_every")]
+    pub eval_every_steps: u32,
+    #[serde(default)]
+    pub gpus: u32,
+    /// Higher runs first.
+    #[serde(default)]
+    pub priority: i32,
+    /// Checkpoints kept by dev metric (plus the latest).
+    #[serde(default = "default_keep_best")]
+    pub keep_best: u32,
+    /// Stop gracefully, with a checkpoint, after this many minutes.
+    #[serde(default)]
+    pub time_limit_minutes: Option<u32>,
+}
+
+fn default_preset() -> String {
+    "nano".into()
+}
+fn default_epochs() -> u32 {
+    3
+}
+fn default_batch_size() -> u32 {
+    32
+}
+fn default_lr() -> f64 {
+    5e-4
+}
+fn default_warmup() -> f64 {
+    0.06
+}
+fn default_max_seq_len() -> u32 {
+    128
+}
+fn default_one() -> u32 {
+    1
+}
+fn default_seed() -> u64 {
+    42
+}
+fn default_precision() -> String {
+    "fp32".into()
+}
+fn default_eval_every() -> u32 {
+    200
+}
+fn default_keep_best() -> u32 {
+    2
+}
+
+impl JobSpec {
+    /// The defaults for a job on `dataset_id`.
+    pub fn new(name: &str, dataset_id: i64) -> JobSpec {
+        serde_json::from_value(serde_json::json!({ "name": name, "dataset_id": dataset_id }))
+            .expect("every other field has a default")
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    Queued,
+    Starting,
+    Running,
+    /// Asked to stop; the trainer finishes its step and writes a checkpoint.
+    Cancelling,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl JobStatus {
+    pub const ALL: [JobStatus; 7] = [
+        JobStatus::Queued,
+        JobStatus::Starting,
+        JobStatus::Running,
+        JobStatus::Cancelling,
+        JobStatus::Succeeded,
+        JobStatus::Failed,
+        JobStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Queued => "queued",
+            JobStatus::Starting => "starting",
+            JobStatus::Running => "running",
+            JobStatus::Cancelling => "cancelling",
+            JobStatus::Succeeded => "succeeded",
+            JobStatus::Failed => "failed",
+            JobStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<JobStatus> {
+        JobStatus::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    /// Over: it will not change any more.
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled
+        )
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct JobSummary {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    pub status: JobStatus,
+    pub status_message: Option<String>,
+    pub exit_code: Option<i64>,
+    /// `local` or `docker`.
+    pub executor: String,
+    pub priority: i32,
+    pub gpus: u32,
+    pub gpu_indices: Vec<u32>,
+    pub step: i64,
+    pub total_steps: Option<i64>,
+    pub epoch: Option<f64>,
+    /// Position in the workspace's queue (1 = next), while queued.
+    pub queue_position: Option<i64>,
+    pub created_by: Option<String>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+/// A job with its spec, the exact job.toml it runs, and its checkpoints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct JobDetail {
+    pub summary: JobSummary,
+    pub spec: JobSpec,
+    pub config_toml: String,
+    pub retry_of: Option<i64>,
+    pub checkpoints: Vec<CheckpointInfo>,
+    pub can_edit: bool,
+    /// Lineage: the earlier checkpoint whose weights the job started from (`spec.base_checkpoint_id`).
+    #[serde(default)]
+    pub base_model: Option<BaseModel>,
+    /// Lineage: the uploaded model the job started from (`spec.pretrained_model_id`).
+    #[serde(default)]
+    pub pretrained_model: Option<PretrainedModel>,
+}
+
+/// A job's starting weights: an earlier checkpoint and the job that wrote it (`None`s once that job
+/// and its checkpoints were deleted; the id stays in the spec).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BaseModel {
+    pub checkpoint_id: i64,
+    pub job_id: Option<i64>,
+    pub job_name: Option<String>,
+    pub step: Option<i64>,
+}
+
+/// One point of a job's charts: a `step` (loss, lr, samples_per_s, ...) or an `eval` (accuracy,
+/// macro_f1, loss, ...), as the trainer reported it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MetricPoint {
+    pub id: i64,
+    /// `step` or `eval`.
+    pub kind: String,
+    pub step: i64,
+    pub epoch: Option<f64>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub data: serde_json::Value,
+    pub at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LogLine {
+    pub id: i64,
+    pub line: String,
+    pub at: String,
+}
+
+/// A checkpoint a job wrote.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct CheckpointInfo {
+    pub id: i64,
+    pub job_id: i64,
+    pub step: i64,
+    pub epoch: Option<f64>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub metrics: Option<serde_json::Value>,
+    /// Inside a container: `/workspace/jobs/<job>/output/...`.
+    pub container_path: String,
+    pub bytes: u64,
+    pub sha256: String,
+    /// The best so far by the job's metric when it was written.
+    pub best: bool,
+    pub created_at: String,
+    /// When retention removed its files (the record stays).
+    pub deleted_at: Option<String>,
+}
+
+/// A Hugging Face model directory uploaded to the workspace to fine-tune from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PretrainedModel {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    /// The uploaded archive's name and sha256.
+    pub file_name: String,
+    pub sha256: String,
+    /// Inside a container: `/workspace/models/<id>`.
+    pub container_path: String,
+    /// The unpacked directory's size.
+    pub bytes: u64,
+    /// From its config.json: `model_type`, `num_hidden_layers`, `hidden_size`, `vocab_size`, ...
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub config: serde_json::Value,
+    pub created_by: Option<String>,
+    pub created_at: String,
+}
+
+// ---- evaluations ----------------------------------------------------------------------------------
+
+/// What `POST …/checkpoints/{id}/evaluations` asks for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EvaluationRequest {
+    /// A dataset of the same workspace whose labels the checkpoint knows.
+    pub dataset_id: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum EvaluationStatus {
+    /// Waiting for the evaluator (one runs at a time).
+    Queued,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+impl EvaluationStatus {
+    pub const ALL: [EvaluationStatus; 4] = [
+        EvaluationStatus::Queued,
+        EvaluationStatus::Running,
+        EvaluationStatus::Succeeded,
+        EvaluationStatus::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EvaluationStatus::Queued => "queued",
+            EvaluationStatus::Running => "running",
+            EvaluationStatus::Succeeded => "succeeded",
+            EvaluationStatus::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EvaluationStatus> {
+        EvaluationStatus::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
+    pub fn is_final(self) -> bool {
+        matches!(self, EvaluationStatus::Succeeded | EvaluationStatus::Failed)
+    }
+}
+
+/// One class's scores in an evaluation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClassScore {
+    pub label: String,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    /// Rows of this class in the dataset.
+    pub support: u64,
+}
+
+/// A checkpoint measured on a dataset by `paddock eval`: the numbers once it succeeded, the reason
+/// when it failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EvaluationInfo {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub checkpoint_id: i64,
+    /// The checkpoint's job and step, for lineage.
+    pub job_id: i64,
+    pub checkpoint_step: i64,
+    /// `None` once the dataset was deleted; its name and hash stay.
+    pub dataset_id: Option<i64>,
+    pub dataset_name: String,
+    pub dataset_sha256: String,
+    pub status: EvaluationStatus,
+    pub status_message: Option<String>,
+    pub rows: Option<u64>,
+    pub accuracy: Option<f64>,
+    pub macro_f1: Option<f64>,
+    /// Mean cross-entropy over the rows.
+    pub loss: Option<f64>,
+    /// The checkpoint's labels in id order (the confusion matrix's rows and columns).
+    pub labels: Vec<String>,
+    pub per_class: Vec<ClassScore>,
+    /// `confusion[gold][predicted]`, in label-id order.
+    pub confusion: Vec<Vec<u64>>,
+    pub created_by: Option<String>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+// ---- endpoints ------------------------------------------------------------------------------------
+
+/// What a deployment asks for: the form and the REST body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EndpointSpec {
+    pub name: String,
+    /// In `/v1/endpoints/<slug>/predict`: 3–40 of a-z, 0-9, `-`; derived from the name when empty.
+    #[serde(default)]
+    pub slug: Option<String>,
+    pub checkpoint_id: i64,
+    #[serde(default = "default_replicas")]
+    pub replicas: u32,
+    /// Most padded tokens in one forward pass.
+    #[serde(default = "default_batch_tokens")]
+    pub max_batch_tokens: u32,
+    /// Longest a request waits for others to share its forward pass.
+    #[serde(default = "default_max_wait_ms")]
+    pub max_wait_ms: u32,
+    /// `cpu` or `cuda`.
+    #[serde(default = "default_device")]
+    pub device: String,
+    /// Numeric precision of the replicas: `fp32` (the default), `bf16` (CUDA, or a CPU with native
+    /// bfloat16), or `fp16` (CUDA).
+    #[serde(default = "default_precision")]
+    pub precision: String,
+}
+
+fn default_replicas() -> u32 {
+    1
+}
+fn default_batch_tokens() -> u32 {
+    8192
+}
+fn default_max_wait_ms() -> u32 {
+    5
+}
+fn default_device() -> String {
+    "cpu".into()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum EndpointStatus {
+    Starting,
+    Ready,
+    Failed,
+    Stopped,
+}
+
+impl EndpointStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndpointStatus::Starting => "starting",
+            EndpointStatus::Ready => "ready",
+            EndpointStatus::Failed => "failed",
+            EndpointStatus::Stopped => "stopped",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<EndpointStatus> {
+        [
+            EndpointStatus::Starting,
+            EndpointStatus::Ready,
+            EndpointStatus::Failed,
+            EndpointStatus::Stopped,
+        ]
+        .into_iter()
+        .find(|v| v.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EndpointSummary {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub slug: String,
+    pub name: String,
+    pub checkpoint_id: i64,
+    /// The job that wrote the checkpoint (lineage).
+    pub job_id: i64,
+    pub replicas: u32,
+    pub ready_replicas: u32,
+    pub status: EndpointStatus,
+    pub status_message: Option<String>,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EndpointReplica {
+    pub ordinal: u32,
+    pub status: EndpointStatus,
+    pub restarts: u32,
+    pub last_error: Option<String>,
+    pub started_at: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EndpointKey {
+    pub id: i64,
+    pub name: String,
+    /// The first characters of the key, enough to recognise it.
+    pub prefix: String,
+    pub rate_limit_per_minute: u32,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+}
+
+/// Returned once, when a key is created: `secret` goes after `Authorization: Bearer`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct NewEndpointKey {
+    pub key: EndpointKey,
+    pub secret: String,
+}
+
+/// Traffic over the last minute (and totals since the server started).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EndpointMetrics {
+    pub qps: f64,
+    pub p50_ms: Option<f64>,
+    pub p95_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub requests_total: u64,
+    pub errors_total: u64,
+    pub rate_limited_total: u64,
+    /// Forward-pass sizes seen (rows per pass) → how many requests were served in passes of that size.
+    pub batch_rows: std::collections::BTreeMap<u32, u64>,
+}
+
+/// A change to a running endpoint: scale to `replicas`, or roll out `checkpoint_id` (new replicas start
+/// and pass the parity gate before traffic moves; the old ones drain, so no request fails).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct EndpointChange {
+    #[serde(default)]
+    pub replicas: Option<u32>,
+    #[serde(default)]
+    pub checkpoint_id: Option<i64>,
+}
+
+/// One label's probability in a playground answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct LabelProbability {
+    pub label: String,
+    pub probability: f64,
+}
+
+/// The playground's answer for one text: the predicted label and every label's probability, highest first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PlaygroundPrediction {
+    pub text: String,
+    pub label: String,
+    pub probabilities: Vec<LabelProbability>,
+    /// Gateway to replica and back, as the caller saw it.
+    pub latency_ms: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EndpointDetail {
+    pub summary: EndpointSummary,
+    pub spec: EndpointSpec,
+    pub replicas: Vec<EndpointReplica>,
+    pub keys: Vec<EndpointKey>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub parity_report: Option<serde_json::Value>,
+    pub metrics: EndpointMetrics,
+    /// `/v1/endpoints/<slug>/predict` on this server.
+    pub predict_path: String,
+    pub can_edit: bool,
+}

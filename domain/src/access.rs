@@ -1,0 +1,32 @@
+//! The one authorisation check for anything inside a workspace. Every workspace-scoped query calls
+//! [`authorize`] first: a non-member gets `NotFound` — exactly what a missing workspace gets, so the
+//! workspace's existence and name never leak — and a member whose role is too low gets `Forbidden`.
+//! Instance admins get no special access to workspaces: administering accounts is not reading data.
+
+use sqlx::SqliteConnection;
+
+use super::auth::Actor;
+use contracts::error::AppError;
+use contracts::types::Role;
+
+/// The caller's role in the workspace, if it is at least `need`.
+pub async fn authorize(
+    conn: &mut SqliteConnection,
+    actor: &Actor,
+    workspace_id: i64,
+    need: Role,
+) -> Result<Role, AppError> {
+    let role: Option<String> =
+        sqlx::query_scalar("SELECT role FROM members WHERE workspace_id = ? AND user_id = ?")
+            .bind(workspace_id)
+            .bind(actor.user_id)
+            .fetch_optional(conn)
+            .await?;
+    let role = role
+        .and_then(|r| Role::parse(&r))
+        .ok_or(AppError::NotFound)?;
+    if role < need {
+        return Err(AppError::Forbidden);
+    }
+    Ok(role)
+}

@@ -1,0 +1,444 @@
+//! Accounts: sign-up, sign-in, and the headless operations behind `paddock admin create-user` and
+//! `reset-password`. Passwords are hashed with argon2id (the `argon2` crate's defaults, OWASP's
+//! recommended parameters) on a blocking thread, since each hash takes tens of milliseconds of CPU.
+//! The first account ever created becomes the instance admin.
+
+use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
+use argon2::Argon2;
+use sqlx::SqlitePool;
+
+use super::audit::{self, Entry};
+use super::throttle::{self, Throttle};
+use contracts::error::AppError;
+use contracts::types::Me;
+use {crate::db::is_unique_violation, contracts::error::internal};
+
+pub const USERNAME_MIN: usize = 3;
+pub const USERNAME_MAX: usize = 32;
+pub const PASSWORD_MIN: usize = 10;
+/// Long enough for any passphrase, short enough that hashing cannot be used to burn CPU.
+pub const PASSWORD_MAX: usize = 128;
+
+/// Trims and lower-cases a username and checks it: 3–32 characters of `a-z 0-9 _ . -`.
+pub fn normalize_username(raw: &str) -> Result<String, AppError> {
+    let name = raw.trim().to_lowercase();
+    let len = name.chars().count();
+    let ok_chars = name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "_.-".contains(c));
+    if !(USERNAME_MIN..=USERNAME_MAX).contains(&len) || !ok_chars {
+        return Err(AppError::invalid(
+            "username",
+            "username_invalid",
+            format!("username must be {USERNAME_MIN}–{USERNAME_MAX} characters of a-z, 0-9, '_', '.', '-'"),
+        ));
+    }
+    Ok(name)
+}
+
+/// Checks a new password's length (in characters, not bytes, so Chinese passphrases count fairly).
+pub fn check_password(password: &str) -> Result<(), AppError> {
+    let len = password.chars().count();
+    if len < PASSWORD_MIN {
+        return Err(AppError::invalid(
+            "password",
+            "password_too_short",
+            format!("password must be at least {PASSWORD_MIN} characters"),
+        ));
+    }
+    if len > PASSWORD_MAX {
+        return Err(AppError::invalid(
+            "password",
+            "password_too_long",
+            format!("password must be at most {PASSWORD_MAX} characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// At most this many password hashes run at once. Each argon2id hash holds ~19 MiB for tens of
+/// milliseconds; without a bound, a burst of sign-ups or sign-ins is a burst of memory.
+fn hashing_permits() -> &'static tokio::sync::Semaphore {
+    static PERMITS: std::sync::OnceLock<tokio::sync::Semaphore> = std::sync::OnceLock::new();
+    PERMITS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+        tokio::sync::Semaphore::new(cores.clamp(1, 4))
+    })
+}
+
+pub async fn hash_password(password: &str) -> Result<String, AppError> {
+    let password = password.to_owned();
+    let _permit = hashing_permits()
+        .acquire()
+        .await
+        .map_err(|e| internal("hashing permit", e))?;
+    tokio::task::spawn_blocking(move || {
+        let salt = SaltString::generate(&mut rand::rngs::OsRng);
+        Argon2::default()
+            .hash_password(password.as_bytes(), &salt)
+            .map(|h| h.to_string())
+            .map_err(|e| internal("hashing a password", e))
+    })
+    .await
+    .map_err(|e| internal("hashing task", e))?
+}
+
+async fn verify_password(password: &str, hash: &str) -> Result<bool, AppError> {
+    let (password, hash) = (password.to_owned(), hash.to_owned());
+    let _permit = hashing_permits()
+        .acquire()
+        .await
+        .map_err(|e| internal("hashing permit", e))?;
+    tokio::task::spawn_blocking(move || {
+        let parsed = PasswordHash::new(&hash).map_err(|e| internal("stored password hash", e))?;
+        Ok(Argon2::default()
+            .verify_password(password.as_bytes(), &parsed)
+            .is_ok())
+    })
+    .await
+    .map_err(|e| internal("verifying task", e))?
+}
+
+/// A valid argon2id hash of a random password: verified against when the username does not exist,
+/// so that an unknown name takes as long to refuse as a wrong password.
+async fn dummy_hash() -> &'static str {
+    static DUMMY: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    DUMMY
+        .get_or_init(|| async {
+            hash_password(&super::tokens::random_secret())
+                .await
+                .unwrap_or_default()
+        })
+        .await
+}
+
+#[derive(sqlx::FromRow)]
+struct Credentials {
+    id: i64,
+    username: String,
+    password_hash: String,
+    is_admin: bool,
+    disabled: bool,
+    session_epoch: i64,
+}
+
+/// A newly created or signed-in account: what the session needs to remember.
+#[derive(Debug, Clone)]
+pub struct SignedIn {
+    pub me: Me,
+    pub session_epoch: i64,
+}
+
+/// Creates an account; the first one becomes the instance admin. `force_admin` is for the CLI.
+/// Does not look at the sign-up setting: [`sign_up`] does.
+pub async fn create_user(
+    db: &SqlitePool,
+    username: &str,
+    password: &str,
+    force_admin: bool,
+    ip: Option<&str>,
+) -> Result<Me, AppError> {
+    let username = normalize_username(username)?;
+    check_password(password)?;
+    let hash = hash_password(password).await?;
+    let mut tx = super::db::write_tx(db).await?;
+    // "First account is admin" decided inside the INSERT, so two simultaneous first sign-ups
+    // cannot both become admin.
+    let inserted = sqlx::query_as::<_, (i64, bool)>(
+        "INSERT INTO users (username, password_hash, is_admin, created_at)
+         VALUES (?1, ?2, ?3 OR NOT EXISTS (SELECT 1 FROM users), ?4)
+         RETURNING id, is_admin",
+    )
+    .bind(&username)
+    .bind(&hash)
+    .bind(force_admin)
+    .bind(super::now())
+    .fetch_one(&mut *tx)
+    .await;
+    let (id, is_admin) = match inserted {
+        Ok(row) => row,
+        Err(e) if is_unique_violation(&e) => {
+            return Err(AppError::conflict(
+                "username",
+                "username_taken",
+                "this username is already taken",
+            ))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    audit::record(
+        &mut tx,
+        Entry {
+            workspace_id: None,
+            actor_id: Some(id),
+            action: "user.create",
+            resource_type: "user",
+            resource: &username,
+            detail: Some(serde_json::json!({ "is_admin": is_admin })),
+            ip,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Me {
+        id,
+        username,
+        is_admin,
+    })
+}
+
+/// Public sign-up: refused when an admin has disabled it (unless there is no account at all yet),
+/// past the throttle's sign-ups per hour from one address, and while the address has used up its
+/// failed sign-ins (a guesser must not switch to creating accounts).
+pub async fn sign_up(
+    db: &SqlitePool,
+    throttle: &Throttle,
+    username: &str,
+    password: &str,
+    ip: Option<&str>,
+) -> Result<SignedIn, AppError> {
+    normalize_username(username)?;
+    check_password(password)?;
+    let [_, address] = throttle::sign_in_keys(username, ip);
+    let address_key = address.0.clone();
+    let ticket = throttle
+        .take(&[throttle.sign_up_key(ip), address])
+        .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
+    // Only the sign-up budget is spent; the failed-sign-in one was only looked at.
+    throttle.give_back(ticket, |k| k == address_key);
+    let (enabled, users): (bool, i64) = sqlx::query_as(
+        "SELECT signup_enabled, (SELECT COUNT(*) FROM users) FROM instance_settings WHERE id = 1",
+    )
+    .fetch_one(db)
+    .await?;
+    if !enabled && users > 0 {
+        return Err(AppError::denied(
+            "signup_disabled",
+            "sign-up is disabled on this instance",
+        ));
+    }
+    let me = create_user(db, username, password, false, ip).await?;
+    Ok(SignedIn {
+        me,
+        session_epoch: 0,
+    })
+}
+
+/// Checks a username and password. Each attempt takes a unit of the failed-sign-in budgets of
+/// (account, address) and of the address before hashing; a right password gives them back.
+pub async fn sign_in(
+    db: &SqlitePool,
+    throttle: &Throttle,
+    username: &str,
+    password: &str,
+    ip: Option<&str>,
+) -> Result<SignedIn, AppError> {
+    let key = username.trim().to_lowercase();
+    let budgets = throttle::sign_in_keys(&key, ip);
+    let ticket = throttle
+        .take(&budgets)
+        .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
+    let row = sqlx::query_as::<_, Credentials>(
+        "SELECT id, username, password_hash, is_admin, disabled, session_epoch FROM users WHERE username = ?",
+    )
+    .bind(&key)
+    .fetch_optional(db)
+    .await?;
+    // Over-long input is refused without hashing it (and counted as a failure).
+    let plausible = password.chars().count() <= PASSWORD_MAX;
+    let ok = match (&row, plausible) {
+        (Some(user), true) => verify_password(password, &user.password_hash).await?,
+        (None, true) => {
+            verify_password(password, dummy_hash().await).await?;
+            false
+        }
+        (_, false) => false,
+    };
+    let Some(user) = row.filter(|_| ok) else {
+        // The ticket is kept: this attempt counts as a failure.
+        drop(ticket);
+        return Err(AppError::InvalidCredentials);
+    };
+    // Right: this attempt's units are given back and the pair's failures forgotten. The address's
+    // earlier failures stay: one account's success says nothing about guesses at others.
+    throttle.give_back(ticket, |_| true);
+    throttle.forget(&budgets[0].0);
+    if user.disabled {
+        return Err(AppError::denied(
+            "account_disabled",
+            "this account has been disabled by an administrator",
+        ));
+    }
+    Ok(SignedIn {
+        me: Me {
+            id: user.id,
+            username: user.username,
+            is_admin: user.is_admin,
+        },
+        session_epoch: user.session_epoch,
+    })
+}
+
+/// Sets a new password and ends every session of the account (CLI `admin reset-password`).
+pub async fn reset_password(
+    db: &SqlitePool,
+    username: &str,
+    password: &str,
+) -> Result<(), AppError> {
+    let username = normalize_username(username)?;
+    check_password(password)?;
+    let hash = hash_password(password).await?;
+    let mut tx = super::db::write_tx(db).await?;
+    let updated = sqlx::query_scalar::<_, i64>(
+        "UPDATE users SET password_hash = ?, session_epoch = session_epoch + 1 WHERE username = ? RETURNING id",
+    )
+    .bind(&hash)
+    .bind(&username)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(id) = updated else {
+        return Err(AppError::invalid(
+            "username",
+            "user_not_found",
+            format!("no account named {username:?}"),
+        ));
+    };
+    // Tokens are credentials too: a reset after a leak must cut them off.
+    sqlx::query("DELETE FROM api_tokens WHERE user_id = ?")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry {
+            workspace_id: None,
+            actor_id: None,
+            action: "user.reset_password",
+            resource_type: "user",
+            resource: &username,
+            detail: None,
+            ip: None,
+        },
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::test_db;
+
+    #[test]
+    fn usernames_are_normalised_and_checked() {
+        assert_eq!(normalize_username("  Alice.B-1_ ").unwrap(), "alice.b-1_");
+        for bad in [
+            "ab",
+            "has space",
+            "中文名字",
+            "x".repeat(33).as_str(),
+            "semi;colon",
+        ] {
+            assert_eq!(
+                normalize_username(bad).unwrap_err().code(),
+                "username_invalid",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn password_length_counts_characters() {
+        assert_eq!(
+            check_password("short").unwrap_err().code(),
+            "password_too_short"
+        );
+        assert!(check_password("密码密码密码密码密码").is_ok());
+        assert_eq!(
+            check_password(&"p".repeat(129)).unwrap_err().code(),
+            "password_too_long"
+        );
+    }
+
+    #[tokio::test]
+    async fn first_account_is_admin_and_duplicates_conflict() {
+        let (_dir, db) = test_db().await;
+        let first = sign_up(&db, &Throttle::default(), "Alice", "correct horse", None)
+            .await
+            .unwrap();
+        assert!(first.me.is_admin);
+        assert_eq!(first.me.username, "alice");
+        let second = sign_up(&db, &Throttle::default(), "bob", "correct horse", None)
+            .await
+            .unwrap();
+        assert!(!second.me.is_admin);
+        let dup = sign_up(&db, &Throttle::default(), "ALICE", "another password", None)
+            .await
+            .unwrap_err();
+        assert_eq!(dup.code(), "username_taken");
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
+            .fetch_one(&db)
+            .await
+            .unwrap();
+        assert_eq!(count, 2);
+    }
+
+    #[tokio::test]
+    async fn sign_in_checks_password_and_throttles() {
+        let (_dir, db) = test_db().await;
+        let throttle = Throttle::default();
+        sign_up(&db, &Throttle::default(), "carol", "right password", None)
+            .await
+            .unwrap();
+        let ok = sign_in(&db, &throttle, "Carol", "right password", Some("1.2.3.4"))
+            .await
+            .unwrap();
+        assert_eq!(ok.me.username, "carol");
+        for _ in 0..throttle::SIGN_IN_PER_ACCOUNT_AND_ADDRESS.max {
+            let e = sign_in(&db, &throttle, "carol", "wrong password", Some("1.2.3.4"))
+                .await
+                .unwrap_err();
+            assert_eq!(e, AppError::InvalidCredentials);
+        }
+        let e = sign_in(&db, &throttle, "carol", "right password", Some("1.2.3.4"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(e, AppError::TooManyRequests { retry_after_secs } if retry_after_secs > 0)
+        );
+        let e = sign_in(&db, &throttle, "nobody", "whatever pass", None)
+            .await
+            .unwrap_err();
+        assert_eq!(e, AppError::InvalidCredentials);
+    }
+
+    #[tokio::test]
+    async fn reset_password_bumps_epoch_and_changes_password() {
+        let (_dir, db) = test_db().await;
+        let throttle = Throttle::default();
+        sign_up(&db, &Throttle::default(), "dave", "first password", None)
+            .await
+            .unwrap();
+        reset_password(&db, "dave", "second password")
+            .await
+            .unwrap();
+        assert_eq!(
+            sign_in(&db, &throttle, "dave", "first password", None)
+                .await
+                .unwrap_err(),
+            AppError::InvalidCredentials
+        );
+        let s = sign_in(&db, &throttle, "dave", "second password", None)
+            .await
+            .unwrap();
+        assert_eq!(s.session_epoch, 1);
+        assert_eq!(
+            reset_password(&db, "nobody", "whatever123")
+                .await
+                .unwrap_err()
+                .code(),
+            "user_not_found"
+        );
+    }
+}

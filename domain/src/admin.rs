@@ -1,0 +1,308 @@
+//! Instance administration, for instance admins only: the sign-up switch, whether pickled model
+//! weights may be uploaded, and enabling or disabling
+//! accounts. Disabling an account ends its sessions and makes its tokens useless at once (both are
+//! checked against the account on every request).
+
+use sqlx::SqlitePool;
+
+use super::audit::{self, Entry};
+use super::auth::Actor;
+use super::db::write_tx;
+use contracts::error::AppError;
+use contracts::types::{InstanceSettings, SettingsChange, UserAccount, MAX_CAP};
+
+fn require_admin(actor: &Actor) -> Result<(), AppError> {
+    if actor.is_admin {
+        Ok(())
+    } else {
+        Err(AppError::Forbidden)
+    }
+}
+
+pub async fn settings(db: &SqlitePool, actor: &Actor) -> Result<InstanceSettings, AppError> {
+    require_admin(actor)?;
+    read_settings(db).await
+}
+
+/// The settings, for the domain's own checks (no actor needed to obey them).
+pub(crate) async fn read_settings(
+    db: impl sqlx::SqliteExecutor<'_>,
+) -> Result<InstanceSettings, AppError> {
+    let row: (bool, bool, i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT signup_enabled, allow_pickled_weights, max_running_environments, max_replicas,
+                max_uploads_per_user, max_streams_per_user
+         FROM instance_settings WHERE id = 1",
+    )
+    .fetch_one(db)
+    .await?;
+    let cap = |n: i64| u32::try_from(n).unwrap_or(0);
+    Ok(InstanceSettings {
+        signup_enabled: row.0,
+        allow_pickled_weights: row.1,
+        max_running_environments: cap(row.2),
+        max_replicas: cap(row.3),
+        max_uploads_per_user: cap(row.4),
+        max_streams_per_user: cap(row.5),
+    })
+}
+
+/// Sets the settings the change names, each audited; a cap outside 1–[`MAX_CAP`] is refused at its
+/// field and nothing changes.
+pub async fn update_settings(
+    db: &SqlitePool,
+    actor: &Actor,
+    change: SettingsChange,
+) -> Result<InstanceSettings, AppError> {
+    require_admin(actor)?;
+    let caps = [
+        ("max_running_environments", change.max_running_environments),
+        ("max_replicas", change.max_replicas),
+        ("max_uploads_per_user", change.max_uploads_per_user),
+        ("max_streams_per_user", change.max_streams_per_user),
+    ];
+    for (field, value) in caps {
+        if value.is_some_and(|n| !(1..=MAX_CAP).contains(&n)) {
+            return Err(AppError::invalid(
+                field,
+                "cap_invalid",
+                format!("{field} must be between 1 and {MAX_CAP}"),
+            ));
+        }
+    }
+    let flags = [
+        ("signup_enabled", "settings.signup", change.signup_enabled),
+        (
+            "allow_pickled_weights",
+            "settings.pickled_weights",
+            change.allow_pickled_weights,
+        ),
+    ];
+    let fields = flags
+        .into_iter()
+        .map(|(column, action, v)| (column, action, v.map(i64::from)))
+        .chain(
+            caps.into_iter()
+                .map(|(column, v)| (column, "settings.cap", v.map(i64::from))),
+        );
+    let mut tx = write_tx(db).await?;
+    for (column, action, value) in fields {
+        let Some(value) = value else { continue };
+        // `column` is one of the names above, never input.
+        sqlx::query(&format!(
+            "UPDATE instance_settings SET {column} = ? WHERE id = 1"
+        ))
+        .bind(value)
+        .execute(&mut *tx)
+        .await?;
+        audit::record(
+            &mut tx,
+            Entry::by(actor, None, action, "instance", column)
+                .detail(serde_json::json!({ "value": value })),
+        )
+        .await?;
+    }
+    tx.commit().await?;
+    read_settings(db).await
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: i64,
+    username: String,
+    is_admin: bool,
+    disabled: bool,
+    created_at: String,
+}
+
+impl From<Row> for UserAccount {
+    fn from(r: Row) -> Self {
+        UserAccount {
+            id: r.id,
+            username: r.username,
+            is_admin: r.is_admin,
+            disabled: r.disabled,
+            created_at: r.created_at,
+        }
+    }
+}
+
+const SELECT: &str = "SELECT id, username, is_admin, disabled, created_at FROM users";
+
+pub async fn list_users(db: &SqlitePool, actor: &Actor) -> Result<Vec<UserAccount>, AppError> {
+    require_admin(actor)?;
+    Ok(
+        sqlx::query_as::<_, Row>(&format!("{SELECT} ORDER BY username"))
+            .fetch_all(db)
+            .await?
+            .into_iter()
+            .map(UserAccount::from)
+            .collect(),
+    )
+}
+
+/// Admins cannot disable themselves: that would lock the last admin out of the instance.
+pub async fn set_user_disabled(
+    db: &SqlitePool,
+    actor: &Actor,
+    user_id: i64,
+    disabled: bool,
+) -> Result<UserAccount, AppError> {
+    require_admin(actor)?;
+    if user_id == actor.user_id && disabled {
+        return Err(AppError::denied(
+            "cannot_disable_self",
+            "you cannot disable your own account",
+        ));
+    }
+    let mut tx = write_tx(db).await?;
+    let row = sqlx::query_as::<_, Row>(
+        "UPDATE users SET disabled = ?1, session_epoch = session_epoch + (?1 != disabled) WHERE id = ?2
+         RETURNING id, username, is_admin, disabled, created_at",
+    )
+    .bind(disabled)
+    .bind(user_id)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or(AppError::NotFound)?;
+    let action = if disabled {
+        "user.disable"
+    } else {
+        "user.enable"
+    };
+    audit::record(
+        &mut tx,
+        Entry::by(actor, None, action, "user", &row.username),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(row.into())
+}
+
+/// Sets (or with `None` removes) a workspace's GPU quota: the most GPUs its jobs and environments may
+/// hold at once. Instance admins only — they share out the machine; owners cannot raise their own.
+pub async fn set_gpu_quota(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    max_gpus: Option<u32>,
+) -> Result<Option<u32>, AppError> {
+    require_admin(actor)?;
+    if max_gpus.is_some_and(|n| n > 1024) {
+        return Err(AppError::invalid(
+            "max_gpus",
+            "quota_invalid",
+            "max_gpus must be at most 1024 (or null for no quota)",
+        ));
+    }
+    let mut tx = write_tx(db).await?;
+    let name: String = sqlx::query_scalar("SELECT name FROM workspaces WHERE id = ?")
+        .bind(workspace_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    match max_gpus {
+        Some(n) => {
+            sqlx::query(
+                "INSERT INTO workspace_quotas (workspace_id, max_gpus) VALUES (?, ?)
+                 ON CONFLICT (workspace_id) DO UPDATE SET max_gpus = excluded.max_gpus",
+            )
+            .bind(workspace_id)
+            .bind(n)
+            .execute(&mut *tx)
+            .await?;
+        }
+        None => {
+            sqlx::query("DELETE FROM workspace_quotas WHERE workspace_id = ?")
+                .bind(workspace_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+    }
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            "workspace.gpu_quota",
+            "workspace",
+            &name,
+        )
+        .detail(serde_json::json!({ "max_gpus": max_gpus })),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(max_gpus)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{actor, test_db};
+
+    #[tokio::test]
+    async fn only_admins_administer() {
+        let (_dir, db) = test_db().await;
+        let admin = actor(&db, "root").await;
+        assert!(admin.is_admin, "first account is admin");
+        let user = actor(&db, "user").await;
+        assert_eq!(settings(&db, &user).await.unwrap_err(), AppError::Forbidden);
+        assert_eq!(
+            list_users(&db, &user).await.unwrap_err(),
+            AppError::Forbidden
+        );
+        let off = SettingsChange {
+            signup_enabled: Some(false),
+            ..Default::default()
+        };
+        assert_eq!(
+            update_settings(&db, &user, off.clone()).await.unwrap_err(),
+            AppError::Forbidden
+        );
+        let changed = update_settings(&db, &admin, off).await.unwrap();
+        assert!(!changed.signup_enabled && !changed.allow_pickled_weights);
+        let allowed = SettingsChange {
+            allow_pickled_weights: Some(true),
+            ..Default::default()
+        };
+        let changed = update_settings(&db, &admin, allowed).await.unwrap();
+        assert!(
+            !changed.signup_enabled && changed.allow_pickled_weights,
+            "an unnamed setting is kept"
+        );
+        assert_eq!(settings(&db, &admin).await.unwrap(), changed);
+        let zero = SettingsChange {
+            max_replicas: Some(0),
+            signup_enabled: Some(true),
+            ..Default::default()
+        };
+        let e = update_settings(&db, &admin, zero).await.unwrap_err();
+        assert_eq!(e.code(), "cap_invalid");
+        assert_eq!(
+            settings(&db, &admin).await.unwrap(),
+            changed,
+            "nothing changed"
+        );
+        let e = crate::accounts::sign_up(&db, &Default::default(), "late", "long enough pw", None)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code(), "signup_disabled");
+        assert!(
+            set_user_disabled(&db, &admin, user.user_id, true)
+                .await
+                .unwrap()
+                .disabled
+        );
+        assert_eq!(
+            set_user_disabled(&db, &admin, admin.user_id, true)
+                .await
+                .unwrap_err()
+                .code(),
+            "cannot_disable_self"
+        );
+        assert_eq!(
+            set_user_disabled(&db, &admin, 999, true).await.unwrap_err(),
+            AppError::NotFound
+        );
+        assert_eq!(list_users(&db, &admin).await.unwrap().len(), 2);
+    }
+}

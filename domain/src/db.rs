@@ -1,0 +1,335 @@
+//! The SQLite pool and the embedded migrations. One pool is shared by the whole server; WAL lets readers
+//! run alongside the single writer, and the busy timeout makes concurrent writers wait instead of failing.
+
+use std::future::Future;
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::SqlitePool;
+
+/// How long a writer waits for another writer's lock before giving up with "database is locked".
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Migrations from the repository's `migrations/` directory, compiled into the binary.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+
+/// The database URL used when none is configured: `sqlite://<data_dir>/paddock.db`.
+pub fn default_url(data_dir: &Path) -> String {
+    format!("sqlite://{}", data_dir.join("paddock.db").display())
+}
+
+/// Opens (creating if needed) the database at `url`, creating the parent directory of the file.
+pub async fn connect(url: &str) -> Result<SqlitePool, OpenError> {
+    let options = SqliteConnectOptions::from_str(url)
+        .map_err(|e| OpenError(format!("invalid database URL {url:?}: {e}")))?
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .foreign_keys(true)
+        .busy_timeout(BUSY_TIMEOUT);
+    let file = options.get_filename().to_path_buf();
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            OpenError(format!(
+                "cannot create data directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+    }
+    SqlitePoolOptions::new()
+        .max_connections(8)
+        .connect_with(options)
+        .await
+        .map_err(|e| OpenError(format!("cannot open database {}: {e}", file.display())))
+}
+
+/// Applies pending migrations (ours, then the session store's table).
+pub async fn migrate(pool: &SqlitePool) -> Result<(), OpenError> {
+    MIGRATOR
+        .run(pool)
+        .await
+        .map_err(|e| OpenError(format!("migrating the database failed: {e}")))?;
+    ids_never_reused(pool)
+        .await
+        .map_err(|e| OpenError(format!("making ids never reused failed: {e}")))?;
+    super::sessions::store(pool)
+        .migrate()
+        .await
+        .map_err(|e| OpenError(format!("creating the session table failed: {e}")))?;
+    Ok(())
+}
+
+/// Tables whose ids name something outside the row: files and logs keyed by id, processes and
+/// containers, GPU leases, links in the UI. SQLite without AUTOINCREMENT hands out max(id) + 1, so
+/// deleting the newest workspace or job gave its id to the next one, which inherited whatever was
+/// still keyed by it. (High-volume log tables are left out: their ids are only cursors.)
+pub const NEVER_REUSED: &[&str] = &[
+    "users",
+    "workspaces",
+    "api_tokens",
+    "environments",
+    "environment_versions",
+    "datasets",
+    "jobs",
+    "checkpoints",
+    "endpoints",
+    "endpoint_replicas",
+    "endpoint_keys",
+    "evaluations",
+    "pretrained_models",
+];
+
+/// Rebuilds each table of [`NEVER_REUSED`] that lacks AUTOINCREMENT, which SQLite can add no other
+/// way: the documented procedure (foreign keys off, new table from the current definition, copy,
+/// drop, rename, indexes, `foreign_key_check`) in one transaction. It is code rather than a
+/// migration because sqlx runs every SQLite migration inside a transaction, where `PRAGMA
+/// foreign_keys` cannot change — and a DROP with foreign keys on would cascade. Working from the
+/// stored definition keeps columns added by any migration; copying the rows seeds
+/// `sqlite_sequence` with each table's largest id. A no-op once done.
+async fn ids_never_reused(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    use sqlx::{Connection, Executor};
+    let mut conn = pool.acquire().await?.detach();
+    let mut pending: Vec<(String, String)> = Vec::new();
+    for table in NEVER_REUSED {
+        let sql: Option<String> =
+            sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?")
+                .bind(table)
+                .fetch_optional(&mut conn)
+                .await?;
+        if let Some(sql) = sql.filter(|s| !s.contains("AUTOINCREMENT")) {
+            pending.push((table.to_string(), sql));
+        }
+    }
+    if pending.is_empty() {
+        return conn.close().await;
+    }
+    conn.execute("PRAGMA foreign_keys = OFF").await?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    for (table, sql) in &pending {
+        let new = autoincrement_definition(table, sql).ok_or_else(|| {
+            sqlx::Error::Protocol(format!("cannot find the id column of {table}: {sql}"))
+        })?;
+        let extras: Vec<String> = sqlx::query_scalar(
+            "SELECT sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND tbl_name = ? AND sql IS NOT NULL",
+        )
+        .bind(table)
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.execute(new.as_str()).await?;
+        tx.execute(format!("INSERT INTO {table}__new SELECT * FROM {table}").as_str())
+            .await?;
+        tx.execute(format!("DROP TABLE {table}").as_str()).await?;
+        tx.execute(format!("ALTER TABLE {table}__new RENAME TO {table}").as_str())
+            .await?;
+        for extra in extras {
+            tx.execute(extra.as_str()).await?;
+        }
+    }
+    let broken: Vec<(String,)> = sqlx::query_as("PRAGMA foreign_key_check")
+        .fetch_all(&mut *tx)
+        .await?;
+    if !broken.is_empty() {
+        return Err(sqlx::Error::Protocol(format!(
+            "foreign keys broken after the rebuild in {broken:?}; nothing was changed"
+        )));
+    }
+    tx.commit().await?;
+    conn.execute("PRAGMA foreign_keys = ON").await?;
+    tracing::info!(tables = pending.len(), "ids are never reused from now on");
+    conn.close().await
+}
+
+/// `CREATE TABLE <table>__new (…)` from the stored definition, its `id INTEGER PRIMARY KEY` made
+/// AUTOINCREMENT.
+fn autoincrement_definition(table: &str, sql: &str) -> Option<String> {
+    let body = &sql[sql.find('(')?..];
+    let pk = body.find("INTEGER PRIMARY KEY")? + "INTEGER PRIMARY KEY".len();
+    // The primary key must be the `id` column, the first thing in the definition.
+    if !body[1..].trim_start().starts_with("id ") {
+        return None;
+    }
+    Some(format!(
+        "CREATE TABLE {table}__new {} AUTOINCREMENT{}",
+        &body[..pk],
+        &body[pk..]
+    ))
+}
+
+/// Opens and migrates: what the server and the CLI do at start.
+pub async fn open(url: &str) -> Result<SqlitePool, OpenError> {
+    let pool = connect(url).await?;
+    migrate(&pool).await?;
+    Ok(pool)
+}
+
+/// How often [`guard_files`] looks at the database's files.
+const GUARD_EVERY: Duration = Duration::from_secs(1);
+
+/// Watches the database file and its write-ahead log for as long as the server runs, and returns
+/// (with the reason) when either was deleted or replaced. SQLite keeps using the files it opened, so
+/// after an outside process deleted the `-wal` (an `sqlite3` session closing does), every write the
+/// server acknowledges goes to a file nobody will ever read again, and a restart loses it. Before
+/// returning, what the server's still-open log holds is checkpointed into the database file (when
+/// that is intact), so nothing acknowledged is lost; the caller then stops the server.
+///
+/// It holds a connection of its own for its whole life: while one connection is open SQLite never
+/// deletes the log itself, so the log's identity is stable and any change is someone else's. The
+/// files' identities are taken when this is awaited, so await it before serving anything; the
+/// returned future does the watching.
+pub async fn guard_files(url: &str) -> std::pin::Pin<Box<dyn Future<Output = String> + Send>> {
+    let pending = || -> std::pin::Pin<Box<dyn Future<Output = String> + Send>> {
+        Box::pin(std::future::pending())
+    };
+    use sqlx::{ConnectOptions, Connection};
+    use std::os::unix::fs::MetadataExt;
+    let identity = |path: &Path| std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+    let Ok(options) = SqliteConnectOptions::from_str(url) else {
+        return pending();
+    };
+    let options = options.journal_mode(SqliteJournalMode::Wal);
+    let file = options.get_filename().to_path_buf();
+    let mut wal = file.clone().into_os_string();
+    wal.push("-wal");
+    let wal = std::path::PathBuf::from(wal);
+    let mut conn = match options.connect().await {
+        Ok(conn) => conn,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot watch the database files");
+            return pending();
+        }
+    };
+    // A read makes sure the log exists before its identity is taken.
+    let _ = sqlx::query("SELECT COUNT(*) FROM sqlite_master")
+        .execute(&mut conn)
+        .await;
+    let (Some(db_id), Some(wal_id)) = (identity(&file), identity(&wal)) else {
+        // Not a file in WAL mode (an in-memory database): nothing to watch.
+        return pending();
+    };
+    Box::pin(async move {
+        loop {
+            tokio::time::sleep(GUARD_EVERY).await;
+            let db_now = identity(&file);
+            let wal_now = identity(&wal);
+            if db_now == Some(db_id) && wal_now == Some(wal_id) {
+                continue;
+            }
+            let what = if db_now != Some(db_id) {
+                format!("{} was deleted or replaced", file.display())
+            } else {
+                format!("{} was deleted or replaced", wal.display())
+            };
+            let saved = if db_now == Some(db_id) {
+                match sqlx::query("PRAGMA wal_checkpoint(FULL)")
+                    .execute(&mut conn)
+                    .await
+                {
+                    Ok(_) => "its log was written into the database file first",
+                    Err(e) => {
+                        tracing::error!(error = %e, "checkpointing the log of a replaced database");
+                        "checkpointing its log failed"
+                    }
+                }
+            } else {
+                "the database file itself is gone"
+            };
+            let _ = conn.close().await;
+            return format!("{what} by another process ({saved})");
+        }
+    })
+}
+
+/// Why the database could not be opened or migrated, in words for the operator.
+#[derive(Debug)]
+pub struct OpenError(pub String);
+
+impl std::fmt::Display for OpenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OpenError {}
+
+/// A transaction that takes SQLite's write lock at once. Checks made inside it (membership, "is this
+/// the last owner?") cannot be invalidated by another writer before the change commits; a deferred
+/// transaction would instead fail with SQLITE_BUSY when upgrading to a writer.
+pub async fn write_tx(
+    db: &SqlitePool,
+) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
+    db.begin_with("BEGIN IMMEDIATE").await
+}
+
+/// True when `e` is a violation of a UNIQUE constraint (turned into a 409 by the caller, which knows
+/// which field was duplicated).
+pub fn is_unique_violation(e: &sqlx::Error) -> bool {
+    matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn ids_are_never_reused_and_rows_survive_the_rebuild() {
+        let (_dir, db) = crate::testing::test_db().await;
+        for table in NEVER_REUSED {
+            let sql: String = sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE name = ?")
+                .bind(table)
+                .fetch_one(&db)
+                .await
+                .unwrap();
+            assert!(sql.contains("AUTOINCREMENT"), "{table}: {sql}");
+        }
+        let insert = "INSERT INTO workspaces (name, created_at) VALUES ('w', 't') RETURNING id";
+        let first: i64 = sqlx::query_scalar(insert).fetch_one(&db).await.unwrap();
+        sqlx::query("DELETE FROM workspaces WHERE id = ?")
+            .bind(first)
+            .execute(&db)
+            .await
+            .unwrap();
+        let second: i64 = sqlx::query_scalar(insert).fetch_one(&db).await.unwrap();
+        assert!(second > first);
+        // Foreign keys are still enforced afterwards.
+        let orphan = sqlx::query("INSERT INTO members (workspace_id, user_id, role, added_at) VALUES (999, 999, 'owner', 't')")
+            .execute(&db)
+            .await;
+        assert!(orphan.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_database_made_before_the_change_is_rebuilt_with_its_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = default_url(dir.path());
+        let pool = connect(&url).await.unwrap();
+        MIGRATOR.run(&pool).await.unwrap();
+        sqlx::query(
+            "INSERT INTO users (username, password_hash, created_at) VALUES ('a', 'x', 't')",
+        )
+        .execute(&pool)
+        .await
+        .unwrap();
+        sqlx::query("INSERT INTO workspaces (name, created_at) VALUES ('kept', 't')")
+            .execute(&pool)
+            .await
+            .unwrap();
+        sqlx::query("INSERT INTO members (workspace_id, user_id, role, added_at) VALUES (1, 1, 'owner', 't')")
+            .execute(&pool)
+            .await
+            .unwrap();
+        ids_never_reused(&pool).await.unwrap();
+        let members: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM members")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(members, 1, "the rebuild cascaded nothing");
+        let name: String = sqlx::query_scalar("SELECT name FROM workspaces WHERE id = 1")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        assert_eq!(name, "kept");
+        ids_never_reused(&pool).await.unwrap();
+    }
+}

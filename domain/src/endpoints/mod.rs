@@ -1,0 +1,832 @@
+//! Endpoints: checkpoints served over HTTP. Deploying creates the endpoint and starts its replicas in the
+//! background (`replicas`); the parity gate decides whether it becomes ready; the gateway (`gateway`)
+//! serves `POST /v1/endpoints/{slug}/predict` to holders of the endpoint's API keys. Viewers read; editors
+//! and owners deploy, change, undeploy and manage keys. Every change is audited.
+//!
+//! # Layout
+//! - this file: deploy, list, read, change (scale or move to another checkpoint, rolled out without
+//!   dropping requests), undeploy, delete, the playground and the gateway's request path.
+//! - [`keys`]: the endpoint's API keys.
+//! - [`replicas`]: starting, watching, restarting and re-attaching `paddock serve-model` processes.
+//! - [`parity`]: the gate that compares served logits with the trainer's.
+//! - [`gateway`]: keys, rate limits, load balancing and the traffic numbers.
+
+pub mod gateway;
+pub mod keys;
+pub mod parity;
+pub mod replicas;
+
+pub use keys::{create_key, revoke_key};
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use contracts::serving::{ErrorReply, PredictReply, PredictRequest};
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::access::authorize;
+use super::audit::{self, Entry};
+use super::auth::Actor;
+use super::db::write_tx;
+use contracts::error::AppError;
+use contracts::types::*;
+use keys::keys_of;
+use replicas::Deployer;
+use {crate::db::is_unique_violation, contracts::error::internal};
+
+/// Replicas one endpoint may run.
+pub const MAX_REPLICAS: u32 = 8;
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: i64,
+    workspace_id: i64,
+    slug: String,
+    name: String,
+    checkpoint_id: i64,
+    job_id: i64,
+    replicas: i64,
+    max_batch_tokens: i64,
+    max_wait_ms: i64,
+    device: String,
+    precision: String,
+    status: String,
+    status_message: Option<String>,
+    parity_report: Option<String>,
+    created_at: String,
+}
+
+const SELECT: &str = "SELECT e.id, e.workspace_id, e.slug, e.name, e.checkpoint_id, c.job_id, e.replicas, e.max_batch_tokens, \
+     e.max_wait_ms, e.device, e.precision, e.status, e.status_message, e.parity_report, e.created_at
+     FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id";
+
+impl Row {
+    async fn summary(&self, conn: &mut SqliteConnection) -> Result<EndpointSummary, AppError> {
+        let ready: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM endpoint_replicas WHERE endpoint_id = ? AND status = 'ready'",
+        )
+        .bind(self.id)
+        .fetch_one(conn)
+        .await?;
+        Ok(EndpointSummary {
+            id: self.id,
+            workspace_id: self.workspace_id,
+            slug: self.slug.clone(),
+            name: self.name.clone(),
+            checkpoint_id: self.checkpoint_id,
+            job_id: self.job_id,
+            replicas: self.replicas as u32,
+            ready_replicas: ready as u32,
+            status: EndpointStatus::parse(&self.status)
+                .ok_or_else(|| internal("stored endpoint status", &self.status))?,
+            status_message: self.status_message.clone(),
+            created_at: self.created_at.clone(),
+        })
+    }
+}
+
+async fn row(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    endpoint_id: i64,
+) -> Result<Row, AppError> {
+    sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE e.workspace_id = ? AND e.id = ?"))
+        .bind(workspace_id)
+        .bind(endpoint_id)
+        .fetch_optional(conn)
+        .await?
+        .ok_or(AppError::NotFound)
+}
+
+pub async fn list(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+) -> Result<Vec<EndpointSummary>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let rows = sqlx::query_as::<_, Row>(&format!(
+        "{SELECT} WHERE e.workspace_id = ? ORDER BY e.id DESC"
+    ))
+    .bind(workspace_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        out.push(r.summary(&mut conn).await?);
+    }
+    Ok(out)
+}
+
+pub async fn get(
+    db: &SqlitePool,
+    deployer: &Deployer,
+    actor: &Actor,
+    workspace_id: i64,
+    endpoint_id: i64,
+) -> Result<EndpointDetail, AppError> {
+    let mut conn = db.acquire().await?;
+    let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let r = row(&mut conn, workspace_id, endpoint_id).await?;
+    type ReplicaRow = (i64, String, i64, Option<String>, Option<String>);
+    let replicas: Vec<ReplicaRow> = sqlx::query_as(
+        "SELECT ordinal, status, restarts, last_error, started_at FROM endpoint_replicas WHERE endpoint_id = ? ORDER BY ordinal",
+    )
+    .bind(endpoint_id)
+    .fetch_all(&mut *conn)
+    .await?;
+    let keys = keys_of(&mut conn, endpoint_id).await?;
+    Ok(EndpointDetail {
+        summary: r.summary(&mut conn).await?,
+        spec: EndpointSpec {
+            name: r.name.clone(),
+            slug: Some(r.slug.clone()),
+            checkpoint_id: r.checkpoint_id,
+            replicas: r.replicas as u32,
+            max_batch_tokens: r.max_batch_tokens as u32,
+            max_wait_ms: r.max_wait_ms as u32,
+            device: r.device.clone(),
+            precision: r.precision.clone(),
+        },
+        replicas: replicas
+            .into_iter()
+            .map(
+                |(ordinal, status, restarts, last_error, started_at)| EndpointReplica {
+                    ordinal: ordinal as u32,
+                    status: EndpointStatus::parse(&status).unwrap_or(EndpointStatus::Failed),
+                    restarts: restarts as u32,
+                    last_error,
+                    started_at,
+                },
+            )
+            .collect(),
+        keys,
+        parity_report: r
+            .parity_report
+            .as_deref()
+            .and_then(|p| serde_json::from_str(p).ok()),
+        metrics: deployer.gateway.metrics(endpoint_id),
+        predict_path: format!("/v1/endpoints/{}/predict", r.slug),
+        can_edit: role.can_edit(),
+    })
+}
+
+/// The URL-safe slug of a name (`ERNIE 情感 v2` → `ernie-v2`), or the given one checked.
+fn slug_for(spec: &EndpointSpec) -> Result<String, AppError> {
+    let invalid = || {
+        AppError::invalid(
+            "slug",
+            "slug_invalid",
+            "the slug must be 3–40 characters of a-z, 0-9 and -",
+        )
+    };
+    let slug = match &spec.slug {
+        Some(s) if !s.trim().is_empty() => s.trim().to_string(),
+        _ => {
+            let derived: String = spec
+                .name
+                .to_lowercase()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+                .collect::<String>()
+                .split('-')
+                .filter(|p| !p.is_empty())
+                .collect::<Vec<_>>()
+                .join("-");
+            let derived: String = derived.chars().take(32).collect();
+            format!(
+                "{}-{}",
+                if derived.len() >= 3 {
+                    derived
+                } else {
+                    "model".into()
+                },
+                hex::encode(rand::random::<[u8; 2]>())
+            )
+        }
+    };
+    let ok = (3..=40).contains(&slug.len())
+        && slug
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !slug.starts_with('-')
+        && !slug.ends_with('-');
+    if ok {
+        Ok(slug)
+    } else {
+        Err(invalid())
+    }
+}
+
+fn check_spec(spec: &EndpointSpec) -> Result<(), AppError> {
+    check_spec_with(spec, hostcaps::cpu_bf16())
+}
+
+/// `cpu_bf16`: whether this host's CPU has native bfloat16 (a parameter so tests walk both answers).
+fn check_spec_with(spec: &EndpointSpec, cpu_bf16: bool) -> Result<(), AppError> {
+    if crate::names::display_name(&spec.name).is_none() {
+        return Err(AppError::invalid(
+            "name",
+            "endpoint_spec_invalid",
+            format!("name must be {}", crate::names::NAME_RULE),
+        ));
+    }
+    if !(1..=MAX_REPLICAS).contains(&spec.replicas) {
+        return Err(AppError::invalid(
+            "replicas",
+            "endpoint_spec_invalid",
+            format!("replicas must be 1–{MAX_REPLICAS}"),
+        ));
+    }
+    if !(64..=1 << 20).contains(&spec.max_batch_tokens) {
+        return Err(AppError::invalid(
+            "max_batch_tokens",
+            "endpoint_spec_invalid",
+            "max_batch_tokens must be 64–1048576",
+        ));
+    }
+    if spec.max_wait_ms > 1000 {
+        return Err(AppError::invalid(
+            "max_wait_ms",
+            "endpoint_spec_invalid",
+            "max_wait_ms must be at most 1000",
+        ));
+    }
+    if !["cpu", "cuda"].contains(&spec.device.as_str()) {
+        return Err(AppError::invalid(
+            "device",
+            "endpoint_spec_invalid",
+            "device must be cpu or cuda",
+        ));
+    }
+    match (spec.precision.as_str(), spec.device.as_str()) {
+        ("fp32", _) | ("bf16" | "fp16", "cuda") => Ok(()),
+        ("bf16", _) if cpu_bf16 => Ok(()),
+        ("bf16", _) => Err(AppError::invalid(
+            "precision",
+            "endpoint_spec_invalid",
+            "bf16 on CPU needs AVX512-BF16 instructions, which this server's CPU lacks; use fp32 or cuda",
+        )),
+        ("fp16", _) => Err(AppError::invalid(
+            "precision",
+            "endpoint_spec_invalid",
+            "fp16 needs device cuda; on CPU use fp32 or bf16",
+        )),
+        _ => Err(AppError::invalid(
+            "precision",
+            "endpoint_spec_invalid",
+            "precision must be fp32, bf16 or fp16",
+        )),
+    }
+}
+
+/// A checkpoint of the workspace whose files still exist.
+async fn live_checkpoint(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    checkpoint_id: i64,
+) -> Result<(), AppError> {
+    let deleted: Option<Option<String>> =
+        sqlx::query_scalar("SELECT deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?")
+            .bind(workspace_id)
+            .bind(checkpoint_id)
+            .fetch_optional(conn)
+            .await?;
+    match deleted {
+        None => Err(AppError::invalid(
+            "checkpoint_id",
+            "checkpoint_not_found",
+            format!("checkpoint {checkpoint_id} is not in this workspace"),
+        )),
+        Some(Some(_)) => Err(AppError::invalid(
+            "checkpoint_id",
+            "checkpoint_deleted",
+            "this checkpoint's files were removed by retention",
+        )),
+        Some(None) => Ok(()),
+    }
+}
+
+/// Deploys a checkpoint as a new endpoint (editors and owners); it becomes ready once its replicas are
+/// up and the parity gate passed.
+pub async fn deploy(
+    db: &SqlitePool,
+    deployer: &Arc<Deployer>,
+    actor: &Actor,
+    workspace_id: i64,
+    spec: EndpointSpec,
+) -> Result<EndpointDetail, AppError> {
+    check_spec(&spec)?;
+    let slug = slug_for(&spec)?;
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    live_checkpoint(&mut tx, workspace_id, spec.checkpoint_id).await?;
+    super::caps::replicas_fit(&mut tx, workspace_id, None, i64::from(spec.replicas)).await?;
+    let now = super::now();
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO endpoints (workspace_id, slug, name, checkpoint_id, replicas, max_batch_tokens, max_wait_ms, device,
+             precision, created_by, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(&slug)
+    .bind(spec.name.trim())
+    .bind(spec.checkpoint_id)
+    .bind(spec.replicas)
+    .bind(spec.max_batch_tokens)
+    .bind(spec.max_wait_ms)
+    .bind(&spec.device)
+    .bind(&spec.precision)
+    .bind(actor.user_id)
+    .bind(&now)
+    .bind(&now)
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(|e| if is_unique_violation(&e) { AppError::conflict("slug", "slug_taken", "this slug is in use") } else { e.into() })?;
+    audit::record(
+        &mut tx,
+        Entry::by(actor, Some(workspace_id), "endpoint.deploy", "endpoint", &slug)
+            .detail(serde_json::json!({ "endpoint_id": id, "checkpoint_id": spec.checkpoint_id, "replicas": spec.replicas })),
+    )
+    .await?;
+    tx.commit().await?;
+    deployer.spawn_deploy(id);
+    get(db, deployer, actor, workspace_id, id).await
+}
+
+/// Stops the replicas; the endpoint answers 503 until deployed again. Editors and owners.
+pub async fn undeploy(
+    db: &SqlitePool,
+    deployer: &Arc<Deployer>,
+    actor: &Actor,
+    workspace_id: i64,
+    endpoint_id: i64,
+) -> Result<EndpointDetail, AppError> {
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    sqlx::query("UPDATE endpoints SET status = 'stopped', status_message = NULL, updated_at = ? WHERE id = ?")
+        .bind(super::now())
+        .bind(endpoint_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            "endpoint.undeploy",
+            "endpoint",
+            &r.slug,
+        ),
+    )
+    .await?;
+    tx.commit().await?;
+    deployer.gateway.remove_route(&r.slug).await;
+    deployer.stop_replicas(endpoint_id).await;
+    get(db, deployer, actor, workspace_id, endpoint_id).await
+}
+
+/// Deploys a stopped or failed endpoint again (same spec).
+pub async fn redeploy(
+    db: &SqlitePool,
+    deployer: &Arc<Deployer>,
+    actor: &Actor,
+    workspace_id: i64,
+    endpoint_id: i64,
+) -> Result<EndpointDetail, AppError> {
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    if !matches!(r.status.as_str(), "stopped" | "failed") {
+        return Err(AppError::conflict(
+            "status",
+            "endpoint_running",
+            "the endpoint is running; undeploy it first or change it",
+        ));
+    }
+    live_checkpoint(&mut tx, workspace_id, r.checkpoint_id).await?;
+    super::caps::replicas_fit(&mut tx, workspace_id, Some(endpoint_id), r.replicas).await?;
+    sqlx::query("UPDATE endpoints SET status = 'starting', status_message = NULL, parity_report = NULL, updated_at = ? WHERE id = ?")
+        .bind(super::now())
+        .bind(endpoint_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            "endpoint.deploy",
+            "endpoint",
+            &r.slug,
+        ),
+    )
+    .await?;
+    tx.commit().await?;
+    deployer.spawn_deploy(endpoint_id);
+    get(db, deployer, actor, workspace_id, endpoint_id).await
+}
+
+/// Deletes an endpoint with its keys and request log, stopping its replicas first.
+pub async fn delete(
+    db: &SqlitePool,
+    deployer: &Arc<Deployer>,
+    actor: &Actor,
+    workspace_id: i64,
+    endpoint_id: i64,
+) -> Result<(), AppError> {
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    // Stopped first, so that neither a deployment nor the watcher starts anything while it goes.
+    sqlx::query("UPDATE endpoints SET status = 'stopped', updated_at = ? WHERE id = ?")
+        .bind(super::now())
+        .bind(endpoint_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    deployer.gateway.remove_route(&r.slug).await;
+    deployer.stop_replicas(endpoint_id).await;
+    let mut tx = write_tx(db).await?;
+    sqlx::query("DELETE FROM endpoints WHERE id = ?")
+        .bind(endpoint_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            "endpoint.delete",
+            "endpoint",
+            &r.slug,
+        ),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+/// Scales an endpoint or moves it to another checkpoint of the workspace (editors and owners). A ready
+/// endpoint changes in the background without failing a request: new replicas start and pass the parity
+/// gate before traffic moves, and the old ones drain; meanwhile `status_message` says what is under way
+/// (and, should the change fail, why — the endpoint keeps serving what it served). A stopped or failed
+/// endpoint only records the new spec for its next deployment.
+pub async fn change(
+    db: &SqlitePool,
+    deployer: &Arc<Deployer>,
+    actor: &Actor,
+    workspace_id: i64,
+    endpoint_id: i64,
+    change: EndpointChange,
+) -> Result<EndpointDetail, AppError> {
+    if let Some(n) = change.replicas {
+        if !(1..=MAX_REPLICAS).contains(&n) {
+            return Err(AppError::invalid(
+                "replicas",
+                "endpoint_spec_invalid",
+                format!("replicas must be 1–{MAX_REPLICAS}"),
+            ));
+        }
+    }
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    if let Some(checkpoint_id) = change.checkpoint_id {
+        live_checkpoint(&mut tx, workspace_id, checkpoint_id).await?;
+    }
+    let replicas = change.replicas.map_or(r.replicas, i64::from);
+    if replicas > r.replicas {
+        super::caps::replicas_fit(&mut tx, workspace_id, Some(endpoint_id), replicas).await?;
+    }
+    let checkpoint_id = change.checkpoint_id.unwrap_or(r.checkpoint_id);
+    if replicas == r.replicas && checkpoint_id == r.checkpoint_id {
+        return Err(AppError::invalid(
+            "replicas",
+            "endpoint_unchanged",
+            "nothing to change: give another replica count or checkpoint",
+        ));
+    }
+    let detail = serde_json::json!({ "replicas": replicas, "checkpoint_id": checkpoint_id,
+        "from": { "replicas": r.replicas, "checkpoint_id": r.checkpoint_id } });
+    match r.status.as_str() {
+        "starting" => {
+            return Err(AppError::conflict(
+                "status",
+                "endpoint_starting",
+                "the endpoint is still starting; change it once it is ready",
+            ))
+        }
+        "ready" => {
+            let message = if checkpoint_id != r.checkpoint_id {
+                format!("rolling out checkpoint {checkpoint_id} on {replicas} replica(s)")
+            } else {
+                format!("scaling from {} to {replicas} replica(s)", r.replicas)
+            };
+            sqlx::query("UPDATE endpoints SET status_message = ?, updated_at = ? WHERE id = ?")
+                .bind(message)
+                .bind(super::now())
+                .bind(endpoint_id)
+                .execute(&mut *tx)
+                .await?;
+            audit::record(
+                &mut tx,
+                Entry::by(
+                    actor,
+                    Some(workspace_id),
+                    "endpoint.change",
+                    "endpoint",
+                    &r.slug,
+                )
+                .detail(detail),
+            )
+            .await?;
+            let planned = replicas::Change {
+                replicas,
+                checkpoint_id: (checkpoint_id != r.checkpoint_id).then_some(checkpoint_id),
+            };
+            if !deployer.spawn_change(endpoint_id, planned) {
+                return Err(AppError::conflict(
+                    "status",
+                    "endpoint_changing",
+                    "another change of this endpoint is under way; wait for it to finish",
+                ));
+            }
+            tx.commit().await?;
+        }
+        _ => {
+            sqlx::query(
+                "UPDATE endpoints SET replicas = ?, checkpoint_id = ?, updated_at = ? WHERE id = ?",
+            )
+            .bind(replicas)
+            .bind(checkpoint_id)
+            .bind(super::now())
+            .bind(endpoint_id)
+            .execute(&mut *tx)
+            .await?;
+            audit::record(
+                &mut tx,
+                Entry::by(
+                    actor,
+                    Some(workspace_id),
+                    "endpoint.change",
+                    "endpoint",
+                    &r.slug,
+                )
+                .detail(detail),
+            )
+            .await?;
+            tx.commit().await?;
+        }
+    }
+    get(db, deployer, actor, workspace_id, endpoint_id).await
+}
+
+/// Most texts one playground request may carry.
+const PLAYGROUND_MAX_INPUTS: usize = 32;
+/// Longest playground text, in characters.
+const PLAYGROUND_MAX_CHARS: usize = 4000;
+
+/// The dashboard's playground: any member of the workspace sends texts to a ready endpoint with their
+/// session instead of an API key. The request takes the same path through the gateway as an API call
+/// (and counts in the endpoint's numbers); labels come back by name with every label's probability.
+pub async fn try_predict(
+    db: &SqlitePool,
+    deployer: &Deployer,
+    actor: &Actor,
+    workspace_id: i64,
+    endpoint_id: i64,
+    inputs: Vec<String>,
+) -> Result<Vec<PlaygroundPrediction>, AppError> {
+    let inputs: Vec<String> = inputs
+        .into_iter()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if inputs.is_empty() || inputs.len() > PLAYGROUND_MAX_INPUTS {
+        return Err(AppError::invalid(
+            "inputs",
+            "playground_inputs_invalid",
+            format!("give 1–{PLAYGROUND_MAX_INPUTS} non-empty texts, one per line"),
+        ));
+    }
+    if let Some(i) = inputs
+        .iter()
+        .position(|t| t.chars().count() > PLAYGROUND_MAX_CHARS)
+    {
+        return Err(AppError::invalid(
+            "inputs",
+            "playground_inputs_invalid",
+            format!(
+                "text {} is longer than {PLAYGROUND_MAX_CHARS} characters",
+                i + 1
+            ),
+        ));
+    }
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let r = row(&mut conn, workspace_id, endpoint_id).await?;
+    drop(conn);
+    if r.status != "ready" {
+        return Err(AppError::unavailable(
+            "endpoint_unavailable",
+            "the endpoint is not ready",
+        ));
+    }
+    let body = serde_json::to_vec(&PredictRequest::many(inputs.clone(), false))
+        .map_err(|e| internal("playground body", e))?;
+    let started = Instant::now();
+    let result = deployer.gateway.forward(&r.slug, body.into()).await;
+    let latency = started.elapsed();
+    let answer = result.and_then(|(status, bytes)| {
+        if (200..300).contains(&status) {
+            serde_json::from_slice::<PredictReply>(&bytes)
+                .map_err(|e| internal("replica answer", e))
+        } else if status == 429 || status == 503 {
+            let refusal = serde_json::from_slice::<ErrorReply>(&bytes).ok();
+            Err(AppError::unavailable(
+                "endpoint_busy",
+                refusal.map_or("the endpoint is busy; try again".into(), |r| r.message),
+            ))
+        } else {
+            Err(internal("replica answer", status))
+        }
+    });
+    deployer.gateway.record(
+        r.id,
+        latency,
+        answer.is_ok(),
+        answer.as_ref().ok().map(|a| a.batch_rows),
+    );
+    let answer = answer?;
+    let model = deployer
+        .model(r.checkpoint_id)
+        .await
+        .map_err(|e| internal("endpoint checkpoint", e))?;
+    let labels = crate::jobs::checkpoint_config(&deployer.storage, r.workspace_id, &model.path)
+        .await
+        .map(|config| label_names(&config))
+        .unwrap_or_default();
+    let latency_ms = latency.as_secs_f64() * 1000.0;
+    if answer.predictions.len() != inputs.len() {
+        return Err(internal("replica answer", "one prediction per input"));
+    }
+    Ok(inputs
+        .into_iter()
+        .zip(answer.predictions)
+        .map(|(text, p)| {
+            let name = |i: usize| labels.get(i).cloned().unwrap_or_else(|| i.to_string());
+            let mut probabilities: Vec<LabelProbability> = p
+                .probabilities
+                .iter()
+                .enumerate()
+                .map(|(i, v)| LabelProbability {
+                    label: name(i),
+                    probability: f64::from(*v),
+                })
+                .collect();
+            probabilities.sort_by(|a, b| b.probability.total_cmp(&a.probability));
+            PlaygroundPrediction {
+                text,
+                label: p.label,
+                probabilities,
+                latency_ms,
+            }
+        })
+        .collect())
+}
+
+/// Label names by id from a checkpoint's `config.json` (`id2label`); empty when it has none.
+fn label_names(config: &serde_json::Value) -> Vec<String> {
+    let Some(map) = config["id2label"].as_object() else {
+        return Vec::new();
+    };
+    let mut pairs: Vec<(usize, String)> = map
+        .iter()
+        .filter_map(|(k, v)| Some((k.parse().ok()?, v.as_str()?.to_string())))
+        .collect();
+    pairs.sort();
+    pairs.into_iter().map(|(_, v)| v).collect()
+}
+
+/// The gateway's request path: key, rate limit, replica, numbers, sampled log.
+pub async fn predict(
+    db: &SqlitePool,
+    gateway: &gateway::Gateway,
+    slug: &str,
+    secret: &str,
+    body: bytes::Bytes,
+) -> Result<(u16, bytes::Bytes), AppError> {
+    let caller = gateway.authenticate(db, slug, secret).await?;
+    gateway.admit(&caller)?;
+    // How many texts the request asks about, for the request log (0: the model server will refuse it).
+    let inputs = serde_json::from_slice::<PredictRequest>(&body)
+        .ok()
+        .and_then(PredictRequest::into_texts)
+        .map_or(0, |texts| texts.len() as i64);
+    let started = Instant::now();
+    let result = gateway.forward(slug, body).await;
+    let latency = started.elapsed();
+    let (status, batch_rows) = match &result {
+        Ok((status, bytes)) => {
+            let rows = serde_json::from_slice::<PredictReply>(bytes)
+                .ok()
+                .map(|reply| reply.batch_rows);
+            (*status, rows)
+        }
+        Err(_) => (503, None),
+    };
+    let ok = (200..300).contains(&status);
+    if gateway.record(caller.endpoint_id, latency, ok, batch_rows) {
+        let _ = sqlx::query("INSERT INTO endpoint_requests (endpoint_id, key_id, status, latency_ms, inputs, at) VALUES (?, ?, ?, ?, ?, ?)")
+            .bind(caller.endpoint_id)
+            .bind(caller.key_id)
+            .bind(i64::from(status))
+            .bind(latency.as_secs_f64() * 1000.0)
+            .bind(inputs)
+            .bind(super::now())
+            .execute(db)
+            .await;
+    }
+    if gateway.key_use_due(caller.key_id) {
+        let _ = sqlx::query("UPDATE endpoint_keys SET last_used_at = ? WHERE id = ?")
+            .bind(super::now())
+            .bind(caller.key_id)
+            .execute(db)
+            .await;
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(name: &str, slug: Option<&str>) -> EndpointSpec {
+        EndpointSpec {
+            name: name.into(),
+            slug: slug.map(str::to_string),
+            checkpoint_id: 1,
+            replicas: 1,
+            max_batch_tokens: 8192,
+            max_wait_ms: 5,
+            device: "cpu".into(),
+            precision: "fp32".into(),
+        }
+    }
+
+    #[test]
+    fn slugs_are_derived_or_checked() {
+        let derived = slug_for(&spec("ERNIE 情感 v2", None)).unwrap();
+        assert!(derived.starts_with("ernie-v2-"), "{derived}");
+        assert!(slug_for(&spec("情感", None)).unwrap().starts_with("model-"));
+        assert_eq!(
+            slug_for(&spec("x", Some("sentiment-prod"))).unwrap(),
+            "sentiment-prod"
+        );
+        for bad in ["ab", "Upper", "has space", "-edge", "../x"] {
+            assert_eq!(
+                slug_for(&spec("x", Some(bad))).unwrap_err().field(),
+                Some("slug"),
+                "{bad}"
+            );
+        }
+        let mut s = spec("x", None);
+        s.replicas = 0;
+        assert_eq!(check_spec(&s).unwrap_err().field(), Some("replicas"));
+        s.replicas = 1;
+        s.device = "tpu".into();
+        assert_eq!(check_spec(&s).unwrap_err().field(), Some("device"));
+    }
+
+    #[test]
+    fn precision_fits_the_device() {
+        let mut s = spec("x", None);
+        for (device, precision, ok) in [
+            ("cpu", "fp32", true),
+            ("cuda", "fp32", true),
+            ("cuda", "bf16", true),
+            ("cuda", "fp16", true),
+            ("cpu", "fp16", false),
+            ("cpu", "int8", false),
+            ("cuda", "", false),
+        ] {
+            (s.device, s.precision) = (device.into(), precision.into());
+            match check_spec(&s) {
+                Ok(()) => assert!(ok, "{device} {precision} accepted"),
+                Err(e) => {
+                    assert!(!ok, "{device} {precision} refused: {e}");
+                    assert_eq!(e.field(), Some("precision"));
+                }
+            }
+        }
+        // bf16 on the CPU: both answers on any CPU, and the real check follows the host's.
+        (s.device, s.precision) = ("cpu".into(), "bf16".into());
+        assert!(check_spec_with(&s, true).is_ok());
+        let e = check_spec_with(&s, false).unwrap_err();
+        assert_eq!(e.field(), Some("precision"));
+        assert!(e.to_string().contains("AVX512-BF16"), "{e}");
+        assert_eq!(check_spec(&s).is_ok(), hostcaps::cpu_bf16());
+    }
+}

@@ -1,0 +1,242 @@
+//! The parity gate: before an endpoint takes traffic, held-out texts go through the trainer's own predict
+//! path (`paddock predict --json`, float32) and through the freshly started replica, which must say it
+//! serves in the endpoint's precision; every logit must agree within that precision's [`Tolerance`], and
+//! every label too unless the reference itself is that close to a tie. A mismatch — a different tokenizer,
+//! label map, truncation length or numerics — fails the deployment with a report, instead of serving
+//! numbers that differ from what training measured.
+
+use std::path::Path;
+
+use contracts::serving::{Health, PredictReply, PredictRequest, Prediction};
+use serde_json::{json, Value};
+use sqlx::SqlitePool;
+
+use crate::storage::Storage;
+
+/// How far a served logit may be from the float32 reference: `abs + rel * |reference|`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    pub abs: f64,
+    pub rel: f64,
+}
+
+impl Tolerance {
+    /// float32 serving reproduces the reference up to summation order. bf16 and fp16 round every matmul
+    /// input to 8 and 11 significant bits, and the rounding adds up over the layers; what the gate is for
+    /// (a wrong tokenizer, label map or truncation) moves logits by whole units, far beyond either slack.
+    pub fn for_precision(precision: &str) -> Tolerance {
+        match precision {
+            "bf16" => Tolerance {
+                abs: 5e-2,
+                rel: 2e-2,
+            },
+            "fp16" => Tolerance {
+                abs: 1e-2,
+                rel: 5e-3,
+            },
+            _ => Tolerance {
+                abs: 1e-4,
+                rel: 0.0,
+            },
+        }
+    }
+
+    fn allows(&self, reference: f64) -> f64 {
+        self.abs + self.rel * reference.abs()
+    }
+}
+
+/// Texts compared.
+const SAMPLES: usize = 16;
+/// Used when the checkpoint's job has no readable dataset preview.
+const FALLBACK: [&str; 4] = [
+    "这家银行的服务态度很差，等了半小时还没人理我。",
+    "质量很好，物流也快。",
+    "一般般吧",
+    "还会再来",
+];
+
+/// Runs the gate; the report says `passed` and why not.
+pub async fn check(
+    storage: &Storage,
+    db: &SqlitePool,
+    endpoint_id: i64,
+    model: &Path,
+    replica: &str,
+    precision: &str,
+) -> Value {
+    let texts = samples(db, endpoint_id).await;
+    match compare(storage, model, replica, precision, &texts).await {
+        Ok(report) => report,
+        Err(message) => json!({ "passed": false, "samples": texts.len(), "message": message }),
+    }
+}
+
+/// Held-out texts: the dev set (else training set) preview of the job that wrote the checkpoint.
+async fn samples(db: &SqlitePool, endpoint_id: i64) -> Vec<String> {
+    let row: Option<(String, String)> = sqlx::query_as(
+        "SELECT d.preview_json, d.text_column FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id
+         JOIN jobs j ON j.id = c.job_id JOIN datasets d ON d.id = COALESCE(j.dev_dataset_id, j.dataset_id)
+         WHERE e.id = ?",
+    )
+    .bind(endpoint_id)
+    .fetch_optional(db)
+    .await
+    .ok()
+    .flatten();
+    let from_preview = row.and_then(|(preview, column)| {
+        let preview: Value = serde_json::from_str(&preview).ok()?;
+        let index = preview["columns"]
+            .as_array()?
+            .iter()
+            .position(|c| c.as_str() == Some(column.as_str()))?;
+        let texts: Vec<String> = preview["rows"]
+            .as_array()?
+            .iter()
+            .filter_map(|r| r.get(index)?.as_str().map(|t| t.replace(['\n', '\r'], " ")))
+            .filter(|t| !t.trim().is_empty())
+            .take(SAMPLES)
+            .collect();
+        (!texts.is_empty()).then_some(texts)
+    });
+    from_preview.unwrap_or_else(|| FALLBACK.iter().map(|t| t.to_string()).collect())
+}
+
+async fn compare(
+    storage: &Storage,
+    model: &Path,
+    replica: &str,
+    precision: &str,
+    texts: &[String],
+) -> Result<Value, String> {
+    let client = reqwest::Client::new();
+    let health: Health = client
+        .get(format!("{replica}/health"))
+        .send()
+        .await
+        .map_err(|e| format!("asking the replica: {e}"))?
+        .json()
+        .await
+        .map_err(|e| format!("reading the replica's health: {e}"))?;
+    let served_precision = health.precision;
+    if served_precision != precision {
+        return Err(format!(
+            "the replica serves in {served_precision}, not the endpoint's {precision}"
+        ));
+    }
+    let tolerance = Tolerance::for_precision(precision);
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let file = dir.path().join("samples.txt");
+    std::fs::write(&file, texts.join("\n") + "\n").map_err(|e| e.to_string())?;
+    let output = tokio::process::Command::new(&storage.paddock_binary)
+        .args(["predict", "--json", "--model"])
+        .arg(model)
+        .arg("--file")
+        .arg(&file)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| format!("running paddock predict: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "paddock predict failed: {}",
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
+    }
+    let reference: Vec<Prediction> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(serde_json::from_str)
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("reading paddock predict's answers: {e}"))?;
+    let served: PredictReply = client
+        .post(format!("{replica}/predict"))
+        .json(&PredictRequest::many(texts.to_vec(), true))
+        .send()
+        .await
+        .map_err(|e| format!("asking the replica: {e}"))?
+        .json()
+        .await
+        .map_err(|e| format!("reading the replica's answer: {e}"))?;
+    let served = served.predictions;
+    if served.len() != texts.len() || reference.len() != texts.len() {
+        return Err(format!(
+            "expected {} answers, the replica gave {} and predict {}",
+            texts.len(),
+            served.len(),
+            reference.len()
+        ));
+    }
+    let mut max_diff: f64 = 0.0;
+    let mut mismatch = Value::Null;
+    for (i, (s, r)) in served.iter().zip(&reference).enumerate() {
+        let logits = |p: &Prediction| -> Vec<f64> {
+            p.logits.iter().flatten().map(|&x| f64::from(x)).collect()
+        };
+        let (a, b) = (logits(s), logits(r));
+        let (diff, agrees) = agreement(&a, &b, tolerance);
+        let labels_ok = s.label == r.label || near_tie(&b, tolerance);
+        if !(agrees && labels_ok) && mismatch.is_null() {
+            mismatch = json!({ "index": i, "text": texts[i], "served": s, "reference": r });
+        }
+        max_diff = max_diff.max(if diff.is_nan() { f64::INFINITY } else { diff });
+    }
+    let passed = mismatch.is_null();
+    Ok(json!({
+        "passed": passed,
+        "samples": texts.len(),
+        "precision": precision,
+        "max_abs_diff": if max_diff.is_finite() { json!(max_diff) } else { json!("inf") },
+        "tolerance": { "abs": tolerance.abs, "rel": tolerance.rel },
+        "mismatch": mismatch,
+        "message": if passed { "served logits match the trainer's predict path".to_string() }
+                   else { format!("sample {} differs (largest logit difference {max_diff:.2e})", mismatch["index"]) },
+    }))
+}
+
+/// The largest logit difference, and whether every logit is within `tolerance` of its reference (`false`
+/// for a different number of logits, none, or a NaN).
+fn agreement(served: &[f64], reference: &[f64], tolerance: Tolerance) -> (f64, bool) {
+    if served.len() != reference.len() || served.is_empty() {
+        return (f64::INFINITY, false);
+    }
+    served
+        .iter()
+        .zip(reference)
+        .fold((0.0_f64, true), |(max, ok), (s, r)| {
+            let d = (s - r).abs();
+            (max.max(d), ok && d <= tolerance.allows(*r))
+        })
+}
+
+/// Whether the reference's two best logits are within twice the tolerance of each other, where a
+/// rounding difference may rightly pick the other label.
+fn near_tie(reference: &[f64], tolerance: Tolerance) -> bool {
+    let mut sorted: Vec<f64> = reference.to_vec();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    match sorted.as_slice() {
+        [first, second, ..] => first - second <= 2.0 * tolerance.allows(*first),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float32_must_reproduce_and_reduced_precision_gets_its_slack() {
+        let fp32 = Tolerance::for_precision("fp32");
+        let bf16 = Tolerance::for_precision("bf16");
+        let reference = [2.0, -1.5];
+        assert!(agreement(&[2.00005, -1.5], &reference, fp32).1);
+        assert!(!agreement(&[2.01, -1.5], &reference, fp32).1);
+        assert!(agreement(&[2.07, -1.48], &reference, bf16).1);
+        // A wrong label map swaps the logits: far beyond any precision's slack.
+        assert!(!agreement(&[-1.5, 2.0], &reference, bf16).1);
+        assert!(!agreement(&[2.0], &reference, bf16).1);
+        assert!(!agreement(&[f64::NAN, -1.5], &reference, bf16).1);
+        assert!(!near_tie(&reference, bf16));
+        assert!(near_tie(&[0.30, 0.25], bf16));
+        assert!(!near_tie(&[0.30, 0.25], fp32));
+    }
+}

@@ -1,0 +1,392 @@
+//! The container engine as the app sees it: a Docker connection that may be missing, this installation's
+//! instance label, the host's GPUs and the settings of the background loops. Docker is optional by design:
+//! when no daemon answers, [`Engine::docker`] returns `docker_unavailable` (HTTP 503), the dashboard says
+//! so and disables environment actions, and everything else keeps working. A missing daemon is retried on
+//! the next use and by the reconcile loop, so starting `dockerd` later needs no restart of Paddock.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use containers::preflight::GpuInfo;
+use containers::Docker;
+use sqlx::SqlitePool;
+use tokio::sync::RwLock;
+
+use contracts::error::AppError;
+use contracts::types::{CatalogImage, DockerStatus, GpuSummary};
+
+/// What to do with a container that carries this installation's labels but belongs to no environment
+/// in the database (its row was deleted while the server was down, or the database was restored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OrphanPolicy {
+    /// Remove it (the default: nothing runs that nobody can see or stop).
+    Remove,
+    /// Leave it alone and log it.
+    Keep,
+    /// Give a running container back to its environment when that environment exists and has no
+    /// container on record; otherwise keep it.
+    Adopt,
+}
+
+impl std::str::FromStr for OrphanPolicy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "remove" => Ok(OrphanPolicy::Remove),
+            "keep" => Ok(OrphanPolicy::Keep),
+            "adopt" => Ok(OrphanPolicy::Adopt),
+            other => Err(format!(
+                "{other:?} is not an orphan policy; use remove, keep or adopt"
+            )),
+        }
+    }
+}
+
+/// Settings of the environment machinery, from the server's configuration.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Docker endpoint (`unix:///…`, `tcp://…`); `None` uses `DOCKER_HOST` or the local socket.
+    pub docker_host: Option<String>,
+    /// Stop running environments without terminal or exec activity for this long; `None` never does.
+    pub idle_stop: Option<Duration>,
+    /// How often the database is reconciled with Docker (and idle environments are stopped).
+    pub reconcile_every: Duration,
+    pub orphans: OrphanPolicy,
+    /// The binary the runtime layer copies into images: the running `paddock` unless configured.
+    pub runtime_binary: Option<PathBuf>,
+    /// Host directory under which workspace volumes keep their files (`<data-dir>/volumes`), so that
+    /// datasets and checkpoints are plain files for Paddock and `/workspace` for containers. `None`
+    /// leaves them in Docker's own storage (when Docker runs on another machine).
+    pub volumes_dir: Option<PathBuf>,
+    /// Host directory of the workspaces' stores (`<data-dir>/store`, see `storage`), bound read-only
+    /// into their containers at `/paddock`. `None`: not bound.
+    pub stores_dir: Option<PathBuf>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            docker_host: None,
+            idle_stop: Some(Duration::from_secs(2 * 3600)),
+            reconcile_every: Duration::from_secs(30),
+            orphans: OrphanPolicy::Remove,
+            runtime_binary: None,
+            volumes_dir: None,
+            stores_dir: None,
+        }
+    }
+}
+
+pub struct Engine {
+    pub config: EngineConfig,
+    /// This installation's `paddock.instance` label (from the database, see the migration).
+    pub instance: String,
+    /// The connection, or why there is none. Replaced on reconnect; readers clone the handle.
+    docker: RwLock<Result<Docker, String>>,
+    /// The host's GPUs as `nvidia-smi` last reported them; empty without GPUs.
+    gpus: RwLock<Vec<GpuInfo>>,
+    /// When a reconnect was last tried from a request: without Docker every page that asks would
+    /// otherwise wait for a connection attempt.
+    last_attempt: std::sync::Mutex<Option<std::time::Instant>>,
+}
+
+/// Requests retry a missing Docker at most this often; the reconcile loop retries on its own tick.
+const RECONNECT_EVERY: Duration = Duration::from_secs(5);
+
+/// Whether going from `before` to `after` is news for the log: Docker came or went, or the reason it is
+/// unavailable is a different one (the socket appeared but refuses us, say).
+fn state_changed<T, U>(before: &Result<T, String>, after: &Result<U, String>) -> bool {
+    match (before, after) {
+        (Ok(_), Ok(_)) => false,
+        (Err(a), Err(b)) => a != b,
+        _ => true,
+    }
+}
+
+impl Engine {
+    /// Reads (or creates) the instance label and tries Docker once; never fails for a missing daemon.
+    pub async fn start(db: &SqlitePool, config: EngineConfig) -> Result<Engine, AppError> {
+        let instance = instance_label(db).await?;
+        let engine = Engine {
+            config,
+            instance,
+            docker: RwLock::new(Err("not connected yet".into())),
+            gpus: RwLock::new(Vec::new()),
+            last_attempt: std::sync::Mutex::new(None),
+        };
+        engine.reconnect().await;
+        engine.refresh_gpus().await;
+        Ok(engine)
+    }
+
+    /// Connects anew; keeps the reason when that fails. Returns whether Docker is available. Requests and
+    /// the reconcile loop retry every few seconds while Docker is down, so the log speaks only when the
+    /// state changes (see [`state_changed`]), not at every retry.
+    pub async fn reconnect(&self) -> bool {
+        let result = match &self.config.docker_host {
+            Some(host) => Docker::connect_to(host).await,
+            None => Docker::connect().await,
+        }
+        .map_err(|e| e.to_string());
+        let available = result.is_ok();
+        let mut state = self.docker.write().await;
+        let changed = state_changed(&state, &result);
+        match &result {
+            Ok(_) if changed => tracing::info!(instance = %self.instance, "Docker is available"),
+            Err(e) if changed => {
+                tracing::warn!(error = %e, "Docker is unavailable; environment actions are disabled")
+            }
+            Ok(_) => {}
+            Err(e) => tracing::debug!(error = %e, "Docker is still unavailable"),
+        }
+        *state = result;
+        available
+    }
+
+    /// The Docker handle, or `docker_unavailable`. A missing connection is retried once here, so the
+    /// first action after `dockerd` comes up works without waiting for the reconcile loop.
+    pub async fn docker(&self) -> Result<Docker, AppError> {
+        if let Ok(docker) = &*self.docker.read().await {
+            return Ok(docker.clone());
+        }
+        let retry = {
+            let mut last = self.last_attempt.lock().unwrap_or_else(|p| p.into_inner());
+            let due = last.is_none_or(|at| at.elapsed() >= RECONNECT_EVERY);
+            if due {
+                *last = Some(std::time::Instant::now());
+            }
+            due
+        };
+        if retry {
+            self.reconnect().await;
+        }
+        match &*self.docker.read().await {
+            Ok(docker) => Ok(docker.clone()),
+            Err(why) => Err(unavailable(why)),
+        }
+    }
+
+    /// Pings the current connection (reconnecting when it is gone); for the periodic loop.
+    pub async fn check(&self) -> bool {
+        let current = self.docker.read().await.clone();
+        match current {
+            Ok(docker) => match docker.ping().await {
+                Ok(()) => true,
+                Err(e) => {
+                    tracing::warn!(error = %e, "Docker stopped answering");
+                    *self.docker.write().await = Err(e.to_string());
+                    false
+                }
+            },
+            Err(_) => self.reconnect().await,
+        }
+    }
+
+    /// Asks `nvidia-smi` again. A host without it simply has no GPUs.
+    pub async fn refresh_gpus(&self) {
+        let found = containers::preflight::gpus::detect()
+            .await
+            .unwrap_or_default();
+        *self.gpus.write().await = found;
+    }
+
+    /// Replaces the host's GPUs, for tests of preflight and the inventory on machines without GPUs.
+    #[cfg(test)]
+    pub(crate) async fn set_gpus(&self, gpus: Vec<GpuInfo>) {
+        *self.gpus.write().await = gpus;
+    }
+
+    pub async fn gpus(&self) -> Vec<GpuInfo> {
+        self.gpus.read().await.clone()
+    }
+
+    /// Turns a Docker error into what the caller should see; logs the internal ones.
+    pub fn error(&self, context: &str, err: containers::Error) -> AppError {
+        map_error(context, err)
+    }
+
+    /// What the dashboard shows about the engine: availability, host size, GPUs (with holders) and the
+    /// catalog of base images.
+    pub async fn status(&self, db: &SqlitePool) -> Result<DockerStatus, AppError> {
+        let catalog = containers::catalog::CATALOG
+            .iter()
+            .map(|b| CatalogImage {
+                reference: b.reference.to_string(),
+                description: b.description.to_string(),
+                cuda: b.cuda.map(str::to_string),
+                min_driver: b.min_driver().map(|v| v.to_string()),
+                local: b.local,
+                has_apt: b.family.has_apt(),
+            })
+            .collect();
+        let leases = super::gpus::holders(db).await?;
+        let gpus = self
+            .gpus()
+            .await
+            .into_iter()
+            .map(|g| {
+                let (holders, shared) = leases.get(&g.index).copied().unwrap_or((0, false));
+                GpuSummary {
+                    index: g.index,
+                    name: g.name,
+                    driver_version: g.driver_version.to_string(),
+                    compute_capability: g.compute_capability.to_string(),
+                    memory_mib: g.memory_mib,
+                    holders,
+                    shared,
+                }
+            })
+            .collect();
+        let mut status = DockerStatus {
+            available: false,
+            message: None,
+            server_version: None,
+            host_cpus: None,
+            host_memory_bytes: None,
+            gpus,
+            catalog,
+        };
+        match self.docker().await {
+            Ok(docker) => {
+                status.available = true;
+                if let Ok(version) = docker.api().version().await {
+                    status.server_version = version.version;
+                }
+                if let Ok(limits) = docker.host_limits().await {
+                    status.host_cpus = Some(limits.cpus);
+                    status.host_memory_bytes = Some(limits.memory_bytes);
+                }
+            }
+            Err(e) => status.message = Some(e.to_string()),
+        }
+        Ok(status)
+    }
+}
+
+fn unavailable(why: &str) -> AppError {
+    AppError::unavailable(
+        "docker_unavailable",
+        format!("Docker is not available on this server, so environments cannot be built or started ({why})"),
+    )
+}
+
+/// The one conversion from the containers crate's error to [`AppError`].
+pub fn map_error(context: &str, err: containers::Error) -> AppError {
+    use containers::Error as E;
+    match err {
+        E::DockerUnreachable(why) => unavailable(&why),
+        E::InvalidSpec(errors) => spec_invalid(&errors),
+        E::NotFound { kind, name } => AppError::Invalid {
+            field: None,
+            code: "docker_not_found".into(),
+            message: format!("{kind} not found: {name}"),
+        },
+        E::Conflict(message) => AppError::Conflict {
+            field: None,
+            code: "docker_conflict".into(),
+            message,
+        },
+        E::Preflight(problems) => AppError::Invalid {
+            field: Some("gpus".into()),
+            code: "preflight_failed".into(),
+            message: problems.join(" "),
+        },
+        E::PullFailed { image, message } => AppError::invalid(
+            "base_image",
+            "image_unavailable",
+            format!("{image} is not on this machine and could not be pulled: {message}"),
+        ),
+        E::BuildFailed { message, .. } => AppError::Invalid {
+            field: None,
+            code: "build_failed".into(),
+            message: format!("the image build failed: {message}"),
+        },
+        // The engine's own words (paths on the host, daemon internals) go to the log, not to every
+        // member of a workspace; the answer names what failed and the incident to look up.
+        other @ (E::Host { .. } | E::Docker { .. }) => {
+            let incident = hex::encode(rand::random::<[u8; 4]>());
+            tracing::error!(context, incident, error = %other, "Docker operation failed");
+            AppError::unavailable(
+                "docker_error",
+                format!(
+                    "Docker could not complete this ({context}); the server's log has the details under incident {incident}"
+                ),
+            )
+        }
+    }
+}
+
+/// Every broken rule of a spec in one error: the first field is named for the form, the message lists
+/// them all ("memory: …; gpus: …").
+pub fn spec_invalid(errors: &[containers::FieldError]) -> AppError {
+    AppError::Invalid {
+        field: errors.first().map(|e| e.field.clone()),
+        code: "spec_invalid".into(),
+        message: containers::FieldError::join(errors),
+    }
+}
+
+/// The instance label, created on first use. A short random hex string keeps container names readable.
+async fn instance_label(db: &SqlitePool) -> Result<String, AppError> {
+    if let Some(existing) =
+        sqlx::query_scalar::<_, String>("SELECT instance FROM instance_identity WHERE id = 1")
+            .fetch_optional(db)
+            .await?
+    {
+        return Ok(existing);
+    }
+    let fresh = hex::encode(rand::random::<[u8; 4]>());
+    sqlx::query("INSERT OR IGNORE INTO instance_identity (id, instance) VALUES (1, ?)")
+        .bind(&fresh)
+        .execute(db)
+        .await?;
+    Ok(
+        sqlx::query_scalar("SELECT instance FROM instance_identity WHERE id = 1")
+            .fetch_one(db)
+            .await?,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{map_error, state_changed};
+
+    #[test]
+    fn engine_failures_reach_clients_without_the_engines_own_words() {
+        let err = map_error(
+            "starting the container",
+            containers::Error::Host {
+                context: "reading /var/lib/paddock/secret-path".into(),
+                message: "permission denied".into(),
+            },
+        );
+        let text = err.to_string();
+        assert_eq!(err.code(), "docker_error");
+        assert!(
+            text.contains("starting the container") && text.contains("incident "),
+            "{text}"
+        );
+        assert!(
+            !text.contains("secret-path") && !text.contains("permission denied"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_log_hears_of_changes_not_of_retries() {
+        let up: Result<(), String> = Ok(());
+        let down = |why: &str| -> Result<(), String> { Err(why.into()) };
+        assert!(!state_changed(&down("no socket"), &down("no socket")));
+        assert!(!state_changed(&up, &up));
+        assert!(state_changed(
+            &down("not connected yet"),
+            &down("no socket")
+        ));
+        assert!(state_changed(&down("no socket"), &up));
+        assert!(state_changed(&up, &down("no socket")));
+        assert!(state_changed(
+            &down("no socket"),
+            &down("permission denied")
+        ));
+    }
+}

@@ -1,0 +1,222 @@
+//! Image builds in the background. A version moves queued → building → built | failed; the move into
+//! `building` is a conditional UPDATE, so two triggers (a user's "rebuild" and recovery at start-up) never
+//! run the same build twice. Build output goes to the database in batches (the SSE log stream reads it
+//! from there), capped so a chatty `apt-get` cannot fill the disk. The resulting image ID is the
+//! version's lock; a rebuild that yields a different ID keeps the old one in `previous_image_id`, visible
+//! on the environment's page.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use containers::build::BuildOptions;
+use sqlx::SqlitePool;
+use tokio::sync::mpsc;
+
+use super::spec::{runtime_binary, to_env_spec, LOCAL_BASE};
+use super::VersionRow;
+use crate::engine::Engine;
+use contracts::error::AppError;
+use contracts::types::EnvironmentSpec;
+
+/// Build output kept per version. Beyond it lines are dropped and a note says so; the tail of a failed
+/// build is also in `build_error`.
+const LOG_LIMIT_BYTES: usize = 2 << 20;
+/// How often buffered output is written to the database (and so reaches the browser).
+const FLUSH_EVERY: Duration = Duration::from_millis(300);
+
+/// Starts building version `version_id` in the background.
+pub fn spawn(db: SqlitePool, engine: Arc<Engine>, version_id: i64, force: bool) {
+    tokio::spawn(async move {
+        if let Err(e) = run(&db, &engine, version_id, force).await {
+            tracing::error!(version_id, error = %e, "environment build could not be recorded");
+        }
+    });
+}
+
+/// Marks a finished or failed version queued again (for "rebuild"); `build_in_progress` while one runs.
+pub async fn requeue(db: &SqlitePool, version_id: i64) -> Result<(), AppError> {
+    let moved = sqlx::query(
+        "UPDATE environment_versions SET build_status = 'queued', build_error = NULL
+         WHERE id = ? AND build_status IN ('built', 'failed')",
+    )
+    .bind(version_id)
+    .execute(db)
+    .await?;
+    if moved.rows_affected() == 0 {
+        return Err(AppError::conflict(
+            "version",
+            "build_in_progress",
+            "this version is already being built",
+        ));
+    }
+    Ok(())
+}
+
+async fn run(
+    db: &SqlitePool,
+    engine: &Engine,
+    version_id: i64,
+    force: bool,
+) -> Result<(), AppError> {
+    let claimed = sqlx::query(
+        "UPDATE environment_versions SET build_status = 'building', build_log = '', build_error = NULL,
+             build_started_at = ?, build_finished_at = NULL
+         WHERE id = ? AND build_status = 'queued'",
+    )
+    .bind(crate::now())
+    .bind(version_id)
+    .execute(db)
+    .await?;
+    if claimed.rows_affected() == 0 {
+        return Ok(()); // someone else runs it, or it is not queued any more
+    }
+    let row = sqlx::query_as::<_, VersionRow>(&format!("{} WHERE v.id = ?", super::VERSION_SELECT))
+        .bind(version_id)
+        .fetch_one(db)
+        .await?;
+    let spec: EnvironmentSpec = row.spec()?;
+
+    let (lines, receiver) = mpsc::unbounded_channel::<String>();
+    let writer = tokio::spawn(write_log(db.clone(), version_id, receiver));
+    let result = build(engine, &spec, force, lines).await;
+    // The sender is gone once `build` returns: the writer drains what is left and stops.
+    let _ = writer.await;
+
+    let now = crate::now();
+    match result {
+        Ok(built) => {
+            sqlx::query(
+                "UPDATE environment_versions SET build_status = 'built', build_finished_at = ?, build_hash = ?,
+                     previous_image_id = CASE WHEN image_id IS NOT NULL AND image_id <> ? THEN image_id
+                                              ELSE previous_image_id END,
+                     image_id = ?, image_tag = ?, dockerfile = ?
+                 WHERE id = ?",
+            )
+            .bind(&now)
+            .bind(&built.build_hash)
+            .bind(&built.image_id)
+            .bind(&built.image_id)
+            .bind(&built.tag)
+            .bind(&built.dockerfile)
+            .bind(version_id)
+            .execute(db)
+            .await?;
+            tracing::info!(version_id, image = %built.image_id, cached = built.cached, "environment image built");
+        }
+        Err(message) => {
+            sqlx::query(
+                "UPDATE environment_versions SET build_status = 'failed', build_finished_at = ?, build_error = ?
+                 WHERE id = ?",
+            )
+            .bind(&now)
+            .bind(&message)
+            .bind(version_id)
+            .execute(db)
+            .await?;
+            tracing::warn!(version_id, error = %message, "environment build failed");
+        }
+    }
+    Ok(())
+}
+
+/// The build itself; the error is the sentence shown to the user.
+async fn build(
+    engine: &Engine,
+    spec: &EnvironmentSpec,
+    force: bool,
+    lines: mpsc::UnboundedSender<String>,
+) -> Result<containers::build::BuiltImage, String> {
+    let docker = engine.docker().await.map_err(|e| e.to_string())?;
+    let binary = runtime_binary(engine).map_err(|e| e.to_string())?;
+    let env_spec = to_env_spec(spec, Path::new(&binary));
+    let mut log = move |line: &str| {
+        let _ = lines.send(line.to_string());
+    };
+    if env_spec.base_image == LOCAL_BASE {
+        docker
+            .ensure_busybox_base(&mut log)
+            .await
+            .map_err(|e| describe(&e))?;
+    }
+    let options = BuildOptions {
+        force,
+        instance: Some(engine.instance.clone()),
+        ..Default::default()
+    };
+    docker
+        .build_env_image(&env_spec, &options, &mut log)
+        .await
+        .map_err(|e| describe(&e))
+}
+
+fn describe(err: &containers::Error) -> String {
+    match err {
+        containers::Error::BuildFailed { message, log_tail } if !log_tail.is_empty() => {
+            format!("{message}\n{}", log_tail.join("\n"))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// Appends build output to the version's log every [`FLUSH_EVERY`], until the sender is dropped.
+async fn write_log(db: SqlitePool, version_id: i64, mut lines: mpsc::UnboundedReceiver<String>) {
+    let mut written = 0usize;
+    let mut truncated = false;
+    let mut open = true;
+    while open {
+        let mut chunk = String::new();
+        let deadline = tokio::time::sleep(FLUSH_EVERY);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                line = lines.recv() => match line {
+                    Some(line) => {
+                        if written + chunk.len() + line.len() < LOG_LIMIT_BYTES {
+                            chunk.push_str(line.trim_end_matches('\n'));
+                            chunk.push('\n');
+                        } else if !truncated {
+                            truncated = true;
+                            chunk.push_str("[paddock: build log truncated here; the rest is not kept]\n");
+                        }
+                    }
+                    None => { open = false; break; }
+                },
+                () = &mut deadline => break,
+            }
+        }
+        if chunk.is_empty() {
+            continue;
+        }
+        written += chunk.len();
+        let appended =
+            sqlx::query("UPDATE environment_versions SET build_log = build_log || ? WHERE id = ?")
+                .bind(&chunk)
+                .bind(version_id)
+                .execute(&db)
+                .await;
+        if let Err(e) = appended {
+            tracing::warn!(version_id, error = %e, "could not store build output");
+        }
+    }
+}
+
+/// Build log text from byte `offset` on, with the build's status; for the log stream.
+pub async fn log_since(
+    db: &SqlitePool,
+    version_id: i64,
+    offset: usize,
+) -> Result<(String, String), AppError> {
+    let (log, status): (String, String) =
+        sqlx::query_as("SELECT build_log, build_status FROM environment_versions WHERE id = ?")
+            .bind(version_id)
+            .fetch_one(db)
+            .await?;
+    let start = offset.min(log.len());
+    // Offsets come from earlier chunks, which always end on a line break, so this is a char boundary;
+    // a forged offset in the middle of a character starts at the next boundary instead.
+    let start = (start..=log.len())
+        .find(|i| log.is_char_boundary(*i))
+        .unwrap_or(log.len());
+    Ok((log[start..].to_string(), status))
+}

@@ -1,0 +1,611 @@
+//! Environments against a real SQLite file and the real Docker daemon: the whole life of an environment
+//! (spec → image → container with limits and a non-root user → exec → stop → delete), access rules, bad
+//! specs that must create nothing, GPU preflight, and reconcile after a container is removed behind
+//! Paddock's back. Each test gets its own database, hence its own instance label; a guard removes every
+//! container and volume with that label even when the test fails. `PADDOCK_TEST_DOCKER=skip` skips them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::engine::{Engine, EngineConfig};
+use crate::testing::{actor, test_db};
+use crate::{members, workspaces};
+
+struct Setup {
+    _dir: tempfile::TempDir,
+    db: SqlitePool,
+    engine: Arc<Engine>,
+    owner: Actor,
+    workspace: i64,
+    _cleanup: Cleanup,
+}
+
+/// Removes every container and volume of one instance label when dropped (also on panic).
+struct Cleanup(String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let label = format!("label=paddock.instance={}", self.0);
+        let script = format!(
+            "docker ps -aq --filter {label} | xargs -r docker rm -f >/dev/null; \
+             docker volume ls -q --filter {label} | xargs -r docker volume rm -f >/dev/null"
+        );
+        let _ = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .status();
+    }
+}
+
+async fn setup() -> Option<Setup> {
+    let (dir, db) = test_db().await;
+    let engine = Arc::new(
+        Engine::start(
+            &db,
+            EngineConfig {
+                volumes_dir: Some(dir.path().join("volumes")),
+                ..EngineConfig::default()
+            },
+        )
+        .await
+        .expect("engine"),
+    );
+    if engine.docker().await.is_err() {
+        if std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip") {
+            return None;
+        }
+        panic!("environment tests need Docker: start it with scripts/docker.sh, or set PADDOCK_TEST_DOCKER=skip");
+    }
+    let owner = actor(&db, "owner").await;
+    let workspace = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
+    let cleanup = Cleanup(engine.instance.clone());
+    Some(Setup {
+        _dir: dir,
+        db,
+        engine,
+        owner,
+        workspace,
+        _cleanup: cleanup,
+    })
+}
+
+fn small(name: &str) -> EnvironmentSpec {
+    EnvironmentSpec {
+        name: name.into(),
+        cpus: 0.5,
+        memory: "64m".into(),
+        shm_size: "16m".into(),
+        env: [("GREETING".to_string(), "你好".to_string())].into(),
+        ..Default::default()
+    }
+}
+
+async fn wait_built(s: &Setup, env_id: i64) -> EnvironmentDetail {
+    for _ in 0..600 {
+        let detail = get(&s.db, &s.owner, s.workspace, env_id).await.unwrap();
+        if !detail.summary.build_status.is_active() {
+            return detail;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("the build did not finish in 2 minutes");
+}
+
+async fn containers_of(s: &Setup) -> Vec<String> {
+    let filter = containers::reconcile::ListFilter {
+        instance: Some(s.engine.instance.clone()),
+        ..Default::default()
+    };
+    let docker = s.engine.docker().await.unwrap();
+    docker
+        .list_managed(&filter)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name)
+        .collect()
+}
+
+#[tokio::test]
+async fn an_environment_is_built_provisioned_used_and_removed() {
+    let Some(s) = setup().await else { return };
+    let created = create(&s.db, &s.engine, &s.owner, s.workspace, small("cpu-small"))
+        .await
+        .unwrap();
+    let env_id = created.summary.id;
+    let built = wait_built(&s, env_id).await;
+    assert_eq!(
+        built.summary.build_status,
+        BuildStatus::Built,
+        "{:?}",
+        built.versions[0].build_error
+    );
+    let image = built.summary.image_id.clone().expect("the lock");
+    assert!(image.starts_with("sha256:"));
+    let (log, _) = builds::log_since(&s.db, version_id(&s, env_id, 1).await, 0)
+        .await
+        .unwrap();
+    assert!(!log.is_empty(), "the build log is stored");
+
+    let up = lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
+        .await
+        .unwrap();
+    assert_eq!(up.summary.status, EnvStatus::Running);
+    let name = up.container_name.clone().unwrap();
+    let details = s
+        .engine
+        .docker()
+        .await
+        .unwrap()
+        .inspect(&name)
+        .await
+        .unwrap();
+    let host = details.raw.host_config.clone().unwrap();
+    assert_eq!(host.memory, Some(64 << 20));
+    assert_eq!(host.nano_cpus, Some(500_000_000));
+    assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
+
+    let out = lifecycle::exec(
+        &s.db,
+        &s.engine,
+        &s.owner,
+        s.workspace,
+        env_id,
+        &["id".into(), "-u".into()],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        (out.exit_code, out.stdout.trim()),
+        (0, "1000"),
+        "runs as the non-root user"
+    );
+    let out = lifecycle::exec(
+        &s.db,
+        &s.engine,
+        &s.owner,
+        s.workspace,
+        env_id,
+        &[
+            "sh".into(),
+            "-c".into(),
+            "echo $GREETING > /workspace/hello && cat /workspace/hello".into(),
+        ],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out.stdout.trim(),
+        "你好",
+        "spec variables are set and /workspace is writable"
+    );
+    let host_file = s
+        ._dir
+        .path()
+        .join(format!("volumes/w{}/workspace/hello", s.workspace));
+    assert_eq!(
+        std::fs::read_to_string(&host_file).unwrap().trim(),
+        "你好",
+        "the workspace volume is a directory Paddock can read"
+    );
+    let stats = lifecycle::stats(&s.db, &s.engine, &s.owner, s.workspace, env_id)
+        .await
+        .unwrap();
+    assert_eq!(stats.memory_limit_bytes, 64 << 20);
+
+    // Same spec again: no new version, same image.
+    let same = update(
+        &s.db,
+        &s.engine,
+        &s.owner,
+        s.workspace,
+        env_id,
+        small("cpu-small"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(same.versions.len(), 1);
+    // A new limit: version 2, built from the cache to the same image (the build hash leaves limits out).
+    let mut bigger = small("cpu-small");
+    bigger.memory = "96m".into();
+    update(&s.db, &s.engine, &s.owner, s.workspace, env_id, bigger)
+        .await
+        .unwrap();
+    let v2 = wait_built(&s, env_id).await;
+    assert_eq!(v2.summary.current_version, 2);
+    assert_eq!(
+        v2.summary.image_id.as_deref(),
+        Some(image.as_str()),
+        "same image spec ⇒ same image ID"
+    );
+
+    let down = lifecycle::down(&s.db, &s.engine, &s.owner, s.workspace, env_id)
+        .await
+        .unwrap();
+    assert_eq!(down.summary.status, EnvStatus::Stopped);
+    assert!(
+        containers_of(&s).await.is_empty(),
+        "down removes the container"
+    );
+    // The workspace volume outlives the container.
+    lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
+        .await
+        .unwrap();
+    let out = lifecycle::exec(
+        &s.db,
+        &s.engine,
+        &s.owner,
+        s.workspace,
+        env_id,
+        &["cat".into(), "/workspace/hello".into()],
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.stdout.trim(), "你好");
+
+    delete(&s.db, &s.engine, &s.owner, s.workspace, env_id)
+        .await
+        .unwrap();
+    assert!(
+        containers_of(&s).await.is_empty(),
+        "delete removes the container"
+    );
+    assert!(list(&s.db, &s.owner, s.workspace).await.unwrap().is_empty());
+    let actions: Vec<String> =
+        sqlx::query_scalar("SELECT action FROM audit_log WHERE workspace_id = ? ORDER BY id")
+            .bind(s.workspace)
+            .fetch_all(&s.db)
+            .await
+            .unwrap();
+    for expected in [
+        "environment.create",
+        "environment.up",
+        "environment.exec",
+        "environment.update",
+        "environment.down",
+        "environment.delete",
+    ] {
+        assert!(
+            actions.iter().any(|a| a == expected),
+            "{expected} is audited: {actions:?}"
+        );
+    }
+}
+
+async fn version_id(s: &Setup, env_id: i64, version: i64) -> i64 {
+    version_for_log(&s.db, &s.owner, s.workspace, env_id, version)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn viewers_read_but_cannot_change_and_outsiders_see_nothing() {
+    let Some(s) = setup().await else { return };
+    let env_id = create(&s.db, &s.engine, &s.owner, s.workspace, small("shared"))
+        .await
+        .unwrap()
+        .summary
+        .id;
+    let viewer = actor(&s.db, "viewer").await;
+    let outsider = actor(&s.db, "outsider").await;
+    members::add(&s.db, &s.owner, s.workspace, "viewer", "viewer")
+        .await
+        .unwrap();
+
+    assert_eq!(list(&s.db, &viewer, s.workspace).await.unwrap().len(), 1);
+    assert!(
+        !get(&s.db, &viewer, s.workspace, env_id)
+            .await
+            .unwrap()
+            .can_edit
+    );
+    let e = &s.engine;
+    let (db, ws) = (&s.db, s.workspace);
+    assert_eq!(
+        create(db, e, &viewer, ws, small("mine")).await.unwrap_err(),
+        AppError::Forbidden
+    );
+    assert_eq!(
+        update(db, e, &viewer, ws, env_id, small("renamed"))
+            .await
+            .unwrap_err(),
+        AppError::Forbidden
+    );
+    assert_eq!(
+        lifecycle::up(db, e, &viewer, ws, env_id).await.unwrap_err(),
+        AppError::Forbidden
+    );
+    assert_eq!(
+        lifecycle::down(db, e, &viewer, ws, env_id)
+            .await
+            .unwrap_err(),
+        AppError::Forbidden
+    );
+    assert_eq!(
+        lifecycle::exec(db, e, &viewer, ws, env_id, &["id".into()])
+            .await
+            .unwrap_err(),
+        AppError::Forbidden
+    );
+    assert_eq!(
+        lifecycle::terminal_container(db, &viewer, ws, env_id)
+            .await
+            .unwrap_err(),
+        AppError::Forbidden
+    );
+    assert_eq!(
+        delete(db, e, &viewer, ws, env_id).await.unwrap_err(),
+        AppError::Forbidden
+    );
+
+    assert_eq!(
+        list(db, &outsider, ws).await.unwrap_err(),
+        AppError::NotFound
+    );
+    assert_eq!(
+        get(db, &outsider, ws, env_id).await.unwrap_err(),
+        AppError::NotFound
+    );
+    assert_eq!(
+        lifecycle::up(db, e, &outsider, ws, env_id)
+            .await
+            .unwrap_err(),
+        AppError::NotFound
+    );
+    assert_eq!(
+        lifecycle::terminal_container(db, &outsider, ws, env_id)
+            .await
+            .unwrap_err(),
+        AppError::NotFound
+    );
+    // An environment id from another workspace is not found through this one.
+    let other_ws = workspaces::create(db, &outsider, "other").await.unwrap().id;
+    assert_eq!(
+        get(db, &outsider, other_ws, env_id).await.unwrap_err(),
+        AppError::NotFound
+    );
+    wait_built(&s, env_id).await;
+}
+
+#[tokio::test]
+async fn bad_specs_are_refused_with_the_field_and_create_nothing() {
+    let Some(s) = setup().await else { return };
+    let cases: Vec<(EnvironmentSpec, &str, &str)> = vec![
+        (
+            EnvironmentSpec {
+                memory: "lots".into(),
+                ..small("a")
+            },
+            "memory",
+            "spec_invalid",
+        ),
+        (
+            EnvironmentSpec {
+                gpus: GpuSpec::Count(99),
+                ..small("b")
+            },
+            "gpus",
+            "preflight_failed",
+        ),
+        (
+            EnvironmentSpec {
+                workspace_volume: "../etc".into(),
+                ..small("c")
+            },
+            "workspace_volume",
+            "spec_invalid",
+        ),
+        (small("x; rm -rf /"), "name", "spec_invalid"),
+        (small("$(reboot)"), "name", "spec_invalid"),
+        (
+            EnvironmentSpec {
+                base_image: "nosuch/image:1".into(),
+                ..small("d")
+            },
+            "base_image",
+            "image_unavailable",
+        ),
+        (
+            EnvironmentSpec {
+                cpus: 10_000.0,
+                ..small("e")
+            },
+            "cpus",
+            "spec_invalid",
+        ),
+        (
+            EnvironmentSpec {
+                env: [("BAD NAME".to_string(), "x".to_string())].into(),
+                ..small("f")
+            },
+            "env.BAD NAME",
+            "spec_invalid",
+        ),
+    ];
+    for (spec, field, code) in cases {
+        let err = create(&s.db, &s.engine, &s.owner, s.workspace, spec.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (err.field(), err.code()),
+            (Some(field), code),
+            "{spec:?}: {err}"
+        );
+    }
+    assert!(
+        list(&s.db, &s.owner, s.workspace).await.unwrap().is_empty(),
+        "nothing was created"
+    );
+    let audited: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE action LIKE 'environment.%'")
+            .fetch_one(&s.db)
+            .await
+            .unwrap();
+    assert_eq!(audited, 0);
+    // A duplicate name is a conflict, also nothing half-written.
+    create(&s.db, &s.engine, &s.owner, s.workspace, small("dup"))
+        .await
+        .unwrap();
+    let err = create(&s.db, &s.engine, &s.owner, s.workspace, small("dup"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "environment_name_taken");
+    let versions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM environment_versions")
+        .fetch_one(&s.db)
+        .await
+        .unwrap();
+    assert_eq!(versions, 1);
+    let env_id = list(&s.db, &s.owner, s.workspace).await.unwrap()[0].id;
+    wait_built(&s, env_id).await;
+}
+
+#[tokio::test]
+async fn a_cuda_image_newer_than_the_driver_is_refused_before_anything_is_created() {
+    let Some(s) = setup().await else { return };
+    // The host's GPUs as nvidia-smi would report them on a machine with an old driver (this machine has
+    // none; the no-GPU path is the `gpus: 99` case above).
+    let old_driver = "0, NVIDIA A100-SXM4-80GB, 470.82.01, 8.0, 81920 MiB, GPU-aaaa\n";
+    s.engine
+        .set_gpus(containers::preflight::gpus::parse(old_driver).unwrap())
+        .await;
+    let spec = EnvironmentSpec {
+        base_image: "nvidia/cuda:12.4.1-runtime-ubuntu22.04".into(),
+        gpus: GpuSpec::Count(1),
+        ..small("cuda")
+    };
+    let err = create(&s.db, &s.engine, &s.owner, s.workspace, spec)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "preflight_failed", "{err}");
+    assert!(
+        err.to_string().contains("470.82"),
+        "names the driver: {err}"
+    );
+    assert!(list(&s.db, &s.owner, s.workspace).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn reconcile_notices_a_container_removed_behind_paddocks_back_and_removes_orphans() {
+    let Some(s) = setup().await else { return };
+    let env_id = create(&s.db, &s.engine, &s.owner, s.workspace, small("victim"))
+        .await
+        .unwrap()
+        .summary
+        .id;
+    wait_built(&s, env_id).await;
+    let up = lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
+        .await
+        .unwrap();
+    let name = up.container_name.unwrap();
+    let docker = s.engine.docker().await.unwrap();
+    docker.remove(&name).await.unwrap();
+
+    let report = reconcile::reconcile(&s.db, &s.engine).await.unwrap();
+    assert_eq!(report.missing, vec![env_id]);
+    let detail = get(&s.db, &s.owner, s.workspace, env_id).await.unwrap();
+    assert_eq!(detail.summary.status, EnvStatus::Missing);
+    assert!(detail.events.iter().any(|e| e.kind == "missing"));
+    // Up again works from the missing state.
+    let again = lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
+        .await
+        .unwrap();
+    assert_eq!(again.summary.status, EnvStatus::Running);
+
+    // Its row deleted while the server was away: the container is an orphan and is removed.
+    sqlx::query("DELETE FROM environments WHERE id = ?")
+        .bind(env_id)
+        .execute(&s.db)
+        .await
+        .unwrap();
+    let report = reconcile::reconcile(&s.db, &s.engine).await.unwrap();
+    assert_eq!(report.removed, vec![name]);
+    assert!(containers_of(&s).await.is_empty());
+}
+
+#[tokio::test]
+async fn idle_environments_are_stopped() {
+    let Some(s) = setup().await else { return };
+    let env_id = create(&s.db, &s.engine, &s.owner, s.workspace, small("sleepy"))
+        .await
+        .unwrap()
+        .summary
+        .id;
+    wait_built(&s, env_id).await;
+    lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
+        .await
+        .unwrap();
+    assert!(
+        reconcile::stop_idle(&s.db, &s.engine, Duration::from_secs(3600))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    sqlx::query("UPDATE environments SET last_active_at = '2000-01-01T00:00:00Z' WHERE id = ?")
+        .bind(env_id)
+        .execute(&s.db)
+        .await
+        .unwrap();
+    assert_eq!(
+        reconcile::stop_idle(&s.db, &s.engine, Duration::from_secs(3600))
+            .await
+            .unwrap(),
+        vec![env_id]
+    );
+    let detail = get(&s.db, &s.owner, s.workspace, env_id).await.unwrap();
+    assert_eq!(detail.summary.status, EnvStatus::Stopped);
+    assert!(detail.events.iter().any(|e| e.kind == "idle_stop"));
+    assert!(containers_of(&s).await.is_empty());
+}
+
+#[tokio::test]
+async fn the_adopt_policy_takes_back_a_container_its_environment_lost_track_of() {
+    let Some(s) = setup().await else { return };
+    let env_id = create(&s.db, &s.engine, &s.owner, s.workspace, small("restored"))
+        .await
+        .unwrap()
+        .summary
+        .id;
+    wait_built(&s, env_id).await;
+    let name = lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
+        .await
+        .unwrap()
+        .container_name
+        .unwrap();
+    // As after restoring an older database: the row says stopped, the container runs.
+    sqlx::query("UPDATE environments SET status = 'stopped', container_name = NULL WHERE id = ?")
+        .bind(env_id)
+        .execute(&s.db)
+        .await
+        .unwrap();
+    let adopting = Engine::start(
+        &s.db,
+        EngineConfig {
+            orphans: crate::engine::OrphanPolicy::Adopt,
+            ..EngineConfig::default()
+        },
+    )
+    .await
+    .unwrap();
+    let report = reconcile::reconcile(&s.db, &adopting).await.unwrap();
+    assert_eq!(report.adopted, vec![name.clone()]);
+    let detail = get(&s.db, &s.owner, s.workspace, env_id).await.unwrap();
+    assert_eq!(
+        (detail.summary.status, detail.container_name.as_deref()),
+        (EnvStatus::Running, Some(name.as_str()))
+    );
+    assert!(detail.events.iter().any(|e| e.kind == "adopted"));
+    // Under the default policy the same situation removes the container instead.
+    sqlx::query("UPDATE environments SET status = 'stopped', container_name = NULL WHERE id = ?")
+        .bind(env_id)
+        .execute(&s.db)
+        .await
+        .unwrap();
+    assert_eq!(
+        reconcile::reconcile(&s.db, &s.engine)
+            .await
+            .unwrap()
+            .removed,
+        vec![name]
+    );
+}

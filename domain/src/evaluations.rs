@@ -1,0 +1,623 @@
+//! Evaluations: a checkpoint measured on any dataset of its workspace — accuracy, macro-F1, per-class
+//! precision/recall/F1 and the confusion matrix — by the trainer's own `paddock eval`, the numbers a user
+//! gets from the command line for the same files. Editors and owners start one; every member reads the
+//! results. A dataset whose labels the checkpoint was not trained on is refused up front, naming them.
+//!
+//! The evaluator is a background process, like a job's trainer: a small `sh` wrapper in
+//! `jobs/<job>/evaluations/<id>/` (deleted with the job) writes the metrics to `metrics.json`, messages
+//! to `eval.log` and finally its exit status to `exit_code`. The row is the truth: it records the
+//! wrapper's pid, so a restarted server follows a run that outlived it, finishes one that ended
+//! meanwhile, and starts again one that was still waiting. One evaluation runs at a time
+//! ([`Jobs::evaluations`]); the others wait as `queued`.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::SqlitePool;
+
+use super::access::authorize;
+use super::audit::{self, Entry};
+use super::auth::Actor;
+use super::db::write_tx;
+use super::jobs::{local, Jobs};
+use super::storage::in_volume;
+use contracts::error::internal;
+use contracts::error::AppError;
+use contracts::types::{EvaluationInfo, EvaluationStatus, Role};
+
+/// How often a running evaluation is looked at.
+const POLL: Duration = Duration::from_millis(300);
+/// Longest failure message kept (the tail of the evaluator's stderr).
+const MESSAGE_CHARS: usize = 2000;
+
+/// Runs `paddock eval` with the arguments after the binary, all output to files, then records its exit
+/// status atomically (a reader never sees a half-written `exit_code`).
+const WRAPPER: &str = r#"paddock="$1"; shift
+"$paddock" eval "$@" >metrics.json 2>eval.log </dev/null
+echo $? > exit_code.tmp && mv exit_code.tmp exit_code"#;
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: i64,
+    workspace_id: i64,
+    checkpoint_id: i64,
+    job_id: i64,
+    checkpoint_step: i64,
+    dataset_id: Option<i64>,
+    dataset_name: String,
+    dataset_sha256: String,
+    status: String,
+    status_message: Option<String>,
+    rows: Option<i64>,
+    accuracy: Option<f64>,
+    macro_f1: Option<f64>,
+    loss: Option<f64>,
+    labels_json: Option<String>,
+    per_class_json: Option<String>,
+    confusion_json: Option<String>,
+    created_by: Option<String>,
+    created_at: String,
+    started_at: Option<String>,
+    finished_at: Option<String>,
+}
+
+const SELECT: &str = "SELECT e.id, e.workspace_id, e.checkpoint_id, c.job_id, c.step AS checkpoint_step, e.dataset_id, \
+     e.dataset_name, e.dataset_sha256, e.status, e.status_message, e.rows, e.accuracy, e.macro_f1, e.loss, e.labels_json, \
+     e.per_class_json, e.confusion_json, u.username AS created_by, e.created_at, e.started_at, e.finished_at
+     FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id LEFT JOIN users u ON u.id = e.created_by";
+
+impl Row {
+    fn info(self) -> Result<EvaluationInfo, AppError> {
+        fn parsed<T: serde::de::DeserializeOwned + Default>(json: Option<&str>) -> T {
+            json.and_then(|j| serde_json::from_str(j).ok())
+                .unwrap_or_default()
+        }
+        Ok(EvaluationInfo {
+            status: EvaluationStatus::parse(&self.status)
+                .ok_or_else(|| internal("stored evaluation status", &self.status))?,
+            labels: parsed(self.labels_json.as_deref()),
+            per_class: parsed(self.per_class_json.as_deref()),
+            confusion: parsed(self.confusion_json.as_deref()),
+            id: self.id,
+            workspace_id: self.workspace_id,
+            checkpoint_id: self.checkpoint_id,
+            job_id: self.job_id,
+            checkpoint_step: self.checkpoint_step,
+            dataset_id: self.dataset_id,
+            dataset_name: self.dataset_name,
+            dataset_sha256: self.dataset_sha256,
+            status_message: self.status_message,
+            rows: self.rows.map(|r| r as u64),
+            accuracy: self.accuracy,
+            macro_f1: self.macro_f1,
+            loss: self.loss,
+            created_by: self.created_by,
+            created_at: self.created_at,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+        })
+    }
+}
+
+/// The workspace's evaluations, newest first: all of them, one checkpoint's, or one job's. Any member.
+pub async fn list(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    checkpoint_id: Option<i64>,
+    job_id: Option<i64>,
+) -> Result<Vec<EvaluationInfo>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    sqlx::query_as::<_, Row>(&format!(
+        "{SELECT} WHERE e.workspace_id = ? AND (? IS NULL OR e.checkpoint_id = ?) AND (? IS NULL OR c.job_id = ?)
+         ORDER BY e.id DESC"
+    ))
+    .bind(workspace_id)
+    .bind(checkpoint_id)
+    .bind(checkpoint_id)
+    .bind(job_id)
+    .bind(job_id)
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(Row::info)
+    .collect()
+}
+
+/// One evaluation of a checkpoint. Any member.
+pub async fn get(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    checkpoint_id: i64,
+    evaluation_id: i64,
+) -> Result<EvaluationInfo, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    sqlx::query_as::<_, Row>(&format!(
+        "{SELECT} WHERE e.workspace_id = ? AND e.checkpoint_id = ? AND e.id = ?"
+    ))
+    .bind(workspace_id)
+    .bind(checkpoint_id)
+    .bind(evaluation_id)
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(AppError::NotFound)?
+    .info()
+}
+
+/// Checks that `dataset_id` can be evaluated with checkpoint `checkpoint_id` (files still there, labels
+/// known to the checkpoint), records the evaluation and starts it. Editors and owners.
+pub async fn start(
+    db: &SqlitePool,
+    jobs: &Arc<Jobs>,
+    actor: &Actor,
+    workspace_id: i64,
+    checkpoint_id: i64,
+    dataset_id: i64,
+) -> Result<EvaluationInfo, AppError> {
+    let (resource, dataset_name, dataset_sha256) = {
+        let mut conn = db.acquire().await?;
+        authorize(&mut conn, actor, workspace_id, Role::Editor).await?;
+        let (job_id, step, path, deleted): (i64, i64, String, Option<String>) = sqlx::query_as(
+            "SELECT job_id, step, path, deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?",
+        )
+        .bind(workspace_id)
+        .bind(checkpoint_id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(AppError::NotFound)?;
+        if deleted.is_some() {
+            return Err(AppError::conflict(
+                "checkpoint_id",
+                "checkpoint_deleted",
+                "this checkpoint's files were removed by retention; it can no longer be evaluated",
+            ));
+        }
+        let dataset: Option<(String, String, String)> = sqlx::query_as(
+            "SELECT name, sha256, report_json FROM datasets WHERE workspace_id = ? AND id = ?",
+        )
+        .bind(workspace_id)
+        .bind(dataset_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+        let Some((name, sha256, report)) = dataset else {
+            return Err(AppError::invalid(
+                "dataset_id",
+                "dataset_not_found",
+                format!("dataset {dataset_id} is not in this workspace"),
+            ));
+        };
+        let known = checkpoint_labels(
+            &crate::jobs::checkpoint_config(&jobs.storage, workspace_id, &path).await?,
+        );
+        let report: serde_json::Value =
+            serde_json::from_str(&report).map_err(|e| internal("stored report", e))?;
+        let labels: Vec<String> = report["label_distribution"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default();
+        let unknown = unknown_labels(&labels, &known);
+        if !unknown.is_empty() {
+            return Err(AppError::invalid(
+                "dataset_id",
+                "labels_mismatch",
+                format!(
+                    "dataset {name:?} has label(s) this checkpoint was not trained on: {} (the checkpoint knows {})",
+                    unknown.join(", "),
+                    known.join(", ")
+                ),
+            ));
+        }
+        (format!("job {job_id} step {step}"), name, sha256)
+    };
+
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO evaluations (workspace_id, checkpoint_id, dataset_id, dataset_name, dataset_sha256, created_by, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(checkpoint_id)
+    .bind(dataset_id)
+    .bind(&dataset_name)
+    .bind(&dataset_sha256)
+    .bind(actor.user_id)
+    .bind(super::now())
+    .fetch_one(&mut *tx)
+    .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            "checkpoint.evaluate",
+            "checkpoint",
+            &resource,
+        )
+        .detail(serde_json::json!({
+            "evaluation_id": id, "checkpoint_id": checkpoint_id, "dataset_id": dataset_id, "dataset": dataset_name,
+        })),
+    )
+    .await?;
+    tx.commit().await?;
+    spawn(db.clone(), jobs.clone(), id);
+    get(db, actor, workspace_id, checkpoint_id, id).await
+}
+
+/// The label names of a checkpoint in id order, read from its `config.json` the way the trainer reads
+/// them (`num_labels`, else as many as `id2label` has, else transformers' default of 2; a missing name is
+/// `LABEL_<i>`). The app does not link the trainer (libtorch), hence this small copy of the rule.
+fn checkpoint_labels(config: &serde_json::Value) -> Vec<String> {
+    let id2label = config["id2label"].as_object();
+    let count = config["num_labels"]
+        .as_u64()
+        .filter(|n| *n > 0)
+        .map(|n| n as usize)
+        .or_else(|| id2label.map(|m| m.len()).filter(|n| *n > 0))
+        .unwrap_or(2);
+    (0..count)
+        .map(|i| {
+            id2label
+                .and_then(|m| m.get(&i.to_string()))
+                .and_then(|v| v.as_str())
+                .map_or_else(|| format!("LABEL_{i}"), str::to_string)
+        })
+        .collect()
+}
+
+/// The dataset labels the checkpoint cannot score. A label is known by name, or — like the trainer's
+/// `LabelMap::id` — as an integer id in range (data labelled 0/1 against names negative/positive).
+fn unknown_labels(dataset: &[String], known: &[String]) -> Vec<String> {
+    dataset
+        .iter()
+        .filter(|l| !known.contains(l) && !l.parse::<usize>().is_ok_and(|i| i < known.len()))
+        .cloned()
+        .collect()
+}
+
+/// After a restart: evaluations still waiting are started again, running ones followed to their end.
+pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
+    match sqlx::query_scalar::<_, i64>(
+        "SELECT id FROM evaluations WHERE status IN ('queued', 'running') ORDER BY id",
+    )
+    .fetch_all(db)
+    .await
+    {
+        Ok(ids) => {
+            for id in ids {
+                spawn(db.clone(), jobs.clone(), id);
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "cannot recover evaluations"),
+    }
+}
+
+/// Runs (or follows) evaluation `id` in the background once an evaluator slot is free.
+fn spawn(db: SqlitePool, jobs: Arc<Jobs>, id: i64) {
+    tokio::spawn(async move {
+        let Ok(_slot) = jobs.evaluations.acquire().await else {
+            return;
+        };
+        if let Err(e) = run(&db, &jobs, id).await {
+            tracing::error!(evaluation_id = id, error = %e, "evaluation failed to run");
+            let _ = fail(
+                &db,
+                id,
+                "the evaluation could not be run; see the server log",
+            )
+            .await;
+        }
+    });
+}
+
+/// What the evaluator needs, read when it starts (the dataset may have gone meanwhile).
+#[derive(sqlx::FromRow)]
+struct Launch {
+    workspace_id: i64,
+    status: String,
+    pid: Option<i64>,
+    checkpoint_path: String,
+    checkpoint_deleted: Option<String>,
+    dataset_path: Option<String>,
+    format: Option<String>,
+    text_column: Option<String>,
+    label_column: Option<String>,
+}
+
+#[tracing::instrument(skip(db, jobs))]
+async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
+    let Some(l) = sqlx::query_as::<_, Launch>(
+        "SELECT e.workspace_id, e.status, e.pid, c.path AS checkpoint_path, c.deleted_at AS checkpoint_deleted,
+             d.path AS dataset_path, d.format, d.text_column, d.label_column
+         FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id LEFT JOIN datasets d ON d.id = e.dataset_id
+         WHERE e.id = ?",
+    )
+    .bind(id)
+    .fetch_optional(db)
+    .await?
+    else {
+        return Ok(()); // its job (and with it the checkpoint and this row) was deleted
+    };
+    if EvaluationStatus::parse(&l.status).is_some_and(EvaluationStatus::is_final) {
+        return Ok(());
+    }
+    // The evaluator runs as the server, so everything it touches is the server's: the checkpoint's copy
+    // and the dataset in the workspace's store, and its own folder under `runs/` (removed once its
+    // outcome is recorded).
+    let store = jobs.storage.store_dir(l.workspace_id);
+    let dir = run_rel(id);
+    let pid = match l.pid {
+        Some(pid) => pid,
+        None => {
+            let (Some(data), Some(format), Some(text), Some(label)) =
+                (&l.dataset_path, &l.format, &l.text_column, &l.label_column)
+            else {
+                return fail(
+                    db,
+                    id,
+                    "the dataset was deleted before the evaluation started",
+                )
+                .await;
+            };
+            let model = store.join(&l.checkpoint_path);
+            let present = {
+                let (storage, path) = (jobs.storage.clone(), l.checkpoint_path.clone());
+                in_volume("the checkpoint", move || {
+                    storage.store(l.workspace_id)?.open_dir(Path::new(&path))
+                })
+                .await
+                .is_ok()
+            };
+            if l.checkpoint_deleted.is_some() || !present {
+                return fail(
+                    db,
+                    id,
+                    "the checkpoint's files were removed before the evaluation started",
+                )
+                .await;
+            }
+            let args = eval_args(
+                &model,
+                &store.join(data),
+                format,
+                text,
+                label,
+                jobs.cpu_threads,
+            );
+            let pid = launch(jobs, &dir, &args).await?;
+            sqlx::query(
+                "UPDATE evaluations SET status = 'running', pid = ?, started_at = ? WHERE id = ?",
+            )
+            .bind(pid)
+            .bind(super::now())
+            .bind(id)
+            .execute(db)
+            .await?;
+            pid
+        }
+    };
+    // A refused `exit_code` (a link, a FIFO) counts as none: the evaluator's end is then seen as it
+    // disappearing.
+    let exit_code = || {
+        let (storage, dir) = (jobs.storage.clone(), dir.clone());
+        async move {
+            in_volume("the evaluation's exit status", move || {
+                local::exit_code(&storage.runs()?, &dir)
+            })
+            .await
+            .unwrap_or(None)
+        }
+    };
+    loop {
+        // The exit status is read before liveness: a wrapper that just ended has written it.
+        if let Some(code) = exit_code().await {
+            return finish(db, jobs, id, &dir, code).await;
+        }
+        if !local::is_alive(pid) {
+            if let Some(code) = exit_code().await {
+                return finish(db, jobs, id, &dir, code).await;
+            }
+            return fail(
+                db,
+                id,
+                "the evaluator disappeared (the machine restarted?) before finishing",
+            )
+            .await;
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// `paddock eval`'s arguments: the checkpoint on the CPU (GPUs belong to the jobs the scheduler placed
+/// there), the dataset as it was validated, metrics as one JSON object.
+fn eval_args(
+    model: &Path,
+    data: &Path,
+    format: &str,
+    text_column: &str,
+    label_column: &str,
+    threads: usize,
+) -> Vec<String> {
+    let path = |p: &Path| p.to_string_lossy().into_owned();
+    [
+        "--model",
+        &path(model),
+        "--data",
+        &path(data),
+        "--format",
+        format,
+        "--text-column",
+        text_column,
+        "--label-column",
+        label_column,
+        "--device",
+        "cpu",
+        "--threads",
+        &threads.to_string(),
+        "--json",
+    ]
+    .into_iter()
+    .map(str::to_string)
+    .collect()
+}
+
+/// An evaluation's run folder relative to the server's `runs/`.
+pub(crate) fn run_rel(id: i64) -> std::path::PathBuf {
+    Path::new("evaluations").join(id.to_string())
+}
+
+/// Starts the wrapper in a fresh `dir` (under `runs/`); returns its pid. It is reaped by a task of its
+/// own, so a finished run never lingers as a zombie that looks alive.
+async fn launch(jobs: &Jobs, dir: &Path, args: &[String]) -> Result<i64, AppError> {
+    let (storage, rel) = (jobs.storage.clone(), dir.to_path_buf());
+    let dir = in_volume("the evaluation's directory", move || {
+        let runs = storage.runs()?;
+        // Left by an attempt that crashed between starting and recording its pid.
+        runs.remove_all(&rel)?;
+        runs.create_dir_all(&rel, 0o755)
+    })
+    .await?;
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(WRAPPER)
+        .arg("sh")
+        .arg(&jobs.storage.paddock_binary)
+        .args(args)
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0);
+    local::work_in(&mut command, dir);
+    let mut child = command.spawn().map_err(|e| internal("running sh", e))?;
+    let pid = child
+        .id()
+        .ok_or_else(|| internal("evaluation", "the wrapper exited at once"))?;
+    tokio::spawn(async move {
+        let _ = child.wait().await;
+    });
+    Ok(i64::from(pid))
+}
+
+/// The most of the evaluator's metrics and log read back (the end of the log, where its error is).
+const MAX_OUTPUT_READ: u64 = 1 << 20;
+
+/// Records how the evaluator ended, then removes its folder.
+async fn finish(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    id: i64,
+    dir: &Path,
+    code: i64,
+) -> Result<(), AppError> {
+    let outcome = record(db, jobs, id, dir, code).await;
+    // The outcome is in the database now (or could not be, and the next start tries again).
+    if outcome.is_ok() {
+        let (storage, dir) = (jobs.storage.clone(), dir.to_path_buf());
+        if let Err(e) = in_volume("removing the evaluation's folder", move || {
+            storage.runs()?.remove_all(&dir)
+        })
+        .await
+        {
+            tracing::warn!(evaluation_id = id, error = %e, "could not remove an evaluation's folder");
+        }
+    }
+    outcome
+}
+
+/// Records the evaluator's metrics, or the last words of its stderr.
+async fn record(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    id: i64,
+    dir: &Path,
+    code: i64,
+) -> Result<(), AppError> {
+    // What the evaluator wrote: bounded, through no link.
+    let read = |name: &str, what: &'static str| {
+        let (storage, file) = (jobs.storage.clone(), dir.join(name));
+        async move {
+            in_volume(what, move || {
+                storage.runs()?.read_tail(&file, MAX_OUTPUT_READ)
+            })
+            .await
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+        }
+    };
+    let printed = read("metrics.json", "the evaluation's metrics").await;
+    // What `paddock eval --json` prints.
+    let metrics = serde_json::from_str::<contracts::metrics::Metrics>(printed.trim());
+    match (code, metrics) {
+        (0, Ok(m)) => {
+            let labels: Vec<&str> = m.per_class.iter().map(|c| c.label.as_str()).collect();
+            sqlx::query(
+                "UPDATE evaluations SET status = 'succeeded', status_message = NULL, rows = ?, accuracy = ?, macro_f1 = ?,
+                     loss = ?, labels_json = ?, per_class_json = ?, confusion_json = ?, finished_at = ?
+                 WHERE id = ? AND status NOT IN ('succeeded', 'failed')",
+            )
+            .bind(m.count as i64)
+            .bind(m.accuracy)
+            .bind(m.macro_f1)
+            .bind(m.loss)
+            .bind(json(&labels))
+            .bind(json(&m.per_class))
+            .bind(json(&m.confusion))
+            .bind(super::now())
+            .bind(id)
+            .execute(db)
+            .await?;
+            Ok(())
+        }
+        (code, _) => {
+            let log = read("eval.log", "the evaluation's log").await;
+            let message = failure_message(&log).unwrap_or_else(|| {
+                format!("the evaluator exited with code {code} without a message")
+            });
+            fail(db, id, &message).await
+        }
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+/// The evaluator's own explanation: its `error: …` paragraph (the message may span lines, as the
+/// validator's list of bad lines does), else its last lines; without log noise, cut to a readable size.
+fn failure_message(log: &str) -> Option<String> {
+    let lines: Vec<&str> = log
+        .lines()
+        .map(str::trim_end)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    let start = lines
+        .iter()
+        .rposition(|l| l.starts_with("error: "))
+        .unwrap_or(lines.len().saturating_sub(5));
+    let text = lines[start..].join("\n");
+    let text = text.strip_prefix("error: ").unwrap_or(&text).trim();
+    (!text.is_empty()).then(|| text.chars().take(MESSAGE_CHARS).collect())
+}
+
+async fn fail(db: &SqlitePool, id: i64, message: &str) -> Result<(), AppError> {
+    sqlx::query(
+        "UPDATE evaluations SET status = 'failed', status_message = ?, finished_at = ?
+         WHERE id = ? AND status NOT IN ('succeeded', 'failed')",
+    )
+    .bind(message)
+    .bind(super::now())
+    .bind(id)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,239 @@
+//! Evaluations in the database: who may start one, the label check that refuses a dataset the
+//! checkpoint cannot score (writing nothing), and a run whose evaluator cannot start ending as `failed`
+//! with the reason. The real evaluator's numbers are checked against `paddock eval` in the server tests.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::storage::Storage;
+use crate::testing::{actor, test_db};
+use crate::{members, workspaces};
+
+async fn make_jobs(dir: &tempfile::TempDir, db: &SqlitePool) -> Arc<Jobs> {
+    let storage = Arc::new(Storage::new(
+        dir.path(),
+        1 << 20,
+        "/nonexistent/paddock".into(),
+    ));
+    let engine = crate::engine::EngineConfig {
+        docker_host: Some("unix:///nonexistent.sock".into()),
+        ..Default::default()
+    };
+    let engine = Arc::new(crate::engine::Engine::start(db, engine).await.unwrap());
+    Arc::new(Jobs::new(storage, engine, 1, 0))
+}
+
+async fn dataset(db: &SqlitePool, workspace_id: i64, name: &str, labels: &[&str]) -> i64 {
+    let distribution: serde_json::Map<String, serde_json::Value> =
+        labels.iter().map(|l| (l.to_string(), 1.into())).collect();
+    let report =
+        serde_json::json!({ "ok": true, "rows": labels.len(), "label_distribution": distribution });
+    sqlx::query_scalar(
+        "INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows, text_column, label_column,
+             report_json, preview_json, created_at)
+         VALUES (?, ?, 'r.tsv', 'tsv', 'datasets/1/r.tsv', 10, 'abc', 3, 'text', 'label', ?, '{}', '2026-01-01T00:00:00Z')
+         RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(name)
+    .bind(report.to_string())
+    .fetch_one(db)
+    .await
+    .unwrap()
+}
+
+/// A finished job with one checkpoint whose `config.json` names `labels`.
+async fn checkpoint(db: &SqlitePool, jobs: &Jobs, workspace_id: i64, labels: &[&str]) -> i64 {
+    let job: i64 = sqlx::query_scalar(
+        "INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, status, created_at)
+         VALUES (?, 'run', '{}', '', 'local', 'succeeded', '2026-01-01T00:00:00Z') RETURNING id",
+    )
+    .bind(workspace_id)
+    .fetch_one(db)
+    .await
+    .unwrap();
+    let path = format!("checkpoints/{job}/checkpoint-10");
+    let dir = jobs.storage.store_dir(workspace_id).join(&path);
+    std::fs::create_dir_all(&dir).unwrap();
+    let id2label: serde_json::Map<String, serde_json::Value> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| (i.to_string(), l.to_string().into()))
+        .collect();
+    std::fs::write(
+        dir.join("config.json"),
+        serde_json::json!({ "num_labels": labels.len(), "id2label": id2label }).to_string(),
+    )
+    .unwrap();
+    sqlx::query_scalar(
+        "INSERT INTO checkpoints (job_id, workspace_id, step, path, bytes, sha256, created_at)
+         VALUES (?, ?, 10, ?, 100, 'f00', '2026-01-01T00:00:00Z') RETURNING id",
+    )
+    .bind(job)
+    .bind(workspace_id)
+    .bind(&path)
+    .fetch_one(db)
+    .await
+    .unwrap()
+}
+
+#[test]
+fn labels_are_known_by_name_or_by_integer_id() {
+    let known = vec!["negative".to_string(), "positive".to_string()];
+    let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert!(
+        unknown_labels(&l(&["positive"]), &known).is_empty(),
+        "a subset is fine"
+    );
+    assert!(
+        unknown_labels(&l(&["0", "1"]), &known).is_empty(),
+        "ids in range"
+    );
+    assert_eq!(
+        unknown_labels(&l(&["negative", "neutral", "2"]), &known),
+        ["neutral", "2"]
+    );
+}
+
+#[test]
+fn checkpoint_labels_follow_the_trainers_rule() {
+    let labels = |json: serde_json::Value| checkpoint_labels(&json);
+    assert_eq!(
+        labels(serde_json::json!({ "id2label": { "1": "pos", "0": "neg" } })),
+        ["neg", "pos"]
+    );
+    assert_eq!(
+        labels(serde_json::json!({ "num_labels": 3, "id2label": { "0": "a" } })),
+        ["a", "LABEL_1", "LABEL_2"]
+    );
+    assert_eq!(labels(serde_json::json!({})), ["LABEL_0", "LABEL_1"]);
+}
+
+#[test]
+fn failures_are_explained_by_the_evaluators_error_paragraph() {
+    let log = "2026-01-01 INFO loading\nerror: data.tsv: 2 error(s)\n  line 3: `label`: unknown label `neutral`\n\n";
+    assert_eq!(
+        failure_message(log).unwrap(),
+        "data.tsv: 2 error(s)\n  line 3: `label`: unknown label `neutral`"
+    );
+    assert_eq!(
+        failure_message("a\nb\nsh: 1: paddock: not found\n").unwrap(),
+        "a\nb\nsh: 1: paddock: not found"
+    );
+    assert_eq!(failure_message("\n \n"), None);
+}
+
+#[tokio::test]
+async fn only_editors_start_evaluations_and_mismatched_labels_are_refused() {
+    let (dir, db) = test_db().await;
+    let jobs = make_jobs(&dir, &db).await;
+    let owner = actor(&db, "owner").await;
+    let viewer = actor(&db, "viewer").await;
+    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
+    members::add(&db, &owner, ws, "viewer", "viewer")
+        .await
+        .unwrap();
+    let ckpt = checkpoint(&db, &jobs, ws, &["negative", "positive"]).await;
+    let good = dataset(&db, ws, "reviews", &["negative", "positive"]).await;
+    let other = dataset(&db, ws, "topics", &["sports", "negative"]).await;
+
+    let err = start(&db, &jobs, &owner, ws, ckpt, other)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.field(), err.code()),
+        (Some("dataset_id"), "labels_mismatch")
+    );
+    let message = err.to_string();
+    assert!(
+        message.contains("sports")
+            && !message.contains("sports, negative")
+            && message.contains("positive"),
+        "{message}"
+    );
+    let err = start(&db, &jobs, &owner, ws, ckpt, 999).await.unwrap_err();
+    assert_eq!(err.code(), "dataset_not_found");
+    assert_eq!(
+        start(&db, &jobs, &viewer, ws, ckpt, good)
+            .await
+            .unwrap_err(),
+        AppError::Forbidden
+    );
+    assert_eq!(
+        start(&db, &jobs, &owner, ws, 999, good).await.unwrap_err(),
+        AppError::NotFound
+    );
+    assert!(
+        list(&db, &owner, ws, None, None).await.unwrap().is_empty(),
+        "nothing written"
+    );
+
+    sqlx::query("UPDATE checkpoints SET deleted_at = '2026-01-02T00:00:00Z' WHERE id = ?")
+        .bind(ckpt)
+        .execute(&db)
+        .await
+        .unwrap();
+    let err = start(&db, &jobs, &owner, ws, ckpt, good).await.unwrap_err();
+    assert_eq!(err.code(), "checkpoint_deleted");
+}
+
+#[tokio::test]
+async fn an_evaluator_that_cannot_run_fails_with_its_reason_and_is_audited() {
+    let (dir, db) = test_db().await;
+    let jobs = make_jobs(&dir, &db).await;
+    let owner = actor(&db, "owner").await;
+    let viewer = actor(&db, "viewer").await;
+    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
+    members::add(&db, &owner, ws, "viewer", "viewer")
+        .await
+        .unwrap();
+    let ckpt = checkpoint(&db, &jobs, ws, &["negative", "positive"]).await;
+    let ds = dataset(&db, ws, "reviews", &["0", "1"]).await;
+
+    let started = start(&db, &jobs, &owner, ws, ckpt, ds).await.unwrap();
+    assert!(!started.status.is_final(), "{started:?}");
+    assert_eq!(
+        (started.dataset_name.as_str(), started.created_by.as_deref()),
+        ("reviews", Some("owner"))
+    );
+    let mut info = started.clone();
+    for _ in 0..200 {
+        info = get(&db, &viewer, ws, ckpt, started.id).await.unwrap();
+        if info.status.is_final() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The server's paddock binary is missing here: the shell says so, and that is the message.
+    assert_eq!(info.status, EvaluationStatus::Failed, "{info:?}");
+    let message = info.status_message.clone().unwrap_or_default();
+    assert!(message.contains("/nonexistent/paddock"), "{message}");
+    assert!(info.accuracy.is_none() && info.finished_at.is_some());
+
+    let job_id = info.job_id;
+    assert_eq!(
+        list(&db, &viewer, ws, None, Some(job_id)).await.unwrap(),
+        vec![info.clone()]
+    );
+    assert!(list(&db, &viewer, ws, None, Some(job_id + 1))
+        .await
+        .unwrap()
+        .is_empty());
+    assert_eq!(
+        list(&db, &viewer, ws, Some(ckpt), None)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    let audited: Vec<String> =
+        sqlx::query_scalar("SELECT action FROM audit_log WHERE workspace_id = ?")
+            .bind(ws)
+            .fetch_all(&db)
+            .await
+            .unwrap();
+    assert!(
+        audited.iter().any(|a| a == "checkpoint.evaluate"),
+        "{audited:?}"
+    );
+}

@@ -1,0 +1,921 @@
+//! Fine-tuning jobs: submitted to a per-workspace queue, placed by the scheduler on free GPUs (or a CPU
+//! slot), run by an executor, followed by a supervisor that turns the trainer's JSON-lines events into
+//! rows (metrics, logs, checkpoints) and the job's state. Viewers read; editors and owners submit,
+//! cancel, retry and delete.
+//!
+//! The database is the truth. A job's row says where it runs (pid or container) and how far its event
+//! stream has been read (`events_offset`, committed with the rows it produced), so a restarted server —
+//! even after `kill -9` — re-attaches to what still runs, finishes what ended meanwhile, and neither
+//! duplicates nor loses a metric or a checkpoint.
+//!
+//! # Layout
+//! - this file: submit, list, read, cancel, retry, delete; metrics, logs and checkpoints queries.
+//! - [`spec`]: the form's checks and the `job.toml` it renders to.
+//! - [`scheduler`]: who runs next (priority with ageing, FIFO, GPU placement, quotas, CPU slots).
+//! - [`local`] and [`docker`]: the two executors (a child process; a container from the environment's
+//!   image). [`supervise`]: following a run to its end, whichever executor started it, with
+//!   [`log_file`] keeping each job's rotated log on disk.
+
+pub mod checkpoints;
+pub mod docker;
+pub mod launch;
+pub mod local;
+pub mod log_file;
+pub mod scheduler;
+pub mod spec;
+pub mod supervise;
+
+use std::sync::Arc;
+
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::access::authorize;
+use super::audit::{self, Entry};
+use super::auth::Actor;
+use super::db::write_tx;
+use super::storage::{in_volume, Storage, DEFAULT_VOLUME};
+use contracts::error::internal;
+use contracts::error::AppError;
+use contracts::types::*;
+
+/// Metric points and log lines returned per request.
+pub const PAGE: i64 = 2000;
+
+/// 64 MiB of raw trainer output: about half a million progress lines, far more than a run prints, so
+/// the limit only stops a runaway.
+pub const DEFAULT_TRAIN_LOG_MAX_BYTES: u64 = 64 << 20;
+
+/// What the job machinery shares: where files are, and how to wake the scheduler.
+pub struct Jobs {
+    pub storage: Arc<Storage>,
+    /// Docker, for jobs that run in an environment's image.
+    pub engine: Arc<super::engine::Engine>,
+    /// Concurrent CPU-only jobs (each uses every core it is given; more would only thrash).
+    pub cpu_slots: usize,
+    /// libtorch threads per CPU job; 0 lets libtorch use every core.
+    pub cpu_threads: usize,
+    pub wake: tokio::sync::Notify,
+    /// Bumped whenever a job's rows change (output ingested, status changed), so live streams query
+    /// when there is something new instead of polling on a timer. One counter for all jobs: a wake-up
+    /// costs a stream one cheap query, and there are few streams.
+    pub activity: tokio::sync::watch::Sender<u64>,
+    /// The most bytes of the trainer's stderr kept in a job's raw `train.log` (see [`local::WRAPPER`]).
+    pub train_log_max_bytes: u64,
+    /// Evaluations (`crate::evaluations`) run one at a time: each uses the CPU threads a job would, and
+    /// several at once would only slow each other and the jobs down.
+    pub evaluations: tokio::sync::Semaphore,
+}
+
+impl Jobs {
+    pub fn new(
+        storage: Arc<Storage>,
+        engine: Arc<super::engine::Engine>,
+        cpu_slots: usize,
+        cpu_threads: usize,
+    ) -> Jobs {
+        Jobs {
+            storage,
+            engine,
+            cpu_slots: cpu_slots.max(1),
+            cpu_threads,
+            wake: tokio::sync::Notify::new(),
+            activity: tokio::sync::watch::Sender::new(0),
+            train_log_max_bytes: DEFAULT_TRAIN_LOG_MAX_BYTES,
+            evaluations: tokio::sync::Semaphore::new(1),
+        }
+    }
+
+    /// Tells the live streams that some job changed.
+    pub fn changed(&self) {
+        self.activity.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Where runs of `executor` keep their folders ([`job_rel`] beneath it): the server's `runs/` for
+    /// local processes, which run as the server; the workspace volume for containers, which write their
+    /// run there themselves (and whose files are therefore read as hostile input). Opened through
+    /// `beneath` either way.
+    pub fn run_root(&self, executor: &str, workspace_id: i64) -> beneath::Result<beneath::Dir> {
+        match executor {
+            DOCKER => self.storage.volume(workspace_id),
+            _ => self.storage.runs(),
+        }
+    }
+
+    /// The host path of [`Jobs::run_root`] (the trainer may report absolute paths under it).
+    pub fn run_root_dir(&self, executor: &str, workspace_id: i64) -> std::path::PathBuf {
+        match executor {
+            DOCKER => self.storage.volume_dir(workspace_id, DEFAULT_VOLUME),
+            _ => self.storage.runs_dir(),
+        }
+    }
+
+    /// The workspace's store as a run of `executor` sees it.
+    pub fn store_seen_by(&self, executor: &str, workspace_id: i64) -> String {
+        store_seen_by(&self.storage, executor, workspace_id)
+    }
+}
+
+/// The workspace's store as a run of `executor` sees it: `/paddock` in a container, the host path for a
+/// local run.
+pub fn store_seen_by(storage: &Storage, executor: &str, workspace_id: i64) -> String {
+    match executor {
+        DOCKER => containers::build::STORE_DIR.to_string(),
+        _ => storage
+            .store_dir(workspace_id)
+            .to_string_lossy()
+            .into_owned(),
+    }
+}
+
+/// The executor of a job that runs in a container of its environment's image (`jobs.executor`).
+pub const DOCKER: &str = "docker";
+
+/// A job's run folder relative to its [`Jobs::run_root`]: `jobs/<id>`.
+pub fn job_rel(job_id: i64) -> std::path::PathBuf {
+    std::path::Path::new("jobs").join(job_id.to_string())
+}
+
+#[derive(sqlx::FromRow, Clone)]
+pub(crate) struct JobRow {
+    pub id: i64,
+    pub workspace_id: i64,
+    pub name: String,
+    pub spec_json: String,
+    pub config_toml: String,
+    pub executor: String,
+    pub priority: i64,
+    pub gpus: i64,
+    pub status: String,
+    pub status_message: Option<String>,
+    pub exit_code: Option<i64>,
+    pub gpu_indices: Option<String>,
+    pub pid: Option<i64>,
+    pub container_name: Option<String>,
+    pub events_offset: i64,
+    pub log_offset: i64,
+    pub step: i64,
+    pub total_steps: Option<i64>,
+    pub epoch: Option<f64>,
+    pub time_limit_secs: Option<i64>,
+    pub retry_of: Option<i64>,
+    pub created_by: Option<String>,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+}
+
+pub(crate) const JOB_SELECT: &str = "SELECT j.id, j.workspace_id, j.name, j.spec_json, j.config_toml, j.executor, j.priority, \
+     j.gpus, j.status, j.status_message, j.exit_code, j.gpu_indices, j.pid, j.container_name, j.events_offset, j.log_offset, j.step, \
+     j.total_steps, j.epoch, j.time_limit_secs, j.retry_of, u.username AS created_by, j.created_at, j.started_at, \
+     j.finished_at FROM jobs j LEFT JOIN users u ON u.id = j.created_by";
+
+impl JobRow {
+    pub(crate) fn status(&self) -> Result<JobStatus, AppError> {
+        JobStatus::parse(&self.status).ok_or_else(|| internal("stored job status", &self.status))
+    }
+
+    pub(crate) fn gpu_list(&self) -> Vec<u32> {
+        self.gpu_indices
+            .as_deref()
+            .and_then(|g| serde_json::from_str(g).ok())
+            .unwrap_or_default()
+    }
+
+    fn summary(&self, queue_position: Option<i64>) -> Result<JobSummary, AppError> {
+        Ok(JobSummary {
+            id: self.id,
+            workspace_id: self.workspace_id,
+            name: self.name.clone(),
+            status: self.status()?,
+            status_message: self.status_message.clone(),
+            exit_code: self.exit_code,
+            executor: self.executor.clone(),
+            priority: self.priority as i32,
+            gpus: self.gpus as u32,
+            gpu_indices: self.gpu_list(),
+            step: self.step,
+            total_steps: self.total_steps,
+            epoch: self.epoch,
+            queue_position,
+            created_by: self.created_by.clone(),
+            created_at: self.created_at.clone(),
+            started_at: self.started_at.clone(),
+            finished_at: self.finished_at.clone(),
+        })
+    }
+}
+
+pub(crate) async fn job_row(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    job_id: i64,
+) -> Result<JobRow, AppError> {
+    sqlx::query_as::<_, JobRow>(&format!(
+        "{JOB_SELECT} WHERE j.workspace_id = ? AND j.id = ?"
+    ))
+    .bind(workspace_id)
+    .bind(job_id)
+    .fetch_optional(conn)
+    .await?
+    .ok_or(AppError::NotFound)
+}
+
+/// Queue positions of the workspace's queued jobs, in the order the scheduler considers them.
+async fn queue_positions(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+) -> Result<Vec<i64>, AppError> {
+    Ok(sqlx::query_scalar(
+        "SELECT id FROM jobs WHERE workspace_id = ? AND status = 'queued' ORDER BY priority DESC, id",
+    )
+    .bind(workspace_id)
+    .fetch_all(conn)
+    .await?)
+}
+
+pub async fn list(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+) -> Result<Vec<JobSummary>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let queue = queue_positions(&mut conn, workspace_id).await?;
+    sqlx::query_as::<_, JobRow>(&format!(
+        "{JOB_SELECT} WHERE j.workspace_id = ? ORDER BY j.id DESC"
+    ))
+    .bind(workspace_id)
+    .fetch_all(&mut *conn)
+    .await?
+    .iter()
+    .map(|j| {
+        j.summary(
+            queue
+                .iter()
+                .position(|id| *id == j.id)
+                .map(|p| p as i64 + 1),
+        )
+    })
+    .collect()
+}
+
+pub async fn get(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: i64,
+) -> Result<JobDetail, AppError> {
+    let mut conn = db.acquire().await?;
+    let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let job = job_row(&mut conn, workspace_id, job_id).await?;
+    let queue = queue_positions(&mut conn, workspace_id).await?;
+    let checkpoints = checkpoints_of(&mut conn, Some(job_id), workspace_id).await?;
+    let spec: JobSpec =
+        serde_json::from_str(&job.spec_json).map_err(|e| internal("stored job spec", e))?;
+    let base_model = match spec.base_checkpoint_id {
+        Some(id) => Some(base_model(&mut conn, workspace_id, id).await?),
+        None => None,
+    };
+    let pretrained_model = match spec.pretrained_model_id {
+        Some(id) => super::pretrained::get(&mut conn, workspace_id, id).await?,
+        None => None,
+    };
+    Ok(JobDetail {
+        summary: job.summary(
+            queue
+                .iter()
+                .position(|id| *id == job.id)
+                .map(|p| p as i64 + 1),
+        )?,
+        spec,
+        config_toml: job.config_toml.clone(),
+        retry_of: job.retry_of,
+        checkpoints,
+        can_edit: role.can_edit(),
+        base_model,
+        pretrained_model,
+    })
+}
+
+/// Lineage: checkpoint `checkpoint_id` and the job that wrote it, as far as they still exist.
+async fn base_model(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    checkpoint_id: i64,
+) -> Result<BaseModel, AppError> {
+    let row: Option<(i64, String, i64)> = sqlx::query_as(
+        "SELECT c.job_id, j.name, c.step FROM checkpoints c JOIN jobs j ON j.id = c.job_id
+         WHERE c.workspace_id = ? AND c.id = ?",
+    )
+    .bind(workspace_id)
+    .bind(checkpoint_id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(BaseModel {
+        checkpoint_id,
+        job_id: row.as_ref().map(|r| r.0),
+        job_name: row.as_ref().map(|r| r.1.clone()),
+        step: row.map(|r| r.2),
+    })
+}
+
+/// Checks a spec and queues it. Editors and owners.
+pub async fn submit(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    workspace_id: i64,
+    spec: JobSpec,
+) -> Result<JobDetail, AppError> {
+    submit_as(db, jobs, actor, workspace_id, spec, None, None).await
+}
+
+async fn submit_as(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    workspace_id: i64,
+    mut spec: JobSpec,
+    retry_of: Option<i64>,
+    resume_from: Option<String>,
+) -> Result<JobDetail, AppError> {
+    spec::check(&spec)?;
+    spec.name = spec.name.trim().to_string();
+    let host_gpus = jobs.engine.gpus().await.len();
+    if spec.gpus as usize > host_gpus {
+        return Err(AppError::invalid(
+            "gpus",
+            "job_spec_invalid",
+            format!(
+                "the job asks for {} GPU(s) but this host has {host_gpus}; it would never start",
+                spec.gpus
+            ),
+        ));
+    }
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let (executor, image_id) = match spec.environment_id {
+        Some(env_id) => (
+            DOCKER,
+            Some(environment_image(&mut tx, workspace_id, env_id).await?),
+        ),
+        None => ("local", None),
+    };
+    let train = dataset_input(&mut tx, workspace_id, spec.dataset_id, "dataset_id").await?;
+    let dev = match spec.dev_dataset_id {
+        Some(id) => Some(dataset_input(&mut tx, workspace_id, id, "dev_dataset_id").await?),
+        None => None,
+    };
+    let pretrained = match (spec.base_checkpoint_id, spec.pretrained_model_id) {
+        (Some(id), _) => {
+            Some(checkpoint_path(&mut tx, workspace_id, id, "base_checkpoint_id").await?)
+        }
+        (None, Some(id)) => Some(
+            super::pretrained::model_path(&mut tx, workspace_id, id, "pretrained_model_id").await?,
+        ),
+        (None, None) => None,
+    };
+    let labels: Vec<String> = train.labels.clone();
+    if labels.len() < 2 {
+        return Err(AppError::invalid(
+            "dataset_id",
+            "job_spec_invalid",
+            "the training data needs at least two labels",
+        ));
+    }
+    let inputs = spec::Inputs {
+        store: jobs.store_seen_by(executor, workspace_id),
+        train: train.path,
+        dev: dev.map(|d| d.path),
+        pretrained,
+        resume_from: resume_from.clone(),
+        text_column: train.text_column,
+        label_column: train.label_column,
+        labels,
+    };
+    let threads = if spec.gpus > 0 { 0 } else { jobs.cpu_threads };
+    let config_toml = spec::render_toml(&spec, &inputs, threads)?;
+    let now = super::now();
+    let job_id: i64 = sqlx::query_scalar(
+        "INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, environment_id, image_id, dataset_id,
+             dev_dataset_id, priority, gpus, time_limit_secs, retry_of, created_by, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(&spec.name)
+    .bind(serde_json::to_string(&spec).map_err(|e| internal("job spec", e))?)
+    .bind(&config_toml)
+    .bind(executor)
+    .bind(spec.environment_id)
+    .bind(&image_id)
+    .bind(spec.dataset_id)
+    .bind(spec.dev_dataset_id)
+    .bind(spec.priority)
+    .bind(spec.gpus)
+    .bind(spec.time_limit_minutes.map(|m| i64::from(m) * 60))
+    .bind(retry_of)
+    .bind(actor.user_id)
+    .bind(&now)
+    .fetch_one(&mut *tx)
+    .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(actor, Some(workspace_id), if retry_of.is_some() { "job.retry" } else { "job.submit" }, "job", &spec.name)
+            .detail(serde_json::json!({ "job_id": job_id, "retry_of": retry_of, "resume_from": resume_from })),
+    )
+    .await?;
+    tx.commit().await?;
+    jobs.wake.notify_one();
+    get(db, actor, workspace_id, job_id).await
+}
+
+/// The image a job in environment `env_id` runs: its current version's, which must be built and carry
+/// Paddock's runtime (the `paddock` binary that runs the training).
+async fn environment_image(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    env_id: i64,
+) -> Result<String, AppError> {
+    let row: Option<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT v.spec_json, v.build_status, v.image_id FROM environments e
+         JOIN environment_versions v ON v.environment_id = e.id AND v.version = e.current_version
+         WHERE e.workspace_id = ? AND e.id = ?",
+    )
+    .bind(workspace_id)
+    .bind(env_id)
+    .fetch_optional(conn)
+    .await?;
+    let Some((spec_json, build_status, image_id)) = row else {
+        return Err(AppError::invalid(
+            "environment_id",
+            "environment_not_found",
+            format!("environment {env_id} is not in this workspace"),
+        ));
+    };
+    let spec: EnvironmentSpec =
+        serde_json::from_str(&spec_json).map_err(|e| internal("stored environment spec", e))?;
+    if !spec.runtime {
+        return Err(AppError::invalid(
+            "environment_id",
+            "environment_without_runtime",
+            "this environment's image has no Paddock runtime; edit it, tick \"include the Paddock runtime\", and let it build",
+        ));
+    }
+    match (build_status.as_str(), image_id) {
+        ("built", Some(image)) => Ok(image),
+        _ => Err(AppError::invalid(
+            "environment_id",
+            "not_built",
+            "the environment's image is not built yet",
+        )),
+    }
+}
+
+struct DatasetInput {
+    path: String,
+    text_column: String,
+    label_column: String,
+    labels: Vec<String>,
+}
+
+async fn dataset_input(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    id: i64,
+    field: &str,
+) -> Result<DatasetInput, AppError> {
+    let row: Option<(String, String, String, String)> = sqlx::query_as(
+        "SELECT path, text_column, label_column, report_json FROM datasets WHERE workspace_id = ? AND id = ?",
+    )
+    .bind(workspace_id)
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    let Some((path, text_column, label_column, report)) = row else {
+        return Err(AppError::invalid(
+            field,
+            "dataset_not_found",
+            format!("dataset {id} is not in this workspace"),
+        ));
+    };
+    let report: serde_json::Value =
+        serde_json::from_str(&report).map_err(|e| internal("stored report", e))?;
+    let labels = report["label_distribution"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    Ok(DatasetInput {
+        path,
+        text_column,
+        label_column,
+        labels,
+    })
+}
+
+async fn checkpoint_path(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    id: i64,
+    field: &str,
+) -> Result<String, AppError> {
+    let row: Option<(String, Option<String>)> = sqlx::query_as(
+        "SELECT path, deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?",
+    )
+    .bind(workspace_id)
+    .bind(id)
+    .fetch_optional(conn)
+    .await?;
+    match row {
+        Some((path, None)) => Ok(path),
+        Some((_, Some(_))) => Err(AppError::invalid(
+            field,
+            "checkpoint_deleted",
+            format!("checkpoint {id}'s files were removed by retention"),
+        )),
+        None => Err(AppError::invalid(
+            field,
+            "checkpoint_not_found",
+            format!("checkpoint {id} is not in this workspace"),
+        )),
+    }
+}
+
+/// Cancels a job: a queued one at once; a running one gracefully (the trainer finishes its step, writes
+/// a checkpoint and ends as `cancelled`). Editors and owners; idempotent.
+pub async fn cancel(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: i64,
+) -> Result<JobDetail, AppError> {
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let job = job_row(&mut tx, workspace_id, job_id).await?;
+    let status = job.status()?;
+    match status {
+        JobStatus::Queued => {
+            sqlx::query("UPDATE jobs SET status = 'cancelled', status_message = ?, finished_at = ? WHERE id = ?")
+                .bind(format!("cancelled by {} before it started", actor.username))
+                .bind(super::now())
+                .bind(job_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        JobStatus::Starting | JobStatus::Running => {
+            sqlx::query("UPDATE jobs SET status = 'cancelling', status_message = ? WHERE id = ?")
+                .bind(format!("cancel requested by {}", actor.username))
+                .bind(job_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        _ => return get(db, actor, workspace_id, job_id).await,
+    }
+    audit::record(
+        &mut tx,
+        Entry::by(actor, Some(workspace_id), "job.cancel", "job", &job.name)
+            .detail(serde_json::json!({ "job_id": job_id })),
+    )
+    .await?;
+    tx.commit().await?;
+    if status != JobStatus::Queued {
+        match &job.container_name {
+            Some(name) => docker::signal_stop(jobs, name).await,
+            None => local::signal_stop(&jobs.storage, &job_rel(job_id), job.pid).await,
+        }
+    }
+    jobs.changed();
+    jobs.wake.notify_one();
+    get(db, actor, workspace_id, job_id).await
+}
+
+/// Queues the same spec again; with `resume`, continuing exactly from the job's latest checkpoint.
+pub async fn retry(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: i64,
+    resume: bool,
+) -> Result<JobDetail, AppError> {
+    let (spec, resume_from) = {
+        let mut conn = db.acquire().await?;
+        authorize(&mut conn, actor, workspace_id, Role::Editor).await?;
+        let job = job_row(&mut conn, workspace_id, job_id).await?;
+        if !job.status()?.is_final() {
+            return Err(AppError::conflict(
+                "status",
+                "job_not_finished",
+                "the job is still queued or running",
+            ));
+        }
+        let spec: JobSpec =
+            serde_json::from_str(&job.spec_json).map_err(|e| internal("stored job spec", e))?;
+        let resume_from = if resume {
+            let latest: Option<String> = sqlx::query_scalar(
+                "SELECT path FROM checkpoints WHERE job_id = ? AND deleted_at IS NULL ORDER BY step DESC LIMIT 1",
+            )
+            .bind(job_id)
+            .fetch_optional(&mut *conn)
+            .await?;
+            Some(latest.ok_or_else(|| {
+                AppError::conflict(
+                    "resume",
+                    "no_checkpoint",
+                    "the job wrote no checkpoint to resume from",
+                )
+            })?)
+        } else {
+            None
+        };
+        (spec, resume_from)
+    };
+    submit_as(
+        db,
+        jobs,
+        actor,
+        workspace_id,
+        spec,
+        Some(job_id),
+        resume_from,
+    )
+    .await
+}
+
+/// Deletes a finished job with its files (checkpoints included). Editors and owners.
+pub async fn delete(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: i64,
+) -> Result<(), AppError> {
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let job = job_row(&mut tx, workspace_id, job_id).await?;
+    if !job.status()?.is_final() {
+        return Err(AppError::conflict(
+            "status",
+            "job_not_finished",
+            "cancel the job before deleting it",
+        ));
+    }
+    sqlx::query("DELETE FROM jobs WHERE id = ?")
+        .bind(job_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(actor, Some(workspace_id), "job.delete", "job", &job.name)
+            .detail(serde_json::json!({ "job_id": job_id })),
+    )
+    .await?;
+    tx.commit().await?;
+    remove_run(jobs, &job.executor, workspace_id, job_id).await;
+    if let Err(e) = tokio::fs::remove_dir_all(jobs.storage.job_logs_dir(job_id)).await {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            tracing::warn!(job_id, error = %e, "could not remove a deleted job's log");
+        }
+    }
+    Ok(())
+}
+
+/// Removes a deleted job's files: its run folder and its checkpoints' copies in the store. A failure is
+/// logged, not answered: the row is what counts.
+pub(crate) async fn remove_run(jobs: &Jobs, executor: &str, workspace_id: i64, job_id: i64) {
+    let (root, storage) = (jobs.run_root(executor, workspace_id), jobs.storage.clone());
+    let removed = in_volume("removing the job's files", move || {
+        root?.remove_all(&job_rel(job_id))?;
+        storage
+            .store(workspace_id)?
+            .remove_all(&checkpoints::store_rel(job_id))
+    })
+    .await;
+    if let Err(e) = removed {
+        tracing::warn!(job_id, error = %e, "could not remove a deleted job's files");
+    }
+}
+
+/// Metric points after `after` (an id), oldest first. Any member.
+pub async fn metrics(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: i64,
+    after: i64,
+) -> Result<Vec<MetricPoint>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    job_row(&mut conn, workspace_id, job_id).await?;
+    metrics_after(&mut conn, job_id, after).await
+}
+
+pub async fn metrics_after(
+    conn: &mut SqliteConnection,
+    job_id: i64,
+    after: i64,
+) -> Result<Vec<MetricPoint>, AppError> {
+    let rows: Vec<(i64, String, i64, Option<f64>, String, String)> = sqlx::query_as(
+        "SELECT id, kind, step, epoch, data, at FROM job_metrics WHERE job_id = ? AND id > ? ORDER BY id LIMIT ?",
+    )
+    .bind(job_id)
+    .bind(after)
+    .bind(PAGE)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, kind, step, epoch, data, at)| MetricPoint {
+            id,
+            kind,
+            step,
+            epoch,
+            data: serde_json::from_str(&data).unwrap_or(serde_json::Value::Null),
+            at,
+        })
+        .collect())
+}
+
+/// Log lines after `after`, optionally only those containing `contains`. Any member.
+pub async fn logs(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: i64,
+    after: i64,
+    contains: Option<&str>,
+) -> Result<Vec<LogLine>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    job_row(&mut conn, workspace_id, job_id).await?;
+    logs_after(&mut conn, job_id, after, contains).await
+}
+
+pub async fn logs_after(
+    conn: &mut SqliteConnection,
+    job_id: i64,
+    after: i64,
+    contains: Option<&str>,
+) -> Result<Vec<LogLine>, AppError> {
+    let pattern = contains.map(|c| {
+        format!(
+            "%{}%",
+            c.replace('\\', "\\\\")
+                .replace('%', "\\%")
+                .replace('_', "\\_")
+        )
+    });
+    let rows: Vec<(i64, String, String)> = sqlx::query_as(
+        "SELECT id, line, at FROM job_logs WHERE job_id = ? AND id > ? AND (? IS NULL OR line LIKE ? ESCAPE '\\')
+         ORDER BY id LIMIT ?",
+    )
+    .bind(job_id)
+    .bind(after)
+    .bind(&pattern)
+    .bind(&pattern)
+    .bind(PAGE)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, line, at)| LogLine { id, line, at })
+        .collect())
+}
+
+/// The workspace's checkpoints (or one job's), newest first.
+pub async fn checkpoints(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    job_id: Option<i64>,
+) -> Result<Vec<CheckpointInfo>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    checkpoints_of(&mut conn, job_id, workspace_id).await
+}
+
+async fn checkpoints_of(
+    conn: &mut SqliteConnection,
+    job_id: Option<i64>,
+    workspace_id: i64,
+) -> Result<Vec<CheckpointInfo>, AppError> {
+    type Row = (
+        i64,
+        i64,
+        i64,
+        Option<f64>,
+        Option<String>,
+        String,
+        i64,
+        String,
+        bool,
+        String,
+        Option<String>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT id, job_id, step, epoch, metrics, path, bytes, sha256, best, created_at, deleted_at FROM checkpoints
+         WHERE workspace_id = ? AND (? IS NULL OR job_id = ?) ORDER BY id DESC",
+    )
+    .bind(workspace_id)
+    .bind(job_id)
+    .bind(job_id)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(
+                id,
+                job_id,
+                step,
+                epoch,
+                metrics,
+                path,
+                bytes,
+                sha256,
+                best,
+                created_at,
+                deleted_at,
+            )| CheckpointInfo {
+                id,
+                job_id,
+                step,
+                epoch,
+                metrics: metrics.and_then(|m| serde_json::from_str(&m).ok()),
+                container_path: format!("{}/{path}", containers::build::STORE_DIR),
+                bytes: bytes as u64,
+                sha256,
+                best,
+                created_at,
+                deleted_at,
+            },
+        )
+        .collect())
+}
+
+/// The most a checkpoint's `config.json` may weigh.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// A checkpoint's `config.json` (`path` is the checkpoint's, relative to the workspace's store): a
+/// regular file of bounded size, reached through no link.
+pub async fn checkpoint_config(
+    storage: &Storage,
+    workspace_id: i64,
+    path: &str,
+) -> Result<serde_json::Value, AppError> {
+    let storage = storage.clone();
+    let file = std::path::Path::new(path).join("config.json");
+    let bytes = in_volume("the checkpoint's config.json", move || {
+        storage.store(workspace_id)?.read(&file, MAX_CONFIG_BYTES)
+    })
+    .await?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        AppError::conflict(
+            "checkpoint",
+            "checkpoint_config_invalid",
+            format!("the checkpoint's config.json is not valid JSON: {e}"),
+        )
+    })
+}
+
+/// The files of a checkpoint that still exists, open, with a name for its archive. Any member. Its copy
+/// in the store holds directories and regular files only; anything else would refuse the download
+/// rather than be followed.
+pub async fn checkpoint_files(
+    db: &SqlitePool,
+    storage: &Storage,
+    actor: &Actor,
+    workspace_id: i64,
+    checkpoint_id: i64,
+) -> Result<(Vec<beneath::Entry>, String), AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let (job_id, step, path, deleted): (i64, i64, String, Option<String>) = sqlx::query_as(
+        "SELECT job_id, step, path, deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?",
+    )
+    .bind(workspace_id)
+    .bind(checkpoint_id)
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(AppError::NotFound)?;
+    if deleted.is_some() {
+        return Err(AppError::conflict(
+            "checkpoint",
+            "checkpoint_deleted",
+            "this checkpoint's files were removed by retention",
+        ));
+    }
+    drop(conn);
+    let storage = storage.clone();
+    let files = in_volume("the checkpoint's files", move || {
+        storage
+            .store(workspace_id)?
+            .open_dir(std::path::Path::new(&path))?
+            .files(checkpoints::MAX_ENTRIES)
+    })
+    .await?;
+    Ok((files, format!("job{job_id}-step{step}")))
+}
+
+#[cfg(test)]
+mod tests;

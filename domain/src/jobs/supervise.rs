@@ -1,0 +1,721 @@
+//! Following a run to its end. A supervisor task per running job reads the new complete lines of the
+//! event stream and the log, turns them into rows — metric points, log lines, checkpoints, the job's
+//! progress and outcome — and commits them together with the new read offsets, so a line is applied
+//! exactly once even across restarts. Every log line also goes to the job's rotated log file
+//! ([`super::log_file`]). It enforces the time limit, and when the run is over (exit status written, or
+//! the process gone) it records how it ended and gives the GPUs back.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use contracts::events::{EndStatus, Event, Line, Task};
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::checkpoints::{self, Copied};
+use super::log_file::JobLogFile;
+use super::{docker, local, JobRow, Jobs, DOCKER, JOB_SELECT};
+use crate::gpus::{self, Holder};
+use crate::storage::in_volume;
+use contracts::error::internal;
+use contracts::error::AppError;
+use contracts::types::JobStatus;
+
+/// How often a supervisor looks for new output.
+const POLL: Duration = Duration::from_millis(400);
+/// Longest log line kept in the database (the file keeps everything).
+const MAX_LOG_LINE: usize = 4000;
+/// Log lines kept in the database per job; the rest are only in the job's log file.
+const MAX_LOG_LINES: i64 = 100_000;
+/// Most bytes read per pass, so one huge burst does not hold the write lock for long.
+const READ_CHUNK: u64 = 1 << 20;
+
+/// Starts following job `job_id`.
+pub fn spawn(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
+    tokio::spawn(async move {
+        if let Err(e) = follow(&db, &jobs, job_id).await {
+            tracing::error!(job_id, error = %e, "job supervisor failed");
+        }
+        jobs.wake.notify_one();
+    });
+}
+
+/// After a restart: jobs that were being started go back to the queue (nothing ran), the others are
+/// followed again from their recorded offsets — every job with a process or a container whose end was
+/// not recorded yet, whatever its status: a run whose `end` event was applied just before the crash is
+/// `succeeded` but still needs its exit status, its finish time and its GPUs back.
+pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
+    let result = async {
+        let mut tx = crate::db::write_tx(db).await?;
+        let never_started: Vec<i64> = sqlx::query_scalar("SELECT id FROM jobs WHERE status = 'starting' AND pid IS NULL AND container_name IS NULL")
+            .fetch_all(&mut *tx)
+            .await?;
+        for id in &never_started {
+            gpus::release(&mut tx, Holder::Job(*id)).await?;
+            sqlx::query("UPDATE jobs SET status = 'queued', gpu_indices = NULL, started_at = NULL WHERE id = ?")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        // Cancelled while starting: stopped before it ran.
+        sqlx::query(
+            "UPDATE jobs SET status = 'cancelled', finished_at = ? WHERE status = 'cancelling' AND pid IS NULL AND container_name IS NULL",
+        )
+        .bind(crate::now())
+        .execute(&mut *tx)
+        .await?;
+        let running: Vec<i64> =
+            sqlx::query_scalar("SELECT id FROM jobs WHERE finished_at IS NULL AND (pid IS NOT NULL OR container_name IS NOT NULL)")
+                .fetch_all(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        Ok::<_, AppError>(running)
+    }
+    .await;
+    match result {
+        Ok(running) => {
+            for job_id in running {
+                tracing::info!(
+                    job_id,
+                    "re-attaching to a job left running by the previous server"
+                );
+                spawn(db.clone(), jobs.clone(), job_id);
+            }
+        }
+        Err(e) => tracing::error!(error = %e, "cannot recover jobs"),
+    }
+}
+
+async fn load(db: &SqlitePool, job_id: i64) -> Result<Option<JobRow>, AppError> {
+    Ok(
+        sqlx::query_as::<_, JobRow>(&format!("{JOB_SELECT} WHERE j.id = ?"))
+            .bind(job_id)
+            .fetch_optional(db)
+            .await?,
+    )
+}
+
+async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppError> {
+    let mut time_limit_hit = false;
+    let mut refused = None;
+    let mut log_file = JobLogFile::open(&jobs.storage.job_logs_dir(job_id));
+    loop {
+        let Some(job) = load(db, job_id).await? else {
+            return Ok(());
+        }; // deleted
+        let dir = super::job_rel(job_id);
+        // The exit status is read before the last ingest, so output written just before it is not missed.
+        let exit = {
+            let (root, dir) = (jobs.run_root(&job.executor, job.workspace_id), dir.clone());
+            let read = in_volume("the job's exit status", move || {
+                local::exit_code(&root?, &dir)
+            })
+            .await;
+            match read {
+                Ok(exit) => exit,
+                Err(e) => {
+                    refuse(db, job_id, &e, &mut refused, &mut log_file).await?;
+                    None
+                }
+            }
+        };
+        let alive = match &job.container_name {
+            // Docker unreachable: nothing can be concluded; keep watching.
+            Some(name) => docker::is_running(jobs, name).await.unwrap_or(true),
+            None => job.pid.is_some_and(local::is_alive),
+        };
+        let gone = exit.is_none() && !alive;
+        if ingest(db, jobs, &job, &mut refused, &mut log_file).await? {
+            jobs.changed();
+        }
+        if exit.is_some() || gone {
+            let job = load(db, job_id).await?.unwrap_or(job);
+            if let Some(name) = &job.container_name {
+                docker::remove(jobs, name).await;
+            }
+            drop_run_checkpoints(jobs, &job).await;
+            finish(db, &job, exit, gone, &mut log_file).await?;
+            jobs.changed();
+            return Ok(());
+        }
+        if let (Some(limit), Some(started)) = (job.time_limit_secs, job.started_at.as_deref()) {
+            let elapsed = chrono::DateTime::parse_from_rfc3339(started)
+                .map(|t| (chrono::Utc::now() - t.to_utc()).num_seconds());
+            if !time_limit_hit
+                && elapsed.is_ok_and(|s| s >= limit)
+                && job.status()? == JobStatus::Running
+            {
+                time_limit_hit = true;
+                note(
+                    db,
+                    job_id,
+                    &format!(
+                        "[paddock] time limit of {} min reached; stopping with a checkpoint",
+                        limit / 60
+                    ),
+                    &mut log_file,
+                )
+                .await?;
+                sqlx::query("UPDATE jobs SET status_message = 'time limit reached' WHERE id = ?")
+                    .bind(job_id)
+                    .execute(db)
+                    .await?;
+                jobs.changed();
+                match &job.container_name {
+                    Some(name) => docker::signal_stop(jobs, name).await,
+                    None => local::signal_stop(&jobs.storage, &dir, job.pid).await,
+                }
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Reads what is new in `events.jsonl` and `train.log` and applies it in one transaction; then appends
+/// the log lines to the job's log file. True when there was something new.
+async fn ingest(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    job: &JobRow,
+    refused: &mut Option<String>,
+    log_file: &mut Option<JobLogFile>,
+) -> Result<bool, AppError> {
+    let read = {
+        let root = jobs.run_root(&job.executor, job.workspace_id);
+        let dir = super::job_rel(job.id);
+        let offsets = (job.events_offset as u64, job.log_offset as u64);
+        in_volume("the job's output", move || {
+            let root = root?;
+            Ok((
+                read_lines(&root, &dir.join("events.jsonl"), offsets.0)?,
+                read_lines(&root, &dir.join("train.log"), offsets.1)?,
+            ))
+        })
+        .await
+    };
+    let ((events, events_end), (logs, log_end)) = match read {
+        Ok(read) => read,
+        Err(e) => {
+            refuse(db, job.id, &e, refused, log_file).await?;
+            return Ok(false);
+        }
+    };
+    if events.is_empty() && logs.is_empty() {
+        return Ok(false);
+    }
+    let events: Vec<Result<Line, (&String, serde_json::Error)>> = events
+        .iter()
+        .map(|line| Line::parse(line).map_err(|e| (line, e)))
+        .collect();
+    // Checkpoints are copied into the store before the transaction: a copy can take seconds.
+    let mut registered = Vec::new();
+    for line in events.iter().flatten() {
+        if let Event::Checkpoint { path, .. } = &line.event {
+            registered.push(register(jobs, job, path).await);
+        }
+    }
+    let mut registered = registered.into_iter();
+    let mut tx = crate::db::write_tx(db).await?;
+    // The lines for the file: the platform's notes and every line of `train.log`.
+    let mut lines = Vec::new();
+    let mut retired = Vec::new();
+    for event in &events {
+        match event {
+            Ok(line) => {
+                let copy = if let Event::Checkpoint { .. } = line.event {
+                    registered.next()
+                } else {
+                    None
+                };
+                apply(&mut tx, jobs, job, line, copy, &mut lines, &mut retired).await?
+            }
+            Err((line, why)) => {
+                let note = format!("[paddock] not an event ({why}): {line}");
+                insert_log(&mut tx, job.id, &note).await?;
+                lines.push(note);
+            }
+        }
+    }
+    let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM job_logs WHERE job_id = ?")
+        .bind(job.id)
+        .fetch_one(&mut *tx)
+        .await?;
+    for (i, line) in logs.iter().enumerate() {
+        let n = kept + i as i64;
+        if n < MAX_LOG_LINES {
+            insert_log(&mut tx, job.id, line).await?;
+        } else if n == MAX_LOG_LINES {
+            insert_log(
+                &mut tx,
+                job.id,
+                "[paddock] log lines beyond this are only in the job's log file on the server",
+            )
+            .await?;
+        }
+    }
+    lines.extend(logs);
+    sqlx::query("UPDATE jobs SET events_offset = ?, log_offset = ? WHERE id = ?")
+        .bind(events_end as i64)
+        .bind(log_end as i64)
+        .bind(job.id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    if let Some(file) = log_file {
+        file.append(&crate::now(), &lines);
+    }
+    remove_copies(jobs, job.workspace_id, retired).await;
+    Ok(true)
+}
+
+/// What became of a `checkpoint` event's folder: copied into the store (with the folder it came from,
+/// relative to the run root), gone before it could be copied (retention is quick), or refused.
+enum Registered {
+    Copied {
+        copy: Copied,
+        run_path: String,
+    },
+    /// `copy` says where it would have been, with no bytes.
+    Gone {
+        copy: Copied,
+        run_path: String,
+    },
+    Refused(String),
+}
+
+/// Copies the checkpoint folder an event reports into the store (see [`checkpoints`]).
+async fn register(jobs: &Jobs, job: &JobRow, reported: &str) -> Registered {
+    let host_root = jobs.run_root_dir(&job.executor, job.workspace_id);
+    let mut roots = vec![host_root.as_path()];
+    if job.executor == DOCKER {
+        roots.push(Path::new(containers::build::WORKSPACE_DIR));
+    }
+    let rel = match checkpoints::reported_rel(reported, job.id, &roots) {
+        Ok(rel) => rel,
+        Err(why) => return Registered::Refused(why),
+    };
+    let run_path = rel.to_string_lossy().into_owned();
+    let (root, storage, job_id, workspace_id) = (
+        jobs.run_root(&job.executor, job.workspace_id),
+        jobs.storage.clone(),
+        job.id,
+        job.workspace_id,
+    );
+    // No deadline: every file is checked to be regular and bounded before a byte is read, so the copy
+    // ends; a large checkpoint only delays this job's own supervisor.
+    let copied = tokio::task::spawn_blocking(move || {
+        storage.store(workspace_id)?;
+        let store = storage.store_dir(workspace_id);
+        checkpoints::copy_to_store(&root?, &rel, &store, job_id)
+    })
+    .await;
+    match copied {
+        Ok(Ok(copy)) => Registered::Copied { copy, run_path },
+        Ok(Err(e)) if e.is_missing() => Registered::Gone {
+            copy: Copied {
+                path: checkpoints::store_rel(job_id)
+                    .join(Path::new(&run_path).file_name().unwrap_or_default())
+                    .to_string_lossy()
+                    .into_owned(),
+                bytes: 0,
+                sha256: String::new(),
+            },
+            run_path,
+        },
+        Ok(Err(e)) => Registered::Refused(e.to_string()),
+        Err(e) => Registered::Refused(e.to_string()),
+    }
+}
+
+/// A local run's own checkpoint folders, once its last output is read: every checkpoint it recorded was
+/// copied into the store when registered, and no retention is followed any more, so they would only take
+/// the disk twice. A container run's folder is in the team's volume: theirs to keep or remove.
+async fn drop_run_checkpoints(jobs: &Jobs, job: &JobRow) {
+    if job.executor == DOCKER {
+        return;
+    }
+    let (storage, dir) = (
+        jobs.storage.clone(),
+        super::job_rel(job.id).join("output").join("checkpoints"),
+    );
+    let removed = in_volume("removing the run's checkpoints", move || {
+        storage.runs()?.remove_all(&dir)
+    })
+    .await;
+    if let Err(e) = removed {
+        tracing::warn!(job_id = job.id, error = %e, "could not remove a finished run's checkpoints");
+    }
+}
+
+/// Removes the store's copies of checkpoints that retention retired (after their rows say so).
+async fn remove_copies(jobs: &Jobs, workspace_id: i64, retired: Vec<String>) {
+    for path in retired {
+        crate::storage::remove_from_store(&jobs.storage, workspace_id, path.into()).await;
+    }
+}
+
+/// Complete lines of `file` (relative to `volume`) from byte `offset` (at most [`READ_CHUNK`] bytes),
+/// and the offset after them; none while the file does not exist.
+fn read_lines(
+    volume: &beneath::Dir,
+    file: &Path,
+    offset: u64,
+) -> beneath::Result<(Vec<String>, u64)> {
+    let buf = match volume.read_from(file, offset, READ_CHUNK) {
+        Ok(buf) => buf,
+        Err(e) if e.is_missing() => return Ok((Vec::new(), offset)),
+        Err(e) => return Err(e),
+    };
+    let Some(last_newline) = buf.iter().rposition(|b| *b == b'\n') else {
+        return Ok((Vec::new(), offset));
+    };
+    let complete = &buf[..=last_newline];
+    let lines = complete
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            String::from_utf8_lossy(l)
+                .trim_end_matches('\r')
+                .to_string()
+        })
+        .collect();
+    Ok((lines, offset + complete.len() as u64))
+}
+
+/// Notes in the job's log that its files in the volume were refused (once per reason), so the team
+/// sees why the job's progress stopped showing.
+async fn refuse(
+    db: &SqlitePool,
+    job_id: i64,
+    e: &AppError,
+    refused: &mut Option<String>,
+    log_file: &mut Option<JobLogFile>,
+) -> Result<(), AppError> {
+    let message = match e {
+        AppError::Conflict { message, .. } | AppError::Unavailable { message, .. } => {
+            message.clone()
+        }
+        other => other.to_string(),
+    };
+    if refused.as_deref() == Some(message.as_str()) {
+        return Ok(());
+    }
+    note(db, job_id, &format!("[paddock] {message}"), log_file).await?;
+    *refused = Some(message);
+    Ok(())
+}
+
+async fn insert_log(conn: &mut SqliteConnection, job_id: i64, line: &str) -> Result<(), AppError> {
+    let line: String = line.chars().take(MAX_LOG_LINE).collect();
+    sqlx::query("INSERT INTO job_logs (job_id, line, at) VALUES (?, ?, ?)")
+        .bind(job_id)
+        .bind(line)
+        .bind(crate::now())
+        .execute(conn)
+        .await?;
+    Ok(())
+}
+
+async fn note(
+    db: &SqlitePool,
+    job_id: i64,
+    line: &str,
+    log_file: &mut Option<JobLogFile>,
+) -> Result<(), AppError> {
+    insert_log(&mut *db.acquire().await?, job_id, line).await?;
+    if let Some(file) = log_file {
+        file.append(&crate::now(), &[line.to_string()]);
+    }
+    Ok(())
+}
+
+/// Applies one trainer event (`contracts::events`); log lines it adds also go to `lines`.
+async fn apply(
+    conn: &mut SqliteConnection,
+    jobs: &Jobs,
+    job: &JobRow,
+    line: &Line,
+    registered: Option<Registered>,
+    lines: &mut Vec<String>,
+    retired: &mut Vec<String>,
+) -> Result<(), AppError> {
+    let at = &line.ts;
+    match &line.event {
+        Event::Start(start) => {
+            let resumed_from = match start.task {
+                Task::Train {
+                    resumed_from_step, ..
+                } => resumed_from_step,
+                Task::Pretrain { .. } => 0,
+            };
+            sqlx::query("UPDATE jobs SET total_steps = ?, step = MAX(step, ?) WHERE id = ?")
+                .bind(start.total_steps as i64)
+                .bind(resumed_from as i64)
+                .bind(job.id)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Event::Step {
+            step,
+            epoch,
+            loss,
+            lr,
+            samples_per_s,
+            tokens_per_s,
+            grad_norm,
+        } => {
+            // What the loss chart plots, as the job's metrics API answers it.
+            let data = serde_json::json!({
+                "loss": loss, "lr": lr, "samples_per_s": samples_per_s, "tokens_per_s": tokens_per_s,
+                "grad_norm": grad_norm,
+            });
+            insert_metrics(conn, job.id, "step", *step, *epoch, &data, at).await?;
+            sqlx::query("UPDATE jobs SET step = ?, epoch = ? WHERE id = ?")
+                .bind(*step as i64)
+                .bind(epoch)
+                .bind(job.id)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Event::Eval {
+            step,
+            epoch,
+            split,
+            metrics,
+        } => {
+            // An eval's metrics are the point; kept flat like a step's fields, with the split.
+            let mut data =
+                serde_json::to_value(metrics).map_err(|e| internal("eval metrics", e))?;
+            if let Some(flat) = data.as_object_mut() {
+                flat.insert("split".into(), split.as_str().into());
+            }
+            insert_metrics(conn, job.id, "eval", *step, *epoch, &data, at).await?;
+        }
+        Event::Checkpoint {
+            step,
+            metrics,
+            best,
+            ..
+        } => {
+            let (copy, run_path, deleted_at) = match registered {
+                Some(Registered::Copied { copy, run_path }) => (copy, run_path, None),
+                // Retention removed it before it was copied: its row keeps the history, marked deleted.
+                Some(Registered::Gone { copy, run_path }) => (copy, run_path, Some(at.clone())),
+                refused => {
+                    let why = match refused {
+                        Some(Registered::Refused(why)) => why,
+                        _ => "it was not copied".to_string(),
+                    };
+                    let note = format!("[paddock] checkpoint at step {step} not recorded: {why}");
+                    insert_log(conn, job.id, &note).await?;
+                    lines.push(note);
+                    return Ok(());
+                }
+            };
+            let metrics = metrics
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(|e| internal("checkpoint metrics", e))?;
+            sqlx::query(
+                "INSERT INTO checkpoints (job_id, workspace_id, step, epoch, metrics, path, run_path, bytes, sha256, best, created_at, deleted_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, step) DO NOTHING",
+            )
+            .bind(job.id)
+            .bind(job.workspace_id)
+            .bind(*step as i64)
+            .bind(job.epoch)
+            .bind(metrics)
+            .bind(&copy.path)
+            .bind(&run_path)
+            .bind(copy.bytes as i64)
+            .bind(&copy.sha256)
+            .bind(best)
+            .bind(at)
+            .bind(deleted_at)
+            .execute(&mut *conn)
+            .await?;
+            retire_checkpoints(conn, jobs, job, retired).await?;
+        }
+        Event::Error { message } => {
+            sqlx::query("UPDATE jobs SET status_message = ? WHERE id = ?")
+                .bind(message)
+                .bind(job.id)
+                .execute(&mut *conn)
+                .await?;
+            let note = format!("[paddock] error: {message}");
+            insert_log(conn, job.id, &note).await?;
+            lines.push(note);
+        }
+        Event::End { status, .. } => {
+            let current: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = ?")
+                .bind(job.id)
+                .fetch_one(&mut *conn)
+                .await?;
+            let limit_hit: Option<String> =
+                sqlx::query_scalar("SELECT status_message FROM jobs WHERE id = ?")
+                    .bind(job.id)
+                    .fetch_one(&mut *conn)
+                    .await?;
+            let (status, message): (&str, Option<String>) = match (status, current.as_str()) {
+                (EndStatus::Completed, _) => ("succeeded", None),
+                (EndStatus::EarlyStopped, _) => (
+                    "succeeded",
+                    Some("stopped early: the dev metric stopped improving".into()),
+                ),
+                (EndStatus::Stopped, "cancelling") => ("cancelled", limit_hit),
+                (EndStatus::Stopped, _) if limit_hit.as_deref() == Some("time limit reached") => (
+                    "failed",
+                    Some("stopped at its time limit (a checkpoint was written)".into()),
+                ),
+                (EndStatus::Stopped, _) => ("cancelled", Some("stopped by a signal".into())),
+                (EndStatus::Failed, _) => ("failed", limit_hit),
+            };
+            // `finished_at` waits for the exit status (`finish`): a finished job is one with nothing left to record.
+            sqlx::query(
+                "UPDATE jobs SET status = ?, status_message = COALESCE(?, status_message)
+                 WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+            )
+            .bind(status)
+            .bind(message)
+            .bind(job.id)
+            .execute(&mut *conn)
+            .await?;
+        }
+        // A newer trainer's event: nothing here to record.
+        Event::Unknown => {}
+    }
+    Ok(())
+}
+
+async fn insert_metrics(
+    conn: &mut SqliteConnection,
+    job_id: i64,
+    kind: &str,
+    step: usize,
+    epoch: f64,
+    data: &serde_json::Value,
+    at: &str,
+) -> Result<(), AppError> {
+    sqlx::query(
+        "INSERT INTO job_metrics (job_id, kind, step, epoch, data, at) VALUES (?, ?, ?, ?, ?, ?)",
+    )
+    .bind(job_id)
+    .bind(kind)
+    .bind(step as i64)
+    .bind(epoch)
+    .bind(data.to_string())
+    .bind(at)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// Follows the trainer's best-k retention: a checkpoint whose folder it removed from the run keeps its
+/// row, marked deleted, and its copy in the store goes too (pushed to `retired`, removed after the
+/// commit). The run folder is the job's own, so only the job's own checkpoints can be retired this way.
+async fn retire_checkpoints(
+    conn: &mut SqliteConnection,
+    jobs: &Jobs,
+    job: &JobRow,
+    retired: &mut Vec<String>,
+) -> Result<(), AppError> {
+    let kept: Vec<(i64, String, Option<String>)> = sqlx::query_as(
+        "SELECT id, path, run_path FROM checkpoints WHERE job_id = ? AND deleted_at IS NULL",
+    )
+    .bind(job.id)
+    .fetch_all(&mut *conn)
+    .await?;
+    // A run root that cannot be opened says nothing about which are gone.
+    let Ok(root) = jobs.run_root(&job.executor, job.workspace_id) else {
+        return Ok(());
+    };
+    for (id, path, run_path) in kept {
+        let Some(run_path) = run_path else { continue };
+        // A link put in the checkpoint's place is not its files either.
+        if root.open_dir(Path::new(&run_path)).is_err() {
+            sqlx::query("UPDATE checkpoints SET deleted_at = ? WHERE id = ?")
+                .bind(crate::now())
+                .bind(id)
+                .execute(&mut *conn)
+                .await?;
+            retired.push(path);
+        }
+    }
+    Ok(())
+}
+
+/// Records the end: exit code, a status if the trainer never said how it ended, GPUs released.
+async fn finish(
+    db: &SqlitePool,
+    job: &JobRow,
+    exit: Option<i64>,
+    gone: bool,
+    log_file: &mut Option<JobLogFile>,
+) -> Result<(), AppError> {
+    let mut tx = crate::db::write_tx(db).await?;
+    let mut lines = Vec::new();
+    let status: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = ?")
+        .bind(job.id)
+        .fetch_one(&mut *tx)
+        .await?;
+    if !JobStatus::parse(&status).is_some_and(JobStatus::is_final) {
+        let message = match (exit, gone) {
+            (Some(code), _) => {
+                format!("the trainer exited with code {code} before finishing; see the log")
+            }
+            (None, _) => "the job's process disappeared (the machine restarted?) before finishing"
+                .to_string(),
+        };
+        let cancelled = status == "cancelling";
+        sqlx::query("UPDATE jobs SET status = ?, status_message = ? WHERE id = ?")
+            .bind(if cancelled { "cancelled" } else { "failed" })
+            .bind(&message)
+            .bind(job.id)
+            .execute(&mut *tx)
+            .await?;
+        let note = format!("[paddock] {message}");
+        insert_log(&mut tx, job.id, &note).await?;
+        lines.push(note);
+    }
+    sqlx::query("UPDATE jobs SET exit_code = ?, finished_at = ? WHERE id = ?")
+        .bind(exit)
+        .bind(crate::now())
+        .bind(job.id)
+        .execute(&mut *tx)
+        .await?;
+    gpus::release(&mut tx, Holder::Job(job.id)).await?;
+    tx.commit().await?;
+    if let Some(file) = log_file {
+        file.append(&crate::now(), &lines);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_complete_lines_are_read_and_the_offset_moves_past_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(
+            tmp.path().join("events.jsonl"),
+            "{\"a\":1}\n{\"b\":2}\n{\"c\":",
+        )
+        .unwrap();
+        let dir = beneath::Dir::open(tmp.path()).unwrap();
+        let file = Path::new("events.jsonl");
+        let (lines, end) = read_lines(&dir, file, 0).unwrap();
+        assert_eq!(lines, ["{\"a\":1}", "{\"b\":2}"]);
+        assert_eq!(end, 16);
+        let (lines, end2) = read_lines(&dir, file, end).unwrap();
+        assert!(lines.is_empty() && end2 == end, "a half-written line waits");
+        assert_eq!(
+            read_lines(&dir, Path::new("missing"), 7).unwrap(),
+            (Vec::new(), 7)
+        );
+        std::os::unix::fs::symlink("events.jsonl", tmp.path().join("link.jsonl")).unwrap();
+        assert!(read_lines(&dir, Path::new("link.jsonl"), 0).is_err_and(|e| e.is_refusal()));
+    }
+}

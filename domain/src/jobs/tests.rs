@@ -1,0 +1,366 @@
+//! Jobs in the database without running them (no scheduler here; the run itself is tested against the
+//! real binary in the server's tests): submission checks that write nothing, access rules, queue
+//! positions, cancelling a queued job, retries, and deletions.
+
+use std::sync::Arc;
+
+use super::*;
+use crate::storage::Storage;
+use crate::testing::{actor, test_db};
+use crate::{members, workspaces};
+
+async fn make_jobs(dir: &tempfile::TempDir, db: &SqlitePool) -> Jobs {
+    let storage = Arc::new(Storage::new(
+        dir.path(),
+        1 << 20,
+        "/nonexistent/paddock".into(),
+    ));
+    let engine = crate::engine::EngineConfig {
+        docker_host: Some("unix:///nonexistent.sock".into()),
+        ..Default::default()
+    };
+    let engine = Arc::new(crate::engine::Engine::start(db, engine).await.unwrap());
+    Jobs::new(storage, engine, 1, 0)
+}
+
+async fn dataset(db: &SqlitePool, workspace_id: i64) -> i64 {
+    let report = serde_json::json!({ "ok": true, "rows": 3, "label_distribution": { "negative": 1, "positive": 2 } });
+    sqlx::query_scalar(
+        "INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows, text_column, label_column,
+             report_json, preview_json, created_at)
+         VALUES (?, 'reviews', 'r.tsv', 'tsv', 'datasets/1/r.tsv', 10, 'x', 3, 'text', 'label', ?, '{}', '2026-01-01T00:00:00Z')
+         RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(report.to_string())
+    .fetch_one(db)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn submissions_are_checked_queued_in_order_and_audited() {
+    let (dir, db) = test_db().await;
+    let jobs = make_jobs(&dir, &db).await;
+    let owner = actor(&db, "owner").await;
+    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
+    let ds = dataset(&db, ws).await;
+
+    let mut bad = JobSpec::new("bad", ds);
+    bad.learning_rate = -1.0;
+    assert_eq!(
+        submit(&db, &jobs, &owner, ws, bad)
+            .await
+            .unwrap_err()
+            .field(),
+        Some("learning_rate")
+    );
+    let err = submit(&db, &jobs, &owner, ws, JobSpec::new("x", 999))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.field(), err.code()),
+        (Some("dataset_id"), "dataset_not_found")
+    );
+    assert!(
+        list(&db, &owner, ws).await.unwrap().is_empty(),
+        "nothing written"
+    );
+
+    let first = submit(&db, &jobs, &owner, ws, JobSpec::new("first", ds))
+        .await
+        .unwrap();
+    let mut urgent = JobSpec::new("urgent", ds);
+    urgent.priority = 10;
+    let urgent = submit(&db, &jobs, &owner, ws, urgent).await.unwrap();
+    assert_eq!(urgent.summary.queue_position, Some(1));
+    assert_eq!(
+        get(&db, &owner, ws, first.summary.id)
+            .await
+            .unwrap()
+            .summary
+            .queue_position,
+        Some(2)
+    );
+    // A local run reads its inputs from the workspace's store on the host.
+    let train = jobs.storage.store_dir(ws).join("datasets/1/r.tsv");
+    assert!(
+        first
+            .config_toml
+            .contains(&format!("train = \"{}\"", train.display())),
+        "{}",
+        first.config_toml
+    );
+    assert!(first
+        .config_toml
+        .contains("labels = [\"negative\", \"positive\"]"));
+
+    let cancelled = cancel(&db, &jobs, &owner, ws, first.summary.id)
+        .await
+        .unwrap();
+    assert_eq!(cancelled.summary.status, JobStatus::Cancelled);
+    let again = retry(&db, &jobs, &owner, ws, first.summary.id, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        (again.retry_of, again.spec.name.as_str()),
+        (Some(first.summary.id), "first")
+    );
+    let err = retry(&db, &jobs, &owner, ws, first.summary.id, true)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "no_checkpoint");
+    assert_eq!(
+        delete(&db, &jobs, &owner, ws, urgent.summary.id)
+            .await
+            .unwrap_err()
+            .code(),
+        "job_not_finished"
+    );
+    delete(&db, &jobs, &owner, ws, first.summary.id)
+        .await
+        .unwrap();
+
+    let actions: Vec<String> =
+        sqlx::query_scalar("SELECT action FROM audit_log WHERE action LIKE 'job.%' ORDER BY id")
+            .fetch_all(&db)
+            .await
+            .unwrap();
+    assert_eq!(
+        actions,
+        [
+            "job.submit",
+            "job.submit",
+            "job.cancel",
+            "job.retry",
+            "job.delete"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn viewers_read_jobs_and_outsiders_see_nothing() {
+    let (dir, db) = test_db().await;
+    let jobs = make_jobs(&dir, &db).await;
+    let owner = actor(&db, "owner").await;
+    let viewer = actor(&db, "viewer").await;
+    let outsider = actor(&db, "outsider").await;
+    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
+    members::add(&db, &owner, ws, "viewer", "viewer")
+        .await
+        .unwrap();
+    let ds = dataset(&db, ws).await;
+    let job = submit(&db, &jobs, &owner, ws, JobSpec::new("run", ds))
+        .await
+        .unwrap()
+        .summary
+        .id;
+
+    assert_eq!(list(&db, &viewer, ws).await.unwrap().len(), 1);
+    assert!(!get(&db, &viewer, ws, job).await.unwrap().can_edit);
+    assert!(metrics(&db, &viewer, ws, job, 0).await.unwrap().is_empty());
+    assert_eq!(
+        submit(&db, &jobs, &viewer, ws, JobSpec::new("mine", ds))
+            .await
+            .unwrap_err(),
+        AppError::Forbidden
+    );
+    assert_eq!(
+        cancel(&db, &jobs, &viewer, ws, job).await.unwrap_err(),
+        AppError::Forbidden
+    );
+    assert_eq!(
+        get(&db, &outsider, ws, job).await.unwrap_err(),
+        AppError::NotFound
+    );
+    assert_eq!(
+        logs(&db, &outsider, ws, job, 0, None).await.unwrap_err(),
+        AppError::NotFound
+    );
+    // A dataset a job uses cannot be deleted.
+    let err = crate::datasets::delete(&db, &jobs.storage, &owner, ws, ds)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), "dataset_in_use");
+}
+
+#[tokio::test]
+async fn the_scheduler_places_jobs_on_distinct_gpus_within_quotas() {
+    let (dir, db) = test_db().await;
+    let jobs = Arc::new(make_jobs(&dir, &db).await);
+    let fake = "0, NVIDIA A100, 550.54.15, 8.0, 81920 MiB, GPU-a\n1, NVIDIA A100, 550.54.15, 8.0, 81920 MiB, GPU-b\n";
+    jobs.engine
+        .set_gpus(containers::preflight::gpus::parse(fake).unwrap())
+        .await;
+    let admin = actor(&db, "admin").await; // the first account is the instance admin
+    let ws1 = workspaces::create(&db, &admin, "one").await.unwrap().id;
+    let ws2 = workspaces::create(&db, &admin, "two").await.unwrap().id;
+    let (ds1, ds2) = (dataset(&db, ws1).await, dataset(&db, ws2).await);
+    crate::admin::set_gpu_quota(&db, &admin, ws1, Some(1))
+        .await
+        .unwrap();
+    let on_gpu = |name: &str, ds| {
+        let mut spec = JobSpec::new(name, ds);
+        spec.gpus = 1;
+        spec
+    };
+    let mut too_many = on_gpu("greedy", ds1);
+    too_many.gpus = 3;
+    assert_eq!(
+        submit(&db, &jobs, &admin, ws1, too_many)
+            .await
+            .unwrap_err()
+            .field(),
+        Some("gpus")
+    );
+    let a = submit(&db, &jobs, &admin, ws1, on_gpu("a", ds1))
+        .await
+        .unwrap()
+        .summary
+        .id;
+    let b = submit(&db, &jobs, &admin, ws1, on_gpu("b", ds1))
+        .await
+        .unwrap()
+        .summary
+        .id;
+    let c = submit(&db, &jobs, &admin, ws2, on_gpu("c", ds2))
+        .await
+        .unwrap()
+        .summary
+        .id;
+
+    let started = scheduler::schedule_once(&db, &jobs, &jobs.engine)
+        .await
+        .unwrap();
+    assert_eq!(started, vec![a, c], "b waits for its workspace's quota");
+    let leases: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT gpu_index, holder_id FROM gpu_leases WHERE holder_kind = 'job' ORDER BY gpu_index",
+    )
+    .fetch_all(&db)
+    .await
+    .unwrap();
+    assert_eq!(leases, vec![(0, a), (1, c)], "one job per GPU");
+    assert_eq!(
+        get(&db, &admin, ws1, b).await.unwrap().summary.status,
+        JobStatus::Queued
+    );
+}
+
+#[tokio::test]
+async fn a_job_from_an_earlier_checkpoint_names_it_and_its_job() {
+    let (dir, db) = test_db().await;
+    let jobs = make_jobs(&dir, &db).await;
+    let owner = actor(&db, "owner").await;
+    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
+    let ds = dataset(&db, ws).await;
+    let first = submit(&db, &jobs, &owner, ws, JobSpec::new("pretrained-run", ds))
+        .await
+        .unwrap();
+    assert_eq!(first.base_model, None, "from scratch");
+    let first = first.summary.id;
+    sqlx::query("UPDATE jobs SET status = 'succeeded' WHERE id = ?")
+        .bind(first)
+        .execute(&db)
+        .await
+        .unwrap();
+    let checkpoint: i64 = sqlx::query_scalar(
+        "INSERT INTO checkpoints (job_id, workspace_id, step, path, bytes, sha256, created_at)
+         VALUES (?, ?, 40, 'jobs/1/output/checkpoints/step-0000040', 1, 'x', '2026-01-01T00:00:00Z') RETURNING id",
+    )
+    .bind(first)
+    .bind(ws)
+    .fetch_one(&db)
+    .await
+    .unwrap();
+
+    let mut spec = JobSpec::new("fine-tune", ds);
+    spec.base_checkpoint_id = Some(checkpoint);
+    let second = submit(&db, &jobs, &owner, ws, spec).await.unwrap();
+    assert_eq!(
+        second.base_model,
+        Some(BaseModel {
+            checkpoint_id: checkpoint,
+            job_id: Some(first),
+            job_name: Some("pretrained-run".into()),
+            step: Some(40),
+        })
+    );
+    // The earlier job is deleted (its checkpoints with it): the id is all that is left.
+    delete(&db, &jobs, &owner, ws, first).await.unwrap();
+    let base = get(&db, &owner, ws, second.summary.id)
+        .await
+        .unwrap()
+        .base_model
+        .unwrap();
+    assert_eq!(
+        (base.checkpoint_id, base.job_id, base.step),
+        (checkpoint, None, None)
+    );
+}
+
+/// After a restart every run whose end is not recorded is followed again, whatever its status and
+/// executor: a local run whose `end` event was applied just before the crash (already `succeeded`), and a
+/// run in a container (no pid). Both get their exit status and finish time; a queued job is left alone.
+#[tokio::test]
+async fn recovery_follows_every_run_whose_end_is_unrecorded() {
+    let (dir, db) = test_db().await;
+    let jobs = Arc::new(make_jobs(&dir, &db).await);
+    let owner = actor(&db, "owner").await;
+    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
+    let ds = dataset(&db, ws).await;
+    let mut ids = Vec::new();
+    for name in ["ended-local", "in-container", "waiting"] {
+        let detail = submit(&db, &jobs, &owner, ws, JobSpec::new(name, ds))
+            .await
+            .unwrap();
+        ids.push(detail.summary.id);
+    }
+    let (local_run, container_run, queued) = (ids[0], ids[1], ids[2]);
+    // A pid that is certainly not running: a child that has been waited for.
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = i64::from(child.id());
+    child.wait().unwrap();
+    sqlx::query("UPDATE jobs SET status = 'succeeded', pid = ?, started_at = '2026-01-01T00:00:00Z' WHERE id = ?")
+        .bind(dead_pid)
+        .bind(local_run)
+        .execute(&db)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE jobs SET status = 'running', executor = 'docker', container_name = 'paddock-job-x', started_at = '2026-01-01T00:00:00Z' WHERE id = ?")
+        .bind(container_run)
+        .execute(&db)
+        .await
+        .unwrap();
+    // Each in its executor's run root: the server's `runs/`, the workspace volume.
+    for (id, executor, code) in [(local_run, "local", "0"), (container_run, "docker", "3")] {
+        let job_dir = jobs.run_root_dir(executor, ws).join(job_rel(id));
+        std::fs::create_dir_all(&job_dir).unwrap();
+        std::fs::write(job_dir.join("exit_code"), format!("{code}\n")).unwrap();
+    }
+
+    supervise::recover(&db, &jobs).await;
+    let mut ended = Vec::new();
+    for _ in 0..100 {
+        ended = sqlx::query_as::<_, (i64, String, Option<i64>)>(
+            "SELECT id, status, exit_code FROM jobs WHERE finished_at IS NOT NULL ORDER BY id",
+        )
+        .fetch_all(&db)
+        .await
+        .unwrap();
+        if ended.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        ended,
+        vec![
+            (local_run, "succeeded".to_string(), Some(0)),
+            (container_run, "failed".to_string(), Some(3)),
+        ]
+    );
+    assert_eq!(
+        get(&db, &owner, ws, queued).await.unwrap().summary.status,
+        JobStatus::Queued
+    );
+}

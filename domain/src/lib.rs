@@ -1,0 +1,54 @@
+//! Paddock's domain: everything that decides, stores or runs — accounts, workspaces and their members,
+//! tokens, the audit log, datasets, environments, jobs, checkpoints, evaluations, endpoints and the
+//! scheduler. It knows no web framework: the dashboard's server functions (`app`) and the REST API
+//! (`server`) are thin transports over the same functions here, so each rule lives in one place. What
+//! goes in and out is typed in `contracts`; errors are [`contracts::error::AppError`].
+//!
+//! # Layout
+//! - [`state`]: [`AppState`], what every request handler and server function is given.
+//! - [`db`]: the SQLite pool (WAL, foreign keys) and embedded migrations.
+//! - [`auth`]: who is calling (session or token), resolved from a request's parts; [`access`] is the
+//!   one authorisation check every workspace-scoped query goes through.
+//! - People and teams: [`accounts`], [`admin`], [`sessions`], [`tokens`], [`workspaces`] (with their
+//!   purge), [`members`], [`audit`], [`caps`] (per-user limits), [`throttle`] (sign-in budgets).
+//! - Work: [`environments`] (with [`engine`], the optional Docker connection, and [`gpus`], the GPU
+//!   inventory), [`datasets`] and [`pretrained`] models (files kept as [`storage`] lays out, migrated by
+//!   [`layout`]), [`jobs`] (queue, scheduler, executors, checkpoints), [`evaluations`] (checkpoints
+//!   measured on datasets), [`endpoints`] (replicas, parity gate, gateway, keys); [`names`] checks the
+//!   names people give things.
+
+pub mod access;
+pub mod accounts;
+pub mod admin;
+pub mod audit;
+pub mod auth;
+pub mod caps;
+pub mod datasets;
+pub mod db;
+pub mod endpoints;
+pub mod engine;
+pub mod environments;
+pub mod evaluations;
+pub mod gpus;
+pub mod jobs;
+pub mod layout;
+pub mod members;
+pub mod names;
+pub mod pretrained;
+pub mod sessions;
+pub mod state;
+pub mod storage;
+pub mod throttle;
+pub mod tokens;
+pub mod workspaces;
+
+pub use auth::Actor;
+pub use state::{AppState, SecurityConfig};
+
+/// The current time as the RFC 3339 string stored in the database and returned by the API.
+pub(crate) fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+#[cfg(test)]
+pub(crate) mod testing;

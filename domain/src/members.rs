@@ -1,0 +1,336 @@
+//! Workspace members and their roles (owner, editor, viewer). Owners add and remove members by
+//! username and change roles; anyone may leave. A workspace always keeps at least one owner: the
+//! check runs inside the same write transaction as the change.
+
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::access::authorize;
+use super::accounts::normalize_username;
+use super::audit::{self, Entry};
+use super::auth::Actor;
+use super::db::write_tx;
+use contracts::error::AppError;
+use contracts::types::{Member, Role};
+
+fn parse_role(raw: &str) -> Result<Role, AppError> {
+    Role::parse(raw.trim()).ok_or_else(|| {
+        AppError::invalid(
+            "role",
+            "role_invalid",
+            "role must be owner, editor or viewer",
+        )
+    })
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    user_id: i64,
+    username: String,
+    role: String,
+    added_at: String,
+}
+
+impl Row {
+    fn into_member(self) -> Result<Member, AppError> {
+        let role = Role::parse(&self.role)
+            .ok_or_else(|| contracts::error::internal("stored role", &self.role))?;
+        Ok(Member {
+            user_id: self.user_id,
+            username: self.username,
+            role,
+            added_at: self.added_at,
+        })
+    }
+}
+
+const SELECT: &str = "SELECT m.user_id, u.username, m.role, m.added_at FROM members m JOIN users u ON u.id = m.user_id";
+
+async fn member(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    user_id: i64,
+) -> Result<Option<Member>, AppError> {
+    sqlx::query_as::<_, Row>(&format!(
+        "{SELECT} WHERE m.workspace_id = ? AND m.user_id = ?"
+    ))
+    .bind(workspace_id)
+    .bind(user_id)
+    .fetch_optional(conn)
+    .await?
+    .map(Row::into_member)
+    .transpose()
+}
+
+async fn owner_count(conn: &mut SqliteConnection, workspace_id: i64) -> Result<i64, AppError> {
+    Ok(
+        sqlx::query_scalar(
+            "SELECT COUNT(*) FROM members WHERE workspace_id = ? AND role = 'owner'",
+        )
+        .bind(workspace_id)
+        .fetch_one(conn)
+        .await?,
+    )
+}
+
+fn last_owner() -> AppError {
+    AppError::conflict(
+        "user_id",
+        "last_owner",
+        "a workspace needs at least one owner; make someone else owner first",
+    )
+}
+
+/// Members by role (owners first), then name. Any member may list them.
+pub async fn list(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+) -> Result<Vec<Member>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    sqlx::query_as::<_, Row>(&format!(
+        "{SELECT} WHERE m.workspace_id = ?
+         ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'editor' THEN 1 ELSE 2 END, u.username"
+    ))
+    .bind(workspace_id)
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(Row::into_member)
+    .collect()
+}
+
+/// Owners only.
+pub async fn add(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    username: &str,
+    role: &str,
+) -> Result<Member, AppError> {
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Owner).await?;
+    let role = parse_role(role)?;
+    let username = normalize_username(username)?;
+    let user_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE username = ?")
+        .bind(&username)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or_else(|| {
+            AppError::invalid(
+                "username",
+                "user_not_found",
+                format!("no account named {username:?}"),
+            )
+        })?;
+    if member(&mut tx, workspace_id, user_id).await?.is_some() {
+        return Err(AppError::conflict(
+            "username",
+            "already_member",
+            format!("{username} is already a member"),
+        ));
+    }
+    sqlx::query("INSERT INTO members (workspace_id, user_id, role, added_at) VALUES (?, ?, ?, ?)")
+        .bind(workspace_id)
+        .bind(user_id)
+        .bind(role.as_str())
+        .bind(super::now())
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(actor, Some(workspace_id), "member.add", "member", &username)
+            .detail(serde_json::json!({ "role": role })),
+    )
+    .await?;
+    let added = member(&mut tx, workspace_id, user_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    tx.commit().await?;
+    Ok(added)
+}
+
+/// Owners only; the last owner cannot be demoted.
+pub async fn change_role(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    user_id: i64,
+    role: &str,
+) -> Result<Member, AppError> {
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Owner).await?;
+    let role = parse_role(role)?;
+    let current = member(&mut tx, workspace_id, user_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    if current.role == Role::Owner
+        && role != Role::Owner
+        && owner_count(&mut tx, workspace_id).await? <= 1
+    {
+        return Err(last_owner());
+    }
+    sqlx::query("UPDATE members SET role = ? WHERE workspace_id = ? AND user_id = ?")
+        .bind(role.as_str())
+        .bind(workspace_id)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            "member.change_role",
+            "member",
+            &current.username,
+        )
+        .detail(serde_json::json!({ "from": current.role, "to": role })),
+    )
+    .await?;
+    let changed = member(&mut tx, workspace_id, user_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    tx.commit().await?;
+    Ok(changed)
+}
+
+/// Owners may remove anyone; any member may remove themselves. The last owner cannot be removed.
+pub async fn remove(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    user_id: i64,
+) -> Result<(), AppError> {
+    let mut tx = write_tx(db).await?;
+    let need = if user_id == actor.user_id {
+        Role::Viewer
+    } else {
+        Role::Owner
+    };
+    authorize(&mut tx, actor, workspace_id, need).await?;
+    let current = member(&mut tx, workspace_id, user_id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    if current.role == Role::Owner && owner_count(&mut tx, workspace_id).await? <= 1 {
+        return Err(last_owner());
+    }
+    sqlx::query("DELETE FROM members WHERE workspace_id = ? AND user_id = ?")
+        .bind(workspace_id)
+        .bind(user_id)
+        .execute(&mut *tx)
+        .await?;
+    let action = if user_id == actor.user_id {
+        "member.leave"
+    } else {
+        "member.remove"
+    };
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            action,
+            "member",
+            &current.username,
+        ),
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{actor, test_db};
+    use crate::workspaces;
+
+    #[tokio::test]
+    async fn roles_are_enforced_and_last_owner_protected() {
+        let (_dir, db) = test_db().await;
+        let alice = actor(&db, "alice").await;
+        let bob = actor(&db, "bob").await;
+        let carol = actor(&db, "carol").await;
+        let ws = workspaces::create(&db, &alice, "NLP").await.unwrap();
+
+        let m = add(&db, &alice, ws.id, "Bob", "viewer").await.unwrap();
+        assert_eq!((m.username.as_str(), m.role), ("bob", Role::Viewer));
+        assert_eq!(
+            add(&db, &alice, ws.id, "bob", "editor")
+                .await
+                .unwrap_err()
+                .code(),
+            "already_member"
+        );
+        assert_eq!(
+            add(&db, &alice, ws.id, "nobody", "editor")
+                .await
+                .unwrap_err()
+                .code(),
+            "user_not_found"
+        );
+        assert_eq!(
+            add(&db, &alice, ws.id, "carol", "boss")
+                .await
+                .unwrap_err()
+                .code(),
+            "role_invalid"
+        );
+        // A viewer may read but not change; an outsider learns nothing.
+        assert_eq!(list(&db, &bob, ws.id).await.unwrap().len(), 2);
+        assert_eq!(
+            add(&db, &bob, ws.id, "carol", "viewer").await.unwrap_err(),
+            AppError::Forbidden
+        );
+        assert_eq!(
+            list(&db, &carol, ws.id).await.unwrap_err(),
+            AppError::NotFound
+        );
+
+        assert_eq!(
+            change_role(&db, &alice, ws.id, alice.user_id, "editor")
+                .await
+                .unwrap_err()
+                .code(),
+            "last_owner"
+        );
+        assert_eq!(
+            remove(&db, &alice, ws.id, alice.user_id)
+                .await
+                .unwrap_err()
+                .code(),
+            "last_owner"
+        );
+        change_role(&db, &alice, ws.id, bob.user_id, "owner")
+            .await
+            .unwrap();
+        change_role(&db, &bob, ws.id, alice.user_id, "editor")
+            .await
+            .unwrap();
+        // Alice is an editor now: she may leave, but not remove others.
+        assert_eq!(
+            remove(&db, &alice, ws.id, bob.user_id).await.unwrap_err(),
+            AppError::Forbidden
+        );
+        remove(&db, &alice, ws.id, alice.user_id).await.unwrap();
+        assert_eq!(
+            list(&db, &alice, ws.id).await.unwrap_err(),
+            AppError::NotFound
+        );
+
+        let entries = crate::audit::list(&db, &bob, ws.id, None).await.unwrap();
+        let actions: Vec<&str> = entries.iter().map(|e| e.action.as_str()).collect();
+        assert_eq!(
+            actions,
+            [
+                "member.leave",
+                "member.change_role",
+                "member.change_role",
+                "member.add",
+                "workspace.create"
+            ]
+        );
+        assert_eq!(entries[0].actor.as_deref(), Some("alice"));
+    }
+}

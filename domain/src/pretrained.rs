@@ -1,0 +1,576 @@
+//! Pretrained models: Hugging Face model directories a workspace uploads to fine-tune from — a `.tar` of
+//! a directory with `config.json`, `vocab.txt` or `tokenizer.json`, and `model.safetensors` (or
+//! `pytorch_model.bin`). The archive is streamed to a temporary file under the upload limit, unpacked
+//! beside it (regular files and directories only, every path inside the target), and kept only once
+//! the trainer has loaded it and run it on a sentence (`paddock predict`): a directory that would fail a
+//! job fails here, with the trainer's message, and leaves nothing behind. Kept unpacked in the
+//! workspace's store (`models/<id>/`, read-only at `/paddock` in containers), a job names it as its
+//! `[model] pretrained`. Viewers read; editors and owners upload and delete.
+
+use std::path::{Component, Path, PathBuf};
+
+use futures_util::Stream;
+use sqlx::{SqliteConnection, SqlitePool};
+
+use super::access::authorize;
+use super::audit::{self, Entry};
+use super::auth::Actor;
+use super::datasets::{receive, TempFile};
+use super::db::write_tx;
+use super::storage::{in_volume, remove_from_store, Storage};
+use contracts::error::AppError;
+use contracts::types::{PretrainedModel, Role};
+use {crate::db::is_unique_violation, contracts::error::internal};
+
+/// The files a model directory needs, each as alternatives.
+const REQUIRED: [&[&str]; 3] = [
+    &["config.json"],
+    &["vocab.txt", "tokenizer.json"],
+    &["model.safetensors", "pytorch_model.bin"],
+];
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    id: i64,
+    workspace_id: i64,
+    name: String,
+    file_name: String,
+    sha256: String,
+    path: String,
+    bytes: i64,
+    config_json: String,
+    created_by: Option<String>,
+    created_at: String,
+}
+
+const SELECT: &str = "SELECT m.id, m.workspace_id, m.name, m.file_name, m.sha256, m.path, m.bytes, m.config_json, \
+     u.username AS created_by, m.created_at FROM pretrained_models m LEFT JOIN users u ON u.id = m.created_by";
+
+impl Row {
+    fn info(self) -> PretrainedModel {
+        PretrainedModel {
+            id: self.id,
+            workspace_id: self.workspace_id,
+            name: self.name,
+            file_name: self.file_name,
+            sha256: self.sha256,
+            container_path: format!("{}/{}", containers::build::STORE_DIR, self.path),
+            bytes: self.bytes as u64,
+            config: serde_json::from_str(&self.config_json).unwrap_or_default(),
+            created_by: self.created_by,
+            created_at: self.created_at,
+        }
+    }
+}
+
+/// The workspace's pretrained models by name. Any member.
+pub async fn list(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+) -> Result<Vec<PretrainedModel>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    Ok(sqlx::query_as::<_, Row>(&format!(
+        "{SELECT} WHERE m.workspace_id = ? ORDER BY m.name"
+    ))
+    .bind(workspace_id)
+    .fetch_all(&mut *conn)
+    .await?
+    .into_iter()
+    .map(Row::info)
+    .collect())
+}
+
+/// One pretrained model, if it is in the workspace (lineage on a job's page; the caller authorised).
+pub(crate) async fn get(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    id: i64,
+) -> Result<Option<PretrainedModel>, AppError> {
+    Ok(
+        sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE m.workspace_id = ? AND m.id = ?"))
+            .bind(workspace_id)
+            .bind(id)
+            .fetch_optional(conn)
+            .await?
+            .map(Row::info),
+    )
+}
+
+/// The directory a job starts from, relative to the workspace volume (`field` names the spec's field).
+pub(crate) async fn model_path(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    id: i64,
+    field: &str,
+) -> Result<String, AppError> {
+    sqlx::query_scalar("SELECT path FROM pretrained_models WHERE workspace_id = ? AND id = ?")
+        .bind(workspace_id)
+        .bind(id)
+        .fetch_optional(conn)
+        .await?
+        .ok_or_else(|| {
+            AppError::invalid(
+                field,
+                "pretrained_model_not_found",
+                format!("pretrained model {id} is not in this workspace"),
+            )
+        })
+}
+
+/// Receives, unpacks, checks with the trainer and records an uploaded model. Editors and owners.
+pub async fn upload<S, E>(
+    db: &SqlitePool,
+    storage: &Storage,
+    actor: &Actor,
+    workspace_id: i64,
+    name: &str,
+    file_name: &str,
+    body: S,
+) -> Result<PretrainedModel, AppError>
+where
+    S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    authorize(&mut *db.acquire().await?, actor, workspace_id, Role::Editor).await?;
+    let name = super::names::display_name(name).ok_or_else(|| {
+        AppError::invalid(
+            "name",
+            "pretrained_name_invalid",
+            format!("the model's name must be {}", super::names::NAME_RULE),
+        )
+    })?;
+    let (base, safe_name) = super::names::uploaded_file_name(file_name);
+    if !base.to_ascii_lowercase().ends_with(".tar") {
+        return Err(AppError::invalid(
+            "file_name",
+            "pretrained_format_invalid",
+            format!("{base:?}: upload the model directory as a .tar archive (tar -cf model.tar my-model/)"),
+        ));
+    }
+
+    let archive = TempFile::new(storage).await?;
+    let (_, sha256) = receive(body, &archive.path, storage.max_upload_bytes).await?;
+    let unpacked = TempDir(
+        storage
+            .tmp_dir()
+            .join(format!("model-{}", hex::encode(rand::random::<[u8; 8]>()))),
+    );
+    let (archive_path, target) = (archive.path.clone(), unpacked.0.clone());
+    let model_dir = tokio::task::spawn_blocking(move || unpack(&archive_path, &target))
+        .await
+        .map_err(|e| internal("unpacking a model", e))??;
+    let allow_pickled = super::admin::read_settings(db).await?.allow_pickled_weights;
+    let dir = model_dir.clone();
+    tokio::task::spawn_blocking(move || weights_allowed(&dir, allow_pickled))
+        .await
+        .map_err(|e| internal("checking a model's weights", e))??;
+    check_with_trainer(storage, &model_dir).await?;
+    let config = summary(&model_dir);
+    let bytes = dir_size(&model_dir);
+
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO pretrained_models (workspace_id, name, file_name, sha256, path, bytes, config_json, created_by, created_at)
+         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?) RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(name)
+    .bind(&safe_name)
+    .bind(&sha256)
+    .bind(bytes as i64)
+    .bind(config.to_string())
+    .bind(actor.user_id)
+    .bind(super::now())
+    .fetch_one(&mut *tx)
+    .await
+    .map_err(|e| {
+        if is_unique_violation(&e) {
+            AppError::conflict("name", "pretrained_name_taken", "a pretrained model with this name already exists in the workspace")
+        } else {
+            e.into()
+        }
+    })?;
+    let relative = format!("models/{id}");
+    sqlx::query("UPDATE pretrained_models SET path = ? WHERE id = ?")
+        .bind(&relative)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            "model.upload",
+            "pretrained_model",
+            name,
+        )
+        .detail(serde_json::json!({ "pretrained_model_id": id, "sha256": sha256, "bytes": bytes })),
+    )
+    .await?;
+    // Into place before the commit: a failed move rolls the row back; a crash between the two leaves an
+    // unreferenced directory, never a row without its files.
+    // Whatever a crash left at the model's name first is removed.
+    let (owned, target, from) = (storage.clone(), PathBuf::from(&relative), model_dir.clone());
+    in_volume("storing a model", move || {
+        let store = owned.store(workspace_id)?;
+        store.remove_all(&target)?;
+        if let Some(parent) = target.parent() {
+            store.create_dir_all(parent, 0o755)?;
+        }
+        store.move_in(&from, &target)
+    })
+    .await?;
+    if let Err(e) = tx.commit().await {
+        remove_from_store(storage, workspace_id, relative.into()).await;
+        return Err(e.into());
+    }
+    let row = sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE m.id = ?"))
+        .bind(id)
+        .fetch_one(db)
+        .await?;
+    Ok(row.info())
+}
+
+/// Deletes a pretrained model and its files, unless a job was trained from it. Editors and owners.
+pub async fn delete(
+    db: &SqlitePool,
+    storage: &Storage,
+    actor: &Actor,
+    workspace_id: i64,
+    id: i64,
+) -> Result<(), AppError> {
+    let mut tx = write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let (name, path): (String, String) = sqlx::query_as(
+        "SELECT name, path FROM pretrained_models WHERE workspace_id = ? AND id = ?",
+    )
+    .bind(workspace_id)
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or(AppError::NotFound)?;
+    let users: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM jobs WHERE workspace_id = ? AND json_extract(spec_json, '$.pretrained_model_id') = ?",
+    )
+    .bind(workspace_id)
+    .bind(id)
+    .fetch_one(&mut *tx)
+    .await?;
+    if users > 0 {
+        return Err(AppError::conflict(
+            "pretrained_model_id",
+            "pretrained_model_in_use",
+            format!("{users} job(s) started from this model; delete them first (their results depend on it)"),
+        ));
+    }
+    sqlx::query("DELETE FROM pretrained_models WHERE id = ?")
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    audit::record(
+        &mut tx,
+        Entry::by(
+            actor,
+            Some(workspace_id),
+            "model.delete",
+            "pretrained_model",
+            &name,
+        )
+        .detail(serde_json::json!({ "pretrained_model_id": id })),
+    )
+    .await?;
+    tx.commit().await?;
+    remove_from_store(storage, workspace_id, path.into()).await;
+    Ok(())
+}
+
+/// A directory removed when dropped (unless moved away first).
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn refused(message: impl Into<String>) -> AppError {
+    AppError::invalid("file", "pretrained_invalid", message)
+}
+
+/// Unpacks `archive` into `target` and returns the model directory in it: `target` itself or its one
+/// top-level directory. Only regular files and directories are taken, at relative paths that stay
+/// inside `target`; links, devices and `..` are refused.
+fn unpack(archive: &Path, target: &Path) -> Result<PathBuf, AppError> {
+    let file = std::fs::File::open(archive).map_err(|e| internal("opening an upload", e))?;
+    std::fs::create_dir_all(target).map_err(|e| internal("creating an unpack directory", e))?;
+    let mut tar = tar::Archive::new(file);
+    let entries = tar
+        .entries()
+        .map_err(|e| refused(format!("not a tar archive: {e}")))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| refused(format!("not a tar archive: {e}")))?;
+        let path = entry
+            .path()
+            .map_err(|e| refused(format!("an entry has an unreadable name: {e}")))?
+            .into_owned();
+        if path
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+        {
+            return Err(refused(format!(
+                "{}: entries must be relative paths inside the archive",
+                path.display()
+            )));
+        }
+        let kind = entry.header().entry_type();
+        // A name that is a file in one entry and a folder in another cannot be unpacked: the
+        // archive's mistake, said as such (not a server error).
+        let conflict = |e: std::io::Error| {
+            refused(format!(
+                "{}: the archive holds a file and a folder of the same name ({e})",
+                path.display()
+            ))
+        };
+        if kind.is_dir() {
+            std::fs::create_dir_all(target.join(&path)).map_err(conflict)?;
+        } else if kind.is_file() {
+            let to = target.join(&path);
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent).map_err(conflict)?;
+            }
+            let mut out = std::fs::File::create(&to).map_err(conflict)?;
+            std::io::copy(&mut entry, &mut out).map_err(|e| {
+                refused(format!("{}: the archive is cut short: {e}", path.display()))
+            })?;
+        } else if kind.is_pax_global_extensions()
+            || kind.is_pax_local_extensions()
+            || kind.is_gnu_longname()
+        {
+            continue;
+        } else {
+            return Err(refused(format!(
+                "{}: only files and directories are accepted (no links or devices)",
+                path.display()
+            )));
+        }
+    }
+    let dir = if target.join("config.json").is_file() {
+        target.to_path_buf()
+    } else {
+        let subdirs: Vec<PathBuf> = std::fs::read_dir(target)
+            .map_err(|e| internal("reading an unpacked model", e))?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        match subdirs.as_slice() {
+            [one] if one.join("config.json").is_file() => one.clone(),
+            _ => {
+                return Err(refused(
+                    "config.json is neither at the top of the archive nor in its one top-level directory",
+                ))
+            }
+        }
+    };
+    for alternatives in REQUIRED {
+        if !alternatives.iter().any(|f| dir.join(f).is_file()) {
+            return Err(refused(format!(
+                "the model directory lacks {}",
+                alternatives.join(" or ")
+            )));
+        }
+    }
+    Ok(dir)
+}
+
+/// Safetensors is plain data; a pickle is a program for whatever unpickles it. A directory whose only
+/// weights are `pytorch_model.bin` is refused unless an admin allows pickled weights; one with both
+/// loses the pickle, so nothing ever unpickles it.
+fn weights_allowed(dir: &Path, allow_pickled: bool) -> Result<(), AppError> {
+    let pickle = dir.join("pytorch_model.bin");
+    if !pickle.is_file() {
+        return Ok(());
+    }
+    if dir.join("model.safetensors").is_file() {
+        return std::fs::remove_file(&pickle).map_err(|e| internal("dropping a pickle", e));
+    }
+    if allow_pickled {
+        return Ok(());
+    }
+    Err(AppError::invalid(
+        "file",
+        "pickled_weights_refused",
+        "the model's weights are a pickled pytorch_model.bin, which this instance does not accept; \
+         save them as model.safetensors (transformers: save_pretrained(dir, safe_serialization=True)), \
+         or ask an admin to allow pickled weights",
+    ))
+}
+
+/// Loads the directory with the trainer and classifies one sentence; the trainer's own message when it
+/// cannot (a config it does not support, weights that do not fit the config, a bad vocabulary).
+async fn check_with_trainer(storage: &Storage, dir: &Path) -> Result<(), AppError> {
+    let output = tokio::process::Command::new(&storage.paddock_binary)
+        .arg("predict")
+        .arg("--model")
+        .arg(dir)
+        .args(["--text", "这个模型能用吗？", "--device", "cpu", "--json"])
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| internal("running paddock predict", e))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let message = stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("error: "))
+        .map(|l| l.trim_start_matches("error: ").to_string())
+        .unwrap_or_else(|| stderr.trim().chars().take(500).collect());
+    Err(refused(format!(
+        "the trainer cannot use this model: {message}"
+    )))
+}
+
+/// What the model is, from its config.json (as far as it says).
+fn summary(dir: &Path) -> serde_json::Value {
+    let config: serde_json::Value = std::fs::read_to_string(dir.join("config.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let mut out = serde_json::Map::new();
+    for key in [
+        "model_type",
+        "num_hidden_layers",
+        "hidden_size",
+        "num_attention_heads",
+        "vocab_size",
+        "max_position_embeddings",
+    ] {
+        if let Some(v) = config.get(key) {
+            out.insert(key.into(), v.clone());
+        }
+    }
+    serde_json::Value::Object(out)
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            match entry.metadata() {
+                Ok(m) if m.is_dir() => stack.push(entry.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn archive(entries: &[(&str, &[u8])]) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("model.tar");
+        let mut builder = tar::Builder::new(std::fs::File::create(&path).unwrap());
+        for (name, data) in entries {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(data.len() as u64);
+            header.set_mode(0o644);
+            header.set_cksum();
+            builder.append_data(&mut header, name, *data).unwrap();
+        }
+        builder.finish().unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn a_model_directory_is_found_at_the_top_or_in_one_folder() {
+        let files: [(&str, &[u8]); 3] = [
+            ("bert/config.json", b"{}"),
+            ("bert/vocab.txt", b"[PAD]"),
+            ("bert/model.safetensors", b"x"),
+        ];
+        let (tmp, tar) = archive(&files);
+        let dir = unpack(&tar, &tmp.path().join("out")).unwrap();
+        assert!(dir.ends_with("out/bert"));
+        let top: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(n, d)| (n.trim_start_matches("bert/"), *d))
+            .collect();
+        let (tmp, tar) = archive(&top);
+        assert!(unpack(&tar, &tmp.path().join("out"))
+            .unwrap()
+            .ends_with("out"));
+    }
+
+    #[test]
+    fn a_file_and_a_folder_of_one_name_are_refused_as_the_archive_s_fault() {
+        for entries in [
+            &[("m/config.json", &b"{}"[..]), ("m/config.json/x", b"y")][..],
+            &[("m/sub/x", &b"y"[..]), ("m/sub", b"file")][..],
+        ] {
+            let (tmp, tar) = archive(entries);
+            let err = unpack(&tar, &tmp.path().join("out")).unwrap_err();
+            assert_eq!(err.code(), "pretrained_invalid", "{err}");
+            assert!(err.to_string().contains("same name"), "{err}");
+        }
+    }
+
+    #[test]
+    fn pickled_weights_need_an_admin_and_lose_to_safetensors() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("pytorch_model.bin"), b"pickle").unwrap();
+        assert_eq!(
+            weights_allowed(dir.path(), false).unwrap_err().code(),
+            "pickled_weights_refused"
+        );
+        weights_allowed(dir.path(), true).unwrap();
+        std::fs::write(dir.path().join("model.safetensors"), b"data").unwrap();
+        weights_allowed(dir.path(), false).unwrap();
+        assert!(!dir.path().join("pytorch_model.bin").exists());
+    }
+
+    #[test]
+    fn missing_files_and_escaping_paths_are_refused() {
+        let (tmp, tar) = archive(&[("config.json", b"{}"), ("vocab.txt", b"[PAD]")]);
+        let err = unpack(&tar, &tmp.path().join("out")).unwrap_err();
+        assert_eq!(err.code(), "pretrained_invalid");
+        assert!(
+            err.to_string()
+                .contains("model.safetensors or pytorch_model.bin"),
+            "{err}"
+        );
+        let (tmp, tar) = archive(&[("model/config.json", b"{}"), ("other/x", b"")]);
+        assert!(unpack(&tar, &tmp.path().join("out"))
+            .unwrap_err()
+            .to_string()
+            .contains("config.json"));
+
+        // tar::Builder refuses to write `..`, so the header is written by hand.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("evil.tar");
+        let mut header = tar::Header::new_gnu();
+        header.as_gnu_mut().unwrap().name[..12].copy_from_slice(b"../evil.json");
+        header.set_size(2);
+        header.set_mode(0o644);
+        header.set_cksum();
+        let mut builder = tar::Builder::new(std::fs::File::create(&path).unwrap());
+        builder.append(&header, &b"{}"[..]).unwrap();
+        builder.finish().unwrap();
+        let err = unpack(&path, &dir.path().join("out")).unwrap_err();
+        assert!(err.to_string().contains("relative paths inside"), "{err}");
+        assert!(!dir.path().join("evil.json").exists());
+        assert!(unpack(&dir.path().join("missing.tar"), &dir.path().join("o")).is_err());
+    }
+}

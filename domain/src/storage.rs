@@ -1,0 +1,186 @@
+//! Where Paddock keeps files, and the trainer's command line it runs on them. Everything is under the data
+//! directory, split by who may write it:
+//!
+//! | path | written by | in containers |
+//! |---|---|---|
+//! | `paddock.db` (+ `-wal`, `-shm`) | the server | never |
+//! | `store/w<workspace>/` — `datasets/<id>/`, `models/<id>/`, `checkpoints/<job>/<name>/` | the server | read-only at `/paddock` |
+//! | `runs/jobs/<id>/`, `runs/evaluations/<id>/` — local runs' config, events, log, pid, exit status, output | the server and the processes it starts | never |
+//! | `logs/jobs/<id>/` — each job's rotated log | the server | never |
+//! | `tmp/` — uploads until validated (same file system: accepting one is a rename) | the server | never |
+//! | `volumes/w<workspace>/<volume>/` — the team's files; container jobs' runs under `jobs/<id>/` | the team's containers | read-write at `/workspace` |
+//!
+//! So what only the server should change — dataset originals, uploaded models, registered checkpoints,
+//! pid and exit files of processes it runs as itself — is out of every container's reach, and the one
+//! tree a container writes (its volume) is read as hostile input through [`beneath`]. A checkpoint a job
+//! writes is copied into the store when it is registered; from then on downloads, evaluations,
+//! deployments and fine-tuning read the copy. An ended local run's own checkpoint folders are then
+//! removed; a container run's stay in the team's volume, theirs to keep. [`super::layout`] moves data
+//! directories of the earlier layout (everything in the volume) at start.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use contracts::error::AppError;
+
+/// The volume datasets and jobs use; environments may name others.
+pub const DEFAULT_VOLUME: &str = "workspace";
+
+#[derive(Debug, Clone)]
+pub struct Storage {
+    pub data_dir: PathBuf,
+    /// Largest dataset upload accepted, in bytes (the request body limit does not apply to uploads).
+    pub max_upload_bytes: u64,
+    /// The `paddock` binary whose `validate` (and later `train`) subcommands the server runs: the
+    /// trainer links libtorch, which the web app never loads.
+    pub paddock_binary: PathBuf,
+}
+
+impl Storage {
+    /// Storage under `data_dir` (made absolute: Docker needs absolute bind paths).
+    pub fn new(data_dir: &Path, max_upload_bytes: u64, paddock_binary: PathBuf) -> Storage {
+        let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+        Storage {
+            data_dir,
+            max_upload_bytes,
+            paddock_binary,
+        }
+    }
+
+    /// The root of all workspace volumes (the engine's `volumes_dir`).
+    pub fn volumes_dir(&self) -> PathBuf {
+        self.data_dir.join("volumes")
+    }
+
+    /// The host directory of a workspace's volume.
+    pub fn volume_dir(&self, workspace_id: i64, volume: &str) -> PathBuf {
+        self.volumes_dir()
+            .join(workspace_folder(workspace_id))
+            .join(volume)
+    }
+
+    /// A workspace's store on the host: what the server keeps for it (see the module's table). Rows'
+    /// `path` columns of datasets, models and checkpoints are relative to it.
+    pub fn store_dir(&self, workspace_id: i64) -> PathBuf {
+        self.stores_dir().join(workspace_folder(workspace_id))
+    }
+
+    /// The root of all workspace stores (the engine's `stores_dir`).
+    pub fn stores_dir(&self) -> PathBuf {
+        self.data_dir.join("store")
+    }
+
+    /// A workspace's store, made if missing (server-owned, 0755: containers read it through a read-only
+    /// bind, never as its owner).
+    pub fn store(&self, workspace_id: i64) -> beneath::Result<beneath::Dir> {
+        beneath::Dir::create(&self.store_dir(workspace_id))
+    }
+
+    /// Where local runs (jobs and evaluations the server starts as its own processes) keep their files.
+    pub fn runs_dir(&self) -> PathBuf {
+        self.data_dir.join("runs")
+    }
+
+    /// [`Storage::runs_dir`], made if missing.
+    pub fn runs(&self) -> beneath::Result<beneath::Dir> {
+        beneath::Dir::create(&self.runs_dir())
+    }
+
+    /// Uploads in progress.
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.data_dir.join("tmp")
+    }
+
+    /// A job's rotated log files (`job.log`, `job.log.1`, …), outside the workspace volume: they are
+    /// the operators' record, not something a job's container should see or change.
+    pub fn job_logs_dir(&self, job_id: i64) -> PathBuf {
+        self.data_dir
+            .join("logs")
+            .join("jobs")
+            .join(job_id.to_string())
+    }
+
+    /// A workspace's default volume, opened as the hostile tree it is (see [`in_volume`]); made if missing.
+    pub fn volume(&self, workspace_id: i64) -> beneath::Result<beneath::Dir> {
+        beneath::Dir::create(&self.volume_dir(workspace_id, DEFAULT_VOLUME))
+    }
+}
+
+/// A workspace's folder under `volumes/` and `store/`.
+pub fn workspace_folder(workspace_id: i64) -> String {
+    format!("w{workspace_id}")
+}
+
+/// How long one piece of file work in a volume may take before the request gives up on it.
+pub const VOLUME_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Runs file work on a workspace volume — a tree the team's containers write, so every name in it may be
+/// a link, a FIFO or a huge file — through [`beneath`] on the blocking pool and within
+/// [`VOLUME_DEADLINE`], so no trick played in the volume holds a runtime worker or a database connection.
+/// A refused file is a 409 that names it and says why; `what` says what the file was for.
+pub async fn in_volume<T: Send + 'static>(
+    what: &str,
+    work: impl FnOnce() -> beneath::Result<T> + Send + 'static,
+) -> Result<T, AppError> {
+    let answer = tokio::time::timeout(VOLUME_DEADLINE, tokio::task::spawn_blocking(work)).await;
+    match answer {
+        Ok(Ok(Ok(value))) => Ok(value),
+        Ok(Ok(Err(e))) => Err(volume_error(what, &e)),
+        Ok(Err(join)) => Err(contracts::error::internal(what, join)),
+        Err(_) => Err(AppError::unavailable(
+            "volume_timeout",
+            format!(
+                "{what}: the workspace volume did not answer within {} s",
+                VOLUME_DEADLINE.as_secs()
+            ),
+        )),
+    }
+}
+
+/// Removes `rel` (a file or a folder) from a workspace's volume, never following a link planted in it.
+/// For clean-ups after the row is gone: a failure is logged, not answered — the row is what counts.
+pub async fn remove_from_volume(storage: &Storage, workspace_id: i64, rel: PathBuf) {
+    remove(storage, workspace_id, rel, Storage::volume).await
+}
+
+/// Removes `rel` from a workspace's store; as [`remove_from_volume`].
+pub async fn remove_from_store(storage: &Storage, workspace_id: i64, rel: PathBuf) {
+    remove(storage, workspace_id, rel, Storage::store).await
+}
+
+async fn remove(
+    storage: &Storage,
+    workspace_id: i64,
+    rel: PathBuf,
+    tree: fn(&Storage, i64) -> beneath::Result<beneath::Dir>,
+) {
+    let storage = storage.clone();
+    let shown = rel.display().to_string();
+    let removed = in_volume("removing files", move || {
+        tree(&storage, workspace_id)?.remove_all(&rel)
+    })
+    .await;
+    if let Err(e) = removed {
+        tracing::warn!(workspace_id, path = shown, error = %e, "could not remove a workspace's files");
+    }
+}
+
+/// The answer for a file in a volume that could not be used.
+fn volume_error(what: &str, e: &beneath::Error) -> AppError {
+    if e.is_refusal() {
+        tracing::warn!(what, error = %e, "refused a file in a workspace volume");
+        AppError::conflict(
+            "file",
+            "volume_file_refused",
+            format!("{what}: {e}; files Paddock reads from the workspace volume must be regular files, not links"),
+        )
+    } else if e.is_missing() {
+        AppError::conflict(
+            "file",
+            "volume_file_missing",
+            format!("{what}: {e} in the workspace volume"),
+        )
+    } else {
+        contracts::error::internal(what, e)
+    }
+}

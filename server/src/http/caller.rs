@@ -1,0 +1,53 @@
+//! Extractors for REST handlers: the caller ([`Caller`], resolved by `domain::auth` as for server
+//! functions) and the client's address. Wrappers, because axum's extractor trait can only be implemented
+//! here for types of this crate.
+
+use axum::extract::{FromRef, FromRequestParts};
+use axum::http::request::Parts;
+use contracts::error::AppError;
+use domain::auth::{self, Actor};
+use domain::AppState;
+
+/// The signed-in caller of a REST request; anonymous requests are refused with 401.
+pub struct Caller(pub Actor);
+
+impl<S> FromRequestParts<S> for Caller
+where
+    AppState: FromRef<S>,
+    S: Send + Sync,
+{
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        auth::require(&AppState::from_ref(state), parts)
+            .await
+            .map(Caller)
+    }
+}
+
+/// The client's address (`None` when the server was not started with connect info).
+pub struct ClientIp(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for ClientIp {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, Self::Rejection> {
+        Ok(ClientIp(auth::client_ip(parts)))
+    }
+}
+
+/// Records the connection's peer address in the request as `domain`'s [`auth::ClientAddr`], where the
+/// domain (audit log, sign-in budgets) and server functions read it.
+pub async fn record_client_addr(
+    mut request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    let peer = request
+        .extensions()
+        .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+        .map(|info| info.0.ip());
+    if let Some(ip) = peer {
+        request.extensions_mut().insert(auth::ClientAddr(ip));
+    }
+    next.run(request).await
+}

@@ -1,0 +1,85 @@
+//! `/api/v1/admin/...`: instance settings and accounts, for instance admins (others get 403).
+
+use axum::extract::State;
+use axum::Json;
+use serde::Deserialize;
+
+use crate::http::caller::Caller;
+use crate::http::limits::{ApiJson, ApiPath as Path};
+use contracts::error::http::ErrorBody;
+use contracts::error::AppError;
+use contracts::types::{InstanceSettings, SettingsChange, UserAccount};
+use domain::{admin, AppState};
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UserBody {
+    pub disabled: bool,
+}
+
+#[utoipa::path(get, path = "/api/v1/admin/settings", tag = "admin", security(("session" = []), ("token" = [])),
+    responses((status = 200, body = InstanceSettings), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+pub async fn settings(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+) -> Result<Json<InstanceSettings>, AppError> {
+    Ok(Json(admin::settings(&state.db, &actor).await?))
+}
+
+#[utoipa::path(patch, path = "/api/v1/admin/settings", tag = "admin", security(("session" = []), ("token" = [])),
+    request_body = SettingsChange,
+    responses((status = 200, body = InstanceSettings), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
+/// Changes the settings the body names (`signup_enabled`, `allow_pickled_weights`); the others stay.
+pub async fn update_settings(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    ApiJson(body): ApiJson<SettingsChange>,
+) -> Result<Json<InstanceSettings>, AppError> {
+    Ok(Json(admin::update_settings(&state.db, &actor, body).await?))
+}
+
+#[utoipa::path(get, path = "/api/v1/admin/users", tag = "admin", security(("session" = []), ("token" = [])),
+    responses((status = 200, body = Vec<UserAccount>), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+pub async fn users(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+) -> Result<Json<Vec<UserAccount>>, AppError> {
+    Ok(Json(admin::list_users(&state.db, &actor).await?))
+}
+
+/// Disables or re-enables an account; disabling ends its sessions and stops its tokens.
+#[utoipa::path(patch, path = "/api/v1/admin/users/{id}", tag = "admin", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "user id")), request_body = UserBody,
+    responses((status = 200, body = UserAccount), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn update_user(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<i64>,
+    ApiJson(body): ApiJson<UserBody>,
+) -> Result<Json<UserAccount>, AppError> {
+    Ok(Json(
+        admin::set_user_disabled(&state.db, &actor, id, body.disabled).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuotaBody {
+    /// The most GPUs the workspace may hold at once; `null` removes the quota.
+    pub max_gpus: Option<u32>,
+}
+
+/// Sets a workspace's GPU quota (instance admins).
+#[utoipa::path(put, path = "/api/v1/admin/workspaces/{id}/gpu-quota", tag = "admin", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id")), request_body = QuotaBody,
+    responses((status = 200, body = QuotaBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn set_gpu_quota(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<i64>,
+    ApiJson(body): ApiJson<QuotaBody>,
+) -> Result<Json<serde_json::Value>, AppError> {
+    let max_gpus = admin::set_gpu_quota(&state.db, &actor, id, body.max_gpus).await?;
+    Ok(Json(serde_json::json!({ "max_gpus": max_gpus })))
+}

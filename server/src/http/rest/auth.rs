@@ -1,0 +1,89 @@
+//! `/api/v1/auth/*` and `/api/v1/me`: sign up, sign in and out with a session cookie, and who am I.
+//! API clients that prefer tokens sign in once in the browser and create a token there.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::Json;
+use domain::sessions::Session;
+use serde::Deserialize;
+
+use crate::http::caller::{Caller, ClientIp};
+use crate::http::limits::ApiJson;
+use contracts::error::http::ErrorBody;
+use contracts::error::AppError;
+use contracts::types::Me;
+use domain::{accounts, sessions, AppState};
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Credentials {
+    /// 3–32 characters of a-z, 0-9, `_`, `.`, `-` (case-insensitive).
+    pub username: String,
+    /// 10–128 characters.
+    pub password: String,
+}
+
+/// Creates an account and signs it in (sets the session cookie). The first account is the instance admin.
+#[utoipa::path(post, path = "/api/v1/auth/signup", tag = "auth", request_body = Credentials,
+    responses((status = 201, body = Me), (status = 403, description = "sign-up disabled", body = ErrorBody),
+              (status = 409, description = "username taken", body = ErrorBody), (status = 422, body = ErrorBody),
+              (status = 429, description = "too many sign-ups from this address, or its failed sign-ins used up; see Retry-After", body = ErrorBody)))]
+pub async fn signup(
+    State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
+    session: Session,
+    ApiJson(body): ApiJson<Credentials>,
+) -> Result<(StatusCode, Json<Me>), AppError> {
+    let signed = accounts::sign_up(
+        &state.db,
+        &state.throttle,
+        &body.username,
+        &body.password,
+        ip.as_deref(),
+    )
+    .await?;
+    sessions::sign_in(&session, signed.me.id, signed.session_epoch).await?;
+    Ok((StatusCode::CREATED, Json(signed.me)))
+}
+
+/// Signs in (sets the session cookie). Repeated failures for one account from one address, or
+/// from one address across accounts, answer 429.
+#[utoipa::path(post, path = "/api/v1/auth/signin", tag = "auth", request_body = Credentials,
+    responses((status = 200, body = Me), (status = 401, description = "wrong username or password", body = ErrorBody),
+              (status = 403, description = "account disabled", body = ErrorBody),
+              (status = 429, description = "too many failed attempts; see Retry-After", body = ErrorBody)))]
+pub async fn signin(
+    State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
+    session: Session,
+    ApiJson(body): ApiJson<Credentials>,
+) -> Result<Json<Me>, AppError> {
+    let signed = accounts::sign_in(
+        &state.db,
+        &state.throttle,
+        &body.username,
+        &body.password,
+        ip.as_deref(),
+    )
+    .await?;
+    sessions::sign_in(&session, signed.me.id, signed.session_epoch).await?;
+    Ok(Json(signed.me))
+}
+
+/// Ends the session. Succeeds also when not signed in.
+#[utoipa::path(post, path = "/api/v1/auth/signout", tag = "auth", responses((status = 204, description = "done")))]
+pub async fn signout(session: Session) -> Result<StatusCode, AppError> {
+    sessions::sign_out(&session).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The caller's account.
+#[utoipa::path(get, path = "/api/v1/me", tag = "auth", security(("session" = []), ("token" = [])),
+    responses((status = 200, body = Me), (status = 401, body = ErrorBody)))]
+pub async fn me(Caller(actor): Caller) -> Json<Me> {
+    Json(Me {
+        id: actor.user_id,
+        username: actor.username,
+        is_admin: actor.is_admin,
+    })
+}

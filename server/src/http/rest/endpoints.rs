@@ -1,0 +1,225 @@
+//! `/api/v1/workspaces/{id}/endpoints/...` (thin handlers over `domain::endpoints`) and the public gateway
+//! route `POST /v1/endpoints/{slug}/predict`, authenticated with an endpoint API key.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+
+use crate::http::caller::Caller;
+use crate::http::limits::{ApiJson, ApiPath as Path};
+use contracts::error::http::ErrorBody;
+use contracts::error::AppError;
+use contracts::types::*;
+use domain::endpoints;
+use domain::AppState;
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct KeyBody {
+    pub name: String,
+    /// Requests per minute this key may make (default 600).
+    #[serde(default)]
+    pub rate_limit_per_minute: Option<u32>,
+}
+
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/endpoints", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id")),
+    responses((status = 200, body = Vec<EndpointSummary>), (status = 404, body = ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<i64>,
+) -> Result<Json<Vec<EndpointSummary>>, AppError> {
+    Ok(Json(endpoints::list(&state.db, &actor, id).await?))
+}
+
+/// Deploys a checkpoint; it becomes `ready` once its replicas are up and the parity gate passed.
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id")), request_body = EndpointSpec,
+    responses((status = 201, body = EndpointDetail), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn deploy(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path(id): Path<i64>,
+    ApiJson(spec): ApiJson<EndpointSpec>,
+) -> Result<(StatusCode, Json<EndpointDetail>), AppError> {
+    Ok((
+        StatusCode::CREATED,
+        Json(endpoints::deploy(&state.db, &state.deployer, &actor, id, spec).await?),
+    ))
+}
+
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    responses((status = 200, body = EndpointDetail), (status = 404, body = ErrorBody)))]
+pub async fn get(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, endpoint_id)): Path<(i64, i64)>,
+) -> Result<Json<EndpointDetail>, AppError> {
+    Ok(Json(
+        endpoints::get(&state.db, &state.deployer, &actor, id, endpoint_id).await?,
+    ))
+}
+
+#[utoipa::path(delete, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    responses((status = 204, description = "done"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn delete(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, endpoint_id)): Path<(i64, i64)>,
+) -> Result<StatusCode, AppError> {
+    endpoints::delete(&state.db, &state.deployer, &actor, id, endpoint_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/undeploy", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    responses((status = 200, body = EndpointDetail), (status = 403, body = ErrorBody)))]
+pub async fn undeploy(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, endpoint_id)): Path<(i64, i64)>,
+) -> Result<Json<EndpointDetail>, AppError> {
+    Ok(Json(
+        endpoints::undeploy(&state.db, &state.deployer, &actor, id, endpoint_id).await?,
+    ))
+}
+
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/deploy", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    responses((status = 200, body = EndpointDetail), (status = 409, description = "running", body = ErrorBody)))]
+pub async fn redeploy(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, endpoint_id)): Path<(i64, i64)>,
+) -> Result<Json<EndpointDetail>, AppError> {
+    Ok(Json(
+        endpoints::redeploy(&state.db, &state.deployer, &actor, id, endpoint_id).await?,
+    ))
+}
+
+/// Scales the endpoint or rolls out another checkpoint; a ready endpoint changes in the background
+/// without failing a request (progress in `summary.status_message`).
+#[utoipa::path(patch, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    request_body = EndpointChange,
+    responses((status = 200, body = EndpointDetail), (status = 409, description = "starting, or another change under way", body = ErrorBody),
+              (status = 422, body = ErrorBody)))]
+pub async fn change(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, endpoint_id)): Path<(i64, i64)>,
+    ApiJson(change): ApiJson<EndpointChange>,
+) -> Result<Json<EndpointDetail>, AppError> {
+    Ok(Json(
+        endpoints::change(&state.db, &state.deployer, &actor, id, endpoint_id, change).await?,
+    ))
+}
+
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlaygroundBody {
+    pub inputs: Vec<String>,
+}
+
+/// The dashboard's playground: members try a ready endpoint with their session, without an API key.
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/playground", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    request_body = PlaygroundBody,
+    responses((status = 200, body = Vec<PlaygroundPrediction>), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn playground(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, endpoint_id)): Path<(i64, i64)>,
+    ApiJson(body): ApiJson<PlaygroundBody>,
+) -> Result<Json<Vec<PlaygroundPrediction>>, AppError> {
+    Ok(Json(
+        endpoints::try_predict(
+            &state.db,
+            &state.deployer,
+            &actor,
+            id,
+            endpoint_id,
+            body.inputs,
+        )
+        .await?,
+    ))
+}
+
+/// Creates an API key for the endpoint; `secret` is returned once.
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/keys", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    request_body = KeyBody,
+    responses((status = 201, body = NewEndpointKey), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn create_key(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, endpoint_id)): Path<(i64, i64)>,
+    ApiJson(body): ApiJson<KeyBody>,
+) -> Result<(StatusCode, Json<NewEndpointKey>), AppError> {
+    let key = endpoints::create_key(
+        &state.db,
+        &actor,
+        id,
+        endpoint_id,
+        &body.name,
+        body.rate_limit_per_minute,
+    )
+    .await?;
+    Ok((StatusCode::CREATED, Json(key)))
+}
+
+#[utoipa::path(delete, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/keys/{key_id}", tag = "endpoints",
+    security(("session" = []), ("token" = [])),
+    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id"),
+           ("key_id" = i64, Path, description = "key id")),
+    responses((status = 204, description = "revoked"), (status = 404, body = ErrorBody)))]
+pub async fn revoke_key(
+    State(state): State<AppState>,
+    Caller(actor): Caller,
+    Path((id, endpoint_id, key_id)): Path<(i64, i64, i64)>,
+) -> Result<StatusCode, AppError> {
+    endpoints::revoke_key(&state.db, &actor, id, endpoint_id, key_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Classifies texts: `{"inputs": ["…", …]}` (or one text), `"return_logits": true` for logits. Needs
+/// `Authorization: Bearer <endpoint key>`. 429 when the key's rate limit or the model's queue is full,
+/// 503 when no replica is ready or the model does not answer in time.
+#[utoipa::path(post, path = "/v1/endpoints/{slug}/predict", tag = "endpoints",
+    params(("slug" = String, Path, description = "the endpoint's slug")),
+    request_body(content = Object, description = "{\"inputs\": [\"…\"], \"return_logits\"?: bool}"),
+    responses((status = 200, description = "{\"predictions\": [{label, label_id, probabilities, logits?}]}"),
+              (status = 401, body = ErrorBody),
+              (status = 422, description = "`invalid_body` or `invalid_inputs`: the model server refused the inputs", body = ErrorBody),
+              (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn predict(
+    State(state): State<AppState>,
+    Path(slug): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, AppError> {
+    let secret = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            v.strip_prefix("Bearer ")
+                .or_else(|| v.strip_prefix("bearer "))
+        })
+        .ok_or(AppError::Unauthenticated)?;
+    let (status, bytes) = endpoints::predict(
+        &state.db,
+        &state.deployer.gateway,
+        &slug,
+        secret.trim(),
+        body,
+    )
+    .await?;
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    Ok((status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response())
+}
