@@ -496,7 +496,7 @@ pub async fn environment_action(
                 }
                 _ => Err(AppError::invalid(
                     "action",
-                    "action_invalid",
+                    contracts::error::ErrorCode::ActionInvalid,
                     "action must be up, down or restart",
                 )),
             }
@@ -674,7 +674,7 @@ pub async fn job_action(
                     .map(|()| None),
                 _ => Err(AppError::invalid(
                     "action",
-                    "action_invalid",
+                    contracts::error::ErrorCode::ActionInvalid,
                     "action must be cancel, retry, resume or delete",
                 )),
             }
@@ -862,7 +862,7 @@ pub async fn endpoint_action(
                     .map(|()| None),
                 _ => Err(AppError::invalid(
                     "action",
-                    "action_invalid",
+                    contracts::error::ErrorCode::ActionInvalid,
                     "action must be undeploy, deploy or delete",
                 )),
             }

@@ -10,172 +10,148 @@ include!(concat!(env!("OUT_DIR"), "/i18n/mod.rs"));
 
 pub use i18n::*;
 
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 
-/// The message for `err` in `locale`. Errors are matched by their stable `code()`, so a new variant
-/// on the server still shows something: codes without a translation fall back to the English message
-/// the server sent (better than hiding what went wrong).
+/// The message for `err` in `locale`: an exhaustive match on its [`ErrorCode`], so a code without a
+/// Chinese and an English text does not compile. Codes whose server message carries the detail a user
+/// acts on (which field and why, which limit and its value, which line of a file) get a translated lead
+/// followed by that detail.
 pub fn error_text(locale: Locale, err: &AppError) -> String {
-    // Codes whose server message carries the detail a user acts on (which limit and its value, which
-    // file and why): a translated lead, then that detail.
-    let lead: Option<&'static str> = match err.code() {
-        "limit_reached" => Some(td_string!(locale, errors.limit_reached)),
-        "cap_invalid" => Some(td_string!(locale, errors.cap_invalid)),
-        "volume_file_refused" => Some(td_string!(locale, errors.volume_file_refused)),
-        "docker_error" => Some(td_string!(locale, errors.docker_error)),
-        _ => None,
-    };
-    if let Some(lead) = lead {
-        return format!("{lead}{err}");
+    match message(locale, err.code()) {
+        Message::Whole(text) => text.to_string(),
+        Message::Lead(lead) => format!("{lead}{err}"),
     }
-    let known: Option<&'static str> = match err.code() {
-        "username_invalid" => Some(td_string!(locale, errors.username_invalid)),
-        "username_taken" => Some(td_string!(locale, errors.username_taken)),
-        "password_too_short" => Some(td_string!(locale, errors.password_too_short)),
-        "password_too_long" => Some(td_string!(locale, errors.password_too_long)),
-        "invalid_credentials" => Some(td_string!(locale, errors.invalid_credentials)),
-        "signup_disabled" => Some(td_string!(locale, errors.signup_disabled)),
-        "account_disabled" => Some(td_string!(locale, errors.account_disabled)),
-        "workspace_name_invalid" => Some(td_string!(locale, errors.workspace_name_invalid)),
-        "role_invalid" => Some(td_string!(locale, errors.role_invalid)),
-        "user_not_found" => Some(td_string!(locale, errors.user_not_found)),
-        "already_member" => Some(td_string!(locale, errors.already_member)),
-        "last_owner" => Some(td_string!(locale, errors.last_owner)),
-        "token_name_invalid" => Some(td_string!(locale, errors.token_name_invalid)),
-        "cannot_disable_self" => Some(td_string!(locale, errors.cannot_disable_self)),
-        "body_too_large" => Some(td_string!(locale, errors.body_too_large)),
-        "invalid_body" => Some(td_string!(locale, errors.invalid_body)),
-        "csrf_rejected" => Some(td_string!(locale, errors.csrf_rejected)),
-        "unauthenticated" => Some(td_string!(locale, errors.unauthenticated)),
-        "forbidden" => Some(td_string!(locale, errors.forbidden)),
-        "not_found" => Some(td_string!(locale, errors.not_found)),
-        "too_many_requests" => Some(td_string!(locale, errors.too_many_requests)),
-        "internal" => Some(td_string!(locale, errors.internal)),
-        "transport" => Some(td_string!(locale, errors.transport)),
-        "environment_name_taken" => Some(td_string!(locale, errors.environment_name_taken)),
-        "not_built" => Some(td_string!(locale, errors.not_built)),
-        "build_in_progress" => Some(td_string!(locale, errors.build_in_progress)),
-        "not_running" => Some(td_string!(locale, errors.not_running)),
-        "gpus_busy" => Some(td_string!(locale, errors.gpus_busy)),
-        "gpu_quota_exceeded" => Some(td_string!(locale, errors.gpu_quota_exceeded)),
-        "host_not_allowed" => Some(td_string!(locale, errors.host_not_allowed)),
-        "volume_timeout" => Some(td_string!(locale, errors.volume_timeout)),
-        "pickled_weights_refused" => Some(td_string!(locale, errors.pickled_weights_refused)),
-        "token_read_only" => Some(td_string!(locale, errors.token_read_only)),
-        "token_expiry_invalid" => Some(td_string!(locale, errors.token_expiry_invalid)),
-        "docker_unavailable" => Some(td_string!(locale, errors.docker_unavailable)),
-        "dataset_name_taken" => Some(td_string!(locale, errors.dataset_name_taken)),
-        "dataset_name_invalid" => Some(td_string!(locale, errors.dataset_name_invalid)),
-        "dataset_format_invalid" => Some(td_string!(locale, errors.dataset_format_invalid)),
-        "dataset_in_use" => Some(td_string!(locale, errors.dataset_in_use)),
-        "dataset_not_found" => Some(td_string!(locale, errors.dataset_not_found)),
-        "job_not_finished" => Some(td_string!(locale, errors.job_not_finished)),
-        "no_checkpoint" => Some(td_string!(locale, errors.no_checkpoint)),
-        "environment_without_runtime" => {
-            Some(td_string!(locale, errors.environment_without_runtime))
+}
+
+enum Message {
+    /// The whole message.
+    Whole(&'static str),
+    /// A lead, followed by the server's detail.
+    Lead(&'static str),
+}
+
+fn message(locale: Locale, code: ErrorCode) -> Message {
+    use ErrorCode as C;
+    use Message::{Lead, Whole};
+    match code {
+        C::AccountDisabled => Whole(td_string!(locale, errors.account_disabled)),
+        C::ActionInvalid => Whole(td_string!(locale, errors.action_invalid)),
+        C::AlreadyMember => Whole(td_string!(locale, errors.already_member)),
+        C::BodyTooLarge => Whole(td_string!(locale, errors.body_too_large)),
+        C::BuildFailed => Lead(td_string!(locale, errors.build_failed)),
+        C::BuildInProgress => Whole(td_string!(locale, errors.build_in_progress)),
+        C::CannotDisableSelf => Whole(td_string!(locale, errors.cannot_disable_self)),
+        C::CapInvalid => Lead(td_string!(locale, errors.cap_invalid)),
+        C::CheckpointConfigInvalid => Lead(td_string!(locale, errors.checkpoint_config_invalid)),
+        C::CheckpointDeleted => Whole(td_string!(locale, errors.checkpoint_deleted)),
+        C::CheckpointNotFound => Whole(td_string!(locale, errors.checkpoint_not_found)),
+        C::CmdInvalid => Whole(td_string!(locale, errors.cmd_invalid)),
+        C::CsrfRejected => Whole(td_string!(locale, errors.csrf_rejected)),
+        C::DatasetColumnInvalid => Whole(td_string!(locale, errors.dataset_column_invalid)),
+        C::DatasetFormatInvalid => Whole(td_string!(locale, errors.dataset_format_invalid)),
+        C::DatasetInUse => Whole(td_string!(locale, errors.dataset_in_use)),
+        C::DatasetInvalid => Lead(td_string!(locale, errors.dataset_invalid)),
+        C::DatasetNameInvalid => Whole(td_string!(locale, errors.dataset_name_invalid)),
+        C::DatasetNameTaken => Whole(td_string!(locale, errors.dataset_name_taken)),
+        C::DatasetNotFound => Whole(td_string!(locale, errors.dataset_not_found)),
+        C::DockerConflict => Lead(td_string!(locale, errors.docker_conflict)),
+        C::DockerError => Lead(td_string!(locale, errors.docker_error)),
+        C::DockerNotFound => Lead(td_string!(locale, errors.docker_not_found)),
+        C::DockerUnavailable => Whole(td_string!(locale, errors.docker_unavailable)),
+        C::EndpointBusy => Whole(td_string!(locale, errors.endpoint_busy)),
+        C::EndpointChanging => Whole(td_string!(locale, errors.endpoint_changing)),
+        C::EndpointRunning => Whole(td_string!(locale, errors.endpoint_running)),
+        C::EndpointSpecInvalid => Lead(td_string!(locale, errors.endpoint_spec_invalid)),
+        C::EndpointStarting => Whole(td_string!(locale, errors.endpoint_starting)),
+        C::EndpointTimeout => Whole(td_string!(locale, errors.endpoint_timeout)),
+        C::EndpointUnavailable => Whole(td_string!(locale, errors.endpoint_unavailable)),
+        C::EndpointUnchanged => Whole(td_string!(locale, errors.endpoint_unchanged)),
+        C::EnvironmentNameTaken => Whole(td_string!(locale, errors.environment_name_taken)),
+        C::EnvironmentNotFound => Whole(td_string!(locale, errors.environment_not_found)),
+        C::EnvironmentWithoutRuntime => {
+            Whole(td_string!(locale, errors.environment_without_runtime))
         }
-        "checkpoint_deleted" => Some(td_string!(locale, errors.checkpoint_deleted)),
-        "slug_taken" => Some(td_string!(locale, errors.slug_taken)),
-        "slug_invalid" => Some(td_string!(locale, errors.slug_invalid)),
-        "endpoint_running" => Some(td_string!(locale, errors.endpoint_running)),
-        "key_name_invalid" => Some(td_string!(locale, errors.key_name_invalid)),
-        "endpoint_unavailable" => Some(td_string!(locale, errors.endpoint_unavailable)),
-        "endpoint_timeout" => Some(td_string!(locale, errors.endpoint_timeout)),
-        "checkpoint_not_found" => Some(td_string!(locale, errors.checkpoint_not_found)),
-        "endpoint_unchanged" => Some(td_string!(locale, errors.endpoint_unchanged)),
-        "endpoint_starting" => Some(td_string!(locale, errors.endpoint_starting)),
-        "endpoint_changing" => Some(td_string!(locale, errors.endpoint_changing)),
-        // `spec_invalid`, `image_unavailable`, `preflight_failed`, `build_failed`,
-        // `dataset_invalid` (problems with line numbers), `job_spec_invalid` (which fields),
-        // `endpoint_spec_invalid` (which range): the server's message is the useful part (which fields,
-        // which image, which driver, which line, which range), so it is shown.
-        _ => None,
-    };
-    known.map(str::to_string).unwrap_or_else(|| err.to_string())
+        C::FileMissing => Whole(td_string!(locale, errors.file_missing)),
+        C::Forbidden => Whole(td_string!(locale, errors.forbidden)),
+        C::GpuQuotaExceeded => Whole(td_string!(locale, errors.gpu_quota_exceeded)),
+        C::GpusBusy => Whole(td_string!(locale, errors.gpus_busy)),
+        C::HostNotAllowed => Whole(td_string!(locale, errors.host_not_allowed)),
+        C::ImageUnavailable => Lead(td_string!(locale, errors.image_unavailable)),
+        C::Internal => Whole(td_string!(locale, errors.internal)),
+        C::InvalidBody => Whole(td_string!(locale, errors.invalid_body)),
+        C::InvalidCredentials => Whole(td_string!(locale, errors.invalid_credentials)),
+        C::JobNotFinished => Whole(td_string!(locale, errors.job_not_finished)),
+        C::JobSpecInvalid => Lead(td_string!(locale, errors.job_spec_invalid)),
+        C::KeyNameInvalid => Whole(td_string!(locale, errors.key_name_invalid)),
+        C::KeyRateInvalid => Whole(td_string!(locale, errors.key_rate_invalid)),
+        C::LabelsMismatch => Lead(td_string!(locale, errors.labels_mismatch)),
+        C::LastOwner => Whole(td_string!(locale, errors.last_owner)),
+        C::LimitReached => Lead(td_string!(locale, errors.limit_reached)),
+        C::NoCheckpoint => Whole(td_string!(locale, errors.no_checkpoint)),
+        C::NotBuilt => Whole(td_string!(locale, errors.not_built)),
+        C::NotFound => Whole(td_string!(locale, errors.not_found)),
+        C::NotRunning => Whole(td_string!(locale, errors.not_running)),
+        C::PasswordTooLong => Whole(td_string!(locale, errors.password_too_long)),
+        C::PasswordTooShort => Whole(td_string!(locale, errors.password_too_short)),
+        C::PickledWeightsRefused => Whole(td_string!(locale, errors.pickled_weights_refused)),
+        C::PlaygroundInputsInvalid => Whole(td_string!(locale, errors.playground_inputs_invalid)),
+        C::PreflightFailed => Lead(td_string!(locale, errors.preflight_failed)),
+        C::PretrainedFormatInvalid => Whole(td_string!(locale, errors.pretrained_format_invalid)),
+        C::PretrainedInvalid => Lead(td_string!(locale, errors.pretrained_invalid)),
+        C::PretrainedModelInUse => Whole(td_string!(locale, errors.pretrained_model_in_use)),
+        C::PretrainedModelNotFound => Whole(td_string!(locale, errors.pretrained_model_not_found)),
+        C::PretrainedNameInvalid => Whole(td_string!(locale, errors.pretrained_name_invalid)),
+        C::PretrainedNameTaken => Whole(td_string!(locale, errors.pretrained_name_taken)),
+        C::QuotaInvalid => Whole(td_string!(locale, errors.quota_invalid)),
+        C::RoleInvalid => Whole(td_string!(locale, errors.role_invalid)),
+        C::SignupDisabled => Whole(td_string!(locale, errors.signup_disabled)),
+        C::SlugInvalid => Whole(td_string!(locale, errors.slug_invalid)),
+        C::SlugTaken => Whole(td_string!(locale, errors.slug_taken)),
+        C::SpecInvalid => Lead(td_string!(locale, errors.spec_invalid)),
+        C::TokenExpiryInvalid => Whole(td_string!(locale, errors.token_expiry_invalid)),
+        C::TokenNameInvalid => Whole(td_string!(locale, errors.token_name_invalid)),
+        C::TokenReadOnly => Whole(td_string!(locale, errors.token_read_only)),
+        C::TooManyRequests => Whole(td_string!(locale, errors.too_many_requests)),
+        C::Transport => Whole(td_string!(locale, errors.transport)),
+        C::Unauthenticated => Whole(td_string!(locale, errors.unauthenticated)),
+        C::UserNotFound => Whole(td_string!(locale, errors.user_not_found)),
+        C::UsernameInvalid => Whole(td_string!(locale, errors.username_invalid)),
+        C::UsernameTaken => Whole(td_string!(locale, errors.username_taken)),
+        C::VolumeFileMissing => Lead(td_string!(locale, errors.volume_file_missing)),
+        C::VolumeFileRefused => Lead(td_string!(locale, errors.volume_file_refused)),
+        C::VolumeTimeout => Whole(td_string!(locale, errors.volume_timeout)),
+        C::WorkspaceNameInvalid => Whole(td_string!(locale, errors.workspace_name_invalid)),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// The stable codes `AppError::code()` can return (see the list in `error.rs`).
-    const CODES: [&str; 58] = [
-        "username_invalid",
-        "username_taken",
-        "password_too_short",
-        "password_too_long",
-        "invalid_credentials",
-        "signup_disabled",
-        "account_disabled",
-        "workspace_name_invalid",
-        "role_invalid",
-        "user_not_found",
-        "already_member",
-        "last_owner",
-        "token_name_invalid",
-        "cannot_disable_self",
-        "body_too_large",
-        "invalid_body",
-        "csrf_rejected",
-        "unauthenticated",
-        "forbidden",
-        "not_found",
-        "too_many_requests",
-        "internal",
-        "transport",
-        "environment_name_taken",
-        "not_built",
-        "build_in_progress",
-        "not_running",
-        "gpus_busy",
-        "gpu_quota_exceeded",
-        "host_not_allowed",
-        "pickled_weights_refused",
-        "token_read_only",
-        "token_expiry_invalid",
-        "docker_unavailable",
-        "dataset_name_taken",
-        "dataset_name_invalid",
-        "dataset_format_invalid",
-        "dataset_in_use",
-        "dataset_not_found",
-        "job_not_finished",
-        "no_checkpoint",
-        "environment_without_runtime",
-        "checkpoint_deleted",
-        "slug_taken",
-        "slug_invalid",
-        "endpoint_running",
-        "key_name_invalid",
-        "endpoint_unavailable",
-        "endpoint_timeout",
-        "checkpoint_not_found",
-        "endpoint_unchanged",
-        "endpoint_starting",
-        "endpoint_changing",
-        "limit_reached",
-        "cap_invalid",
-        "volume_timeout",
-        "volume_file_refused",
-        "docker_error",
-    ];
-
-    fn with_code(code: &str) -> AppError {
+    fn with_code(code: ErrorCode) -> AppError {
         AppError::Invalid {
             field: None,
-            code: code.into(),
+            code,
             message: "SERVER MESSAGE".into(),
         }
     }
 
+    /// The match above is exhaustive; this checks that each text exists in both locale files (a key
+    /// missing in one falls back to the other) and says something beyond the server's words.
     #[test]
-    fn every_stable_code_is_translated_in_both_languages() {
-        for code in CODES {
+    fn every_code_is_translated_in_both_languages() {
+        for &code in ErrorCode::ALL {
             let zh = error_text(Locale::zh, &with_code(code));
             let en = error_text(Locale::en, &with_code(code));
-            assert_ne!(zh, "SERVER MESSAGE", "{code} has no Chinese text");
-            assert_ne!(en, "SERVER MESSAGE", "{code} has no English text");
+            for (language, text) in [("Chinese", &zh), ("English", &en)] {
+                let own = text.strip_suffix("SERVER MESSAGE").unwrap_or(text);
+                assert!(!own.trim().is_empty(), "{code} has no {language} text");
+            }
             assert_ne!(zh, en, "{code}: the Chinese text is the English one");
+            assert!(
+                zh.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+                "{code}: the Chinese text has no Chinese: {zh}"
+            );
         }
     }
 
@@ -189,19 +165,15 @@ mod tests {
     }
 
     #[test]
-    fn an_unknown_code_shows_the_server_message() {
-        assert_eq!(
-            error_text(Locale::zh, &with_code("brand_new_code")),
-            "SERVER MESSAGE"
-        );
-    }
-
-    #[test]
     fn spec_errors_keep_the_servers_detail() {
-        let err = AppError::invalid("memory", "spec_invalid", "memory: \"lots\" is not a size");
+        let err = AppError::invalid(
+            "memory",
+            ErrorCode::SpecInvalid,
+            "memory: \"lots\" is not a size",
+        );
         assert_eq!(
             error_text(Locale::zh, &err),
-            "memory: \"lots\" is not a size"
+            "配置有误：memory: \"lots\" is not a size"
         );
     }
 
@@ -209,7 +181,7 @@ mod tests {
     fn limit_errors_lead_in_the_users_language_and_keep_the_value() {
         let err = AppError::conflict(
             "limit",
-            "limit_reached",
+            ErrorCode::LimitReached,
             "running environments: the limit is 4",
         );
         assert_eq!(

@@ -9,7 +9,7 @@ use sqlx::SqlitePool;
 
 use super::audit::{self, Entry};
 use super::throttle::{self, Throttle};
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::Me;
 use {crate::db::is_unique_violation, contracts::error::internal};
 
@@ -29,7 +29,7 @@ pub fn normalize_username(raw: &str) -> Result<String, AppError> {
     if !(USERNAME_MIN..=USERNAME_MAX).contains(&len) || !ok_chars {
         return Err(AppError::invalid(
             "username",
-            "username_invalid",
+            ErrorCode::UsernameInvalid,
             format!("username must be {USERNAME_MIN}–{USERNAME_MAX} characters of a-z, 0-9, '_', '.', '-'"),
         ));
     }
@@ -42,14 +42,14 @@ pub fn check_password(password: &str) -> Result<(), AppError> {
     if len < PASSWORD_MIN {
         return Err(AppError::invalid(
             "password",
-            "password_too_short",
+            ErrorCode::PasswordTooShort,
             format!("password must be at least {PASSWORD_MIN} characters"),
         ));
     }
     if len > PASSWORD_MAX {
         return Err(AppError::invalid(
             "password",
-            "password_too_long",
+            ErrorCode::PasswordTooLong,
             format!("password must be at most {PASSWORD_MAX} characters"),
         ));
     }
@@ -160,7 +160,7 @@ pub async fn create_user(
         Err(e) if is_unique_violation(&e) => {
             return Err(AppError::conflict(
                 "username",
-                "username_taken",
+                ErrorCode::UsernameTaken,
                 "this username is already taken",
             ))
         }
@@ -213,7 +213,7 @@ pub async fn sign_up(
     .await?;
     if !enabled && users > 0 {
         return Err(AppError::denied(
-            "signup_disabled",
+            ErrorCode::SignupDisabled,
             "sign-up is disabled on this instance",
         ));
     }
@@ -265,7 +265,7 @@ pub async fn sign_in(
     throttle.forget(&budgets[0].0);
     if user.disabled {
         return Err(AppError::denied(
-            "account_disabled",
+            ErrorCode::AccountDisabled,
             "this account has been disabled by an administrator",
         ));
     }
@@ -299,7 +299,7 @@ pub async fn reset_password(
     let Some(id) = updated else {
         return Err(AppError::invalid(
             "username",
-            "user_not_found",
+            ErrorCode::UserNotFound,
             format!("no account named {username:?}"),
         ));
     };

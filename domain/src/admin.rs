@@ -8,7 +8,7 @@ use sqlx::SqlitePool;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::{InstanceSettings, SettingsChange, UserAccount, MAX_CAP};
 
 fn require_admin(actor: &Actor) -> Result<(), AppError> {
@@ -64,7 +64,7 @@ pub async fn update_settings(
         if value.is_some_and(|n| !(1..=MAX_CAP).contains(&n)) {
             return Err(AppError::invalid(
                 field,
-                "cap_invalid",
+                ErrorCode::CapInvalid,
                 format!("{field} must be between 1 and {MAX_CAP}"),
             ));
         }
@@ -150,7 +150,7 @@ pub async fn set_user_disabled(
     require_admin(actor)?;
     if user_id == actor.user_id && disabled {
         return Err(AppError::denied(
-            "cannot_disable_self",
+            ErrorCode::CannotDisableSelf,
             "you cannot disable your own account",
         ));
     }
@@ -190,7 +190,7 @@ pub async fn set_gpu_quota(
     if max_gpus.is_some_and(|n| n > 1024) {
         return Err(AppError::invalid(
             "max_gpus",
-            "quota_invalid",
+            ErrorCode::QuotaInvalid,
             "max_gpus must be at most 1024 (or null for no quota)",
         ));
     }

@@ -11,7 +11,7 @@ use http::{header, Method};
 use tower_sessions::Session;
 
 use super::{sessions, tokens, AppState};
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::TokenScope;
 
 /// An authenticated caller, as every domain function that acts on someone's behalf receives it.
@@ -107,7 +107,7 @@ pub async fn caller(state: &AppState, parts: &Parts) -> Result<Option<Actor>, Ap
         let read_only = grant.scope == TokenScope::Read;
         if read_only && !matches!(parts.method, Method::GET | Method::HEAD) {
             return Err(AppError::denied(
-                "token_read_only",
+                ErrorCode::TokenReadOnly,
                 "this API token may only read (GET); use a token with the write scope to change things",
             ));
         }

@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex};
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::admin::read_settings;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 
 fn reached(what: &str, max: u32, hint: &str) -> AppError {
     AppError::conflict(
         "limit",
-        "limit_reached",
+        ErrorCode::LimitReached,
         format!("{what}: the limit is {max}; {hint}"),
     )
 }

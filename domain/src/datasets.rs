@@ -17,7 +17,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use super::storage::{in_volume, remove_from_store, Storage};
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::{DatasetDetail, DatasetPreview, DatasetSummary, Role};
 use {crate::db::is_unique_violation, contracts::error::internal};
 
@@ -164,7 +164,7 @@ fn check_upload(upload: &Upload) -> Result<(String, String, &'static str), AppEr
     let name = super::names::display_name(&upload.name).ok_or_else(|| {
         AppError::invalid(
             "name",
-            "dataset_name_invalid",
+            ErrorCode::DatasetNameInvalid,
             format!("dataset name must be {}", super::names::NAME_RULE),
         )
     })?;
@@ -176,7 +176,7 @@ fn check_upload(upload: &Upload) -> Result<(String, String, &'static str), AppEr
         _ => {
             return Err(AppError::invalid(
                 "file_name",
-                "dataset_format_invalid",
+                ErrorCode::DatasetFormatInvalid,
                 format!("{base:?}: the file must end in .csv, .tsv or .jsonl (the extension gives the format)"),
             ))
         }
@@ -184,7 +184,7 @@ fn check_upload(upload: &Upload) -> Result<(String, String, &'static str), AppEr
     if file_name.starts_with('.') || file_name.len() > 128 {
         return Err(AppError::invalid(
             "file_name",
-            "dataset_format_invalid",
+            ErrorCode::DatasetFormatInvalid,
             "the file name must not start with a dot and be at most 128 characters",
         ));
     }
@@ -195,7 +195,7 @@ fn check_upload(upload: &Upload) -> Result<(String, String, &'static str), AppEr
         if column.is_empty() || column.len() > 64 || column.chars().any(char::is_control) {
             return Err(AppError::invalid(
                 field,
-                "dataset_column_invalid",
+                ErrorCode::DatasetColumnInvalid,
                 format!("{field} must be 1–64 characters"),
             ));
         }
@@ -223,7 +223,7 @@ where
     if bytes == 0 {
         return Err(AppError::invalid(
             "file",
-            "dataset_invalid",
+            ErrorCode::DatasetInvalid,
             "the file is empty",
         ));
     }
@@ -255,7 +255,7 @@ where
     .await
     .map_err(|e| {
         if is_unique_violation(&e) {
-            AppError::conflict("name", "dataset_name_taken", "a dataset with this name already exists in the workspace")
+            AppError::conflict("name", ErrorCode::DatasetNameTaken, "a dataset with this name already exists in the workspace")
         } else {
             e.into()
         }
@@ -336,7 +336,7 @@ pub async fn delete(
     if users > 0 {
         return Err(AppError::conflict(
             "dataset_id",
-            "dataset_in_use",
+            ErrorCode::DatasetInUse,
             format!(
                 "{users} job(s) use this dataset; delete them first (their results depend on it)"
             ),
@@ -442,7 +442,7 @@ async fn validate(
                 .to_string();
             return Err(AppError::invalid(
                 "file",
-                "dataset_invalid",
+                ErrorCode::DatasetInvalid,
                 if message.is_empty() {
                     "the file could not be read".into()
                 } else {
@@ -473,7 +473,7 @@ async fn validate(
     }
     Err(AppError::invalid(
         "file",
-        "dataset_invalid",
+        ErrorCode::DatasetInvalid,
         format!(
             "the file has {} problem(s): {}",
             errors.len(),

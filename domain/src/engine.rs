@@ -12,7 +12,7 @@ use containers::Docker;
 use sqlx::SqlitePool;
 use tokio::sync::RwLock;
 
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::{CatalogImage, DockerStatus, GpuSummary};
 
 /// What to do with a container that carries this installation's labels but belongs to no environment
@@ -265,7 +265,7 @@ impl Engine {
 
 fn unavailable(why: &str) -> AppError {
     AppError::unavailable(
-        "docker_unavailable",
+        ErrorCode::DockerUnavailable,
         format!("Docker is not available on this server, so environments cannot be built or started ({why})"),
     )
 }
@@ -278,28 +278,28 @@ pub fn map_error(context: &str, err: containers::Error) -> AppError {
         E::InvalidSpec(errors) => spec_invalid(&errors),
         E::NotFound { kind, name } => AppError::Invalid {
             field: None,
-            code: "docker_not_found".into(),
+            code: ErrorCode::DockerNotFound,
             message: format!("{kind} not found: {name}"),
         },
         E::Conflict(message) => AppError::Conflict {
             field: None,
-            code: "docker_conflict".into(),
+            code: ErrorCode::DockerConflict,
             message,
         },
         E::Preflight(problems) => AppError::Invalid {
             field: Some("gpus".into()),
-            code: "preflight_failed".into(),
+            code: ErrorCode::PreflightFailed,
             message: problems.join(" "),
         },
         E::PullFailed { image, message } => AppError::invalid(
             "base_image",
-            "image_unavailable",
+            ErrorCode::ImageUnavailable,
             format!("{image} is not on this machine and could not be pulled: {message}"),
         ),
         E::BuildFailed { message, .. } => AppError::Invalid {
             field: None,
-            code: "build_failed".into(),
-            message: format!("the image build failed: {message}"),
+            code: ErrorCode::BuildFailed,
+            message,
         },
         // The engine's own words (paths on the host, daemon internals) go to the log, not to every
         // member of a workspace; the answer names what failed and the incident to look up.
@@ -307,7 +307,7 @@ pub fn map_error(context: &str, err: containers::Error) -> AppError {
             let incident = hex::encode(rand::random::<[u8; 4]>());
             tracing::error!(context, incident, error = %other, "Docker operation failed");
             AppError::unavailable(
-                "docker_error",
+                ErrorCode::DockerError,
                 format!(
                     "Docker could not complete this ({context}); the server's log has the details under incident {incident}"
                 ),
@@ -321,7 +321,7 @@ pub fn map_error(context: &str, err: containers::Error) -> AppError {
 pub fn spec_invalid(errors: &[containers::FieldError]) -> AppError {
     AppError::Invalid {
         field: errors.first().map(|e| e.field.clone()),
-        code: "spec_invalid".into(),
+        code: ErrorCode::SpecInvalid,
         message: containers::FieldError::join(errors),
     }
 }

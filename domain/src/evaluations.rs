@@ -23,7 +23,7 @@ use super::db::write_tx;
 use super::jobs::{local, Jobs};
 use super::storage::in_volume;
 use contracts::error::internal;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::{EvaluationInfo, EvaluationStatus, Role};
 
 /// How often a running evaluation is looked at.
@@ -172,7 +172,7 @@ pub async fn start(
         if deleted.is_some() {
             return Err(AppError::conflict(
                 "checkpoint_id",
-                "checkpoint_deleted",
+                ErrorCode::CheckpointDeleted,
                 "this checkpoint's files were removed by retention; it can no longer be evaluated",
             ));
         }
@@ -186,7 +186,7 @@ pub async fn start(
         let Some((name, sha256, report)) = dataset else {
             return Err(AppError::invalid(
                 "dataset_id",
-                "dataset_not_found",
+                ErrorCode::DatasetNotFound,
                 format!("dataset {dataset_id} is not in this workspace"),
             ));
         };
@@ -203,7 +203,7 @@ pub async fn start(
         if !unknown.is_empty() {
             return Err(AppError::invalid(
                 "dataset_id",
-                "labels_mismatch",
+                ErrorCode::LabelsMismatch,
                 format!(
                     "dataset {name:?} has label(s) this checkpoint was not trained on: {} (the checkpoint knows {})",
                     unknown.join(", "),

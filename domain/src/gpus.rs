@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use containers::preflight::GpuInfo;
 use sqlx::{SqliteConnection, SqlitePool};
 
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::GpuSpec;
 
 /// Who holds GPUs: the `holder_kind` column.
@@ -93,7 +93,7 @@ async fn within_quota(
     if held.saturating_add(more as i64) > quota {
         return Err(AppError::conflict(
             "gpus",
-            "gpu_quota_exceeded",
+            ErrorCode::GpuQuotaExceeded,
             format!(
                 "this workspace's GPU quota is {quota} and it holds {held}; {more} more would exceed it \
                  (stop an environment, job or endpoint, or ask an admin for a larger quota)"
@@ -204,7 +204,7 @@ pub async fn release(conn: &mut SqliteConnection, holder: Holder) -> Result<(), 
 }
 
 fn busy(message: String) -> AppError {
-    AppError::conflict("gpus", "gpus_busy", message)
+    AppError::conflict("gpus", ErrorCode::GpusBusy, message)
 }
 
 #[cfg(test)]

@@ -9,14 +9,14 @@ use super::accounts::normalize_username;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::{Member, Role};
 
 fn parse_role(raw: &str) -> Result<Role, AppError> {
     Role::parse(raw.trim()).ok_or_else(|| {
         AppError::invalid(
             "role",
-            "role_invalid",
+            ErrorCode::RoleInvalid,
             "role must be owner, editor or viewer",
         )
     })
@@ -75,7 +75,7 @@ async fn owner_count(conn: &mut SqliteConnection, workspace_id: i64) -> Result<i
 fn last_owner() -> AppError {
     AppError::conflict(
         "user_id",
-        "last_owner",
+        ErrorCode::LastOwner,
         "a workspace needs at least one owner; make someone else owner first",
     )
 }
@@ -119,14 +119,14 @@ pub async fn add(
         .ok_or_else(|| {
             AppError::invalid(
                 "username",
-                "user_not_found",
+                ErrorCode::UserNotFound,
                 format!("no account named {username:?}"),
             )
         })?;
     if member(&mut tx, workspace_id, user_id).await?.is_some() {
         return Err(AppError::conflict(
             "username",
-            "already_member",
+            ErrorCode::AlreadyMember,
             format!("{username} is already a member"),
         ));
     }

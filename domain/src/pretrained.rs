@@ -18,7 +18,7 @@ use super::auth::Actor;
 use super::datasets::{receive, TempFile};
 use super::db::write_tx;
 use super::storage::{in_volume, remove_from_store, Storage};
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::{PretrainedModel, Role};
 use {crate::db::is_unique_violation, contracts::error::internal};
 
@@ -113,7 +113,7 @@ pub(crate) async fn model_path(
         .ok_or_else(|| {
             AppError::invalid(
                 field,
-                "pretrained_model_not_found",
+                ErrorCode::PretrainedModelNotFound,
                 format!("pretrained model {id} is not in this workspace"),
             )
         })
@@ -137,7 +137,7 @@ where
     let name = super::names::display_name(name).ok_or_else(|| {
         AppError::invalid(
             "name",
-            "pretrained_name_invalid",
+            ErrorCode::PretrainedNameInvalid,
             format!("the model's name must be {}", super::names::NAME_RULE),
         )
     })?;
@@ -145,7 +145,7 @@ where
     if !base.to_ascii_lowercase().ends_with(".tar") {
         return Err(AppError::invalid(
             "file_name",
-            "pretrained_format_invalid",
+            ErrorCode::PretrainedFormatInvalid,
             format!("{base:?}: upload the model directory as a .tar archive (tar -cf model.tar my-model/)"),
         ));
     }
@@ -188,7 +188,7 @@ where
     .await
     .map_err(|e| {
         if is_unique_violation(&e) {
-            AppError::conflict("name", "pretrained_name_taken", "a pretrained model with this name already exists in the workspace")
+            AppError::conflict("name", ErrorCode::PretrainedNameTaken, "a pretrained model with this name already exists in the workspace")
         } else {
             e.into()
         }
@@ -263,7 +263,7 @@ pub async fn delete(
     if users > 0 {
         return Err(AppError::conflict(
             "pretrained_model_id",
-            "pretrained_model_in_use",
+            ErrorCode::PretrainedModelInUse,
             format!("{users} job(s) started from this model; delete them first (their results depend on it)"),
         ));
     }
@@ -298,7 +298,7 @@ impl Drop for TempDir {
 }
 
 fn refused(message: impl Into<String>) -> AppError {
-    AppError::invalid("file", "pretrained_invalid", message)
+    AppError::invalid("file", ErrorCode::PretrainedInvalid, message)
 }
 
 /// Unpacks `archive` into `target` and returns the model directory in it: `target` itself or its one
@@ -403,7 +403,7 @@ fn weights_allowed(dir: &Path, allow_pickled: bool) -> Result<(), AppError> {
     }
     Err(AppError::invalid(
         "file",
-        "pickled_weights_refused",
+        ErrorCode::PickledWeightsRefused,
         "the model's weights are a pickled pytorch_model.bin, which this instance does not accept; \
          save them as model.safetensors (transformers: save_pretrained(dir, safe_serialization=True)), \
          or ask an admin to allow pickled weights",

@@ -21,7 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 
 /// The volume datasets and jobs use; environments may name others.
 pub const DEFAULT_VOLUME: &str = "workspace";
@@ -128,7 +128,7 @@ pub async fn in_volume<T: Send + 'static>(
         Ok(Ok(Err(e))) => Err(volume_error(what, &e)),
         Ok(Err(join)) => Err(contracts::error::internal(what, join)),
         Err(_) => Err(AppError::unavailable(
-            "volume_timeout",
+            ErrorCode::VolumeTimeout,
             format!(
                 "{what}: the workspace volume did not answer within {} s",
                 VOLUME_DEADLINE.as_secs()
@@ -171,13 +171,13 @@ fn volume_error(what: &str, e: &beneath::Error) -> AppError {
         tracing::warn!(what, error = %e, "refused a file in a workspace volume");
         AppError::conflict(
             "file",
-            "volume_file_refused",
+            ErrorCode::VolumeFileRefused,
             format!("{what}: {e}; files Paddock reads from the workspace volume must be regular files, not links"),
         )
     } else if e.is_missing() {
         AppError::conflict(
             "file",
-            "volume_file_missing",
+            ErrorCode::VolumeFileMissing,
             format!("{what}: {e} in the workspace volume"),
         )
     } else {

@@ -13,7 +13,7 @@ use sqlx::SqlitePool;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::{ApiToken, NewApiToken, TokenRequest, TokenScope, MAX_TOKEN_DAYS};
 
 /// Marks Paddock tokens so secret scanners and people recognise them.
@@ -88,7 +88,7 @@ pub async fn create(
     let name = super::names::display_name(&request.name).ok_or_else(|| {
         AppError::invalid(
             "name",
-            "token_name_invalid",
+            ErrorCode::TokenNameInvalid,
             format!("token name must be {}", super::names::NAME_RULE),
         )
     })?;
@@ -96,7 +96,7 @@ pub async fn create(
     if days > MAX_TOKEN_DAYS {
         return Err(AppError::invalid(
             "expires_in_days",
-            "token_expiry_invalid",
+            ErrorCode::TokenExpiryInvalid,
             format!("a token lives at most {MAX_TOKEN_DAYS} days (or 0 for no expiry)"),
         ));
     }

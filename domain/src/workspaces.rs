@@ -12,7 +12,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use super::names;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::{Role, WorkspaceSummary};
 
 /// Trims a workspace name and checks it ([`names`]).
@@ -20,7 +20,7 @@ pub fn normalize_name(raw: &str) -> Result<String, AppError> {
     names::display_name(raw).map(str::to_string).ok_or_else(|| {
         AppError::invalid(
             "name",
-            "workspace_name_invalid",
+            ErrorCode::WorkspaceNameInvalid,
             format!("workspace name must be {}", names::NAME_RULE),
         )
     })

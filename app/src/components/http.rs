@@ -7,7 +7,7 @@
 //! rather than enabling more web-sys features for the whole bundle. On the server the same functions
 //! exist and do nothing: they are only called from event handlers and effects, which never run there.
 
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorBody};
 
 /// An answer: the HTTP status and the body as text.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,23 +24,8 @@ impl Response {
     /// The REST API's error body (`{code, message, field}`) as an [`AppError`], so that the UI shows it
     /// like a server function's error (translated by code, under the field it names).
     pub fn error(&self) -> AppError {
-        #[derive(serde::Deserialize)]
-        struct Body {
-            code: String,
-            message: String,
-            field: Option<String>,
-        }
-        match serde_json::from_str::<Body>(&self.body) {
-            Ok(b) if self.status == 409 => AppError::Conflict {
-                field: b.field,
-                code: b.code,
-                message: b.message,
-            },
-            Ok(b) => AppError::Invalid {
-                field: b.field,
-                code: b.code,
-                message: b.message,
-            },
+        match serde_json::from_str::<ErrorBody>(&self.body) {
+            Ok(body) => body.into_error(self.status),
             // Status 0: the request never got an answer (network down, server gone).
             Err(_) if self.status == 0 => AppError::transport("no answer from the server"),
             Err(_) => AppError::transport(format!("HTTP {}", self.status)),

@@ -3,26 +3,9 @@
 //! server functions set the same status through [`status_of`]; internal causes are logged where they
 //! happen ([`super::internal`]) and never reach the client.
 
+use super::{AppError, ErrorBody, ErrorCode};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Serialize;
-
-use super::AppError;
-
-/// What every error response of the REST API looks like.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct ErrorBody {
-    /// Stable identifier (`password_too_short`, `not_found`, ...).
-    pub code: String,
-    /// English explanation.
-    pub message: String,
-    /// The request field the error is about, when there is one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub field: Option<String>,
-    /// For `too_many_requests`: seconds to wait (also in the `Retry-After` header).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub retry_after_secs: Option<u64>,
-}
 
 pub fn status_of(err: &AppError) -> StatusCode {
     match err {
@@ -57,7 +40,7 @@ pub fn extra_headers(err: &AppError) -> Vec<(header::HeaderName, HeaderValue)> {
 
 pub fn body_of(err: &AppError) -> ErrorBody {
     ErrorBody {
-        code: err.code().to_string(),
+        code: err.code(),
         message: err.to_string(),
         field: err.field().map(str::to_string),
         retry_after_secs: match err {
@@ -82,7 +65,7 @@ impl From<axum::extract::rejection::PathRejection> for AppError {
     fn from(r: axum::extract::rejection::PathRejection) -> Self {
         AppError::Invalid {
             field: None,
-            code: "invalid_body".into(),
+            code: ErrorCode::InvalidBody,
             message: format!("invalid path: {}", r.body_text()),
         }
     }
@@ -93,7 +76,7 @@ impl From<axum::extract::rejection::QueryRejection> for AppError {
     fn from(r: axum::extract::rejection::QueryRejection) -> Self {
         AppError::Invalid {
             field: None,
-            code: "invalid_body".into(),
+            code: ErrorCode::InvalidBody,
             message: format!("invalid query: {}", r.body_text()),
         }
     }

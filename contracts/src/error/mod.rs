@@ -5,22 +5,15 @@
 //! a trait be implemented only beside the type or the trait: the wasm bundle enables none of the
 //! server's.
 //!
-//! Stable codes (what [`AppError::code`] returns): `username_invalid`, `username_taken`,
-//! `password_too_short`, `password_too_long`, `invalid_credentials`, `signup_disabled`,
-//! `account_disabled`, `workspace_name_invalid`, `role_invalid`, `user_not_found`, `already_member`,
-//! `last_owner`, `token_name_invalid`, `cannot_disable_self`, `body_too_large`, `invalid_body`,
-//! `csrf_rejected`, `environment_name_taken`, `spec_invalid`, `image_unavailable`, `preflight_failed`,
-//! `not_built`, `not_running`, `build_in_progress`, `gpus_busy`, `gpu_quota_exceeded`, `host_not_allowed`,
-//! `pickled_weights_refused`, `token_read_only`, `token_expiry_invalid`,
-//! `docker_unavailable`, `docker_error`, `limit_reached`, `cap_invalid`, `volume_timeout`,
-//! `volume_file_refused`,
-//! `unauthenticated`, `forbidden`, `not_found`, `too_many_requests`, `internal`,
-//! `transport` (client side only).
+//! The stable codes are [`ErrorCode`] (what [`AppError::code`] returns).
 
 use serde::{Deserialize, Serialize};
 
+mod code;
 #[cfg(feature = "axum")]
 pub mod http;
+
+pub use code::ErrorCode;
 
 /// Errors a client may see. Internal causes are logged on the server and reach the client only as
 /// `Internal`, without detail.
@@ -33,7 +26,7 @@ pub enum AppError {
     #[error("{message}")]
     Invalid {
         field: Option<String>,
-        code: String,
+        code: ErrorCode,
         message: String,
     },
     /// No valid session or token.
@@ -49,7 +42,7 @@ pub enum AppError {
     #[error("{message}")]
     Conflict {
         field: Option<String>,
-        code: String,
+        code: ErrorCode,
         message: String,
     },
     /// Too many attempts; try again after the given number of seconds.
@@ -61,7 +54,7 @@ pub enum AppError {
     /// Refused for a reason the caller can read in `code` (`signup_disabled`, `account_disabled`,
     /// `csrf_rejected`, `cannot_disable_self`). HTTP 403.
     #[error("{message}")]
-    Denied { code: String, message: String },
+    Denied { code: ErrorCode, message: String },
     /// The request body is larger than the server accepts. HTTP 413.
     #[error("request body is larger than {limit_bytes} bytes")]
     TooLarge { limit_bytes: u64 },
@@ -72,7 +65,7 @@ pub enum AppError {
     /// A service Paddock depends on is not there right now (`docker_unavailable`: no Docker engine
     /// answers). HTTP 503; the rest of Paddock keeps working.
     #[error("{message}")]
-    Unavailable { code: String, message: String },
+    Unavailable { code: ErrorCode, message: String },
     /// Something failed on the server; the cause is in the server log.
     #[error("internal error")]
     Internal,
@@ -84,24 +77,24 @@ pub enum AppError {
 }
 
 impl AppError {
-    pub fn invalid(field: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
+    pub fn invalid(field: impl Into<String>, code: ErrorCode, message: impl Into<String>) -> Self {
         AppError::Invalid {
             field: Some(field.into()),
-            code: code.into(),
+            code,
             message: message.into(),
         }
     }
 
-    pub fn denied(code: &str, message: impl Into<String>) -> Self {
+    pub fn denied(code: ErrorCode, message: impl Into<String>) -> Self {
         AppError::Denied {
-            code: code.into(),
+            code,
             message: message.into(),
         }
     }
 
-    pub fn unavailable(code: &str, message: impl Into<String>) -> Self {
+    pub fn unavailable(code: ErrorCode, message: impl Into<String>) -> Self {
         AppError::Unavailable {
-            code: code.into(),
+            code,
             message: message.into(),
         }
     }
@@ -112,30 +105,30 @@ impl AppError {
         }
     }
 
-    pub fn conflict(field: impl Into<String>, code: &str, message: impl Into<String>) -> Self {
+    pub fn conflict(field: impl Into<String>, code: ErrorCode, message: impl Into<String>) -> Self {
         AppError::Conflict {
             field: Some(field.into()),
-            code: code.into(),
+            code,
             message: message.into(),
         }
     }
 
     /// A stable identifier for the UI to translate.
-    pub fn code(&self) -> &str {
+    pub fn code(&self) -> ErrorCode {
         match self {
             AppError::Invalid { code, .. }
             | AppError::Conflict { code, .. }
             | AppError::Denied { code, .. }
-            | AppError::Unavailable { code, .. } => code,
-            AppError::InvalidCredentials => "invalid_credentials",
-            AppError::TooLarge { .. } => "body_too_large",
-            AppError::Malformed { .. } => "invalid_body",
-            AppError::Unauthenticated => "unauthenticated",
-            AppError::Forbidden => "forbidden",
-            AppError::NotFound => "not_found",
-            AppError::TooManyRequests { .. } => "too_many_requests",
-            AppError::Internal => "internal",
-            AppError::Transport { .. } => "transport",
+            | AppError::Unavailable { code, .. } => *code,
+            AppError::InvalidCredentials => ErrorCode::InvalidCredentials,
+            AppError::TooLarge { .. } => ErrorCode::BodyTooLarge,
+            AppError::Malformed { .. } => ErrorCode::InvalidBody,
+            AppError::Unauthenticated => ErrorCode::Unauthenticated,
+            AppError::Forbidden => ErrorCode::Forbidden,
+            AppError::NotFound => ErrorCode::NotFound,
+            AppError::TooManyRequests { .. } => ErrorCode::TooManyRequests,
+            AppError::Internal => ErrorCode::Internal,
+            AppError::Transport { .. } => ErrorCode::Transport,
         }
     }
 
@@ -143,6 +136,43 @@ impl AppError {
         match self {
             AppError::Invalid { field, .. } | AppError::Conflict { field, .. } => field.as_deref(),
             _ => None,
+        }
+    }
+}
+
+/// What every error response of the REST API looks like (the browser reads it back as an [`AppError`]
+/// through [`ErrorBody::into_error`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ErrorBody {
+    /// Stable identifier (`password_too_short`, `not_found`, ...).
+    pub code: ErrorCode,
+    /// English explanation.
+    pub message: String,
+    /// The request field the error is about, when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// For `too_many_requests`: seconds to wait (also in the `Retry-After` header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_secs: Option<u64>,
+}
+
+impl ErrorBody {
+    /// The error a REST answer with this body and `status` stands for, as the UI shows it (translated
+    /// by code, under the field it names).
+    pub fn into_error(self, status: u16) -> AppError {
+        if status == 409 {
+            AppError::Conflict {
+                field: self.field,
+                code: self.code,
+                message: self.message,
+            }
+        } else {
+            AppError::Invalid {
+                field: self.field,
+                code: self.code,
+                message: self.message,
+            }
         }
     }
 }
@@ -196,21 +226,21 @@ mod tests {
     #[test]
     fn every_kind_of_error_round_trips_through_its_json_body() {
         let all = [
-            AppError::invalid("name", "spec_invalid", "bad"),
+            AppError::invalid("name", ErrorCode::SpecInvalid, "bad"),
             AppError::Unauthenticated,
             AppError::Forbidden,
             AppError::NotFound,
-            AppError::conflict("name", "username_taken", "taken"),
+            AppError::conflict("name", ErrorCode::UsernameTaken, "taken"),
             AppError::TooManyRequests {
                 retry_after_secs: 3,
             },
             AppError::InvalidCredentials,
-            AppError::denied("csrf_rejected", "no"),
+            AppError::denied(ErrorCode::CsrfRejected, "no"),
             AppError::TooLarge { limit_bytes: 1 },
             AppError::Malformed {
                 message: "m".into(),
             },
-            AppError::unavailable("docker_unavailable", "down"),
+            AppError::unavailable(ErrorCode::DockerUnavailable, "down"),
             AppError::Internal,
             AppError::transport("no answer"),
         ];

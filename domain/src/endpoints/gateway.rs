@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use sqlx::SqlitePool;
 use tokio::sync::RwLock;
 
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::EndpointMetrics;
 
 /// How long the gateway waits for a replica's answer.
@@ -174,7 +174,7 @@ impl Gateway {
                 .min_by_key(|b| b.outstanding.load(Ordering::SeqCst))
             else {
                 return Err(AppError::unavailable(
-                    "endpoint_unavailable",
+                    ErrorCode::EndpointUnavailable,
                     if tried.is_empty() {
                         "the endpoint has no ready replica right now"
                     } else {
@@ -189,7 +189,7 @@ impl Gateway {
                 Err(e) if e.is_connect() => tried.push(backend),
                 Err(e) if e.is_timeout() => {
                     return Err(AppError::unavailable(
-                        "endpoint_timeout",
+                        ErrorCode::EndpointTimeout,
                         format!(
                             "the model did not answer within {} s",
                             REQUEST_TIMEOUT.as_secs()
@@ -198,7 +198,7 @@ impl Gateway {
                 }
                 Err(_) => {
                     return Err(AppError::unavailable(
-                        "endpoint_unavailable",
+                        ErrorCode::EndpointUnavailable,
                         "the endpoint's replica broke off the answer",
                     ))
                 }

@@ -10,7 +10,7 @@ use crate::audit::{self, Entry};
 use crate::auth::Actor;
 use crate::db::write_tx;
 use contracts::error::internal;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
 
 pub(super) async fn keys_of(
@@ -61,7 +61,7 @@ pub async fn create_key(
     let name = crate::names::display_name(name).ok_or_else(|| {
         AppError::invalid(
             "name",
-            "key_name_invalid",
+            ErrorCode::KeyNameInvalid,
             format!("the key's name must be {}", crate::names::NAME_RULE),
         )
     })?;
@@ -69,7 +69,7 @@ pub async fn create_key(
     if !(1..=1_000_000).contains(&rate) {
         return Err(AppError::invalid(
             "rate_limit_per_minute",
-            "key_rate_invalid",
+            ErrorCode::KeyRateInvalid,
             "rate_limit_per_minute must be 1–1000000",
         ));
     }

@@ -28,7 +28,7 @@ use super::access::authorize;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
 use keys::keys_of;
 use replicas::Deployer;
@@ -176,7 +176,7 @@ fn slug_for(spec: &EndpointSpec) -> Result<String, AppError> {
     let invalid = || {
         AppError::invalid(
             "slug",
-            "slug_invalid",
+            ErrorCode::SlugInvalid,
             "the slug must be 3–40 characters of a-z, 0-9 and -",
         )
     };
@@ -227,35 +227,35 @@ fn check_spec_with(spec: &EndpointSpec, cpu_bf16: bool) -> Result<(), AppError> 
     if crate::names::display_name(&spec.name).is_none() {
         return Err(AppError::invalid(
             "name",
-            "endpoint_spec_invalid",
+            ErrorCode::EndpointSpecInvalid,
             format!("name must be {}", crate::names::NAME_RULE),
         ));
     }
     if !(1..=MAX_REPLICAS).contains(&spec.replicas) {
         return Err(AppError::invalid(
             "replicas",
-            "endpoint_spec_invalid",
+            ErrorCode::EndpointSpecInvalid,
             format!("replicas must be 1–{MAX_REPLICAS}"),
         ));
     }
     if !(64..=1 << 20).contains(&spec.max_batch_tokens) {
         return Err(AppError::invalid(
             "max_batch_tokens",
-            "endpoint_spec_invalid",
+            ErrorCode::EndpointSpecInvalid,
             "max_batch_tokens must be 64–1048576",
         ));
     }
     if spec.max_wait_ms > 1000 {
         return Err(AppError::invalid(
             "max_wait_ms",
-            "endpoint_spec_invalid",
+            ErrorCode::EndpointSpecInvalid,
             "max_wait_ms must be at most 1000",
         ));
     }
     if !["cpu", "cuda"].contains(&spec.device.as_str()) {
         return Err(AppError::invalid(
             "device",
-            "endpoint_spec_invalid",
+            ErrorCode::EndpointSpecInvalid,
             "device must be cpu or cuda",
         ));
     }
@@ -264,17 +264,17 @@ fn check_spec_with(spec: &EndpointSpec, cpu_bf16: bool) -> Result<(), AppError> 
         ("bf16", _) if cpu_bf16 => Ok(()),
         ("bf16", _) => Err(AppError::invalid(
             "precision",
-            "endpoint_spec_invalid",
+            ErrorCode::EndpointSpecInvalid,
             "bf16 on CPU needs AVX512-BF16 instructions, which this server's CPU lacks; use fp32 or cuda",
         )),
         ("fp16", _) => Err(AppError::invalid(
             "precision",
-            "endpoint_spec_invalid",
+            ErrorCode::EndpointSpecInvalid,
             "fp16 needs device cuda; on CPU use fp32 or bf16",
         )),
         _ => Err(AppError::invalid(
             "precision",
-            "endpoint_spec_invalid",
+            ErrorCode::EndpointSpecInvalid,
             "precision must be fp32, bf16 or fp16",
         )),
     }
@@ -295,12 +295,12 @@ async fn live_checkpoint(
     match deleted {
         None => Err(AppError::invalid(
             "checkpoint_id",
-            "checkpoint_not_found",
+            ErrorCode::CheckpointNotFound,
             format!("checkpoint {checkpoint_id} is not in this workspace"),
         )),
         Some(Some(_)) => Err(AppError::invalid(
             "checkpoint_id",
-            "checkpoint_deleted",
+            ErrorCode::CheckpointDeleted,
             "this checkpoint's files were removed by retention",
         )),
         Some(None) => Ok(()),
@@ -342,7 +342,7 @@ pub async fn deploy(
     .bind(&now)
     .fetch_one(&mut *tx)
     .await
-    .map_err(|e| if is_unique_violation(&e) { AppError::conflict("slug", "slug_taken", "this slug is in use") } else { e.into() })?;
+    .map_err(|e| if is_unique_violation(&e) { AppError::conflict("slug", ErrorCode::SlugTaken, "this slug is in use") } else { e.into() })?;
     audit::record(
         &mut tx,
         Entry::by(actor, Some(workspace_id), "endpoint.deploy", "endpoint", &slug)
@@ -401,7 +401,7 @@ pub async fn redeploy(
     if !matches!(r.status.as_str(), "stopped" | "failed") {
         return Err(AppError::conflict(
             "status",
-            "endpoint_running",
+            ErrorCode::EndpointRunning,
             "the endpoint is running; undeploy it first or change it",
         ));
     }
@@ -485,7 +485,7 @@ pub async fn change(
         if !(1..=MAX_REPLICAS).contains(&n) {
             return Err(AppError::invalid(
                 "replicas",
-                "endpoint_spec_invalid",
+                ErrorCode::EndpointSpecInvalid,
                 format!("replicas must be 1–{MAX_REPLICAS}"),
             ));
         }
@@ -504,7 +504,7 @@ pub async fn change(
     if replicas == r.replicas && checkpoint_id == r.checkpoint_id {
         return Err(AppError::invalid(
             "replicas",
-            "endpoint_unchanged",
+            ErrorCode::EndpointUnchanged,
             "nothing to change: give another replica count or checkpoint",
         ));
     }
@@ -514,7 +514,7 @@ pub async fn change(
         "starting" => {
             return Err(AppError::conflict(
                 "status",
-                "endpoint_starting",
+                ErrorCode::EndpointStarting,
                 "the endpoint is still starting; change it once it is ready",
             ))
         }
@@ -549,7 +549,7 @@ pub async fn change(
             if !deployer.spawn_change(endpoint_id, planned) {
                 return Err(AppError::conflict(
                     "status",
-                    "endpoint_changing",
+                    ErrorCode::EndpointChanging,
                     "another change of this endpoint is under way; wait for it to finish",
                 ));
             }
@@ -607,7 +607,7 @@ pub async fn try_predict(
     if inputs.is_empty() || inputs.len() > PLAYGROUND_MAX_INPUTS {
         return Err(AppError::invalid(
             "inputs",
-            "playground_inputs_invalid",
+            ErrorCode::PlaygroundInputsInvalid,
             format!("give 1–{PLAYGROUND_MAX_INPUTS} non-empty texts, one per line"),
         ));
     }
@@ -617,7 +617,7 @@ pub async fn try_predict(
     {
         return Err(AppError::invalid(
             "inputs",
-            "playground_inputs_invalid",
+            ErrorCode::PlaygroundInputsInvalid,
             format!(
                 "text {} is longer than {PLAYGROUND_MAX_CHARS} characters",
                 i + 1
@@ -630,7 +630,7 @@ pub async fn try_predict(
     drop(conn);
     if r.status != "ready" {
         return Err(AppError::unavailable(
-            "endpoint_unavailable",
+            ErrorCode::EndpointUnavailable,
             "the endpoint is not ready",
         ));
     }
@@ -646,7 +646,7 @@ pub async fn try_predict(
         } else if status == 429 || status == 503 {
             let refusal = serde_json::from_slice::<ErrorReply>(&bytes).ok();
             Err(AppError::unavailable(
-                "endpoint_busy",
+                ErrorCode::EndpointBusy,
                 refusal.map_or("the endpoint is busy; try again".into(), |r| r.message),
             ))
         } else {

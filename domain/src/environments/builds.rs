@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use super::spec::{runtime_binary, to_env_spec, LOCAL_BASE};
 use super::VersionRow;
 use crate::engine::Engine;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::EnvironmentSpec;
 
 /// Build output kept per version. Beyond it lines are dropped and a note says so; the tail of a failed
@@ -46,7 +46,7 @@ pub async fn requeue(db: &SqlitePool, version_id: i64) -> Result<(), AppError> {
     if moved.rows_affected() == 0 {
         return Err(AppError::conflict(
             "version",
-            "build_in_progress",
+            ErrorCode::BuildInProgress,
             "this version is already being built",
         ));
     }

@@ -24,7 +24,7 @@ use crate::db::write_tx;
 use crate::engine::Engine;
 use crate::gpus::{self, Holder};
 use crate::storage::workspace_folder;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
 
 /// Seconds `down` and `restart` give the main process before killing it.
@@ -118,14 +118,14 @@ pub async fn up(
         (status, _) if status.is_active() => {
             return Err(AppError::conflict(
                 "version",
-                "build_in_progress",
+                ErrorCode::BuildInProgress,
                 "the image is still being built; try again when it is done",
             ))
         }
         _ => {
             return Err(AppError::conflict(
                 "version",
-                "not_built",
+                ErrorCode::NotBuilt,
                 "the image of the current version failed to build; fix the spec or rebuild",
             ))
         }
@@ -134,7 +134,7 @@ pub async fn up(
         return Err(match e {
             containers::Error::NotFound { .. } => AppError::conflict(
                 "version",
-                "not_built",
+                ErrorCode::NotBuilt,
                 format!("the image {image_id} of this version is gone from Docker; rebuild the environment"),
             ),
             other => engine.error("inspecting the image", other),
@@ -464,7 +464,7 @@ pub async fn exec(
     if cmd.is_empty() || cmd[0].trim().is_empty() {
         return Err(AppError::invalid(
             "cmd",
-            "cmd_invalid",
+            ErrorCode::CmdInvalid,
             "give the command as a non-empty list, like [\"ls\", \"-l\"]",
         ));
     }
@@ -475,7 +475,7 @@ pub async fn exec(
     {
         return Err(AppError::invalid(
             "cmd",
-            "cmd_invalid",
+            ErrorCode::CmdInvalid,
             format!("at most {MAX_EXEC_ARGS} arguments of at most {MAX_EXEC_ARG_BYTES} bytes each, without NUL characters"),
         ));
     }
@@ -533,7 +533,7 @@ fn running_container(env: &EnvRow) -> Result<String, AppError> {
         (Some(name), EnvStatus::Running) => Ok(name.clone()),
         _ => Err(AppError::conflict(
             "status",
-            "not_running",
+            ErrorCode::NotRunning,
             "the environment is not running; start it first",
         )),
     }

@@ -30,7 +30,7 @@ use super::auth::Actor;
 use super::db::write_tx;
 use super::engine::Engine;
 use super::gpus::{self, Holder};
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
 use {crate::db::is_unique_violation, contracts::error::internal};
 
@@ -511,7 +511,7 @@ fn name_taken(e: sqlx::Error) -> AppError {
     if is_unique_violation(&e) {
         AppError::conflict(
             "name",
-            "environment_name_taken",
+            ErrorCode::EnvironmentNameTaken,
             "an environment with this name already exists in the workspace",
         )
     } else {

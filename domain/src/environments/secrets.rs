@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use sqlx::SqliteConnection;
 
 use contracts::error::internal;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 
 pub const MAX_SECRETS: usize = 64;
 pub const MAX_VALUE_BYTES: usize = 4096;
@@ -19,7 +19,7 @@ pub const MAX_VALUE_BYTES: usize = 4096;
 fn invalid(message: String) -> AppError {
     AppError::invalid(
         "secret_env",
-        "spec_invalid",
+        ErrorCode::SpecInvalid,
         format!("secret_env: {message}"),
     )
 }

@@ -11,7 +11,7 @@ use containers::catalog::ImageRequirements;
 use containers::spec::{EnvSpec, GpuRequest, RuntimeLayer};
 
 use crate::engine::{map_error, spec_invalid, Engine};
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::{EnvironmentSpec, GpuSpec};
 
 /// The base image Paddock makes itself (no registry needed); always available, built on first use.
@@ -123,7 +123,7 @@ async fn image_env(docker: &containers::Docker, reference: &str) -> Result<Vec<S
     let unavailable = |why: String| {
         AppError::invalid(
             "base_image",
-            "image_unavailable",
+            ErrorCode::ImageUnavailable,
             format!("{reference} is not on this machine and no registry knows it ({why}); pick an image from the catalog or load it with `docker load`"),
         )
     };

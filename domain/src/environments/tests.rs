@@ -428,7 +428,7 @@ async fn bad_specs_are_refused_with_the_field_and_create_nothing() {
             .await
             .unwrap_err();
         assert_eq!(
-            (err.field(), err.code()),
+            (err.field(), err.code().as_str()),
             (Some(field), code),
             "{spec:?}: {err}"
         );

@@ -141,7 +141,7 @@ async fn only_editors_start_evaluations_and_mismatched_labels_are_refused() {
         .await
         .unwrap_err();
     assert_eq!(
-        (err.field(), err.code()),
+        (err.field(), err.code().as_str()),
         (Some("dataset_id"), "labels_mismatch")
     );
     let message = err.to_string();

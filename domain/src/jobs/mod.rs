@@ -35,7 +35,7 @@ use super::auth::Actor;
 use super::db::write_tx;
 use super::storage::{in_volume, Storage, DEFAULT_VOLUME};
 use contracts::error::internal;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
 
 /// Metric points and log lines returned per request.
@@ -345,7 +345,7 @@ async fn submit_as(
     if spec.gpus as usize > host_gpus {
         return Err(AppError::invalid(
             "gpus",
-            "job_spec_invalid",
+            ErrorCode::JobSpecInvalid,
             format!(
                 "the job asks for {} GPU(s) but this host has {host_gpus}; it would never start",
                 spec.gpus
@@ -379,7 +379,7 @@ async fn submit_as(
     if labels.len() < 2 {
         return Err(AppError::invalid(
             "dataset_id",
-            "job_spec_invalid",
+            ErrorCode::JobSpecInvalid,
             "the training data needs at least two labels",
         ));
     }
@@ -448,7 +448,7 @@ async fn environment_image(
     let Some((spec_json, build_status, image_id)) = row else {
         return Err(AppError::invalid(
             "environment_id",
-            "environment_not_found",
+            ErrorCode::EnvironmentNotFound,
             format!("environment {env_id} is not in this workspace"),
         ));
     };
@@ -457,7 +457,7 @@ async fn environment_image(
     if !spec.runtime {
         return Err(AppError::invalid(
             "environment_id",
-            "environment_without_runtime",
+            ErrorCode::EnvironmentWithoutRuntime,
             "this environment's image has no Paddock runtime; edit it, tick \"include the Paddock runtime\", and let it build",
         ));
     }
@@ -465,7 +465,7 @@ async fn environment_image(
         ("built", Some(image)) => Ok(image),
         _ => Err(AppError::invalid(
             "environment_id",
-            "not_built",
+            ErrorCode::NotBuilt,
             "the environment's image is not built yet",
         )),
     }
@@ -494,7 +494,7 @@ async fn dataset_input(
     let Some((path, text_column, label_column, report)) = row else {
         return Err(AppError::invalid(
             field,
-            "dataset_not_found",
+            ErrorCode::DatasetNotFound,
             format!("dataset {id} is not in this workspace"),
         ));
     };
@@ -529,12 +529,12 @@ async fn checkpoint_path(
         Some((path, None)) => Ok(path),
         Some((_, Some(_))) => Err(AppError::invalid(
             field,
-            "checkpoint_deleted",
+            ErrorCode::CheckpointDeleted,
             format!("checkpoint {id}'s files were removed by retention"),
         )),
         None => Err(AppError::invalid(
             field,
-            "checkpoint_not_found",
+            ErrorCode::CheckpointNotFound,
             format!("checkpoint {id} is not in this workspace"),
         )),
     }
@@ -605,7 +605,7 @@ pub async fn retry(
         if !job.status()?.is_final() {
             return Err(AppError::conflict(
                 "status",
-                "job_not_finished",
+                ErrorCode::JobNotFinished,
                 "the job is still queued or running",
             ));
         }
@@ -621,7 +621,7 @@ pub async fn retry(
             Some(latest.ok_or_else(|| {
                 AppError::conflict(
                     "resume",
-                    "no_checkpoint",
+                    ErrorCode::NoCheckpoint,
                     "the job wrote no checkpoint to resume from",
                 )
             })?)
@@ -656,7 +656,7 @@ pub async fn delete(
     if !job.status()?.is_final() {
         return Err(AppError::conflict(
             "status",
-            "job_not_finished",
+            ErrorCode::JobNotFinished,
             "cancel the job before deleting it",
         ));
     }
@@ -872,7 +872,7 @@ pub async fn checkpoint_config(
     serde_json::from_slice(&bytes).map_err(|e| {
         AppError::conflict(
             "checkpoint",
-            "checkpoint_config_invalid",
+            ErrorCode::CheckpointConfigInvalid,
             format!("the checkpoint's config.json is not valid JSON: {e}"),
         )
     })
@@ -901,7 +901,7 @@ pub async fn checkpoint_files(
     if deleted.is_some() {
         return Err(AppError::conflict(
             "checkpoint",
-            "checkpoint_deleted",
+            ErrorCode::CheckpointDeleted,
             "this checkpoint's files were removed by retention",
         ));
     }

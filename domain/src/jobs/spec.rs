@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use contracts::data::{Columns, DataFormat};
 use contracts::job::{DataSection, JobConfig, ModelSection, OutputSection, TrainSection};
 
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::JobSpec;
 
 /// Model shapes the form offers. `tiny` is a 1-layer, 32-wide encoder for smoke tests and demos.
@@ -99,7 +99,7 @@ fn check_with(spec: &JobSpec, cpu_bf16: bool) -> Result<(), AppError> {
         None => Ok(()),
         Some((field, _)) => Err(AppError::invalid(
             *field,
-            "job_spec_invalid",
+            ErrorCode::JobSpecInvalid,
             all.iter()
                 .map(|(f, m)| format!("{f}: {m}"))
                 .collect::<Vec<_>>()

@@ -59,7 +59,7 @@ async fn submissions_are_checked_queued_in_order_and_audited() {
         .await
         .unwrap_err();
     assert_eq!(
-        (err.field(), err.code()),
+        (err.field(), err.code().as_str()),
         (Some("dataset_id"), "dataset_not_found")
     );
     assert!(

@@ -20,7 +20,7 @@ use axum::http::{header, HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use domain::{AppState, SecurityConfig};
 
 pub async fn protect(State(state): State<AppState>, req: Request, next: Next) -> Response {
@@ -34,7 +34,7 @@ pub async fn protect(State(state): State<AppState>, req: Request, next: Next) ->
         if !check_host(&host, &state.security) {
             tracing::warn!(%host, path = req.uri().path(), "request for a foreign Host refused");
             return AppError::denied(
-                "host_not_allowed",
+                ErrorCode::HostNotAllowed,
                 format!(
                     "this server does not answer to the host {host:?}; start it with \
                      --public-url or --allowed-host to add a name"
@@ -47,7 +47,7 @@ pub async fn protect(State(state): State<AppState>, req: Request, next: Next) ->
         if let Err(why) = check(req.headers(), &state.security.allowed_origins) {
             tracing::warn!(method = %req.method(), path = req.uri().path(), why, "cross-site request refused");
             return AppError::denied(
-                "csrf_rejected",
+                ErrorCode::CsrfRejected,
                 format!("cross-site request refused: {why}"),
             )
             .into_response();

@@ -19,7 +19,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use domain::AppState;
 
 /// Refuses a declared `Content-Length` above the limit before reading anything. Bodies without a
@@ -224,7 +224,7 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
                     unknown_or_missing_field(&inner.to_string()).or((path != ".").then_some(path));
                 Err(AppError::Invalid {
                     field,
-                    code: "invalid_body".into(),
+                    code: ErrorCode::InvalidBody,
                     message: format!("invalid JSON body: {inner}"),
                 })
             } else {
@@ -259,7 +259,10 @@ mod tests {
     #[test]
     fn errors_name_the_field() {
         let e = parse::<Body>(br#"{"name":"a","count":1,"extra":true}"#).unwrap_err();
-        assert_eq!((e.code(), e.field()), ("invalid_body", Some("extra")));
+        assert_eq!(
+            (e.code().as_str(), e.field()),
+            ("invalid_body", Some("extra"))
+        );
         let e = parse::<Body>(br#"{"name":"a"}"#).unwrap_err();
         assert_eq!(e.field(), Some("count"));
         let e = parse::<Body>(br#"{"name":"a","count":"x"}"#).unwrap_err();

@@ -13,7 +13,7 @@ use crate::i18n::*;
 use crate::pages::workspace::datasets::short_sha;
 use crate::pages::workspace::environments::parts::bytes_text;
 use crate::pages::workspace::use_current_workspace;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::PretrainedModel;
 
 /// `bert · 12 layers · hidden 768 · vocabulary 21128`, from what its config.json says.
@@ -164,7 +164,7 @@ fn UploadModel(workspace_id: i64, #[prop(into)] on_done: Callback<()>) -> impl I
         else {
             error.set(Some(AppError::invalid(
                 "file",
-                "file_missing",
+                ErrorCode::FileMissing,
                 td_string!(locale, pretrained.err_no_file),
             )));
             return;

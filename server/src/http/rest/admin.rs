@@ -6,8 +6,8 @@ use serde::Deserialize;
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
-use contracts::error::http::ErrorBody;
 use contracts::error::AppError;
+use contracts::error::ErrorBody;
 use contracts::types::{InstanceSettings, SettingsChange, UserAccount};
 use domain::{admin, AppState};
 

@@ -9,8 +9,8 @@ use serde::Deserialize;
 
 use crate::http::caller::{Caller, ClientIp};
 use crate::http::limits::ApiJson;
-use contracts::error::http::ErrorBody;
 use contracts::error::AppError;
+use contracts::error::ErrorBody;
 use contracts::types::Me;
 use domain::{accounts, sessions, AppState};
 

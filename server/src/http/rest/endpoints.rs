@@ -10,8 +10,8 @@ use serde::Deserialize;
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
-use contracts::error::http::ErrorBody;
 use contracts::error::AppError;
+use contracts::error::ErrorBody;
 use contracts::types::*;
 use domain::endpoints;
 use domain::AppState;

@@ -19,8 +19,8 @@ use tokio::io::AsyncWriteExt;
 use crate::http::caller::Caller;
 use crate::http::csrf;
 use crate::http::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
-use contracts::error::http::ErrorBody;
-use contracts::error::AppError;
+use contracts::error::ErrorBody;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
 use domain::auth::bearer_token;
 use domain::environments::{self, builds, lifecycle};
@@ -351,7 +351,7 @@ pub async fn terminal(
     if bearer_token(&http_parts(&headers))?.is_none() {
         csrf::check(&headers, &state.security.allowed_origins).map_err(|why| {
             AppError::denied(
-                "csrf_rejected",
+                ErrorCode::CsrfRejected,
                 format!("cross-site terminal refused: {why}"),
             )
         })?;
@@ -359,7 +359,7 @@ pub async fn terminal(
     // A shell changes everything it can reach, though its handshake is a GET.
     if actor.read_only {
         return Err(AppError::denied(
-            "token_read_only",
+            ErrorCode::TokenReadOnly,
             "a read-only API token cannot open a terminal",
         ));
     }

@@ -8,8 +8,8 @@ use axum::Json;
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
-use contracts::error::http::ErrorBody;
 use contracts::error::AppError;
+use contracts::error::ErrorBody;
 use contracts::types::*;
 use domain::evaluations;
 use domain::AppState;

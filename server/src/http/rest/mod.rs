@@ -20,8 +20,8 @@ use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder
 use utoipa::openapi::{Content, Ref, RefOr, ResponseBuilder};
 use utoipa::{Modify, OpenApi};
 
-use contracts::error::http::ErrorBody;
 use contracts::error::AppError;
+use contracts::error::ErrorBody;
 use contracts::types::*;
 use domain::AppState;
 

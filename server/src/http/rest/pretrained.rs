@@ -11,8 +11,8 @@ use serde::Deserialize;
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiPath as Path, ApiQuery as Query};
-use contracts::error::http::ErrorBody;
 use contracts::error::AppError;
+use contracts::error::ErrorBody;
 use contracts::types::PretrainedModel;
 use domain::pretrained;
 use domain::AppState;

@@ -6,8 +6,8 @@ use axum::Json;
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
-use contracts::error::http::ErrorBody;
 use contracts::error::AppError;
+use contracts::error::ErrorBody;
 use contracts::types::{ApiToken, NewApiToken, TokenRequest};
 use domain::{tokens, AppState};
 

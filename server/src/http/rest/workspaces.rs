@@ -8,8 +8,8 @@ use serde::Deserialize;
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
-use contracts::error::http::ErrorBody;
 use contracts::error::AppError;
+use contracts::error::ErrorBody;
 use contracts::types::{AuditEntry, Member, WorkspaceSummary};
 use domain::{audit, members, workspaces, AppState};
 

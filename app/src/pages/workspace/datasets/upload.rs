@@ -11,7 +11,7 @@ use crate::components::http::{self, Picked, Request};
 use crate::components::notice::ErrorNotice;
 use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::DatasetDetail;
 
 /// Where the upload goes, with its metadata in the query string.
@@ -98,7 +98,7 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
         else {
             error.set(Some(AppError::invalid(
                 "file",
-                "file_missing",
+                ErrorCode::FileMissing,
                 td_string!(locale, datasets.err_no_file),
             )));
             return;
@@ -215,7 +215,7 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
                     </p>
                     <div class="field-error" id="dataset-file-error" data-testid="dataset-file-error">
                         {move || e_file.get().map(|err| {
-                            if err.code() == "dataset_invalid" {
+                            if err.code() == ErrorCode::DatasetInvalid {
                                 let list = problems(&err.to_string());
                                 view! {
                                     <p>{t!(i18n, datasets.invalid_file)}</p>

@@ -13,7 +13,7 @@ use super::endpoint_href;
 use crate::api::DeployEndpoint;
 use crate::components::form::{FormError, SubmitButton};
 use crate::i18n::*;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::EndpointSpec;
 
 /// The longest endpoint name the server takes.
@@ -144,7 +144,7 @@ fn DeployDialog(
                 let locale = i18n.get_locale_untracked();
                 error.set(Some(AppError::invalid(
                     field,
-                    "endpoint_spec_invalid",
+                    ErrorCode::EndpointSpecInvalid,
                     td_string!(locale, endpoints.err_number),
                 )));
             }

@@ -10,7 +10,7 @@ use crate::components::form::{FormError, SubmitButton};
 use crate::components::notice::ErrorNotice;
 use crate::components::time::Timestamp;
 use crate::i18n::*;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::EndpointKey;
 
 /// What the rate-limit field starts at: the server's default for a key.
@@ -92,7 +92,7 @@ fn NewKeyForm(
                 let locale = i18n.get_locale_untracked();
                 error.set(Some(AppError::invalid(
                     "rate_limit_per_minute",
-                    "key_rate_invalid",
+                    ErrorCode::KeyRateInvalid,
                     td_string!(locale, endpoints.err_number),
                 )));
             }

@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use crate::api::ChangeEndpoint;
 use crate::components::notice::ErrorNotice;
 use crate::i18n::*;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::{CheckpointInfo, EndpointChange, EndpointDetail, EndpointStatus};
 
 /// A checkpoint that can be rolled out: its id, its job's name and its step.
@@ -66,7 +66,7 @@ pub fn ManageCard(live: RwSignal<EndpointDetail>, choices: Vec<Choice>) -> impl 
             }),
             Err(_) => error.set(Some(AppError::invalid(
                 "replicas",
-                "endpoint_spec_invalid",
+                ErrorCode::EndpointSpecInvalid,
                 td_string!(i18n.get_locale_untracked(), endpoints.err_number),
             ))),
         }

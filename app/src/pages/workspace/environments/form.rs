@@ -18,7 +18,7 @@ use crate::components::form::SubmitButton;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::{CatalogImage, DockerStatus, EnvironmentSpec, GpuSpec};
 
 /// The `<select>` value of "another image", which shows a free-text box.
@@ -171,7 +171,7 @@ impl ClientError {
                 td_string!(locale, env_form.err_env_line, line = line).to_string(),
             ),
         };
-        AppError::invalid(field, "spec_invalid", format!("{field}: {message}"))
+        AppError::invalid(field, ErrorCode::SpecInvalid, format!("{field}: {message}"))
     }
 }
 
@@ -293,7 +293,7 @@ impl FormValues {
 /// name `field` (or one of its items, `os_packages[1]`, `env.HOME`); for any other error naming
 /// `field`, its translated text.
 pub fn field_message(err: &AppError, field: &str, locale: Locale) -> Option<String> {
-    if err.code() == "spec_invalid" {
+    if err.code() == ErrorCode::SpecInvalid {
         let parts: Vec<String> = spec_problems(&err.to_string())
             .into_iter()
             .filter(|(f, _)| {
@@ -835,7 +835,7 @@ mod tests {
     fn server_problems_land_under_their_fields() {
         let err = AppError::invalid(
             "memory",
-            "spec_invalid",
+            ErrorCode::SpecInvalid,
             "name: may not contain `;`; memory: \"lots\" is not a size; use a number with a unit, like 512m or 8g; os_packages[1]: bad name; env.HOME: not allowed",
         );
         let at = |f| field_message(&err, f, Locale::en);
@@ -855,7 +855,7 @@ mod tests {
 
     #[test]
     fn other_errors_show_their_translation_at_their_field() {
-        let taken = AppError::conflict("name", "environment_name_taken", "taken");
+        let taken = AppError::conflict("name", ErrorCode::EnvironmentNameTaken, "taken");
         assert_eq!(
             field_message(&taken, "name", Locale::en).as_deref(),
             Some("An environment with this name already exists in this workspace.")
@@ -863,12 +863,12 @@ mod tests {
         assert_eq!(field_message(&taken, "memory", Locale::en), None);
         let image = AppError::invalid(
             "base_image",
-            "image_unavailable",
+            ErrorCode::ImageUnavailable,
             "nope:1 is not on this machine",
         );
         assert_eq!(
             field_message(&image, "base_image", Locale::zh).as_deref(),
-            Some("nope:1 is not on this machine")
+            Some("镜像不可用：nope:1 is not on this machine")
         );
     }
 }

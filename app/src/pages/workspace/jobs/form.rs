@@ -20,7 +20,7 @@ use crate::components::form::SubmitButton;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::{
     BuildStatus, CheckpointInfo, DatasetSummary, EnvironmentSummary, JobSpec, PretrainedModel,
 };
@@ -228,7 +228,7 @@ impl FormValues {
 /// What `err` says about `field`: for `job_spec_invalid`, the parts of its "field: message; …" list that
 /// name `field`; for any other error naming `field`, its translated text.
 pub fn field_message(err: &AppError, field: &str, locale: Locale) -> Option<String> {
-    if err.code() == "job_spec_invalid" {
+    if err.code() == ErrorCode::JobSpecInvalid {
         let text = err.to_string();
         let mine: Vec<&str> = text
             .split("; ")
@@ -305,7 +305,7 @@ fn JobForm(
                 let message = td_string!(locale, job_form.err_number).to_string();
                 error.set(Some(AppError::invalid(
                     field,
-                    "job_spec_invalid",
+                    ErrorCode::JobSpecInvalid,
                     format!("{field}: {message}"),
                 )));
             }
@@ -535,7 +535,7 @@ mod tests {
     fn server_problems_land_under_their_fields() {
         let err = AppError::invalid(
             "learning_rate",
-            "job_spec_invalid",
+            ErrorCode::JobSpecInvalid,
             "learning_rate: must be greater than 0 and at most 1; batch_size: must be between 1 and 4096",
         );
         assert_eq!(
@@ -549,7 +549,7 @@ mod tests {
         assert_eq!(field_message(&err, "epochs", Locale::en), None);
         let one = AppError::invalid(
             "dataset_id",
-            "job_spec_invalid",
+            ErrorCode::JobSpecInvalid,
             "the training data needs at least two labels",
         );
         assert!(field_message(&one, "dataset_id", Locale::en).is_some());
