@@ -691,6 +691,7 @@ impl JobSpec {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(rename_all = "snake_case"))]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
     Queued,
@@ -736,6 +737,21 @@ impl JobStatus {
             self,
             JobStatus::Succeeded | JobStatus::Failed | JobStatus::Cancelled
         )
+    }
+
+    /// The job's state machine: whether a job in this status may move to `to`. A queued job is placed
+    /// (starting) or cancelled; a starting one runs, goes back to the queue (the server restarted before
+    /// it ran), fails to start, or is asked to stop; a running one ends or is asked to stop; a stopping
+    /// one ends (even as succeeded, when its last step finished before the signal). Final is final.
+    pub fn can_become(self, to: JobStatus) -> bool {
+        use JobStatus::*;
+        match self {
+            Queued => matches!(to, Starting | Cancelled),
+            Starting => matches!(to, Running | Queued | Cancelling | Failed | Cancelled),
+            Running => matches!(to, Cancelling | Succeeded | Failed | Cancelled),
+            Cancelling => matches!(to, Succeeded | Failed | Cancelled),
+            Succeeded | Failed | Cancelled => false,
+        }
     }
 }
 

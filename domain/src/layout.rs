@@ -22,6 +22,7 @@ use sqlx::SqlitePool;
 use super::jobs::checkpoints;
 use super::storage::{Storage, DEFAULT_VOLUME};
 use contracts::error::AppError;
+use contracts::types::JobStatus;
 
 /// The layout [`super::storage`] describes.
 pub const CURRENT: i64 = 2;
@@ -101,14 +102,19 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
         if let Some(pid) = pid {
             super::jobs::local::kill_group(*pid);
         }
-        sqlx::query(
-            "UPDATE jobs SET status = 'failed', status_message = ?, finished_at = ? WHERE id = ?",
+        super::jobs::status::transition(
+            &mut tx,
+            *id,
+            JobStatus::Failed,
+            super::jobs::status::Reason::Interrupted,
+            Some(STOPPED),
         )
-        .bind(STOPPED)
-        .bind(super::now())
-        .bind(id)
-        .execute(&mut *tx)
         .await?;
+        sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ?")
+            .bind(super::now())
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
         super::gpus::release(&mut tx, super::gpus::Holder::Job(*id)).await?;
     }
     let stopped_evaluations: Vec<(i64, i64)> = sqlx::query_as(

@@ -11,9 +11,9 @@ use super::access::authorize;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
-use super::names;
+use super::{jobs, names};
 use contracts::error::{AppError, ErrorCode};
-use contracts::types::{Role, WorkspaceSummary};
+use contracts::types::{JobStatus, Role, WorkspaceSummary};
 
 /// Trims a workspace name and checks it ([`names`]).
 pub fn normalize_name(raw: &str) -> Result<String, AppError> {
@@ -175,12 +175,30 @@ async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), Ap
         "DELETE FROM endpoint_keys WHERE endpoint_id IN (SELECT id FROM endpoints WHERE workspace_id = ?1)",
         "UPDATE endpoints SET status = 'stopped', status_message = 'the workspace was deleted', updated_at = ?2
          WHERE workspace_id = ?1",
-        "UPDATE jobs SET status = 'cancelled', status_message = 'the workspace was deleted', finished_at = ?2
-         WHERE workspace_id = ?1 AND status = 'queued'",
     ] {
         sqlx::query(statement)
             .bind(id)
             .bind(&now)
+            .execute(&mut *tx)
+            .await?;
+    }
+    let queued: Vec<i64> =
+        sqlx::query_scalar("SELECT id FROM jobs WHERE workspace_id = ? AND status = 'queued'")
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
+    for job_id in queued {
+        jobs::status::transition(
+            &mut tx,
+            job_id,
+            JobStatus::Cancelled,
+            jobs::status::Reason::WorkspaceDeleted,
+            Some(purge::DELETED),
+        )
+        .await?;
+        sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ?")
+            .bind(&now)
+            .bind(job_id)
             .execute(&mut *tx)
             .await?;
     }

@@ -9,10 +9,12 @@ use std::sync::Arc;
 
 use sqlx::SqlitePool;
 
+use super::status::{self, Reason};
 use super::{docker, job_rel, local, supervise, Jobs};
 use crate::gpus::{self, Holder};
 use crate::storage::in_volume;
 use contracts::error::AppError;
+use contracts::types::JobStatus;
 
 /// Launches job `job_id` (status `starting`, GPUs already leased) in the background.
 pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
@@ -36,14 +38,20 @@ pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
 
 async fn fail(db: &SqlitePool, job_id: i64, message: &str) -> Result<(), AppError> {
     let mut tx = crate::db::write_tx(db).await?;
-    sqlx::query(
-        "UPDATE jobs SET status = 'failed', status_message = ?, finished_at = ? WHERE id = ?",
+    let message = format!("could not start: {message}");
+    status::transition(
+        &mut tx,
+        job_id,
+        JobStatus::Failed,
+        Reason::StartFailed,
+        Some(&message),
     )
-    .bind(format!("could not start: {message}"))
-    .bind(crate::now())
-    .bind(job_id)
-    .execute(&mut *tx)
     .await?;
+    sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ?")
+        .bind(crate::now())
+        .bind(job_id)
+        .execute(&mut *tx)
+        .await?;
     gpus::release(&mut tx, Holder::Job(job_id)).await?;
     tx.commit().await?;
     Ok(())
@@ -89,22 +97,24 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
         super::DOCKER => (None, Some(docker::launch(db, jobs, job_id, &dir).await?)),
         _ => (Some(local::launch(jobs, dir, &devices)? as i64), None),
     };
-    let moved = sqlx::query("UPDATE jobs SET pid = ?, container_name = ?, status = 'running' WHERE id = ? AND status = 'starting'")
-        .bind(pid)
-        .bind(&container)
-        .bind(job_id)
-        .execute(db)
-        .await
-        .map_err(|e| e.to_string())?;
-    if moved.rows_affected() == 0 {
-        // Cancelled while starting: record where it runs, then stop it.
+    // Where it runs is recorded whatever happens next, in the same transaction as the move to running.
+    let moved = async {
+        let mut tx = crate::db::write_tx(db).await?;
         sqlx::query("UPDATE jobs SET pid = ?, container_name = ? WHERE id = ?")
             .bind(pid)
             .bind(&container)
             .bind(job_id)
-            .execute(db)
-            .await
-            .map_err(|e| e.to_string())?;
+            .execute(&mut *tx)
+            .await?;
+        let moved =
+            status::transition(&mut tx, job_id, JobStatus::Running, Reason::Launched, None).await?;
+        tx.commit().await?;
+        Ok::<_, AppError>(moved)
+    }
+    .await
+    .map_err(|e| e.to_string())?;
+    if moved.is_none() {
+        // Cancelled while starting: stop it.
         local::wait_for_pid_file(jobs, &executor, workspace_id, &job_rel(job_id)).await;
         match &container {
             Some(name) => docker::signal_stop(jobs, name).await,

@@ -11,6 +11,7 @@
 //! # Layout
 //! - this file: submit, list, read, cancel, retry, delete; metrics, logs and checkpoints queries.
 //! - [`spec`]: the form's checks and the `job.toml` it renders to.
+//! - [`status`]: the state machine; every change of a job's status goes through its `transition`.
 //! - [`scheduler`]: who runs next (priority with ageing, FIFO, GPU placement, quotas, CPU slots).
 //! - [`local`] and [`docker`]: the two executors (a child process; a container from the environment's
 //!   image). [`supervise`]: following a run to its end, whichever executor started it, with
@@ -23,6 +24,7 @@ pub mod local;
 pub mod log_file;
 pub mod scheduler;
 pub mod spec;
+pub mod status;
 pub mod supervise;
 
 use std::sync::Arc;
@@ -37,6 +39,7 @@ use super::storage::{in_volume, Storage, DEFAULT_VOLUME};
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
+use status::Reason;
 
 /// Metric points and log lines returned per request.
 pub const PAGE: i64 = 2000;
@@ -555,19 +558,31 @@ pub async fn cancel(
     let status = job.status()?;
     match status {
         JobStatus::Queued => {
-            sqlx::query("UPDATE jobs SET status = 'cancelled', status_message = ?, finished_at = ? WHERE id = ?")
-                .bind(format!("cancelled by {} before it started", actor.username))
+            let message = format!("cancelled by {} before it started", actor.username);
+            status::transition(
+                &mut tx,
+                job_id,
+                JobStatus::Cancelled,
+                Reason::CancelRequested,
+                Some(&message),
+            )
+            .await?;
+            sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ?")
                 .bind(super::now())
                 .bind(job_id)
                 .execute(&mut *tx)
                 .await?;
         }
         JobStatus::Starting | JobStatus::Running => {
-            sqlx::query("UPDATE jobs SET status = 'cancelling', status_message = ? WHERE id = ?")
-                .bind(format!("cancel requested by {}", actor.username))
-                .bind(job_id)
-                .execute(&mut *tx)
-                .await?;
+            let message = format!("cancel requested by {}", actor.username);
+            status::transition(
+                &mut tx,
+                job_id,
+                JobStatus::Cancelling,
+                Reason::CancelRequested,
+                Some(&message),
+            )
+            .await?;
         }
         _ => return get(db, actor, workspace_id, job_id).await,
     }

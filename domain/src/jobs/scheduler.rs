@@ -18,11 +18,12 @@ use std::time::Duration;
 
 use sqlx::SqlitePool;
 
+use super::status::{self, Reason};
 use super::{launch, supervise, Jobs};
 use crate::engine::Engine;
 use crate::gpus::{self, Holder};
 use contracts::error::AppError;
-use contracts::types::GpuSpec;
+use contracts::types::{GpuSpec, JobStatus};
 
 /// Minutes of waiting that raise a queued job's priority by one level.
 pub const AGEING_MINUTES: i64 = 10;
@@ -186,7 +187,15 @@ pub async fn schedule_once(
             )
             .await?;
         }
-        sqlx::query("UPDATE jobs SET status = 'starting', gpu_indices = ?, started_at = ? WHERE id = ? AND status = 'queued'")
+        status::transition(
+            &mut tx,
+            *job_id,
+            JobStatus::Starting,
+            Reason::Scheduled,
+            None,
+        )
+        .await?;
+        sqlx::query("UPDATE jobs SET gpu_indices = ?, started_at = ? WHERE id = ?")
             .bind(serde_json::to_string(devices).unwrap_or_else(|_| "[]".into()))
             .bind(crate::now())
             .bind(job_id)

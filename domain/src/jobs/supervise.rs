@@ -14,6 +14,7 @@ use sqlx::{SqliteConnection, SqlitePool};
 
 use super::checkpoints::{self, Copied};
 use super::log_file::JobLogFile;
+use super::status::{self, Reason};
 use super::{docker, local, JobRow, Jobs, DOCKER, JOB_SELECT};
 use crate::gpus::{self, Holder};
 use crate::storage::in_volume;
@@ -52,18 +53,28 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
             .await?;
         for id in &never_started {
             gpus::release(&mut tx, Holder::Job(*id)).await?;
-            sqlx::query("UPDATE jobs SET status = 'queued', gpu_indices = NULL, started_at = NULL WHERE id = ?")
+            status::transition(&mut tx, *id, JobStatus::Queued, Reason::Requeued, None).await?;
+            sqlx::query("UPDATE jobs SET gpu_indices = NULL, started_at = NULL WHERE id = ?")
                 .bind(id)
                 .execute(&mut *tx)
                 .await?;
         }
         // Cancelled while starting: stopped before it ran.
-        sqlx::query(
-            "UPDATE jobs SET status = 'cancelled', finished_at = ? WHERE status = 'cancelling' AND pid IS NULL AND container_name IS NULL",
+        let stopped_before_running: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM jobs WHERE status = 'cancelling' AND pid IS NULL AND container_name IS NULL",
         )
-        .bind(crate::now())
-        .execute(&mut *tx)
+        .fetch_all(&mut *tx)
         .await?;
+        for id in stopped_before_running {
+            let (_, reason) = status::current(&mut tx, id).await?;
+            let reason = reason.unwrap_or(Reason::CancelRequested);
+            status::transition(&mut tx, id, JobStatus::Cancelled, reason, None).await?;
+            sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ?")
+                .bind(crate::now())
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        }
         let running: Vec<i64> =
             sqlx::query_scalar("SELECT id FROM jobs WHERE finished_at IS NULL AND (pid IS NOT NULL OR container_name IS NOT NULL)")
                 .fetch_all(&mut *tx)
@@ -156,10 +167,15 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
                     &mut log_file,
                 )
                 .await?;
-                sqlx::query("UPDATE jobs SET status_message = 'time limit reached' WHERE id = ?")
-                    .bind(job_id)
-                    .execute(db)
-                    .await?;
+                let mut conn = db.acquire().await?;
+                status::transition(
+                    &mut conn,
+                    job_id,
+                    JobStatus::Cancelling,
+                    Reason::TimeLimit,
+                    Some("time limit reached"),
+                )
+                .await?;
                 jobs.changed();
                 match &job.container_name {
                     Some(name) => docker::signal_stop(jobs, name).await,
@@ -548,39 +564,32 @@ async fn apply(
             lines.push(note);
         }
         Event::End { status, .. } => {
-            let current: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = ?")
-                .bind(job.id)
-                .fetch_one(&mut *conn)
-                .await?;
-            let limit_hit: Option<String> =
-                sqlx::query_scalar("SELECT status_message FROM jobs WHERE id = ?")
-                    .bind(job.id)
-                    .fetch_one(&mut *conn)
-                    .await?;
-            let (status, message): (&str, Option<String>) = match (status, current.as_str()) {
-                (EndStatus::Completed, _) => ("succeeded", None),
-                (EndStatus::EarlyStopped, _) => (
-                    "succeeded",
-                    Some("stopped early: the dev metric stopped improving".into()),
+            let (current, reason) = status::current(conn, job.id).await?;
+            let stopping = current == JobStatus::Cancelling;
+            let (to, reason, message) = match status {
+                EndStatus::Completed => (JobStatus::Succeeded, Reason::Completed, None),
+                EndStatus::EarlyStopped => (
+                    JobStatus::Succeeded,
+                    Reason::EarlyStopped,
+                    Some("stopped early: the dev metric stopped improving"),
                 ),
-                (EndStatus::Stopped, "cancelling") => ("cancelled", limit_hit),
-                (EndStatus::Stopped, _) if limit_hit.as_deref() == Some("time limit reached") => (
-                    "failed",
-                    Some("stopped at its time limit (a checkpoint was written)".into()),
+                EndStatus::Stopped if stopping && reason == Some(Reason::TimeLimit) => (
+                    JobStatus::Failed,
+                    Reason::TimeLimit,
+                    Some("stopped at its time limit (a checkpoint was written)"),
                 ),
-                (EndStatus::Stopped, _) => ("cancelled", Some("stopped by a signal".into())),
-                (EndStatus::Failed, _) => ("failed", limit_hit),
+                EndStatus::Stopped if stopping => {
+                    (JobStatus::Cancelled, Reason::CancelRequested, None)
+                }
+                EndStatus::Stopped => (
+                    JobStatus::Cancelled,
+                    Reason::Signal,
+                    Some("stopped by a signal"),
+                ),
+                EndStatus::Failed => (JobStatus::Failed, Reason::TrainerFailed, None),
             };
             // `finished_at` waits for the exit status (`finish`): a finished job is one with nothing left to record.
-            sqlx::query(
-                "UPDATE jobs SET status = ?, status_message = COALESCE(?, status_message)
-                 WHERE id = ? AND status NOT IN ('succeeded', 'failed', 'cancelled')",
-            )
-            .bind(status)
-            .bind(message)
-            .bind(job.id)
-            .execute(&mut *conn)
-            .await?;
+            status::transition(conn, job.id, to, reason, message).await?;
         }
         // A newer trainer's event: nothing here to record.
         Event::Unknown => {}
@@ -655,11 +664,8 @@ async fn finish(
 ) -> Result<(), AppError> {
     let mut tx = crate::db::write_tx(db).await?;
     let mut lines = Vec::new();
-    let status: String = sqlx::query_scalar("SELECT status FROM jobs WHERE id = ?")
-        .bind(job.id)
-        .fetch_one(&mut *tx)
-        .await?;
-    if !JobStatus::parse(&status).is_some_and(JobStatus::is_final) {
+    let (status, reason) = status::current(&mut tx, job.id).await?;
+    if !status.is_final() {
         let message = match (exit, gone) {
             (Some(code), _) => {
                 format!("the trainer exited with code {code} before finishing; see the log")
@@ -667,13 +673,16 @@ async fn finish(
             (None, _) => "the job's process disappeared (the machine restarted?) before finishing"
                 .to_string(),
         };
-        let cancelled = status == "cancelling";
-        sqlx::query("UPDATE jobs SET status = ?, status_message = ? WHERE id = ?")
-            .bind(if cancelled { "cancelled" } else { "failed" })
-            .bind(&message)
-            .bind(job.id)
-            .execute(&mut *tx)
-            .await?;
+        // Asked to stop (by a person, or at its time limit) and gone without a last word: it ended as
+        // asked; anything else ended early.
+        let (to, reason) = match (status, reason) {
+            (JobStatus::Cancelling, Some(Reason::TimeLimit)) => {
+                (JobStatus::Failed, Reason::TimeLimit)
+            }
+            (JobStatus::Cancelling, _) => (JobStatus::Cancelled, Reason::CancelRequested),
+            _ => (JobStatus::Failed, Reason::Exited),
+        };
+        status::transition(&mut tx, job.id, to, reason, Some(&message)).await?;
         let note = format!("[paddock] {message}");
         insert_log(&mut tx, job.id, &note).await?;
         lines.push(note);

@@ -10,11 +10,16 @@ use sqlx::SqlitePool;
 
 use crate::audit::{self, Entry};
 use crate::db::write_tx;
+use crate::jobs::status::Reason;
 use crate::jobs::{docker, local};
 use crate::storage::workspace_folder;
 use crate::AppState;
 use contracts::error::internal;
 use contracts::error::AppError;
+use contracts::types::JobStatus;
+
+/// The message of what a workspace's deletion stopped.
+pub(crate) const DELETED: &str = "the workspace was deleted";
 
 /// How long the purge waits, in all, for processes and starting jobs to be gone before it gives up
 /// until the next start (it logs what still runs).
@@ -109,14 +114,21 @@ async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppE
         if alive {
             running.jobs.push(id);
         } else {
-            sqlx::query(
-                "UPDATE jobs SET status = 'cancelled', status_message = 'the workspace was deleted', finished_at = ?
-                 WHERE id = ? AND finished_at IS NULL",
+            let mut tx = crate::db::write_tx(db).await?;
+            crate::jobs::status::transition(
+                &mut tx,
+                id,
+                JobStatus::Cancelled,
+                Reason::WorkspaceDeleted,
+                Some(DELETED),
             )
-            .bind(crate::now())
-            .bind(id)
-            .execute(db)
             .await?;
+            sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ? AND finished_at IS NULL")
+                .bind(crate::now())
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
         }
     }
 

@@ -371,6 +371,48 @@ async fn cancelling_stops_gracefully_with_a_checkpoint() {
     .await;
 }
 
+/// The time limit is a stop with its own reason, not a message read back: the run is asked to stop
+/// (`cancelling`, reason `time_limit`), writes its checkpoint, and ends as failed saying why.
+#[tokio::test]
+async fn a_job_at_its_time_limit_stops_with_a_checkpoint_and_fails() {
+    let server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let mut spec = tiny("limited", ds, 1_000_000);
+    spec["epochs"] = json!(1000);
+    spec["eval_every_steps"] = json!(1_000_000);
+    spec["time_limit_minutes"] = json!(1);
+    let id = submit(&owner, &server, ws, spec).await;
+    wait_for(&owner, &server, ws, id, "some steps", |j| {
+        j["summary"]["step"].as_i64().unwrap_or(0) >= 3
+    })
+    .await;
+    // The form's unit is minutes; a second here keeps the test from waiting one.
+    server
+        .execute(&format!(
+            "UPDATE jobs SET time_limit_secs = 1 WHERE id = {id}"
+        ))
+        .await;
+    let done = wait_for(&owner, &server, ws, id, "its time limit", |j| {
+        !j["summary"]["finished_at"].is_null()
+    })
+    .await;
+    assert_eq!(status(&done), "failed", "{done}");
+    assert!(
+        done["summary"]["status_message"]
+            .as_str()
+            .is_some_and(|m| m.contains("time limit")),
+        "{done}"
+    );
+    assert!(
+        !done["checkpoints"].as_array().unwrap().is_empty(),
+        "a final checkpoint: {done}"
+    );
+    let reason =
+        format!("SELECT COUNT(*) FROM jobs WHERE id = {id} AND status_reason = 'time_limit'");
+    assert_eq!(server.count(&reason).await, 1);
+}
+
 #[tokio::test]
 async fn a_crashed_server_reattaches_to_its_running_job() {
     let mut server = Server::start_with(NO_DOCKER);
