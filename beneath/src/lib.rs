@@ -16,6 +16,10 @@
 //! The walk is done by hand with `openat` rather than `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`:
 //! it gives the same guarantee on every kernel and inside seccomp profiles that refuse `openat2`, so one
 //! code path is tested everywhere.
+//!
+//! # Layout
+//! One file: [`Dir`] (open, create, read, write, list, remove beneath it) and [`Entry`]; [`Error`] says
+//! what was refused and why (a link, a special file, a size); its tests are in `tests.rs`.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;

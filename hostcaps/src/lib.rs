@@ -12,6 +12,11 @@
 //!
 //! Tests that must walk both branches in one process take the capability as a parameter instead (for
 //! example `trainer::device::Precision::check_with`); the variable is for whole processes.
+//!
+//! # Layout
+//! One file: [`Capability`] and the override ([`hidden`], [`is_hidden`], [`override_for_child`]), and
+//! the CPU's bfloat16 probe ([`cpu_bf16`]); CUDA and GPU questions are asked of libtorch and Docker by
+//! their callers after [`is_hidden`].
 
 /// The environment variable that hides capabilities.
 pub const HIDE_ENV: &str = "PADDOCK_HIDE_CAPABILITIES";
