@@ -12,13 +12,16 @@ use containers::catalog::BUSYBOX_BASE;
 use containers::spec::RuntimeLayer;
 use containers::{labels, Error};
 
-/// Held by the tests that build runtime stages on the busybox base: their first stage (the loader's
-/// layer) is the same, so Docker shares it as cache, and one test must not hold on to it (with its own
-/// images built on it) while the other checks that a failed build removed its stages.
-static RUNTIME_STAGES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// Held by every test that builds on the busybox base. Their builds share steps, so Docker's classic
+/// builder shares those intermediate images as cache; one test removing its images (by id, with their
+/// untagged parents) while another builds or rebuilds would take cache from under it, and "built again
+/// → the same image" would then depend on timing. One at a time, each test sees the cache it made.
+static BUILDS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 #[tokio::test(flavor = "multi_thread")]
 async fn busybox_base_builds_idempotently() {
+    // Taken first, so that the guard's cleanup (on drop) runs while it is still held.
+    let _builds = BUILDS.lock().await;
     let Some(g) = Guard::start().await else {
         return;
     };
@@ -59,6 +62,8 @@ async fn busybox_base_builds_idempotently() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn env_image_is_cached_and_reproducible() {
+    // Taken first, so that the guard's cleanup (on drop) runs while it is still held.
+    let _builds = BUILDS.lock().await;
     let Some(g) = Guard::start().await else {
         return;
     };
@@ -190,10 +195,11 @@ async fn env_image_is_cached_and_reproducible() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn runtime_layer_runs_on_a_base_without_libc() {
+    // Taken first, so that the guard's cleanup (on drop) runs while it is still held.
+    let _builds = BUILDS.lock().await;
     let Some(g) = Guard::start().await else {
         return;
     };
-    let _stages = RUNTIME_STAGES.lock().await;
     let lines = Mutex::new(Vec::new());
     let base_id = g
         .docker
@@ -377,10 +383,11 @@ async fn preflight_on_this_host() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_stage_takes_the_stages_before_it_along() {
+    // Taken first, so that the guard's cleanup (on drop) runs while it is still held.
+    let _builds = BUILDS.lock().await;
     let Some(g) = Guard::start().await else {
         return;
     };
-    let _stages = RUNTIME_STAGES.lock().await;
     let lines = Mutex::new(Vec::new());
     g.docker
         .ensure_busybox_base(&mut log_to(&lines))

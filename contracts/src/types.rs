@@ -887,6 +887,7 @@ pub struct EvaluationRequest {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(rename_all = "snake_case"))]
 #[serde(rename_all = "snake_case")]
 pub enum EvaluationStatus {
     /// Waiting for the evaluator (one runs at a time).
@@ -919,6 +920,17 @@ impl EvaluationStatus {
 
     pub fn is_final(self) -> bool {
         matches!(self, EvaluationStatus::Succeeded | EvaluationStatus::Failed)
+    }
+
+    /// The evaluation's state machine: a queued one runs or fails (its inputs went, it could not start);
+    /// a running one ends. Final is final.
+    pub fn can_become(self, to: EvaluationStatus) -> bool {
+        use EvaluationStatus::*;
+        match self {
+            Queued => matches!(to, Running | Failed),
+            Running => matches!(to, Succeeded | Failed),
+            Succeeded | Failed => false,
+        }
     }
 }
 

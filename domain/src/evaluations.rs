@@ -25,6 +25,7 @@ use super::storage::in_volume;
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::{EvaluationInfo, EvaluationStatus, Role};
+use status::Reason;
 
 /// How often a running evaluation is looked at.
 const POLL: Duration = Duration::from_millis(300);
@@ -307,6 +308,7 @@ fn spawn(db: SqlitePool, jobs: Arc<Jobs>, id: i64) {
             let _ = fail(
                 &db,
                 id,
+                Reason::StartFailed,
                 "the evaluation could not be run; see the server log",
             )
             .await;
@@ -359,6 +361,7 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
                 return fail(
                     db,
                     id,
+                    Reason::InputsGone,
                     "the dataset was deleted before the evaluation started",
                 )
                 .await;
@@ -376,6 +379,7 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
                 return fail(
                     db,
                     id,
+                    Reason::InputsGone,
                     "the checkpoint's files were removed before the evaluation started",
                 )
                 .await;
@@ -389,14 +393,22 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
                 jobs.cpu_threads,
             );
             let pid = launch(jobs, &dir, &args).await?;
-            sqlx::query(
-                "UPDATE evaluations SET status = 'running', pid = ?, started_at = ? WHERE id = ?",
+            let mut tx = write_tx(db).await?;
+            status::transition(
+                &mut tx,
+                id,
+                EvaluationStatus::Running,
+                Reason::Started,
+                None,
             )
-            .bind(pid)
-            .bind(super::now())
-            .bind(id)
-            .execute(db)
             .await?;
+            sqlx::query("UPDATE evaluations SET pid = ?, started_at = ? WHERE id = ?")
+                .bind(pid)
+                .bind(super::now())
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
             pid
         }
     };
@@ -424,6 +436,7 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
             return fail(
                 db,
                 id,
+                Reason::Exited,
                 "the evaluator disappeared (the machine restarted?) before finishing",
             )
             .await;
@@ -557,10 +570,22 @@ async fn record(
     match (code, metrics) {
         (0, Ok(m)) => {
             let labels: Vec<&str> = m.per_class.iter().map(|c| c.label.as_str()).collect();
+            let mut tx = write_tx(db).await?;
+            let moved = status::transition(
+                &mut tx,
+                id,
+                EvaluationStatus::Succeeded,
+                Reason::Completed,
+                None,
+            )
+            .await?;
+            if moved.is_none() {
+                return Ok(()); // ended meanwhile (its workspace deleted)
+            }
             sqlx::query(
-                "UPDATE evaluations SET status = 'succeeded', status_message = NULL, rows = ?, accuracy = ?, macro_f1 = ?,
+                "UPDATE evaluations SET status_message = NULL, rows = ?, accuracy = ?, macro_f1 = ?,
                      loss = ?, labels_json = ?, per_class_json = ?, confusion_json = ?, finished_at = ?
-                 WHERE id = ? AND status NOT IN ('succeeded', 'failed')",
+                 WHERE id = ?",
             )
             .bind(m.count as i64)
             .bind(m.accuracy)
@@ -571,8 +596,9 @@ async fn record(
             .bind(json(&m.confusion))
             .bind(super::now())
             .bind(id)
-            .execute(db)
+            .execute(&mut *tx)
             .await?;
+            tx.commit().await?;
             Ok(())
         }
         (code, _) => {
@@ -580,7 +606,7 @@ async fn record(
             let message = failure_message(&log).unwrap_or_else(|| {
                 format!("the evaluator exited with code {code} without a message")
             });
-            fail(db, id, &message).await
+            fail(db, id, Reason::EvaluatorFailed, &message).await
         }
     }
 }
@@ -606,18 +632,14 @@ fn failure_message(log: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.chars().take(MESSAGE_CHARS).collect())
 }
 
-async fn fail(db: &SqlitePool, id: i64, message: &str) -> Result<(), AppError> {
-    sqlx::query(
-        "UPDATE evaluations SET status = 'failed', status_message = ?, finished_at = ?
-         WHERE id = ? AND status NOT IN ('succeeded', 'failed')",
-    )
-    .bind(message)
-    .bind(super::now())
-    .bind(id)
-    .execute(db)
-    .await?;
+async fn fail(db: &SqlitePool, id: i64, reason: Reason, message: &str) -> Result<(), AppError> {
+    let mut tx = write_tx(db).await?;
+    status::fail(&mut tx, id, reason, message).await?;
+    tx.commit().await?;
     Ok(())
 }
+
+pub mod status;
 
 #[cfg(test)]
 mod tests;

@@ -124,13 +124,12 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
     .await?;
     for (id, pid) in &stopped_evaluations {
         super::jobs::local::kill_group(*pid);
-        sqlx::query(
-            "UPDATE evaluations SET status = 'failed', status_message = ?, finished_at = ? WHERE id = ?",
+        super::evaluations::status::fail(
+            &mut tx,
+            *id,
+            super::evaluations::status::Reason::Interrupted,
+            STOPPED,
         )
-        .bind(STOPPED)
-        .bind(super::now())
-        .bind(id)
-        .execute(&mut *tx)
         .await?;
     }
     sqlx::query("UPDATE instance_settings SET storage_layout = ?")

@@ -7,6 +7,8 @@
 //! # Layout
 //! - [`state`]: [`AppState`], what every request handler and server function is given.
 //! - [`db`]: the SQLite pool (WAL, foreign keys) and embedded migrations.
+//! - [`transitions`]: the one writer of long-running things' statuses (each kind's state machine:
+//!   `jobs::status`, `evaluations::status`).
 //! - [`auth`]: who is calling (session or token), resolved from a request's parts; [`access`] is the
 //!   one authorisation check every workspace-scoped query goes through.
 //! - People and teams: [`accounts`], [`admin`], [`sessions`], [`tokens`], [`workspaces`] (with their
@@ -40,6 +42,7 @@ pub mod state;
 pub mod storage;
 pub mod throttle;
 pub mod tokens;
+pub mod transitions;
 pub mod workspaces;
 
 pub use auth::Actor;

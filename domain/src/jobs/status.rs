@@ -1,13 +1,11 @@
-//! The job's state machine, written in one place: [`transition`] checks a move against
-//! [`JobStatus::can_become`], writes it as a compare-and-set on the status it read (so the supervisor,
-//! the scheduler and a person cancelling cannot both move a job), records the [`Reason`] in its own
-//! column (`jobs.status_reason`) and the message beside it, and traces it in one span. Other columns a
-//! move goes with (GPUs, pid, times) are written by the caller in the same transaction.
+//! The job's state machine: the moves are [`JobStatus::can_become`], the reasons [`Reason`]; every
+//! change of a job's status goes through [`transition`] (see `crate::transitions`).
 
 use contracts::error::AppError;
 use contracts::types::JobStatus;
 use sqlx::SqliteConnection;
-use tracing::Instrument;
+
+use crate::transitions::{self, Column, Machine};
 
 /// Why a job's status changed: a stable word, what the code decides on (the message is for people).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type)]
@@ -41,8 +39,8 @@ pub enum Reason {
     Interrupted,
 }
 
-impl Reason {
-    pub fn as_str(self) -> &'static str {
+impl Column for Reason {
+    fn name(self) -> &'static str {
         match self {
             Reason::Scheduled => "scheduled",
             Reason::Launched => "launched",
@@ -61,21 +59,34 @@ impl Reason {
     }
 }
 
+impl Column for JobStatus {
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+/// The jobs table's machine.
+pub struct Job;
+
+impl Machine for Job {
+    const KIND: &'static str = "job";
+    const TABLE: &'static str = "jobs";
+    type Status = JobStatus;
+    type Reason = Reason;
+    fn can_become(from: JobStatus, to: JobStatus) -> bool {
+        from.can_become(to)
+    }
+}
+
 /// The current status of job `job_id` and the reason of its last move.
 pub async fn current(
     conn: &mut SqliteConnection,
     job_id: i64,
 ) -> Result<(JobStatus, Option<Reason>), AppError> {
-    sqlx::query_as("SELECT status, status_reason FROM jobs WHERE id = ?")
-        .bind(job_id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or(AppError::NotFound)
+    transitions::current::<Job>(conn, job_id).await
 }
 
-/// Moves job `job_id` to `to` for `reason`, when its state machine allows it from the status it is in.
-/// `message` replaces the job's message; `None` keeps it. Returns the status it moved from, or `None`
-/// when it did not move (already final, a move the machine forbids, or another writer was first).
+/// Moves job `job_id` to `to` for `reason` (see [`transitions::transition`]).
 pub async fn transition(
     conn: &mut SqliteConnection,
     job_id: i64,
@@ -83,37 +94,7 @@ pub async fn transition(
     reason: Reason,
     message: Option<&str>,
 ) -> Result<Option<JobStatus>, AppError> {
-    let span = tracing::info_span!(
-        "job_transition",
-        job_id,
-        to = to.as_str(),
-        reason = reason.as_str()
-    );
-    async move {
-        let (from, _) = current(conn, job_id).await?;
-        if !from.can_become(to) {
-            tracing::debug!(from = from.as_str(), "not allowed from here; unchanged");
-            return Ok(None);
-        }
-        let moved = sqlx::query(
-            "UPDATE jobs SET status = ?, status_reason = ?, status_message = COALESCE(?, status_message)
-             WHERE id = ? AND status = ?",
-        )
-        .bind(to)
-        .bind(reason)
-        .bind(message)
-        .bind(job_id)
-        .bind(from)
-        .execute(&mut *conn)
-        .await?;
-        if moved.rows_affected() == 0 {
-            return Ok(None);
-        }
-        tracing::info!(from = from.as_str(), "job status changed");
-        Ok(Some(from))
-    }
-    .instrument(span)
-    .await
+    transitions::transition::<Job>(conn, job_id, to, reason, message).await
 }
 
 #[cfg(test)]

@@ -146,14 +146,15 @@ async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppE
                 continue;
             }
         }
-        sqlx::query(
-            "UPDATE evaluations SET status = 'failed', status_message = 'the workspace was deleted', finished_at = ?
-             WHERE id = ? AND status IN ('queued', 'running')",
+        let mut tx = crate::db::write_tx(db).await?;
+        crate::evaluations::status::fail(
+            &mut tx,
+            id,
+            crate::evaluations::status::Reason::WorkspaceDeleted,
+            DELETED,
         )
-        .bind(crate::now())
-        .bind(id)
-        .execute(db)
         .await?;
+        tx.commit().await?;
     }
 
     let endpoints: Vec<(i64, String)> =

@@ -1,0 +1,111 @@
+//! The evaluation's state machine: the moves are [`EvaluationStatus::can_become`], the reasons
+//! [`Reason`]; every change of an evaluation's status goes through [`transition`] (see
+//! `crate::transitions`).
+
+use contracts::error::AppError;
+use contracts::types::EvaluationStatus;
+use sqlx::SqliteConnection;
+
+use crate::transitions::{self, Column, Machine};
+
+/// Why an evaluation's status changed, in `evaluations.status_reason`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type)]
+#[sqlx(rename_all = "snake_case")]
+pub enum Reason {
+    /// The evaluator runs (queued → running).
+    Started,
+    /// It printed its metrics and exited 0.
+    Completed,
+    /// It exited with an error of its own.
+    EvaluatorFailed,
+    /// Its dataset or checkpoint was gone before it started.
+    InputsGone,
+    /// It could not be started at all (see the server log).
+    StartFailed,
+    /// Its process disappeared without an exit status.
+    Exited,
+    /// Its workspace was deleted.
+    WorkspaceDeleted,
+    /// The server stopped it to move its data directory to a new layout.
+    Interrupted,
+}
+
+impl Column for Reason {
+    fn name(self) -> &'static str {
+        match self {
+            Reason::Started => "started",
+            Reason::Completed => "completed",
+            Reason::EvaluatorFailed => "evaluator_failed",
+            Reason::InputsGone => "inputs_gone",
+            Reason::StartFailed => "start_failed",
+            Reason::Exited => "exited",
+            Reason::WorkspaceDeleted => "workspace_deleted",
+            Reason::Interrupted => "interrupted",
+        }
+    }
+}
+
+impl Column for EvaluationStatus {
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+/// The evaluations table's machine.
+pub struct Evaluation;
+
+impl Machine for Evaluation {
+    const KIND: &'static str = "evaluation";
+    const TABLE: &'static str = "evaluations";
+    type Status = EvaluationStatus;
+    type Reason = Reason;
+    fn can_become(from: EvaluationStatus, to: EvaluationStatus) -> bool {
+        from.can_become(to)
+    }
+}
+
+/// Moves evaluation `id` to `to` for `reason` (see [`transitions::transition`]).
+pub async fn transition(
+    conn: &mut SqliteConnection,
+    id: i64,
+    to: EvaluationStatus,
+    reason: Reason,
+    message: Option<&str>,
+) -> Result<Option<EvaluationStatus>, AppError> {
+    transitions::transition::<Evaluation>(conn, id, to, reason, message).await
+}
+
+/// Fails evaluation `id` for `reason` and marks it finished, unless it already ended.
+pub async fn fail(
+    conn: &mut SqliteConnection,
+    id: i64,
+    reason: Reason,
+    message: &str,
+) -> Result<(), AppError> {
+    let moved = transition(conn, id, EvaluationStatus::Failed, reason, Some(message)).await?;
+    if moved.is_some() {
+        sqlx::query("UPDATE evaluations SET finished_at = ? WHERE id = ?")
+            .bind(crate::now())
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_machine_ends_in_final_states_and_only_there() {
+        for from in EvaluationStatus::ALL {
+            let onward = EvaluationStatus::ALL
+                .iter()
+                .filter(|to| from.can_become(**to))
+                .count();
+            assert_eq!(onward == 0, from.is_final(), "{from:?}");
+            assert!(!from.can_become(from), "{from:?} to itself");
+        }
+    }
+}

@@ -1,0 +1,104 @@
+//! The one writer of a long-running thing's status. Each kind (a job, an evaluation, …) declares its
+//! state machine as a [`Machine`]: its table, its status type with the allowed moves, and the reasons a
+//! move is made for. [`transition`] checks a move against the machine, writes it as a compare-and-set on
+//! the status it read (so the supervisor, the scheduler and a person cannot all move the same row),
+//! records the reason in its own column (`status_reason`) and the message beside it, and traces it in
+//! one span. Other columns a move goes with (GPUs, pids, times, results) are written by the caller in the
+//! same transaction.
+
+use std::fmt::Debug;
+
+use contracts::error::AppError;
+use sqlx::{Sqlite, SqliteConnection};
+use tracing::Instrument;
+
+/// A value stored in a column as text (a status, a reason).
+pub trait Column:
+    Copy
+    + PartialEq
+    + Debug
+    + Send
+    + Sync
+    + Unpin
+    + sqlx::Type<Sqlite>
+    + for<'r> sqlx::Decode<'r, Sqlite>
+    + for<'q> sqlx::Encode<'q, Sqlite>
+    + 'static
+{
+    /// The stored word, for logs and traces.
+    fn name(self) -> &'static str;
+}
+
+/// One kind's state machine.
+pub trait Machine {
+    /// What traces call it (`job`, `evaluation`).
+    const KIND: &'static str;
+    /// The table with the `status`, `status_reason` and `status_message` columns.
+    const TABLE: &'static str;
+    type Status: Column;
+    type Reason: Column;
+    /// Whether a row in `from` may move to `to`.
+    fn can_become(from: Self::Status, to: Self::Status) -> bool;
+}
+
+/// The current status of row `id` and the reason of its last move.
+pub async fn current<M: Machine>(
+    conn: &mut SqliteConnection,
+    id: i64,
+) -> Result<(M::Status, Option<M::Reason>), AppError> {
+    let sql = format!(
+        "SELECT status, status_reason FROM {} WHERE id = ?",
+        M::TABLE
+    );
+    sqlx::query_as(&sql)
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?
+        .ok_or(AppError::NotFound)
+}
+
+/// Moves row `id` to `to` for `reason`, when its machine allows it from the status it is in. `message`
+/// replaces the row's message; `None` keeps it. Returns the status it moved from, or `None` when it did
+/// not move (a move the machine forbids, final included, or another writer was first).
+pub async fn transition<M: Machine>(
+    conn: &mut SqliteConnection,
+    id: i64,
+    to: M::Status,
+    reason: M::Reason,
+    message: Option<&str>,
+) -> Result<Option<M::Status>, AppError> {
+    let span = tracing::info_span!(
+        "transition",
+        kind = M::KIND,
+        id,
+        to = to.name(),
+        reason = reason.name()
+    );
+    async move {
+        let (from, _) = current::<M>(conn, id).await?;
+        if !M::can_become(from, to) {
+            tracing::debug!(from = from.name(), "not allowed from here; unchanged");
+            return Ok(None);
+        }
+        let sql = format!(
+            "UPDATE {} SET status = ?, status_reason = ?, status_message = COALESCE(?, status_message)
+             WHERE id = ? AND status = ?",
+            M::TABLE
+        );
+        let moved = sqlx::query(&sql)
+            .bind(to)
+            .bind(reason)
+            .bind(message)
+            .bind(id)
+            .bind(from)
+            .execute(&mut *conn)
+            .await?;
+        if moved.rows_affected() == 0 {
+            return Ok(None);
+        }
+        tracing::info!(from = from.name(), "status changed");
+        Ok(Some(from))
+    }
+    .instrument(span)
+    .await
+}
