@@ -362,6 +362,7 @@ impl EnvStatus {
 /// The image build of one environment version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(rename_all = "snake_case"))]
 #[serde(rename_all = "snake_case")]
 pub enum BuildStatus {
     Queued,
@@ -689,6 +690,25 @@ impl JobSpec {
     }
 }
 
+/// What runs a job: a child process of the server, or a container from its environment's image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(rename_all = "snake_case"))]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutorKind {
+    Local,
+    Docker,
+}
+
+impl ExecutorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExecutorKind::Local => "local",
+            ExecutorKind::Docker => "docker",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(rename_all = "snake_case"))]
@@ -764,8 +784,7 @@ pub struct JobSummary {
     pub status: JobStatus,
     pub status_message: Option<String>,
     pub exit_code: Option<i64>,
-    /// `local` or `docker`.
-    pub executor: String,
+    pub executor: ExecutorKind,
     pub priority: i32,
     pub gpus: u32,
     pub gpu_indices: Vec<u32>,
@@ -1023,6 +1042,7 @@ fn default_device() -> String {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(rename_all = "snake_case"))]
 #[serde(rename_all = "snake_case")]
 pub enum EndpointStatus {
     Starting,

@@ -3,10 +3,10 @@
 //! gets from the command line for the same files. Editors and owners start one; every member reads the
 //! results. A dataset whose labels the checkpoint was not trained on is refused up front, naming them.
 //!
-//! The evaluator is a background process, like a job's trainer: a small `sh` wrapper in
-//! `jobs/<job>/evaluations/<id>/` (deleted with the job) writes the metrics to `metrics.json`, messages
-//! to `eval.log` and finally its exit status to `exit_code`. The row is the truth: it records the
-//! wrapper's pid, so a restarted server follows a run that outlived it, finishes one that ended
+//! The evaluator is a background process started by the local executor ([`crate::executor`]), like a
+//! local job's trainer: in `runs/evaluations/<id>/` (removed once its outcome is recorded) the run-file
+//! wrapper writes the metrics to `metrics.json`, messages to `eval.log` and finally its exit status to
+//! `exit_code`. The row is the truth: it records the wrapper's pid, so a restarted server follows a run that outlived it, finishes one that ended
 //! meanwhile, and starts again one that was still waiting. One evaluation runs at a time
 //! ([`Jobs::evaluations`]); the others wait as `queued`.
 
@@ -20,7 +20,8 @@ use super::access::authorize;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
-use super::jobs::{local, Jobs};
+use super::executor::{self, ExecutorKind, Handle, Unit, Work};
+use super::jobs::Jobs;
 use super::storage::in_volume;
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode};
@@ -31,12 +32,6 @@ use status::Reason;
 const POLL: Duration = Duration::from_millis(300);
 /// Longest failure message kept (the tail of the evaluator's stderr).
 const MESSAGE_CHARS: usize = 2000;
-
-/// Runs `paddock eval` with the arguments after the binary, all output to files, then records its exit
-/// status atomically (a reader never sees a half-written `exit_code`).
-const WRAPPER: &str = r#"paddock="$1"; shift
-"$paddock" eval "$@" >metrics.json 2>eval.log </dev/null
-echo $? > exit_code.tmp && mv exit_code.tmp exit_code"#;
 
 #[derive(sqlx::FromRow)]
 struct Row {
@@ -392,7 +387,7 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
                 label,
                 jobs.cpu_threads,
             );
-            let pid = launch(jobs, &dir, &args).await?;
+            let pid = launch(jobs, l.workspace_id, id, &dir, args).await?;
             let mut tx = write_tx(db).await?;
             status::transition(
                 &mut tx,
@@ -418,7 +413,7 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
         let (storage, dir) = (jobs.storage.clone(), dir.clone());
         async move {
             in_volume("the evaluation's exit status", move || {
-                local::exit_code(&storage.runs()?, &dir)
+                executor::exit_code(&storage.runs()?, &dir)
             })
             .await
             .unwrap_or(None)
@@ -429,7 +424,8 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
         if let Some(code) = exit_code().await {
             return finish(db, jobs, id, &dir, code).await;
         }
-        if !local::is_alive(pid) {
+        let handle = Handle::Process { group: pid };
+        if jobs.executors.is_running(&handle).await != Some(true) {
             if let Some(code) = exit_code().await {
                 return finish(db, jobs, id, &dir, code).await;
             }
@@ -483,39 +479,45 @@ pub(crate) fn run_rel(id: i64) -> std::path::PathBuf {
     Path::new("evaluations").join(id.to_string())
 }
 
-/// Starts the wrapper in a fresh `dir` (under `runs/`); returns its pid. It is reaped by a task of its
-/// own, so a finished run never lingers as a zombie that looks alive.
-async fn launch(jobs: &Jobs, dir: &Path, args: &[String]) -> Result<i64, AppError> {
-    let (storage, rel) = (jobs.storage.clone(), dir.to_path_buf());
-    let dir = in_volume("the evaluation's directory", move || {
-        let runs = storage.runs()?;
+/// Starts the evaluator in a fresh `dir` (under `runs/`) with the local executor: it runs as the server,
+/// on the CPU (GPUs belong to the jobs the scheduler placed there); returns its process group.
+async fn launch(
+    jobs: &Jobs,
+    workspace_id: i64,
+    id: i64,
+    dir: &Path,
+    args: Vec<String>,
+) -> Result<i64, AppError> {
+    let executor = jobs.executor(ExecutorKind::Local);
+    let (root, rel) = (executor.run_root(workspace_id), dir.to_path_buf());
+    let folder = in_volume("the evaluation's directory", move || {
+        let runs = root?;
         // Left by an attempt that crashed between starting and recording its pid.
         runs.remove_all(&rel)?;
         runs.create_dir_all(&rel, 0o755)
     })
     .await?;
-    let mut command = tokio::process::Command::new("sh");
-    command
-        .arg("-c")
-        .arg(WRAPPER)
-        .arg("sh")
-        .arg(&jobs.storage.paddock_binary)
-        .args(args)
-        .env("CUDA_VISIBLE_DEVICES", "")
-        .env_remove("RUST_LOG")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .process_group(0);
-    local::work_in(&mut command, dir);
-    let mut child = command.spawn().map_err(|e| internal("running sh", e))?;
-    let pid = child
-        .id()
-        .ok_or_else(|| internal("evaluation", "the wrapper exited at once"))?;
-    tokio::spawn(async move {
-        let _ = child.wait().await;
-    });
-    Ok(i64::from(pid))
+    let mut command = vec!["eval".to_string()];
+    command.extend(args);
+    let work = Work {
+        unit: Unit::Evaluation(id),
+        workspace_id,
+        folder,
+        rel: dir.to_path_buf(),
+        args: command,
+        stdout: "metrics.json",
+        log: "eval.log",
+        log_limit: MAX_OUTPUT_READ,
+        devices: Vec::new(),
+        image: None,
+    };
+    let handle = executor
+        .start(work)
+        .await
+        .map_err(|e| internal("starting the evaluator", e))?;
+    handle
+        .pid()
+        .ok_or_else(|| internal("evaluation", "the local executor gave no process"))
 }
 
 /// The most of the evaluator's metrics and log read back (the end of the log, where its error is).

@@ -22,7 +22,7 @@ use sqlx::SqlitePool;
 use super::jobs::checkpoints;
 use super::storage::{Storage, DEFAULT_VOLUME};
 use contracts::error::AppError;
-use contracts::types::JobStatus;
+use contracts::types::{ExecutorKind, JobStatus};
 
 /// The layout [`super::storage`] describes.
 pub const CURRENT: i64 = 2;
@@ -80,13 +80,20 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
     }
     // Queued jobs' files name their inputs relative to a run folder in the volume; they now run
     // elsewhere and read the store.
-    let queued: Vec<(i64, i64, String, String)> = sqlx::query_as(
+    let queued: Vec<(i64, i64, ExecutorKind, String)> = sqlx::query_as(
         "SELECT id, workspace_id, executor, config_toml FROM jobs WHERE status IN ('queued', 'starting') AND pid IS NULL AND container_name IS NULL",
     )
     .fetch_all(&mut *tx)
     .await?;
     for (id, workspace_id, executor, config) in queued {
-        let store = super::jobs::store_seen_by(storage, &executor, workspace_id);
+        // As the executors see the store (see `Executor::store_seen`); this runs before they exist.
+        let store = match executor {
+            ExecutorKind::Docker => containers::build::STORE_DIR.to_string(),
+            ExecutorKind::Local => storage
+                .store_dir(workspace_id)
+                .to_string_lossy()
+                .into_owned(),
+        };
         sqlx::query("UPDATE jobs SET config_toml = ? WHERE id = ?")
             .bind(rewrite_config(&config, &store, &plan.renamed(workspace_id)))
             .bind(id)
@@ -100,7 +107,7 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
     .await?;
     for (id, pid) in &stopped_jobs {
         if let Some(pid) = pid {
-            super::jobs::local::kill_group(*pid);
+            super::executor::local::kill_group(*pid);
         }
         super::jobs::status::transition(
             &mut tx,
@@ -123,7 +130,7 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
     .fetch_all(&mut *tx)
     .await?;
     for (id, pid) in &stopped_evaluations {
-        super::jobs::local::kill_group(*pid);
+        super::executor::local::kill_group(*pid);
         super::evaluations::status::fail(
             &mut tx,
             *id,

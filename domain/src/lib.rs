@@ -8,16 +8,19 @@
 //! - [`state`]: [`AppState`], what every request handler and server function is given.
 //! - [`db`]: the SQLite pool (WAL, foreign keys) and embedded migrations.
 //! - [`transitions`]: the one writer of long-running things' statuses (each kind's state machine:
-//!   `jobs::status`, `evaluations::status`).
+//!   `jobs::status`, `evaluations::status`, `endpoints::status` for endpoints and replicas,
+//!   `environments::builds` for image builds).
 //! - [`auth`]: who is calling (session or token), resolved from a request's parts; [`access`] is the
 //!   one authorisation check every workspace-scoped query goes through.
 //! - People and teams: [`accounts`], [`admin`], [`sessions`], [`tokens`], [`workspaces`] (with their
 //!   purge), [`members`], [`audit`], [`caps`] (per-user limits), [`throttle`] (sign-in budgets).
 //! - Work: [`environments`] (with [`engine`], the optional Docker connection, and [`gpus`], the GPU
 //!   inventory), [`datasets`] and [`pretrained`] models (files kept as [`storage`] lays out, migrated by
-//!   [`layout`]), [`jobs`] (queue, scheduler, executors, checkpoints), [`evaluations`] (checkpoints
-//!   measured on datasets), [`endpoints`] (replicas, parity gate, gateway, keys); [`names`] checks the
-//!   names people give things.
+//!   [`layout`]), [`jobs`] (queue, scheduler, checkpoints), [`evaluations`] (checkpoints measured on
+//!   datasets), [`endpoints`] (replicas, parity gate, gateway, keys); [`names`] checks the names people
+//!   give things.
+//! - [`executor`]: the one seam through which jobs, evaluations and replicas are started, followed,
+//!   stopped and found again (a local process, a Docker container; a cluster next).
 
 pub mod access;
 pub mod accounts;
@@ -31,6 +34,7 @@ pub mod endpoints;
 pub mod engine;
 pub mod environments;
 pub mod evaluations;
+pub mod executor;
 pub mod gpus;
 pub mod jobs;
 pub mod layout;

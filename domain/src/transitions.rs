@@ -2,7 +2,8 @@
 //! state machine as a [`Machine`]: its table, its status type with the allowed moves, and the reasons a
 //! move is made for. [`transition`] checks a move against the machine, writes it as a compare-and-set on
 //! the status it read (so the supervisor, the scheduler and a person cannot all move the same row),
-//! records the reason in its own column (`status_reason`) and the message beside it, and traces it in
+//! records the reason in its own column (`status_reason` unless the machine names another) and the
+//! message beside it, and traces it in
 //! one span. Other columns a move goes with (GPUs, pids, times, results) are written by the caller in the
 //! same transaction.
 
@@ -33,8 +34,11 @@ pub trait Column:
 pub trait Machine {
     /// What traces call it (`job`, `evaluation`).
     const KIND: &'static str;
-    /// The table with the `status`, `status_reason` and `status_message` columns.
+    /// The table, with its status, reason and message columns (named below).
     const TABLE: &'static str;
+    const STATUS: &'static str = "status";
+    const REASON: &'static str = "status_reason";
+    const MESSAGE: &'static str = "status_message";
     type Status: Column;
     type Reason: Column;
     /// Whether a row in `from` may move to `to`.
@@ -47,7 +51,9 @@ pub async fn current<M: Machine>(
     id: i64,
 ) -> Result<(M::Status, Option<M::Reason>), AppError> {
     let sql = format!(
-        "SELECT status, status_reason FROM {} WHERE id = ?",
+        "SELECT {}, {} FROM {} WHERE id = ?",
+        M::STATUS,
+        M::REASON,
         M::TABLE
     );
     sqlx::query_as(&sql)
@@ -80,10 +86,11 @@ pub async fn transition<M: Machine>(
             tracing::debug!(from = from.name(), "not allowed from here; unchanged");
             return Ok(None);
         }
+        let (table, status_col, reason_col, message_col) =
+            (M::TABLE, M::STATUS, M::REASON, M::MESSAGE);
         let sql = format!(
-            "UPDATE {} SET status = ?, status_reason = ?, status_message = COALESCE(?, status_message)
-             WHERE id = ? AND status = ?",
-            M::TABLE
+            "UPDATE {table} SET {status_col} = ?, {reason_col} = ?, {message_col} = COALESCE(?, {message_col})
+             WHERE id = ? AND {status_col} = ?"
         );
         let moved = sqlx::query(&sql)
             .bind(to)

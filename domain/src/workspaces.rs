@@ -11,9 +11,9 @@ use super::access::authorize;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
-use super::{jobs, names};
+use super::{endpoints, jobs, names};
 use contracts::error::{AppError, ErrorCode};
-use contracts::types::{JobStatus, Role, WorkspaceSummary};
+use contracts::types::{EndpointStatus, JobStatus, Role, WorkspaceSummary};
 
 /// Trims a workspace name and checks it ([`names`]).
 pub fn normalize_name(raw: &str) -> Result<String, AppError> {
@@ -173,14 +173,26 @@ async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), Ap
     for statement in [
         "DELETE FROM members WHERE workspace_id = ?1",
         "DELETE FROM endpoint_keys WHERE endpoint_id IN (SELECT id FROM endpoints WHERE workspace_id = ?1)",
-        "UPDATE endpoints SET status = 'stopped', status_message = 'the workspace was deleted', updated_at = ?2
-         WHERE workspace_id = ?1",
     ] {
         sqlx::query(statement)
             .bind(id)
             .bind(&now)
             .execute(&mut *tx)
             .await?;
+    }
+    let endpoints: Vec<i64> = sqlx::query_scalar("SELECT id FROM endpoints WHERE workspace_id = ?")
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+    for endpoint_id in endpoints {
+        endpoints::status::endpoint(
+            &mut tx,
+            endpoint_id,
+            EndpointStatus::Stopped,
+            endpoints::status::EndpointReason::Deleted,
+            Some("the workspace was deleted"),
+        )
+        .await?;
     }
     let queued: Vec<i64> =
         sqlx::query_scalar("SELECT id FROM jobs WHERE workspace_id = ? AND status = 'queued'")

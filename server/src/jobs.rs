@@ -229,7 +229,11 @@ pub async fn run(args: JobArgs) -> anyhow::Result<i32> {
                         .map(|t| format!(" of {t}"))
                         .unwrap_or_default()
                 );
-                println!("  executor  {} (GPUs {:?})", s.executor, s.gpu_indices);
+                println!(
+                    "  executor  {} (GPUs {:?})",
+                    s.executor.as_str(),
+                    s.gpu_indices
+                );
                 for c in &job.checkpoints {
                     let state = if c.deleted_at.is_some() {
                         "deleted"

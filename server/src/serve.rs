@@ -53,6 +53,7 @@ pub async fn run(
             .map_err(|e| anyhow::anyhow!("{e}"))?,
     );
     let mut jobs = Jobs::new(
+        db.clone(),
         storage.clone(),
         engine.clone(),
         config.cpu_job_slots,

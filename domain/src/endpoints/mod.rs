@@ -8,6 +8,7 @@
 //!   dropping requests), undeploy, delete, the playground and the gateway's request path.
 //! - [`keys`]: the endpoint's API keys.
 //! - [`replicas`]: starting, watching, restarting and re-attaching `paddock serve-model` processes.
+//! - [`status`]: the endpoint's and the replica's state machines.
 //! - [`parity`]: the gate that compares served logits with the trainer's.
 //! - [`gateway`]: keys, rate limits, load balancing and the traffic numbers.
 
@@ -15,6 +16,7 @@ pub mod gateway;
 pub mod keys;
 pub mod parity;
 pub mod replicas;
+pub mod status;
 
 pub use keys::{create_key, revoke_key};
 
@@ -32,6 +34,7 @@ use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
 use keys::keys_of;
 use replicas::Deployer;
+use status::EndpointReason;
 use {crate::db::is_unique_violation, contracts::error::internal};
 
 /// Replicas one endpoint may run.
@@ -365,11 +368,20 @@ pub async fn undeploy(
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
     let r = row(&mut tx, workspace_id, endpoint_id).await?;
-    sqlx::query("UPDATE endpoints SET status = 'stopped', status_message = NULL, updated_at = ? WHERE id = ?")
-        .bind(super::now())
-        .bind(endpoint_id)
-        .execute(&mut *tx)
-        .await?;
+    let moved = status::endpoint(
+        &mut tx,
+        endpoint_id,
+        EndpointStatus::Stopped,
+        EndpointReason::Undeployed,
+        None,
+    )
+    .await?;
+    if moved.is_some() {
+        sqlx::query("UPDATE endpoints SET status_message = NULL WHERE id = ?")
+            .bind(endpoint_id)
+            .execute(&mut *tx)
+            .await?;
+    }
     audit::record(
         &mut tx,
         Entry::by(
@@ -407,8 +419,16 @@ pub async fn redeploy(
     }
     live_checkpoint(&mut tx, workspace_id, r.checkpoint_id).await?;
     super::caps::replicas_fit(&mut tx, workspace_id, Some(endpoint_id), r.replicas).await?;
-    sqlx::query("UPDATE endpoints SET status = 'starting', status_message = NULL, parity_report = NULL, updated_at = ? WHERE id = ?")
-        .bind(super::now())
+    status::endpoint(
+        &mut tx,
+        endpoint_id,
+        EndpointStatus::Starting,
+        EndpointReason::Redeployed,
+        None,
+    )
+    .await?
+    .ok_or_else(|| internal("redeploying an endpoint", "its status changed meanwhile"))?;
+    sqlx::query("UPDATE endpoints SET status_message = NULL, parity_report = NULL WHERE id = ?")
         .bind(endpoint_id)
         .execute(&mut *tx)
         .await?;
@@ -440,11 +460,14 @@ pub async fn delete(
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
     let r = row(&mut tx, workspace_id, endpoint_id).await?;
     // Stopped first, so that neither a deployment nor the watcher starts anything while it goes.
-    sqlx::query("UPDATE endpoints SET status = 'stopped', updated_at = ? WHERE id = ?")
-        .bind(super::now())
-        .bind(endpoint_id)
-        .execute(&mut *tx)
-        .await?;
+    status::endpoint(
+        &mut tx,
+        endpoint_id,
+        EndpointStatus::Stopped,
+        EndpointReason::Deleted,
+        None,
+    )
+    .await?;
     tx.commit().await?;
     deployer.gateway.remove_route(&r.slug).await;
     deployer.stop_replicas(endpoint_id).await;

@@ -16,21 +16,18 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use containers::labels;
-use containers::lifecycle::ProvisionRequest;
 use sqlx::SqlitePool;
-use tokio::io::AsyncBufReadExt;
 
 use super::gateway::{Backend, Gateway, REQUEST_TIMEOUT};
 use super::parity;
+use super::status::{self, EndpointReason, ReplicaReason};
 use crate::db::write_tx;
 use crate::engine::Engine;
-use crate::environments::lifecycle::{network_name, store_dir, volume_dir, volume_name};
+use crate::executor::{ExecutorKind, Executors, Handle, InImage, Service, Stop, Unit};
 use crate::gpus::{self, Holder};
-use crate::jobs::docker::environment_limits;
-use crate::jobs::local::is_alive;
-use crate::storage::{Storage, DEFAULT_VOLUME};
-use contracts::error::AppError;
-use contracts::types::GpuSpec;
+use crate::storage::Storage;
+use contracts::error::{internal, AppError};
+use contracts::types::{EndpointStatus, GpuSpec};
 
 /// How long a replica may take to load and warm up its model.
 const START_TIMEOUT: Duration = Duration::from_secs(180);
@@ -38,8 +35,6 @@ const START_TIMEOUT: Duration = Duration::from_secs(180);
 const WATCH_EVERY: Duration = Duration::from_secs(2);
 /// Longest back-off between restarts of a crashing replica.
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
-/// The port `serve-model` listens on inside a replica container.
-const CONTAINER_PORT: u16 = 8080;
 /// How long a stopping replica gets to finish what it is answering.
 const STOP_GRACE: Duration = Duration::from_secs(5);
 
@@ -49,6 +44,8 @@ pub struct Deployer {
     pub storage: Arc<Storage>,
     pub engine: Arc<Engine>,
     pub gateway: Arc<Gateway>,
+    /// Where replicas run: a container of the job's image when Docker is there, a local process otherwise.
+    executors: Executors,
     /// Per endpoint: held while its serving set changes.
     locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
     /// Endpoints with a user's change (rollout or scaling) under way; a second one is refused.
@@ -66,7 +63,7 @@ pub(crate) struct Target {
     pub max_wait_ms: i64,
     pub device: String,
     pub precision: String,
-    pub status: String,
+    pub status: EndpointStatus,
     pub checkpoint_id: i64,
 }
 
@@ -85,10 +82,16 @@ pub(crate) struct Model {
 struct Replica {
     id: i64,
     ordinal: i64,
-    status: String,
+    status: EndpointStatus,
     pid: Option<i64>,
     container: Option<String>,
     base_url: Option<String>,
+}
+
+impl Replica {
+    fn handle(&self) -> Option<Handle> {
+        Handle::of(self.pid, self.container.as_deref())
+    }
 }
 
 const REPLICA: &str =
@@ -110,6 +113,7 @@ impl Deployer {
         gateway: Arc<Gateway>,
     ) -> Self {
         Deployer {
+            executors: Executors::new(storage.clone(), engine.clone(), db.clone()),
             db,
             storage,
             engine,
@@ -171,12 +175,17 @@ impl Deployer {
             let _held = lock.lock().await;
             if let Err(message) = me.deploy(endpoint_id).await {
                 tracing::warn!(endpoint_id, %message, "deployment failed");
-                let _ = sqlx::query("UPDATE endpoints SET status = 'failed', status_message = ?, updated_at = ? WHERE id = ? AND status = 'starting'")
-                    .bind(&message)
-                    .bind(crate::now())
-                    .bind(endpoint_id)
-                    .execute(&me.db)
+                // Only from starting: an endpoint undeployed meanwhile stays stopped.
+                if let Ok(mut conn) = me.db.acquire().await {
+                    let _ = status::endpoint(
+                        &mut conn,
+                        endpoint_id,
+                        EndpointStatus::Failed,
+                        EndpointReason::DeployFailed,
+                        Some(&message),
+                    )
                     .await;
+                }
             }
         });
     }
@@ -204,15 +213,28 @@ impl Deployer {
             self.retire(&t, &started).await;
             return Err(parity_failure(&report));
         }
-        let moved = sqlx::query(
-            "UPDATE endpoints SET status = 'ready', status_message = NULL, updated_at = ? WHERE id = ? AND status = 'starting'",
-        )
-        .bind(crate::now())
-        .bind(endpoint_id)
-        .execute(&self.db)
+        let moved = async {
+            let mut tx = write_tx(&self.db).await?;
+            let moved = status::endpoint(
+                &mut tx,
+                endpoint_id,
+                EndpointStatus::Ready,
+                EndpointReason::Deployed,
+                None,
+            )
+            .await?;
+            if moved.is_some() {
+                sqlx::query("UPDATE endpoints SET status_message = NULL WHERE id = ?")
+                    .bind(endpoint_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok::<_, AppError>(moved)
+        }
         .await
         .map_err(|e| e.to_string())?;
-        if moved.rows_affected() == 0 {
+        if moved.is_none() {
             // Undeployed while starting.
             self.retire(&t, &started).await;
             return Ok(());
@@ -282,7 +304,7 @@ impl Deployer {
         let Some(t) = self.target(endpoint_id).await.map_err(|e| e.to_string())? else {
             return Ok(());
         };
-        if t.status != "ready" {
+        if t.status != EndpointStatus::Ready {
             return Ok(());
         }
         let old = self.replicas(endpoint_id).await;
@@ -317,7 +339,10 @@ impl Deployer {
             self.retire(&t, &old).await;
             return Ok(());
         }
-        let live: Vec<Replica> = old.into_iter().filter(|r| r.status != "stopped").collect();
+        let live: Vec<Replica> = old
+            .into_iter()
+            .filter(|r| r.status != EndpointStatus::Stopped)
+            .collect();
         let have = live.len() as i64;
         if change.replicas > have {
             let model = self.model(t.checkpoint_id).await?;
@@ -371,51 +396,97 @@ impl Deployer {
         model: &Model,
         ordinal: i64,
     ) -> Result<Replica, String> {
-        let id: i64 = sqlx::query_scalar(
-            "INSERT INTO endpoint_replicas (endpoint_id, ordinal, status, started_at) VALUES (?, ?, 'starting', ?)
-             ON CONFLICT (endpoint_id, ordinal) DO UPDATE SET status = 'starting', pid = NULL, container = NULL,
-                 base_url = NULL, started_at = excluded.started_at
-             RETURNING id",
-        )
-        .bind(t.id)
-        .bind(ordinal)
-        .bind(crate::now())
-        .fetch_one(&self.db)
-        .await
-        .map_err(|e| e.to_string())?;
+        let id = self
+            .claim_replica(t.id, ordinal)
+            .await
+            .map_err(|e| format!("replica {ordinal}: {e}"))?;
         let started = async {
             let gpu = self.lease_gpu(t, id).await?;
-            match (&model.image_id, model.environment_id) {
-                (Some(image), Some(environment_id)) if self.engine.docker().await.is_ok() => {
-                    self.start_container(t, model, ordinal, image, environment_id, gpu)
-                        .await
-                }
-                _ => self.start_process(t, model, ordinal, gpu).await,
-            }
+            let (kind, image) = match (&model.image_id, model.environment_id) {
+                (Some(image), Some(environment_id)) if self.engine.docker().await.is_ok() => (
+                    ExecutorKind::Docker,
+                    Some(InImage {
+                        image_id: image.clone(),
+                        environment_id,
+                        env: Vec::new(),
+                    }),
+                ),
+                _ => (ExecutorKind::Local, None),
+            };
+            let service = Service {
+                unit: Unit::Replica {
+                    endpoint: t.id,
+                    ordinal,
+                },
+                workspace_id: t.workspace_id,
+                args: Self::serve_args(t),
+                model: model.path.clone(),
+                devices: gpu.into_iter().collect(),
+                log: self
+                    .storage
+                    .data_dir
+                    .join("endpoints")
+                    .join(t.id.to_string())
+                    .join(format!("replica-{ordinal}.log")),
+                image,
+                start_timeout: START_TIMEOUT,
+            };
+            self.executors
+                .get(kind)
+                .serve(service)
+                .await
+                .map_err(|e| format!("replica {ordinal}: {e}"))
         }
         .await;
         match started {
-            Ok((pid, container, base_url)) => {
-                sqlx::query("UPDATE endpoint_replicas SET status = 'ready', pid = ?, container = ?, base_url = ?, last_error = NULL WHERE id = ?")
-                    .bind(pid)
-                    .bind(&container)
-                    .bind(&base_url)
-                    .bind(id)
-                    .execute(&self.db)
-                    .await
-                    .map_err(|e| e.to_string())?;
+            Ok(served) => {
+                let (pid, container) = (served.handle.pid(), served.handle.container());
+                let moved = async {
+                    let mut tx = write_tx(&self.db).await?;
+                    let moved = status::replica(
+                        &mut tx,
+                        id,
+                        EndpointStatus::Ready,
+                        ReplicaReason::Started,
+                        None,
+                    )
+                    .await?;
+                    sqlx::query("UPDATE endpoint_replicas SET pid = ?, container = ?, base_url = ?, last_error = NULL WHERE id = ?")
+                        .bind(pid)
+                        .bind(container)
+                        .bind(&served.base_url)
+                        .bind(id)
+                        .execute(&mut *tx)
+                        .await?;
+                    tx.commit().await?;
+                    Ok::<_, AppError>(moved)
+                }
+                .await;
+                if !matches!(moved, Ok(Some(_))) {
+                    // Retired while it started (the endpoint was undeployed): nothing will route to it.
+                    self.executors
+                        .stop(&served.handle, Stop::Within(STOP_GRACE))
+                        .await;
+                    self.executors.clean_up(&served.handle).await;
+                    self.release_gpu(id).await;
+                    return Err(match moved {
+                        Err(e) => e.to_string(),
+                        Ok(_) => format!("replica {ordinal} was retired while it started"),
+                    });
+                }
                 Ok(Replica {
                     id,
                     ordinal,
-                    status: "ready".into(),
+                    status: EndpointStatus::Ready,
                     pid,
-                    container,
-                    base_url: Some(base_url),
+                    container: container.map(str::to_string),
+                    base_url: Some(served.base_url),
                 })
             }
             Err(message) => {
                 self.release_gpu(id).await;
-                self.replica_failed(id, &message).await;
+                self.replica_failed(id, ReplicaReason::StartFailed, &message)
+                    .await;
                 Err(message)
             }
         }
@@ -447,16 +518,13 @@ impl Deployer {
         }
     }
 
-    fn serve_args(t: &Target, model_dir: String, bind: &str) -> Vec<String> {
+    /// `serve-model`'s arguments but the model's folder and the address, which the executor chooses.
+    fn serve_args(t: &Target) -> Vec<String> {
         // Rows per forward pass, after sorting a batch by length: on CPU small sub-batches waste less
         // padding on mixed-length requests; a GPU wants wide ones.
         let rows_per_pass = if t.device == "cuda" { "64" } else { "16" };
         [
             "serve-model",
-            "--model",
-            &model_dir,
-            "--bind",
-            bind,
             "--max-batch-tokens",
             &t.max_batch_tokens.to_string(),
             "--max-wait-ms",
@@ -472,163 +540,85 @@ impl Deployer {
         .to_vec()
     }
 
-    /// A local `serve-model` process; ready when it prints the address it listens on.
-    async fn start_process(
-        &self,
-        t: &Target,
-        model: &Model,
-        ordinal: i64,
-        gpu: Option<u32>,
-    ) -> Result<(Option<i64>, Option<String>, String), String> {
-        let logs = self
-            .storage
-            .data_dir
-            .join("endpoints")
-            .join(t.id.to_string());
-        std::fs::create_dir_all(&logs).map_err(|e| e.to_string())?;
-        let log_path = logs.join(format!("replica-{ordinal}.log"));
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(|e| e.to_string())?;
-        let dir = self.model_dir(t.workspace_id, model);
-        let mut command = tokio::process::Command::new(&self.storage.paddock_binary);
-        command
-            .args(Self::serve_args(
-                t,
-                dir.to_string_lossy().into_owned(),
-                "127.0.0.1:0",
-            ))
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::from(log))
-            .process_group(0);
-        if let Some(gpu) = gpu {
-            command.env("CUDA_VISIBLE_DEVICES", gpu.to_string());
-        }
-        let mut child = command
-            .spawn()
-            .map_err(|e| format!("starting serve-model: {e}"))?;
-        let pid = child.id().map(i64::from);
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let mut lines = tokio::io::BufReader::new(stdout).lines();
-        let first = tokio::time::timeout(START_TIMEOUT, lines.next_line()).await;
-        let base_url = match first {
-            Ok(Ok(Some(line))) if line.starts_with("listening on ") => {
-                line.trim_start_matches("listening on ").trim().to_string()
-            }
-            _ => {
-                let _ = child.start_kill();
-                let tail = std::fs::read_to_string(&log_path).unwrap_or_default();
-                return Err(format!(
-                    "replica {ordinal} did not start: {}",
-                    last_lines(&tail, 5)
-                ));
-            }
-        };
-        // Reap it when it ends (the watcher notices through its pid), and keep its stdout drained.
-        tokio::spawn(async move {
-            while let Ok(Some(_)) = lines.next_line().await {}
-            let _ = child.wait().await;
-        });
-        Ok((pid, None, base_url))
-    }
-
-    /// A replica container from the job's image, with its environment's limits and the workspace volume;
-    /// ready when `/health` answers on its bridge address.
-    async fn start_container(
-        &self,
-        t: &Target,
-        model: &Model,
-        ordinal: i64,
-        image: &str,
-        environment_id: i64,
-        gpu: Option<u32>,
-    ) -> Result<(Option<i64>, Option<String>, String), String> {
-        let docker = self.engine.docker().await.map_err(|e| e.to_string())?;
-        let limits = environment_limits(&self.db, &docker, environment_id).await?;
-        let name = labels::container_name(
-            &self.engine.instance,
-            &["endpoint", &t.id.to_string(), &ordinal.to_string()],
-        );
-        docker.remove(&name).await.map_err(|e| e.to_string())?;
-        let mut cmd = vec!["paddock".to_string()];
-        cmd.extend(Self::serve_args(
-            t,
-            format!("{}/{}", containers::build::STORE_DIR, model.path),
-            &format!("0.0.0.0:{CONTAINER_PORT}"),
-        ));
-        let request = ProvisionRequest {
-            name: name.clone(),
-            image: image.to_string(),
-            workspace: t.workspace_id.to_string(),
-            environment: environment_id.to_string(),
-            instance: self.engine.instance.clone(),
-            extra_labels: [("paddock.endpoint".to_string(), t.id.to_string())].into(),
-            limits,
-            gpu_device_ids: gpu.iter().map(u32::to_string).collect(),
-            volume: volume_name(&self.engine, t.workspace_id, DEFAULT_VOLUME),
-            network: Some(network_name(&self.engine, t.workspace_id)),
-            volume_dir: volume_dir(&self.engine, t.workspace_id, DEFAULT_VOLUME)
-                .map_err(|e| e.to_string())?,
-            store_dir: store_dir(&self.engine, t.workspace_id).map_err(|e| e.to_string())?,
-            cmd: Some(cmd),
-            env: Vec::new(),
-        };
-        docker
-            .provision(&request)
-            .await
-            .map_err(|e| format!("starting the replica container: {e}"))?;
-        let client = reqwest::Client::new();
-        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
-        loop {
-            let status = docker.status(&name).await.map_err(|e| e.to_string())?;
-            if !status.is_running() {
-                let tail = docker.logs_tail(&name, 5).await.unwrap_or_default();
-                let _ = docker.remove(&name).await;
-                return Err(format!(
-                    "replica {ordinal} did not start ({status:?}): {}",
-                    last_lines(&tail, 5)
-                ));
-            }
-            if let Ok(Some(ip)) = docker.ip_address(&name).await {
-                let base_url = format!("http://{ip}:{CONTAINER_PORT}");
-                if healthy(&client, &base_url).await {
-                    return Ok((None, Some(name), base_url));
+    /// Records replica `id` (row id) as starting, a new row for a new ordinal or a restart of a failed
+    /// one; returns the row id.
+    async fn claim_replica(&self, endpoint_id: i64, ordinal: i64) -> Result<i64, AppError> {
+        let mut tx = write_tx(&self.db).await?;
+        let existing: Option<i64> = sqlx::query_scalar(
+            "SELECT id FROM endpoint_replicas WHERE endpoint_id = ? AND ordinal = ?",
+        )
+        .bind(endpoint_id)
+        .bind(ordinal)
+        .fetch_optional(&mut *tx)
+        .await?;
+        let id = match existing {
+            Some(id) => {
+                let restarted = status::replica(
+                    &mut tx,
+                    id,
+                    EndpointStatus::Starting,
+                    ReplicaReason::Restarted,
+                    None,
+                )
+                .await?;
+                if restarted.is_none() {
+                    return Err(internal("restarting a replica", "it has not failed"));
                 }
+                sqlx::query("UPDATE endpoint_replicas SET pid = NULL, container = NULL, base_url = NULL, started_at = ? WHERE id = ?")
+                    .bind(crate::now())
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                id
             }
-            if tokio::time::Instant::now() > deadline {
-                let _ = docker.remove(&name).await;
-                return Err(format!(
-                    "replica {ordinal} was not ready within {} s",
-                    START_TIMEOUT.as_secs()
-                ));
+            None => {
+                sqlx::query_scalar(
+                    "INSERT INTO endpoint_replicas (endpoint_id, ordinal, status, status_reason, started_at)
+                     VALUES (?, ?, 'starting', 'created', ?) RETURNING id",
+                )
+                .bind(endpoint_id)
+                .bind(ordinal)
+                .bind(crate::now())
+                .fetch_one(&mut *tx)
+                .await?
             }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        };
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Records that replica `replica_id` failed (it did not start, exited, stopped answering); the
+    /// watcher starts it again.
+    async fn replica_failed(&self, replica_id: i64, reason: ReplicaReason, message: &str) {
+        let failed = async {
+            let mut tx = write_tx(&self.db).await?;
+            status::replica(
+                &mut tx,
+                replica_id,
+                EndpointStatus::Failed,
+                reason,
+                Some(message),
+            )
+            .await?;
+            sqlx::query("UPDATE endpoint_replicas SET pid = NULL WHERE id = ?")
+                .bind(replica_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok::<_, AppError>(())
+        }
+        .await;
+        if let Err(e) = failed {
+            tracing::warn!(replica_id, error = %e, "could not record a failed replica");
         }
     }
 
-    async fn replica_failed(&self, replica_id: i64, message: &str) {
-        let _ = sqlx::query("UPDATE endpoint_replicas SET status = 'failed', pid = NULL, last_error = ? WHERE id = ?")
-            .bind(message)
-            .bind(replica_id)
-            .execute(&self.db)
-            .await;
-    }
-
-    /// Whether a replica's process or container still runs (when Docker cannot say: assumed yes).
+    /// Whether a replica's process or container still runs (when its executor cannot say: assumed yes).
     async fn alive(&self, r: &Replica) -> bool {
-        if let Some(name) = &r.container {
-            return match self.engine.docker().await {
-                Ok(docker) => match docker.status(name).await {
-                    Ok(status) => status.is_running(),
-                    Err(e) => e.is_unreachable(),
-                },
-                Err(_) => true,
-            };
+        match r.handle() {
+            Some(handle) => self.executors.is_running(&handle).await.unwrap_or(true),
+            None => false,
         }
-        r.pid.is_some_and(is_alive)
     }
 
     /// Takes `replicas` out of service: out of the route, drained of the requests they are answering,
@@ -638,11 +628,17 @@ impl Deployer {
             return;
         }
         let ids: Vec<i64> = replicas.iter().map(|r| r.id).collect();
-        for id in &ids {
-            let _ = sqlx::query("UPDATE endpoint_replicas SET status = 'stopped' WHERE id = ?")
-                .bind(id)
-                .execute(&self.db)
+        if let Ok(mut conn) = self.db.acquire().await {
+            for id in &ids {
+                let _ = status::replica(
+                    &mut conn,
+                    *id,
+                    EndpointStatus::Stopped,
+                    ReplicaReason::Retired,
+                    None,
+                )
                 .await;
+            }
         }
         let leaving: Vec<Arc<Backend>> = self
             .gateway
@@ -676,25 +672,11 @@ impl Deployer {
         }
     }
 
-    /// Stops one replica: SIGTERM (serve-model finishes what it is answering), SIGKILL after the grace.
+    /// Stops one replica: SIGTERM (serve-model finishes what it is answering), killed after the grace.
     async fn stop(&self, r: &Replica) {
-        if let Some(name) = &r.container {
-            if let Ok(docker) = self.engine.docker().await {
-                let _ = docker.stop(name, STOP_GRACE.as_secs() as i32).await;
-                if let Err(e) = docker.remove(name).await {
-                    tracing::warn!(container = %name, error = %e, "could not remove a replica container");
-                }
-            }
-            return;
-        }
-        let Some(pid) = r.pid else { return };
-        signal(pid, libc::SIGTERM);
-        let deadline = tokio::time::Instant::now() + STOP_GRACE;
-        while is_alive(pid) && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        if is_alive(pid) {
-            signal(pid, libc::SIGKILL);
+        if let Some(handle) = r.handle() {
+            self.executors.stop(&handle, Stop::Within(STOP_GRACE)).await;
+            self.executors.clean_up(&handle).await;
         }
     }
 
@@ -721,12 +703,13 @@ impl Deployer {
                 let Ok(Some(t)) = me.target(endpoint_id).await else {
                     return;
                 };
-                if t.status != "ready" {
+                if t.status != EndpointStatus::Ready {
                     return;
                 }
                 let mut changed = false;
                 for r in me.replicas(endpoint_id).await {
-                    if r.status == "stopped" || (r.status == "ready" && me.alive(&r).await) {
+                    let serving = r.status == EndpointStatus::Ready && me.alive(&r).await;
+                    if r.status == EndpointStatus::Stopped || serving {
                         continue;
                     }
                     let now = tokio::time::Instant::now();
@@ -738,15 +721,31 @@ impl Deployer {
                         continue;
                     }
                     changed = true;
-                    if r.status == "ready" {
-                        tracing::warn!(
-                            endpoint_id,
-                            ordinal = r.ordinal,
-                            "a replica exited; restarting it"
-                        );
-                        me.replica_failed(r.id, "the replica exited; restarting")
+                    match r.status {
+                        EndpointStatus::Ready => {
+                            tracing::warn!(
+                                endpoint_id,
+                                ordinal = r.ordinal,
+                                "a replica exited; restarting it"
+                            );
+                            me.replica_failed(
+                                r.id,
+                                ReplicaReason::Exited,
+                                "the replica exited; restarting",
+                            )
                             .await;
-                        me.refresh_route(&t).await;
+                            me.refresh_route(&t).await;
+                        }
+                        // Left starting by an interrupted start.
+                        EndpointStatus::Starting => {
+                            me.replica_failed(
+                                r.id,
+                                ReplicaReason::Interrupted,
+                                "interrupted while starting; restarting",
+                            )
+                            .await;
+                        }
+                        _ => {}
                     }
                     me.stop(&r).await;
                     let _ = sqlx::query(
@@ -815,7 +814,7 @@ impl Deployer {
                 .unwrap_or_default();
         let client = reqwest::Client::new();
         for t in targets {
-            if t.status == "starting" {
+            if t.status == EndpointStatus::Starting {
                 self.spawn_deploy(t.id);
                 continue;
             }
@@ -824,9 +823,10 @@ impl Deployer {
                 .execute(&self.db)
                 .await;
             let replicas = self.replicas(t.id).await;
-            let (interrupted, kept): (Vec<Replica>, Vec<Replica>) = replicas
-                .into_iter()
-                .partition(|r| matches!(r.status.as_str(), "starting" | "stopped"));
+            let (interrupted, kept): (Vec<Replica>, Vec<Replica>) =
+                replicas.into_iter().partition(|r| {
+                    matches!(r.status, EndpointStatus::Starting | EndpointStatus::Stopped)
+                });
             self.retire(&t, &interrupted).await;
             for r in kept {
                 let answering = match &r.base_url {
@@ -835,8 +835,12 @@ impl Deployer {
                 };
                 if !answering {
                     self.stop(&r).await;
-                    self.replica_failed(r.id, "not answering after a server restart; restarting")
-                        .await;
+                    self.replica_failed(
+                        r.id,
+                        ReplicaReason::Exited,
+                        "not answering after a server restart; restarting",
+                    )
+                    .await;
                 }
             }
             self.refresh_route(&t).await;
@@ -892,7 +896,8 @@ impl Deployer {
     }
 }
 
-async fn healthy(client: &reqwest::Client, base_url: &str) -> bool {
+/// Whether a replica answers its health check (also how the Docker executor knows one is ready).
+pub(crate) async fn healthy(client: &reqwest::Client, base_url: &str) -> bool {
     client
         .get(format!("{base_url}/health"))
         .timeout(Duration::from_secs(3))
@@ -908,20 +913,4 @@ fn parity_failure(report: &serde_json::Value) -> String {
             .as_str()
             .unwrap_or("served logits differ from the trainer's")
     )
-}
-
-fn last_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..].join(" | ")
-}
-
-fn signal(pid: i64, signal: i32) {
-    if let Ok(pid) = i32::try_from(pid) {
-        if pid > 1 {
-            // SAFETY: kill(2) on a pid we started, with a standard signal.
-            unsafe {
-                libc::kill(pid, signal);
-            }
-        }
-    }
 }

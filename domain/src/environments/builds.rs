@@ -1,6 +1,7 @@
-//! Image builds in the background. A version moves queued → building → built | failed; the move into
-//! `building` is a conditional UPDATE, so two triggers (a user's "rebuild" and recovery at start-up) never
-//! run the same build twice. Build output goes to the database in batches (the SSE log stream reads it
+//! Image builds in the background. A version moves queued → building → built | failed, and back to
+//! queued for a rebuild or after an interrupted build: its state machine is [`Build`], every move goes
+//! through [`transition`] (see `crate::transitions`). The move into `building` is a compare-and-set, so
+//! two triggers (a user's "rebuild" and recovery at start-up) never run the same build twice. Build output goes to the database in batches (the SSE log stream reads it
 //! from there), capped so a chatty `apt-get` cannot fill the disk. The resulting image ID is the
 //! version's lock; a rebuild that yields a different ID keeps the old one in `previous_image_id`, visible
 //! on the environment's page.
@@ -16,8 +17,76 @@ use tokio::sync::mpsc;
 use super::spec::{runtime_binary, to_env_spec, LOCAL_BASE};
 use super::VersionRow;
 use crate::engine::Engine;
+use crate::transitions::{self, Column, Machine};
 use contracts::error::{AppError, ErrorCode};
-use contracts::types::EnvironmentSpec;
+use contracts::types::{BuildStatus, EnvironmentSpec};
+
+impl Column for BuildStatus {
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+/// Why a build's status changed, in `environment_versions.build_reason`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type)]
+#[sqlx(rename_all = "snake_case")]
+pub enum Reason {
+    /// A person asked for the image to be built again.
+    RebuildRequested,
+    /// The builder took it (queued → building).
+    Started,
+    /// The image exists; its ID is the version's lock.
+    Built,
+    /// Docker refused the build; `build_error` says why.
+    BuildFailed,
+    /// The server stopped while it was building; it is built again.
+    Interrupted,
+}
+
+impl Column for Reason {
+    fn name(self) -> &'static str {
+        match self {
+            Reason::RebuildRequested => "rebuild_requested",
+            Reason::Started => "started",
+            Reason::Built => "built",
+            Reason::BuildFailed => "build_failed",
+            Reason::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// An environment version's build, in `environment_versions` (`build_status`, `build_reason`,
+/// `build_error`).
+pub struct Build;
+
+impl Machine for Build {
+    const KIND: &'static str = "build";
+    const TABLE: &'static str = "environment_versions";
+    const STATUS: &'static str = "build_status";
+    const REASON: &'static str = "build_reason";
+    const MESSAGE: &'static str = "build_error";
+    type Status = BuildStatus;
+    type Reason = Reason;
+    fn can_become(from: BuildStatus, to: BuildStatus) -> bool {
+        use BuildStatus::*;
+        match from {
+            Queued => to == Building,
+            Building => matches!(to, Built | Failed | Queued),
+            Built | Failed => to == Queued,
+        }
+    }
+}
+
+/// Moves version `id`'s build to `to` for `reason` (see [`transitions::transition`]).
+pub async fn transition(
+    conn: &mut sqlx::SqliteConnection,
+    id: i64,
+    to: BuildStatus,
+    reason: Reason,
+    message: Option<&str>,
+) -> Result<Option<BuildStatus>, AppError> {
+    transitions::transition::<Build>(conn, id, to, reason, message).await
+}
 
 /// Build output kept per version. Beyond it lines are dropped and a note says so; the tail of a failed
 /// build is also in `build_error`.
@@ -36,20 +105,27 @@ pub fn spawn(db: SqlitePool, engine: Arc<Engine>, version_id: i64, force: bool) 
 
 /// Marks a finished or failed version queued again (for "rebuild"); `build_in_progress` while one runs.
 pub async fn requeue(db: &SqlitePool, version_id: i64) -> Result<(), AppError> {
-    let moved = sqlx::query(
-        "UPDATE environment_versions SET build_status = 'queued', build_error = NULL
-         WHERE id = ? AND build_status IN ('built', 'failed')",
+    let mut tx = crate::db::write_tx(db).await?;
+    let moved = transition(
+        &mut tx,
+        version_id,
+        BuildStatus::Queued,
+        Reason::RebuildRequested,
+        None,
     )
-    .bind(version_id)
-    .execute(db)
     .await?;
-    if moved.rows_affected() == 0 {
+    if moved.is_none() {
         return Err(AppError::conflict(
             "version",
             ErrorCode::BuildInProgress,
             "this version is already being built",
         ));
     }
+    sqlx::query("UPDATE environment_versions SET build_error = NULL WHERE id = ?")
+        .bind(version_id)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
     Ok(())
 }
 
@@ -59,18 +135,28 @@ async fn run(
     version_id: i64,
     force: bool,
 ) -> Result<(), AppError> {
-    let claimed = sqlx::query(
-        "UPDATE environment_versions SET build_status = 'building', build_log = '', build_error = NULL,
-             build_started_at = ?, build_finished_at = NULL
-         WHERE id = ? AND build_status = 'queued'",
+    let mut tx = crate::db::write_tx(db).await?;
+    let claimed = transition(
+        &mut tx,
+        version_id,
+        BuildStatus::Building,
+        Reason::Started,
+        None,
+    )
+    .await?;
+    if claimed.is_none() {
+        return Ok(()); // someone else runs it, or it is not queued any more
+    }
+    sqlx::query(
+        "UPDATE environment_versions SET build_log = '', build_error = NULL, build_started_at = ?,
+             build_finished_at = NULL
+         WHERE id = ?",
     )
     .bind(crate::now())
     .bind(version_id)
-    .execute(db)
+    .execute(&mut *tx)
     .await?;
-    if claimed.rows_affected() == 0 {
-        return Ok(()); // someone else runs it, or it is not queued any more
-    }
+    tx.commit().await?;
     let row = sqlx::query_as::<_, VersionRow>(&format!("{} WHERE v.id = ?", super::VERSION_SELECT))
         .bind(version_id)
         .fetch_one(db)
@@ -86,8 +172,10 @@ async fn run(
     let now = crate::now();
     match result {
         Ok(built) => {
+            let mut tx = crate::db::write_tx(db).await?;
+            transition(&mut tx, version_id, BuildStatus::Built, Reason::Built, None).await?;
             sqlx::query(
-                "UPDATE environment_versions SET build_status = 'built', build_finished_at = ?, build_hash = ?,
+                "UPDATE environment_versions SET build_finished_at = ?, build_hash = ?,
                      previous_image_id = CASE WHEN image_id IS NOT NULL AND image_id <> ? THEN image_id
                                               ELSE previous_image_id END,
                      image_id = ?, image_tag = ?, dockerfile = ?
@@ -100,20 +188,27 @@ async fn run(
             .bind(&built.tag)
             .bind(&built.dockerfile)
             .bind(version_id)
-            .execute(db)
+            .execute(&mut *tx)
             .await?;
+            tx.commit().await?;
             tracing::info!(version_id, image = %built.image_id, cached = built.cached, "environment image built");
         }
         Err(message) => {
-            sqlx::query(
-                "UPDATE environment_versions SET build_status = 'failed', build_finished_at = ?, build_error = ?
-                 WHERE id = ?",
+            let mut tx = crate::db::write_tx(db).await?;
+            transition(
+                &mut tx,
+                version_id,
+                BuildStatus::Failed,
+                Reason::BuildFailed,
+                Some(&message),
             )
-            .bind(&now)
-            .bind(&message)
-            .bind(version_id)
-            .execute(db)
             .await?;
+            sqlx::query("UPDATE environment_versions SET build_finished_at = ? WHERE id = ?")
+                .bind(&now)
+                .bind(version_id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
             tracing::warn!(version_id, error = %message, "environment build failed");
         }
     }

@@ -25,7 +25,7 @@ use super::{record_event, EnvRow, ENV_COLUMNS};
 use crate::engine::{Engine, OrphanPolicy};
 use crate::gpus::{self, Holder};
 use contracts::error::AppError;
-use contracts::types::EnvStatus;
+use contracts::types::{BuildStatus, EnvStatus};
 
 /// How long to wait before watching events again after the stream broke (Docker restarted or went away).
 const WATCH_RETRY: Duration = Duration::from_secs(5);
@@ -74,13 +74,28 @@ pub async fn run(db: SqlitePool, engine: Arc<Engine>) {
 /// Builds left `building` by a previous process, and queued ones, are run again.
 pub async fn recover_builds(db: &SqlitePool, engine: &Arc<Engine>) {
     let result = async {
-        sqlx::query("UPDATE environment_versions SET build_status = 'queued' WHERE build_status = 'building'")
-            .execute(db)
+        let mut tx = crate::db::write_tx(db).await?;
+        let interrupted: Vec<i64> = sqlx::query_scalar(
+            "SELECT id FROM environment_versions WHERE build_status = 'building'",
+        )
+        .fetch_all(&mut *tx)
+        .await?;
+        for id in interrupted {
+            super::builds::transition(
+                &mut tx,
+                id,
+                BuildStatus::Queued,
+                super::builds::Reason::Interrupted,
+                None,
+            )
             .await?;
-        let queued: Vec<i64> = sqlx::query_scalar("SELECT id FROM environment_versions WHERE build_status = 'queued'")
-            .fetch_all(db)
-            .await?;
-        Ok::<_, sqlx::Error>(queued)
+        }
+        let queued: Vec<i64> =
+            sqlx::query_scalar("SELECT id FROM environment_versions WHERE build_status = 'queued'")
+                .fetch_all(&mut *tx)
+                .await?;
+        tx.commit().await?;
+        Ok::<_, AppError>(queued)
     }
     .await;
     match result {

@@ -20,7 +20,7 @@ async fn make_jobs(dir: &tempfile::TempDir, db: &SqlitePool) -> Arc<Jobs> {
         ..Default::default()
     };
     let engine = Arc::new(crate::engine::Engine::start(db, engine).await.unwrap());
-    Arc::new(Jobs::new(storage, engine, 1, 0))
+    Arc::new(Jobs::new(db.clone(), storage, engine, 1, 0))
 }
 
 async fn dataset(db: &SqlitePool, workspace_id: i64, name: &str, labels: &[&str]) -> i64 {

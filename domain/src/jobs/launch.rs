@@ -1,8 +1,7 @@
-//! Starting a job the scheduler placed: its run folder and `job.toml` (under the server's `runs/` for a
-//! local process, in the workspace volume for a container: see [`Jobs::run_root`]), then the
-//! executor it was submitted for (a local process, or a container from its environment's image), then a
-//! supervisor. A job cancelled while starting is stopped as soon as it runs; one that cannot start is
-//! failed with the reason and gives its GPUs back.
+//! Starting a job the scheduler placed: its run folder and `job.toml` beneath its executor's run root
+//! (the server's `runs/` for a local process, the workspace volume for a container), then the executor
+//! it was submitted for (see [`crate::executor`]), then a supervisor. A job cancelled while starting is
+//! stopped as soon as it runs; one that cannot start is failed with the reason and gives its GPUs back.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -10,11 +9,13 @@ use std::sync::Arc;
 use sqlx::SqlitePool;
 
 use super::status::{self, Reason};
-use super::{docker, job_rel, local, supervise, Jobs};
+use super::{job_rel, supervise, Jobs};
+use crate::environments::secrets;
+use crate::executor::{wait_for_pid_file, InImage, Stop, Unit, Work};
 use crate::gpus::{self, Holder};
 use crate::storage::in_volume;
 use contracts::error::AppError;
-use contracts::types::JobStatus;
+use contracts::types::{ExecutorKind, JobStatus};
 
 /// Launches job `job_id` (status `starting`, GPUs already leased) in the background.
 pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
@@ -58,18 +59,26 @@ async fn fail(db: &SqlitePool, job_id: i64, message: &str) -> Result<(), AppErro
 }
 
 async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), String> {
-    let (workspace_id, executor, config_toml, gpu_indices): (i64, String, String, Option<String>) =
-        sqlx::query_as(
-            "SELECT workspace_id, executor, config_toml, gpu_indices FROM jobs WHERE id = ?",
-        )
-        .bind(job_id)
-        .fetch_one(db)
-        .await
-        .map_err(|e| e.to_string())?;
+    let (workspace_id, kind, config_toml, gpu_indices, environment_id, image_id): (
+        i64,
+        ExecutorKind,
+        String,
+        Option<String>,
+        Option<i64>,
+        Option<String>,
+    ) = sqlx::query_as(
+        "SELECT workspace_id, executor, config_toml, gpu_indices, environment_id, image_id FROM jobs WHERE id = ?",
+    )
+    .bind(job_id)
+    .fetch_one(db)
+    .await
+    .map_err(|e| e.to_string())?;
+    let executor = jobs.executor(kind);
+    let rel = job_rel(job_id);
     // A container's run folder is in the volume, where anything may have been put under its name (a
     // link, a FIFO at `job.toml`): made and written through `beneath`, never through a link.
-    let dir = {
-        let (root, rel) = (jobs.run_root(&executor, workspace_id), job_rel(job_id));
+    let folder = {
+        let (root, rel) = (executor.run_root(workspace_id), rel.clone());
         in_volume("preparing the job's directory", move || {
             let dir = root?.create_dir_all(&rel, 0o755)?;
             // Left by an earlier attempt of this job (a retry after a crash while starting).
@@ -88,21 +97,32 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
         .await
         .map_err(|e| e.to_string())?
     };
-    let devices: Vec<u32> = gpu_indices
-        .as_deref()
-        .and_then(|g| serde_json::from_str(g).ok())
-        .unwrap_or_default();
-
-    let (pid, container) = match executor.as_str() {
-        super::DOCKER => (None, Some(docker::launch(db, jobs, job_id, &dir).await?)),
-        _ => (Some(local::launch(jobs, dir, &devices)? as i64), None),
+    let image = match kind {
+        ExecutorKind::Docker => Some(in_image(db, environment_id, image_id).await?),
+        ExecutorKind::Local => None,
     };
+    let work = Work {
+        unit: Unit::Job(job_id),
+        workspace_id,
+        folder,
+        rel: rel.clone(),
+        args: ["train", "--config", "job.toml"].map(String::from).to_vec(),
+        stdout: "events.jsonl",
+        log: "train.log",
+        log_limit: jobs.train_log_max_bytes,
+        devices: gpu_indices
+            .as_deref()
+            .and_then(|g| serde_json::from_str(g).ok())
+            .unwrap_or_default(),
+        image,
+    };
+    let handle = executor.start(work).await?;
     // Where it runs is recorded whatever happens next, in the same transaction as the move to running.
     let moved = async {
         let mut tx = crate::db::write_tx(db).await?;
         sqlx::query("UPDATE jobs SET pid = ?, container_name = ? WHERE id = ?")
-            .bind(pid)
-            .bind(&container)
+            .bind(handle.pid())
+            .bind(handle.container())
             .bind(job_id)
             .execute(&mut *tx)
             .await?;
@@ -115,11 +135,29 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
     .map_err(|e| e.to_string())?;
     if moved.is_none() {
         // Cancelled while starting: stop it.
-        local::wait_for_pid_file(jobs, &executor, workspace_id, &job_rel(job_id)).await;
-        match &container {
-            Some(name) => docker::signal_stop(jobs, name).await,
-            None => local::signal_stop(&jobs.storage, &job_rel(job_id), pid).await,
-        }
+        wait_for_pid_file(executor, workspace_id, &rel).await;
+        executor.stop(&handle, Stop::Ask).await;
     }
     Ok(())
+}
+
+/// The environment image a container job runs in, with the environment's secrets (tokens for a hub, a
+/// tracker), which reach its jobs as they reach its own container: at start, never in the image or the
+/// job's rows.
+async fn in_image(
+    db: &SqlitePool,
+    environment_id: Option<i64>,
+    image_id: Option<String>,
+) -> Result<InImage, String> {
+    let image_id = image_id.ok_or("the job has no environment image")?;
+    let environment_id = environment_id.ok_or("the job's environment was deleted")?;
+    let mut conn = db.acquire().await.map_err(|e| e.to_string())?;
+    let secrets = secrets::load(&mut conn, environment_id)
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(InImage {
+        image_id,
+        environment_id,
+        env: secrets::container_env(&secrets),
+    })
 }

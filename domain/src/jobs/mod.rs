@@ -13,14 +13,12 @@
 //! - [`spec`]: the form's checks and the `job.toml` it renders to.
 //! - [`status`]: the state machine; every change of a job's status goes through its `transition`.
 //! - [`scheduler`]: who runs next (priority with ageing, FIFO, GPU placement, quotas, CPU slots).
-//! - [`local`] and [`docker`]: the two executors (a child process; a container from the environment's
-//!   image). [`supervise`]: following a run to its end, whichever executor started it, with
-//!   [`log_file`] keeping each job's rotated log on disk.
+//! - [`launch`]: a placed job's run folder and `job.toml`, handed to its executor ([`crate::executor`]).
+//!   [`supervise`]: following a run to its end, whichever executor started it, with [`log_file`] keeping
+//!   each job's rotated log on disk.
 
 pub mod checkpoints;
-pub mod docker;
 pub mod launch;
-pub mod local;
 pub mod log_file;
 pub mod scheduler;
 pub mod spec;
@@ -35,7 +33,8 @@ use super::access::authorize;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
-use super::storage::{in_volume, Storage, DEFAULT_VOLUME};
+use super::executor::{Executor, Executors, Handle, Stop};
+use super::storage::{in_volume, Storage};
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
@@ -62,7 +61,9 @@ pub struct Jobs {
     /// when there is something new instead of polling on a timer. One counter for all jobs: a wake-up
     /// costs a stream one cheap query, and there are few streams.
     pub activity: tokio::sync::watch::Sender<u64>,
-    /// The most bytes of the trainer's stderr kept in a job's raw `train.log` (see [`local::WRAPPER`]).
+    /// Where jobs (and evaluations) run.
+    pub executors: Executors,
+    /// The most bytes of the trainer's stderr kept in a job's raw `train.log`.
     pub train_log_max_bytes: u64,
     /// Evaluations (`crate::evaluations`) run one at a time: each uses the CPU threads a job would, and
     /// several at once would only slow each other and the jobs down.
@@ -71,12 +72,14 @@ pub struct Jobs {
 
 impl Jobs {
     pub fn new(
+        db: SqlitePool,
         storage: Arc<Storage>,
         engine: Arc<super::engine::Engine>,
         cpu_slots: usize,
         cpu_threads: usize,
     ) -> Jobs {
         Jobs {
+            executors: Executors::new(storage.clone(), engine.clone(), db),
             storage,
             engine,
             cpu_slots: cpu_slots.max(1),
@@ -93,47 +96,13 @@ impl Jobs {
         self.activity.send_modify(|n| *n = n.wrapping_add(1));
     }
 
-    /// Where runs of `executor` keep their folders ([`job_rel`] beneath it): the server's `runs/` for
-    /// local processes, which run as the server; the workspace volume for containers, which write their
-    /// run there themselves (and whose files are therefore read as hostile input). Opened through
-    /// `beneath` either way.
-    pub fn run_root(&self, executor: &str, workspace_id: i64) -> beneath::Result<beneath::Dir> {
-        match executor {
-            DOCKER => self.storage.volume(workspace_id),
-            _ => self.storage.runs(),
-        }
-    }
-
-    /// The host path of [`Jobs::run_root`] (the trainer may report absolute paths under it).
-    pub fn run_root_dir(&self, executor: &str, workspace_id: i64) -> std::path::PathBuf {
-        match executor {
-            DOCKER => self.storage.volume_dir(workspace_id, DEFAULT_VOLUME),
-            _ => self.storage.runs_dir(),
-        }
-    }
-
-    /// The workspace's store as a run of `executor` sees it.
-    pub fn store_seen_by(&self, executor: &str, workspace_id: i64) -> String {
-        store_seen_by(&self.storage, executor, workspace_id)
+    /// The executor of `kind`, where a job of that kind runs (see [`crate::executor`]).
+    pub fn executor(&self, kind: ExecutorKind) -> &dyn Executor {
+        self.executors.get(kind)
     }
 }
 
-/// The workspace's store as a run of `executor` sees it: `/paddock` in a container, the host path for a
-/// local run.
-pub fn store_seen_by(storage: &Storage, executor: &str, workspace_id: i64) -> String {
-    match executor {
-        DOCKER => containers::build::STORE_DIR.to_string(),
-        _ => storage
-            .store_dir(workspace_id)
-            .to_string_lossy()
-            .into_owned(),
-    }
-}
-
-/// The executor of a job that runs in a container of its environment's image (`jobs.executor`).
-pub const DOCKER: &str = "docker";
-
-/// A job's run folder relative to its [`Jobs::run_root`]: `jobs/<id>`.
+/// A job's run folder relative to its executor's [`Executor::run_root`]: `jobs/<id>`.
 pub fn job_rel(job_id: i64) -> std::path::PathBuf {
     std::path::Path::new("jobs").join(job_id.to_string())
 }
@@ -145,7 +114,7 @@ pub(crate) struct JobRow {
     pub name: String,
     pub spec_json: String,
     pub config_toml: String,
-    pub executor: String,
+    pub executor: ExecutorKind,
     pub priority: i64,
     pub gpus: i64,
     pub status: String,
@@ -177,6 +146,11 @@ impl JobRow {
         JobStatus::parse(&self.status).ok_or_else(|| internal("stored job status", &self.status))
     }
 
+    /// Where it runs, once started.
+    pub(crate) fn handle(&self) -> Option<Handle> {
+        Handle::of(self.pid, self.container_name.as_deref())
+    }
+
     pub(crate) fn gpu_list(&self) -> Vec<u32> {
         self.gpu_indices
             .as_deref()
@@ -192,7 +166,7 @@ impl JobRow {
             status: self.status()?,
             status_message: self.status_message.clone(),
             exit_code: self.exit_code,
-            executor: self.executor.clone(),
+            executor: self.executor,
             priority: self.priority as i32,
             gpus: self.gpus as u32,
             gpu_indices: self.gpu_list(),
@@ -359,10 +333,10 @@ async fn submit_as(
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
     let (executor, image_id) = match spec.environment_id {
         Some(env_id) => (
-            DOCKER,
+            ExecutorKind::Docker,
             Some(environment_image(&mut tx, workspace_id, env_id).await?),
         ),
-        None => ("local", None),
+        None => (ExecutorKind::Local, None),
     };
     let train = dataset_input(&mut tx, workspace_id, spec.dataset_id, "dataset_id").await?;
     let dev = match spec.dev_dataset_id {
@@ -387,7 +361,7 @@ async fn submit_as(
         ));
     }
     let inputs = spec::Inputs {
-        store: jobs.store_seen_by(executor, workspace_id),
+        store: jobs.executor(executor).store_seen(workspace_id),
         train: train.path,
         dev: dev.map(|d| d.path),
         pretrained,
@@ -593,11 +567,9 @@ pub async fn cancel(
     )
     .await?;
     tx.commit().await?;
-    if status != JobStatus::Queued {
-        match &job.container_name {
-            Some(name) => docker::signal_stop(jobs, name).await,
-            None => local::signal_stop(&jobs.storage, &job_rel(job_id), job.pid).await,
-        }
+    // A job still being launched has no handle yet: the launch stops it once it runs.
+    if let (true, Some(handle)) = (status != JobStatus::Queued, job.handle()) {
+        jobs.executors.stop(&handle, Stop::Ask).await;
     }
     jobs.changed();
     jobs.wake.notify_one();
@@ -686,7 +658,7 @@ pub async fn delete(
     )
     .await?;
     tx.commit().await?;
-    remove_run(jobs, &job.executor, workspace_id, job_id).await;
+    remove_run(jobs, job.executor, workspace_id, job_id).await;
     if let Err(e) = tokio::fs::remove_dir_all(jobs.storage.job_logs_dir(job_id)).await {
         if e.kind() != std::io::ErrorKind::NotFound {
             tracing::warn!(job_id, error = %e, "could not remove a deleted job's log");
@@ -697,8 +669,16 @@ pub async fn delete(
 
 /// Removes a deleted job's files: its run folder and its checkpoints' copies in the store. A failure is
 /// logged, not answered: the row is what counts.
-pub(crate) async fn remove_run(jobs: &Jobs, executor: &str, workspace_id: i64, job_id: i64) {
-    let (root, storage) = (jobs.run_root(executor, workspace_id), jobs.storage.clone());
+pub(crate) async fn remove_run(
+    jobs: &Jobs,
+    executor: ExecutorKind,
+    workspace_id: i64,
+    job_id: i64,
+) {
+    let (root, storage) = (
+        jobs.executor(executor).run_root(workspace_id),
+        jobs.storage.clone(),
+    );
     let removed = in_volume("removing the job's files", move || {
         root?.remove_all(&job_rel(job_id))?;
         storage

@@ -15,7 +15,8 @@ use sqlx::{SqliteConnection, SqlitePool};
 use super::checkpoints::{self, Copied};
 use super::log_file::JobLogFile;
 use super::status::{self, Reason};
-use super::{docker, local, JobRow, Jobs, DOCKER, JOB_SELECT};
+use super::{JobRow, Jobs, JOB_SELECT};
+use crate::executor::{self, Stop};
 use crate::gpus::{self, Holder};
 use crate::storage::in_volume;
 use contracts::error::internal;
@@ -117,9 +118,12 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
         let dir = super::job_rel(job_id);
         // The exit status is read before the last ingest, so output written just before it is not missed.
         let exit = {
-            let (root, dir) = (jobs.run_root(&job.executor, job.workspace_id), dir.clone());
+            let (root, dir) = (
+                jobs.executor(job.executor).run_root(job.workspace_id),
+                dir.clone(),
+            );
             let read = in_volume("the job's exit status", move || {
-                local::exit_code(&root?, &dir)
+                executor::exit_code(&root?, &dir)
             })
             .await;
             match read {
@@ -130,10 +134,10 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
                 }
             }
         };
-        let alive = match &job.container_name {
-            // Docker unreachable: nothing can be concluded; keep watching.
-            Some(name) => docker::is_running(jobs, name).await.unwrap_or(true),
-            None => job.pid.is_some_and(local::is_alive),
+        let alive = match job.handle() {
+            // The executor cannot say (Docker unreachable): nothing can be concluded; keep watching.
+            Some(handle) => jobs.executors.is_running(&handle).await.unwrap_or(true),
+            None => false,
         };
         let gone = exit.is_none() && !alive;
         if ingest(db, jobs, &job, &mut refused, &mut log_file).await? {
@@ -141,8 +145,8 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
         }
         if exit.is_some() || gone {
             let job = load(db, job_id).await?.unwrap_or(job);
-            if let Some(name) = &job.container_name {
-                docker::remove(jobs, name).await;
+            if let Some(handle) = job.handle() {
+                jobs.executors.clean_up(&handle).await;
             }
             drop_run_checkpoints(jobs, &job).await;
             finish(db, &job, exit, gone, &mut log_file).await?;
@@ -177,9 +181,8 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
                 )
                 .await?;
                 jobs.changed();
-                match &job.container_name {
-                    Some(name) => docker::signal_stop(jobs, name).await,
-                    None => local::signal_stop(&jobs.storage, &dir, job.pid).await,
+                if let Some(handle) = job.handle() {
+                    jobs.executors.stop(&handle, Stop::Ask).await;
                 }
             }
         }
@@ -197,7 +200,7 @@ async fn ingest(
     log_file: &mut Option<JobLogFile>,
 ) -> Result<bool, AppError> {
     let read = {
-        let root = jobs.run_root(&job.executor, job.workspace_id);
+        let root = jobs.executor(job.executor).run_root(job.workspace_id);
         let dir = super::job_rel(job.id);
         let offsets = (job.events_offset as u64, job.log_offset as u64);
         in_volume("the job's output", move || {
@@ -301,18 +304,16 @@ enum Registered {
 
 /// Copies the checkpoint folder an event reports into the store (see [`checkpoints`]).
 async fn register(jobs: &Jobs, job: &JobRow, reported: &str) -> Registered {
-    let host_root = jobs.run_root_dir(&job.executor, job.workspace_id);
-    let mut roots = vec![host_root.as_path()];
-    if job.executor == DOCKER {
-        roots.push(Path::new(containers::build::WORKSPACE_DIR));
-    }
+    let executor = jobs.executor(job.executor);
+    let seen = executor.run_roots_seen(job.workspace_id);
+    let roots: Vec<&Path> = seen.iter().map(|p| p.as_path()).collect();
     let rel = match checkpoints::reported_rel(reported, job.id, &roots) {
         Ok(rel) => rel,
         Err(why) => return Registered::Refused(why),
     };
     let run_path = rel.to_string_lossy().into_owned();
     let (root, storage, job_id, workspace_id) = (
-        jobs.run_root(&job.executor, job.workspace_id),
+        executor.run_root(job.workspace_id),
         jobs.storage.clone(),
         job.id,
         job.workspace_id,
@@ -347,15 +348,16 @@ async fn register(jobs: &Jobs, job: &JobRow, reported: &str) -> Registered {
 /// copied into the store when registered, and no retention is followed any more, so they would only take
 /// the disk twice. A container run's folder is in the team's volume: theirs to keep or remove.
 async fn drop_run_checkpoints(jobs: &Jobs, job: &JobRow) {
-    if job.executor == DOCKER {
+    let executor = jobs.executor(job.executor);
+    if executor.run_folder_is_theirs() {
         return;
     }
-    let (storage, dir) = (
-        jobs.storage.clone(),
+    let (root, dir) = (
+        executor.run_root(job.workspace_id),
         super::job_rel(job.id).join("output").join("checkpoints"),
     );
     let removed = in_volume("removing the run's checkpoints", move || {
-        storage.runs()?.remove_all(&dir)
+        root?.remove_all(&dir)
     })
     .await;
     if let Err(e) = removed {
@@ -636,7 +638,7 @@ async fn retire_checkpoints(
     .fetch_all(&mut *conn)
     .await?;
     // A run root that cannot be opened says nothing about which are gone.
-    let Ok(root) = jobs.run_root(&job.executor, job.workspace_id) else {
+    let Ok(root) = jobs.executor(job.executor).run_root(job.workspace_id) else {
         return Ok(());
     };
     for (id, path, run_path) in kept {

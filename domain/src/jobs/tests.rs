@@ -20,7 +20,7 @@ async fn make_jobs(dir: &tempfile::TempDir, db: &SqlitePool) -> Jobs {
         ..Default::default()
     };
     let engine = Arc::new(crate::engine::Engine::start(db, engine).await.unwrap());
-    Jobs::new(storage, engine, 1, 0)
+    Jobs::new(db.clone(), storage, engine, 1, 0)
 }
 
 async fn dataset(db: &SqlitePool, workspace_id: i64) -> i64 {
@@ -332,8 +332,11 @@ async fn recovery_follows_every_run_whose_end_is_unrecorded() {
         .await
         .unwrap();
     // Each in its executor's run root: the server's `runs/`, the workspace volume.
-    for (id, executor, code) in [(local_run, "local", "0"), (container_run, "docker", "3")] {
-        let job_dir = jobs.run_root_dir(executor, ws).join(job_rel(id));
+    for (id, executor, code) in [
+        (local_run, ExecutorKind::Local, "0"),
+        (container_run, ExecutorKind::Docker, "3"),
+    ] {
+        let job_dir = jobs.executor(executor).run_root_dir(ws).join(job_rel(id));
         std::fs::create_dir_all(&job_dir).unwrap();
         std::fs::write(job_dir.join("exit_code"), format!("{code}\n")).unwrap();
     }

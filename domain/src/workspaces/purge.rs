@@ -10,8 +10,8 @@ use sqlx::SqlitePool;
 
 use crate::audit::{self, Entry};
 use crate::db::write_tx;
+use crate::executor::{Handle, Stop};
 use crate::jobs::status::Reason;
-use crate::jobs::{docker, local};
 use crate::storage::workspace_folder;
 use crate::AppState;
 use contracts::error::internal;
@@ -99,17 +99,14 @@ async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppE
     .fetch_all(db)
     .await?;
     for (id, status, pid, container) in jobs {
-        let alive = match (pid, &container) {
-            (_, Some(name)) => {
-                docker::remove(&state.jobs, name).await;
-                docker::is_running(&state.jobs, name).await != Some(false)
-            }
-            (Some(pid), None) => {
-                local::kill_group(pid);
-                local::is_alive(pid)
+        let alive = match Handle::of(pid, container.as_deref()) {
+            Some(handle) => {
+                let executors = &state.jobs.executors;
+                executors.stop(&handle, Stop::Kill).await;
+                executors.is_running(&handle).await != Some(false)
             }
             // Being launched by the scheduler: its process is recorded in a moment, then killed.
-            (None, None) => status == "starting",
+            None => status == "starting",
         };
         if alive {
             running.jobs.push(id);
@@ -139,9 +136,10 @@ async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppE
     .fetch_all(db)
     .await?;
     for (id, pid) in evaluations {
-        if let Some(pid) = pid {
-            local::kill_group(pid);
-            if local::is_alive(pid) {
+        if let Some(group) = pid {
+            let (handle, executors) = (Handle::Process { group }, &state.jobs.executors);
+            executors.stop(&handle, Stop::Kill).await;
+            if executors.is_running(&handle).await != Some(false) {
                 running.evaluations.push(id);
                 continue;
             }

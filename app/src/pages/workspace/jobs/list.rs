@@ -14,7 +14,7 @@ use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use contracts::types::JobSummary;
+use contracts::types::{ExecutorKind, JobSummary};
 
 /// How often the list is read again while a job is active.
 const POLL: std::time::Duration = std::time::Duration::from_secs(3);
@@ -102,7 +102,7 @@ fn JobsTable(list: Vec<JobSummary>, workspace_id: i64) -> impl IntoView {
                     {list
                         .into_iter()
                         .map(|job| {
-                            let executor = job.executor.clone();
+                            let executor = job.executor;
                             let gpus = job.gpu_indices.clone();
                             let (testid, name) = (format!("job-row-{}", job.id), job.name.clone());
                             let (label, by) = (job.name.clone(), job.created_by.clone().map(|by| format!(" · {by}")));
@@ -117,7 +117,7 @@ fn JobsTable(list: Vec<JobSummary>, workspace_id: i64) -> impl IntoView {
                                     <td><JobProgress summary=Signal::stored(job.clone()) /></td>
                                     <td class="num" data-testid="job-queue">{queue.map(|p| format!("#{p}"))}</td>
                                     <td class="nowrap">
-                                        {move || executor_text(i18n.get_locale(), &executor, &gpus)}
+                                        {move || executor_text(i18n.get_locale(), executor, &gpus)}
                                     </td>
                                     <td class="nowrap"><Timestamp at=created /></td>
                                 </tr>
@@ -132,11 +132,10 @@ fn JobsTable(list: Vec<JobSummary>, workspace_id: i64) -> impl IntoView {
 }
 
 /// `Local process`, `Docker · GPU 0, 1`.
-pub fn executor_text(locale: Locale, executor: &str, gpus: &[u32]) -> String {
-    let what = if executor == "docker" {
-        td_string!(locale, jobs.executor_docker)
-    } else {
-        td_string!(locale, jobs.executor_local)
+pub fn executor_text(locale: Locale, executor: ExecutorKind, gpus: &[u32]) -> String {
+    let what = match executor {
+        ExecutorKind::Docker => td_string!(locale, jobs.executor_docker),
+        ExecutorKind::Local => td_string!(locale, jobs.executor_local),
     };
     if gpus.is_empty() {
         what.to_string()

@@ -1,0 +1,240 @@
+//! The state machines of an endpoint and of each of its replicas (both in [`EndpointStatus`]'s words,
+//! with moves of their own); every change of either's status goes through [`endpoint`] or [`replica`]
+//! (see `crate::transitions`).
+//!
+//! An endpoint is what a person asked for: deployed (starting → ready, or failed when its replicas or
+//! its parity gate did not come up), undeployed (stopped), deployed again. A replica is one process or
+//! container serving it: starting → ready, failed when it exits or stops answering (the watcher starts it
+//! again: failed → starting), stopped when it is retired, after which its row goes.
+
+use contracts::error::AppError;
+use contracts::types::EndpointStatus;
+use sqlx::SqliteConnection;
+
+use crate::transitions::{self, Column, Machine};
+
+impl Column for EndpointStatus {
+    fn name(self) -> &'static str {
+        self.as_str()
+    }
+}
+
+/// Why an endpoint's status changed, in `endpoints.status_reason`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type)]
+#[sqlx(rename_all = "snake_case")]
+pub enum EndpointReason {
+    /// Its replicas answer and passed the parity gate (starting → ready).
+    Deployed,
+    /// Its replicas did not start, or the parity gate refused them.
+    DeployFailed,
+    /// A person stopped it.
+    Undeployed,
+    /// A person deployed it again (stopped or failed → starting).
+    Redeployed,
+    /// It is being deleted, with its workspace or on its own.
+    Deleted,
+}
+
+impl Column for EndpointReason {
+    fn name(self) -> &'static str {
+        match self {
+            EndpointReason::Deployed => "deployed",
+            EndpointReason::DeployFailed => "deploy_failed",
+            EndpointReason::Undeployed => "undeployed",
+            EndpointReason::Redeployed => "redeployed",
+            EndpointReason::Deleted => "deleted",
+        }
+    }
+}
+
+/// The endpoints table's machine.
+pub struct Endpoint;
+
+impl Machine for Endpoint {
+    const KIND: &'static str = "endpoint";
+    const TABLE: &'static str = "endpoints";
+    type Status = EndpointStatus;
+    type Reason = EndpointReason;
+    fn can_become(from: EndpointStatus, to: EndpointStatus) -> bool {
+        use EndpointStatus::*;
+        match from {
+            Starting => matches!(to, Ready | Failed | Stopped),
+            Ready => matches!(to, Stopped),
+            Failed | Stopped => matches!(to, Starting) || (from == Failed && to == Stopped),
+        }
+    }
+}
+
+/// Moves endpoint `id` to `to` for `reason`, also stamping `updated_at` when it moved (see
+/// [`transitions::transition`]).
+pub async fn endpoint(
+    conn: &mut SqliteConnection,
+    id: i64,
+    to: EndpointStatus,
+    reason: EndpointReason,
+    message: Option<&str>,
+) -> Result<Option<EndpointStatus>, AppError> {
+    let moved = transitions::transition::<Endpoint>(conn, id, to, reason, message).await?;
+    if moved.is_some() {
+        sqlx::query("UPDATE endpoints SET updated_at = ? WHERE id = ?")
+            .bind(crate::now())
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(moved)
+}
+
+/// Why a replica's status changed, in `endpoint_replicas.status_reason`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type)]
+#[sqlx(rename_all = "snake_case")]
+pub enum ReplicaReason {
+    /// Started for the first time (the row's first status).
+    Created,
+    /// It answers (starting → ready).
+    Started,
+    /// It did not come up.
+    StartFailed,
+    /// It exited or stopped answering while serving.
+    Exited,
+    /// The server restarted while it was starting.
+    Interrupted,
+    /// The watcher starts it again after a failure (failed → starting).
+    Restarted,
+    /// Taken out of service: undeployed, scaled down, replaced by a rollout.
+    Retired,
+}
+
+impl Column for ReplicaReason {
+    fn name(self) -> &'static str {
+        match self {
+            ReplicaReason::Created => "created",
+            ReplicaReason::Started => "started",
+            ReplicaReason::StartFailed => "start_failed",
+            ReplicaReason::Exited => "exited",
+            ReplicaReason::Interrupted => "interrupted",
+            ReplicaReason::Restarted => "restarted",
+            ReplicaReason::Retired => "retired",
+        }
+    }
+}
+
+/// The endpoint_replicas table's machine; its message column is `last_error`.
+pub struct Replica;
+
+impl Machine for Replica {
+    const KIND: &'static str = "replica";
+    const TABLE: &'static str = "endpoint_replicas";
+    const MESSAGE: &'static str = "last_error";
+    type Status = EndpointStatus;
+    type Reason = ReplicaReason;
+    fn can_become(from: EndpointStatus, to: EndpointStatus) -> bool {
+        use EndpointStatus::*;
+        match from {
+            Starting => matches!(to, Ready | Failed | Stopped),
+            Ready => matches!(to, Failed | Stopped),
+            Failed => matches!(to, Starting | Stopped),
+            Stopped => false,
+        }
+    }
+}
+
+/// Moves replica `id` (its row id) to `to` for `reason` (see [`transitions::transition`]).
+pub async fn replica(
+    conn: &mut SqliteConnection,
+    id: i64,
+    to: EndpointStatus,
+    reason: ReplicaReason,
+    message: Option<&str>,
+) -> Result<Option<EndpointStatus>, AppError> {
+    transitions::transition::<Replica>(conn, id, to, reason, message).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use EndpointStatus::*;
+
+    const ALL: [EndpointStatus; 4] = [Starting, Ready, Failed, Stopped];
+
+    #[test]
+    fn a_retired_replica_is_final_and_every_other_state_can_be_left() {
+        for from in ALL {
+            let onward = ALL
+                .iter()
+                .filter(|to| Replica::can_become(from, **to))
+                .count();
+            assert_eq!(onward == 0, from == Stopped, "{from:?}");
+            assert!(!Replica::can_become(from, from), "{from:?} to itself");
+            assert!(!Endpoint::can_become(from, from), "{from:?} to itself");
+        }
+        // A serving replica is never restarted in place: it fails first, so its end is recorded.
+        assert!(!Replica::can_become(Ready, Starting));
+        // An endpoint can always be deployed again once it is not running.
+        assert!(Endpoint::can_become(Stopped, Starting) && Endpoint::can_become(Failed, Starting));
+        assert!(!Endpoint::can_become(Ready, Starting));
+    }
+
+    #[tokio::test]
+    async fn replica_moves_are_checked_written_with_their_reason_and_counted_once() {
+        let (_dir, db) = crate::testing::test_db().await;
+        let mut conn = db.acquire().await.unwrap();
+        for statement in [
+            "INSERT INTO workspaces (id, name, created_at) VALUES (1, 'nlp', 't')",
+            "INSERT INTO jobs (id, workspace_id, name, spec_json, config_toml, executor, created_at)
+                 VALUES (1, 1, 'j', '{}', '', 'local', 't')",
+            "INSERT INTO checkpoints (id, job_id, workspace_id, step, path, bytes, sha256, created_at)
+                 VALUES (1, 1, 1, 1, 'p', 0, 'x', 't')",
+            "INSERT INTO endpoints (id, workspace_id, slug, name, checkpoint_id, replicas, max_batch_tokens,
+                 max_wait_ms, device, status, created_at, updated_at)
+                 VALUES (1, 1, 's', 'e', 1, 1, 1, 1, 'cpu', 'starting', 't', 't')",
+            "INSERT INTO endpoint_replicas (id, endpoint_id, ordinal, status) VALUES (1, 1, 0, 'starting')",
+        ] {
+            sqlx::query(statement).execute(&mut *conn).await.unwrap();
+        }
+
+        assert_eq!(
+            replica(&mut conn, 1, Ready, ReplicaReason::Started, None)
+                .await
+                .unwrap(),
+            Some(Starting)
+        );
+        // Not from ready to starting; and a second writer of the same move finds it made.
+        assert_eq!(
+            replica(&mut conn, 1, Starting, ReplicaReason::Restarted, None)
+                .await
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            replica(&mut conn, 1, Failed, ReplicaReason::Exited, Some("exited"))
+                .await
+                .unwrap(),
+            Some(Ready)
+        );
+        let row: (String, String, Option<String>) = sqlx::query_as(
+            "SELECT status, status_reason, last_error FROM endpoint_replicas WHERE id = 1",
+        )
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+        assert_eq!(
+            row,
+            ("failed".into(), "exited".into(), Some("exited".into()))
+        );
+
+        assert_eq!(
+            endpoint(&mut conn, 1, Ready, EndpointReason::Deployed, None)
+                .await
+                .unwrap(),
+            Some(Starting)
+        );
+        assert_eq!(
+            endpoint(&mut conn, 1, Starting, EndpointReason::Redeployed, None)
+                .await
+                .unwrap(),
+            None,
+            "a ready endpoint is undeployed before it is deployed again"
+        );
+    }
+}

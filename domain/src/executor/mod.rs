@@ -1,0 +1,324 @@
+//! The executor seam. Jobs, evaluations and endpoint replicas are each "a `paddock` command run
+//! somewhere, followed until it ends, stopped on request and found again after a restart"; this module is
+//! the one place that knows *where*. Callers describe the work ([`Work`] for a run that ends, [`Service`]
+//! for a replica that answers requests), record the [`Handle`] they get back in their row, and from then on
+//! ask the executor the handle names whether it still runs, to stop it, or to clean up after it. A cluster
+//! executor (Slurm, then Kubernetes) is one more implementation of [`Executor`] and one more kind of
+//! [`Handle`]; the callers do not change.
+//!
+//! A run that ends follows one file protocol whatever runs it (see [`WRAPPER`]): its stdout to one file,
+//! its stderr to a size-capped log, its pid to `trainer.pid` and, last, its exit status to `exit_code`, all
+//! in its run folder. The server reads those files, never a pipe, so a run outlives a restart of the
+//! server and its end is read back from the folder.
+//!
+//! # Layout
+//! - this file: the [`Executor`] trait, [`Handle`], [`Work`] and [`Service`], the shared wrapper and the
+//!   run-folder readers, and [`Executors`], the set a server has.
+//! - [`local`]: child processes of the server, each leading its own process group.
+//! - [`docker`]: containers from an environment's image, with its limits, the leased GPUs and the
+//!   workspace's volume.
+
+pub mod docker;
+pub mod local;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::engine::Engine;
+use crate::storage::{in_volume, Storage};
+pub use contracts::types::ExecutorKind;
+
+/// Where a started unit runs: what its row records (the `pid` and container columns) to find it again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Handle {
+    /// A process the server started, leading its own process group.
+    Process { group: i64 },
+    /// A Docker container, by its deterministic name.
+    Container { name: String },
+}
+
+impl Handle {
+    /// From a row's `pid` and container columns; `None` when neither is set (not started yet).
+    pub fn of(pid: Option<i64>, container: Option<&str>) -> Option<Handle> {
+        match (container, pid) {
+            (Some(name), _) => Some(Handle::Container {
+                name: name.to_string(),
+            }),
+            (None, Some(group)) => Some(Handle::Process { group }),
+            (None, None) => None,
+        }
+    }
+
+    /// The row's `pid` column.
+    pub fn pid(&self) -> Option<i64> {
+        match self {
+            Handle::Process { group } => Some(*group),
+            Handle::Container { .. } => None,
+        }
+    }
+
+    /// The row's container column.
+    pub fn container(&self) -> Option<&str> {
+        match self {
+            Handle::Container { name } => Some(name),
+            Handle::Process { .. } => None,
+        }
+    }
+
+    pub fn kind(&self) -> ExecutorKind {
+        match self {
+            Handle::Process { .. } => ExecutorKind::Local,
+            Handle::Container { .. } => ExecutorKind::Docker,
+        }
+    }
+}
+
+/// How to stop a unit.
+#[derive(Debug, Clone, Copy)]
+pub enum Stop {
+    /// Ask it to end on its own terms (a trainer finishes its step and writes a checkpoint); its end is
+    /// seen later, through its run folder.
+    Ask,
+    /// Ask, and kill it if it has not ended after the grace period (a replica finishing what it answers).
+    Within(Duration),
+    /// End it at once (its workspace is being deleted).
+    Kill,
+}
+
+/// Which unit of work, for names, labels and logs: a cluster job's name and a container's name are made
+/// from it, so that a restarted server finds what it started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    Job(i64),
+    Evaluation(i64),
+    Replica { endpoint: i64, ordinal: i64 },
+}
+
+impl Unit {
+    /// The parts of its name: `["job", "12"]`, `["endpoint", "7", "0"]`.
+    pub fn name_parts(self) -> Vec<String> {
+        match self {
+            Unit::Job(id) => vec!["job".into(), id.to_string()],
+            Unit::Evaluation(id) => vec!["evaluation".into(), id.to_string()],
+            Unit::Replica { endpoint, ordinal } => {
+                vec!["endpoint".into(), endpoint.to_string(), ordinal.to_string()]
+            }
+        }
+    }
+
+    /// The extra label a container carries (`paddock.job = 12`).
+    fn label(self) -> (String, String) {
+        match self {
+            Unit::Job(id) => ("paddock.job".into(), id.to_string()),
+            Unit::Evaluation(id) => ("paddock.evaluation".into(), id.to_string()),
+            Unit::Replica { endpoint, .. } => ("paddock.endpoint".into(), endpoint.to_string()),
+        }
+    }
+}
+
+/// An environment's image to run a unit in (the Docker executor needs one; the local one ignores it).
+#[derive(Debug, Clone)]
+pub struct InImage {
+    pub image_id: String,
+    pub environment_id: i64,
+    /// The environment's secrets, given to the container at start (never in the image or a row).
+    pub env: Vec<String>,
+}
+
+/// A run that ends: `paddock <args>` in its run folder, which the caller has made (beneath the
+/// executor's [`Executor::run_root`]) and filled with its inputs.
+pub struct Work {
+    pub unit: Unit,
+    pub workspace_id: i64,
+    /// The run folder, opened; and its path relative to the run root.
+    pub folder: beneath::Dir,
+    pub rel: PathBuf,
+    /// The `paddock` subcommand and its arguments, as the run sees paths (see [`Executor::store_seen`]).
+    pub args: Vec<String>,
+    /// The file in the run folder that receives its stdout (`events.jsonl`, `metrics.json`).
+    pub stdout: &'static str,
+    /// The file in the run folder that receives its stderr, up to `log_limit` bytes.
+    pub log: &'static str,
+    pub log_limit: u64,
+    /// The GPUs it may see (none: CPU only).
+    pub devices: Vec<u32>,
+    pub image: Option<InImage>,
+}
+
+/// A replica: `paddock serve-model <args> --model <dir> --bind <address>`, started and waited for until it
+/// answers. The executor chooses the address and how the model's folder is seen.
+pub struct Service {
+    pub unit: Unit,
+    pub workspace_id: i64,
+    pub args: Vec<String>,
+    /// The model's folder relative to the workspace's store.
+    pub model: String,
+    pub devices: Vec<u32>,
+    /// Where a local replica's stderr goes (a container's is in its own log).
+    pub log: PathBuf,
+    pub image: Option<InImage>,
+    /// How long it may take to load and warm up.
+    pub start_timeout: Duration,
+}
+
+/// A started service: where it runs and where it answers.
+pub struct Served {
+    pub handle: Handle,
+    pub base_url: String,
+}
+
+/// One way of running units. Every method that talks to the engine is fallible in the same way: an
+/// unreachable engine makes [`Executor::is_running`] answer `None` (nothing can be concluded), and a
+/// stop or a clean-up that fails is logged and tried again by the caller's next pass.
+#[async_trait::async_trait]
+pub trait Executor: Send + Sync {
+    fn kind(&self) -> ExecutorKind;
+
+    /// Where its runs keep their folders, opened through `beneath`. A folder a unit can write itself
+    /// (in a container, the workspace's volume) is read back as hostile input.
+    fn run_root(&self, workspace_id: i64) -> beneath::Result<beneath::Dir>;
+
+    /// The host path of [`Executor::run_root`].
+    fn run_root_dir(&self, workspace_id: i64) -> PathBuf;
+
+    /// The paths under which a run may report files of its run root (the host path, and where it sees
+    /// it if elsewhere).
+    fn run_roots_seen(&self, workspace_id: i64) -> Vec<PathBuf> {
+        vec![self.run_root_dir(workspace_id)]
+    }
+
+    /// The workspace's store (datasets, checkpoints) as a unit sees it.
+    fn store_seen(&self, workspace_id: i64) -> String;
+
+    /// Whether the run folder belongs to the team once the run ended (theirs to keep, in their volume)
+    /// rather than to the server (whose copy of what matters is in the store).
+    fn run_folder_is_theirs(&self) -> bool;
+
+    /// Starts a run; returns once it runs.
+    async fn start(&self, work: Work) -> Result<Handle, String>;
+
+    /// Starts a service; returns once it answers.
+    async fn serve(&self, service: Service) -> Result<Served, String>;
+
+    /// Whether the unit still runs; `None` when the executor cannot say.
+    async fn is_running(&self, handle: &Handle) -> Option<bool>;
+
+    async fn stop(&self, handle: &Handle, how: Stop);
+
+    /// Frees what an ended unit leaves behind (a container); its files stay.
+    async fn clean_up(&self, handle: &Handle);
+}
+
+/// The executors a server has. A handle says which one started it, so following, stopping and cleaning
+/// up need no more than the handle.
+#[derive(Clone)]
+pub struct Executors {
+    local: Arc<local::Local>,
+    docker: Arc<docker::Docker>,
+}
+
+impl Executors {
+    pub fn new(storage: Arc<Storage>, engine: Arc<Engine>, db: sqlx::SqlitePool) -> Executors {
+        Executors {
+            local: Arc::new(local::Local::new(storage.clone())),
+            docker: Arc::new(docker::Docker::new(storage, engine, db)),
+        }
+    }
+
+    pub fn get(&self, kind: ExecutorKind) -> &dyn Executor {
+        match kind {
+            ExecutorKind::Local => self.local.as_ref(),
+            ExecutorKind::Docker => self.docker.as_ref(),
+        }
+    }
+
+    pub fn of(&self, handle: &Handle) -> &dyn Executor {
+        self.get(handle.kind())
+    }
+
+    pub async fn is_running(&self, handle: &Handle) -> Option<bool> {
+        self.of(handle).is_running(handle).await
+    }
+
+    pub async fn stop(&self, handle: &Handle, how: Stop) {
+        self.of(handle).stop(handle, how).await
+    }
+
+    pub async fn clean_up(&self, handle: &Handle) {
+        self.of(handle).clean_up(handle).await
+    }
+}
+
+/// PID 1 of every run (or the leader of its process group): `$1` the run folder as the run sees it, `$2`
+/// the `paddock` binary, `$3` the byte limit of the log, `$4`/`$5` the stdout and log files, then the
+/// command. The command runs in the background so that its pid can be recorded (a stop signals it, not
+/// the shell); its stderr is piped into `paddock log-sink` — or, should that binary not know the command,
+/// copied as is — and its exit status is written atomically once the log is complete. A TERM sent to the
+/// wrapper is passed on to the command; the pipeline runs in the background because a shell runs traps
+/// only between commands, and `wait` is one.
+pub const WRAPPER: &str = r#"cd "$1" || exit 98
+paddock="$2"; limit="$3"; out="$4"; log="$5"; shift 5
+trap 'kill -TERM $(cat trainer.pid 2>/dev/null) 2>/dev/null' TERM INT
+{ "$paddock" "$@" 2>&1 >"$out" </dev/null &
+  echo $! > trainer.pid
+  wait $!
+  echo $? > exit_code.tmp
+} | { "$paddock" log-sink --max-bytes "$limit" "$log" || cat >> "$log"; } &
+pipeline=$!
+wait $pipeline
+while kill -0 $pipeline 2>/dev/null; do wait $pipeline; done
+mv exit_code.tmp exit_code"#;
+
+/// The wrapper's arguments after the script: `sh -c WRAPPER sh <these>`.
+fn wrapper_args(dir: &str, paddock: &str, work: &Work) -> Vec<String> {
+    let mut args = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        WRAPPER.to_string(),
+        "sh".to_string(),
+        dir.to_string(),
+        paddock.to_string(),
+        work.log_limit.to_string(),
+        work.stdout.to_string(),
+        work.log.to_string(),
+    ];
+    args.extend(work.args.iter().cloned());
+    args
+}
+
+/// The most `trainer.pid` and `exit_code` may weigh: a number and a newline.
+const SMALL_FILE: u64 = 32;
+
+/// The run's exit status once it has ended; `dir` is relative to `root`, and read without following
+/// links (see [`beneath`]).
+pub fn exit_code(root: &beneath::Dir, dir: &Path) -> beneath::Result<Option<i64>> {
+    match root.read(&dir.join("exit_code"), SMALL_FILE) {
+        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).trim().parse().ok()),
+        Err(e) if e.is_missing() => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Waits (up to a second) for the wrapper to record the command's pid: a run stopped while it was
+/// starting is signalled right after it starts, and a TERM the wrapper gets before `trainer.pid` exists
+/// could not be passed on.
+pub async fn wait_for_pid_file(executor: &dyn Executor, workspace_id: i64, dir: &Path) {
+    for _ in 0..50 {
+        let (root, file) = (executor.run_root(workspace_id), dir.join("trainer.pid"));
+        let written = in_volume("the run's pid", move || root?.exists(&file));
+        if written.await.unwrap_or(false) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The last `n` non-blank lines of a log, joined for a one-line message.
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..].join(" | ")
+}
+
+#[cfg(test)]
+mod tests;

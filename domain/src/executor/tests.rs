@@ -1,0 +1,204 @@
+//! The local executor and the run-file protocol on real processes: the wrapper runs a stand-in `paddock`
+//! (a shell script with the commands a run uses), so what is checked is what every run goes through —
+//! its files, its liveness, its stop. The Docker executor runs the same wrapper; it is tested through
+//! jobs and replicas on the real binary in the server's tests.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::local::{is_alive, Local};
+use super::*;
+
+/// A stand-in `paddock`: `log-sink` is unknown (the wrapper then copies the log itself), `quick OUT CODE`
+/// prints and ends with CODE, `work` prints and runs until TERM, then ends with 7.
+const FAKE_PADDOCK: &str = r#"#!/bin/sh
+case "$1" in
+  quick) echo "$2"; echo "a problem" >&2; exit "$3" ;;
+  work) trap 'echo "stopping" >&2; exit 7' TERM
+        echo started; echo "working" >&2
+        while :; do sleep 0.05; done ;;
+  *) exit 64 ;;
+esac
+"#;
+
+fn local(dir: &Path) -> Local {
+    let fake = dir.join("paddock");
+    std::fs::write(&fake, FAKE_PADDOCK).unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    Local::new(Arc::new(Storage::new(dir, 1 << 20, fake)))
+}
+
+fn work(executor: &Local, name: &str, args: &[&str]) -> Work {
+    let rel = Path::new("runs-of-test").join(name);
+    let folder = executor
+        .run_root(1)
+        .unwrap()
+        .create_dir_all(&rel, 0o755)
+        .unwrap();
+    Work {
+        unit: Unit::Job(1),
+        workspace_id: 1,
+        folder,
+        rel,
+        args: args.iter().map(|a| a.to_string()).collect(),
+        stdout: "out.txt",
+        log: "run.log",
+        log_limit: 1 << 20,
+        devices: Vec::new(),
+        image: None,
+    }
+}
+
+/// Waits for the run's exit status (the wrapper writes it last).
+async fn ended(executor: &Local, rel: &Path) -> Option<i64> {
+    for _ in 0..500 {
+        if let Some(code) = exit_code(&executor.run_root(1).unwrap(), rel).unwrap() {
+            return Some(code);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    None
+}
+
+fn read(executor: &Local, rel: &Path, file: &str) -> String {
+    let bytes = executor.run_root(1).unwrap().read(&rel.join(file), 1 << 20);
+    String::from_utf8(bytes.unwrap()).unwrap()
+}
+
+#[tokio::test]
+async fn a_run_leaves_its_output_log_and_exit_status_in_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let executor = local(dir.path());
+    let w = work(&executor, "quick", &["quick", "hello", "3"]);
+    let rel = w.rel.clone();
+    let handle = executor.start(w).await.unwrap();
+    assert!(matches!(handle, Handle::Process { .. }));
+    assert_eq!(ended(&executor, &rel).await, Some(3));
+    assert_eq!(read(&executor, &rel, "out.txt"), "hello\n");
+    assert_eq!(read(&executor, &rel, "run.log"), "a problem\n");
+    assert!(
+        read(&executor, &rel, "trainer.pid")
+            .trim()
+            .parse::<i32>()
+            .unwrap()
+            > 1
+    );
+    // The wrapper ends right after writing the status.
+    for _ in 0..250 {
+        if executor.is_running(&handle).await == Some(false) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the wrapper still runs after its exit status was written");
+}
+
+#[tokio::test]
+async fn asking_a_run_to_stop_reaches_the_command_which_ends_on_its_terms() {
+    let dir = tempfile::tempdir().unwrap();
+    let executor = local(dir.path());
+    let w = work(&executor, "work", &["work"]);
+    let rel = w.rel.clone();
+    let handle = executor.start(w).await.unwrap();
+    wait_for_pid_file(&executor, 1, &rel).await;
+    assert_eq!(executor.is_running(&handle).await, Some(true));
+    executor.stop(&handle, Stop::Ask).await;
+    assert_eq!(
+        ended(&executor, &rel).await,
+        Some(7),
+        "the command's own exit status, after its TERM handler ran"
+    );
+    assert_eq!(read(&executor, &rel, "out.txt"), "started\n");
+    assert_eq!(read(&executor, &rel, "run.log"), "working\nstopping\n");
+}
+
+#[tokio::test]
+async fn killing_a_run_ends_its_whole_group_without_an_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let executor = local(dir.path());
+    let w = work(&executor, "killed", &["work"]);
+    let rel = w.rel.clone();
+    let handle = executor.start(w).await.unwrap();
+    wait_for_pid_file(&executor, 1, &rel).await;
+    let command: i64 = read(&executor, &rel, "trainer.pid").trim().parse().unwrap();
+    executor.stop(&handle, Stop::Kill).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while is_alive(command) || executor.is_running(&handle).await == Some(true) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the group outlived a kill"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        exit_code(&executor.run_root(1).unwrap(), &rel).unwrap(),
+        None
+    );
+}
+
+#[tokio::test]
+async fn a_stop_is_not_sent_to_a_process_that_does_not_lead_its_group() {
+    // A recorded pid reused after a restart by some other process: here, a child in the test's group.
+    let mut stranger = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let handle = Handle::Process {
+        group: i64::from(stranger.id()),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let executor = local(dir.path());
+    executor.stop(&handle, Stop::Kill).await;
+    executor.stop(&handle, Stop::Ask).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        stranger.try_wait().unwrap().is_none(),
+        "a stranger was signalled"
+    );
+    stranger.kill().unwrap();
+    stranger.wait().unwrap();
+}
+
+#[test]
+fn an_ended_but_unreaped_child_is_not_alive() {
+    let mut child = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = i64::from(child.id());
+    assert!(is_alive(pid));
+    child.kill().unwrap();
+    // Not waited for: a zombie until reaped below.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while is_alive(pid) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a zombie counts as alive"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        Path::new(&format!("/proc/{pid}")).exists(),
+        "still unreaped"
+    );
+    child.wait().unwrap();
+}
+
+#[test]
+fn a_handle_is_recorded_in_and_read_back_from_a_row() {
+    let process = Handle::Process { group: 42 };
+    assert_eq!(
+        Handle::of(process.pid(), process.container()),
+        Some(process)
+    );
+    let container = Handle::Container {
+        name: "paddock-x-job-1".into(),
+    };
+    assert_eq!(
+        Handle::of(container.pid(), container.container()),
+        Some(container.clone())
+    );
+    assert_eq!(container.kind(), ExecutorKind::Docker);
+    assert_eq!(Handle::of(None, None), None);
+}
