@@ -10,17 +10,99 @@ include!(concat!(env!("OUT_DIR"), "/i18n/mod.rs"));
 
 pub use i18n::*;
 
-use contracts::error::{AppError, ErrorCode};
+use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
 
 /// The message for `err` in `locale`: an exhaustive match on its [`ErrorCode`], so a code without a
 /// Chinese and an English text does not compile. Codes whose server message carries the detail a user
 /// acts on (which field and why, which limit and its value, which line of a file) get a translated lead
 /// followed by that detail.
 pub fn error_text(locale: Locale, err: &AppError) -> String {
-    match message(locale, err.code()) {
-        Message::Whole(text) => text.to_string(),
-        Message::Lead(lead) => format!("{lead}{err}"),
+    let problems: &[FieldProblem] = match err {
+        AppError::Invalid { problems, .. } => problems,
+        _ => &[],
+    };
+    // Field by field, each problem in this language: a named rule is a sentence of its own, a message
+    // keeps the field it is about in front.
+    let detail = problems
+        .iter()
+        .map(|p| match p.rule {
+            Some(_) => problem_text(locale, p),
+            None => format!("{}: {}", p.field, p.message),
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    match (message(locale, err.code()), detail.is_empty()) {
+        (Message::Whole(text), true) => text.to_string(),
+        (Message::Whole(text), false) => format!("{text} {detail}"),
+        (Message::Lead(lead), true) => format!("{lead}{err}"),
+        (Message::Lead(lead), false) => format!("{lead}{detail}"),
     }
+}
+
+/// One broken rule in `locale`: its named rule worded here, or the server's sentence when the rule has
+/// no name (an environment spec's detailed checks).
+pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
+    let Some(rule) = &problem.rule else {
+        return problem.message.clone();
+    };
+    match rule {
+        Rule::Name => td_string!(locale, rules.name).to_string(),
+        Rule::Between { min, max } => {
+            td_string!(locale, rules.between, min = *min, max = *max).to_string()
+        }
+        Rule::AtLeast { min } => td_string!(locale, rules.at_least, min = *min).to_string(),
+        Rule::AtLeastOrEmpty { min } => {
+            td_string!(locale, rules.at_least_or_empty, min = *min).to_string()
+        }
+        Rule::AtMost { max } => td_string!(locale, rules.at_most, max = *max).to_string(),
+        Rule::Interval {
+            min,
+            min_included,
+            max,
+            max_included,
+        } => {
+            let (min, max) = (*min, *max);
+            match (min_included, max_included) {
+                (false, true) => td_string!(locale, rules.above_at_most, min = min, max = max),
+                (true, false) => td_string!(locale, rules.at_least_below, min = min, max = max),
+                (false, false) => td_string!(locale, rules.above_below, min = min, max = max),
+                (true, true) => td_string!(locale, rules.at_least_at_most, min = min, max = max),
+            }
+            .to_string()
+        }
+        Rule::OneOf { values } => {
+            td_string!(locale, rules.one_of, values = values.join(", ")).to_string()
+        }
+        Rule::Fp16NeedsGpu => td_string!(locale, rules.fp16_needs_gpu).to_string(),
+        Rule::Bf16NeedsCpuSupport => td_string!(locale, rules.bf16_needs_cpu_support).to_string(),
+        Rule::MoreGpusThanHost { host } => {
+            td_string!(locale, rules.more_gpus_than_host, host = *host).to_string()
+        }
+        Rule::NotWith { other } => {
+            td_string!(locale, rules.not_with, other = other.clone()).to_string()
+        }
+    }
+}
+
+/// What a form shows under `field` for `err`: each broken rule at that field in the user's language
+/// (beneath-field problems, `env.HOME`, keep their field's name in front), or, for an error that names
+/// only a field, its translation; `None` when the error is not about this field.
+pub fn field_text(locale: Locale, err: &AppError, field: &str) -> Option<String> {
+    if err.has_problems() {
+        let texts: Vec<String> = err
+            .problems_at(field)
+            .map(|p| {
+                let text = problem_text(locale, p);
+                if p.field == field {
+                    text
+                } else {
+                    format!("{}: {text}", p.field)
+                }
+            })
+            .collect();
+        return (!texts.is_empty()).then(|| texts.join(" "));
+    }
+    (err.field() == Some(field)).then(|| error_text(locale, err))
 }
 
 enum Message {
@@ -133,6 +215,7 @@ mod tests {
             field: None,
             code,
             message: "SERVER MESSAGE".into(),
+            problems: Vec::new(),
         }
     }
 
@@ -153,6 +236,82 @@ mod tests {
                 "{code}: the Chinese text has no Chinese: {zh}"
             );
         }
+    }
+
+    /// Each named rule is a sentence in both languages (the match in `problem_text` is exhaustive; this
+    /// checks the words behind it), with its values in it; a problem without a rule keeps its message.
+    #[test]
+    fn every_rule_is_worded_in_both_languages_with_its_values() {
+        let rules = [
+            Rule::Name,
+            Rule::Between { min: 1, max: 4096 },
+            Rule::AtLeast { min: 7 },
+            Rule::AtLeastOrEmpty { min: 7 },
+            Rule::AtMost { max: 64 },
+            Rule::Interval {
+                min: 0.0,
+                min_included: false,
+                max: 1.0,
+                max_included: true,
+            },
+            Rule::Interval {
+                min: 0.0,
+                min_included: true,
+                max: 1.0,
+                max_included: false,
+            },
+            Rule::Interval {
+                min: 0.0,
+                min_included: false,
+                max: 1.0,
+                max_included: false,
+            },
+            Rule::Interval {
+                min: 0.0,
+                min_included: true,
+                max: 1.0,
+                max_included: true,
+            },
+            Rule::OneOf {
+                values: vec!["fp32".into(), "bf16".into()],
+            },
+            Rule::Fp16NeedsGpu,
+            Rule::Bf16NeedsCpuSupport,
+            Rule::MoreGpusThanHost { host: 3 },
+            Rule::NotWith {
+                other: "base_checkpoint_id".into(),
+            },
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for rule in rules {
+            let problem = FieldProblem::new("x", rule.clone(), "SERVER MESSAGE");
+            let (zh, en) = (
+                problem_text(Locale::zh, &problem),
+                problem_text(Locale::en, &problem),
+            );
+            assert!(!zh.contains("SERVER") && !en.contains("SERVER"), "{rule:?}");
+            assert!(
+                zh.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+                "{rule:?}: {zh}"
+            );
+            assert!(
+                seen.insert(en.clone()),
+                "{rule:?} says what another says: {en}"
+            );
+            for value in ["4096", "64", "3", "fp32, bf16", "base_checkpoint_id"] {
+                if en.contains(value) {
+                    assert!(zh.contains(value), "{rule:?}: {zh} lacks {value}");
+                }
+            }
+        }
+        let said = FieldProblem::said("memory", "\"lots\" is not a size");
+        assert_eq!(problem_text(Locale::zh, &said), "\"lots\" is not a size");
+        let err = AppError::invalid_fields(ErrorCode::JobSpecInvalid, vec![said]).unwrap();
+        assert_eq!(
+            field_text(Locale::en, &err, "memory").as_deref(),
+            Some("\"lots\" is not a size")
+        );
+        assert!(error_text(Locale::zh, &err).ends_with("memory: \"lots\" is not a size"));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The model server's HTTP API (`paddock serve-model`): what the gateway and the parity gate send and
-//! read, and what `paddock predict --json` prints one per line (the parity gate's reference).
+//! read, what `paddock predict --json` prints one per line (the parity gate's reference), and the gate's
+//! report on a replica.
 
 use serde::{Deserialize, Serialize};
 
@@ -46,6 +47,7 @@ pub enum Inputs {
 
 /// One prediction; vectors are in label-id order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Prediction {
     pub label: String,
     pub label_id: usize,
@@ -91,6 +93,77 @@ pub struct ErrorReply {
     pub message: String,
 }
 
+/// The parity gate's verdict on a freshly started replica, kept with the endpoint: whether every logit
+/// (and label) it served agreed with the trainer's own predict path, with the numbers, or why not. A
+/// missing field reads as its default, so a report of a gate that could not compare at all (only
+/// `passed`, `samples`, `message`) reads too.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(default)]
+pub struct ParityReport {
+    pub passed: bool,
+    /// Texts compared.
+    pub samples: usize,
+    /// The precision the replica serves in.
+    pub precision: Option<String>,
+    /// The largest logit difference; infinite when a logit was missing or not a number (written `"inf"`,
+    /// which JSON numbers cannot say).
+    #[serde(with = "difference")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<f64>))]
+    pub max_abs_diff: Option<f64>,
+    /// What a served logit may differ by: `abs + rel * |reference|`.
+    pub tolerance: Option<ParityTolerance>,
+    /// The first text whose answer differed.
+    pub mismatch: Option<ParityMismatch>,
+    /// One sentence for people (English; the dashboard says the verdict in the user's language).
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ParityTolerance {
+    pub abs: f64,
+    pub rel: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ParityMismatch {
+    /// Its position among the samples.
+    pub index: usize,
+    pub text: String,
+    pub served: Prediction,
+    pub reference: Prediction,
+}
+
+/// `max_abs_diff` on the wire: a number, `"inf"`, or absent.
+mod difference {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Wire {
+        Number(f64),
+        Text(String),
+    }
+
+    pub fn serialize<S: Serializer>(value: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(d) if d.is_finite() => Wire::Number(*d).serialize(s),
+            Some(_) => Wire::Text("inf".into()).serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+        Ok(match Option::<Wire>::deserialize(d)? {
+            Some(Wire::Number(n)) => Some(n),
+            Some(Wire::Text(_)) => Some(f64::INFINITY),
+            None => None,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,5 +203,30 @@ mod tests {
         )
         .unwrap();
         assert_eq!(h.precision, "fp32");
+    }
+
+    #[test]
+    fn a_parity_report_keeps_an_infinite_difference_and_old_reports_read() {
+        let report = ParityReport {
+            passed: false,
+            samples: 4,
+            max_abs_diff: Some(f64::INFINITY),
+            message: "sample 0 differs".into(),
+            ..Default::default()
+        };
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["max_abs_diff"], "inf");
+        assert_eq!(
+            serde_json::from_value::<ParityReport>(json).unwrap(),
+            report
+        );
+        let could_not_compare: ParityReport = serde_json::from_str(
+            r#"{"passed":false,"samples":16,"message":"asking the replica: refused"}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (could_not_compare.max_abs_diff, could_not_compare.mismatch),
+            (None, None)
+        );
     }
 }

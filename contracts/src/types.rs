@@ -569,11 +569,8 @@ pub struct DatasetSummary {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DatasetDetail {
     pub summary: DatasetSummary,
-    /// The trainer's validation report: `rows`, `valid_rows`, `label_distribution`, `lengths`
-    /// (characters: p50/p95/max and a histogram), `tokens` (the same in tokens, with the tokenizer and the
-    /// rows longer than 128/256/512), `warnings` and `errors` with line numbers.
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub report: serde_json::Value,
+    /// The trainer's validation report.
+    pub report: crate::data::ValidationReport,
     pub preview: DatasetPreview,
     pub can_edit: bool,
 }
@@ -1174,8 +1171,7 @@ pub struct EndpointDetail {
     pub spec: EndpointSpec,
     pub replicas: Vec<EndpointReplica>,
     pub keys: Vec<EndpointKey>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub parity_report: Option<serde_json::Value>,
+    pub parity_report: Option<crate::serving::ParityReport>,
     pub metrics: EndpointMetrics,
     /// `/v1/endpoints/<slug>/predict` on this server.
     pub predict_path: String,

@@ -11,7 +11,7 @@ use super::audit::{self, Entry};
 use super::throttle::{self, Throttle};
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::Me;
-use {crate::db::is_unique_violation, contracts::error::internal};
+use {crate::db::taken, contracts::error::internal};
 
 pub const USERNAME_MIN: usize = 3;
 pub const USERNAME_MAX: usize = 32;
@@ -155,17 +155,11 @@ pub async fn create_user(
     .bind(super::now())
     .fetch_one(&mut *tx)
     .await;
-    let (id, is_admin) = match inserted {
-        Ok(row) => row,
-        Err(e) if is_unique_violation(&e) => {
-            return Err(AppError::conflict(
-                "username",
-                ErrorCode::UsernameTaken,
-                "this username is already taken",
-            ))
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let (id, is_admin) = inserted.map_err(taken(
+        "username",
+        ErrorCode::UsernameTaken,
+        "this username is already taken",
+    ))?;
     audit::record(
         &mut tx,
         Entry {

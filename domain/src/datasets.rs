@@ -17,9 +17,10 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use super::storage::{in_volume, remove_from_store, Storage};
+use contracts::data::ValidationReport;
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::{DatasetDetail, DatasetPreview, DatasetSummary, Role};
-use {crate::db::is_unique_violation, contracts::error::internal};
+use {crate::db::taken, contracts::error::internal};
 
 /// Rows shown in the preview.
 const PREVIEW_ROWS: usize = 20;
@@ -66,10 +67,11 @@ const SELECT: &str = "SELECT d.id, d.workspace_id, d.name, d.file_name, d.format
 
 impl Row {
     fn summary(&self) -> Result<DatasetSummary, AppError> {
-        let report: serde_json::Value =
-            serde_json::from_str(&self.report_json).map_err(|e| internal("stored report", e))?;
-        let label_distribution: BTreeMap<String, u64> =
-            serde_json::from_value(report["label_distribution"].clone()).unwrap_or_default();
+        let label_distribution: BTreeMap<String, u64> = stored_report(&self.report_json)?
+            .label_distribution
+            .into_iter()
+            .map(|(label, n)| (label, n as u64))
+            .collect();
         Ok(DatasetSummary {
             id: self.id,
             workspace_id: self.workspace_id,
@@ -123,7 +125,7 @@ pub async fn get(
         .ok_or(AppError::NotFound)?;
     Ok(DatasetDetail {
         summary: row.summary()?,
-        report: serde_json::from_str(&row.report_json).map_err(|e| internal("stored report", e))?,
+        report: stored_report(&row.report_json)?,
         preview: serde_json::from_str(&row.preview_json)
             .map_err(|e| internal("stored preview", e))?,
         can_edit: role.can_edit(),
@@ -229,7 +231,7 @@ where
     }
     let report = validate(storage, &tmp.path, format, &upload).await?;
     let preview = preview(&tmp.path, format).unwrap_or_default();
-    let rows = report["rows"].as_i64().unwrap_or(0);
+    let rows = report.rows as i64;
 
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
@@ -247,19 +249,17 @@ where
     .bind(rows)
     .bind(&upload.text_column)
     .bind(&upload.label_column)
-    .bind(report.to_string())
+    .bind(serde_json::to_string(&report).map_err(|e| internal("report", e))?)
     .bind(serde_json::to_string(&preview).map_err(|e| internal("preview", e))?)
     .bind(actor.user_id)
     .bind(super::now())
     .fetch_one(&mut *tx)
     .await
-    .map_err(|e| {
-        if is_unique_violation(&e) {
-            AppError::conflict("name", ErrorCode::DatasetNameTaken, "a dataset with this name already exists in the workspace")
-        } else {
-            e.into()
-        }
-    })?;
+    .map_err(taken(
+        "name",
+        ErrorCode::DatasetNameTaken,
+        "a dataset with this name already exists in the workspace",
+    ))?;
     let relative = format!("datasets/{id}/{file_name}");
     sqlx::query("UPDATE datasets SET path = ? WHERE id = ?")
         .bind(&relative)
@@ -410,7 +410,7 @@ async fn validate(
     path: &Path,
     format: &str,
     upload: &Upload,
-) -> Result<serde_json::Value, AppError> {
+) -> Result<ValidationReport, AppError> {
     let output = tokio::process::Command::new(&storage.paddock_binary)
         .arg("validate")
         .arg("--data")
@@ -432,7 +432,7 @@ async fn validate(
                 format!("{}: {e}", storage.paddock_binary.display()),
             )
         })?;
-    let report: serde_json::Value = match serde_json::from_slice(&output.stdout) {
+    let report: ValidationReport = match serde_json::from_slice(&output.stdout) {
         Ok(report) => report,
         Err(_) => {
             // The validator refused before it could report (unreadable file, bad options): its message.
@@ -451,35 +451,36 @@ async fn validate(
             ));
         }
     };
-    if report["ok"].as_bool() == Some(true) {
+    if report.ok {
         return Ok(report);
     }
-    let errors = report["errors"].as_array().cloned().unwrap_or_default();
-    let mut quoted: Vec<String> = errors
+    let mut quoted: Vec<String> = report
+        .errors
         .iter()
         .take(PROBLEMS_QUOTED)
-        .map(|e| {
-            let place = match (e["line"].as_u64(), e["field"].as_str()) {
-                (Some(line), Some(field)) => format!("line {line}, {field}: "),
-                (Some(line), None) => format!("line {line}: "),
-                (None, Some(field)) => format!("{field}: "),
-                (None, None) => String::new(),
-            };
-            format!("{place}{}", e["message"].as_str().unwrap_or("invalid"))
-        })
+        .map(|e| e.located())
         .collect();
-    if errors.len() > PROBLEMS_QUOTED {
-        quoted.push(format!("… and {} more", errors.len() - PROBLEMS_QUOTED));
+    if report.error_count > PROBLEMS_QUOTED {
+        quoted.push(format!(
+            "… and {} more",
+            report.error_count - PROBLEMS_QUOTED
+        ));
     }
     Err(AppError::invalid(
         "file",
         ErrorCode::DatasetInvalid,
         format!(
             "the file has {} problem(s): {}",
-            errors.len(),
+            report.error_count,
             quoted.join("; ")
         ),
     ))
+}
+
+/// A dataset's report as stored with it (written by [`validate`]; older rows read too, see
+/// [`ValidationReport`]).
+pub(crate) fn stored_report(json: &str) -> Result<ValidationReport, AppError> {
+    serde_json::from_str(json).map_err(|e| internal("stored report", e))
 }
 
 /// The first rows as text cells (for the preview table).

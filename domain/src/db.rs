@@ -9,6 +9,8 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::SqlitePool;
 
+use contracts::error::{AppError, ErrorCode};
+
 /// How long a writer waits for another writer's lock before giving up with "database is locked".
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -264,8 +266,24 @@ pub async fn write_tx(
 
 /// True when `e` is a violation of a UNIQUE constraint (turned into a 409 by the caller, which knows
 /// which field was duplicated).
-pub fn is_unique_violation(e: &sqlx::Error) -> bool {
+fn is_unique_violation(e: &sqlx::Error) -> bool {
     matches!(e, sqlx::Error::Database(db) if db.is_unique_violation())
+}
+
+/// The one mapping of a unique-constraint violation: `Conflict` at `field` (a name or slug already in
+/// use, said by `code` and `message`); any other database error stays internal.
+pub fn taken(
+    field: &'static str,
+    code: ErrorCode,
+    message: &'static str,
+) -> impl FnOnce(sqlx::Error) -> AppError {
+    move |e| {
+        if is_unique_violation(&e) {
+            AppError::conflict(field, code, message)
+        } else {
+            e.into()
+        }
+    }
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use containers::Docker;
 use sqlx::SqlitePool;
 use tokio::sync::RwLock;
 
-use contracts::error::{AppError, ErrorCode};
+use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::types::{CatalogImage, DockerStatus, GpuSummary};
 
 /// What to do with a container that carries this installation's labels but belongs to no environment
@@ -280,6 +280,7 @@ pub fn map_error(context: &str, err: containers::Error) -> AppError {
             field: None,
             code: ErrorCode::DockerNotFound,
             message: format!("{kind} not found: {name}"),
+            problems: Vec::new(),
         },
         E::Conflict(message) => AppError::Conflict {
             field: None,
@@ -290,6 +291,7 @@ pub fn map_error(context: &str, err: containers::Error) -> AppError {
             field: Some("gpus".into()),
             code: ErrorCode::PreflightFailed,
             message: problems.join(" "),
+            problems: Vec::new(),
         },
         E::PullFailed { image, message } => AppError::invalid(
             "base_image",
@@ -300,6 +302,7 @@ pub fn map_error(context: &str, err: containers::Error) -> AppError {
             field: None,
             code: ErrorCode::BuildFailed,
             message,
+            problems: Vec::new(),
         },
         // The engine's own words (paths on the host, daemon internals) go to the log, not to every
         // member of a workspace; the answer names what failed and the incident to look up.
@@ -316,14 +319,19 @@ pub fn map_error(context: &str, err: containers::Error) -> AppError {
     }
 }
 
-/// Every broken rule of a spec in one error: the first field is named for the form, the message lists
-/// them all ("memory: …; gpus: …").
+/// Every broken rule of a spec in one error, one problem per field (the form shows each under its
+/// field; the message lists them all for API users: "memory: …; gpus: …").
 pub fn spec_invalid(errors: &[containers::FieldError]) -> AppError {
-    AppError::Invalid {
-        field: errors.first().map(|e| e.field.clone()),
+    let problems = errors
+        .iter()
+        .map(|e| FieldProblem::said(&e.field, &e.message))
+        .collect();
+    AppError::invalid_fields(ErrorCode::SpecInvalid, problems).unwrap_or(AppError::Invalid {
+        field: None,
         code: ErrorCode::SpecInvalid,
-        message: containers::FieldError::join(errors),
-    }
+        message: "the environment spec is not valid".into(),
+        problems: Vec::new(),
+    })
 }
 
 /// The instance label, created on first use. A short random hex string keeps container names readable.

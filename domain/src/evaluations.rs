@@ -189,12 +189,10 @@ pub async fn start(
         let known = checkpoint_labels(
             &crate::jobs::checkpoint_config(&jobs.storage, workspace_id, &path).await?,
         );
-        let report: serde_json::Value =
-            serde_json::from_str(&report).map_err(|e| internal("stored report", e))?;
-        let labels: Vec<String> = report["label_distribution"]
-            .as_object()
-            .map(|m| m.keys().cloned().collect())
-            .unwrap_or_default();
+        let labels: Vec<String> = crate::datasets::stored_report(&report)?
+            .label_distribution
+            .into_keys()
+            .collect();
         let unknown = unknown_labels(&labels, &known);
         if !unknown.is_empty() {
             return Err(AppError::invalid(

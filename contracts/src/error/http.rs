@@ -47,6 +47,10 @@ pub fn body_of(err: &AppError) -> ErrorBody {
             AppError::TooManyRequests { retry_after_secs } => Some(*retry_after_secs),
             _ => None,
         },
+        problems: match err {
+            AppError::Invalid { problems, .. } => problems.clone(),
+            _ => Vec::new(),
+        },
     }
 }
 
@@ -67,6 +71,7 @@ impl From<axum::extract::rejection::PathRejection> for AppError {
             field: None,
             code: ErrorCode::InvalidBody,
             message: format!("invalid path: {}", r.body_text()),
+            problems: Vec::new(),
         }
     }
 }
@@ -78,6 +83,7 @@ impl From<axum::extract::rejection::QueryRejection> for AppError {
             field: None,
             code: ErrorCode::InvalidBody,
             message: format!("invalid query: {}", r.body_text()),
+            problems: Vec::new(),
         }
     }
 }

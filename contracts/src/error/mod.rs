@@ -22,12 +22,15 @@ pub use code::ErrorCode;
 pub enum AppError {
     /// The input is wrong. `field` names the form field or JSON field; `code` is a stable,
     /// translatable identifier (`password_too_short`, `username_taken`, ...); `message` is an
-    /// English explanation for API users.
+    /// English explanation for API users. When several fields are wrong at once, `problems` has one
+    /// entry per broken rule (and `field` names the first), so a form shows each under its field.
     #[error("{message}")]
     Invalid {
         field: Option<String>,
         code: ErrorCode,
         message: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        problems: Vec<FieldProblem>,
     },
     /// No valid session or token.
     #[error("sign in required")]
@@ -82,7 +85,39 @@ impl AppError {
             field: Some(field.into()),
             code,
             message: message.into(),
+            problems: Vec::new(),
         }
+    }
+
+    /// Every broken rule of a request at once; `None` when there is none. The message lists them for
+    /// API users (`learning_rate: must be …; batch_size: must be …`).
+    pub fn invalid_fields(code: ErrorCode, problems: Vec<FieldProblem>) -> Option<Self> {
+        let first = problems.first()?.field.clone();
+        Some(AppError::Invalid {
+            field: Some(first),
+            code,
+            message: problems
+                .iter()
+                .map(|p| format!("{}: {}", p.field, p.message))
+                .collect::<Vec<_>>()
+                .join("; "),
+            problems,
+        })
+    }
+
+    /// The broken rules at `field` (or beneath it: `env.HOME`, `os_packages[1]`), when the error lists
+    /// them.
+    pub fn problems_at<'a>(&'a self, field: &'a str) -> impl Iterator<Item = &'a FieldProblem> {
+        let problems: &[FieldProblem] = match self {
+            AppError::Invalid { problems, .. } => problems,
+            _ => &[],
+        };
+        problems.iter().filter(move |p| p.is_at(field))
+    }
+
+    /// Whether the error lists its problems field by field.
+    pub fn has_problems(&self) -> bool {
+        matches!(self, AppError::Invalid { problems, .. } if !problems.is_empty())
     }
 
     pub fn denied(code: ErrorCode, message: impl Into<String>) -> Self {
@@ -140,6 +175,80 @@ impl AppError {
     }
 }
 
+/// One broken rule of a request, at its field: what the rule is (when it has a name the UI words in the
+/// user's language) and an English sentence for API users.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FieldProblem {
+    /// The field as the request names it (`memory`, `env.HF_HOME`, `os_packages[2]`).
+    pub field: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<Rule>,
+}
+
+impl FieldProblem {
+    pub fn new(field: impl Into<String>, rule: Rule, message: impl Into<String>) -> Self {
+        FieldProblem {
+            field: field.into(),
+            message: message.into(),
+            rule: Some(rule),
+        }
+    }
+
+    /// A problem with no named rule: its message is all there is.
+    pub fn said(field: impl Into<String>, message: impl Into<String>) -> Self {
+        FieldProblem {
+            field: field.into(),
+            message: message.into(),
+            rule: None,
+        }
+    }
+
+    /// Whether it is about `field`, or something beneath it (`env.HOME` is beneath `env`).
+    pub fn is_at(&self, field: &str) -> bool {
+        self.field == field
+            || self
+                .field
+                .strip_prefix(field)
+                .is_some_and(|rest| rest.starts_with('[') || rest.starts_with('.'))
+    }
+}
+
+/// The rules a value can break, with what is needed to say them in any language.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Rule {
+    /// A name people give a thing: 1–64 characters without control characters.
+    Name,
+    /// A whole number from `min` to `max`.
+    Between { min: i64, max: i64 },
+    /// A whole number of at least `min`.
+    AtLeast { min: i64 },
+    /// A whole number of at least `min`, or nothing.
+    AtLeastOrEmpty { min: i64 },
+    /// A whole number of at most `max`.
+    AtMost { max: i64 },
+    /// A number above `min` (or at least, when `min_included`) and below `max` (or at most).
+    Interval {
+        min: f64,
+        min_included: bool,
+        max: f64,
+        max_included: bool,
+    },
+    /// One of these words.
+    OneOf { values: Vec<String> },
+    /// Half precision needs a GPU.
+    Fp16NeedsGpu,
+    /// bfloat16 on the CPU needs AVX512-BF16, which this server's CPU lacks.
+    Bf16NeedsCpuSupport,
+    /// More GPUs than this host has: it would never start.
+    MoreGpusThanHost { host: i64 },
+    /// Only one of this field and `other`.
+    NotWith { other: String },
+}
+
 /// What every error response of the REST API looks like (the browser reads it back as an [`AppError`]
 /// through [`ErrorBody::into_error`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -155,6 +264,9 @@ pub struct ErrorBody {
     /// For `too_many_requests`: seconds to wait (also in the `Retry-After` header).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_secs: Option<u64>,
+    /// Every broken rule, when several fields are wrong (an `Invalid` error).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub problems: Vec<FieldProblem>,
 }
 
 impl ErrorBody {
@@ -172,6 +284,7 @@ impl ErrorBody {
                 field: self.field,
                 code: self.code,
                 message: self.message,
+                problems: self.problems,
             }
         }
     }

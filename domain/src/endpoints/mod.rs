@@ -35,7 +35,7 @@ use contracts::types::*;
 use keys::keys_of;
 use replicas::Deployer;
 use status::EndpointReason;
-use {crate::db::is_unique_violation, contracts::error::internal};
+use {crate::db::taken, contracts::error::internal};
 
 /// Replicas one endpoint may run.
 pub const MAX_REPLICAS: u32 = 8;
@@ -345,7 +345,7 @@ pub async fn deploy(
     .bind(&now)
     .fetch_one(&mut *tx)
     .await
-    .map_err(|e| if is_unique_violation(&e) { AppError::conflict("slug", ErrorCode::SlugTaken, "this slug is in use") } else { e.into() })?;
+    .map_err(taken("slug", ErrorCode::SlugTaken, "this slug is in use"))?;
     audit::record(
         &mut tx,
         Entry::by(actor, Some(workspace_id), "endpoint.deploy", "endpoint", &slug)
@@ -368,20 +368,13 @@ pub async fn undeploy(
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
     let r = row(&mut tx, workspace_id, endpoint_id).await?;
-    let moved = status::endpoint(
+    status::endpoint_afresh(
         &mut tx,
         endpoint_id,
         EndpointStatus::Stopped,
         EndpointReason::Undeployed,
-        None,
     )
     .await?;
-    if moved.is_some() {
-        sqlx::query("UPDATE endpoints SET status_message = NULL WHERE id = ?")
-            .bind(endpoint_id)
-            .execute(&mut *tx)
-            .await?;
-    }
     audit::record(
         &mut tx,
         Entry::by(
@@ -419,16 +412,15 @@ pub async fn redeploy(
     }
     live_checkpoint(&mut tx, workspace_id, r.checkpoint_id).await?;
     super::caps::replicas_fit(&mut tx, workspace_id, Some(endpoint_id), r.replicas).await?;
-    status::endpoint(
+    status::endpoint_afresh(
         &mut tx,
         endpoint_id,
         EndpointStatus::Starting,
         EndpointReason::Redeployed,
-        None,
     )
     .await?
     .ok_or_else(|| internal("redeploying an endpoint", "its status changed meanwhile"))?;
-    sqlx::query("UPDATE endpoints SET status_message = NULL, parity_report = NULL WHERE id = ?")
+    sqlx::query("UPDATE endpoints SET parity_report = NULL WHERE id = ?")
         .bind(endpoint_id)
         .execute(&mut *tx)
         .await?;

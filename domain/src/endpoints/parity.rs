@@ -7,8 +7,10 @@
 
 use std::path::Path;
 
-use contracts::serving::{Health, PredictReply, PredictRequest, Prediction};
-use serde_json::{json, Value};
+use contracts::serving::{
+    Health, ParityMismatch, ParityReport, ParityTolerance, PredictReply, PredictRequest, Prediction,
+};
+use contracts::types::DatasetPreview;
 use sqlx::SqlitePool;
 
 use crate::storage::Storage;
@@ -64,11 +66,16 @@ pub async fn check(
     model: &Path,
     replica: &str,
     precision: &str,
-) -> Value {
+) -> ParityReport {
     let texts = samples(db, endpoint_id).await;
     match compare(storage, model, replica, precision, &texts).await {
         Ok(report) => report,
-        Err(message) => json!({ "passed": false, "samples": texts.len(), "message": message }),
+        Err(message) => ParityReport {
+            passed: false,
+            samples: texts.len(),
+            message,
+            ..Default::default()
+        },
     }
 }
 
@@ -85,15 +92,12 @@ async fn samples(db: &SqlitePool, endpoint_id: i64) -> Vec<String> {
     .ok()
     .flatten();
     let from_preview = row.and_then(|(preview, column)| {
-        let preview: Value = serde_json::from_str(&preview).ok()?;
-        let index = preview["columns"]
-            .as_array()?
+        let preview: DatasetPreview = serde_json::from_str(&preview).ok()?;
+        let index = preview.columns.iter().position(|c| *c == column)?;
+        let texts: Vec<String> = preview
+            .rows
             .iter()
-            .position(|c| c.as_str() == Some(column.as_str()))?;
-        let texts: Vec<String> = preview["rows"]
-            .as_array()?
-            .iter()
-            .filter_map(|r| r.get(index)?.as_str().map(|t| t.replace(['\n', '\r'], " ")))
+            .filter_map(|r| r.get(index).map(|t| t.replace(['\n', '\r'], " ")))
             .filter(|t| !t.trim().is_empty())
             .take(SAMPLES)
             .collect();
@@ -108,7 +112,7 @@ async fn compare(
     replica: &str,
     precision: &str,
     texts: &[String],
-) -> Result<Value, String> {
+) -> Result<ParityReport, String> {
     let client = reqwest::Client::new();
     let health: Health = client
         .get(format!("{replica}/health"))
@@ -167,7 +171,7 @@ async fn compare(
         ));
     }
     let mut max_diff: f64 = 0.0;
-    let mut mismatch = Value::Null;
+    let mut mismatch: Option<ParityMismatch> = None;
     for (i, (s, r)) in served.iter().zip(&reference).enumerate() {
         let logits = |p: &Prediction| -> Vec<f64> {
             p.logits.iter().flatten().map(|&x| f64::from(x)).collect()
@@ -175,22 +179,35 @@ async fn compare(
         let (a, b) = (logits(s), logits(r));
         let (diff, agrees) = agreement(&a, &b, tolerance);
         let labels_ok = s.label == r.label || near_tie(&b, tolerance);
-        if !(agrees && labels_ok) && mismatch.is_null() {
-            mismatch = json!({ "index": i, "text": texts[i], "served": s, "reference": r });
+        if !(agrees && labels_ok) && mismatch.is_none() {
+            mismatch = Some(ParityMismatch {
+                index: i,
+                text: texts[i].clone(),
+                served: s.clone(),
+                reference: r.clone(),
+            });
         }
         max_diff = max_diff.max(if diff.is_nan() { f64::INFINITY } else { diff });
     }
-    let passed = mismatch.is_null();
-    Ok(json!({
-        "passed": passed,
-        "samples": texts.len(),
-        "precision": precision,
-        "max_abs_diff": if max_diff.is_finite() { json!(max_diff) } else { json!("inf") },
-        "tolerance": { "abs": tolerance.abs, "rel": tolerance.rel },
-        "mismatch": mismatch,
-        "message": if passed { "served logits match the trainer's predict path".to_string() }
-                   else { format!("sample {} differs (largest logit difference {max_diff:.2e})", mismatch["index"]) },
-    }))
+    let message = match &mismatch {
+        None => "served logits match the trainer's predict path".to_string(),
+        Some(m) => format!(
+            "sample {} differs (largest logit difference {max_diff:.2e})",
+            m.index
+        ),
+    };
+    Ok(ParityReport {
+        passed: mismatch.is_none(),
+        samples: texts.len(),
+        precision: Some(precision.to_string()),
+        max_abs_diff: Some(max_diff),
+        tolerance: Some(ParityTolerance {
+            abs: tolerance.abs,
+            rel: tolerance.rel,
+        }),
+        mismatch,
+        message,
+    })
 }
 
 /// The largest logit difference, and whether every logit is within `tolerance` of its reference (`false`

@@ -27,6 +27,7 @@ use crate::executor::{ExecutorKind, Executors, Handle, InImage, Service, Stop, U
 use crate::gpus::{self, Holder};
 use crate::storage::Storage;
 use contracts::error::{internal, AppError};
+use contracts::serving::ParityReport;
 use contracts::types::{EndpointStatus, GpuSpec};
 
 /// How long a replica may take to load and warm up its model.
@@ -202,33 +203,25 @@ impl Deployer {
         let model = self.model(t.checkpoint_id).await?;
         let started = self.start_many(&t, &model, t.replicas).await?;
         let report = self.parity(&t, &model, &started).await;
-        let passed = report["passed"].as_bool() == Some(true);
         sqlx::query("UPDATE endpoints SET parity_report = ? WHERE id = ?")
-            .bind(report.to_string())
+            .bind(serde_json::to_string(&report).map_err(|e| e.to_string())?)
             .bind(endpoint_id)
             .execute(&self.db)
             .await
             .map_err(|e| e.to_string())?;
-        if !passed {
+        if !report.passed {
             self.retire(&t, &started).await;
             return Err(parity_failure(&report));
         }
         let moved = async {
             let mut tx = write_tx(&self.db).await?;
-            let moved = status::endpoint(
+            let moved = status::endpoint_afresh(
                 &mut tx,
                 endpoint_id,
                 EndpointStatus::Ready,
                 EndpointReason::Deployed,
-                None,
             )
             .await?;
-            if moved.is_some() {
-                sqlx::query("UPDATE endpoints SET status_message = NULL WHERE id = ?")
-                    .bind(endpoint_id)
-                    .execute(&mut *tx)
-                    .await?;
-            }
             tx.commit().await?;
             Ok::<_, AppError>(moved)
         }
@@ -245,7 +238,7 @@ impl Deployer {
     }
 
     /// The parity gate against the first of `started`.
-    async fn parity(&self, t: &Target, model: &Model, started: &[Replica]) -> serde_json::Value {
+    async fn parity(&self, t: &Target, model: &Model, started: &[Replica]) -> ParityReport {
         let url = started
             .first()
             .and_then(|r| r.base_url.clone())
@@ -315,7 +308,7 @@ impl Deployer {
                 .await
                 .map_err(|e| format!("the rollout of checkpoint {checkpoint_id} failed: {e}"))?;
             let report = self.parity(&t, &model, &started).await;
-            if report["passed"].as_bool() != Some(true) {
+            if !report.passed {
                 self.retire(&t, &started).await;
                 return Err(format!(
                     "the rollout of checkpoint {checkpoint_id} failed; still serving checkpoint {}: {}",
@@ -326,7 +319,7 @@ impl Deployer {
             let moved = sqlx::query("UPDATE endpoints SET checkpoint_id = ?, replicas = ?, parity_report = ?, updated_at = ? WHERE id = ? AND status = 'ready'")
                 .bind(checkpoint_id)
                 .bind(change.replicas)
-                .bind(report.to_string())
+                .bind(serde_json::to_string(&report).map_err(|e| e.to_string())?)
                 .bind(crate::now())
                 .bind(endpoint_id)
                 .execute(&self.db)
@@ -906,11 +899,6 @@ pub(crate) async fn healthy(client: &reqwest::Client, base_url: &str) -> bool {
         .is_ok_and(|r| r.status().is_success())
 }
 
-fn parity_failure(report: &serde_json::Value) -> String {
-    format!(
-        "the parity gate failed: {}",
-        report["message"]
-            .as_str()
-            .unwrap_or("served logits differ from the trainer's")
-    )
+fn parity_failure(report: &ParityReport) -> String {
+    format!("the parity gate failed: {}", report.message)
 }

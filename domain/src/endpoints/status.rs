@@ -11,39 +11,21 @@ use contracts::error::AppError;
 use contracts::types::EndpointStatus;
 use sqlx::SqliteConnection;
 
-use crate::transitions::{self, Column, Machine};
+use crate::transitions::{self, reasons, Machine};
 
-impl Column for EndpointStatus {
-    fn name(self) -> &'static str {
-        self.as_str()
-    }
-}
-
-/// Why an endpoint's status changed, in `endpoints.status_reason`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type)]
-#[sqlx(rename_all = "snake_case")]
-pub enum EndpointReason {
-    /// Its replicas answer and passed the parity gate (starting → ready).
-    Deployed,
-    /// Its replicas did not start, or the parity gate refused them.
-    DeployFailed,
-    /// A person stopped it.
-    Undeployed,
-    /// A person deployed it again (stopped or failed → starting).
-    Redeployed,
-    /// It is being deleted, with its workspace or on its own.
-    Deleted,
-}
-
-impl Column for EndpointReason {
-    fn name(self) -> &'static str {
-        match self {
-            EndpointReason::Deployed => "deployed",
-            EndpointReason::DeployFailed => "deploy_failed",
-            EndpointReason::Undeployed => "undeployed",
-            EndpointReason::Redeployed => "redeployed",
-            EndpointReason::Deleted => "deleted",
-        }
+reasons! {
+    /// Why an endpoint's status changed, in `endpoints.status_reason`.
+    pub enum EndpointReason {
+        /// Its replicas answer and passed the parity gate (starting → ready).
+        Deployed = "deployed",
+        /// Its replicas did not start, or the parity gate refused them.
+        DeployFailed = "deploy_failed",
+        /// A person stopped it.
+        Undeployed = "undeployed",
+        /// A person deployed it again (stopped or failed → starting).
+        Redeployed = "redeployed",
+        /// It is being deleted, with its workspace or on its own.
+        Deleted = "deleted",
     }
 }
 
@@ -85,37 +67,41 @@ pub async fn endpoint(
     Ok(moved)
 }
 
-/// Why a replica's status changed, in `endpoint_replicas.status_reason`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type)]
-#[sqlx(rename_all = "snake_case")]
-pub enum ReplicaReason {
-    /// Started for the first time (the row's first status).
-    Created,
-    /// It answers (starting → ready).
-    Started,
-    /// It did not come up.
-    StartFailed,
-    /// It exited or stopped answering while serving.
-    Exited,
-    /// The server restarted while it was starting.
-    Interrupted,
-    /// The watcher starts it again after a failure (failed → starting).
-    Restarted,
-    /// Taken out of service: undeployed, scaled down, replaced by a rollout.
-    Retired,
+/// As [`endpoint`], and the endpoint's message is cleared when it moved: a new state says nothing of the
+/// old one's troubles.
+pub async fn endpoint_afresh(
+    conn: &mut SqliteConnection,
+    id: i64,
+    to: EndpointStatus,
+    reason: EndpointReason,
+) -> Result<Option<EndpointStatus>, AppError> {
+    let moved = endpoint(conn, id, to, reason, None).await?;
+    if moved.is_some() {
+        sqlx::query("UPDATE endpoints SET status_message = NULL WHERE id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+    }
+    Ok(moved)
 }
 
-impl Column for ReplicaReason {
-    fn name(self) -> &'static str {
-        match self {
-            ReplicaReason::Created => "created",
-            ReplicaReason::Started => "started",
-            ReplicaReason::StartFailed => "start_failed",
-            ReplicaReason::Exited => "exited",
-            ReplicaReason::Interrupted => "interrupted",
-            ReplicaReason::Restarted => "restarted",
-            ReplicaReason::Retired => "retired",
-        }
+reasons! {
+    /// Why a replica's status changed, in `endpoint_replicas.status_reason`.
+    pub enum ReplicaReason {
+        /// Started for the first time (the row's first status).
+        Created = "created",
+        /// It answers (starting → ready).
+        Started = "started",
+        /// It did not come up.
+        StartFailed = "start_failed",
+        /// It exited or stopped answering while serving.
+        Exited = "exited",
+        /// The server restarted while it was starting.
+        Interrupted = "interrupted",
+        /// The watcher starts it again after a failure (failed → starting).
+        Restarted = "restarted",
+        /// Taken out of service: undeployed, scaled down, replaced by a rollout.
+        Retired = "retired",
     }
 }
 

@@ -17,41 +17,23 @@ use tokio::sync::mpsc;
 use super::spec::{runtime_binary, to_env_spec, LOCAL_BASE};
 use super::VersionRow;
 use crate::engine::Engine;
-use crate::transitions::{self, Column, Machine};
+use crate::transitions::{self, reasons, Machine};
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::{BuildStatus, EnvironmentSpec};
 
-impl Column for BuildStatus {
-    fn name(self) -> &'static str {
-        self.as_str()
-    }
-}
-
-/// Why a build's status changed, in `environment_versions.build_reason`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type)]
-#[sqlx(rename_all = "snake_case")]
-pub enum Reason {
-    /// A person asked for the image to be built again.
-    RebuildRequested,
-    /// The builder took it (queued → building).
-    Started,
-    /// The image exists; its ID is the version's lock.
-    Built,
-    /// Docker refused the build; `build_error` says why.
-    BuildFailed,
-    /// The server stopped while it was building; it is built again.
-    Interrupted,
-}
-
-impl Column for Reason {
-    fn name(self) -> &'static str {
-        match self {
-            Reason::RebuildRequested => "rebuild_requested",
-            Reason::Started => "started",
-            Reason::Built => "built",
-            Reason::BuildFailed => "build_failed",
-            Reason::Interrupted => "interrupted",
-        }
+reasons! {
+    /// Why a build's status changed, in `environment_versions.build_reason`.
+    pub enum Reason {
+        /// A person asked for the image to be built again.
+        RebuildRequested = "rebuild_requested",
+        /// The builder took it (queued → building).
+        Started = "started",
+        /// The image exists; its ID is the version's lock.
+        Built = "built",
+        /// Docker refused the build; `build_error` says why.
+        BuildFailed = "build_failed",
+        /// The server stopped while it was building; it is built again.
+        Interrupted = "interrupted",
     }
 }
 

@@ -32,7 +32,7 @@ use super::engine::Engine;
 use super::gpus::{self, Holder};
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
-use {crate::db::is_unique_violation, contracts::error::internal};
+use {crate::db::taken, contracts::error::internal};
 
 /// How many events the detail page shows.
 const EVENTS_SHOWN: i64 = 50;
@@ -507,16 +507,13 @@ async fn insert_version(
     .await?)
 }
 
+/// An environment name already in use in the workspace.
 fn name_taken(e: sqlx::Error) -> AppError {
-    if is_unique_violation(&e) {
-        AppError::conflict(
-            "name",
-            ErrorCode::EnvironmentNameTaken,
-            "an environment with this name already exists in the workspace",
-        )
-    } else {
-        e.into()
-    }
+    taken(
+        "name",
+        ErrorCode::EnvironmentNameTaken,
+        "an environment with this name already exists in the workspace",
+    )(e)
 }
 
 #[cfg(test)]

@@ -6,48 +6,27 @@ use contracts::error::AppError;
 use contracts::types::EvaluationStatus;
 use sqlx::SqliteConnection;
 
-use crate::transitions::{self, Column, Machine};
+use crate::transitions::{self, reasons, Machine};
 
-/// Why an evaluation's status changed, in `evaluations.status_reason`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type)]
-#[sqlx(rename_all = "snake_case")]
-pub enum Reason {
-    /// The evaluator runs (queued → running).
-    Started,
-    /// It printed its metrics and exited 0.
-    Completed,
-    /// It exited with an error of its own.
-    EvaluatorFailed,
-    /// Its dataset or checkpoint was gone before it started.
-    InputsGone,
-    /// It could not be started at all (see the server log).
-    StartFailed,
-    /// Its process disappeared without an exit status.
-    Exited,
-    /// Its workspace was deleted.
-    WorkspaceDeleted,
-    /// The server stopped it to move its data directory to a new layout.
-    Interrupted,
-}
-
-impl Column for Reason {
-    fn name(self) -> &'static str {
-        match self {
-            Reason::Started => "started",
-            Reason::Completed => "completed",
-            Reason::EvaluatorFailed => "evaluator_failed",
-            Reason::InputsGone => "inputs_gone",
-            Reason::StartFailed => "start_failed",
-            Reason::Exited => "exited",
-            Reason::WorkspaceDeleted => "workspace_deleted",
-            Reason::Interrupted => "interrupted",
-        }
-    }
-}
-
-impl Column for EvaluationStatus {
-    fn name(self) -> &'static str {
-        self.as_str()
+reasons! {
+    /// Why an evaluation's status changed, in `evaluations.status_reason`.
+    pub enum Reason {
+        /// The evaluator runs (queued → running).
+        Started = "started",
+        /// It printed its metrics and exited 0.
+        Completed = "completed",
+        /// It exited with an error of its own.
+        EvaluatorFailed = "evaluator_failed",
+        /// Its dataset or checkpoint was gone before it started.
+        InputsGone = "inputs_gone",
+        /// It could not be started at all (see the server log).
+        StartFailed = "start_failed",
+        /// Its process disappeared without an exit status.
+        Exited = "exited",
+        /// Its workspace was deleted.
+        WorkspaceDeleted = "workspace_deleted",
+        /// The server stopped it to move its data directory to a new layout.
+        Interrupted = "interrupted",
     }
 }
 

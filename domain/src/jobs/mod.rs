@@ -36,7 +36,7 @@ use super::db::write_tx;
 use super::executor::{Executor, Executors, Handle, Stop};
 use super::storage::{in_volume, Storage};
 use contracts::error::internal;
-use contracts::error::{AppError, ErrorCode};
+use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
 use contracts::types::*;
 use status::Reason;
 
@@ -320,14 +320,20 @@ async fn submit_as(
     spec.name = spec.name.trim().to_string();
     let host_gpus = jobs.engine.gpus().await.len();
     if spec.gpus as usize > host_gpus {
-        return Err(AppError::invalid(
+        let problem = FieldProblem::new(
             "gpus",
-            ErrorCode::JobSpecInvalid,
+            Rule::MoreGpusThanHost {
+                host: host_gpus as i64,
+            },
             format!(
                 "the job asks for {} GPU(s) but this host has {host_gpus}; it would never start",
                 spec.gpus
             ),
-        ));
+        );
+        return Err(
+            AppError::invalid_fields(ErrorCode::JobSpecInvalid, vec![problem])
+                .unwrap_or(AppError::Internal),
+        );
     }
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
@@ -475,12 +481,10 @@ async fn dataset_input(
             format!("dataset {id} is not in this workspace"),
         ));
     };
-    let report: serde_json::Value =
-        serde_json::from_str(&report).map_err(|e| internal("stored report", e))?;
-    let labels = report["label_distribution"]
-        .as_object()
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default();
+    let labels = crate::datasets::stored_report(&report)?
+        .label_distribution
+        .into_keys()
+        .collect();
     Ok(DatasetInput {
         path,
         text_column,

@@ -8,85 +8,157 @@ use std::path::{Path, PathBuf};
 use contracts::data::{Columns, DataFormat};
 use contracts::job::{DataSection, JobConfig, ModelSection, OutputSection, TrainSection};
 
-use contracts::error::{AppError, ErrorCode};
+use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
 use contracts::types::JobSpec;
 
 /// Model shapes the form offers. `tiny` is a 1-layer, 32-wide encoder for smoke tests and demos.
 pub const PRESETS: [&str; 6] = ["base", "medium", "mini", "micro", "nano", "tiny"];
 
-/// Every broken rule of `spec`, as `(field, message)`, in form order; `cpu_bf16`: whether this host's CPU
-/// has native bfloat16 (`hostcaps::cpu_bf16`, a parameter so tests walk both answers on any CPU).
-fn problems(spec: &JobSpec, cpu_bf16: bool) -> Vec<(&'static str, String)> {
+/// Every broken rule of `spec`, in form order; `cpu_bf16`: whether this host's CPU has native bfloat16
+/// (`hostcaps::cpu_bf16`, a parameter so tests walk both answers on any CPU).
+fn problems(spec: &JobSpec, cpu_bf16: bool) -> Vec<FieldProblem> {
     let mut out = Vec::new();
+    let mut between = |field: &str, value: i64, min: i64, max: i64| {
+        if !(min..=max).contains(&value) {
+            out.push(FieldProblem::new(
+                field,
+                Rule::Between { min, max },
+                format!("must be between {min} and {max}"),
+            ));
+        }
+    };
+    between("epochs", i64::from(spec.epochs), 1, 1000);
+    between("batch_size", i64::from(spec.batch_size), 1, 4096);
+    between("max_seq_len", i64::from(spec.max_seq_len), 8, 2048);
+    between(
+        "grad_accum_steps",
+        i64::from(spec.grad_accum_steps),
+        1,
+        1024,
+    );
+    between("priority", i64::from(spec.priority), -100, 100);
+    between("keep_best", i64::from(spec.keep_best), 1, 100);
     if crate::names::display_name(&spec.name).is_none() {
-        out.push(("name", format!("must be {}", crate::names::NAME_RULE)));
+        out.push(FieldProblem::new(
+            "name",
+            Rule::Name,
+            format!("must be {}", crate::names::NAME_RULE),
+        ));
     }
+    let one_of = |values: &[&str]| Rule::OneOf {
+        values: values.iter().map(|v| v.to_string()).collect(),
+    };
     if !PRESETS.contains(&spec.preset.as_str()) {
-        out.push(("preset", format!("must be one of {}", PRESETS.join(", "))));
-    }
-    if !(1..=1000).contains(&spec.epochs) {
-        out.push(("epochs", "must be between 1 and 1000".into()));
-    }
-    if !(1..=4096).contains(&spec.batch_size) {
-        out.push(("batch_size", "must be between 1 and 4096".into()));
+        out.push(FieldProblem::new(
+            "preset",
+            one_of(&PRESETS),
+            format!("must be one of {}", PRESETS.join(", ")),
+        ));
     }
     if !(spec.learning_rate.is_finite() && spec.learning_rate > 0.0 && spec.learning_rate <= 1.0) {
-        out.push((
+        out.push(FieldProblem::new(
             "learning_rate",
-            "must be greater than 0 and at most 1".into(),
+            Rule::Interval {
+                min: 0.0,
+                min_included: false,
+                max: 1.0,
+                max_included: true,
+            },
+            "must be greater than 0 and at most 1",
         ));
     }
     if !(spec.warmup_ratio.is_finite() && (0.0..1.0).contains(&spec.warmup_ratio)) {
-        out.push(("warmup_ratio", "must be at least 0 and below 1".into()));
+        out.push(FieldProblem::new(
+            "warmup_ratio",
+            Rule::Interval {
+                min: 0.0,
+                min_included: true,
+                max: 1.0,
+                max_included: false,
+            },
+            "must be at least 0 and below 1",
+        ));
     }
-    if !(8..=2048).contains(&spec.max_seq_len) {
-        out.push(("max_seq_len", "must be between 8 and 2048".into()));
-    }
-    if !(1..=1024).contains(&spec.grad_accum_steps) {
-        out.push(("grad_accum_steps", "must be between 1 and 1024".into()));
-    }
+    let at_least_or_empty = |field: &str| {
+        FieldProblem::new(
+            field,
+            Rule::AtLeastOrEmpty { min: 1 },
+            "must be at least 1 (or left empty)",
+        )
+    };
     if spec.max_steps == Some(0) {
-        out.push(("max_steps", "must be at least 1 (or left empty)".into()));
+        out.push(at_least_or_empty("max_steps"));
     }
     if !["fp32", "fp16", "bf16"].contains(&spec.precision.as_str()) {
-        out.push(("precision", "must be fp32, fp16 or bf16".into()));
+        out.push(FieldProblem::new(
+            "precision",
+            one_of(&["fp32", "fp16", "bf16"]),
+            "must be fp32, fp16 or bf16",
+        ));
     } else if spec.gpus == 0 {
         match spec.precision.as_str() {
-            "fp16" => out.push(("precision", "fp16 needs a GPU; use fp32 or bf16 on CPU".into())),
-            "bf16" if !cpu_bf16 => out.push((
+            "fp16" => out.push(FieldProblem::new(
                 "precision",
-                "bf16 on CPU needs AVX512-BF16 instructions, which this server's CPU lacks; use fp32 or a GPU"
-                    .into(),
+                Rule::Fp16NeedsGpu,
+                "fp16 needs a GPU; use fp32 or bf16 on CPU",
+            )),
+            "bf16" if !cpu_bf16 => out.push(FieldProblem::new(
+                "precision",
+                Rule::Bf16NeedsCpuSupport,
+                "bf16 on CPU needs AVX512-BF16 instructions, which this server's CPU lacks; use fp32 or a GPU",
             )),
             _ => {}
         }
     }
     if spec.eval_every_steps == 0 {
-        out.push(("eval_every_steps", "must be at least 1".into()));
+        out.push(FieldProblem::new(
+            "eval_every_steps",
+            Rule::AtLeast { min: 1 },
+            "must be at least 1",
+        ));
     }
     if spec.gpus > 64 {
-        out.push(("gpus", "must be at most 64".into()));
-    }
-    if !(-100..=100).contains(&spec.priority) {
-        out.push(("priority", "must be between -100 and 100".into()));
-    }
-    if !(1..=100).contains(&spec.keep_best) {
-        out.push(("keep_best", "must be between 1 and 100".into()));
+        out.push(FieldProblem::new(
+            "gpus",
+            Rule::AtMost { max: 64 },
+            "must be at most 64",
+        ));
     }
     if spec.base_checkpoint_id.is_some() && spec.pretrained_model_id.is_some() {
-        out.push((
+        out.push(FieldProblem::new(
             "pretrained_model_id",
-            "start from an earlier checkpoint or from an uploaded model, not both".into(),
+            Rule::NotWith {
+                other: "base_checkpoint_id".into(),
+            },
+            "start from an earlier checkpoint or from an uploaded model, not both",
         ));
     }
     if spec.time_limit_minutes == Some(0) {
-        out.push((
-            "time_limit_minutes",
-            "must be at least 1 (or left empty)".into(),
-        ));
+        out.push(at_least_or_empty("time_limit_minutes"));
     }
+    out.sort_by_key(|p| FORM_ORDER.iter().position(|f| *f == p.field));
     out
 }
+
+/// The job form's fields top to bottom: problems are listed (and the first named) in this order.
+const FORM_ORDER: [&str; 16] = [
+    "name",
+    "preset",
+    "epochs",
+    "batch_size",
+    "learning_rate",
+    "warmup_ratio",
+    "max_seq_len",
+    "grad_accum_steps",
+    "max_steps",
+    "precision",
+    "eval_every_steps",
+    "gpus",
+    "priority",
+    "keep_best",
+    "pretrained_model_id",
+    "time_limit_minutes",
+];
 
 /// `Invalid` naming the first bad field and listing all.
 pub fn check(spec: &JobSpec) -> Result<(), AppError> {
@@ -94,17 +166,9 @@ pub fn check(spec: &JobSpec) -> Result<(), AppError> {
 }
 
 fn check_with(spec: &JobSpec, cpu_bf16: bool) -> Result<(), AppError> {
-    let all = problems(spec, cpu_bf16);
-    match all.first() {
+    match AppError::invalid_fields(ErrorCode::JobSpecInvalid, problems(spec, cpu_bf16)) {
         None => Ok(()),
-        Some((field, _)) => Err(AppError::invalid(
-            *field,
-            ErrorCode::JobSpecInvalid,
-            all.iter()
-                .map(|(f, m)| format!("{f}: {m}"))
-                .collect::<Vec<_>>()
-                .join("; "),
-        )),
+        Some(err) => Err(err),
     }
 }
 

@@ -5,63 +5,37 @@ use contracts::error::AppError;
 use contracts::types::JobStatus;
 use sqlx::SqliteConnection;
 
-use crate::transitions::{self, Column, Machine};
+use crate::transitions::{self, reasons, Machine};
 
-/// Why a job's status changed: a stable word, what the code decides on (the message is for people).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, sqlx::Type)]
-#[sqlx(rename_all = "snake_case")]
-pub enum Reason {
-    /// The scheduler placed it (queued → starting).
-    Scheduled,
-    /// Its process or container runs (starting → running).
-    Launched,
-    /// The server restarted before it ran (starting → queued).
-    Requeued,
-    /// It could not be started.
-    StartFailed,
-    /// A person asked it to stop, or cancelled it before it ran.
-    CancelRequested,
-    /// It reached its time limit: asked to stop with a checkpoint, and it ends as failed.
-    TimeLimit,
-    /// The trainer finished its epochs.
-    Completed,
-    /// The trainer stopped early: the dev metric stopped improving.
-    EarlyStopped,
-    /// The trainer reported a failure.
-    TrainerFailed,
-    /// Stopped by a signal nobody in Paddock sent.
-    Signal,
-    /// The process ended without saying how, or disappeared.
-    Exited,
-    /// Its workspace was deleted.
-    WorkspaceDeleted,
-    /// The server stopped it to move its data directory to a new layout.
-    Interrupted,
-}
-
-impl Column for Reason {
-    fn name(self) -> &'static str {
-        match self {
-            Reason::Scheduled => "scheduled",
-            Reason::Launched => "launched",
-            Reason::Requeued => "requeued",
-            Reason::StartFailed => "start_failed",
-            Reason::CancelRequested => "cancel_requested",
-            Reason::TimeLimit => "time_limit",
-            Reason::Completed => "completed",
-            Reason::EarlyStopped => "early_stopped",
-            Reason::TrainerFailed => "trainer_failed",
-            Reason::Signal => "signal",
-            Reason::Exited => "exited",
-            Reason::WorkspaceDeleted => "workspace_deleted",
-            Reason::Interrupted => "interrupted",
-        }
-    }
-}
-
-impl Column for JobStatus {
-    fn name(self) -> &'static str {
-        self.as_str()
+reasons! {
+    /// Why a job's status changed: a stable word, what the code decides on (the message is for people).
+    pub enum Reason {
+        /// The scheduler placed it (queued → starting).
+        Scheduled = "scheduled",
+        /// Its process or container runs (starting → running).
+        Launched = "launched",
+        /// The server restarted before it ran (starting → queued).
+        Requeued = "requeued",
+        /// It could not be started.
+        StartFailed = "start_failed",
+        /// A person asked it to stop, or cancelled it before it ran.
+        CancelRequested = "cancel_requested",
+        /// It reached its time limit: asked to stop with a checkpoint, and it ends as failed.
+        TimeLimit = "time_limit",
+        /// The trainer finished its epochs.
+        Completed = "completed",
+        /// The trainer stopped early: the dev metric stopped improving.
+        EarlyStopped = "early_stopped",
+        /// The trainer reported a failure.
+        TrainerFailed = "trainer_failed",
+        /// Stopped by a signal nobody in Paddock sent.
+        Signal = "signal",
+        /// The process ended without saying how, or disappeared.
+        Exited = "exited",
+        /// Its workspace was deleted.
+        WorkspaceDeleted = "workspace_deleted",
+        /// The server stopped it to move its data directory to a new layout.
+        Interrupted = "interrupted",
     }
 }
 

@@ -226,6 +226,7 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
                     field,
                     code: ErrorCode::InvalidBody,
                     message: format!("invalid JSON body: {inner}"),
+                    problems: Vec::new(),
                 })
             } else {
                 Err(AppError::Malformed {

@@ -106,6 +106,17 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
         "{err}"
     );
     assert!(err["message"].as_str().unwrap().contains("learning_rate"));
+    // Each broken rule on its own, in form order, with what a client needs to word it.
+    assert_eq!(
+        err["problems"],
+        json!([
+            { "field": "batch_size", "message": "must be between 1 and 4096",
+              "rule": { "kind": "between", "min": 1, "max": 4096 } },
+            { "field": "learning_rate", "message": "must be greater than 0 and at most 1",
+              "rule": { "kind": "interval", "min": 0.0, "min_included": false, "max": 1.0, "max_included": true } },
+        ]),
+        "{err}"
+    );
     assert_eq!(server.count("SELECT COUNT(*) FROM jobs").await, 0);
 
     let spec = tiny("tiny-run", ds, 20);

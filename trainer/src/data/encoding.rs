@@ -3,18 +3,8 @@
 //! converted (when the job asks for it) or refused with a message that says how to fix the file. Anything
 //! else is refused with the line of the first byte that is not UTF-8.
 
-use serde::Serialize;
-
-/// The encoding a file was read in, as reported to the user.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TextEncoding {
-    Utf8,
-    /// UTF-8 with a byte-order mark (Excel's "CSV UTF-8"); the mark is dropped.
-    Utf8Bom,
-    /// GBK or GB18030 (GB18030 is a superset of GBK, so one decoder serves both).
-    Gb18030,
-}
+/// The encoding a file was read in, as reported to the user (declared with the report).
+pub use contracts::data::TextEncoding;
 
 /// Why a file's bytes could not be turned into text.
 #[derive(Debug, Clone, PartialEq, Eq)]

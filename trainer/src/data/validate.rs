@@ -11,7 +11,9 @@ use serde::{Deserialize, Serialize};
 use super::encoding;
 use super::labels::LabelMap;
 use super::reader::{self, Columns, DataFormat};
-use super::report::{length_stats, token_lengths, Issue, IssueKind, ValidationReport};
+use super::report::{
+    length_stats, token_lengths, Issue, IssueKind, LengthUnit, Tokenization, ValidationReport,
+};
 use crate::{Error, Result};
 
 /// How to read a data file.
@@ -41,7 +43,7 @@ impl Default for DataOptions {
 /// a vocabulary, `basic` without: see [`super::report::TokenLengths`]).
 #[derive(Clone, Copy)]
 pub struct Measure<'a> {
-    pub tokenizer: &'static str,
+    pub tokenizer: Tokenization,
     pub count: &'a dyn Fn(&str, Option<&str>) -> usize,
 }
 
@@ -75,7 +77,7 @@ pub struct Validated {
 impl Validated {
     /// The rows as examples, with labels mapped through `labels`. Fails when the report has errors.
     pub fn into_examples(self, labels: Option<&LabelMap>) -> Result<Vec<Example>> {
-        self.report.to_result()?;
+        super::report::to_result(&self.report)?;
         Ok(self
             .rows
             .into_iter()
@@ -284,7 +286,7 @@ pub fn validate_bytes(
         .iter()
         .map(|r| r.text.chars().count() + r.text_pair.as_ref().map_or(0, |p| p.chars().count()))
         .collect();
-    report.lengths = length_stats(&chars, "chars", None);
+    report.lengths = length_stats(&chars, LengthUnit::Chars, None);
     if let Some(m) = measure {
         let tokens: Vec<usize> = rows
             .iter()

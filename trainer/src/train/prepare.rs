@@ -27,7 +27,7 @@ pub fn load_data(job: &JobConfig, known_labels: Option<Vec<String>>) -> Result<P
     let mut reports = Vec::new();
     let train = validate_file(&job.data.train, &opts, given.as_ref(), None, None)?;
     reports.push(train.report.clone());
-    train.report.to_result()?;
+    crate::data::report::to_result(&train.report)?;
     let labels = match given {
         Some(m) => m,
         None => LabelMap::infer(train.rows.iter().filter_map(|r| r.label.as_deref()))?,

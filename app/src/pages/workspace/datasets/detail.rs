@@ -7,7 +7,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
-use super::report::{Report, ReportView};
+use super::report::ReportView;
 use super::{file_url, use_dataset_id};
 use crate::api::{get_dataset, DeleteDataset};
 use crate::components::notice::{ErrorNotice, Loading};
@@ -70,7 +70,6 @@ fn DatasetView(detail: DatasetDetail) -> impl IntoView {
             .to_string()
         }
     };
-    let report = Report::parse(&report);
     view! {
         <Title text=name.clone() />
         <p class="breadcrumb">

@@ -132,7 +132,7 @@ pub fn LabelStack(distribution: std::collections::BTreeMap<String, u64>) -> impl
                     .iter()
                     .enumerate()
                     .map(|(i, (label, n))| view! {
-                        <span class=format!("label-seg label-color-{}", i % 6) style:width=percent(*n, total) title=format!("{label}: {n}")></span>
+                        <span class=format!("label-seg label-color-{}", i % 6) style:width=percent(*n as usize, total as usize) title=format!("{label}: {n}")></span>
                     })
                     .collect_view()}
             </div>

@@ -44,7 +44,7 @@ pub fn short_sha(sha256: &str) -> String {
 }
 
 /// Share of `count` in `total` as a CSS width (`42.5%`); 0 for an empty total.
-pub fn percent(count: u64, total: u64) -> String {
+pub fn percent(count: usize, total: usize) -> String {
     if total == 0 {
         return "0%".into();
     }

@@ -1,89 +1,30 @@
 //! The validator's report, drawn: row counts and encoding, the label distribution as bars, text lengths
 //! in characters and in tokens (p50, p95, max and a histogram each; for tokens also the rows longer than
-//! 128, 256 and 512, what each usual `max_seq_len` would cut) and the warnings with their line numbers. The report is the JSON
-//! `paddock validate` printed; it is read leniently (missing parts are left out) because the trainer may
-//! add fields.
+//! 128, 256 and 512, what each usual `max_seq_len` would cut) and the warnings with their line numbers.
+//! The report is `contracts::data::ValidationReport`, what `paddock validate` printed.
 
-use std::collections::BTreeMap;
-
+use contracts::data::{
+    Issue, LengthStats, LengthUnit, TextEncoding, TokenLengths, Tokenization, ValidationReport,
+};
 use leptos::prelude::*;
-use serde::Deserialize;
 
 use super::percent;
 use crate::i18n::*;
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct Report {
-    pub encoding: String,
-    pub rows: u64,
-    pub valid_rows: u64,
-    pub label_distribution: BTreeMap<String, u64>,
-    pub lengths: Lengths,
-    /// Absent from reports written before tokens were counted.
-    pub tokens: Option<TokenLengths>,
-    pub errors: Vec<Problem>,
-    pub warnings: Vec<Problem>,
-    pub error_count: u64,
-    pub warning_count: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct Lengths {
-    /// `chars` or `tokens`.
-    pub unit: String,
-    pub p50: u64,
-    pub p95: u64,
-    pub max: u64,
-    pub histogram: Vec<Bucket>,
-}
-
-/// Lengths in tokens: `wordpiece` (a model's vocabulary) or `basic` (no vocabulary; a lower bound).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct TokenLengths {
-    pub tokenizer: String,
-    #[serde(flatten)]
-    pub stats: Lengths,
-    pub over: Vec<Over>,
-}
-
-/// Rows longer than `max_len` tokens.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct Over {
-    pub max_len: u64,
-    pub rows: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct Bucket {
-    pub from: u64,
-    pub to: u64,
-    pub count: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default)]
-pub struct Problem {
-    pub line: Option<u64>,
-    pub field: Option<String>,
-    pub kind: String,
-    pub message: String,
-}
-
-impl Report {
-    pub fn parse(value: &serde_json::Value) -> Report {
-        Report::deserialize(value).unwrap_or_default()
+/// How the file's encoding is named to people.
+fn encoding_text(encoding: Option<TextEncoding>) -> &'static str {
+    match encoding {
+        Some(TextEncoding::Utf8) => "UTF-8",
+        Some(TextEncoding::Utf8Bom) => "UTF-8 (BOM)",
+        Some(TextEncoding::Gb18030) => "GB18030",
+        None => "—",
     }
 }
 
 #[component]
-pub fn ReportView(report: Report) -> impl IntoView {
+pub fn ReportView(report: ValidationReport) -> impl IntoView {
     let i18n = use_i18n();
-    let Report {
+    let ValidationReport {
         encoding,
         rows,
         valid_rows,
@@ -96,15 +37,15 @@ pub fn ReportView(report: Report) -> impl IntoView {
         ..
     } = report;
     let biggest_label = label_distribution.values().copied().max().unwrap_or(0);
-    let unit = lengths.unit.clone();
-    let problems: Vec<Problem> = errors.into_iter().chain(warnings).collect();
+    let unit = lengths.as_ref().map_or(LengthUnit::Chars, |l| l.unit);
+    let problems: Vec<Issue> = errors.into_iter().chain(warnings).collect();
     view! {
         <section class="card" aria-labelledby="report-title" data-testid="dataset-report">
             <h2 id="report-title">{t!(i18n, dataset_detail.report_title)}</h2>
             <dl class="facts">
                 <div><dt>{t!(i18n, dataset_detail.rows)}</dt><dd data-testid="report-rows">{rows}</dd></div>
                 <div><dt>{t!(i18n, dataset_detail.valid_rows)}</dt><dd data-testid="report-valid-rows">{valid_rows}</dd></div>
-                <div><dt>{t!(i18n, dataset_detail.encoding)}</dt><dd>{encoding}</dd></div>
+                <div><dt>{t!(i18n, dataset_detail.encoding)}</dt><dd>{encoding_text(encoding)}</dd></div>
                 <div><dt>{t!(i18n, dataset_detail.warnings)}</dt><dd data-testid="report-warning-count">{warning_count}</dd></div>
             </dl>
             <div class="report-grid">
@@ -128,18 +69,20 @@ pub fn ReportView(report: Report) -> impl IntoView {
                 </div>
                 <div>
                     <h3>
-                        {move || if unit == "tokens" {
+                        {move || if unit == LengthUnit::Tokens {
                             t_string!(i18n, dataset_detail.lengths_tokens)
                         } else {
                             t_string!(i18n, dataset_detail.lengths_chars)
                         }}
                     </h3>
-                    <dl class="facts facts-compact" data-testid="report-lengths">
-                        <div><dt>"p50"</dt><dd data-testid="report-p50">{lengths.p50}</dd></div>
-                        <div><dt>"p95"</dt><dd data-testid="report-p95">{lengths.p95}</dd></div>
-                        <div><dt>{t!(i18n, dataset_detail.max)}</dt><dd data-testid="report-max">{lengths.max}</dd></div>
-                    </dl>
-                    <Histogram lengths testid="report-histogram" />
+                    {lengths.map(|lengths| view! {
+                        <dl class="facts facts-compact" data-testid="report-lengths">
+                            <div><dt>"p50"</dt><dd data-testid="report-p50">{lengths.p50}</dd></div>
+                            <div><dt>"p95"</dt><dd data-testid="report-p95">{lengths.p95}</dd></div>
+                            <div><dt>{t!(i18n, dataset_detail.max)}</dt><dd data-testid="report-max">{lengths.max}</dd></div>
+                        </dl>
+                        <Histogram lengths testid="report-histogram" />
+                    })}
                 </div>
                 {tokens.map(|t| view! { <TokenReport t rows=valid_rows /> })}
             </div>
@@ -159,7 +102,7 @@ pub fn ReportView(report: Report) -> impl IntoView {
                                     (None, None) => String::new(),
                                 };
                                 view! {
-                                    <li data-kind=p.kind.clone()>
+                                    <li data-kind=p.kind.as_str()>
                                         <span class="problem-line">{move || t_string!(i18n, dataset_detail.line, place = place.clone()).to_string()}</span>
                                         " "
                                         <span>{p.message}</span>
@@ -178,7 +121,7 @@ pub fn ReportView(report: Report) -> impl IntoView {
 
 /// Rows per length bucket, as bars.
 #[component]
-fn Histogram(lengths: Lengths, testid: &'static str) -> impl IntoView {
+fn Histogram(lengths: LengthStats, testid: &'static str) -> impl IntoView {
     let i18n = use_i18n();
     let biggest_bucket = lengths.histogram.iter().map(|b| b.count).max().unwrap_or(0);
     view! {
@@ -201,9 +144,9 @@ fn Histogram(lengths: Lengths, testid: &'static str) -> impl IntoView {
 
 /// Lengths in tokens, how they were counted, and what each usual sequence limit would cut.
 #[component]
-fn TokenReport(t: TokenLengths, rows: u64) -> impl IntoView {
+fn TokenReport(t: TokenLengths, rows: usize) -> impl IntoView {
     let i18n = use_i18n();
-    let basic = t.tokenizer != "wordpiece";
+    let basic = t.tokenizer == Tokenization::Basic;
     let TokenLengths { stats, over, .. } = t;
     view! {
         <div data-testid="report-tokens" data-tokenizer=if basic { "basic" } else { "wordpiece" }>
@@ -246,9 +189,11 @@ fn TokenReport(t: TokenLengths, rows: u64) -> impl IntoView {
 mod tests {
     use super::*;
 
+    /// The dashboard reads the report the trainer writes with the same declaration; stored reports from
+    /// before tokens were counted, or with fields a later trainer adds, still read.
     #[test]
-    fn the_validator_report_is_read_and_unknown_fields_ignored() {
-        let value = serde_json::json!({
+    fn a_stored_report_is_read_whatever_version_wrote_it() {
+        let stored = serde_json::json!({
             "encoding": "utf8", "rows": 8, "valid_rows": 5, "ok": false, "brand_new": 1,
             "label_distribution": { "negative": 1, "positive": 4 },
             "lengths": { "unit": "chars", "p50": 9, "p95": 9, "max": 9, "mean": 7.2, "over_limit": null,
@@ -257,32 +202,32 @@ mod tests {
             "warnings": [{ "severity": "warning", "kind": "duplicate", "line": 9, "field": "text", "message": "duplicate of line 2" }],
             "warning_count": 1
         });
-        let r = Report::parse(&value);
-        assert_eq!((r.rows, r.valid_rows, r.lengths.p95), (8, 5, 9));
+        let r: ValidationReport = serde_json::from_value(stored).unwrap();
+        assert_eq!((r.rows, r.valid_rows), (8, 5));
+        assert_eq!(
+            r.lengths.as_ref().map(|l| (l.unit, l.p95)),
+            Some((LengthUnit::Chars, 9))
+        );
         assert_eq!(r.errors[0].line, Some(7));
+        assert_eq!(r.errors[0].located(), "line 7, label: missing label");
         assert_eq!(r.warnings[0].message, "duplicate of line 2");
         assert_eq!(r.label_distribution["positive"], 4);
+        assert_eq!(encoding_text(r.encoding), "UTF-8");
         assert_eq!(r.tokens, None, "a report from before tokens were counted");
         let with_tokens = serde_json::json!({
             "tokens": { "tokenizer": "basic", "unit": "tokens", "p50": 33, "p95": 70, "max": 600, "mean": 36.3,
                         "histogram": [{ "from": 0, "to": 64, "count": 5 }],
                         "over": [{ "max_len": 128, "rows": 2 }, { "max_len": 512, "rows": 1 }] }
         });
-        let t = Report::parse(&with_tokens).tokens.unwrap();
+        let t = serde_json::from_value::<ValidationReport>(with_tokens)
+            .unwrap()
+            .tokens
+            .unwrap();
         assert_eq!(
-            (t.tokenizer.as_str(), t.stats.p95, t.stats.max),
-            ("basic", 70, 600)
+            (t.tokenizer, t.stats.p95, t.stats.max),
+            (Tokenization::Basic, 70, 600)
         );
-        assert_eq!(
-            t.over[1],
-            Over {
-                max_len: 512,
-                rows: 1
-            }
-        );
-        assert_eq!(
-            Report::parse(&serde_json::json!("nonsense")),
-            Report::default()
-        );
+        assert_eq!((t.over[1].max_len, t.over[1].rows), (512, 1));
+        assert!(serde_json::from_value::<ValidationReport>(serde_json::json!("nonsense")).is_err());
     }
 }

@@ -30,6 +30,7 @@ use crate::i18n::*;
 use crate::pages::workspace::jobs::job_href;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
 use contracts::error::AppError;
+use contracts::serving::{ParityReport, ParityTolerance};
 use contracts::types::{CheckpointInfo, EndpointDetail, EndpointStatus};
 
 /// How often the page reads the endpoint again: one traffic sample each time.
@@ -155,18 +156,20 @@ fn EndpointView(
 }
 
 /// `1.2e-6`, or the text the report gave (`inf`).
-fn diff_text(v: &serde_json::Value) -> String {
-    v.as_f64()
-        .map(|d| format!("{d:.1e}"))
-        .unwrap_or_else(|| v.as_str().unwrap_or("–").to_string())
+fn diff_text(d: Option<f64>) -> String {
+    match d {
+        Some(d) if d.is_finite() => format!("{d:.1e}"),
+        Some(_) => "inf".to_string(),
+        None => "–".to_string(),
+    }
 }
 
 /// The gate's allowance: one number (float32), or `abs + rel·|logit|` (reduced precision).
-fn tolerance_text(v: &serde_json::Value) -> String {
-    match (v["abs"].as_f64(), v["rel"].as_f64()) {
-        (Some(abs), Some(rel)) if rel > 0.0 => format!("{abs:.1e} + {:.0}% |logit|", rel * 100.0),
-        (Some(abs), _) => format!("{abs:.1e}"),
-        _ => diff_text(v),
+fn tolerance_text(t: Option<ParityTolerance>) -> String {
+    match t {
+        Some(t) if t.rel > 0.0 => format!("{:.1e} + {:.0}% |logit|", t.abs, t.rel * 100.0),
+        Some(t) => format!("{:.1e}", t.abs),
+        None => "–".to_string(),
     }
 }
 
@@ -233,7 +236,7 @@ fn StatusCard(
                     </dl>
                 }
             }}
-            {move || parity.get().map(|report| view! { <ParityReport report /> })}
+            {move || parity.get().map(|report| view! { <ParityVerdict report /> })}
             {can_edit.then(|| view! { <Actions live /> })}
         </section>
     }
@@ -242,14 +245,13 @@ fn StatusCard(
 
 /// The parity gate's verdict: passed with its numbers, or why not and the first text that differed.
 #[component]
-fn ParityReport(report: serde_json::Value) -> impl IntoView {
+fn ParityVerdict(report: ParityReport) -> impl IntoView {
     let i18n = use_i18n();
-    let passed = report["passed"].as_bool().unwrap_or(false);
-    let samples = report["samples"].as_u64().unwrap_or(0);
-    let diff = diff_text(&report["max_abs_diff"]);
-    let tolerance = tolerance_text(&report["tolerance"]);
-    let message = report["message"].as_str().unwrap_or_default().to_string();
-    let mismatch = report["mismatch"]["text"].as_str().map(str::to_string);
+    let (passed, samples) = (report.passed, report.samples);
+    let diff = diff_text(report.max_abs_diff);
+    let tolerance = tolerance_text(report.tolerance);
+    let message = report.message;
+    let mismatch = report.mismatch.map(|m| m.text);
     view! {
         <div class="parity" data-testid="parity-report" data-passed=passed.to_string()>
             <h3>{t!(i18n, endpoint_detail.parity_title)}</h3>
@@ -394,8 +396,13 @@ mod tests {
 
     #[test]
     fn parity_differences_read_as_exponents() {
-        assert_eq!(diff_text(&serde_json::json!(0.0000012)), "1.2e-6");
-        assert_eq!(diff_text(&serde_json::json!("inf")), "inf");
-        assert_eq!(diff_text(&serde_json::Value::Null), "–");
+        assert_eq!(diff_text(Some(0.0000012)), "1.2e-6");
+        assert_eq!(diff_text(Some(f64::INFINITY)), "inf");
+        assert_eq!(diff_text(None), "–");
+        let bf16 = ParityTolerance {
+            abs: 0.05,
+            rel: 0.02,
+        };
+        assert_eq!(tolerance_text(Some(bf16)), "5.0e-2 + 2% |logit|");
     }
 }

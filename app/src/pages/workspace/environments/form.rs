@@ -18,7 +18,7 @@ use crate::components::form::SubmitButton;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use contracts::error::{AppError, ErrorCode};
+use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::types::{CatalogImage, DockerStatus, EnvironmentSpec, GpuSpec};
 
 /// The `<select>` value of "another image", which shows a free-text box.
@@ -171,7 +171,9 @@ impl ClientError {
                 td_string!(locale, env_form.err_env_line, line = line).to_string(),
             ),
         };
-        AppError::invalid(field, ErrorCode::SpecInvalid, format!("{field}: {message}"))
+        let problem = FieldProblem::said(field, message);
+        AppError::invalid_fields(ErrorCode::SpecInvalid, vec![problem])
+            .unwrap_or(AppError::Internal)
     }
 }
 
@@ -289,53 +291,6 @@ impl FormValues {
     }
 }
 
-/// What `err` says about `field`: for `spec_invalid`, the parts of its "field: message; …" list that
-/// name `field` (or one of its items, `os_packages[1]`, `env.HOME`); for any other error naming
-/// `field`, its translated text.
-pub fn field_message(err: &AppError, field: &str, locale: Locale) -> Option<String> {
-    if err.code() == ErrorCode::SpecInvalid {
-        let parts: Vec<String> = spec_problems(&err.to_string())
-            .into_iter()
-            .filter(|(f, _)| {
-                f == field
-                    || f.strip_prefix(field)
-                        .is_some_and(|rest| rest.starts_with('[') || rest.starts_with('.'))
-            })
-            .map(|(f, message)| {
-                if f == field {
-                    message
-                } else {
-                    format!("{f}: {message}")
-                }
-            })
-            .collect();
-        return (!parts.is_empty()).then(|| parts.join("; "));
-    }
-    (err.field() == Some(field)).then(|| error_text(locale, err))
-}
-
-/// Splits "field: message; field: message" into pairs. A message may itself contain "; " (`"lots" is
-/// not a size; use a number…`), so a piece starts a new problem only when it opens with a field name
-/// (`name`, `os_packages[0]`, `env.HOME`) and a colon.
-fn spec_problems(message: &str) -> Vec<(String, String)> {
-    let mut out: Vec<(String, String)> = Vec::new();
-    for piece in message.split("; ") {
-        let starts_problem = piece.split_once(": ").filter(|(field, _)| {
-            let base = field.split(['[', '.']).next().unwrap_or("");
-            !base.is_empty() && base.chars().all(|c| c.is_ascii_lowercase() || c == '_')
-        });
-        match (starts_problem, out.last_mut()) {
-            (Some((field, msg)), _) => out.push((field.to_string(), msg.to_string())),
-            (None, Some(last)) => {
-                last.1.push_str("; ");
-                last.1.push_str(piece);
-            }
-            (None, None) => {}
-        }
-    }
-    out
-}
-
 /// One labelled control with its hint and error line (`{id}-hint`, `{id}-error`).
 #[component]
 fn Row(
@@ -447,7 +402,7 @@ fn EnvironmentForm(
         Signal::derive(move || {
             error.with(|e| {
                 e.as_ref()
-                    .and_then(|e| field_message(e, field, i18n.get_locale()))
+                    .and_then(|e| field_text(i18n.get_locale(), e, field))
             })
         })
     };
@@ -826,19 +781,27 @@ mod tests {
         assert_eq!(values.to_spec(), Err(ClientError::GpuDevices));
         let err = ClientError::GpuDevices.into_app_error(Locale::en);
         assert_eq!(err.field(), Some("gpus"));
-        assert!(field_message(&err, "gpus", Locale::en)
+        assert!(field_text(Locale::en, &err, "gpus")
             .unwrap()
             .contains("whole numbers"));
     }
 
     #[test]
     fn server_problems_land_under_their_fields() {
-        let err = AppError::invalid(
-            "memory",
+        let err = AppError::invalid_fields(
             ErrorCode::SpecInvalid,
-            "name: may not contain `;`; memory: \"lots\" is not a size; use a number with a unit, like 512m or 8g; os_packages[1]: bad name; env.HOME: not allowed",
-        );
-        let at = |f| field_message(&err, f, Locale::en);
+            vec![
+                FieldProblem::said("name", "may not contain `;`"),
+                FieldProblem::said(
+                    "memory",
+                    "\"lots\" is not a size; use a number with a unit, like 512m or 8g",
+                ),
+                FieldProblem::said("os_packages[1]", "bad name"),
+                FieldProblem::said("env.HOME", "not allowed"),
+            ],
+        )
+        .unwrap();
+        let at = |f| field_text(Locale::en, &err, f);
         assert_eq!(at("name").as_deref(), Some("may not contain `;`"));
         assert_eq!(
             at("memory").as_deref(),
@@ -857,17 +820,17 @@ mod tests {
     fn other_errors_show_their_translation_at_their_field() {
         let taken = AppError::conflict("name", ErrorCode::EnvironmentNameTaken, "taken");
         assert_eq!(
-            field_message(&taken, "name", Locale::en).as_deref(),
+            field_text(Locale::en, &taken, "name").as_deref(),
             Some("An environment with this name already exists in this workspace.")
         );
-        assert_eq!(field_message(&taken, "memory", Locale::en), None);
+        assert_eq!(field_text(Locale::en, &taken, "memory"), None);
         let image = AppError::invalid(
             "base_image",
             ErrorCode::ImageUnavailable,
             "nope:1 is not on this machine",
         );
         assert_eq!(
-            field_message(&image, "base_image", Locale::zh).as_deref(),
+            field_text(Locale::zh, &image, "base_image").as_deref(),
             Some("镜像不可用：nope:1 is not on this machine")
         );
     }

@@ -20,7 +20,7 @@ use crate::components::form::SubmitButton;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
-use contracts::error::{AppError, ErrorCode};
+use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::types::{
     BuildStatus, CheckpointInfo, DatasetSummary, EnvironmentSummary, JobSpec, PretrainedModel,
 };
@@ -225,26 +225,6 @@ impl FormValues {
     }
 }
 
-/// What `err` says about `field`: for `job_spec_invalid`, the parts of its "field: message; …" list that
-/// name `field`; for any other error naming `field`, its translated text.
-pub fn field_message(err: &AppError, field: &str, locale: Locale) -> Option<String> {
-    if err.code() == ErrorCode::JobSpecInvalid {
-        let text = err.to_string();
-        let mine: Vec<&str> = text
-            .split("; ")
-            .filter_map(|piece| piece.split_once(": "))
-            .filter(|(f, _)| *f == field)
-            .map(|(_, m)| m)
-            .collect();
-        if !mine.is_empty() {
-            return Some(mine.join("; "));
-        }
-        // A single problem without the "field: " prefix (the dataset has one label) names its field.
-        return (err.field() == Some(field) && !text.contains(": ")).then_some(text);
-    }
-    (err.field() == Some(field)).then(|| error_text(locale, err))
-}
-
 /// One labelled control with its hint and error line (`{id}-hint`, `{id}-error`).
 #[component]
 fn Row(
@@ -303,11 +283,11 @@ fn JobForm(
             Err(field) => {
                 let locale = i18n.get_locale_untracked();
                 let message = td_string!(locale, job_form.err_number).to_string();
-                error.set(Some(AppError::invalid(
-                    field,
+                let problem = FieldProblem::said(field, message);
+                error.set(AppError::invalid_fields(
                     ErrorCode::JobSpecInvalid,
-                    format!("{field}: {message}"),
-                )));
+                    vec![problem],
+                ));
             }
         }
     };
@@ -315,7 +295,7 @@ fn JobForm(
         Signal::derive(move || {
             error.with(|e| {
                 e.as_ref()
-                    .and_then(|e| field_message(e, field, i18n.get_locale()))
+                    .and_then(|e| field_text(i18n.get_locale(), e, field))
             })
         })
     };
@@ -495,6 +475,7 @@ fn JobForm(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use contracts::error::Rule;
 
     #[test]
     fn a_spec_survives_the_form_both_ways() {
@@ -532,27 +513,43 @@ mod tests {
     }
 
     #[test]
-    fn server_problems_land_under_their_fields() {
-        let err = AppError::invalid(
-            "learning_rate",
+    fn server_problems_land_under_their_fields_in_the_users_language() {
+        let err = AppError::invalid_fields(
             ErrorCode::JobSpecInvalid,
-            "learning_rate: must be greater than 0 and at most 1; batch_size: must be between 1 and 4096",
+            vec![
+                FieldProblem::new(
+                    "learning_rate",
+                    Rule::Interval {
+                        min: 0.0,
+                        min_included: false,
+                        max: 1.0,
+                        max_included: true,
+                    },
+                    "must be greater than 0 and at most 1",
+                ),
+                FieldProblem::new(
+                    "batch_size",
+                    Rule::Between { min: 1, max: 4096 },
+                    "must be between 1 and 4096",
+                ),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            field_text(Locale::en, &err, "learning_rate").as_deref(),
+            Some("Must be greater than 0 and at most 1.")
         );
         assert_eq!(
-            field_message(&err, "learning_rate", Locale::en).as_deref(),
-            Some("must be greater than 0 and at most 1")
+            field_text(Locale::zh, &err, "batch_size").as_deref(),
+            Some("须在 1 到 4096 之间。")
         );
-        assert_eq!(
-            field_message(&err, "batch_size", Locale::en).as_deref(),
-            Some("must be between 1 and 4096")
-        );
-        assert_eq!(field_message(&err, "epochs", Locale::en), None);
+        assert_eq!(field_text(Locale::en, &err, "epochs"), None);
         let one = AppError::invalid(
             "dataset_id",
             ErrorCode::JobSpecInvalid,
             "the training data needs at least two labels",
         );
-        assert!(field_message(&one, "dataset_id", Locale::en).is_some());
+        assert!(field_text(Locale::en, &one, "dataset_id").is_some());
         assert_eq!(clone_name("run"), "run-copy");
     }
 }
