@@ -23,7 +23,7 @@ use super::parity;
 use super::status::{self, EndpointReason, ReplicaReason};
 use crate::db::write_tx;
 use crate::engine::Engine;
-use crate::executor::{ExecutorKind, Executors, Handle, InImage, Service, Stop, Unit};
+use crate::executor::{healthy, ExecutorKind, Executors, Handle, InImage, Service, Stop, Unit};
 use crate::gpus::{self, Holder};
 use crate::storage::Storage;
 use contracts::error::{internal, AppError};
@@ -887,16 +887,6 @@ impl Deployer {
             }
         }
     }
-}
-
-/// Whether a replica answers its health check (also how the Docker executor knows one is ready).
-pub(crate) async fn healthy(client: &reqwest::Client, base_url: &str) -> bool {
-    client
-        .get(format!("{base_url}/health"))
-        .timeout(Duration::from_secs(3))
-        .send()
-        .await
-        .is_ok_and(|r| r.status().is_success())
 }
 
 fn parity_failure(report: &ParityReport) -> String {

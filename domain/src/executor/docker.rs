@@ -15,8 +15,7 @@ use containers::lifecycle::{Limits, ProvisionRequest};
 use sqlx::SqlitePool;
 
 use super::{
-    last_lines, wrapper_args, Executor, ExecutorKind, Handle, InImage, Served, Service, Stop, Unit,
-    Work,
+    last_lines, wrapper_args, Executor, Handle, InImage, Served, Service, Stop, Unit, Work,
 };
 use crate::engine::Engine;
 use crate::environments::lifecycle::{network_name, store_dir, volume_dir, volume_name};
@@ -92,10 +91,6 @@ impl Docker {
 
 #[async_trait::async_trait]
 impl Executor for Docker {
-    fn kind(&self) -> ExecutorKind {
-        ExecutorKind::Docker
-    }
-
     fn run_root(&self, workspace_id: i64) -> beneath::Result<beneath::Dir> {
         self.storage.volume(workspace_id)
     }
@@ -163,7 +158,7 @@ impl Executor for Docker {
             }
             if let Ok(Some(ip)) = docker.ip_address(&name).await {
                 let base_url = format!("http://{ip}:{SERVICE_PORT}");
-                if crate::endpoints::replicas::healthy(&client, &base_url).await {
+                if super::healthy(&client, &base_url).await {
                     return Ok(Served {
                         handle: Handle::Container { name },
                         base_url,

@@ -10,9 +10,7 @@ use std::time::Duration;
 
 use tokio::io::AsyncBufReadExt;
 
-use super::{
-    last_lines, wrapper_args, Executor, ExecutorKind, Handle, Served, Service, Stop, Work,
-};
+use super::{last_lines, wrapper_args, Executor, Handle, Served, Service, Stop, Work};
 use crate::storage::Storage;
 
 pub struct Local {
@@ -40,10 +38,6 @@ fn visible(devices: &[u32]) -> String {
 
 #[async_trait::async_trait]
 impl Executor for Local {
-    fn kind(&self) -> ExecutorKind {
-        ExecutorKind::Local
-    }
-
     fn run_root(&self, _workspace_id: i64) -> beneath::Result<beneath::Dir> {
         self.storage.runs()
     }

@@ -173,8 +173,6 @@ pub struct Served {
 /// stop or a clean-up that fails is logged and tried again by the caller's next pass.
 #[async_trait::async_trait]
 pub trait Executor: Send + Sync {
-    fn kind(&self) -> ExecutorKind;
-
     /// Where its runs keep their folders, opened through `beneath`. A folder a unit can write itself
     /// (in a container, the workspace's volume) is read back as hostile input.
     fn run_root(&self, workspace_id: i64) -> beneath::Result<beneath::Dir>;
@@ -312,6 +310,16 @@ pub async fn wait_for_pid_file(executor: &dyn Executor, workspace_id: i64, dir: 
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+}
+
+/// Whether a service answers its health check: how a replica is known to be ready, and still serving.
+pub async fn healthy(client: &reqwest::Client, base_url: &str) -> bool {
+    client
+        .get(format!("{base_url}/health"))
+        .timeout(Duration::from_secs(3))
+        .send()
+        .await
+        .is_ok_and(|r| r.status().is_success())
 }
 
 /// The last `n` non-blank lines of a log, joined for a one-line message.
