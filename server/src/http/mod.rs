@@ -46,7 +46,8 @@ pub fn router(state: AppState, options: LeptosOptions, config: &ServeConfig) -> 
         let state = state.clone();
         move || provide_context(state.clone())
     };
-    let api = rest::router()
+    let rest::Api { routes, uploads } = rest::api();
+    let api = routes
         .route("/healthz", get(observability::healthz))
         .route("/metrics", get(observability::metrics_endpoint))
         .with_state(state.clone());
@@ -79,9 +80,7 @@ pub fn router(state: AppState, options: LeptosOptions, config: &ServeConfig) -> 
             state.clone(),
             limits::enforce_body_limit,
         ));
-    let uploads = Router::new()
-        .merge(rest::datasets::upload_router())
-        .merge(rest::pretrained::upload_router())
+    let uploads = uploads
         .layer(DefaultBodyLimit::disable())
         .with_state(state.clone());
     Router::new()

@@ -3,6 +3,7 @@
 use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
@@ -10,6 +11,15 @@ use contracts::error::AppError;
 use contracts::error::ErrorBody;
 use contracts::types::{InstanceSettings, SettingsChange, UserAccount};
 use domain::{admin, AppState};
+
+/// The routes of this module, each at the path its `#[utoipa::path]` declares.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(settings, update_settings))
+        .routes(routes!(users))
+        .routes(routes!(update_user))
+        .routes(routes!(set_gpu_quota))
+}
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

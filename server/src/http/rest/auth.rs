@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use domain::sessions::Session;
 use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::http::caller::{Caller, ClientIp};
 use crate::http::limits::ApiJson;
@@ -13,6 +14,15 @@ use contracts::error::AppError;
 use contracts::error::ErrorBody;
 use contracts::types::Me;
 use domain::{accounts, sessions, AppState};
+
+/// The routes of this module, each at the path its `#[utoipa::path]` declares.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(signup))
+        .routes(routes!(signin))
+        .routes(routes!(signout))
+        .routes(routes!(me))
+}
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -1,15 +1,15 @@
 //! `/api/v1/workspaces/{id}/datasets/...`: thin handlers over `domain::datasets`. The upload takes the file
 //! as the raw request body (`curl --data-binary @reviews.tsv`, or an XHR with upload progress from the
 //! browser), so it is streamed to disk instead of buffered; it is mounted outside the general body-size
-//! limit ([`upload_router`]) and has its own, larger one.
+//! limit ([`upload_routes`]) and has its own, larger one.
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiPath as Path, ApiQuery as Query};
@@ -41,8 +41,17 @@ fn default_label() -> String {
 }
 
 /// Routes whose bodies are streamed and limited by `--max-upload-bytes` instead of the general limit.
-pub fn upload_router() -> Router<AppState> {
-    Router::new().route("/api/v1/workspaces/{id}/datasets/upload", post(upload))
+pub fn upload_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(upload))
+}
+
+/// The routes of this module, each at the path its `#[utoipa::path]` declares.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(sample))
+        .routes(routes!(get, delete))
+        .routes(routes!(download))
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/datasets", tag = "datasets", security(("session" = []), ("token" = [])),

@@ -7,6 +7,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
@@ -15,6 +16,19 @@ use contracts::error::ErrorBody;
 use contracts::types::*;
 use domain::endpoints;
 use domain::AppState;
+
+/// The routes of this module, each at the path its `#[utoipa::path]` declares.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, deploy))
+        .routes(routes!(get, change, delete))
+        .routes(routes!(playground))
+        .routes(routes!(undeploy))
+        .routes(routes!(redeploy))
+        .routes(routes!(create_key))
+        .routes(routes!(revoke_key))
+        .routes(routes!(predict))
+}
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]

@@ -15,6 +15,7 @@ use axum::Json;
 use futures_util::{SinkExt, Stream, StreamExt};
 use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::http::caller::Caller;
 use crate::http::csrf;
@@ -26,6 +27,22 @@ use domain::auth::bearer_token;
 use domain::environments::{self, builds, lifecycle};
 use domain::Actor;
 use domain::{audit, caps, AppState};
+
+/// The routes of this module, each at the path its `#[utoipa::path]` declares.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(docker_status))
+        .routes(routes!(list, create))
+        .routes(routes!(get, update, delete))
+        .routes(routes!(build))
+        .routes(routes!(up))
+        .routes(routes!(down))
+        .routes(routes!(restart))
+        .routes(routes!(stats))
+        .routes(routes!(exec))
+        .routes(routes!(build_log))
+        .routes(routes!(terminal))
+}
 
 /// How often the log stream looks for new build output.
 const LOG_POLL: Duration = Duration::from_millis(400);

@@ -5,6 +5,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
@@ -13,6 +14,13 @@ use contracts::error::ErrorBody;
 use contracts::types::*;
 use domain::evaluations;
 use domain::AppState;
+
+/// The routes of this module, each at the path its `#[utoipa::path]` declares.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, start))
+        .routes(routes!(get))
+}
 
 /// Starts evaluating the checkpoint on a dataset of the workspace (editors and owners). 422
 /// `labels_mismatch` names the dataset's labels the checkpoint was not trained on; 409

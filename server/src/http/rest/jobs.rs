@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::Stream;
 use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
@@ -21,6 +22,20 @@ use contracts::error::ErrorBody;
 use contracts::types::*;
 use domain::AppState;
 use domain::{caps, jobs};
+
+/// The routes of this module, each at the path its `#[utoipa::path]` declares.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, submit))
+        .routes(routes!(get, delete))
+        .routes(routes!(cancel))
+        .routes(routes!(retry))
+        .routes(routes!(metrics))
+        .routes(routes!(logs))
+        .routes(routes!(stream))
+        .routes(routes!(checkpoints))
+        .routes(routes!(download))
+}
 
 /// The live stream looks for news when a job's rows change ([`jobs::Jobs::changed`]), and at least this
 /// often (changes made where no one signals, such as a restart's recovery).

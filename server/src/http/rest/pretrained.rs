@@ -1,13 +1,13 @@
 //! `/api/v1/workspaces/{id}/pretrained-models/...`: thin handlers over `domain::pretrained`. The upload
 //! takes the `.tar` as the raw request body (`curl --data-binary @model.tar`, or an XHR with progress),
-//! streamed to disk outside the general body-size limit ([`upload_router`]), like a dataset's.
+//! streamed to disk outside the general body-size limit ([`upload_routes`]), like a dataset's.
 
 use axum::body::Body;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiPath as Path, ApiQuery as Query};
@@ -28,11 +28,15 @@ pub struct UploadQuery {
 }
 
 /// Routes whose bodies are streamed and limited by `--max-upload-bytes` instead of the general limit.
-pub fn upload_router() -> Router<AppState> {
-    Router::new().route(
-        "/api/v1/workspaces/{id}/pretrained-models/upload",
-        post(upload),
-    )
+pub fn upload_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(upload))
+}
+
+/// The routes of this module, each at the path its `#[utoipa::path]` declares.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list))
+        .routes(routes!(delete))
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/pretrained-models", tag = "pretrained-models",

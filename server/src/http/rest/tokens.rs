@@ -3,6 +3,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
@@ -10,6 +11,13 @@ use contracts::error::AppError;
 use contracts::error::ErrorBody;
 use contracts::types::{ApiToken, NewApiToken, TokenRequest};
 use domain::{tokens, AppState};
+
+/// The routes of this module, each at the path its `#[utoipa::path]` declares.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(revoke))
+}
 
 #[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens", security(("session" = []), ("token" = [])),
     responses((status = 200, body = Vec<ApiToken>), (status = 401, body = ErrorBody)))]

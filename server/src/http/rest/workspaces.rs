@@ -5,6 +5,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
@@ -12,6 +13,16 @@ use contracts::error::AppError;
 use contracts::error::ErrorBody;
 use contracts::types::{AuditEntry, Member, WorkspaceSummary};
 use domain::{audit, members, workspaces, AppState};
+
+/// The routes of this module, each at the path its `#[utoipa::path]` declares.
+pub fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(get, rename, delete))
+        .routes(routes!(list_members, add_member))
+        .routes(routes!(change_member_role, remove_member))
+        .routes(routes!(activity))
+}
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
