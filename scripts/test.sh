@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# `make test`'s runner: the format check (cargo fmt --check), the build (scripts/build.sh --tests), then
-# every Rust test binary, then every browser spec, each suite run to the end even when something fails (one
-# failing test binary must not hide the others' results), and one summary line of passed/failed counts
-# across both. The exit status fails on any failure, on unformatted code, and on a suite that could not run
-# at all. Each step's whole output is kept under target/test-logs/.
+# `make test`'s runner: the format check (cargo fmt --check), the lints (cargo clippy, warnings denied),
+# the build (scripts/build.sh --tests), then every Rust test binary, then every browser spec, each suite
+# run to the end even when something fails (one failing test binary must not hide the others' results),
+# and one summary line of passed/failed counts across both. The exit status fails on any failure, on
+# unformatted code, on a lint, and on a suite that could not run at all. Each step's whole output is
+# kept under target/test-logs/
 #
 # Usage: scripts/test.sh PADDOCK_BIN SITE_ROOT -- CARGO_TEST_ARGS...
 set -uo pipefail
@@ -40,6 +41,11 @@ cargo fmt --all --check >"$logs/fmt.log" 2>&1
 fmt_rc=$?
 [ "$fmt_rc" -eq 0 ] || say "format: files differ from rustfmt's layout (see $logs/fmt.log; \`cargo fmt --all\` fixes them)"
 
+say "lints: cargo clippy --all-targets -- -D warnings"
+cargo clippy "$@" --all-targets -- -D warnings >"$logs/clippy.log" 2>&1
+clippy_rc=$?
+[ "$clippy_rc" -eq 0 ] || say "lints: clippy found problems (see $logs/clippy.log; \`make clippy\` shows them)"
+
 say "build: the server, every test target and the site (scripts/build.sh --tests)"
 scripts/build.sh --tests -- "$@" 2>&1 | tee "$logs/build.log"
 build_rc=${PIPESTATUS[0]}
@@ -65,6 +71,7 @@ notes=()
 # A suite that exits non-zero without a failed test did not run to the end (a test binary that did not
 # build, a crash, a spec file that threw while loading): still a failure.
 [ "$fmt_rc" -ne 0 ] && notes+=("the code is not formatted: see $logs/fmt.log")
+[ "$clippy_rc" -ne 0 ] && notes+=("clippy found problems: see $logs/clippy.log")
 [ "$build_rc" -ne 0 ] && notes+=("the build failed: see $logs/build.log")
 [ "$rust_rc" -ne 0 ] && [ "$rust_fail" -eq 0 ] && notes+=("cargo test exited $rust_rc: see $logs/rust.log")
 [ "$e2e_rc" -ne 0 ] && [ "$e2e_fail" -eq 0 ] && notes+=("the browser suite exited $e2e_rc: see $logs/e2e.log")
@@ -72,4 +79,4 @@ summary="make test: $((rust_pass + e2e_pass)) passed, $failed failed (Rust $rust
 [ ${#notes[@]} -eq 0 ] || summary+="; $(IFS=';'; echo "${notes[*]}")"
 echo
 say "$summary"
-[ "$failed" -eq 0 ] && [ "$fmt_rc" -eq 0 ] && [ "$build_rc" -eq 0 ] && [ "$rust_rc" -eq 0 ] && [ "$e2e_rc" -eq 0 ]
+[ "$failed" -eq 0 ] && [ "$fmt_rc" -eq 0 ] && [ "$clippy_rc" -eq 0 ] && [ "$build_rc" -eq 0 ] && [ "$rust_rc" -eq 0 ] && [ "$e2e_rc" -eq 0 ]
