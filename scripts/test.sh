@@ -4,7 +4,7 @@
 # run to the end even when something fails (one failing test binary must not hide the others' results),
 # and one summary line of passed/failed counts across both. The exit status fails on any failure, on
 # unformatted code, on a lint, and on a suite that could not run at all. Each step's whole output is
-# kept under target/test-logs/
+# kept under target/test-logs/.
 #
 # Usage: scripts/test.sh PADDOCK_BIN SITE_ROOT -- CARGO_TEST_ARGS...
 set -uo pipefail

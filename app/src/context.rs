@@ -1,6 +1,7 @@
 //! Helpers for server functions (`crate::api`): the [`AppState`] and the caller from Leptos context,
-//! and [`respond`], which gives a failed server-function call the same HTTP status a REST call
-//! would get (via `contracts::error::http::status_of`).
+//! [`respond`], which gives a failed server-function call the same HTTP status a REST call would get
+//! (via `contracts::error::http::status_of`), and [`as_caller`], the two together, which is what
+//! almost every server function is.
 
 use contracts::error::http::{extra_headers, status_of};
 use contracts::error::{internal, AppError};
@@ -10,6 +11,7 @@ use domain::AppState;
 use http::request::Parts;
 use leptos::prelude::*;
 use leptos_axum::ResponseOptions;
+use std::future::Future;
 
 pub fn state() -> Result<AppState, AppError> {
     use_context::<AppState>()
@@ -57,4 +59,20 @@ pub fn respond<T>(result: Result<T, AppError>) -> Result<T, AppError> {
         }
     }
     result
+}
+
+/// Runs a server function's body for the signed-in caller (`Unauthenticated` without one) with the
+/// server's state, and answers as [`respond`] does: the body is then only the domain call, the same
+/// one the REST handler makes.
+pub async fn as_caller<T, F>(body: impl FnOnce(AppState, Actor) -> F) -> Result<T, AppError>
+where
+    F: Future<Output = Result<T, AppError>>,
+{
+    let result = async {
+        let state = state()?;
+        let actor = actor().await?;
+        body(state, actor).await
+    }
+    .await;
+    respond(result)
 }

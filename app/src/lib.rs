@@ -4,8 +4,9 @@
 //! # Layout
 //! - `contracts::types`, `contracts::error`: the shapes and the error type shared by server and
 //!   browser live in the `contracts` crate, which the REST API and the CLI use too.
-//! - [`api`]: server functions, thin wrappers over the `domain` crate's functions.
-//! - `context` (server only): the `domain::AppState` and the caller from Leptos context.
+//! - [`api`]: server functions, one module per resource, each a domain call run for the caller.
+//! - `context` (server only): the `domain::AppState` and the caller from Leptos context, and
+//!   `as_caller`, which runs a server function's body with them.
 //! - [`i18n`]: translations generated from `locales/*.json` (Simplified Chinese default, English).
 //! - [`components`]: the app shell (header, switcher, language switch) and form/notice building blocks.
 //! - [`pages`]: one module per URL of the dashboard; [`App`] maps URLs to them.

@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_router::components::Redirect;
 
-use crate::api::current_user;
+use crate::api::accounts::current_user;
 use contracts::error::AppError;
 use contracts::types::Me;
 

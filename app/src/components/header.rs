@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_location, use_navigate};
 
-use crate::api::SignOut;
+use crate::api::accounts::SignOut;
 use crate::components::auth::use_auth;
 use crate::components::badges::RoleBadge;
 use crate::components::lang_switch::LangSwitch;

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::list_workspaces;
+use crate::api::workspaces::list_workspaces;
 use crate::components::auth::use_auth;
 use contracts::error::AppError;
 use contracts::types::WorkspaceSummary;

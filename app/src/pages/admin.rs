@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::{
+use crate::api::admin::{
     instance_settings, list_users, SetAllowPickledWeights, SetSignupEnabled, SetUserDisabled,
 };
 use crate::components::notice::{ErrorNotice, Loading};

@@ -7,7 +7,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
-use crate::api::{SignIn, SignUp};
+use crate::api::accounts::{SignIn, SignUp};
 use crate::components::auth::{use_auth, RedirectIfSignedIn};
 use crate::components::form::{action_error, Field, FormError, SubmitButton};
 use crate::components::header::Brand;

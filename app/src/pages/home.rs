@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::components::{Outlet, Redirect};
 use leptos_router::hooks::use_navigate;
 
-use crate::api::CreateWorkspace;
+use crate::api::workspaces::CreateWorkspace;
 use crate::components::auth::RequireSignedIn;
 use crate::components::form::{action_error, Field, FormError, SubmitButton};
 use crate::components::header::Header;

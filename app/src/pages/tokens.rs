@@ -5,7 +5,7 @@ use leptos::html::Form;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::{list_tokens, CreateToken, RevokeToken};
+use crate::api::tokens::{list_tokens, CreateToken, RevokeToken};
 use crate::components::form::{action_error, Field, FormError, SubmitButton};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;

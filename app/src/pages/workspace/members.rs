@@ -6,7 +6,7 @@ use leptos::html::Form;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::{list_members, AddMember, ChangeMemberRole, RemoveMember};
+use crate::api::members::{list_members, AddMember, ChangeMemberRole, RemoveMember};
 use crate::components::auth::use_auth;
 use crate::components::badges::{role_name, RoleBadge};
 use crate::components::form::{action_error, Field, FormError, SubmitButton};

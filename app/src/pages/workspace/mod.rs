@@ -19,7 +19,7 @@ use leptos::prelude::*;
 use leptos_router::components::{Outlet, Redirect, A};
 use leptos_router::hooks::use_params_map;
 
-use crate::api::get_workspace;
+use crate::api::workspaces::get_workspace;
 use crate::components::badges::{ReadOnlyBadge, RoleBadge};
 use crate::components::notice::ErrorNotice;
 use crate::components::workspaces::use_workspace_list;

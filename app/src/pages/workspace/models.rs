@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api::{list_checkpoints, list_endpoints, list_jobs};
+use crate::api::{checkpoints::list_checkpoints, endpoints::list_endpoints, jobs::list_jobs};
 use crate::components::empty_state::EmptyState;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;

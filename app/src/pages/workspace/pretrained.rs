@@ -5,7 +5,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::{list_pretrained_models, DeletePretrainedModel};
+use crate::api::pretrained::{list_pretrained_models, DeletePretrainedModel};
 use crate::components::http::{self, Picked, Request};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;

@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
-use crate::api::{DeleteWorkspace, RenameWorkspace};
+use crate::api::workspaces::{DeleteWorkspace, RenameWorkspace};
 use crate::components::form::{action_error, Field, FormError, SubmitButton};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::workspaces::use_workspace_list;

@@ -9,7 +9,7 @@ use leptos_router::hooks::use_navigate;
 
 use super::report::ReportView;
 use super::{file_url, use_dataset_id};
-use crate::api::{get_dataset, DeleteDataset};
+use crate::api::datasets::{get_dataset, DeleteDataset};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;

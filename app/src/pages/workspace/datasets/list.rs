@@ -9,7 +9,7 @@ use leptos_router::hooks::use_navigate;
 
 use super::upload::UploadForm;
 use super::{dataset_href, percent, short_sha};
-use crate::api::{list_datasets, AddSampleDataset, DeleteDataset};
+use crate::api::datasets::{list_datasets, AddSampleDataset, DeleteDataset};
 use crate::components::empty_state::EmptyState;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;

@@ -10,7 +10,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_navigate;
 
 use super::endpoint_href;
-use crate::api::DeployEndpoint;
+use crate::api::endpoints::DeployEndpoint;
 use crate::components::form::{FormError, SubmitButton};
 use crate::i18n::*;
 use contracts::error::{AppError, ErrorCode};

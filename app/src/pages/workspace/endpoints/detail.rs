@@ -23,7 +23,11 @@ use super::metrics::{MetricsCard, Sample};
 use super::playground::Playground;
 use super::usage::UsageCard;
 use super::{use_endpoint_id, EndpointStatusBadge};
-use crate::api::{get_endpoint, list_checkpoints, list_jobs, EndpointAction};
+use crate::api::{
+    checkpoints::list_checkpoints,
+    endpoints::{get_endpoint, EndpointAction},
+    jobs::list_jobs,
+};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;

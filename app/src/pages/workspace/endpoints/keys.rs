@@ -4,7 +4,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::{CreateEndpointKey, RevokeEndpointKey};
+use crate::api::endpoints::{CreateEndpointKey, RevokeEndpointKey};
 use crate::components::copy::CopyButton;
 use crate::components::form::{FormError, SubmitButton};
 use crate::components::notice::ErrorNotice;

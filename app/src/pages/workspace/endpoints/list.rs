@@ -10,7 +10,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 
 use super::{endpoint_href, EndpointStatusBadge};
-use crate::api::{list_checkpoints, list_endpoints, list_jobs};
+use crate::api::{checkpoints::list_checkpoints, endpoints::list_endpoints, jobs::list_jobs};
 use crate::components::empty_state::EmptyState;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;

@@ -6,7 +6,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::ChangeEndpoint;
+use crate::api::endpoints::ChangeEndpoint;
 use crate::components::notice::ErrorNotice;
 use crate::i18n::*;
 use contracts::error::{AppError, ErrorCode};

@@ -5,7 +5,7 @@
 
 use leptos::prelude::*;
 
-use crate::api::TryPredict;
+use crate::api::endpoints::TryPredict;
 use crate::components::notice::ErrorNotice;
 use crate::i18n::*;
 use contracts::error::AppError;

@@ -20,7 +20,7 @@ use super::parts::{gpus_text, resources_text, short_id, BuildBadge, DockerBanner
 use super::stats::StatsPanel;
 use super::terminal::TerminalPanel;
 use super::use_environment_id;
-use crate::api::{
+use crate::api::environments::{
     get_docker_status, get_environment, DeleteEnvironment, EnvironmentAction, RebuildEnvironment,
 };
 use crate::components::notice::{ErrorNotice, Loading};

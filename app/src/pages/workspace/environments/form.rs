@@ -13,7 +13,9 @@ use leptos_router::hooks::use_navigate;
 
 use super::parts::DockerBanner;
 use super::{environment_href, use_environment_id};
-use crate::api::{get_docker_status, get_environment, CreateEnvironment, UpdateEnvironment};
+use crate::api::environments::{
+    get_docker_status, get_environment, CreateEnvironment, UpdateEnvironment,
+};
 use crate::components::form::SubmitButton;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;

@@ -7,7 +7,7 @@ use leptos_router::components::A;
 
 use super::environment_href;
 use super::parts::{resources_text, short_id, BuildBadge, DockerBanner, StatusBadge};
-use crate::api::{get_docker_status, list_environments};
+use crate::api::environments::{get_docker_status, list_environments};
 use crate::components::empty_state::EmptyState;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;

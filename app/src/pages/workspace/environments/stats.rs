@@ -6,7 +6,7 @@ use std::time::Duration;
 use leptos::prelude::*;
 
 use super::parts::bytes_text;
-use crate::api::get_environment_stats;
+use crate::api::environments::get_environment_stats;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;
 

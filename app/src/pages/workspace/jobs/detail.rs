@@ -24,7 +24,10 @@ use super::logs::{JobLog, KEPT_LINES};
 use super::parts::{duration_text, eta_seconds, JobProgress, JobStatusBadge};
 use super::stream::{stream_url, Event, JobStream};
 use super::{job_href, use_job_id};
-use crate::api::{get_job, list_endpoints, JobAction};
+use crate::api::{
+    endpoints::list_endpoints,
+    jobs::{get_job, JobAction},
+};
 use crate::components::http::{slot, Slot};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;

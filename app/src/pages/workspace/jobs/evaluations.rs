@@ -9,7 +9,10 @@ use std::time::Duration;
 use leptos::prelude::*;
 
 use super::parts::metric_text;
-use crate::api::{list_datasets, list_evaluations, EvaluateCheckpoint};
+use crate::api::{
+    datasets::list_datasets,
+    evaluations::{list_evaluations, EvaluateCheckpoint},
+};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;
 use crate::i18n::*;

@@ -14,7 +14,11 @@ use leptos_router::hooks::{use_navigate, use_query_map};
 
 use super::job_href;
 use crate::api::{
-    get_job, list_checkpoints, list_datasets, list_environments, list_pretrained_models, SubmitJob,
+    checkpoints::list_checkpoints,
+    datasets::list_datasets,
+    environments::list_environments,
+    jobs::{get_job, SubmitJob},
+    pretrained::list_pretrained_models,
 };
 use crate::components::form::SubmitButton;
 use crate::components::notice::{ErrorNotice, Loading};

@@ -8,7 +8,7 @@ use leptos_router::components::A;
 
 use super::job_href;
 use super::parts::{JobProgress, JobStatusBadge};
-use crate::api::list_jobs;
+use crate::api::jobs::list_jobs;
 use crate::components::empty_state::EmptyState;
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::components::time::Timestamp;

@@ -1,0 +1,43 @@
+//! Instance administration: settings and accounts. The domain refuses callers who are not admins.
+
+use leptos::prelude::*;
+
+use contracts::error::AppError;
+use contracts::types::{InstanceSettings, UserAccount};
+#[cfg(feature = "ssr")]
+use {crate::context::as_caller, contracts::types::SettingsChange, domain::admin};
+
+// `name`: the default struct name would collide with `types::InstanceSettings`.
+#[server(name = GetInstanceSettings, prefix = "/rpc", endpoint = "instance_settings")]
+pub async fn instance_settings() -> Result<InstanceSettings, AppError> {
+    as_caller(|s, a| async move { admin::settings(&s.db, &a).await }).await
+}
+
+#[server(prefix = "/rpc", endpoint = "set_signup_enabled")]
+pub async fn set_signup_enabled(enabled: bool) -> Result<InstanceSettings, AppError> {
+    let change = SettingsChange {
+        signup_enabled: Some(enabled),
+        ..Default::default()
+    };
+    as_caller(|s, a| async move { admin::update_settings(&s.db, &a, change).await }).await
+}
+
+#[server(prefix = "/rpc", endpoint = "set_allow_pickled_weights")]
+pub async fn set_allow_pickled_weights(allowed: bool) -> Result<InstanceSettings, AppError> {
+    let change = SettingsChange {
+        allow_pickled_weights: Some(allowed),
+        ..Default::default()
+    };
+    as_caller(|s, a| async move { admin::update_settings(&s.db, &a, change).await }).await
+}
+
+#[server(prefix = "/rpc", endpoint = "list_users")]
+pub async fn list_users() -> Result<Vec<UserAccount>, AppError> {
+    as_caller(|s, a| async move { admin::list_users(&s.db, &a).await }).await
+}
+
+#[server(prefix = "/rpc", endpoint = "set_user_disabled")]
+pub async fn set_user_disabled(user_id: i64, disabled: bool) -> Result<UserAccount, AppError> {
+    as_caller(|s, a| async move { admin::set_user_disabled(&s.db, &a, user_id, disabled).await })
+        .await
+}

@@ -1,0 +1,127 @@
+//! Endpoints as the dashboard manages them (the session's member, by role). Callers of an endpoint use
+//! the gateway `POST /v1/endpoints/{slug}/predict` with an API key instead.
+
+use leptos::prelude::*;
+
+use contracts::error::AppError;
+use contracts::types::{
+    EndpointChange, EndpointDetail, EndpointSpec, EndpointSummary, NewEndpointKey,
+    PlaygroundPrediction,
+};
+#[cfg(feature = "ssr")]
+use {crate::context::as_caller, contracts::error::ErrorCode, domain::endpoints};
+
+#[server(prefix = "/rpc", endpoint = "list_endpoints")]
+pub async fn list_endpoints(workspace_id: i64) -> Result<Vec<EndpointSummary>, AppError> {
+    as_caller(|s, a| async move { endpoints::list(&s.db, &a, workspace_id).await }).await
+}
+
+/// With its replicas, keys (never their secrets), parity report and live traffic numbers.
+#[server(prefix = "/rpc", endpoint = "get_endpoint")]
+pub async fn get_endpoint(workspace_id: i64, endpoint_id: i64) -> Result<EndpointDetail, AppError> {
+    as_caller(|s, a| async move {
+        endpoints::get(&s.db, &s.deployer, &a, workspace_id, endpoint_id).await
+    })
+    .await
+}
+
+/// Deploys a checkpoint; the endpoint starts as `starting` and becomes `ready` after the parity gate.
+#[server(prefix = "/rpc", endpoint = "deploy_endpoint", input = leptos::server_fn::codec::Json)]
+pub async fn deploy_endpoint(
+    workspace_id: i64,
+    spec: EndpointSpec,
+) -> Result<EndpointDetail, AppError> {
+    as_caller(
+        |s, a| async move { endpoints::deploy(&s.db, &s.deployer, &a, workspace_id, spec).await },
+    )
+    .await
+}
+
+/// `undeploy`, `deploy` (deploy a stopped or failed endpoint again) or `delete` (answers `None`).
+#[server(prefix = "/rpc", endpoint = "endpoint_action")]
+pub async fn endpoint_action(
+    workspace_id: i64,
+    endpoint_id: i64,
+    action: String,
+) -> Result<Option<EndpointDetail>, AppError> {
+    as_caller(|s, a| async move {
+        let (db, deployer, ws, id) = (&s.db, &s.deployer, workspace_id, endpoint_id);
+        match action.as_str() {
+            "undeploy" => endpoints::undeploy(db, deployer, &a, ws, id)
+                .await
+                .map(Some),
+            "deploy" => endpoints::redeploy(db, deployer, &a, ws, id)
+                .await
+                .map(Some),
+            "delete" => endpoints::delete(db, deployer, &a, ws, id)
+                .await
+                .map(|()| None),
+            _ => Err(AppError::invalid(
+                "action",
+                ErrorCode::ActionInvalid,
+                "action must be undeploy, deploy or delete",
+            )),
+        }
+    })
+    .await
+}
+
+/// The secret is in the answer once; only its prefix is kept readable.
+#[server(prefix = "/rpc", endpoint = "create_endpoint_key", input = leptos::server_fn::codec::Json)]
+pub async fn create_endpoint_key(
+    workspace_id: i64,
+    endpoint_id: i64,
+    name: String,
+    rate_limit_per_minute: Option<u32>,
+) -> Result<NewEndpointKey, AppError> {
+    as_caller(|s, a| async move {
+        endpoints::create_key(
+            &s.db,
+            &a,
+            workspace_id,
+            endpoint_id,
+            &name,
+            rate_limit_per_minute,
+        )
+        .await
+    })
+    .await
+}
+
+#[server(prefix = "/rpc", endpoint = "revoke_endpoint_key")]
+pub async fn revoke_endpoint_key(
+    workspace_id: i64,
+    endpoint_id: i64,
+    key_id: i64,
+) -> Result<(), AppError> {
+    as_caller(|s, a| async move {
+        endpoints::revoke_key(&s.db, &a, workspace_id, endpoint_id, key_id).await
+    })
+    .await
+}
+
+/// Scales the endpoint and/or rolls out another checkpoint; progress shows in `status_message`.
+#[server(prefix = "/rpc", endpoint = "change_endpoint", input = leptos::server_fn::codec::Json)]
+pub async fn change_endpoint(
+    workspace_id: i64,
+    endpoint_id: i64,
+    change: EndpointChange,
+) -> Result<EndpointDetail, AppError> {
+    as_caller(|s, a| async move {
+        endpoints::change(&s.db, &s.deployer, &a, workspace_id, endpoint_id, change).await
+    })
+    .await
+}
+
+/// The playground: any member tries a ready endpoint with their session, no API key.
+#[server(prefix = "/rpc", endpoint = "try_predict", input = leptos::server_fn::codec::Json)]
+pub async fn try_predict(
+    workspace_id: i64,
+    endpoint_id: i64,
+    inputs: Vec<String>,
+) -> Result<Vec<PlaygroundPrediction>, AppError> {
+    as_caller(|s, a| async move {
+        endpoints::try_predict(&s.db, &s.deployer, &a, workspace_id, endpoint_id, inputs).await
+    })
+    .await
+}

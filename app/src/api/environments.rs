@@ -1,0 +1,116 @@
+//! Container environments: the Docker host's status and catalog, specs and their versions, image
+//! builds, and the lifecycle buttons. The terminal and the build log stream over REST routes.
+
+use leptos::prelude::*;
+
+use contracts::error::AppError;
+use contracts::types::{
+    DockerStatus, EnvironmentDetail, EnvironmentSpec, EnvironmentStats, EnvironmentSummary,
+};
+#[cfg(feature = "ssr")]
+use {
+    crate::context::as_caller,
+    contracts::error::ErrorCode,
+    domain::environments::{self, lifecycle},
+};
+
+/// Docker availability, host size, GPUs and the base-image catalog (any signed-in account).
+#[server(prefix = "/rpc", endpoint = "docker_status")]
+pub async fn get_docker_status() -> Result<DockerStatus, AppError> {
+    as_caller(|s, _| async move { s.engine.status(&s.db).await }).await
+}
+
+#[server(prefix = "/rpc", endpoint = "list_environments")]
+pub async fn list_environments(workspace_id: i64) -> Result<Vec<EnvironmentSummary>, AppError> {
+    as_caller(|s, a| async move { environments::list(&s.db, &a, workspace_id).await }).await
+}
+
+#[server(prefix = "/rpc", endpoint = "get_environment")]
+pub async fn get_environment(
+    workspace_id: i64,
+    environment_id: i64,
+) -> Result<EnvironmentDetail, AppError> {
+    as_caller(
+        |s, a| async move { environments::get(&s.db, &a, workspace_id, environment_id).await },
+    )
+    .await
+}
+
+/// Creates an environment and starts its image build.
+#[server(prefix = "/rpc", endpoint = "create_environment", input = leptos::server_fn::codec::Json)]
+pub async fn create_environment(
+    workspace_id: i64,
+    spec: EnvironmentSpec,
+) -> Result<EnvironmentDetail, AppError> {
+    as_caller(
+        |s, a| async move { environments::create(&s.db, &s.engine, &a, workspace_id, spec).await },
+    )
+    .await
+}
+
+/// A new version when the spec differs.
+#[server(prefix = "/rpc", endpoint = "update_environment", input = leptos::server_fn::codec::Json)]
+pub async fn update_environment(
+    workspace_id: i64,
+    environment_id: i64,
+    spec: EnvironmentSpec,
+) -> Result<EnvironmentDetail, AppError> {
+    as_caller(|s, a| async move {
+        environments::update(&s.db, &s.engine, &a, workspace_id, environment_id, spec).await
+    })
+    .await
+}
+
+#[server(prefix = "/rpc", endpoint = "delete_environment")]
+pub async fn delete_environment(workspace_id: i64, environment_id: i64) -> Result<(), AppError> {
+    as_caller(|s, a| async move {
+        environments::delete(&s.db, &s.engine, &a, workspace_id, environment_id).await
+    })
+    .await
+}
+
+#[server(prefix = "/rpc", endpoint = "rebuild_environment")]
+pub async fn rebuild_environment(
+    workspace_id: i64,
+    environment_id: i64,
+    force: bool,
+) -> Result<EnvironmentDetail, AppError> {
+    as_caller(|s, a| async move {
+        environments::rebuild(&s.db, &s.engine, &a, workspace_id, environment_id, force).await
+    })
+    .await
+}
+
+/// What a lifecycle button does: `up`, `down` or `restart`.
+#[server(prefix = "/rpc", endpoint = "environment_action")]
+pub async fn environment_action(
+    workspace_id: i64,
+    environment_id: i64,
+    action: String,
+) -> Result<EnvironmentDetail, AppError> {
+    as_caller(|s, a| async move {
+        let (db, engine, id) = (&s.db, &s.engine, environment_id);
+        match action.as_str() {
+            "up" => lifecycle::up(db, engine, &a, workspace_id, id).await,
+            "down" => lifecycle::down(db, engine, &a, workspace_id, id).await,
+            "restart" => lifecycle::restart(db, engine, &a, workspace_id, id).await,
+            _ => Err(AppError::invalid(
+                "action",
+                ErrorCode::ActionInvalid,
+                "action must be up, down or restart",
+            )),
+        }
+    })
+    .await
+}
+
+#[server(prefix = "/rpc", endpoint = "environment_stats")]
+pub async fn get_environment_stats(
+    workspace_id: i64,
+    environment_id: i64,
+) -> Result<EnvironmentStats, AppError> {
+    as_caller(|s, a| async move {
+        lifecycle::stats(&s.db, &s.engine, &a, workspace_id, environment_id).await
+    })
+    .await
+}
