@@ -21,18 +21,12 @@ pub async fn current_user() -> Result<Option<Me>, AppError> {
 pub async fn sign_up(username: String, password: String) -> Result<Me, AppError> {
     respond(
         async {
-            let state = ctx::state()?;
-            let ip = ctx::client_ip();
-            let signed = accounts::sign_up(
-                &state.db,
-                &state.throttle,
-                &username,
-                &password,
-                ip.as_deref(),
+            let (state, ip) = (ctx::state()?, ctx::client_ip());
+            let (db, throttle) = (&state.db, &state.throttle);
+            start_session(
+                accounts::sign_up(db, throttle, &username, &password, ip.as_deref()).await?,
             )
-            .await?;
-            sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
-            Ok(signed.me)
+            .await
         }
         .await,
     )
@@ -42,21 +36,22 @@ pub async fn sign_up(username: String, password: String) -> Result<Me, AppError>
 pub async fn sign_in(username: String, password: String) -> Result<Me, AppError> {
     respond(
         async {
-            let state = ctx::state()?;
-            let ip = ctx::client_ip();
-            let signed = accounts::sign_in(
-                &state.db,
-                &state.throttle,
-                &username,
-                &password,
-                ip.as_deref(),
+            let (state, ip) = (ctx::state()?, ctx::client_ip());
+            let (db, throttle) = (&state.db, &state.throttle);
+            start_session(
+                accounts::sign_in(db, throttle, &username, &password, ip.as_deref()).await?,
             )
-            .await?;
-            sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
-            Ok(signed.me)
+            .await
         }
         .await,
     )
+}
+
+/// Puts the account that signed up or in into this request's session.
+#[cfg(feature = "ssr")]
+async fn start_session(signed: accounts::SignedIn) -> Result<Me, AppError> {
+    sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
+    Ok(signed.me)
 }
 
 #[server(prefix = "/rpc", endpoint = "sign_out")]
