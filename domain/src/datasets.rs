@@ -18,7 +18,7 @@ use super::auth::Actor;
 use super::db::write_tx;
 use super::storage::{in_volume, remove_from_store, Storage};
 use contracts::data::ValidationReport;
-use contracts::error::{AppError, ErrorCode};
+use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::types::{DatasetDetail, DatasetPreview, DatasetSummary, Role};
 use {crate::db::taken, contracts::error::internal};
 
@@ -454,6 +454,8 @@ async fn validate(
     if report.ok {
         return Ok(report);
     }
+    // Each quoted problem is also one of the error's problems at `file`, so a form lists them
+    // without taking the message apart.
     let mut quoted: Vec<String> = report
         .errors
         .iter()
@@ -466,15 +468,19 @@ async fn validate(
             report.error_count - PROBLEMS_QUOTED
         ));
     }
-    Err(AppError::invalid(
-        "file",
-        ErrorCode::DatasetInvalid,
-        format!(
+    Err(AppError::Invalid {
+        field: Some("file".into()),
+        code: ErrorCode::DatasetInvalid,
+        message: format!(
             "the file has {} problem(s): {}",
             report.error_count,
             quoted.join("; ")
         ),
-    ))
+        problems: quoted
+            .into_iter()
+            .map(|text| FieldProblem::said("file", text))
+            .collect(),
+    })
 }
 
 /// A dataset's report as stored with it (written by [`validate`]; older rows read too, see

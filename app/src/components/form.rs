@@ -1,6 +1,14 @@
-//! Form pieces. A server error that names a field (`AppError::field()`) is shown under that field
-//! and marks it `aria-invalid`; any other error is shown once at the top of the form, so nothing the
-//! server says is ever dropped.
+//! Form pieces. A server error that names a field (`AppError::field()`), or each broken rule of an
+//! `Invalid` error (`AppError::problems`), is shown under its field in the reader's language
+//! ([`field_text`]) and marks the control `aria-invalid`; what names no field of the form is shown at
+//! the top (or, for the long spec forms, the whole error is summed up above the submit button), so
+//! nothing the server says is ever dropped.
+//!
+//! Two kinds of form use them. Short forms (sign-in, a name) submit with `ActionForm` and read the
+//! browser's own inputs: [`Field`]. Spec forms (environment, job, upload) keep what is typed in a
+//! [`FormState`] and build the request from it on submit: [`TextField`], [`SelectField`],
+//! [`CheckField`] and [`FormSummary`]. Every field is one [`FieldRow`]: a label, the control, a hint
+//! (`{id}-hint`) and the error line (`{id}-error`), which the control's `aria-describedby` names.
 
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
@@ -17,7 +25,45 @@ where
     Signal::derive(move || action.value().get().and_then(Result::err))
 }
 
-/// A labelled input with an optional hint and the place its error appears.
+/// The ids a control's `aria-describedby` names: its hint (when it has one) and its error line.
+pub fn described_by(id: &str, hint: bool) -> String {
+    if hint {
+        format!("{id}-hint {id}-error")
+    } else {
+        format!("{id}-error")
+    }
+}
+
+/// One labelled control with its hint and its error line: the layout every field of every form has.
+#[component]
+pub fn FieldRow(
+    /// The control's element id, unique on the page; the hint and error line are `{id}-hint` and
+    /// `{id}-error`.
+    id: &'static str,
+    #[prop(into)] label: ViewFn,
+    #[prop(optional_no_strip)] hint: Option<ViewFn>,
+    /// What is wrong with this field, in the reader's language.
+    #[prop(into)]
+    message: Signal<Option<String>>,
+    /// Hides the row (a choice that only matters for another choice).
+    #[prop(optional, into)]
+    hidden: Signal<bool>,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <div class="field" class:field-invalid=move || message.with(Option::is_some) hidden=move || hidden.get()>
+            <label for=id>{label.run()}</label>
+            {children()}
+            {hint.map(|h| view! { <p class="hint" id=format!("{id}-hint")>{h.run()}</p> })}
+            <p class="field-error" id=format!("{id}-error") data-testid=format!("{id}-error")>
+                {move || message.get()}
+            </p>
+        </div>
+    }
+    .into_any()
+}
+
+/// A labelled input of a short form, read by the browser on submit (the input is not controlled).
 #[component]
 pub fn Field(
     /// The input's `name`, which is also the server function argument and the `field` an error names.
@@ -30,31 +76,28 @@ pub fn Field(
     #[prop(optional)] autocomplete: Option<&'static str>,
     #[prop(optional)] required: bool,
     #[prop(optional)] maxlength: Option<u32>,
-    /// Initial value (the input is not controlled: the browser keeps what the user types).
+    /// Initial value (the browser keeps what the user types).
     #[prop(optional, into)]
     value: Option<String>,
-    /// The form's current error; only one naming `name` is shown here.
+    /// The form's current error; only what it says about `name` (or `also`) is shown here.
     error: Signal<Option<AppError>>,
     /// Other `field` names the server may use for this input (e.g. `user_id` for a username box).
     #[prop(optional)]
     also: &'static [&'static str],
 ) -> impl IntoView {
     let i18n = use_i18n();
-    let mine = Memo::new(move |_| {
-        error
-            .get()
-            .filter(|e| e.field().is_some_and(|f| f == name || also.contains(&f)))
+    let message = Memo::new(move |_| {
+        error.with(|e| {
+            let e = e.as_ref()?;
+            let locale = i18n.get_locale();
+            std::iter::once(name)
+                .chain(also.iter().copied())
+                .find_map(|field| field_text(locale, e, field))
+        })
     });
-    let hint_id = format!("{id}-hint");
-    let error_id = format!("{id}-error");
-    let described_by = if hint.is_some() {
-        format!("{hint_id} {error_id}")
-    } else {
-        error_id.clone()
-    };
+    let described = described_by(id, hint.is_some());
     view! {
-        <div class="field" class:field-invalid=move || mine.with(Option::is_some)>
-            <label for=id>{label.run()}</label>
+        <FieldRow id label hint=hint message>
             <input
                 id=id
                 name=name
@@ -63,14 +106,197 @@ pub fn Field(
                 required=required
                 maxlength=maxlength.map(|n| n.to_string())
                 value=value
-                aria-invalid=move || mine.with(Option::is_some).then_some("true")
-                aria-describedby=described_by
+                aria-invalid=move || message.with(Option::is_some).then_some("true")
+                aria-describedby=described
                 data-testid=id
             />
-            {hint.map(|h| view! { <p class="hint" id=hint_id>{h.run()}</p> })}
-            <p class="field-error" id=error_id.clone() data-testid=error_id>
-                {move || mine.get().map(|e| error_text(i18n.get_locale(), &e))}
-            </p>
+        </FieldRow>
+    }
+}
+
+/// A spec form's state: its text as typed (the inputs copy every change here) and the latest error,
+/// from the browser's own checks or from the server.
+pub struct FormState<V: Send + Sync + 'static> {
+    pub values: RwSignal<V>,
+    pub error: RwSignal<Option<AppError>>,
+}
+
+impl<V: Send + Sync + 'static> Clone for FormState<V> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<V: Send + Sync + 'static> Copy for FormState<V> {}
+
+impl<V: Send + Sync + 'static> FormState<V> {
+    pub fn new(values: V) -> Self {
+        FormState {
+            values: RwSignal::new(values),
+            error: RwSignal::new(None),
+        }
+    }
+
+    /// What shows under `field`, in the reader's language.
+    pub fn message(self, field: &'static str) -> Signal<Option<String>> {
+        let i18n = use_i18n();
+        let error = self.error;
+        Signal::derive(move || {
+            error.with(|e| {
+                e.as_ref()
+                    .and_then(|e| field_text(i18n.get_locale(), e, field))
+            })
+        })
+    }
+
+    /// An `input`/`change` handler that stores the control's text with `set`.
+    pub fn on_text(self, set: fn(&mut V, String)) -> impl Fn(leptos::ev::Event) + Clone {
+        move |ev| {
+            let text = event_target_value(&ev);
+            self.values.update(|v| set(v, text));
+        }
+    }
+}
+
+/// `aria-invalid` while `message` says something.
+fn invalid(message: Signal<Option<String>>) -> impl Fn() -> Option<&'static str> + Clone {
+    move || message.with(Option::is_some).then_some("true")
+}
+
+/// A text input (or, with `rows`, a text area) of a spec form.
+#[component]
+pub fn TextField<V: Send + Sync + 'static>(
+    form: FormState<V>,
+    /// The element id and `data-testid`.
+    id: &'static str,
+    /// The field the server names in its problems.
+    field: &'static str,
+    #[prop(into)] label: ViewFn,
+    #[prop(optional, into)] hint: Option<ViewFn>,
+    /// The text it starts with.
+    value: String,
+    set: fn(&mut V, String),
+    #[prop(optional)] inputmode: Option<&'static str>,
+    #[prop(optional)] maxlength: Option<u32>,
+    #[prop(optional)] required: bool,
+    /// A text area of this many rows instead of one line.
+    #[prop(optional)]
+    rows: Option<u32>,
+    /// For a form that focuses its first input when it opens.
+    #[prop(optional)]
+    node_ref: NodeRef<leptos::html::Input>,
+) -> impl IntoView {
+    let message = form.message(field);
+    let described = described_by(id, hint.is_some());
+    let control = match rows {
+        None => view! {
+            <input
+                id=id
+                data-testid=id
+                node_ref=node_ref
+                inputmode=inputmode
+                autocomplete="off"
+                maxlength=maxlength.map(|n| n.to_string())
+                required=required
+                value=value
+                aria-invalid=invalid(message)
+                aria-describedby=described
+                on:input=form.on_text(set)
+            />
+        }
+        .into_any(),
+        Some(rows) => view! {
+            <textarea
+                id=id
+                data-testid=id
+                rows=rows.to_string()
+                autocomplete="off"
+                spellcheck="false"
+                aria-invalid=invalid(message)
+                aria-describedby=described
+                on:input=form.on_text(set)
+            >
+                {value}
+            </textarea>
+        }
+        .into_any(),
+    };
+    view! { <FieldRow id label hint=hint message>{control}</FieldRow> }
+}
+
+/// A `<select>` of a spec form; the options are its children.
+#[component]
+pub fn SelectField<V: Send + Sync + 'static>(
+    form: FormState<V>,
+    id: &'static str,
+    field: &'static str,
+    #[prop(into)] label: ViewFn,
+    #[prop(optional, into)] hint: Option<ViewFn>,
+    set: fn(&mut V, String),
+    children: Children,
+) -> impl IntoView {
+    let message = form.message(field);
+    let described = described_by(id, hint.is_some());
+    view! {
+        <FieldRow id label hint=hint message>
+            <select id=id data-testid=id aria-invalid=invalid(message) aria-describedby=described on:change=form.on_text(set)>
+                {children()}
+            </select>
+        </FieldRow>
+    }
+}
+
+/// A checkbox of a spec form, its label after it.
+#[component]
+pub fn CheckField<V: Send + Sync + 'static>(
+    form: FormState<V>,
+    id: &'static str,
+    #[prop(into)] label: ViewFn,
+    #[prop(optional, into)] hint: Option<ViewFn>,
+    checked: bool,
+    set: fn(&mut V, bool),
+    #[prop(optional, into)] hidden: Signal<bool>,
+) -> impl IntoView {
+    let described = hint.is_some().then(|| format!("{id}-hint"));
+    view! {
+        <div class="field field-check" hidden=move || hidden.get()>
+            <input
+                type="checkbox"
+                id=id
+                data-testid=id
+                checked=checked
+                aria-describedby=described
+                on:change=move |ev| {
+                    let on = event_target_checked(&ev);
+                    form.values.update(|v| set(v, on));
+                }
+            />
+            <label for=id>{label.run()}</label>
+            {hint.map(|h| view! { <p class="hint" id=format!("{id}-hint")>{h.run()}</p> })}
+        </div>
+    }
+}
+
+/// A spec form's whole error above its buttons: `heading`, then every problem (or the one message),
+/// so a reader who does not scroll past each field still learns what to fix.
+#[component]
+pub fn FormSummary<V: Send + Sync + 'static>(
+    form: FormState<V>,
+    #[prop(into)] heading: ViewFn,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <div aria-live="assertive" class="form-error-slot">
+            {move || form.error.get().map(|err| {
+                let code = err.code().to_string();
+                let heading = heading.clone();
+                view! {
+                    <div class="notice notice-error" role="alert" data-testid="form-error" data-code=code>
+                        <p><strong>{heading.run()}</strong></p>
+                        <p class="form-error-detail">{move || error_text(i18n.get_locale(), &err)}</p>
+                    </div>
+                }
+            })}
         </div>
     }
 }

@@ -274,6 +274,20 @@ async fn bad_files_are_refused_with_line_numbers_and_leave_nothing() {
                 "{query}: {message:?} should mention {m:?}"
             );
         }
+        if query.contains("bad_rows") {
+            // Each bad line is also a problem at `file`, for a form to list without parsing.
+            let problems = err["problems"].as_array().cloned().unwrap_or_default();
+            assert!(problems.len() >= 2, "{err}");
+            for p in problems {
+                assert_eq!(p["field"], "file", "{p}");
+                let text = p["message"].as_str().unwrap_or_default();
+                assert!(message.contains(text), "{text:?} is quoted in the message");
+                assert!(
+                    text.starts_with("line ") || text.starts_with('…'),
+                    "{text:?}"
+                );
+            }
+        }
     }
     assert_eq!(server.count("SELECT COUNT(*) FROM datasets").await, 0);
     assert_eq!(

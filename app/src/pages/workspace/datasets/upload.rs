@@ -1,12 +1,12 @@
 //! The upload form: a name, the file, and (folded away) the text and label column names. The file goes
 //! to `POST /api/v1/workspaces/{id}/datasets/upload` as the raw body through `XMLHttpRequest`, whose
 //! upload progress drives the progress bar; the server then validates it with the trainer's validator.
-//! A refused file keeps the server's words: `dataset_invalid` quotes every problem with its line number,
+//! A refused file keeps the server's words: `dataset_invalid` carries each problem with its line number,
 //! and they are listed one per line under the file field. Nothing is created on refusal.
 
 use leptos::prelude::*;
 
-use crate::components::form::SubmitButton;
+use crate::components::form::{described_by, FieldRow, SubmitButton};
 use crate::components::http::{self, Picked, Request};
 use crate::components::notice::ErrorNotice;
 use crate::i18n::*;
@@ -39,16 +39,6 @@ pub fn default_name(file_name: &str) -> String {
         Some((stem, _)) if !stem.is_empty() => stem.to_string(),
         _ => file_name.to_string(),
     }
-}
-
-/// The problems of a `dataset_invalid` message, one per entry: "the file has 3 problem(s): line 5: …;
-/// line 7, label: missing label" → ["line 5: …", "line 7, label: missing label"].
-pub fn problems(message: &str) -> Vec<String> {
-    let list = message
-        .split_once("problem(s): ")
-        .map(|(_, rest)| rest)
-        .unwrap_or(message);
-    list.split("; ").map(str::to_string).collect()
 }
 
 /// Where the upload stands.
@@ -143,133 +133,36 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
         }
     };
 
-    // Which field an error belongs to; `file_name` (the extension) and `file` both show at the file.
-    let at = move |fields: &'static [&'static str]| {
-        Signal::derive(move || {
-            error.with(|e| {
-                e.as_ref()
-                    .filter(|e| e.field().is_some_and(|f| fields.contains(&f)))
-                    .cloned()
-            })
-        })
-    };
-    let (e_name, e_file, e_text, e_label) = (
-        at(&["name"]),
-        at(&["file", "file_name"]),
-        at(&["text_column"]),
-        at(&["label_column"]),
-    );
+    // The fields of this form, and the server's names for them: the extension (`file_name`) is the
+    // file's.
+    const FIELDS: [&str; 5] = ["name", "file", "file_name", "text_column", "label_column"];
     let general = Signal::derive(move || {
         error.with(|e| {
             e.as_ref()
-                .filter(|e| {
-                    e.field().is_none_or(|f| {
-                        !["name", "file", "file_name", "text_column", "label_column"].contains(&f)
-                    })
-                })
+                .filter(|e| e.field().is_none_or(|f| !FIELDS.contains(&f)))
                 .cloned()
         })
     });
-    let invalid =
-        move |s: Signal<Option<AppError>>| move || s.with(Option::is_some).then_some("true");
-    let message = move |s: Signal<Option<AppError>>| {
-        move || s.get().map(|e| error_text(i18n.get_locale(), &e))
-    };
     let busy = Signal::derive(move || phase.get() != Phase::Idle);
 
     view! {
         <form class="form upload-form" data-testid="dataset-upload-form" on:submit=on_submit novalidate>
             <div class="form-grid">
-                <div class="field" class:field-invalid=move || e_name.with(Option::is_some)>
-                    <label for="dataset-name">{t!(i18n, datasets.name)}</label>
-                    <input
-                        id="dataset-name"
-                        data-testid="dataset-name"
-                        autocomplete="off"
-                        maxlength="64"
-                        prop:value=move || name.get()
-                        aria-invalid=invalid(e_name)
-                        aria-describedby="dataset-name-hint dataset-name-error"
-                        on:input=move |ev| name.set(event_target_value(&ev))
-                    />
-                    <p class="hint" id="dataset-name-hint">{t!(i18n, datasets.name_hint)}</p>
-                    <p class="field-error" id="dataset-name-error" data-testid="dataset-name-error">{message(e_name)}</p>
-                </div>
-                <div class="field" class:field-invalid=move || e_file.with(Option::is_some)>
-                    <label for="dataset-file">{t!(i18n, datasets.file)}</label>
-                    <input
-                        type="file"
-                        id="dataset-file"
-                        data-testid="dataset-file"
-                        accept=".csv,.tsv,.txt,.jsonl,.ndjson"
-                        node_ref=file_input
-                        aria-invalid=invalid(e_file)
-                        aria-describedby="dataset-file-hint dataset-file-error"
-                        on:change=on_file
-                    />
-                    <p class="hint" id="dataset-file-hint">
-                        {move || match chosen.get() {
-                            Some((file, size)) => format!("{file} · {}", bytes_text(size)),
-                            None => t_string!(i18n, datasets.file_hint).to_string(),
-                        }}
-                    </p>
-                    <div class="field-error" id="dataset-file-error" data-testid="dataset-file-error">
-                        {move || e_file.get().map(|err| {
-                            if err.code() == ErrorCode::DatasetInvalid {
-                                let list = problems(&err.to_string());
-                                view! {
-                                    <p>{t!(i18n, datasets.invalid_file)}</p>
-                                    <ul class="problems" data-testid="dataset-problems">
-                                        {list.into_iter().map(|p| view! { <li>{p}</li> }).collect_view()}
-                                    </ul>
-                                }
-                                .into_any()
-                            } else {
-                                view! { <p>{move || error_text(i18n.get_locale(), &err)}</p> }.into_any()
-                            }
-                        })}
-                    </div>
-                </div>
+                <BoundField id="dataset-name" field="name" label=move || t!(i18n, datasets.name)
+                    hint=move || t!(i18n, datasets.name_hint) maxlength=64 value=name error />
+                <FileField file_input chosen error on_file />
             </div>
             <details class="columns-choice">
                 <summary>{t!(i18n, datasets.columns)}</summary>
                 <div class="form-grid">
-                    <div class="field" class:field-invalid=move || e_text.with(Option::is_some)>
-                        <label for="dataset-text-column">{t!(i18n, datasets.text_column)}</label>
-                        <input id="dataset-text-column" data-testid="dataset-text-column" autocomplete="off"
-                            prop:value=move || text_column.get() aria-invalid=invalid(e_text)
-                            aria-describedby="dataset-text-column-error"
-                            on:input=move |ev| text_column.set(event_target_value(&ev)) />
-                        <p class="field-error" id="dataset-text-column-error">{message(e_text)}</p>
-                    </div>
-                    <div class="field" class:field-invalid=move || e_label.with(Option::is_some)>
-                        <label for="dataset-label-column">{t!(i18n, datasets.label_column)}</label>
-                        <input id="dataset-label-column" data-testid="dataset-label-column" autocomplete="off"
-                            prop:value=move || label_column.get() aria-invalid=invalid(e_label)
-                            aria-describedby="dataset-label-column-error"
-                            on:input=move |ev| label_column.set(event_target_value(&ev)) />
-                        <p class="field-error" id="dataset-label-column-error">{message(e_label)}</p>
-                    </div>
+                    <BoundField id="dataset-text-column" field="text_column" label=move || t!(i18n, datasets.text_column)
+                        value=text_column error />
+                    <BoundField id="dataset-label-column" field="label_column" label=move || t!(i18n, datasets.label_column)
+                        value=label_column error />
                 </div>
                 <p class="hint">{t!(i18n, datasets.columns_hint)}</p>
             </details>
-            {move || match phase.get() {
-                Phase::Idle => None,
-                Phase::Sending(sent, total) => Some(view! {
-                    <div class="upload-progress" role="status">
-                        <progress data-testid="upload-progress" max=total.max(1).to_string() value=sent.to_string()></progress>
-                        <span>{move || t_string!(i18n, datasets.uploading, sent = bytes_text(sent), total = bytes_text(total)).to_string()}</span>
-                    </div>
-                }
-                .into_any()),
-                Phase::Validating => Some(view! {
-                    <div class="upload-progress" role="status">
-                        <progress data-testid="upload-progress"></progress>
-                        <span>{t!(i18n, datasets.validating)}</span>
-                    </div>
-                }
-                .into_any()),
-            }}
+            <Progress phase />
             <div aria-live="assertive" class="form-error-slot">
                 {move || general.get().map(|err| view! { <ErrorNotice err /> })}
             </div>
@@ -279,6 +172,122 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
         </form>
     }
     .into_any()
+}
+
+/// A text input bound to `value`: the form writes it too (the name follows the chosen file).
+#[component]
+fn BoundField(
+    id: &'static str,
+    field: &'static str,
+    #[prop(into)] label: ViewFn,
+    #[prop(optional, into)] hint: Option<ViewFn>,
+    #[prop(optional)] maxlength: Option<u32>,
+    value: RwSignal<String>,
+    error: RwSignal<Option<AppError>>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let message = Signal::derive(move || {
+        error.with(|e| {
+            e.as_ref()
+                .and_then(|e| field_text(i18n.get_locale(), e, field))
+        })
+    });
+    let described = described_by(id, hint.is_some());
+    view! {
+        <FieldRow id label hint=hint message>
+            <input
+                id=id
+                data-testid=id
+                autocomplete="off"
+                maxlength=maxlength.map(|n| n.to_string())
+                prop:value=move || value.get()
+                aria-invalid=move || message.with(Option::is_some).then_some("true")
+                aria-describedby=described
+                on:input=move |ev| value.set(event_target_value(&ev))
+            />
+        </FieldRow>
+    }
+}
+
+/// The file input, the chosen file's name and size, and what the server found wrong with it: a
+/// refused file's problems one per line, with their line numbers.
+#[component]
+fn FileField(
+    file_input: NodeRef<leptos::html::Input>,
+    chosen: RwSignal<Option<(String, u64)>>,
+    error: RwSignal<Option<AppError>>,
+    on_file: impl Fn(leptos::ev::Event) + 'static,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let mine = Signal::derive(move || {
+        error.with(|e| {
+            e.as_ref()
+                .filter(|e| e.field().is_some_and(|f| f == "file" || f == "file_name"))
+                .cloned()
+        })
+    });
+    view! {
+        <div class="field" class:field-invalid=move || mine.with(Option::is_some)>
+            <label for="dataset-file">{t!(i18n, datasets.file)}</label>
+            <input
+                type="file"
+                id="dataset-file"
+                data-testid="dataset-file"
+                accept=".csv,.tsv,.txt,.jsonl,.ndjson"
+                node_ref=file_input
+                aria-invalid=move || mine.with(Option::is_some).then_some("true")
+                aria-describedby="dataset-file-hint dataset-file-error"
+                on:change=on_file
+            />
+            <p class="hint" id="dataset-file-hint">
+                {move || match chosen.get() {
+                    Some((file, size)) => format!("{file} · {}", bytes_text(size)),
+                    None => t_string!(i18n, datasets.file_hint).to_string(),
+                }}
+            </p>
+            <div class="field-error" id="dataset-file-error" data-testid="dataset-file-error">
+                {move || mine.get().map(|err| {
+                    if err.has_problems() {
+                        let list: Vec<String> = err.problems_at("file").map(|p| problem_text(i18n.get_locale(), p)).collect();
+                        view! {
+                            <p>{t!(i18n, datasets.invalid_file)}</p>
+                            <ul class="problems" data-testid="dataset-problems">
+                                {list.into_iter().map(|p| view! { <li>{p}</li> }).collect_view()}
+                            </ul>
+                        }
+                        .into_any()
+                    } else {
+                        view! { <p>{move || error_text(i18n.get_locale(), &err)}</p> }.into_any()
+                    }
+                })}
+            </div>
+        </div>
+    }
+}
+
+/// The upload's progress bar while bytes go out, then an indeterminate one while the server validates.
+#[component]
+fn Progress(phase: RwSignal<Phase>) -> impl IntoView {
+    let i18n = use_i18n();
+    move || {
+        match phase.get() {
+        Phase::Idle => None,
+        Phase::Sending(sent, total) => Some(view! {
+            <div class="upload-progress" role="status">
+                <progress data-testid="upload-progress" max=total.max(1).to_string() value=sent.to_string()></progress>
+                <span>{move || t_string!(i18n, datasets.uploading, sent = bytes_text(sent), total = bytes_text(total)).to_string()}</span>
+            </div>
+        }
+        .into_any()),
+        Phase::Validating => Some(view! {
+            <div class="upload-progress" role="status">
+                <progress data-testid="upload-progress"></progress>
+                <span>{t!(i18n, datasets.validating)}</span>
+            </div>
+        }
+        .into_any()),
+    }
+    }
 }
 
 #[cfg(test)]
@@ -298,19 +307,5 @@ mod tests {
         assert_eq!(default_name("snownlp_train.tsv"), "snownlp_train");
         assert_eq!(default_name("a.b.csv"), "a.b");
         assert_eq!(default_name(".hidden"), ".hidden");
-    }
-
-    #[test]
-    fn problems_are_split_one_per_line() {
-        let m = "the file has 3 problem(s): line 5: expected 2 fields as in the header, found 3; line 6, text: empty text; line 7, label: missing label";
-        assert_eq!(
-            problems(m),
-            vec![
-                "line 5: expected 2 fields as in the header, found 3",
-                "line 6, text: empty text",
-                "line 7, label: missing label"
-            ]
-        );
-        assert_eq!(problems("the file is empty"), vec!["the file is empty"]);
     }
 }

@@ -11,7 +11,8 @@ use leptos_router::hooks::use_navigate;
 
 use super::endpoint_href;
 use crate::api::endpoints::DeployEndpoint;
-use crate::components::form::{FormError, SubmitButton};
+use crate::components::dialog::Dialog;
+use crate::components::form::{FormError, FormState, SelectField, SubmitButton, TextField};
 use crate::i18n::*;
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::EndpointSpec;
@@ -116,15 +117,14 @@ fn DeployDialog(
     let i18n = use_i18n();
     let navigate = use_navigate();
     let start = DeployValues::new(&job_name);
-    let values = RwSignal::new(start.clone());
-    let error = RwSignal::new(None::<AppError>);
+    let form = FormState::new(start.clone());
     let deploy = ServerAction::<DeployEndpoint>::new();
     Effect::new(move |_| match deploy.value().get() {
         Some(Ok(detail)) => navigate(
             &endpoint_href(workspace_id, detail.summary.id),
             Default::default(),
         ),
-        Some(Err(err)) => error.set(Some(err)),
+        Some(Err(err)) => form.error.set(Some(err)),
         None => {}
     });
     let name_input = NodeRef::<Input>::new();
@@ -135,14 +135,14 @@ fn DeployDialog(
     });
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        match values.get_untracked().to_spec(checkpoint_id) {
+        match form.values.get_untracked().to_spec(checkpoint_id) {
             Ok(spec) => {
-                error.set(None);
+                form.error.set(None);
                 deploy.dispatch(DeployEndpoint { workspace_id, spec });
             }
             Err(field) => {
                 let locale = i18n.get_locale_untracked();
-                error.set(Some(AppError::invalid(
+                form.error.set(Some(AppError::invalid(
                     field,
                     ErrorCode::EndpointSpecInvalid,
                     td_string!(locale, endpoints.err_number),
@@ -150,46 +150,10 @@ fn DeployDialog(
             }
         }
     };
-    let message = move |field: &'static str| {
-        Signal::derive(move || {
-            error.with(|e| {
-                e.as_ref()
-                    .filter(|e| e.field() == Some(field))
-                    .map(|e| error_text(i18n.get_locale(), e))
-            })
-        })
-    };
-    let set = move |f: fn(&mut DeployValues, String)| {
-        move |ev: leptos::ev::Event| {
-            let value = event_target_value(&ev);
-            values.update(|v| f(v, value));
-        }
-    };
-    let title_id = format!("deploy-title-{checkpoint_id}");
-    let heading_id = title_id.clone();
-    let field = move |id: &'static str,
-                      field: &'static str,
-                      label: ViewFn,
-                      hint: ViewFn,
-                      value: String,
-                      numeric: bool,
-                      f: fn(&mut DeployValues, String)| {
-        let m = message(field);
-        view! {
-            <div class="field" class:field-invalid=move || m.with(Option::is_some)>
-                <label for=id>{label.run()}</label>
-                <input id=id data-testid=id autocomplete="off" value=value inputmode=numeric.then_some("numeric")
-                    aria-invalid=move || m.with(Option::is_some).then_some("true")
-                    aria-describedby=format!("{id}-hint {id}-error") on:input=set(f) />
-                <p class="hint" id=format!("{id}-hint")>{hint.run()}</p>
-                <p class="field-error" id=format!("{id}-error") data-testid=format!("{id}-error")>{move || m.get()}</p>
-            </div>
-        }
-    };
     // An error in a field under "Advanced" opens it, so that the message is seen.
     let advanced = NodeRef::<Details>::new();
     Effect::new(move |_| {
-        let hidden_field = error.with(|e| {
+        let hidden_field = form.error.with(|e| {
             e.as_ref()
                 .and_then(|e| e.field())
                 .is_some_and(|f| f != "name" && f != "replicas")
@@ -198,78 +162,56 @@ fn DeployDialog(
             details.set_open(true);
         }
     });
-    let m_name = message("name");
-    let m_device = message("device");
-    let m_precision = message("precision");
-    let device = start.device.clone();
-    let precision = start.precision.clone();
     view! {
-        <div class="dialog-backdrop" on:click=move |_| on_close()>
-            <div class="dialog card" role="dialog" aria-modal="true" aria-labelledby=title_id data-testid="deploy-dialog"
-                on:click=|ev| ev.stop_propagation()
-                on:keydown=move |ev| if ev.key() == "Escape" { on_close() }>
-                <div class="card-heading">
-                    <h2 id=heading_id>{t!(i18n, endpoints.deploy_title)}</h2>
-                    <button type="button" class="button button-small button-ghost" data-testid="deploy-close" on:click=move |_| on_close()>
-                        {t!(i18n, endpoints.close)}
-                    </button>
+        <Dialog testid="deploy-dialog" title=move || t!(i18n, endpoints.deploy_title) on_close>
+            <p class="hint">{move || t_string!(i18n, endpoints.deploy_lead, id = checkpoint_id, step = step).to_string()}</p>
+            <form class="form" data-testid="deploy-form" on:submit=on_submit novalidate>
+                <FormError error=form.error.into() fields=FIELDS />
+                <TextField form id="deploy-name" field="name" label=move || t!(i18n, endpoints.name)
+                    hint=move || t!(i18n, endpoints.name_hint) maxlength=NAME_MAX as u32 required=true
+                    node_ref=name_input value=start.name.clone() set=|v, s| v.name = s />
+                <TextField form id="deploy-replicas" field="replicas" label=move || t!(i18n, endpoints.replicas)
+                    hint=move || t!(i18n, endpoints.replicas_hint) inputmode="numeric"
+                    value=start.replicas.clone() set=|v, s| v.replicas = s />
+                <details class="form-advanced" node_ref=advanced>
+                    <summary>{t!(i18n, endpoints.advanced)}</summary>
+                    <Advanced form start />
+                </details>
+                <div class="form-actions">
+                    <SubmitButton pending=deploy.pending() testid="deploy-submit">{t!(i18n, endpoints.deploy_submit)}</SubmitButton>
+                    <button type="button" class="button button-ghost" on:click=move |_| on_close()>{t!(i18n, common.cancel)}</button>
                 </div>
-                <p class="hint">{move || t_string!(i18n, endpoints.deploy_lead, id = checkpoint_id, step = step).to_string()}</p>
-                <form class="form" data-testid="deploy-form" on:submit=on_submit novalidate>
-                    <FormError error=error.into() fields=FIELDS />
-                    <div class="field" class:field-invalid=move || m_name.with(Option::is_some)>
-                        <label for="deploy-name">{t!(i18n, endpoints.name)}</label>
-                        <input id="deploy-name" data-testid="deploy-name" node_ref=name_input autocomplete="off" required=true
-                            maxlength=NAME_MAX.to_string() value=start.name.clone()
-                            aria-invalid=move || m_name.with(Option::is_some).then_some("true")
-                            aria-describedby="deploy-name-hint deploy-name-error" on:input=set(|v, s| v.name = s) />
-                        <p class="hint" id="deploy-name-hint">{t!(i18n, endpoints.name_hint)}</p>
-                        <p class="field-error" id="deploy-name-error" data-testid="deploy-name-error">{move || m_name.get()}</p>
-                    </div>
-                    {field("deploy-replicas", "replicas", ViewFn::from(move || t!(i18n, endpoints.replicas)),
-                        ViewFn::from(move || t!(i18n, endpoints.replicas_hint)), start.replicas.clone(), true, |v, s| v.replicas = s)}
-                    <details class="form-advanced" node_ref=advanced>
-                        <summary>{t!(i18n, endpoints.advanced)}</summary>
-                        {field("deploy-slug", "slug", ViewFn::from(move || t!(i18n, endpoints.slug)),
-                            ViewFn::from(move || t!(i18n, endpoints.slug_hint)), String::new(), false, |v, s| v.slug = s)}
-                        <div class="form-grid">
-                            {field("deploy-max-batch-tokens", "max_batch_tokens", ViewFn::from(move || t!(i18n, endpoints.max_batch_tokens)),
-                                ViewFn::from(move || t!(i18n, endpoints.max_batch_tokens_hint)), start.max_batch_tokens.clone(), true,
-                                |v, s| v.max_batch_tokens = s)}
-                            {field("deploy-max-wait-ms", "max_wait_ms", ViewFn::from(move || t!(i18n, endpoints.max_wait_ms)),
-                                ViewFn::from(move || t!(i18n, endpoints.max_wait_hint)), start.max_wait_ms.clone(), true,
-                                |v, s| v.max_wait_ms = s)}
-                        </div>
-                        <div class="field" class:field-invalid=move || m_device.with(Option::is_some)>
-                            <label for="deploy-device">{t!(i18n, endpoints.device)}</label>
-                            <select id="deploy-device" data-testid="deploy-device" aria-describedby="deploy-device-error"
-                                on:change=set(|v, s| v.device = s)>
-                                <option value="cpu" selected=device == "cpu">{t!(i18n, endpoints.device_cpu)}</option>
-                                <option value="cuda" selected=device == "cuda">{t!(i18n, endpoints.device_cuda)}</option>
-                            </select>
-                            <p class="field-error" id="deploy-device-error" data-testid="deploy-device-error">{move || m_device.get()}</p>
-                        </div>
-                        <div class="field" class:field-invalid=move || m_precision.with(Option::is_some)>
-                            <label for="deploy-precision">{t!(i18n, endpoints.precision)}</label>
-                            <select id="deploy-precision" data-testid="deploy-precision"
-                                aria-invalid=move || m_precision.with(Option::is_some).then_some("true")
-                                aria-describedby="deploy-precision-hint deploy-precision-error"
-                                on:change=set(|v, s| v.precision = s)>
-                                {PRECISIONS.iter().map(|p| view! { <option value=*p selected=*p == precision>{*p}</option> }).collect_view()}
-                            </select>
-                            <p class="hint" id="deploy-precision-hint">{t!(i18n, endpoints.precision_hint)}</p>
-                            <p class="field-error" id="deploy-precision-error" data-testid="deploy-precision-error">{move || m_precision.get()}</p>
-                        </div>
-                    </details>
-                    <div class="form-actions">
-                        <SubmitButton pending=deploy.pending() testid="deploy-submit">{t!(i18n, endpoints.deploy_submit)}</SubmitButton>
-                        <button type="button" class="button button-ghost" on:click=move |_| on_close()>{t!(i18n, common.cancel)}</button>
-                    </div>
-                </form>
-            </div>
-        </div>
+            </form>
+        </Dialog>
     }
     .into_any()
+}
+
+/// What most deployments leave alone: the URL's slug, batching, device and precision.
+#[component]
+fn Advanced(form: FormState<DeployValues>, start: DeployValues) -> impl IntoView {
+    let i18n = use_i18n();
+    let (device, precision) = (start.device.clone(), start.precision.clone());
+    view! {
+        <TextField form id="deploy-slug" field="slug" label=move || t!(i18n, endpoints.slug)
+            hint=move || t!(i18n, endpoints.slug_hint) value=String::new() set=|v, s| v.slug = s />
+        <div class="form-grid">
+            <TextField form id="deploy-max-batch-tokens" field="max_batch_tokens" label=move || t!(i18n, endpoints.max_batch_tokens)
+                hint=move || t!(i18n, endpoints.max_batch_tokens_hint) inputmode="numeric"
+                value=start.max_batch_tokens.clone() set=|v, s| v.max_batch_tokens = s />
+            <TextField form id="deploy-max-wait-ms" field="max_wait_ms" label=move || t!(i18n, endpoints.max_wait_ms)
+                hint=move || t!(i18n, endpoints.max_wait_hint) inputmode="numeric"
+                value=start.max_wait_ms.clone() set=|v, s| v.max_wait_ms = s />
+        </div>
+        <SelectField form id="deploy-device" field="device" label=move || t!(i18n, endpoints.device) set=|v, s| v.device = s>
+            <option value="cpu" selected=device == "cpu">{t!(i18n, endpoints.device_cpu)}</option>
+            <option value="cuda" selected=device == "cuda">{t!(i18n, endpoints.device_cuda)}</option>
+        </SelectField>
+        <SelectField form id="deploy-precision" field="precision" label=move || t!(i18n, endpoints.precision)
+            hint=move || t!(i18n, endpoints.precision_hint) set=|v, s| v.precision = s>
+            {PRECISIONS.iter().map(|p| view! { <option value=*p selected=*p == precision>{*p}</option> }).collect_view()}
+        </SelectField>
+    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! `/w/{id}/environments/new` and `/w/{id}/environments/{env_id}/edit`: the spec form. What the browser
 //! can tell on its own (a CPU count that is not a number, an environment line without `=`) is refused
-//! before sending; everything else is the server's call (`spec_invalid` lists every broken rule as
-//! "field: message; field: message"), and each message is shown under the field it names, with the whole
-//! list above the submit button. Nothing is created unless the whole spec is valid.
+//! before sending; everything else is the server's call (`spec_invalid` carries each broken rule as a
+//! problem at its field), and each is shown under its field in the reader's language, with the whole
+//! error above the submit button. Nothing is created unless the whole spec is valid.
 
 use std::collections::BTreeMap;
 
@@ -16,12 +16,14 @@ use super::{environment_href, use_environment_id};
 use crate::api::environments::{
     get_docker_status, get_environment, CreateEnvironment, UpdateEnvironment,
 };
-use crate::components::form::SubmitButton;
+use crate::components::form::{
+    CheckField, FormState, FormSummary, SelectField, SubmitButton, TextField,
+};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
 use contracts::error::{AppError, ErrorCode, FieldProblem};
-use contracts::types::{CatalogImage, DockerStatus, EnvironmentSpec, GpuSpec};
+use contracts::types::{CatalogImage, DockerStatus, EnvironmentSpec, GpuSpec, GpuSummary};
 
 /// The `<select>` value of "another image", which shows a free-text box.
 const CUSTOM_IMAGE: &str = "";
@@ -293,32 +295,6 @@ impl FormValues {
     }
 }
 
-/// One labelled control with its hint and error line (`{id}-hint`, `{id}-error`).
-#[component]
-fn Row(
-    id: &'static str,
-    #[prop(into)] label: ViewFn,
-    #[prop(optional, into)] hint: Option<ViewFn>,
-    message: Signal<Option<String>>,
-    children: Children,
-) -> impl IntoView {
-    view! {
-        <div class="field" class:field-invalid=move || message.with(Option::is_some)>
-            <label for=id>{label.run()}</label>
-            {children()}
-            {hint.map(|h| view! { <p class="hint" id=format!("{id}-hint")>{h.run()}</p> })}
-            <p class="field-error" id=format!("{id}-error") data-testid=format!("{id}-error")>
-                {move || message.get()}
-            </p>
-        </div>
-    }
-    .into_any()
-}
-
-fn described_by(id: &str) -> String {
-    format!("{id}-hint {id}-error")
-}
-
 /// What a catalog entry says in its `<option>`: reference, what it is, and its CUDA needs.
 fn catalog_label(locale: Locale, image: &CatalogImage) -> String {
     let mut notes = vec![image.description.clone()];
@@ -354,357 +330,55 @@ fn EnvironmentForm(
     let i18n = use_i18n();
     let navigate = use_navigate();
     let start = FormValues::from_spec(&initial, &docker.catalog);
-    let values = RwSignal::new(start.clone());
-    let error = RwSignal::new(None::<AppError>);
+    let form = FormState::new(start.clone());
     let create = ServerAction::<CreateEnvironment>::new();
     let update = ServerAction::<UpdateEnvironment>::new();
     let pending = Signal::derive(move || create.pending().get() || update.pending().get());
-
-    let go = navigate.clone();
-    Effect::new(move |_| match create.value().get() {
-        Some(Ok(detail)) => go(
-            &environment_href(workspace_id, detail.summary.id),
-            Default::default(),
-        ),
-        Some(Err(err)) => error.set(Some(err)),
-        None => {}
-    });
-    Effect::new(move |_| match update.value().get() {
-        Some(Ok(detail)) => navigate(
-            &environment_href(workspace_id, detail.summary.id),
-            Default::default(),
-        ),
-        Some(Err(err)) => error.set(Some(err)),
-        None => {}
-    });
-
+    Effect::new(
+        move |_| match create.value().get().or_else(|| update.value().get()) {
+            Some(Ok(detail)) => navigate(
+                &environment_href(workspace_id, detail.summary.id),
+                Default::default(),
+            ),
+            Some(Err(err)) => form.error.set(Some(err)),
+            None => {}
+        },
+    );
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        match values.get_untracked().to_spec() {
-            Ok(spec) => {
-                error.set(None);
-                match environment_id {
-                    None => {
-                        create.dispatch(CreateEnvironment { workspace_id, spec });
-                    }
-                    Some(environment_id) => {
-                        update.dispatch(UpdateEnvironment {
-                            workspace_id,
-                            environment_id,
-                            spec,
-                        });
-                    }
-                }
+        match (form.values.get_untracked().to_spec(), environment_id) {
+            (Ok(spec), None) => {
+                form.error.set(None);
+                create.dispatch(CreateEnvironment { workspace_id, spec });
             }
-            Err(mistake) => error.set(Some(mistake.into_app_error(i18n.get_locale_untracked()))),
+            (Ok(spec), Some(environment_id)) => {
+                form.error.set(None);
+                update.dispatch(UpdateEnvironment {
+                    workspace_id,
+                    environment_id,
+                    spec,
+                });
+            }
+            (Err(mistake), _) => {
+                let locale = i18n.get_locale_untracked();
+                form.error.set(Some(mistake.into_app_error(locale)));
+            }
         }
     };
-
-    let message = move |field: &'static str| {
-        Signal::derive(move || {
-            error.with(|e| {
-                e.as_ref()
-                    .and_then(|e| field_text(i18n.get_locale(), e, field))
-            })
-        })
-    };
-    let invalid =
-        move |m: Signal<Option<String>>| move || m.with(Option::is_some).then_some("true");
-    let m_secret = message("secret_env");
-    let (m_name, m_base, m_packages, m_cpus, m_memory, m_shm, m_gpus, m_env, m_dir, m_volume) = (
-        message("name"),
-        message("base_image"),
-        message("os_packages"),
-        message("cpus"),
-        message("memory"),
-        message("shm_size"),
-        message("gpus"),
-        message("env"),
-        message("working_dir"),
-        message("workspace_volume"),
-    );
-    let set = move |f: fn(&mut FormValues, String)| {
-        move |ev: leptos::ev::Event| {
-            let value = event_target_value(&ev);
-            values.update(|v| f(v, value));
-        }
-    };
-    let custom_image = move || values.with(|v| v.base_choice == CUSTOM_IMAGE);
-    let gpu_mode = move || values.with(|v| v.gpu_mode.clone());
-    let host_gpus = docker
-        .gpus
-        .iter()
-        .map(|g| format!("{} {} ({} MiB)", g.index, g.name, g.memory_mib))
-        .collect::<Vec<_>>()
-        .join(", ");
     let available = docker.available;
     let cancel_href = match environment_id {
         Some(id) => environment_href(workspace_id, id),
         None => format!("/w/{workspace_id}/environments"),
     };
     let catalog = docker.catalog.clone();
-
+    let gpus = docker.gpus.clone();
     view! {
         <DockerBanner status=docker />
         <form class="form card env-form" data-testid="environment-form" on:submit=on_submit novalidate>
-            <fieldset class="form-section">
-                <legend>{t!(i18n, env_form.section_image)}</legend>
-                <Row id="env-name" label=move || t!(i18n, env_form.name) hint=ViewFn::from(move || t!(i18n, env_form.name_hint)) message=m_name>
-                    <input
-                        id="env-name"
-                        data-testid="env-name"
-                        autocomplete="off"
-                        maxlength="64"
-                        required=true
-                        value=start.name.clone()
-                        aria-invalid=invalid(m_name)
-                        aria-describedby=described_by("env-name")
-                        on:input=set(|v, s| v.name = s)
-                    />
-                </Row>
-                <Row id="env-base-image" label=move || t!(i18n, env_form.base_image) message=m_base>
-                    <select
-                        id="env-base-image"
-                        data-testid="env-base-image"
-                        aria-invalid=invalid(m_base)
-                        aria-describedby=described_by("env-base-image")
-                        on:change=set(|v, s| v.base_choice = s)
-                    >
-                        {catalog
-                            .into_iter()
-                            .map(|image| {
-                                let selected = image.reference == start.base_choice;
-                                let reference = image.reference.clone();
-                                view! {
-                                    <option value=reference selected=selected>
-                                        {move || catalog_label(i18n.get_locale(), &image)}
-                                    </option>
-                                }
-                            })
-                            .collect_view()}
-                        <option value=CUSTOM_IMAGE selected=start.base_choice == CUSTOM_IMAGE>
-                            {t!(i18n, env_form.base_custom)}
-                        </option>
-                    </select>
-                </Row>
-                <div class="field" hidden=move || !custom_image() class:field-invalid=move || m_base.with(Option::is_some)>
-                    <label for="env-base-custom">{t!(i18n, env_form.base_custom_label)}</label>
-                    <input
-                        id="env-base-custom"
-                        data-testid="env-base-custom"
-                        autocomplete="off"
-                        value=start.base_custom.clone()
-                        aria-describedby="env-base-custom-hint"
-                        on:input=set(|v, s| v.base_custom = s)
-                    />
-                    <p class="hint" id="env-base-custom-hint">{t!(i18n, env_form.base_custom_hint)}</p>
-                </div>
-                <div class="field field-check">
-                    <input
-                        type="checkbox"
-                        id="env-runtime"
-                        data-testid="env-runtime"
-                        checked=start.runtime
-                        aria-describedby="env-runtime-hint"
-                        on:change=move |ev| {
-                            let on = event_target_checked(&ev);
-                            values.update(|v| v.runtime = on);
-                        }
-                    />
-                    <label for="env-runtime">{t!(i18n, env_form.runtime)}</label>
-                    <p class="hint" id="env-runtime-hint">{t!(i18n, env_form.runtime_hint)}</p>
-                </div>
-                <Row id="env-os-packages" label=move || t!(i18n, env_form.os_packages) hint=ViewFn::from(move || t!(i18n, env_form.os_packages_hint)) message=m_packages>
-                    <input
-                        id="env-os-packages"
-                        data-testid="env-os-packages"
-                        autocomplete="off"
-                        value=start.os_packages.clone()
-                        aria-invalid=invalid(m_packages)
-                        aria-describedby=described_by("env-os-packages")
-                        on:input=set(|v, s| v.os_packages = s)
-                    />
-                </Row>
-            </fieldset>
-
-            <fieldset class="form-section">
-                <legend>{t!(i18n, env_form.section_resources)}</legend>
-                <div class="form-grid">
-                    <Row id="env-cpus" label=move || t!(i18n, env_form.cpus) hint=ViewFn::from(move || t!(i18n, env_form.cpus_hint)) message=m_cpus>
-                        <input
-                            id="env-cpus"
-                            data-testid="env-cpus"
-                            inputmode="decimal"
-                            autocomplete="off"
-                            value=start.cpus.clone()
-                            aria-invalid=invalid(m_cpus)
-                            aria-describedby=described_by("env-cpus")
-                            on:input=set(|v, s| v.cpus = s)
-                        />
-                    </Row>
-                    <Row id="env-memory" label=move || t!(i18n, env_form.memory) hint=ViewFn::from(move || t!(i18n, env_form.memory_hint)) message=m_memory>
-                        <input
-                            id="env-memory"
-                            data-testid="env-memory"
-                            autocomplete="off"
-                            value=start.memory.clone()
-                            aria-invalid=invalid(m_memory)
-                            aria-describedby=described_by("env-memory")
-                            on:input=set(|v, s| v.memory = s)
-                        />
-                    </Row>
-                    <Row id="env-shm-size" label=move || t!(i18n, env_form.shm_size) hint=ViewFn::from(move || t!(i18n, env_form.shm_size_hint)) message=m_shm>
-                        <input
-                            id="env-shm-size"
-                            data-testid="env-shm-size"
-                            autocomplete="off"
-                            value=start.shm_size.clone()
-                            aria-invalid=invalid(m_shm)
-                            aria-describedby=described_by("env-shm-size")
-                            on:input=set(|v, s| v.shm_size = s)
-                        />
-                    </Row>
-                </div>
-                <fieldset class="field gpu-choice" class:field-invalid=move || m_gpus.with(Option::is_some) aria-describedby="env-gpus-error">
-                    <legend>{t!(i18n, env_form.gpus)}</legend>
-                    {[("none", "env-gpus-none"), ("count", "env-gpus-count"), ("devices", "env-gpus-devices")]
-                        .into_iter()
-                        .map(|(mode, id)| {
-                            view! {
-                                <label class="radio" for=id>
-                                    <input
-                                        type="radio"
-                                        id=id
-                                        data-testid=id
-                                        name="gpu_mode"
-                                        value=mode
-                                        checked=start.gpu_mode == mode
-                                        on:change=move |_| values.update(|v| v.gpu_mode = mode.to_string())
-                                    />
-                                    {move || match mode {
-                                        "none" => t_string!(i18n, env_form.gpus_none),
-                                        "count" => t_string!(i18n, env_form.gpus_count),
-                                        _ => t_string!(i18n, env_form.gpus_devices),
-                                    }}
-                                </label>
-                            }
-                        })
-                        .collect_view()}
-                    <div class="field" hidden=move || gpu_mode() != "count">
-                        <label for="env-gpu-count">{t!(i18n, env_form.gpu_count)}</label>
-                        <input
-                            id="env-gpu-count"
-                            data-testid="env-gpu-count"
-                            inputmode="numeric"
-                            autocomplete="off"
-                            value=start.gpu_count.clone()
-                            aria-invalid=invalid(m_gpus)
-                            on:input=set(|v, s| v.gpu_count = s)
-                        />
-                    </div>
-                    <div class="field" hidden=move || gpu_mode() != "devices">
-                        <label for="env-gpu-devices">{t!(i18n, env_form.gpu_devices)}</label>
-                        <input
-                            id="env-gpu-devices"
-                            data-testid="env-gpu-devices"
-                            autocomplete="off"
-                            value=start.gpu_devices.clone()
-                            aria-invalid=invalid(m_gpus)
-                            aria-describedby="env-gpu-devices-hint"
-                            on:input=set(|v, s| v.gpu_devices = s)
-                        />
-                        <p class="hint" id="env-gpu-devices-hint">{t!(i18n, env_form.gpu_devices_hint)}</p>
-                    </div>
-                    <div class="field field-check" hidden=move || gpu_mode() == "none">
-                        <input
-                            type="checkbox"
-                            id="env-shared-gpus"
-                            data-testid="env-shared-gpus"
-                            checked=start.shared_gpus
-                            on:change=move |ev| {
-                                let on = event_target_checked(&ev);
-                                values.update(|v| v.shared_gpus = on);
-                            }
-                        />
-                        <label for="env-shared-gpus">{t!(i18n, env_form.shared_gpus)}</label>
-                    </div>
-                    <p class="hint" data-testid="host-gpus">
-                        {move || if host_gpus.is_empty() {
-                            t_string!(i18n, env_form.no_host_gpus).to_string()
-                        } else {
-                            t_string!(i18n, env_form.host_gpus, list = host_gpus.clone()).to_string()
-                        }}
-                    </p>
-                    <p class="field-error" id="env-gpus-error" data-testid="env-gpus-error">{move || m_gpus.get()}</p>
-                </fieldset>
-            </fieldset>
-
-            <fieldset class="form-section">
-                <legend>{t!(i18n, env_form.section_runtime)}</legend>
-                <Row id="env-env" label=move || t!(i18n, env_form.env) hint=ViewFn::from(move || t!(i18n, env_form.env_hint)) message=m_env>
-                    <textarea
-                        id="env-env"
-                        data-testid="env-env"
-                        rows="4"
-                        spellcheck="false"
-                        aria-invalid=invalid(m_env)
-                        aria-describedby=described_by("env-env")
-                        on:input=set(|v, s| v.env = s)
-                    >
-                        {start.env.clone()}
-                    </textarea>
-                </Row>
-                <Row id="env-secrets" label=move || t!(i18n, env_form.secret_env) hint=ViewFn::from(move || t!(i18n, env_form.secret_env_hint)) message=m_secret>
-                    <textarea
-                        id="env-secrets"
-                        data-testid="env-secrets"
-                        rows="3"
-                        autocomplete="off"
-                        spellcheck="false"
-                        aria-invalid=invalid(m_secret)
-                        aria-describedby=described_by("env-secrets")
-                        on:input=set(|v, s| v.secret_env = s)
-                    >
-                        {start.secret_env.clone()}
-                    </textarea>
-                </Row>
-                <div class="form-grid">
-                    <Row id="env-working-dir" label=move || t!(i18n, env_form.working_dir) message=m_dir>
-                        <input
-                            id="env-working-dir"
-                            data-testid="env-working-dir"
-                            autocomplete="off"
-                            value=start.working_dir.clone()
-                            aria-invalid=invalid(m_dir)
-                            aria-describedby=described_by("env-working-dir")
-                            on:input=set(|v, s| v.working_dir = s)
-                        />
-                    </Row>
-                    <Row id="env-workspace-volume" label=move || t!(i18n, env_form.workspace_volume) hint=ViewFn::from(move || t!(i18n, env_form.workspace_volume_hint)) message=m_volume>
-                        <input
-                            id="env-workspace-volume"
-                            data-testid="env-workspace-volume"
-                            autocomplete="off"
-                            value=start.workspace_volume.clone()
-                            aria-invalid=invalid(m_volume)
-                            aria-describedby=described_by("env-workspace-volume")
-                            on:input=set(|v, s| v.workspace_volume = s)
-                        />
-                    </Row>
-                </div>
-            </fieldset>
-
-            <div aria-live="assertive" class="form-error-slot">
-                {move || error.get().map(|err| {
-                    let code = err.code().to_string();
-                    view! {
-                        <div class="notice notice-error" role="alert" data-testid="form-error" data-code=code>
-                            <p><strong>{t!(i18n, env_form.summary)}</strong></p>
-                            <p class="form-error-detail">{move || error_text(i18n.get_locale(), &err)}</p>
-                        </div>
-                    }
-                })}
-            </div>
+            <ImageSection form start=start.clone() catalog />
+            <ResourcesSection form start=start.clone() gpus />
+            <RuntimeSection form start />
+            <FormSummary form heading=move || t!(i18n, env_form.summary) />
             <div class="form-actions">
                 <SubmitButton pending=Signal::derive(move || pending.get() || !available) testid="env-submit">
                     {move || if environment_id.is_some() {
@@ -720,6 +394,195 @@ fn EnvironmentForm(
         </form>
     }
     .into_any()
+}
+
+/// Name, base image (from the catalog, or typed), the Paddock runtime and OS packages.
+#[component]
+fn ImageSection(
+    form: FormState<FormValues>,
+    start: FormValues,
+    catalog: Vec<CatalogImage>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let m_base = form.message("base_image");
+    let custom_image = move || form.values.with(|v| v.base_choice == CUSTOM_IMAGE);
+    view! {
+        <fieldset class="form-section">
+            <legend>{t!(i18n, env_form.section_image)}</legend>
+            <TextField form id="env-name" field="name" label=move || t!(i18n, env_form.name)
+                hint=move || t!(i18n, env_form.name_hint) maxlength=64 required=true
+                value=start.name.clone() set=|v, s| v.name = s />
+            <SelectField form id="env-base-image" field="base_image" label=move || t!(i18n, env_form.base_image)
+                set=|v, s| v.base_choice = s>
+                {catalog
+                    .into_iter()
+                    .map(|image| {
+                        let selected = image.reference == start.base_choice;
+                        let reference = image.reference.clone();
+                        view! {
+                            <option value=reference selected=selected>
+                                {move || catalog_label(i18n.get_locale(), &image)}
+                            </option>
+                        }
+                    })
+                    .collect_view()}
+                <option value=CUSTOM_IMAGE selected=start.base_choice == CUSTOM_IMAGE>
+                    {t!(i18n, env_form.base_custom)}
+                </option>
+            </SelectField>
+            // Its problems show at the choice above, so the message is not said twice.
+            <div class="field" hidden=move || !custom_image() class:field-invalid=move || m_base.with(Option::is_some)>
+                <label for="env-base-custom">{t!(i18n, env_form.base_custom_label)}</label>
+                <input
+                    id="env-base-custom"
+                    data-testid="env-base-custom"
+                    autocomplete="off"
+                    value=start.base_custom.clone()
+                    aria-describedby="env-base-custom-hint"
+                    on:input=form.on_text(|v, s| v.base_custom = s)
+                />
+                <p class="hint" id="env-base-custom-hint">{t!(i18n, env_form.base_custom_hint)}</p>
+            </div>
+            <CheckField form id="env-runtime" label=move || t!(i18n, env_form.runtime)
+                hint=move || t!(i18n, env_form.runtime_hint) checked=start.runtime set=|v, on| v.runtime = on />
+            <TextField form id="env-os-packages" field="os_packages" label=move || t!(i18n, env_form.os_packages)
+                hint=move || t!(i18n, env_form.os_packages_hint)
+                value=start.os_packages.clone() set=|v, s| v.os_packages = s />
+        </fieldset>
+    }
+}
+
+/// CPUs, memory, shared memory and GPUs, with the host's GPUs named.
+#[component]
+fn ResourcesSection(
+    form: FormState<FormValues>,
+    start: FormValues,
+    gpus: Vec<GpuSummary>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <fieldset class="form-section">
+            <legend>{t!(i18n, env_form.section_resources)}</legend>
+            <div class="form-grid">
+                <TextField form id="env-cpus" field="cpus" label=move || t!(i18n, env_form.cpus)
+                    hint=move || t!(i18n, env_form.cpus_hint) inputmode="decimal"
+                    value=start.cpus.clone() set=|v, s| v.cpus = s />
+                <TextField form id="env-memory" field="memory" label=move || t!(i18n, env_form.memory)
+                    hint=move || t!(i18n, env_form.memory_hint)
+                    value=start.memory.clone() set=|v, s| v.memory = s />
+                <TextField form id="env-shm-size" field="shm_size" label=move || t!(i18n, env_form.shm_size)
+                    hint=move || t!(i18n, env_form.shm_size_hint)
+                    value=start.shm_size.clone() set=|v, s| v.shm_size = s />
+            </div>
+            <GpuChoice form start gpus />
+        </fieldset>
+    }
+}
+
+/// No GPU, a number of GPUs, or named devices; shared or not.
+#[component]
+fn GpuChoice(
+    form: FormState<FormValues>,
+    start: FormValues,
+    gpus: Vec<GpuSummary>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let m_gpus = form.message("gpus");
+    let gpu_mode = move || form.values.with(|v| v.gpu_mode.clone());
+    let host_gpus = gpus
+        .iter()
+        .map(|g| format!("{} {} ({} MiB)", g.index, g.name, g.memory_mib))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let invalid = move || m_gpus.with(Option::is_some).then_some("true");
+    view! {
+        <fieldset class="field gpu-choice" class:field-invalid=move || m_gpus.with(Option::is_some) aria-describedby="env-gpus-error">
+            <legend>{t!(i18n, env_form.gpus)}</legend>
+            {[("none", "env-gpus-none"), ("count", "env-gpus-count"), ("devices", "env-gpus-devices")]
+                .into_iter()
+                .map(|(mode, id)| {
+                    view! {
+                        <label class="radio" for=id>
+                            <input
+                                type="radio"
+                                id=id
+                                data-testid=id
+                                name="gpu_mode"
+                                value=mode
+                                checked=start.gpu_mode == mode
+                                on:change=move |_| form.values.update(|v| v.gpu_mode = mode.to_string())
+                            />
+                            {move || match mode {
+                                "none" => t_string!(i18n, env_form.gpus_none),
+                                "count" => t_string!(i18n, env_form.gpus_count),
+                                _ => t_string!(i18n, env_form.gpus_devices),
+                            }}
+                        </label>
+                    }
+                })
+                .collect_view()}
+            <div class="field" hidden=move || gpu_mode() != "count">
+                <label for="env-gpu-count">{t!(i18n, env_form.gpu_count)}</label>
+                <input
+                    id="env-gpu-count"
+                    data-testid="env-gpu-count"
+                    inputmode="numeric"
+                    autocomplete="off"
+                    value=start.gpu_count.clone()
+                    aria-invalid=invalid
+                    on:input=form.on_text(|v, s| v.gpu_count = s)
+                />
+            </div>
+            <div class="field" hidden=move || gpu_mode() != "devices">
+                <label for="env-gpu-devices">{t!(i18n, env_form.gpu_devices)}</label>
+                <input
+                    id="env-gpu-devices"
+                    data-testid="env-gpu-devices"
+                    autocomplete="off"
+                    value=start.gpu_devices.clone()
+                    aria-invalid=invalid
+                    aria-describedby="env-gpu-devices-hint"
+                    on:input=form.on_text(|v, s| v.gpu_devices = s)
+                />
+                <p class="hint" id="env-gpu-devices-hint">{t!(i18n, env_form.gpu_devices_hint)}</p>
+            </div>
+            <CheckField form id="env-shared-gpus" label=move || t!(i18n, env_form.shared_gpus)
+                checked=start.shared_gpus set=|v, on| v.shared_gpus = on
+                hidden=Signal::derive(move || gpu_mode() == "none") />
+            <p class="hint" data-testid="host-gpus">
+                {move || if host_gpus.is_empty() {
+                    t_string!(i18n, env_form.no_host_gpus).to_string()
+                } else {
+                    t_string!(i18n, env_form.host_gpus, list = host_gpus.clone()).to_string()
+                }}
+            </p>
+            <p class="field-error" id="env-gpus-error" data-testid="env-gpus-error">{move || m_gpus.get()}</p>
+        </fieldset>
+    }
+}
+
+/// Environment variables, secrets, working directory and the workspace volume's mount point.
+#[component]
+fn RuntimeSection(form: FormState<FormValues>, start: FormValues) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <fieldset class="form-section">
+            <legend>{t!(i18n, env_form.section_runtime)}</legend>
+            <TextField form id="env-env" field="env" label=move || t!(i18n, env_form.env)
+                hint=move || t!(i18n, env_form.env_hint) rows=4
+                value=start.env.clone() set=|v, s| v.env = s />
+            <TextField form id="env-secrets" field="secret_env" label=move || t!(i18n, env_form.secret_env)
+                hint=move || t!(i18n, env_form.secret_env_hint) rows=3
+                value=start.secret_env.clone() set=|v, s| v.secret_env = s />
+            <div class="form-grid">
+                <TextField form id="env-working-dir" field="working_dir" label=move || t!(i18n, env_form.working_dir)
+                    value=start.working_dir.clone() set=|v, s| v.working_dir = s />
+                <TextField form id="env-workspace-volume" field="workspace_volume"
+                    label=move || t!(i18n, env_form.workspace_volume) hint=move || t!(i18n, env_form.workspace_volume_hint)
+                    value=start.workspace_volume.clone() set=|v, s| v.workspace_volume = s />
+            </div>
+        </fieldset>
+    }
 }
 
 #[cfg(test)]

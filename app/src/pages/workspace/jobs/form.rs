@@ -3,8 +3,8 @@
 //! "local process" runs the trainer on the server itself; an environment runs it in a container from that
 //! environment's image (only environments whose current version is built are offered; the server also
 //! requires the Paddock runtime in the image and says so at the field). A number that does not parse is
-//! refused in the browser at its field; every other rule is the server's (`job_spec_invalid` lists each
-//! broken rule as "field: message; …", shown under the field it names). Nothing is queued unless the
+//! refused in the browser at its field; every other rule is the server's (`job_spec_invalid` carries
+//! each broken rule as a problem at its field, shown under that field). Nothing is queued unless the
 //! whole spec is valid.
 
 use leptos::prelude::*;
@@ -20,7 +20,7 @@ use crate::api::{
     jobs::{get_job, SubmitJob},
     pretrained::list_pretrained_models,
 };
-use crate::components::form::SubmitButton;
+use crate::components::form::{FormState, FormSummary, SelectField, SubmitButton, TextField};
 use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
@@ -229,26 +229,6 @@ impl FormValues {
     }
 }
 
-/// One labelled control with its hint and error line (`{id}-hint`, `{id}-error`).
-#[component]
-fn Row(
-    id: &'static str,
-    #[prop(into)] label: ViewFn,
-    #[prop(optional_no_strip)] hint: Option<ViewFn>,
-    message: Signal<Option<String>>,
-    children: Children,
-) -> impl IntoView {
-    view! {
-        <div class="field" class:field-invalid=move || message.with(Option::is_some)>
-            <label for=id>{label.run()}</label>
-            {children()}
-            {hint.map(|h| view! { <p class="hint" id=format!("{id}-hint")>{h.run()}</p> })}
-            <p class="field-error" id=format!("{id}-error") data-testid=format!("{id}-error")>{move || message.get()}</p>
-        </div>
-    }
-    .into_any()
-}
-
 fn environment_ready(e: &EnvironmentSummary) -> bool {
     e.build_status == BuildStatus::Built
 }
@@ -266,207 +246,60 @@ fn JobForm(
     let i18n = use_i18n();
     let navigate = use_navigate();
     let start = FormValues::from_spec(&initial);
-    let values = RwSignal::new(start.clone());
-    let error = RwSignal::new(None::<AppError>);
+    let form = FormState::new(start.clone());
     let submit = ServerAction::<SubmitJob>::new();
     Effect::new(move |_| match submit.value().get() {
         Some(Ok(detail)) => navigate(
             &job_href(workspace_id, detail.summary.id),
             Default::default(),
         ),
-        Some(Err(err)) => error.set(Some(err)),
+        Some(Err(err)) => form.error.set(Some(err)),
         None => {}
     });
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        match values.get_untracked().to_spec() {
+        match form.values.get_untracked().to_spec() {
             Ok(spec) => {
-                error.set(None);
+                form.error.set(None);
                 submit.dispatch(SubmitJob { workspace_id, spec });
             }
             Err(field) => {
                 let locale = i18n.get_locale_untracked();
                 let message = td_string!(locale, job_form.err_number).to_string();
                 let problem = FieldProblem::said(field, message);
-                error.set(AppError::invalid_fields(
+                form.error.set(AppError::invalid_fields(
                     ErrorCode::JobSpecInvalid,
                     vec![problem],
                 ));
             }
         }
     };
-    let message = move |field: &'static str| {
-        Signal::derive(move || {
-            error.with(|e| {
-                e.as_ref()
-                    .and_then(|e| field_text(i18n.get_locale(), e, field))
-            })
-        })
-    };
-    let invalid =
-        move |m: Signal<Option<String>>| move || m.with(Option::is_some).then_some("true");
-    let set = move |f: fn(&mut FormValues, String)| {
-        move |ev: leptos::ev::Event| {
-            let value = event_target_value(&ev);
-            values.update(|v| f(v, value));
-        }
-    };
-    // A numeric input bound to one field of the form.
-    let number = move |id: &'static str,
-                       field: &'static str,
-                       label: ViewFn,
-                       hint: Option<ViewFn>,
-                       value: String,
-                       f: fn(&mut FormValues, String)| {
-        let m = message(field);
-        view! {
-            <Row id label hint=hint message=m>
-                <input id=id data-testid=id inputmode="decimal" autocomplete="off" value=value
-                    aria-invalid=invalid(m) aria-describedby=format!("{id}-hint {id}-error") on:input=set(f) />
-            </Row>
-        }
-    };
-    let ready: Vec<EnvironmentSummary> =
-        environments.into_iter().filter(environment_ready).collect();
-    let usable_checkpoints: Vec<CheckpointInfo> = checkpoints
+    let environments = environments.into_iter().filter(environment_ready).collect();
+    let checkpoints = checkpoints
         .into_iter()
         .filter(|c| c.deleted_at.is_none())
         .collect();
-    let m_name = message("name");
-    let m_dataset = message("dataset_id");
-    let m_dev = message("dev_dataset_id");
-    let m_env = message("environment_id");
-    let m_preset = message("preset");
-    let m_base = message("base_checkpoint_id");
-    let m_precision = message("precision");
-    let dataset_options = datasets.clone();
-
     view! {
         {cloned.then(|| view! { <p class="notice notice-info" data-testid="job-cloned">{t!(i18n, job_form.cloned)}</p> })}
         <form class="form card job-form" data-testid="job-form" on:submit=on_submit novalidate>
-            <fieldset class="form-section">
-                <legend>{t!(i18n, job_form.section_data)}</legend>
-                <Row id="job-name" label=move || t!(i18n, job_form.name) hint=Some(ViewFn::from(move || t!(i18n, job_form.name_hint))) message=m_name>
-                    <input id="job-name" data-testid="job-name" autocomplete="off" maxlength="64" required=true value=start.name.clone()
-                        aria-invalid=invalid(m_name) aria-describedby="job-name-hint job-name-error" on:input=set(|v, s| v.name = s) />
-                </Row>
-                <div class="form-grid">
-                    <Row id="job-dataset" label=move || t!(i18n, job_form.dataset) message=m_dataset>
-                        <select id="job-dataset" data-testid="job-dataset" aria-invalid=invalid(m_dataset) aria-describedby="job-dataset-error"
-                            on:change=set(|v, s| v.dataset_id = s)>
-                            {dataset_options.iter().map(|d| {
-                                let selected = d.id.to_string() == start.dataset_id;
-                                let (name, rows) = (d.name.clone(), d.rows);
-                                view! {
-                                    <option value=d.id.to_string() selected=selected>
-                                        {move || t_string!(i18n, job_form.dataset_option, name = name.clone(), rows = rows).to_string()}
-                                    </option>
-                                }
-                            }).collect_view()}
-                        </select>
-                    </Row>
-                    <Row id="job-dev-dataset" label=move || t!(i18n, job_form.dev_dataset) hint=Some(ViewFn::from(move || t!(i18n, job_form.dev_dataset_hint))) message=m_dev>
-                        <select id="job-dev-dataset" data-testid="job-dev-dataset" aria-invalid=invalid(m_dev) aria-describedby="job-dev-dataset-hint job-dev-dataset-error"
-                            on:change=set(|v, s| v.dev_dataset_id = s)>
-                            <option value="" selected=start.dev_dataset_id.is_empty()>{t!(i18n, job_form.dev_none)}</option>
-                            {datasets.iter().map(|d| {
-                                let selected = d.id.to_string() == start.dev_dataset_id;
-                                view! { <option value=d.id.to_string() selected=selected>{d.name.clone()}</option> }
-                            }).collect_view()}
-                        </select>
-                    </Row>
-                </div>
-            </fieldset>
-
-            <fieldset class="form-section">
-                <legend>{t!(i18n, job_form.section_model)}</legend>
-                <div class="form-grid">
-                    <Row id="job-environment" label=move || t!(i18n, job_form.environment) hint=Some(ViewFn::from(move || t!(i18n, job_form.environment_hint))) message=m_env>
-                        <select id="job-environment" data-testid="job-environment" aria-invalid=invalid(m_env) aria-describedby="job-environment-hint job-environment-error"
-                            on:change=set(|v, s| v.environment_id = s)>
-                            <option value="" selected=start.environment_id.is_empty()>{t!(i18n, job_form.local_process)}</option>
-                            {ready.into_iter().map(|e| {
-                                let selected = e.id.to_string() == start.environment_id;
-                                view! { <option value=e.id.to_string() selected=selected>{format!("{} (v{})", e.name, e.current_version)}</option> }
-                            }).collect_view()}
-                        </select>
-                    </Row>
-                    <Row id="job-preset" label=move || t!(i18n, job_form.preset) hint=Some(ViewFn::from(move || t!(i18n, job_form.preset_hint))) message=m_preset>
-                        <select id="job-preset" data-testid="job-preset" aria-invalid=invalid(m_preset) aria-describedby="job-preset-hint job-preset-error"
-                            on:change=set(|v, s| v.preset = s)>
-                            {PRESETS.iter().map(|p| view! { <option value=*p selected=*p == start.preset>{*p}</option> }).collect_view()}
-                        </select>
-                    </Row>
-                    <Row id="job-base-checkpoint" label=move || t!(i18n, job_form.base_checkpoint) hint=Some(ViewFn::from(move || t!(i18n, job_form.base_checkpoint_hint))) message=m_base>
-                        <select id="job-base-checkpoint" data-testid="job-base-checkpoint" aria-invalid=invalid(m_base) aria-describedby="job-base-checkpoint-hint job-base-checkpoint-error"
-                            on:change=set(|v, s| v.base_checkpoint_id = s)>
-                            <option value="" selected=start.base_checkpoint_id.is_empty()>{t!(i18n, job_form.from_scratch)}</option>
-                            {usable_checkpoints.into_iter().map(|c| {
-                                let selected = c.id.to_string() == start.base_checkpoint_id;
-                                let (id, job, step) = (c.id, c.job_id, c.step);
-                                view! {
-                                    <option value=c.id.to_string() selected=selected>
-                                        {move || t_string!(i18n, job_form.checkpoint_option, id = id, job = job, step = step).to_string()}
-                                    </option>
-                                }
-                            }).collect_view()}
-                            {pretrained.into_iter().map(|m| {
-                                let value = format!("{PRETRAINED_PREFIX}{}", m.id);
-                                let selected = value == start.base_checkpoint_id;
-                                let name = m.name.clone();
-                                view! {
-                                    <option value=value selected=selected data-pretrained=m.id>
-                                        {move || t_string!(i18n, job_form.pretrained_option, name = name.clone()).to_string()}
-                                    </option>
-                                }
-                            }).collect_view()}
-                        </select>
-                    </Row>
-                </div>
-            </fieldset>
-
-            <fieldset class="form-section">
-                <legend>{t!(i18n, job_form.section_training)}</legend>
-                <div class="form-grid">
-                    {number("job-epochs", "epochs", ViewFn::from(move || t!(i18n, job_form.epochs)), None, start.epochs.clone(), |v, s| v.epochs = s)}
-                    {number("job-batch-size", "batch_size", ViewFn::from(move || t!(i18n, job_form.batch_size)), None, start.batch_size.clone(), |v, s| v.batch_size = s)}
-                    {number("job-learning-rate", "learning_rate", ViewFn::from(move || t!(i18n, job_form.learning_rate)), Some(ViewFn::from(move || t!(i18n, job_form.learning_rate_hint))), start.learning_rate.clone(), |v, s| v.learning_rate = s)}
-                    {number("job-warmup-ratio", "warmup_ratio", ViewFn::from(move || t!(i18n, job_form.warmup_ratio)), None, start.warmup_ratio.clone(), |v, s| v.warmup_ratio = s)}
-                    {number("job-max-seq-len", "max_seq_len", ViewFn::from(move || t!(i18n, job_form.max_seq_len)), None, start.max_seq_len.clone(), |v, s| v.max_seq_len = s)}
-                    {number("job-grad-accum-steps", "grad_accum_steps", ViewFn::from(move || t!(i18n, job_form.grad_accum_steps)), None, start.grad_accum_steps.clone(), |v, s| v.grad_accum_steps = s)}
-                    {number("job-max-steps", "max_steps", ViewFn::from(move || t!(i18n, job_form.max_steps)), Some(ViewFn::from(move || t!(i18n, job_form.optional_hint))), start.max_steps.clone(), |v, s| v.max_steps = s)}
-                    {number("job-eval-every-steps", "eval_every_steps", ViewFn::from(move || t!(i18n, job_form.eval_every_steps)), None, start.eval_every_steps.clone(), |v, s| v.eval_every_steps = s)}
-                    {number("job-seed", "seed", ViewFn::from(move || t!(i18n, job_form.seed)), None, start.seed.clone(), |v, s| v.seed = s)}
-                    {number("job-keep-best", "keep_best", ViewFn::from(move || t!(i18n, job_form.keep_best)), Some(ViewFn::from(move || t!(i18n, job_form.keep_best_hint))), start.keep_best.clone(), |v, s| v.keep_best = s)}
-                    <Row id="job-precision" label=move || t!(i18n, job_form.precision) hint=Some(ViewFn::from(move || t!(i18n, job_form.precision_hint))) message=m_precision>
-                        <select id="job-precision" data-testid="job-precision" aria-invalid=invalid(m_precision) aria-describedby="job-precision-hint job-precision-error"
-                            on:change=set(|v, s| v.precision = s)>
-                            {PRECISIONS.iter().map(|p| view! { <option value=*p selected=*p == start.precision>{*p}</option> }).collect_view()}
-                        </select>
-                    </Row>
-                </div>
-            </fieldset>
-
+            <DataSection form start=start.clone() datasets />
+            <ModelSection form start=start.clone() environments checkpoints pretrained />
+            <TrainingSection form start=start.clone() />
             <fieldset class="form-section">
                 <legend>{t!(i18n, job_form.section_resources)}</legend>
                 <div class="form-grid">
-                    {number("job-gpus", "gpus", ViewFn::from(move || t!(i18n, job_form.gpus)), Some(ViewFn::from(move || t!(i18n, job_form.gpus_hint))), start.gpus.clone(), |v, s| v.gpus = s)}
-                    {number("job-priority", "priority", ViewFn::from(move || t!(i18n, job_form.priority)), Some(ViewFn::from(move || t!(i18n, job_form.priority_hint))), start.priority.clone(), |v, s| v.priority = s)}
-                    {number("job-time-limit", "time_limit_minutes", ViewFn::from(move || t!(i18n, job_form.time_limit)), Some(ViewFn::from(move || t!(i18n, job_form.optional_hint))), start.time_limit_minutes.clone(), |v, s| v.time_limit_minutes = s)}
+                    <TextField form id="job-gpus" field="gpus" label=move || t!(i18n, job_form.gpus)
+                        hint=move || t!(i18n, job_form.gpus_hint) inputmode="decimal"
+                        value=start.gpus.clone() set=|v, s| v.gpus = s />
+                    <TextField form id="job-priority" field="priority" label=move || t!(i18n, job_form.priority)
+                        hint=move || t!(i18n, job_form.priority_hint) inputmode="decimal"
+                        value=start.priority.clone() set=|v, s| v.priority = s />
+                    <TextField form id="job-time-limit" field="time_limit_minutes" label=move || t!(i18n, job_form.time_limit)
+                        hint=move || t!(i18n, job_form.optional_hint) inputmode="decimal"
+                        value=start.time_limit_minutes.clone() set=|v, s| v.time_limit_minutes = s />
                 </div>
             </fieldset>
-
-            <div aria-live="assertive" class="form-error-slot">
-                {move || error.get().map(|err| {
-                    let code = err.code().to_string();
-                    view! {
-                        <div class="notice notice-error" role="alert" data-testid="form-error" data-code=code>
-                            <p><strong>{t!(i18n, job_form.summary)}</strong></p>
-                            <p class="form-error-detail">{move || error_text(i18n.get_locale(), &err)}</p>
-                        </div>
-                    }
-                })}
-            </div>
+            <FormSummary form heading=move || t!(i18n, job_form.summary) />
             <div class="form-actions">
                 <SubmitButton pending=submit.pending() testid="job-submit">{t!(i18n, job_form.submit)}</SubmitButton>
                 <A href=format!("/w/{workspace_id}/jobs") attr:class="button button-ghost" attr:data-testid="job-cancel">{t!(i18n, common.cancel)}</A>
@@ -474,6 +307,141 @@ fn JobForm(
         </form>
     }
     .into_any()
+}
+
+/// The job's name, its training data and its dev set.
+#[component]
+fn DataSection(
+    form: FormState<FormValues>,
+    start: FormValues,
+    datasets: Vec<DatasetSummary>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let dev_options = datasets.clone();
+    view! {
+        <fieldset class="form-section">
+            <legend>{t!(i18n, job_form.section_data)}</legend>
+            <TextField form id="job-name" field="name" label=move || t!(i18n, job_form.name)
+                hint=move || t!(i18n, job_form.name_hint) maxlength=64 required=true
+                value=start.name.clone() set=|v, s| v.name = s />
+            <div class="form-grid">
+                <SelectField form id="job-dataset" field="dataset_id" label=move || t!(i18n, job_form.dataset)
+                    set=|v, s| v.dataset_id = s>
+                    {datasets.into_iter().map(|d| {
+                        let selected = d.id.to_string() == start.dataset_id;
+                        let (name, rows) = (d.name, d.rows);
+                        view! {
+                            <option value=d.id.to_string() selected=selected>
+                                {move || t_string!(i18n, job_form.dataset_option, name = name.clone(), rows = rows).to_string()}
+                            </option>
+                        }
+                    }).collect_view()}
+                </SelectField>
+                <SelectField form id="job-dev-dataset" field="dev_dataset_id" label=move || t!(i18n, job_form.dev_dataset)
+                    hint=move || t!(i18n, job_form.dev_dataset_hint) set=|v, s| v.dev_dataset_id = s>
+                    <option value="" selected=start.dev_dataset_id.is_empty()>{t!(i18n, job_form.dev_none)}</option>
+                    {dev_options.into_iter().map(|d| {
+                        let selected = d.id.to_string() == start.dev_dataset_id;
+                        view! { <option value=d.id.to_string() selected=selected>{d.name}</option> }
+                    }).collect_view()}
+                </SelectField>
+            </div>
+        </fieldset>
+    }
+}
+
+/// Where it runs, the model's shape, and what it starts from.
+#[component]
+fn ModelSection(
+    form: FormState<FormValues>,
+    start: FormValues,
+    environments: Vec<EnvironmentSummary>,
+    checkpoints: Vec<CheckpointInfo>,
+    pretrained: Vec<PretrainedModel>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <fieldset class="form-section">
+            <legend>{t!(i18n, job_form.section_model)}</legend>
+            <div class="form-grid">
+                <SelectField form id="job-environment" field="environment_id" label=move || t!(i18n, job_form.environment)
+                    hint=move || t!(i18n, job_form.environment_hint) set=|v, s| v.environment_id = s>
+                    <option value="" selected=start.environment_id.is_empty()>{t!(i18n, job_form.local_process)}</option>
+                    {environments.into_iter().map(|e| {
+                        let selected = e.id.to_string() == start.environment_id;
+                        view! { <option value=e.id.to_string() selected=selected>{format!("{} (v{})", e.name, e.current_version)}</option> }
+                    }).collect_view()}
+                </SelectField>
+                <SelectField form id="job-preset" field="preset" label=move || t!(i18n, job_form.preset)
+                    hint=move || t!(i18n, job_form.preset_hint) set=|v, s| v.preset = s>
+                    {PRESETS.iter().map(|p| view! { <option value=*p selected=*p == start.preset>{*p}</option> }).collect_view()}
+                </SelectField>
+                <SelectField form id="job-base-checkpoint" field="base_checkpoint_id" label=move || t!(i18n, job_form.base_checkpoint)
+                    hint=move || t!(i18n, job_form.base_checkpoint_hint) set=|v, s| v.base_checkpoint_id = s>
+                    <option value="" selected=start.base_checkpoint_id.is_empty()>{t!(i18n, job_form.from_scratch)}</option>
+                    {checkpoints.into_iter().map(|c| {
+                        let selected = c.id.to_string() == start.base_checkpoint_id;
+                        let (id, job, step) = (c.id, c.job_id, c.step);
+                        view! {
+                            <option value=c.id.to_string() selected=selected>
+                                {move || t_string!(i18n, job_form.checkpoint_option, id = id, job = job, step = step).to_string()}
+                            </option>
+                        }
+                    }).collect_view()}
+                    {pretrained.into_iter().map(|m| {
+                        let value = format!("{PRETRAINED_PREFIX}{}", m.id);
+                        let selected = value == start.base_checkpoint_id;
+                        let name = m.name;
+                        view! {
+                            <option value=value selected=selected data-pretrained=m.id>
+                                {move || t_string!(i18n, job_form.pretrained_option, name = name.clone()).to_string()}
+                            </option>
+                        }
+                    }).collect_view()}
+                </SelectField>
+            </div>
+        </fieldset>
+    }
+}
+
+/// The optimiser, the schedule and what is kept.
+#[component]
+fn TrainingSection(form: FormState<FormValues>, start: FormValues) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <fieldset class="form-section">
+            <legend>{t!(i18n, job_form.section_training)}</legend>
+            <div class="form-grid">
+                <TextField form id="job-epochs" field="epochs" label=move || t!(i18n, job_form.epochs)
+                    inputmode="decimal" value=start.epochs.clone() set=|v, s| v.epochs = s />
+                <TextField form id="job-batch-size" field="batch_size" label=move || t!(i18n, job_form.batch_size)
+                    inputmode="decimal" value=start.batch_size.clone() set=|v, s| v.batch_size = s />
+                <TextField form id="job-learning-rate" field="learning_rate" label=move || t!(i18n, job_form.learning_rate)
+                    hint=move || t!(i18n, job_form.learning_rate_hint) inputmode="decimal"
+                    value=start.learning_rate.clone() set=|v, s| v.learning_rate = s />
+                <TextField form id="job-warmup-ratio" field="warmup_ratio" label=move || t!(i18n, job_form.warmup_ratio)
+                    inputmode="decimal" value=start.warmup_ratio.clone() set=|v, s| v.warmup_ratio = s />
+                <TextField form id="job-max-seq-len" field="max_seq_len" label=move || t!(i18n, job_form.max_seq_len)
+                    inputmode="decimal" value=start.max_seq_len.clone() set=|v, s| v.max_seq_len = s />
+                <TextField form id="job-grad-accum-steps" field="grad_accum_steps" label=move || t!(i18n, job_form.grad_accum_steps)
+                    inputmode="decimal" value=start.grad_accum_steps.clone() set=|v, s| v.grad_accum_steps = s />
+                <TextField form id="job-max-steps" field="max_steps" label=move || t!(i18n, job_form.max_steps)
+                    hint=move || t!(i18n, job_form.optional_hint) inputmode="decimal"
+                    value=start.max_steps.clone() set=|v, s| v.max_steps = s />
+                <TextField form id="job-eval-every-steps" field="eval_every_steps" label=move || t!(i18n, job_form.eval_every_steps)
+                    inputmode="decimal" value=start.eval_every_steps.clone() set=|v, s| v.eval_every_steps = s />
+                <TextField form id="job-seed" field="seed" label=move || t!(i18n, job_form.seed)
+                    inputmode="decimal" value=start.seed.clone() set=|v, s| v.seed = s />
+                <TextField form id="job-keep-best" field="keep_best" label=move || t!(i18n, job_form.keep_best)
+                    hint=move || t!(i18n, job_form.keep_best_hint) inputmode="decimal"
+                    value=start.keep_best.clone() set=|v, s| v.keep_best = s />
+                <SelectField form id="job-precision" field="precision" label=move || t!(i18n, job_form.precision)
+                    hint=move || t!(i18n, job_form.precision_hint) set=|v, s| v.precision = s>
+                    {PRECISIONS.iter().map(|p| view! { <option value=*p selected=*p == start.precision>{*p}</option> }).collect_view()}
+                </SelectField>
+            </div>
+        </fieldset>
+    }
 }
 
 #[cfg(test)]
