@@ -150,6 +150,7 @@ fn message(locale: Locale, code: ErrorCode) -> Message {
         C::EndpointUnchanged => Whole(td_string!(locale, errors.endpoint_unchanged)),
         C::EnvironmentNameTaken => Whole(td_string!(locale, errors.environment_name_taken)),
         C::EnvironmentNotFound => Whole(td_string!(locale, errors.environment_not_found)),
+        C::EnvironmentStarting => Whole(td_string!(locale, errors.environment_starting)),
         C::EnvironmentWithoutRuntime => {
             Whole(td_string!(locale, errors.environment_without_runtime))
         }

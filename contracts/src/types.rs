@@ -315,6 +315,7 @@ impl GpuSpec {
 /// Where an environment's container is, as Paddock last saw it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(rename_all = "snake_case"))]
 #[serde(rename_all = "snake_case")]
 pub enum EnvStatus {
     /// No container (never started, or stopped and removed on purpose).

@@ -9,7 +9,7 @@
 //! - [`db`]: the SQLite pool (WAL, foreign keys) and embedded migrations.
 //! - [`transitions`]: the one writer of long-running things' statuses (each kind's state machine:
 //!   `jobs::status`, `evaluations::status`, `endpoints::status` for endpoints and replicas,
-//!   `environments::builds` for image builds).
+//!   `environments::status` for environments, `environments::builds` for image builds).
 //! - [`auth`]: who is calling (session or token), resolved from a request's parts; [`access`] is the
 //!   one authorisation check every workspace-scoped query goes through.
 //! - People and teams: [`accounts`], [`admin`], [`sessions`], [`tokens`], [`workspaces`] (with their

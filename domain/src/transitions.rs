@@ -10,7 +10,7 @@
 use std::fmt::Debug;
 
 use contracts::error::AppError;
-use contracts::types::{BuildStatus, EndpointStatus, EvaluationStatus, JobStatus};
+use contracts::types::{BuildStatus, EndpointStatus, EnvStatus, EvaluationStatus, JobStatus};
 use sqlx::{Sqlite, SqliteConnection};
 use tracing::Instrument;
 
@@ -67,7 +67,13 @@ macro_rules! stored_by_word {
         })+
     };
 }
-stored_by_word!(JobStatus, EvaluationStatus, EndpointStatus, BuildStatus);
+stored_by_word!(
+    JobStatus,
+    EvaluationStatus,
+    EndpointStatus,
+    BuildStatus,
+    EnvStatus
+);
 
 /// One kind's state machine.
 pub trait Machine {

@@ -68,6 +68,7 @@ codes! {
     EndpointUnchanged = "endpoint_unchanged",
     EnvironmentNameTaken = "environment_name_taken",
     EnvironmentNotFound = "environment_not_found",
+    EnvironmentStarting = "environment_starting",
     EnvironmentWithoutRuntime = "environment_without_runtime",
     FileMissing = "file_missing",
     Forbidden = "forbidden",

@@ -16,6 +16,7 @@ use containers::{labels, Docker};
 use sqlx::SqlitePool;
 
 use super::spec::to_env_spec;
+use super::status::{self, Container, Reason};
 use super::{env_row, record_event, version_row, EnvRow};
 use crate::access::authorize;
 use crate::audit::{self, Entry};
@@ -113,7 +114,7 @@ pub async fn up(
         (env, version)
     };
     let docker = engine.docker().await?;
-    let image_id = match (version.build_status()?, &version.image_id) {
+    let image_id = match (version.build_status, &version.image_id) {
         (BuildStatus::Built, Some(id)) => id.clone(),
         (status, _) if status.is_active() => {
             return Err(AppError::conflict(
@@ -173,15 +174,21 @@ pub async fn up(
             spec.shared_gpus,
         )
         .await?;
-        set_state(
+        let container = Container {
+            name: Some(&name),
+            ..Default::default()
+        };
+        if !status::set(
             &mut tx,
             env_id,
             EnvStatus::Provisioning,
-            None,
-            None,
-            Some(&name),
+            Reason::UpRequested,
+            container,
         )
-        .await?;
+        .await?
+        {
+            return Err(status::starting());
+        }
         audit::record(
             &mut tx,
             Entry::by(actor, Some(workspace_id), "environment.up", "environment", &env.name)
@@ -207,12 +214,22 @@ pub async fn up(
     let mut conn = db.acquire().await?;
     match provisioned {
         Ok(id) => {
+            let container = Container {
+                name: Some(&name),
+                ..Default::default()
+            };
+            status::set(
+                &mut conn,
+                env_id,
+                EnvStatus::Running,
+                Reason::Provisioned,
+                container,
+            )
+            .await?;
             sqlx::query(
-                "UPDATE environments SET status = 'running', exit_code = NULL, status_message = NULL, container_id = ?,
-                     last_active_at = ?, updated_at = ? WHERE id = ?",
+                "UPDATE environments SET container_id = ?, last_active_at = ? WHERE id = ?",
             )
             .bind(&id)
-            .bind(crate::now())
             .bind(crate::now())
             .bind(env_id)
             .execute(&mut *conn)
@@ -236,13 +253,16 @@ pub async fn up(
         Err(e) => {
             let message = e.to_string();
             gpus::release(&mut conn, Holder::Environment(env_id)).await?;
-            set_state(
+            let container = Container {
+                message: Some(&message),
+                ..Default::default()
+            };
+            status::set(
                 &mut conn,
                 env_id,
                 EnvStatus::Failed,
-                None,
-                Some(&message),
-                None,
+                Reason::ProvisionFailed,
+                container,
             )
             .await?;
             record_event(&mut conn, env_id, "provision_failed", &message).await?;
@@ -321,7 +341,7 @@ pub async fn down(
         db,
         engine,
         &env,
-        "down",
+        Reason::Stopped,
         &format!("stopped by {}", actor.username),
     )
     .await?;
@@ -342,17 +362,25 @@ pub async fn down(
     super::get(db, actor, workspace_id, env_id).await
 }
 
-/// Stops and removes an environment's container and records why; shared by `down` and idle auto-stop.
+/// Stops and removes an environment's container and records why (`reason`: a person, or the idle
+/// timer); shared by `down` and idle auto-stop.
 pub(crate) async fn stop_container(
     db: &SqlitePool,
     engine: &Engine,
     env: &EnvRow,
-    event: &str,
+    reason: Reason,
     message: &str,
 ) -> Result<(), AppError> {
     // `stopped` with no container name first: the watcher then ignores the `die` and `destroy` events.
     let mut conn = db.acquire().await?;
-    set_state(&mut conn, env.id, EnvStatus::Stopped, None, None, None).await?;
+    status::set(
+        &mut conn,
+        env.id,
+        EnvStatus::Stopped,
+        reason,
+        Container::default(),
+    )
+    .await?;
     drop(conn);
     if let Some(name) = &env.container_name {
         let docker = engine.docker().await?;
@@ -367,6 +395,10 @@ pub(crate) async fn stop_container(
     }
     let mut conn = db.acquire().await?;
     gpus::release(&mut conn, Holder::Environment(env.id)).await?;
+    let event = match reason {
+        Reason::Idle => "idle_stop",
+        _ => "down",
+    };
     record_event(&mut conn, env.id, event, message).await?;
     Ok(())
 }
@@ -391,13 +423,16 @@ pub async fn restart(
         .await
         .map_err(|e| engine.error("restarting", e))?;
     let mut conn = db.acquire().await?;
-    set_state(
+    let container = Container {
+        name: Some(&name),
+        ..Default::default()
+    };
+    status::set(
         &mut conn,
         env_id,
         EnvStatus::Running,
-        None,
-        None,
-        Some(&name),
+        Reason::Restarted,
+        container,
     )
     .await?;
     touch(&mut conn, env_id).await?;
@@ -529,7 +564,7 @@ pub async fn touch(conn: &mut sqlx::SqliteConnection, env_id: i64) -> Result<(),
 }
 
 fn running_container(env: &EnvRow) -> Result<String, AppError> {
-    match (&env.container_name, env.status()?) {
+    match (&env.container_name, env.status) {
         (Some(name), EnvStatus::Running) => Ok(name.clone()),
         _ => Err(AppError::conflict(
             "status",
@@ -537,30 +572,4 @@ fn running_container(env: &EnvRow) -> Result<String, AppError> {
             "the environment is not running; start it first",
         )),
     }
-}
-
-/// Writes the container state columns. `container` `None` clears the name (no container any more).
-pub(crate) async fn set_state(
-    conn: &mut sqlx::SqliteConnection,
-    env_id: i64,
-    status: EnvStatus,
-    exit_code: Option<i64>,
-    message: Option<&str>,
-    container: Option<&str>,
-) -> Result<(), AppError> {
-    sqlx::query(
-        "UPDATE environments SET status = ?, exit_code = ?, status_message = ?, container_name = ?,
-             container_id = CASE WHEN ? IS NULL THEN NULL ELSE container_id END, updated_at = ?
-         WHERE id = ?",
-    )
-    .bind(status.as_str())
-    .bind(exit_code)
-    .bind(message)
-    .bind(container)
-    .bind(container)
-    .bind(crate::now())
-    .bind(env_id)
-    .execute(conn)
-    .await?;
-    Ok(())
 }

@@ -13,12 +13,14 @@
 //! - [`builds`]: image builds in the background with their log in the database.
 //! - [`lifecycle`]: up (provision), down, restart, stats, exec, and the terminal's container.
 //! - [`reconcile`]: Docker events → status, periodic reconcile, idle auto-stop, build recovery.
+//! - [`status`]: the environment's state machine, which every change of its status goes through.
 
 pub mod builds;
 pub mod lifecycle;
 pub mod reconcile;
 pub mod secrets;
 pub mod spec;
+pub mod status;
 
 use std::sync::Arc;
 
@@ -43,7 +45,7 @@ pub(crate) struct EnvRow {
     pub workspace_id: i64,
     pub name: String,
     pub current_version: i64,
-    pub status: String,
+    pub status: EnvStatus,
     pub exit_code: Option<i64>,
     pub status_message: Option<String>,
     pub container_name: Option<String>,
@@ -61,7 +63,7 @@ pub(crate) struct VersionRow {
     pub version: i64,
     pub spec_json: String,
     pub spec_hash: String,
-    pub build_status: String,
+    pub build_status: BuildStatus,
     pub build_hash: Option<String>,
     pub image_id: Option<String>,
     pub previous_image_id: Option<String>,
@@ -79,28 +81,16 @@ const VERSION_SELECT: &str = "SELECT v.id, v.version, v.spec_json, v.spec_hash, 
      v.build_started_at, v.build_finished_at
      FROM environment_versions v LEFT JOIN users u ON u.id = v.created_by";
 
-impl EnvRow {
-    pub(crate) fn status(&self) -> Result<EnvStatus, AppError> {
-        EnvStatus::parse(&self.status)
-            .ok_or_else(|| internal("stored environment status", &self.status))
-    }
-}
-
 impl VersionRow {
     pub(crate) fn spec(&self) -> Result<EnvironmentSpec, AppError> {
         serde_json::from_str(&self.spec_json).map_err(|e| internal("stored environment spec", e))
-    }
-
-    pub(crate) fn build_status(&self) -> Result<BuildStatus, AppError> {
-        BuildStatus::parse(&self.build_status)
-            .ok_or_else(|| internal("stored build status", &self.build_status))
     }
 
     fn into_version(self) -> Result<EnvironmentVersion, AppError> {
         Ok(EnvironmentVersion {
             version: self.version,
             spec: self.spec()?,
-            build_status: self.build_status()?,
+            build_status: self.build_status,
             spec_hash: self.spec_hash,
             build_hash: self.build_hash,
             image_id: self.image_id,
@@ -122,10 +112,10 @@ fn summary(env: &EnvRow, version: &VersionRow) -> Result<EnvironmentSummary, App
         id: env.id,
         workspace_id: env.workspace_id,
         name: env.name.clone(),
-        status: env.status()?,
+        status: env.status,
         exit_code: env.exit_code,
         current_version: env.current_version,
-        build_status: version.build_status()?,
+        build_status: version.build_status,
         image_id: version.image_id.clone(),
         base_image: spec.base_image,
         cpus: spec.cpus,

@@ -20,7 +20,8 @@ use containers::reconcile::{ListFilter, ManagedContainer};
 use futures_util::StreamExt;
 use sqlx::SqlitePool;
 
-use super::lifecycle::{set_state, stop_container};
+use super::lifecycle::stop_container;
+use super::status::{self, Container, Reason};
 use super::{record_event, EnvRow, ENV_COLUMNS};
 use crate::engine::{Engine, OrphanPolicy};
 use crate::gpus::{self, Holder};
@@ -135,7 +136,7 @@ pub async fn reconcile(db: &SqlitePool, engine: &Engine) -> Result<Report, AppEr
 
     for env in envs.iter().filter(|e| e.container_name.is_some()) {
         let name = env.container_name.as_deref().unwrap_or_default();
-        let status = env.status()?;
+        let status = env.status;
         match by_name.get(name) {
             // Provisioning in flight in a request writes its own outcome; one older than that can be is
             // left from a crash and is judged like any other state.
@@ -169,13 +170,16 @@ pub async fn reconcile(db: &SqlitePool, engine: &Engine) -> Result<Report, AppEr
             // crash between Docker and the database): take the running container back.
             (OrphanPolicy::Adopt, Some(env)) if container.status.is_running() => {
                 let mut tx = crate::db::write_tx(db).await?;
-                set_state(
+                let running = Container {
+                    name: Some(&container.name),
+                    ..Default::default()
+                };
+                status::set(
                     &mut tx,
                     env.id,
                     EnvStatus::Running,
-                    None,
-                    None,
-                    Some(&container.name),
+                    Reason::Adopted,
+                    running,
                 )
                 .await?;
                 record_event(
@@ -220,15 +224,21 @@ async fn mark_missing(db: &SqlitePool, env_id: i64, message: &str) -> Result<(),
             .fetch_optional(&mut *tx)
             .await?
             .flatten();
-    set_state(
+    let gone = Container {
+        message: Some(message),
+        ..Default::default()
+    };
+    if !status::set(
         &mut tx,
         env_id,
         EnvStatus::Missing,
-        None,
-        Some(message),
-        None,
+        Reason::Disappeared,
+        gone,
     )
-    .await?;
+    .await?
+    {
+        return Ok(());
+    }
     gpus::release(&mut tx, Holder::Environment(env_id)).await?;
     record_event(
         &mut tx,
@@ -249,18 +259,20 @@ async fn apply_status(
     env: &EnvRow,
     docker_status: ContainerStatus,
 ) -> Result<bool, AppError> {
-    let (status, exit_code, message) = match docker_status {
+    let (status, reason, exit_code, message) = match docker_status {
         ContainerStatus::Running | ContainerStatus::Restarting | ContainerStatus::Paused => {
-            (EnvStatus::Running, None, None)
+            (EnvStatus::Running, Reason::SeenRunning, None, None)
         }
         ContainerStatus::Created => return Ok(false),
         ContainerStatus::Exited { code } => (
             EnvStatus::Exited,
+            Reason::Exited,
             Some(code),
             Some(format!("the main process exited with code {code}")),
         ),
         ContainerStatus::OomKilled => (
             EnvStatus::OomKilled,
+            Reason::OomKilled,
             Some(137),
             Some(
                 "killed for using more memory than the environment's limit; raise `memory`"
@@ -269,6 +281,7 @@ async fn apply_status(
         ),
         ContainerStatus::Dead => (
             EnvStatus::Failed,
+            Reason::Dead,
             None,
             Some("Docker reports the container as dead".to_string()),
         ),
@@ -277,19 +290,18 @@ async fn apply_status(
             return Ok(true);
         }
     };
-    if env.status()? == status && env.exit_code == exit_code {
+    if env.status == status && env.exit_code == exit_code {
         return Ok(false);
     }
     let mut conn = db.acquire().await?;
-    set_state(
-        &mut conn,
-        env.id,
-        status,
+    let seen = Container {
+        name: env.container_name.as_deref(),
         exit_code,
-        message.as_deref(),
-        env.container_name.as_deref(),
-    )
-    .await?;
+        message: message.as_deref(),
+    };
+    if !status::set(&mut conn, env.id, status, reason, seen).await? {
+        return Ok(false);
+    }
     record_event(
         &mut conn,
         env.id,
@@ -322,7 +334,7 @@ pub async fn stop_idle(
             db,
             engine,
             &env,
-            "idle_stop",
+            Reason::Idle,
             &format!("stopped after {minutes} min without terminal or exec activity"),
         )
         .await?;
@@ -381,7 +393,7 @@ async fn on_event(db: &SqlitePool, event: &ContainerEvent) -> Result<(), AppErro
     else {
         return Ok(());
     };
-    if env.status()? == EnvStatus::Provisioning {
+    if env.status == EnvStatus::Provisioning {
         return Ok(());
     }
     apply_status(db, &env, event.status).await?;

@@ -11,6 +11,7 @@ use super::*;
 use crate::engine::{Engine, EngineConfig};
 use crate::testing::{actor, test_db};
 use crate::{members, workspaces};
+use status::{Environment, Reason};
 
 struct Setup {
     _dir: tempfile::TempDir,
@@ -506,11 +507,19 @@ async fn reconcile_notices_a_container_removed_behind_paddocks_back_and_removes_
     let detail = get(&s.db, &s.owner, s.workspace, env_id).await.unwrap();
     assert_eq!(detail.summary.status, EnvStatus::Missing);
     assert!(detail.events.iter().any(|e| e.kind == "missing"));
+    assert_eq!(
+        reason(&s, env_id).await,
+        (EnvStatus::Missing, Some(Reason::Disappeared))
+    );
     // Up again works from the missing state.
     let again = lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
         .await
         .unwrap();
     assert_eq!(again.summary.status, EnvStatus::Running);
+    assert_eq!(
+        reason(&s, env_id).await,
+        (EnvStatus::Running, Some(Reason::Provisioned))
+    );
 
     // Its row deleted while the server was away: the container is an orphan and is removed.
     sqlx::query("DELETE FROM environments WHERE id = ?")
@@ -555,7 +564,49 @@ async fn idle_environments_are_stopped() {
     let detail = get(&s.db, &s.owner, s.workspace, env_id).await.unwrap();
     assert_eq!(detail.summary.status, EnvStatus::Stopped);
     assert!(detail.events.iter().any(|e| e.kind == "idle_stop"));
+    assert_eq!(
+        reason(&s, env_id).await,
+        (EnvStatus::Stopped, Some(Reason::Idle))
+    );
     assert!(containers_of(&s).await.is_empty());
+}
+
+/// The environment's status and the reason of its last move, as stored.
+async fn reason(s: &Setup, env_id: i64) -> (EnvStatus, Option<Reason>) {
+    let mut conn = s.db.acquire().await.unwrap();
+    crate::transitions::current::<Environment>(&mut conn, env_id)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn one_start_at_a_time() {
+    let Some(s) = setup().await else { return };
+    let env_id = create(&s.db, &s.engine, &s.owner, s.workspace, small("twice"))
+        .await
+        .unwrap()
+        .summary
+        .id;
+    wait_built(&s, env_id).await;
+    // Another `up` is provisioning it (its request holds the row in `provisioning`).
+    sqlx::query("UPDATE environments SET status = 'provisioning' WHERE id = ?")
+        .bind(env_id)
+        .execute(&s.db)
+        .await
+        .unwrap();
+    let err = lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), ErrorCode::EnvironmentStarting, "{err}");
+    assert!(
+        containers_of(&s).await.is_empty(),
+        "the refused start made no container"
+    );
+    let leases: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM gpu_leases")
+        .fetch_one(&s.db)
+        .await
+        .unwrap();
+    assert_eq!(leases, 0, "nor kept a GPU lease");
 }
 
 #[tokio::test]

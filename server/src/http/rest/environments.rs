@@ -194,7 +194,7 @@ pub async fn build(
     security(("session" = []), ("token" = [])),
     params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
     responses((status = 200, body = EnvironmentDetail), (status = 403, body = ErrorBody),
-              (status = 409, description = "not built, or GPUs busy", body = ErrorBody),
+              (status = 409, description = "`not_built`, `build_in_progress`, `gpus_busy`, or `environment_starting`: another start of it is under way", body = ErrorBody),
               (status = 422, description = "`preflight_failed`: the host cannot give what the spec asks for", body = ErrorBody),
               (status = 503, body = ErrorBody)))]
 pub async fn up(

@@ -1,0 +1,166 @@
+//! An environment's state machine (`environments.status`, `status_reason`, `status_message`): what a
+//! person asked for (up, down, restart) and what Docker says about the container since. Every change of
+//! an environment's status goes through [`set`] (see `crate::transitions`).
+//!
+//! `stopped` (no container) → `provisioning` (one `up` at a time) → `running`, or `failed` when the
+//! container could not be made. From then on the status mirrors Docker — `running`, `exited` (again,
+//! with another code), `oom_killed`, `failed` (dead), `missing` (removed behind Paddock's back) — until
+//! a person stops it or starts it again. A stopped environment has no container, so Docker has nothing
+//! to say about it, except when a running container of its own is found and taken back (`adopted`).
+
+use contracts::error::{AppError, ErrorCode};
+use contracts::types::EnvStatus;
+use sqlx::{Connection, SqliteConnection};
+
+use crate::transitions::{self, reasons, Machine};
+
+reasons! {
+    /// Why an environment's status changed, in `environments.status_reason`.
+    pub enum Reason {
+        /// A person started it (`up`).
+        UpRequested = "up_requested",
+        /// Its container was created and started.
+        Provisioned = "provisioned",
+        /// Its container could not be made; the message says why.
+        ProvisionFailed = "provision_failed",
+        /// A person stopped it (`down`).
+        Stopped = "stopped",
+        /// Nobody used its terminal or exec for longer than the idle limit.
+        Idle = "idle",
+        /// A person restarted its main process.
+        Restarted = "restarted",
+        /// Docker says the container runs (again).
+        SeenRunning = "seen_running",
+        /// The main process ended; `exit_code` says how.
+        Exited = "exited",
+        /// Killed for using more memory than its limit.
+        OomKilled = "oom_killed",
+        /// Docker reports the container dead.
+        Dead = "dead",
+        /// The container is gone, removed outside Paddock.
+        Disappeared = "disappeared",
+        /// Its container was found running while the row said it had none, and taken back.
+        Adopted = "adopted",
+    }
+}
+
+/// The environments table's machine.
+pub struct Environment;
+
+impl Machine for Environment {
+    const KIND: &'static str = "environment";
+    const TABLE: &'static str = "environments";
+    type Status = EnvStatus;
+    type Reason = Reason;
+    fn can_become(from: EnvStatus, to: EnvStatus) -> bool {
+        use EnvStatus::*;
+        match (from, to) {
+            // Stopping is always possible (and idempotent); starting is, unless a start is under way.
+            (_, Stopped) => true,
+            (_, Provisioning) => from != Provisioning,
+            // Without a container there is nothing to report, but a container to take back.
+            (Stopped, _) => to == Running,
+            (Provisioning, _) => matches!(to, Running | Failed | Missing),
+            // A container exists: its status is Docker's.
+            (Running | Exited | OomKilled | Failed | Missing, _) => true,
+        }
+    }
+}
+
+/// What a move writes besides the status: the main process's exit code, the message (`None` clears
+/// it: a new state says nothing of the old one's troubles) and the container (`None`: it has none any
+/// more, so its id goes too).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Container<'a> {
+    pub name: Option<&'a str>,
+    pub exit_code: Option<i64>,
+    pub message: Option<&'a str>,
+}
+
+/// Moves environment `id` to `to` for `reason` with `container`'s columns, all or nothing; false when
+/// the machine does not allow the move from where the environment is (or another writer was first).
+pub(crate) async fn set(
+    conn: &mut SqliteConnection,
+    id: i64,
+    to: EnvStatus,
+    reason: Reason,
+    container: Container<'_>,
+) -> Result<bool, AppError> {
+    let mut tx = conn.begin().await?;
+    let moved =
+        transitions::transition::<Environment>(&mut tx, id, to, reason, container.message).await?;
+    if moved.is_none() {
+        return Ok(false);
+    }
+    sqlx::query(
+        "UPDATE environments SET exit_code = ?, status_message = ?, container_name = ?,
+             container_id = CASE WHEN ? IS NULL THEN NULL ELSE container_id END, updated_at = ?
+         WHERE id = ?",
+    )
+    .bind(container.exit_code)
+    .bind(container.message)
+    .bind(container.name)
+    .bind(container.name)
+    .bind(crate::now())
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(true)
+}
+
+/// The refusal of an `up` while another is provisioning the same environment.
+pub(crate) fn starting() -> AppError {
+    AppError::conflict(
+        "status",
+        ErrorCode::EnvironmentStarting,
+        "the environment is being started; wait for it to finish",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use EnvStatus::*;
+
+    const ALL: [EnvStatus; 7] = [
+        Stopped,
+        Provisioning,
+        Running,
+        Exited,
+        OomKilled,
+        Missing,
+        Failed,
+    ];
+
+    #[test]
+    fn a_stopped_environment_hears_nothing_from_docker_but_an_adoption() {
+        for to in ALL {
+            let allowed = matches!(to, Stopped | Provisioning | Running);
+            assert_eq!(Environment::can_become(Stopped, to), allowed, "{to:?}");
+        }
+    }
+
+    #[test]
+    fn one_start_at_a_time_and_stopping_always() {
+        for from in ALL {
+            assert!(Environment::can_become(from, Stopped), "{from:?}");
+            assert_eq!(
+                Environment::can_become(from, Provisioning),
+                from != Provisioning
+            );
+        }
+        assert!(!Environment::can_become(Provisioning, Exited));
+        assert!(!Environment::can_become(Provisioning, OomKilled));
+        assert!(Environment::can_become(Provisioning, Failed));
+    }
+
+    #[test]
+    fn a_container_that_exists_reports_what_docker_says() {
+        for from in [Running, Exited, OomKilled, Failed, Missing] {
+            for to in [Running, Exited, OomKilled, Failed, Missing] {
+                assert!(Environment::can_become(from, to), "{from:?} → {to:?}");
+            }
+        }
+    }
+}
