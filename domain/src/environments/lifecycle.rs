@@ -211,7 +211,7 @@ pub async fn up(
         &devices,
     )
     .await;
-    let mut conn = db.acquire().await?;
+    let mut tx = write_tx(db).await?;
     match provisioned {
         Ok(id) => {
             let container = Container {
@@ -219,7 +219,7 @@ pub async fn up(
                 ..Default::default()
             };
             status::set(
-                &mut conn,
+                &mut tx,
                 env_id,
                 EnvStatus::Running,
                 Reason::Provisioned,
@@ -232,7 +232,7 @@ pub async fn up(
             .bind(&id)
             .bind(crate::now())
             .bind(env_id)
-            .execute(&mut *conn)
+            .execute(&mut *tx)
             .await?;
             let gpus_text = if devices.is_empty() {
                 String::new()
@@ -240,7 +240,7 @@ pub async fn up(
                 format!(" on GPU {devices:?}")
             };
             record_event(
-                &mut conn,
+                &mut tx,
                 env_id,
                 "up",
                 &format!(
@@ -252,25 +252,25 @@ pub async fn up(
         }
         Err(e) => {
             let message = e.to_string();
-            gpus::release(&mut conn, Holder::Environment(env_id)).await?;
+            gpus::release(&mut tx, Holder::Environment(env_id)).await?;
             let container = Container {
                 message: Some(&message),
                 ..Default::default()
             };
             status::set(
-                &mut conn,
+                &mut tx,
                 env_id,
                 EnvStatus::Failed,
                 Reason::ProvisionFailed,
                 container,
             )
             .await?;
-            record_event(&mut conn, env_id, "provision_failed", &message).await?;
-            drop(conn);
+            record_event(&mut tx, env_id, "provision_failed", &message).await?;
+            tx.commit().await?;
             return Err(e);
         }
     }
-    drop(conn);
+    tx.commit().await?;
     super::get(db, actor, workspace_id, env_id).await
 }
 
@@ -372,16 +372,16 @@ pub(crate) async fn stop_container(
     message: &str,
 ) -> Result<(), AppError> {
     // `stopped` with no container name first: the watcher then ignores the `die` and `destroy` events.
-    let mut conn = db.acquire().await?;
+    let mut tx = write_tx(db).await?;
     status::set(
-        &mut conn,
+        &mut tx,
         env.id,
         EnvStatus::Stopped,
         reason,
         Container::default(),
     )
     .await?;
-    drop(conn);
+    tx.commit().await?;
     if let Some(name) = &env.container_name {
         let docker = engine.docker().await?;
         docker
@@ -422,29 +422,29 @@ pub async fn restart(
         .restart(&name, STOP_TIMEOUT_SECS)
         .await
         .map_err(|e| engine.error("restarting", e))?;
-    let mut conn = db.acquire().await?;
+    let mut tx = write_tx(db).await?;
     let container = Container {
         name: Some(&name),
         ..Default::default()
     };
     status::set(
-        &mut conn,
+        &mut tx,
         env_id,
         EnvStatus::Running,
         Reason::Restarted,
         container,
     )
     .await?;
-    touch(&mut conn, env_id).await?;
+    touch(&mut tx, env_id).await?;
     record_event(
-        &mut conn,
+        &mut tx,
         env_id,
         "restart",
         &format!("restarted by {}", actor.username),
     )
     .await?;
     audit::record(
-        &mut conn,
+        &mut tx,
         Entry::by(
             actor,
             Some(workspace_id),
@@ -455,7 +455,7 @@ pub async fn restart(
         .detail(serde_json::json!({ "environment_id": env_id })),
     )
     .await?;
-    drop(conn);
+    tx.commit().await?;
     super::get(db, actor, workspace_id, env_id).await
 }
 

@@ -293,22 +293,23 @@ async fn apply_status(
     if env.status == status && env.exit_code == exit_code {
         return Ok(false);
     }
-    let mut conn = db.acquire().await?;
+    let mut tx = crate::db::write_tx(db).await?;
     let seen = Container {
         name: env.container_name.as_deref(),
         exit_code,
         message: message.as_deref(),
     };
-    if !status::set(&mut conn, env.id, status, reason, seen).await? {
+    if !status::set(&mut tx, env.id, status, reason, seen).await? {
         return Ok(false);
     }
     record_event(
-        &mut conn,
+        &mut tx,
         env.id,
         status.as_str(),
         message.as_deref().unwrap_or("running"),
     )
     .await?;
+    tx.commit().await?;
     Ok(true)
 }
 

@@ -10,7 +10,7 @@
 
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::EnvStatus;
-use sqlx::{Connection, SqliteConnection};
+use sqlx::{Sqlite, Transaction};
 
 use crate::transitions::{self, reasons, Machine};
 
@@ -77,18 +77,19 @@ pub(crate) struct Container<'a> {
     pub message: Option<&'a str>,
 }
 
-/// Moves environment `id` to `to` for `reason` with `container`'s columns, all or nothing; false when
-/// the machine does not allow the move from where the environment is (or another writer was first).
+/// Moves environment `id` to `to` for `reason` with `container`'s columns; false when the machine does
+/// not allow the move from where the environment is (or another writer was first). In a write
+/// transaction (`db::write_tx`): the move reads the status before it writes, which in a deferred one
+/// fails with SQLITE_BUSY when another writer (the Docker watcher, a person) commits in between.
 pub(crate) async fn set(
-    conn: &mut SqliteConnection,
+    tx: &mut Transaction<'_, Sqlite>,
     id: i64,
     to: EnvStatus,
     reason: Reason,
     container: Container<'_>,
 ) -> Result<bool, AppError> {
-    let mut tx = conn.begin().await?;
     let moved =
-        transitions::transition::<Environment>(&mut tx, id, to, reason, container.message).await?;
+        transitions::transition::<Environment>(tx, id, to, reason, container.message).await?;
     if moved.is_none() {
         return Ok(false);
     }
@@ -103,9 +104,8 @@ pub(crate) async fn set(
     .bind(container.name)
     .bind(crate::now())
     .bind(id)
-    .execute(&mut *tx)
+    .execute(&mut **tx)
     .await?;
-    tx.commit().await?;
     Ok(true)
 }
 
@@ -153,6 +153,62 @@ mod tests {
         assert!(!Environment::can_become(Provisioning, Exited));
         assert!(!Environment::can_become(Provisioning, OomKilled));
         assert!(Environment::can_become(Provisioning, Failed));
+    }
+
+    /// The Docker watcher and people move the same row at once: every move in its own write transaction
+    /// lands (none fails with SQLITE_BUSY), and the row ends in one of the statuses written.
+    #[tokio::test]
+    async fn concurrent_movers_all_land() {
+        let (_dir, db) = crate::testing::test_db().await;
+        let owner = crate::testing::actor(&db, "owner").await;
+        let ws = crate::workspaces::create(&db, &owner, "team")
+            .await
+            .unwrap()
+            .id;
+        let now = crate::now();
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO environments (workspace_id, name, status, container_name, created_at, updated_at)
+             VALUES (?, 'nlp', 'running', 'c', ?, ?) RETURNING id",
+        )
+        .bind(ws)
+        .bind(&now)
+        .bind(&now)
+        .fetch_one(&db)
+        .await
+        .unwrap();
+        let movers = (0..24).map(|i| {
+            let db = db.clone();
+            tokio::spawn(async move {
+                let (to, reason) = if i % 2 == 0 {
+                    (Exited, Reason::Exited)
+                } else {
+                    (Running, Reason::SeenRunning)
+                };
+                let mut tx = crate::db::write_tx(&db).await?;
+                let seen = Container {
+                    name: Some("c"),
+                    exit_code: (to == Exited).then_some(i),
+                    message: None,
+                };
+                let moved = set(&mut tx, id, to, reason, seen).await?;
+                tx.commit().await?;
+                Ok::<_, AppError>(moved)
+            })
+        });
+        for mover in movers {
+            assert!(
+                mover.await.unwrap().unwrap(),
+                "every move is allowed and lands"
+            );
+        }
+        let mut conn = db.acquire().await.unwrap();
+        let (status, reason) = crate::transitions::current::<Environment>(&mut conn, id)
+            .await
+            .unwrap();
+        assert!(matches!(
+            (status, reason),
+            (Exited, Some(Reason::Exited)) | (Running, Some(Reason::SeenRunning))
+        ));
     }
 
     #[test]

@@ -146,6 +146,15 @@ async fn an_environment_is_built_provisioned_used_and_removed() {
     assert_eq!(host.memory, Some(64 << 20));
     assert_eq!(host.nano_cpus, Some(500_000_000));
     assert_eq!(host.cap_drop, Some(vec!["ALL".to_string()]));
+    let restarted = lifecycle::restart(&s.db, &s.engine, &s.owner, s.workspace, env_id)
+        .await
+        .unwrap();
+    assert_eq!(restarted.summary.status, EnvStatus::Running);
+    assert!(restarted.events.iter().any(|e| e.kind == "restart"));
+    assert_eq!(
+        reason(&s, env_id).await,
+        (EnvStatus::Running, Some(Reason::Restarted))
+    );
 
     let out = lifecycle::exec(
         &s.db,
