@@ -23,6 +23,7 @@ use super::db::write_tx;
 use super::executor::{self, ExecutorKind, Handle, Unit, Work};
 use super::jobs::Jobs;
 use super::storage::in_volume;
+use crate::transitions::Machine;
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::{EvaluationInfo, EvaluationStatus, Role};
@@ -387,7 +388,7 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
             );
             let pid = launch(jobs, l.workspace_id, id, &dir, args).await?;
             let mut tx = write_tx(db).await?;
-            status::transition(
+            status::Evaluation::transition(
                 &mut tx,
                 id,
                 EvaluationStatus::Running,
@@ -571,7 +572,7 @@ async fn record(
         (0, Ok(m)) => {
             let labels: Vec<&str> = m.per_class.iter().map(|c| c.label.as_str()).collect();
             let mut tx = write_tx(db).await?;
-            let moved = status::transition(
+            let moved = status::Evaluation::transition(
                 &mut tx,
                 id,
                 EvaluationStatus::Succeeded,

@@ -21,6 +21,7 @@ use sqlx::SqlitePool;
 
 use super::jobs::checkpoints;
 use super::storage::{Storage, DEFAULT_VOLUME};
+use crate::transitions::Machine;
 use contracts::error::AppError;
 use contracts::types::{ExecutorKind, JobStatus};
 
@@ -109,7 +110,7 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
         if let Some(pid) = pid {
             super::executor::local::kill_group(*pid);
         }
-        super::jobs::status::transition(
+        super::jobs::status::Job::transition(
             &mut tx,
             *id,
             JobStatus::Failed,

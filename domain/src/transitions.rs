@@ -8,6 +8,7 @@
 //! same transaction.
 
 use std::fmt::Debug;
+use std::future::Future;
 
 use contracts::error::AppError;
 use contracts::types::{BuildStatus, EndpointStatus, EnvStatus, EvaluationStatus, JobStatus};
@@ -88,6 +89,20 @@ pub trait Machine {
     type Reason: Column;
     /// Whether a row in `from` may move to `to`.
     fn can_become(from: Self::Status, to: Self::Status) -> bool;
+
+    /// Moves row `id` of this machine's table ([`transition`]).
+    fn transition(
+        conn: &mut SqliteConnection,
+        id: i64,
+        to: Self::Status,
+        reason: Self::Reason,
+        message: Option<&str>,
+    ) -> impl Future<Output = Result<Option<Self::Status>, AppError>> + Send
+    where
+        Self: Sized,
+    {
+        transition::<Self>(conn, id, to, reason, message)
+    }
 }
 
 /// The current status of row `id` and the reason of its last move.

@@ -12,6 +12,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use super::{endpoints, jobs, names};
+use crate::transitions::Machine;
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::{EndpointStatus, JobStatus, Role, WorkspaceSummary};
 
@@ -200,7 +201,7 @@ async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), Ap
             .fetch_all(&mut *tx)
             .await?;
     for job_id in queued {
-        jobs::status::transition(
+        jobs::status::Job::transition(
             &mut tx,
             job_id,
             JobStatus::Cancelled,

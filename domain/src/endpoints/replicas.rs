@@ -26,6 +26,7 @@ use crate::engine::Engine;
 use crate::executor::{healthy, ExecutorKind, Executors, Handle, InImage, Service, Stop, Unit};
 use crate::gpus::{self, Holder};
 use crate::storage::Storage;
+use crate::transitions::Machine;
 use contracts::error::{internal, AppError};
 use contracts::serving::ParityReport;
 use contracts::types::{EndpointStatus, GpuSpec};
@@ -436,7 +437,7 @@ impl Deployer {
                 let (pid, container) = (served.handle.pid(), served.handle.container());
                 let moved = async {
                     let mut tx = write_tx(&self.db).await?;
-                    let moved = status::replica(
+                    let moved = status::Replica::transition(
                         &mut tx,
                         id,
                         EndpointStatus::Ready,
@@ -546,7 +547,7 @@ impl Deployer {
         .await?;
         let id = match existing {
             Some(id) => {
-                let restarted = status::replica(
+                let restarted = status::Replica::transition(
                     &mut tx,
                     id,
                     EndpointStatus::Starting,
@@ -585,7 +586,7 @@ impl Deployer {
     async fn replica_failed(&self, replica_id: i64, reason: ReplicaReason, message: &str) {
         let failed = async {
             let mut tx = write_tx(&self.db).await?;
-            status::replica(
+            status::Replica::transition(
                 &mut tx,
                 replica_id,
                 EndpointStatus::Failed,
@@ -623,7 +624,7 @@ impl Deployer {
         let ids: Vec<i64> = replicas.iter().map(|r| r.id).collect();
         if let Ok(mut conn) = self.db.acquire().await {
             for id in &ids {
-                let _ = status::replica(
+                let _ = status::Replica::transition(
                     &mut conn,
                     *id,
                     EndpointStatus::Stopped,

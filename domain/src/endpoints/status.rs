@@ -1,5 +1,5 @@
 //! The state machines of an endpoint and of each of its replicas (both in [`EndpointStatus`]'s words,
-//! with moves of their own); every change of either's status goes through [`endpoint`] or [`replica`]
+//! with moves of their own); every change of either's status goes through [`endpoint`] or `Replica::transition`
 //! (see `crate::transitions`).
 //!
 //! An endpoint is what a person asked for: deployed (starting → ready, or failed when its replicas or
@@ -125,17 +125,6 @@ impl Machine for Replica {
     }
 }
 
-/// Moves replica `id` (its row id) to `to` for `reason` (see [`transitions::transition`]).
-pub async fn replica(
-    conn: &mut SqliteConnection,
-    id: i64,
-    to: EndpointStatus,
-    reason: ReplicaReason,
-    message: Option<&str>,
-) -> Result<Option<EndpointStatus>, AppError> {
-    transitions::transition::<Replica>(conn, id, to, reason, message).await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -180,20 +169,20 @@ mod tests {
         }
 
         assert_eq!(
-            replica(&mut conn, 1, Ready, ReplicaReason::Started, None)
+            Replica::transition(&mut conn, 1, Ready, ReplicaReason::Started, None)
                 .await
                 .unwrap(),
             Some(Starting)
         );
         // Not from ready to starting; and a second writer of the same move finds it made.
         assert_eq!(
-            replica(&mut conn, 1, Starting, ReplicaReason::Restarted, None)
+            Replica::transition(&mut conn, 1, Starting, ReplicaReason::Restarted, None)
                 .await
                 .unwrap(),
             None
         );
         assert_eq!(
-            replica(&mut conn, 1, Failed, ReplicaReason::Exited, Some("exited"))
+            Replica::transition(&mut conn, 1, Failed, ReplicaReason::Exited, Some("exited"))
                 .await
                 .unwrap(),
             Some(Ready)

@@ -1,6 +1,6 @@
 //! Image builds in the background. A version moves queued → building → built | failed, and back to
 //! queued for a rebuild or after an interrupted build: its state machine is [`Build`], every move goes
-//! through [`transition`] (see `crate::transitions`). The move into `building` is a compare-and-set, so
+//! through `Build::transition` (see `crate::transitions`). The move into `building` is a compare-and-set, so
 //! two triggers (a user's "rebuild" and recovery at start-up) never run the same build twice. Build output goes to the database in batches (the SSE log stream reads it
 //! from there), capped so a chatty `apt-get` cannot fill the disk. The resulting image ID is the
 //! version's lock; a rebuild that yields a different ID keeps the old one in `previous_image_id`, visible
@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use super::spec::{runtime_binary, to_env_spec, LOCAL_BASE};
 use super::VersionRow;
 use crate::engine::Engine;
-use crate::transitions::{self, reasons, Machine};
+use crate::transitions::{reasons, Machine};
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::{BuildStatus, EnvironmentSpec};
 
@@ -59,17 +59,6 @@ impl Machine for Build {
     }
 }
 
-/// Moves version `id`'s build to `to` for `reason` (see [`transitions::transition`]).
-pub async fn transition(
-    conn: &mut sqlx::SqliteConnection,
-    id: i64,
-    to: BuildStatus,
-    reason: Reason,
-    message: Option<&str>,
-) -> Result<Option<BuildStatus>, AppError> {
-    transitions::transition::<Build>(conn, id, to, reason, message).await
-}
-
 /// Build output kept per version. Beyond it lines are dropped and a note says so; the tail of a failed
 /// build is also in `build_error`.
 const LOG_LIMIT_BYTES: usize = 2 << 20;
@@ -88,7 +77,7 @@ pub fn spawn(db: SqlitePool, engine: Arc<Engine>, version_id: i64, force: bool) 
 /// Marks a finished or failed version queued again (for "rebuild"); `build_in_progress` while one runs.
 pub async fn requeue(db: &SqlitePool, version_id: i64) -> Result<(), AppError> {
     let mut tx = crate::db::write_tx(db).await?;
-    let moved = transition(
+    let moved = Build::transition(
         &mut tx,
         version_id,
         BuildStatus::Queued,
@@ -118,7 +107,7 @@ async fn run(
     force: bool,
 ) -> Result<(), AppError> {
     let mut tx = crate::db::write_tx(db).await?;
-    let claimed = transition(
+    let claimed = Build::transition(
         &mut tx,
         version_id,
         BuildStatus::Building,
@@ -155,7 +144,7 @@ async fn run(
     match result {
         Ok(built) => {
             let mut tx = crate::db::write_tx(db).await?;
-            transition(&mut tx, version_id, BuildStatus::Built, Reason::Built, None).await?;
+            Build::transition(&mut tx, version_id, BuildStatus::Built, Reason::Built, None).await?;
             sqlx::query(
                 "UPDATE environment_versions SET build_finished_at = ?, build_hash = ?,
                      previous_image_id = CASE WHEN image_id IS NOT NULL AND image_id <> ? THEN image_id
@@ -177,7 +166,7 @@ async fn run(
         }
         Err(message) => {
             let mut tx = crate::db::write_tx(db).await?;
-            transition(
+            Build::transition(
                 &mut tx,
                 version_id,
                 BuildStatus::Failed,

@@ -25,6 +25,7 @@ use super::status::{self, Container, Reason};
 use super::{record_event, EnvRow, ENV_COLUMNS};
 use crate::engine::{Engine, OrphanPolicy};
 use crate::gpus::{self, Holder};
+use crate::transitions::Machine;
 use contracts::error::AppError;
 use contracts::types::{BuildStatus, EnvStatus};
 
@@ -82,7 +83,7 @@ pub async fn recover_builds(db: &SqlitePool, engine: &Arc<Engine>) {
         .fetch_all(&mut *tx)
         .await?;
         for id in interrupted {
-            super::builds::transition(
+            super::builds::Build::transition(
                 &mut tx,
                 id,
                 BuildStatus::Queued,

@@ -1,6 +1,6 @@
 //! An environment's state machine (`environments.status`, `status_reason`, `status_message`): what a
 //! person asked for (up, down, restart) and what Docker says about the container since. Every change of
-//! an environment's status goes through [`set`] (see `crate::transitions`).
+//! an environment's status goes through `set` (see `crate::transitions`).
 //!
 //! `stopped` (no container) → `provisioning` (one `up` at a time) → `running`, or `failed` when the
 //! container could not be made. From then on the status mirrors Docker — `running`, `exited` (again,

@@ -1,12 +1,12 @@
 //! The evaluation's state machine: the moves are [`EvaluationStatus::can_become`], the reasons
-//! [`Reason`]; every change of an evaluation's status goes through [`transition`] (see
+//! [`Reason`]; every change of an evaluation's status goes through `Evaluation::transition` (see
 //! `crate::transitions`).
 
 use contracts::error::AppError;
 use contracts::types::EvaluationStatus;
 use sqlx::SqliteConnection;
 
-use crate::transitions::{self, reasons, Machine};
+use crate::transitions::{reasons, Machine};
 
 reasons! {
     /// Why an evaluation's status changed, in `evaluations.status_reason`.
@@ -43,17 +43,6 @@ impl Machine for Evaluation {
     }
 }
 
-/// Moves evaluation `id` to `to` for `reason` (see [`transitions::transition`]).
-pub async fn transition(
-    conn: &mut SqliteConnection,
-    id: i64,
-    to: EvaluationStatus,
-    reason: Reason,
-    message: Option<&str>,
-) -> Result<Option<EvaluationStatus>, AppError> {
-    transitions::transition::<Evaluation>(conn, id, to, reason, message).await
-}
-
 /// Fails evaluation `id` for `reason` and marks it finished, unless it already ended.
 pub async fn fail(
     conn: &mut SqliteConnection,
@@ -61,7 +50,8 @@ pub async fn fail(
     reason: Reason,
     message: &str,
 ) -> Result<(), AppError> {
-    let moved = transition(conn, id, EvaluationStatus::Failed, reason, Some(message)).await?;
+    let moved =
+        Evaluation::transition(conn, id, EvaluationStatus::Failed, reason, Some(message)).await?;
     if moved.is_some() {
         sqlx::query("UPDATE evaluations SET finished_at = ? WHERE id = ?")
             .bind(crate::now())

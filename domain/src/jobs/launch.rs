@@ -14,6 +14,7 @@ use crate::environments::secrets;
 use crate::executor::{wait_for_pid_file, InImage, Stop, Unit, Work};
 use crate::gpus::{self, Holder};
 use crate::storage::in_volume;
+use crate::transitions::Machine;
 use contracts::error::AppError;
 use contracts::types::{ExecutorKind, JobStatus};
 
@@ -40,7 +41,7 @@ pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
 async fn fail(db: &SqlitePool, job_id: i64, message: &str) -> Result<(), AppError> {
     let mut tx = crate::db::write_tx(db).await?;
     let message = format!("could not start: {message}");
-    status::transition(
+    status::Job::transition(
         &mut tx,
         job_id,
         JobStatus::Failed,
@@ -127,7 +128,8 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
             .execute(&mut *tx)
             .await?;
         let moved =
-            status::transition(&mut tx, job_id, JobStatus::Running, Reason::Launched, None).await?;
+            status::Job::transition(&mut tx, job_id, JobStatus::Running, Reason::Launched, None)
+                .await?;
         tx.commit().await?;
         Ok::<_, AppError>(moved)
     }

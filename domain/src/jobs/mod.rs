@@ -35,6 +35,7 @@ use super::auth::Actor;
 use super::db::write_tx;
 use super::executor::{Executor, Executors, Handle, Stop};
 use super::storage::{in_volume, Storage};
+use crate::transitions::Machine;
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
 use contracts::types::*;
@@ -537,7 +538,7 @@ pub async fn cancel(
     match status {
         JobStatus::Queued => {
             let message = format!("cancelled by {} before it started", actor.username);
-            status::transition(
+            status::Job::transition(
                 &mut tx,
                 job_id,
                 JobStatus::Cancelled,
@@ -553,7 +554,7 @@ pub async fn cancel(
         }
         JobStatus::Starting | JobStatus::Running => {
             let message = format!("cancel requested by {}", actor.username);
-            status::transition(
+            status::Job::transition(
                 &mut tx,
                 job_id,
                 JobStatus::Cancelling,

@@ -22,6 +22,7 @@ use super::status::{self, Reason};
 use super::{launch, supervise, Jobs};
 use crate::engine::Engine;
 use crate::gpus::{self, Holder};
+use crate::transitions::Machine;
 use contracts::error::AppError;
 use contracts::types::{GpuSpec, JobStatus};
 
@@ -187,7 +188,7 @@ pub async fn schedule_once(
             )
             .await?;
         }
-        status::transition(
+        status::Job::transition(
             &mut tx,
             *job_id,
             JobStatus::Starting,

@@ -1,5 +1,5 @@
 //! The job's state machine: the moves are [`JobStatus::can_become`], the reasons [`Reason`]; every
-//! change of a job's status goes through [`transition`] (see `crate::transitions`).
+//! change of a job's status goes through `Job::transition` (`crate::transitions`).
 
 use contracts::error::AppError;
 use contracts::types::JobStatus;
@@ -58,17 +58,6 @@ pub async fn current(
     job_id: i64,
 ) -> Result<(JobStatus, Option<Reason>), AppError> {
     transitions::current::<Job>(conn, job_id).await
-}
-
-/// Moves job `job_id` to `to` for `reason` (see [`transitions::transition`]).
-pub async fn transition(
-    conn: &mut SqliteConnection,
-    job_id: i64,
-    to: JobStatus,
-    reason: Reason,
-    message: Option<&str>,
-) -> Result<Option<JobStatus>, AppError> {
-    transitions::transition::<Job>(conn, job_id, to, reason, message).await
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use super::{JobRow, Jobs, JOB_SELECT};
 use crate::executor::{self, Stop};
 use crate::gpus::{self, Holder};
 use crate::storage::in_volume;
+use crate::transitions::Machine;
 use contracts::error::internal;
 use contracts::error::AppError;
 use contracts::types::JobStatus;
@@ -54,7 +55,7 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
             .await?;
         for id in &never_started {
             gpus::release(&mut tx, Holder::Job(*id)).await?;
-            status::transition(&mut tx, *id, JobStatus::Queued, Reason::Requeued, None).await?;
+            status::Job::transition(&mut tx, *id, JobStatus::Queued, Reason::Requeued, None).await?;
             sqlx::query("UPDATE jobs SET gpu_indices = NULL, started_at = NULL WHERE id = ?")
                 .bind(id)
                 .execute(&mut *tx)
@@ -69,7 +70,7 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
         for id in stopped_before_running {
             let (_, reason) = status::current(&mut tx, id).await?;
             let reason = reason.unwrap_or(Reason::CancelRequested);
-            status::transition(&mut tx, id, JobStatus::Cancelled, reason, None).await?;
+            status::Job::transition(&mut tx, id, JobStatus::Cancelled, reason, None).await?;
             sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ?")
                 .bind(crate::now())
                 .bind(id)
@@ -172,7 +173,7 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppErro
                 )
                 .await?;
                 let mut conn = db.acquire().await?;
-                status::transition(
+                status::Job::transition(
                     &mut conn,
                     job_id,
                     JobStatus::Cancelling,
@@ -591,7 +592,7 @@ async fn apply(
                 EndStatus::Failed => (JobStatus::Failed, Reason::TrainerFailed, None),
             };
             // `finished_at` waits for the exit status (`finish`): a finished job is one with nothing left to record.
-            status::transition(conn, job.id, to, reason, message).await?;
+            status::Job::transition(conn, job.id, to, reason, message).await?;
         }
         // A newer trainer's event: nothing here to record.
         Event::Unknown => {}
@@ -684,7 +685,7 @@ async fn finish(
             (JobStatus::Cancelling, _) => (JobStatus::Cancelled, Reason::CancelRequested),
             _ => (JobStatus::Failed, Reason::Exited),
         };
-        status::transition(&mut tx, job.id, to, reason, Some(&message)).await?;
+        status::Job::transition(&mut tx, job.id, to, reason, Some(&message)).await?;
         let note = format!("[paddock] {message}");
         insert_log(&mut tx, job.id, &note).await?;
         lines.push(note);

@@ -370,7 +370,8 @@ async fn recovery_follows_every_run_whose_end_is_unrecorded() {
 
 #[tokio::test]
 async fn status_moves_follow_the_machine_and_record_their_reason() {
-    use super::status::{current, transition, Reason};
+    use super::status::{current, Job, Reason};
+    use crate::transitions::Machine;
     let (dir, db) = test_db().await;
     let jobs = make_jobs(&dir, &db).await;
     let owner = actor(&db, "owner").await;
@@ -383,7 +384,7 @@ async fn status_moves_follow_the_machine_and_record_their_reason() {
         .id;
     let mut conn = db.acquire().await.unwrap();
     // Queued cannot jump to running; nothing is written.
-    let moved = transition(&mut conn, id, JobStatus::Running, Reason::Launched, None).await;
+    let moved = Job::transition(&mut conn, id, JobStatus::Running, Reason::Launched, None).await;
     assert_eq!(moved.unwrap(), None);
     assert_eq!(
         current(&mut conn, id).await.unwrap(),
@@ -394,17 +395,17 @@ async fn status_moves_follow_the_machine_and_record_their_reason() {
         (JobStatus::Running, Reason::Launched),
         (JobStatus::Cancelling, Reason::TimeLimit),
     ] {
-        let moved = transition(&mut conn, id, to, reason, Some("time limit reached")).await;
+        let moved = Job::transition(&mut conn, id, to, reason, Some("time limit reached")).await;
         assert!(moved.unwrap().is_some(), "{to:?}");
     }
     assert_eq!(
         current(&mut conn, id).await.unwrap(),
         (JobStatus::Cancelling, Some(Reason::TimeLimit))
     );
-    let moved = transition(&mut conn, id, JobStatus::Failed, Reason::TimeLimit, None).await;
+    let moved = Job::transition(&mut conn, id, JobStatus::Failed, Reason::TimeLimit, None).await;
     assert_eq!(moved.unwrap(), Some(JobStatus::Cancelling));
     // Final is final, and the last message stays when a move gives none.
-    let moved = transition(&mut conn, id, JobStatus::Queued, Reason::Requeued, None).await;
+    let moved = Job::transition(&mut conn, id, JobStatus::Queued, Reason::Requeued, None).await;
     assert_eq!(moved.unwrap(), None);
     let message: String = sqlx::query_scalar("SELECT status_message FROM jobs WHERE id = ?")
         .bind(id)
@@ -413,7 +414,7 @@ async fn status_moves_follow_the_machine_and_record_their_reason() {
         .unwrap();
     assert_eq!(message, "time limit reached");
     assert_eq!(
-        transition(&mut conn, 999, JobStatus::Queued, Reason::Requeued, None)
+        Job::transition(&mut conn, 999, JobStatus::Queued, Reason::Requeued, None)
             .await
             .unwrap_err(),
         AppError::NotFound

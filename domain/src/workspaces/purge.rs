@@ -13,6 +13,7 @@ use crate::db::write_tx;
 use crate::executor::{Handle, Stop};
 use crate::jobs::status::Reason;
 use crate::storage::workspace_folder;
+use crate::transitions::Machine;
 use crate::AppState;
 use contracts::error::internal;
 use contracts::error::AppError;
@@ -112,7 +113,7 @@ async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppE
             running.jobs.push(id);
         } else {
             let mut tx = crate::db::write_tx(db).await?;
-            crate::jobs::status::transition(
+            crate::jobs::status::Job::transition(
                 &mut tx,
                 id,
                 JobStatus::Cancelled,
