@@ -7,7 +7,7 @@ PADDOCK_DATA_DIR ?= ./data
 PADDOCK_BIND ?= 127.0.0.1:3000
 
 .PHONY: setup site build build-release run test test-rust test-trainer test-containers test-domain test-app test-server \
-        test-e2e dataset quality bench bench-train bench-env bench-serve docker docker-required fmt clippy
+        test-e2e dataset quality bench bench-train bench-env bench-serve docker docker-required fmt clippy sqlx-data
 
 setup:
 	@scripts/setup.sh
@@ -105,6 +105,10 @@ bench-serve: setup
 
 fmt:
 	cargo fmt --all
+
+## Rewrite domain/.sqlx, what the checked queries (`sqlx::query!`) compile against, from the migrations.
+sqlx-data:
+	@scripts/sqlx-data.sh
 
 clippy:
 	$(ENV) cargo clippy $(RUST_TEST_PKGS) --all-targets -- -D warnings

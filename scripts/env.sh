@@ -9,3 +9,5 @@ for _t in "$_paddock_root"/.venv/lib/python3*/site-packages/torch; do
   [ -d "$_t/lib" ] && export LIBTORCH="$_t"
 done
 unset _t _paddock_root
+# Checked queries read their types from domain/.sqlx, not a database (scripts/sqlx-data.sh writes it).
+export SQLX_OFFLINE=true

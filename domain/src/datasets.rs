@@ -235,24 +235,29 @@ where
 
     let mut tx = write_tx(db).await?;
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows, text_column,
-             label_column, report_json, preview_json, created_by, created_at)
-         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    let (report_json, preview_json) = (
+        serde_json::to_string(&report).map_err(|e| internal("report", e))?,
+        serde_json::to_string(&preview).map_err(|e| internal("preview", e))?,
+    );
+    let (bytes, now) = (bytes as i64, super::now());
+    let id = sqlx::query_scalar!(
+        r#"INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows,
+             text_column, label_column, report_json, preview_json, created_by, created_at)
+         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!""#,
+        workspace_id,
+        name,
+        file_name,
+        format,
+        bytes,
+        sha256,
+        rows,
+        upload.text_column,
+        upload.label_column,
+        report_json,
+        preview_json,
+        actor.user_id,
+        now,
     )
-    .bind(workspace_id)
-    .bind(&name)
-    .bind(&file_name)
-    .bind(format)
-    .bind(bytes as i64)
-    .bind(&sha256)
-    .bind(rows)
-    .bind(&upload.text_column)
-    .bind(&upload.label_column)
-    .bind(serde_json::to_string(&report).map_err(|e| internal("report", e))?)
-    .bind(serde_json::to_string(&preview).map_err(|e| internal("preview", e))?)
-    .bind(actor.user_id)
-    .bind(super::now())
     .fetch_one(&mut *tx)
     .await
     .map_err(taken(

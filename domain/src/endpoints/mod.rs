@@ -326,23 +326,24 @@ pub async fn deploy(
     live_checkpoint(&mut tx, workspace_id, spec.checkpoint_id).await?;
     super::caps::replicas_fit(&mut tx, workspace_id, None, i64::from(spec.replicas)).await?;
     let now = super::now();
-    let id: i64 = sqlx::query_scalar(
-        "INSERT INTO endpoints (workspace_id, slug, name, checkpoint_id, replicas, max_batch_tokens, max_wait_ms, device,
-             precision, created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    let name = spec.name.trim();
+    let id = sqlx::query_scalar!(
+        r#"INSERT INTO endpoints (workspace_id, slug, name, checkpoint_id, replicas, max_batch_tokens, max_wait_ms,
+             device, precision, created_by, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!""#,
+        workspace_id,
+        slug,
+        name,
+        spec.checkpoint_id,
+        spec.replicas,
+        spec.max_batch_tokens,
+        spec.max_wait_ms,
+        spec.device,
+        spec.precision,
+        actor.user_id,
+        now,
+        now,
     )
-    .bind(workspace_id)
-    .bind(&slug)
-    .bind(spec.name.trim())
-    .bind(spec.checkpoint_id)
-    .bind(spec.replicas)
-    .bind(spec.max_batch_tokens)
-    .bind(spec.max_wait_ms)
-    .bind(&spec.device)
-    .bind(&spec.precision)
-    .bind(actor.user_id)
-    .bind(&now)
-    .bind(&now)
     .fetch_one(&mut *tx)
     .await
     .map_err(taken("slug", ErrorCode::SlugTaken, "this slug is in use"))?;

@@ -163,13 +163,14 @@ pub(crate) async fn record_event(
     kind: &str,
     message: &str,
 ) -> Result<(), AppError> {
-    sqlx::query(
+    let at = super::now();
+    sqlx::query!(
         "INSERT INTO environment_events (environment_id, kind, message, at) VALUES (?, ?, ?, ?)",
+        env_id,
+        kind,
+        message,
+        at,
     )
-    .bind(env_id)
-    .bind(kind)
-    .bind(message)
-    .bind(super::now())
     .execute(conn)
     .await?;
     Ok(())
@@ -271,15 +272,15 @@ pub async fn create(
     authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
     let now = super::now();
     let name = input.name.trim().to_string();
-    let env_id: i64 = sqlx::query_scalar(
-        "INSERT INTO environments (workspace_id, name, current_version, created_by, created_at, updated_at)
-         VALUES (?, ?, 1, ?, ?, ?) RETURNING id",
+    let env_id = sqlx::query_scalar!(
+        r#"INSERT INTO environments (workspace_id, name, current_version, created_by, created_at, updated_at)
+         VALUES (?, ?, 1, ?, ?, ?) RETURNING id AS "id!""#,
+        workspace_id,
+        name,
+        actor.user_id,
+        now,
+        now,
     )
-    .bind(workspace_id)
-    .bind(&name)
-    .bind(actor.user_id)
-    .bind(&now)
-    .bind(&now)
     .fetch_one(&mut *tx)
     .await
     .map_err(name_taken)?;
@@ -483,16 +484,17 @@ async fn insert_version(
     checked: &spec::Checked,
     user_id: i64,
 ) -> Result<i64, AppError> {
-    Ok(sqlx::query_scalar(
-        "INSERT INTO environment_versions (environment_id, version, spec_json, spec_hash, created_by, created_at)
-         VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+    let now = super::now();
+    Ok(sqlx::query_scalar!(
+        r#"INSERT INTO environment_versions (environment_id, version, spec_json, spec_hash, created_by, created_at)
+         VALUES (?, ?, ?, ?, ?, ?) RETURNING id AS "id!""#,
+        env_id,
+        version,
+        checked.spec_json,
+        checked.spec_hash,
+        user_id,
+        now,
     )
-    .bind(env_id)
-    .bind(version)
-    .bind(&checked.spec_json)
-    .bind(&checked.spec_hash)
-    .bind(user_id)
-    .bind(super::now())
     .fetch_one(conn)
     .await?)
 }

@@ -93,17 +93,17 @@ pub(crate) async fn set(
     if moved.is_none() {
         return Ok(false);
     }
-    sqlx::query(
-        "UPDATE environments SET exit_code = ?, status_message = ?, container_name = ?,
-             container_id = CASE WHEN ? IS NULL THEN NULL ELSE container_id END, updated_at = ?
-         WHERE id = ?",
+    let now = crate::now();
+    sqlx::query!(
+        "UPDATE environments SET exit_code = ?1, status_message = ?2, container_name = ?3,
+             container_id = CASE WHEN ?3 IS NULL THEN NULL ELSE container_id END, updated_at = ?4
+         WHERE id = ?5",
+        container.exit_code,
+        container.message,
+        container.name,
+        now,
+        id,
     )
-    .bind(container.exit_code)
-    .bind(container.message)
-    .bind(container.name)
-    .bind(container.name)
-    .bind(crate::now())
-    .bind(id)
     .execute(&mut **tx)
     .await?;
     Ok(true)

@@ -380,26 +380,28 @@ async fn submit_as(
     let threads = if spec.gpus > 0 { 0 } else { jobs.cpu_threads };
     let config_toml = spec::render_toml(&spec, &inputs, threads)?;
     let now = super::now();
-    let job_id: i64 = sqlx::query_scalar(
-        "INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, environment_id, image_id, dataset_id,
-             dev_dataset_id, priority, gpus, time_limit_secs, retry_of, created_by, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+    let spec_json = serde_json::to_string(&spec).map_err(|e| internal("job spec", e))?;
+    let time_limit_secs = spec.time_limit_minutes.map(|m| i64::from(m) * 60);
+    let job_id = sqlx::query_scalar!(
+        r#"INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, environment_id, image_id,
+             dataset_id, dev_dataset_id, priority, gpus, time_limit_secs, retry_of, created_by, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!""#,
+        workspace_id,
+        spec.name,
+        spec_json,
+        config_toml,
+        executor,
+        spec.environment_id,
+        image_id,
+        spec.dataset_id,
+        spec.dev_dataset_id,
+        spec.priority,
+        spec.gpus,
+        time_limit_secs,
+        retry_of,
+        actor.user_id,
+        now,
     )
-    .bind(workspace_id)
-    .bind(&spec.name)
-    .bind(serde_json::to_string(&spec).map_err(|e| internal("job spec", e))?)
-    .bind(&config_toml)
-    .bind(executor)
-    .bind(spec.environment_id)
-    .bind(&image_id)
-    .bind(spec.dataset_id)
-    .bind(spec.dev_dataset_id)
-    .bind(spec.priority)
-    .bind(spec.gpus)
-    .bind(spec.time_limit_minutes.map(|m| i64::from(m) * 60))
-    .bind(retry_of)
-    .bind(actor.user_id)
-    .bind(&now)
     .fetch_one(&mut *tx)
     .await?;
     audit::record(

@@ -536,22 +536,24 @@ async fn apply(
                 .map(serde_json::to_string)
                 .transpose()
                 .map_err(|e| internal("checkpoint metrics", e))?;
-            sqlx::query(
-                "INSERT INTO checkpoints (job_id, workspace_id, step, epoch, metrics, path, run_path, bytes, sha256, best, created_at, deleted_at)
+            let (step, bytes) = (*step as i64, copy.bytes as i64);
+            sqlx::query!(
+                "INSERT INTO checkpoints (job_id, workspace_id, step, epoch, metrics, path, run_path, bytes, sha256,
+                     best, created_at, deleted_at)
                  VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (job_id, step) DO NOTHING",
+                job.id,
+                job.workspace_id,
+                step,
+                job.epoch,
+                metrics,
+                copy.path,
+                run_path,
+                bytes,
+                copy.sha256,
+                best,
+                at,
+                deleted_at,
             )
-            .bind(job.id)
-            .bind(job.workspace_id)
-            .bind(*step as i64)
-            .bind(job.epoch)
-            .bind(metrics)
-            .bind(&copy.path)
-            .bind(&run_path)
-            .bind(copy.bytes as i64)
-            .bind(&copy.sha256)
-            .bind(best)
-            .bind(at)
-            .bind(deleted_at)
             .execute(&mut *conn)
             .await?;
             retire_checkpoints(conn, jobs, job, retired).await?;
