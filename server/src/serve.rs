@@ -1,9 +1,10 @@
 //! `paddock serve`: opens and migrates the database, starts the domain's machinery (engine, scheduler,
 //! deployer), builds the router ([`crate::http::router`]) and serves it until the shutdown future
-//! resolves (Ctrl-C or SIGTERM from `main`), then drains open requests.
+//! resolves (Ctrl-C or SIGTERM from `main`), then drains open requests for at most [`SHUTDOWN_GRACE`].
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use anyhow::Context;
 use domain::endpoints::replicas::Deployer;
@@ -15,6 +16,12 @@ use leptos::config::LeptosOptions;
 
 use crate::config::ServeConfig;
 use crate::http::{self, observability};
+
+/// How long open requests may take to finish once a shutdown was asked for. A live stream (a job's
+/// metrics, a build log, a terminal) never finishes by itself, and a client that stops reading a
+/// download would hold the server forever; what still runs after this is closed. Below the 10 s
+/// `docker stop` gives, so the server ends on its own terms (database closed) rather than killed.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(8);
 
 pub async fn run(
     config: ServeConfig,
@@ -85,6 +92,18 @@ pub async fn run(
     println!("listening on http://{addr}");
     tracing::info!(%addr, database = %config.db.url(), site_root, "paddock is serving");
 
+    let (asked, mut asked_rx) = tokio::sync::watch::channel(false);
+    let shutdown = async move {
+        shutdown.await;
+        let _ = asked.send(true);
+    };
+    let grace_over = async move {
+        if asked_rx.wait_for(|asked| *asked).await.is_ok() {
+            tokio::time::sleep(SHUTDOWN_GRACE).await;
+        } else {
+            std::future::pending::<()>().await;
+        }
+    };
     let server = axum::serve(
         listener,
         app.into_make_service_with_connect_info::<SocketAddr>(),
@@ -92,6 +111,9 @@ pub async fn run(
     .with_graceful_shutdown(shutdown);
     tokio::select! {
         result = server => result.context("server failed")?,
+        () = grace_over => {
+            tracing::warn!(grace = ?SHUTDOWN_GRACE, "open requests did not finish in time; closing them");
+        }
         () = sessions::sweep_expired(db.clone()) => {}
         () = environments::reconcile::run(db.clone(), engine.clone()) => {}
         () = scheduler::run(db.clone(), jobs, engine) => {}

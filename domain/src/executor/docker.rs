@@ -239,15 +239,18 @@ async fn environment_limits(
     Ok(Limits::from_resources(&resources))
 }
 
-/// The container runs as uid 1000; the run folder the server made must be writable by it. Owner and
-/// mode are changed on open descriptors: a path in the volume could be a link to any file on the host.
+/// The container runs as uid 1000; the run folder the server made, and the files it wrote there for the
+/// run (a job's `job.toml`), must be its own. Owner and mode are changed on open descriptors: a path in
+/// the volume could be a link to any file on the host (`beneath` refuses links in the listing).
 fn give_to_container_user(dir: &beneath::Dir) -> Result<(), String> {
+    /// More than a fresh run folder ever holds; a folder with more is not one the server just made.
+    const FILES_AT_START: usize = 64;
     let (uid, gid) = (containers::build::users::UID, containers::build::users::GID);
     if std::os::unix::fs::fchown(dir, Some(uid), Some(gid)).is_err() {
         dir.set_mode(0o777).map_err(|e| e.to_string())?;
     }
-    if let Ok(toml) = dir.open_file(Path::new("job.toml"), u64::MAX) {
-        let _ = std::os::unix::fs::fchown(&toml, Some(uid), Some(gid));
+    for entry in dir.files(FILES_AT_START).map_err(|e| e.to_string())? {
+        let _ = std::os::unix::fs::fchown(&entry.file, Some(uid), Some(gid));
     }
     Ok(())
 }

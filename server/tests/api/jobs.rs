@@ -384,6 +384,60 @@ async fn cancelling_stops_gracefully_with_a_checkpoint() {
 
 /// The time limit is a stop with its own reason, not a message read back: the run is asked to stop
 /// (`cancelling`, reason `time_limit`), writes its checkpoint, and ends as failed saying why.
+/// SIGTERM with a live stream open (one that never ends by itself while its job runs): the server
+/// drains for its grace period, then closes the stream and exits cleanly instead of waiting forever. The
+/// job goes on running without it and is found again by the next start.
+#[tokio::test]
+async fn a_shutdown_closes_live_streams_after_its_grace() {
+    let mut server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let mut spec = tiny("long", ds, 100_000);
+    spec["eval_every_steps"] = json!(100_000);
+    let id = submit(&owner, &server, ws, spec).await;
+    wait_for(&owner, &server, ws, id, "some steps", |j| {
+        j["summary"]["step"].as_i64().unwrap_or(0) >= 1
+    })
+    .await;
+    let mut stream = owner
+        .client
+        .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/stream")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), StatusCode::OK);
+    assert!(
+        stream.chunk().await.unwrap().is_some(),
+        "the stream is live"
+    );
+
+    let term = std::process::Command::new("kill")
+        .args(["-TERM", &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    // Generous: the grace is seconds; without it this waited forever.
+    let exited = server.wait_for_exit(Duration::from_secs(60));
+    assert!(
+        exited.is_some_and(|s| s.success()),
+        "the server exits by itself, cleanly: {exited:?}"
+    );
+    drop(stream);
+
+    server.crash_and_restart();
+    let res = owner
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    assert!(["cancelling", "cancelled"].contains(&status(&status_json(res).await.1)));
+    wait_for(&owner, &server, ws, id, "cancelled", |j| {
+        status(j) == "cancelled"
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn a_job_at_its_time_limit_stops_with_a_checkpoint_and_fails() {
     let server = Server::start_with(NO_DOCKER);
