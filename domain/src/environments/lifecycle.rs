@@ -174,10 +174,7 @@ pub async fn up(
             spec.shared_gpus,
         )
         .await?;
-        let container = Container {
-            name: Some(&name),
-            ..Default::default()
-        };
+        let container = Container::named(&name);
         if !status::set(
             &mut tx,
             env_id,
@@ -214,10 +211,7 @@ pub async fn up(
     let mut tx = write_tx(db).await?;
     match provisioned {
         Ok(id) => {
-            let container = Container {
-                name: Some(&name),
-                ..Default::default()
-            };
+            let container = Container::named(&name);
             status::set(
                 &mut tx,
                 env_id,
@@ -253,10 +247,7 @@ pub async fn up(
         Err(e) => {
             let message = e.to_string();
             gpus::release(&mut tx, Holder::Environment(env_id)).await?;
-            let container = Container {
-                message: Some(&message),
-                ..Default::default()
-            };
+            let container = Container::gone(&message);
             status::set(
                 &mut tx,
                 env_id,
@@ -423,10 +414,7 @@ pub async fn restart(
         .await
         .map_err(|e| engine.error("restarting", e))?;
     let mut tx = write_tx(db).await?;
-    let container = Container {
-        name: Some(&name),
-        ..Default::default()
-    };
+    let container = Container::named(&name);
     status::set(
         &mut tx,
         env_id,

@@ -171,10 +171,7 @@ pub async fn reconcile(db: &SqlitePool, engine: &Engine) -> Result<Report, AppEr
             // crash between Docker and the database): take the running container back.
             (OrphanPolicy::Adopt, Some(env)) if container.status.is_running() => {
                 let mut tx = crate::db::write_tx(db).await?;
-                let running = Container {
-                    name: Some(&container.name),
-                    ..Default::default()
-                };
+                let running = Container::named(&container.name);
                 status::set(
                     &mut tx,
                     env.id,
@@ -225,10 +222,7 @@ async fn mark_missing(db: &SqlitePool, env_id: i64, message: &str) -> Result<(),
             .fetch_optional(&mut *tx)
             .await?
             .flatten();
-    let gone = Container {
-        message: Some(message),
-        ..Default::default()
-    };
+    let gone = Container::gone(message);
     if !status::set(
         &mut tx,
         env_id,

@@ -77,6 +77,24 @@ pub(crate) struct Container<'a> {
     pub message: Option<&'a str>,
 }
 
+impl<'a> Container<'a> {
+    /// A container by this name, all well.
+    pub fn named(name: &'a str) -> Self {
+        Container {
+            name: Some(name),
+            ..Default::default()
+        }
+    }
+
+    /// No container (any more), and why.
+    pub fn gone(message: &'a str) -> Self {
+        Container {
+            message: Some(message),
+            ..Default::default()
+        }
+    }
+}
+
 /// Moves environment `id` to `to` for `reason` with `container`'s columns; false when the machine does
 /// not allow the move from where the environment is (or another writer was first). In a write
 /// transaction (`db::write_tx`): the move reads the status before it writes, which in a deferred one
