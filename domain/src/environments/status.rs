@@ -3,7 +3,8 @@
 //! an environment's status goes through `set` (see `crate::transitions`).
 //!
 //! `stopped` (no container) → `provisioning` (one `up` at a time) → `running`, or `failed` when the
-//! container could not be made. From then on the status mirrors Docker — `running`, `exited` (again,
+//! container could not be made. From then on (and for a container a crashed start left behind) the
+//! status mirrors Docker — `running`, `exited` (again,
 //! with another code), `oom_killed`, `failed` (dead), `missing` (removed behind Paddock's back) — until
 //! a person stops it or starts it again. A stopped environment has no container, so Docker has nothing
 //! to say about it, except when a running container of its own is found and taken back (`adopted`).
@@ -60,9 +61,9 @@ impl Machine for Environment {
             (_, Provisioning) => from != Provisioning,
             // Without a container there is nothing to report, but a container to take back.
             (Stopped, _) => to == Running,
-            (Provisioning, _) => matches!(to, Running | Failed | Missing),
-            // A container exists: its status is Docker's.
-            (Running | Exited | OomKilled | Failed | Missing, _) => true,
+            // A container exists, or is being made (a start's own outcome, or what Docker says of a
+            // container a crashed start left): its status is Docker's.
+            (Provisioning | Running | Exited | OomKilled | Failed | Missing, _) => true,
         }
     }
 }
@@ -168,9 +169,9 @@ mod tests {
                 from != Provisioning
             );
         }
-        assert!(!Environment::can_become(Provisioning, Exited));
-        assert!(!Environment::can_become(Provisioning, OomKilled));
-        assert!(Environment::can_become(Provisioning, Failed));
+        for to in [Running, Failed, Exited, Missing] {
+            assert!(Environment::can_become(Provisioning, to), "{to:?}");
+        }
     }
 
     /// The Docker watcher and people move the same row at once: every move in its own write transaction
