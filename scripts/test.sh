@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# `make test`'s runner: the format check (cargo fmt --check), the lints (cargo clippy, warnings denied),
-# the checked queries' data against the migrations (scripts/sqlx-data.sh --check), the build
+# `make test`'s runner: the format check (cargo fmt --check), the lints (cargo clippy, warnings denied)
+# with the checked queries' data against the migrations (scripts/sqlx-data.sh --check), the build
 # (scripts/build.sh --tests), then every Rust test binary, then every browser spec, each suite run to
 # the end even when something fails (one failing test binary must not hide the others' results), and
 # one summary line of passed/failed counts across both. The exit status fails on any failure, on
@@ -42,15 +42,12 @@ cargo fmt --all --check >"$logs/fmt.log" 2>&1
 fmt_rc=$?
 [ "$fmt_rc" -eq 0 ] || say "format: files differ from rustfmt's layout (see $logs/fmt.log; \`cargo fmt --all\` fixes them)"
 
-say "lints: cargo clippy --all-targets -- -D warnings"
-cargo clippy "$@" --all-targets -- -D warnings >"$logs/clippy.log" 2>&1
+# One compilation for both: clippy compiles the domain, and its query macros check each query against
+# a database migrated from migrations/ and write what they found, which must be domain/.sqlx.
+say "lints and queries: cargo clippy --all-targets -- -D warnings, checked queries against the migrations"
+scripts/sqlx-data.sh --check -- clippy "$@" --all-targets -- -D warnings >"$logs/clippy.log" 2>&1
 clippy_rc=$?
-[ "$clippy_rc" -eq 0 ] || say "lints: clippy found problems (see $logs/clippy.log; \`make clippy\` shows them)"
-
-say "queries: scripts/sqlx-data.sh --check"
-scripts/sqlx-data.sh --check >"$logs/sqlx.log" 2>&1
-sqlx_rc=$?
-[ "$sqlx_rc" -eq 0 ] || say "queries: domain/.sqlx is stale or a checked query is wrong (see $logs/sqlx.log)"
+[ "$clippy_rc" -eq 0 ] || say "lints and queries: clippy found problems, or domain/.sqlx is stale (see $logs/clippy.log)"
 
 say "build: the server, every test target and the site (scripts/build.sh --tests)"
 scripts/build.sh --tests -- "$@" 2>&1 | tee "$logs/build.log"
@@ -77,8 +74,7 @@ notes=()
 # A suite that exits non-zero without a failed test did not run to the end (a test binary that did not
 # build, a crash, a spec file that threw while loading): still a failure.
 [ "$fmt_rc" -ne 0 ] && notes+=("the code is not formatted: see $logs/fmt.log")
-[ "$clippy_rc" -ne 0 ] && notes+=("clippy found problems: see $logs/clippy.log")
-[ "$sqlx_rc" -ne 0 ] && notes+=("the checked queries' data is stale: see $logs/sqlx.log")
+[ "$clippy_rc" -ne 0 ] && notes+=("clippy found problems or domain/.sqlx is stale: see $logs/clippy.log")
 [ "$build_rc" -ne 0 ] && notes+=("the build failed: see $logs/build.log")
 [ "$rust_rc" -ne 0 ] && [ "$rust_fail" -eq 0 ] && notes+=("cargo test exited $rust_rc: see $logs/rust.log")
 [ "$e2e_rc" -ne 0 ] && [ "$e2e_fail" -eq 0 ] && notes+=("the browser suite exited $e2e_rc: see $logs/e2e.log")
@@ -86,4 +82,4 @@ summary="make test: $((rust_pass + e2e_pass)) passed, $failed failed (Rust $rust
 [ ${#notes[@]} -eq 0 ] || summary+="; $(IFS=';'; echo "${notes[*]}")"
 echo
 say "$summary"
-[ "$failed" -eq 0 ] && [ "$fmt_rc" -eq 0 ] && [ "$clippy_rc" -eq 0 ] && [ "$sqlx_rc" -eq 0 ] && [ "$build_rc" -eq 0 ] && [ "$rust_rc" -eq 0 ] && [ "$e2e_rc" -eq 0 ]
+[ "$failed" -eq 0 ] && [ "$fmt_rc" -eq 0 ] && [ "$clippy_rc" -eq 0 ] && [ "$build_rc" -eq 0 ] && [ "$rust_rc" -eq 0 ] && [ "$e2e_rc" -eq 0 ]
