@@ -46,6 +46,17 @@ async fn job(user: &User, server: &Server, ws: i64, id: i64) -> Value {
 }
 
 /// Polls until `done(job)`; the job's server-side log is printed if it never happens.
+/// Asks to cancel job `id`; the job as answered.
+async fn cancel(user: &User, server: &Server, ws: i64, id: i64) -> Value {
+    let res = user
+        .client
+        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/cancel")))
+        .send()
+        .await
+        .unwrap();
+    status_json(res).await.1
+}
+
 pub(crate) async fn wait_for(
     user: &User,
     server: &Server,
@@ -328,21 +339,12 @@ async fn cancelling_stops_gracefully_with_a_checkpoint() {
     })
     .await;
     assert_eq!(status(&job(&owner, &server, ws, second).await), "queued");
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{second}/cancel")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status(&status_json(res).await.1), "cancelled");
+    assert_eq!(
+        status(&cancel(&owner, &server, ws, second).await),
+        "cancelled"
+    );
 
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/cancel")))
-        .send()
-        .await
-        .unwrap();
-    assert!(["cancelling", "cancelled"].contains(&status(&status_json(res).await.1)));
+    assert!(["cancelling", "cancelled"].contains(&status(&cancel(&owner, &server, ws, id).await)));
     let done = wait_for(&owner, &server, ws, id, "cancelled", |j| {
         status(j) == "cancelled" && !j["summary"]["finished_at"].is_null()
     })
@@ -425,13 +427,7 @@ async fn a_shutdown_closes_live_streams_after_its_grace() {
     drop(stream);
 
     server.crash_and_restart();
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/cancel")))
-        .send()
-        .await
-        .unwrap();
-    assert!(["cancelling", "cancelled"].contains(&status(&status_json(res).await.1)));
+    assert!(["cancelling", "cancelled"].contains(&status(&cancel(&owner, &server, ws, id).await)));
     wait_for(&owner, &server, ws, id, "cancelled", |j| {
         status(j) == "cancelled"
     })
