@@ -149,6 +149,20 @@ impl<V: Send + Sync + 'static> FormState<V> {
         })
     }
 
+    /// Once `action` answers: the page `to` names for its result, or its error under the fields.
+    pub fn follow<S>(self, action: ServerAction<S>, to: impl Fn(&S::Output) -> String + 'static)
+    where
+        S: ServerFn<Error = AppError> + Send + Sync + Clone + 'static,
+        S::Output: Send + Sync + Clone + 'static,
+    {
+        let navigate = leptos_router::hooks::use_navigate();
+        Effect::new(move |_| match action.value().get() {
+            Some(Ok(answer)) => navigate(&to(&answer), Default::default()),
+            Some(Err(err)) => self.error.set(Some(err)),
+            None => {}
+        });
+    }
+
     /// An `input`/`change` handler that stores the control's text with `set`.
     pub fn on_text(self, set: fn(&mut V, String)) -> impl Fn(leptos::ev::Event) + Clone {
         move |ev| {

@@ -7,7 +7,6 @@
 
 use leptos::html::{Details, Input};
 use leptos::prelude::*;
-use leptos_router::hooks::use_navigate;
 
 use super::endpoint_href;
 use crate::api::endpoints::DeployEndpoint;
@@ -115,17 +114,11 @@ fn DeployDialog(
     on_close: impl Fn() + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    let navigate = use_navigate();
     let start = DeployValues::new(&job_name);
     let form = FormState::new(start.clone());
     let deploy = ServerAction::<DeployEndpoint>::new();
-    Effect::new(move |_| match deploy.value().get() {
-        Some(Ok(detail)) => navigate(
-            &endpoint_href(workspace_id, detail.summary.id),
-            Default::default(),
-        ),
-        Some(Err(err)) => form.error.set(Some(err)),
-        None => {}
+    form.follow(deploy, move |detail| {
+        endpoint_href(workspace_id, detail.summary.id)
     });
     let name_input = NodeRef::<Input>::new();
     Effect::new(move |_| {

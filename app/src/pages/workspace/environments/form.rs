@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
-use leptos_router::hooks::use_navigate;
 
 use super::parts::DockerBanner;
 use super::{environment_href, use_environment_id};
@@ -23,7 +22,9 @@ use crate::components::notice::{ErrorNotice, Loading};
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, PageHeader};
 use contracts::error::{AppError, ErrorCode, FieldProblem};
-use contracts::types::{CatalogImage, DockerStatus, EnvironmentSpec, GpuSpec, GpuSummary};
+use contracts::types::{
+    CatalogImage, DockerStatus, EnvironmentDetail, EnvironmentSpec, GpuSpec, GpuSummary,
+};
 
 /// The `<select>` value of "another image", which shows a free-text box.
 const CUSTOM_IMAGE: &str = "";
@@ -328,22 +329,15 @@ fn EnvironmentForm(
     docker: DockerStatus,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    let navigate = use_navigate();
     let start = FormValues::from_spec(&initial, &docker.catalog);
     let form = FormState::new(start.clone());
     let create = ServerAction::<CreateEnvironment>::new();
     let update = ServerAction::<UpdateEnvironment>::new();
     let pending = Signal::derive(move || create.pending().get() || update.pending().get());
-    Effect::new(
-        move |_| match create.value().get().or_else(|| update.value().get()) {
-            Some(Ok(detail)) => navigate(
-                &environment_href(workspace_id, detail.summary.id),
-                Default::default(),
-            ),
-            Some(Err(err)) => form.error.set(Some(err)),
-            None => {}
-        },
-    );
+    let to_detail =
+        move |detail: &EnvironmentDetail| environment_href(workspace_id, detail.summary.id);
+    form.follow(create, to_detail);
+    form.follow(update, to_detail);
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         match (form.values.get_untracked().to_spec(), environment_id) {

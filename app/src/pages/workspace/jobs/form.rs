@@ -10,7 +10,7 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
-use leptos_router::hooks::{use_navigate, use_query_map};
+use leptos_router::hooks::use_query_map;
 
 use super::job_href;
 use crate::api::{
@@ -244,17 +244,11 @@ fn JobForm(
     cloned: bool,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    let navigate = use_navigate();
     let start = FormValues::from_spec(&initial);
     let form = FormState::new(start.clone());
     let submit = ServerAction::<SubmitJob>::new();
-    Effect::new(move |_| match submit.value().get() {
-        Some(Ok(detail)) => navigate(
-            &job_href(workspace_id, detail.summary.id),
-            Default::default(),
-        ),
-        Some(Err(err)) => form.error.set(Some(err)),
-        None => {}
+    form.follow(submit, move |detail| {
+        job_href(workspace_id, detail.summary.id)
     });
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
