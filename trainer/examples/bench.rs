@@ -311,15 +311,7 @@ fn main() {
     // The forward pass under the requested precision (a no-op scope for fp32).
     let forward = |b: &Batch, train: bool| {
         precision
-            .autocast(Device::Cpu, || {
-                w.model.forward_t(
-                    &b.input_ids,
-                    &b.attention_mask,
-                    Some(&b.token_type_ids),
-                    None,
-                    train,
-                )
-            })
+            .autocast(Device::Cpu, || w.model.forward_t(b.inputs(), train))
             .expect("autocast")
             .to_kind(Kind::Float)
     };

@@ -44,15 +44,18 @@ fn run(model: &ErnieForSequenceClassification, tok: &Tokenizer) -> serde_json::V
         );
     }
     let shape = [TEXTS.len() as i64, s as i64];
-    let logits = tch::no_grad(|| {
-        model.forward_t(
-            &Tensor::from_slice(&ids).view(shape),
-            &Tensor::from_slice(&mask).view(shape),
-            Some(&Tensor::from_slice(&types).view(shape)),
-            None,
-            false,
-        )
-    });
+    let (ids, mask, types) = (
+        Tensor::from_slice(&ids).view(shape),
+        Tensor::from_slice(&mask).view(shape),
+        Tensor::from_slice(&types).view(shape),
+    );
+    let inputs = trainer::Inputs {
+        input_ids: &ids,
+        attention_mask: &mask,
+        token_type_ids: Some(&types),
+        task_type_ids: None,
+    };
+    let logits = tch::no_grad(|| model.forward_t(inputs, false));
     let n = logits.size()[1] as usize;
     let flat: Vec<f64> = Vec::try_from(logits.to_kind(tch::Kind::Double).view([-1])).unwrap();
     serde_json::json!({

@@ -68,10 +68,10 @@ pub struct SavedCheckpoint {
 /// is routinely missing from pretrained encoders.
 pub const INITIALISABLE: &[&str] = &["ernie.pooler.", "bert.pooler.", "classifier.", "cls."];
 
-/// Reads a HF-layout directory. `labels` replaces the config's label names; when their number differs
-/// from `num_labels` a fresh classifier is initialised.
-pub fn load(dir: &Path, device: Device, labels: Option<&[String]>) -> Result<LoadedModel> {
-    let mut config = ErnieConfig::from_file(&dir.join("config.json"))?;
+/// A HF-layout directory's `config.json` and tokenizer, refused together when the tokenizer has ids the
+/// embedding table has no row for (they would index out of range on the first batch that uses them).
+pub fn config_and_tokenizer(dir: &Path) -> Result<(ErnieConfig, Tokenizer)> {
+    let config = ErnieConfig::from_file(&dir.join("config.json"))?;
     let tokenizer = Tokenizer::from_dir(dir)?;
     if tokenizer.vocab_size() > config.vocab_size {
         return Err(Error::Checkpoint(format!(
@@ -81,6 +81,13 @@ pub fn load(dir: &Path, device: Device, labels: Option<&[String]>) -> Result<Loa
             config.vocab_size
         )));
     }
+    Ok((config, tokenizer))
+}
+
+/// Reads a HF-layout directory. `labels` replaces the config's label names; when their number differs
+/// from `num_labels` a fresh classifier is initialised.
+pub fn load(dir: &Path, device: Device, labels: Option<&[String]>) -> Result<LoadedModel> {
+    let (mut config, tokenizer) = config_and_tokenizer(dir)?;
     let mut reset = Vec::new();
     if let Some(labels) = labels {
         if labels.is_empty() {

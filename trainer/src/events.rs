@@ -100,11 +100,12 @@ impl EventSink {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
+    /// A writer whose bytes the test can read back while the sink still holds it.
     #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
+    pub(crate) struct Shared(pub(crate) Arc<Mutex<Vec<u8>>>);
     impl Write for Shared {
         fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
             self.0.lock().unwrap().write(b)

@@ -35,5 +35,5 @@ pub use checkpoint::{LoadReport, LoadedModel, SavedCheckpoint};
 pub use config::ErnieConfig;
 pub use device::{pick_device, Precision};
 pub use error::{Error, Result};
-pub use model::{ErnieForMaskedLM, ErnieForSequenceClassification, ErnieModel};
+pub use model::{ErnieForMaskedLM, ErnieForSequenceClassification, ErnieModel, Inputs};
 pub use tokenizer::{Encoded, Tokenizer};

@@ -32,15 +32,7 @@ impl Inference<'_> {
             for idx in sorted_batches(&lengths, self.batch_size) {
                 let refs: Vec<&Features> = idx.iter().map(|&i| &rows[i]).collect();
                 let b = collate(&refs, self.pad_id, self.device);
-                let forward = || {
-                    self.model.forward_t(
-                        &b.input_ids,
-                        &b.attention_mask,
-                        Some(&b.token_type_ids),
-                        None,
-                        false,
-                    )
-                };
+                let forward = || self.model.forward_t(b.inputs(), false);
                 // Weights cast for inference (`LoadedModel::cast_weights`) run as they are; float32 weights
                 // (training's evaluations) run under autocast when a reduced precision is asked for.
                 let logits = if self.model.kind() == Kind::Float {

@@ -166,50 +166,40 @@ pub fn describe(event: &Event, total_steps: usize) -> Option<String> {
             batch_size,
             parameters,
             output_dir,
-            task:
-                Task::Train {
-                    labels,
-                    train_rows,
-                    dev_rows,
-                    grad_accum_steps,
-                    resumed_from_step,
-                },
-        }) => {
-            let resumed = if *resumed_from_step > 0 {
-                format!(", resuming after step {resumed_from_step}")
-            } else {
-                String::new()
-            };
-            format!(
-                "start: {model} ({parameters} parameters) on {device} in {precision}; {train_rows} training rows, \
-                 {dev_rows} dev rows, labels {}; {epochs} epoch(s) of batches of {batch_size} × {grad_accum_steps} \
-                 accumulated: {total_steps} steps{resumed}; output in {output_dir}",
-                labels.join(", ")
-            )
-        }
-        Event::Start(Start {
-            model,
-            device,
-            precision,
-            epochs,
-            total_steps,
-            batch_size,
-            parameters,
-            output_dir,
-            task:
-                Task::Pretrain {
-                    corpus_rows,
-                    skipped_rows,
-                    vocab_size,
-                    max_seq_len,
-                    mask_rate,
-                },
-        }) => format!(
-            "start: pretraining {model} ({parameters} parameters) on {device} in {precision}; {corpus_rows} corpus rows \
-             ({skipped_rows} skipped), vocabulary {vocab_size}, max length {max_seq_len}, {:.0}% of words masked; \
-             {epochs} epoch(s) of batches of {batch_size}: {total_steps} steps; output in {output_dir}",
-            mask_rate * 100.0
-        ),
+            task,
+        }) => match task {
+            Task::Train {
+                labels,
+                train_rows,
+                dev_rows,
+                grad_accum_steps,
+                resumed_from_step,
+            } => {
+                let resumed = if *resumed_from_step > 0 {
+                    format!(", resuming after step {resumed_from_step}")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "start: {model} ({parameters} parameters) on {device} in {precision}; {train_rows} training rows, \
+                     {dev_rows} dev rows, labels {}; {epochs} epoch(s) of batches of {batch_size} × {grad_accum_steps} \
+                     accumulated: {total_steps} steps{resumed}; output in {output_dir}",
+                    labels.join(", ")
+                )
+            }
+            Task::Pretrain {
+                corpus_rows,
+                skipped_rows,
+                vocab_size,
+                max_seq_len,
+                mask_rate,
+            } => format!(
+                "start: pretraining {model} ({parameters} parameters) on {device} in {precision}; {corpus_rows} corpus rows \
+                 ({skipped_rows} skipped), vocabulary {vocab_size}, max length {max_seq_len}, {:.0}% of words masked; \
+                 {epochs} epoch(s) of batches of {batch_size}: {total_steps} steps; output in {output_dir}",
+                mask_rate * 100.0
+            ),
+        },
         Event::Step {
             step,
             epoch,
@@ -264,21 +254,9 @@ pub fn describe(event: &Event, total_steps: usize) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
     use super::*;
+    use crate::events::tests::Shared;
     use crate::metrics::Metrics;
-
-    #[derive(Clone, Default)]
-    struct Shared(Arc<Mutex<Vec<u8>>>);
-    impl Write for Shared {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().write(b)
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
 
     #[test]
     fn each_event_is_one_stamped_line_and_steps_know_their_total() {

@@ -53,6 +53,15 @@ pub struct Encoded {
     pub token_type_ids: Vec<i64>,
 }
 
+impl Encoded {
+    fn of(enc: &Encoding) -> Encoded {
+        Encoded {
+            input_ids: enc.get_ids().iter().map(|&i| i as i64).collect(),
+            token_type_ids: enc.get_type_ids().iter().map(|&i| i as i64).collect(),
+        }
+    }
+}
+
 impl std::fmt::Debug for Tokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tokenizer")
@@ -268,6 +277,18 @@ impl Tokenizer {
             ),
             None => None,
         };
+        let enc = self.finish(first, second, max_len)?;
+        Ok(Encoded::of(&enc))
+    }
+
+    /// Truncates (longest-first) so that the special tokens fit in `max_len`, then adds them: the one
+    /// post-processing step of `encode` and `encode_with_offsets`, so both give the same ids.
+    fn finish(
+        &self,
+        first: Encoding,
+        second: Option<Encoding>,
+        max_len: usize,
+    ) -> Result<Encoding> {
         let processor = self
             .inner
             .get_post_processor()
@@ -286,13 +307,9 @@ impl Tokenizer {
         };
         let (first, second) =
             truncate_encodings(first, second, &params).map_err(|e| tok_err("truncate", e))?;
-        let enc: Encoding = processor
+        processor
             .process(first, second, true)
-            .map_err(|e| tok_err("template", e))?;
-        Ok(Encoded {
-            input_ids: enc.get_ids().iter().map(|&i| i as i64).collect(),
-            token_type_ids: enc.get_type_ids().iter().map(|&i| i as i64).collect(),
-        })
+            .map_err(|e| tok_err("template", e))
     }
 
     /// [`Tokenizer::encode`] of one text that also returns each token's byte span in `text` (`None` for
@@ -304,38 +321,14 @@ impl Tokenizer {
             .inner
             .encode(text, false)
             .map_err(|e| tok_err("encode", e))?;
-        let processor = self
-            .inner
-            .get_post_processor()
-            .expect("post-processor set in from_vocab");
-        let added = processor.added_tokens(false);
-        if max_len < added {
-            return Err(Error::Tokenizer(format!(
-                "max_len {max_len} is shorter than the {added} special tokens"
-            )));
-        }
-        let params = TruncationParams {
-            max_length: max_len - added,
-            strategy: TruncationStrategy::LongestFirst,
-            stride: 0,
-            direction: TruncationDirection::Right,
-        };
-        let (first, _) =
-            truncate_encodings(first, None, &params).map_err(|e| tok_err("truncate", e))?;
-        let enc: Encoding = processor
-            .process(first, None, true)
-            .map_err(|e| tok_err("template", e))?;
+        let enc = self.finish(first, None, max_len)?;
         let spans = enc
             .get_offsets()
             .iter()
             .zip(enc.get_special_tokens_mask())
             .map(|(&span, &special)| (special == 0).then_some(span))
             .collect();
-        let encoded = Encoded {
-            input_ids: enc.get_ids().iter().map(|&i| i as i64).collect(),
-            token_type_ids: enc.get_type_ids().iter().map(|&i| i as i64).collect(),
-        };
-        Ok((encoded, spans))
+        Ok((Encoded::of(&enc), spans))
     }
 
     /// [`Tokenizer::encode`] over many examples, in parallel, results in input order.

@@ -5,7 +5,7 @@
 
 use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
-use trainer::{ErnieConfig, ErnieForSequenceClassification};
+use trainer::{ErnieConfig, ErnieForSequenceClassification, Inputs};
 
 fn tiny_config(model_type: &str) -> ErnieConfig {
     let text = format!(
@@ -40,7 +40,15 @@ fn check(model_type: &str) {
     let tasks = (model_type == "ernie").then_some(tasks);
     let loss = || {
         model
-            .forward_t(&ids, &mask, Some(&types), tasks.as_ref(), true)
+            .forward_t(
+                Inputs {
+                    input_ids: &ids,
+                    attention_mask: &mask,
+                    token_type_ids: Some(&types),
+                    task_type_ids: tasks.as_ref(),
+                },
+                true,
+            )
             .cross_entropy_loss::<Tensor>(&labels, None, tch::Reduction::Mean, -100, 0.0)
     };
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tch::{Device, Kind, Tensor};
-use trainer::checkpoint;
+use trainer::{checkpoint, Inputs};
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/parity")
@@ -51,8 +51,13 @@ fn max_logit_error(model: &trainer::ErnieForSequenceClassification, fixture: &Va
         let types = int_tensor(&batch["token_type_ids"]);
         let tasks =
             (!batch["task_type_ids"].is_null()).then(|| int_tensor(&batch["task_type_ids"]));
-        let logits =
-            tch::no_grad(|| model.forward_t(&ids, &mask, Some(&types), tasks.as_ref(), false));
+        let inputs = Inputs {
+            input_ids: &ids,
+            attention_mask: &mask,
+            token_type_ids: Some(&types),
+            task_type_ids: tasks.as_ref(),
+        };
+        let logits = tch::no_grad(|| model.forward_t(inputs, false));
         let want: Vec<Vec<f64>> = serde_json::from_value(batch["logits"].clone()).unwrap();
         let got = float_rows(&logits);
         assert_eq!(got.len(), want.len());
@@ -167,8 +172,14 @@ fn cls_only_last_layer_equals_full_forward() {
     let mask = int_tensor(&batch["attention_mask"]);
     let tasks = int_tensor(&batch["task_type_ids"]);
     let ernie = &loaded.model.ernie;
-    let full = tch::no_grad(|| ernie.forward_t(&ids, &mask, None, Some(&tasks), false));
-    let cls = tch::no_grad(|| ernie.forward_pooled_t(&ids, &mask, None, Some(&tasks), false));
+    let inputs = Inputs {
+        input_ids: &ids,
+        attention_mask: &mask,
+        token_type_ids: None,
+        task_type_ids: Some(&tasks),
+    };
+    let full = tch::no_grad(|| ernie.forward_t(inputs, false));
+    let cls = tch::no_grad(|| ernie.forward_pooled_t(inputs, false));
     assert_eq!(cls.sequence_output.size(), vec![ids.size()[0], 1, 24]);
     let diff = (full.sequence_output.narrow(1, 0, 1) - &cls.sequence_output)
         .abs()

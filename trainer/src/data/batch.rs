@@ -31,6 +31,18 @@ pub struct Batch {
     pub tokens: usize,
 }
 
+impl Batch {
+    /// The batch as the model's inputs (no task-type ids: fine-tuning data has none).
+    pub fn inputs(&self) -> crate::Inputs<'_> {
+        crate::Inputs {
+            input_ids: &self.input_ids,
+            attention_mask: &self.attention_mask,
+            token_type_ids: Some(&self.token_type_ids),
+            task_type_ids: None,
+        }
+    }
+}
+
 /// How many batches' worth of rows are sorted together. Larger buckets pad less but make batches more
 /// uniform in length (and so less random); 50 is the usual compromise.
 const BUCKET_BATCHES: usize = 50;

@@ -160,12 +160,8 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
             None | Some(serde_json::Value::Null) => None,
             Some(serde_json::Value::String(s)) => Some(s.clone()),
             Some(other) => {
-                out.issues.push(Issue::error(
-                    IssueKind::Malformed,
-                    Some(line),
-                    Some(columns.text.clone()),
-                    format!("expected a string, found {}", json_kind(other)),
-                ));
+                out.issues
+                    .push(wrong_type(line, &columns.text, "a string", other));
                 continue;
             }
         };
@@ -173,12 +169,8 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
             Some(serde_json::Value::String(s)) if !s.is_empty() => Some(s.clone()),
             None | Some(serde_json::Value::Null) | Some(serde_json::Value::String(_)) => None,
             Some(other) => {
-                out.issues.push(Issue::error(
-                    IssueKind::Malformed,
-                    Some(line),
-                    Some(columns.text_pair.clone()),
-                    format!("expected a string, found {}", json_kind(other)),
-                ));
+                out.issues
+                    .push(wrong_type(line, &columns.text_pair, "a string", other));
                 continue;
             }
         };
@@ -187,15 +179,9 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
             Some(serde_json::Value::String(s)) => Some(s.trim().to_string()),
             Some(serde_json::Value::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_string()),
             Some(other) => {
-                out.issues.push(Issue::error(
-                    IssueKind::Malformed,
-                    Some(line),
-                    Some(columns.label.clone()),
-                    format!(
-                        "expected a string or an integer, found {}",
-                        json_kind(other)
-                    ),
-                ));
+                let want = "a string or an integer";
+                out.issues
+                    .push(wrong_type(line, &columns.label, want, other));
                 continue;
             }
         };
@@ -208,6 +194,16 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
         });
     }
     out
+}
+
+/// A cell of the wrong JSON type, named by line and column; the row is skipped.
+fn wrong_type(line: usize, column: &str, want: &str, found: &serde_json::Value) -> Issue {
+    Issue::error(
+        IssueKind::Malformed,
+        Some(line),
+        Some(column.to_string()),
+        format!("expected {want}, found {}", json_kind(found)),
+    )
 }
 
 fn json_kind(v: &serde_json::Value) -> &'static str {

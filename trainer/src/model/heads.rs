@@ -12,6 +12,19 @@ use super::key_mask;
 use super::layers::{activation, Dense, LayerNorm};
 use crate::ErnieConfig;
 
+/// The tensors of one forward pass, named after transformers' `forward` arguments: `[B, S]` Int64 on the
+/// model's device. One value instead of four positional tensors, so the heads, the training loops and the
+/// server cannot swap `token_type_ids` and `task_type_ids` (both optional, both `[B, S]`).
+#[derive(Debug, Clone, Copy)]
+pub struct Inputs<'a> {
+    pub input_ids: &'a Tensor,
+    /// 1 for real tokens, 0 for padding.
+    pub attention_mask: &'a Tensor,
+    pub token_type_ids: Option<&'a Tensor>,
+    /// ERNIE 3.0's task-type ids (zeros when absent, as in PaddleNLP).
+    pub task_type_ids: Option<&'a Tensor>,
+}
+
 /// What the encoder returns.
 #[derive(Debug)]
 pub struct ErnieModelOutput {
@@ -48,60 +61,24 @@ impl ErnieModel {
         }
     }
 
-    /// Full forward. `input_ids`, `attention_mask`, `token_type_ids`, `task_type_ids`: `[B, S]` Int64.
-    pub fn forward_t(
-        &self,
-        input_ids: &Tensor,
-        attention_mask: &Tensor,
-        token_type_ids: Option<&Tensor>,
-        task_type_ids: Option<&Tensor>,
-        train: bool,
-    ) -> ErnieModelOutput {
-        self.run(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            task_type_ids,
-            train,
-            false,
-        )
+    /// Full forward.
+    pub fn forward_t(&self, x: Inputs, train: bool) -> ErnieModelOutput {
+        self.run(x, train, false)
     }
 
     /// Like [`ErnieModel::forward_t`] but the last layer is computed for `[CLS]` only: use it when only the
     /// pooled output is needed (classification). `sequence_output` is then `[B, 1, H]`.
-    pub fn forward_pooled_t(
-        &self,
-        input_ids: &Tensor,
-        attention_mask: &Tensor,
-        token_type_ids: Option<&Tensor>,
-        task_type_ids: Option<&Tensor>,
-        train: bool,
-    ) -> ErnieModelOutput {
-        self.run(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            task_type_ids,
-            train,
-            true,
-        )
+    pub fn forward_pooled_t(&self, x: Inputs, train: bool) -> ErnieModelOutput {
+        self.run(x, train, true)
     }
 
-    fn run(
-        &self,
-        input_ids: &Tensor,
-        attention_mask: &Tensor,
-        token_type_ids: Option<&Tensor>,
-        task_type_ids: Option<&Tensor>,
-        train: bool,
-        cls_only: bool,
-    ) -> ErnieModelOutput {
-        let embedded = self
-            .embeddings
-            .forward_t(input_ids, token_type_ids, task_type_ids, train);
-        let mask = key_mask(attention_mask);
+    fn run(&self, x: Inputs, train: bool, cls_only: bool) -> ErnieModelOutput {
+        let embedded =
+            self.embeddings
+                .forward_t(x.input_ids, x.token_type_ids, x.task_type_ids, train);
+        let mask = key_mask(x.attention_mask);
         let packing = if self.unpad {
-            Packing::new(attention_mask)
+            Packing::new(x.attention_mask)
         } else {
             None
         };
@@ -161,21 +138,8 @@ impl ErnieForSequenceClassification {
 
     /// `[B, S]` Int64 inputs on the model's device → logits `[B, L]` (Float; under autocast or with weights
     /// cast for inference possibly half — callers convert with `.to_kind(Kind::Float)`).
-    pub fn forward_t(
-        &self,
-        input_ids: &Tensor,
-        attention_mask: &Tensor,
-        token_type_ids: Option<&Tensor>,
-        task_type_ids: Option<&Tensor>,
-        train: bool,
-    ) -> Tensor {
-        let out = self.ernie.forward_pooled_t(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            task_type_ids,
-            train,
-        );
+    pub fn forward_t(&self, x: Inputs, train: bool) -> Tensor {
+        let out = self.ernie.forward_pooled_t(x, train);
         self.classifier
             .forward(&dropout(&out.pooled_output, self.dropout, train))
     }
@@ -217,42 +181,14 @@ impl ErnieForMaskedLM {
     }
 
     /// Vocabulary logits `[B, S, V]` for every position.
-    pub fn forward_t(
-        &self,
-        input_ids: &Tensor,
-        attention_mask: &Tensor,
-        token_type_ids: Option<&Tensor>,
-        task_type_ids: Option<&Tensor>,
-        train: bool,
-    ) -> Tensor {
-        let out = self.ernie.forward_t(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            task_type_ids,
-            train,
-        );
-        self.predict(&out.sequence_output)
+    pub fn forward_t(&self, x: Inputs, train: bool) -> Tensor {
+        self.predict(&self.ernie.forward_t(x, train).sequence_output)
     }
 
     /// Vocabulary logits `[N, V]` for the flattened positions `positions` (`[N]` Int64 indices into `B * S`),
     /// which avoids the `[B, S, V]` projection when only masked tokens are scored.
-    pub fn forward_masked_t(
-        &self,
-        input_ids: &Tensor,
-        attention_mask: &Tensor,
-        token_type_ids: Option<&Tensor>,
-        task_type_ids: Option<&Tensor>,
-        positions: &Tensor,
-        train: bool,
-    ) -> Tensor {
-        let out = self.ernie.forward_t(
-            input_ids,
-            attention_mask,
-            token_type_ids,
-            task_type_ids,
-            train,
-        );
+    pub fn forward_masked_t(&self, x: Inputs, positions: &Tensor, train: bool) -> Tensor {
+        let out = self.ernie.forward_t(x, train);
         let h = out.sequence_output.size()[2];
         let picked = out
             .sequence_output

@@ -17,7 +17,9 @@ pub mod encoder;
 pub mod heads;
 pub mod layers;
 
-pub use heads::{ErnieForMaskedLM, ErnieForSequenceClassification, ErnieModel, ErnieModelOutput};
+pub use heads::{
+    ErnieForMaskedLM, ErnieForSequenceClassification, ErnieModel, ErnieModelOutput, Inputs,
+};
 
 use tch::Tensor;
 

@@ -83,17 +83,8 @@ fn model_parts(args: &PretrainArgs, texts: &[String]) -> Result<(ErnieConfig, To
     let m = args.model_section();
     let labels: Vec<String> = PLACEHOLDER_LABELS.iter().map(|s| s.to_string()).collect();
     if let Some(dir) = &args.pretrained {
-        let mut config = ErnieConfig::from_file(&dir.join("config.json"))?;
+        let (mut config, tokenizer) = crate::checkpoint::config_and_tokenizer(dir)?;
         model_init::apply_overrides(&mut config, &m);
-        let tokenizer = Tokenizer::from_dir(dir)?;
-        if tokenizer.vocab_size() > config.vocab_size {
-            return Err(Error::Checkpoint(format!(
-                "{}: the tokenizer has {} tokens but config.json says vocab_size {}",
-                dir.display(),
-                tokenizer.vocab_size(),
-                config.vocab_size
-            )));
-        }
         if args.max_seq_len > config.max_position_embeddings {
             return Err(Error::Config(format!(
                 "--max-seq-len ({}) exceeds the model's max_position_embeddings ({})",
@@ -299,14 +290,7 @@ impl<'a> Pretrainer<'a> {
         let (b, positions, targets) = mlm_batch(&masked, self.tokenizer.pad_id(), device);
         self.opt.zero_grad();
         let logits = self.precision.autocast(device, || {
-            self.model.forward_masked_t(
-                &b.input_ids,
-                &b.attention_mask,
-                Some(&b.token_type_ids),
-                None,
-                &positions,
-                true,
-            )
+            self.model.forward_masked_t(b.inputs(), &positions, true)
         })?;
         let loss = logits
             .to_kind(Kind::Float)

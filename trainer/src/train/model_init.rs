@@ -9,7 +9,7 @@ use tch::nn::VarStore;
 use tch::Device;
 
 use super::config::ModelSection;
-use crate::checkpoint::{load_weights, INITIALISABLE};
+use crate::checkpoint::{self, load_weights, INITIALISABLE};
 use crate::{ErnieConfig, ErnieForSequenceClassification, Error, Result, Tokenizer};
 
 /// A model with its store, config and tokenizer.
@@ -42,16 +42,7 @@ pub fn from_dir(
     device: Device,
     exact: bool,
 ) -> Result<Built> {
-    let mut config = ErnieConfig::from_file(&dir.join("config.json"))?;
-    let tokenizer = Tokenizer::from_dir(dir)?;
-    if tokenizer.vocab_size() > config.vocab_size {
-        return Err(Error::Checkpoint(format!(
-            "{}: the tokenizer has {} tokens but config.json says vocab_size {}",
-            dir.display(),
-            tokenizer.vocab_size(),
-            config.vocab_size
-        )));
-    }
+    let (mut config, tokenizer) = checkpoint::config_and_tokenizer(dir)?;
     let same_labels = config.labels() == labels;
     if exact && !same_labels {
         return Err(Error::Checkpoint(format!(

@@ -433,15 +433,9 @@ impl<'a> Trainer<'a> {
                 field: None,
                 message: "a training row has no label".into(),
             })?;
-            let logits = self.precision.autocast(device, || {
-                self.built.model.forward_t(
-                    &b.input_ids,
-                    &b.attention_mask,
-                    Some(&b.token_type_ids),
-                    None,
-                    true,
-                )
-            })?;
+            let logits = self
+                .precision
+                .autocast(device, || self.built.model.forward_t(b.inputs(), true))?;
             let loss = logits.to_kind(Kind::Float).cross_entropy_for_logits(labels);
             // Weighting each micro-batch by its share of rows makes the step's gradient the mean over
             // all rows of the step, whatever the accumulation and the size of the last batch.
