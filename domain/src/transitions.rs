@@ -32,13 +32,14 @@ pub trait Column:
     fn name(self) -> &'static str;
 }
 
-/// Declares the reasons of a machine: an enum whose variants are stored as the given words (its
-/// `sqlx::Type` and its [`Column`] name agree because both come from the one word).
+/// Declares the reasons of a machine: an enum whose variants are stored as the given words
+/// (`Variant => "word"`; its `sqlx::Type` and its [`Column`] name agree because both come from the
+/// one word).
 macro_rules! reasons {
     (
         $(#[$meta:meta])*
         $vis:vis enum $name:ident {
-            $($(#[$vmeta:meta])* $variant:ident = $word:literal,)+
+            $($(#[$vmeta:meta])* $variant:ident => $word:literal,)+
         }
     ) => {
         $(#[$meta])*
@@ -75,6 +76,43 @@ stored_by_word!(
     BuildStatus,
     EnvStatus
 );
+
+/// Declares a [`Machine`]: the type that names it, what traces call it, its table (and the columns
+/// when they are not `status`, `status_reason`, `status_message`), and the function that says which
+/// moves it allows. Every machine is the same few constants around its own moves, so they are written
+/// once here.
+macro_rules! machine {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            kind: $kind:literal,
+            table: $table:literal,
+            $(status_column: $status_col:literal,)?
+            $(reason_column: $reason_col:literal,)?
+            $(message_column: $message_col:literal,)?
+            status: $status:ty,
+            reason: $reason:ty,
+            moves: $moves:path,
+        }
+    ) => {
+        $(#[$meta])*
+        $vis struct $name;
+
+        impl $crate::transitions::Machine for $name {
+            const KIND: &'static str = $kind;
+            const TABLE: &'static str = $table;
+            $(const STATUS: &'static str = $status_col;)?
+            $(const REASON: &'static str = $reason_col;)?
+            $(const MESSAGE: &'static str = $message_col;)?
+            type Status = $status;
+            type Reason = $reason;
+            fn can_become(from: $status, to: $status) -> bool {
+                $moves(from, to)
+            }
+        }
+    };
+}
+pub(crate) use machine;
 
 /// One kind's state machine.
 pub trait Machine {
@@ -168,4 +206,18 @@ pub async fn transition<M: Machine>(
     }
     .instrument(span)
     .await
+}
+
+/// A machine's statuses end where its contract says they are final, and only there; no status moves
+/// to itself (a move that changes nothing would still be traced and counted).
+#[cfg(test)]
+pub(crate) fn assert_ends_only_in_final<M: Machine>(
+    all: &[M::Status],
+    is_final: impl Fn(M::Status) -> bool,
+) {
+    for &from in all {
+        let onward = all.iter().filter(|&&to| M::can_become(from, to)).count();
+        assert_eq!(onward == 0, is_final(from), "{from:?}");
+        assert!(!M::can_become(from, from), "{from:?} to itself");
+    }
 }

@@ -11,39 +11,43 @@ use contracts::error::AppError;
 use contracts::types::EndpointStatus;
 use sqlx::SqliteConnection;
 
-use crate::transitions::{self, reasons, Machine};
+use crate::transitions::{self, machine, reasons};
 
 reasons! {
     /// Why an endpoint's status changed, in `endpoints.status_reason`.
     pub enum EndpointReason {
         /// Its replicas answer and passed the parity gate (starting → ready).
-        Deployed = "deployed",
+        Deployed => "deployed",
         /// Its replicas did not start, or the parity gate refused them.
-        DeployFailed = "deploy_failed",
+        DeployFailed => "deploy_failed",
         /// A person stopped it.
-        Undeployed = "undeployed",
+        Undeployed => "undeployed",
         /// A person deployed it again (stopped or failed → starting).
-        Redeployed = "redeployed",
+        Redeployed => "redeployed",
         /// It is being deleted, with its workspace or on its own.
-        Deleted = "deleted",
+        Deleted => "deleted",
     }
 }
 
-/// The endpoints table's machine.
-pub struct Endpoint;
+machine! {
+    /// The endpoints table's machine.
+    pub struct Endpoint {
+        kind: "endpoint",
+        table: "endpoints",
+        status: EndpointStatus,
+        reason: EndpointReason,
+        moves: endpoint_moves,
+    }
+}
 
-impl Machine for Endpoint {
-    const KIND: &'static str = "endpoint";
-    const TABLE: &'static str = "endpoints";
-    type Status = EndpointStatus;
-    type Reason = EndpointReason;
-    fn can_become(from: EndpointStatus, to: EndpointStatus) -> bool {
-        use EndpointStatus::*;
-        match from {
-            Starting => matches!(to, Ready | Failed | Stopped),
-            Ready => matches!(to, Stopped),
-            Failed | Stopped => matches!(to, Starting) || (from == Failed && to == Stopped),
-        }
+/// A replica's moves, but an endpoint is deployed again once stopped, and does not fail once ready: a
+/// replica that fails then is the watcher's to restart.
+fn endpoint_moves(from: EndpointStatus, to: EndpointStatus) -> bool {
+    use EndpointStatus::*;
+    match (from, to) {
+        (Stopped, Starting) => true,
+        (Ready, Failed) => false,
+        _ => replica_moves(from, to),
     }
 }
 
@@ -89,58 +93,56 @@ reasons! {
     /// Why a replica's status changed, in `endpoint_replicas.status_reason`.
     pub enum ReplicaReason {
         /// Started for the first time (the row's first status).
-        Created = "created",
+        Created => "created",
         /// It answers (starting → ready).
-        Started = "started",
+        Started => "started",
         /// It did not come up.
-        StartFailed = "start_failed",
+        StartFailed => "start_failed",
         /// It exited or stopped answering while serving.
-        Exited = "exited",
+        Exited => "exited",
         /// The server restarted while it was starting.
-        Interrupted = "interrupted",
+        Interrupted => "interrupted",
         /// The watcher starts it again after a failure (failed → starting).
-        Restarted = "restarted",
+        Restarted => "restarted",
         /// Taken out of service: undeployed, scaled down, replaced by a rollout.
-        Retired = "retired",
+        Retired => "retired",
     }
 }
 
-/// The endpoint_replicas table's machine; its message column is `last_error`.
-pub struct Replica;
+machine! {
+    /// The endpoint_replicas table's machine; its message column is `last_error`.
+    pub struct Replica {
+        kind: "replica",
+        table: "endpoint_replicas",
+        message_column: "last_error",
+        status: EndpointStatus,
+        reason: ReplicaReason,
+        moves: replica_moves,
+    }
+}
 
-impl Machine for Replica {
-    const KIND: &'static str = "replica";
-    const TABLE: &'static str = "endpoint_replicas";
-    const MESSAGE: &'static str = "last_error";
-    type Status = EndpointStatus;
-    type Reason = ReplicaReason;
-    fn can_become(from: EndpointStatus, to: EndpointStatus) -> bool {
-        use EndpointStatus::*;
-        match from {
-            Starting => matches!(to, Ready | Failed | Stopped),
-            Ready => matches!(to, Failed | Stopped),
-            Failed => matches!(to, Starting | Stopped),
-            Stopped => false,
-        }
+fn replica_moves(from: EndpointStatus, to: EndpointStatus) -> bool {
+    use EndpointStatus::*;
+    match from {
+        Starting => matches!(to, Ready | Failed | Stopped),
+        Ready => matches!(to, Failed | Stopped),
+        Failed => matches!(to, Starting | Stopped),
+        Stopped => false,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transitions::Machine;
     use EndpointStatus::*;
 
     const ALL: [EndpointStatus; 4] = [Starting, Ready, Failed, Stopped];
 
     #[test]
     fn a_retired_replica_is_final_and_every_other_state_can_be_left() {
+        transitions::assert_ends_only_in_final::<Replica>(&ALL, |s| s == Stopped);
         for from in ALL {
-            let onward = ALL
-                .iter()
-                .filter(|to| Replica::can_become(from, **to))
-                .count();
-            assert_eq!(onward == 0, from == Stopped, "{from:?}");
-            assert!(!Replica::can_become(from, from), "{from:?} to itself");
             assert!(!Endpoint::can_become(from, from), "{from:?} to itself");
         }
         // A serving replica is never restarted in place: it fails first, so its end is recorded.

@@ -17,7 +17,7 @@ use tokio::sync::mpsc;
 use super::spec::{runtime_binary, to_env_spec, LOCAL_BASE};
 use super::VersionRow;
 use crate::engine::Engine;
-use crate::transitions::{reasons, Machine};
+use crate::transitions::{machine, reasons, Machine};
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::{BuildStatus, EnvironmentSpec};
 
@@ -25,37 +25,39 @@ reasons! {
     /// Why a build's status changed, in `environment_versions.build_reason`.
     pub enum Reason {
         /// A person asked for the image to be built again.
-        RebuildRequested = "rebuild_requested",
+        RebuildRequested => "rebuild_requested",
         /// The builder took it (queued → building).
-        Started = "started",
+        Started => "started",
         /// The image exists; its ID is the version's lock.
-        Built = "built",
+        Built => "built",
         /// Docker refused the build; `build_error` says why.
-        BuildFailed = "build_failed",
+        BuildFailed => "build_failed",
         /// The server stopped while it was building; it is built again.
-        Interrupted = "interrupted",
+        Interrupted => "interrupted",
     }
 }
 
-/// An environment version's build, in `environment_versions` (`build_status`, `build_reason`,
-/// `build_error`).
-pub struct Build;
+machine! {
+    /// An environment version's build, in `environment_versions` (`build_status`, `build_reason`,
+    /// `build_error`).
+    pub struct Build {
+        kind: "build",
+        table: "environment_versions",
+        status_column: "build_status",
+        reason_column: "build_reason",
+        message_column: "build_error",
+        status: BuildStatus,
+        reason: Reason,
+        moves: moves,
+    }
+}
 
-impl Machine for Build {
-    const KIND: &'static str = "build";
-    const TABLE: &'static str = "environment_versions";
-    const STATUS: &'static str = "build_status";
-    const REASON: &'static str = "build_reason";
-    const MESSAGE: &'static str = "build_error";
-    type Status = BuildStatus;
-    type Reason = Reason;
-    fn can_become(from: BuildStatus, to: BuildStatus) -> bool {
-        use BuildStatus::*;
-        match from {
-            Queued => to == Building,
-            Building => matches!(to, Built | Failed | Queued),
-            Built | Failed => to == Queued,
-        }
+fn moves(from: BuildStatus, to: BuildStatus) -> bool {
+    use BuildStatus::*;
+    match from {
+        Queued => to == Building,
+        Building => matches!(to, Built | Failed | Queued),
+        Built | Failed => to == Queued,
     }
 }
 

@@ -13,58 +13,60 @@ use contracts::error::{AppError, ErrorCode};
 use contracts::types::EnvStatus;
 use sqlx::{Sqlite, Transaction};
 
-use crate::transitions::{self, reasons, Machine};
+use crate::transitions::{self, machine, reasons};
 
 reasons! {
     /// Why an environment's status changed, in `environments.status_reason`.
     pub enum Reason {
         /// A person started it (`up`).
-        UpRequested = "up_requested",
+        UpRequested => "up_requested",
         /// Its container was created and started.
-        Provisioned = "provisioned",
+        Provisioned => "provisioned",
         /// Its container could not be made; the message says why.
-        ProvisionFailed = "provision_failed",
+        ProvisionFailed => "provision_failed",
         /// A person stopped it (`down`).
-        Stopped = "stopped",
+        Stopped => "stopped",
         /// Nobody used its terminal or exec for longer than the idle limit.
-        Idle = "idle",
+        Idle => "idle",
         /// A person restarted its main process.
-        Restarted = "restarted",
+        Restarted => "restarted",
         /// Docker says the container runs (again).
-        SeenRunning = "seen_running",
+        SeenRunning => "seen_running",
         /// The main process ended; `exit_code` says how.
-        Exited = "exited",
+        Exited => "exited",
         /// Killed for using more memory than its limit.
-        OomKilled = "oom_killed",
+        OomKilled => "oom_killed",
         /// Docker reports the container dead.
-        Dead = "dead",
+        Dead => "dead",
         /// The container is gone, removed outside Paddock.
-        Disappeared = "disappeared",
+        Disappeared => "disappeared",
         /// Its container was found running while the row said it had none, and taken back.
-        Adopted = "adopted",
+        Adopted => "adopted",
     }
 }
 
-/// The environments table's machine.
-pub struct Environment;
+machine! {
+    /// The environments table's machine.
+    pub struct Environment {
+        kind: "environment",
+        table: "environments",
+        status: EnvStatus,
+        reason: Reason,
+        moves: moves,
+    }
+}
 
-impl Machine for Environment {
-    const KIND: &'static str = "environment";
-    const TABLE: &'static str = "environments";
-    type Status = EnvStatus;
-    type Reason = Reason;
-    fn can_become(from: EnvStatus, to: EnvStatus) -> bool {
-        use EnvStatus::*;
-        match (from, to) {
-            // Stopping is always possible (and idempotent); starting is, unless a start is under way.
-            (_, Stopped) => true,
-            (_, Provisioning) => from != Provisioning,
-            // Without a container there is nothing to report, but a container to take back.
-            (Stopped, _) => to == Running,
-            // A container exists, or is being made (a start's own outcome, or what Docker says of a
-            // container a crashed start left): its status is Docker's.
-            (Provisioning | Running | Exited | OomKilled | Failed | Missing, _) => true,
-        }
+fn moves(from: EnvStatus, to: EnvStatus) -> bool {
+    use EnvStatus::*;
+    match (from, to) {
+        // Stopping is always possible (and idempotent); starting is, unless a start is under way.
+        (_, Stopped) => true,
+        (_, Provisioning) => from != Provisioning,
+        // Without a container there is nothing to report, but a container to take back.
+        (Stopped, _) => to == Running,
+        // A container exists, or is being made (a start's own outcome, or what Docker says of a
+        // container a crashed start left): its status is Docker's.
+        (Provisioning | Running | Exited | OomKilled | Failed | Missing, _) => true,
     }
 }
 
@@ -140,6 +142,7 @@ pub(crate) fn starting() -> AppError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transitions::Machine;
     use EnvStatus::*;
 
     const ALL: [EnvStatus; 7] = [

@@ -6,40 +6,38 @@ use contracts::error::AppError;
 use contracts::types::EvaluationStatus;
 use sqlx::SqliteConnection;
 
-use crate::transitions::{reasons, Machine};
+use crate::transitions::{machine, reasons, Machine};
 
 reasons! {
     /// Why an evaluation's status changed, in `evaluations.status_reason`.
     pub enum Reason {
         /// The evaluator runs (queued → running).
-        Started = "started",
+        Started => "started",
         /// It printed its metrics and exited 0.
-        Completed = "completed",
+        Completed => "completed",
         /// It exited with an error of its own.
-        EvaluatorFailed = "evaluator_failed",
+        EvaluatorFailed => "evaluator_failed",
         /// Its dataset or checkpoint was gone before it started.
-        InputsGone = "inputs_gone",
+        InputsGone => "inputs_gone",
         /// It could not be started at all (see the server log).
-        StartFailed = "start_failed",
+        StartFailed => "start_failed",
         /// Its process disappeared without an exit status.
-        Exited = "exited",
+        Exited => "exited",
         /// Its workspace was deleted.
-        WorkspaceDeleted = "workspace_deleted",
+        WorkspaceDeleted => "workspace_deleted",
         /// The server stopped it to move its data directory to a new layout.
-        Interrupted = "interrupted",
+        Interrupted => "interrupted",
     }
 }
 
-/// The evaluations table's machine.
-pub struct Evaluation;
-
-impl Machine for Evaluation {
-    const KIND: &'static str = "evaluation";
-    const TABLE: &'static str = "evaluations";
-    type Status = EvaluationStatus;
-    type Reason = Reason;
-    fn can_become(from: EvaluationStatus, to: EvaluationStatus) -> bool {
-        from.can_become(to)
+machine! {
+    /// The evaluations table's machine.
+    pub struct Evaluation {
+        kind: "evaluation",
+        table: "evaluations",
+        status: EvaluationStatus,
+        reason: Reason,
+        moves: EvaluationStatus::can_become,
     }
 }
 
@@ -65,16 +63,13 @@ pub async fn fail(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transitions;
 
     #[test]
     fn the_machine_ends_in_final_states_and_only_there() {
-        for from in EvaluationStatus::ALL {
-            let onward = EvaluationStatus::ALL
-                .iter()
-                .filter(|to| from.can_become(**to))
-                .count();
-            assert_eq!(onward == 0, from.is_final(), "{from:?}");
-            assert!(!from.can_become(from), "{from:?} to itself");
-        }
+        transitions::assert_ends_only_in_final::<Evaluation>(
+            &EvaluationStatus::ALL,
+            EvaluationStatus::is_final,
+        );
     }
 }

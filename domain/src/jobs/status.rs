@@ -5,50 +5,48 @@ use contracts::error::AppError;
 use contracts::types::JobStatus;
 use sqlx::SqliteConnection;
 
-use crate::transitions::{self, reasons, Machine};
+use crate::transitions::{self, machine, reasons};
 
 reasons! {
     /// Why a job's status changed: a stable word, what the code decides on (the message is for people).
     pub enum Reason {
         /// The scheduler placed it (queued → starting).
-        Scheduled = "scheduled",
+        Scheduled => "scheduled",
         /// Its process or container runs (starting → running).
-        Launched = "launched",
+        Launched => "launched",
         /// The server restarted before it ran (starting → queued).
-        Requeued = "requeued",
+        Requeued => "requeued",
         /// It could not be started.
-        StartFailed = "start_failed",
+        StartFailed => "start_failed",
         /// A person asked it to stop, or cancelled it before it ran.
-        CancelRequested = "cancel_requested",
+        CancelRequested => "cancel_requested",
         /// It reached its time limit: asked to stop with a checkpoint, and it ends as failed.
-        TimeLimit = "time_limit",
+        TimeLimit => "time_limit",
         /// The trainer finished its epochs.
-        Completed = "completed",
+        Completed => "completed",
         /// The trainer stopped early: the dev metric stopped improving.
-        EarlyStopped = "early_stopped",
+        EarlyStopped => "early_stopped",
         /// The trainer reported a failure.
-        TrainerFailed = "trainer_failed",
+        TrainerFailed => "trainer_failed",
         /// Stopped by a signal nobody in Paddock sent.
-        Signal = "signal",
+        Signal => "signal",
         /// The process ended without saying how, or disappeared.
-        Exited = "exited",
+        Exited => "exited",
         /// Its workspace was deleted.
-        WorkspaceDeleted = "workspace_deleted",
+        WorkspaceDeleted => "workspace_deleted",
         /// The server stopped it to move its data directory to a new layout.
-        Interrupted = "interrupted",
+        Interrupted => "interrupted",
     }
 }
 
-/// The jobs table's machine.
-pub struct Job;
-
-impl Machine for Job {
-    const KIND: &'static str = "job";
-    const TABLE: &'static str = "jobs";
-    type Status = JobStatus;
-    type Reason = Reason;
-    fn can_become(from: JobStatus, to: JobStatus) -> bool {
-        from.can_become(to)
+machine! {
+    /// The jobs table's machine.
+    pub struct Job {
+        kind: "job",
+        table: "jobs",
+        status: JobStatus,
+        reason: Reason,
+        moves: JobStatus::can_become,
     }
 }
 
@@ -66,13 +64,6 @@ mod tests {
 
     #[test]
     fn the_machine_ends_in_final_states_and_only_there() {
-        for from in JobStatus::ALL {
-            let onward = JobStatus::ALL
-                .iter()
-                .filter(|to| from.can_become(**to))
-                .count();
-            assert_eq!(onward == 0, from.is_final(), "{from:?}");
-            assert!(!from.can_become(from), "{from:?} to itself");
-        }
+        transitions::assert_ends_only_in_final::<Job>(&JobStatus::ALL, JobStatus::is_final);
     }
 }
