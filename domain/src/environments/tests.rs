@@ -84,7 +84,7 @@ fn small(name: &str) -> EnvironmentSpec {
 
 async fn wait_built(s: &Setup, env_id: i64) -> EnvironmentDetail {
     for _ in 0..600 {
-        let detail = get(&s.db, &s.owner, s.workspace, env_id).await.unwrap();
+        let detail = s.get(env_id).await;
         if !detail.summary.build_status.is_active() {
             return detail;
         }
@@ -108,13 +108,101 @@ async fn containers_of(s: &Setup) -> Vec<String> {
         .collect()
 }
 
+impl Setup {
+    /// Creates environment `name` from the small spec as the owner; its id.
+    async fn create(&self, name: &str) -> i64 {
+        create(
+            &self.db,
+            &self.engine,
+            &self.owner,
+            self.workspace,
+            small(name),
+        )
+        .await
+        .unwrap()
+        .summary
+        .id
+    }
+
+    /// As [`Setup::create`], once its image is built.
+    async fn built(&self, name: &str) -> i64 {
+        let env_id = self.create(name).await;
+        wait_built(self, env_id).await;
+        env_id
+    }
+
+    async fn get(&self, env_id: i64) -> EnvironmentDetail {
+        get(&self.db, &self.owner, self.workspace, env_id)
+            .await
+            .unwrap()
+    }
+
+    async fn up(&self, env_id: i64) -> EnvironmentDetail {
+        lifecycle::up(&self.db, &self.engine, &self.owner, self.workspace, env_id)
+            .await
+            .unwrap()
+    }
+
+    /// Runs `argv` in the environment as the owner.
+    async fn exec(&self, env_id: i64, argv: &[&str]) -> ExecResult {
+        let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+        lifecycle::exec(
+            &self.db,
+            &self.engine,
+            &self.owner,
+            self.workspace,
+            env_id,
+            &argv,
+        )
+        .await
+        .unwrap()
+    }
+
+    /// Writes behind the domain's back (`statement` binds the environment's id), as a crash, another
+    /// request or an older database would have left the row.
+    async fn tamper(&self, statement: &str, env_id: i64) {
+        sqlx::query(statement)
+            .bind(env_id)
+            .execute(&self.db)
+            .await
+            .unwrap();
+    }
+
+    async fn version_id(&self, env_id: i64, version: i64) -> i64 {
+        version_for_log(&self.db, &self.owner, self.workspace, env_id, version)
+            .await
+            .unwrap()
+    }
+
+    /// The environment's status and the reason of its last move, as stored.
+    async fn reason(&self, env_id: i64) -> (EnvStatus, Option<Reason>) {
+        let mut conn = self.db.acquire().await.unwrap();
+        crate::transitions::current::<Environment>(&mut conn, env_id)
+            .await
+            .unwrap()
+    }
+
+    /// The environment moved to `status` for `reason`, and its page shows an `event` of that kind.
+    async fn assert_moved(&self, env_id: i64, status: EnvStatus, reason: Reason, event: &str) {
+        let detail = self.get(env_id).await;
+        assert_eq!(detail.summary.status, status);
+        assert!(detail.events.iter().any(|e| e.kind == event), "{event}");
+        assert_eq!(self.reason(env_id).await, (status, Some(reason)));
+    }
+
+    async fn count(&self, query: &str) -> i64 {
+        sqlx::query_scalar(query).fetch_one(&self.db).await.unwrap()
+    }
+
+    async fn environments(&self) -> Vec<EnvironmentSummary> {
+        list(&self.db, &self.owner, self.workspace).await.unwrap()
+    }
+}
+
 #[tokio::test]
 async fn an_environment_is_built_provisioned_used_and_removed() {
     let Some(s) = setup().await else { return };
-    let created = create(&s.db, &s.engine, &s.owner, s.workspace, small("cpu-small"))
-        .await
-        .unwrap();
-    let env_id = created.summary.id;
+    let env_id = s.create("cpu-small").await;
     let built = wait_built(&s, env_id).await;
     assert_eq!(
         built.summary.build_status,
@@ -124,14 +212,12 @@ async fn an_environment_is_built_provisioned_used_and_removed() {
     );
     let image = built.summary.image_id.clone().expect("the lock");
     assert!(image.starts_with("sha256:"));
-    let (log, _) = builds::log_since(&s.db, version_id(&s, env_id, 1).await, 0)
+    let (log, _) = builds::log_since(&s.db, s.version_id(env_id, 1).await, 0)
         .await
         .unwrap();
     assert!(!log.is_empty(), "the build log is stored");
 
-    let up = lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
-        .await
-        .unwrap();
+    let up = s.up(env_id).await;
     assert_eq!(up.summary.status, EnvStatus::Running);
     let name = up.container_name.clone().unwrap();
     let details = s
@@ -152,39 +238,26 @@ async fn an_environment_is_built_provisioned_used_and_removed() {
     assert_eq!(restarted.summary.status, EnvStatus::Running);
     assert!(restarted.events.iter().any(|e| e.kind == "restart"));
     assert_eq!(
-        reason(&s, env_id).await,
+        s.reason(env_id).await,
         (EnvStatus::Running, Some(Reason::Restarted))
     );
 
-    let out = lifecycle::exec(
-        &s.db,
-        &s.engine,
-        &s.owner,
-        s.workspace,
-        env_id,
-        &["id".into(), "-u".into()],
-    )
-    .await
-    .unwrap();
+    let out = s.exec(env_id, &["id", "-u"]).await;
     assert_eq!(
         (out.exit_code, out.stdout.trim()),
         (0, "1000"),
         "runs as the non-root user"
     );
-    let out = lifecycle::exec(
-        &s.db,
-        &s.engine,
-        &s.owner,
-        s.workspace,
-        env_id,
-        &[
-            "sh".into(),
-            "-c".into(),
-            "echo $GREETING > /workspace/hello && cat /workspace/hello".into(),
-        ],
-    )
-    .await
-    .unwrap();
+    let out = s
+        .exec(
+            env_id,
+            &[
+                "sh",
+                "-c",
+                "echo $GREETING > /workspace/hello && cat /workspace/hello",
+            ],
+        )
+        .await;
     assert_eq!(
         out.stdout.trim(),
         "你好",
@@ -239,19 +312,8 @@ async fn an_environment_is_built_provisioned_used_and_removed() {
         "down removes the container"
     );
     // The workspace volume outlives the container.
-    lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
-        .await
-        .unwrap();
-    let out = lifecycle::exec(
-        &s.db,
-        &s.engine,
-        &s.owner,
-        s.workspace,
-        env_id,
-        &["cat".into(), "/workspace/hello".into()],
-    )
-    .await
-    .unwrap();
+    s.up(env_id).await;
+    let out = s.exec(env_id, &["cat", "/workspace/hello"]).await;
     assert_eq!(out.stdout.trim(), "你好");
 
     delete(&s.db, &s.engine, &s.owner, s.workspace, env_id)
@@ -261,7 +323,7 @@ async fn an_environment_is_built_provisioned_used_and_removed() {
         containers_of(&s).await.is_empty(),
         "delete removes the container"
     );
-    assert!(list(&s.db, &s.owner, s.workspace).await.unwrap().is_empty());
+    assert!(s.environments().await.is_empty());
     let actions: Vec<String> =
         sqlx::query_scalar("SELECT action FROM audit_log WHERE workspace_id = ? ORDER BY id")
             .bind(s.workspace)
@@ -283,20 +345,10 @@ async fn an_environment_is_built_provisioned_used_and_removed() {
     }
 }
 
-async fn version_id(s: &Setup, env_id: i64, version: i64) -> i64 {
-    version_for_log(&s.db, &s.owner, s.workspace, env_id, version)
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn viewers_read_but_cannot_change_and_outsiders_see_nothing() {
     let Some(s) = setup().await else { return };
-    let env_id = create(&s.db, &s.engine, &s.owner, s.workspace, small("shared"))
-        .await
-        .unwrap()
-        .summary
-        .id;
+    let env_id = s.create("shared").await;
     let viewer = actor(&s.db, "viewer").await;
     let outsider = actor(&s.db, "outsider").await;
     members::add(&s.db, &s.owner, s.workspace, "viewer", "viewer")
@@ -312,63 +364,57 @@ async fn viewers_read_but_cannot_change_and_outsiders_see_nothing() {
     );
     let e = &s.engine;
     let (db, ws) = (&s.db, s.workspace);
-    assert_eq!(
-        create(db, e, &viewer, ws, small("mine")).await.unwrap_err(),
-        AppError::Forbidden
-    );
-    assert_eq!(
-        update(db, e, &viewer, ws, env_id, small("renamed"))
-            .await
-            .unwrap_err(),
-        AppError::Forbidden
-    );
-    assert_eq!(
-        lifecycle::up(db, e, &viewer, ws, env_id).await.unwrap_err(),
-        AppError::Forbidden
-    );
-    assert_eq!(
-        lifecycle::down(db, e, &viewer, ws, env_id)
-            .await
-            .unwrap_err(),
-        AppError::Forbidden
-    );
-    assert_eq!(
-        lifecycle::exec(db, e, &viewer, ws, env_id, &["id".into()])
-            .await
-            .unwrap_err(),
-        AppError::Forbidden
-    );
-    assert_eq!(
-        lifecycle::terminal_container(db, &viewer, ws, env_id)
-            .await
-            .unwrap_err(),
-        AppError::Forbidden
-    );
-    assert_eq!(
-        delete(db, e, &viewer, ws, env_id).await.unwrap_err(),
-        AppError::Forbidden
-    );
+    let viewer_tries = [
+        (
+            "create",
+            create(db, e, &viewer, ws, small("mine")).await.err(),
+        ),
+        (
+            "update",
+            update(db, e, &viewer, ws, env_id, small("renamed"))
+                .await
+                .err(),
+        ),
+        ("up", lifecycle::up(db, e, &viewer, ws, env_id).await.err()),
+        (
+            "down",
+            lifecycle::down(db, e, &viewer, ws, env_id).await.err(),
+        ),
+        (
+            "exec",
+            lifecycle::exec(db, e, &viewer, ws, env_id, &["id".into()])
+                .await
+                .err(),
+        ),
+        (
+            "terminal",
+            lifecycle::terminal_container(db, &viewer, ws, env_id)
+                .await
+                .err(),
+        ),
+        ("delete", delete(db, e, &viewer, ws, env_id).await.err()),
+    ];
+    for (what, refused) in viewer_tries {
+        assert_eq!(refused, Some(AppError::Forbidden), "a viewer's {what}");
+    }
 
-    assert_eq!(
-        list(db, &outsider, ws).await.unwrap_err(),
-        AppError::NotFound
-    );
-    assert_eq!(
-        get(db, &outsider, ws, env_id).await.unwrap_err(),
-        AppError::NotFound
-    );
-    assert_eq!(
-        lifecycle::up(db, e, &outsider, ws, env_id)
-            .await
-            .unwrap_err(),
-        AppError::NotFound
-    );
-    assert_eq!(
-        lifecycle::terminal_container(db, &outsider, ws, env_id)
-            .await
-            .unwrap_err(),
-        AppError::NotFound
-    );
+    let outsider_tries = [
+        ("list", list(db, &outsider, ws).await.err()),
+        ("get", get(db, &outsider, ws, env_id).await.err()),
+        (
+            "up",
+            lifecycle::up(db, e, &outsider, ws, env_id).await.err(),
+        ),
+        (
+            "terminal",
+            lifecycle::terminal_container(db, &outsider, ws, env_id)
+                .await
+                .err(),
+        ),
+    ];
+    for (what, refused) in outsider_tries {
+        assert_eq!(refused, Some(AppError::NotFound), "an outsider's {what}");
+    }
     // An environment id from another workspace is not found through this one.
     let other_ws = workspaces::create(db, &outsider, "other").await.unwrap().id;
     assert_eq!(
@@ -443,30 +489,20 @@ async fn bad_specs_are_refused_with_the_field_and_create_nothing() {
             "{spec:?}: {err}"
         );
     }
-    assert!(
-        list(&s.db, &s.owner, s.workspace).await.unwrap().is_empty(),
-        "nothing was created"
-    );
-    let audited: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM audit_log WHERE action LIKE 'environment.%'")
-            .fetch_one(&s.db)
-            .await
-            .unwrap();
+    assert!(s.environments().await.is_empty(), "nothing was created");
+    let audited = s
+        .count("SELECT COUNT(*) FROM audit_log WHERE action LIKE 'environment.%'")
+        .await;
     assert_eq!(audited, 0);
     // A duplicate name is a conflict, also nothing half-written.
-    create(&s.db, &s.engine, &s.owner, s.workspace, small("dup"))
-        .await
-        .unwrap();
+    s.create("dup").await;
     let err = create(&s.db, &s.engine, &s.owner, s.workspace, small("dup"))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "environment_name_taken");
-    let versions: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM environment_versions")
-        .fetch_one(&s.db)
-        .await
-        .unwrap();
+    let versions = s.count("SELECT COUNT(*) FROM environment_versions").await;
     assert_eq!(versions, 1);
-    let env_id = list(&s.db, &s.owner, s.workspace).await.unwrap()[0].id;
+    let env_id = s.environments().await[0].id;
     wait_built(&s, env_id).await;
 }
 
@@ -492,50 +528,32 @@ async fn a_cuda_image_newer_than_the_driver_is_refused_before_anything_is_create
         err.to_string().contains("470.82"),
         "names the driver: {err}"
     );
-    assert!(list(&s.db, &s.owner, s.workspace).await.unwrap().is_empty());
+    assert!(s.environments().await.is_empty());
 }
 
 #[tokio::test]
 async fn reconcile_notices_a_container_removed_behind_paddocks_back_and_removes_orphans() {
     let Some(s) = setup().await else { return };
-    let env_id = create(&s.db, &s.engine, &s.owner, s.workspace, small("victim"))
-        .await
-        .unwrap()
-        .summary
-        .id;
-    wait_built(&s, env_id).await;
-    let up = lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
-        .await
-        .unwrap();
-    let name = up.container_name.unwrap();
+    let env_id = s.built("victim").await;
+    let name = s.up(env_id).await.container_name.unwrap();
     let docker = s.engine.docker().await.unwrap();
     docker.remove(&name).await.unwrap();
 
     let report = reconcile::reconcile(&s.db, &s.engine).await.unwrap();
     assert_eq!(report.missing, vec![env_id]);
-    let detail = get(&s.db, &s.owner, s.workspace, env_id).await.unwrap();
-    assert_eq!(detail.summary.status, EnvStatus::Missing);
-    assert!(detail.events.iter().any(|e| e.kind == "missing"));
-    assert_eq!(
-        reason(&s, env_id).await,
-        (EnvStatus::Missing, Some(Reason::Disappeared))
-    );
+    s.assert_moved(env_id, EnvStatus::Missing, Reason::Disappeared, "missing")
+        .await;
     // Up again works from the missing state.
-    let again = lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
-        .await
-        .unwrap();
+    let again = s.up(env_id).await;
     assert_eq!(again.summary.status, EnvStatus::Running);
     assert_eq!(
-        reason(&s, env_id).await,
+        s.reason(env_id).await,
         (EnvStatus::Running, Some(Reason::Provisioned))
     );
 
     // Its row deleted while the server was away: the container is an orphan and is removed.
-    sqlx::query("DELETE FROM environments WHERE id = ?")
-        .bind(env_id)
-        .execute(&s.db)
-        .await
-        .unwrap();
+    s.tamper("DELETE FROM environments WHERE id = ?", env_id)
+        .await;
     let report = reconcile::reconcile(&s.db, &s.engine).await.unwrap();
     assert_eq!(report.removed, vec![name]);
     assert!(containers_of(&s).await.is_empty());
@@ -544,65 +562,40 @@ async fn reconcile_notices_a_container_removed_behind_paddocks_back_and_removes_
 #[tokio::test]
 async fn idle_environments_are_stopped() {
     let Some(s) = setup().await else { return };
-    let env_id = create(&s.db, &s.engine, &s.owner, s.workspace, small("sleepy"))
-        .await
-        .unwrap()
-        .summary
-        .id;
-    wait_built(&s, env_id).await;
-    lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
-        .await
-        .unwrap();
+    let env_id = s.built("sleepy").await;
+    s.up(env_id).await;
     assert!(
         reconcile::stop_idle(&s.db, &s.engine, Duration::from_secs(3600))
             .await
             .unwrap()
             .is_empty()
     );
-    sqlx::query("UPDATE environments SET last_active_at = '2000-01-01T00:00:00Z' WHERE id = ?")
-        .bind(env_id)
-        .execute(&s.db)
-        .await
-        .unwrap();
+    s.tamper(
+        "UPDATE environments SET last_active_at = '2000-01-01T00:00:00Z' WHERE id = ?",
+        env_id,
+    )
+    .await;
     assert_eq!(
         reconcile::stop_idle(&s.db, &s.engine, Duration::from_secs(3600))
             .await
             .unwrap(),
         vec![env_id]
     );
-    let detail = get(&s.db, &s.owner, s.workspace, env_id).await.unwrap();
-    assert_eq!(detail.summary.status, EnvStatus::Stopped);
-    assert!(detail.events.iter().any(|e| e.kind == "idle_stop"));
-    assert_eq!(
-        reason(&s, env_id).await,
-        (EnvStatus::Stopped, Some(Reason::Idle))
-    );
+    s.assert_moved(env_id, EnvStatus::Stopped, Reason::Idle, "idle_stop")
+        .await;
     assert!(containers_of(&s).await.is_empty());
-}
-
-/// The environment's status and the reason of its last move, as stored.
-async fn reason(s: &Setup, env_id: i64) -> (EnvStatus, Option<Reason>) {
-    let mut conn = s.db.acquire().await.unwrap();
-    crate::transitions::current::<Environment>(&mut conn, env_id)
-        .await
-        .unwrap()
 }
 
 #[tokio::test]
 async fn one_start_at_a_time() {
     let Some(s) = setup().await else { return };
-    let env_id = create(&s.db, &s.engine, &s.owner, s.workspace, small("twice"))
-        .await
-        .unwrap()
-        .summary
-        .id;
-    wait_built(&s, env_id).await;
+    let env_id = s.built("twice").await;
     // Another `up` is provisioning it (its request holds the row in `provisioning`).
-    sqlx::query("UPDATE environments SET status = 'provisioning' WHERE id = ?")
-        .bind(env_id)
-        .execute(&s.db)
-        .await
-        .unwrap();
+    s.tamper(
+        "UPDATE environments SET status = 'provisioning' WHERE id = ?",
+        env_id,
+    )
+    .await;
     let err = lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
         .await
         .unwrap_err();
@@ -611,33 +604,21 @@ async fn one_start_at_a_time() {
         containers_of(&s).await.is_empty(),
         "the refused start made no container"
     );
-    let leases: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM gpu_leases")
-        .fetch_one(&s.db)
-        .await
-        .unwrap();
+    let leases = s.count("SELECT COUNT(*) FROM gpu_leases").await;
     assert_eq!(leases, 0, "nor kept a GPU lease");
 }
+
+/// The row of an environment whose container runs says it has none.
+const LOST_TRACK: &str =
+    "UPDATE environments SET status = 'stopped', container_name = NULL WHERE id = ?";
 
 #[tokio::test]
 async fn the_adopt_policy_takes_back_a_container_its_environment_lost_track_of() {
     let Some(s) = setup().await else { return };
-    let env_id = create(&s.db, &s.engine, &s.owner, s.workspace, small("restored"))
-        .await
-        .unwrap()
-        .summary
-        .id;
-    wait_built(&s, env_id).await;
-    let name = lifecycle::up(&s.db, &s.engine, &s.owner, s.workspace, env_id)
-        .await
-        .unwrap()
-        .container_name
-        .unwrap();
+    let env_id = s.built("restored").await;
+    let name = s.up(env_id).await.container_name.unwrap();
     // As after restoring an older database: the row says stopped, the container runs.
-    sqlx::query("UPDATE environments SET status = 'stopped', container_name = NULL WHERE id = ?")
-        .bind(env_id)
-        .execute(&s.db)
-        .await
-        .unwrap();
+    s.tamper(LOST_TRACK, env_id).await;
     let adopting = Engine::start(
         &s.db,
         EngineConfig {
@@ -649,18 +630,14 @@ async fn the_adopt_policy_takes_back_a_container_its_environment_lost_track_of()
     .unwrap();
     let report = reconcile::reconcile(&s.db, &adopting).await.unwrap();
     assert_eq!(report.adopted, vec![name.clone()]);
-    let detail = get(&s.db, &s.owner, s.workspace, env_id).await.unwrap();
+    let detail = s.get(env_id).await;
     assert_eq!(
         (detail.summary.status, detail.container_name.as_deref()),
         (EnvStatus::Running, Some(name.as_str()))
     );
     assert!(detail.events.iter().any(|e| e.kind == "adopted"));
     // Under the default policy the same situation removes the container instead.
-    sqlx::query("UPDATE environments SET status = 'stopped', container_name = NULL WHERE id = ?")
-        .bind(env_id)
-        .execute(&s.db)
-        .await
-        .unwrap();
+    s.tamper(LOST_TRACK, env_id).await;
     assert_eq!(
         reconcile::reconcile(&s.db, &s.engine)
             .await
