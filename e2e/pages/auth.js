@@ -1,11 +1,11 @@
 //! Page objects for `/signup` and `/signin`: fill the form, submit, read the error shown next to a
 //! field or at the top of the form.
 
-import { hydrated } from '../support/browser.js';
+import { PageObject } from './page.js';
 
-class AuthForm {
+class AuthForm extends PageObject {
   constructor(page, prefix) {
-    this.page = page;
+    super(page);
     this.prefix = prefix;
   }
 
@@ -17,10 +17,7 @@ class AuthForm {
   fieldError(field) { return this.page.getByTestId(`${this.prefix}-${field}-error`); }
   get formError() { return this.page.getByTestId('form-error'); }
 
-  async goto() {
-    await this.page.goto(`/${this.prefix}`);
-    await hydrated(this.page);
-  }
+  async goto() { await this.visit(`/${this.prefix}`); }
 
   async submit(username, password) {
     await this.username.fill(username);

@@ -2,31 +2,35 @@
 //! the problems of a refused file), the sample button and delete; one dataset's page with its report,
 //! preview and download link.
 
-import { hydrated } from '../support/browser.js';
+import { ItemPage, SectionPage } from './page.js';
 
-export class DatasetsListPage {
-  constructor(page) { this.page = page; }
+export class DatasetsListPage extends SectionPage {
+  constructor(page) { super(page, 'datasets', 'dataset'); }
 
-  async goto(workspaceId) {
-    await this.page.goto(`/w/${workspaceId}/datasets`);
-    await hydrated(this.page);
-  }
-
-  get table() { return this.page.getByTestId('datasets-table'); }
-  get empty() { return this.page.getByTestId('empty-datasets'); }
   get uploadForm() { return this.page.getByTestId('dataset-upload-form'); }
   get nameInput() { return this.page.getByTestId('dataset-name'); }
   get fileInput() { return this.page.getByTestId('dataset-file'); }
   get fileError() { return this.page.getByTestId('dataset-file-error'); }
   get problems() { return this.page.getByTestId('dataset-problems'); }
   get sampleButton() { return this.page.getByTestId('dataset-sample'); }
-  row(name) { return this.page.getByTestId(`dataset-row-${name}`); }
 
   /** Chooses `file` (a path) and submits the form; `name` replaces the default (the file's stem). */
   async upload(file, name) {
     await this.fileInput.setInputFiles(file);
     if (name !== undefined) await this.nameInput.fill(name);
     await this.page.getByTestId('dataset-upload-submit').click();
+  }
+
+  /** Uploads `file` (a path) under its own name and waits for the new dataset's page; returns its id. */
+  async create(file) {
+    await this.upload(file);
+    return new DatasetPage(this.page).opened();
+  }
+
+  /** Creates the sample dataset (one click) and waits for its page; returns its id. */
+  async createSample() {
+    await this.sampleButton.click();
+    return new DatasetPage(this.page).opened();
   }
 
   /** Deletes a row's dataset (confirming); the outcome is the caller's to check. */
@@ -36,15 +40,8 @@ export class DatasetsListPage {
   }
 }
 
-export class DatasetPage {
-  constructor(page) { this.page = page; }
-
-  /** The dataset id in the current URL. */
-  id() {
-    const m = new URL(this.page.url()).pathname.match(/\/datasets\/(\d+)$/);
-    if (!m) throw new Error(`not on a dataset page: ${this.page.url()}`);
-    return Number(m[1]);
-  }
+export class DatasetPage extends ItemPage {
+  constructor(page) { super(page, { section: 'datasets', prefix: 'dataset', what: 'a dataset page' }); }
 
   get report() { return this.page.getByTestId('dataset-report'); }
   get rows() { return this.page.getByTestId('report-rows'); }

@@ -2,11 +2,10 @@
 //! endpoint's page (status, parity report, replicas, traffic, playground, keys, call examples, buttons).
 
 import { hydrated } from '../support/browser.js';
+import { ItemPage, PageObject, SectionPage } from './page.js';
 
 /** The Deploy form of a checkpoints table (a job's page or Models). */
-export class DeployDialog {
-  constructor(page) { this.page = page; }
-
+export class DeployDialog extends PageObject {
   get dialog() { return this.page.getByTestId('deploy-dialog'); }
   input(field) { return this.page.getByTestId(`deploy-${field}`); }
 
@@ -17,32 +16,26 @@ export class DeployDialog {
   }
 
   async submit() { await this.page.getByTestId('deploy-submit').click(); }
+
+  /** Submits the form and waits for the new endpoint's page; returns it. */
+  async deploy() {
+    await this.submit();
+    const endpoint = new EndpointPage(this.page);
+    await endpoint.opened();
+    return endpoint;
+  }
 }
 
-export class EndpointsListPage {
-  constructor(page) { this.page = page; }
-
-  async goto(workspaceId) {
-    await this.page.goto(`/w/${workspaceId}/endpoints`);
-    await hydrated(this.page);
-  }
-
-  get table() { return this.page.getByTestId('endpoints-table'); }
-  get empty() { return this.page.getByTestId('empty-endpoints'); }
-  row(slug) { return this.page.getByTestId(`endpoint-row-${slug}`); }
+/** Rows are `endpoint-row-<slug>`. */
+export class EndpointsListPage extends SectionPage {
+  constructor(page) { super(page, 'endpoints', 'endpoint'); }
 }
 
-export class EndpointPage {
-  constructor(page) { this.page = page; }
-
-  id() {
-    const m = new URL(this.page.url()).pathname.match(/\/endpoints\/(\d+)$/);
-    if (!m) throw new Error(`not on an endpoint page: ${this.page.url()}`);
-    return Number(m[1]);
-  }
+export class EndpointPage extends ItemPage {
+  constructor(page) { super(page, { section: 'endpoints', prefix: 'endpoint', what: 'an endpoint page' }); }
 
   async goto(workspaceId, endpointId) {
-    await this.page.goto(`/w/${workspaceId}/endpoints/${endpointId}`);
+    await super.goto(workspaceId, endpointId);
     await this.whenLive();
   }
 
@@ -66,11 +59,9 @@ export class EndpointPage {
   get python() { return this.page.getByTestId('snippet-python'); }
   get results() { return this.page.getByTestId('playground-result'); }
   metric(name) { return this.page.getByTestId(`metric-${name}`); }
-  button(name) { return this.page.getByTestId(`endpoint-${name}`); }
 
   async waitForStatus(status, timeout = 240_000) {
-    await this.page.locator(`[data-testid="endpoint-status-card"] [data-testid="endpoint-status"][data-status="${status}"]`)
-      .waitFor({ timeout });
+    await this.waitForDataStatus('[data-testid="endpoint-status-card"] [data-testid="endpoint-status"]', status, timeout);
   }
 
   /** The slug, read from the URL the curl example calls. */

@@ -1,22 +1,14 @@
 //! Page objects for the environment pages: the list, the create/edit form, and one environment's page
 //! (status and lifecycle buttons, lock and build log, usage, terminal, events).
 
-import { hydrated } from '../support/browser.js';
+import { ItemPage, PageObject, SectionPage } from './page.js';
 
-export class EnvironmentsListPage {
-  constructor(page) { this.page = page; }
-
-  async goto(workspaceId) {
-    await this.page.goto(`/w/${workspaceId}/environments`);
-    await hydrated(this.page);
-  }
+export class EnvironmentsListPage extends SectionPage {
+  constructor(page) { super(page, 'environments', 'env'); }
 
   get newButton() { return this.page.getByTestId('new-environment'); }
-  get table() { return this.page.getByTestId('environments-table'); }
-  get empty() { return this.page.getByTestId('empty-environments'); }
   get editorOnlyNote() { return this.page.getByTestId('environments-editor-only'); }
   get dockerBanner() { return this.page.getByTestId('docker-unavailable'); }
-  row(name) { return this.page.getByTestId(`env-row-${name}`); }
 
   async open(name) {
     await this.row(name).getByTestId('env-link').click();
@@ -24,13 +16,8 @@ export class EnvironmentsListPage {
   }
 }
 
-export class EnvironmentFormPage {
-  constructor(page) { this.page = page; }
-
-  async gotoNew(workspaceId) {
-    await this.page.goto(`/w/${workspaceId}/environments/new`);
-    await hydrated(this.page);
-  }
+export class EnvironmentFormPage extends PageObject {
+  async gotoNew(workspaceId) { await this.visit(`/w/${workspaceId}/environments/new`); }
 
   input(field) { return this.page.getByTestId(`env-${field}`); }
   /** The error shown under a field: `name`, `memory`, `cpus`, `shm-size`, `gpus`, ... */
@@ -48,15 +35,8 @@ export class EnvironmentFormPage {
   async submit() { await this.submitButton.click(); }
 }
 
-export class EnvironmentPage {
-  constructor(page) { this.page = page; }
-
-  /** The environment id in the current URL. */
-  id() {
-    const m = new URL(this.page.url()).pathname.match(/\/environments\/(\d+)$/);
-    if (!m) throw new Error(`not on an environment page: ${this.page.url()}`);
-    return Number(m[1]);
-  }
+export class EnvironmentPage extends ItemPage {
+  constructor(page) { super(page, { section: 'environments', prefix: 'env', what: 'an environment page' }); }
 
   get status() { return this.page.getByTestId('env-status'); }
   get buildStatus() { return this.page.getByTestId('env-build-status'); }
@@ -70,15 +50,14 @@ export class EnvironmentPage {
   get events() { return this.page.getByTestId('env-events'); }
   get terminalOpen() { return this.page.getByTestId('terminal-open'); }
   get terminal() { return this.page.getByTestId('terminal'); }
-  button(name) { return this.page.getByTestId(`env-${name}`); }
 
   /** Waits for a `data-status` on the status badge (`running`, `stopped`, ...). */
   async waitForStatus(status, timeout = 120_000) {
-    await this.page.locator(`[data-testid="env-status"][data-status="${status}"]`).waitFor({ timeout });
+    await this.waitForDataStatus('[data-testid="env-status"]', status, timeout);
   }
 
   async waitForBuild(status, timeout = 180_000) {
-    await this.page.locator(`[data-testid="env-build-status"][data-status="${status}"]`).waitFor({ timeout });
+    await this.waitForDataStatus('[data-testid="env-build-status"]', status, timeout);
   }
 
   async openTerminal() {
@@ -129,11 +108,5 @@ export class EnvironmentPage {
   /** The terminal's size in cells, as xterm.js has fitted it to the element. */
   async terminalCells() {
     return this.terminal.evaluate((el) => ({ rows: el.term.rows, cols: el.term.cols }));
-  }
-
-  async delete() {
-    await this.button('delete').click();
-    await this.button('delete-yes').click();
-    await this.page.waitForURL(/\/environments$/);
   }
 }

@@ -2,29 +2,18 @@
 //! field), and one job's page (status, progress, live charts, log search, checkpoints, buttons); and the
 //! Models page's checkpoint list; and the evaluations card both show.
 
-import { hydrated } from '../support/browser.js';
+import { ItemPage, PageObject, SectionPage } from './page.js';
 
-export class JobsListPage {
-  constructor(page) { this.page = page; }
-
-  async goto(workspaceId) {
-    await this.page.goto(`/w/${workspaceId}/jobs`);
-    await hydrated(this.page);
-  }
+export class JobsListPage extends SectionPage {
+  /** Rows are `job-row-<id>`. */
+  constructor(page) { super(page, 'jobs', 'job'); }
 
   get newButton() { return this.page.getByTestId('new-job'); }
-  get table() { return this.page.getByTestId('jobs-table'); }
-  get empty() { return this.page.getByTestId('empty-jobs'); }
   rows() { return this.page.locator('[data-testid^="job-row-"]'); }
 }
 
-export class JobFormPage {
-  constructor(page) { this.page = page; }
-
-  async goto(workspaceId, query = '') {
-    await this.page.goto(`/w/${workspaceId}/jobs/new${query}`);
-    await hydrated(this.page);
-  }
+export class JobFormPage extends PageObject {
+  async goto(workspaceId, query = '') { await this.visit(`/w/${workspaceId}/jobs/new${query}`); }
 
   /** A control by its test id without the `job-` prefix: `name`, `learning-rate`, `preset`, ... */
   input(field) { return this.page.getByTestId(`job-${field}`); }
@@ -42,16 +31,18 @@ export class JobFormPage {
   }
 
   async submit() { await this.page.getByTestId('job-submit').click(); }
+
+  /** Submits a valid form and waits for the new job's page; returns it. */
+  async create() {
+    await this.submit();
+    const job = new JobPage(this.page);
+    await job.opened();
+    return job;
+  }
 }
 
-export class JobPage {
-  constructor(page) { this.page = page; }
-
-  id() {
-    const m = new URL(this.page.url()).pathname.match(/\/jobs\/(\d+)$/);
-    if (!m) throw new Error(`not on a job page: ${this.page.url()}`);
-    return Number(m[1]);
-  }
+export class JobPage extends ItemPage {
+  constructor(page) { super(page, { section: 'jobs', prefix: 'job', what: 'a job page' }); }
 
   get status() { return this.page.getByTestId('job-status-card').getByTestId('job-status'); }
   get progress() { return this.page.getByTestId('job-status-card').getByTestId('job-progress'); }
@@ -63,11 +54,9 @@ export class JobPage {
   get checkpointRows() { return this.page.getByTestId('checkpoint-row'); }
   /** The `<paddock-chart>` of one chart: `loss`, `eval`, `lr`, `speed`. */
   chart(name) { return this.page.getByTestId(`chart-${name}`).locator('paddock-chart'); }
-  button(name) { return this.page.getByTestId(`job-${name}`); }
 
   async waitForStatus(status, timeout = 180_000) {
-    await this.page.locator(`[data-testid="job-status-card"] [data-testid="job-status"][data-status="${status}"]`)
-      .waitFor({ timeout });
+    await this.waitForDataStatus('[data-testid="job-status-card"] [data-testid="job-status"]', status, timeout);
   }
 
   /** How many points a chart holds now (0 before it is drawn). */
@@ -104,21 +93,15 @@ export class JobPage {
   }
 }
 
-export class ModelsPage {
-  constructor(page) { this.page = page; }
-
-  async goto(workspaceId) {
-    await this.page.goto(`/w/${workspaceId}/models`);
-    await hydrated(this.page);
-  }
+/** Models: every checkpoint of the workspace with its job (a list of checkpoints, not a section table). */
+export class ModelsPage extends PageObject {
+  async goto(workspaceId) { await this.visit(`/w/${workspaceId}/models`); }
 
   get rows() { return this.page.getByTestId('checkpoint-row'); }
 }
 
 /** The evaluations card on a job's page and on Models: the form (editors) and the results. */
-export class EvaluationsPanel {
-  constructor(page) { this.page = page; }
-
+export class EvaluationsPanel extends PageObject {
   get form() { return this.page.getByTestId('evaluate-form'); }
   get error() { return this.form.getByTestId('error'); }
   get empty() { return this.page.getByTestId('evaluations-empty'); }

@@ -1,9 +1,9 @@
 //! Page object for the signed-in frame: header (workspace switcher, language switch, account menu)
 //! and the workspace side navigation and heading.
 
-export class Shell {
-  constructor(page) { this.page = page; }
+import { idInUrl, PageObject } from './page.js';
 
+export class Shell extends PageObject {
   get langSwitch() { return this.page.getByTestId('lang-switch'); }
   get accountName() { return this.page.getByTestId('account-name'); }
   get pageTitle() { return this.page.getByTestId('page-title'); }
@@ -25,9 +25,5 @@ export class Shell {
   }
 
   /** The workspace id in the current URL. */
-  workspaceId() {
-    const m = new URL(this.page.url()).pathname.match(/^\/w\/(\d+)\//);
-    if (!m) throw new Error(`not on a workspace page: ${this.page.url()}`);
-    return Number(m[1]);
-  }
+  workspaceId() { return idInUrl(this.page, /^\/w\/(\d+)\//, 'a workspace page'); }
 }

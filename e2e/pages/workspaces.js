@@ -1,10 +1,8 @@
 //! Page objects for `/workspaces/new` and the Members page of a workspace.
 
-import { hydrated } from '../support/browser.js';
+import { PageObject, SectionPage } from './page.js';
 
-export class NewWorkspacePage {
-  constructor(page) { this.page = page; }
-
+export class NewWorkspacePage extends PageObject {
   get name() { return this.page.getByTestId('new-workspace-name'); }
   get nameError() { return this.page.getByTestId('new-workspace-name-error'); }
 
@@ -15,19 +13,13 @@ export class NewWorkspacePage {
   }
 }
 
-export class MembersPage {
-  constructor(page) { this.page = page; }
+/** Rows are `member-row-<username>`; there is no empty state (the owner is always a member). */
+export class MembersPage extends SectionPage {
+  constructor(page) { super(page, 'members', 'member'); }
 
-  async goto(workspaceId) {
-    await this.page.goto(`/w/${workspaceId}/members`);
-    await hydrated(this.page);
-  }
-
-  get table() { return this.page.getByTestId('members-table'); }
   get addForm() { return this.page.getByTestId('add-member-form'); }
   get usernameError() { return this.page.getByTestId('add-member-username-error'); }
   get ownerOnlyNote() { return this.page.getByTestId('members-owner-only'); }
-  row(username) { return this.page.getByTestId(`member-row-${username}`); }
   roleSelect(username) { return this.page.getByTestId(`role-select-${username}`); }
   removeButton(username) { return this.page.getByTestId(`remove-${username}`); }
 

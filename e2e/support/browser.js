@@ -1,6 +1,7 @@
 //! The browser side of every spec: Debian's Chromium driven by playwright-core (no browser
 //! download), one isolated context per person, and a screenshot of each page visited.
 
+import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -28,6 +29,9 @@ export async function launchBrowser() {
   });
 }
 
+/** The viewport of the narrow-screen checks: a 375 px wide phone. */
+export const PHONE = { width: 375, height: 740 };
+
 /** A fresh context (its own cookies) for one person. The English `locale` is deliberate: Paddock
  *  must still open in Simplified Chinese, its default, whatever the browser prefers. */
 export async function newPerson(browser, baseURL, { width = 1280, height = 860 } = {}) {
@@ -46,6 +50,18 @@ export async function newPerson(browser, baseURL, { width = 1280, height = 860 }
   return { context, page, problems };
 }
 
+/** Runs `steps(page)` in the browser of a person met on the way (a colleague, the owner on a phone),
+ *  then checks that none of their pages panicked or failed to hydrate; their context is closed whether
+ *  or not a step failed, so a failure does not leave it open for the rest of the spec. */
+export async function withPerson(person, steps) {
+  try {
+    await steps(person.page);
+    assert.deepEqual(person.problems, []);
+  } finally {
+    await person.context.close();
+  }
+}
+
 /** Saves `screenshots/<name>.png` (full page). */
 export async function screenshot(page, name) {
   await mkdir(screenshotDir, { recursive: true });
@@ -56,6 +72,12 @@ export async function screenshot(page, name) {
  *  effect, and effects only run in the browser after hydration). */
 export async function hydrated(page) {
   await page.waitForSelector('html[data-hydrated="true"]', { state: 'attached' });
+}
+
+/** Loads `path` (a full page load, not client-side navigation) and waits for hydration. */
+export async function visit(page, path) {
+  await page.goto(path);
+  await hydrated(page);
 }
 
 /** Plants a value on `window`; it survives client-side navigation and re-rendering but not a
