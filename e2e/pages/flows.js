@@ -1,9 +1,9 @@
 //! Steps several stories share, built from the page objects: a person signs up (and lands where a
-//! new account lands), creates a workspace, signs in.
+//! new account lands), creates a workspace, signs in; an owner adds a member.
 
 import assert from 'node:assert/strict';
 import { SignInPage, SignUpPage } from './auth.js';
-import { NewWorkspacePage } from './workspaces.js';
+import { MembersPage, NewWorkspacePage } from './workspaces.js';
 import { Shell } from './shell.js';
 
 /** A password that satisfies the 10-character minimum. */
@@ -26,9 +26,20 @@ export async function createWorkspace(page, name) {
   return shell.workspaceId();
 }
 
+/** Signs in and waits for `expectedUrl`: by default the first workspace's environments, where someone
+ *  with a workspace lands. */
 export async function signIn(page, username, expectedUrl = /\/w\/\d+\/environments$/) {
   const signin = new SignInPage(page);
   await signin.goto();
   await signin.submit(username, PASSWORD);
   await page.waitForURL(expectedUrl);
+}
+
+/** The owner (signed in on `page`) adds `username`, who has an account, to the workspace as `role`,
+ *  and waits until the member list shows them. */
+export async function addMember(page, workspaceId, username, role) {
+  const members = new MembersPage(page);
+  await members.goto(workspaceId);
+  await members.add(username, role);
+  await members.row(username).waitFor();
 }

@@ -2,11 +2,11 @@
 //! (in Chinese, next to the field, without a reload), creates a workspace and looks around every
 //! section. Also proves hydration: client-side navigation keeps a marker planted on `window`.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { startServer } from '../support/server.js';
-import { hydrated, launchBrowser, newPerson, plantMarker, readMarker, screenshot } from '../support/browser.js';
+import { startStory } from '../support/story.js';
+import { hydrated, plantMarker, readMarker, screenshot, visit, withPerson } from '../support/browser.js';
 import { assertAccessibleBasics, assertNoHorizontalOverflow, waitForText } from '../support/checks.js';
 import { SignUpPage } from '../pages/auth.js';
 import { NewWorkspacePage } from '../pages/workspaces.js';
@@ -25,24 +25,12 @@ const SECTIONS = [
 ];
 
 describe('a new team signs up and creates a workspace', () => {
-  let server;
-  let browser;
-  let person;
+  // The first person arrives signed out: signing up is this story's first step.
+  const story = startStory();
   let workspaceId;
 
-  before(async () => {
-    server = await startServer();
-    browser = await launchBrowser();
-    person = await newPerson(browser, server.baseURL);
-  });
-
-  after(async () => {
-    await browser?.close();
-    await server?.stop();
-  });
-
   test('a signed-out visitor is sent to sign in, in Simplified Chinese', async () => {
-    const { page } = person;
+    const { page } = story.owner;
     await page.goto('/');
     assert.match(page.url(), /\/signin$/);
     await hydrated(page);
@@ -53,7 +41,7 @@ describe('a new team signs up and creates a workspace', () => {
   });
 
   test('a bad password is explained next to its field without a reload', async () => {
-    const { page } = person;
+    const { page } = story.owner;
     const marker = await plantMarker(page);
     await page.getByTestId('go-signup').click();
     await page.waitForURL(/\/signup$/);
@@ -69,7 +57,7 @@ describe('a new team signs up and creates a workspace', () => {
   });
 
   test('signing up leads to workspace creation', async () => {
-    const { page } = person;
+    const { page } = story.owner;
     const signup = new SignUpPage(page);
     await signup.submit('alice', PASSWORD);
     await page.waitForURL(/\/workspaces\/new$/);
@@ -80,7 +68,7 @@ describe('a new team signs up and creates a workspace', () => {
   });
 
   test('an empty workspace name is refused next to the field', async () => {
-    const { page } = person;
+    const { page } = story.owner;
     const form = new NewWorkspacePage(page);
     await form.name.fill('   ');
     await page.getByTestId('create-workspace-submit').click();
@@ -89,7 +77,7 @@ describe('a new team signs up and creates a workspace', () => {
   });
 
   test('creating a workspace opens it, with its owner role and empty sections', async () => {
-    const { page } = person;
+    const { page } = story.owner;
     await new NewWorkspacePage(page).create('中文 NLP 团队');
     const shell = new Shell(page);
     await waitForText(shell.workspaceName, '中文 NLP 团队');
@@ -102,7 +90,7 @@ describe('a new team signs up and creates a workspace', () => {
   });
 
   test('every section is reachable from the side navigation without a reload', async () => {
-    const { page } = person;
+    const { page } = story.owner;
     const shell = new Shell(page);
     const marker = await plantMarker(page);
     for (const [section, title] of SECTIONS) {
@@ -119,7 +107,7 @@ describe('a new team signs up and creates a workspace', () => {
   });
 
   test('renaming the workspace updates the heading and the switcher in place', async () => {
-    const { page } = person;
+    const { page } = story.owner;
     const shell = new Shell(page);
     await shell.openSection('settings');
     const marker = await plantMarker(page);
@@ -133,7 +121,7 @@ describe('a new team signs up and creates a workspace', () => {
   });
 
   test('the first account administers the instance', async () => {
-    const { page } = person;
+    const { page } = story.owner;
     await page.getByTestId('account-toggle').click();
     await page.getByTestId('admin-link').click();
     await page.waitForURL(/\/admin$/);
@@ -152,9 +140,8 @@ describe('a new team signs up and creates a workspace', () => {
   });
 
   test('a personal API token is shown once after creation', async () => {
-    const { page } = person;
-    await page.goto('/settings/tokens');
-    await hydrated(page);
+    const { page } = story.owner;
+    await visit(page, '/settings/tokens');
     await page.getByTestId('tokens-empty').waitFor();
     await page.getByTestId('token-name').fill('ci-pipeline');
     await page.getByTestId('token-submit').click();
@@ -174,23 +161,17 @@ describe('a new team signs up and creates a workspace', () => {
   });
 
   test('the dashboard fits a 375 px wide phone', async () => {
-    const phone = await newPerson(browser, server.baseURL, { width: 375, height: 740 });
-    try {
-      await phone.context.addCookies(await person.context.cookies());
+    await withPerson(await story.ownerOnPhone(), async (page) => {
       for (const section of ['environments', 'members', 'activity']) {
-        await phone.page.goto(`/w/${workspaceId}/${section}`);
-        await hydrated(phone.page);
-        await new Shell(phone.page).pageTitle.waitFor();
-        await assertNoHorizontalOverflow(phone.page);
-        await screenshot(phone.page, `01-phone-${section}`);
+        await visit(page, `/w/${workspaceId}/${section}`);
+        await new Shell(page).pageTitle.waitFor();
+        await assertNoHorizontalOverflow(page);
+        await screenshot(page, `01-phone-${section}`);
       }
-      assert.deepEqual(phone.problems, []);
-    } finally {
-      await phone.context.close();
-    }
+    });
   });
 
   test('no wasm panic or hydration error happened', () => {
-    assert.deepEqual(person.problems, []);
+    assert.deepEqual(story.owner.problems, []);
   });
 });

@@ -1,47 +1,30 @@
 //! Story: a viewer signs in and sees the workspace read-only — a "read-only" badge, no member form,
 //! no role or remove controls, and a note instead of the owner's settings.
 
-import { after, before, describe, test } from 'node:test';
+import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { startServer } from '../support/server.js';
-import { launchBrowser, newPerson, screenshot } from '../support/browser.js';
+import { startStory } from '../support/story.js';
+import { screenshot } from '../support/browser.js';
 import { assertAccessibleBasics, waitForText } from '../support/checks.js';
 import { MembersPage } from '../pages/workspaces.js';
 import { Shell } from '../pages/shell.js';
-import { createWorkspace, signIn, signUp } from '../pages/flows.js';
+import { signIn } from '../pages/flows.js';
 
 describe('a viewer sees the read-only UI', () => {
-  let server;
-  let browser;
+  const story = startStory({ owner: 'olivia', workspace: 'Sentiment' });
   let viewer;
-  let workspaceId;
 
   before(async () => {
-    server = await startServer();
-    browser = await launchBrowser();
-    const owner = await newPerson(browser, server.baseURL);
-    await signUp(owner.page, 'olivia');
-    workspaceId = await createWorkspace(owner.page, 'Sentiment');
-    const colleague = await newPerson(browser, server.baseURL);
-    await signUp(colleague.page, 'victor');
-    await colleague.context.close();
-    const members = new MembersPage(owner.page);
-    await members.goto(workspaceId);
-    await members.add('victor', 'viewer');
-    await members.row('victor').waitFor();
-    await owner.context.close();
-    viewer = await newPerson(browser, server.baseURL);
-  });
-
-  after(async () => {
-    await browser?.close();
-    await server?.stop();
+    // Victor was added as a viewer; the owner leaves, and he comes back in a browser of his own.
+    await (await story.colleague('victor', 'viewer')).context.close();
+    await story.owner.context.close();
+    viewer = await story.person();
   });
 
   test('signing in opens the shared workspace with a read-only badge', async () => {
     const { page } = viewer;
-    await signIn(page, 'victor', new RegExp(`/w/${workspaceId}/environments$`));
+    await signIn(page, 'victor', new RegExp(`/w/${story.workspaceId}/environments$`));
     const shell = new Shell(page);
     await waitForText(shell.workspaceName, 'Sentiment');
     assert.equal(await shell.roleBadge.getAttribute('data-role'), 'viewer');

@@ -2,39 +2,21 @@
 //! planted on `window` survives, so the page was not reloaded), `<html lang>` follows, and the choice
 //! persists across a reload because it is stored in a cookie the server reads.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { startServer } from '../support/server.js';
-import { hydrated, launchBrowser, newPerson, plantMarker, readMarker, screenshot } from '../support/browser.js';
+import { startStory } from '../support/story.js';
+import { hydrated, plantMarker, readMarker, screenshot, visit } from '../support/browser.js';
 import { assertAccessibleBasics, waitForText } from '../support/checks.js';
 import { Shell } from '../pages/shell.js';
-import { createWorkspace, signUp } from '../pages/flows.js';
 
 describe('switching the language', () => {
-  let server;
-  let browser;
-  let person;
-  let workspaceId;
-
-  before(async () => {
-    server = await startServer();
-    browser = await launchBrowser();
-    person = await newPerson(browser, server.baseURL);
-    await signUp(person.page, 'lin');
-    workspaceId = await createWorkspace(person.page, 'Intent');
-  });
-
-  after(async () => {
-    await browser?.close();
-    await server?.stop();
-  });
+  const story = startStory({ owner: 'lin', workspace: 'Intent' });
 
   test('the switch turns the page into English without reloading it', async () => {
-    const { page } = person;
+    const { page } = story.owner;
     const shell = new Shell(page);
-    await page.goto(`/w/${workspaceId}/members`);
-    await hydrated(page);
+    await visit(page, `/w/${story.workspaceId}/members`);
     await waitForText(shell.pageTitle, '成员');
     await waitForText(shell.navLink('datasets'), '数据集');
     const marker = await plantMarker(page);
@@ -53,11 +35,11 @@ describe('switching the language', () => {
   });
 
   test('the choice is remembered by the server', async () => {
-    const { page, context } = person;
+    const { page, context } = story.owner;
     const cookie = (await context.cookies()).find((c) => c.name === 'i18n_pref_locale');
     assert.equal(cookie?.value, 'en');
     // The server renders English straight away: check the HTML it sends, before any wasm runs.
-    const html = await (await context.request.get(`/w/${workspaceId}/activity`)).text();
+    const html = await (await context.request.get(`/w/${story.workspaceId}/activity`)).text();
     assert.match(html, /<html[^>]*lang="en"/);
     assert.match(html, />Activity</);
     await page.reload();
@@ -66,7 +48,7 @@ describe('switching the language', () => {
   });
 
   test('switching back returns to Chinese', async () => {
-    const { page } = person;
+    const { page } = story.owner;
     const shell = new Shell(page);
     const marker = await plantMarker(page);
     await shell.langSwitch.click();
@@ -77,7 +59,7 @@ describe('switching the language', () => {
   });
 
   test('errors follow the language too', async () => {
-    const { page } = person;
+    const { page } = story.owner;
     const shell = new Shell(page);
     await shell.langSwitch.click();
     await waitForText(shell.pageTitle, 'Members');
@@ -91,6 +73,6 @@ describe('switching the language', () => {
   });
 
   test('no wasm panic or hydration error happened', () => {
-    assert.deepEqual(person.problems, []);
+    assert.deepEqual(story.owner.problems, []);
   });
 });

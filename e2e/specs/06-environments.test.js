@@ -7,53 +7,38 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { startServer } from '../support/server.js';
-import { hydrated, launchBrowser, newPerson, plantMarker, readMarker, screenshot } from '../support/browser.js';
+import { startStory } from '../support/story.js';
+import { hydrated, plantMarker, readMarker, screenshot, visit, withPerson } from '../support/browser.js';
 import { assertAccessibleBasics, assertNoHorizontalOverflow, waitForText } from '../support/checks.js';
 import { instanceContainers, instanceLabel, removeInstanceObjects } from '../support/docker.js';
-import { MembersPage } from '../pages/workspaces.js';
 import { EnvironmentFormPage, EnvironmentPage, EnvironmentsListPage } from '../pages/environments.js';
 import { Shell } from '../pages/shell.js';
-import { createWorkspace, signIn, signUp } from '../pages/flows.js';
+import { signIn } from '../pages/flows.js';
 
 const NAME = 'busybox-small';
 /** A secret variable's value: it reaches the container, and no page ever shows it. */
 const SECRET = 'hf_e2e_SECRET_value_42';
 
 describe('an environment from spec to terminal and back', () => {
-  let server;
-  let browser;
-  let owner;
+  const story = startStory({ owner: 'olivia', workspace: '容器团队' });
   let instance;
-  let workspaceId;
   let environmentId;
 
   before(async () => {
-    server = await startServer();
-    instance = await instanceLabel(server.dataDir);
-    browser = await launchBrowser();
-    owner = await newPerson(browser, server.baseURL);
-    await signUp(owner.page, 'olivia');
-    workspaceId = await createWorkspace(owner.page, '容器团队');
-    const colleague = await newPerson(browser, server.baseURL);
-    await signUp(colleague.page, 'victor');
-    await colleague.context.close();
-    const members = new MembersPage(owner.page);
-    await members.goto(workspaceId);
-    await members.add('victor', 'viewer');
-    await members.row('victor').waitFor();
+    instance = await instanceLabel(story.server.dataDir);
+    // Victor comes back later, in a browser of his own, to look without touching.
+    await (await story.colleague('victor', 'viewer')).context.close();
   });
 
+  // After the story's own clean-up (the server is stopped by then, so nothing starts a container again).
   after(async () => {
-    await browser?.close();
     if (instance) await removeInstanceObjects(instance);
-    await server?.stop();
   });
 
   test('an editor finds the way to a new environment', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const list = new EnvironmentsListPage(page);
-    await list.goto(workspaceId);
+    await list.goto(story.workspaceId);
     await list.empty.waitFor();
     assert.equal(await list.dockerBanner.count(), 0, 'Docker is available here');
     await list.newButton.click();
@@ -66,7 +51,7 @@ describe('an environment from spec to terminal and back', () => {
   });
 
   test('memory "lots" is refused at the memory field, without a reload, and creates nothing', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const form = new EnvironmentFormPage(page);
     const marker = await plantMarker(page);
     await form.fill({ name: 'too-vague', cpus: '0.5', memory: 'lots', 'shm-size': '16m' });
@@ -96,20 +81,19 @@ describe('an environment from spec to terminal and back', () => {
     assert.match(page.url(), /\/environments\/new$/);
 
     const list = new EnvironmentsListPage(page);
-    await list.goto(workspaceId);
+    await list.goto(story.workspaceId);
     await list.empty.waitFor();
     assert.equal(await list.row('too-vague').count(), 0);
   });
 
   test('creating it shows the build log and then the lock', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const form = new EnvironmentFormPage(page);
-    await form.gotoNew(workspaceId);
+    await form.gotoNew(story.workspaceId);
     await form.fill({ name: NAME, cpus: '0.5', memory: '64m', 'shm-size': '16m', secrets: `HF_TOKEN=${SECRET}` });
     await form.submit();
-    await page.waitForURL(/\/environments\/\d+$/);
     const env = new EnvironmentPage(page);
-    environmentId = env.id();
+    environmentId = await env.opened();
     await waitForText(page.getByTestId('page-title'), NAME);
     await env.waitForBuild('built');
     await waitForText(env.buildLog, /\S/);
@@ -125,7 +109,7 @@ describe('an environment from spec to terminal and back', () => {
   });
 
   test('a forced rebuild shows the Docker build log and keeps the lock', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const env = new EnvironmentPage(page);
     const before = (await env.imageId.textContent()).trim();
     await env.button('rebuild').click();
@@ -139,7 +123,7 @@ describe('an environment from spec to terminal and back', () => {
   });
 
   test('editing the spec saves version 2, which reuses the image', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const env = new EnvironmentPage(page);
     const imageId = (await env.imageId.textContent()).trim();
     await env.button('edit').click();
@@ -160,7 +144,7 @@ describe('an environment from spec to terminal and back', () => {
   });
 
   test('Start runs the container and shows its usage', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const env = new EnvironmentPage(page);
     await env.button('up').click();
     await env.waitForStatus('running');
@@ -178,27 +162,21 @@ describe('an environment from spec to terminal and back', () => {
   });
 
   test('the environment page fits a 375 px wide phone', async () => {
-    const phone = await newPerson(browser, server.baseURL, { width: 375, height: 740 });
-    try {
-      await phone.context.addCookies(await owner.context.cookies());
+    await withPerson(await story.ownerOnPhone(), async (page) => {
       for (const path of [`environments/${environmentId}`, 'environments', 'environments/new']) {
-        await phone.page.goto(`/w/${workspaceId}/${path}`);
-        await hydrated(phone.page);
-        await phone.page.getByTestId('page-title').waitFor();
-        await assertNoHorizontalOverflow(phone.page);
+        await visit(page, `/w/${story.workspaceId}/${path}`);
+        await page.getByTestId('page-title').waitFor();
+        await assertNoHorizontalOverflow(page);
       }
-      await phone.page.goto(`/w/${workspaceId}/environments/${environmentId}`);
-      await hydrated(phone.page);
-      await new EnvironmentPage(phone.page).stats.waitFor();
-      await screenshot(phone.page, '06-phone-environment');
-      assert.deepEqual(phone.problems, []);
-    } finally {
-      await phone.context.close();
-    }
+      const env = new EnvironmentPage(page);
+      await env.goto(story.workspaceId, environmentId);
+      await env.stats.waitFor();
+      await screenshot(page, '06-phone-environment');
+    });
   });
 
   test('the terminal is a shell of the non-root user', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const env = new EnvironmentPage(page);
     await env.openTerminal();
     await env.runInTerminal('id -u', '1000');
@@ -216,7 +194,7 @@ describe('an environment from spec to terminal and back', () => {
   });
 
   test('Restart ends the open shell; a new terminal works again', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const env = new EnvironmentPage(page);
     await env.button('restart').click();
     await page.locator('[data-testid="env-event"][data-kind="restart"]').first().waitFor({ timeout: 60_000 });
@@ -229,10 +207,8 @@ describe('an environment from spec to terminal and back', () => {
   });
 
   test('a viewer sees the environment but no control, form or terminal', async () => {
-    const viewer = await newPerson(browser, server.baseURL);
-    try {
-      const { page } = viewer;
-      await signIn(page, 'victor', new RegExp(`/w/${workspaceId}/environments$`));
+    await withPerson(await story.person(), async (page) => {
+      await signIn(page, 'victor', new RegExp(`/w/${story.workspaceId}/environments$`));
       await hydrated(page);
       const list = new EnvironmentsListPage(page);
       await list.row(NAME).waitFor();
@@ -252,18 +228,14 @@ describe('an environment from spec to terminal and back', () => {
       assert.ok(!(await page.content()).includes(SECRET), 'the viewer saw the secret');
       await screenshot(page, '06-viewer');
       // The edit page itself refuses, and the form is not there.
-      await page.goto(`/w/${workspaceId}/environments/${environmentId}/edit`);
-      await hydrated(page);
+      await visit(page, `/w/${story.workspaceId}/environments/${environmentId}/edit`);
       await page.getByTestId('environments-editor-only').waitFor();
       assert.equal(await page.getByTestId('environment-form').count(), 0);
-      assert.deepEqual(viewer.problems, []);
-    } finally {
-      await viewer.context.close();
-    }
+    });
   });
 
   test('Stop removes the container; Delete removes the environment', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const env = new EnvironmentPage(page);
     await env.button('down').click();
     await env.waitForStatus('stopped');
@@ -276,6 +248,6 @@ describe('an environment from spec to terminal and back', () => {
   });
 
   test('no wasm panic or hydration error happened', () => {
-    assert.deepEqual(owner.problems, []);
+    assert.deepEqual(story.owner.problems, []);
   });
 });

