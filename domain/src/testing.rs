@@ -1,8 +1,13 @@
-//! Test helpers for the domain modules: a fresh SQLite file per test in its own temporary directory.
+//! Test helpers for the domain modules: a fresh SQLite file per test in its own temporary directory,
+//! and the rows most tests start from (people in a workspace, a dataset, a job runner).
+
+use std::sync::Arc;
 
 use sqlx::SqlitePool;
 
 use super::auth::Actor;
+use super::jobs::Jobs;
+use super::storage::Storage;
 
 /// A migrated database in a new temporary directory (kept alive by the returned guard).
 pub async fn test_db() -> (tempfile::TempDir, SqlitePool) {
@@ -25,4 +30,61 @@ pub async fn actor(db: &SqlitePool, username: &str) -> Actor {
         read_only: false,
         credential: super::auth::Credential::Session { epoch: 0 },
     }
+}
+
+/// A workspace (`nlp`) made by its owner, the first account and so the instance admin, with a
+/// second person who may only read it.
+pub struct Team {
+    pub owner: Actor,
+    pub viewer: Actor,
+    pub ws: i64,
+}
+
+pub async fn team(db: &SqlitePool) -> Team {
+    let owner = actor(db, "owner").await;
+    let viewer = actor(db, "viewer").await;
+    let ws = super::workspaces::create(db, &owner, "nlp")
+        .await
+        .expect("create workspace")
+        .id;
+    super::members::add(db, &owner, ws, "viewer", "viewer")
+        .await
+        .expect("add viewer");
+    Team { owner, viewer, ws }
+}
+
+/// The job runner of a server without Docker and without its `paddock` binary: whatever it starts
+/// fails to start, which is what the database tests want.
+pub async fn jobs(dir: &tempfile::TempDir, db: &SqlitePool) -> Arc<Jobs> {
+    let storage = Arc::new(Storage::new(
+        dir.path(),
+        1 << 20,
+        "/nonexistent/paddock".into(),
+    ));
+    let engine = super::engine::EngineConfig {
+        docker_host: Some("unix:///nonexistent.sock".into()),
+        ..Default::default()
+    };
+    let engine = Arc::new(super::engine::Engine::start(db, engine).await.unwrap());
+    Arc::new(Jobs::new(db.clone(), storage, engine, 1, 0))
+}
+
+/// A validated dataset row (its file is never read) whose labels are `labels`.
+pub async fn dataset(db: &SqlitePool, workspace_id: i64, name: &str, labels: &[&str]) -> i64 {
+    let distribution: serde_json::Map<String, serde_json::Value> =
+        labels.iter().map(|l| (l.to_string(), 1.into())).collect();
+    let report =
+        serde_json::json!({ "ok": true, "rows": labels.len(), "label_distribution": distribution });
+    sqlx::query_scalar(
+        "INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows, text_column, label_column,
+             report_json, preview_json, created_at)
+         VALUES (?, ?, 'r.tsv', 'tsv', 'datasets/1/r.tsv', 10, 'abc', 3, 'text', 'label', ?, '{}', '2026-01-01T00:00:00Z')
+         RETURNING id",
+    )
+    .bind(workspace_id)
+    .bind(name)
+    .bind(report.to_string())
+    .fetch_one(db)
+    .await
+    .unwrap()
 }

@@ -2,45 +2,8 @@
 //! checkpoint cannot score (writing nothing), and a run whose evaluator cannot start ending as `failed`
 //! with the reason. The real evaluator's numbers are checked against `paddock eval` in the server tests.
 
-use std::sync::Arc;
-
 use super::*;
-use crate::storage::Storage;
-use crate::testing::{actor, test_db};
-use crate::{members, workspaces};
-
-async fn make_jobs(dir: &tempfile::TempDir, db: &SqlitePool) -> Arc<Jobs> {
-    let storage = Arc::new(Storage::new(
-        dir.path(),
-        1 << 20,
-        "/nonexistent/paddock".into(),
-    ));
-    let engine = crate::engine::EngineConfig {
-        docker_host: Some("unix:///nonexistent.sock".into()),
-        ..Default::default()
-    };
-    let engine = Arc::new(crate::engine::Engine::start(db, engine).await.unwrap());
-    Arc::new(Jobs::new(db.clone(), storage, engine, 1, 0))
-}
-
-async fn dataset(db: &SqlitePool, workspace_id: i64, name: &str, labels: &[&str]) -> i64 {
-    let distribution: serde_json::Map<String, serde_json::Value> =
-        labels.iter().map(|l| (l.to_string(), 1.into())).collect();
-    let report =
-        serde_json::json!({ "ok": true, "rows": labels.len(), "label_distribution": distribution });
-    sqlx::query_scalar(
-        "INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows, text_column, label_column,
-             report_json, preview_json, created_at)
-         VALUES (?, ?, 'r.tsv', 'tsv', 'datasets/1/r.tsv', 10, 'abc', 3, 'text', 'label', ?, '{}', '2026-01-01T00:00:00Z')
-         RETURNING id",
-    )
-    .bind(workspace_id)
-    .bind(name)
-    .bind(report.to_string())
-    .fetch_one(db)
-    .await
-    .unwrap()
-}
+use crate::testing::{dataset, jobs, team, test_db, Team};
 
 /// A finished job with one checkpoint whose `config.json` names `labels`.
 async fn checkpoint(db: &SqlitePool, jobs: &Jobs, workspace_id: i64, labels: &[&str]) -> i64 {
@@ -75,6 +38,16 @@ async fn checkpoint(db: &SqlitePool, jobs: &Jobs, workspace_id: i64, labels: &[&
     .fetch_one(db)
     .await
     .unwrap()
+}
+
+/// A database, a job runner that can start nothing, a team, and a checkpoint in its workspace that
+/// scores `negative` and `positive`.
+async fn setup() -> (tempfile::TempDir, SqlitePool, Arc<Jobs>, Team, i64) {
+    let (dir, db) = test_db().await;
+    let jobs = jobs(&dir, &db).await;
+    let team = team(&db).await;
+    let ckpt = checkpoint(&db, &jobs, team.ws, &["negative", "positive"]).await;
+    (dir, db, jobs, team, ckpt)
 }
 
 #[test]
@@ -125,15 +98,7 @@ fn failures_are_explained_by_the_evaluators_error_paragraph() {
 
 #[tokio::test]
 async fn only_editors_start_evaluations_and_mismatched_labels_are_refused() {
-    let (dir, db) = test_db().await;
-    let jobs = make_jobs(&dir, &db).await;
-    let owner = actor(&db, "owner").await;
-    let viewer = actor(&db, "viewer").await;
-    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
-    members::add(&db, &owner, ws, "viewer", "viewer")
-        .await
-        .unwrap();
-    let ckpt = checkpoint(&db, &jobs, ws, &["negative", "positive"]).await;
+    let (_dir, db, jobs, Team { owner, viewer, ws }, ckpt) = setup().await;
     let good = dataset(&db, ws, "reviews", &["negative", "positive"]).await;
     let other = dataset(&db, ws, "topics", &["sports", "negative"]).await;
 
@@ -179,15 +144,7 @@ async fn only_editors_start_evaluations_and_mismatched_labels_are_refused() {
 
 #[tokio::test]
 async fn an_evaluator_that_cannot_run_fails_with_its_reason_and_is_audited() {
-    let (dir, db) = test_db().await;
-    let jobs = make_jobs(&dir, &db).await;
-    let owner = actor(&db, "owner").await;
-    let viewer = actor(&db, "viewer").await;
-    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
-    members::add(&db, &owner, ws, "viewer", "viewer")
-        .await
-        .unwrap();
-    let ckpt = checkpoint(&db, &jobs, ws, &["negative", "positive"]).await;
+    let (_dir, db, jobs, Team { owner, viewer, ws }, ckpt) = setup().await;
     let ds = dataset(&db, ws, "reviews", &["0", "1"]).await;
 
     let started = start(&db, &jobs, &owner, ws, ckpt, ds).await.unwrap();

@@ -3,7 +3,7 @@
 //! its files, its liveness, its stop. The Docker executor runs the same wrapper; it is tested through
 //! jobs and replicas on the real binary in the server's tests.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -61,6 +61,15 @@ async fn ended(executor: &Local, rel: &Path) -> Option<i64> {
     None
 }
 
+/// Starts a `work` run named `name` and waits until its command runs (the wrapper wrote its pid).
+async fn working(executor: &Local, name: &str) -> (Handle, PathBuf) {
+    let w = work(executor, name, &["work"]);
+    let rel = w.rel.clone();
+    let handle = executor.start(w).await.unwrap();
+    wait_for_pid_file(executor, 1, &rel).await;
+    (handle, rel)
+}
+
 fn read(executor: &Local, rel: &Path, file: &str) -> String {
     let bytes = executor.run_root(1).unwrap().read(&rel.join(file), 1 << 20);
     String::from_utf8(bytes.unwrap()).unwrap()
@@ -98,10 +107,7 @@ async fn a_run_leaves_its_output_log_and_exit_status_in_its_folder() {
 async fn asking_a_run_to_stop_reaches_the_command_which_ends_on_its_terms() {
     let dir = tempfile::tempdir().unwrap();
     let executor = local(dir.path());
-    let w = work(&executor, "work", &["work"]);
-    let rel = w.rel.clone();
-    let handle = executor.start(w).await.unwrap();
-    wait_for_pid_file(&executor, 1, &rel).await;
+    let (handle, rel) = working(&executor, "work").await;
     assert_eq!(executor.is_running(&handle).await, Some(true));
     executor.stop(&handle, Stop::Ask).await;
     assert_eq!(
@@ -117,10 +123,7 @@ async fn asking_a_run_to_stop_reaches_the_command_which_ends_on_its_terms() {
 async fn killing_a_run_ends_its_whole_group_without_an_exit_status() {
     let dir = tempfile::tempdir().unwrap();
     let executor = local(dir.path());
-    let w = work(&executor, "killed", &["work"]);
-    let rel = w.rel.clone();
-    let handle = executor.start(w).await.unwrap();
-    wait_for_pid_file(&executor, 1, &rel).await;
+    let (handle, rel) = working(&executor, "killed").await;
     let command: i64 = read(&executor, &rel, "trainer.pid").trim().parse().unwrap();
     executor.stop(&handle, Stop::Kill).await;
     let deadline = std::time::Instant::now() + Duration::from_secs(10);

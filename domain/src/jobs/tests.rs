@@ -5,56 +5,40 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::storage::Storage;
-use crate::testing::{actor, test_db};
-use crate::{members, workspaces};
+use crate::testing::{actor, dataset, jobs, team, test_db, Team};
+use crate::workspaces;
 
-async fn make_jobs(dir: &tempfile::TempDir, db: &SqlitePool) -> Jobs {
-    let storage = Arc::new(Storage::new(
-        dir.path(),
-        1 << 20,
-        "/nonexistent/paddock".into(),
-    ));
-    let engine = crate::engine::EngineConfig {
-        docker_host: Some("unix:///nonexistent.sock".into()),
-        ..Default::default()
-    };
-    let engine = Arc::new(crate::engine::Engine::start(db, engine).await.unwrap());
-    Jobs::new(db.clone(), storage, engine, 1, 0)
+/// The reviews dataset every job here trains on.
+async fn reviews(db: &SqlitePool, workspace_id: i64) -> i64 {
+    dataset(db, workspace_id, "reviews", &["negative", "positive"]).await
 }
 
-async fn dataset(db: &SqlitePool, workspace_id: i64) -> i64 {
-    let report = serde_json::json!({ "ok": true, "rows": 3, "label_distribution": { "negative": 1, "positive": 2 } });
-    sqlx::query_scalar(
-        "INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows, text_column, label_column,
-             report_json, preview_json, created_at)
-         VALUES (?, 'reviews', 'r.tsv', 'tsv', 'datasets/1/r.tsv', 10, 'x', 3, 'text', 'label', ?, '{}', '2026-01-01T00:00:00Z')
-         RETURNING id",
-    )
-    .bind(workspace_id)
-    .bind(report.to_string())
-    .fetch_one(db)
-    .await
-    .unwrap()
+/// A database, a job runner that can start nothing, a team, and the reviews dataset in its workspace.
+async fn setup() -> (tempfile::TempDir, SqlitePool, Arc<Jobs>, Team, i64) {
+    let (dir, db) = test_db().await;
+    let jobs = jobs(&dir, &db).await;
+    let team = team(&db).await;
+    let ds = reviews(&db, team.ws).await;
+    (dir, db, jobs, team, ds)
+}
+
+async fn status(db: &SqlitePool, actor: &Actor, ws: i64, id: i64) -> JobStatus {
+    get(db, actor, ws, id).await.unwrap().summary.status
+}
+
+/// Submits a job of `spec` as `actor`; its id.
+async fn submitted(db: &SqlitePool, jobs: &Jobs, actor: &Actor, ws: i64, spec: JobSpec) -> i64 {
+    submit(db, jobs, actor, ws, spec).await.unwrap().summary.id
 }
 
 #[tokio::test]
 async fn submissions_are_checked_queued_in_order_and_audited() {
-    let (dir, db) = test_db().await;
-    let jobs = make_jobs(&dir, &db).await;
-    let owner = actor(&db, "owner").await;
-    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
-    let ds = dataset(&db, ws).await;
+    let (_dir, db, jobs, Team { owner, ws, .. }, ds) = setup().await;
 
     let mut bad = JobSpec::new("bad", ds);
     bad.learning_rate = -1.0;
-    assert_eq!(
-        submit(&db, &jobs, &owner, ws, bad)
-            .await
-            .unwrap_err()
-            .field(),
-        Some("learning_rate")
-    );
+    let refused = submit(&db, &jobs, &owner, ws, bad).await.unwrap_err();
+    assert_eq!(refused.field(), Some("learning_rate"));
     let err = submit(&db, &jobs, &owner, ws, JobSpec::new("x", 999))
         .await
         .unwrap_err();
@@ -140,21 +124,9 @@ async fn submissions_are_checked_queued_in_order_and_audited() {
 
 #[tokio::test]
 async fn viewers_read_jobs_and_outsiders_see_nothing() {
-    let (dir, db) = test_db().await;
-    let jobs = make_jobs(&dir, &db).await;
-    let owner = actor(&db, "owner").await;
-    let viewer = actor(&db, "viewer").await;
+    let (_dir, db, jobs, Team { owner, viewer, ws }, ds) = setup().await;
     let outsider = actor(&db, "outsider").await;
-    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
-    members::add(&db, &owner, ws, "viewer", "viewer")
-        .await
-        .unwrap();
-    let ds = dataset(&db, ws).await;
-    let job = submit(&db, &jobs, &owner, ws, JobSpec::new("run", ds))
-        .await
-        .unwrap()
-        .summary
-        .id;
+    let job = submitted(&db, &jobs, &owner, ws, JobSpec::new("run", ds)).await;
 
     assert_eq!(list(&db, &viewer, ws).await.unwrap().len(), 1);
     assert!(!get(&db, &viewer, ws, job).await.unwrap().can_edit);
@@ -187,7 +159,7 @@ async fn viewers_read_jobs_and_outsiders_see_nothing() {
 #[tokio::test]
 async fn the_scheduler_places_jobs_on_distinct_gpus_within_quotas() {
     let (dir, db) = test_db().await;
-    let jobs = Arc::new(make_jobs(&dir, &db).await);
+    let jobs = jobs(&dir, &db).await;
     let fake = "0, NVIDIA A100, 550.54.15, 8.0, 81920 MiB, GPU-a\n1, NVIDIA A100, 550.54.15, 8.0, 81920 MiB, GPU-b\n";
     jobs.engine
         .set_gpus(containers::preflight::gpus::parse(fake).unwrap())
@@ -195,7 +167,7 @@ async fn the_scheduler_places_jobs_on_distinct_gpus_within_quotas() {
     let admin = actor(&db, "admin").await; // the first account is the instance admin
     let ws1 = workspaces::create(&db, &admin, "one").await.unwrap().id;
     let ws2 = workspaces::create(&db, &admin, "two").await.unwrap().id;
-    let (ds1, ds2) = (dataset(&db, ws1).await, dataset(&db, ws2).await);
+    let (ds1, ds2) = (reviews(&db, ws1).await, reviews(&db, ws2).await);
     crate::admin::set_gpu_quota(&db, &admin, ws1, Some(1))
         .await
         .unwrap();
@@ -206,28 +178,11 @@ async fn the_scheduler_places_jobs_on_distinct_gpus_within_quotas() {
     };
     let mut too_many = on_gpu("greedy", ds1);
     too_many.gpus = 3;
-    assert_eq!(
-        submit(&db, &jobs, &admin, ws1, too_many)
-            .await
-            .unwrap_err()
-            .field(),
-        Some("gpus")
-    );
-    let a = submit(&db, &jobs, &admin, ws1, on_gpu("a", ds1))
-        .await
-        .unwrap()
-        .summary
-        .id;
-    let b = submit(&db, &jobs, &admin, ws1, on_gpu("b", ds1))
-        .await
-        .unwrap()
-        .summary
-        .id;
-    let c = submit(&db, &jobs, &admin, ws2, on_gpu("c", ds2))
-        .await
-        .unwrap()
-        .summary
-        .id;
+    let refused = submit(&db, &jobs, &admin, ws1, too_many).await.unwrap_err();
+    assert_eq!(refused.field(), Some("gpus"));
+    let a = submitted(&db, &jobs, &admin, ws1, on_gpu("a", ds1)).await;
+    let b = submitted(&db, &jobs, &admin, ws1, on_gpu("b", ds1)).await;
+    let c = submitted(&db, &jobs, &admin, ws2, on_gpu("c", ds2)).await;
 
     let started = scheduler::schedule_once(&db, &jobs, &jobs.engine)
         .await
@@ -240,19 +195,12 @@ async fn the_scheduler_places_jobs_on_distinct_gpus_within_quotas() {
     .await
     .unwrap();
     assert_eq!(leases, vec![(0, a), (1, c)], "one job per GPU");
-    assert_eq!(
-        get(&db, &admin, ws1, b).await.unwrap().summary.status,
-        JobStatus::Queued
-    );
+    assert_eq!(status(&db, &admin, ws1, b).await, JobStatus::Queued);
 }
 
 #[tokio::test]
 async fn a_job_from_an_earlier_checkpoint_names_it_and_its_job() {
-    let (dir, db) = test_db().await;
-    let jobs = make_jobs(&dir, &db).await;
-    let owner = actor(&db, "owner").await;
-    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
-    let ds = dataset(&db, ws).await;
+    let (_dir, db, jobs, Team { owner, ws, .. }, ds) = setup().await;
     let first = submit(&db, &jobs, &owner, ws, JobSpec::new("pretrained-run", ds))
         .await
         .unwrap();
@@ -303,17 +251,10 @@ async fn a_job_from_an_earlier_checkpoint_names_it_and_its_job() {
 /// run in a container (no pid). Both get their exit status and finish time; a queued job is left alone.
 #[tokio::test]
 async fn recovery_follows_every_run_whose_end_is_unrecorded() {
-    let (dir, db) = test_db().await;
-    let jobs = Arc::new(make_jobs(&dir, &db).await);
-    let owner = actor(&db, "owner").await;
-    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
-    let ds = dataset(&db, ws).await;
+    let (_dir, db, jobs, Team { owner, ws, .. }, ds) = setup().await;
     let mut ids = Vec::new();
     for name in ["ended-local", "in-container", "waiting"] {
-        let detail = submit(&db, &jobs, &owner, ws, JobSpec::new(name, ds))
-            .await
-            .unwrap();
-        ids.push(detail.summary.id);
+        ids.push(submitted(&db, &jobs, &owner, ws, JobSpec::new(name, ds)).await);
     }
     let (local_run, container_run, queued) = (ids[0], ids[1], ids[2]);
     // A pid that is certainly not running: a child that has been waited for.
@@ -362,26 +303,15 @@ async fn recovery_follows_every_run_whose_end_is_unrecorded() {
             (container_run, "failed".to_string(), Some(3)),
         ]
     );
-    assert_eq!(
-        get(&db, &owner, ws, queued).await.unwrap().summary.status,
-        JobStatus::Queued
-    );
+    assert_eq!(status(&db, &owner, ws, queued).await, JobStatus::Queued);
 }
 
 #[tokio::test]
 async fn status_moves_follow_the_machine_and_record_their_reason() {
     use super::status::{current, Job, Reason};
     use crate::transitions::Machine;
-    let (dir, db) = test_db().await;
-    let jobs = make_jobs(&dir, &db).await;
-    let owner = actor(&db, "owner").await;
-    let ws = workspaces::create(&db, &owner, "nlp").await.unwrap().id;
-    let ds = dataset(&db, ws).await;
-    let id = submit(&db, &jobs, &owner, ws, JobSpec::new("run", ds))
-        .await
-        .unwrap()
-        .summary
-        .id;
+    let (_dir, db, jobs, Team { owner, ws, .. }, ds) = setup().await;
+    let id = submitted(&db, &jobs, &owner, ws, JobSpec::new("run", ds)).await;
     let mut conn = db.acquire().await.unwrap();
     // Queued cannot jump to running; nothing is written.
     let moved = Job::transition(&mut conn, id, JobStatus::Running, Reason::Launched, None).await;
