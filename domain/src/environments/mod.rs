@@ -41,16 +41,16 @@ const EVENTS_SHOWN: i64 = 50;
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct EnvRow {
-    pub id: i64,
-    pub workspace_id: i64,
-    pub name: String,
-    pub current_version: i64,
-    pub status: EnvStatus,
-    pub exit_code: Option<i64>,
-    pub status_message: Option<String>,
-    pub container_name: Option<String>,
-    pub last_active_at: Option<String>,
-    pub updated_at: String,
+    id: i64,
+    workspace_id: i64,
+    name: String,
+    current_version: i64,
+    status: EnvStatus,
+    exit_code: Option<i64>,
+    status_message: Option<String>,
+    container_name: Option<String>,
+    last_active_at: Option<String>,
+    updated_at: String,
 }
 
 const ENV_COLUMNS: &str =
@@ -59,21 +59,21 @@ const ENV_COLUMNS: &str =
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct VersionRow {
-    pub id: i64,
-    pub version: i64,
-    pub spec_json: String,
-    pub spec_hash: String,
-    pub build_status: BuildStatus,
-    pub build_hash: Option<String>,
-    pub image_id: Option<String>,
-    pub previous_image_id: Option<String>,
-    pub image_tag: Option<String>,
-    pub dockerfile: Option<String>,
-    pub build_error: Option<String>,
-    pub created_by: Option<String>,
-    pub created_at: String,
-    pub build_started_at: Option<String>,
-    pub build_finished_at: Option<String>,
+    id: i64,
+    version: i64,
+    spec_json: String,
+    spec_hash: String,
+    build_status: BuildStatus,
+    build_hash: Option<String>,
+    image_id: Option<String>,
+    previous_image_id: Option<String>,
+    image_tag: Option<String>,
+    dockerfile: Option<String>,
+    build_error: Option<String>,
+    created_by: Option<String>,
+    created_at: String,
+    build_started_at: Option<String>,
+    build_finished_at: Option<String>,
 }
 
 const VERSION_SELECT: &str = "SELECT v.id, v.version, v.spec_json, v.spec_hash, v.build_status, v.build_hash, v.image_id, \
