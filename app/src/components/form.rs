@@ -25,6 +25,26 @@ where
     Signal::derive(move || action.value().get().and_then(Result::err))
 }
 
+/// Once `action` answers: `done` with what it returned, or its error in `error`, which a success
+/// clears (several buttons may share one error line: whichever ran last speaks).
+pub fn on_answer<S>(
+    action: ServerAction<S>,
+    error: RwSignal<Option<AppError>>,
+    done: impl Fn(S::Output) + 'static,
+) where
+    S: ServerFn<Error = AppError> + Send + Sync + Clone + 'static,
+    S::Output: Send + Sync + Clone + 'static,
+{
+    Effect::new(move |_| match action.value().get() {
+        Some(Ok(answer)) => {
+            error.set(None);
+            done(answer);
+        }
+        Some(Err(err)) => error.set(Some(err)),
+        None => {}
+    });
+}
+
 /// The ids a control's `aria-describedby` names: its hint (when it has one) and its error line.
 pub fn described_by(id: &str, hint: bool) -> String {
     if hint {

@@ -4,17 +4,18 @@
 
 use leptos::html::Form;
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 use crate::api::members::{list_members, AddMember, ChangeMemberRole, RemoveMember};
 use crate::components::auth::use_auth;
 use crate::components::badges::{role_name, RoleBadge};
-use crate::components::form::{action_error, Field, FormError, SubmitButton};
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::form::{action_error, on_answer, Field, FormError, SubmitButton};
+use crate::components::notice::ErrorNotice;
+use crate::components::page::{InfoNote, Loaded};
+use crate::components::table::{columns, DataTable, RowAction};
 use crate::components::time::Timestamp;
 use crate::components::workspaces::use_workspace_list;
 use crate::i18n::*;
-use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::pages::workspace::{use_current_workspace, SectionPage};
 use contracts::error::AppError;
 use contracts::types::{Member, Role};
 
@@ -29,81 +30,50 @@ pub fn MembersPage() -> impl IntoView {
     let add = ServerAction::<AddMember>::new();
     let change = ServerAction::<ChangeMemberRole>::new();
     let remove = ServerAction::<RemoveMember>::new();
-    // Bumped only when something changed: a refused action leaves the list (and what the owner
+    // Read again only when something changed: a refused action leaves the list (and what the owner
     // typed into the form) alone.
-    let changed = RwSignal::new(0u64);
-    let members = Resource::new(
-        move || (current.id.get(), changed.get()),
-        |(id, _)| list_members(id),
-    );
-
-    // The table's actions share one error line: whichever ran last speaks.
+    let members = Resource::new(move || current.id.get(), list_members);
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = add.value().get() {
+            members.refetch();
+        }
+    });
+    // The table's actions share one error line: whichever ran last speaks. A change may concern the
+    // caller (an owner stepping down), so their role is read again too.
     let row_error = RwSignal::new(None::<AppError>);
-    Effect::new(move |_| {
-        if let Some(result) = add.value().get() {
-            if result.is_ok() {
-                changed.update(|n| *n += 1);
-            }
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(result) = change.value().get() {
-            row_error.set(result.as_ref().err().cloned());
-            if result.is_ok() {
-                changed.update(|n| *n += 1);
-                // The change may concern the caller (an owner stepping down): re-read their role.
-                workspaces.refresh();
-            }
-        }
-    });
-    Effect::new(move |_| {
-        if let Some(result) = remove.value().get() {
-            row_error.set(result.as_ref().err().cloned());
-            if result.is_ok() {
-                changed.update(|n| *n += 1);
-                workspaces.refresh();
-            }
-        }
-    });
+    let changed = move || {
+        members.refetch();
+        workspaces.refresh();
+    };
+    on_answer(change, row_error, move |_| changed());
+    on_answer(remove, row_error, move |_| changed());
+    let load = move || async move {
+        let ws = current.ws.await?;
+        let me = auth.user.await.ok().flatten().map(|me| me.id);
+        Ok((ws, me, members.await?))
+    };
 
     view! {
-        <Title text=move || t_string!(i18n, nav.members).to_string() />
-        <div class="page">
-            <PageHeader title=move || t!(i18n, nav.members) lead=move || t!(i18n, members.lead) />
+        <SectionPage section="members">
             // The form depends on the role only, so adding someone does not re-create it.
             <Transition fallback=|| ()>
                 {move || Suspend::new(async move {
                     match current.ws.await {
                         Ok(ws) if ws.role == Role::Owner => view! { <AddMemberForm workspace_id=ws.id add /> }.into_any(),
-                        Ok(_) => view! {
-                            <p class="notice notice-info" data-testid="members-owner-only">
-                                {t!(i18n, members.owner_only)}
-                            </p>
-                        }
-                        .into_any(),
+                        Ok(_) => view! { <InfoNote testid="members-owner-only">{t!(i18n, members.owner_only)}</InfoNote> }.into_any(),
                         Err(_) => ().into_any(),
                     }
                 })}
             </Transition>
             {move || row_error.get().map(|err| view! { <ErrorNotice err /> })}
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    let ws = match current.ws.await {
-                        Ok(ws) => ws,
-                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
-                    };
-                    let me = auth.user.await.ok().flatten().map(|me| me.id);
-                    match members.await {
-                        Ok(list) => view! {
-                            <MembersTable list me workspace_id=ws.id is_owner={ws.role == Role::Owner} change remove />
-                        }
-                        .into_any(),
-                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
-                    }
-                })}
-            </Transition>
+            <Loaded load let:loaded>
+                {
+                    let (ws, me, list) = loaded;
+                    view! { <MembersTable list me workspace_id=ws.id is_owner={ws.role == Role::Owner} change remove /> }
+                }
+            </Loaded>
             <p class="hint">{t!(i18n, members.roles_help)}</p>
-        </div>
+        </SectionPage>
     }
 }
 
@@ -175,64 +145,43 @@ fn MembersTable(
     remove: ServerAction<RemoveMember>,
 ) -> impl IntoView {
     let i18n = use_i18n();
+    let rows = list
+        .into_iter()
+        .map(|m| {
+            let is_me = me == Some(m.user_id);
+            let (user_id, name) = (m.user_id, m.username.clone());
+            let role = if is_owner {
+                view! { <RoleSelect member=m.clone() workspace_id change /> }.into_any()
+            } else {
+                view! { <RoleBadge role=m.role /> }.into_any()
+            };
+            let remove_button = is_owner.then(|| view! {
+                <td>
+                    <RowAction testid=format!("remove-{name}") pending=remove.pending()
+                        aria_label=move || t_string!(i18n, members.remove_aria, name = name.clone()).to_string()
+                        on_click=move || { remove.dispatch(RemoveMember { workspace_id, user_id }); }>
+                        {t!(i18n, members.remove)}
+                    </RowAction>
+                </td>
+            });
+            view! {
+                <tr data-testid=format!("member-row-{}", m.username)>
+                    <th scope="row">
+                        {m.username.clone()}
+                        {is_me.then(|| view! { <span class="muted">" ("{t!(i18n, common.you)}")"</span> })}
+                    </th>
+                    <td>{role}</td>
+                    <td><Timestamp at=m.added_at.clone() /></td>
+                    {remove_button}
+                </tr>
+            }
+        })
+        .collect_view();
     view! {
-        <div class="table-wrap">
-            <table class="table" data-testid="members-table">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, members.col_user)}</th>
-                        <th scope="col">{t!(i18n, members.col_role)}</th>
-                        <th scope="col">{t!(i18n, members.col_added)}</th>
-                        {is_owner.then(|| view! { <th scope="col">{t!(i18n, members.col_actions)}</th> })}
-                    </tr>
-                </thead>
-                <tbody>
-                    {list
-                        .into_iter()
-                        .map(|m| {
-                            let is_me = me == Some(m.user_id);
-                            let name = m.username.clone();
-                            view! {
-                                <tr data-testid=format!("member-row-{}", m.username)>
-                                    <th scope="row">
-                                        {m.username.clone()}
-                                        {is_me.then(|| view! { <span class="muted">" ("{t!(i18n, common.you)}")"</span> })}
-                                    </th>
-                                    <td>
-                                        {if is_owner {
-                                            view! { <RoleSelect member=m.clone() workspace_id change /> }.into_any()
-                                        } else {
-                                            view! { <RoleBadge role=m.role /> }.into_any()
-                                        }}
-                                    </td>
-                                    <td><Timestamp at=m.added_at.clone() /></td>
-                                    {is_owner.then(|| {
-                                        let user_id = m.user_id;
-                                        let aria = name.clone();
-                                        view! {
-                                            <td>
-                                                <button
-                                                    type="button"
-                                                    class="button button-small button-danger-ghost"
-                                                    data-testid=format!("remove-{name}")
-                                                    aria-label=move || t_string!(i18n, members.remove_aria, name = aria.clone())
-                                                    disabled=move || remove.pending().get()
-                                                    on:click=move |_| {
-                                                        remove.dispatch(RemoveMember { workspace_id, user_id });
-                                                    }
-                                                >
-                                                    {t!(i18n, members.remove)}
-                                                </button>
-                                            </td>
-                                        }
-                                    })}
-                                </tr>
-                            }
-                        })
-                        .collect_view()}
-                </tbody>
-            </table>
-        </div>
+        <DataTable testid="members-table" columns=columns!(members: col_user, col_role, col_added)
+            more=move || is_owner.then(|| view! { <th scope="col">{t!(i18n, members.col_actions)}</th> })>
+            {rows}
+        </DataTable>
     }
 }
 

@@ -15,13 +15,18 @@ pub mod models;
 pub mod pretrained;
 pub mod settings;
 
+use std::future::Future;
+
 use leptos::prelude::*;
+use leptos_meta::Title;
 use leptos_router::components::{Outlet, Redirect, A};
-use leptos_router::hooks::use_params_map;
+use leptos_router::hooks::{use_params_map, use_query_map};
+use serde::{de::DeserializeOwned, Serialize};
 
 use crate::api::workspaces::get_workspace;
 use crate::components::badges::{ReadOnlyBadge, RoleBadge};
 use crate::components::notice::ErrorNotice;
+use crate::components::page::{Loaded, Page, PageHeader};
 use crate::components::workspaces::use_workspace_list;
 use crate::i18n::*;
 use contracts::error::AppError;
@@ -63,17 +68,24 @@ fn section_label(locale: Locale, section: &str) -> &'static str {
     }
 }
 
+/// What a section is for, under its name.
+fn section_lead(locale: Locale, section: &str) -> &'static str {
+    match section {
+        "environments" => td_string!(locale, pages.environments.lead),
+        "datasets" => td_string!(locale, pages.datasets.lead),
+        "jobs" => td_string!(locale, pages.jobs.lead),
+        "models" => td_string!(locale, pages.models.lead),
+        "endpoints" => td_string!(locale, pages.endpoints.lead),
+        "members" => td_string!(locale, members.lead),
+        "activity" => td_string!(locale, activity.lead),
+        _ => td_string!(locale, settings.lead),
+    }
+}
+
 #[component]
 pub fn WorkspaceLayout() -> impl IntoView {
     let i18n = use_i18n();
-    let params = use_params_map();
-    let id = Memo::new(move |_| {
-        params
-            .read()
-            .get("id")
-            .and_then(|s| s.parse::<i64>().ok())
-            .unwrap_or(-1)
-    });
+    let id = use_id_param("id");
     let workspaces = use_workspace_list();
     // Refetched when the list changes too: a rename or a role change shows up in the heading.
     let ws = Resource::new_blocking(
@@ -135,6 +147,43 @@ fn WorkspaceHeading(ws: WorkspaceSummary) -> impl IntoView {
     }
 }
 
+/// The id in the URL's `param` (`:id`, `:job`, ...); `-1` when malformed, which the server answers
+/// with "not found".
+pub fn use_id_param(param: &'static str) -> Memo<i64> {
+    let params = use_params_map();
+    Memo::new(move |_| {
+        params
+            .read()
+            .get(param)
+            .and_then(|s| s.parse::<i64>().ok())
+            .unwrap_or(-1)
+    })
+}
+
+/// The id in the query string's `name` (`?before=…`), if it is one.
+pub fn use_query_id(name: &'static str) -> Memo<Option<i64>> {
+    let query = use_query_map();
+    Memo::new(move |_| query.read().get(name).and_then(|s| s.parse::<i64>().ok()))
+}
+
+/// What a detail page shows: `get(workspace, id)` for the id in the URL's `param`, read again when
+/// either changes.
+pub fn use_detail<T, Fut>(
+    param: &'static str,
+    get: fn(i64, i64) -> Fut,
+) -> Resource<Result<T, AppError>>
+where
+    T: Serialize + DeserializeOwned + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, AppError>> + Send + 'static,
+{
+    let current = use_current_workspace();
+    let id = use_id_param(param);
+    Resource::new(
+        move || (current.id.get(), id.get()),
+        move |(ws, id)| get(ws, id),
+    )
+}
+
 /// `/w/{id}` → its first section.
 #[component]
 pub fn WorkspaceIndex() -> impl IntoView {
@@ -142,13 +191,43 @@ pub fn WorkspaceIndex() -> impl IntoView {
     view! { <Redirect path=format!("/w/{}/environments", current.id.get_untracked()) /> }
 }
 
-/// The title block every workspace page starts with.
+/// A section's own page (its list, or members, activity, settings): the section's name, in the tab
+/// too, and what the section is for.
 #[component]
-pub fn PageHeader(#[prop(into)] title: ViewFn, #[prop(into)] lead: ViewFn) -> impl IntoView {
+pub fn SectionPage(section: &'static str, children: Children) -> impl IntoView {
+    let i18n = use_i18n();
+    let title = move || section_label(i18n.get_locale(), section).to_string();
     view! {
-        <header class="page-header">
-            <h1 data-testid="page-title">{title.run()}</h1>
-            <p class="lead">{lead.run()}</p>
-        </header>
+        <Page title lead=move || section_lead(i18n.get_locale(), section)>
+            {children()}
+        </Page>
     }
+}
+
+/// The page of one thing in a section (a dataset, a job, ...), drawn by `children` once `load` has
+/// read it. Its title is in what was read, so when that fails the section's heading stands above
+/// the error.
+#[component]
+pub fn DetailPage<T, L, Fut, F, V>(section: &'static str, load: L, children: F) -> impl IntoView
+where
+    T: 'static,
+    L: Fn() -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T, AppError>> + Send + 'static,
+    F: Fn(T) -> V + Clone + Send + Sync + 'static,
+    V: IntoView + 'static,
+{
+    let i18n = use_i18n();
+    let title = move || section_label(i18n.get_locale(), section);
+    let failed = move || {
+        view! {
+            <Title text=title />
+            <PageHeader title lead=move || section_lead(i18n.get_locale(), section) />
+        }
+    };
+    view! {
+        <div class="page">
+            <Loaded load failed children />
+        </div>
+    }
+    .into_any()
 }

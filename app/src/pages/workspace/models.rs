@@ -7,16 +7,15 @@
 use std::collections::BTreeMap;
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 use crate::api::{checkpoints::list_checkpoints, endpoints::list_endpoints, jobs::list_jobs};
 use crate::components::empty_state::EmptyState;
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::page::Loaded;
 use crate::i18n::*;
 use crate::pages::workspace::jobs::checkpoints::CheckpointsTable;
 use crate::pages::workspace::jobs::evaluations::EvaluationsCard;
 use crate::pages::workspace::pretrained::PretrainedModels;
-use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::pages::workspace::{use_current_workspace, SectionPage};
 
 #[component]
 pub fn ModelsPage() -> impl IntoView {
@@ -31,35 +30,35 @@ pub fn ModelsPage() -> impl IntoView {
             Ok::<_, contracts::error::AppError>((checkpoints, jobs, endpoints))
         },
     );
+    let load = move || async move {
+        let can_edit = current.ws.await.is_ok_and(|ws| ws.role.can_edit());
+        Ok((can_edit, data.await?))
+    };
     view! {
-        <Title text=move || t_string!(i18n, nav.models).to_string() />
-        <div class="page">
-            <PageHeader title=move || t!(i18n, nav.models) lead=move || t!(i18n, pages.models.lead) />
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    let can_edit = current.ws.await.is_ok_and(|ws| ws.role.can_edit());
-                    match data.await {
-                        Ok((list, _, _)) if list.is_empty() => view! {
+        <SectionPage section="models">
+            <Loaded load let:loaded>
+                {
+                    let (can_edit, (mut list, jobs, endpoints)) = loaded;
+                    if list.is_empty() {
+                        view! {
                             <EmptyState kind="models" title=move || t!(i18n, pages.models.empty_title) body=move || t!(i18n, checkpoints.empty_body) />
                         }
-                        .into_any(),
-                        Ok((mut list, jobs, endpoints)) => {
-                            list.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
-                            let names: BTreeMap<i64, String> = jobs.into_iter().map(|j| (j.id, j.name)).collect();
-                            let workspace_id = current.id.get_untracked();
-                            let list = Signal::stored(list);
-                            view! {
-                                <CheckpointsTable workspace_id list jobs=names.clone() can_deploy=can_edit serving=Signal::stored(endpoints) />
-                                <EvaluationsCard workspace_id checkpoints=list jobs=names can_edit />
-                            }
-                            .into_any()
+                        .into_any()
+                    } else {
+                        list.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
+                        let names: BTreeMap<i64, String> = jobs.into_iter().map(|j| (j.id, j.name)).collect();
+                        let workspace_id = current.id.get_untracked();
+                        let list = Signal::stored(list);
+                        view! {
+                            <CheckpointsTable workspace_id list jobs=names.clone() can_deploy=can_edit serving=Signal::stored(endpoints) />
+                            <EvaluationsCard workspace_id checkpoints=list jobs=names can_edit />
                         }
-                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
+                        .into_any()
                     }
-                })}
-            </Transition>
+                }
+            </Loaded>
             <PretrainedModels workspace_id=current.id.get_untracked() />
-        </div>
+        </SectionPage>
     }
     .into_any()
 }

@@ -2,16 +2,16 @@
 //! asks for the workspace's name to be typed, the usual guard against a slip of the mouse.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
 use crate::api::workspaces::{DeleteWorkspace, RenameWorkspace};
 use crate::components::form::{action_error, Field, FormError, SubmitButton};
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::notice::ErrorNotice;
+use crate::components::page::{InfoNote, Loaded};
 use crate::components::workspaces::use_workspace_list;
 use crate::i18n::*;
-use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::pages::workspace::{use_current_workspace, SectionPage};
 use contracts::error::AppError;
 use contracts::types::{Role, WorkspaceSummary};
 
@@ -28,26 +28,20 @@ pub fn SettingsPage() -> impl IntoView {
             workspaces.refresh();
         }
     });
+    let load = move || async move { current.ws.await };
     view! {
-        <Title text=move || t_string!(i18n, nav.settings).to_string() />
-        <div class="page">
-            <PageHeader title=move || t!(i18n, nav.settings) lead=move || t!(i18n, settings.lead) />
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    match current.ws.await {
-                        Ok(ws) if ws.role == Role::Owner => view! {
-                            <RenameForm ws=ws.clone() rename />
-                            <DeleteForm ws />
-                        }
-                        .into_any(),
-                        Ok(_) => view! {
-                            <p class="notice notice-info" data-testid="settings-owner-only">{t!(i18n, settings.owner_only)}</p>
-                        }
-                        .into_any(),
-                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
+        <SectionPage section="settings">
+            <Loaded load let:ws>
+                {if ws.role == Role::Owner {
+                    view! {
+                        <RenameForm ws=ws.clone() rename />
+                        <DeleteForm ws />
                     }
-                })}
-            </Transition>
+                    .into_any()
+                } else {
+                    view! { <InfoNote testid="settings-owner-only">{t!(i18n, settings.owner_only)}</InfoNote> }.into_any()
+                }}
+            </Loaded>
             <section class="card" aria-labelledby="tokens-title">
                 <h2 id="tokens-title">{t!(i18n, settings.tokens_title)}</h2>
                 <p>{t!(i18n, settings.tokens_body)}</p>
@@ -55,7 +49,7 @@ pub fn SettingsPage() -> impl IntoView {
                     {t!(i18n, settings.tokens_link)}" →"
                 </A>
             </section>
-        </div>
+        </SectionPage>
     }
 }
 

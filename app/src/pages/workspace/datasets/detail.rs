@@ -7,43 +7,27 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
+use super::file_url;
 use super::report::ReportView;
-use super::{file_url, use_dataset_id};
 use crate::api::datasets::{get_dataset, DeleteDataset};
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::confirm::{Confirm, DeleteButton};
+use crate::components::form::action_error;
+use crate::components::notice::ErrorNotice;
+use crate::components::page::PageHeader;
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
-use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::pages::workspace::{use_detail, DetailPage};
 use contracts::types::{DatasetDetail, DatasetPreview};
 
 #[component]
 pub fn DatasetPage() -> impl IntoView {
-    let i18n = use_i18n();
-    let current = use_current_workspace();
-    let dataset_id = use_dataset_id();
-    let detail = Resource::new(
-        move || (current.id.get(), dataset_id.get()),
-        |(ws, ds)| get_dataset(ws, ds),
-    );
+    let detail = use_detail("ds", get_dataset);
     view! {
-        <div class="page">
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    match detail.await {
-                        Ok(detail) => view! { <DatasetView detail /> }.into_any(),
-                        Err(err) => view! {
-                            <Title text=move || t_string!(i18n, nav.datasets).to_string() />
-                            <PageHeader title=move || t!(i18n, nav.datasets) lead=move || t!(i18n, pages.datasets.lead) />
-                            <ErrorNotice err />
-                        }
-                        .into_any(),
-                    }
-                })}
-            </Transition>
-        </div>
+        <DetailPage section="datasets" load=move || async move { detail.await } let:detail>
+            <DatasetView detail />
+        </DetailPage>
     }
-    .into_any()
 }
 
 #[component]
@@ -111,29 +95,17 @@ fn DatasetActions(workspace_id: i64, dataset_id: i64) -> impl IntoView {
             navigate(&list, Default::default());
         }
     });
-    let error = Signal::derive(move || delete.value().get().and_then(Result::err));
+    let error = action_error(delete);
     view! {
         <div class="actions">
             <A href=format!("/w/{workspace_id}/jobs/new?dataset={dataset_id}") attr:class="button button-primary" attr:data-testid="dataset-train">
                 {t!(i18n, dataset_detail.train)}
             </A>
-            <button type="button" class="button button-danger-ghost" data-testid="dataset-delete"
-                disabled=move || confirming.get() on:click=move |_| confirming.set(true)>
-                {t!(i18n, datasets.delete)}
-            </button>
+            <DeleteButton name="dataset-delete" open=confirming>{t!(i18n, datasets.delete)}</DeleteButton>
         </div>
-        {move || confirming.get().then(|| view! {
-            <div class="notice notice-error confirm" role="alertdialog" aria-labelledby="dataset-delete-question" data-testid="dataset-delete-confirm">
-                <p id="dataset-delete-question">{t!(i18n, datasets.delete_confirm)}</p>
-                <div class="actions">
-                    <button type="button" class="button button-danger" data-testid="dataset-delete-yes" disabled=move || delete.pending().get()
-                        on:click=move |_| { delete.dispatch(DeleteDataset { workspace_id, dataset_id }); confirming.set(false); }>
-                        {t!(i18n, datasets.delete_yes)}
-                    </button>
-                    <button type="button" class="button button-ghost" on:click=move |_| confirming.set(false)>{t!(i18n, common.cancel)}</button>
-                </div>
-            </div>
-        })}
+        <Confirm name="dataset-delete" open=confirming busy=delete.pending() question=move || t!(i18n, datasets.delete_confirm)
+            yes=move || t!(i18n, datasets.delete_yes)
+            on_yes=move || { delete.dispatch(DeleteDataset { workspace_id, dataset_id }); confirming.set(false); } />
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}
     }
     .into_any()

@@ -3,7 +3,6 @@
 //! cannot be deleted: the server's conflict is shown in the row's place.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
@@ -11,11 +10,14 @@ use super::upload::UploadForm;
 use super::{dataset_href, percent, short_sha};
 use crate::api::datasets::{list_datasets, AddSampleDataset, DeleteDataset};
 use crate::components::empty_state::EmptyState;
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::form::action_error;
+use crate::components::notice::ErrorNotice;
+use crate::components::page::{list_or, InfoNote, Loaded};
+use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
-use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::pages::workspace::{use_current_workspace, SectionPage};
 use contracts::error::AppError;
 use contracts::types::DatasetSummary;
 
@@ -23,50 +25,29 @@ use contracts::types::DatasetSummary;
 pub fn DatasetsPage() -> impl IntoView {
     let i18n = use_i18n();
     let current = use_current_workspace();
-    let epoch = RwSignal::new(0u64);
-    let datasets = Resource::new(
-        move || (current.id.get(), epoch.get()),
-        |(id, _)| list_datasets(id),
-    );
+    let datasets = Resource::new(move || current.id.get(), list_datasets);
+    let load = move || async move { Ok((current.ws.await?, datasets.await)) };
     view! {
-        <Title text=move || t_string!(i18n, nav.datasets).to_string() />
-        <div class="page">
-            <PageHeader title=move || t!(i18n, nav.datasets) lead=move || t!(i18n, pages.datasets.lead) />
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    let (ws, list) = (current.ws.await, datasets.await);
-                    let ws = match ws {
-                        Ok(ws) => ws,
-                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
-                    };
-                    let can_edit = ws.role.can_edit();
-                    let body = match list {
-                        Ok(list) if list.is_empty() => view! {
-                            <EmptyState
-                                kind="datasets"
-                                title=move || t!(i18n, pages.datasets.empty_title)
-                                body=move || t!(i18n, datasets.empty_body)
-                            />
-                        }
-                        .into_any(),
-                        Ok(list) => view! { <DatasetsTable list workspace_id=ws.id can_edit epoch /> }.into_any(),
-                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
-                    };
+        <SectionPage section="datasets">
+            <Loaded load let:loaded>
+                {
+                    let (ws, list) = loaded;
+                    let (workspace_id, can_edit) = (ws.id, ws.role.can_edit());
+                    let empty = move || view! {
+                        <EmptyState kind="datasets" title=move || t!(i18n, pages.datasets.empty_title) body=move || t!(i18n, datasets.empty_body) />
+                    }
+                    .into_any();
                     view! {
                         {if can_edit {
-                            view! { <AddDatasets workspace_id=ws.id /> }.into_any()
+                            view! { <AddDatasets workspace_id /> }.into_any()
                         } else {
-                            view! {
-                                <p class="notice notice-info" data-testid="datasets-editor-only">{t!(i18n, datasets.editor_only)}</p>
-                            }
-                            .into_any()
+                            view! { <InfoNote testid="datasets-editor-only">{t!(i18n, datasets.editor_only)}</InfoNote> }.into_any()
                         }}
-                        {body}
+                        {list_or(list, empty, |list| view! { <DatasetsTable list workspace_id can_edit datasets /> }.into_any())}
                     }
-                    .into_any()
-                })}
-            </Transition>
-        </div>
+                }
+            </Loaded>
+        </SectionPage>
     }
     .into_any()
 }
@@ -86,7 +67,7 @@ fn AddDatasets(workspace_id: i64) -> impl IntoView {
             );
         }
     });
-    let sample_error = Signal::derive(move || sample.value().get().and_then(Result::err));
+    let sample_error = action_error(sample);
     view! {
         <section class="card" aria-labelledby="dataset-upload-title" data-testid="dataset-add">
             <div class="card-heading">
@@ -147,7 +128,8 @@ fn DatasetsTable(
     list: Vec<DatasetSummary>,
     workspace_id: i64,
     can_edit: bool,
-    epoch: RwSignal<u64>,
+    /// Read again after a delete.
+    datasets: Resource<Result<Vec<DatasetSummary>, AppError>>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let delete = ServerAction::<DeleteDataset>::new();
@@ -157,7 +139,7 @@ fn DatasetsTable(
     Effect::new(move |_| match delete.value().get() {
         Some(Ok(())) => {
             confirming.set(None);
-            epoch.update(|n| *n += 1);
+            datasets.refetch();
         }
         Some(Err(err)) => {
             if let Some(id) = confirming.get_untracked() {
@@ -167,82 +149,79 @@ fn DatasetsTable(
         }
         None => {}
     });
+    let rows = list
+        .into_iter()
+        .map(|ds| {
+            let (id, name) = (ds.id, ds.name.clone());
+            let testid = format!("dataset-row-{}", ds.name);
+            view! {
+                <tr data-testid=testid data-id=id>
+                    <th scope="row">
+                        <A href=dataset_href(workspace_id, id) attr:data-testid="dataset-link">{ds.name.clone()}</A>
+                        <span class="muted small block">{ds.file_name.clone()}</span>
+                    </th>
+                    <td class="num" data-testid="dataset-rows">{ds.rows}</td>
+                    <td class="labels-cell"><LabelStack distribution=ds.label_distribution.clone() /></td>
+                    <td class="nowrap">{bytes_text(ds.bytes)}</td>
+                    <td><code title=ds.sha256.clone()>{short_sha(&ds.sha256)}</code></td>
+                    <td class="nowrap"><Timestamp at=ds.created_at.clone() /></td>
+                    {can_edit.then(|| view! { <DeleteCell workspace_id id name delete confirming failed /> })}
+                </tr>
+            }
+        })
+        .collect_view();
     view! {
-        <div class="table-wrap">
-            <table class="table" data-testid="datasets-table">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, datasets.col_name)}</th>
-                        <th scope="col">{t!(i18n, datasets.col_rows)}</th>
-                        <th scope="col">{t!(i18n, datasets.col_labels)}</th>
-                        <th scope="col">{t!(i18n, datasets.col_size)}</th>
-                        <th scope="col">{t!(i18n, datasets.col_sha256)}</th>
-                        <th scope="col">{t!(i18n, datasets.col_created)}</th>
-                        {can_edit.then(|| view! { <th scope="col">{t!(i18n, datasets.col_actions)}</th> })}
-                    </tr>
-                </thead>
-                <tbody>
-                    {list
-                        .into_iter()
-                        .map(|ds| {
-                            let id = ds.id;
-                            let name = ds.name.clone();
-                            let testid = format!("dataset-row-{}", ds.name);
-                            view! {
-                                <tr data-testid=testid data-id=id>
-                                    <th scope="row">
-                                        <A href=dataset_href(workspace_id, id) attr:data-testid="dataset-link">{ds.name.clone()}</A>
-                                        <span class="muted small block">{ds.file_name.clone()}</span>
-                                    </th>
-                                    <td class="num" data-testid="dataset-rows">{ds.rows}</td>
-                                    <td class="labels-cell"><LabelStack distribution=ds.label_distribution.clone() /></td>
-                                    <td class="nowrap">{bytes_text(ds.bytes)}</td>
-                                    <td><code title=ds.sha256.clone()>{short_sha(&ds.sha256)}</code></td>
-                                    <td class="nowrap"><Timestamp at=ds.created_at.clone() /></td>
-                                    {can_edit.then(|| {
-                                        let name = name.clone();
-                                        view! {
-                                            <td class="nowrap">
-                                                {move || if confirming.get() == Some(id) {
-                                                    view! {
-                                                        <span class="confirm-inline" role="alertdialog" aria-label=t_string!(i18n, datasets.delete_confirm)>
-                                                            <button type="button" class="button button-small button-danger" data-testid="dataset-delete-yes"
-                                                                disabled=move || delete.pending().get()
-                                                                on:click=move |_| { delete.dispatch(DeleteDataset { workspace_id, dataset_id: id }); }>
-                                                                {t!(i18n, datasets.delete_yes)}
-                                                            </button>
-                                                            <button type="button" class="button button-small button-ghost" on:click=move |_| confirming.set(None)>
-                                                                {t!(i18n, common.cancel)}
-                                                            </button>
-                                                        </span>
-                                                    }
-                                                    .into_any()
-                                                } else {
-                                                    let name = name.clone();
-                                                    view! {
-                                                        <button type="button" class="button button-small button-danger-ghost" data-testid="dataset-delete"
-                                                            aria-label=move || t_string!(i18n, datasets.delete_aria, name = name.clone()).to_string()
-                                                            on:click=move |_| { failed.set(None); confirming.set(Some(id)); }>
-                                                            {t!(i18n, datasets.delete)}
-                                                        </button>
-                                                    }
-                                                    .into_any()
-                                                }}
-                                                {move || failed.get().filter(|(row, _)| *row == id).map(|(_, err)| view! {
-                                                    <div class="row-error"><ErrorNotice err /></div>
-                                                })}
-                                            </td>
-                                        }
-                                    })}
-                                </tr>
-                            }
-                        })
-                        .collect_view()}
-                </tbody>
-            </table>
-        </div>
+        <DataTable testid="datasets-table" columns=columns!(datasets: col_name, col_rows, col_labels, col_size, col_sha256, col_created)
+            more=move || can_edit.then(|| view! { <th scope="col">{t!(i18n, datasets.col_actions)}</th> })>
+            {rows}
+        </DataTable>
     }
     .into_any()
+}
+
+/// Delete, asked in the row itself; a refusal (jobs use the dataset) shows in the row.
+#[component]
+fn DeleteCell(
+    workspace_id: i64,
+    id: i64,
+    name: String,
+    delete: ServerAction<DeleteDataset>,
+    confirming: RwSignal<Option<i64>>,
+    failed: RwSignal<Option<(i64, AppError)>>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <td class="nowrap">
+            {move || if confirming.get() == Some(id) {
+                view! {
+                    <span class="confirm-inline" role="alertdialog" aria-label=t_string!(i18n, datasets.delete_confirm)>
+                        <button type="button" class="button button-small button-danger" data-testid="dataset-delete-yes"
+                            disabled=move || delete.pending().get()
+                            on:click=move |_| { delete.dispatch(DeleteDataset { workspace_id, dataset_id: id }); }>
+                            {t!(i18n, datasets.delete_yes)}
+                        </button>
+                        <button type="button" class="button button-small button-ghost" on:click=move |_| confirming.set(None)>
+                            {t!(i18n, common.cancel)}
+                        </button>
+                    </span>
+                }
+                .into_any()
+            } else {
+                let name = name.clone();
+                view! {
+                    <button type="button" class="button button-small button-danger-ghost" data-testid="dataset-delete"
+                        aria-label=move || t_string!(i18n, datasets.delete_aria, name = name.clone()).to_string()
+                        on:click=move |_| { failed.set(None); confirming.set(Some(id)); }>
+                        {t!(i18n, datasets.delete)}
+                    </button>
+                }
+                .into_any()
+            }}
+            {move || failed.get().filter(|(row, _)| *row == id).map(|(_, err)| view! {
+                <div class="row-error"><ErrorNotice err /></div>
+            })}
+        </td>
+    }
 }
 
 #[cfg(test)]

@@ -13,21 +13,6 @@ pub mod list;
 pub mod report;
 pub mod upload;
 
-use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
-
-/// The dataset id in the URL (`:ds`); `-1` when malformed, which the server answers with "not found".
-pub fn use_dataset_id() -> Memo<i64> {
-    let params = use_params_map();
-    Memo::new(move |_| {
-        params
-            .read()
-            .get("ds")
-            .and_then(|s| s.parse::<i64>().ok())
-            .unwrap_or(-1)
-    })
-}
-
 /// `/w/{id}/datasets/{ds}`.
 pub fn dataset_href(workspace_id: i64, dataset_id: i64) -> String {
     format!("/w/{workspace_id}/datasets/{dataset_id}")

@@ -22,17 +22,20 @@ use super::manage::{rollout_choices, ManageCard};
 use super::metrics::{MetricsCard, Sample};
 use super::playground::Playground;
 use super::usage::UsageCard;
-use super::{use_endpoint_id, EndpointStatusBadge};
+use super::EndpointStatusBadge;
 use crate::api::{
     checkpoints::list_checkpoints,
     endpoints::{get_endpoint, EndpointAction},
     jobs::list_jobs,
 };
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::confirm::{Busy, Confirm, DeleteButton};
+use crate::components::form::on_answer;
+use crate::components::notice::ErrorNotice;
+use crate::components::page::PageHeader;
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::jobs::job_href;
-use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::pages::workspace::{use_current_workspace, use_detail, DetailPage};
 use contracts::error::AppError;
 use contracts::serving::{ParityReport, ParityTolerance};
 use contracts::types::{CheckpointInfo, EndpointDetail, EndpointStatus};
@@ -42,13 +45,8 @@ const POLL: Duration = Duration::from_secs(3);
 
 #[component]
 pub fn EndpointPage() -> impl IntoView {
-    let i18n = use_i18n();
     let current = use_current_workspace();
-    let endpoint_id = use_endpoint_id();
-    let detail = Resource::new(
-        move || (current.id.get(), endpoint_id.get()),
-        |(ws, ep)| get_endpoint(ws, ep),
-    );
+    let detail = use_detail("endpoint", get_endpoint);
     // Lineage and the roll-out choices: every checkpoint of the workspace, and job names.
     let lineage = Resource::new(
         move || current.id.get(),
@@ -62,28 +60,15 @@ pub fn EndpointPage() -> impl IntoView {
             Ok::<_, AppError>((checkpoints, jobs))
         },
     );
+    let load = move || async move { Ok((detail.await?, lineage.await.unwrap_or_default())) };
     view! {
-        <div class="page">
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    let (detail, lineage) = (detail.await, lineage.await);
-                    match detail {
-                        Ok(detail) => {
-                            let (checkpoints, jobs) = lineage.unwrap_or_default();
-                            view! { <EndpointView detail checkpoints jobs /> }.into_any()
-                        }
-                        Err(err) => view! {
-                            <Title text=move || t_string!(i18n, nav.endpoints).to_string() />
-                            <PageHeader title=move || t!(i18n, nav.endpoints) lead=move || t!(i18n, pages.endpoints.lead) />
-                            <ErrorNotice err />
-                        }
-                        .into_any(),
-                    }
-                })}
-            </Transition>
-        </div>
+        <DetailPage section="endpoints" load let:loaded>
+            {
+                let (detail, (checkpoints, jobs)) = loaded;
+                view! { <EndpointView detail checkpoints jobs /> }
+            }
+        </DetailPage>
     }
-    .into_any()
 }
 
 #[component]
@@ -290,17 +275,15 @@ fn Actions(live: RwSignal<EndpointDetail>) -> impl IntoView {
     let action = ServerAction::<EndpointAction>::new();
     let confirming = RwSignal::new(false);
     let error = RwSignal::new(None::<AppError>);
-    Effect::new(move |_| match action.value().get() {
-        Some(Ok(Some(detail))) => {
-            error.set(None);
-            live.set(detail);
-        }
-        Some(Ok(None)) => navigate(&format!("/w/{workspace_id}/endpoints"), Default::default()),
-        Some(Err(err)) => {
+    on_answer(action, error, move |answer| match answer {
+        Some(detail) => live.set(detail),
+        None => navigate(&format!("/w/{workspace_id}/endpoints"), Default::default()),
+    });
+    // A refusal closes the question; the error shows below.
+    Effect::new(move |_| {
+        if error.with(Option::is_some) {
             confirming.set(false);
-            error.set(Some(err));
         }
-        None => {}
     });
     let status = Memo::new(move |_| live.with(|d| d.summary.status));
     let running = Memo::new(move |_| {
@@ -311,7 +294,7 @@ fn Actions(live: RwSignal<EndpointDetail>) -> impl IntoView {
     });
     let busy = action.pending();
     let act = move |name: &'static str| {
-        move |_| {
+        move || {
             action.dispatch(EndpointAction {
                 workspace_id,
                 endpoint_id,
@@ -323,36 +306,24 @@ fn Actions(live: RwSignal<EndpointDetail>) -> impl IntoView {
         <div class="actions" data-testid="endpoint-actions">
             {move || if running.get() {
                 view! {
-                    <button type="button" class="button" data-testid="endpoint-undeploy" disabled=move || busy.get() on:click=act("undeploy")>
+                    <button type="button" class="button" data-testid="endpoint-undeploy" disabled=move || busy.get() on:click=move |_| act("undeploy")()>
                         {t!(i18n, endpoint_detail.undeploy)}
                     </button>
                 }
                 .into_any()
             } else {
                 view! {
-                    <button type="button" class="button button-primary" data-testid="endpoint-redeploy" disabled=move || busy.get() on:click=act("deploy")>
+                    <button type="button" class="button button-primary" data-testid="endpoint-redeploy" disabled=move || busy.get() on:click=move |_| act("deploy")()>
                         {t!(i18n, endpoint_detail.redeploy)}
                     </button>
-                    <button type="button" class="button button-danger-ghost" data-testid="endpoint-delete"
-                        disabled=move || busy.get() || confirming.get() on:click=move |_| confirming.set(true)>
-                        {t!(i18n, endpoint_detail.delete)}
-                    </button>
+                    <DeleteButton name="endpoint-delete" open=confirming busy>{t!(i18n, endpoint_detail.delete)}</DeleteButton>
                 }
                 .into_any()
             }}
-            <span class="busy" role="status" aria-live="polite">{move || busy.get().then(|| t_string!(i18n, common.working))}</span>
+            <Busy busy />
         </div>
-        {move || confirming.get().then(|| view! {
-            <div class="notice notice-error confirm" role="alertdialog" aria-labelledby="endpoint-delete-question" data-testid="endpoint-delete-confirm">
-                <p id="endpoint-delete-question">{t!(i18n, endpoint_detail.delete_confirm)}</p>
-                <div class="actions">
-                    <button type="button" class="button button-danger" data-testid="endpoint-delete-yes" disabled=move || busy.get() on:click=act("delete")>
-                        {t!(i18n, endpoint_detail.delete_yes)}
-                    </button>
-                    <button type="button" class="button button-ghost" on:click=move |_| confirming.set(false)>{t!(i18n, common.cancel)}</button>
-                </div>
-            </div>
-        })}
+        <Confirm name="endpoint-delete" open=confirming busy question=move || t!(i18n, endpoint_detail.delete_confirm)
+            yes=move || t!(i18n, endpoint_detail.delete_yes) on_yes=act("delete") />
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}
     }
     .into_any()

@@ -6,17 +6,18 @@
 use std::collections::BTreeMap;
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::components::A;
 
 use super::{endpoint_href, EndpointStatusBadge};
 use crate::api::{checkpoints::list_checkpoints, endpoints::list_endpoints, jobs::list_jobs};
 use crate::components::empty_state::EmptyState;
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::page::{list_or, Loaded};
+use crate::components::poll::refetch_while;
+use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::jobs::job_href;
-use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::pages::workspace::{use_current_workspace, SectionPage};
 use contracts::error::AppError;
 use contracts::types::{EndpointStatus, EndpointSummary};
 
@@ -34,11 +35,7 @@ struct Lineage {
 pub fn EndpointsPage() -> impl IntoView {
     let i18n = use_i18n();
     let current = use_current_workspace();
-    let tick = RwSignal::new(0u64);
-    let endpoints = Resource::new(
-        move || (current.id.get(), tick.get()),
-        |(ws, _)| list_endpoints(ws),
-    );
+    let endpoints = Resource::new(move || current.id.get(), list_endpoints);
     let lineage = Resource::new(
         move || current.id.get(),
         |ws| async move {
@@ -50,54 +47,30 @@ pub fn EndpointsPage() -> impl IntoView {
             })
         },
     );
-    Effect::new(move |_| {
-        let handle = set_interval_with_handle(
-            move || {
-                let starting = endpoints.get_untracked().is_some_and(|list| {
-                    list.is_ok_and(|l| l.iter().any(|e| e.status == EndpointStatus::Starting))
-                });
-                if starting {
-                    tick.update(|n| *n += 1);
-                }
-            },
-            POLL,
-        )
-        .ok();
-        on_cleanup(move || {
-            if let Some(handle) = handle {
-                handle.clear();
-            }
-        });
-    });
+    refetch_while(endpoints, POLL, |e| e.status == EndpointStatus::Starting);
+    let load = move || async move { Ok((current.ws.await?, endpoints.await, lineage.await)) };
     view! {
-        <Title text=move || t_string!(i18n, nav.endpoints).to_string() />
-        <div class="page">
-            <PageHeader title=move || t!(i18n, nav.endpoints) lead=move || t!(i18n, pages.endpoints.lead) />
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    let (ws, list, lineage) = (current.ws.await, endpoints.await, lineage.await);
-                    let ws = match ws {
-                        Ok(ws) => ws,
-                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
-                    };
-                    match list {
-                        Ok(list) if list.is_empty() => view! {
-                            <EmptyState kind="endpoints" title=move || t!(i18n, pages.endpoints.empty_title) body=move || t!(i18n, pages.endpoints.empty_body) />
-                            {ws.role.can_edit().then(|| view! {
-                                <p class="empty-action">
-                                    <A href=format!("/w/{}/models", ws.id) attr:class="button button-primary" attr:data-testid="endpoints-go-models">
-                                        {t!(i18n, endpoints.go_models)}
-                                    </A>
-                                </p>
-                            })}
-                        }
-                        .into_any(),
-                        Ok(list) => view! { <EndpointsTable list workspace_id=ws.id lineage=lineage.unwrap_or_default() /> }.into_any(),
-                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
+        <SectionPage section="endpoints">
+            <Loaded load let:loaded>
+                {
+                    let (ws, list, lineage) = loaded;
+                    let (workspace_id, can_edit) = (ws.id, ws.role.can_edit());
+                    let empty = move || view! {
+                        <EmptyState kind="endpoints" title=move || t!(i18n, pages.endpoints.empty_title) body=move || t!(i18n, pages.endpoints.empty_body) />
+                        {can_edit.then(|| view! {
+                            <p class="empty-action">
+                                <A href=format!("/w/{workspace_id}/models") attr:class="button button-primary" attr:data-testid="endpoints-go-models">
+                                    {t!(i18n, endpoints.go_models)}
+                                </A>
+                            </p>
+                        })}
                     }
-                })}
-            </Transition>
-        </div>
+                    .into_any();
+                    let lineage = lineage.unwrap_or_default();
+                    list_or(list, empty, |list| view! { <EndpointsTable list workspace_id lineage /> }.into_any())
+                }
+            </Loaded>
+        </SectionPage>
     }
     .into_any()
 }
@@ -110,18 +83,7 @@ fn EndpointsTable(
 ) -> impl IntoView {
     let i18n = use_i18n();
     view! {
-        <div class="table-wrap">
-            <table class="table" data-testid="endpoints-table">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, endpoints.col_name)}</th>
-                        <th scope="col">{t!(i18n, endpoints.col_status)}</th>
-                        <th scope="col">{t!(i18n, endpoints.col_replicas)}</th>
-                        <th scope="col">{t!(i18n, endpoints.col_model)}</th>
-                        <th scope="col">{t!(i18n, endpoints.col_created)}</th>
-                    </tr>
-                </thead>
-                <tbody>
+        <DataTable testid="endpoints-table" columns=columns!(endpoints: col_name, col_status, col_replicas, col_model, col_created)>
                     {list
                         .into_iter()
                         .map(|e| {
@@ -154,9 +116,7 @@ fn EndpointsTable(
                             }
                         })
                         .collect_view()}
-                </tbody>
-            </table>
-        </div>
+        </DataTable>
     }
     .into_any()
 }

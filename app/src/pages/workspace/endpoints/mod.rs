@@ -19,22 +19,9 @@ pub mod playground;
 pub mod usage;
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
 
 use crate::i18n::*;
 use contracts::types::EndpointStatus;
-
-/// The endpoint id in the URL (`:endpoint`); `-1` when malformed, which the server answers with "not found".
-pub fn use_endpoint_id() -> Memo<i64> {
-    let params = use_params_map();
-    Memo::new(move |_| {
-        params
-            .read()
-            .get("endpoint")
-            .and_then(|s| s.parse::<i64>().ok())
-            .unwrap_or(-1)
-    })
-}
 
 /// `/w/{id}/endpoints/{endpoint}`.
 pub fn endpoint_href(workspace_id: i64, endpoint_id: i64) -> String {

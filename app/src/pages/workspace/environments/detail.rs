@@ -19,14 +19,16 @@ use super::build_log::BuildLog;
 use super::parts::{gpus_text, resources_text, short_id, BuildBadge, DockerBanner, StatusBadge};
 use super::stats::StatsPanel;
 use super::terminal::TerminalPanel;
-use super::use_environment_id;
 use crate::api::environments::{
     get_docker_status, get_environment, DeleteEnvironment, EnvironmentAction, RebuildEnvironment,
 };
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::confirm::{Busy, Confirm, DeleteButton};
+use crate::components::form::on_answer;
+use crate::components::notice::ErrorNotice;
+use crate::components::page::PageHeader;
 use crate::components::time::Timestamp;
 use crate::i18n::*;
-use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::pages::workspace::{use_detail, DetailPage};
 use contracts::error::AppError;
 use contracts::types::{
     BuildStatus, DockerStatus, EnvStatus, EnvironmentDetail, EnvironmentSpec, EnvironmentVersion,
@@ -39,33 +41,14 @@ const RUNNING_POLL_TICKS: u64 = 5;
 
 #[component]
 pub fn EnvironmentPage() -> impl IntoView {
-    let i18n = use_i18n();
-    let current = use_current_workspace();
-    let environment_id = use_environment_id();
-    let detail = Resource::new(
-        move || (current.id.get(), environment_id.get()),
-        |(ws, env)| get_environment(ws, env),
-    );
+    let detail = use_detail("env_id", get_environment);
     let docker = Resource::new(|| (), |_| get_docker_status());
+    let load = move || async move { Ok((detail.await?, docker.await.ok())) };
     view! {
-        <div class="page">
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    let (detail, docker) = (detail.await, docker.await);
-                    match detail {
-                        Ok(detail) => view! { <EnvironmentView detail docker=docker.ok() /> }.into_any(),
-                        Err(err) => view! {
-                            <Title text=move || t_string!(i18n, nav.environments).to_string() />
-                            <PageHeader title=move || t!(i18n, nav.environments) lead=move || t!(i18n, pages.environments.lead) />
-                            <ErrorNotice err />
-                        }
-                        .into_any(),
-                    }
-                })}
-            </Transition>
-        </div>
+        <DetailPage section="environments" load let:loaded>
+            <EnvironmentView detail=loaded.0 docker=loaded.1 />
+        </DetailPage>
     }
-    .into_any()
 }
 
 fn current_version(d: &EnvironmentDetail) -> Option<&EnvironmentVersion> {
@@ -242,22 +225,8 @@ fn Actions(
     let confirming = RwSignal::new(false);
     // The buttons share one error line: whichever ran last speaks.
     let error = RwSignal::new(None::<AppError>);
-    Effect::new(move |_| match lifecycle.value().get() {
-        Some(Ok(fresh)) => {
-            error.set(None);
-            live.set(fresh);
-        }
-        Some(Err(err)) => error.set(Some(err)),
-        None => {}
-    });
-    Effect::new(move |_| match rebuild.value().get() {
-        Some(Ok(fresh)) => {
-            error.set(None);
-            live.set(fresh);
-        }
-        Some(Err(err)) => error.set(Some(err)),
-        None => {}
-    });
+    on_answer(lifecycle, error, move |fresh| live.set(fresh));
+    on_answer(rebuild, error, move |fresh| live.set(fresh));
     let list = format!("/w/{workspace_id}/environments");
     Effect::new(move |_| match delete.value().get() {
         Some(Ok(())) => navigate(&list, Default::default()),
@@ -326,33 +295,12 @@ fn Actions(
             } else {
                 view! { <button type="button" class="button button-ghost" disabled=true data-testid="env-edit">{t!(i18n, env_detail.edit)}</button> }.into_any()
             }}
-            <button
-                type="button"
-                class="button button-danger-ghost"
-                data-testid="env-delete"
-                disabled=move || busy.get() || confirming.get()
-                on:click=move |_| confirming.set(true)
-            >
-                {t!(i18n, env_detail.delete)}
-            </button>
-            <span class="busy" role="status" aria-live="polite">
-                {move || busy.get().then(|| t_string!(i18n, env_detail.working))}
-            </span>
+            <DeleteButton name="env-delete" open=confirming busy>{t!(i18n, env_detail.delete)}</DeleteButton>
+            <Busy busy text=move || t!(i18n, env_detail.working) />
         </div>
-        {move || confirming.get().then(|| view! {
-            <div class="notice notice-error confirm" role="alertdialog" aria-labelledby="env-delete-question" data-testid="env-delete-confirm">
-                <p id="env-delete-question">{t!(i18n, env_detail.delete_confirm)}</p>
-                <div class="actions">
-                    <button type="button" class="button button-danger" data-testid="env-delete-yes" disabled=move || busy.get()
-                        on:click=move |_| { delete.dispatch(DeleteEnvironment { workspace_id, environment_id }); }>
-                        {t!(i18n, env_detail.delete_yes)}
-                    </button>
-                    <button type="button" class="button button-ghost" data-testid="env-delete-cancel" on:click=move |_| confirming.set(false)>
-                        {t!(i18n, common.cancel)}
-                    </button>
-                </div>
-            </div>
-        })}
+        <Confirm name="env-delete" open=confirming busy question=move || t!(i18n, env_detail.delete_confirm)
+            yes=move || t!(i18n, env_detail.delete_yes)
+            on_yes=move || { delete.dispatch(DeleteEnvironment { workspace_id, environment_id }); } />
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}
     }
     .into_any()

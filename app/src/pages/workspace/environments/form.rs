@@ -7,20 +7,19 @@
 use std::collections::BTreeMap;
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::components::A;
 
+use super::environment_href;
 use super::parts::DockerBanner;
-use super::{environment_href, use_environment_id};
 use crate::api::environments::{
     get_docker_status, get_environment, CreateEnvironment, UpdateEnvironment,
 };
 use crate::components::form::{
     CheckField, FormState, FormSummary, SelectField, SubmitButton, TextField,
 };
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::page::{InfoNote, Loaded, Page};
 use crate::i18n::*;
-use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::pages::workspace::{use_current_workspace, use_detail};
 use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::types::{
     CatalogImage, DockerStatus, EnvironmentDetail, EnvironmentSpec, GpuSpec, GpuSummary,
@@ -35,29 +34,27 @@ pub fn NewEnvironmentPage() -> impl IntoView {
     let i18n = use_i18n();
     let current = use_current_workspace();
     let docker = Resource::new(|| (), |_| get_docker_status());
+    let load = move || async move {
+        let ws = current.ws.await?;
+        let docker = if ws.role.can_edit() {
+            Some(docker.await?)
+        } else {
+            None
+        };
+        Ok((ws.id, docker))
+    };
     view! {
-        <Title text=move || t_string!(i18n, env_form.new_title).to_string() />
-        <div class="page page-form">
-            <PageHeader title=move || t!(i18n, env_form.new_title) lead=move || t!(i18n, env_form.new_lead) />
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    let ws = match current.ws.await {
-                        Ok(ws) => ws,
-                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
-                    };
-                    if !ws.role.can_edit() {
-                        return view! { <EditorOnly /> }.into_any();
+        <Page title=move || t_string!(i18n, env_form.new_title).to_string() lead=move || t!(i18n, env_form.new_lead) class="page page-form">
+            <Loaded load let:loaded>
+                {match loaded {
+                    (workspace_id, Some(docker)) => view! {
+                        <EnvironmentForm workspace_id environment_id=None initial=EnvironmentSpec::default() docker />
                     }
-                    match docker.await {
-                        Ok(docker) => view! {
-                            <EnvironmentForm workspace_id=ws.id environment_id=None initial=EnvironmentSpec::default() docker />
-                        }
-                        .into_any(),
-                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
-                    }
-                })}
-            </Transition>
-        </div>
+                    .into_any(),
+                    (_, None) => view! { <EditorOnly /> }.into_any(),
+                }}
+            </Loaded>
+        </Page>
     }
     .into_any()
 }
@@ -66,42 +63,34 @@ pub fn NewEnvironmentPage() -> impl IntoView {
 #[component]
 pub fn EditEnvironmentPage() -> impl IntoView {
     let i18n = use_i18n();
-    let current = use_current_workspace();
-    let environment_id = use_environment_id();
     let docker = Resource::new(|| (), |_| get_docker_status());
-    let detail = Resource::new(
-        move || (current.id.get(), environment_id.get()),
-        |(ws, env)| get_environment(ws, env),
-    );
+    let detail = use_detail("env_id", get_environment);
+    let load = move || async move {
+        let detail = detail.await?;
+        let docker = if detail.can_edit {
+            Some(docker.await?)
+        } else {
+            None
+        };
+        Ok((detail, docker))
+    };
     view! {
-        <Title text=move || t_string!(i18n, env_form.edit_title).to_string() />
-        <div class="page page-form">
-            <PageHeader title=move || t!(i18n, env_form.edit_title) lead=move || t!(i18n, env_form.edit_lead) />
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    let (detail, docker) = (detail.await, docker.await);
-                    let detail = match detail {
-                        Ok(detail) => detail,
-                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
-                    };
-                    if !detail.can_edit {
-                        return view! { <EditorOnly /> }.into_any();
+        <Page title=move || t_string!(i18n, env_form.edit_title).to_string() lead=move || t!(i18n, env_form.edit_lead) class="page page-form">
+            <Loaded load let:loaded>
+                {match loaded {
+                    (detail, Some(docker)) => view! {
+                        <EnvironmentForm
+                            workspace_id=detail.summary.workspace_id
+                            environment_id=Some(detail.summary.id)
+                            initial=detail.spec
+                            docker
+                        />
                     }
-                    match docker {
-                        Ok(docker) => view! {
-                            <EnvironmentForm
-                                workspace_id=detail.summary.workspace_id
-                                environment_id=Some(detail.summary.id)
-                                initial=detail.spec
-                                docker
-                            />
-                        }
-                        .into_any(),
-                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
-                    }
-                })}
-            </Transition>
-        </div>
+                    .into_any(),
+                    (_, None) => view! { <EditorOnly /> }.into_any(),
+                }}
+            </Loaded>
+        </Page>
     }
     .into_any()
 }
@@ -109,10 +98,7 @@ pub fn EditEnvironmentPage() -> impl IntoView {
 #[component]
 fn EditorOnly() -> impl IntoView {
     let i18n = use_i18n();
-    view! {
-        <p class="notice notice-info" data-testid="environments-editor-only">{t!(i18n, environments.editor_only)}</p>
-    }
-    .into_any()
+    view! { <InfoNote testid="environments-editor-only">{t!(i18n, environments.editor_only)}</InfoNote> }.into_any()
 }
 
 /// The form's text, as typed. Inputs are uncontrolled (the browser keeps what is typed) and copy every

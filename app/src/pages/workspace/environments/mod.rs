@@ -21,22 +21,6 @@ pub mod parts;
 pub mod stats;
 pub mod terminal;
 
-use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
-
-/// The environment id in the URL (`:env_id`); `-1` when malformed, which the server answers with
-/// "not found".
-pub fn use_environment_id() -> Memo<i64> {
-    let params = use_params_map();
-    Memo::new(move |_| {
-        params
-            .read()
-            .get("env_id")
-            .and_then(|s| s.parse::<i64>().ok())
-            .unwrap_or(-1)
-    })
-}
-
 /// `/w/{id}/environments/{env_id}`.
 pub fn environment_href(workspace_id: i64, environment_id: i64) -> String {
     format!("/w/{workspace_id}/environments/{environment_id}")

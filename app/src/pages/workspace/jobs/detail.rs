@@ -19,20 +19,24 @@ use leptos_router::hooks::use_navigate;
 use super::charts::JobCharts;
 use super::checkpoints::CheckpointsTable;
 use super::evaluations::EvaluationsCard;
+use super::job_href;
 use super::list::executor_text;
 use super::logs::{JobLog, KEPT_LINES};
 use super::parts::{duration_text, eta_seconds, JobProgress, JobStatusBadge};
-use super::stream::{stream_url, Event, JobStream};
-use super::{job_href, use_job_id};
+use super::stream::{self, stream_url, Event};
 use crate::api::{
     endpoints::list_endpoints,
     jobs::{get_job, JobAction},
 };
+use crate::components::confirm::{Busy, Confirm, DeleteButton};
+use crate::components::form::on_answer;
 use crate::components::http::{slot, Slot};
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::notice::ErrorNotice;
+use crate::components::page::PageHeader;
+use crate::components::sse::EventStream;
 use crate::components::time::Timestamp;
 use crate::i18n::*;
-use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::pages::workspace::{use_detail, DetailPage};
 use contracts::error::AppError;
 use contracts::types::{BaseModel, EndpointSummary, JobDetail, JobStatus, LogLine, MetricPoint};
 
@@ -43,31 +47,12 @@ const RECONNECT: Duration = Duration::from_secs(2);
 
 #[component]
 pub fn JobPage() -> impl IntoView {
-    let i18n = use_i18n();
-    let current = use_current_workspace();
-    let job_id = use_job_id();
-    let detail = Resource::new(
-        move || (current.id.get(), job_id.get()),
-        |(ws, job)| get_job(ws, job),
-    );
+    let detail = use_detail("job", get_job);
     view! {
-        <div class="page">
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    match detail.await {
-                        Ok(detail) => view! { <JobView detail /> }.into_any(),
-                        Err(err) => view! {
-                            <Title text=move || t_string!(i18n, nav.jobs).to_string() />
-                            <PageHeader title=move || t!(i18n, nav.jobs) lead=move || t!(i18n, pages.jobs.lead) />
-                            <ErrorNotice err />
-                        }
-                        .into_any(),
-                    }
-                })}
-            </Transition>
-        </div>
+        <DetailPage section="jobs" load=move || async move { detail.await } let:detail>
+            <JobView detail />
+        </DetailPage>
     }
-    .into_any()
 }
 
 #[component]
@@ -105,7 +90,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
 
     // The live stream: reopened after the last ids seen whenever it closes without its `end` event —
     // also when the job is already over, since lines it wrote last may not have been sent yet.
-    let stream: Slot<JobStream> = slot();
+    let connection: Slot<EventStream> = slot();
     let seen = StoredValue::new((0i64, 0i64));
     let complete = StoredValue::new(false);
     let generation = RwSignal::new(0u32);
@@ -152,7 +137,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
                 }
             }
         };
-        stream.set_value(JobStream::open(
+        connection.set_value(stream::open(
             &stream_url(workspace_id, job_id, seen.get_value()),
             on_event,
         ));
@@ -323,32 +308,27 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
     let action = ServerAction::<JobAction>::new();
     let confirming = RwSignal::new(false);
     let error = RwSignal::new(None::<AppError>);
-    Effect::new(move |_| match action.value().get() {
-        Some(Ok(Some(detail))) => {
-            error.set(None);
-            if detail.summary.id == job_id {
-                live.set(detail);
-            } else {
-                // retry and resume queue a new job: follow it.
-                navigate(
-                    &job_href(workspace_id, detail.summary.id),
-                    Default::default(),
-                );
-            }
-        }
-        Some(Ok(None)) => navigate(&format!("/w/{workspace_id}/jobs"), Default::default()),
-        Some(Err(err)) => {
+    on_answer(action, error, move |answer| match answer {
+        Some(detail) if detail.summary.id == job_id => live.set(detail),
+        // retry and resume queue a new job: follow it.
+        Some(detail) => navigate(
+            &job_href(workspace_id, detail.summary.id),
+            Default::default(),
+        ),
+        None => navigate(&format!("/w/{workspace_id}/jobs"), Default::default()),
+    });
+    // A refusal closes the question; the error shows below.
+    Effect::new(move |_| {
+        if error.with(Option::is_some) {
             confirming.set(false);
-            error.set(Some(err));
         }
-        None => {}
     });
     let status = Memo::new(move |_| live.with(|d| d.summary.status));
     let has_checkpoint =
         Memo::new(move |_| live.with(|d| d.checkpoints.iter().any(|c| c.deleted_at.is_none())));
     let busy = action.pending();
     let act = move |name: &'static str| {
-        move |_| {
+        move || {
             action.dispatch(JobAction {
                 workspace_id,
                 job_id,
@@ -362,18 +342,18 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
                 let s = status.get();
                 if s.is_final() {
                     view! {
-                        <button type="button" class="button button-primary" data-testid="job-retry" disabled=move || busy.get() on:click=act("retry")>
+                        <button type="button" class="button button-primary" data-testid="job-retry" disabled=move || busy.get() on:click=move |_| act("retry")()>
                             {t!(i18n, job_detail.retry)}
                         </button>
                         <button type="button" class="button" data-testid="job-resume" disabled=move || busy.get() || !has_checkpoint.get()
-                            title=move || t_string!(i18n, job_detail.resume_hint) on:click=act("resume")>
+                            title=move || t_string!(i18n, job_detail.resume_hint) on:click=move |_| act("resume")()>
                             {t!(i18n, job_detail.resume)}
                         </button>
                     }
                     .into_any()
                 } else {
                     view! {
-                        <button type="button" class="button" data-testid="job-cancel" disabled=move || busy.get() || s == JobStatus::Cancelling on:click=act("cancel")>
+                        <button type="button" class="button" data-testid="job-cancel" disabled=move || busy.get() || s == JobStatus::Cancelling on:click=move |_| act("cancel")()>
                             {t!(i18n, job_detail.cancel)}
                         </button>
                     }
@@ -384,24 +364,12 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
                 {t!(i18n, job_detail.clone)}
             </A>
             {move || status.get().is_final().then(|| view! {
-                <button type="button" class="button button-danger-ghost" data-testid="job-delete"
-                    disabled=move || busy.get() || confirming.get() on:click=move |_| confirming.set(true)>
-                    {t!(i18n, job_detail.delete)}
-                </button>
+                <DeleteButton name="job-delete" open=confirming busy>{t!(i18n, job_detail.delete)}</DeleteButton>
             })}
-            <span class="busy" role="status" aria-live="polite">{move || busy.get().then(|| t_string!(i18n, common.working))}</span>
+            <Busy busy />
         </div>
-        {move || confirming.get().then(|| view! {
-            <div class="notice notice-error confirm" role="alertdialog" aria-labelledby="job-delete-question" data-testid="job-delete-confirm">
-                <p id="job-delete-question">{t!(i18n, job_detail.delete_confirm)}</p>
-                <div class="actions">
-                    <button type="button" class="button button-danger" data-testid="job-delete-yes" disabled=move || busy.get() on:click=act("delete")>
-                        {t!(i18n, job_detail.delete_yes)}
-                    </button>
-                    <button type="button" class="button button-ghost" on:click=move |_| confirming.set(false)>{t!(i18n, common.cancel)}</button>
-                </div>
-            </div>
-        })}
+        <Confirm name="job-delete" open=confirming busy question=move || t!(i18n, job_detail.delete_confirm)
+            yes=move || t!(i18n, job_detail.delete_yes) on_yes=act("delete") />
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}
     }
     .into_any()

@@ -8,9 +8,7 @@
 //! whole spec is valid.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::components::A;
-use leptos_router::hooks::use_query_map;
 
 use super::job_href;
 use crate::api::{
@@ -21,12 +19,14 @@ use crate::api::{
     pretrained::list_pretrained_models,
 };
 use crate::components::form::{FormState, FormSummary, SelectField, SubmitButton, TextField};
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::notice::ErrorNotice;
+use crate::components::page::{InfoNote, Loaded, Page};
 use crate::i18n::*;
-use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::pages::workspace::{use_current_workspace, use_query_id};
 use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::types::{
     BuildStatus, CheckpointInfo, DatasetSummary, EnvironmentSummary, JobSpec, PretrainedModel,
+    WorkspaceSummary,
 };
 
 /// Model shapes, smallest last (the server's list).
@@ -37,14 +37,8 @@ pub const PRECISIONS: [&str; 3] = ["fp32", "fp16", "bf16"];
 pub fn NewJobPage() -> impl IntoView {
     let i18n = use_i18n();
     let current = use_current_workspace();
-    let query = use_query_map();
-    let from = Memo::new(move |_| query.read().get("from").and_then(|s| s.parse::<i64>().ok()));
-    let dataset = Memo::new(move |_| {
-        query
-            .read()
-            .get("dataset")
-            .and_then(|s| s.parse::<i64>().ok())
-    });
+    let from = use_query_id("from");
+    let dataset = use_query_id("dataset");
     let choices = Resource::new(
         move || current.id.get(),
         |ws| async move {
@@ -64,49 +58,69 @@ pub fn NewJobPage() -> impl IntoView {
             }
         },
     );
+    let load = move || async move { Ok((current.ws.await?, choices.await, source.await)) };
     view! {
-        <Title text=move || t_string!(i18n, job_form.title).to_string() />
-        <div class="page page-form">
-            <PageHeader title=move || t!(i18n, job_form.title) lead=move || t!(i18n, job_form.lead) />
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    let (ws, choices, source) = (current.ws.await, choices.await, source.await);
-                    let ws = match ws {
-                        Ok(ws) => ws,
-                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
-                    };
-                    if !ws.role.can_edit() {
-                        return view! { <p class="notice notice-info" data-testid="jobs-editor-only">{t!(i18n, jobs.editor_only)}</p> }.into_any();
-                    }
-                    let (datasets, environments, checkpoints, pretrained) = match choices {
-                        Ok(c) => c,
-                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
-                    };
-                    if datasets.is_empty() {
-                        return view! {
-                            <p class="notice notice-info" data-testid="job-needs-dataset">
-                                {t!(i18n, job_form.needs_dataset)}" "
-                                <A href=format!("/w/{}/datasets", ws.id)>{t!(i18n, nav.datasets)}</A>
-                            </p>
-                        }
-                        .into_any();
-                    }
-                    let initial = match source {
-                        Ok(Some(spec)) => JobSpec { name: clone_name(&spec.name), ..spec },
-                        Ok(None) => {
-                            let first = dataset.get_untracked().filter(|id| datasets.iter().any(|d| d.id == *id)).unwrap_or(datasets[0].id);
-                            JobSpec::new("", first)
-                        }
-                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
-                    };
-                    let cloned = from.get_untracked().is_some();
-                    view! { <JobForm workspace_id=ws.id initial datasets environments checkpoints pretrained cloned /> }.into_any()
-                })}
-            </Transition>
-        </div>
+        <Page title=move || t_string!(i18n, job_form.title).to_string() lead=move || t!(i18n, job_form.lead) class="page page-form">
+            <Loaded load let:loaded>
+                {
+                    let (ws, choices, source) = loaded;
+                    form_or_why(ws, choices, source, dataset.get_untracked(), from.get_untracked().is_some())
+                }
+            </Loaded>
+        </Page>
     }
     .into_any()
 }
+
+/// The form, filled from `source` (a job to clone) or for `dataset`; or why there is none: the caller
+/// may not create jobs, or the workspace has no dataset to train on yet.
+fn form_or_why(
+    ws: WorkspaceSummary,
+    choices: Result<Choices, AppError>,
+    source: Result<Option<JobSpec>, AppError>,
+    dataset: Option<i64>,
+    cloned: bool,
+) -> AnyView {
+    let i18n = use_i18n();
+    if !ws.role.can_edit() {
+        return view! { <InfoNote testid="jobs-editor-only">{t!(i18n, jobs.editor_only)}</InfoNote> }.into_any();
+    }
+    let (datasets, environments, checkpoints, pretrained) = match choices {
+        Ok(c) => c,
+        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
+    };
+    if datasets.is_empty() {
+        return view! {
+            <InfoNote testid="job-needs-dataset">
+                {t!(i18n, job_form.needs_dataset)}" "
+                <A href=format!("/w/{}/datasets", ws.id)>{t!(i18n, nav.datasets)}</A>
+            </InfoNote>
+        }
+        .into_any();
+    }
+    let initial = match source {
+        Ok(Some(spec)) => JobSpec {
+            name: clone_name(&spec.name),
+            ..spec
+        },
+        Ok(None) => {
+            let first = dataset
+                .filter(|id| datasets.iter().any(|d| d.id == *id))
+                .unwrap_or(datasets[0].id);
+            JobSpec::new("", first)
+        }
+        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
+    };
+    view! { <JobForm workspace_id=ws.id initial datasets environments checkpoints pretrained cloned /> }.into_any()
+}
+
+/// What the form offers: datasets, environments, checkpoints and uploaded models.
+type Choices = (
+    Vec<DatasetSummary>,
+    Vec<EnvironmentSummary>,
+    Vec<CheckpointInfo>,
+    Vec<PretrainedModel>,
+);
 
 /// `fine-tune` → `fine-tune-copy` (within the 64-character limit).
 pub fn clone_name(name: &str) -> String {

@@ -3,17 +3,18 @@
 //! the list is read again every few seconds, in place.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::components::A;
 
 use super::job_href;
 use super::parts::{JobProgress, JobStatusBadge};
 use crate::api::jobs::list_jobs;
 use crate::components::empty_state::EmptyState;
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::page::{list_or, Loaded, NewButton};
+use crate::components::poll::refetch_while;
+use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
-use crate::pages::workspace::{use_current_workspace, PageHeader};
+use crate::pages::workspace::{use_current_workspace, SectionPage};
 use contracts::types::{ExecutorKind, JobSummary};
 
 /// How often the list is read again while a job is active.
@@ -23,61 +24,29 @@ const POLL: std::time::Duration = std::time::Duration::from_secs(3);
 pub fn JobsPage() -> impl IntoView {
     let i18n = use_i18n();
     let current = use_current_workspace();
-    let tick = RwSignal::new(0u64);
-    let jobs = Resource::new(
-        move || (current.id.get(), tick.get()),
-        |(id, _)| list_jobs(id),
-    );
-    Effect::new(move |_| {
-        let handle = set_interval_with_handle(
-            move || {
-                let active = jobs.get_untracked().is_some_and(|list| {
-                    list.is_ok_and(|list| list.iter().any(|j| !j.status.is_final()))
-                });
-                if active {
-                    tick.update(|n| *n += 1);
-                }
-            },
-            POLL,
-        )
-        .ok();
-        on_cleanup(move || {
-            if let Some(handle) = handle {
-                handle.clear();
-            }
-        });
-    });
+    let jobs = Resource::new(move || current.id.get(), list_jobs);
+    refetch_while(jobs, POLL, |j| !j.status.is_final());
+    let load = move || async move { Ok((current.ws.await?, jobs.await)) };
     view! {
-        <Title text=move || t_string!(i18n, nav.jobs).to_string() />
-        <div class="page">
-            <PageHeader title=move || t!(i18n, nav.jobs) lead=move || t!(i18n, pages.jobs.lead) />
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    let (ws, list) = (current.ws.await, jobs.await);
-                    let ws = match ws {
-                        Ok(ws) => ws,
-                        Err(err) => return view! { <ErrorNotice err /> }.into_any(),
-                    };
-                    let toolbar = ws.role.can_edit().then(|| view! {
-                        <div class="page-actions">
-                            <A href=format!("/w/{}/jobs/new", ws.id) attr:class="button button-primary" attr:data-testid="new-job">
-                                <span aria-hidden="true">"+ "</span>
-                                {t!(i18n, jobs.new_job)}
-                            </A>
-                        </div>
-                    });
-                    let body = match list {
-                        Ok(list) if list.is_empty() => view! {
-                            <EmptyState kind="jobs" title=move || t!(i18n, pages.jobs.empty_title) body=move || t!(i18n, jobs.empty_body) />
-                        }
-                        .into_any(),
-                        Ok(list) => view! { <JobsTable list workspace_id=ws.id /> }.into_any(),
-                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
-                    };
-                    view! { {toolbar} {body} }.into_any()
-                })}
-            </Transition>
-        </div>
+        <SectionPage section="jobs">
+            <Loaded load let:loaded>
+                {
+                    let (ws, list) = loaded;
+                    view! {
+                        {ws.role.can_edit().then(|| view! {
+                            <NewButton href=format!("/w/{}/jobs/new", ws.id) testid="new-job">{t!(i18n, jobs.new_job)}</NewButton>
+                        })}
+                        {list_or(
+                            list,
+                            || view! {
+                                <EmptyState kind="jobs" title=move || t!(i18n, pages.jobs.empty_title) body=move || t!(i18n, jobs.empty_body) />
+                            }.into_any(),
+                            |list| view! { <JobsTable list workspace_id=ws.id /> }.into_any(),
+                        )}
+                    }
+                }
+            </Loaded>
+        </SectionPage>
     }
     .into_any()
 }
@@ -85,48 +54,35 @@ pub fn JobsPage() -> impl IntoView {
 #[component]
 fn JobsTable(list: Vec<JobSummary>, workspace_id: i64) -> impl IntoView {
     let i18n = use_i18n();
+    let rows = list
+        .into_iter()
+        .map(|job| {
+            let executor = job.executor;
+            let gpus = job.gpu_indices.clone();
+            let (testid, name) = (format!("job-row-{}", job.id), job.name.clone());
+            let (label, by) = (job.name.clone(), job.created_by.clone().map(|by| format!(" · {by}")));
+            let (status, queue, created) = (job.status, job.queue_position, job.created_at.clone());
+            view! {
+                <tr data-testid=testid data-name=name>
+                    <th scope="row">
+                        <A href=job_href(workspace_id, job.id) attr:data-testid="job-link">{label}</A>
+                        <span class="muted small block">"#"{job.id}{by}</span>
+                    </th>
+                    <td><JobStatusBadge status=status /></td>
+                    <td><JobProgress summary=Signal::stored(job.clone()) /></td>
+                    <td class="num" data-testid="job-queue">{queue.map(|p| format!("#{p}"))}</td>
+                    <td class="nowrap">
+                        {move || executor_text(i18n.get_locale(), executor, &gpus)}
+                    </td>
+                    <td class="nowrap"><Timestamp at=created /></td>
+                </tr>
+            }
+        })
+        .collect_view();
     view! {
-        <div class="table-wrap">
-            <table class="table" data-testid="jobs-table">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, jobs.col_name)}</th>
-                        <th scope="col">{t!(i18n, jobs.col_status)}</th>
-                        <th scope="col">{t!(i18n, jobs.col_progress)}</th>
-                        <th scope="col">{t!(i18n, jobs.col_queue)}</th>
-                        <th scope="col">{t!(i18n, jobs.col_executor)}</th>
-                        <th scope="col">{t!(i18n, jobs.col_created)}</th>
-                    </tr>
-                </thead>
-                <tbody>
-                    {list
-                        .into_iter()
-                        .map(|job| {
-                            let executor = job.executor;
-                            let gpus = job.gpu_indices.clone();
-                            let (testid, name) = (format!("job-row-{}", job.id), job.name.clone());
-                            let (label, by) = (job.name.clone(), job.created_by.clone().map(|by| format!(" · {by}")));
-                            let (status, queue, created) = (job.status, job.queue_position, job.created_at.clone());
-                            view! {
-                                <tr data-testid=testid data-name=name>
-                                    <th scope="row">
-                                        <A href=job_href(workspace_id, job.id) attr:data-testid="job-link">{label}</A>
-                                        <span class="muted small block">"#"{job.id}{by}</span>
-                                    </th>
-                                    <td><JobStatusBadge status=status /></td>
-                                    <td><JobProgress summary=Signal::stored(job.clone()) /></td>
-                                    <td class="num" data-testid="job-queue">{queue.map(|p| format!("#{p}"))}</td>
-                                    <td class="nowrap">
-                                        {move || executor_text(i18n.get_locale(), executor, &gpus)}
-                                    </td>
-                                    <td class="nowrap"><Timestamp at=created /></td>
-                                </tr>
-                            }
-                        })
-                        .collect_view()}
-                </tbody>
-            </table>
-        </div>
+        <DataTable testid="jobs-table" columns=columns!(jobs: col_name, col_status, col_progress, col_queue, col_executor, col_created)>
+            {rows}
+        </DataTable>
     }
     .into_any()
 }

@@ -19,21 +19,6 @@ pub mod logs;
 pub mod parts;
 pub mod stream;
 
-use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
-
-/// The job id in the URL (`:job`); `-1` when malformed, which the server answers with "not found".
-pub fn use_job_id() -> Memo<i64> {
-    let params = use_params_map();
-    Memo::new(move |_| {
-        params
-            .read()
-            .get("job")
-            .and_then(|s| s.parse::<i64>().ok())
-            .unwrap_or(-1)
-    })
-}
-
 /// `/w/{id}/jobs/{job}`.
 pub fn job_href(workspace_id: i64, job_id: i64) -> String {
     format!("/w/{workspace_id}/jobs/{job_id}")

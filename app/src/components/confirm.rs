@@ -1,0 +1,70 @@
+//! Asking before what cannot be undone (deleting a dataset, a job, an endpoint, an environment): the
+//! button that asks, the question with the button that does it and Cancel, and the "working…" line
+//! beside a page's action buttons.
+
+use leptos::prelude::*;
+
+use crate::i18n::*;
+
+/// Opens the question; disabled while it is open and while `busy`. `name` is its `data-testid`, and
+/// the question's ids derive from it ([`Confirm`]).
+#[component]
+pub fn DeleteButton(
+    name: &'static str,
+    open: RwSignal<bool>,
+    #[prop(optional, into)] busy: Signal<bool>,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <button type="button" class="button button-danger-ghost" data-testid=name
+            disabled=move || busy.get() || open.get() on:click=move |_| open.set(true)>
+            {children()}
+        </button>
+    }
+}
+
+/// The question, while `open`: `{name}-confirm` around it, `{name}-question` its text, `{name}-yes`
+/// the button that does it (`on_yes`), `{name}-cancel` the way back.
+#[component]
+pub fn Confirm(
+    name: &'static str,
+    open: RwSignal<bool>,
+    #[prop(into)] busy: Signal<bool>,
+    #[prop(into)] question: ViewFn,
+    #[prop(into)] yes: ViewFn,
+    on_yes: impl Fn() + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    move || {
+        let (question, yes) = (question.clone(), yes.clone());
+        open.get().then(|| view! {
+            <div class="notice notice-error confirm" role="alertdialog" aria-labelledby=format!("{name}-question") data-testid=format!("{name}-confirm")>
+                <p id=format!("{name}-question")>{question.run()}</p>
+                <div class="actions">
+                    <button type="button" class="button button-danger" data-testid=format!("{name}-yes") disabled=move || busy.get()
+                        on:click=move |_| on_yes()>
+                        {yes.run()}
+                    </button>
+                    <button type="button" class="button button-ghost" data-testid=format!("{name}-cancel") on:click=move |_| open.set(false)>
+                        {t!(i18n, common.cancel)}
+                    </button>
+                </div>
+            </div>
+        })
+    }
+}
+
+/// Says "working…" (to screen readers too) while `busy`; `text` says it in other words.
+#[component]
+pub fn Busy(
+    #[prop(into)] busy: Signal<bool>,
+    #[prop(optional, into)] text: Option<ViewFn>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let text = text.unwrap_or_else(|| ViewFn::from(move || t!(i18n, common.working)));
+    view! {
+        <span class="busy" role="status" aria-live="polite">
+            {move || busy.get().then(|| text.run())}
+        </span>
+    }
+}
