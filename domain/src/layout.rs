@@ -21,7 +21,6 @@ use sqlx::SqlitePool;
 
 use super::jobs::checkpoints;
 use super::storage::{Storage, DEFAULT_VOLUME};
-use crate::transitions::Machine;
 use contracts::error::AppError;
 use contracts::types::{ExecutorKind, JobStatus};
 
@@ -110,18 +109,8 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
         if let Some(pid) = pid {
             super::executor::local::kill_group(*pid);
         }
-        super::jobs::status::Job::transition(
-            &mut tx,
-            *id,
-            JobStatus::Failed,
-            super::jobs::status::Reason::Interrupted,
-            Some(STOPPED),
-        )
-        .await?;
-        sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ?")
-            .bind(super::now())
-            .bind(id)
-            .execute(&mut *tx)
+        let interrupted = super::jobs::status::Reason::Interrupted;
+        super::jobs::status::finish(&mut tx, *id, JobStatus::Failed, interrupted, Some(STOPPED))
             .await?;
         super::gpus::release(&mut tx, super::gpus::Holder::Job(*id)).await?;
     }

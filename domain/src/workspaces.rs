@@ -12,7 +12,6 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use super::{endpoints, jobs, names};
-use crate::transitions::Machine;
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::{EndpointStatus, JobStatus, Role, WorkspaceSummary};
 
@@ -201,19 +200,15 @@ async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), Ap
             .fetch_all(&mut *tx)
             .await?;
     for job_id in queued {
-        jobs::status::Job::transition(
+        let deleted = jobs::status::Reason::WorkspaceDeleted;
+        jobs::status::finish(
             &mut tx,
             job_id,
             JobStatus::Cancelled,
-            jobs::status::Reason::WorkspaceDeleted,
+            deleted,
             Some(purge::DELETED),
         )
         .await?;
-        sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ?")
-            .bind(&now)
-            .bind(job_id)
-            .execute(&mut *tx)
-            .await?;
     }
     audit::record(
         &mut tx,

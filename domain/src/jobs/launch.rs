@@ -41,7 +41,7 @@ pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
 async fn fail(db: &SqlitePool, job_id: i64, message: &str) -> Result<(), AppError> {
     let mut tx = crate::db::write_tx(db).await?;
     let message = format!("could not start: {message}");
-    status::Job::transition(
+    status::finish(
         &mut tx,
         job_id,
         JobStatus::Failed,
@@ -49,11 +49,6 @@ async fn fail(db: &SqlitePool, job_id: i64, message: &str) -> Result<(), AppErro
         Some(&message),
     )
     .await?;
-    sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ?")
-        .bind(crate::now())
-        .bind(job_id)
-        .execute(&mut *tx)
-        .await?;
     gpus::release(&mut tx, Holder::Job(job_id)).await?;
     tx.commit().await?;
     Ok(())

@@ -540,19 +540,15 @@ pub async fn cancel(
     match status {
         JobStatus::Queued => {
             let message = format!("cancelled by {} before it started", actor.username);
-            status::Job::transition(
+            let cancelled = JobStatus::Cancelled;
+            status::finish(
                 &mut tx,
                 job_id,
-                JobStatus::Cancelled,
+                cancelled,
                 Reason::CancelRequested,
                 Some(&message),
             )
             .await?;
-            sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ?")
-                .bind(super::now())
-                .bind(job_id)
-                .execute(&mut *tx)
-                .await?;
         }
         JobStatus::Starting | JobStatus::Running => {
             let message = format!("cancel requested by {}", actor.username);

@@ -5,7 +5,7 @@ use contracts::error::AppError;
 use contracts::types::JobStatus;
 use sqlx::SqliteConnection;
 
-use crate::transitions::{self, machine, reasons};
+use crate::transitions::{self, machine, reasons, Machine};
 
 reasons! {
     /// Why a job's status changed: a stable word, what the code decides on (the message is for people).
@@ -48,6 +48,24 @@ machine! {
         reason: Reason,
         moves: JobStatus::can_become,
     }
+}
+
+/// Ends job `id`: moves it to `to` when its machine allows, and stamps the time it finished unless it
+/// has one (a job whose end event already made it final still needs the time it stopped).
+pub(crate) async fn finish(
+    conn: &mut SqliteConnection,
+    id: i64,
+    to: JobStatus,
+    reason: Reason,
+    message: Option<&str>,
+) -> Result<(), AppError> {
+    Job::transition(conn, id, to, reason, message).await?;
+    sqlx::query("UPDATE jobs SET finished_at = COALESCE(finished_at, ?) WHERE id = ?")
+        .bind(crate::now())
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
 }
 
 /// The current status of job `job_id` and the reason of its last move.

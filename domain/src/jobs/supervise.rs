@@ -70,12 +70,7 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
         for id in stopped_before_running {
             let (_, reason) = status::current(&mut tx, id).await?;
             let reason = reason.unwrap_or(Reason::CancelRequested);
-            status::Job::transition(&mut tx, id, JobStatus::Cancelled, reason, None).await?;
-            sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ?")
-                .bind(crate::now())
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+            status::finish(&mut tx, id, JobStatus::Cancelled, reason, None).await?;
         }
         let running: Vec<i64> =
             sqlx::query_scalar("SELECT id FROM jobs WHERE finished_at IS NULL AND (pid IS NOT NULL OR container_name IS NOT NULL)")

@@ -13,7 +13,6 @@ use crate::db::write_tx;
 use crate::executor::{Handle, Stop};
 use crate::jobs::status::Reason;
 use crate::storage::workspace_folder;
-use crate::transitions::Machine;
 use crate::AppState;
 use contracts::error::internal;
 use contracts::error::AppError;
@@ -113,19 +112,9 @@ async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppE
             running.jobs.push(id);
         } else {
             let mut tx = crate::db::write_tx(db).await?;
-            crate::jobs::status::Job::transition(
-                &mut tx,
-                id,
-                JobStatus::Cancelled,
-                Reason::WorkspaceDeleted,
-                Some(DELETED),
-            )
-            .await?;
-            sqlx::query("UPDATE jobs SET finished_at = ? WHERE id = ? AND finished_at IS NULL")
-                .bind(crate::now())
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+            let cancelled = JobStatus::Cancelled;
+            let reason = Reason::WorkspaceDeleted;
+            crate::jobs::status::finish(&mut tx, id, cancelled, reason, Some(DELETED)).await?;
             tx.commit().await?;
         }
     }
