@@ -1,9 +1,12 @@
 //! The one authorisation check for anything inside a workspace. Every workspace-scoped query calls
-//! [`authorize`] first: a non-member gets `NotFound` — exactly what a missing workspace gets, so the
-//! workspace's existence and name never leak — and a member whose role is too low gets `Forbidden`.
-//! Instance admins get no special access to workspaces: administering accounts is not reading data.
+//! [`authorize`] first, most through [`connect`] or [`begin`], which hand out the connection or write
+//! transaction the work then uses: a non-member gets `NotFound` — exactly what a missing workspace
+//! gets, so the workspace's existence and name never leak — and a member whose role is too low gets
+//! `Forbidden`. Instance admins get no special access to workspaces: administering accounts is not
+//! reading data.
 
-use sqlx::SqliteConnection;
+use sqlx::pool::PoolConnection;
+use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
 
 use super::auth::Actor;
 use contracts::error::AppError;
@@ -29,4 +32,30 @@ pub async fn authorize(
         return Err(AppError::Forbidden);
     }
     Ok(role)
+}
+
+/// A connection for work inside workspace `workspace_id`, once [`authorize`] found that `actor` holds
+/// at least `need` there.
+pub(crate) async fn connect(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    need: Role,
+) -> Result<PoolConnection<Sqlite>, AppError> {
+    let mut conn = db.acquire().await?;
+    authorize(&mut conn, actor, workspace_id, need).await?;
+    Ok(conn)
+}
+
+/// As [`connect`], in a write transaction (`db::write_tx`): the change that follows reads what it
+/// changes, and another writer must not slip in between.
+pub(crate) async fn begin(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    need: Role,
+) -> Result<Transaction<'static, Sqlite>, AppError> {
+    let mut tx = crate::db::write_tx(db).await?;
+    authorize(&mut tx, actor, workspace_id, need).await?;
+    Ok(tx)
 }

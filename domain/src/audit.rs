@@ -91,8 +91,7 @@ pub async fn list(
     workspace_id: i64,
     before: Option<i64>,
 ) -> Result<Vec<AuditEntry>, AppError> {
-    let mut conn = db.acquire().await?;
-    access::authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let rows = sqlx::query_as::<_, Row>(
         "SELECT a.id, u.username AS actor, a.action, a.resource_type, a.resource, a.detail, a.ip, a.at
          FROM audit_log a LEFT JOIN users u ON u.id = a.actor_id

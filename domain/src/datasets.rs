@@ -12,10 +12,9 @@ use sha2::{Digest, Sha256};
 use sqlx::SqlitePool;
 use tokio::io::AsyncWriteExt;
 
-use super::access::authorize;
+use super::access::{self, authorize};
 use super::audit::{self, Entry};
 use super::auth::Actor;
-use super::db::write_tx;
 use super::storage::{in_volume, remove_from_store, Storage};
 use contracts::data::ValidationReport;
 use contracts::error::{AppError, ErrorCode, FieldProblem};
@@ -96,8 +95,7 @@ pub async fn list(
     actor: &Actor,
     workspace_id: i64,
 ) -> Result<Vec<DatasetSummary>, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     sqlx::query_as::<_, Row>(&format!(
         "{SELECT} WHERE d.workspace_id = ? ORDER BY d.name"
     ))
@@ -141,8 +139,7 @@ pub async fn file(
     workspace_id: i64,
     dataset_id: i64,
 ) -> Result<(std::fs::File, String), AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let (path, file_name): (String, String) =
         sqlx::query_as("SELECT path, file_name FROM datasets WHERE workspace_id = ? AND id = ?")
             .bind(workspace_id)
@@ -218,7 +215,7 @@ where
     S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
     E: std::fmt::Display,
 {
-    authorize(&mut *db.acquire().await?, actor, workspace_id, Role::Editor).await?;
+    access::connect(db, actor, workspace_id, Role::Editor).await?;
     let (name, file_name, format) = check_upload(&upload)?;
     let tmp = TempFile::new(storage).await?;
     let (bytes, sha256) = receive(body, &tmp.path, storage.max_upload_bytes).await?;
@@ -233,8 +230,7 @@ where
     let preview = preview(&tmp.path, format).unwrap_or_default();
     let rows = report.rows as i64;
 
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let (report_json, preview_json) = (
         serde_json::to_string(&report).map_err(|e| internal("report", e))?,
         serde_json::to_string(&preview).map_err(|e| internal("preview", e))?,
@@ -323,8 +319,7 @@ pub async fn delete(
     workspace_id: i64,
     dataset_id: i64,
 ) -> Result<(), AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let (name, path): (String, String) =
         sqlx::query_as("SELECT name, path FROM datasets WHERE workspace_id = ? AND id = ?")
             .bind(workspace_id)

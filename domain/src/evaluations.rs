@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use sqlx::SqlitePool;
 
-use super::access::authorize;
+use super::access;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
@@ -105,8 +105,7 @@ pub async fn list(
     checkpoint_id: Option<i64>,
     job_id: Option<i64>,
 ) -> Result<Vec<EvaluationInfo>, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     sqlx::query_as::<_, Row>(&format!(
         "{SELECT} WHERE e.workspace_id = ? AND (? IS NULL OR e.checkpoint_id = ?) AND (? IS NULL OR c.job_id = ?)
          ORDER BY e.id DESC"
@@ -131,8 +130,7 @@ pub async fn get(
     checkpoint_id: i64,
     evaluation_id: i64,
 ) -> Result<EvaluationInfo, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     sqlx::query_as::<_, Row>(&format!(
         "{SELECT} WHERE e.workspace_id = ? AND e.checkpoint_id = ? AND e.id = ?"
     ))
@@ -156,8 +154,7 @@ pub async fn start(
     dataset_id: i64,
 ) -> Result<EvaluationInfo, AppError> {
     let (resource, dataset_name, dataset_sha256) = {
-        let mut conn = db.acquire().await?;
-        authorize(&mut conn, actor, workspace_id, Role::Editor).await?;
+        let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
         let (job_id, step, path, deleted): (i64, i64, String, Option<String>) = sqlx::query_as(
             "SELECT job_id, step, path, deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?",
         )
@@ -209,8 +206,7 @@ pub async fn start(
         (format!("job {job_id} step {step}"), name, sha256)
     };
 
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO evaluations (workspace_id, checkpoint_id, dataset_id, dataset_name, dataset_sha256, created_by, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",

@@ -4,11 +4,10 @@
 
 use sqlx::{SqliteConnection, SqlitePool};
 
-use super::access::authorize;
+use super::access;
 use super::accounts::normalize_username;
 use super::audit::{self, Entry};
 use super::auth::Actor;
-use super::db::write_tx;
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::{Member, Role};
 
@@ -86,8 +85,7 @@ pub async fn list(
     actor: &Actor,
     workspace_id: i64,
 ) -> Result<Vec<Member>, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     sqlx::query_as::<_, Row>(&format!(
         "{SELECT} WHERE m.workspace_id = ?
          ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'editor' THEN 1 ELSE 2 END, u.username"
@@ -108,8 +106,7 @@ pub async fn add(
     username: &str,
     role: &str,
 ) -> Result<Member, AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Owner).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Owner).await?;
     let role = parse_role(role)?;
     let username = normalize_username(username)?;
     let user_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE username = ?")
@@ -158,8 +155,7 @@ pub async fn change_role(
     user_id: i64,
     role: &str,
 ) -> Result<Member, AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Owner).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Owner).await?;
     let role = parse_role(role)?;
     let current = member(&mut tx, workspace_id, user_id)
         .await?
@@ -202,13 +198,12 @@ pub async fn remove(
     workspace_id: i64,
     user_id: i64,
 ) -> Result<(), AppError> {
-    let mut tx = write_tx(db).await?;
     let need = if user_id == actor.user_id {
         Role::Viewer
     } else {
         Role::Owner
     };
-    authorize(&mut tx, actor, workspace_id, need).await?;
+    let mut tx = access::begin(db, actor, workspace_id, need).await?;
     let current = member(&mut tx, workspace_id, user_id)
         .await?
         .ok_or(AppError::NotFound)?;

@@ -12,11 +12,10 @@ use std::path::{Component, Path, PathBuf};
 use futures_util::Stream;
 use sqlx::{SqliteConnection, SqlitePool};
 
-use super::access::authorize;
+use super::access;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::datasets::{receive, TempFile};
-use super::db::write_tx;
 use super::storage::{in_volume, remove_from_store, Storage};
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::{PretrainedModel, Role};
@@ -69,8 +68,7 @@ pub async fn list(
     actor: &Actor,
     workspace_id: i64,
 ) -> Result<Vec<PretrainedModel>, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     Ok(sqlx::query_as::<_, Row>(&format!(
         "{SELECT} WHERE m.workspace_id = ? ORDER BY m.name"
     ))
@@ -133,7 +131,7 @@ where
     S: Stream<Item = Result<bytes::Bytes, E>> + Unpin,
     E: std::fmt::Display,
 {
-    authorize(&mut *db.acquire().await?, actor, workspace_id, Role::Editor).await?;
+    access::connect(db, actor, workspace_id, Role::Editor).await?;
     let name = super::names::display_name(name).ok_or_else(|| {
         AppError::invalid(
             "name",
@@ -170,8 +168,7 @@ where
     let config = summary(&model_dir);
     let bytes = dir_size(&model_dir);
 
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO pretrained_models (workspace_id, name, file_name, sha256, path, bytes, config_json, created_by, created_at)
          VALUES (?, ?, ?, ?, '', ?, ?, ?, ?) RETURNING id",
@@ -241,8 +238,7 @@ pub async fn delete(
     workspace_id: i64,
     id: i64,
 ) -> Result<(), AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let (name, path): (String, String) = sqlx::query_as(
         "SELECT name, path FROM pretrained_models WHERE workspace_id = ? AND id = ?",
     )

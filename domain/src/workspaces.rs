@@ -7,7 +7,7 @@ pub mod purge;
 
 use sqlx::{SqliteConnection, SqlitePool};
 
-use super::access::authorize;
+use super::access;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
@@ -79,8 +79,7 @@ pub async fn list(db: &SqlitePool, actor: &Actor) -> Result<Vec<WorkspaceSummary
 }
 
 pub async fn get(db: &SqlitePool, actor: &Actor, id: i64) -> Result<WorkspaceSummary, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, id, Role::Viewer).await?;
     summary(&mut conn, actor, id).await
 }
 
@@ -125,8 +124,7 @@ pub async fn rename(
     id: i64,
     name: &str,
 ) -> Result<WorkspaceSummary, AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, id, Role::Owner).await?;
+    let mut tx = access::begin(db, actor, id, Role::Owner).await?;
     // Validated after the access check: a non-member learns nothing, not even that a name was bad.
     let name = normalize_name(name)?;
     let old: String = sqlx::query_scalar("SELECT name FROM workspaces WHERE id = ?")
@@ -160,8 +158,7 @@ pub async fn delete(state: &super::AppState, actor: &Actor, id: i64) -> Result<(
 /// any more, by session or token), its endpoint keys, its queued jobs and its endpoints' wish to
 /// run, and is marked `deleting_since`; the purge does the rest.
 async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, id, Role::Owner).await?;
+    let mut tx = access::begin(db, actor, id, Role::Owner).await?;
     let now = super::now();
     let name: String = sqlx::query_scalar(
         "UPDATE workspaces SET deleting_since = ? WHERE id = ? AND deleting_since IS NULL RETURNING name",

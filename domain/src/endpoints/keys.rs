@@ -5,10 +5,9 @@
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::row;
-use crate::access::authorize;
+use crate::access;
 use crate::audit::{self, Entry};
 use crate::auth::Actor;
-use crate::db::write_tx;
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
@@ -73,8 +72,7 @@ pub async fn create_key(
             "rate_limit_per_minute must be 1–1000000",
         ));
     }
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let r = row(&mut tx, workspace_id, endpoint_id).await?;
     let secret = format!("pdk_ep_{}", hex::encode(rand::random::<[u8; 24]>()));
     let prefix: String = secret.chars().take(14).collect();
@@ -119,8 +117,7 @@ pub async fn revoke_key(
     endpoint_id: i64,
     key_id: i64,
 ) -> Result<(), AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let r = row(&mut tx, workspace_id, endpoint_id).await?;
     let done = sqlx::query("UPDATE endpoint_keys SET revoked_at = ? WHERE id = ? AND endpoint_id = ? AND revoked_at IS NULL")
         .bind(crate::now())

@@ -26,7 +26,7 @@ use std::time::Instant;
 use contracts::serving::{ErrorReply, PredictReply, PredictRequest};
 use sqlx::{SqliteConnection, SqlitePool};
 
-use super::access::authorize;
+use super::access::{self, authorize};
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
@@ -106,8 +106,7 @@ pub async fn list(
     actor: &Actor,
     workspace_id: i64,
 ) -> Result<Vec<EndpointSummary>, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let rows = sqlx::query_as::<_, Row>(&format!(
         "{SELECT} WHERE e.workspace_id = ? ORDER BY e.id DESC"
     ))
@@ -321,8 +320,7 @@ pub async fn deploy(
 ) -> Result<EndpointDetail, AppError> {
     check_spec(&spec)?;
     let slug = slug_for(&spec)?;
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     live_checkpoint(&mut tx, workspace_id, spec.checkpoint_id).await?;
     super::caps::replicas_fit(&mut tx, workspace_id, None, i64::from(spec.replicas)).await?;
     let now = super::now();
@@ -366,8 +364,7 @@ pub async fn undeploy(
     workspace_id: i64,
     endpoint_id: i64,
 ) -> Result<EndpointDetail, AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let r = row(&mut tx, workspace_id, endpoint_id).await?;
     status::endpoint_afresh(
         &mut tx,
@@ -401,8 +398,7 @@ pub async fn redeploy(
     workspace_id: i64,
     endpoint_id: i64,
 ) -> Result<EndpointDetail, AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let r = row(&mut tx, workspace_id, endpoint_id).await?;
     if !matches!(r.status.as_str(), "stopped" | "failed") {
         return Err(AppError::conflict(
@@ -449,8 +445,7 @@ pub async fn delete(
     workspace_id: i64,
     endpoint_id: i64,
 ) -> Result<(), AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let r = row(&mut tx, workspace_id, endpoint_id).await?;
     // Stopped first, so that neither a deployment nor the watcher starts anything while it goes.
     status::endpoint(
@@ -506,8 +501,7 @@ pub async fn change(
             ));
         }
     }
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let r = row(&mut tx, workspace_id, endpoint_id).await?;
     if let Some(checkpoint_id) = change.checkpoint_id {
         live_checkpoint(&mut tx, workspace_id, checkpoint_id).await?;
@@ -640,8 +634,7 @@ pub async fn try_predict(
             ),
         ));
     }
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let r = row(&mut conn, workspace_id, endpoint_id).await?;
     drop(conn);
     if r.status != "ready" {

@@ -18,7 +18,7 @@ use sqlx::SqlitePool;
 use super::spec::to_env_spec;
 use super::status::{self, Container, Reason};
 use super::{env_row, record_event, version_row, EnvRow};
-use crate::access::authorize;
+use crate::access;
 use crate::audit::{self, Entry};
 use crate::auth::Actor;
 use crate::db::write_tx;
@@ -107,8 +107,7 @@ pub async fn up(
     env_id: i64,
 ) -> Result<EnvironmentDetail, AppError> {
     let (env, version) = {
-        let mut conn = db.acquire().await?;
-        authorize(&mut conn, actor, workspace_id, Role::Editor).await?;
+        let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
         let env = env_row(&mut conn, workspace_id, env_id).await?;
         let version = version_row(&mut conn, env_id, env.current_version).await?;
         (env, version)
@@ -163,8 +162,7 @@ pub async fn up(
 
     let name = container_name(engine, env_id);
     let devices = {
-        let mut tx = write_tx(db).await?;
-        authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+        let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
         crate::caps::environment_may_start(&mut tx, workspace_id, env_id).await?;
         let devices = gpus::lease(
             &mut tx,
@@ -324,8 +322,7 @@ pub async fn down(
     env_id: i64,
 ) -> Result<EnvironmentDetail, AppError> {
     let env = {
-        let mut conn = db.acquire().await?;
-        authorize(&mut conn, actor, workspace_id, Role::Editor).await?;
+        let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
         env_row(&mut conn, workspace_id, env_id).await?
     };
     stop_container(
@@ -403,8 +400,7 @@ pub async fn restart(
     env_id: i64,
 ) -> Result<EnvironmentDetail, AppError> {
     let env = {
-        let mut conn = db.acquire().await?;
-        authorize(&mut conn, actor, workspace_id, Role::Editor).await?;
+        let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
         env_row(&mut conn, workspace_id, env_id).await?
     };
     let name = running_container(&env)?;
@@ -456,8 +452,7 @@ pub async fn stats(
     env_id: i64,
 ) -> Result<EnvironmentStats, AppError> {
     let env = {
-        let mut conn = db.acquire().await?;
-        authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+        let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
         env_row(&mut conn, workspace_id, env_id).await?
     };
     let name = running_container(&env)?;
@@ -535,8 +530,7 @@ pub async fn terminal_container(
     workspace_id: i64,
     env_id: i64,
 ) -> Result<String, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Editor).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
     let env = env_row(&mut conn, workspace_id, env_id).await?;
     running_container(&env)
 }

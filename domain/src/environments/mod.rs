@@ -26,10 +26,9 @@ use std::sync::Arc;
 
 use sqlx::{SqliteConnection, SqlitePool};
 
-use super::access::authorize;
+use super::access::{self, authorize};
 use super::audit::{self, Entry};
 use super::auth::Actor;
-use super::db::write_tx;
 use super::engine::Engine;
 use super::gpus::{self, Holder};
 use contracts::error::{AppError, ErrorCode};
@@ -182,8 +181,7 @@ pub async fn list(
     actor: &Actor,
     workspace_id: i64,
 ) -> Result<Vec<EnvironmentSummary>, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let envs = sqlx::query_as::<_, EnvRow>(&format!(
         "SELECT {ENV_COLUMNS} FROM environments WHERE workspace_id = ? ORDER BY name"
     ))
@@ -265,11 +263,10 @@ pub async fn create(
     workspace_id: i64,
     input: EnvironmentSpec,
 ) -> Result<EnvironmentDetail, AppError> {
-    authorize(&mut *db.acquire().await?, actor, workspace_id, Role::Editor).await?;
+    access::connect(db, actor, workspace_id, Role::Editor).await?;
     let checked = spec::check(engine, &input).await?;
     let secret_env = secrets::merge(&Default::default(), &input.secret_env)?;
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let now = super::now();
     let name = input.name.trim().to_string();
     let env_id = sqlx::query_scalar!(
@@ -314,13 +311,11 @@ pub async fn update(
     input: EnvironmentSpec,
 ) -> Result<EnvironmentDetail, AppError> {
     {
-        let mut conn = db.acquire().await?;
-        authorize(&mut conn, actor, workspace_id, Role::Editor).await?;
+        let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
         env_row(&mut conn, workspace_id, env_id).await?;
     }
     let checked = spec::check(engine, &input).await?;
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let env = env_row(&mut tx, workspace_id, env_id).await?;
     let current = version_row(&mut tx, env_id, env.current_version).await?;
     let stored_secrets = secrets::load(&mut tx, env_id).await?;
@@ -398,8 +393,7 @@ pub async fn delete(
     env_id: i64,
 ) -> Result<(), AppError> {
     let env = {
-        let mut conn = db.acquire().await?;
-        authorize(&mut conn, actor, workspace_id, Role::Editor).await?;
+        let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
         env_row(&mut conn, workspace_id, env_id).await?
     };
     if let Some(container) = &env.container_name {
@@ -409,8 +403,7 @@ pub async fn delete(
             .await
             .map_err(|e| engine.error("removing the container", e))?;
     }
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     gpus::release(&mut tx, Holder::Environment(env_id)).await?;
     let deleted = sqlx::query("DELETE FROM environments WHERE id = ? AND workspace_id = ?")
         .bind(env_id)
@@ -446,8 +439,7 @@ pub async fn rebuild(
     env_id: i64,
     force: bool,
 ) -> Result<EnvironmentDetail, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Editor).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
     let env = env_row(&mut conn, workspace_id, env_id).await?;
     let version = version_row(&mut conn, env_id, env.current_version).await?;
     engine.docker().await?;
@@ -471,8 +463,7 @@ pub async fn version_for_log(
     env_id: i64,
     version: i64,
 ) -> Result<i64, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     env_row(&mut conn, workspace_id, env_id).await?;
     Ok(version_row(&mut conn, env_id, version).await?.id)
 }

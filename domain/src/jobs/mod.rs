@@ -29,10 +29,9 @@ use std::sync::Arc;
 
 use sqlx::{SqliteConnection, SqlitePool};
 
-use super::access::authorize;
+use super::access::{self, authorize};
 use super::audit::{self, Entry};
 use super::auth::Actor;
-use super::db::write_tx;
 use super::executor::{Executor, Executors, Handle, Stop};
 use super::storage::{in_volume, Storage};
 use crate::transitions::Machine;
@@ -216,8 +215,7 @@ pub async fn list(
     actor: &Actor,
     workspace_id: i64,
 ) -> Result<Vec<JobSummary>, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let queue = queue_positions(&mut conn, workspace_id).await?;
     sqlx::query_as::<_, JobRow>(&format!(
         "{JOB_SELECT} WHERE j.workspace_id = ? ORDER BY j.id DESC"
@@ -336,8 +334,7 @@ async fn submit_as(
                 .unwrap_or(AppError::Internal),
         );
     }
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let (executor, image_id) = match spec.environment_id {
         Some(env_id) => (
             ExecutorKind::Docker,
@@ -533,18 +530,16 @@ pub async fn cancel(
     workspace_id: i64,
     job_id: i64,
 ) -> Result<JobDetail, AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let job = job_row(&mut tx, workspace_id, job_id).await?;
     let status = job.status()?;
     match status {
         JobStatus::Queued => {
             let message = format!("cancelled by {} before it started", actor.username);
-            let cancelled = JobStatus::Cancelled;
             status::finish(
                 &mut tx,
                 job_id,
-                cancelled,
+                JobStatus::Cancelled,
                 Reason::CancelRequested,
                 Some(&message),
             )
@@ -589,8 +584,7 @@ pub async fn retry(
     resume: bool,
 ) -> Result<JobDetail, AppError> {
     let (spec, resume_from) = {
-        let mut conn = db.acquire().await?;
-        authorize(&mut conn, actor, workspace_id, Role::Editor).await?;
+        let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
         let job = job_row(&mut conn, workspace_id, job_id).await?;
         if !job.status()?.is_final() {
             return Err(AppError::conflict(
@@ -640,8 +634,7 @@ pub async fn delete(
     workspace_id: i64,
     job_id: i64,
 ) -> Result<(), AppError> {
-    let mut tx = write_tx(db).await?;
-    authorize(&mut tx, actor, workspace_id, Role::Editor).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let job = job_row(&mut tx, workspace_id, job_id).await?;
     if !job.status()?.is_final() {
         return Err(AppError::conflict(
@@ -702,8 +695,7 @@ pub async fn metrics(
     job_id: i64,
     after: i64,
 ) -> Result<Vec<MetricPoint>, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     job_row(&mut conn, workspace_id, job_id).await?;
     metrics_after(&mut conn, job_id, after).await
 }
@@ -743,8 +735,7 @@ pub async fn logs(
     after: i64,
     contains: Option<&str>,
 ) -> Result<Vec<LogLine>, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     job_row(&mut conn, workspace_id, job_id).await?;
     logs_after(&mut conn, job_id, after, contains).await
 }
@@ -787,8 +778,7 @@ pub async fn checkpoints(
     workspace_id: i64,
     job_id: Option<i64>,
 ) -> Result<Vec<CheckpointInfo>, AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     checkpoints_of(&mut conn, job_id, workspace_id).await
 }
 
@@ -886,8 +876,7 @@ pub async fn checkpoint_files(
     workspace_id: i64,
     checkpoint_id: i64,
 ) -> Result<(Vec<beneath::Entry>, String), AppError> {
-    let mut conn = db.acquire().await?;
-    authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let (job_id, step, path, deleted): (i64, i64, String, Option<String>) = sqlx::query_as(
         "SELECT job_id, step, path, deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?",
     )
