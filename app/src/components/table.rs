@@ -6,13 +6,26 @@ use leptos::prelude::*;
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 
-/// A [`DataTable`]'s `columns` from translation keys of one namespace:
-/// `columns!(jobs: col_name, col_status)`.
+/// A [`DataTable`]'s `columns` from translation keys of one namespace, or text that needs none:
+/// `columns!(checkpoints: col_step, "sha256")`.
 macro_rules! columns {
-    ($namespace:ident: $($key:ident),+ $(,)?) => {
-        |locale| vec![$($crate::i18n::td_string!(locale, $namespace.$key)),+]
+    ($namespace:ident: $($key:tt),+ $(,)?) => {
+        |locale: $crate::i18n::Locale| {
+            vec![$($crate::components::table::column!(locale, $namespace, $key)),+]
+        }
     };
 }
+
+/// One heading of [`columns!`].
+macro_rules! column {
+    ($locale:ident, $namespace:ident, $key:ident) => {
+        $crate::i18n::td_string!($locale, $namespace.$key)
+    };
+    ($locale:ident, $namespace:ident, $text:literal) => {
+        $text
+    };
+}
+pub(crate) use column;
 pub(crate) use columns;
 
 /// Column headings in the reader's language, then the rows (`children`).

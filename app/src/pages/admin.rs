@@ -2,12 +2,13 @@
 //! model weights, and disable or re-enable accounts. Everyone else gets the server's "forbidden", shown as an error.
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 use crate::api::admin::{
     instance_settings, list_users, SetAllowPickledWeights, SetSignupEnabled, SetUserDisabled,
 };
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::notice::ErrorNotice;
+use crate::components::page::{Loaded, Page};
+use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use contracts::types::UserAccount;
@@ -38,137 +39,109 @@ pub fn AdminPage() -> impl IntoView {
     });
 
     view! {
-        <Title text=move || t_string!(i18n, admin.title).to_string() />
-        <div class="page page-narrow">
-            <header class="page-header">
-                <h1 data-testid="page-title">{t!(i18n, admin.title)}</h1>
-                <p class="lead">{t!(i18n, admin.lead)}</p>
-            </header>
+        <Page title=move || t_string!(i18n, admin.title).to_string() lead=move || t!(i18n, admin.lead) class="page page-narrow">
             {move || action_error.get().map(|err| view! { <ErrorNotice err /> })}
             <section class="card" aria-labelledby="signup-title">
                 <h2 id="signup-title">{t!(i18n, admin.signup_title)}</h2>
-                <Transition fallback=Loading>
-                    {move || Suspend::new(async move {
-                        match settings.await {
-                            Ok(s) => {
-                                let enabled = s.signup_enabled;
-                                view! {
-                                    <p data-testid="signup-state" data-enabled=enabled.to_string()>
-                                        {move || if enabled { t_string!(i18n, admin.signup_on) } else { t_string!(i18n, admin.signup_off) }}
-                                    </p>
-                                    <ActionForm action=toggle_signup>
-                                        <input type="hidden" name="enabled" value=(!enabled).to_string() />
-                                        <button type="submit" class="button button-ghost" data-testid="signup-toggle">
-                                            {move || if enabled { t_string!(i18n, admin.disable_signup) } else { t_string!(i18n, admin.enable_signup) }}
-                                        </button>
-                                    </ActionForm>
-                                }
-                                .into_any()
-                            }
-                            Err(err) => view! { <ErrorNotice err /> }.into_any(),
+                <Loaded load=move || async move { settings.await } let:s>
+                    {
+                        let enabled = s.signup_enabled;
+                        view! {
+                            <p data-testid="signup-state" data-enabled=enabled.to_string()>
+                                {move || if enabled { t_string!(i18n, admin.signup_on) } else { t_string!(i18n, admin.signup_off) }}
+                            </p>
+                            <ActionForm action=toggle_signup>
+                                <input type="hidden" name="enabled" value=(!enabled).to_string() />
+                                <button type="submit" class="button button-ghost" data-testid="signup-toggle">
+                                    {move || if enabled { t_string!(i18n, admin.disable_signup) } else { t_string!(i18n, admin.enable_signup) }}
+                                </button>
+                            </ActionForm>
                         }
-                    })}
-                </Transition>
+                    }
+                </Loaded>
             </section>
             <section class="card" aria-labelledby="weights-title">
                 <h2 id="weights-title">{t!(i18n, admin.weights_title)}</h2>
-                <Transition fallback=Loading>
-                    {move || Suspend::new(async move {
-                        settings.await.ok().map(|s| {
-                            let allowed = s.allow_pickled_weights;
-                            view! {
-                                <p data-testid="pickled-state" data-allowed=allowed.to_string()>
-                                    {move || if allowed { t_string!(i18n, admin.pickled_on) } else { t_string!(i18n, admin.pickled_off) }}
-                                </p>
-                                <ActionForm action=toggle_pickled>
-                                    <input type="hidden" name="allowed" value=(!allowed).to_string() />
-                                    <button type="submit" class="button button-ghost" data-testid="pickled-toggle">
-                                        {move || if allowed { t_string!(i18n, admin.refuse_pickled) } else { t_string!(i18n, admin.allow_pickled) }}
-                                    </button>
-                                </ActionForm>
-                            }
-                        })
+                // A failure is already said above, under sign-up.
+                <Loaded load=move || async move { Ok(settings.await.ok()) } let:s>
+                    {s.map(|s| {
+                        let allowed = s.allow_pickled_weights;
+                        view! {
+                            <p data-testid="pickled-state" data-allowed=allowed.to_string()>
+                                {move || if allowed { t_string!(i18n, admin.pickled_on) } else { t_string!(i18n, admin.pickled_off) }}
+                            </p>
+                            <ActionForm action=toggle_pickled>
+                                <input type="hidden" name="allowed" value=(!allowed).to_string() />
+                                <button type="submit" class="button button-ghost" data-testid="pickled-toggle">
+                                    {move || if allowed { t_string!(i18n, admin.refuse_pickled) } else { t_string!(i18n, admin.allow_pickled) }}
+                                </button>
+                            </ActionForm>
+                        }
                     })}
-                </Transition>
+                </Loaded>
             </section>
             <section class="card" aria-labelledby="users-title">
                 <h2 id="users-title">{t!(i18n, admin.users_title)}</h2>
-                <Transition fallback=Loading>
-                    {move || Suspend::new(async move {
-                        match users.await {
-                            Ok(list) => view! { <UsersTable list toggle_user /> }.into_any(),
-                            Err(err) => view! { <ErrorNotice err /> }.into_any(),
-                        }
-                    })}
-                </Transition>
+                <Loaded load=move || async move { users.await } let:list>
+                    <UsersTable list toggle_user />
+                </Loaded>
             </section>
-        </div>
+        </Page>
     }
 }
 
 #[component]
 fn UsersTable(list: Vec<UserAccount>, toggle_user: ServerAction<SetUserDisabled>) -> impl IntoView {
     let i18n = use_i18n();
-    view! {
-        <div class="table-wrap">
-            <table class="table" data-testid="users-table">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, admin.col_user)}</th>
-                        <th scope="col">{t!(i18n, admin.col_status)}</th>
-                        <th scope="col">{t!(i18n, admin.col_created)}</th>
-                        <th scope="col">{t!(i18n, admin.col_actions)}</th>
-                    </tr>
-                </thead>
-                <tbody>
-                    {list
-                        .into_iter()
-                        .map(|u| {
-                            let user_id = u.id;
-                            let disabled = u.disabled;
-                            let name = u.username.clone();
-                            view! {
-                                <tr data-testid=format!("user-row-{}", u.username) data-disabled=disabled.to_string()>
-                                    <th scope="row">
-                                        {u.username.clone()}
-                                        {u.is_admin.then(|| view! { <span class="badge badge-admin">{t!(i18n, admin.admin_badge)}</span> })}
-                                    </th>
-                                    <td>
-                                        {if disabled {
-                                            view! { <span class="badge badge-disabled">{t!(i18n, admin.disabled)}</span> }.into_any()
-                                        } else {
-                                            view! { <span class="badge badge-active">{t!(i18n, admin.active)}</span> }.into_any()
-                                        }}
-                                    </td>
-                                    <td class="nowrap"><Timestamp at=u.created_at /></td>
-                                    <td>
-                                        <button
-                                            type="button"
-                                            class="button button-small"
-                                            class:button-danger-ghost=!disabled
-                                            class:button-ghost=disabled
-                                            data-testid=format!("toggle-user-{}", u.username)
-                                            aria-label=move || {
-                                                if disabled {
-                                                    t_string!(i18n, admin.enable_aria, name = name.clone())
-                                                } else {
-                                                    t_string!(i18n, admin.disable_aria, name = name.clone())
-                                                }
-                                            }
-                                            disabled=move || toggle_user.pending().get()
-                                            on:click=move |_| {
-                                                toggle_user.dispatch(SetUserDisabled { user_id, disabled: !disabled });
-                                            }
-                                        >
-                                            {move || if disabled { t_string!(i18n, admin.enable) } else { t_string!(i18n, admin.disable) }}
-                                        </button>
-                                    </td>
-                                </tr>
+    let rows = list
+        .into_iter()
+        .map(|u| {
+            let user_id = u.id;
+            let disabled = u.disabled;
+            let name = u.username.clone();
+            view! {
+                <tr data-testid=format!("user-row-{}", u.username) data-disabled=disabled.to_string()>
+                    <th scope="row">
+                        {u.username.clone()}
+                        {u.is_admin.then(|| view! { <span class="badge badge-admin">{t!(i18n, admin.admin_badge)}</span> })}
+                    </th>
+                    <td>
+                        {if disabled {
+                            view! { <span class="badge badge-disabled">{t!(i18n, admin.disabled)}</span> }.into_any()
+                        } else {
+                            view! { <span class="badge badge-active">{t!(i18n, admin.active)}</span> }.into_any()
+                        }}
+                    </td>
+                    <td class="nowrap"><Timestamp at=u.created_at /></td>
+                    <td>
+                        <button
+                            type="button"
+                            class="button button-small"
+                            class:button-danger-ghost=!disabled
+                            class:button-ghost=disabled
+                            data-testid=format!("toggle-user-{}", u.username)
+                            aria-label=move || {
+                                if disabled {
+                                    t_string!(i18n, admin.enable_aria, name = name.clone())
+                                } else {
+                                    t_string!(i18n, admin.disable_aria, name = name.clone())
+                                }
                             }
-                        })
-                        .collect_view()}
-                </tbody>
-            </table>
-        </div>
+                            disabled=move || toggle_user.pending().get()
+                            on:click=move |_| {
+                                toggle_user.dispatch(SetUserDisabled { user_id, disabled: !disabled });
+                            }
+                        >
+                            {move || if disabled { t_string!(i18n, admin.enable) } else { t_string!(i18n, admin.disable) }}
+                        </button>
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <DataTable testid="users-table" columns=columns!(admin: col_user, col_status, col_created, col_actions)>
+            {rows}
+        </DataTable>
     }
 }

@@ -3,11 +3,12 @@
 
 use leptos::html::Form;
 use leptos::prelude::*;
-use leptos_meta::Title;
 
 use crate::api::tokens::{list_tokens, CreateToken, RevokeToken};
 use crate::components::form::{action_error, Field, FormError, SubmitButton};
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::notice::ErrorNotice;
+use crate::components::page::{InfoNote, Loaded, Page};
+use crate::components::table::{columns, DataTable, HiddenHeading, RowAction, TimeOrNever};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use contracts::types::{ApiToken, TokenScope, DEFAULT_TOKEN_DAYS};
@@ -33,12 +34,7 @@ pub fn TokensPage() -> impl IntoView {
     });
 
     view! {
-        <Title text=move || t_string!(i18n, tokens.title).to_string() />
-        <div class="page page-narrow">
-            <header class="page-header">
-                <h1 data-testid="page-title">{t!(i18n, tokens.title)}</h1>
-                <p class="lead">{t!(i18n, tokens.lead)}</p>
-            </header>
+        <Page title=move || t_string!(i18n, tokens.title).to_string() lead=move || t!(i18n, tokens.lead) class="page page-narrow">
             <section class="card" aria-labelledby="token-create-title">
                 <h2 id="token-create-title">{t!(i18n, tokens.create_title)}</h2>
                 <ActionForm action=create node_ref=form attr:class="form form-inline" attr:data-testid="token-form" attr:novalidate=true>
@@ -99,88 +95,53 @@ pub fn TokensPage() -> impl IntoView {
                 }}
             </section>
             {move || revoke_error.get().map(|err| view! { <ErrorNotice err /> })}
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    match tokens.await {
-                        Ok(list) if list.is_empty() => view! {
-                            <p class="notice notice-info" data-testid="tokens-empty">{t!(i18n, tokens.empty)}</p>
-                        }
-                        .into_any(),
-                        Ok(list) => view! { <TokensTable list revoke /> }.into_any(),
-                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
-                    }
-                })}
-            </Transition>
-        </div>
+            <Loaded load=move || async move { tokens.await } let:list>
+                {if list.is_empty() {
+                    view! { <InfoNote testid="tokens-empty">{t!(i18n, tokens.empty)}</InfoNote> }.into_any()
+                } else {
+                    view! { <TokensTable list revoke /> }.into_any()
+                }}
+            </Loaded>
+        </Page>
     }
 }
 
 #[component]
 fn TokensTable(list: Vec<ApiToken>, revoke: ServerAction<RevokeToken>) -> impl IntoView {
     let i18n = use_i18n();
+    let rows = list
+        .into_iter()
+        .map(|token| {
+            let token_id = token.id;
+            let name = token.name.clone();
+            view! {
+                <tr data-testid=format!("token-row-{}", token.name)>
+                    <th scope="row">{token.name.clone()}</th>
+                    <td><code>{token.prefix}"…"</code></td>
+                    <td class="nowrap"><Timestamp at=token.created_at /></td>
+                    <td data-testid=format!("token-scope-{}", token.name)>
+                        {match token.scope {
+                            TokenScope::Read => t!(i18n, tokens.scope_read).into_any(),
+                            TokenScope::Write => t!(i18n, tokens.scope_write).into_any(),
+                        }}
+                    </td>
+                    <td class="nowrap"><TimeOrNever at=token.expires_at /></td>
+                    <td class="nowrap"><TimeOrNever at=token.last_used_at /></td>
+                    <td>
+                        <RowAction testid=format!("revoke-{}", token.name) pending=revoke.pending()
+                            aria_label=move || t_string!(i18n, tokens.revoke_aria, name = name.clone()).to_string()
+                            on_click=move || { revoke.dispatch(RevokeToken { token_id }); }>
+                            {t!(i18n, tokens.revoke)}
+                        </RowAction>
+                    </td>
+                </tr>
+            }
+        })
+        .collect_view();
     view! {
-        <div class="table-wrap">
-            <table class="table" data-testid="tokens-table">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, tokens.col_name)}</th>
-                        <th scope="col">{t!(i18n, tokens.col_prefix)}</th>
-                        <th scope="col">{t!(i18n, tokens.col_created)}</th>
-                        <th scope="col">{t!(i18n, tokens.col_scope)}</th>
-                        <th scope="col">{t!(i18n, tokens.col_expires)}</th>
-                        <th scope="col">{t!(i18n, tokens.col_last_used)}</th>
-                        <th scope="col"><span class="visually-hidden">{t!(i18n, tokens.revoke)}</span></th>
-                    </tr>
-                </thead>
-                <tbody>
-                    {list
-                        .into_iter()
-                        .map(|token| {
-                            let token_id = token.id;
-                            let name = token.name.clone();
-                            view! {
-                                <tr data-testid=format!("token-row-{}", token.name)>
-                                    <th scope="row">{token.name.clone()}</th>
-                                    <td><code>{token.prefix}"…"</code></td>
-                                    <td class="nowrap"><Timestamp at=token.created_at /></td>
-                                    <td data-testid=format!("token-scope-{}", token.name)>
-                                        {match token.scope {
-                                            TokenScope::Read => t!(i18n, tokens.scope_read).into_any(),
-                                            TokenScope::Write => t!(i18n, tokens.scope_write).into_any(),
-                                        }}
-                                    </td>
-                                    <td class="nowrap">
-                                        {match token.expires_at {
-                                            Some(at) => view! { <Timestamp at /> }.into_any(),
-                                            None => view! { <span class="muted">{t!(i18n, common.never)}</span> }.into_any(),
-                                        }}
-                                    </td>
-                                    <td class="nowrap">
-                                        {match token.last_used_at {
-                                            Some(at) => view! { <Timestamp at /> }.into_any(),
-                                            None => view! { <span class="muted">{t!(i18n, common.never)}</span> }.into_any(),
-                                        }}
-                                    </td>
-                                    <td>
-                                        <button
-                                            type="button"
-                                            class="button button-small button-danger-ghost"
-                                            data-testid=format!("revoke-{}", token.name)
-                                            aria-label=move || t_string!(i18n, tokens.revoke_aria, name = name.clone())
-                                            disabled=move || revoke.pending().get()
-                                            on:click=move |_| {
-                                                revoke.dispatch(RevokeToken { token_id });
-                                            }
-                                        >
-                                            {t!(i18n, tokens.revoke)}
-                                        </button>
-                                    </td>
-                                </tr>
-                            }
-                        })
-                        .collect_view()}
-                </tbody>
-            </table>
-        </div>
+        <DataTable testid="tokens-table" columns=columns!(tokens: col_name, col_prefix, col_created, col_scope, col_expires, col_last_used)
+            more=move || view! { <HiddenHeading>{t!(i18n, tokens.revoke)}</HiddenHeading> }>
+            {rows}
+        </DataTable>
     }
 }

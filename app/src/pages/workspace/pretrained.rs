@@ -6,8 +6,11 @@
 use leptos::prelude::*;
 
 use crate::api::pretrained::{list_pretrained_models, DeletePretrainedModel};
+use crate::components::form::on_answer;
 use crate::components::http::{self, Picked, Request};
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::notice::ErrorNotice;
+use crate::components::page::{list_or, Loaded};
+use crate::components::table::{columns, DataTable, HiddenHeading, RowAction};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::datasets::short_sha;
@@ -52,83 +55,72 @@ pub fn shape_text(locale: Locale, model: &PretrainedModel) -> String {
 pub fn PretrainedModels(workspace_id: i64) -> impl IntoView {
     let i18n = use_i18n();
     let current = use_current_workspace();
-    let reload = RwSignal::new(0u32);
-    let list = Resource::new(
-        move || reload.get(),
-        move |_| list_pretrained_models(workspace_id),
-    );
+    let list = Resource::new(|| (), move |_| list_pretrained_models(workspace_id));
     let delete = ServerAction::<DeletePretrainedModel>::new();
     let delete_error = RwSignal::new(None::<AppError>);
-    Effect::new(move |_| match delete.value().get() {
-        Some(Ok(())) => {
-            delete_error.set(None);
-            reload.update(|n| *n += 1);
-        }
-        Some(Err(err)) => delete_error.set(Some(err)),
-        None => {}
-    });
+    on_answer(delete, delete_error, move |()| list.refetch());
+    let load = move || async move {
+        let can_edit = current.ws.await.is_ok_and(|ws| ws.role.can_edit());
+        Ok((can_edit, list.await))
+    };
     view! {
         <section class="card" aria-labelledby="pretrained-title" data-testid="pretrained-models">
             <h2 id="pretrained-title">{t!(i18n, pretrained.title)}</h2>
             <p class="hint">{t!(i18n, pretrained.hint)}</p>
             {move || delete_error.get().map(|err| view! { <ErrorNotice err /> })}
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    let can_edit = current.ws.await.is_ok_and(|ws| ws.role.can_edit());
-                    let upload = can_edit.then(|| view! { <UploadModel workspace_id on_done=move || reload.update(|n| *n += 1) /> });
-                    let table = match list.await {
-                        Ok(models) if models.is_empty() => view! {
-                            <p class="muted" data-testid="pretrained-empty">{t!(i18n, pretrained.empty)}</p>
-                        }
-                        .into_any(),
-                        Ok(models) => view! {
-                            <div class="table-wrap">
-                                <table class="table" data-testid="pretrained-table">
-                                    <thead>
-                                        <tr>
-                                            <th scope="col">{t!(i18n, pretrained.col_name)}</th>
-                                            <th scope="col">{t!(i18n, pretrained.col_model)}</th>
-                                            <th scope="col">{t!(i18n, pretrained.col_size)}</th>
-                                            <th scope="col">"sha256"</th>
-                                            <th scope="col">{t!(i18n, pretrained.col_uploaded)}</th>
-                                            {can_edit.then(|| view! { <th scope="col"><span class="visually-hidden">{t!(i18n, pretrained.delete)}</span></th> })}
-                                        </tr>
-                                    </thead>
-                                    <tbody>
-                                        {models.into_iter().map(|m| {
-                                            let (id, name) = (m.id, m.name.clone());
-                                            view! {
-                                                <tr data-testid="pretrained-row" data-id=id data-name=name.clone()>
-                                                    <th scope="row">{name.clone()}<div class="muted"><code>{m.container_path.clone()}</code></div></th>
-                                                    <td>{let shaped = m.clone(); move || shape_text(i18n.get_locale(), &shaped)}</td>
-                                                    <td class="nowrap">{bytes_text(m.bytes)}</td>
-                                                    <td><code title=m.sha256.clone()>{short_sha(&m.sha256)}</code></td>
-                                                    <td class="nowrap"><Timestamp at=m.created_at.clone() />{m.created_by.clone().map(|by| format!(" · {by}"))}</td>
-                                                    {can_edit.then(|| view! {
-                                                        <td>
-                                                            <button type="button" class="button button-small button-danger-ghost" data-testid="pretrained-delete"
-                                                                disabled=move || delete.pending().get()
-                                                                on:click=move |_| { delete.dispatch(DeletePretrainedModel { workspace_id, model_id: id }); }>
-                                                                {t!(i18n, pretrained.delete)}
-                                                            </button>
-                                                        </td>
-                                                    })}
-                                                </tr>
-                                            }
-                                        }).collect_view()}
-                                    </tbody>
-                                </table>
-                            </div>
-                        }
-                        .into_any(),
-                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
-                    };
-                    view! { {upload} {table} }
-                })}
-            </Transition>
+            <Loaded load let:loaded>
+                {
+                    let (can_edit, models) = loaded;
+                    let empty = || view! { <p class="muted" data-testid="pretrained-empty">{t!(i18n, pretrained.empty)}</p> }.into_any();
+                    view! {
+                        {can_edit.then(|| view! { <UploadModel workspace_id on_done=move || list.refetch() /> })}
+                        {list_or(models, empty, |models| view! { <ModelsTable models workspace_id can_edit delete /> }.into_any())}
+                    }
+                }
+            </Loaded>
         </section>
     }
     .into_any()
+}
+
+#[component]
+fn ModelsTable(
+    models: Vec<PretrainedModel>,
+    workspace_id: i64,
+    can_edit: bool,
+    delete: ServerAction<DeletePretrainedModel>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let rows = models
+        .into_iter()
+        .map(|m| {
+            let (id, name) = (m.id, m.name.clone());
+            let shaped = m.clone();
+            view! {
+                <tr data-testid="pretrained-row" data-id=id data-name=name.clone()>
+                    <th scope="row">{name.clone()}<div class="muted"><code>{m.container_path.clone()}</code></div></th>
+                    <td>{move || shape_text(i18n.get_locale(), &shaped)}</td>
+                    <td class="nowrap">{bytes_text(m.bytes)}</td>
+                    <td><code title=m.sha256.clone()>{short_sha(&m.sha256)}</code></td>
+                    <td class="nowrap"><Timestamp at=m.created_at.clone() />{m.created_by.clone().map(|by| format!(" · {by}"))}</td>
+                    {can_edit.then(|| view! {
+                        <td>
+                            <RowAction testid="pretrained-delete" pending=delete.pending()
+                                on_click=move || { delete.dispatch(DeletePretrainedModel { workspace_id, model_id: id }); }>
+                                {t!(i18n, pretrained.delete)}
+                            </RowAction>
+                        </td>
+                    })}
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <DataTable testid="pretrained-table" columns=columns!(pretrained: col_name, col_model, col_size, "sha256", col_uploaded)
+            more=move || can_edit.then(|| view! { <HiddenHeading>{t!(i18n, pretrained.delete)}</HiddenHeading> })>
+            {rows}
+        </DataTable>
+    }
 }
 
 /// Name and `.tar` file; sent as the raw body with progress, then checked on the server.

@@ -32,6 +32,8 @@ use crate::components::confirm::{Busy, Confirm, DeleteButton};
 use crate::components::form::on_answer;
 use crate::components::notice::ErrorNotice;
 use crate::components::page::PageHeader;
+use crate::components::poll::every;
+use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::jobs::job_href;
@@ -109,15 +111,8 @@ fn EndpointView(
             }
         })
     };
-    Effect::new(move |_| {
-        live.with_untracked(sample);
-        let handle = set_interval_with_handle(refresh, POLL).ok();
-        on_cleanup(move || {
-            if let Some(handle) = handle {
-                handle.clear();
-            }
-        });
-    });
+    Effect::new(move |_| live.with_untracked(sample));
+    every(POLL, refresh);
 
     // The lead is the URL callers use (the slug never changes); the checkpoint is in the status card,
     // which follows roll-outs.
@@ -336,18 +331,7 @@ fn ReplicasCard(live: RwSignal<EndpointDetail>) -> impl IntoView {
     view! {
         <section class="card" aria-labelledby="endpoint-replicas-title" data-testid="endpoint-replicas-card">
             <h2 id="endpoint-replicas-title">{t!(i18n, endpoint_detail.replicas_title)}</h2>
-            <div class="table-wrap">
-                <table class="table" data-testid="replicas-table">
-                    <thead>
-                        <tr>
-                            <th scope="col">{t!(i18n, endpoint_detail.col_replica)}</th>
-                            <th scope="col">{t!(i18n, endpoint_detail.col_status)}</th>
-                            <th scope="col">{t!(i18n, endpoint_detail.col_restarts)}</th>
-                            <th scope="col">{t!(i18n, endpoint_detail.col_error)}</th>
-                            <th scope="col">{t!(i18n, endpoint_detail.col_started)}</th>
-                        </tr>
-                    </thead>
-                    <tbody>
+            <DataTable testid="replicas-table" columns=columns!(endpoint_detail: col_replica, col_status, col_restarts, col_error, col_started)>
                         {move || replicas.get().into_iter().map(|r| view! {
                             <tr data-testid="replica-row" data-ordinal=r.ordinal data-status=r.status.as_str()>
                                 <th scope="row" class="num">{format!("#{}", r.ordinal)}</th>
@@ -357,9 +341,7 @@ fn ReplicasCard(live: RwSignal<EndpointDetail>) -> impl IntoView {
                                 <td class="nowrap">{r.started_at.clone().map(|at| view! { <Timestamp at /> })}</td>
                             </tr>
                         }).collect_view()}
-                    </tbody>
-                </table>
-            </div>
+            </DataTable>
         </section>
     }
     .into_any()

@@ -6,8 +6,9 @@ use leptos::prelude::*;
 
 use crate::api::endpoints::{CreateEndpointKey, RevokeEndpointKey};
 use crate::components::copy::CopyButton;
-use crate::components::form::{FormError, SubmitButton};
+use crate::components::form::{described_by, on_answer, FieldRow, FormError, SubmitButton};
 use crate::components::notice::ErrorNotice;
+use crate::components::table::{columns, DataTable, HiddenHeading, RowAction, TimeOrNever};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use contracts::error::{AppError, ErrorCode};
@@ -30,14 +31,7 @@ pub fn KeysCard(
     let i18n = use_i18n();
     let revoke = ServerAction::<RevokeEndpointKey>::new();
     let revoke_error = RwSignal::new(None::<AppError>);
-    Effect::new(move |_| match revoke.value().get() {
-        Some(Ok(())) => {
-            revoke_error.set(None);
-            refresh();
-        }
-        Some(Err(err)) => revoke_error.set(Some(err)),
-        None => {}
-    });
+    on_answer(revoke, revoke_error, move |()| refresh());
     view! {
         <section class="card" aria-labelledby="endpoint-keys-title" data-testid="endpoint-keys">
             <h2 id="endpoint-keys-title">{t!(i18n, endpoint_detail.keys_title)}</h2>
@@ -66,15 +60,10 @@ fn NewKeyForm(
     let name = RwSignal::new(String::new());
     let rate = RwSignal::new(DEFAULT_RATE_PER_MINUTE.to_string());
     let error = RwSignal::new(None::<AppError>);
-    Effect::new(move |_| match create.value().get() {
-        Some(Ok(new)) => {
-            error.set(None);
-            secret.set(Some(new.secret));
-            name.set(String::new());
-            refresh();
-        }
-        Some(Err(err)) => error.set(Some(err)),
-        None => {}
+    on_answer(create, error, move |new| {
+        secret.set(Some(new.secret));
+        name.set(String::new());
+        refresh();
     });
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
@@ -111,24 +100,18 @@ fn NewKeyForm(
     view! {
         <form class="form form-inline key-form" data-testid="key-form" on:submit=on_submit novalidate>
             <FormError error=error.into() fields=&["name", "rate_limit_per_minute"] />
-            <div class="field" class:field-invalid=move || m_name.with(Option::is_some)>
-                <label for="key-name">{t!(i18n, endpoint_detail.key_name)}</label>
+            <FieldRow id="key-name" label=move || t!(i18n, endpoint_detail.key_name) hint=Some(ViewFn::from(move || t!(i18n, endpoint_detail.key_name_hint))) message=m_name>
                 <input id="key-name" data-testid="key-name" autocomplete="off" maxlength="64" required=true
                     prop:value=move || name.get() on:input=move |ev| name.set(event_target_value(&ev))
                     aria-invalid=move || m_name.with(Option::is_some).then_some("true")
-                    aria-describedby="key-name-hint key-name-error" />
-                <p class="hint" id="key-name-hint">{t!(i18n, endpoint_detail.key_name_hint)}</p>
-                <p class="field-error" id="key-name-error" data-testid="key-name-error">{move || m_name.get()}</p>
-            </div>
-            <div class="field" class:field-invalid=move || m_rate.with(Option::is_some)>
-                <label for="key-rate">{t!(i18n, endpoint_detail.key_rate)}</label>
+                    aria-describedby=described_by("key-name", true) />
+            </FieldRow>
+            <FieldRow id="key-rate" label=move || t!(i18n, endpoint_detail.key_rate) hint=Some(ViewFn::from(move || t!(i18n, endpoint_detail.key_rate_hint))) message=m_rate>
                 <input id="key-rate" data-testid="key-rate" autocomplete="off" inputmode="numeric"
                     prop:value=move || rate.get() on:input=move |ev| rate.set(event_target_value(&ev))
                     aria-invalid=move || m_rate.with(Option::is_some).then_some("true")
-                    aria-describedby="key-rate-hint key-rate-error" />
-                <p class="hint" id="key-rate-hint">{t!(i18n, endpoint_detail.key_rate_hint)}</p>
-                <p class="field-error" id="key-rate-error" data-testid="key-rate-error">{move || m_rate.get()}</p>
-            </div>
+                    aria-describedby=described_by("key-rate", true) />
+            </FieldRow>
             <SubmitButton pending=create.pending() testid="key-submit">{t!(i18n, endpoint_detail.key_create)}</SubmitButton>
         </form>
         {move || secret.get().map(|value| {
@@ -157,66 +140,40 @@ fn KeysTable(
     revoke: ServerAction<RevokeEndpointKey>,
 ) -> impl IntoView {
     let i18n = use_i18n();
+    let row = move |key: EndpointKey| {
+        let (key_id, name) = (key.id, key.name.clone());
+        let revoked = key.revoked_at.is_some();
+        let revoke_button = (can_edit && !revoked).then(|| view! {
+            <RowAction testid=format!("revoke-key-{}", key.name) pending=revoke.pending()
+                aria_label=move || t_string!(i18n, endpoint_detail.revoke_aria, name = name.clone()).to_string()
+                on_click=move || { revoke.dispatch(RevokeEndpointKey { workspace_id, endpoint_id, key_id }); }>
+                {t!(i18n, endpoint_detail.revoke)}
+            </RowAction>
+        });
+        view! {
+            <tr data-testid=format!("key-row-{}", key.name) data-state=if revoked { "revoked" } else { "active" }>
+                <th scope="row">{key.name.clone()}</th>
+                <td><code>{key.prefix.clone()}"…"</code></td>
+                <td class="num">{key.rate_limit_per_minute}</td>
+                <td class="nowrap"><Timestamp at=key.created_at.clone() /></td>
+                <td class="nowrap"><TimeOrNever at=key.last_used_at.clone() /></td>
+                <td>
+                    {if revoked {
+                        view! { <span class="badge badge-key-revoked">{t!(i18n, endpoint_detail.key_revoked)}</span> }.into_any()
+                    } else {
+                        view! { <span class="badge badge-key-active">{t!(i18n, endpoint_detail.key_active)}</span> }.into_any()
+                    }}
+                </td>
+                {can_edit.then(|| view! { <td>{revoke_button}</td> })}
+            </tr>
+        }
+    };
     view! {
-        <div class="table-wrap">
-            <table class="table" data-testid="keys-table">
-                <thead>
-                    <tr>
-                        <th scope="col">{t!(i18n, endpoint_detail.col_key)}</th>
-                        <th scope="col">{t!(i18n, endpoint_detail.col_prefix)}</th>
-                        <th scope="col">{t!(i18n, endpoint_detail.col_rate)}</th>
-                        <th scope="col">{t!(i18n, endpoint_detail.col_created)}</th>
-                        <th scope="col">{t!(i18n, endpoint_detail.col_last_used)}</th>
-                        <th scope="col">{t!(i18n, endpoint_detail.col_state)}</th>
-                        {can_edit.then(|| view! { <th scope="col"><span class="visually-hidden">{t!(i18n, endpoint_detail.revoke)}</span></th> })}
-                    </tr>
-                </thead>
-                <tbody>
-                    {move || keys.get().into_iter().map(|key| {
-                        let key_id = key.id;
-                        let name = key.name.clone();
-                        let revoked = key.revoked_at.is_some();
-                        view! {
-                            <tr data-testid=format!("key-row-{}", key.name) data-state=if revoked { "revoked" } else { "active" }>
-                                <th scope="row">{key.name.clone()}</th>
-                                <td><code>{key.prefix.clone()}"…"</code></td>
-                                <td class="num">{key.rate_limit_per_minute}</td>
-                                <td class="nowrap"><Timestamp at=key.created_at.clone() /></td>
-                                <td class="nowrap">
-                                    {match key.last_used_at.clone() {
-                                        Some(at) => view! { <Timestamp at /> }.into_any(),
-                                        None => view! { <span class="muted">{t!(i18n, common.never)}</span> }.into_any(),
-                                    }}
-                                </td>
-                                <td>
-                                    {if revoked {
-                                        view! { <span class="badge badge-key-revoked">{t!(i18n, endpoint_detail.key_revoked)}</span> }.into_any()
-                                    } else {
-                                        view! { <span class="badge badge-key-active">{t!(i18n, endpoint_detail.key_active)}</span> }.into_any()
-                                    }}
-                                </td>
-                                {can_edit.then(|| view! {
-                                    <td>
-                                        {(!revoked).then(|| {
-                                            let name = name.clone();
-                                            view! {
-                                                <button type="button" class="button button-small button-danger-ghost"
-                                                    data-testid=format!("revoke-key-{}", key.name)
-                                                    aria-label=move || t_string!(i18n, endpoint_detail.revoke_aria, name = name.clone()).to_string()
-                                                    disabled=move || revoke.pending().get()
-                                                    on:click=move |_| { revoke.dispatch(RevokeEndpointKey { workspace_id, endpoint_id, key_id }); }>
-                                                    {t!(i18n, endpoint_detail.revoke)}
-                                                </button>
-                                            }
-                                        })}
-                                    </td>
-                                })}
-                            </tr>
-                        }
-                    }).collect_view()}
-                </tbody>
-            </table>
-        </div>
+        <DataTable testid="keys-table"
+            columns=columns!(endpoint_detail: col_key, col_prefix, col_rate, col_created, col_last_used, col_state)
+            more=move || can_edit.then(|| view! { <HiddenHeading>{t!(i18n, endpoint_detail.revoke)}</HiddenHeading> })>
+            {move || keys.get().into_iter().map(row).collect_view()}
+        </DataTable>
     }
     .into_any()
 }

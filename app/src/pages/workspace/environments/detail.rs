@@ -26,6 +26,8 @@ use crate::components::confirm::{Busy, Confirm, DeleteButton};
 use crate::components::form::on_answer;
 use crate::components::notice::ErrorNotice;
 use crate::components::page::PageHeader;
+use crate::components::poll::every;
+use crate::components::table::{columns, DataTable, TimeOrNever};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::{use_detail, DetailPage};
@@ -84,27 +86,16 @@ fn EnvironmentView(detail: EnvironmentDetail, docker: Option<DockerStatus>) -> i
         })
     };
     // Poll only while something is in motion; the build log's end refreshes at once anyway.
-    Effect::new(move |_| {
-        let tick = StoredValue::new(0u64);
-        let handle = set_interval_with_handle(
-            move || {
-                tick.update_value(|t| *t += 1);
-                let moving = status.get_untracked() == EnvStatus::Provisioning
-                    || build.get_untracked().is_active();
-                let watch_running =
-                    running.get_untracked() && tick.get_value().is_multiple_of(RUNNING_POLL_TICKS);
-                if moving || watch_running {
-                    refresh();
-                }
-            },
-            POLL,
-        )
-        .ok();
-        on_cleanup(move || {
-            if let Some(handle) = handle {
-                handle.clear();
-            }
-        });
+    let tick = StoredValue::new(0u64);
+    every(POLL, move || {
+        tick.update_value(|t| *t += 1);
+        let moving =
+            status.get_untracked() == EnvStatus::Provisioning || build.get_untracked().is_active();
+        let watch_running =
+            running.get_untracked() && tick.get_value().is_multiple_of(RUNNING_POLL_TICKS);
+        if moving || watch_running {
+            refresh();
+        }
     });
 
     let lead = move || {
@@ -195,10 +186,7 @@ fn StatusCard(
                         <div>
                             <dt>{t!(i18n, env_detail.last_active)}</dt>
                             <dd>
-                                {match last_active {
-                                    Some(at) => view! { <Timestamp at /> }.into_any(),
-                                    None => view! { <span class="muted">{t!(i18n, common.never)}</span> }.into_any(),
-                                }}
+                                <TimeOrNever at=last_active />
                             </dd>
                         </div>
                     </dl>
@@ -469,19 +457,8 @@ fn VersionsCard(live: RwSignal<EnvironmentDetail>) -> impl IntoView {
     view! {
         <section aria-labelledby="env-versions-title">
             <h2 id="env-versions-title">{t!(i18n, env_detail.versions_title)}</h2>
-            <div class="table-wrap">
-                <table class="table" data-testid="env-versions">
-                    <thead>
-                        <tr>
-                            <th scope="col">{t!(i18n, env_detail.col_version)}</th>
-                            <th scope="col">{t!(i18n, env_detail.col_spec_hash)}</th>
-                            <th scope="col">{t!(i18n, env_detail.col_build)}</th>
-                            <th scope="col">{t!(i18n, env_detail.col_image)}</th>
-                            <th scope="col">{t!(i18n, env_detail.col_by)}</th>
-                            <th scope="col">{t!(i18n, env_detail.col_created)}</th>
-                        </tr>
-                    </thead>
-                    <tbody>
+            <DataTable testid="env-versions"
+                columns=columns!(env_detail: col_version, col_spec_hash, col_build, col_image, col_by, col_created)>
                         {move || {
                             let (list, current) = versions.get();
                             list.into_iter().map(|v| {
@@ -501,9 +478,7 @@ fn VersionsCard(live: RwSignal<EnvironmentDetail>) -> impl IntoView {
                                 }
                             }).collect_view()
                         }}
-                    </tbody>
-                </table>
-            </div>
+            </DataTable>
         </section>
     }
     .into_any()

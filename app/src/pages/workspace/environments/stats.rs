@@ -7,7 +7,8 @@ use leptos::prelude::*;
 
 use super::parts::bytes_text;
 use crate::api::environments::get_environment_stats;
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::page::Loaded;
+use crate::components::poll::every;
 use crate::i18n::*;
 
 /// How often the numbers are refreshed: Docker's one-shot stats take about a second to sample, so
@@ -17,60 +18,46 @@ const REFRESH: Duration = Duration::from_secs(3);
 #[component]
 pub fn StatsPanel(workspace_id: i64, environment_id: i64) -> impl IntoView {
     let i18n = use_i18n();
-    let tick = RwSignal::new(0u64);
     let stats = Resource::new(
-        move || tick.get(),
+        || (),
         move |_| get_environment_stats(workspace_id, environment_id),
     );
-    Effect::new(move |_| {
-        let handle = set_interval_with_handle(move || tick.update(|n| *n += 1), REFRESH).ok();
-        on_cleanup(move || {
-            if let Some(handle) = handle {
-                handle.clear();
-            }
-        });
-    });
+    every(REFRESH, move || stats.refetch());
     view! {
         <section class="card" aria-labelledby="env-usage-title" data-testid="env-stats">
             <h2 id="env-usage-title">{t!(i18n, env_detail.usage_title)}</h2>
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    match stats.await {
-                        Ok(s) => {
-                            let memory_share = if s.memory_limit_bytes > 0 {
-                                (s.memory_bytes as f64 / s.memory_limit_bytes as f64 * 100.0).min(100.0)
-                            } else {
-                                0.0
-                            };
-                            view! {
-                                <dl class="stats">
-                                    <div>
-                                        <dt>{t!(i18n, env_detail.cpu)}</dt>
-                                        <dd data-testid="stats-cpu">{format!("{:.1} %", s.cpu_percent)}</dd>
-                                    </div>
-                                    <div>
-                                        <dt>{t!(i18n, env_detail.memory)}</dt>
-                                        <dd data-testid="stats-memory">
-                                            {format!("{} / {}", bytes_text(s.memory_bytes), bytes_text(s.memory_limit_bytes))}
-                                            <span class="meter" aria-hidden="true">
-                                                <span class="meter-fill" style=format!("width: {memory_share:.0}%")></span>
-                                            </span>
-                                        </dd>
-                                    </div>
-                                    <div>
-                                        <dt>{t!(i18n, env_detail.pids)}</dt>
-                                        <dd data-testid="stats-pids">
-                                            {s.pids.map(|p| p.to_string()).unwrap_or_else(|| "–".to_string())}
-                                        </dd>
-                                    </div>
-                                </dl>
-                            }
-                            .into_any()
-                        }
-                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
+            <Loaded load=move || async move { stats.await } let:s>
+                {
+                    let memory_share = if s.memory_limit_bytes > 0 {
+                        (s.memory_bytes as f64 / s.memory_limit_bytes as f64 * 100.0).min(100.0)
+                    } else {
+                        0.0
+                    };
+                    view! {
+                        <dl class="stats">
+                            <div>
+                                <dt>{t!(i18n, env_detail.cpu)}</dt>
+                                <dd data-testid="stats-cpu">{format!("{:.1} %", s.cpu_percent)}</dd>
+                            </div>
+                            <div>
+                                <dt>{t!(i18n, env_detail.memory)}</dt>
+                                <dd data-testid="stats-memory">
+                                    {format!("{} / {}", bytes_text(s.memory_bytes), bytes_text(s.memory_limit_bytes))}
+                                    <span class="meter" aria-hidden="true">
+                                        <span class="meter-fill" style=format!("width: {memory_share:.0}%")></span>
+                                    </span>
+                                </dd>
+                            </div>
+                            <div>
+                                <dt>{t!(i18n, env_detail.pids)}</dt>
+                                <dd data-testid="stats-pids">
+                                    {s.pids.map(|p| p.to_string()).unwrap_or_else(|| "–".to_string())}
+                                </dd>
+                            </div>
+                        </dl>
                     }
-                })}
-            </Transition>
+                }
+            </Loaded>
             <p class="hint">{t!(i18n, env_detail.usage_refresh)}</p>
         </section>
     }

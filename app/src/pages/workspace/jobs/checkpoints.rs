@@ -11,6 +11,7 @@ use leptos_router::components::A;
 
 use super::job_href;
 use super::parts::metric_text;
+use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::datasets::short_sha;
@@ -61,27 +62,28 @@ pub fn CheckpointsTable(
     let with_jobs = jobs.is_some();
     let jobs = StoredValue::new(jobs.unwrap_or_default());
     let job_name = StoredValue::new(job_name);
+    let with_serving = serving.is_some();
+    // The job column leads (on Models); who serves each and Deploy close the row.
+    let columns = move |locale| {
+        let mut columns = columns!(checkpoints: col_step, col_metrics, col_size, col_state, "sha256", col_created, col_download)(
+            locale,
+        );
+        if with_jobs {
+            columns.insert(0, td_string!(locale, checkpoints.col_job));
+        }
+        if with_serving {
+            columns.push(td_string!(locale, checkpoints.col_served));
+        }
+        if can_deploy {
+            columns.push(td_string!(locale, endpoints.col_deploy));
+        }
+        columns
+    };
     view! {
         <p class="hint" data-testid="checkpoints-space">
             {move || t_string!(i18n, checkpoints.space, size = list.with(|l| bytes_text(bytes_kept(l)))).to_string()}
         </p>
-        <div class="table-wrap">
-            <table class="table" data-testid="checkpoints-table">
-                <thead>
-                    <tr>
-                        {with_jobs.then(|| view! { <th scope="col">{t!(i18n, checkpoints.col_job)}</th> })}
-                        <th scope="col">{t!(i18n, checkpoints.col_step)}</th>
-                        <th scope="col">{t!(i18n, checkpoints.col_metrics)}</th>
-                        <th scope="col">{t!(i18n, checkpoints.col_size)}</th>
-                        <th scope="col">{t!(i18n, checkpoints.col_state)}</th>
-                        <th scope="col">"sha256"</th>
-                        <th scope="col">{t!(i18n, checkpoints.col_created)}</th>
-                        <th scope="col">{t!(i18n, checkpoints.col_download)}</th>
-                        {serving.is_some().then(|| view! { <th scope="col">{t!(i18n, checkpoints.col_served)}</th> })}
-                        {can_deploy.then(|| view! { <th scope="col">{t!(i18n, endpoints.col_deploy)}</th> })}
-                    </tr>
-                </thead>
-                <tbody>
+        <DataTable testid="checkpoints-table" columns>
                     {move || list.get().into_iter().map(|c| {
                         let st = state(&c);
                         let metrics = c.metrics.clone().unwrap_or_default();
@@ -166,9 +168,7 @@ pub fn CheckpointsTable(
                             </tr>
                         }
                     }).collect_view()}
-                </tbody>
-            </table>
-        </div>
+        </DataTable>
     }
     .into_any()
 }

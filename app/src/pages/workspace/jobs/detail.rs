@@ -33,6 +33,7 @@ use crate::components::form::on_answer;
 use crate::components::http::{slot, Slot};
 use crate::components::notice::ErrorNotice;
 use crate::components::page::PageHeader;
+use crate::components::poll::every;
 use crate::components::sse::EventStream;
 use crate::components::time::Timestamp;
 use crate::i18n::*;
@@ -142,21 +143,10 @@ fn JobView(detail: JobDetail) -> impl IntoView {
             on_event,
         ));
     });
-    Effect::new(move |_| {
-        let handle = set_interval_with_handle(
-            move || {
-                if !over.get_untracked() {
-                    refresh();
-                }
-            },
-            POLL,
-        )
-        .ok();
-        on_cleanup(move || {
-            if let Some(handle) = handle {
-                handle.clear();
-            }
-        });
+    every(POLL, move || {
+        if !over.get_untracked() {
+            refresh();
+        }
     });
 
     let lead = move || {

@@ -13,9 +13,14 @@ use crate::api::{
     datasets::list_datasets,
     evaluations::{list_evaluations, EvaluateCheckpoint},
 };
-use crate::components::notice::{ErrorNotice, Loading};
+use crate::components::form::on_answer;
+use crate::components::notice::ErrorNotice;
+use crate::components::page::Loaded;
+use crate::components::poll::refetch_while;
+use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
+use contracts::error::AppError;
 use contracts::types::{CheckpointInfo, EvaluationInfo, EvaluationStatus};
 
 /// How often the list is read again while an evaluation is not over.
@@ -89,69 +94,27 @@ pub fn EvaluationsCard(
 ) -> impl IntoView {
     let i18n = use_i18n();
     let jobs = StoredValue::new(jobs);
-    let reload = RwSignal::new(0u32);
-    let list = Resource::new(
-        move || reload.get(),
-        move |_| list_evaluations(workspace_id, job_id),
-    );
-    // While one is queued or running, the list follows it (the table stays in place meanwhile).
-    Effect::new(move |_| {
-        let handle = set_interval_with_handle(
-            move || {
-                let moving = list
-                    .get_untracked()
-                    .is_some_and(|l| l.is_ok_and(|l| l.iter().any(|e| !e.status.is_final())));
-                if moving {
-                    reload.try_update(|n| *n += 1);
-                }
-            },
-            POLL,
-        )
-        .ok();
-        on_cleanup(move || {
-            if let Some(handle) = handle {
-                handle.clear();
-            }
-        });
-    });
-
+    let list = Resource::new(|| (), move |_| list_evaluations(workspace_id, job_id));
+    // While one is queued or running, the list follows it.
+    refetch_while(list, POLL, |e| !e.status.is_final());
     view! {
         <section class="card" aria-labelledby="evaluations-title" data-testid="evaluations">
             <h2 id="evaluations-title">{t!(i18n, evaluations.title)}</h2>
             <p class="hint">{t!(i18n, evaluations.hint)}</p>
-            {can_edit.then(|| view! { <EvaluateForm workspace_id checkpoints jobs reload /> })}
-            <Transition fallback=Loading>
-                {move || Suspend::new(async move {
-                    match list.await {
-                        Ok(list) if list.is_empty() => view! {
-                            <p class="muted" data-testid="evaluations-empty">{t!(i18n, evaluations.empty)}</p>
-                        }
-                        .into_any(),
-                        Ok(list) => view! {
-                            <div class="table-wrap">
-                                <table class="table" data-testid="evaluations-table">
-                                    <thead>
-                                        <tr>
-                                            <th scope="col">{t!(i18n, evaluations.col_checkpoint)}</th>
-                                            <th scope="col">{t!(i18n, evaluations.col_dataset)}</th>
-                                            <th scope="col">{t!(i18n, evaluations.col_status)}</th>
-                                            <th scope="col">{t!(i18n, evaluations.col_accuracy)}</th>
-                                            <th scope="col">{t!(i18n, evaluations.col_macro_f1)}</th>
-                                            <th scope="col">{t!(i18n, evaluations.col_rows)}</th>
-                                            <th scope="col">{t!(i18n, evaluations.col_by)}</th>
-                                        </tr>
-                                    </thead>
-                                    <tbody>
-                                        {list.into_iter().map(|e| view! { <EvaluationRows e jobs /> }).collect_view()}
-                                    </tbody>
-                                </table>
-                            </div>
-                        }
-                        .into_any(),
-                        Err(err) => view! { <ErrorNotice err /> }.into_any(),
+            {can_edit.then(|| view! { <EvaluateForm workspace_id checkpoints jobs list /> })}
+            <Loaded load=move || async move { list.await } let:list>
+                {if list.is_empty() {
+                    view! { <p class="muted" data-testid="evaluations-empty">{t!(i18n, evaluations.empty)}</p> }.into_any()
+                } else {
+                    view! {
+                        <DataTable testid="evaluations-table"
+                            columns=columns!(evaluations: col_checkpoint, col_dataset, col_status, col_accuracy, col_macro_f1, col_rows, col_by)>
+                            {list.into_iter().map(|e| view! { <EvaluationRows e jobs /> }).collect_view()}
+                        </DataTable>
                     }
-                })}
-            </Transition>
+                    .into_any()
+                }}
+            </Loaded>
         </section>
     }
     .into_any()
@@ -162,7 +125,8 @@ fn EvaluateForm(
     workspace_id: i64,
     checkpoints: Signal<Vec<CheckpointInfo>>,
     jobs: StoredValue<Option<BTreeMap<i64, String>>>,
-    reload: RwSignal<u32>,
+    /// Read again once an evaluation starts.
+    list: Resource<Result<Vec<EvaluationInfo>, AppError>>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let datasets = Resource::new(|| (), move |_| list_datasets(workspace_id));
@@ -170,14 +134,7 @@ fn EvaluateForm(
     let checkpoint = RwSignal::new(String::new());
     let dataset = RwSignal::new(String::new());
     let error = RwSignal::new(None);
-    Effect::new(move |_| match action.value().get() {
-        Some(Ok(_)) => {
-            error.set(None);
-            reload.update(|n| *n += 1);
-        }
-        Some(Err(err)) => error.set(Some(err)),
-        None => {}
-    });
+    on_answer(action, error, move |_| list.refetch());
     let usable = Memo::new(move |_| {
         checkpoints.with(|l| {
             l.iter()
