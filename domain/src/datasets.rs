@@ -160,13 +160,7 @@ pub async fn file(
 
 /// Checks the metadata of an upload before any byte is read.
 fn check_upload(upload: &Upload) -> Result<(String, String, &'static str), AppError> {
-    let name = super::names::display_name(&upload.name).ok_or_else(|| {
-        AppError::invalid(
-            "name",
-            ErrorCode::DatasetNameInvalid,
-            format!("dataset name must be {}", super::names::NAME_RULE),
-        )
-    })?;
+    let name = super::names::checked(&upload.name, ErrorCode::DatasetNameInvalid, "dataset name")?;
     let (base, file_name) = super::names::uploaded_file_name(&upload.file_name);
     let format = match file_name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase()) {
         Some(ext) if ext == "csv" => "csv",

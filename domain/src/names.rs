@@ -4,6 +4,8 @@
 //! rule is only about length and invisible characters. Also the names of uploaded files (datasets, model
 //! archives), which do become file names on the server and are therefore reduced to a safe alphabet.
 
+use contracts::error::{AppError, ErrorCode};
+
 /// Longest name, in characters.
 pub const NAME_MAX: usize = 64;
 
@@ -33,6 +35,13 @@ pub fn display_name(raw: &str) -> Option<&str> {
     let name = raw.trim();
     let len = name.chars().count();
     (len > 0 && len <= NAME_MAX && !name.chars().any(char::is_control)).then_some(name)
+}
+
+/// [`display_name`], or the refusal of the `name` field: `code` says whose name it was, and `what`
+/// opens the message (`"dataset name"` → "dataset name must be …").
+pub(crate) fn checked<'a>(raw: &'a str, code: ErrorCode, what: &str) -> Result<&'a str, AppError> {
+    display_name(raw)
+        .ok_or_else(|| AppError::invalid("name", code, format!("{what} must be {NAME_RULE}")))
 }
 
 #[cfg(test)]

@@ -132,13 +132,7 @@ where
     E: std::fmt::Display,
 {
     access::connect(db, actor, workspace_id, Role::Editor).await?;
-    let name = super::names::display_name(name).ok_or_else(|| {
-        AppError::invalid(
-            "name",
-            ErrorCode::PretrainedNameInvalid,
-            format!("the model's name must be {}", super::names::NAME_RULE),
-        )
-    })?;
+    let name = super::names::checked(name, ErrorCode::PretrainedNameInvalid, "the model's name")?;
     let (base, safe_name) = super::names::uploaded_file_name(file_name);
     if !base.to_ascii_lowercase().ends_with(".tar") {
         return Err(AppError::invalid(

@@ -85,13 +85,7 @@ pub async fn create(
     actor: &Actor,
     request: &TokenRequest,
 ) -> Result<NewApiToken, AppError> {
-    let name = super::names::display_name(&request.name).ok_or_else(|| {
-        AppError::invalid(
-            "name",
-            ErrorCode::TokenNameInvalid,
-            format!("token name must be {}", super::names::NAME_RULE),
-        )
-    })?;
+    let name = super::names::checked(&request.name, ErrorCode::TokenNameInvalid, "token name")?;
     let days = request.expires_in_days;
     if days > MAX_TOKEN_DAYS {
         return Err(AppError::invalid(

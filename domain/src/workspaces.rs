@@ -17,13 +17,7 @@ use contracts::types::{EndpointStatus, JobStatus, Role, WorkspaceSummary};
 
 /// Trims a workspace name and checks it ([`names`]).
 pub fn normalize_name(raw: &str) -> Result<String, AppError> {
-    names::display_name(raw).map(str::to_string).ok_or_else(|| {
-        AppError::invalid(
-            "name",
-            ErrorCode::WorkspaceNameInvalid,
-            format!("workspace name must be {}", names::NAME_RULE),
-        )
-    })
+    names::checked(raw, ErrorCode::WorkspaceNameInvalid, "workspace name").map(str::to_string)
 }
 
 #[derive(sqlx::FromRow)]

@@ -4,9 +4,7 @@
 
 use sqlx::{SqliteConnection, SqlitePool};
 
-use super::row;
-use crate::access;
-use crate::audit::{self, Entry};
+use crate::audit;
 use crate::auth::Actor;
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode};
@@ -57,13 +55,7 @@ pub async fn create_key(
     name: &str,
     rate_limit_per_minute: Option<u32>,
 ) -> Result<NewEndpointKey, AppError> {
-    let name = crate::names::display_name(name).ok_or_else(|| {
-        AppError::invalid(
-            "name",
-            ErrorCode::KeyNameInvalid,
-            format!("the key's name must be {}", crate::names::NAME_RULE),
-        )
-    })?;
+    let name = crate::names::checked(name, ErrorCode::KeyNameInvalid, "the key's name")?;
     let rate = rate_limit_per_minute.unwrap_or(600);
     if !(1..=1_000_000).contains(&rate) {
         return Err(AppError::invalid(
@@ -72,8 +64,7 @@ pub async fn create_key(
             "rate_limit_per_minute must be 1–1000000",
         ));
     }
-    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
-    let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    let (mut tx, r) = super::editing(db, actor, workspace_id, endpoint_id).await?;
     let secret = format!("pdk_ep_{}", hex::encode(rand::random::<[u8; 24]>()));
     let prefix: String = secret.chars().take(14).collect();
     let id: i64 = sqlx::query_scalar(
@@ -89,16 +80,12 @@ pub async fn create_key(
     .bind(crate::now())
     .fetch_one(&mut *tx)
     .await?;
+    let entry = r.entry(actor, "endpoint.key_create");
     audit::record(
         &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "endpoint.key_create",
-            "endpoint",
-            &r.slug,
-        )
-        .detail(serde_json::json!({ "key_id": id, "name": name, "rate_limit_per_minute": rate })),
+        entry.detail(
+            serde_json::json!({ "key_id": id, "name": name, "rate_limit_per_minute": rate }),
+        ),
     )
     .await?;
     let key = keys_of(&mut tx, endpoint_id)
@@ -117,8 +104,7 @@ pub async fn revoke_key(
     endpoint_id: i64,
     key_id: i64,
 ) -> Result<(), AppError> {
-    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
-    let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    let (mut tx, r) = super::editing(db, actor, workspace_id, endpoint_id).await?;
     let done = sqlx::query("UPDATE endpoint_keys SET revoked_at = ? WHERE id = ? AND endpoint_id = ? AND revoked_at IS NULL")
         .bind(crate::now())
         .bind(key_id)
@@ -128,16 +114,10 @@ pub async fn revoke_key(
     if done.rows_affected() == 0 {
         return Err(AppError::NotFound);
     }
+    let entry = r.entry(actor, "endpoint.key_revoke");
     audit::record(
         &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "endpoint.key_revoke",
-            "endpoint",
-            &r.slug,
-        )
-        .detail(serde_json::json!({ "key_id": key_id })),
+        entry.detail(serde_json::json!({ "key_id": key_id })),
     )
     .await?;
     tx.commit().await?;

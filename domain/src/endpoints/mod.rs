@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use contracts::serving::{ErrorReply, PredictReply, PredictRequest};
-use sqlx::{SqliteConnection, SqlitePool};
+use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
 
 use super::access::{self, authorize};
 use super::audit::{self, Entry};
@@ -64,6 +64,17 @@ const SELECT: &str = "SELECT e.id, e.workspace_id, e.slug, e.name, e.checkpoint_
      FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id";
 
 impl Row {
+    /// `actor`'s `action` on this endpoint, for the audit log.
+    fn entry<'a>(&'a self, actor: &'a Actor, action: &'a str) -> Entry<'a> {
+        Entry::by(
+            actor,
+            Some(self.workspace_id),
+            action,
+            "endpoint",
+            &self.slug,
+        )
+    }
+
     async fn summary(&self, conn: &mut SqliteConnection) -> Result<EndpointSummary, AppError> {
         let ready: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM endpoint_replicas WHERE endpoint_id = ? AND status = 'ready'",
@@ -99,6 +110,18 @@ async fn row(
         .fetch_optional(conn)
         .await?
         .ok_or(AppError::NotFound)
+}
+
+/// Endpoint `endpoint_id`, in a write transaction for an editor or owner of its workspace.
+async fn editing(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    endpoint_id: i64,
+) -> Result<(Transaction<'static, Sqlite>, Row), AppError> {
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
+    let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    Ok((tx, r))
 }
 
 pub async fn list(
@@ -226,13 +249,7 @@ fn check_spec(spec: &EndpointSpec) -> Result<(), AppError> {
 
 /// `cpu_bf16`: whether this host's CPU has native bfloat16 (a parameter so tests walk both answers).
 fn check_spec_with(spec: &EndpointSpec, cpu_bf16: bool) -> Result<(), AppError> {
-    if crate::names::display_name(&spec.name).is_none() {
-        return Err(AppError::invalid(
-            "name",
-            ErrorCode::EndpointSpecInvalid,
-            format!("name must be {}", crate::names::NAME_RULE),
-        ));
-    }
+    crate::names::checked(&spec.name, ErrorCode::EndpointSpecInvalid, "name")?;
     if !(1..=MAX_REPLICAS).contains(&spec.replicas) {
         return Err(AppError::invalid(
             "replicas",
@@ -364,8 +381,7 @@ pub async fn undeploy(
     workspace_id: i64,
     endpoint_id: i64,
 ) -> Result<EndpointDetail, AppError> {
-    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
-    let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
     status::endpoint_afresh(
         &mut tx,
         endpoint_id,
@@ -373,17 +389,7 @@ pub async fn undeploy(
         EndpointReason::Undeployed,
     )
     .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "endpoint.undeploy",
-            "endpoint",
-            &r.slug,
-        ),
-    )
-    .await?;
+    audit::record(&mut tx, r.entry(actor, "endpoint.undeploy")).await?;
     tx.commit().await?;
     deployer.gateway.remove_route(&r.slug).await;
     deployer.stop_replicas(endpoint_id).await;
@@ -398,8 +404,7 @@ pub async fn redeploy(
     workspace_id: i64,
     endpoint_id: i64,
 ) -> Result<EndpointDetail, AppError> {
-    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
-    let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
     if !matches!(r.status.as_str(), "stopped" | "failed") {
         return Err(AppError::conflict(
             "status",
@@ -421,17 +426,7 @@ pub async fn redeploy(
         .bind(endpoint_id)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "endpoint.deploy",
-            "endpoint",
-            &r.slug,
-        ),
-    )
-    .await?;
+    audit::record(&mut tx, r.entry(actor, "endpoint.deploy")).await?;
     tx.commit().await?;
     deployer.spawn_deploy(endpoint_id);
     get(db, deployer, actor, workspace_id, endpoint_id).await
@@ -445,8 +440,7 @@ pub async fn delete(
     workspace_id: i64,
     endpoint_id: i64,
 ) -> Result<(), AppError> {
-    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
-    let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
     // Stopped first, so that neither a deployment nor the watcher starts anything while it goes.
     status::endpoint(
         &mut tx,
@@ -464,17 +458,7 @@ pub async fn delete(
         .bind(endpoint_id)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "endpoint.delete",
-            "endpoint",
-            &r.slug,
-        ),
-    )
-    .await?;
+    audit::record(&mut tx, r.entry(actor, "endpoint.delete")).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -501,8 +485,7 @@ pub async fn change(
             ));
         }
     }
-    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
-    let r = row(&mut tx, workspace_id, endpoint_id).await?;
+    let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
     if let Some(checkpoint_id) = change.checkpoint_id {
         live_checkpoint(&mut tx, workspace_id, checkpoint_id).await?;
     }
@@ -520,7 +503,7 @@ pub async fn change(
     }
     let detail = serde_json::json!({ "replicas": replicas, "checkpoint_id": checkpoint_id,
         "from": { "replicas": r.replicas, "checkpoint_id": r.checkpoint_id } });
-    match r.status.as_str() {
+    let ready = match r.status.as_str() {
         "starting" => {
             return Err(AppError::conflict(
                 "status",
@@ -528,68 +511,46 @@ pub async fn change(
                 "the endpoint is still starting; change it once it is ready",
             ))
         }
-        "ready" => {
-            let message = if checkpoint_id != r.checkpoint_id {
-                format!("rolling out checkpoint {checkpoint_id} on {replicas} replica(s)")
-            } else {
-                format!("scaling from {} to {replicas} replica(s)", r.replicas)
-            };
-            sqlx::query("UPDATE endpoints SET status_message = ?, updated_at = ? WHERE id = ?")
-                .bind(message)
-                .bind(super::now())
-                .bind(endpoint_id)
-                .execute(&mut *tx)
-                .await?;
-            audit::record(
-                &mut tx,
-                Entry::by(
-                    actor,
-                    Some(workspace_id),
-                    "endpoint.change",
-                    "endpoint",
-                    &r.slug,
-                )
-                .detail(detail),
-            )
-            .await?;
-            let planned = replicas::Change {
-                replicas,
-                checkpoint_id: (checkpoint_id != r.checkpoint_id).then_some(checkpoint_id),
-            };
-            if !deployer.spawn_change(endpoint_id, planned) {
-                return Err(AppError::conflict(
-                    "status",
-                    ErrorCode::EndpointChanging,
-                    "another change of this endpoint is under way; wait for it to finish",
-                ));
-            }
-            tx.commit().await?;
-        }
-        _ => {
-            sqlx::query(
-                "UPDATE endpoints SET replicas = ?, checkpoint_id = ?, updated_at = ? WHERE id = ?",
-            )
-            .bind(replicas)
-            .bind(checkpoint_id)
+        status => status == "ready",
+    };
+    if ready {
+        let message = if checkpoint_id != r.checkpoint_id {
+            format!("rolling out checkpoint {checkpoint_id} on {replicas} replica(s)")
+        } else {
+            format!("scaling from {} to {replicas} replica(s)", r.replicas)
+        };
+        sqlx::query("UPDATE endpoints SET status_message = ?, updated_at = ? WHERE id = ?")
+            .bind(message)
             .bind(super::now())
             .bind(endpoint_id)
             .execute(&mut *tx)
             .await?;
-            audit::record(
-                &mut tx,
-                Entry::by(
-                    actor,
-                    Some(workspace_id),
-                    "endpoint.change",
-                    "endpoint",
-                    &r.slug,
-                )
-                .detail(detail),
-            )
-            .await?;
-            tx.commit().await?;
+    } else {
+        sqlx::query(
+            "UPDATE endpoints SET replicas = ?, checkpoint_id = ?, updated_at = ? WHERE id = ?",
+        )
+        .bind(replicas)
+        .bind(checkpoint_id)
+        .bind(super::now())
+        .bind(endpoint_id)
+        .execute(&mut *tx)
+        .await?;
+    }
+    audit::record(&mut tx, r.entry(actor, "endpoint.change").detail(detail)).await?;
+    if ready {
+        let planned = replicas::Change {
+            replicas,
+            checkpoint_id: (checkpoint_id != r.checkpoint_id).then_some(checkpoint_id),
+        };
+        if !deployer.spawn_change(endpoint_id, planned) {
+            return Err(AppError::conflict(
+                "status",
+                ErrorCode::EndpointChanging,
+                "another change of this endpoint is under way; wait for it to finish",
+            ));
         }
     }
+    tx.commit().await?;
     get(db, deployer, actor, workspace_id, endpoint_id).await
 }
 
