@@ -509,44 +509,26 @@ async fn submit_spec(api: &Api, ws: i64, s: &SubmitArgs) -> anyhow::Result<JobSp
     let object = value
         .as_object_mut()
         .context("the spec file must be a table/object")?;
-    let mut set = |key: &str, v: serde_json::Value| {
-        object.insert(key.to_string(), v);
-    };
-    if let Some(v) = &s.name {
-        set("name", v.clone().into());
-    }
-    if let Some(v) = &s.dataset {
-        set("dataset_id", dataset_id(v)?.into());
-    }
-    if let Some(v) = &s.dev_dataset {
-        set("dev_dataset_id", dataset_id(v)?.into());
-    }
-    if let Some(v) = &s.preset {
-        set("preset", v.clone().into());
-    }
-    if let Some(v) = s.epochs {
-        set("epochs", v.into());
-    }
-    if let Some(v) = s.batch_size {
-        set("batch_size", v.into());
-    }
-    if let Some(v) = s.lr {
-        set("learning_rate", v.into());
-    }
-    if let Some(v) = s.max_steps {
-        set("max_steps", v.into());
-    }
-    if let Some(v) = s.max_seq_len {
-        set("max_seq_len", v.into());
-    }
-    if let Some(v) = s.seed {
-        set("seed", v.into());
-    }
-    if let Some(v) = s.gpus {
-        set("gpus", v.into());
-    }
-    if let Some(v) = s.priority {
-        set("priority", v.into());
+    let dataset = |v: &Option<String>| v.as_deref().map(dataset_id).transpose();
+    // Each flag given replaces the spec file's value (`Value::from` keeps its JSON type).
+    let flags: [(&str, Option<serde_json::Value>); 12] = [
+        ("name", s.name.clone().map(Into::into)),
+        ("dataset_id", dataset(&s.dataset)?.map(Into::into)),
+        ("dev_dataset_id", dataset(&s.dev_dataset)?.map(Into::into)),
+        ("preset", s.preset.clone().map(Into::into)),
+        ("epochs", s.epochs.map(Into::into)),
+        ("batch_size", s.batch_size.map(Into::into)),
+        ("learning_rate", s.lr.map(Into::into)),
+        ("max_steps", s.max_steps.map(Into::into)),
+        ("max_seq_len", s.max_seq_len.map(Into::into)),
+        ("seed", s.seed.map(Into::into)),
+        ("gpus", s.gpus.map(Into::into)),
+        ("priority", s.priority.map(Into::into)),
+    ];
+    for (key, v) in flags {
+        if let Some(v) = v {
+            object.insert(key.to_string(), v);
+        }
     }
     serde_path_to_error::deserialize(value)
         .map_err(|e| anyhow::anyhow!("job spec: field {}: {}", e.path(), e.inner()))

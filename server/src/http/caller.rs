@@ -8,8 +8,12 @@ use contracts::error::AppError;
 use domain::auth::{self, Actor};
 use domain::AppState;
 
-/// The signed-in caller of a REST request; anonymous requests are refused with 401.
-pub struct Caller(pub Actor);
+/// The signed-in caller of a REST request, with the server's state every such handler works on (one
+/// extractor instead of `State` + the caller in each handler); anonymous requests are refused with 401.
+pub struct Caller {
+    pub state: AppState,
+    pub actor: Actor,
+}
 
 impl<S> FromRequestParts<S> for Caller
 where
@@ -19,9 +23,9 @@ where
     type Rejection = AppError;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        auth::require(&AppState::from_ref(state), parts)
-            .await
-            .map(Caller)
+        let state = AppState::from_ref(state);
+        let actor = auth::require(&state, parts).await?;
+        Ok(Caller { state, actor })
     }
 }
 

@@ -1,10 +1,10 @@
 //! `/api/v1/admin/...`: instance settings and accounts, for instance admins (others get 403).
 
-use axum::extract::State;
 use axum::Json;
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::paths::{UserPath, WorkspacePath};
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
 use contracts::error::AppError;
@@ -29,10 +29,7 @@ pub struct UserBody {
 
 #[utoipa::path(get, path = "/api/v1/admin/settings", tag = "admin", security(("session" = []), ("token" = [])),
     responses((status = 200, body = InstanceSettings), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
-pub async fn settings(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-) -> Result<Json<InstanceSettings>, AppError> {
+pub async fn settings(Caller { state, actor }: Caller) -> Result<Json<InstanceSettings>, AppError> {
     Ok(Json(admin::settings(&state.db, &actor).await?))
 }
 
@@ -42,8 +39,7 @@ pub async fn settings(
               (status = 422, body = ErrorBody)))]
 /// Changes the settings the body names (`signup_enabled`, `allow_pickled_weights`); the others stay.
 pub async fn update_settings(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
+    Caller { state, actor }: Caller,
     ApiJson(body): ApiJson<SettingsChange>,
 ) -> Result<Json<InstanceSettings>, AppError> {
     Ok(Json(admin::update_settings(&state.db, &actor, body).await?))
@@ -51,21 +47,17 @@ pub async fn update_settings(
 
 #[utoipa::path(get, path = "/api/v1/admin/users", tag = "admin", security(("session" = []), ("token" = [])),
     responses((status = 200, body = Vec<UserAccount>), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
-pub async fn users(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-) -> Result<Json<Vec<UserAccount>>, AppError> {
+pub async fn users(Caller { state, actor }: Caller) -> Result<Json<Vec<UserAccount>>, AppError> {
     Ok(Json(admin::list_users(&state.db, &actor).await?))
 }
 
 /// Disables or re-enables an account; disabling ends its sessions and stops its tokens.
 #[utoipa::path(patch, path = "/api/v1/admin/users/{id}", tag = "admin", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "user id")), request_body = UserBody,
+    params(UserPath), request_body = UserBody,
     responses((status = 200, body = UserAccount), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn update_user(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(UserPath { id }): Path<UserPath>,
     ApiJson(body): ApiJson<UserBody>,
 ) -> Result<Json<UserAccount>, AppError> {
     Ok(Json(
@@ -82,12 +74,11 @@ pub struct QuotaBody {
 
 /// Sets a workspace's GPU quota (instance admins).
 #[utoipa::path(put, path = "/api/v1/admin/workspaces/{id}/gpu-quota", tag = "admin", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")), request_body = QuotaBody,
+    params(WorkspacePath), request_body = QuotaBody,
     responses((status = 200, body = QuotaBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn set_gpu_quota(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
     ApiJson(body): ApiJson<QuotaBody>,
 ) -> Result<Json<serde_json::Value>, AppError> {
     let max_gpus = admin::set_gpu_quota(&state.db, &actor, id, body.max_gpus).await?;

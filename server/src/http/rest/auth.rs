@@ -90,7 +90,7 @@ pub async fn signout(session: Session) -> Result<StatusCode, AppError> {
 /// The caller's account.
 #[utoipa::path(get, path = "/api/v1/me", tag = "auth", security(("session" = []), ("token" = [])),
     responses((status = 200, body = Me), (status = 401, body = ErrorBody)))]
-pub async fn me(Caller(actor): Caller) -> Json<Me> {
+pub async fn me(Caller { actor, .. }: Caller) -> Json<Me> {
     Json(Me {
         id: actor.user_id,
         username: actor.username,

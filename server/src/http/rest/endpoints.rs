@@ -9,6 +9,7 @@ use axum::Json;
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::paths::{EndpointPath, KeyPath, SlugPath, WorkspacePath};
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
 use contracts::error::AppError;
@@ -40,24 +41,22 @@ pub struct KeyBody {
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/endpoints", tag = "endpoints", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")),
+    params(WorkspacePath),
     responses((status = 200, body = Vec<EndpointSummary>), (status = 404, body = ErrorBody)))]
 pub async fn list(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
 ) -> Result<Json<Vec<EndpointSummary>>, AppError> {
     Ok(Json(endpoints::list(&state.db, &actor, id).await?))
 }
 
 /// Deploys a checkpoint; it becomes `ready` once its replicas are up and the parity gate passed.
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints", tag = "endpoints", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")), request_body = EndpointSpec,
+    params(WorkspacePath), request_body = EndpointSpec,
     responses((status = 201, body = EndpointDetail), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn deploy(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
     ApiJson(spec): ApiJson<EndpointSpec>,
 ) -> Result<(StatusCode, Json<EndpointDetail>), AppError> {
     Ok((
@@ -67,12 +66,11 @@ pub async fn deploy(
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}", tag = "endpoints", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    params(EndpointPath),
     responses((status = 200, body = EndpointDetail), (status = 404, body = ErrorBody)))]
 pub async fn get(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, endpoint_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EndpointPath { id, endpoint_id }): Path<EndpointPath>,
 ) -> Result<Json<EndpointDetail>, AppError> {
     Ok(Json(
         endpoints::get(&state.db, &state.deployer, &actor, id, endpoint_id).await?,
@@ -80,24 +78,22 @@ pub async fn get(
 }
 
 #[utoipa::path(delete, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}", tag = "endpoints", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    params(EndpointPath),
     responses((status = 204, description = "done"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn delete(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, endpoint_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EndpointPath { id, endpoint_id }): Path<EndpointPath>,
 ) -> Result<StatusCode, AppError> {
     endpoints::delete(&state.db, &state.deployer, &actor, id, endpoint_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/undeploy", tag = "endpoints", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    params(EndpointPath),
     responses((status = 200, body = EndpointDetail), (status = 403, body = ErrorBody)))]
 pub async fn undeploy(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, endpoint_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EndpointPath { id, endpoint_id }): Path<EndpointPath>,
 ) -> Result<Json<EndpointDetail>, AppError> {
     Ok(Json(
         endpoints::undeploy(&state.db, &state.deployer, &actor, id, endpoint_id).await?,
@@ -105,12 +101,11 @@ pub async fn undeploy(
 }
 
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/deploy", tag = "endpoints", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    params(EndpointPath),
     responses((status = 200, body = EndpointDetail), (status = 409, description = "running", body = ErrorBody)))]
 pub async fn redeploy(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, endpoint_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EndpointPath { id, endpoint_id }): Path<EndpointPath>,
 ) -> Result<Json<EndpointDetail>, AppError> {
     Ok(Json(
         endpoints::redeploy(&state.db, &state.deployer, &actor, id, endpoint_id).await?,
@@ -120,14 +115,13 @@ pub async fn redeploy(
 /// Scales the endpoint or rolls out another checkpoint; a ready endpoint changes in the background
 /// without failing a request (progress in `summary.status_message`).
 #[utoipa::path(patch, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}", tag = "endpoints", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    params(EndpointPath),
     request_body = EndpointChange,
     responses((status = 200, body = EndpointDetail), (status = 409, description = "starting, or another change under way", body = ErrorBody),
               (status = 422, body = ErrorBody)))]
 pub async fn change(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, endpoint_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EndpointPath { id, endpoint_id }): Path<EndpointPath>,
     ApiJson(change): ApiJson<EndpointChange>,
 ) -> Result<Json<EndpointDetail>, AppError> {
     Ok(Json(
@@ -143,13 +137,12 @@ pub struct PlaygroundBody {
 
 /// The dashboard's playground: members try a ready endpoint with their session, without an API key.
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/playground", tag = "endpoints", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    params(EndpointPath),
     request_body = PlaygroundBody,
     responses((status = 200, body = Vec<PlaygroundPrediction>), (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn playground(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, endpoint_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EndpointPath { id, endpoint_id }): Path<EndpointPath>,
     ApiJson(body): ApiJson<PlaygroundBody>,
 ) -> Result<Json<Vec<PlaygroundPrediction>>, AppError> {
     Ok(Json(
@@ -167,13 +160,12 @@ pub async fn playground(
 
 /// Creates an API key for the endpoint; `secret` is returned once.
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/keys", tag = "endpoints", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id")),
+    params(EndpointPath),
     request_body = KeyBody,
     responses((status = 201, body = NewEndpointKey), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create_key(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, endpoint_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EndpointPath { id, endpoint_id }): Path<EndpointPath>,
     ApiJson(body): ApiJson<KeyBody>,
 ) -> Result<(StatusCode, Json<NewEndpointKey>), AppError> {
     let key = endpoints::create_key(
@@ -190,13 +182,15 @@ pub async fn create_key(
 
 #[utoipa::path(delete, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/keys/{key_id}", tag = "endpoints",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("endpoint_id" = i64, Path, description = "endpoint id"),
-           ("key_id" = i64, Path, description = "key id")),
+    params(KeyPath),
     responses((status = 204, description = "revoked"), (status = 404, body = ErrorBody)))]
 pub async fn revoke_key(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, endpoint_id, key_id)): Path<(i64, i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(KeyPath {
+        id,
+        endpoint_id,
+        key_id,
+    }): Path<KeyPath>,
 ) -> Result<StatusCode, AppError> {
     endpoints::revoke_key(&state.db, &actor, id, endpoint_id, key_id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -206,7 +200,7 @@ pub async fn revoke_key(
 /// `Authorization: Bearer <endpoint key>`. 429 when the key's rate limit or the model's queue is full,
 /// 503 when no replica is ready or the model does not answer in time.
 #[utoipa::path(post, path = "/v1/endpoints/{slug}/predict", tag = "endpoints",
-    params(("slug" = String, Path, description = "the endpoint's slug")),
+    params(SlugPath),
     request_body(content = Object, description = "{\"inputs\": [\"…\"], \"return_logits\"?: bool}"),
     responses((status = 200, description = "{\"predictions\": [{label, label_id, probabilities, logits?}]}"),
               (status = 401, body = ErrorBody),
@@ -214,7 +208,7 @@ pub async fn revoke_key(
               (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn predict(
     State(state): State<AppState>,
-    Path(slug): Path<String>,
+    Path(SlugPath { slug }): Path<SlugPath>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Response, AppError> {

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -17,6 +16,7 @@ use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::paths::{EnvironmentPath, VersionPath, WorkspacePath};
 use crate::http::caller::Caller;
 use crate::http::csrf;
 use crate::http::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
@@ -83,20 +83,16 @@ pub struct TerminalQuery {
 /// The container engine: availability, host size, GPUs and the base-image catalog. Any signed-in user.
 #[utoipa::path(get, path = "/api/v1/docker", tag = "environments", security(("session" = []), ("token" = [])),
     responses((status = 200, body = DockerStatus), (status = 401, body = ErrorBody)))]
-pub async fn docker_status(
-    State(state): State<AppState>,
-    _caller: Caller,
-) -> Result<Json<DockerStatus>, AppError> {
+pub async fn docker_status(Caller { state, .. }: Caller) -> Result<Json<DockerStatus>, AppError> {
     Ok(Json(state.engine.status(&state.db).await?))
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/environments", tag = "environments",
-    security(("session" = []), ("token" = [])), params(("id" = i64, Path, description = "workspace id")),
+    security(("session" = []), ("token" = [])), params(WorkspacePath),
     responses((status = 200, body = Vec<EnvironmentSummary>), (status = 404, body = ErrorBody)))]
 pub async fn list(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
 ) -> Result<Json<Vec<EnvironmentSummary>>, AppError> {
     Ok(Json(environments::list(&state.db, &actor, id).await?))
 }
@@ -104,16 +100,15 @@ pub async fn list(
 /// Creates an environment from a spec and starts building its image (editors and owners). Every
 /// check runs first; a bad spec creates nothing (422 naming the field).
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/environments", tag = "environments",
-    security(("session" = []), ("token" = [])), params(("id" = i64, Path, description = "workspace id")),
+    security(("session" = []), ("token" = [])), params(WorkspacePath),
     request_body = EnvironmentSpec,
     responses((status = 201, body = EnvironmentDetail), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, description = "name taken", body = ErrorBody),
               (status = 422, description = "invalid spec, unknown image, preflight refused", body = ErrorBody),
               (status = 503, description = "Docker unavailable", body = ErrorBody)))]
 pub async fn create(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
     ApiJson(spec): ApiJson<EnvironmentSpec>,
 ) -> Result<(StatusCode, Json<EnvironmentDetail>), AppError> {
     Ok((
@@ -124,12 +119,11 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/environments/{env_id}", tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
+    params(EnvironmentPath),
     responses((status = 200, body = EnvironmentDetail), (status = 404, body = ErrorBody)))]
 pub async fn get(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, env_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EnvironmentPath { id, env_id }): Path<EnvironmentPath>,
 ) -> Result<Json<EnvironmentDetail>, AppError> {
     Ok(Json(
         environments::get(&state.db, &actor, id, env_id).await?,
@@ -139,15 +133,14 @@ pub async fn get(
 /// Replaces the spec: a new version when it differs (and a build), nothing when identical.
 #[utoipa::path(put, path = "/api/v1/workspaces/{id}/environments/{env_id}", tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
+    params(EnvironmentPath),
     request_body = EnvironmentSpec,
     responses((status = 200, body = EnvironmentDetail), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, description = "name taken", body = ErrorBody),
               (status = 422, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn update(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, env_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EnvironmentPath { id, env_id }): Path<EnvironmentPath>,
     ApiJson(spec): ApiJson<EnvironmentSpec>,
 ) -> Result<Json<EnvironmentDetail>, AppError> {
     Ok(Json(
@@ -158,14 +151,13 @@ pub async fn update(
 /// Deletes the environment and its container; the workspace volume stays.
 #[utoipa::path(delete, path = "/api/v1/workspaces/{id}/environments/{env_id}", tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
+    params(EnvironmentPath),
     responses((status = 204, description = "done"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, description = "`docker_conflict`: Docker refused to remove the container", body = ErrorBody),
               (status = 503, body = ErrorBody)))]
 pub async fn delete(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, env_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EnvironmentPath { id, env_id }): Path<EnvironmentPath>,
 ) -> Result<StatusCode, AppError> {
     environments::delete(&state.db, &state.engine, &actor, id, env_id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -174,14 +166,13 @@ pub async fn delete(
 /// Builds the current version again.
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/environments/{env_id}/build", tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
+    params(EnvironmentPath),
     request_body = BuildBody,
     responses((status = 202, body = EnvironmentDetail), (status = 409, description = "already building", body = ErrorBody),
               (status = 503, description = "`docker_unavailable` or `docker_error`: Docker is not there or failed", body = ErrorBody)))]
 pub async fn build(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, env_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EnvironmentPath { id, env_id }): Path<EnvironmentPath>,
     ApiJson(body): ApiJson<BuildBody>,
 ) -> Result<(StatusCode, Json<EnvironmentDetail>), AppError> {
     let detail =
@@ -192,15 +183,14 @@ pub async fn build(
 /// Provisions the environment's container (create + start) from the current version's image.
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/environments/{env_id}/up", tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
+    params(EnvironmentPath),
     responses((status = 200, body = EnvironmentDetail), (status = 403, body = ErrorBody),
               (status = 409, description = "`not_built`, `build_in_progress`, `gpus_busy`, or `environment_starting`: another start of it is under way", body = ErrorBody),
               (status = 422, description = "`preflight_failed`: the host cannot give what the spec asks for", body = ErrorBody),
               (status = 503, body = ErrorBody)))]
 pub async fn up(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, env_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EnvironmentPath { id, env_id }): Path<EnvironmentPath>,
 ) -> Result<Json<EnvironmentDetail>, AppError> {
     Ok(Json(
         lifecycle::up(&state.db, &state.engine, &actor, id, env_id).await?,
@@ -210,14 +200,13 @@ pub async fn up(
 /// Stops and removes the container (files under /workspace stay).
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/environments/{env_id}/down", tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
+    params(EnvironmentPath),
     responses((status = 200, body = EnvironmentDetail), (status = 403, body = ErrorBody),
               (status = 409, description = "`docker_conflict`: Docker refused to stop the container", body = ErrorBody),
               (status = 503, body = ErrorBody)))]
 pub async fn down(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, env_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EnvironmentPath { id, env_id }): Path<EnvironmentPath>,
 ) -> Result<Json<EnvironmentDetail>, AppError> {
     Ok(Json(
         lifecycle::down(&state.db, &state.engine, &actor, id, env_id).await?,
@@ -226,13 +215,12 @@ pub async fn down(
 
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/environments/{env_id}/restart", tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
+    params(EnvironmentPath),
     responses((status = 200, body = EnvironmentDetail), (status = 409, description = "not running", body = ErrorBody),
               (status = 503, description = "`docker_unavailable` or `docker_error`: Docker is not there or failed", body = ErrorBody)))]
 pub async fn restart(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, env_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EnvironmentPath { id, env_id }): Path<EnvironmentPath>,
 ) -> Result<Json<EnvironmentDetail>, AppError> {
     Ok(Json(
         lifecycle::restart(&state.db, &state.engine, &actor, id, env_id).await?,
@@ -241,13 +229,12 @@ pub async fn restart(
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/environments/{env_id}/stats", tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
+    params(EnvironmentPath),
     responses((status = 200, body = EnvironmentStats), (status = 409, description = "not running", body = ErrorBody),
               (status = 503, description = "`docker_unavailable` or `docker_error`: Docker is not there or failed", body = ErrorBody)))]
 pub async fn stats(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, env_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EnvironmentPath { id, env_id }): Path<EnvironmentPath>,
 ) -> Result<Json<EnvironmentStats>, AppError> {
     Ok(Json(
         lifecycle::stats(&state.db, &state.engine, &actor, id, env_id).await?,
@@ -257,14 +244,13 @@ pub async fn stats(
 /// Runs a command (no shell) in the running environment as its non-root user; editors and owners.
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/environments/{env_id}/exec", tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id")),
+    params(EnvironmentPath),
     request_body = ExecBody,
     responses((status = 200, body = ExecResult), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody),
               (status = 422, body = ErrorBody), (status = 503, description = "`docker_unavailable` or `docker_error`: Docker is not there or failed", body = ErrorBody)))]
 pub async fn exec(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, env_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EnvironmentPath { id, env_id }): Path<EnvironmentPath>,
     ApiJson(body): ApiJson<ExecBody>,
 ) -> Result<Json<ExecResult>, AppError> {
     Ok(Json(
@@ -276,14 +262,16 @@ pub async fn exec(
 /// byte offset to resume from), one `end` event carries the final `{status}`; then the stream closes.
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/environments/{env_id}/versions/{version}/log", tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id"),
-           ("version" = i64, Path, description = "version number"), LogQuery),
+    params(VersionPath, LogQuery),
     responses((status = 200, content_type = "text/event-stream", description = "log events"), (status = 404, body = ErrorBody)))]
 pub async fn build_log(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
+    Caller { state, actor }: Caller,
     headers: HeaderMap,
-    Path((id, env_id, version)): Path<(i64, i64, i64)>,
+    Path(VersionPath {
+        id,
+        env_id,
+        version,
+    }): Path<VersionPath>,
     Query(q): Query<LogQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
     let version_id = environments::version_for_log(&state.db, &actor, id, env_id, version).await?;
@@ -346,16 +334,15 @@ pub async fn build_log(
 /// output, and a last text frame `{"exit": code}` when the shell ends.
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/environments/{env_id}/terminal", tag = "environments",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("env_id" = i64, Path, description = "environment id"),
+    params(EnvironmentPath,
            TerminalQuery),
     responses((status = 101, description = "WebSocket"),
               (status = 400, description = "`invalid_body`: not a WebSocket handshake", body = ErrorBody),
               (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 503, description = "`docker_unavailable` or `docker_error`: Docker is not there or failed", body = ErrorBody)))]
 pub async fn terminal(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
+    Caller { state, actor }: Caller,
     headers: HeaderMap,
-    Path((id, env_id)): Path<(i64, i64)>,
+    Path(EnvironmentPath { id, env_id }): Path<EnvironmentPath>,
     Query(q): Query<TerminalQuery>,
     upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Result<Response, AppError> {

@@ -2,11 +2,11 @@
 //! `domain::evaluations` — start an evaluation of a checkpoint on a dataset, list a checkpoint's
 //! evaluations, read one (to poll it until it is over).
 
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::paths::{CheckpointPath, EvaluationPath};
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
 use contracts::error::AppError;
@@ -28,14 +28,13 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// the evaluation until it is `succeeded` (with its metrics) or `failed` (with the reason).
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/evaluations", tag = "checkpoints",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("checkpoint_id" = i64, Path, description = "checkpoint id")),
+    params(CheckpointPath),
     request_body = EvaluationRequest,
     responses((status = 201, body = EvaluationInfo), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn start(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, checkpoint_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(CheckpointPath { id, checkpoint_id }): Path<CheckpointPath>,
     ApiJson(body): ApiJson<EvaluationRequest>,
 ) -> Result<(StatusCode, Json<EvaluationInfo>), AppError> {
     Ok((
@@ -57,12 +56,11 @@ pub async fn start(
 /// The checkpoint's evaluations, newest first.
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/evaluations", tag = "checkpoints",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("checkpoint_id" = i64, Path, description = "checkpoint id")),
+    params(CheckpointPath),
     responses((status = 200, body = Vec<EvaluationInfo>), (status = 404, body = ErrorBody)))]
 pub async fn list(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, checkpoint_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(CheckpointPath { id, checkpoint_id }): Path<CheckpointPath>,
 ) -> Result<Json<Vec<EvaluationInfo>>, AppError> {
     Ok(Json(
         evaluations::list(&state.db, &actor, id, Some(checkpoint_id), None).await?,
@@ -71,13 +69,15 @@ pub async fn list(
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/evaluations/{evaluation_id}",
     tag = "checkpoints", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("checkpoint_id" = i64, Path, description = "checkpoint id"),
-           ("evaluation_id" = i64, Path, description = "evaluation id")),
+    params(EvaluationPath),
     responses((status = 200, body = EvaluationInfo), (status = 404, body = ErrorBody)))]
 pub async fn get(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, checkpoint_id, evaluation_id)): Path<(i64, i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(EvaluationPath {
+        id,
+        checkpoint_id,
+        evaluation_id,
+    }): Path<EvaluationPath>,
 ) -> Result<Json<EvaluationInfo>, AppError> {
     Ok(Json(
         evaluations::get(&state.db, &actor, id, checkpoint_id, evaluation_id).await?,

@@ -6,7 +6,6 @@ use std::convert::Infallible;
 use std::time::Duration;
 
 use axum::body::Body;
-use axum::extract::State;
 use axum::http::{header, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -15,6 +14,7 @@ use futures_util::Stream;
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::paths::{CheckpointPath, JobPath, WorkspacePath};
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
 use contracts::error::AppError;
@@ -68,24 +68,22 @@ pub struct StreamQuery {
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs", tag = "jobs", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")),
+    params(WorkspacePath),
     responses((status = 200, body = Vec<JobSummary>), (status = 404, body = ErrorBody)))]
 pub async fn list(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
 ) -> Result<Json<Vec<JobSummary>>, AppError> {
     Ok(Json(jobs::list(&state.db, &actor, id).await?))
 }
 
 /// Queues a job (editors and owners); 422 names the first bad field and lists all.
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/jobs", tag = "jobs", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")), request_body = JobSpec,
+    params(WorkspacePath), request_body = JobSpec,
     responses((status = 201, body = JobDetail), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn submit(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
     ApiJson(spec): ApiJson<JobSpec>,
 ) -> Result<(StatusCode, Json<JobDetail>), AppError> {
     Ok((
@@ -95,24 +93,22 @@ pub async fn submit(
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs/{job_id}", tag = "jobs", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id")),
+    params(JobPath),
     responses((status = 200, body = JobDetail), (status = 404, body = ErrorBody)))]
 pub async fn get(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, job_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(JobPath { id, job_id }): Path<JobPath>,
 ) -> Result<Json<JobDetail>, AppError> {
     Ok(Json(jobs::get(&state.db, &actor, id, job_id).await?))
 }
 
 /// Deletes a finished job and its files.
 #[utoipa::path(delete, path = "/api/v1/workspaces/{id}/jobs/{job_id}", tag = "jobs", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id")),
+    params(JobPath),
     responses((status = 204, description = "done"), (status = 409, description = "still running", body = ErrorBody)))]
 pub async fn delete(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, job_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(JobPath { id, job_id }): Path<JobPath>,
 ) -> Result<StatusCode, AppError> {
     jobs::delete(&state.db, &state.jobs, &actor, id, job_id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -120,12 +116,11 @@ pub async fn delete(
 
 /// Cancels: a queued job at once, a running one gracefully (a final checkpoint is written).
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/jobs/{job_id}/cancel", tag = "jobs", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id")),
+    params(JobPath),
     responses((status = 200, body = JobDetail), (status = 403, body = ErrorBody)))]
 pub async fn cancel(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, job_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(JobPath { id, job_id }): Path<JobPath>,
 ) -> Result<Json<JobDetail>, AppError> {
     Ok(Json(
         jobs::cancel(&state.db, &state.jobs, &actor, id, job_id).await?,
@@ -134,13 +129,12 @@ pub async fn cancel(
 
 /// Queues the job's spec again as a new job (`resume`: from its latest checkpoint).
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/jobs/{job_id}/retry", tag = "jobs", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id")),
+    params(JobPath),
     request_body = RetryBody,
     responses((status = 201, body = JobDetail), (status = 409, body = ErrorBody)))]
 pub async fn retry(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, job_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(JobPath { id, job_id }): Path<JobPath>,
     ApiJson(body): ApiJson<RetryBody>,
 ) -> Result<(StatusCode, Json<JobDetail>), AppError> {
     Ok((
@@ -150,12 +144,11 @@ pub async fn retry(
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs/{job_id}/metrics", tag = "jobs", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id"), AfterQuery),
+    params(JobPath, AfterQuery),
     responses((status = 200, body = Vec<MetricPoint>), (status = 404, body = ErrorBody)))]
 pub async fn metrics(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, job_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(JobPath { id, job_id }): Path<JobPath>,
     Query(q): Query<AfterQuery>,
 ) -> Result<Json<Vec<MetricPoint>>, AppError> {
     Ok(Json(
@@ -164,12 +157,11 @@ pub async fn metrics(
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs/{job_id}/logs", tag = "jobs", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id"), AfterQuery),
+    params(JobPath, AfterQuery),
     responses((status = 200, body = Vec<LogLine>), (status = 404, body = ErrorBody)))]
 pub async fn logs(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, job_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(JobPath { id, job_id }): Path<JobPath>,
     Query(q): Query<AfterQuery>,
 ) -> Result<Json<Vec<LogLine>>, AppError> {
     let contains = q.contains.as_deref().filter(|c| !c.is_empty());
@@ -191,12 +183,11 @@ pub async fn logs(
 /// produced was sent, just before the stream closes. A stream that closes without `end` dropped: reopen
 /// it with the last ids seen.
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs/{job_id}/stream", tag = "jobs", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("job_id" = i64, Path, description = "job id"), StreamQuery),
+    params(JobPath, StreamQuery),
     responses((status = 200, content_type = "text/event-stream", description = "events"), (status = 404, body = ErrorBody)))]
 pub async fn stream(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, job_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(JobPath { id, job_id }): Path<JobPath>,
     Query(q): Query<StreamQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, AppError> {
     jobs::get(&state.db, &actor, id, job_id).await?; // access check
@@ -289,12 +280,11 @@ pub async fn stream(
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/checkpoints", tag = "checkpoints", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")),
+    params(WorkspacePath),
     responses((status = 200, body = Vec<CheckpointInfo>), (status = 404, body = ErrorBody)))]
 pub async fn checkpoints(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
 ) -> Result<Json<Vec<CheckpointInfo>>, AppError> {
     Ok(Json(jobs::checkpoints(&state.db, &actor, id, None).await?))
 }
@@ -302,14 +292,13 @@ pub async fn checkpoints(
 /// The checkpoint directory as a tar archive (Hugging Face layout inside), streamed from disk.
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/download", tag = "checkpoints",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("checkpoint_id" = i64, Path, description = "checkpoint id")),
+    params(CheckpointPath),
     responses((status = 200, content_type = "application/x-tar", description = "the archive"), (status = 404, body = ErrorBody),
               (status = 409, description = "files removed by retention, or a checkpoint directory holding a link or anything but folders and regular files", body = ErrorBody),
               (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn download(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, checkpoint_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(CheckpointPath { id, checkpoint_id }): Path<CheckpointPath>,
 ) -> Result<Response, AppError> {
     let (files, name) =
         jobs::checkpoint_files(&state.db, &state.storage, &actor, id, checkpoint_id).await?;

@@ -10,6 +10,7 @@ pub mod endpoints;
 pub mod environments;
 pub mod evaluations;
 pub mod jobs;
+pub mod paths;
 pub mod pretrained;
 pub mod tokens;
 pub mod workspaces;

@@ -3,12 +3,12 @@
 //! streamed to disk outside the general body-size limit ([`upload_routes`]), like a dataset's.
 
 use axum::body::Body;
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::paths::{PretrainedPath, WorkspacePath};
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiPath as Path, ApiQuery as Query};
 use contracts::error::AppError;
@@ -41,12 +41,11 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/pretrained-models", tag = "pretrained-models",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")),
+    params(WorkspacePath),
     responses((status = 200, body = Vec<PretrainedModel>), (status = 404, body = ErrorBody)))]
 pub async fn list(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
 ) -> Result<Json<Vec<PretrainedModel>>, AppError> {
     Ok(Json(pretrained::list(&state.db, &actor, id).await?))
 }
@@ -56,14 +55,13 @@ pub async fn list(
 /// nothing is kept.
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/pretrained-models/upload", tag = "pretrained-models",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), UploadQuery),
+    params(WorkspacePath, UploadQuery),
     request_body(content = String, content_type = "application/octet-stream", description = "the .tar archive"),
     responses((status = 201, body = PretrainedModel), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody),
               (status = 413, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn upload(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
     Query(q): Query<UploadQuery>,
     body: Body,
 ) -> Result<(StatusCode, Json<PretrainedModel>), AppError> {
@@ -87,12 +85,11 @@ pub async fn upload(
 /// Deletes a pretrained model and its files; 409 while jobs started from it exist.
 #[utoipa::path(delete, path = "/api/v1/workspaces/{id}/pretrained-models/{model_id}", tag = "pretrained-models",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("model_id" = i64, Path, description = "pretrained model id")),
+    params(PretrainedPath),
     responses((status = 204, description = "done"), (status = 409, body = ErrorBody)))]
 pub async fn delete(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, model_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(PretrainedPath { id, model_id }): Path<PretrainedPath>,
 ) -> Result<StatusCode, AppError> {
     pretrained::delete(&state.db, &state.storage, &actor, id, model_id).await?;
     Ok(StatusCode::NO_CONTENT)

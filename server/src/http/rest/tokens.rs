@@ -1,10 +1,10 @@
 //! `/api/v1/tokens`: the caller's personal API tokens. The secret is in the creation response only.
 
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::paths::TokenPath;
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
 use contracts::error::AppError;
@@ -21,10 +21,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 
 #[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens", security(("session" = []), ("token" = [])),
     responses((status = 200, body = Vec<ApiToken>), (status = 401, body = ErrorBody)))]
-pub async fn list(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-) -> Result<Json<Vec<ApiToken>>, AppError> {
+pub async fn list(Caller { state, actor }: Caller) -> Result<Json<Vec<ApiToken>>, AppError> {
     Ok(Json(tokens::list(&state.db, &actor).await?))
 }
 
@@ -35,8 +32,7 @@ pub async fn list(
     responses((status = 201, body = NewApiToken), (status = 401, body = ErrorBody),
               (status = 403, description = "a read-only token cannot create tokens", body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
+    Caller { state, actor }: Caller,
     ApiJson(body): ApiJson<TokenRequest>,
 ) -> Result<(StatusCode, Json<NewApiToken>), AppError> {
     Ok((
@@ -47,12 +43,11 @@ pub async fn create(
 
 /// Revokes one of the caller's tokens.
 #[utoipa::path(delete, path = "/api/v1/tokens/{id}", tag = "tokens", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "token id")),
+    params(TokenPath),
     responses((status = 204, description = "done"), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn revoke(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(TokenPath { id }): Path<TokenPath>,
 ) -> Result<StatusCode, AppError> {
     tokens::revoke(&state.db, &actor, id).await?;
     Ok(StatusCode::NO_CONTENT)

@@ -1,12 +1,12 @@
 //! `/api/v1/workspaces/...`: workspaces, their members and their activity log. Thin handlers over
 //! `domain::workspaces`, `domain::members` and `domain::audit`, where the access rules live.
 
-use axum::extract::State;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
+use super::paths::{MemberPath, WorkspacePath};
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
 use contracts::error::AppError;
@@ -58,8 +58,7 @@ pub struct ActivityQuery {
 #[utoipa::path(get, path = "/api/v1/workspaces", tag = "workspaces", security(("session" = []), ("token" = [])),
     responses((status = 200, body = Vec<WorkspaceSummary>), (status = 401, body = ErrorBody)))]
 pub async fn list(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
+    Caller { state, actor }: Caller,
 ) -> Result<Json<Vec<WorkspaceSummary>>, AppError> {
     Ok(Json(workspaces::list(&state.db, &actor).await?))
 }
@@ -69,8 +68,7 @@ pub async fn list(
     request_body = WorkspaceBody,
     responses((status = 201, body = WorkspaceSummary), (status = 401, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
+    Caller { state, actor }: Caller,
     ApiJson(body): ApiJson<WorkspaceBody>,
 ) -> Result<(StatusCode, Json<WorkspaceSummary>), AppError> {
     Ok((
@@ -81,25 +79,23 @@ pub async fn create(
 
 /// One workspace (members only; anyone else gets 404).
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}", tag = "workspaces", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")),
+    params(WorkspacePath),
     responses((status = 200, body = WorkspaceSummary), (status = 401, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn get(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
 ) -> Result<Json<WorkspaceSummary>, AppError> {
     Ok(Json(workspaces::get(&state.db, &actor, id).await?))
 }
 
 /// Renames a workspace (owners).
 #[utoipa::path(patch, path = "/api/v1/workspaces/{id}", tag = "workspaces", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")), request_body = WorkspaceBody,
+    params(WorkspacePath), request_body = WorkspaceBody,
     responses((status = 200, body = WorkspaceSummary), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 422, body = ErrorBody)))]
 pub async fn rename(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
     ApiJson(body): ApiJson<WorkspaceBody>,
 ) -> Result<Json<WorkspaceSummary>, AppError> {
     Ok(Json(
@@ -110,12 +106,11 @@ pub async fn rename(
 /// Deletes a workspace and everything in it (owners). At once nobody reaches it any more; its
 /// processes, containers, files and rows are removed in the background (finished after a restart).
 #[utoipa::path(delete, path = "/api/v1/workspaces/{id}", tag = "workspaces", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")),
+    params(WorkspacePath),
     responses((status = 204, description = "done"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn delete(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
 ) -> Result<StatusCode, AppError> {
     workspaces::delete(&state, &actor, id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -123,26 +118,24 @@ pub async fn delete(
 
 /// The workspace's members.
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/members", tag = "members", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")),
+    params(WorkspacePath),
     responses((status = 200, body = Vec<Member>), (status = 404, body = ErrorBody)))]
 pub async fn list_members(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
 ) -> Result<Json<Vec<Member>>, AppError> {
     Ok(Json(members::list(&state.db, &actor, id).await?))
 }
 
 /// Adds an existing account as a member (owners).
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/members", tag = "members", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id")), request_body = AddMemberBody,
+    params(WorkspacePath), request_body = AddMemberBody,
     responses((status = 201, body = Member), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, description = "already a member", body = ErrorBody),
               (status = 422, description = "unknown user or role", body = ErrorBody)))]
 pub async fn add_member(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
     ApiJson(body): ApiJson<AddMemberBody>,
 ) -> Result<(StatusCode, Json<Member>), AppError> {
     Ok((
@@ -154,14 +147,13 @@ pub async fn add_member(
 /// Changes a member's role (owners). The last owner cannot be demoted (409).
 #[utoipa::path(patch, path = "/api/v1/workspaces/{id}/members/{user_id}", tag = "members",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("user_id" = i64, Path, description = "member's user id")),
+    params(MemberPath),
     request_body = ChangeRoleBody,
     responses((status = 200, body = Member), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, description = "last owner", body = ErrorBody)))]
 pub async fn change_member_role(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, user_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(MemberPath { id, user_id }): Path<MemberPath>,
     ApiJson(body): ApiJson<ChangeRoleBody>,
 ) -> Result<Json<Member>, AppError> {
     Ok(Json(
@@ -172,13 +164,12 @@ pub async fn change_member_role(
 /// Removes a member (owners; any member may remove themselves). The last owner cannot be removed (409).
 #[utoipa::path(delete, path = "/api/v1/workspaces/{id}/members/{user_id}", tag = "members",
     security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ("user_id" = i64, Path, description = "member's user id")),
+    params(MemberPath),
     responses((status = 204, description = "done"), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
               (status = 409, description = "last owner", body = ErrorBody)))]
 pub async fn remove_member(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path((id, user_id)): Path<(i64, i64)>,
+    Caller { state, actor }: Caller,
+    Path(MemberPath { id, user_id }): Path<MemberPath>,
 ) -> Result<StatusCode, AppError> {
     members::remove(&state.db, &actor, id, user_id).await?;
     Ok(StatusCode::NO_CONTENT)
@@ -186,12 +177,11 @@ pub async fn remove_member(
 
 /// The workspace's audit log, newest first.
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/activity", tag = "workspaces", security(("session" = []), ("token" = [])),
-    params(("id" = i64, Path, description = "workspace id"), ActivityQuery),
+    params(WorkspacePath, ActivityQuery),
     responses((status = 200, body = Vec<AuditEntry>), (status = 404, body = ErrorBody)))]
 pub async fn activity(
-    State(state): State<AppState>,
-    Caller(actor): Caller,
-    Path(id): Path<i64>,
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
     Query(q): Query<ActivityQuery>,
 ) -> Result<Json<Vec<AuditEntry>>, AppError> {
     Ok(Json(audit::list(&state.db, &actor, id, q.before).await?))
