@@ -19,7 +19,7 @@ use super::storage::{in_volume, remove_from_store, Storage};
 use contracts::data::ValidationReport;
 use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::types::{DatasetDetail, DatasetPreview, DatasetSummary, Role};
-use {crate::db::taken, contracts::error::internal};
+use {crate::db::found, crate::db::taken, contracts::error::internal};
 
 /// Rows shown in the preview.
 const PREVIEW_ROWS: usize = 20;
@@ -115,12 +115,8 @@ pub async fn get(
 ) -> Result<DatasetDetail, AppError> {
     let mut conn = db.acquire().await?;
     let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
-    let row = sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE d.workspace_id = ? AND d.id = ?"))
-        .bind(workspace_id)
-        .bind(dataset_id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    let sql = format!("{SELECT} WHERE d.workspace_id = ? AND d.id = ?");
+    let row: Row = found(&mut conn, &sql, workspace_id, dataset_id).await?;
     Ok(DatasetDetail {
         summary: row.summary()?,
         report: stored_report(&row.report_json)?,
@@ -140,13 +136,9 @@ pub async fn file(
     dataset_id: i64,
 ) -> Result<(std::fs::File, String), AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
+    let sql = "SELECT path, file_name FROM datasets WHERE workspace_id = ? AND id = ?";
     let (path, file_name): (String, String) =
-        sqlx::query_as("SELECT path, file_name FROM datasets WHERE workspace_id = ? AND id = ?")
-            .bind(workspace_id)
-            .bind(dataset_id)
-            .fetch_optional(&mut *conn)
-            .await?
-            .ok_or(AppError::NotFound)?;
+        found(&mut conn, sql, workspace_id, dataset_id).await?;
     drop(conn);
     let storage = storage.clone();
     let file = in_volume("the dataset's file", move || {
@@ -314,13 +306,8 @@ pub async fn delete(
     dataset_id: i64,
 ) -> Result<(), AppError> {
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
-    let (name, path): (String, String) =
-        sqlx::query_as("SELECT name, path FROM datasets WHERE workspace_id = ? AND id = ?")
-            .bind(workspace_id)
-            .bind(dataset_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or(AppError::NotFound)?;
+    let sql = "SELECT name, path FROM datasets WHERE workspace_id = ? AND id = ?";
+    let (name, path): (String, String) = found(&mut tx, sql, workspace_id, dataset_id).await?;
     let users: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE dataset_id = ? OR dev_dataset_id = ?")
             .bind(dataset_id)

@@ -6,8 +6,10 @@ use std::path::Path;
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::SqlitePool;
+use sqlx::sqlite::{
+    SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
+};
+use sqlx::{SqliteConnection, SqlitePool};
 
 use contracts::error::{AppError, ErrorCode};
 
@@ -262,6 +264,25 @@ pub async fn write_tx(
     db: &SqlitePool,
 ) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>, sqlx::Error> {
     db.begin_with("BEGIN IMMEDIATE").await
+}
+
+/// The row `sql` selects by the two ids it binds, in order (a workspace's thing is read by the
+/// workspace and its own id, so an id from another workspace is not found), or `NotFound`.
+pub(crate) async fn found<T>(
+    conn: &mut SqliteConnection,
+    sql: &str,
+    first: i64,
+    second: i64,
+) -> Result<T, AppError>
+where
+    T: for<'r> sqlx::FromRow<'r, SqliteRow> + Send + Unpin,
+{
+    sqlx::query_as(sql)
+        .bind(first)
+        .bind(second)
+        .fetch_optional(conn)
+        .await?
+        .ok_or(AppError::NotFound)
 }
 
 /// True when `e` is a violation of a UNIQUE constraint (turned into a 409 by the caller, which knows

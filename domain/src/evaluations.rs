@@ -155,14 +155,13 @@ pub async fn start(
 ) -> Result<EvaluationInfo, AppError> {
     let (resource, dataset_name, dataset_sha256) = {
         let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
-        let (job_id, step, path, deleted): (i64, i64, String, Option<String>) = sqlx::query_as(
-            "SELECT job_id, step, path, deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?",
+        let (job_id, step, path, deleted): (i64, i64, String, Option<String>) = crate::db::found(
+            &mut conn,
+            crate::jobs::CHECKPOINT_FILES,
+            workspace_id,
+            checkpoint_id,
         )
-        .bind(workspace_id)
-        .bind(checkpoint_id)
-        .fetch_optional(&mut *conn)
-        .await?
-        .ok_or(AppError::NotFound)?;
+        .await?;
         if deleted.is_some() {
             return Err(AppError::conflict(
                 "checkpoint_id",

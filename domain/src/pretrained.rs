@@ -233,14 +233,8 @@ pub async fn delete(
     id: i64,
 ) -> Result<(), AppError> {
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
-    let (name, path): (String, String) = sqlx::query_as(
-        "SELECT name, path FROM pretrained_models WHERE workspace_id = ? AND id = ?",
-    )
-    .bind(workspace_id)
-    .bind(id)
-    .fetch_optional(&mut *tx)
-    .await?
-    .ok_or(AppError::NotFound)?;
+    let sql = "SELECT name, path FROM pretrained_models WHERE workspace_id = ? AND id = ?";
+    let (name, path): (String, String) = crate::db::found(&mut tx, sql, workspace_id, id).await?;
     let users: i64 = sqlx::query_scalar(
         "SELECT COUNT(*) FROM jobs WHERE workspace_id = ? AND json_extract(spec_json, '$.pretrained_model_id') = ?",
     )

@@ -104,12 +104,8 @@ async fn row(
     workspace_id: i64,
     endpoint_id: i64,
 ) -> Result<Row, AppError> {
-    sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE e.workspace_id = ? AND e.id = ?"))
-        .bind(workspace_id)
-        .bind(endpoint_id)
-        .fetch_optional(conn)
-        .await?
-        .ok_or(AppError::NotFound)
+    let sql = format!("{SELECT} WHERE e.workspace_id = ? AND e.id = ?");
+    crate::db::found(conn, &sql, workspace_id, endpoint_id).await
 }
 
 /// Endpoint `endpoint_id`, in a write transaction for an editor or owner of its workspace.

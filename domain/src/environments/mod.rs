@@ -33,7 +33,7 @@ use super::engine::Engine;
 use super::gpus::{self, Holder};
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
-use {crate::db::taken, contracts::error::internal};
+use {crate::db::found, crate::db::taken, contracts::error::internal};
 
 /// How many events the detail page shows.
 const EVENTS_SHOWN: i64 = 50;
@@ -130,14 +130,8 @@ pub(crate) async fn env_row(
     workspace_id: i64,
     env_id: i64,
 ) -> Result<EnvRow, AppError> {
-    sqlx::query_as::<_, EnvRow>(&format!(
-        "SELECT {ENV_COLUMNS} FROM environments WHERE id = ? AND workspace_id = ?"
-    ))
-    .bind(env_id)
-    .bind(workspace_id)
-    .fetch_optional(conn)
-    .await?
-    .ok_or(AppError::NotFound)
+    let sql = format!("SELECT {ENV_COLUMNS} FROM environments WHERE id = ? AND workspace_id = ?");
+    found(conn, &sql, env_id, workspace_id).await
 }
 
 pub(crate) async fn version_row(
@@ -145,14 +139,8 @@ pub(crate) async fn version_row(
     env_id: i64,
     version: i64,
 ) -> Result<VersionRow, AppError> {
-    sqlx::query_as::<_, VersionRow>(&format!(
-        "{VERSION_SELECT} WHERE v.environment_id = ? AND v.version = ?"
-    ))
-    .bind(env_id)
-    .bind(version)
-    .fetch_optional(conn)
-    .await?
-    .ok_or(AppError::NotFound)
+    let sql = format!("{VERSION_SELECT} WHERE v.environment_id = ? AND v.version = ?");
+    found(conn, &sql, env_id, version).await
 }
 
 /// Records something that happened to an environment's container (shown on its page).

@@ -136,6 +136,10 @@ pub(crate) struct JobRow {
     finished_at: Option<String>,
 }
 
+/// A checkpoint's job, step, folder and deletion time, by workspace and checkpoint id (`db::found`).
+pub(crate) const CHECKPOINT_FILES: &str =
+    "SELECT job_id, step, path, deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?";
+
 pub(crate) const JOB_SELECT: &str = "SELECT j.id, j.workspace_id, j.name, j.spec_json, j.config_toml, j.executor, j.priority, \
      j.gpus, j.status, j.status_message, j.exit_code, j.gpu_indices, j.pid, j.container_name, j.events_offset, j.log_offset, j.step, \
      j.total_steps, j.epoch, j.time_limit_secs, j.retry_of, u.username AS created_by, j.created_at, j.started_at, \
@@ -187,14 +191,8 @@ pub(crate) async fn job_row(
     workspace_id: i64,
     job_id: i64,
 ) -> Result<JobRow, AppError> {
-    sqlx::query_as::<_, JobRow>(&format!(
-        "{JOB_SELECT} WHERE j.workspace_id = ? AND j.id = ?"
-    ))
-    .bind(workspace_id)
-    .bind(job_id)
-    .fetch_optional(conn)
-    .await?
-    .ok_or(AppError::NotFound)
+    let sql = format!("{JOB_SELECT} WHERE j.workspace_id = ? AND j.id = ?");
+    crate::db::found(conn, &sql, workspace_id, job_id).await
 }
 
 /// Queue positions of the workspace's queued jobs, in the order the scheduler considers them.
@@ -877,14 +875,8 @@ pub async fn checkpoint_files(
     checkpoint_id: i64,
 ) -> Result<(Vec<beneath::Entry>, String), AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
-    let (job_id, step, path, deleted): (i64, i64, String, Option<String>) = sqlx::query_as(
-        "SELECT job_id, step, path, deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?",
-    )
-    .bind(workspace_id)
-    .bind(checkpoint_id)
-    .fetch_optional(&mut *conn)
-    .await?
-    .ok_or(AppError::NotFound)?;
+    let (job_id, step, path, deleted): (i64, i64, String, Option<String>) =
+        crate::db::found(&mut conn, CHECKPOINT_FILES, workspace_id, checkpoint_id).await?;
     if deleted.is_some() {
         return Err(AppError::conflict(
             "checkpoint",
