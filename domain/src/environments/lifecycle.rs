@@ -17,9 +17,9 @@ use sqlx::SqlitePool;
 
 use super::spec::to_env_spec;
 use super::status::{self, Container, Reason};
-use super::{env_row, record_event, version_row, EnvRow};
+use super::{env_row, record_event, version_row, visible, EnvRow};
 use crate::access;
-use crate::audit::{self, Entry};
+use crate::audit;
 use crate::auth::Actor;
 use crate::db::write_tx;
 use crate::engine::Engine;
@@ -184,12 +184,9 @@ pub async fn up(
         {
             return Err(status::starting());
         }
-        audit::record(
-            &mut tx,
-            Entry::by(actor, Some(workspace_id), "environment.up", "environment", &env.name)
-                .detail(serde_json::json!({ "environment_id": env_id, "version": version.version, "gpus": devices })),
-        )
-        .await?;
+        let entry = env.entry(actor, "environment.up");
+        let detail = serde_json::json!({ "environment_id": env_id, "version": version.version, "gpus": devices });
+        audit::record(&mut tx, entry.detail(detail)).await?;
         tx.commit().await?;
         devices
     };
@@ -321,10 +318,7 @@ pub async fn down(
     workspace_id: i64,
     env_id: i64,
 ) -> Result<EnvironmentDetail, AppError> {
-    let env = {
-        let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
-        env_row(&mut conn, workspace_id, env_id).await?
-    };
+    let env = visible(db, actor, workspace_id, env_id, Role::Editor).await?;
     stop_container(
         db,
         engine,
@@ -334,18 +328,7 @@ pub async fn down(
     )
     .await?;
     let mut conn = db.acquire().await?;
-    audit::record(
-        &mut conn,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "environment.down",
-            "environment",
-            &env.name,
-        )
-        .detail(serde_json::json!({ "environment_id": env_id })),
-    )
-    .await?;
+    audit::record(&mut conn, env.entry(actor, "environment.down")).await?;
     drop(conn);
     super::get(db, actor, workspace_id, env_id).await
 }
@@ -399,10 +382,7 @@ pub async fn restart(
     workspace_id: i64,
     env_id: i64,
 ) -> Result<EnvironmentDetail, AppError> {
-    let env = {
-        let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
-        env_row(&mut conn, workspace_id, env_id).await?
-    };
+    let env = visible(db, actor, workspace_id, env_id, Role::Editor).await?;
     let name = running_container(&env)?;
     let docker = engine.docker().await?;
     docker
@@ -427,18 +407,7 @@ pub async fn restart(
         &format!("restarted by {}", actor.username),
     )
     .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "environment.restart",
-            "environment",
-            &env.name,
-        )
-        .detail(serde_json::json!({ "environment_id": env_id })),
-    )
-    .await?;
+    audit::record(&mut tx, env.entry(actor, "environment.restart")).await?;
     tx.commit().await?;
     super::get(db, actor, workspace_id, env_id).await
 }
@@ -451,10 +420,7 @@ pub async fn stats(
     workspace_id: i64,
     env_id: i64,
 ) -> Result<EnvironmentStats, AppError> {
-    let env = {
-        let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
-        env_row(&mut conn, workspace_id, env_id).await?
-    };
+    let env = visible(db, actor, workspace_id, env_id, Role::Viewer).await?;
     let name = running_container(&env)?;
     let stats = engine
         .docker()
@@ -508,12 +474,10 @@ pub async fn exec(
     let mut conn = db.acquire().await?;
     touch(&mut conn, env_id).await?;
     let env = env_row(&mut conn, workspace_id, env_id).await?;
-    audit::record(
-        &mut conn,
-        Entry::by(actor, Some(workspace_id), "environment.exec", "environment", &env.name)
-            .detail(serde_json::json!({ "environment_id": env_id, "cmd": cmd, "exit_code": output.exit_code })),
-    )
-    .await?;
+    let entry = env.entry(actor, "environment.exec");
+    let detail =
+        serde_json::json!({ "environment_id": env_id, "cmd": cmd, "exit_code": output.exit_code });
+    audit::record(&mut conn, entry.detail(detail)).await?;
     Ok(ExecResult {
         exit_code: output.exit_code,
         stdout: output.stdout,
@@ -530,9 +494,7 @@ pub async fn terminal_container(
     workspace_id: i64,
     env_id: i64,
 ) -> Result<String, AppError> {
-    let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
-    let env = env_row(&mut conn, workspace_id, env_id).await?;
-    running_container(&env)
+    running_container(&visible(db, actor, workspace_id, env_id, Role::Editor).await?)
 }
 
 /// Notes activity (terminal input, exec) so idle auto-stop leaves the environment alone.

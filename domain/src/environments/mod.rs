@@ -105,6 +105,21 @@ impl VersionRow {
     }
 }
 
+impl EnvRow {
+    /// `actor`'s `action` on this environment, for the audit log; the detail names it by id unless
+    /// the caller gives one (which names it too).
+    fn entry<'a>(&'a self, actor: &'a Actor, action: &'a str) -> Entry<'a> {
+        Entry::by(
+            actor,
+            Some(self.workspace_id),
+            action,
+            "environment",
+            &self.name,
+        )
+        .detail(serde_json::json!({ "environment_id": self.id }))
+    }
+}
+
 fn summary(env: &EnvRow, version: &VersionRow) -> Result<EnvironmentSummary, AppError> {
     let spec = version.spec()?;
     Ok(EnvironmentSummary {
@@ -132,6 +147,19 @@ pub(crate) async fn env_row(
 ) -> Result<EnvRow, AppError> {
     let sql = format!("SELECT {ENV_COLUMNS} FROM environments WHERE id = ? AND workspace_id = ?");
     found(conn, &sql, env_id, workspace_id).await
+}
+
+/// Environment `env_id`, once `actor` is found to hold at least `need` in its workspace. The
+/// connection goes back at once: what follows talks to Docker or builds first.
+pub(crate) async fn visible(
+    db: &SqlitePool,
+    actor: &Actor,
+    workspace_id: i64,
+    env_id: i64,
+    need: Role,
+) -> Result<EnvRow, AppError> {
+    let mut conn = access::connect(db, actor, workspace_id, need).await?;
+    env_row(&mut conn, workspace_id, env_id).await
 }
 
 pub(crate) async fn version_row(
@@ -271,18 +299,15 @@ pub async fn create(
     .map_err(name_taken)?;
     let version_id = insert_version(&mut tx, env_id, 1, &checked, actor.user_id).await?;
     secrets::store(&mut tx, env_id, &secret_env).await?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "environment.create",
-            "environment",
-            &name,
-        )
-        .detail(serde_json::json!({ "environment_id": env_id, "spec_hash": checked.spec_hash })),
-    )
-    .await?;
+    let entry = Entry::by(
+        actor,
+        Some(workspace_id),
+        "environment.create",
+        "environment",
+        &name,
+    );
+    let detail = serde_json::json!({ "environment_id": env_id, "spec_hash": checked.spec_hash });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     builds::spawn(db.clone(), engine.clone(), version_id, false);
     get(db, actor, workspace_id, env_id).await
@@ -298,10 +323,7 @@ pub async fn update(
     env_id: i64,
     input: EnvironmentSpec,
 ) -> Result<EnvironmentDetail, AppError> {
-    {
-        let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
-        env_row(&mut conn, workspace_id, env_id).await?;
-    }
+    visible(db, actor, workspace_id, env_id, Role::Editor).await?;
     let checked = spec::check(engine, &input).await?;
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let env = env_row(&mut tx, workspace_id, env_id).await?;
@@ -311,21 +333,10 @@ pub async fn update(
     if secret_env != stored_secrets {
         // Names only: the audit log is read by every member.
         secrets::store(&mut tx, env_id, &secret_env).await?;
-        audit::record(
-            &mut tx,
-            Entry::by(
-                actor,
-                Some(workspace_id),
-                "environment.secrets",
-                "environment",
-                &env.name,
-            )
-            .detail(serde_json::json!({
-                "environment_id": env_id,
-                "names": secret_env.keys().collect::<Vec<_>>(),
-            })),
-        )
-        .await?;
+        let names: Vec<_> = secret_env.keys().collect();
+        let entry = env.entry(actor, "environment.secrets");
+        let detail = serde_json::json!({ "environment_id": env_id, "names": names });
+        audit::record(&mut tx, entry.detail(detail)).await?;
     }
     if current.spec_hash == checked.spec_hash {
         tx.commit().await?;
@@ -350,21 +361,16 @@ pub async fn update(
     .execute(&mut *tx)
     .await
     .map_err(name_taken)?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "environment.update",
-            "environment",
-            &name,
-        )
-        .detail(serde_json::json!({
-            "environment_id": env_id, "version": version, "spec_hash": checked.spec_hash,
-            "previous_spec_hash": current.spec_hash,
-        })),
-    )
-    .await?;
+    // Under the name it has from now on.
+    let entry = Entry {
+        resource: &name,
+        ..env.entry(actor, "environment.update")
+    };
+    let detail = serde_json::json!({
+        "environment_id": env_id, "version": version, "spec_hash": checked.spec_hash,
+        "previous_spec_hash": current.spec_hash,
+    });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     builds::spawn(db.clone(), engine.clone(), version_id, false);
     get(db, actor, workspace_id, env_id).await
@@ -380,10 +386,7 @@ pub async fn delete(
     workspace_id: i64,
     env_id: i64,
 ) -> Result<(), AppError> {
-    let env = {
-        let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
-        env_row(&mut conn, workspace_id, env_id).await?
-    };
+    let env = visible(db, actor, workspace_id, env_id, Role::Editor).await?;
     if let Some(container) = &env.container_name {
         let docker = engine.docker().await?;
         docker
@@ -401,18 +404,7 @@ pub async fn delete(
     if deleted.rows_affected() == 0 {
         return Err(AppError::NotFound);
     }
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "environment.delete",
-            "environment",
-            &env.name,
-        )
-        .detail(serde_json::json!({ "environment_id": env_id })),
-    )
-    .await?;
+    audit::record(&mut tx, env.entry(actor, "environment.delete")).await?;
     tx.commit().await?;
     Ok(())
 }
@@ -432,12 +424,10 @@ pub async fn rebuild(
     let version = version_row(&mut conn, env_id, env.current_version).await?;
     engine.docker().await?;
     builds::requeue(db, version.id).await?;
-    audit::record(
-        &mut conn,
-        Entry::by(actor, Some(workspace_id), "environment.build", "environment", &env.name)
-            .detail(serde_json::json!({ "environment_id": env_id, "version": version.version, "force": force })),
-    )
-    .await?;
+    let entry = env.entry(actor, "environment.build");
+    let detail =
+        serde_json::json!({ "environment_id": env_id, "version": version.version, "force": force });
+    audit::record(&mut conn, entry.detail(detail)).await?;
     drop(conn);
     builds::spawn(db.clone(), engine.clone(), version.id, force);
     get(db, actor, workspace_id, env_id).await
