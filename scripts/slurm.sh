@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# A real two-node Slurm cluster on this machine, for the Slurm executor's tests (issue 16): Debian's Slurm
+# 22.05 (`slurm-wlm`) and munge, one slurmctld and two slurmd (`node1`, `node2`) on 127.0.0.1, each node
+# with 2 CPUs, 4000 MB and two "GPUs" as GRES (stand-in device files: Slurm only needs a file per
+# device to hand out, and sets CUDA_VISIBLE_DEVICES from them as it would on a GPU node).
+#
+# Everything lives under one folder (default target/slurm; SLURM_DIR to change it), and the cluster is
+# found through SLURM_CONF=<folder>/slurm.conf, so /etc/slurm stays as the machine had it. Idempotent:
+# a cluster that answers is left running.
+#
+#   scripts/slurm.sh          install if needed, start, wait until both nodes are idle; prints the
+#                             SLURM_CONF line to export
+#   scripts/slurm.sh stop     stop the daemons this script started (munged is left to the machine)
+#   scripts/slurm.sh env      print `export SLURM_CONF=…` (for `eval "$(scripts/slurm.sh env)"`)
+#
+# Facts this relies on (Debian 12, as root): Debian's build lets several slurmd run on one host
+# (`slurmd -N node1`); `Gres=gpu:N` without `File=` leaves nodes INVALID, hence the stand-in files;
+# slurmrestd refuses to run as root, so the executor uses the command-line tools; accounting (slurmdbd) is
+# off, so a finished job is known to `scontrol show job` for MinJobAge seconds and then only to the run
+# folder, which is what Paddock reads anyway.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { printf '\033[1m[slurm]\033[0m %s\n' "$*"; }
+
+dir=$(realpath -m "${SLURM_DIR:-target/slurm}")
+conf=$dir/slurm.conf
+export SLURM_CONF=$conf
+nodes=(node1 node2)
+
+case "${1:-start}" in
+  env) echo "export SLURM_CONF=$conf"; exit 0 ;;
+  stop)
+    for pidfile in "$dir"/slurmd-*.pid "$dir"/slurmctld.pid; do
+      [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+    done
+    say "stopped"; exit 0 ;;
+  start) ;;
+  *) echo "usage: $0 [start|stop|env]" >&2; exit 2 ;;
+esac
+
+if [ "$(id -u)" -ne 0 ]; then
+  say "needs root (munged and slurmd run as root or munge here)"; exit 1
+fi
+
+missing=()
+for p in slurm-wlm munge; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# munge: the key the package made, a socket folder owned by its user, the daemon as that user.
+if ! munge -n </dev/null >/dev/null 2>&1; then
+  [ -f /etc/munge/munge.key ] || { say "creating the munge key"; mungekey --create --keyfile=/etc/munge/munge.key; }
+  chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key
+  install -d -o munge -g munge -m 0755 /run/munge
+  install -d -o munge -g munge -m 0700 /var/lib/munge /var/log/munge
+  say "starting munged"
+  runuser -u munge -- /usr/sbin/munged
+  for _ in $(seq 1 20); do munge -n </dev/null >/dev/null 2>&1 && break; sleep 0.25; done
+fi
+
+if scontrol ping >/dev/null 2>&1 && sinfo -h -o '%T' 2>/dev/null | grep -qv -e down -e inval; then
+  say "cluster running ($conf)"; echo "export SLURM_CONF=$conf"; exit 0
+fi
+
+mkdir -p "$dir/state" "$dir/spool"
+for n in "${nodes[@]}"; do mkdir -p "$dir/spool/$n"; done
+cat >"$conf" <<EOF
+# Written by scripts/slurm.sh: a two-node test cluster on 127.0.0.1.
+ClusterName=paddock
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=16817
+SlurmUser=root
+AuthType=auth/munge
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd-%n.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+SchedulerType=sched/backfill
+GresTypes=gpu
+MpiDefault=none
+ReturnToService=2
+MinJobAge=600
+KillWait=10
+NodeName=node[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=17001-17002 CPUs=2 RealMemory=4000 Gres=gpu:2 State=UNKNOWN
+PartitionName=gpu Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP
+EOF
+# Stand-in GPU devices: two per node. Any existing file works; Slurm only counts and hands them out.
+cat >"$dir/gres.conf" <<EOF
+NodeName=node[1-2] Name=gpu File=/dev/tty[1-2]
+EOF
+
+say "starting slurmctld and ${nodes[*]} (logs in $dir)"
+/usr/sbin/slurmctld -c -i >/dev/null 2>&1 || /usr/sbin/slurmctld -i
+for _ in $(seq 1 40); do scontrol ping >/dev/null 2>&1 && break; sleep 0.25; done
+for n in "${nodes[@]}"; do /usr/sbin/slurmd -N "$n"; done
+for _ in $(seq 1 80); do
+  states=$(sinfo -h -N -o '%N %T' 2>/dev/null | sort -u)
+  if [ "$(grep -c ' idle' <<<"$states")" -eq ${#nodes[@]} ]; then
+    say "cluster up: $(tr '\n' ' ' <<<"$states")"; echo "export SLURM_CONF=$conf"; exit 0
+  fi
+  sleep 0.25
+done
+say "nodes did not become idle: $(sinfo -N 2>&1 | tr '\n' ' '); see $dir/*.log"
+exit 1
