@@ -19,37 +19,24 @@ pub async fn current_user() -> Result<Option<Me>, AppError> {
 /// Creates an account and signs it in. The first account becomes the instance admin.
 #[server(prefix = "/rpc", endpoint = "sign_up")]
 pub async fn sign_up(username: String, password: String) -> Result<Me, AppError> {
-    respond(
-        async {
-            let (state, ip) = (ctx::state()?, ctx::client_ip());
-            let (db, throttle) = (&state.db, &state.throttle);
-            start_session(
-                accounts::sign_up(db, throttle, &username, &password, ip.as_deref()).await?,
-            )
-            .await
-        }
-        .await,
-    )
+    respond(enter(true, &username, &password).await)
 }
 
 #[server(prefix = "/rpc", endpoint = "sign_in")]
 pub async fn sign_in(username: String, password: String) -> Result<Me, AppError> {
-    respond(
-        async {
-            let (state, ip) = (ctx::state()?, ctx::client_ip());
-            let (db, throttle) = (&state.db, &state.throttle);
-            start_session(
-                accounts::sign_in(db, throttle, &username, &password, ip.as_deref()).await?,
-            )
-            .await
-        }
-        .await,
-    )
+    respond(enter(false, &username, &password).await)
 }
 
-/// Puts the account that signed up or in into this request's session.
+/// Signs up (`new`) or in, and puts the account into this request's session.
 #[cfg(feature = "ssr")]
-async fn start_session(signed: accounts::SignedIn) -> Result<Me, AppError> {
+async fn enter(new: bool, username: &str, password: &str) -> Result<Me, AppError> {
+    let (state, ip) = (ctx::state()?, ctx::client_ip());
+    let (db, throttle, ip) = (&state.db, &state.throttle, ip.as_deref());
+    let signed = if new {
+        accounts::sign_up(db, throttle, username, password, ip).await?
+    } else {
+        accounts::sign_in(db, throttle, username, password, ip).await?
+    };
     sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
     Ok(signed.me)
 }

@@ -15,19 +15,21 @@ pub async fn instance_settings() -> Result<InstanceSettings, AppError> {
 
 #[server(prefix = "/rpc", endpoint = "set_signup_enabled")]
 pub async fn set_signup_enabled(enabled: bool) -> Result<InstanceSettings, AppError> {
-    let change = SettingsChange {
-        signup_enabled: Some(enabled),
-        ..Default::default()
-    };
-    as_caller(|s, a| async move { admin::update_settings(&s.db, &a, change).await }).await
+    change_settings(|change| change.signup_enabled = Some(enabled)).await
 }
 
 #[server(prefix = "/rpc", endpoint = "set_allow_pickled_weights")]
 pub async fn set_allow_pickled_weights(allowed: bool) -> Result<InstanceSettings, AppError> {
-    let change = SettingsChange {
-        allow_pickled_weights: Some(allowed),
-        ..Default::default()
-    };
+    change_settings(|change| change.allow_pickled_weights = Some(allowed)).await
+}
+
+/// Changes the one setting `set` names, leaving the others as they are.
+#[cfg(feature = "ssr")]
+async fn change_settings(
+    set: impl FnOnce(&mut SettingsChange),
+) -> Result<InstanceSettings, AppError> {
+    let mut change = SettingsChange::default();
+    set(&mut change);
     as_caller(|s, a| async move { admin::update_settings(&s.db, &a, change).await }).await
 }
 

@@ -1,9 +1,29 @@
-//! Small labels: a member's role, and the "read-only" mark a viewer sees.
+//! Small labels: the state of a thing (a container, a build, a job, an endpoint, an evaluation), a
+//! member's role, and the "read-only" mark a viewer sees.
 
 use leptos::prelude::*;
 
 use crate::i18n::*;
 use contracts::types::Role;
+
+/// A state in the reader's words, classed `badge badge-{kind} badge-{kind}-{state}` for its colour,
+/// with the raw state in `data-status` for tests and styling; a dot before the words marks the states
+/// of things that run.
+#[component]
+pub fn StateBadge(
+    kind: &'static str,
+    testid: &'static str,
+    #[prop(into)] state: Signal<&'static str>,
+    #[prop(into)] text: ViewFn,
+    #[prop(default = true)] dot: bool,
+) -> impl IntoView {
+    view! {
+        <span class=move || format!("badge badge-{kind} badge-{kind}-{}", state.get()) data-testid=testid data-status=move || state.get()>
+            {dot.then(|| view! { <span class="status-dot" aria-hidden="true"></span> })}
+            {move || text.run()}
+        </span>
+    }
+}
 
 /// The translated name of a role, for text and for `<option>`s.
 pub fn role_name(locale: Locale, role: Role) -> &'static str {

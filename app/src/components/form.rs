@@ -91,11 +91,11 @@ pub fn Field(
     /// The element id (labels and `aria-describedby` point at it); unique on the page.
     id: &'static str,
     #[prop(into)] label: ViewFn,
-    #[prop(optional, into)] hint: Option<ViewFn>,
+    #[prop(optional_no_strip, into)] hint: Option<ViewFn>,
     #[prop(default = "text")] input_type: &'static str,
     #[prop(optional)] autocomplete: Option<&'static str>,
     #[prop(optional)] required: bool,
-    #[prop(optional)] maxlength: Option<u32>,
+    #[prop(optional_no_strip, into)] maxlength: Option<u32>,
     /// Initial value (the browser keeps what the user types).
     #[prop(optional, into)]
     value: Option<String>,

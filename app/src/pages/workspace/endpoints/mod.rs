@@ -20,6 +20,7 @@ pub mod usage;
 
 use leptos::prelude::*;
 
+use crate::components::badges::StateBadge;
 use crate::i18n::*;
 use contracts::types::EndpointStatus;
 
@@ -44,14 +45,6 @@ pub fn EndpointStatusBadge(
     #[prop(default = "endpoint-status")] testid: &'static str,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    view! {
-        <span
-            class=move || format!("badge badge-endpoint badge-endpoint-{}", status.get().as_str())
-            data-testid=testid
-            data-status=move || status.get().as_str()
-        >
-            <span class="status-dot" aria-hidden="true"></span>
-            {move || status_text(i18n.get_locale(), status.get())}
-        </span>
-    }
+    let text = move || status_text(i18n.get_locale(), status.get());
+    view! { <StateBadge kind="endpoint" testid state=move || status.get().as_str() text /> }
 }

@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+use crate::components::badges::StateBadge;
 use crate::i18n::*;
 use contracts::types::{BuildStatus, DockerStatus, EnvStatus, GpuSpec};
 
@@ -42,16 +43,8 @@ pub fn StatusBadge(
     #[prop(default = "env-status")] testid: &'static str,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    view! {
-        <span
-            class=move || format!("badge badge-env badge-env-{}", status.get().as_str())
-            data-testid=testid
-            data-status=move || status.get().as_str()
-        >
-            <span class="status-dot" aria-hidden="true"></span>
-            {move || status_text(i18n.get_locale(), status.get(), exit_code.get())}
-        </span>
-    }
+    let text = move || status_text(i18n.get_locale(), status.get(), exit_code.get());
+    view! { <StateBadge kind="env" testid state=move || status.get().as_str() text /> }
 }
 
 /// The image build of the current version.
@@ -61,15 +54,8 @@ pub fn BuildBadge(
     #[prop(default = "env-build-status")] testid: &'static str,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    view! {
-        <span
-            class=move || format!("badge badge-build badge-build-{}", status.get().as_str())
-            data-testid=testid
-            data-status=move || status.get().as_str()
-        >
-            {move || build_text(i18n.get_locale(), status.get())}
-        </span>
-    }
+    let text = move || build_text(i18n.get_locale(), status.get());
+    view! { <StateBadge kind="build" testid state=move || status.get().as_str() text dot=false /> }
 }
 
 /// Shown on every environment page while the server cannot reach Docker: what it means, and the

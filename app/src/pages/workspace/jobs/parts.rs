@@ -4,6 +4,7 @@
 
 use leptos::prelude::*;
 
+use crate::components::badges::StateBadge;
 use crate::i18n::*;
 use contracts::types::{JobStatus, JobSummary, MetricPoint};
 
@@ -26,16 +27,8 @@ pub fn JobStatusBadge(
     #[prop(default = "job-status")] testid: &'static str,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    view! {
-        <span
-            class=move || format!("badge badge-job badge-job-{}", status.get().as_str())
-            data-testid=testid
-            data-status=move || status.get().as_str()
-        >
-            <span class="status-dot" aria-hidden="true"></span>
-            {move || status_text(i18n.get_locale(), status.get())}
-        </span>
-    }
+    let text = move || status_text(i18n.get_locale(), status.get());
+    view! { <StateBadge kind="job" testid state=move || status.get().as_str() text /> }
 }
 
 /// `12 / 30`, or the step alone while the total is unknown.
