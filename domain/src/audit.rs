@@ -46,6 +46,18 @@ impl<'a> Entry<'a> {
         }
     }
 
+    /// An entry for `actor` acting on `resource` inside workspace `workspace_id`, a thing of the kind
+    /// the action starts with (`dataset.delete` is done to a `dataset`).
+    pub fn in_workspace(
+        actor: &'a Actor,
+        workspace_id: i64,
+        action: &'a str,
+        resource: &'a str,
+    ) -> Self {
+        let kind = action.split('.').next().unwrap_or(action);
+        Entry::by(actor, Some(workspace_id), action, kind, resource)
+    }
+
     pub fn detail(mut self, detail: serde_json::Value) -> Self {
         self.detail = Some(detail);
         self

@@ -5,11 +5,12 @@
 //! nothing behind. Viewers read; editors and owners upload and delete.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
 
 use futures_util::{Stream, StreamExt};
 use sha2::{Digest, Sha256};
-use sqlx::SqlitePool;
+use sqlx::{Sqlite, SqlitePool, Transaction};
 use tokio::io::AsyncWriteExt;
 
 use super::access::{self, authorize};
@@ -253,28 +254,13 @@ where
         .bind(id)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "dataset.upload",
-            "dataset",
-            &name,
-        )
-        .detail(
-            serde_json::json!({ "dataset_id": id, "bytes": bytes, "sha256": sha256, "rows": rows }),
-        ),
-    )
-    .await?;
-    // The file goes into place before the commit: a failed move rolls the row back, and a crash after
-    // the move but before the commit leaves only an unreferenced directory, never a row without its file.
+    let entry = Entry::in_workspace(actor, workspace_id, "dataset.upload", &name);
+    let detail =
+        serde_json::json!({ "dataset_id": id, "bytes": bytes, "sha256": sha256, "rows": rows });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     let dir = format!("datasets/{id}");
-    tmp.persist(storage, workspace_id, &dir, &file_name).await?;
-    if let Err(e) = tx.commit().await {
-        remove_from_store(storage, workspace_id, dir.into()).await;
-        return Err(e.into());
-    }
+    let file = tmp.persist(storage, workspace_id, &dir, &file_name);
+    commit_upload(tx, storage, workspace_id, &dir, file).await?;
     get(db, actor, workspace_id, id).await
 }
 
@@ -327,22 +313,35 @@ pub async fn delete(
         .bind(dataset_id)
         .execute(&mut *tx)
         .await?;
+    let entry = Entry::in_workspace(actor, workspace_id, "dataset.delete", &name);
     audit::record(
         &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "dataset.delete",
-            "dataset",
-            &name,
-        )
-        .detail(serde_json::json!({ "dataset_id": dataset_id })),
+        entry.detail(serde_json::json!({ "dataset_id": dataset_id })),
     )
     .await?;
     tx.commit().await?;
     // The row is gone first: a file left by a failed removal is garbage, never a dangling reference.
     if let Some(dir) = Path::new(&path).parent() {
         remove_from_store(storage, workspace_id, dir.to_path_buf()).await;
+    }
+    Ok(())
+}
+
+/// Commits an upload once `place` has put its files under `dir` of the workspace's store. Into place
+/// before the commit: a failed move rolls the row back, a failed commit removes the files again, and a
+/// crash between the two leaves an unreferenced directory, never a row without its files. Also for
+/// model archives (`crate::pretrained`).
+pub(crate) async fn commit_upload(
+    tx: Transaction<'static, Sqlite>,
+    storage: &Storage,
+    workspace_id: i64,
+    dir: &str,
+    place: impl Future<Output = Result<(), AppError>>,
+) -> Result<(), AppError> {
+    place.await?;
+    if let Err(e) = tx.commit().await {
+        remove_from_store(storage, workspace_id, dir.into()).await;
+        return Err(e.into());
     }
     Ok(())
 }

@@ -15,7 +15,7 @@ use sqlx::{SqliteConnection, SqlitePool};
 use super::access;
 use super::audit::{self, Entry};
 use super::auth::Actor;
-use super::datasets::{receive, TempFile};
+use super::datasets::{commit_upload, receive, TempFile};
 use super::storage::{in_volume, remove_from_store, Storage};
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::{PretrainedModel, Role};
@@ -188,35 +188,20 @@ where
         .bind(id)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "model.upload",
-            "pretrained_model",
-            name,
-        )
-        .detail(serde_json::json!({ "pretrained_model_id": id, "sha256": sha256, "bytes": bytes })),
-    )
-    .await?;
-    // Into place before the commit: a failed move rolls the row back; a crash between the two leaves an
-    // unreferenced directory, never a row without its files.
+    let entry = entry(actor, workspace_id, "model.upload", &name);
+    let detail = serde_json::json!({ "pretrained_model_id": id, "sha256": sha256, "bytes": bytes });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     // Whatever a crash left at the model's name first is removed.
     let (owned, target, from) = (storage.clone(), PathBuf::from(&relative), model_dir.clone());
-    in_volume("storing a model", move || {
+    let files = in_volume("storing a model", move || {
         let store = owned.store(workspace_id)?;
         store.remove_all(&target)?;
         if let Some(parent) = target.parent() {
             store.create_dir_all(parent, 0o755)?;
         }
         store.move_in(&from, &target)
-    })
-    .await?;
-    if let Err(e) = tx.commit().await {
-        remove_from_store(storage, workspace_id, relative.into()).await;
-        return Err(e.into());
-    }
+    });
+    commit_upload(tx, storage, workspace_id, &relative, files).await?;
     let row = sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE m.id = ?"))
         .bind(id)
         .fetch_one(db)
@@ -253,21 +238,20 @@ pub async fn delete(
         .bind(id)
         .execute(&mut *tx)
         .await?;
+    let entry = entry(actor, workspace_id, "model.delete", &name);
     audit::record(
         &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "model.delete",
-            "pretrained_model",
-            &name,
-        )
-        .detail(serde_json::json!({ "pretrained_model_id": id })),
+        entry.detail(serde_json::json!({ "pretrained_model_id": id })),
     )
     .await?;
     tx.commit().await?;
     remove_from_store(storage, workspace_id, path.into()).await;
     Ok(())
+}
+
+/// Models are `pretrained_model`s in the audit log (their actions are `model.*`).
+fn entry<'a>(actor: &'a Actor, workspace_id: i64, action: &'a str, name: &'a str) -> Entry<'a> {
+    Entry::by(actor, Some(workspace_id), action, "pretrained_model", name)
 }
 
 /// A directory removed when dropped (unless moved away first).
