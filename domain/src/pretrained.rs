@@ -188,7 +188,7 @@ where
         .bind(id)
         .execute(&mut *tx)
         .await?;
-    let entry = entry(actor, workspace_id, "model.upload", &name);
+    let entry = entry(actor, workspace_id, "model.upload", name);
     let detail = serde_json::json!({ "pretrained_model_id": id, "sha256": sha256, "bytes": bytes });
     audit::record(&mut tx, entry.detail(detail)).await?;
     // Whatever a crash left at the model's name first is removed.
