@@ -160,17 +160,15 @@ pub async fn create_user(
         ErrorCode::UsernameTaken,
         "this username is already taken",
     ))?;
+    // The new account is its own actor.
+    let entry = Entry {
+        actor_id: Some(id),
+        ip,
+        ..Entry::unattended("user.create", "user", &username)
+    };
     audit::record(
         &mut tx,
-        Entry {
-            workspace_id: None,
-            actor_id: Some(id),
-            action: "user.create",
-            resource_type: "user",
-            resource: &username,
-            detail: Some(serde_json::json!({ "is_admin": is_admin })),
-            ip,
-        },
+        entry.detail(serde_json::json!({ "is_admin": is_admin })),
     )
     .await?;
     tx.commit().await?;
@@ -302,19 +300,8 @@ pub async fn reset_password(
         .bind(id)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
-        Entry {
-            workspace_id: None,
-            actor_id: None,
-            action: "user.reset_password",
-            resource_type: "user",
-            resource: &username,
-            detail: None,
-            ip: None,
-        },
-    )
-    .await?;
+    let entry = Entry::unattended("user.reset_password", "user", &username);
+    audit::record(&mut tx, entry).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -169,11 +169,8 @@ pub async fn set_user_disabled(
     } else {
         "user.enable"
     };
-    audit::record(
-        &mut tx,
-        Entry::by(actor, None, action, "user", &row.username),
-    )
-    .await?;
+    let entry = Entry::by(actor, None, action, "user", &row.username);
+    audit::record(&mut tx, entry).await?;
     tx.commit().await?;
     Ok(row.into())
 }
@@ -218,16 +215,10 @@ pub async fn set_gpu_quota(
                 .await?;
         }
     }
+    let entry = Entry::in_workspace(actor, workspace_id, "workspace.gpu_quota", &name);
     audit::record(
         &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "workspace.gpu_quota",
-            "workspace",
-            &name,
-        )
-        .detail(serde_json::json!({ "max_gpus": max_gpus })),
+        entry.detail(serde_json::json!({ "max_gpus": max_gpus })),
     )
     .await?;
     tx.commit().await?;

@@ -46,6 +46,20 @@ impl<'a> Entry<'a> {
         }
     }
 
+    /// An entry for what the server or the command line did, with no one signed in (a reset password,
+    /// a purged workspace).
+    pub fn unattended(action: &'a str, resource_type: &'a str, resource: &'a str) -> Self {
+        Entry {
+            workspace_id: None,
+            actor_id: None,
+            action,
+            resource_type,
+            resource,
+            detail: None,
+            ip: None,
+        }
+    }
+
     /// An entry for `actor` acting on `resource` inside workspace `workspace_id`, a thing of the kind
     /// the action starts with (`dataset.delete` is done to a `dataset`).
     pub fn in_workspace(
@@ -128,4 +142,27 @@ pub async fn list(
             at: r.at,
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_workspace_things_kind_is_its_actions_first_word() {
+        let (_dir, db) = crate::testing::test_db().await;
+        let me = crate::testing::actor(&db, "owner").await;
+        for (action, kind) in [
+            ("dataset.delete", "dataset"),
+            ("member.change_role", "member"),
+            ("checkpoint.evaluate", "checkpoint"),
+            ("workspace.gpu_quota", "workspace"),
+        ] {
+            let entry = Entry::in_workspace(&me, 7, action, "x");
+            assert_eq!(
+                (entry.workspace_id, entry.actor_id, entry.resource_type),
+                (Some(7), Some(me.user_id), kind)
+            );
+        }
+    }
 }

@@ -219,20 +219,11 @@ pub async fn start(
     .bind(super::now())
     .fetch_one(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "checkpoint.evaluate",
-            "checkpoint",
-            &resource,
-        )
-        .detail(serde_json::json!({
-            "evaluation_id": id, "checkpoint_id": checkpoint_id, "dataset_id": dataset_id, "dataset": dataset_name,
-        })),
-    )
-    .await?;
+    let entry = Entry::in_workspace(actor, workspace_id, "checkpoint.evaluate", &resource);
+    let detail = serde_json::json!({
+        "evaluation_id": id, "checkpoint_id": checkpoint_id, "dataset_id": dataset_id, "dataset": dataset_name,
+    });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     spawn(db.clone(), jobs.clone(), id);
     get(db, actor, workspace_id, checkpoint_id, id).await

@@ -44,20 +44,15 @@ impl Row {
 
 const SELECT: &str = "SELECT m.user_id, u.username, m.role, m.added_at FROM members m JOIN users u ON u.id = m.user_id";
 
+/// Member `user_id` of the workspace (NotFound when they are not one).
 async fn member(
     conn: &mut SqliteConnection,
     workspace_id: i64,
     user_id: i64,
-) -> Result<Option<Member>, AppError> {
-    sqlx::query_as::<_, Row>(&format!(
-        "{SELECT} WHERE m.workspace_id = ? AND m.user_id = ?"
-    ))
-    .bind(workspace_id)
-    .bind(user_id)
-    .fetch_optional(conn)
-    .await?
-    .map(Row::into_member)
-    .transpose()
+) -> Result<Member, AppError> {
+    let sql = format!("{SELECT} WHERE m.workspace_id = ? AND m.user_id = ?");
+    let row: Row = crate::db::found(conn, &sql, workspace_id, user_id).await?;
+    row.into_member()
 }
 
 async fn owner_count(conn: &mut SqliteConnection, workspace_id: i64) -> Result<i64, AppError> {
@@ -120,12 +115,16 @@ pub async fn add(
                 format!("no account named {username:?}"),
             )
         })?;
-    if member(&mut tx, workspace_id, user_id).await?.is_some() {
-        return Err(AppError::conflict(
-            "username",
-            ErrorCode::AlreadyMember,
-            format!("{username} is already a member"),
-        ));
+    match member(&mut tx, workspace_id, user_id).await {
+        Err(AppError::NotFound) => {}
+        Ok(_) => {
+            return Err(AppError::conflict(
+                "username",
+                ErrorCode::AlreadyMember,
+                format!("{username} is already a member"),
+            ))
+        }
+        Err(e) => return Err(e),
     }
     sqlx::query("INSERT INTO members (workspace_id, user_id, role, added_at) VALUES (?, ?, ?, ?)")
         .bind(workspace_id)
@@ -134,15 +133,9 @@ pub async fn add(
         .bind(super::now())
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(actor, Some(workspace_id), "member.add", "member", &username)
-            .detail(serde_json::json!({ "role": role })),
-    )
-    .await?;
-    let added = member(&mut tx, workspace_id, user_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    let entry = Entry::in_workspace(actor, workspace_id, "member.add", &username);
+    audit::record(&mut tx, entry.detail(serde_json::json!({ "role": role }))).await?;
+    let added = member(&mut tx, workspace_id, user_id).await?;
     tx.commit().await?;
     Ok(added)
 }
@@ -157,9 +150,7 @@ pub async fn change_role(
 ) -> Result<Member, AppError> {
     let mut tx = access::begin(db, actor, workspace_id, Role::Owner).await?;
     let role = parse_role(role)?;
-    let current = member(&mut tx, workspace_id, user_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    let current = member(&mut tx, workspace_id, user_id).await?;
     if current.role == Role::Owner
         && role != Role::Owner
         && owner_count(&mut tx, workspace_id).await? <= 1
@@ -172,21 +163,10 @@ pub async fn change_role(
         .bind(user_id)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            "member.change_role",
-            "member",
-            &current.username,
-        )
-        .detail(serde_json::json!({ "from": current.role, "to": role })),
-    )
-    .await?;
-    let changed = member(&mut tx, workspace_id, user_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    let entry = Entry::in_workspace(actor, workspace_id, "member.change_role", &current.username);
+    let detail = serde_json::json!({ "from": current.role, "to": role });
+    audit::record(&mut tx, entry.detail(detail)).await?;
+    let changed = member(&mut tx, workspace_id, user_id).await?;
     tx.commit().await?;
     Ok(changed)
 }
@@ -204,9 +184,7 @@ pub async fn remove(
         Role::Owner
     };
     let mut tx = access::begin(db, actor, workspace_id, need).await?;
-    let current = member(&mut tx, workspace_id, user_id)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    let current = member(&mut tx, workspace_id, user_id).await?;
     if current.role == Role::Owner && owner_count(&mut tx, workspace_id).await? <= 1 {
         return Err(last_owner());
     }
@@ -220,17 +198,8 @@ pub async fn remove(
     } else {
         "member.remove"
     };
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            Some(workspace_id),
-            action,
-            "member",
-            &current.username,
-        ),
-    )
-    .await?;
+    let entry = Entry::in_workspace(actor, workspace_id, action, &current.username);
+    audit::record(&mut tx, entry).await?;
     tx.commit().await?;
     Ok(())
 }

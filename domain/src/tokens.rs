@@ -114,18 +114,10 @@ pub async fn create(
     .bind(&expires_at)
     .fetch_one(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            None,
-            "token.create",
-            "token",
-            &format!("{name} ({prefix}…)"),
-        )
-        .detail(serde_json::json!({ "scope": request.scope, "expires_at": expires_at })),
-    )
-    .await?;
+    let resource = format!("{name} ({prefix}…)");
+    let entry = Entry::by(actor, None, "token.create", "token", &resource);
+    let detail = serde_json::json!({ "scope": request.scope, "expires_at": expires_at });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     Ok(NewApiToken {
         token: row.into(),
@@ -144,17 +136,9 @@ pub async fn revoke(db: &SqlitePool, actor: &Actor, token_id: i64) -> Result<(),
     .fetch_optional(&mut *tx)
     .await?;
     let (name, prefix) = deleted.ok_or(AppError::NotFound)?;
-    audit::record(
-        &mut tx,
-        Entry::by(
-            actor,
-            None,
-            "token.revoke",
-            "token",
-            &format!("{name} ({prefix}…)"),
-        ),
-    )
-    .await?;
+    let resource = format!("{name} ({prefix}…)");
+    let entry = Entry::by(actor, None, "token.revoke", "token", &resource);
+    audit::record(&mut tx, entry).await?;
     tx.commit().await?;
     Ok(())
 }

@@ -103,7 +103,7 @@ pub async fn create(
     .await?;
     audit::record(
         &mut tx,
-        Entry::by(actor, Some(id), "workspace.create", "workspace", &name),
+        Entry::in_workspace(actor, id, "workspace.create", &name),
     )
     .await?;
     let ws = summary(&mut tx, actor, id).await?;
@@ -130,10 +130,10 @@ pub async fn rename(
         .bind(id)
         .execute(&mut *tx)
         .await?;
+    let entry = Entry::in_workspace(actor, id, "workspace.rename", &name);
     audit::record(
         &mut tx,
-        Entry::by(actor, Some(id), "workspace.rename", "workspace", &name)
-            .detail(serde_json::json!({ "from": old, "to": name })),
+        entry.detail(serde_json::json!({ "from": old, "to": name })),
     )
     .await?;
     let ws = summary(&mut tx, actor, id).await?;
@@ -201,10 +201,11 @@ async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), Ap
         )
         .await?;
     }
+    // Outside the workspace: its log goes with it.
+    let entry = Entry::by(actor, None, "workspace.delete", "workspace", &name);
     audit::record(
         &mut tx,
-        Entry::by(actor, None, "workspace.delete", "workspace", &name)
-            .detail(serde_json::json!({ "workspace_id": id })),
+        entry.detail(serde_json::json!({ "workspace_id": id })),
     )
     .await?;
     tx.commit().await?;

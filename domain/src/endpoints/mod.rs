@@ -66,13 +66,7 @@ const SELECT: &str = "SELECT e.id, e.workspace_id, e.slug, e.name, e.checkpoint_
 impl Row {
     /// `actor`'s `action` on this endpoint, for the audit log.
     fn entry<'a>(&'a self, actor: &'a Actor, action: &'a str) -> Entry<'a> {
-        Entry::by(
-            actor,
-            Some(self.workspace_id),
-            action,
-            "endpoint",
-            &self.slug,
-        )
+        Entry::in_workspace(actor, self.workspace_id, action, &self.slug)
     }
 
     async fn summary(&self, conn: &mut SqliteConnection) -> Result<EndpointSummary, AppError> {
@@ -358,12 +352,9 @@ pub async fn deploy(
     .fetch_one(&mut *tx)
     .await
     .map_err(taken("slug", ErrorCode::SlugTaken, "this slug is in use"))?;
-    audit::record(
-        &mut tx,
-        Entry::by(actor, Some(workspace_id), "endpoint.deploy", "endpoint", &slug)
-            .detail(serde_json::json!({ "endpoint_id": id, "checkpoint_id": spec.checkpoint_id, "replicas": spec.replicas })),
-    )
-    .await?;
+    let entry = Entry::in_workspace(actor, workspace_id, "endpoint.deploy", &slug);
+    let detail = serde_json::json!({ "endpoint_id": id, "checkpoint_id": spec.checkpoint_id, "replicas": spec.replicas });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     deployer.spawn_deploy(id);
     get(db, deployer, actor, workspace_id, id).await

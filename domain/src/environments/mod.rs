@@ -109,14 +109,8 @@ impl EnvRow {
     /// `actor`'s `action` on this environment, for the audit log; the detail names it by id unless
     /// the caller gives one (which names it too).
     fn entry<'a>(&'a self, actor: &'a Actor, action: &'a str) -> Entry<'a> {
-        Entry::by(
-            actor,
-            Some(self.workspace_id),
-            action,
-            "environment",
-            &self.name,
-        )
-        .detail(serde_json::json!({ "environment_id": self.id }))
+        Entry::in_workspace(actor, self.workspace_id, action, &self.name)
+            .detail(serde_json::json!({ "environment_id": self.id }))
     }
 }
 
@@ -299,13 +293,7 @@ pub async fn create(
     .map_err(name_taken)?;
     let version_id = insert_version(&mut tx, env_id, 1, &checked, actor.user_id).await?;
     secrets::store(&mut tx, env_id, &secret_env).await?;
-    let entry = Entry::by(
-        actor,
-        Some(workspace_id),
-        "environment.create",
-        "environment",
-        &name,
-    );
+    let entry = Entry::in_workspace(actor, workspace_id, "environment.create", &name);
     let detail = serde_json::json!({ "environment_id": env_id, "spec_hash": checked.spec_hash });
     audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;

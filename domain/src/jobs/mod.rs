@@ -146,6 +146,12 @@ pub(crate) const JOB_SELECT: &str = "SELECT j.id, j.workspace_id, j.name, j.spec
      j.finished_at FROM jobs j LEFT JOIN users u ON u.id = j.created_by";
 
 impl JobRow {
+    /// `actor`'s `action` on this job, for the audit log (named by id too).
+    fn entry<'a>(&'a self, actor: &'a Actor, action: &'a str) -> Entry<'a> {
+        let entry = Entry::in_workspace(actor, self.workspace_id, action, &self.name);
+        entry.detail(serde_json::json!({ "job_id": self.id }))
+    }
+
     pub(crate) fn status(&self) -> Result<JobStatus, AppError> {
         JobStatus::parse(&self.status).ok_or_else(|| internal("stored job status", &self.status))
     }
@@ -399,12 +405,15 @@ async fn submit_as(
     )
     .fetch_one(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(actor, Some(workspace_id), if retry_of.is_some() { "job.retry" } else { "job.submit" }, "job", &spec.name)
-            .detail(serde_json::json!({ "job_id": job_id, "retry_of": retry_of, "resume_from": resume_from })),
-    )
-    .await?;
+    let action = if retry_of.is_some() {
+        "job.retry"
+    } else {
+        "job.submit"
+    };
+    let entry = Entry::in_workspace(actor, workspace_id, action, &spec.name);
+    let detail =
+        serde_json::json!({ "job_id": job_id, "retry_of": retry_of, "resume_from": resume_from });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     jobs.wake.notify_one();
     get(db, actor, workspace_id, job_id).await
@@ -556,12 +565,7 @@ pub async fn cancel(
         }
         _ => return get(db, actor, workspace_id, job_id).await,
     }
-    audit::record(
-        &mut tx,
-        Entry::by(actor, Some(workspace_id), "job.cancel", "job", &job.name)
-            .detail(serde_json::json!({ "job_id": job_id })),
-    )
-    .await?;
+    audit::record(&mut tx, job.entry(actor, "job.cancel")).await?;
     tx.commit().await?;
     // A job still being launched has no handle yet: the launch stops it once it runs.
     if let (true, Some(handle)) = (status != JobStatus::Queued, job.handle()) {
@@ -645,12 +649,7 @@ pub async fn delete(
         .bind(job_id)
         .execute(&mut *tx)
         .await?;
-    audit::record(
-        &mut tx,
-        Entry::by(actor, Some(workspace_id), "job.delete", "job", &job.name)
-            .detail(serde_json::json!({ "job_id": job_id })),
-    )
-    .await?;
+    audit::record(&mut tx, job.entry(actor, "job.delete")).await?;
     tx.commit().await?;
     remove_run(jobs, job.executor, workspace_id, job_id).await;
     if let Err(e) = tokio::fs::remove_dir_all(jobs.storage.job_logs_dir(job_id)).await {

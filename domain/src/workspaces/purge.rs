@@ -277,19 +277,9 @@ async fn forget(db: &SqlitePool, workspace_id: i64) -> Result<(), AppError> {
     else {
         return Ok(());
     };
-    audit::record(
-        &mut tx,
-        Entry {
-            workspace_id: None,
-            actor_id: None,
-            action: "workspace.purge",
-            resource_type: "workspace",
-            resource: &name,
-            detail: Some(serde_json::json!({ "workspace_id": workspace_id })),
-            ip: None,
-        },
-    )
-    .await?;
+    let entry = Entry::unattended("workspace.purge", "workspace", &name);
+    let detail = serde_json::json!({ "workspace_id": workspace_id });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     tracing::info!(workspace_id, "workspace deleted with everything it owned");
     Ok(())
