@@ -4,7 +4,7 @@
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::common::{status_json, Server, PASSWORD};
+use crate::common::{Server, PASSWORD};
 
 #[tokio::test]
 async fn signup_signin_signout_and_first_user_is_admin() {
@@ -15,21 +15,14 @@ async fn signup_signin_signout_and_first_user_is_admin() {
     assert!(!bob.is_admin);
 
     // The session cookie works and is HttpOnly + SameSite=Lax.
-    let (status, me) = status_json(
-        alice
-            .client
-            .get(server.url("/api/v1/me"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, me) = alice.get("/api/v1/me").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(me["username"], "alice");
 
-    let anon = server.client();
+    let anon = server.anonymous();
     let res = anon
-        .post(server.url("/api/v1/auth/signin"))
+        .client
+        .post(anon.url("/api/v1/auth/signin"))
         .json(&json!({ "username": "BOB", "password": PASSWORD }))
         .send()
         .await
@@ -51,32 +44,16 @@ async fn signup_signin_signout_and_first_user_is_admin() {
         !cookie.contains("Secure"),
         "Secure only when configured: {cookie}"
     );
-    assert_eq!(
-        status_json(anon.get(server.url("/api/v1/me")).send().await.unwrap())
-            .await
-            .1["username"],
-        "bob"
-    );
+    assert_eq!(anon.get("/api/v1/me").await.1["username"], "bob");
 
-    let res = anon
-        .post(server.url("/api/v1/auth/signout"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
-    let (status, body) =
-        status_json(anon.get(server.url("/api/v1/me")).send().await.unwrap()).await;
+    let (status, _) = anon.post_empty("/api/v1/auth/signout").await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, body) = anon.get("/api/v1/me").await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(body["code"], "unauthenticated");
 
-    let (status, body) = status_json(
-        anon.post(server.url("/api/v1/auth/signin"))
-            .json(&json!({ "username": "bob", "password": "wrong password" }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let wrong = json!({ "username": "bob", "password": "wrong password" });
+    let (status, body) = anon.post("/api/v1/auth/signin", wrong).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::UNAUTHORIZED, Some("invalid_credentials"))
@@ -103,41 +80,20 @@ async fn admin_disables_signup_and_users() {
     let admin = server.signup("root").await;
     let user = server.signup("user").await;
 
-    let (status, _) = status_json(
-        user.client
-            .patch(server.url("/api/v1/admin/settings"))
-            .json(&json!({ "signup_enabled": false }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let no_signup = json!({ "signup_enabled": false });
+    let (status, _) = user.patch("/api/v1/admin/settings", &no_signup).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
-    let (status, body) = status_json(
-        admin
-            .client
-            .patch(server.url("/api/v1/admin/settings"))
-            .json(&json!({ "signup_enabled": false }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = admin.patch("/api/v1/admin/settings", &no_signup).await;
     assert_eq!(
         (status, body["signup_enabled"].as_bool()),
         (StatusCode::OK, Some(false))
     );
 
-    let (status, body) = status_json(
-        server
-            .client()
-            .post(server.url("/api/v1/auth/signup"))
-            .json(&json!({ "username": "latecomer", "password": PASSWORD }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let latecomer = json!({ "username": "latecomer", "password": PASSWORD });
+    let (status, body) = server
+        .anonymous()
+        .post("/api/v1/auth/signup", latecomer)
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::FORBIDDEN, Some("signup_disabled"))
@@ -145,53 +101,25 @@ async fn admin_disables_signup_and_users() {
     assert_eq!(server.count("SELECT COUNT(*) FROM users").await, 2);
 
     // Disabling an account ends its session at once and refuses its sign-in.
-    let (status, body) = status_json(
-        admin
-            .client
-            .patch(server.url(&format!("/api/v1/admin/users/{}", user.id)))
-            .json(&json!({ "disabled": true }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = admin
+        .patch(
+            &format!("/api/v1/admin/users/{}", user.id),
+            json!({ "disabled": true }),
+        )
+        .await;
     assert_eq!(
         (status, body["disabled"].as_bool()),
         (StatusCode::OK, Some(true))
     );
-    assert_eq!(
-        user.client
-            .get(server.url("/api/v1/me"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::UNAUTHORIZED
-    );
-    let (status, body) = status_json(
-        server
-            .client()
-            .post(server.url("/api/v1/auth/signin"))
-            .json(&json!({ "username": "user", "password": PASSWORD }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    assert_eq!(user.get("/api/v1/me").await.0, StatusCode::UNAUTHORIZED);
+    let again = json!({ "username": "user", "password": PASSWORD });
+    let (status, body) = server.anonymous().post("/api/v1/auth/signin", again).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::FORBIDDEN, Some("account_disabled"))
     );
 
-    let (status, users) = status_json(
-        admin
-            .client
-            .get(server.url("/api/v1/admin/users"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, users) = admin.get("/api/v1/admin/users").await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(users.as_array().unwrap().len(), 2);
 }
@@ -232,12 +160,5 @@ async fn repeated_failed_signins_are_throttled() {
 
     // Another account from the same address is not locked out by carol's failures.
     server.signup("dave").await;
-    let res = server
-        .client()
-        .post(server.url("/api/v1/auth/signin"))
-        .json(&json!({ "username": "dave", "password": PASSWORD }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
+    server.signin("dave").await;
 }

@@ -1,26 +1,17 @@
 //! Bad input gets a clear 4xx in the common error shape and writes nothing.
 
 use reqwest::StatusCode;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::common::{status_json, Server, PASSWORD};
 
 #[tokio::test]
 async fn bad_signups_write_nothing() {
     let server = Server::start();
-    let anon = server.client();
-    let signup = |body: serde_json::Value| {
-        anon.post(server.url("/api/v1/auth/signup"))
-            .json(&body)
-            .send()
-    };
+    let anon = server.anonymous();
+    let signup = |body: Value| anon.post("/api/v1/auth/signup", body);
 
-    let (status, body) = status_json(
-        signup(json!({ "username": "alice", "password": "short" }))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = signup(json!({ "username": "alice", "password": "short" })).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(
         (body["code"].as_str(), body["field"].as_str()),
@@ -28,35 +19,21 @@ async fn bad_signups_write_nothing() {
     );
     assert!(body["message"].as_str().unwrap().contains("10"), "{body}");
 
-    let (status, body) = status_json(
-        signup(json!({ "username": "a b", "password": PASSWORD }))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = signup(json!({ "username": "a b", "password": PASSWORD })).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("username_invalid"))
     );
 
-    let (status, body) = status_json(
-        signup(json!({ "username": "alice", "password": PASSWORD, "is_admin": true }))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) =
+        signup(json!({ "username": "alice", "password": PASSWORD, "is_admin": true })).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(
         (body["code"].as_str(), body["field"].as_str()),
         (Some("invalid_body"), Some("is_admin"))
     );
 
-    let (status, body) = status_json(
-        signup(json!({ "username": "alice", "password": 12345678901u64 }))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = signup(json!({ "username": "alice", "password": 12345678901u64 })).await;
     assert_eq!(
         (status, body["field"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("password"))
@@ -64,12 +41,7 @@ async fn bad_signups_write_nothing() {
     assert_eq!(server.count("SELECT COUNT(*) FROM users").await, 0);
 
     server.signup("alice").await;
-    let (status, body) = status_json(
-        signup(json!({ "username": "ALICE", "password": PASSWORD }))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = signup(json!({ "username": "ALICE", "password": PASSWORD })).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::CONFLICT, Some("username_taken"))
@@ -81,19 +53,23 @@ async fn bad_signups_write_nothing() {
 async fn malformed_and_oversized_bodies_write_nothing() {
     let server = Server::start();
     let alice = server.signup("alice").await;
-    let post = |body: Vec<u8>, content_type: &'static str| {
+    let send = |body: Vec<u8>, content_type: &'static str| {
         alice
             .client
-            .post(server.url("/api/v1/workspaces"))
+            .post(alice.url("/api/v1/workspaces"))
             .header("content-type", content_type)
             .body(body)
             .send()
     };
+    let post = async |body: &[u8], content_type: &'static str| {
+        status_json(send(body.to_vec(), content_type).await.unwrap()).await
+    };
+    const JSON: &str = "application/json";
 
     // Just over the 1 MiB limit: small enough to sit in loopback socket buffers, so the client always
     // finishes writing and reads the clear 413.
     let over = format!("{{\"name\":\"{}\"}}", "x".repeat(1024 * 1024 + 1024)).into_bytes();
-    let (status, body) = status_json(post(over, "application/json").await.unwrap()).await;
+    let (status, body) = post(&over, JSON).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::PAYLOAD_TOO_LARGE, Some("body_too_large"))
@@ -103,7 +79,7 @@ async fn malformed_and_oversized_bodies_write_nothing() {
     // client either reads that answer or sees the connection closed while it is still writing. Either
     // way nothing may be written (checked at the end).
     let big = format!("{{\"name\":\"{}\"}}", "x".repeat(10 * 1024 * 1024)).into_bytes();
-    match post(big, "application/json").await {
+    match send(big, JSON).await {
         Ok(res) => {
             let (status, body) = status_json(res).await;
             assert_eq!(
@@ -117,91 +93,34 @@ async fn malformed_and_oversized_bodies_write_nothing() {
         ),
     }
 
-    let (status, body) = status_json(
-        post(b"{\"name\":\"\xff\xfe\"}".to_vec(), "application/json")
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_body"))
+    let (bad, invalid) = (StatusCode::BAD_REQUEST, StatusCode::UNPROCESSABLE_ENTITY);
+    // (body, content type, status, the key of the answer that says why, its value, words of the message)
+    type Refusal = (
+        &'static [u8],
+        &'static str,
+        StatusCode,
+        &'static str,
+        &'static str,
+        &'static str,
     );
-    assert!(
-        body["message"].as_str().unwrap().contains("UTF-8"),
-        "{body}"
-    );
+    #[rustfmt::skip]
+    let refusals: [Refusal; 6] = [
+        (b"{\"name\":\"\xff\xfe\"}",            JSON,         bad,     "code",  "invalid_body", "UTF-8"),
+        (b"{\"name\": ",                        JSON,         bad,     "code",  "invalid_body", ""),
+        (br#"{"name":"ok"}"#,                   "text/plain", bad,     "code",  "invalid_body", ""),
+        (br#"{"name":"ok","owner":"mallory"}"#, JSON,         invalid, "field", "owner",        ""),
+        (br#"{"name":42}"#,                     JSON,         invalid, "field", "name",         ""),
+        (br#"{"name":"   "}"#,                  JSON,         invalid, "code",  "workspace_name_invalid", ""),
+    ];
+    for (sent, content_type, want, key, value, words) in refusals {
+        let (status, body) = post(sent, content_type).await;
+        let sent = String::from_utf8_lossy(sent);
+        assert_eq!((status, body[key].as_str()), (want, Some(value)), "{sent}");
+        let message = body["message"].as_str().unwrap_or_default();
+        assert!(message.contains(words), "{sent}: {body}");
+    }
 
-    let (status, body) = status_json(
-        post(b"{\"name\": ".to_vec(), "application/json")
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_body"))
-    );
-
-    let (status, body) = status_json(
-        post(br#"{"name":"ok"}"#.to_vec(), "text/plain")
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (StatusCode::BAD_REQUEST, Some("invalid_body"))
-    );
-
-    let (status, body) = status_json(
-        post(
-            br#"{"name":"ok","owner":"mallory"}"#.to_vec(),
-            "application/json",
-        )
-        .await
-        .unwrap(),
-    )
-    .await;
-    assert_eq!(
-        (status, body["field"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("owner"))
-    );
-
-    let (status, body) = status_json(
-        post(br#"{"name":42}"#.to_vec(), "application/json")
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(
-        (status, body["field"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("name"))
-    );
-
-    let (status, body) = status_json(
-        post(br#"{"name":"   "}"#.to_vec(), "application/json")
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(
-        (status, body["code"].as_str()),
-        (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Some("workspace_name_invalid")
-        )
-    );
-
-    let (status, body) = status_json(
-        alice
-            .client
-            .get(server.url("/api/v1/workspaces/not-a-number"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = alice.get("/api/v1/workspaces/not-a-number").await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("invalid_body"))
@@ -216,12 +135,7 @@ async fn malformed_and_oversized_bodies_write_nothing() {
     );
 
     // The same body, well-formed and small, is accepted: the refusals above were about the input.
-    let (status, _) = status_json(
-        post(br#"{"name":"ok"}"#.to_vec(), "application/json")
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, _) = post(br#"{"name":"ok"}"#, JSON).await;
     assert_eq!(status, StatusCode::CREATED);
 }
 
@@ -231,7 +145,7 @@ async fn malformed_and_oversized_bodies_write_nothing() {
 async fn server_function_calls_that_do_not_decode_are_answered_with_4xx() {
     let server = Server::start();
     let client = server.client();
-    let origin = server.base.clone();
+    let origin = server.base();
     let call = |path: &str, body: &'static str| {
         client
             .post(server.url(path))

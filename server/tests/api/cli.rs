@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use reqwest::StatusCode;
 use serde_json::json;
 
-use crate::common::Server;
+use crate::common::{assert_success, Server};
 
 fn paddock() -> Command {
     Command::new(env!("CARGO_BIN_EXE_paddock"))
@@ -57,11 +57,7 @@ fn help_version_and_migrate() {
         .env("PADDOCK_DATA_DIR", dir.path().join("nested/data"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert!(dir.path().join("nested/data/paddock.db").exists());
 
     let out = paddock().arg("frobnicate").output().unwrap();
@@ -72,17 +68,20 @@ fn help_version_and_migrate() {
 async fn admin_create_user_and_reset_password() {
     let server = Server::start();
     let data_dir = server.dir.path().join("data");
+    // `paddock admin COMMAND --password PASSWORD` on the server's data directory.
+    let admin = |command: &str, password: &str| {
+        paddock()
+            .arg("admin")
+            .args(command.split_whitespace())
+            .args(["--password", password, "--data-dir"])
+            .arg(&data_dir)
+            .output()
+            .unwrap()
+    };
 
     let mut child = paddock()
-        .args([
-            "admin",
-            "create-user",
-            "--username",
-            "Ops",
-            "--password-stdin",
-            "--admin",
-        ])
-        .arg("--data-dir")
+        .args(["admin", "create-user", "--username", "Ops"])
+        .args(["--password-stdin", "--admin", "--data-dir"])
         .arg(&data_dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -96,101 +95,41 @@ async fn admin_create_user_and_reset_password() {
         .write_all(b"initial password\n")
         .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     assert!(String::from_utf8_lossy(&out.stdout).contains("created user ops"));
 
-    let out = paddock()
-        .args([
-            "admin",
-            "create-user",
-            "--username",
-            "ops",
-            "--password",
-            "another password",
-        ])
-        .arg("--data-dir")
-        .arg(&data_dir)
-        .output()
-        .unwrap();
+    let out = admin("create-user --username ops", "another password");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("username_taken"));
-    let out = paddock()
-        .args([
-            "admin",
-            "create-user",
-            "--username",
-            "shorty",
-            "--password",
-            "short",
-        ])
-        .arg("--data-dir")
-        .arg(&data_dir)
-        .output()
-        .unwrap();
+    let out = admin("create-user --username shorty", "short");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("password"),
         "names the field"
     );
     assert_eq!(server.count("SELECT COUNT(*) FROM users").await, 1);
 
-    let signin = |password: &'static str| {
-        server
-            .client()
-            .post(server.url("/api/v1/auth/signin"))
-            .json(&json!({ "username": "ops", "password": password }))
-            .send()
+    let signin = async |password: &str| {
+        let ops = json!({ "username": "ops", "password": password });
+        server.anonymous().post("/api/v1/auth/signin", ops).await.0
     };
-    let session = server.client();
-    let res = session
-        .post(server.url("/api/v1/auth/signin"))
-        .json(&json!({ "username": "ops", "password": "initial password" }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
+    let session = server.anonymous();
+    let (status, me) = session
+        .post(
+            "/api/v1/auth/signin",
+            json!({ "username": "ops", "password": "initial password" }),
+        )
+        .await;
     assert_eq!(
-        res.json::<serde_json::Value>().await.unwrap()["is_admin"],
-        true
+        (status, me["is_admin"].as_bool()),
+        (StatusCode::OK, Some(true))
     );
 
-    let out = paddock()
-        .args([
-            "admin",
-            "reset-password",
-            "--username",
-            "ops",
-            "--password",
-            "brand new password",
-        ])
-        .arg("--data-dir")
-        .arg(&data_dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        signin("initial password").await.unwrap().status(),
-        StatusCode::UNAUTHORIZED
-    );
-    assert_eq!(
-        signin("brand new password").await.unwrap().status(),
-        StatusCode::OK
-    );
+    assert_success(&admin(
+        "reset-password --username ops",
+        "brand new password",
+    ));
+    assert_eq!(signin("initial password").await, StatusCode::UNAUTHORIZED);
+    assert_eq!(signin("brand new password").await, StatusCode::OK);
     // The session opened before the reset is over.
-    assert_eq!(
-        session
-            .get(server.url("/api/v1/me"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::UNAUTHORIZED
-    );
+    assert_eq!(session.get("/api/v1/me").await.0, StatusCode::UNAUTHORIZED);
 }

@@ -2,19 +2,26 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdout, Command, Stdio};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
 
-use reqwest::{Client, Response, StatusCode};
+use reqwest::{Client, RequestBuilder, Response, StatusCode};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 pub const PASSWORD: &str = "correct horse battery";
+
+/// The server's address (`http://127.0.0.1:PORT`), shared with its users: a restart moves it to a new
+/// port, and their calls follow.
+type Base = Arc<RwLock<String>>;
 
 /// A running server; killed when dropped (its log is printed if the test failed).
 pub struct Server {
     child: Child,
     /// Kept open so the server never writes to a closed pipe.
     _stdout: BufReader<ChildStdout>,
-    pub base: String,
+    base: Base,
     pub dir: tempfile::TempDir,
     /// The extra arguments and environment variables, for restarts.
     extra: Vec<String>,
@@ -77,7 +84,7 @@ impl Server {
             .collect();
         let (child, stdout, base) = spawn(dir.path(), &extra, &env);
         Server {
-            base,
+            base: Arc::new(RwLock::new(base)),
             child,
             _stdout: stdout,
             dir,
@@ -94,7 +101,7 @@ impl Server {
         let (child, stdout, base) = spawn(self.dir.path(), &self.extra, &self.env);
         self.child = child;
         self._stdout = stdout;
-        self.base = base;
+        *self.base.write().unwrap() = base;
     }
 
     /// Waits up to `limit` for the server to exit by itself; its status, or `None` if it still runs.
@@ -117,8 +124,13 @@ impl Server {
         self.child.id()
     }
 
+    /// Where the server listens now (`http://127.0.0.1:PORT`).
+    pub fn base(&self) -> String {
+        self.base.read().unwrap().clone()
+    }
+
     pub fn url(&self, path: &str) -> String {
-        format!("{}{}", self.base, path)
+        format!("{}{}", self.base(), path)
     }
 
     /// Where on the host a path that containers see under `/paddock` (the workspace's part of the
@@ -139,7 +151,6 @@ impl Server {
         self.dir.path().join("data").join("paddock.db")
     }
 
-    /// Runs a `SELECT COUNT(*) ...` against the server's database file.
     /// Changes the database under the running server, for a test that must not wait for a clock (a
     /// time limit shortened from minutes to a second).
     pub async fn execute(&self, sql: &str) {
@@ -149,17 +160,26 @@ impl Server {
         pool.close().await;
     }
 
+    /// Runs a `SELECT COUNT(*) ...` (or any query of one integer) against the server's database file.
     pub async fn count(&self, sql: &str) -> i64 {
+        self.query_one(sql).await
+    }
+
+    /// The one value `sql` selects from the server's database file, opened read-only.
+    async fn query_one<T>(&self, sql: &str) -> T
+    where
+        T: for<'r> sqlx::Decode<'r, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite> + Send + Unpin,
+    {
         let url = format!("sqlite://{}?mode=ro", self.db_path().display());
         let pool = sqlx::SqlitePool::connect(&url)
             .await
             .expect("open db read-only");
-        let n: i64 = sqlx::query_scalar(sql)
+        let value = sqlx::query_scalar(sql)
             .fetch_one(&pool)
             .await
-            .expect("count query");
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
         pool.close().await;
-        n
+        value
     }
 
     /// A client with its own cookie jar: one per simulated person.
@@ -172,24 +192,34 @@ impl Server {
 
     /// Signs up `username` (with [`PASSWORD`]) in a new client.
     pub async fn signup(&self, username: &str) -> User {
-        let client = self.client();
-        let res = client
-            .post(self.url("/api/v1/auth/signup"))
-            .json(&json!({ "username": username, "password": PASSWORD }))
-            .send()
+        self.session("/api/v1/auth/signup", username, StatusCode::CREATED)
             .await
-            .expect("signup request");
-        assert_eq!(
-            res.status(),
-            StatusCode::CREATED,
-            "signup {username}: {}",
-            res.text().await.unwrap_or_default()
-        );
-        let me: Value = res.json().await.expect("signup json");
+    }
+
+    /// Signs in `username` (with [`PASSWORD`]) in a new client: a second session of an account.
+    pub async fn signin(&self, username: &str) -> User {
+        self.session("/api/v1/auth/signin", username, StatusCode::OK)
+            .await
+    }
+
+    async fn session(&self, path: &str, username: &str, expect: StatusCode) -> User {
+        let caller = self.anonymous();
+        let (status, me) = caller
+            .post(path, json!({ "username": username, "password": PASSWORD }))
+            .await;
+        assert_eq!(status, expect, "{path} {username}: {me}");
         User {
-            client,
+            caller,
             id: me["id"].as_i64().expect("id"),
             is_admin: me["is_admin"].as_bool().expect("is_admin"),
+        }
+    }
+
+    /// A client that has not signed in.
+    pub fn anonymous(&self) -> Caller {
+        Caller {
+            client: self.client(),
+            base: self.base.clone(),
         }
     }
 }
@@ -206,10 +236,143 @@ impl Drop for Server {
     }
 }
 
-pub struct User {
+/// A client with its own cookie jar, and the JSON calls tests make with it. Paths are the server's
+/// (`/api/v1/...`); they follow the server across a restart.
+pub struct Caller {
     pub client: Client,
+    base: Base,
+}
+
+/// A signed-in person: a [`Caller`] with their session, and who they are.
+pub struct User {
+    caller: Caller,
     pub id: i64,
     pub is_admin: bool,
+}
+
+impl std::ops::Deref for User {
+    type Target = Caller;
+
+    fn deref(&self) -> &Caller {
+        &self.caller
+    }
+}
+
+impl Caller {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.base.read().unwrap(), path)
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        answer(self.client.get(self.url(path))).await
+    }
+
+    pub async fn post(&self, path: &str, body: impl Serialize) -> (StatusCode, Value) {
+        answer(self.client.post(self.url(path)).json(&body)).await
+    }
+
+    /// A POST without a body (the actions: `up`, `cancel`, `undeploy`, ...).
+    pub async fn post_empty(&self, path: &str) -> (StatusCode, Value) {
+        answer(self.client.post(self.url(path))).await
+    }
+
+    pub async fn put(&self, path: &str, body: impl Serialize) -> (StatusCode, Value) {
+        answer(self.client.put(self.url(path)).json(&body)).await
+    }
+
+    pub async fn patch(&self, path: &str, body: impl Serialize) -> (StatusCode, Value) {
+        answer(self.client.patch(self.url(path)).json(&body)).await
+    }
+
+    pub async fn delete(&self, path: &str) -> (StatusCode, Value) {
+        answer(self.client.delete(self.url(path))).await
+    }
+
+    /// POSTs `body` as a file (`application/octet-stream`), as the upload routes take it.
+    pub async fn upload(&self, path: &str, body: impl Into<reqwest::Body>) -> (StatusCode, Value) {
+        let req = self.client.post(self.url(path)).body(body);
+        answer(req.header("content-type", "application/octet-stream")).await
+    }
+
+    /// GETs `path` until `done` holds of its answer, for at most `limit`: that answer, or the last one.
+    pub async fn poll(
+        &self,
+        path: &str,
+        limit: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Result<Value, Value> {
+        poll(limit, async || {
+            let (_, body) = self.get(path).await;
+            if done(&body) {
+                Ok(body)
+            } else {
+                Err(body)
+            }
+        })
+        .await
+    }
+
+    /// [`Caller::poll`] for [`PATIENCE`], failing the test with `what` it waited for and the last answer.
+    pub async fn wait_for(&self, path: &str, what: &str, done: impl Fn(&Value) -> bool) -> Value {
+        self.poll(path, PATIENCE, done)
+            .await
+            .unwrap_or_else(|last| panic!("{path} never reached {what}: {last}"))
+    }
+
+    /// A personal API token named `name`: its secret.
+    pub async fn token(&self, name: &str) -> String {
+        let (status, created) = self.post("/api/v1/tokens", json!({ "name": name })).await;
+        assert_eq!(status, StatusCode::CREATED, "{created}");
+        created["secret"].as_str().expect("secret").to_string()
+    }
+}
+
+/// The `paddock` command line as a user sets it up: the server, a token and a workspace in its
+/// environment.
+pub struct Cli {
+    env: Vec<(&'static str, String)>,
+    dir: Option<PathBuf>,
+}
+
+impl Cli {
+    /// `user`'s command line in workspace `ws`, with a new token named "cli".
+    pub async fn of(user: &Caller, ws: i64) -> Cli {
+        Cli {
+            env: vec![
+                ("PADDOCK_SERVER", user.url("")),
+                ("PADDOCK_TOKEN", user.token("cli").await),
+                ("PADDOCK_WORKSPACE", ws.to_string()),
+            ],
+            dir: None,
+        }
+    }
+
+    /// Runs in `dir` (where relative paths in the arguments lie).
+    pub fn in_dir(mut self, dir: &std::path::Path) -> Cli {
+        self.dir = Some(dir.to_path_buf());
+        self
+    }
+
+    /// `paddock ARGS`: (exit code, stdout, stderr).
+    pub fn run(&self, args: &[&str]) -> (Option<i32>, String, String) {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_paddock"));
+        command
+            .args(args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        if let Some(dir) = &self.dir {
+            command.current_dir(dir);
+        }
+        let out = command.output().expect("run paddock");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
+
+async fn answer(req: RequestBuilder) -> (StatusCode, Value) {
+    status_json(req.send().await.expect("request")).await
 }
 
 /// Status and JSON body (`Value::Null` when the body is not JSON).
@@ -217,6 +380,58 @@ pub async fn status_json(res: Response) -> (StatusCode, Value) {
     let status = res.status();
     let text = res.text().await.expect("body");
     (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+/// How long a test waits for something slow to happen (a tiny training run, an endpoint's start, a
+/// purge): many times what it takes on 2 cores shared with other tests, so that a failure is a bug.
+pub const PATIENCE: Duration = Duration::from_secs(150);
+
+/// How often a waiting test looks again: often enough not to slow a test down, rarely enough not to
+/// load the server (trainers share its 2 cores in CI).
+const POLL: Duration = Duration::from_millis(200);
+
+/// Runs `check` every [`POLL`] until it answers `Ok`, for at most `limit`; then its last `Err`.
+pub async fn poll<T, E>(
+    limit: Duration,
+    mut check: impl AsyncFnMut() -> Result<T, E>,
+) -> Result<T, E> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match check().await {
+            Err(last) if Instant::now() >= deadline => return Err(last),
+            Err(_) => tokio::time::sleep(POLL).await,
+            done => return done,
+        }
+    }
+}
+
+/// Waits (at most `limit`) until `check` holds; fails the test naming `what` otherwise.
+pub async fn eventually(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> bool) {
+    let held = poll(limit, async || if check().await { Ok(()) } else { Err(()) }).await;
+    assert!(held.is_ok(), "{what} did not happen within {limit:?}");
+}
+
+/// `docker ARGS` on the machine's daemon: its standard output (the test fails if the command does).
+pub fn docker(args: &[&str]) -> String {
+    let out = Command::new("docker")
+        .args(args)
+        .output()
+        .expect("run docker");
+    assert!(
+        out.status.success(),
+        "docker {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Asserts that a command the test ran exited with 0, showing its stderr otherwise.
+pub fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Removes every container, volume and network labelled with the server's instance when dropped (also when the
@@ -229,17 +444,10 @@ pub struct DockerCleanup {
 impl DockerCleanup {
     /// A guard for `server`'s Docker objects (its instance label is in its database).
     pub async fn of(server: &Server) -> DockerCleanup {
-        let url = format!("sqlite://{}?mode=ro", server.db_path().display());
-        let pool = sqlx::SqlitePool::connect(&url)
-            .await
-            .expect("open db read-only");
-        let instance: String = sqlx::query_scalar("SELECT instance FROM instance_identity")
-            .fetch_one(&pool)
-            .await
-            .expect("instance label");
-        pool.close().await;
         DockerCleanup {
-            instance,
+            instance: server
+                .query_one("SELECT instance FROM instance_identity")
+                .await,
             images: Vec::new(),
         }
     }
@@ -259,40 +467,65 @@ impl Drop for DockerCleanup {
     }
 }
 
+/// Arguments for a server that must not use the machine's Docker daemon (jobs then run as local
+/// processes): an address where no daemon can be.
+pub const NO_DOCKER: &[&str] = &["--docker-host", "unix:///nonexistent.sock"];
+
+/// A server started with `args`, its first account "owner" and their workspace with the sample
+/// dataset: (server, owner, workspace id, dataset id).
+pub async fn owner_with_sample(args: &[&str]) -> (Server, User, i64, i64) {
+    let server = Server::start_with(args);
+    let owner = server.signup("owner").await;
+    let (ws, ds) = workspace_with_sample(&owner).await;
+    (server, owner, ws, ds)
+}
+
+/// A server that uses the machine's Docker daemon, and the guard that removes what it makes there;
+/// `None` (the test passes without running) when `PADDOCK_TEST_DOCKER=skip`.
+pub async fn with_docker() -> Option<(Server, DockerCleanup)> {
+    if std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip") {
+        return None;
+    }
+    let server = Server::start();
+    let cleanup = DockerCleanup::of(&server).await;
+    Some((server, cleanup))
+}
+
 /// A workspace named "nlp" owned by `user`: its id.
-pub async fn workspace(user: &User, server: &Server) -> i64 {
-    let res = user
-        .client
-        .post(server.url("/api/v1/workspaces"))
-        .json(&json!({ "name": "nlp" }))
-        .send()
-        .await
-        .unwrap();
-    status_json(res).await.1["id"].as_i64().unwrap()
+pub async fn workspace(user: &User) -> i64 {
+    let (status, ws) = user
+        .post("/api/v1/workspaces", json!({ "name": "nlp" }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{ws}");
+    ws["id"].as_i64().unwrap()
 }
 
 /// A workspace named "nlp" owned by `user`, with the built-in sample dataset: (workspace id, dataset id).
-pub async fn workspace_with_sample(user: &User, server: &Server) -> (i64, i64) {
-    let ws = workspace(user, server).await;
-    let res = user
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/datasets/sample")))
-        .send()
-        .await
-        .unwrap();
-    let (status, ds) = status_json(res).await;
+pub async fn workspace_with_sample(user: &User) -> (i64, i64) {
+    let ws = workspace(user).await;
+    let (status, ds) = user
+        .post_empty(&format!("/api/v1/workspaces/{ws}/datasets/sample"))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{ds}");
     (ws, ds["summary"]["id"].as_i64().unwrap())
 }
 
-/// `user` asks the playground of the endpoint at `ep_url` (its REST path) about `inputs`: (status, body).
-pub async fn playground(user: &User, ep_url: &str, inputs: Value) -> (StatusCode, Value) {
-    let res = user
-        .client
-        .post(format!("{ep_url}/playground"))
-        .json(&json!({ "inputs": inputs }))
-        .send()
-        .await
-        .unwrap();
-    status_json(res).await
+/// `owner` adds `username` to workspace `ws` with `role`.
+pub async fn add_member(owner: &User, ws: i64, username: &str, role: &str) {
+    let (status, body) = owner
+        .post(
+            &format!("/api/v1/workspaces/{ws}/members"),
+            json!({ "username": username, "role": role }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+}
+
+/// `user` asks the playground of the endpoint at `endpoint` (its REST path) about `inputs`.
+pub async fn playground(user: &User, endpoint: &str, inputs: Value) -> (StatusCode, Value) {
+    user.post(
+        &format!("{endpoint}/playground"),
+        json!({ "inputs": inputs }),
+    )
+    .await
 }

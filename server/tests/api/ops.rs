@@ -3,16 +3,15 @@
 
 use reqwest::StatusCode;
 
-use crate::common::{status_json, Server};
+use crate::common::Server;
 
 #[tokio::test]
 async fn healthz_metrics_and_openapi() {
     let server = Server::start();
     let alice = server.signup("alice").await;
-    let client = server.client();
+    let anon = server.anonymous();
 
-    let (status, body) =
-        status_json(client.get(server.url("/healthz")).send().await.unwrap()).await;
+    let (status, body) = anon.get("/healthz").await;
     assert_eq!(
         (status, body["status"].as_str()),
         (StatusCode::OK, Some("ok"))
@@ -21,7 +20,7 @@ async fn healthz_metrics_and_openapi() {
     // The first account is the admin, who may read the metrics.
     let res = alice
         .client
-        .get(server.url("/metrics"))
+        .get(alice.url("/metrics"))
         .send()
         .await
         .unwrap();
@@ -40,14 +39,7 @@ async fn healthz_metrics_and_openapi() {
     assert!(text.contains("paddock_users 1"), "{text}");
     assert!(text.contains("paddock_workspaces 0"), "{text}");
 
-    let (status, doc) = status_json(
-        client
-            .get(server.url("/api/v1/openapi.json"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, doc) = anon.get("/api/v1/openapi.json").await;
     assert_eq!(status, StatusCode::OK);
     assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
     let paths = doc["paths"].as_object().unwrap();
@@ -65,14 +57,7 @@ async fn healthz_metrics_and_openapi() {
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
     assert!(doc["components"]["securitySchemes"]["token"].is_object());
 
-    let (status, body) = status_json(
-        client
-            .get(server.url("/api/v1/no-such-thing"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = anon.get("/api/v1/no-such-thing").await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::NOT_FOUND, Some("not_found"))
@@ -82,17 +67,16 @@ async fn healthz_metrics_and_openapi() {
 #[tokio::test]
 async fn pages_render_without_server_errors() {
     let server = Server::start();
-    let anon = server.client();
+    let anon = server.anonymous();
     for path in ["/", "/signin", "/signup", "/no-such-page"] {
-        let res = anon.get(server.url(path)).send().await.unwrap();
+        let (status, _) = anon.get(path).await;
         assert!(
-            !res.status().is_server_error(),
-            "GET {path} as anonymous: {}",
-            res.status()
+            !status.is_server_error(),
+            "GET {path} as anonymous: {status}"
         );
     }
     let alice = server.signup("alice").await;
-    let res = alice.client.get(server.url("/")).send().await.unwrap();
+    let res = alice.client.get(alice.url("/")).send().await.unwrap();
     assert!(
         !res.status().is_server_error(),
         "GET / signed in: {}",

@@ -3,31 +3,24 @@
 //! directory without weights, a config that does not fit the vocabulary — are refused with the reason
 //! and leave nothing; a job fine-tunes from the upload and names it; a model in use cannot be deleted.
 
-use std::time::Duration;
-
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{status_json, workspace_with_sample, Server, User};
+use crate::common::{owner_with_sample, User, NO_DOCKER};
+use crate::jobs::{finished, kept_checkpoint};
 
+/// Uploads the archive `body` (named `file`) as pretrained model `name` of `ws`.
 async fn upload(
     user: &User,
-    server: &Server,
     ws: i64,
     name: &str,
     file: &str,
     body: Vec<u8>,
 ) -> (StatusCode, Value) {
-    status_json(
-        user.client
-            .post(server.url(&format!(
-                "/api/v1/workspaces/{ws}/pretrained-models/upload?name={name}&filename={file}"
-            )))
-            .header("content-type", "application/octet-stream")
-            .body(body)
-            .send()
-            .await
-            .unwrap(),
+    let query = format!("name={name}&filename={file}");
+    user.upload(
+        &format!("/api/v1/workspaces/{ws}/pretrained-models/upload?{query}"),
+        body,
     )
     .await
 }
@@ -56,62 +49,22 @@ fn tar_of(dir: &std::path::Path, top: &str, skip: &[&str], config: Option<&Value
     builder.into_inner().unwrap()
 }
 
-async fn wait_done(user: &User, server: &Server, ws: i64, id: i64) -> Value {
-    for _ in 0..600 {
-        let (_, job) = status_json(
-            user.client
-                .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{id}")))
-                .send()
-                .await
-                .unwrap(),
-        )
-        .await;
-        if job["summary"]["finished_at"].is_string() {
-            return job;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-    panic!("job {id} never ended");
-}
-
 #[tokio::test]
 async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
-    let server = Server::start_with(&["--docker-host", "unix:///nonexistent.sock"]);
-    let owner = server.signup("owner").await;
-    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let (server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
     let spec = |name: &str| {
         json!({ "name": name, "dataset_id": ds, "preset": "tiny", "batch_size": 16, "max_seq_len": 32,
                 "learning_rate": 0.002, "max_steps": 5, "eval_every_steps": 5, "keep_best": 1 })
     };
-    let jobs_url = server.url(&format!("/api/v1/workspaces/{ws}/jobs"));
-    let (_, first) = status_json(
-        owner
-            .client
-            .post(&jobs_url)
-            .json(&spec("source"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    let first = wait_done(
-        &owner,
-        &server,
-        ws,
-        first["summary"]["id"].as_i64().unwrap(),
-    )
-    .await;
-    let ckpt = first["checkpoints"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["deleted_at"].is_null())
-        .unwrap();
+    let jobs = format!("/api/v1/workspaces/{ws}/jobs");
+    let first = crate::jobs::submit(&owner, ws, spec("source")).await;
+    let first = finished(&owner, ws, first).await;
+    let ckpt = kept_checkpoint(&first);
     let dir = server.in_store(ws, ckpt["container_path"].as_str().unwrap());
 
     // Refusals, each with its reason, and nothing kept.
     let good = tar_of(&dir, "my-bert", &[], None);
-    let (status, err) = upload(&owner, &server, ws, "zipped", "my-bert.zip", good.clone()).await;
+    let (status, err) = upload(&owner, ws, "zipped", "my-bert.zip", good.clone()).await;
     assert_eq!(
         (status, err["code"].as_str()),
         (
@@ -122,15 +75,9 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
     );
     // Refused before its body was read: the server reads the rest of an archive this small, so the
     // client gets the answer (not a broken pipe while it is still sending) and keeps the connection.
-    let refused_by_name = |body: Vec<u8>| {
-        owner
-            .client
-            .post(server.url(&format!(
-                "/api/v1/workspaces/{ws}/pretrained-models/upload?name=zipped&filename=m.zip"
-            )))
-            .body(body)
-            .send()
-    };
+    let zipped =
+        format!("/api/v1/workspaces/{ws}/pretrained-models/upload?name=zipped&filename=m.zip");
+    let refused_by_name = |body: Vec<u8>| owner.client.post(owner.url(&zipped)).body(body).send();
     let res = refused_by_name(good.clone()).await.unwrap();
     assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(res.headers().get("connection"), None);
@@ -154,22 +101,15 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
     // A body read to its end (then refused) keeps the connection.
     let res = owner
         .client
-        .post(&jobs_url)
+        .post(owner.url(&jobs))
         .json(&json!({ "name": "" }))
         .send()
         .await
         .unwrap();
     assert!(res.status().is_client_error());
     assert_eq!(res.headers().get("connection"), None);
-    let (status, err) = upload(
-        &owner,
-        &server,
-        ws,
-        "no-weights",
-        "a.tar",
-        tar_of(&dir, "m", &["model.safetensors"], None),
-    )
-    .await;
+    let no_weights = tar_of(&dir, "m", &["model.safetensors"], None);
+    let (status, err) = upload(&owner, ws, "no-weights", "a.tar", no_weights).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
     assert!(
         err["message"]
@@ -191,7 +131,7 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
     )
     .unwrap();
     let pickled = tar_of(pickled_dir.path(), "m", &[], None);
-    let (status, err) = upload(&owner, &server, ws, "pickled", "p.tar", pickled.clone()).await;
+    let (status, err) = upload(&owner, ws, "pickled", "p.tar", pickled.clone()).await;
     assert_eq!(
         (status, err["code"].as_str()),
         (
@@ -201,16 +141,12 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
         "{err}"
     );
     assert!(owner.is_admin, "the first account administers the instance");
-    let (status, settings) = status_json(
-        owner
-            .client
-            .patch(server.url("/api/v1/admin/settings"))
-            .json(&json!({ "allow_pickled_weights": true }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, settings) = owner
+        .patch(
+            "/api/v1/admin/settings",
+            json!({ "allow_pickled_weights": true }),
+        )
+        .await;
     assert_eq!(status, StatusCode::OK, "{settings}");
     assert_eq!(
         (
@@ -219,7 +155,7 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
         ),
         (Some(true), Some(true))
     );
-    let (status, err) = upload(&owner, &server, ws, "pickled", "p.tar", pickled).await;
+    let (status, err) = upload(&owner, ws, "pickled", "p.tar", pickled).await;
     assert_eq!(
         (status, err["code"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("pretrained_invalid")),
@@ -237,15 +173,8 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
         header.set_cksum();
         builder.append_data(&mut header, name, data).unwrap();
     }
-    let (status, err) = upload(
-        &owner,
-        &server,
-        ws,
-        "conflict",
-        "c.tar",
-        builder.into_inner().unwrap(),
-    )
-    .await;
+    let conflict = builder.into_inner().unwrap();
+    let (status, err) = upload(&owner, ws, "conflict", "c.tar", conflict).await;
     assert_eq!(
         (status, err["code"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("pretrained_invalid")),
@@ -255,15 +184,8 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
     let mut config: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
     config["vocab_size"] = json!(10);
-    let (status, err) = upload(
-        &owner,
-        &server,
-        ws,
-        "bad-config",
-        "b.tar",
-        tar_of(&dir, "m", &[], Some(&config)),
-    )
-    .await;
+    let bad_config = tar_of(&dir, "m", &[], Some(&config));
+    let (status, err) = upload(&owner, ws, "bad-config", "b.tar", bad_config).await;
     assert_eq!(
         (status, err["code"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("pretrained_invalid")),
@@ -294,7 +216,7 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
     );
 
     // Accepted: unpacked into the store, described from its config.json.
-    let (status, model) = upload(&owner, &server, ws, "my-bert", "my-bert.tar", good).await;
+    let (status, model) = upload(&owner, ws, "my-bert", "my-bert.tar", good).await;
     assert_eq!(status, StatusCode::CREATED, "{model}");
     let model_id = model["id"].as_i64().unwrap();
     assert_eq!(
@@ -303,15 +225,8 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
     );
     assert_eq!(model["config"]["num_hidden_layers"], 1);
     assert!(models_dir.join(format!("{model_id}/config.json")).is_file());
-    let (status, _) = upload(
-        &owner,
-        &server,
-        ws,
-        "my-bert",
-        "again.tar",
-        tar_of(&dir, "m", &[], None),
-    )
-    .await;
+    let again = tar_of(&dir, "m", &[], None);
+    let (status, _) = upload(&owner, ws, "my-bert", "again.tar", again).await;
     assert_eq!(
         status,
         StatusCode::CONFLICT,
@@ -321,16 +236,7 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
     // A job fine-tunes from it and names it; the job file points at its directory in the store.
     let mut from = spec("from-upload");
     from["pretrained_model_id"] = json!(model_id);
-    let (status, job) = status_json(
-        owner
-            .client
-            .post(&jobs_url)
-            .json(&from)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, job) = owner.post(&jobs, from).await;
     assert_eq!(status, StatusCode::CREATED, "{job}");
     assert!(
         job["config_toml"]
@@ -341,21 +247,12 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
     );
     assert_eq!(job["pretrained_model"]["name"], "my-bert");
     let job_id = job["summary"]["id"].as_i64().unwrap();
-    let done = wait_done(&owner, &server, ws, job_id).await;
+    let done = finished(&owner, ws, job_id).await;
     assert_eq!(done["summary"]["status"], "succeeded", "{done}");
     let mut both = spec("both");
     both["pretrained_model_id"] = json!(model_id);
     both["base_checkpoint_id"] = ckpt["id"].clone();
-    let (status, err) = status_json(
-        owner
-            .client
-            .post(&jobs_url)
-            .json(&both)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, err) = owner.post(&jobs, both).await;
     assert_eq!(
         (status, err["field"].as_str()),
         (
@@ -366,32 +263,16 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
     );
 
     // In use: not deleted; once its job is gone, deleted with its files.
-    let model_url = server.url(&format!(
-        "/api/v1/workspaces/{ws}/pretrained-models/{model_id}"
-    ));
-    let (status, err) = status_json(owner.client.delete(&model_url).send().await.unwrap()).await;
+    let models = format!("/api/v1/workspaces/{ws}/pretrained-models");
+    let model_path = format!("{models}/{model_id}");
+    let (status, err) = owner.delete(&model_path).await;
     assert_eq!(
         (status, err["code"].as_str()),
         (StatusCode::CONFLICT, Some("pretrained_model_in_use")),
         "{err}"
     );
-    owner
-        .client
-        .delete(format!("{jobs_url}/{job_id}"))
-        .send()
-        .await
-        .unwrap();
-    let res = owner.client.delete(&model_url).send().await.unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    owner.delete(&format!("{jobs}/{job_id}")).await;
+    assert_eq!(owner.delete(&model_path).await.0, StatusCode::NO_CONTENT);
     assert!(!models_dir.join(model_id.to_string()).exists());
-    let (_, listed) = status_json(
-        owner
-            .client
-            .get(server.url(&format!("/api/v1/workspaces/{ws}/pretrained-models")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    assert_eq!(listed, json!([]));
+    assert_eq!(owner.get(&models).await.1, json!([]));
 }

@@ -14,6 +14,8 @@ use contracts::job::JobConfig;
 use contracts::metrics::Metrics;
 use contracts::serving::Prediction;
 
+use crate::common::assert_success;
+
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../trainer/tests/fixtures/data/{name}"))
 }
@@ -79,11 +81,7 @@ fn the_trainer_writes_and_prints_what_the_contracts_read() {
     )
     .unwrap();
     let out = paddock(&["train", "--config", config.to_str().unwrap()]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let events = lines(&out);
     let kinds: BTreeSet<&str> = events.iter().map(|l| kind(&l.event)).collect();
     assert_eq!(
@@ -134,11 +132,7 @@ fn the_trainer_writes_and_prints_what_the_contracts_read() {
         dev.to_str().unwrap(),
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let metrics: Metrics = serde_json::from_slice(&out.stdout).unwrap();
     let rows = std::fs::read_to_string(&dev).unwrap().lines().count() - 1;
     assert_eq!(metrics.count, rows);
@@ -155,11 +149,7 @@ fn the_trainer_writes_and_prints_what_the_contracts_read() {
         "太差了",
         "--json",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let predictions: Vec<Prediction> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

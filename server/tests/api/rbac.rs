@@ -2,17 +2,14 @@
 //! exact status of each cell, plus the instance-level routes × admin, user and anonymous. A
 //! non-member's 404 must be indistinguishable from a missing workspace and never contain its name.
 
+use std::time::Duration;
+
 use reqwest::{Client, Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::common::{status_json, Server};
+use crate::common::{add_member, eventually, Server};
 
 const SECRET_NAME: &str = "Secret Project Ω";
-
-struct Cell {
-    who: &'static str,
-    expect: StatusCode,
-}
 
 async fn call(
     client: &Client,
@@ -40,16 +37,9 @@ async fn workspace_routes_by_role() {
     server.signup("frank").await;
     let anonymous = server.client();
 
-    let (status, ws) = status_json(
-        owner
-            .client
-            .post(server.url("/api/v1/workspaces"))
-            .json(&json!({ "name": SECRET_NAME }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, ws) = owner
+        .post("/api/v1/workspaces", json!({ "name": SECRET_NAME }))
+        .await;
     assert_eq!(status, StatusCode::CREATED);
     let id = ws["id"].as_i64().unwrap();
     for (name, role) in [
@@ -57,14 +47,7 @@ async fn workspace_routes_by_role() {
         ("viewer", "viewer"),
         ("erin", "viewer"),
     ] {
-        let res = owner
-            .client
-            .post(server.url(&format!("/api/v1/workspaces/{id}/members")))
-            .json(&json!({ "username": name, "role": role }))
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(res.status(), StatusCode::CREATED);
+        add_member(&owner, id, name, role).await;
     }
 
     let clients = [
@@ -75,104 +58,35 @@ async fn workspace_routes_by_role() {
         ("owner", &owner.client),
     ];
     use StatusCode as S;
-    let (ok, created, gone, forbidden, missing, unauth) = (
-        S::OK,
-        S::CREATED,
-        S::NO_CONTENT,
-        S::FORBIDDEN,
-        S::NOT_FOUND,
-        S::UNAUTHORIZED,
-    );
-    let row = |anon, nm, v, e, o| {
-        vec![
-            Cell {
-                who: "anonymous",
-                expect: anon,
-            },
-            Cell {
-                who: "non-member",
-                expect: nm,
-            },
-            Cell {
-                who: "viewer",
-                expect: v,
-            },
-            Cell {
-                who: "editor",
-                expect: e,
-            },
-            Cell {
-                who: "owner",
-                expect: o,
-            },
-        ]
-    };
-    let erin_id = erin.id;
-    // Within each row the owner goes last, so a successful destructive call cannot change what the
-    // other cells see; rows that delete run at the end.
-    let matrix: Vec<(Method, String, Option<Value>, Vec<Cell>)> = vec![
-        (
-            Method::GET,
-            format!("/api/v1/workspaces/{id}"),
-            None,
-            row(unauth, missing, ok, ok, ok),
-        ),
-        (
-            Method::PATCH,
-            format!("/api/v1/workspaces/{id}"),
-            Some(json!({ "name": SECRET_NAME })),
-            row(unauth, missing, forbidden, forbidden, ok),
-        ),
-        (
-            Method::GET,
-            format!("/api/v1/workspaces/{id}/members"),
-            None,
-            row(unauth, missing, ok, ok, ok),
-        ),
-        (
-            Method::POST,
-            format!("/api/v1/workspaces/{id}/members"),
-            Some(json!({ "username": "frank", "role": "viewer" })),
-            row(unauth, missing, forbidden, forbidden, created),
-        ),
-        (
-            Method::PATCH,
-            format!("/api/v1/workspaces/{id}/members/{erin_id}"),
-            Some(json!({ "role": "editor" })),
-            row(unauth, missing, forbidden, forbidden, ok),
-        ),
-        (
-            Method::GET,
-            format!("/api/v1/workspaces/{id}/activity"),
-            None,
-            row(unauth, missing, ok, ok, ok),
-        ),
-        (
-            Method::DELETE,
-            format!("/api/v1/workspaces/{id}/members/{erin_id}"),
-            None,
-            row(unauth, missing, forbidden, forbidden, gone),
-        ),
-        (
-            Method::DELETE,
-            format!("/api/v1/workspaces/{id}"),
-            None,
-            row(unauth, missing, forbidden, forbidden, gone),
-        ),
+    let (ok, created, gone) = (S::OK, S::CREATED, S::NO_CONTENT);
+    let (forbidden, missing, unauth) = (S::FORBIDDEN, S::NOT_FOUND, S::UNAUTHORIZED);
+    let workspace = format!("/api/v1/workspaces/{id}");
+    let erin_member = format!("{workspace}/members/{}", erin.id);
+    let frank = json!({ "username": "frank", "role": "viewer" });
+    // Each row's statuses are for the callers above, in their order: the owner goes last, so a
+    // successful destructive call cannot change what the other cells see; rows that delete run at the end.
+    #[rustfmt::skip]
+    let matrix: Vec<(Method, String, Option<Value>, [StatusCode; 5])> = vec![
+        (Method::GET,    workspace.clone(),                None,                                [unauth, missing, ok, ok, ok]),
+        (Method::PATCH,  workspace.clone(),                Some(json!({ "name": SECRET_NAME })), [unauth, missing, forbidden, forbidden, ok]),
+        (Method::GET,    format!("{workspace}/members"),   None,                                [unauth, missing, ok, ok, ok]),
+        (Method::POST,   format!("{workspace}/members"),   Some(frank),                         [unauth, missing, forbidden, forbidden, created]),
+        (Method::PATCH,  erin_member.clone(),              Some(json!({ "role": "editor" })),   [unauth, missing, forbidden, forbidden, ok]),
+        (Method::GET,    format!("{workspace}/activity"),  None,                                [unauth, missing, ok, ok, ok]),
+        (Method::DELETE, erin_member,                      None,                                [unauth, missing, forbidden, forbidden, gone]),
+        (Method::DELETE, workspace,                        None,                                [unauth, missing, forbidden, forbidden, gone]),
     ];
 
     let mut failures = Vec::new();
-    for (method, path, body, cells) in &matrix {
-        for cell in cells {
-            let client = clients.iter().find(|(who, _)| *who == cell.who).unwrap().1;
+    for (method, path, body, expected) in &matrix {
+        for ((who, client), expect) in clients.iter().zip(expected) {
             let (status, text) = call(client, &server, method, path, body).await;
-            if status != cell.expect {
+            if status != *expect {
                 failures.push(format!(
-                    "{method} {path} as {}: expected {}, got {status}: {text}",
-                    cell.who, cell.expect
+                    "{method} {path} as {who}: expected {expect}, got {status}: {text}"
                 ));
             }
-            if cell.who == "non-member" {
+            if *who == "non-member" {
                 assert!(
                     !text.contains("Secret"),
                     "a non-member's response reveals the name: {text}"
@@ -206,14 +120,10 @@ async fn workspace_routes_by_role() {
             .await,
         0
     );
-    let purged_by = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while server.count("SELECT COUNT(*) FROM workspaces").await > 0 {
-        assert!(
-            std::time::Instant::now() < purged_by,
-            "the purge never ended"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    eventually("the purge", Duration::from_secs(30), async || {
+        server.count("SELECT COUNT(*) FROM workspaces").await == 0
+    })
+    .await;
     assert_eq!(
         server
             .count(
@@ -229,78 +139,30 @@ async fn members_may_leave_and_last_owner_stays() {
     let server = Server::start();
     let owner = server.signup("owner").await;
     let viewer = server.signup("viewer").await;
-    let (_, ws) = status_json(
-        owner
-            .client
-            .post(server.url("/api/v1/workspaces"))
-            .json(&json!({ "name": "W" }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (_, ws) = owner
+        .post("/api/v1/workspaces", json!({ "name": "W" }))
+        .await;
     let id = ws["id"].as_i64().unwrap();
-    owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{id}/members")))
-        .json(&json!({ "username": "viewer", "role": "viewer" }))
-        .send()
-        .await
-        .unwrap();
-    let (status, body) = status_json(
-        owner
-            .client
-            .delete(server.url(&format!("/api/v1/workspaces/{id}/members/{}", owner.id)))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let workspace = format!("/api/v1/workspaces/{id}");
+    add_member(&owner, id, "viewer", "viewer").await;
+    let as_owner = format!("{workspace}/members/{}", owner.id);
+    let (status, body) = owner.delete(&as_owner).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::CONFLICT, Some("last_owner"))
     );
-    let (status, body) = status_json(
-        owner
-            .client
-            .patch(server.url(&format!("/api/v1/workspaces/{id}/members/{}", owner.id)))
-            .json(&json!({ "role": "viewer" }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = owner.patch(&as_owner, json!({ "role": "viewer" })).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::CONFLICT, Some("last_owner"))
     );
-    let res = viewer
-        .client
-        .delete(server.url(&format!("/api/v1/workspaces/{id}/members/{}", viewer.id)))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
-    assert_eq!(
-        viewer
-            .client
-            .get(server.url(&format!("/api/v1/workspaces/{id}")))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        StatusCode::NOT_FOUND
-    );
+    let (status, _) = viewer
+        .delete(&format!("{workspace}/members/{}", viewer.id))
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    assert_eq!(viewer.get(&workspace).await.0, StatusCode::NOT_FOUND);
 
-    let (_, activity) = status_json(
-        owner
-            .client
-            .get(server.url(&format!("/api/v1/workspaces/{id}/activity")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (_, activity) = owner.get(&format!("{workspace}/activity")).await;
     let first = &activity[0];
     assert_eq!(
         (first["action"].as_str(), first["actor"].as_str()),
@@ -316,68 +178,21 @@ async fn instance_routes_by_role() {
     let user = server.signup("user").await;
     let anonymous = server.client();
     use StatusCode as S;
-    // (method, path, body, anonymous, user, admin)
+    let (ok, created, unauth) = (S::OK, S::CREATED, S::UNAUTHORIZED);
+    let (forbidden, missing) = (S::FORBIDDEN, S::NOT_FOUND);
+    // (method, path, body, [anonymous, user, admin])
+    #[rustfmt::skip]
     let routes: Vec<(Method, &str, Option<Value>, [StatusCode; 3])> = vec![
-        (
-            Method::GET,
-            "/api/v1/me",
-            None,
-            [S::UNAUTHORIZED, S::OK, S::OK],
-        ),
-        (
-            Method::GET,
-            "/api/v1/workspaces",
-            None,
-            [S::UNAUTHORIZED, S::OK, S::OK],
-        ),
-        (
-            Method::POST,
-            "/api/v1/workspaces",
-            Some(json!({ "name": "x" })),
-            [S::UNAUTHORIZED, S::CREATED, S::CREATED],
-        ),
-        (
-            Method::GET,
-            "/api/v1/tokens",
-            None,
-            [S::UNAUTHORIZED, S::OK, S::OK],
-        ),
-        (
-            Method::POST,
-            "/api/v1/tokens",
-            Some(json!({ "name": "t" })),
-            [S::UNAUTHORIZED, S::CREATED, S::CREATED],
-        ),
-        (
-            Method::DELETE,
-            "/api/v1/tokens/987654",
-            None,
-            [S::UNAUTHORIZED, S::NOT_FOUND, S::NOT_FOUND],
-        ),
-        (
-            Method::GET,
-            "/api/v1/admin/settings",
-            None,
-            [S::UNAUTHORIZED, S::FORBIDDEN, S::OK],
-        ),
-        (
-            Method::PATCH,
-            "/api/v1/admin/settings",
-            Some(json!({ "signup_enabled": true })),
-            [S::UNAUTHORIZED, S::FORBIDDEN, S::OK],
-        ),
-        (
-            Method::GET,
-            "/api/v1/admin/users",
-            None,
-            [S::UNAUTHORIZED, S::FORBIDDEN, S::OK],
-        ),
-        (
-            Method::PATCH,
-            "/api/v1/admin/users/987654",
-            Some(json!({ "disabled": false })),
-            [S::UNAUTHORIZED, S::FORBIDDEN, S::NOT_FOUND],
-        ),
+        (Method::GET,    "/api/v1/me",                 None,                                      [unauth, ok, ok]),
+        (Method::GET,    "/api/v1/workspaces",         None,                                      [unauth, ok, ok]),
+        (Method::POST,   "/api/v1/workspaces",         Some(json!({ "name": "x" })),              [unauth, created, created]),
+        (Method::GET,    "/api/v1/tokens",             None,                                      [unauth, ok, ok]),
+        (Method::POST,   "/api/v1/tokens",             Some(json!({ "name": "t" })),              [unauth, created, created]),
+        (Method::DELETE, "/api/v1/tokens/987654",      None,                                      [unauth, missing, missing]),
+        (Method::GET,    "/api/v1/admin/settings",     None,                                      [unauth, forbidden, ok]),
+        (Method::PATCH,  "/api/v1/admin/settings",     Some(json!({ "signup_enabled": true })),   [unauth, forbidden, ok]),
+        (Method::GET,    "/api/v1/admin/users",        None,                                      [unauth, forbidden, ok]),
+        (Method::PATCH,  "/api/v1/admin/users/987654", Some(json!({ "disabled": false })),        [unauth, forbidden, missing]),
     ];
     let mut failures = Vec::new();
     for (method, path, body, expected) in &routes {

@@ -49,13 +49,13 @@ async fn cookie_posts_from_a_foreign_origin_are_refused() {
 
     // Same origin passes, for REST and for the server function.
     assert_eq!(
-        create(Some(server.base.as_str())).await.unwrap().status(),
+        create(Some(&server.base())).await.unwrap().status(),
         StatusCode::CREATED
     );
     let res = alice
         .client
         .post(server.url("/rpc/create_workspace"))
-        .header("origin", server.base.as_str())
+        .header("origin", server.base())
         .form(&[("name", "Team 2")])
         .send()
         .await
@@ -82,16 +82,7 @@ async fn cookie_posts_from_a_foreign_origin_are_refused() {
 async fn personal_api_tokens() {
     let server = Server::start();
     let alice = server.signup("alice").await;
-    let (status, created) = status_json(
-        alice
-            .client
-            .post(server.url("/api/v1/tokens"))
-            .json(&json!({ "name": "ci" }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, created) = alice.post("/api/v1/tokens", json!({ "name": "ci" })).await;
     assert_eq!(status, StatusCode::CREATED);
     let secret = created["secret"].as_str().unwrap().to_string();
     let token_id = created["token"]["id"].as_i64().unwrap();
@@ -107,16 +98,18 @@ async fn personal_api_tokens() {
 
     // The token alone authenticates (no cookie), and a cross-site header does not matter for it.
     let bare = reqwest::Client::new();
-    let (status, me) = status_json(
-        bare.get(server.url("/api/v1/me"))
-            .bearer_auth(&secret)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    // GET /api/v1/me from `client` with this `Authorization` header, if any.
+    let me = async |client: &reqwest::Client, authorization: Option<&str>| {
+        let mut req = client.get(server.url("/api/v1/me"));
+        if let Some(authorization) = authorization {
+            req = req.header("authorization", authorization);
+        }
+        status_json(req.send().await.unwrap()).await
+    };
+    let bearer = format!("Bearer {secret}");
+    let (status, me_by_token) = me(&bare, Some(&bearer)).await;
     assert_eq!(
-        (status, me["username"].as_str()),
+        (status, me_by_token["username"].as_str()),
         (StatusCode::OK, Some("alice"))
     );
     let res = bare
@@ -129,49 +122,24 @@ async fn personal_api_tokens() {
         .unwrap();
     assert_eq!(res.status(), StatusCode::CREATED);
 
-    let (_, list) = status_json(
-        alice
-            .client
-            .get(server.url("/api/v1/tokens"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (_, list) = alice.get("/api/v1/tokens").await;
     assert_eq!(list.as_array().unwrap().len(), 1);
     assert!(list[0]["last_used_at"].is_string());
     assert!(list[0].get("secret").is_none());
 
     // Missing, malformed and unknown tokens: 401.
-    let (status, body) =
-        status_json(bare.get(server.url("/api/v1/me")).send().await.unwrap()).await;
+    let (status, body) = me(&bare, None).await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::UNAUTHORIZED, Some("unauthenticated"))
     );
-    let res = bare
-        .get(server.url("/api/v1/me"))
-        .header("authorization", "Bearer")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
-    let res = bare
-        .get(server.url("/api/v1/me"))
-        .bearer_auth("pdk_not-a-real-token")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    for authorization in ["Bearer", "Bearer pdk_not-a-real-token"] {
+        let (status, _) = me(&bare, Some(authorization)).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{authorization}");
+    }
     // A bad token is not rescued by a valid session cookie.
-    let res = alice
-        .client
-        .get(server.url("/api/v1/me"))
-        .bearer_auth("pdk_wrong")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let (status, _) = me(&alice.client, Some("Bearer pdk_wrong")).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
     let res = bare
         .post(server.url("/api/v1/workspaces"))
         .json(&json!({ "name": "Anon" }))
@@ -182,27 +150,10 @@ async fn personal_api_tokens() {
 
     // Someone else cannot revoke it; its owner can, and then it stops working.
     let bob = server.signup("bob").await;
-    let res = bob
-        .client
-        .delete(server.url(&format!("/api/v1/tokens/{token_id}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NOT_FOUND);
-    let res = alice
-        .client
-        .delete(server.url(&format!("/api/v1/tokens/{token_id}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
-    let res = bare
-        .get(server.url("/api/v1/me"))
-        .bearer_auth(&secret)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let token = format!("/api/v1/tokens/{token_id}");
+    assert_eq!(bob.delete(&token).await.0, StatusCode::NOT_FOUND);
+    assert_eq!(alice.delete(&token).await.0, StatusCode::NO_CONTENT);
+    assert_eq!(me(&bare, Some(&bearer)).await.0, StatusCode::UNAUTHORIZED);
     assert_eq!(server.count("SELECT COUNT(*) FROM workspaces").await, 1);
 }
 
@@ -210,19 +161,8 @@ async fn personal_api_tokens() {
 async fn read_tokens_only_read_and_expired_tokens_are_refused() {
     let server = Server::start();
     let alice = server.signup("alice").await;
-    let new_token = |body: serde_json::Value| {
-        alice
-            .client
-            .post(server.url("/api/v1/tokens"))
-            .json(&body)
-            .send()
-    };
-    let (status, read) = status_json(
-        new_token(json!({ "name": "dashboard", "scope": "read" }))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let new_token = |body: serde_json::Value| alice.post("/api/v1/tokens", body);
+    let (status, read) = new_token(json!({ "name": "dashboard", "scope": "read" })).await;
     assert_eq!(status, StatusCode::CREATED, "{read}");
     assert_eq!(read["token"]["scope"], "read");
     assert!(
@@ -260,35 +200,20 @@ async fn read_tokens_only_read_and_expired_tokens_are_refused() {
     assert_eq!(server.count("SELECT COUNT(*) FROM workspaces").await, 0);
     assert_eq!(server.count("SELECT COUNT(*) FROM api_tokens").await, 1);
 
-    let (status, body) = status_json(
-        new_token(json!({ "name": "long", "expires_in_days": 4000 }))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = new_token(json!({ "name": "long", "expires_in_days": 4000 })).await;
     assert_eq!(
         (status, body["field"].as_str()),
         (StatusCode::UNPROCESSABLE_ENTITY, Some("expires_in_days"))
     );
-    let (_, forever) = status_json(
-        new_token(json!({ "name": "forever", "expires_in_days": 0 }))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (_, forever) = new_token(json!({ "name": "forever", "expires_in_days": 0 })).await;
     assert!(forever["token"]["expires_at"].is_null(), "{forever}");
 
     // Past its expiry a token is refused like an unknown one.
-    let db = sqlx::SqlitePool::connect(&format!("sqlite://{}", server.db_path().display()))
-        .await
-        .unwrap();
-    sqlx::query(
-        "UPDATE api_tokens SET expires_at = '2000-01-01T00:00:00Z' WHERE name = 'dashboard'",
-    )
-    .execute(&db)
-    .await
-    .unwrap();
-    db.close().await;
+    server
+        .execute(
+            "UPDATE api_tokens SET expires_at = '2000-01-01T00:00:00Z' WHERE name = 'dashboard'",
+        )
+        .await;
     let res = bare
         .get(server.url("/api/v1/me"))
         .bearer_auth(&secret)
@@ -414,7 +339,7 @@ async fn sign_ups_are_throttled_per_address() {
 #[tokio::test]
 async fn requests_for_a_foreign_host_are_refused() {
     let server = Server::start_with(&["--allowed-host", "paddock.lan"]);
-    let port = server.base.rsplit(':').next().unwrap().to_string();
+    let port = server.base().rsplit(':').next().unwrap().to_string();
     let client = server.client();
     // DNS rebinding: the browser names the attacker's host, and sends a matching Origin.
     let (status, body) = status_json(

@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{workspace_with_sample, Server, User};
-use crate::jobs::{submit, wait_for};
-
-const NO_DOCKER: &[&str] = &["--docker-host", "unix:///nonexistent.sock"];
+use crate::common::{
+    eventually, owner_with_sample, poll, with_docker, workspace_with_sample, Server, User,
+    NO_DOCKER,
+};
+use crate::jobs::{finished, submit, wait_for};
 
 fn volume(server: &Server, ws: i64) -> PathBuf {
     server
@@ -37,23 +38,22 @@ fn mkfifo(path: &std::path::Path) {
     assert!(status.success());
 }
 
-async fn get(user: &User, server: &Server, path: &str) -> (StatusCode, Vec<u8>) {
-    let res = user.client.get(server.url(path)).send().await.unwrap();
+/// GETs `path` as `user`: the status and the raw body (a file, or an error's JSON).
+async fn get(user: &User, path: &str) -> (StatusCode, Vec<u8>) {
+    let res = user.client.get(user.url(path)).send().await.unwrap();
     let status = res.status();
     (status, res.bytes().await.unwrap().to_vec())
 }
 
 #[tokio::test]
 async fn a_dataset_replaced_by_a_link_or_fifo_is_refused_not_served() {
-    let server = Server::start_with(NO_DOCKER);
-    let owner = server.signup("owner").await;
-    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let (server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
     let url = format!("/api/v1/workspaces/{ws}/datasets/{ds}/file");
     // Where the dataset lay before the store: a link planted there in the volume changes nothing.
     let old_place = volume(&server, ws).join(format!("datasets/{ds}"));
     std::fs::create_dir_all(&old_place).unwrap();
     symlink(server.db_path(), old_place.join("snownlp_sample.tsv")).unwrap();
-    let (status, body) = get(&owner, &server, &url).await;
+    let (status, body) = get(&owner, &url).await;
     assert_eq!(status, StatusCode::OK);
     assert!(String::from_utf8_lossy(&body).starts_with("text\tlabel"));
 
@@ -63,7 +63,7 @@ async fn a_dataset_replaced_by_a_link_or_fifo_is_refused_not_served() {
     // The file, then its folder, swapped for a link to the server's database.
     std::fs::remove_file(&file).unwrap();
     symlink(server.db_path(), &file).unwrap();
-    let (status, body) = get(&owner, &server, &url).await;
+    let (status, body) = get(&owner, &url).await;
     let text = String::from_utf8_lossy(&body);
     assert_eq!(status, StatusCode::CONFLICT, "{text}");
     assert!(!text.contains("SQLite format"), "no byte of the database");
@@ -79,7 +79,7 @@ async fn a_dataset_replaced_by_a_link_or_fifo_is_refused_not_served() {
     let folder = file.parent().unwrap().to_path_buf();
     std::fs::rename(&folder, folder.with_extension("old")).unwrap();
     symlink(server.dir.path().join("data"), &folder).unwrap();
-    let (status, _) = get(&owner, &server, &url).await;
+    let (status, _) = get(&owner, &url).await;
     assert_eq!(status, StatusCode::CONFLICT);
 
     // A FIFO in its place: refused at once, and the server keeps answering.
@@ -88,13 +88,13 @@ async fn a_dataset_replaced_by_a_link_or_fifo_is_refused_not_served() {
     std::fs::remove_file(&file).unwrap();
     mkfifo(&file);
     let started = Instant::now();
-    let (status, _) = get(&owner, &server, &url).await;
+    let (status, _) = get(&owner, &url).await;
     assert_eq!(status, StatusCode::CONFLICT);
     assert!(
         started.elapsed() < Duration::from_secs(9),
         "refused before the deadline, not by it"
     );
-    let (status, _) = get(&owner, &server, "/healthz").await;
+    let (status, _) = get(&owner, "/healthz").await;
     assert_eq!(status, StatusCode::OK);
 
     // Deleting the dataset removes its folder; a link inside it goes, what it pointed to stays.
@@ -102,22 +102,17 @@ async fn a_dataset_replaced_by_a_link_or_fifo_is_refused_not_served() {
     std::fs::create_dir(&outside).unwrap();
     std::fs::write(outside.join("keep"), "k").unwrap();
     symlink(&outside, folder.join("link")).unwrap();
-    let res = owner
-        .client
-        .delete(server.url(&format!("/api/v1/workspaces/{ws}/datasets/{ds}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let (status, _) = owner
+        .delete(&format!("/api/v1/workspaces/{ws}/datasets/{ds}"))
+        .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
     assert!(!folder.exists());
     assert!(outside.join("keep").is_file());
 }
 
 #[tokio::test]
 async fn a_job_directory_made_in_advance_as_a_link_is_not_written_through() {
-    let server = Server::start_with(NO_DOCKER);
-    let owner = server.signup("owner").await;
-    let (ws, ds) = workspace_with_sample(&owner, &server).await;
+    let (server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
     let spec = |name: &str| {
         json!({
             "name": name, "dataset_id": ds, "preset": "tiny", "epochs": 1, "batch_size": 16,
@@ -126,24 +121,15 @@ async fn a_job_directory_made_in_advance_as_a_link_is_not_written_through() {
     };
     let outside = server.dir.path().join("outside");
     std::fs::create_dir(&outside).unwrap();
-    let ends = |id: i64| {
-        let (owner, server) = (&owner, &server);
-        async move {
-            wait_for(owner, server, ws, id, "its end", |j| {
-                j["summary"]["finished_at"].is_string()
-            })
-            .await
-        }
-    };
 
     // What a team member can plant: the next job's (job 1's) folder in the volume, a link to a folder
     // outside. A local run does not use the volume, so the job runs and the link is left untouched.
     let jobs = volume(&server, ws).join("jobs");
     std::fs::create_dir_all(&jobs).unwrap();
     symlink(&outside, jobs.join("1")).unwrap();
-    let id = submit(&owner, &server, ws, spec("planted-in-volume")).await;
+    let id = submit(&owner, ws, spec("planted-in-volume")).await;
     assert_eq!(id, 1);
-    let last = ends(id).await;
+    let last = finished(&owner, ws, id).await;
     assert_eq!(last["summary"]["status"], "succeeded", "{last}");
     assert!(server.local_run(id).join("events.jsonl").is_file());
 
@@ -151,9 +137,9 @@ async fn a_job_directory_made_in_advance_as_a_link_is_not_written_through() {
     // a bug): refused by name, not written through.
     std::fs::create_dir_all(server.local_run(2).parent().unwrap()).unwrap();
     symlink(&outside, server.local_run(2)).unwrap();
-    let id = submit(&owner, &server, ws, spec("planted-in-runs")).await;
+    let id = submit(&owner, ws, spec("planted-in-runs")).await;
     assert_eq!(id, 2);
-    let last = ends(id).await;
+    let last = finished(&owner, ws, id).await;
     assert_eq!(last["summary"]["status"], "failed", "{last}");
     let message = last["summary"]["status_message"]
         .as_str()
@@ -191,25 +177,15 @@ fn processes_of(server: &Server) -> Vec<String> {
 async fn deleting_a_workspace_mid_job_with_a_ready_endpoint_leaves_nothing_even_after_a_crash() {
     let mut server = Server::start_with(NO_DOCKER);
     let owner = server.signup("owner").await;
-    let (ws, first_job, checkpoints) = crate::endpoints::trained(&server, &owner, 10).await;
+    let (ws, first_job, checkpoints) = crate::endpoints::trained(&owner, 10).await;
     let store = server.dir.path().join(format!("data/store/w{ws}"));
     assert!(store.join(format!("checkpoints/{first_job}")).is_dir());
     assert!(server.local_run(first_job).is_dir());
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
-        .json(&json!({ "name": "live", "checkpoint_id": checkpoints[0] }))
-        .send()
-        .await
-        .unwrap();
-    let (status, ep) = crate::common::status_json(res).await;
-    assert_eq!(status, StatusCode::CREATED, "{ep}");
-    let ep_id = ep["summary"]["id"].as_i64().unwrap();
-    let ep_url = server.url(&format!("/api/v1/workspaces/{ws}/endpoints/{ep_id}"));
-    crate::endpoints::wait_endpoint(&owner, &ep_url, "ready", |d| {
-        d["summary"]["status"] == "ready"
-    })
-    .await;
+    let spec = json!({ "name": "live", "checkpoint_id": checkpoints[0] });
+    let (_, ep) = crate::endpoints::deploy(&owner, ws, spec).await;
+    owner
+        .wait_for(&ep, "ready", |d| d["summary"]["status"] == "ready")
+        .await;
     let ds: i64 = server
         .count(&format!(
             "SELECT id FROM datasets WHERE workspace_id = {ws}"
@@ -217,13 +193,12 @@ async fn deleting_a_workspace_mid_job_with_a_ready_endpoint_leaves_nothing_even_
         .await;
     let long = submit(
         &owner,
-        &server,
         ws,
         json!({ "name": "long", "dataset_id": ds, "preset": "tiny", "max_seq_len": 32,
                 "batch_size": 8, "max_steps": 100000, "eval_every_steps": 100000 }),
     )
     .await;
-    wait_for(&owner, &server, ws, long, "running", |j| {
+    wait_for(&owner, ws, long, "running", |j| {
         j["summary"]["step"].as_i64().unwrap_or(0) >= 1
     })
     .await;
@@ -233,33 +208,19 @@ async fn deleting_a_workspace_mid_job_with_a_ready_endpoint_leaves_nothing_even_
         processes_of(&server)
     );
 
-    let res = owner
-        .client
-        .delete(server.url(&format!("/api/v1/workspaces/{ws}")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NO_CONTENT);
+    let workspace = format!("/api/v1/workspaces/{ws}");
+    assert_eq!(owner.delete(&workspace).await.0, StatusCode::NO_CONTENT);
     // Gone for its members at once.
-    let res = owner
-        .client
-        .get(server.url(&format!("/api/v1/workspaces/{ws}/jobs")))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    let (status, _) = owner.get(&format!("{workspace}/jobs")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
     // Killed half-way: the next start finishes the deletion.
     server.crash_and_restart();
 
-    let deadline = Instant::now() + Duration::from_secs(90);
-    while server
-        .count(&format!("SELECT COUNT(*) FROM workspaces WHERE id = {ws}"))
-        .await
-        > 0
-    {
-        assert!(Instant::now() < deadline, "the deletion never finished");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let workspace_row = format!("SELECT COUNT(*) FROM workspaces WHERE id = {ws}");
+    eventually("the deletion", Duration::from_secs(90), async || {
+        server.count(&workspace_row).await == 0
+    })
+    .await;
     assert_eq!(
         processes_of(&server),
         Vec::<String>::new(),
@@ -318,11 +279,10 @@ async fn deleting_a_workspace_mid_job_with_a_ready_endpoint_leaves_nothing_even_
     );
 
     // Nothing can be inherited: the next workspace and job get new ids.
-    let (next_ws, next_ds) = workspace_with_sample(&owner, &server).await;
+    let (next_ws, next_ds) = workspace_with_sample(&owner).await;
     assert!(next_ws > ws, "workspace id {next_ws} reused");
     let next_job = submit(
         &owner,
-        &server,
         next_ws,
         json!({ "name": "next", "dataset_id": next_ds, "preset": "tiny", "max_steps": 1 }),
     )
@@ -334,23 +294,19 @@ async fn deleting_a_workspace_mid_job_with_a_ready_endpoint_leaves_nothing_even_
 async fn a_deleted_write_ahead_log_stops_the_server_without_losing_acknowledged_writes() {
     let mut server = Server::start_with(NO_DOCKER);
     let owner = server.signup("owner").await;
-    let create = |name: &'static str| {
+    let create = async |name: &str| {
         owner
-            .client
-            .post(server.url("/api/v1/workspaces"))
-            .json(&json!({ "name": name }))
-            .send()
+            .post("/api/v1/workspaces", json!({ "name": name }))
+            .await
+            .0
     };
-    assert_eq!(
-        create("before").await.unwrap().status(),
-        StatusCode::CREATED
-    );
+    assert_eq!(create("before").await, StatusCode::CREATED);
     // What an `sqlite3` session closing from outside does to the live log.
     let mut wal = server.db_path().into_os_string();
     wal.push("-wal");
     std::fs::remove_file(&wal).unwrap();
     // Acknowledged after the log was gone, before the server noticed.
-    assert_eq!(create("after").await.unwrap().status(), StatusCode::CREATED);
+    assert_eq!(create("after").await, StatusCode::CREATED);
     let status = server
         .wait_for_exit(Duration::from_secs(10))
         .expect("the server stops once its log is gone");
@@ -359,15 +315,7 @@ async fn a_deleted_write_ahead_log_stops_the_server_without_losing_acknowledged_
     assert!(log.contains("was deleted or replaced"), "{log}");
 
     server.crash_and_restart();
-    let (status, list) = crate::common::status_json(
-        owner
-            .client
-            .get(server.url("/api/v1/workspaces"))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, list) = owner.get("/api/v1/workspaces").await;
     assert_eq!(status, StatusCode::OK);
     let mut names: Vec<&str> = list
         .as_array()
@@ -384,19 +332,8 @@ async fn caps_on_uploads_and_replicas_name_their_value_and_admins_change_them() 
     use tokio::io::AsyncWriteExt;
     let server = Server::start_with(NO_DOCKER);
     let owner = server.signup("owner").await;
-    let settings = |body: Value| {
-        owner
-            .client
-            .patch(server.url("/api/v1/admin/settings"))
-            .json(&body)
-            .send()
-    };
-    let (status, body) = crate::common::status_json(
-        settings(json!({ "max_uploads_per_user": 0 }))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let settings = |body: Value| owner.patch("/api/v1/admin/settings", body);
+    let (status, body) = settings(json!({ "max_uploads_per_user": 0 })).await;
     assert_eq!(
         (status, body["field"].as_str()),
         (
@@ -404,28 +341,13 @@ async fn caps_on_uploads_and_replicas_name_their_value_and_admins_change_them() 
             Some("max_uploads_per_user")
         )
     );
-    let (status, body) = crate::common::status_json(
-        settings(json!({ "max_uploads_per_user": 1, "max_replicas": 1 }))
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = settings(json!({ "max_uploads_per_user": 1, "max_replicas": 1 })).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 
     // One upload in progress (its body never finishes) holds the owner's only place.
-    let (ws, _, checkpoints) = crate::endpoints::trained(&server, &owner, 5).await;
-    let (_, token) = crate::common::status_json(
-        owner
-            .client
-            .post(server.url("/api/v1/tokens"))
-            .json(&json!({ "name": "uploader" }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
-    let secret = token["secret"].as_str().unwrap().to_string();
-    let authority = server.base.trim_start_matches("http://").to_string();
+    let (ws, _, checkpoints) = crate::endpoints::trained(&owner, 5).await;
+    let secret = owner.token("uploader").await;
+    let authority = server.base().trim_start_matches("http://").to_string();
     let mut slow = tokio::net::TcpStream::connect(&authority).await.unwrap();
     slow.write_all(
         format!(
@@ -439,31 +361,24 @@ async fn caps_on_uploads_and_replicas_name_their_value_and_admins_change_them() 
     .unwrap();
     // Its handler holds the place once its file is being received into tmp/.
     let tmp = server.dir.path().join("data/tmp");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !std::fs::read_dir(&tmp)
-        .map(|d| {
-            d.flatten()
-                .any(|e| e.file_name().to_string_lossy().starts_with("upload-"))
-        })
-        .unwrap_or(false)
-    {
-        assert!(Instant::now() < deadline, "the slow upload never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let receiving = async || {
+        std::fs::read_dir(&tmp)
+            .map(|d| {
+                d.flatten()
+                    .any(|e| e.file_name().to_string_lossy().starts_with("upload-"))
+            })
+            .unwrap_or(false)
+    };
+    eventually("the slow upload", Duration::from_secs(10), receiving).await;
     let attempts = std::sync::atomic::AtomicU32::new(0);
-    let upload = || {
+    let upload = async || {
         // A new name each time: an attempt that got in before the slow one must not conflict by name.
         let n = attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        owner
-            .client
-            .post(server.url(&format!(
-                "/api/v1/workspaces/{ws}/datasets/upload?name=second-{n}&filename=second.csv"
-            )))
-            .header("content-type", "application/octet-stream")
-            .body("text,label\n很好,pos\n很差,neg\n")
-            .send()
+        let query = format!("name=second-{n}&filename=second.csv");
+        let body = "text,label\n很好,pos\n很差,neg\n".as_bytes().to_vec();
+        crate::datasets::upload(&owner, ws, &query, body).await
     };
-    let (status, refused) = crate::common::status_json(upload().await.unwrap()).await;
+    let (status, refused) = upload().await;
     assert_eq!(status, StatusCode::CONFLICT, "{refused}");
     assert_eq!(refused["code"], "limit_reached", "{refused}");
     assert_eq!(refused["field"], "limit", "{refused}");
@@ -476,31 +391,25 @@ async fn caps_on_uploads_and_replicas_name_their_value_and_admins_change_them() 
     );
     // The connection gone, its place comes back.
     drop(slow);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let (status, body) = crate::common::status_json(upload().await.unwrap()).await;
+    let back = poll(Duration::from_secs(10), async || {
+        let (status, body) = upload().await;
         if body["code"] != "limit_reached" {
-            assert_eq!(status, StatusCode::CREATED, "{body}");
-            break;
+            Ok((status, body))
+        } else {
+            Err(body)
         }
-        assert!(
-            Instant::now() < deadline,
-            "the place never came back: {body}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    })
+    .await;
+    let (status, body) = back.unwrap_or_else(|body| panic!("the place never came back: {body}"));
+    assert_eq!(status, StatusCode::CREATED, "{body}");
 
     // Replicas per workspace: two asked, one allowed; nothing is created.
-    let (status, body) = crate::common::status_json(
-        owner
-            .client
-            .post(server.url(&format!("/api/v1/workspaces/{ws}/endpoints")))
-            .json(&json!({ "name": "wide", "checkpoint_id": checkpoints[0], "replicas": 2 }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, body) = owner
+        .post(
+            &format!("/api/v1/workspaces/{ws}/endpoints"),
+            json!({ "name": "wide", "checkpoint_id": checkpoints[0], "replicas": 2 }),
+        )
+        .await;
     assert_eq!(
         (status, body["code"].as_str()),
         (StatusCode::CONFLICT, Some("limit_reached")),
@@ -519,29 +428,18 @@ async fn caps_on_uploads_and_replicas_name_their_value_and_admins_change_them() 
 /// (the attacker can guess the data directory).
 #[tokio::test]
 async fn plants_from_a_shell_inside_a_real_container_reach_nothing() {
-    if crate::environments::docker_tests_skipped() {
+    let Some((server, _cleanup)) = with_docker().await else {
         return;
-    }
-    let server = Server::start();
-    let _cleanup = crate::common::DockerCleanup::of(&server).await;
-    let owner = server.signup("owner").await;
-    let (ws, job, checkpoints) = crate::endpoints::trained(&server, &owner, 5).await;
-    let (shell, _) = crate::environments::running(&owner, &server, ws, "attacker").await;
-    let run = |script: String| {
-        let (owner, server, shell) = (&owner, &server, shell.clone());
-        async move { crate::environments::exec(owner, server, &shell, &script).await }
     };
+    let owner = server.signup("owner").await;
+    let (ws, job, checkpoints) = crate::endpoints::trained(&owner, 5).await;
+    let (shell, _) = crate::environments::running(&owner, ws, "attacker").await;
+    let run = async |script: String| crate::environments::exec(&owner, &shell, &script).await;
     let db = server.db_path().display().to_string();
     let hostname = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
-    let (_, datasets) = crate::common::status_json(
-        owner
-            .client
-            .get(server.url(&format!("/api/v1/workspaces/{ws}/datasets")))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (_, datasets) = owner
+        .get(&format!("/api/v1/workspaces/{ws}/datasets"))
+        .await;
     let ds = datasets[0]["id"].as_i64().unwrap();
     let inside = datasets[0]["container_path"].as_str().unwrap().to_string();
     let dataset_url = format!("/api/v1/workspaces/{ws}/datasets/{ds}/file");
@@ -590,13 +488,12 @@ async fn plants_from_a_shell_inside_a_real_container_reach_nothing() {
     ))
     .await;
     assert!(out.contains("planted"), "{out:?}");
-    let (status, body) = get(&owner, &server, &dataset_url).await;
+    let (status, body) = get(&owner, &dataset_url).await;
     no_secret_in("dataset", &body);
     assert_eq!(status, StatusCode::OK);
     assert!(String::from_utf8_lossy(&body).starts_with("text\tlabel"));
     let (status, body) = get(
         &owner,
-        &server,
         &format!(
             "/api/v1/workspaces/{ws}/checkpoints/{}/download",
             checkpoints[0]
@@ -616,29 +513,20 @@ async fn plants_from_a_shell_inside_a_real_container_reach_nothing() {
         "/api/v1/workspaces/{ws}/checkpoints/{}/evaluations",
         checkpoints[0]
     );
-    let (status, started) = crate::common::status_json(
-        owner
-            .client
-            .post(server.url(&evaluations))
-            .json(&json!({ "dataset_id": ds }))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let (status, started) = owner.post(&evaluations, json!({ "dataset_id": ds })).await;
     assert_eq!(status, StatusCode::CREATED, "{started}");
     let evaluation = format!("{evaluations}/{}", started["id"].as_i64().unwrap());
-    let result = crate::evaluations::until_over(&owner, &server, &evaluation).await;
+    let result = crate::evaluations::until_over(&owner, &evaluation).await;
     assert_eq!(result["status"], "succeeded", "{result}");
-    let (_, sample) = get(&owner, &server, &dataset_url).await;
-    let uploaded = crate::evaluations::upload(&owner, &server, ws, "after-plants", sample).await;
+    let (_, sample) = get(&owner, &dataset_url).await;
+    let uploaded = crate::evaluations::upload(&owner, ws, "after-plants", sample).await;
     assert!(server
         .in_store(
             ws,
             &format!("/paddock/datasets/{uploaded}/after-plants.tsv")
         )
         .is_file());
-    let (status, _) = get(&owner, &server, "/healthz").await;
+    let (status, _) = get(&owner, "/healthz").await;
     assert_eq!(status, StatusCode::OK);
 
     // A job directory's pid file forged to name the server itself: cancel never signals it.
@@ -647,13 +535,10 @@ async fn plants_from_a_shell_inside_a_real_container_reach_nothing() {
         server.pid()
     ))
     .await;
-    let res = owner
-        .client
-        .post(server.url(&format!("/api/v1/workspaces/{ws}/jobs/{job}/cancel")))
-        .send()
-        .await
-        .unwrap();
-    assert!(res.status().is_success() || res.status().is_client_error());
-    let (status, _) = get(&owner, &server, "/healthz").await;
+    let (status, _) = owner
+        .post_empty(&format!("/api/v1/workspaces/{ws}/jobs/{job}/cancel"))
+        .await;
+    assert!(status.is_success() || status.is_client_error());
+    let (status, _) = get(&owner, "/healthz").await;
     assert_eq!(status, StatusCode::OK, "the server was not signalled");
 }
