@@ -211,6 +211,8 @@ fn busy(message: String) -> AppError {
 mod tests {
     use super::*;
     use crate::testing::test_db;
+    use sqlx::pool::PoolConnection;
+    use sqlx::Sqlite;
 
     fn gpu(index: u32) -> GpuInfo {
         let line = format!("{index}, NVIDIA H200, 570.124.06, 9.0, 143771 MiB, GPU-{index}");
@@ -219,58 +221,61 @@ mod tests {
             .remove(0)
     }
 
+    /// A machine with GPUs `0..n` and a fresh database to lease them in.
+    struct Host {
+        _dir: tempfile::TempDir,
+        db: SqlitePool,
+        conn: PoolConnection<Sqlite>,
+        gpus: Vec<GpuInfo>,
+    }
+
+    impl Host {
+        async fn with(n: u32) -> Host {
+            let (dir, db) = test_db().await;
+            let conn = db.acquire().await.unwrap();
+            let gpus = (0..n).map(gpu).collect();
+            Host {
+                _dir: dir,
+                db,
+                conn,
+                gpus,
+            }
+        }
+
+        async fn lease(&mut self, holder: Holder, request: GpuSpec, shared: bool) -> LeaseResult {
+            lease(&mut self.conn, &self.gpus, holder, &request, shared).await
+        }
+
+        /// One GPU, not shared.
+        async fn one(&mut self, holder: Holder) -> LeaseResult {
+            self.lease(holder, GpuSpec::Count(1), false).await
+        }
+    }
+
+    type LeaseResult = Result<Vec<u32>, AppError>;
+
     #[tokio::test]
     async fn exclusive_gpus_are_never_given_twice() {
-        let (_dir, db) = test_db().await;
-        let host = [gpu(0), gpu(1)];
-        let mut conn = db.acquire().await.unwrap();
-        let a = lease(
-            &mut conn,
-            &host,
-            Holder::Environment(1),
-            &GpuSpec::Count(1),
-            false,
-        )
-        .await
-        .unwrap();
-        let b = lease(
-            &mut conn,
-            &host,
-            Holder::Environment(2),
-            &GpuSpec::Count(1),
-            false,
-        )
-        .await
-        .unwrap();
+        let mut host = Host::with(2).await;
+        let a = host.one(Holder::Environment(1)).await.unwrap();
+        let b = host.one(Holder::Environment(2)).await.unwrap();
         assert_eq!((a, b), (vec![0], vec![1]));
-        let err = lease(&mut conn, &host, Holder::Job(7), &GpuSpec::Count(1), false)
+        let err = host.one(Holder::Job(7)).await.unwrap_err();
+        assert_eq!(err.code(), "gpus_busy");
+        let err = host
+            .lease(Holder::Job(7), GpuSpec::Devices(vec![1]), true)
             .await
             .unwrap_err();
-        assert_eq!(err.code(), "gpus_busy");
-        let err = lease(
-            &mut conn,
-            &host,
-            Holder::Job(7),
-            &GpuSpec::Devices(vec![1]),
-            true,
-        )
-        .await
-        .unwrap_err();
         assert!(err.to_string().contains("GPU 1"), "{err}");
-        release(&mut conn, Holder::Environment(1)).await.unwrap();
-        assert_eq!(
-            lease(&mut conn, &host, Holder::Job(7), &GpuSpec::Count(1), false)
-                .await
-                .unwrap(),
-            vec![0]
-        );
+        release(&mut host.conn, Holder::Environment(1))
+            .await
+            .unwrap();
+        assert_eq!(host.one(Holder::Job(7)).await.unwrap(), vec![0]);
     }
 
     #[tokio::test]
     async fn the_quota_holds_for_environments_jobs_and_replicas_alike() {
-        let (_dir, db) = test_db().await;
-        let host = [gpu(0), gpu(1), gpu(2), gpu(3)];
-        let mut conn = db.acquire().await.unwrap();
+        let mut host = Host::with(4).await;
         for statement in [
             "INSERT INTO workspaces (id, name, created_at) VALUES (1, 'limited', 't'), (2, 'free', 't')",
             "INSERT INTO workspace_quotas (workspace_id, max_gpus) VALUES (1, 2)",
@@ -284,93 +289,53 @@ mod tests {
                  max_wait_ms, device, created_at, updated_at) VALUES (50, 1, 's', 'e', 40, 1, 1, 1, 'cuda', 't', 't')",
             "INSERT INTO endpoint_replicas (id, endpoint_id, ordinal, status) VALUES (60, 50, 0, 'starting')",
         ] {
-            sqlx::query(statement).execute(&mut *conn).await.unwrap();
+            sqlx::query(statement)
+                .execute(&mut *host.conn)
+                .await
+                .unwrap();
         }
-        let one = GpuSpec::Count(1);
-        lease(&mut conn, &host, Holder::Environment(10), &one, false)
-            .await
-            .unwrap();
-        lease(&mut conn, &host, Holder::Job(30), &one, false)
-            .await
-            .unwrap();
+        host.one(Holder::Environment(10)).await.unwrap();
+        host.one(Holder::Job(30)).await.unwrap();
         for holder in [
             Holder::Environment(11),
             Holder::Job(31),
             Holder::EndpointReplica(60),
         ] {
-            let err = lease(&mut conn, &host, holder, &one, false)
-                .await
-                .unwrap_err();
+            let err = host.one(holder).await.unwrap_err();
             assert_eq!(err.code(), "gpu_quota_exceeded", "{holder:?}");
             assert!(err.to_string().contains("quota is 2"), "{err}");
         }
         // Another workspace has its own (no) quota; a holder re-leasing its own GPU is not double-counted.
-        lease(
-            &mut conn,
-            &host,
-            Holder::Environment(20),
-            &GpuSpec::Count(2),
-            false,
-        )
-        .await
-        .unwrap();
-        lease(&mut conn, &host, Holder::Environment(10), &one, false)
+        host.lease(Holder::Environment(20), GpuSpec::Count(2), false)
             .await
             .unwrap();
+        host.one(Holder::Environment(10)).await.unwrap();
         // What a finished job gives back, a replica may take.
-        release(&mut conn, Holder::Job(30)).await.unwrap();
-        lease(&mut conn, &host, Holder::EndpointReplica(60), &one, false)
-            .await
-            .unwrap();
+        release(&mut host.conn, Holder::Job(30)).await.unwrap();
+        host.one(Holder::EndpointReplica(60)).await.unwrap();
     }
 
     #[tokio::test]
     async fn shared_leases_coexist_only_with_shared_ones() {
-        let (_dir, db) = test_db().await;
-        let host = [gpu(0)];
-        let mut conn = db.acquire().await.unwrap();
-        lease(
-            &mut conn,
-            &host,
-            Holder::Environment(1),
-            &GpuSpec::Devices(vec![0]),
-            true,
-        )
-        .await
-        .unwrap();
-        lease(
-            &mut conn,
-            &host,
-            Holder::Environment(2),
-            &GpuSpec::Count(1),
-            true,
-        )
-        .await
-        .unwrap();
-        assert!(lease(
-            &mut conn,
-            &host,
-            Holder::Environment(3),
-            &GpuSpec::Count(1),
-            false
-        )
-        .await
-        .is_err());
-        assert_eq!(holders(&db).await.unwrap().get(&0), Some(&(2, true)));
+        let mut host = Host::with(1).await;
+        host.lease(Holder::Environment(1), GpuSpec::Devices(vec![0]), true)
+            .await
+            .unwrap();
+        host.lease(Holder::Environment(2), GpuSpec::Count(1), true)
+            .await
+            .unwrap();
+        assert!(host.one(Holder::Environment(3)).await.is_err());
+        assert_eq!(holders(&host.db).await.unwrap().get(&0), Some(&(2, true)));
         // Re-leasing replaces the holder's own lease instead of counting it twice.
-        lease(
-            &mut conn,
-            &host,
-            Holder::Environment(2),
-            &GpuSpec::Count(1),
-            true,
-        )
-        .await
-        .unwrap();
+        host.lease(Holder::Environment(2), GpuSpec::Count(1), true)
+            .await
+            .unwrap();
         assert_eq!(
-            leased(&mut conn, Holder::Environment(2)).await.unwrap(),
+            leased(&mut host.conn, Holder::Environment(2))
+                .await
+                .unwrap(),
             vec![0]
         );
-        assert_eq!(holders(&db).await.unwrap().get(&0), Some(&(2, true)));
+        assert_eq!(holders(&host.db).await.unwrap().get(&0), Some(&(2, true)));
     }
 }
