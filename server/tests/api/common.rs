@@ -1,4 +1,7 @@
-//! Starting and stopping a real `paddock serve`, and small helpers to call its API as a given user.
+//! Starting and stopping a real `paddock serve`, and calling it as a given person: [`Caller`] and
+//! [`User`] send JSON to a path and answer (status, JSON), whatever port the server listens on now;
+//! [`poll`] and its kin wait for what happens in the background; the fixtures most tests begin with
+//! (a workspace, the sample dataset, a member, a Docker-backed server) are one call each.
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
