@@ -166,11 +166,8 @@ pub async fn create_user(
         ip,
         ..Entry::unattended("user.create", "user", &username)
     };
-    audit::record(
-        &mut tx,
-        entry.detail(serde_json::json!({ "is_admin": is_admin })),
-    )
-    .await?;
+    let detail = serde_json::json!({ "is_admin": is_admin });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     Ok(Me {
         id,

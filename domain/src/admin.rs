@@ -94,12 +94,9 @@ pub async fn update_settings(
         .bind(value)
         .execute(&mut *tx)
         .await?;
-        audit::record(
-            &mut tx,
-            Entry::by(actor, None, action, "instance", column)
-                .detail(serde_json::json!({ "value": value })),
-        )
-        .await?;
+        let entry = Entry::by(actor, None, action, "instance", column);
+        let detail = serde_json::json!({ "value": value });
+        audit::record(&mut tx, entry.detail(detail)).await?;
     }
     tx.commit().await?;
     read_settings(db).await
@@ -216,11 +213,8 @@ pub async fn set_gpu_quota(
         }
     }
     let entry = Entry::in_workspace(actor, workspace_id, "workspace.gpu_quota", &name);
-    audit::record(
-        &mut tx,
-        entry.detail(serde_json::json!({ "max_gpus": max_gpus })),
-    )
-    .await?;
+    let detail = serde_json::json!({ "max_gpus": max_gpus });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     Ok(max_gpus)
 }

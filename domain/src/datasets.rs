@@ -314,11 +314,8 @@ pub async fn delete(
         .execute(&mut *tx)
         .await?;
     let entry = Entry::in_workspace(actor, workspace_id, "dataset.delete", &name);
-    audit::record(
-        &mut tx,
-        entry.detail(serde_json::json!({ "dataset_id": dataset_id })),
-    )
-    .await?;
+    let detail = serde_json::json!({ "dataset_id": dataset_id });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     // The row is gone first: a file left by a failed removal is garbage, never a dangling reference.
     if let Some(dir) = Path::new(&path).parent() {

@@ -239,11 +239,8 @@ pub async fn delete(
         .execute(&mut *tx)
         .await?;
     let entry = entry(actor, workspace_id, "model.delete", &name);
-    audit::record(
-        &mut tx,
-        entry.detail(serde_json::json!({ "pretrained_model_id": id })),
-    )
-    .await?;
+    let detail = serde_json::json!({ "pretrained_model_id": id });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     remove_from_store(storage, workspace_id, path.into()).await;
     Ok(())

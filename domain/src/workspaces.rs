@@ -101,11 +101,8 @@ pub async fn create(
     .bind(&now)
     .execute(&mut *tx)
     .await?;
-    audit::record(
-        &mut tx,
-        Entry::in_workspace(actor, id, "workspace.create", &name),
-    )
-    .await?;
+    let entry = Entry::in_workspace(actor, id, "workspace.create", &name);
+    audit::record(&mut tx, entry).await?;
     let ws = summary(&mut tx, actor, id).await?;
     tx.commit().await?;
     Ok(ws)
@@ -131,11 +128,8 @@ pub async fn rename(
         .execute(&mut *tx)
         .await?;
     let entry = Entry::in_workspace(actor, id, "workspace.rename", &name);
-    audit::record(
-        &mut tx,
-        entry.detail(serde_json::json!({ "from": old, "to": name })),
-    )
-    .await?;
+    let detail = serde_json::json!({ "from": old, "to": name });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     let ws = summary(&mut tx, actor, id).await?;
     tx.commit().await?;
     Ok(ws)
@@ -203,11 +197,8 @@ async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), Ap
     }
     // Outside the workspace: its log goes with it.
     let entry = Entry::by(actor, None, "workspace.delete", "workspace", &name);
-    audit::record(
-        &mut tx,
-        entry.detail(serde_json::json!({ "workspace_id": id })),
-    )
-    .await?;
+    let detail = serde_json::json!({ "workspace_id": id });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     Ok(())
 }

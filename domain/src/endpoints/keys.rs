@@ -81,13 +81,8 @@ pub async fn create_key(
     .fetch_one(&mut *tx)
     .await?;
     let entry = r.entry(actor, "endpoint.key_create");
-    audit::record(
-        &mut tx,
-        entry.detail(
-            serde_json::json!({ "key_id": id, "name": name, "rate_limit_per_minute": rate }),
-        ),
-    )
-    .await?;
+    let detail = serde_json::json!({ "key_id": id, "name": name, "rate_limit_per_minute": rate });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     let key = keys_of(&mut tx, endpoint_id)
         .await?
         .into_iter()
@@ -115,11 +110,8 @@ pub async fn revoke_key(
         return Err(AppError::NotFound);
     }
     let entry = r.entry(actor, "endpoint.key_revoke");
-    audit::record(
-        &mut tx,
-        entry.detail(serde_json::json!({ "key_id": key_id })),
-    )
-    .await?;
+    let detail = serde_json::json!({ "key_id": key_id });
+    audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     Ok(())
 }
