@@ -161,6 +161,22 @@ pub async fn current<M: Machine>(
         .ok_or(AppError::NotFound)
 }
 
+/// Writes the time into `column` of row `id` (a move's `updated_at` or `finished_at`); `column` is a
+/// name from the code, never input.
+pub(crate) async fn stamp<M: Machine>(
+    conn: &mut SqliteConnection,
+    id: i64,
+    column: &str,
+) -> Result<(), AppError> {
+    let sql = format!("UPDATE {} SET {column} = ? WHERE id = ?", M::TABLE);
+    sqlx::query(&sql)
+        .bind(crate::now())
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
 /// Moves row `id` to `to` for `reason`, when its machine allows it from the status it is in. `message`
 /// replaces the row's message; `None` keeps it. Returns the status it moved from, or `None` when it did
 /// not move (a move the machine forbids, final included, or another writer was first).

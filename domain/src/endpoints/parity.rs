@@ -106,6 +106,21 @@ async fn samples(db: &SqlitePool, endpoint_id: i64) -> Vec<String> {
     from_preview.unwrap_or_else(|| FALLBACK.iter().map(|t| t.to_string()).collect())
 }
 
+/// The replica's JSON answer to `request`; a failure says whether asking or reading the `what` failed.
+async fn ask<T: serde::de::DeserializeOwned>(
+    request: reqwest::RequestBuilder,
+    what: &str,
+) -> Result<T, String> {
+    let response = request
+        .send()
+        .await
+        .map_err(|e| format!("asking the replica: {e}"))?;
+    response
+        .json()
+        .await
+        .map_err(|e| format!("reading the replica's {what}: {e}"))
+}
+
 async fn compare(
     storage: &Storage,
     model: &Path,
@@ -114,14 +129,7 @@ async fn compare(
     texts: &[String],
 ) -> Result<ParityReport, String> {
     let client = reqwest::Client::new();
-    let health: Health = client
-        .get(format!("{replica}/health"))
-        .send()
-        .await
-        .map_err(|e| format!("asking the replica: {e}"))?
-        .json()
-        .await
-        .map_err(|e| format!("reading the replica's health: {e}"))?;
+    let health: Health = ask(client.get(format!("{replica}/health")), "health").await?;
     let served_precision = health.precision;
     if served_precision != precision {
         return Err(format!(
@@ -152,15 +160,10 @@ async fn compare(
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()
         .map_err(|e| format!("reading paddock predict's answers: {e}"))?;
-    let served: PredictReply = client
+    let request = client
         .post(format!("{replica}/predict"))
-        .json(&PredictRequest::many(texts.to_vec(), true))
-        .send()
-        .await
-        .map_err(|e| format!("asking the replica: {e}"))?
-        .json()
-        .await
-        .map_err(|e| format!("reading the replica's answer: {e}"))?;
+        .json(&PredictRequest::many(texts.to_vec(), true));
+    let served: PredictReply = ask(request, "answer").await?;
     let served = served.predictions;
     if served.len() != texts.len() || reference.len() != texts.len() {
         return Err(format!(

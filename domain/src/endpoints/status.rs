@@ -62,11 +62,7 @@ pub async fn endpoint(
 ) -> Result<Option<EndpointStatus>, AppError> {
     let moved = transitions::transition::<Endpoint>(conn, id, to, reason, message).await?;
     if moved.is_some() {
-        sqlx::query("UPDATE endpoints SET updated_at = ? WHERE id = ?")
-            .bind(crate::now())
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
+        transitions::stamp::<Endpoint>(conn, id, "updated_at").await?;
     }
     Ok(moved)
 }

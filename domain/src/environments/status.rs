@@ -45,17 +45,7 @@ reasons! {
     }
 }
 
-machine! {
-    /// The environments table's machine.
-    pub struct Environment {
-        kind: "environment",
-        table: "environments",
-        status: EnvStatus,
-        reason: Reason,
-        moves: moves,
-    }
-}
-
+/// Which moves the environments table's machine allows.
 fn moves(from: EnvStatus, to: EnvStatus) -> bool {
     use EnvStatus::*;
     match (from, to) {
@@ -67,6 +57,17 @@ fn moves(from: EnvStatus, to: EnvStatus) -> bool {
         // A container exists, or is being made (a start's own outcome, or what Docker says of a
         // container a crashed start left): its status is Docker's.
         (Provisioning | Running | Exited | OomKilled | Failed | Missing, _) => true,
+    }
+}
+
+machine! {
+    /// The environments table's machine.
+    pub struct Environment {
+        kind: "environment",
+        table: "environments",
+        status: EnvStatus,
+        reason: Reason,
+        moves: moves,
     }
 }
 

@@ -51,11 +51,7 @@ pub async fn fail(
     let moved =
         Evaluation::transition(conn, id, EvaluationStatus::Failed, reason, Some(message)).await?;
     if moved.is_some() {
-        sqlx::query("UPDATE evaluations SET finished_at = ? WHERE id = ?")
-            .bind(crate::now())
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
+        crate::transitions::stamp::<Evaluation>(conn, id, "finished_at").await?;
     }
     Ok(())
 }
