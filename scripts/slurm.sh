@@ -63,13 +63,11 @@ if ! munge -n </dev/null >/dev/null 2>&1; then
   for _ in $(seq 1 20); do munge -n </dev/null >/dev/null 2>&1 && break; sleep 0.25; done
 fi
 
-if scontrol ping >/dev/null 2>&1 && sinfo -h -o '%T' 2>/dev/null | grep -qv -e down -e inval; then
-  say "cluster running ($conf)"; echo "export SLURM_CONF=$conf"; exit 0
-fi
-
 mkdir -p "$dir/state" "$dir/spool"
 for n in "${nodes[@]}"; do mkdir -p "$dir/spool/$n"; done
-cat >"$conf" <<EOF
+# The configuration is written beside the running one and replaces it (with a restart) only when it
+# changed, so an edit to this script reaches a cluster that is already up.
+cat >"$conf.new" <<EOF
 # Written by scripts/slurm.sh: a two-node test cluster on 127.0.0.1.
 ClusterName=paddock
 SlurmctldHost=localhost(127.0.0.1)
@@ -99,17 +97,28 @@ EOF
 cat >"$dir/gres.conf" <<EOF
 NodeName=node[1-2] Name=gpu File=/dev/tty[1-2]
 EOF
+running() { scontrol ping >/dev/null 2>&1 && [ "$(sinfo -h -N -o '%N %T' 2>/dev/null | grep -c ' idle\| mixed\| alloc')" -eq ${#nodes[@]} ]; }
+if cmp -s "$conf.new" "$conf" && running; then
+  rm -f "$conf.new"; say "cluster running ($conf)"; echo "export SLURM_CONF=$conf"; exit 0
+fi
+for pidfile in "$dir"/slurmd-*.pid "$dir"/slurmctld.pid; do
+  [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
+done
+for _ in $(seq 1 40); do pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null || break; sleep 0.25; done
+mv "$conf.new" "$conf"
 
 say "starting slurmctld and ${nodes[*]} (logs in $dir)"
-/usr/sbin/slurmctld -c -i >/dev/null 2>&1 || /usr/sbin/slurmctld -i
+# A fresh controller state (-c): a restarted test cluster starts with no jobs.
+/usr/sbin/slurmctld -c -i
 for _ in $(seq 1 40); do scontrol ping >/dev/null 2>&1 && break; sleep 0.25; done
 for n in "${nodes[@]}"; do /usr/sbin/slurmd -N "$n"; done
 for _ in $(seq 1 80); do
-  states=$(sinfo -h -N -o '%N %T' 2>/dev/null | sort -u)
+  states=$(sinfo -h -N -o '%N %T' 2>/dev/null | sort -u || true)
   if [ "$(grep -c ' idle' <<<"$states")" -eq ${#nodes[@]} ]; then
     say "cluster up: $(tr '\n' ' ' <<<"$states")"; echo "export SLURM_CONF=$conf"; exit 0
   fi
   sleep 0.25
 done
 say "nodes did not become idle: $(sinfo -N 2>&1 | tr '\n' ' '); see $dir/*.log"
+tail -3 "$dir/slurmctld.log" >&2
 exit 1
