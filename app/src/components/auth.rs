@@ -45,32 +45,27 @@ pub fn use_auth() -> Auth {
 /// navigation after hydration). Renders nothing otherwise.
 #[component]
 pub fn RequireSignedIn() -> impl IntoView {
-    let auth = use_auth();
-    view! {
-        <Suspense>
-            {move || Suspend::new(async move {
-                match auth.user.await {
-                    Ok(None) | Err(AppError::Unauthenticated) => {
-                        view! { <Redirect path="/signin" /> }.into_any()
-                    }
-                    _ => ().into_any(),
-                }
-            })}
-        </Suspense>
-    }
+    let signed_out = |user: &_| matches!(user, Ok(None) | Err(AppError::Unauthenticated));
+    view! { <RedirectWhen when=signed_out to="/signin" /> }
 }
 
 /// The opposite, for the sign-in and sign-up pages: a signed-in visitor goes to the dashboard.
 #[component]
 pub fn RedirectIfSignedIn() -> impl IntoView {
+    view! { <RedirectWhen when=|user| matches!(user, Ok(Some(_))) to="/" /> }
+}
+
+/// Sends the visitor `to` another page when the session (`when`) says so.
+#[component]
+fn RedirectWhen(
+    when: fn(&Result<Option<Me>, AppError>) -> bool,
+    to: &'static str,
+) -> impl IntoView {
     let auth = use_auth();
     view! {
         <Suspense>
             {move || Suspend::new(async move {
-                match auth.user.await {
-                    Ok(Some(_)) => view! { <Redirect path="/" /> }.into_any(),
-                    _ => ().into_any(),
-                }
+                when(&auth.user.await).then(|| view! { <Redirect path=to /> })
             })}
         </Suspense>
     }

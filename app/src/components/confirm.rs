@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 
 use crate::i18n::*;
+use contracts::error::AppError;
 
 /// Opens the question; disabled while it is open and while `busy`. `name` is its `data-testid`, and
 /// the question's ids derive from it ([`Confirm`]).
@@ -33,8 +34,18 @@ pub fn Confirm(
     #[prop(into)] question: ViewFn,
     #[prop(into)] yes: ViewFn,
     on_yes: impl Fn() + Copy + Send + Sync + 'static,
+    /// The action's error: a refusal closes the question (the error shows below it instead).
+    #[prop(optional, into)]
+    refused: Option<Signal<Option<AppError>>>,
 ) -> impl IntoView {
     let i18n = use_i18n();
+    if let Some(refused) = refused {
+        Effect::new(move |_| {
+            if refused.with(Option::is_some) {
+                open.set(false);
+            }
+        });
+    }
     move || {
         let (question, yes) = (question.clone(), yes.clone());
         open.get().then(|| view! {

@@ -45,6 +45,22 @@ pub fn on_answer<S>(
     });
 }
 
+/// The `node_ref` of a short form that empties itself once `action` succeeds, so that the next one
+/// (another member, another token) starts blank while a refused one keeps what was typed.
+pub fn cleared_on_success<S>(action: ServerAction<S>) -> NodeRef<leptos::html::Form>
+where
+    S: ServerFn<Error = AppError> + Send + Sync + Clone + 'static,
+    S::Output: Send + Sync + Clone + 'static,
+{
+    let form = NodeRef::<leptos::html::Form>::new();
+    Effect::new(move |_| {
+        if let (Some(Ok(_)), Some(form)) = (action.value().get(), form.get_untracked()) {
+            form.reset();
+        }
+    });
+    form
+}
+
 /// The ids a control's `aria-describedby` names: its hint (when it has one) and its error line.
 pub fn described_by(id: &str, hint: bool) -> String {
     if hint {

@@ -7,7 +7,7 @@
 //! rather than enabling more web-sys features for the whole bundle. On the server the same functions
 //! exist and do nothing: they are only called from event handlers and effects, which never run there.
 
-use contracts::error::{AppError, ErrorBody};
+use contracts::error::{AppError, ErrorBody, ErrorCode};
 
 /// An answer: the HTTP status and the body as text.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +50,29 @@ pub fn slot<T: 'static>() -> Slot<T> {
 #[cfg(not(feature = "hydrate"))]
 pub fn slot<T: Send + Sync + 'static>() -> Slot<T> {
     leptos::prelude::StoredValue::new(None)
+}
+
+/// The file chosen in `input`, if any.
+pub fn chosen(input: leptos::prelude::NodeRef<leptos::html::Input>) -> Option<Picked> {
+    use leptos::prelude::GetUntracked;
+    input.get_untracked().and_then(|el| chosen_file(&el))
+}
+
+/// The file chosen in `input` to upload, or the error its form shows under the file field when there
+/// is none (`missing`, in the reader's language).
+pub fn file_to_send(
+    input: leptos::prelude::NodeRef<leptos::html::Input>,
+    missing: &str,
+) -> Result<Picked, AppError> {
+    chosen(input).ok_or_else(|| AppError::invalid("file", ErrorCode::FileMissing, missing))
+}
+
+/// Keeps a `started` upload in `slot` until it answers; one that could not start is an error.
+pub fn keep_upload(slot: Slot<Request>, started: Option<Request>) -> Result<(), AppError> {
+    use leptos::prelude::SetValue;
+    let request = started.ok_or_else(|| AppError::transport("the upload could not start"))?;
+    slot.set_value(Some(request));
+    Ok(())
 }
 
 #[cfg(feature = "hydrate")]

@@ -11,13 +11,14 @@ use leptos_router::components::A;
 use crate::components::notice::{ErrorNotice, Loading};
 use contracts::error::AppError;
 
-/// The title block every page starts with.
+/// The title block every page starts with. Both parts are drawn again when what they read changes (the
+/// language, a renamed thing), also when they are plain text.
 #[component]
 pub fn PageHeader(#[prop(into)] title: ViewFn, #[prop(into)] lead: ViewFn) -> impl IntoView {
     view! {
         <header class="page-header">
-            <h1 data-testid="page-title">{title.run()}</h1>
-            <p class="lead">{lead.run()}</p>
+            <h1 data-testid="page-title">{move || title.run()}</h1>
+            <p class="lead">{move || lead.run()}</p>
         </header>
     }
 }

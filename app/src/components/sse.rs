@@ -19,10 +19,30 @@ pub enum Message {
     Dropped,
 }
 
-#[cfg(feature = "hydrate")]
-pub use browser::EventStream;
-#[cfg(not(feature = "hydrate"))]
-pub use server::EventStream;
+/// An open stream. Dropping it closes the connection and frees the listeners, so it is never
+/// dropped from inside one of them: a component keeps it in a [`Slot`](crate::components::http::Slot)
+/// and replaces it from an effect or a timer.
+pub struct EventStream {
+    #[cfg(feature = "hydrate")]
+    _open: browser::Open,
+}
+
+impl EventStream {
+    /// Opens `url` and hands `on_message` each event of `kinds`, then the end or the drop.
+    pub fn open(
+        url: &str,
+        kinds: &[&'static str],
+        on_message: impl Fn(Message) + 'static,
+    ) -> Option<EventStream> {
+        #[cfg(feature = "hydrate")]
+        return browser::open(url, kinds, on_message).map(|open| EventStream { _open: open });
+        #[cfg(not(feature = "hydrate"))]
+        {
+            let _ = (url, kinds, on_message);
+            None
+        }
+    }
+}
 
 #[cfg(feature = "hydrate")]
 mod browser {
@@ -52,81 +72,59 @@ mod browser {
         fn data(this: &MessageEvent) -> JsValue;
     }
 
-    /// An open stream. Dropping it closes the connection and frees the listeners, so it is never
-    /// dropped from inside one of them: a component keeps it in a
-    /// [`Slot`](crate::components::http::Slot) and replaces it from an effect or a timer.
-    pub struct EventStream {
+    /// The source and the listeners it calls.
+    pub struct Open {
         source: EventSource,
         _listeners: Vec<Closure<dyn FnMut(MessageEvent)>>,
     }
 
-    impl EventStream {
-        /// Opens `url` and hands `on_message` each event of `kinds`, then the end or the drop.
-        pub fn open(
-            url: &str,
-            kinds: &[&'static str],
-            on_message: impl Fn(Message) + 'static,
-        ) -> Option<EventStream> {
-            let source = EventSource::new(url).ok()?;
-            let on_message = Rc::new(on_message);
-            let data = |kind: &'static str| {
-                let on_message = on_message.clone();
-                Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-                    if let Some(text) = ev.data().as_string() {
-                        on_message(Message::Data(kind, text));
-                    }
-                })
-            };
-            // Closed from inside the listener, not by dropping the stream (which would free the
-            // closure that is running).
-            let last = |message: fn() -> Message| {
-                let (source, on_message) = (source.clone(), on_message.clone());
-                Closure::<dyn FnMut(MessageEvent)>::new(move |_| {
-                    source.close();
-                    on_message(message());
-                })
-            };
-            let mut listeners = Vec::new();
-            for &kind in kinds {
-                let listener = data(kind);
-                source.add_event_listener(kind, &listener);
-                listeners.push(listener);
-            }
-            for (kind, listener) in [
-                ("end", last(|| Message::End)),
-                ("error", last(|| Message::Dropped)),
-            ] {
-                source.add_event_listener(kind, &listener);
-                listeners.push(listener);
-            }
-            Some(EventStream {
-                source,
-                _listeners: listeners,
-            })
-        }
-    }
-
-    impl Drop for EventStream {
+    impl Drop for Open {
         fn drop(&mut self) {
             self.source.close();
         }
     }
-}
 
-#[cfg(not(feature = "hydrate"))]
-mod server {
-    use super::Message;
-
-    /// Streams only exist in the browser.
-    pub struct EventStream;
-
-    impl EventStream {
-        pub fn open(
-            _url: &str,
-            _kinds: &[&'static str],
-            _on_message: impl Fn(Message) + 'static,
-        ) -> Option<EventStream> {
-            None
+    pub fn open(
+        url: &str,
+        kinds: &[&'static str],
+        on_message: impl Fn(Message) + 'static,
+    ) -> Option<Open> {
+        let source = EventSource::new(url).ok()?;
+        let on_message = Rc::new(on_message);
+        let data = |kind: &'static str| {
+            let on_message = on_message.clone();
+            Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+                if let Some(text) = ev.data().as_string() {
+                    on_message(Message::Data(kind, text));
+                }
+            })
+        };
+        // Closed from inside the listener, not by dropping the stream (which would free the closure
+        // that is running).
+        let last = |message: fn() -> Message| {
+            let (source, on_message) = (source.clone(), on_message.clone());
+            Closure::<dyn FnMut(MessageEvent)>::new(move |_| {
+                source.close();
+                on_message(message());
+            })
+        };
+        let mut listeners = Vec::new();
+        for &kind in kinds {
+            let listener = data(kind);
+            source.add_event_listener(kind, &listener);
+            listeners.push(listener);
         }
+        let ends = [
+            ("end", last(|| Message::End)),
+            ("error", last(|| Message::Dropped)),
+        ];
+        for (kind, listener) in ends {
+            source.add_event_listener(kind, &listener);
+            listeners.push(listener);
+        }
+        Some(Open {
+            source,
+            _listeners: listeners,
+        })
     }
 }

@@ -20,25 +20,30 @@ use contracts::error::AppError;
 #[component]
 pub fn SignInPage() -> impl IntoView {
     let action = ServerAction::<SignIn>::new();
-    let form = move |fields: AnyView| {
-        view! { <ActionForm action attr:class="form" attr:data-testid="signin-form" attr:novalidate=true>{fields}</ActionForm> }.into_any()
-    };
-    view! { <AccountPage new=false form error=enter(action) pending=action.pending() /> }
+    view! {
+        <AccountPage new=false action form=move |fields| view! { <ActionForm action attr:class="form" attr:data-testid="signin-form" attr:novalidate=true>{fields}</ActionForm> }.into_any() />
+    }
 }
 
 /// `/signup`.
 #[component]
 pub fn SignUpPage() -> impl IntoView {
     let action = ServerAction::<SignUp>::new();
-    let form = move |fields: AnyView| {
-        view! { <ActionForm action attr:class="form" attr:data-testid="signup-form" attr:novalidate=true>{fields}</ActionForm> }.into_any()
-    };
-    view! { <AccountPage new=true form error=enter(action) pending=action.pending() /> }
+    view! {
+        <AccountPage new=true action form=move |fields| view! { <ActionForm action attr:class="form" attr:data-testid="signup-form" attr:novalidate=true>{fields}</ActionForm> }.into_any() />
+    }
 }
 
-/// Once `action` has signed someone in (or up), the session is read again and the dashboard opens.
-/// Returns the action's error, for the form.
-fn enter<S>(action: ServerAction<S>) -> Signal<Option<AppError>>
+/// Sign-in, or sign-up (`new`): the heading, the username and password fields in the form of the
+/// page's `action` (`form` wraps them), and the way to the other page. A new account's fields say what
+/// each must be. Once the action has signed someone in (or up), the session is read again and the
+/// dashboard opens.
+#[component]
+fn AccountPage<S>(
+    new: bool,
+    action: ServerAction<S>,
+    form: impl FnOnce(AnyView) -> AnyView,
+) -> impl IntoView
 where
     S: ServerFn<Error = AppError> + Send + Sync + Clone + 'static,
     S::Output: Send + Sync + Clone + 'static,
@@ -51,19 +56,7 @@ where
             navigate("/", Default::default());
         }
     });
-    action_error(action)
-}
-
-/// Sign-in, or sign-up (`new`): the heading, the username and password fields in the form of the
-/// page's action (`form` wraps them), and the way to the other page. A new account's fields say what
-/// each must be.
-#[component]
-fn AccountPage(
-    new: bool,
-    form: impl FnOnce(AnyView) -> AnyView,
-    error: Signal<Option<AppError>>,
-    #[prop(into)] pending: Signal<bool>,
-) -> impl IntoView {
+    let (error, pending) = (action_error(action), action.pending());
     let i18n = use_i18n();
     let pick = move |signup: &'static str, signin: &'static str| if new { signup } else { signin };
     let hint = move |text: ViewFn| new.then_some(text);

@@ -75,15 +75,8 @@ pub fn NewWorkspacePage() -> impl IntoView {
             </Suspense>
             <ActionForm action=action attr:class="form card" attr:data-testid="new-workspace-form" attr:novalidate=true>
                 <FormError error fields=&["name"] />
-                <Field
-                    name="name"
-                    id="new-workspace-name"
-                    label=move || t!(i18n, workspace.name_label)
-                    hint=ViewFn::from(move || t!(i18n, workspace.name_hint))
-                    required=true
-                    maxlength=64
-                    error
-                />
+                <Field name="name" id="new-workspace-name" label=move || t!(i18n, workspace.name_label)
+                    hint=ViewFn::from(move || t!(i18n, workspace.name_hint)) required=true maxlength=64 error />
                 <SubmitButton pending=action.pending() testid="create-workspace-submit">
                     {t!(i18n, workspace.create_button)}
                 </SubmitButton>

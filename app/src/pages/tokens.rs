@@ -1,11 +1,10 @@
 //! `/settings/tokens`: personal API tokens. A new token's secret is shown once, right after it is
 //! created; afterwards only its name, first characters, scope and expiry are listed.
 
-use leptos::html::Form;
 use leptos::prelude::*;
 
 use crate::api::tokens::{list_tokens, CreateToken, RevokeToken};
-use crate::components::form::{action_error, Field, FormError, SubmitButton};
+use crate::components::form::{action_error, cleared_on_success, Field, FormError, SubmitButton};
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{InfoNote, Loaded, Page};
 use crate::components::table::{columns, DataTable, HiddenHeading, RowAction, TimeOrNever};
@@ -24,14 +23,7 @@ pub fn TokensPage() -> impl IntoView {
     );
     let error = action_error(create);
     let revoke_error = action_error(revoke);
-    let form = NodeRef::<Form>::new();
-    Effect::new(move |_| {
-        if let Some(Ok(_)) = create.value().get() {
-            if let Some(form) = form.get_untracked() {
-                form.reset();
-            }
-        }
-    });
+    let form = cleared_on_success(create);
 
     view! {
         <Page title=move || t_string!(i18n, tokens.title).to_string() lead=move || t!(i18n, tokens.lead) class="page page-narrow">
@@ -39,15 +31,8 @@ pub fn TokensPage() -> impl IntoView {
                 <h2 id="token-create-title">{t!(i18n, tokens.create_title)}</h2>
                 <ActionForm action=create node_ref=form attr:class="form form-inline" attr:data-testid="token-form" attr:novalidate=true>
                     <FormError error fields=&["name", "expires_in_days"] />
-                    <Field
-                        name="name"
-                        id="token-name"
-                        label=move || t!(i18n, tokens.name_label)
-                        hint=ViewFn::from(move || t!(i18n, tokens.name_hint))
-                        required=true
-                        maxlength=64
-                        error
-                    />
+                    <Field name="name" id="token-name" label=move || t!(i18n, tokens.name_label)
+                        hint=ViewFn::from(move || t!(i18n, tokens.name_hint)) required=true maxlength=64 error />
                     <div class="field">
                         <label for="token-scope">{t!(i18n, tokens.scope_label)}</label>
                         <select id="token-scope" name="scope" data-testid="token-scope">

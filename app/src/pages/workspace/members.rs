@@ -2,13 +2,14 @@
 //! roles and remove members; everyone else sees the list read-only, with the controls absent and a
 //! note saying why.
 
-use leptos::html::Form;
 use leptos::prelude::*;
 
 use crate::api::members::{list_members, AddMember, ChangeMemberRole, RemoveMember};
 use crate::components::auth::use_auth;
 use crate::components::badges::{role_name, RoleBadge};
-use crate::components::form::{action_error, on_answer, Field, FormError, SubmitButton};
+use crate::components::form::{
+    action_error, cleared_on_success, on_answer, Field, FormError, SubmitButton,
+};
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{InfoNote, Loaded};
 use crate::components::table::{columns, DataTable, RowAction};
@@ -81,29 +82,15 @@ pub fn MembersPage() -> impl IntoView {
 fn AddMemberForm(workspace_id: i64, add: ServerAction<AddMember>) -> impl IntoView {
     let i18n = use_i18n();
     let error = action_error(add);
-    let form = NodeRef::<Form>::new();
-    Effect::new(move |_| {
-        if let Some(Ok(_)) = add.value().get() {
-            if let Some(form) = form.get_untracked() {
-                form.reset();
-            }
-        }
-    });
+    let form = cleared_on_success(add);
     view! {
         <section class="card" aria-labelledby="add-member-title">
             <h2 id="add-member-title">{t!(i18n, members.add_title)}</h2>
             <ActionForm action=add node_ref=form attr:class="form form-inline" attr:data-testid="add-member-form" attr:novalidate=true>
                 <input type="hidden" name="workspace_id" value=workspace_id />
                 <FormError error fields=&["username", "role"] />
-                <Field
-                    name="username"
-                    id="add-member-username"
-                    label=move || t!(i18n, members.username)
-                    autocomplete="off"
-                    required=true
-                    maxlength=32
-                    error
-                />
+                <Field name="username" id="add-member-username" label=move || t!(i18n, members.username)
+                    autocomplete="off" required=true maxlength=32 error />
                 <div class="field">
                     <label for="add-member-role">{t!(i18n, members.role)}</label>
                     <select id="add-member-role" name="role" data-testid="add-member-role">

@@ -26,7 +26,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use crate::api::workspaces::get_workspace;
 use crate::components::badges::{ReadOnlyBadge, RoleBadge};
 use crate::components::notice::ErrorNotice;
-use crate::components::page::{Loaded, Page, PageHeader};
+use crate::components::page::{Page, PageHeader};
 use crate::components::workspaces::use_workspace_list;
 use crate::i18n::*;
 use contracts::error::AppError;
@@ -204,30 +204,15 @@ pub fn SectionPage(section: &'static str, children: Children) -> impl IntoView {
     }
 }
 
-/// The page of one thing in a section (a dataset, a job, ...), drawn by `children` once `load` has
-/// read it. Its title is in what was read, so when that fails the section's heading stands above
-/// the error.
-#[component]
-pub fn DetailPage<T, L, Fut, F, V>(section: &'static str, load: L, children: F) -> impl IntoView
-where
-    T: 'static,
-    L: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<T, AppError>> + Send + 'static,
-    F: Fn(T) -> V + Clone + Send + Sync + 'static,
-    V: IntoView + 'static,
-{
+/// What the page of one thing in a section (a dataset, a job, ...) shows when the thing cannot be
+/// read: its title is in what failed to load, so the section's heading stands above the error.
+pub fn section_heading(section: &'static str) -> ViewFn {
     let i18n = use_i18n();
     let title = move || section_label(i18n.get_locale(), section);
-    let failed = move || {
+    ViewFn::from(move || {
         view! {
             <Title text=title />
             <PageHeader title lead=move || section_lead(i18n.get_locale(), section) />
         }
-    };
-    view! {
-        <div class="page">
-            <Loaded load failed children />
-        </div>
-    }
-    .into_any()
+    })
 }

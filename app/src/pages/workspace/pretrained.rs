@@ -7,7 +7,7 @@ use leptos::prelude::*;
 
 use crate::api::pretrained::{list_pretrained_models, DeletePretrainedModel};
 use crate::components::form::on_answer;
-use crate::components::http::{self, Picked, Request};
+use crate::components::http::{self, Request};
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{list_or, Loaded};
 use crate::components::table::{columns, DataTable, HiddenHeading, RowAction};
@@ -16,7 +16,7 @@ use crate::i18n::*;
 use crate::pages::workspace::datasets::short_sha;
 use crate::pages::workspace::environments::parts::bytes_text;
 use crate::pages::workspace::use_current_workspace;
-use contracts::error::{AppError, ErrorCode};
+use contracts::error::AppError;
 use contracts::types::PretrainedModel;
 
 /// `bert · 12 layers · hidden 768 · vocabulary 21128`, from what its config.json says.
@@ -134,10 +134,7 @@ fn UploadModel(workspace_id: i64, #[prop(into)] on_done: Callback<()>) -> impl I
     let file_input = NodeRef::<leptos::html::Input>::new();
     let request: http::Slot<Request> = http::slot();
     let on_file = move |_| {
-        if let Some(p) = file_input
-            .get_untracked()
-            .and_then(|el| http::chosen_file(&el))
-        {
+        if let Some(p) = http::chosen(file_input) {
             if name.get_untracked().trim().is_empty() {
                 name.set(p.name.trim_end_matches(".tar").to_string());
             }
@@ -150,17 +147,11 @@ fn UploadModel(workspace_id: i64, #[prop(into)] on_done: Callback<()>) -> impl I
             return;
         }
         let locale = i18n.get_locale_untracked();
-        let Some(picked): Option<Picked> = file_input
-            .get_untracked()
-            .and_then(|el| http::chosen_file(&el))
-        else {
-            error.set(Some(AppError::invalid(
-                "file",
-                ErrorCode::FileMissing,
-                td_string!(locale, pretrained.err_no_file),
-            )));
-            return;
-        };
+        let picked =
+            match http::file_to_send(file_input, td_string!(locale, pretrained.err_no_file)) {
+                Ok(picked) => picked,
+                Err(err) => return error.set(Some(err)),
+            };
         error.set(None);
         let url = format!(
             "/api/v1/workspaces/{workspace_id}/pretrained-models/upload?{}",
@@ -184,12 +175,9 @@ fn UploadModel(workspace_id: i64, #[prop(into)] on_done: Callback<()>) -> impl I
                 }
             },
         );
-        match started {
-            Some(r) => request.set_value(Some(r)),
-            None => {
-                progress.set(None);
-                error.set(Some(AppError::transport("the upload could not start")));
-            }
+        if let Err(err) = http::keep_upload(request, started) {
+            progress.set(None);
+            error.set(Some(err));
         }
     };
     view! {

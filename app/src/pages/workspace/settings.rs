@@ -64,15 +64,8 @@ fn RenameForm(ws: WorkspaceSummary, rename: ServerAction<RenameWorkspace>) -> im
             <ActionForm action=rename attr:class="form form-inline" attr:data-testid="rename-form" attr:novalidate=true>
                 <input type="hidden" name="workspace_id" value=ws.id />
                 <FormError error fields=&["name"] />
-                <Field
-                    name="name"
-                    id="rename-name"
-                    label=move || t!(i18n, workspace.name_label)
-                    value=ws.name
-                    required=true
-                    maxlength=64
-                    error
-                />
+                <Field name="name" id="rename-name" label=move || t!(i18n, workspace.name_label)
+                    value=ws.name required=true maxlength=64 error />
                 <SubmitButton pending=rename.pending() testid="rename-submit">
                     {t!(i18n, settings.rename_button)}
                 </SubmitButton>

@@ -13,20 +13,22 @@ use crate::api::datasets::{get_dataset, DeleteDataset};
 use crate::components::confirm::{Confirm, DeleteButton};
 use crate::components::form::action_error;
 use crate::components::notice::ErrorNotice;
-use crate::components::page::PageHeader;
+use crate::components::page::{Loaded, PageHeader};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
-use crate::pages::workspace::{use_detail, DetailPage};
+use crate::pages::workspace::{section_heading, use_detail};
 use contracts::types::{DatasetDetail, DatasetPreview};
 
 #[component]
 pub fn DatasetPage() -> impl IntoView {
     let detail = use_detail("ds", get_dataset);
     view! {
-        <DetailPage section="datasets" load=move || async move { detail.await } let:detail>
-            <DatasetView detail />
-        </DetailPage>
+        <div class="page">
+            <Loaded load=move || async move { detail.await } failed=section_heading("datasets") let:detail>
+                <DatasetView detail />
+            </Loaded>
+        </div>
     }
 }
 

@@ -7,11 +7,11 @@
 use leptos::prelude::*;
 
 use crate::components::form::{described_by, FieldRow, SubmitButton};
-use crate::components::http::{self, Picked, Request};
+use crate::components::http::{self, Request};
 use crate::components::notice::ErrorNotice;
 use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
-use contracts::error::{AppError, ErrorCode};
+use contracts::error::AppError;
 use contracts::types::DatasetDetail;
 
 /// Where the upload goes, with its metadata in the query string.
@@ -64,9 +64,7 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
     let request: http::Slot<Request> = http::slot();
 
     let on_file = move |_| {
-        let picked = file_input
-            .get_untracked()
-            .and_then(|el| http::chosen_file(&el));
+        let picked = http::chosen(file_input);
         if let Some(p) = &picked {
             if name.get_untracked().trim().is_empty() {
                 name.set(default_name(&p.name));
@@ -82,16 +80,10 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
             return;
         }
         let locale = i18n.get_locale_untracked();
-        let Some(picked): Option<Picked> = file_input
-            .get_untracked()
-            .and_then(|el| http::chosen_file(&el))
-        else {
-            error.set(Some(AppError::invalid(
-                "file",
-                ErrorCode::FileMissing,
-                td_string!(locale, datasets.err_no_file),
-            )));
-            return;
+        let picked = match http::file_to_send(file_input, td_string!(locale, datasets.err_no_file))
+        {
+            Ok(picked) => picked,
+            Err(err) => return error.set(Some(err)),
         };
         error.set(None);
         let url = upload_url(
@@ -124,12 +116,9 @@ pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> im
                 }
             },
         );
-        match started {
-            Some(r) => request.set_value(Some(r)),
-            None => {
-                phase.set(Phase::Idle);
-                error.set(Some(AppError::transport("the upload could not start")));
-            }
+        if let Err(err) = http::keep_upload(request, started) {
+            phase.set(Phase::Idle);
+            error.set(Some(err));
         }
     };
 

@@ -31,13 +31,13 @@ use crate::api::{
 use crate::components::confirm::{Busy, Confirm, DeleteButton};
 use crate::components::form::on_answer;
 use crate::components::notice::ErrorNotice;
-use crate::components::page::PageHeader;
+use crate::components::page::{Loaded, PageHeader};
 use crate::components::poll::every;
 use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::jobs::job_href;
-use crate::pages::workspace::{use_current_workspace, use_detail, DetailPage};
+use crate::pages::workspace::{section_heading, use_current_workspace, use_detail};
 use contracts::error::AppError;
 use contracts::serving::{ParityReport, ParityTolerance};
 use contracts::types::{CheckpointInfo, EndpointDetail, EndpointStatus};
@@ -64,12 +64,14 @@ pub fn EndpointPage() -> impl IntoView {
     );
     let load = move || async move { Ok((detail.await?, lineage.await.unwrap_or_default())) };
     view! {
-        <DetailPage section="endpoints" load let:loaded>
-            {
-                let (detail, (checkpoints, jobs)) = loaded;
-                view! { <EndpointView detail checkpoints jobs /> }
-            }
-        </DetailPage>
+        <div class="page">
+            <Loaded load failed=section_heading("endpoints") let:loaded>
+                {
+                    let (detail, (checkpoints, jobs)) = loaded;
+                    view! { <EndpointView detail checkpoints jobs /> }
+                }
+            </Loaded>
+        </div>
     }
 }
 
@@ -274,12 +276,6 @@ fn Actions(live: RwSignal<EndpointDetail>) -> impl IntoView {
         Some(detail) => live.set(detail),
         None => navigate(&format!("/w/{workspace_id}/endpoints"), Default::default()),
     });
-    // A refusal closes the question; the error shows below.
-    Effect::new(move |_| {
-        if error.with(Option::is_some) {
-            confirming.set(false);
-        }
-    });
     let status = Memo::new(move |_| live.with(|d| d.summary.status));
     let running = Memo::new(move |_| {
         matches!(
@@ -318,7 +314,7 @@ fn Actions(live: RwSignal<EndpointDetail>) -> impl IntoView {
             <Busy busy />
         </div>
         <Confirm name="endpoint-delete" open=confirming busy question=move || t!(i18n, endpoint_detail.delete_confirm)
-            yes=move || t!(i18n, endpoint_detail.delete_yes) on_yes=act("delete") />
+            yes=move || t!(i18n, endpoint_detail.delete_yes) on_yes=act("delete") refused=error />
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}
     }
     .into_any()
@@ -332,15 +328,15 @@ fn ReplicasCard(live: RwSignal<EndpointDetail>) -> impl IntoView {
         <section class="card" aria-labelledby="endpoint-replicas-title" data-testid="endpoint-replicas-card">
             <h2 id="endpoint-replicas-title">{t!(i18n, endpoint_detail.replicas_title)}</h2>
             <DataTable testid="replicas-table" columns=columns!(endpoint_detail: col_replica, col_status, col_restarts, col_error, col_started)>
-                        {move || replicas.get().into_iter().map(|r| view! {
-                            <tr data-testid="replica-row" data-ordinal=r.ordinal data-status=r.status.as_str()>
-                                <th scope="row" class="num">{format!("#{}", r.ordinal)}</th>
-                                <td><EndpointStatusBadge status=r.status testid="replica-status" /></td>
-                                <td class="num">{r.restarts}</td>
-                                <td class="replica-error">{r.last_error.clone().unwrap_or_else(|| "–".to_string())}</td>
-                                <td class="nowrap">{r.started_at.clone().map(|at| view! { <Timestamp at /> })}</td>
-                            </tr>
-                        }).collect_view()}
+                {move || replicas.get().into_iter().map(|r| view! {
+                    <tr data-testid="replica-row" data-ordinal=r.ordinal data-status=r.status.as_str()>
+                        <th scope="row" class="num">{format!("#{}", r.ordinal)}</th>
+                        <td><EndpointStatusBadge status=r.status testid="replica-status" /></td>
+                        <td class="num">{r.restarts}</td>
+                        <td class="replica-error">{r.last_error.clone().unwrap_or_else(|| "–".to_string())}</td>
+                        <td class="nowrap">{r.started_at.clone().map(|at| view! { <Timestamp at /> })}</td>
+                    </tr>
+                }).collect_view()}
             </DataTable>
         </section>
     }

@@ -84,38 +84,38 @@ fn EndpointsTable(
     let i18n = use_i18n();
     view! {
         <DataTable testid="endpoints-table" columns=columns!(endpoints: col_name, col_status, col_replicas, col_model, col_created)>
-                    {list
-                        .into_iter()
-                        .map(|e| {
-                            let (ready, total) = (e.ready_replicas, e.replicas);
-                            let job = lineage.jobs.get(&e.job_id).cloned().unwrap_or_else(|| format!("#{}", e.job_id));
-                            let step = lineage.steps.get(&e.checkpoint_id).copied();
-                            let checkpoint_id = e.checkpoint_id;
-                            view! {
-                                <tr data-testid=format!("endpoint-row-{}", e.slug) data-slug=e.slug.clone()>
-                                    <th scope="row">
-                                        <A href=endpoint_href(workspace_id, e.id) attr:data-testid="endpoint-link">{e.name.clone()}</A>
-                                        <code class="muted small block" data-testid="endpoint-slug">{e.slug.clone()}</code>
-                                    </th>
-                                    <td>
-                                        <EndpointStatusBadge status=e.status />
-                                        {e.status_message.clone().map(|m| view! { <span class="muted small block">{m}</span> })}
-                                    </td>
-                                    <td class="num nowrap" data-testid="endpoint-replicas">
-                                        {move || t_string!(i18n, endpoints.replicas_ready, ready = ready, total = total).to_string()}
-                                    </td>
-                                    <td>
-                                        <A href=job_href(workspace_id, e.job_id) attr:data-testid="endpoint-job">{job}</A>
-                                        <span class="muted small block">
-                                            {move || t_string!(i18n, endpoints.checkpoint_of, id = checkpoint_id).to_string()}
-                                            {move || step.map(|s| format!(" · {}", t_string!(i18n, endpoints.checkpoint_step, step = s)))}
-                                        </span>
-                                    </td>
-                                    <td class="nowrap"><Timestamp at=e.created_at.clone() /></td>
-                                </tr>
-                            }
-                        })
-                        .collect_view()}
+            {list
+                .into_iter()
+                .map(|e| {
+                    let (ready, total) = (e.ready_replicas, e.replicas);
+                    let job = lineage.jobs.get(&e.job_id).cloned().unwrap_or_else(|| format!("#{}", e.job_id));
+                    let step = lineage.steps.get(&e.checkpoint_id).copied();
+                    let checkpoint_id = e.checkpoint_id;
+                    view! {
+                        <tr data-testid=format!("endpoint-row-{}", e.slug) data-slug=e.slug.clone()>
+                            <th scope="row">
+                                <A href=endpoint_href(workspace_id, e.id) attr:data-testid="endpoint-link">{e.name.clone()}</A>
+                                <code class="muted small block" data-testid="endpoint-slug">{e.slug.clone()}</code>
+                            </th>
+                            <td>
+                                <EndpointStatusBadge status=e.status />
+                                {e.status_message.clone().map(|m| view! { <span class="muted small block">{m}</span> })}
+                            </td>
+                            <td class="num nowrap" data-testid="endpoint-replicas">
+                                {move || t_string!(i18n, endpoints.replicas_ready, ready = ready, total = total).to_string()}
+                            </td>
+                            <td>
+                                <A href=job_href(workspace_id, e.job_id) attr:data-testid="endpoint-job">{job}</A>
+                                <span class="muted small block">
+                                    {move || t_string!(i18n, endpoints.checkpoint_of, id = checkpoint_id).to_string()}
+                                    {move || step.map(|s| format!(" · {}", t_string!(i18n, endpoints.checkpoint_step, step = s)))}
+                                </span>
+                            </td>
+                            <td class="nowrap"><Timestamp at=e.created_at.clone() /></td>
+                        </tr>
+                    }
+                })
+                .collect_view()}
         </DataTable>
     }
     .into_any()

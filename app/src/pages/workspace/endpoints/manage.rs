@@ -7,6 +7,7 @@
 use leptos::prelude::*;
 
 use crate::api::endpoints::ChangeEndpoint;
+use crate::components::form::on_answer;
 use crate::components::notice::ErrorNotice;
 use crate::i18n::*;
 use contracts::error::{AppError, ErrorCode};
@@ -42,14 +43,7 @@ pub fn ManageCard(live: RwSignal<EndpointDetail>, choices: Vec<Choice>) -> impl 
     let checkpoint = RwSignal::new(live.with_untracked(|d| d.summary.checkpoint_id.to_string()));
     let change = ServerAction::<ChangeEndpoint>::new();
     let error = RwSignal::new(None::<AppError>);
-    Effect::new(move |_| match change.value().get() {
-        Some(Ok(detail)) => {
-            error.set(None);
-            live.set(detail);
-        }
-        Some(Err(err)) => error.set(Some(err)),
-        None => {}
-    });
+    on_answer(change, error, move |detail| live.set(detail));
     let send = move |c: EndpointChange| {
         change.dispatch(ChangeEndpoint {
             workspace_id,

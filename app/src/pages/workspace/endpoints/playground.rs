@@ -6,6 +6,7 @@
 use leptos::prelude::*;
 
 use crate::api::endpoints::TryPredict;
+use crate::components::form::on_answer;
 use crate::components::notice::ErrorNotice;
 use crate::i18n::*;
 use contracts::error::AppError;
@@ -39,14 +40,7 @@ pub fn Playground(
     let error = RwSignal::new(None::<AppError>);
     let predict = ServerAction::<TryPredict>::new();
     let results = RwSignal::new(Vec::<PlaygroundPrediction>::new());
-    Effect::new(move |_| match predict.value().get() {
-        Some(Ok(list)) => {
-            error.set(None);
-            results.set(list);
-        }
-        Some(Err(err)) => error.set(Some(err)),
-        None => {}
-    });
+    on_answer(predict, error, move |list| results.set(list));
     let empty = RwSignal::new(false);
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();

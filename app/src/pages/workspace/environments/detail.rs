@@ -25,12 +25,12 @@ use crate::api::environments::{
 use crate::components::confirm::{Busy, Confirm, DeleteButton};
 use crate::components::form::on_answer;
 use crate::components::notice::ErrorNotice;
-use crate::components::page::PageHeader;
+use crate::components::page::{Loaded, PageHeader};
 use crate::components::poll::every;
 use crate::components::table::{columns, DataTable, TimeOrNever};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
-use crate::pages::workspace::{use_detail, DetailPage};
+use crate::pages::workspace::{section_heading, use_detail};
 use contracts::error::AppError;
 use contracts::types::{
     BuildStatus, DockerStatus, EnvStatus, EnvironmentDetail, EnvironmentSpec, EnvironmentVersion,
@@ -47,9 +47,11 @@ pub fn EnvironmentPage() -> impl IntoView {
     let docker = Resource::new(|| (), |_| get_docker_status());
     let load = move || async move { Ok((detail.await?, docker.await.ok())) };
     view! {
-        <DetailPage section="environments" load let:loaded>
-            <EnvironmentView detail=loaded.0 docker=loaded.1 />
-        </DetailPage>
+        <div class="page">
+            <Loaded load failed=section_heading("environments") let:loaded>
+                <EnvironmentView detail=loaded.0 docker=loaded.1 />
+            </Loaded>
+        </div>
     }
 }
 
@@ -459,25 +461,25 @@ fn VersionsCard(live: RwSignal<EnvironmentDetail>) -> impl IntoView {
             <h2 id="env-versions-title">{t!(i18n, env_detail.versions_title)}</h2>
             <DataTable testid="env-versions"
                 columns=columns!(env_detail: col_version, col_spec_hash, col_build, col_image, col_by, col_created)>
-                        {move || {
-                            let (list, current) = versions.get();
-                            list.into_iter().map(|v| {
-                                let is_current = v.version == current;
-                                view! {
-                                    <tr data-testid=format!("env-version-{}", v.version)>
-                                        <th scope="row">
-                                            {v.version}
-                                            {is_current.then(|| view! { <span class="badge badge-current">{t!(i18n, env_detail.current)}</span> })}
-                                        </th>
-                                        <td><code title=v.spec_hash.clone()>{v.spec_hash.chars().take(12).collect::<String>()}</code></td>
-                                        <td><BuildBadge status=v.build_status testid="env-version-build" /></td>
-                                        <td>{v.image_id.as_deref().map(|id| view! { <code title=id.to_string()>{short_id(id)}</code> })}</td>
-                                        <td>{v.created_by.clone().unwrap_or_default()}</td>
-                                        <td class="nowrap"><Timestamp at=v.created_at.clone() /></td>
-                                    </tr>
-                                }
-                            }).collect_view()
-                        }}
+                {move || {
+                    let (list, current) = versions.get();
+                    list.into_iter().map(|v| {
+                        let is_current = v.version == current;
+                        view! {
+                            <tr data-testid=format!("env-version-{}", v.version)>
+                                <th scope="row">
+                                    {v.version}
+                                    {is_current.then(|| view! { <span class="badge badge-current">{t!(i18n, env_detail.current)}</span> })}
+                                </th>
+                                <td><code title=v.spec_hash.clone()>{v.spec_hash.chars().take(12).collect::<String>()}</code></td>
+                                <td><BuildBadge status=v.build_status testid="env-version-build" /></td>
+                                <td>{v.image_id.as_deref().map(|id| view! { <code title=id.to_string()>{short_id(id)}</code> })}</td>
+                                <td>{v.created_by.clone().unwrap_or_default()}</td>
+                                <td class="nowrap"><Timestamp at=v.created_at.clone() /></td>
+                            </tr>
+                        }
+                    }).collect_view()
+                }}
             </DataTable>
         </section>
     }

@@ -31,63 +31,66 @@ const CUSTOM_IMAGE: &str = "";
 /// `/w/{id}/environments/new`.
 #[component]
 pub fn NewEnvironmentPage() -> impl IntoView {
-    let i18n = use_i18n();
-    let current = use_current_workspace();
-    let docker = Resource::new(|| (), |_| get_docker_status());
-    let load = move || async move {
-        let ws = current.ws.await?;
-        let docker = if ws.role.can_edit() {
-            Some(docker.await?)
-        } else {
-            None
-        };
-        Ok((ws.id, docker))
-    };
-    view! {
-        <Page title=move || t_string!(i18n, env_form.new_title).to_string() lead=move || t!(i18n, env_form.new_lead) class="page page-form">
-            <Loaded load let:loaded>
-                {match loaded {
-                    (workspace_id, Some(docker)) => view! {
-                        <EnvironmentForm workspace_id environment_id=None initial=EnvironmentSpec::default() docker />
-                    }
-                    .into_any(),
-                    (_, None) => view! { <EditorOnly /> }.into_any(),
-                }}
-            </Loaded>
-        </Page>
-    }
-    .into_any()
+    view! { <FormPage edit=false /> }
 }
 
 /// `/w/{id}/environments/{env_id}/edit`.
 #[component]
 pub fn EditEnvironmentPage() -> impl IntoView {
+    view! { <FormPage edit=true /> }
+}
+
+/// The form, empty or (`edit`) with the environment's spec, for editors and owners.
+#[component]
+fn FormPage(edit: bool) -> impl IntoView {
     let i18n = use_i18n();
+    let current = use_current_workspace();
     let docker = Resource::new(|| (), |_| get_docker_status());
-    let detail = use_detail("env_id", get_environment);
+    let detail = edit.then(|| use_detail("env_id", get_environment));
+    // Where the form saves, what it starts from, and Docker's catalog (none for a viewer).
     let load = move || async move {
-        let detail = detail.await?;
-        let docker = if detail.can_edit {
-            Some(docker.await?)
-        } else {
-            None
+        let (workspace_id, environment_id, initial, can_edit) = match detail {
+            Some(detail) => {
+                let d = detail.await?;
+                (
+                    d.summary.workspace_id,
+                    Some(d.summary.id),
+                    d.spec,
+                    d.can_edit,
+                )
+            }
+            None => {
+                let ws = current.ws.await?;
+                (ws.id, None, EnvironmentSpec::default(), ws.role.can_edit())
+            }
         };
-        Ok((detail, docker))
+        let docker = if can_edit { Some(docker.await?) } else { None };
+        Ok((workspace_id, environment_id, initial, docker))
+    };
+    let title = move || {
+        let title = if edit {
+            t_string!(i18n, env_form.edit_title)
+        } else {
+            t_string!(i18n, env_form.new_title)
+        };
+        title.to_string()
+    };
+    let lead = move || {
+        if edit {
+            t_string!(i18n, env_form.edit_lead)
+        } else {
+            t_string!(i18n, env_form.new_lead)
+        }
     };
     view! {
-        <Page title=move || t_string!(i18n, env_form.edit_title).to_string() lead=move || t!(i18n, env_form.edit_lead) class="page page-form">
+        <Page title lead class="page page-form">
             <Loaded load let:loaded>
                 {match loaded {
-                    (detail, Some(docker)) => view! {
-                        <EnvironmentForm
-                            workspace_id=detail.summary.workspace_id
-                            environment_id=Some(detail.summary.id)
-                            initial=detail.spec
-                            docker
-                        />
+                    (workspace_id, environment_id, initial, Some(docker)) => view! {
+                        <EnvironmentForm workspace_id environment_id initial docker />
                     }
                     .into_any(),
-                    (_, None) => view! { <EditorOnly /> }.into_any(),
+                    (.., None) => view! { <EditorOnly /> }.into_any(),
                 }}
             </Loaded>
         </Page>

@@ -68,37 +68,37 @@ fn EnvironmentsTable(list: Vec<EnvironmentSummary>, workspace_id: i64) -> impl I
     view! {
         <DataTable testid="environments-table"
             columns=columns!(environments: col_name, col_status, col_build, col_base, col_resources, col_image, col_updated)>
-                    {list
-                        .into_iter()
-                        .map(|env| {
-                            let resources = {
-                                let (cpus, memory, gpus) = (env.cpus, env.memory.clone(), env.gpus.clone());
-                                move || resources_text(i18n.get_locale(), cpus, &memory, &gpus)
-                            };
-                            let image = env.image_id.clone();
-                            let testid = format!("env-row-{}", env.name);
-                            view! {
-                                <tr data-testid=testid data-id=env.id>
-                                    <th scope="row">
-                                        <A href=environment_href(workspace_id, env.id) attr:data-testid="env-link">
-                                            {env.name.clone()}
-                                        </A>
-                                    </th>
-                                    <td><StatusBadge status=env.status exit_code=env.exit_code /></td>
-                                    <td><BuildBadge status=env.build_status /></td>
-                                    <td><code>{env.base_image.clone()}</code></td>
-                                    <td class="nowrap">{resources}</td>
-                                    <td>
-                                        {match image {
-                                            Some(id) => view! { <code title=id.clone() data-testid="env-image">{short_id(&id)}</code> }.into_any(),
-                                            None => view! { <span class="muted">{t!(i18n, environments.not_built_yet)}</span> }.into_any(),
-                                        }}
-                                    </td>
-                                    <td class="nowrap"><Timestamp at=env.updated_at.clone() /></td>
-                                </tr>
-                            }
-                        })
-                        .collect_view()}
+            {list
+                .into_iter()
+                .map(|env| {
+                    let resources = {
+                        let (cpus, memory, gpus) = (env.cpus, env.memory.clone(), env.gpus.clone());
+                        move || resources_text(i18n.get_locale(), cpus, &memory, &gpus)
+                    };
+                    let image = env.image_id.clone();
+                    let testid = format!("env-row-{}", env.name);
+                    view! {
+                        <tr data-testid=testid data-id=env.id>
+                            <th scope="row">
+                                <A href=environment_href(workspace_id, env.id) attr:data-testid="env-link">
+                                    {env.name.clone()}
+                                </A>
+                            </th>
+                            <td><StatusBadge status=env.status exit_code=env.exit_code /></td>
+                            <td><BuildBadge status=env.build_status /></td>
+                            <td><code>{env.base_image.clone()}</code></td>
+                            <td class="nowrap">{resources}</td>
+                            <td>
+                                {match image {
+                                    Some(id) => view! { <code title=id.clone() data-testid="env-image">{short_id(&id)}</code> }.into_any(),
+                                    None => view! { <span class="muted">{t!(i18n, environments.not_built_yet)}</span> }.into_any(),
+                                }}
+                            </td>
+                            <td class="nowrap"><Timestamp at=env.updated_at.clone() /></td>
+                        </tr>
+                    }
+                })
+                .collect_view()}
         </DataTable>
     }
     .into_any()

@@ -84,90 +84,90 @@ pub fn CheckpointsTable(
             {move || t_string!(i18n, checkpoints.space, size = list.with(|l| bytes_text(bytes_kept(l)))).to_string()}
         </p>
         <DataTable testid="checkpoints-table" columns>
-                    {move || list.get().into_iter().map(|c| {
-                        let st = state(&c);
-                        let metrics = c.metrics.clone().unwrap_or_default();
-                        let accuracy = metrics["accuracy"].as_f64();
-                        let f1 = metrics["macro_f1"].as_f64();
-                        let name = job_name.get_value()
-                            .or_else(|| jobs.with_value(|j| j.get(&c.job_id).cloned()))
-                            .unwrap_or_else(|| format!("#{}", c.job_id));
-                        let deploy = can_deploy.then(|| {
-                            let (checkpoint_id, step, job_name) = (c.id, c.step, name.clone());
-                            view! {
-                                <td>
-                                    {c.deleted_at.is_none().then(|| view! { <DeployCheckpoint workspace_id checkpoint_id step job_name /> })}
-                                </td>
-                            }
-                        });
-                        let served = serving.map(|serving| {
-                            let checkpoint_id = c.id;
-                            view! {
-                                <td data-testid="checkpoint-endpoints">
-                                    {move || {
-                                        let here: Vec<EndpointSummary> = serving.with(|l| {
-                                            l.iter().filter(|e| e.checkpoint_id == checkpoint_id).cloned().collect()
-                                        });
-                                        if here.is_empty() {
-                                            return view! { <span class="muted">"–"</span> }.into_any();
-                                        }
-                                        view! {
-                                            <ul class="served-by">
-                                                {here.into_iter().map(|e| view! {
-                                                    <li>
-                                                        <A href=endpoint_href(workspace_id, e.id) attr:data-testid="checkpoint-endpoint" attr:data-id=e.id>
-                                                            {e.name}
-                                                        </A>
-                                                        " "
-                                                        <EndpointStatusBadge status=e.status />
-                                                    </li>
-                                                }).collect_view()}
-                                            </ul>
-                                        }
-                                        .into_any()
-                                    }}
-                                </td>
-                            }
-                        });
-                        let job = with_jobs.then(|| {
-                            view! { <td><A href=job_href(workspace_id, c.job_id) attr:data-testid="checkpoint-job">{name}</A></td> }
-                        });
-                        view! {
-                            <tr data-testid="checkpoint-row" data-id=c.id data-state=st data-step=c.step>
-                                {job}
-                                <th scope="row" class="num">{c.step}{c.epoch.map(|e| format!(" · {e:.2}"))}</th>
-                                <td class="nowrap">
-                                    {let has = c.metrics.is_some();
-                                    move || if has {
-                                        t_string!(i18n, checkpoints.metrics, accuracy = metric_text(accuracy), f1 = metric_text(f1)).to_string()
-                                    } else {
-                                        "–".to_string()
-                                    }}
-                                </td>
-                                <td class="nowrap">{bytes_text(c.bytes)}</td>
-                                <td>
-                                    <span class=format!("badge badge-ckpt badge-ckpt-{st}") data-testid="checkpoint-state">
-                                        {move || match st {
-                                            "deleted" => t_string!(i18n, checkpoints.deleted),
-                                            "best" => t_string!(i18n, checkpoints.best),
-                                            _ => t_string!(i18n, checkpoints.kept),
-                                        }}
-                                    </span>
-                                </td>
-                                <td><code title=c.sha256.clone()>{short_sha(&c.sha256)}</code></td>
-                                <td class="nowrap"><Timestamp at=c.created_at.clone() /></td>
-                                <td>
-                                    {(c.deleted_at.is_none()).then(|| view! {
-                                        <a class="button button-small" href=download_url(workspace_id, c.id) download="" rel="external" data-testid="checkpoint-download">
-                                            {t!(i18n, checkpoints.download)}
-                                        </a>
-                                    })}
-                                </td>
-                                {served}
-                                {deploy}
-                            </tr>
-                        }
-                    }).collect_view()}
+            {move || list.get().into_iter().map(|c| {
+                let st = state(&c);
+                let metrics = c.metrics.clone().unwrap_or_default();
+                let accuracy = metrics["accuracy"].as_f64();
+                let f1 = metrics["macro_f1"].as_f64();
+                let name = job_name.get_value()
+                    .or_else(|| jobs.with_value(|j| j.get(&c.job_id).cloned()))
+                    .unwrap_or_else(|| format!("#{}", c.job_id));
+                let deploy = can_deploy.then(|| {
+                    let (checkpoint_id, step, job_name) = (c.id, c.step, name.clone());
+                    view! {
+                        <td>
+                            {c.deleted_at.is_none().then(|| view! { <DeployCheckpoint workspace_id checkpoint_id step job_name /> })}
+                        </td>
+                    }
+                });
+                let served = serving.map(|serving| {
+                    let checkpoint_id = c.id;
+                    view! {
+                        <td data-testid="checkpoint-endpoints">
+                            {move || {
+                                let here: Vec<EndpointSummary> = serving.with(|l| {
+                                    l.iter().filter(|e| e.checkpoint_id == checkpoint_id).cloned().collect()
+                                });
+                                if here.is_empty() {
+                                    return view! { <span class="muted">"–"</span> }.into_any();
+                                }
+                                view! {
+                                    <ul class="served-by">
+                                        {here.into_iter().map(|e| view! {
+                                            <li>
+                                                <A href=endpoint_href(workspace_id, e.id) attr:data-testid="checkpoint-endpoint" attr:data-id=e.id>
+                                                    {e.name}
+                                                </A>
+                                                " "
+                                                <EndpointStatusBadge status=e.status />
+                                            </li>
+                                        }).collect_view()}
+                                    </ul>
+                                }
+                                .into_any()
+                            }}
+                        </td>
+                    }
+                });
+                let job = with_jobs.then(|| {
+                    view! { <td><A href=job_href(workspace_id, c.job_id) attr:data-testid="checkpoint-job">{name}</A></td> }
+                });
+                view! {
+                    <tr data-testid="checkpoint-row" data-id=c.id data-state=st data-step=c.step>
+                        {job}
+                        <th scope="row" class="num">{c.step}{c.epoch.map(|e| format!(" · {e:.2}"))}</th>
+                        <td class="nowrap">
+                            {let has = c.metrics.is_some();
+                            move || if has {
+                                t_string!(i18n, checkpoints.metrics, accuracy = metric_text(accuracy), f1 = metric_text(f1)).to_string()
+                            } else {
+                                "–".to_string()
+                            }}
+                        </td>
+                        <td class="nowrap">{bytes_text(c.bytes)}</td>
+                        <td>
+                            <span class=format!("badge badge-ckpt badge-ckpt-{st}") data-testid="checkpoint-state">
+                                {move || match st {
+                                    "deleted" => t_string!(i18n, checkpoints.deleted),
+                                    "best" => t_string!(i18n, checkpoints.best),
+                                    _ => t_string!(i18n, checkpoints.kept),
+                                }}
+                            </span>
+                        </td>
+                        <td><code title=c.sha256.clone()>{short_sha(&c.sha256)}</code></td>
+                        <td class="nowrap"><Timestamp at=c.created_at.clone() /></td>
+                        <td>
+                            {(c.deleted_at.is_none()).then(|| view! {
+                                <a class="button button-small" href=download_url(workspace_id, c.id) download="" rel="external" data-testid="checkpoint-download">
+                                    {t!(i18n, checkpoints.download)}
+                                </a>
+                            })}
+                        </td>
+                        {served}
+                        {deploy}
+                    </tr>
+                }
+            }).collect_view()}
         </DataTable>
     }
     .into_any()

@@ -32,12 +32,12 @@ use crate::components::confirm::{Busy, Confirm, DeleteButton};
 use crate::components::form::on_answer;
 use crate::components::http::{slot, Slot};
 use crate::components::notice::ErrorNotice;
-use crate::components::page::PageHeader;
+use crate::components::page::{Loaded, PageHeader};
 use crate::components::poll::every;
 use crate::components::sse::EventStream;
 use crate::components::time::Timestamp;
 use crate::i18n::*;
-use crate::pages::workspace::{use_detail, DetailPage};
+use crate::pages::workspace::{section_heading, use_detail};
 use contracts::error::AppError;
 use contracts::types::{BaseModel, EndpointSummary, JobDetail, JobStatus, LogLine, MetricPoint};
 
@@ -50,9 +50,11 @@ const RECONNECT: Duration = Duration::from_secs(2);
 pub fn JobPage() -> impl IntoView {
     let detail = use_detail("job", get_job);
     view! {
-        <DetailPage section="jobs" load=move || async move { detail.await } let:detail>
-            <JobView detail />
-        </DetailPage>
+        <div class="page">
+            <Loaded load=move || async move { detail.await } failed=section_heading("jobs") let:detail>
+                <JobView detail />
+            </Loaded>
+        </div>
     }
 }
 
@@ -307,12 +309,6 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
         ),
         None => navigate(&format!("/w/{workspace_id}/jobs"), Default::default()),
     });
-    // A refusal closes the question; the error shows below.
-    Effect::new(move |_| {
-        if error.with(Option::is_some) {
-            confirming.set(false);
-        }
-    });
     let status = Memo::new(move |_| live.with(|d| d.summary.status));
     let has_checkpoint =
         Memo::new(move |_| live.with(|d| d.checkpoints.iter().any(|c| c.deleted_at.is_none())));
@@ -359,7 +355,7 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
             <Busy busy />
         </div>
         <Confirm name="job-delete" open=confirming busy question=move || t!(i18n, job_detail.delete_confirm)
-            yes=move || t!(i18n, job_detail.delete_yes) on_yes=act("delete") />
+            yes=move || t!(i18n, job_detail.delete_yes) on_yes=act("delete") refused=error />
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}
     }
     .into_any()
