@@ -222,14 +222,13 @@ pub async fn set_gpu_quota(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{actor, test_db};
+    use crate::testing::{actors, test_db};
 
     #[tokio::test]
     async fn only_admins_administer() {
         let (_dir, db) = test_db().await;
-        let admin = actor(&db, "root").await;
+        let [admin, user] = actors(&db, ["root", "user"]).await;
         assert!(admin.is_admin, "first account is admin");
-        let user = actor(&db, "user").await;
         assert_eq!(settings(&db, &user).await.unwrap_err(), AppError::Forbidden);
         assert_eq!(
             list_users(&db, &user).await.unwrap_err(),

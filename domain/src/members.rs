@@ -207,40 +207,25 @@ pub async fn remove(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{actor, test_db};
+    use crate::testing::{actors, test_db};
     use crate::workspaces;
 
     #[tokio::test]
     async fn roles_are_enforced_and_last_owner_protected() {
         let (_dir, db) = test_db().await;
-        let alice = actor(&db, "alice").await;
-        let bob = actor(&db, "bob").await;
-        let carol = actor(&db, "carol").await;
+        let [alice, bob, carol] = actors(&db, ["alice", "bob", "carol"]).await;
         let ws = workspaces::create(&db, &alice, "NLP").await.unwrap();
 
         let m = add(&db, &alice, ws.id, "Bob", "viewer").await.unwrap();
         assert_eq!((m.username.as_str(), m.role), ("bob", Role::Viewer));
-        assert_eq!(
-            add(&db, &alice, ws.id, "bob", "editor")
-                .await
-                .unwrap_err()
-                .code(),
-            "already_member"
-        );
-        assert_eq!(
-            add(&db, &alice, ws.id, "nobody", "editor")
-                .await
-                .unwrap_err()
-                .code(),
-            "user_not_found"
-        );
-        assert_eq!(
-            add(&db, &alice, ws.id, "carol", "boss")
-                .await
-                .unwrap_err()
-                .code(),
-            "role_invalid"
-        );
+        for (username, role, code) in [
+            ("bob", "editor", "already_member"),
+            ("nobody", "editor", "user_not_found"),
+            ("carol", "boss", "role_invalid"),
+        ] {
+            let refused = add(&db, &alice, ws.id, username, role).await.unwrap_err();
+            assert_eq!(refused.code(), code, "{username} as {role}");
+        }
         // A viewer may read but not change; an outsider learns nothing.
         assert_eq!(list(&db, &bob, ws.id).await.unwrap().len(), 2);
         assert_eq!(
@@ -252,20 +237,10 @@ mod tests {
             AppError::NotFound
         );
 
-        assert_eq!(
-            change_role(&db, &alice, ws.id, alice.user_id, "editor")
-                .await
-                .unwrap_err()
-                .code(),
-            "last_owner"
-        );
-        assert_eq!(
-            remove(&db, &alice, ws.id, alice.user_id)
-                .await
-                .unwrap_err()
-                .code(),
-            "last_owner"
-        );
+        let demoted = change_role(&db, &alice, ws.id, alice.user_id, "editor").await;
+        assert_eq!(demoted.unwrap_err().code(), "last_owner");
+        let removed = remove(&db, &alice, ws.id, alice.user_id).await;
+        assert_eq!(removed.unwrap_err().code(), "last_owner");
         change_role(&db, &alice, ws.id, bob.user_id, "owner")
             .await
             .unwrap();

@@ -32,6 +32,16 @@ pub async fn actor(db: &SqlitePool, username: &str) -> Actor {
     }
 }
 
+/// Signs up each of `usernames` in order (so the first is the instance admin).
+pub async fn actors<const N: usize>(db: &SqlitePool, usernames: [&str; N]) -> [Actor; N] {
+    let mut out = Vec::with_capacity(N);
+    for username in usernames {
+        out.push(actor(db, username).await);
+    }
+    out.try_into()
+        .unwrap_or_else(|_| unreachable!("one actor per name"))
+}
+
 /// A workspace (`nlp`) made by its owner, the first account and so the instance admin, with a
 /// second person who may only read it.
 pub struct Team {

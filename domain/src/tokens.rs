@@ -183,13 +183,12 @@ pub async fn still_valid(db: &SqlitePool, token_id: i64) -> Result<bool, AppErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{actor, test_db};
+    use crate::testing::{actor, actors, test_db};
 
     #[tokio::test]
     async fn token_lifecycle() {
         let (_dir, db) = test_db().await;
-        let alice = actor(&db, "alice").await;
-        let bob = actor(&db, "bob").await;
+        let [alice, bob] = actors(&db, ["alice", "bob"]).await;
         let new = create(&db, &alice, &request(" laptop ")).await.unwrap();
         assert!(new.secret.starts_with("pdk_") && new.secret.len() > 40);
         assert_eq!(new.token.name, "laptop");

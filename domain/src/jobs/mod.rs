@@ -779,25 +779,45 @@ pub async fn checkpoints(
     checkpoints_of(&mut conn, job_id, workspace_id).await
 }
 
+#[derive(sqlx::FromRow)]
+struct CheckpointRow {
+    id: i64,
+    job_id: i64,
+    step: i64,
+    epoch: Option<f64>,
+    metrics: Option<String>,
+    path: String,
+    bytes: i64,
+    sha256: String,
+    best: bool,
+    created_at: String,
+    deleted_at: Option<String>,
+}
+
+impl CheckpointRow {
+    fn info(self) -> CheckpointInfo {
+        CheckpointInfo {
+            id: self.id,
+            job_id: self.job_id,
+            step: self.step,
+            epoch: self.epoch,
+            metrics: self.metrics.and_then(|m| serde_json::from_str(&m).ok()),
+            container_path: format!("{}/{}", containers::build::STORE_DIR, self.path),
+            bytes: self.bytes as u64,
+            sha256: self.sha256,
+            best: self.best,
+            created_at: self.created_at,
+            deleted_at: self.deleted_at,
+        }
+    }
+}
+
 async fn checkpoints_of(
     conn: &mut SqliteConnection,
     job_id: Option<i64>,
     workspace_id: i64,
 ) -> Result<Vec<CheckpointInfo>, AppError> {
-    type Row = (
-        i64,
-        i64,
-        i64,
-        Option<f64>,
-        Option<String>,
-        String,
-        i64,
-        String,
-        bool,
-        String,
-        Option<String>,
-    );
-    let rows: Vec<Row> = sqlx::query_as(
+    let rows: Vec<CheckpointRow> = sqlx::query_as(
         "SELECT id, job_id, step, epoch, metrics, path, bytes, sha256, best, created_at, deleted_at FROM checkpoints
          WHERE workspace_id = ? AND (? IS NULL OR job_id = ?) ORDER BY id DESC",
     )
@@ -806,36 +826,7 @@ async fn checkpoints_of(
     .bind(job_id)
     .fetch_all(conn)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(
-            |(
-                id,
-                job_id,
-                step,
-                epoch,
-                metrics,
-                path,
-                bytes,
-                sha256,
-                best,
-                created_at,
-                deleted_at,
-            )| CheckpointInfo {
-                id,
-                job_id,
-                step,
-                epoch,
-                metrics: metrics.and_then(|m| serde_json::from_str(&m).ok()),
-                container_path: format!("{}/{path}", containers::build::STORE_DIR),
-                bytes: bytes as u64,
-                sha256,
-                best,
-                created_at,
-                deleted_at,
-            },
-        )
-        .collect())
+    Ok(rows.into_iter().map(CheckpointRow::info).collect())
 }
 
 /// The most a checkpoint's `config.json` may weigh.
