@@ -222,12 +222,11 @@ pub async fn set_gpu_quota(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{actors, test_db};
+    use crate::testing::people;
 
     #[tokio::test]
     async fn only_admins_administer() {
-        let (_dir, db) = test_db().await;
-        let [admin, user] = actors(&db, ["root", "user"]).await;
+        let (_dir, db, [admin, user]) = people(["root", "user"]).await;
         assert!(admin.is_admin, "first account is admin");
         assert_eq!(settings(&db, &user).await.unwrap_err(), AppError::Forbidden);
         assert_eq!(

@@ -207,13 +207,12 @@ pub async fn remove(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{actors, test_db};
+    use crate::testing::people;
     use crate::workspaces;
 
     #[tokio::test]
     async fn roles_are_enforced_and_last_owner_protected() {
-        let (_dir, db) = test_db().await;
-        let [alice, bob, carol] = actors(&db, ["alice", "bob", "carol"]).await;
+        let (_dir, db, [alice, bob, carol]) = people(["alice", "bob", "carol"]).await;
         let ws = workspaces::create(&db, &alice, "NLP").await.unwrap();
 
         let m = add(&db, &alice, ws.id, "Bob", "viewer").await.unwrap();

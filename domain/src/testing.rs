@@ -32,14 +32,20 @@ pub async fn actor(db: &SqlitePool, username: &str) -> Actor {
     }
 }
 
-/// Signs up each of `usernames` in order (so the first is the instance admin).
-pub async fn actors<const N: usize>(db: &SqlitePool, usernames: [&str; N]) -> [Actor; N] {
+/// A fresh database (as [`test_db`]) with each of `usernames` signed up in order, so the first is
+/// the instance admin.
+pub async fn people<const N: usize>(
+    usernames: [&str; N],
+) -> (tempfile::TempDir, SqlitePool, [Actor; N]) {
+    let (dir, db) = test_db().await;
     let mut out = Vec::with_capacity(N);
     for username in usernames {
-        out.push(actor(db, username).await);
+        out.push(actor(&db, username).await);
     }
-    out.try_into()
-        .unwrap_or_else(|_| unreachable!("one actor per name"))
+    let people = out
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("one actor per name"));
+    (dir, db, people)
 }
 
 /// A workspace (`nlp`) made by its owner, the first account and so the instance admin, with a

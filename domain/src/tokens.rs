@@ -183,12 +183,11 @@ pub async fn still_valid(db: &SqlitePool, token_id: i64) -> Result<bool, AppErro
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{actor, actors, test_db};
+    use crate::testing::people;
 
     #[tokio::test]
     async fn token_lifecycle() {
-        let (_dir, db) = test_db().await;
-        let [alice, bob] = actors(&db, ["alice", "bob"]).await;
+        let (_dir, db, [alice, bob]) = people(["alice", "bob"]).await;
         let new = create(&db, &alice, &request(" laptop ")).await.unwrap();
         assert!(new.secret.starts_with("pdk_") && new.secret.len() > 40);
         assert_eq!(new.token.name, "laptop");
@@ -236,8 +235,7 @@ mod tests {
 
     #[tokio::test]
     async fn tokens_expire_and_carry_their_scope() {
-        let (_dir, db) = test_db().await;
-        let alice = actor(&db, "alice").await;
+        let (_dir, db, [alice]) = people(["alice"]).await;
         let read = create(
             &db,
             &alice,

@@ -206,7 +206,7 @@ async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), Ap
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::{actor, test_db};
+    use crate::testing::people;
 
     #[test]
     fn names_are_trimmed_and_checked() {
@@ -221,9 +221,7 @@ mod tests {
 
     #[tokio::test]
     async fn creator_owns_and_outsiders_get_not_found() {
-        let (_dir, db) = test_db().await;
-        let alice = actor(&db, "alice").await;
-        let bob = actor(&db, "bob").await;
+        let (_dir, db, [alice, bob]) = people(["alice", "bob"]).await;
         let ws = create(&db, &alice, " Team A ").await.unwrap();
         assert_eq!(
             (ws.name.as_str(), ws.role, ws.member_count),
@@ -266,8 +264,7 @@ mod tests {
 
     #[tokio::test]
     async fn invalid_name_writes_nothing() {
-        let (_dir, db) = test_db().await;
-        let alice = actor(&db, "alice").await;
+        let (_dir, db, [alice]) = people(["alice"]).await;
         assert_eq!(
             create(&db, &alice, "").await.unwrap_err().code(),
             "workspace_name_invalid"
