@@ -96,16 +96,9 @@ pub async fn list(
     actor: &Actor,
     workspace_id: i64,
 ) -> Result<Vec<DatasetSummary>, AppError> {
-    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
-    sqlx::query_as::<_, Row>(&format!(
-        "{SELECT} WHERE d.workspace_id = ? ORDER BY d.name"
-    ))
-    .bind(workspace_id)
-    .fetch_all(&mut *conn)
-    .await?
-    .iter()
-    .map(Row::summary)
-    .collect()
+    let sql = format!("{SELECT} WHERE d.workspace_id = ? ORDER BY d.name");
+    let rows: Vec<Row> = access::rows(db, actor, workspace_id, &sql).await?;
+    rows.iter().map(Row::summary).collect()
 }
 
 pub async fn get(

@@ -80,17 +80,12 @@ pub async fn list(
     actor: &Actor,
     workspace_id: i64,
 ) -> Result<Vec<Member>, AppError> {
-    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
-    sqlx::query_as::<_, Row>(&format!(
+    let sql = format!(
         "{SELECT} WHERE m.workspace_id = ?
          ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'editor' THEN 1 ELSE 2 END, u.username"
-    ))
-    .bind(workspace_id)
-    .fetch_all(&mut *conn)
-    .await?
-    .into_iter()
-    .map(Row::into_member)
-    .collect()
+    );
+    let rows: Vec<Row> = access::rows(db, actor, workspace_id, &sql).await?;
+    rows.into_iter().map(Row::into_member).collect()
 }
 
 /// Owners only.

@@ -68,16 +68,9 @@ pub async fn list(
     actor: &Actor,
     workspace_id: i64,
 ) -> Result<Vec<PretrainedModel>, AppError> {
-    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
-    Ok(sqlx::query_as::<_, Row>(&format!(
-        "{SELECT} WHERE m.workspace_id = ? ORDER BY m.name"
-    ))
-    .bind(workspace_id)
-    .fetch_all(&mut *conn)
-    .await?
-    .into_iter()
-    .map(Row::info)
-    .collect())
+    let sql = format!("{SELECT} WHERE m.workspace_id = ? ORDER BY m.name");
+    let rows: Vec<Row> = access::rows(db, actor, workspace_id, &sql).await?;
+    Ok(rows.into_iter().map(Row::info).collect())
 }
 
 /// One pretrained model, if it is in the workspace (lineage on a job's page; the caller authorised).

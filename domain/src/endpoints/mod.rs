@@ -120,12 +120,8 @@ pub async fn list(
     workspace_id: i64,
 ) -> Result<Vec<EndpointSummary>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
-    let rows = sqlx::query_as::<_, Row>(&format!(
-        "{SELECT} WHERE e.workspace_id = ? ORDER BY e.id DESC"
-    ))
-    .bind(workspace_id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let sql = format!("{SELECT} WHERE e.workspace_id = ? ORDER BY e.id DESC");
+    let rows: Vec<Row> = crate::db::all(&mut conn, &sql, workspace_id).await?;
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         out.push(r.summary(&mut conn).await?);

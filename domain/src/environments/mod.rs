@@ -192,12 +192,9 @@ pub async fn list(
     workspace_id: i64,
 ) -> Result<Vec<EnvironmentSummary>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
-    let envs = sqlx::query_as::<_, EnvRow>(&format!(
-        "SELECT {ENV_COLUMNS} FROM environments WHERE workspace_id = ? ORDER BY name"
-    ))
-    .bind(workspace_id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let sql =
+        format!("SELECT {ENV_COLUMNS} FROM environments WHERE workspace_id = ? ORDER BY name");
+    let envs: Vec<EnvRow> = crate::db::all(&mut conn, &sql, workspace_id).await?;
     let mut out = Vec::with_capacity(envs.len());
     for env in envs {
         let version = version_row(&mut conn, env.id, env.current_version).await?;

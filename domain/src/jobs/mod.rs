@@ -221,22 +221,18 @@ pub async fn list(
 ) -> Result<Vec<JobSummary>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let queue = queue_positions(&mut conn, workspace_id).await?;
-    sqlx::query_as::<_, JobRow>(&format!(
-        "{JOB_SELECT} WHERE j.workspace_id = ? ORDER BY j.id DESC"
-    ))
-    .bind(workspace_id)
-    .fetch_all(&mut *conn)
-    .await?
-    .iter()
-    .map(|j| {
-        j.summary(
-            queue
-                .iter()
-                .position(|id| *id == j.id)
-                .map(|p| p as i64 + 1),
-        )
-    })
-    .collect()
+    let sql = format!("{JOB_SELECT} WHERE j.workspace_id = ? ORDER BY j.id DESC");
+    let rows: Vec<JobRow> = crate::db::all(&mut conn, &sql, workspace_id).await?;
+    rows.iter()
+        .map(|j| {
+            j.summary(
+                queue
+                    .iter()
+                    .position(|id| *id == j.id)
+                    .map(|p| p as i64 + 1),
+            )
+        })
+        .collect()
 }
 
 pub async fn get(
