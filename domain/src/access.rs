@@ -34,6 +34,12 @@ pub async fn authorize(
     Ok(role)
 }
 
+/// A role as the members table stores it; any other word there is the server's fault, not the
+/// caller's.
+pub(crate) fn stored_role(word: &str) -> Result<Role, AppError> {
+    Role::parse(word).ok_or_else(|| contracts::error::internal("stored role", word))
+}
+
 /// A connection for work inside workspace `workspace_id`, once [`authorize`] found that `actor` holds
 /// at least `need` there.
 pub(crate) async fn connect(

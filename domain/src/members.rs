@@ -31,8 +31,7 @@ struct Row {
 
 impl Row {
     fn into_member(self) -> Result<Member, AppError> {
-        let role = Role::parse(&self.role)
-            .ok_or_else(|| contracts::error::internal("stored role", &self.role))?;
+        let role = access::stored_role(&self.role)?;
         Ok(Member {
             user_id: self.user_id,
             username: self.username,

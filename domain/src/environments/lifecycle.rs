@@ -17,7 +17,7 @@ use sqlx::SqlitePool;
 
 use super::spec::to_env_spec;
 use super::status::{self, Container, Reason};
-use super::{env_row, record_event, version_row, visible, EnvRow};
+use super::{env_row, record_event, visible, with_current, EnvRow};
 use crate::access;
 use crate::audit;
 use crate::auth::Actor;
@@ -106,12 +106,9 @@ pub async fn up(
     workspace_id: i64,
     env_id: i64,
 ) -> Result<EnvironmentDetail, AppError> {
-    let (env, version) = {
-        let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
-        let env = env_row(&mut conn, workspace_id, env_id).await?;
-        let version = version_row(&mut conn, env_id, env.current_version).await?;
-        (env, version)
-    };
+    let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
+    let (env, version) = with_current(&mut conn, workspace_id, env_id).await?;
+    drop(conn);
     let docker = engine.docker().await?;
     let image_id = match (version.build_status, &version.image_id) {
         (BuildStatus::Built, Some(id)) => id.clone(),

@@ -156,6 +156,17 @@ pub(crate) async fn visible(
     env_row(&mut conn, workspace_id, env_id).await
 }
 
+/// Environment `env_id` of the workspace with its current version.
+pub(crate) async fn with_current(
+    conn: &mut SqliteConnection,
+    workspace_id: i64,
+    env_id: i64,
+) -> Result<(EnvRow, VersionRow), AppError> {
+    let env = env_row(conn, workspace_id, env_id).await?;
+    let version = version_row(conn, env_id, env.current_version).await?;
+    Ok((env, version))
+}
+
 pub(crate) async fn version_row(
     conn: &mut SqliteConnection,
     env_id: i64,
@@ -311,8 +322,7 @@ pub async fn update(
     visible(db, actor, workspace_id, env_id, Role::Editor).await?;
     let checked = spec::check(engine, &input).await?;
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
-    let env = env_row(&mut tx, workspace_id, env_id).await?;
-    let current = version_row(&mut tx, env_id, env.current_version).await?;
+    let (env, current) = with_current(&mut tx, workspace_id, env_id).await?;
     let stored_secrets = secrets::load(&mut tx, env_id).await?;
     let secret_env = secrets::merge(&stored_secrets, &input.secret_env)?;
     if secret_env != stored_secrets {
@@ -405,8 +415,7 @@ pub async fn rebuild(
     force: bool,
 ) -> Result<EnvironmentDetail, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
-    let env = env_row(&mut conn, workspace_id, env_id).await?;
-    let version = version_row(&mut conn, env_id, env.current_version).await?;
+    let (env, version) = with_current(&mut conn, workspace_id, env_id).await?;
     engine.docker().await?;
     builds::requeue(db, version.id).await?;
     let entry = env.entry(actor, "environment.build");
