@@ -7,7 +7,8 @@ PADDOCK_DATA_DIR ?= ./data
 PADDOCK_BIND ?= 127.0.0.1:3000
 
 .PHONY: setup site build build-release run test test-rust test-trainer test-containers test-domain test-app test-server \
-        test-e2e dataset quality bench bench-train bench-env bench-serve docker docker-required fmt clippy sqlx-data
+        test-e2e test-clusters dataset quality bench bench-train bench-env bench-serve docker docker-required slurm \
+        fmt clippy sqlx-data
 
 setup:
 	@scripts/setup.sh
@@ -19,9 +20,13 @@ docker:
 docker-required:
 	@REQUIRE_DOCKER=1 scripts/docker.sh
 
+# The two-node Slurm test cluster and its SSH login node (scripts/slurm.sh), which clusters/'s tests run on.
+slurm:
+	@scripts/slurm.sh
+
 # One cargo invocation for the native packages: one feature resolution, so shared dependencies are
 # compiled once (separate `-p` runs resolve features differently and rebuild much of the tree).
-RUST_TEST_PKGS := -p beneath -p hostcaps -p contracts -p trainer -p containers -p domain -p app -p server --features app/ssr
+RUST_TEST_PKGS := -p beneath -p hostcaps -p contracts -p clusters -p trainer -p containers -p domain -p app -p server --features app/ssr
 
 # `make run` serves what `make test` tested, from the same target directory and profile, so a machine
 # compiles the workspace once: the `dev` profile, whose dependencies and trainer are optimised (see
@@ -50,7 +55,7 @@ run: build docker
 ## daemon and the real binary, then the browser tests in headless Chromium against the binary and site
 ## `make run` serves (one spec runs `make run` itself). Every suite runs to the end; the last line counts
 ## passed and failed tests across all of them (scripts/test.sh).
-test: setup docker-required
+test: setup docker-required slurm
 	@scripts/test.sh $(PADDOCK_BIN) $(SITE_ROOT) -- $(RUST_TEST_PKGS)
 
 test-rust:
@@ -58,6 +63,9 @@ test-rust:
 
 test-trainer:
 	$(ENV) cargo test -p trainer
+
+test-clusters: slurm
+	$(ENV) cargo test -p clusters
 
 test-containers: docker-required
 	$(ENV) cargo test -p containers

@@ -13,6 +13,11 @@
 #   scripts/slurm.sh stop     stop the daemons this script started (munged is left to the machine)
 #   scripts/slurm.sh env      print `export SLURM_CONF=…` (for `eval "$(scripts/slurm.sh env)"`)
 #
+# It also starts a "login node": Debian's sshd on 127.0.0.1:$SLURM_SSH_PORT (default 2222) with its own
+# host key, accepting only the key in <folder>/ssh/id_ed25519 for root, and SLURM_CONF set for its
+# sessions, so the executor's SSH path is tested against a real sshd with the host key checked
+# (<folder>/ssh/known_hosts).
+#
 # Facts this relies on (Debian 12, as root): Debian's build lets several slurmd run on one host
 # (`slurmd -N node1`); `Gres=gpu:N` without `File=` leaves nodes INVALID, hence the stand-in files;
 # slurmrestd refuses to run as root, so the executor uses the command-line tools; accounting (slurmdbd) is
@@ -30,7 +35,7 @@ nodes=(node1 node2)
 case "${1:-start}" in
   env) echo "export SLURM_CONF=$conf"; exit 0 ;;
   stop)
-    for pidfile in "$dir"/slurmd-*.pid "$dir"/slurmctld.pid; do
+    for pidfile in "$dir"/slurmd-*.pid "$dir"/slurmctld.pid "$dir"/ssh/sshd.pid; do
       [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
     done
     say "stopped"; exit 0 ;;
@@ -43,7 +48,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 missing=()
-for p in slurm-wlm munge; do
+for p in slurm-wlm munge openssh-server; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -62,6 +67,41 @@ if ! munge -n </dev/null >/dev/null 2>&1; then
   runuser -u munge -- /usr/sbin/munged
   for _ in $(seq 1 20); do munge -n </dev/null >/dev/null 2>&1 && break; sleep 0.25; done
 fi
+
+ssh_port=${SLURM_SSH_PORT:-2222}
+ssh_dir=$dir/ssh
+# The login node: an sshd of its own (not the machine's), key-only, for root, with SLURM_CONF set.
+login_node() {
+  mkdir -p "$ssh_dir" && chmod 700 "$ssh_dir"
+  [ -f "$ssh_dir/host_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C paddock-test-host -f "$ssh_dir/host_ed25519"
+  [ -f "$ssh_dir/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C paddock-test-client -f "$ssh_dir/id_ed25519"
+  cp "$ssh_dir/id_ed25519.pub" "$ssh_dir/authorized_keys" && chmod 600 "$ssh_dir/authorized_keys"
+  echo "[127.0.0.1]:$ssh_port $(cut -d' ' -f1-2 "$ssh_dir/host_ed25519.pub")" >"$ssh_dir/known_hosts"
+  cat >"$ssh_dir/sshd_config" <<EOF
+Port $ssh_port
+ListenAddress 127.0.0.1
+HostKey $ssh_dir/host_ed25519
+PidFile $ssh_dir/sshd.pid
+AuthorizedKeysFile $ssh_dir/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+SetEnv SLURM_CONF=$conf
+EOF
+  if [ -f "$ssh_dir/sshd.pid" ] && kill -0 "$(cat "$ssh_dir/sshd.pid")" 2>/dev/null; then
+    kill -HUP "$(cat "$ssh_dir/sshd.pid")"   # re-reads its configuration
+  else
+    mkdir -p /run/sshd && /usr/sbin/sshd -f "$ssh_dir/sshd_config" -E "$ssh_dir/sshd.log"
+  fi
+  for _ in $(seq 1 20); do
+    ssh -q -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$ssh_dir/known_hosts" \
+      -i "$ssh_dir/id_ed25519" -p "$ssh_port" root@127.0.0.1 true && { say "login node: root@127.0.0.1:$ssh_port"; return; }
+    sleep 0.25
+  done
+  say "the login node's sshd does not answer; see $ssh_dir/sshd.log"; return 1
+}
 
 mkdir -p "$dir/state" "$dir/spool"
 for n in "${nodes[@]}"; do mkdir -p "$dir/spool/$n"; done
@@ -99,7 +139,7 @@ NodeName=node[1-2] Name=gpu File=/dev/tty[1-2]
 EOF
 running() { scontrol ping >/dev/null 2>&1 && [ "$(sinfo -h -N -o '%N %T' 2>/dev/null | grep -c ' idle\| mixed\| alloc')" -eq ${#nodes[@]} ]; }
 if cmp -s "$conf.new" "$conf" && running; then
-  rm -f "$conf.new"; say "cluster running ($conf)"; echo "export SLURM_CONF=$conf"; exit 0
+  rm -f "$conf.new"; say "cluster running ($conf)"; login_node; echo "export SLURM_CONF=$conf"; exit 0
 fi
 for pidfile in "$dir"/slurmd-*.pid "$dir"/slurmctld.pid; do
   [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
@@ -115,7 +155,7 @@ for n in "${nodes[@]}"; do /usr/sbin/slurmd -N "$n"; done
 for _ in $(seq 1 80); do
   states=$(sinfo -h -N -o '%N %T' 2>/dev/null | sort -u || true)
   if [ "$(grep -c ' idle' <<<"$states")" -eq ${#nodes[@]} ]; then
-    say "cluster up: $(tr '\n' ' ' <<<"$states")"; echo "export SLURM_CONF=$conf"; exit 0
+    say "cluster up: $(tr '\n' ' ' <<<"$states")"; login_node; echo "export SLURM_CONF=$conf"; exit 0
   fi
   sleep 0.25
 done
