@@ -183,13 +183,13 @@ async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), Ap
             .bind(id)
             .fetch_all(&mut *tx)
             .await?;
+    let reason = jobs::status::Reason::WorkspaceDeleted;
     for job_id in queued {
-        let deleted = jobs::status::Reason::WorkspaceDeleted;
         jobs::status::finish(
             &mut tx,
             job_id,
             JobStatus::Cancelled,
-            deleted,
+            reason,
             Some(purge::DELETED),
         )
         .await?;

@@ -112,9 +112,14 @@ async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppE
             running.jobs.push(id);
         } else {
             let mut tx = crate::db::write_tx(db).await?;
-            let cancelled = JobStatus::Cancelled;
-            let reason = Reason::WorkspaceDeleted;
-            crate::jobs::status::finish(&mut tx, id, cancelled, reason, Some(DELETED)).await?;
+            crate::jobs::status::finish(
+                &mut tx,
+                id,
+                JobStatus::Cancelled,
+                Reason::WorkspaceDeleted,
+                Some(DELETED),
+            )
+            .await?;
             tx.commit().await?;
         }
     }
