@@ -1,5 +1,5 @@
 //! The one authorisation check for anything inside a workspace. Every workspace-scoped query calls
-//! [`authorize`] first, most through [`connect`] or [`begin`], which hand out the connection or write
+//! [`authorize`] first, most through `connect` or `begin`, which hand out the connection or write
 //! transaction the work then uses: a non-member gets `NotFound` — exactly what a missing workspace
 //! gets, so the workspace's existence and name never leak — and a member whose role is too low gets
 //! `Forbidden`. Instance admins get no special access to workspaces: administering accounts is not

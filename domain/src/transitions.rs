@@ -1,11 +1,11 @@
 //! The one writer of a long-running thing's status. Each kind (a job, an evaluation, …) declares its
-//! state machine as a [`Machine`]: its table, its status type with the allowed moves, and the reasons a
-//! move is made for. [`transition`] checks a move against the machine, writes it as a compare-and-set on
-//! the status it read (so the supervisor, the scheduler and a person cannot all move the same row),
-//! records the reason in its own column (`status_reason` unless the machine names another) and the
-//! message beside it, and traces it in
-//! one span. Other columns a move goes with (GPUs, pids, times, results) are written by the caller in the
-//! same transaction.
+//! state machine as a [`Machine`] (with `machine!`, its reasons with `reasons!`): its table, its
+//! status type with the allowed moves, and the reasons a move is made for. [`transition`] checks a
+//! move against the machine, writes it as a compare-and-set on the status it read (so the supervisor,
+//! the scheduler and a person cannot all move the same row), records the reason in its own column
+//! (`status_reason` unless the machine names another) and the message beside it, and traces it in one
+//! span. Other columns a move goes with (GPUs, pids, times, results) are written by the caller in the
+//! same transaction (`stamp` for a time).
 
 use std::fmt::Debug;
 use std::future::Future;
