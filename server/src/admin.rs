@@ -6,17 +6,15 @@ use std::io::BufRead;
 use anyhow::{bail, Context};
 use contracts::error::AppError;
 
-use crate::config::{AdminCommand, PasswordArgs};
+use crate::config::{AccountArgs, AdminCommand, CreateUserArgs, PasswordArgs};
 
 pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
     match command {
-        AdminCommand::CreateUser(args) => {
-            let password = read_password(&args.password)?;
-            let db = domain::db::open(&args.db.url()).await?;
-            let me =
-                domain::accounts::create_user(&db, &args.username, &password, args.admin, None)
-                    .await
-                    .map_err(explain)?;
+        AdminCommand::CreateUser(CreateUserArgs { account, admin }) => {
+            let (db, password) = open(&account).await?;
+            let me = domain::accounts::create_user(&db, &account.username, &password, admin, None)
+                .await
+                .map_err(explain)?;
             println!(
                 "created user {} (id {}{})",
                 me.username,
@@ -25,8 +23,7 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
             );
         }
         AdminCommand::ResetPassword(args) => {
-            let password = read_password(&args.password)?;
-            let db = domain::db::open(&args.db.url()).await?;
+            let (db, password) = open(&args).await?;
             domain::accounts::reset_password(&db, &args.username, &password)
                 .await
                 .map_err(explain)?;
@@ -37,6 +34,12 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The database the command works on and the password it sets (read first: a bad one opens nothing).
+async fn open(account: &AccountArgs) -> anyhow::Result<(sqlx::SqlitePool, String)> {
+    let password = read_password(&account.password)?;
+    Ok((domain::db::open(&account.db.url()).await?, password))
 }
 
 fn read_password(args: &PasswordArgs) -> anyhow::Result<String> {

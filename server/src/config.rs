@@ -221,11 +221,12 @@ pub enum AdminCommand {
     /// Create an account (also when sign-up is disabled). The first account is always an admin.
     CreateUser(CreateUserArgs),
     /// Set a new password; ends the account's sessions and revokes its API tokens.
-    ResetPassword(ResetPasswordArgs),
+    ResetPassword(AccountArgs),
 }
 
+/// The database, an account and its new password: what both admin commands take.
 #[derive(Debug, Args)]
-pub struct CreateUserArgs {
+pub struct AccountArgs {
     #[command(flatten)]
     pub db: DatabaseConfig,
     /// 3–32 characters of a-z, 0-9, `_`, `.`, `-`.
@@ -233,19 +234,15 @@ pub struct CreateUserArgs {
     pub username: String,
     #[command(flatten)]
     pub password: PasswordArgs,
-    /// Make the account an instance admin.
-    #[arg(long)]
-    pub admin: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct ResetPasswordArgs {
+pub struct CreateUserArgs {
     #[command(flatten)]
-    pub db: DatabaseConfig,
+    pub account: AccountArgs,
+    /// Make the account an instance admin.
     #[arg(long)]
-    pub username: String,
-    #[command(flatten)]
-    pub password: PasswordArgs,
+    pub admin: bool,
 }
 
 /// Where the password comes from. Prefer `--password-stdin`: arguments are visible in `ps`.
