@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{env_image, Guard};
+use common::Guard;
 use containers::labels;
 use containers::lifecycle::{ContainerEvent, ContainerStatus};
 use containers::reconcile::ListFilter;
@@ -37,11 +37,15 @@ async fn next_event_for(
     .expect("event did not arrive")
 }
 
-fn now_nanos() -> i64 {
-    std::time::SystemTime::now()
+/// The test's container events from now on.
+fn events_from_now(
+    g: &Guard,
+) -> std::pin::Pin<Box<impl Stream<Item = containers::Result<ContainerEvent>>>> {
+    let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_nanos() as i64
+        .as_nanos() as i64;
+    Box::pin(g.docker.container_events(Some(&g.prefix), Some(now)))
 }
 
 async fn wait_exit(g: &Guard, name: &str) -> ContainerStatus {
@@ -58,10 +62,9 @@ async fn wait_exit(g: &Guard, name: &str) -> ContainerStatus {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn provisions_hardened_limited_containers_with_a_persistent_workspace() {
-    let Some(g) = Guard::start().await else {
+    let Some((g, image)) = Guard::with_image().await else {
         return;
     };
-    let image = env_image(&g).await;
     let request = g.request("main", &image);
 
     let provisioned = g.docker.provision(&request).await.unwrap();
@@ -165,15 +168,11 @@ async fn provisions_hardened_limited_containers_with_a_persistent_workspace() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stop_start_restart_remove_and_events() {
-    let Some(g) = Guard::start().await else {
+    let Some((g, image)) = Guard::with_image().await else {
         return;
     };
-    let image = env_image(&g).await;
     let request = g.request("cycle", &image);
-    let mut events = Box::pin(
-        g.docker
-            .container_events(Some(&g.prefix), Some(now_nanos())),
-    );
+    let mut events = events_from_now(&g);
 
     let p = g.docker.provision(&request).await.unwrap();
     next_event_for(&mut events, &p.id, |s| *s == ContainerStatus::Running).await;
@@ -228,14 +227,10 @@ async fn stop_start_restart_remove_and_events() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn exit_codes_and_oom_kills_are_reported() {
-    let Some(g) = Guard::start().await else {
+    let Some((g, image)) = Guard::with_image().await else {
         return;
     };
-    let image = env_image(&g).await;
-    let mut events = Box::pin(
-        g.docker
-            .container_events(Some(&g.prefix), Some(now_nanos())),
-    );
+    let mut events = events_from_now(&g);
 
     let mut exits = g.request("exit", &image);
     exits.cmd = Some(vec!["/bin/sh".into(), "-c".into(), "exit 7".into()]);
@@ -283,10 +278,9 @@ async fn exit_codes_and_oom_kills_are_reported() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn reconcile_listing_sees_a_container_removed_behind_our_back() {
-    let Some(g) = Guard::start().await else {
+    let Some((g, image)) = Guard::with_image().await else {
         return;
     };
-    let image = env_image(&g).await;
     let a = g.docker.provision(&g.request("a", &image)).await.unwrap();
     let b = g.docker.provision(&g.request("b", &image)).await.unwrap();
     let filter = ListFilter {

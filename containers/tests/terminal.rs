@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{env_image, Guard};
+use common::Guard;
 use containers::Error;
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
@@ -36,10 +36,9 @@ async fn read_until(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tty_session_with_resize_and_exit_code() {
-    let Some(g) = Guard::start().await else {
+    let Some((g, image)) = Guard::with_image().await else {
         return;
     };
-    let image = env_image(&g).await;
     let request = g.request("tty", &image);
     g.docker.provision(&request).await.unwrap();
 
@@ -81,10 +80,9 @@ async fn tty_session_with_resize_and_exit_code() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn exec_in_a_stopped_container_is_a_conflict() {
-    let Some(g) = Guard::start().await else {
+    let Some((g, image)) = Guard::with_image().await else {
         return;
     };
-    let image = env_image(&g).await;
     let request = g.request("stopped", &image);
     g.docker.provision(&request).await.unwrap();
     g.docker.stop(&request.name, 10).await.unwrap();

@@ -52,6 +52,13 @@ impl Guard {
         docker().await.map(Guard::new)
     }
 
+    /// A guard and this test's env image ([`env_image`]): where every container test starts.
+    pub async fn with_image() -> Option<(Self, String)> {
+        let g = Guard::start().await?;
+        let image = env_image(&g).await;
+        Some((g, image))
+    }
+
     /// Removes this image (tag or ID) at the end.
     pub fn image(&self, reference: &str) {
         self.images.lock().unwrap().push(reference.to_string());
