@@ -209,6 +209,11 @@ pub struct Issue {
 }
 
 impl Issue {
+    /// An error in one record's column: most of what a data file can get wrong.
+    pub fn in_cell(kind: IssueKind, line: usize, column: &str, message: impl Into<String>) -> Self {
+        Issue::error(kind, Some(line), Some(column.to_string()), message.into())
+    }
+
     pub fn error(
         kind: IssueKind,
         line: Option<usize>,

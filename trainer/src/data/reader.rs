@@ -63,10 +63,10 @@ fn parse_delimited(text: &str, delimiter: u8, quoting: bool, columns: &Columns) 
     let names: Vec<String> = header.iter().map(|h| h.trim().to_string()).collect();
     let find = |name: &str| names.iter().position(|n| n == name);
     let Some(text_idx) = find(&columns.text) else {
-        out.issues.push(Issue::error(
+        out.issues.push(Issue::in_cell(
             IssueKind::MissingColumn,
-            Some(1),
-            Some(columns.text.clone()),
+            1,
+            &columns.text,
             format!(
                 "the header has no `{}` column (columns: {})",
                 columns.text,
@@ -198,12 +198,8 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
 
 /// A cell of the wrong JSON type, named by line and column; the row is skipped.
 fn wrong_type(line: usize, column: &str, want: &str, found: &serde_json::Value) -> Issue {
-    Issue::error(
-        IssueKind::Malformed,
-        Some(line),
-        Some(column.to_string()),
-        format!("expected {want}, found {}", json_kind(found)),
-    )
+    let message = format!("expected {want}, found {}", json_kind(found));
+    Issue::in_cell(IssueKind::Malformed, line, column, message)
 }
 
 fn json_kind(v: &serde_json::Value) -> &'static str {
@@ -221,12 +217,15 @@ fn json_kind(v: &serde_json::Value) -> &'static str {
 mod tests {
     use super::*;
 
+    fn parsed(text: &str, format: DataFormat) -> Parsed {
+        parse(text, format, &Columns::default())
+    }
+
     #[test]
     fn csv_quoting_and_line_numbers() {
-        let p = parse(
+        let p = parsed(
             "text,label\n\"a,\"\"b\"\"\nc\",x\nd,y,z\ne,f\n",
             DataFormat::Csv,
-            &Columns::default(),
         );
         assert_eq!(p.rows.len(), 2);
         assert_eq!(p.rows[0].text.as_deref(), Some("a,\"b\"\nc"));
@@ -239,11 +238,7 @@ mod tests {
 
     #[test]
     fn tsv_keeps_quotes_and_reads_pairs() {
-        let p = parse(
-            "label\ttext\ttext_pair\n1\t\"好\"\t对\n",
-            DataFormat::Tsv,
-            &Columns::default(),
-        );
+        let p = parsed("label\ttext\ttext_pair\n1\t\"好\"\t对\n", DataFormat::Tsv);
         assert_eq!(p.rows[0].text.as_deref(), Some("\"好\""));
         assert_eq!(p.rows[0].text_pair.as_deref(), Some("对"));
         assert_eq!(p.rows[0].label.as_deref(), Some("1"));
@@ -251,11 +246,7 @@ mod tests {
 
     #[test]
     fn missing_text_column_names_the_columns() {
-        let p = parse(
-            "sentence\tlabel\nx\ty\n",
-            DataFormat::Tsv,
-            &Columns::default(),
-        );
+        let p = parsed("sentence\tlabel\nx\ty\n", DataFormat::Tsv);
         assert!(p.rows.is_empty());
         assert_eq!(p.issues[0].kind, IssueKind::MissingColumn);
         assert!(p.issues[0].message.contains("sentence"));
@@ -263,10 +254,9 @@ mod tests {
 
     #[test]
     fn jsonl_integer_labels_and_bad_lines() {
-        let p = parse(
+        let p = parsed(
             "{\"text\":\"a\",\"label\":1}\n\n{bad\n[1]\n",
             DataFormat::Jsonl,
-            &Columns::default(),
         );
         assert_eq!(p.rows.len(), 1);
         assert_eq!(p.rows[0].label.as_deref(), Some("1"));

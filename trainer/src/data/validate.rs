@@ -181,10 +181,10 @@ pub fn validate_bytes(
         report.push(Issue::error(IssueKind::EmptyFile, None, None, msg.into()));
     }
     if opts.require_labels && !parsed.has_label_column && !parsed.rows.is_empty() {
-        report.push(Issue::error(
+        report.push(Issue::in_cell(
             IssueKind::MissingColumn,
-            Some(1),
-            Some(opts.columns.label.clone()),
+            1,
+            &opts.columns.label,
             format!(
                 "there is no `{}` column, and this data needs labels",
                 opts.columns.label
@@ -198,11 +198,11 @@ pub fn validate_bytes(
     for row in parsed.rows {
         let text = row.text.unwrap_or_default();
         if text.trim().is_empty() {
-            report.push(Issue::error(
+            report.push(Issue::in_cell(
                 IssueKind::EmptyText,
-                Some(row.line),
-                Some(cols.text.clone()),
-                "empty text".into(),
+                row.line,
+                &cols.text,
+                "empty text",
             ));
             continue;
         }
@@ -210,19 +210,19 @@ pub fn validate_bytes(
         if opts.require_labels && parsed.has_label_column {
             match (&label, labels) {
                 (None, _) => {
-                    report.push(Issue::error(
+                    report.push(Issue::in_cell(
                         IssueKind::MissingLabel,
-                        Some(row.line),
-                        Some(cols.label.clone()),
-                        "missing label".into(),
+                        row.line,
+                        &cols.label,
+                        "missing label",
                     ));
                     continue;
                 }
                 (Some(l), Some(map)) if map.id(l).is_none() => {
-                    report.push(Issue::error(
+                    report.push(Issue::in_cell(
                         IssueKind::UnknownLabel,
-                        Some(row.line),
-                        Some(cols.label.clone()),
+                        row.line,
+                        &cols.label,
                         format!("unknown label `{l}` (known: {})", map.names().join(", ")),
                     ));
                     continue;
