@@ -2,7 +2,7 @@
 
 use axum::Json;
 use serde::Deserialize;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 use super::paths::{UserPath, WorkspacePath};
 use crate::http::caller::Caller;
@@ -14,11 +14,7 @@ use domain::{admin, AppState};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(settings, update_settings))
-        .routes(routes!(users))
-        .routes(routes!(update_user))
-        .routes(routes!(set_gpu_quota))
+    routes_of![settings, update_settings; users; update_user; set_gpu_quota]
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::Json;
 use domain::sessions::Session;
 use serde::Deserialize;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 use crate::http::caller::{Caller, ClientIp};
 use crate::http::limits::ApiJson;
@@ -17,11 +17,7 @@ use domain::{accounts, sessions, AppState};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(signup))
-        .routes(routes!(signin))
-        .routes(routes!(signout))
-        .routes(routes!(me))
+    routes_of![signup; signin; signout; me]
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

@@ -8,7 +8,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 use super::paths::{DatasetPath, WorkspacePath};
 use crate::http::caller::Caller;
@@ -42,16 +42,12 @@ fn default_label() -> String {
 
 /// Routes whose bodies are streamed and limited by `--max-upload-bytes` instead of the general limit.
 pub fn upload_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(upload))
+    routes_of![upload]
 }
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list))
-        .routes(routes!(sample))
-        .routes(routes!(get, delete))
-        .routes(routes!(download))
+    routes_of![list; sample; get, delete; download]
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/datasets", tag = "datasets", security(("session" = []), ("token" = [])),

@@ -7,7 +7,7 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde::Deserialize;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 use super::paths::{EndpointPath, KeyPath, SlugPath, WorkspacePath};
 use crate::http::caller::Caller;
@@ -20,15 +20,10 @@ use domain::AppState;
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list, deploy))
-        .routes(routes!(get, change, delete))
-        .routes(routes!(playground))
-        .routes(routes!(undeploy))
-        .routes(routes!(redeploy))
-        .routes(routes!(create_key))
-        .routes(routes!(revoke_key))
-        .routes(routes!(predict))
+    routes_of![
+        list, deploy; get, change, delete; playground; undeploy; redeploy; create_key; revoke_key;
+        predict
+    ]
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

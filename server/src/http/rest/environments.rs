@@ -14,7 +14,7 @@ use axum::Json;
 use futures_util::{SinkExt, Stream, StreamExt};
 use serde::Deserialize;
 use tokio::io::AsyncWriteExt;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 use super::paths::{EnvironmentPath, VersionPath, WorkspacePath};
 use crate::http::caller::Caller;
@@ -30,18 +30,10 @@ use domain::{audit, caps, AppState};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(docker_status))
-        .routes(routes!(list, create))
-        .routes(routes!(get, update, delete))
-        .routes(routes!(build))
-        .routes(routes!(up))
-        .routes(routes!(down))
-        .routes(routes!(restart))
-        .routes(routes!(stats))
-        .routes(routes!(exec))
-        .routes(routes!(build_log))
-        .routes(routes!(terminal))
+    routes_of![
+        docker_status; list, create; get, update, delete; build; up; down; restart; stats; exec;
+        build_log; terminal
+    ]
 }
 
 /// How often the log stream looks for new build output.

@@ -4,7 +4,7 @@
 
 use axum::http::StatusCode;
 use axum::Json;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 use super::paths::{CheckpointPath, EvaluationPath};
 use crate::http::caller::Caller;
@@ -17,9 +17,7 @@ use domain::AppState;
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list, start))
-        .routes(routes!(get))
+    routes_of![list, start; get]
 }
 
 /// Starts evaluating the checkpoint on a dataset of the workspace (editors and owners). 422

@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::Stream;
 use serde::Deserialize;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 use super::paths::{CheckpointPath, JobPath, WorkspacePath};
 use crate::http::caller::Caller;
@@ -25,16 +25,9 @@ use domain::{caps, jobs};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list, submit))
-        .routes(routes!(get, delete))
-        .routes(routes!(cancel))
-        .routes(routes!(retry))
-        .routes(routes!(metrics))
-        .routes(routes!(logs))
-        .routes(routes!(stream))
-        .routes(routes!(checkpoints))
-        .routes(routes!(download))
+    routes_of![
+        list, submit; get, delete; cancel; retry; metrics; logs; stream; checkpoints; download
+    ]
 }
 
 /// The live stream looks for news when a job's rows change ([`jobs::Jobs::changed`]), and at least this

@@ -3,6 +3,15 @@
 //! from the same annotations that route the handlers ([`ApiDoc`] adds what is not a route: title,
 //! tags, security schemes) and is served at `/api/v1/openapi.json`.
 
+/// A module's router: one `routes!` per path, the handlers that share a path separated by commas, the
+/// paths by semicolons (`routes_of![list, create; get, delete; build]`). Each handler's path and method
+/// come from its `#[utoipa::path]`.
+macro_rules! routes_of {
+    ($($($handler:ident),+);+ $(;)?) => {
+        utoipa_axum::router::OpenApiRouter::new()$(.routes(utoipa_axum::routes!($($handler),+)))+
+    };
+}
+
 pub mod admin;
 pub mod auth;
 pub mod datasets;

@@ -6,7 +6,7 @@ use axum::body::Body;
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 use super::paths::{PretrainedPath, WorkspacePath};
 use crate::http::caller::Caller;
@@ -29,14 +29,12 @@ pub struct UploadQuery {
 
 /// Routes whose bodies are streamed and limited by `--max-upload-bytes` instead of the general limit.
 pub fn upload_routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(upload))
+    routes_of![upload]
 }
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list))
-        .routes(routes!(delete))
+    routes_of![list; delete]
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/pretrained-models", tag = "pretrained-models",

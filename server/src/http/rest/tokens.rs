@@ -2,7 +2,7 @@
 
 use axum::http::StatusCode;
 use axum::Json;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 use super::paths::TokenPath;
 use crate::http::caller::Caller;
@@ -14,9 +14,7 @@ use domain::{tokens, AppState};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list, create))
-        .routes(routes!(revoke))
+    routes_of![list, create; revoke]
 }
 
 #[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens", security(("session" = []), ("token" = [])),

@@ -4,7 +4,7 @@
 use axum::http::StatusCode;
 use axum::Json;
 use serde::Deserialize;
-use utoipa_axum::{router::OpenApiRouter, routes};
+use utoipa_axum::router::OpenApiRouter;
 
 use super::paths::{MemberPath, WorkspacePath};
 use crate::http::caller::Caller;
@@ -16,12 +16,10 @@ use domain::{audit, members, workspaces, AppState};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new()
-        .routes(routes!(list, create))
-        .routes(routes!(get, rename, delete))
-        .routes(routes!(list_members, add_member))
-        .routes(routes!(change_member_role, remove_member))
-        .routes(routes!(activity))
+    routes_of![
+        list, create; get, rename, delete; list_members, add_member;
+        change_member_role, remove_member; activity
+    ]
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
