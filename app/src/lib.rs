@@ -8,7 +8,9 @@
 //! - `context` (server only): the `domain::AppState` and the caller from Leptos context, and
 //!   `as_caller`, which runs a server function's body with them.
 //! - [`i18n`]: translations generated from `locales/*.json` (Simplified Chinese default, English).
-//! - [`components`]: the app shell (header, switcher, language switch) and form/notice building blocks.
+//! - [`components`]: the app shell (header, switcher, language switch) and what the pages are made
+//!   of: the page frame and its loading and error states, tables, forms, confirmations, badges,
+//!   timers and the browser's streams.
 //! - [`pages`]: one module per URL of the dashboard; [`App`] maps URLs to them.
 
 // Leptos views are nested generic types; the environment pages' tables are deeper than rustc's default

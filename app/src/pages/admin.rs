@@ -51,10 +51,8 @@ pub fn AdminPage() -> impl IntoView {
                                 {move || if enabled { t_string!(i18n, admin.signup_on) } else { t_string!(i18n, admin.signup_off) }}
                             </p>
                             <ActionForm action=toggle_signup>
-                                <input type="hidden" name="enabled" value=(!enabled).to_string() />
-                                <button type="submit" class="button button-ghost" data-testid="signup-toggle">
-                                    {move || if enabled { t_string!(i18n, admin.disable_signup) } else { t_string!(i18n, admin.enable_signup) }}
-                                </button>
+                                <Flip field="enabled" on=enabled testid="signup-toggle"
+                                    text=move || if enabled { t_string!(i18n, admin.disable_signup) } else { t_string!(i18n, admin.enable_signup) } />
                             </ActionForm>
                         }
                     }
@@ -71,10 +69,8 @@ pub fn AdminPage() -> impl IntoView {
                                 {move || if allowed { t_string!(i18n, admin.pickled_on) } else { t_string!(i18n, admin.pickled_off) }}
                             </p>
                             <ActionForm action=toggle_pickled>
-                                <input type="hidden" name="allowed" value=(!allowed).to_string() />
-                                <button type="submit" class="button button-ghost" data-testid="pickled-toggle">
-                                    {move || if allowed { t_string!(i18n, admin.refuse_pickled) } else { t_string!(i18n, admin.allow_pickled) }}
-                                </button>
+                                <Flip field="allowed" on=allowed testid="pickled-toggle"
+                                    text=move || if allowed { t_string!(i18n, admin.refuse_pickled) } else { t_string!(i18n, admin.allow_pickled) } />
                             </ActionForm>
                         }
                     })}
@@ -87,6 +83,20 @@ pub fn AdminPage() -> impl IntoView {
                 </Loaded>
             </section>
         </Page>
+    }
+}
+
+/// The inside of a setting's form: the value it sends (the other one) and the button that sends it.
+#[component]
+fn Flip(
+    field: &'static str,
+    on: bool,
+    testid: &'static str,
+    #[prop(into)] text: Signal<&'static str>,
+) -> impl IntoView {
+    view! {
+        <input type="hidden" name=field value=(!on).to_string() />
+        <button type="submit" class="button button-ghost" data-testid=testid>{move || text.get()}</button>
     }
 }
 

@@ -67,11 +67,8 @@ pub fn MembersPage() -> impl IntoView {
                 })}
             </Transition>
             {move || row_error.get().map(|err| view! { <ErrorNotice err /> })}
-            <Loaded load let:loaded>
-                {
-                    let (ws, me, list) = loaded;
-                    view! { <MembersTable list me workspace_id=ws.id is_owner={ws.role == Role::Owner} change remove /> }
-                }
+            <Loaded load let((ws, me, list))>
+                <MembersTable list me workspace_id=ws.id is_owner={ws.role == Role::Owner} change remove />
             </Loaded>
             <p class="hint">{t!(i18n, members.roles_help)}</p>
         </SectionPage>

@@ -1,9 +1,11 @@
 //! `/w/{id}/...`: the workspace frame — side navigation, the workspace's name and the caller's role
 //! (with a "read-only" mark for viewers) — and one module per section.
 //!
-//! The workspace is loaded once here and shared through [`CurrentWorkspace`]; pages read it inside
-//! their own `Suspense` to decide which controls the caller's role allows. The server enforces the
-//! same rules; hiding controls only keeps the UI honest.
+//! The workspace is loaded once here and shared through [`CurrentWorkspace`]; pages read it in what
+//! they load (`components::page::Loaded`) to decide which controls the caller's role allows. The
+//! server enforces the same rules; hiding controls only keeps the UI honest. A section's own page is a
+//! [`SectionPage`]; the page of one thing in it reads that thing with [`use_detail`] and, when it
+//! cannot, shows the [`section_heading`] above the error.
 
 pub mod activity;
 pub mod datasets;

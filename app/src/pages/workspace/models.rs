@@ -36,9 +36,8 @@ pub fn ModelsPage() -> impl IntoView {
     };
     view! {
         <SectionPage section="models">
-            <Loaded load let:loaded>
+            <Loaded load let((can_edit, (mut list, jobs, endpoints)))>
                 {
-                    let (can_edit, (mut list, jobs, endpoints)) = loaded;
                     if list.is_empty() {
                         view! {
                             <EmptyState kind="models" title=move || t!(i18n, pages.models.empty_title) body=move || t!(i18n, checkpoints.empty_body) />

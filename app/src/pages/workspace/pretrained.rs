@@ -68,9 +68,8 @@ pub fn PretrainedModels(workspace_id: i64) -> impl IntoView {
             <h2 id="pretrained-title">{t!(i18n, pretrained.title)}</h2>
             <p class="hint">{t!(i18n, pretrained.hint)}</p>
             {move || delete_error.get().map(|err| view! { <ErrorNotice err /> })}
-            <Loaded load let:loaded>
+            <Loaded load let((can_edit, models))>
                 {
-                    let (can_edit, models) = loaded;
                     let empty = || view! { <p class="muted" data-testid="pretrained-empty">{t!(i18n, pretrained.empty)}</p> }.into_any();
                     view! {
                         {can_edit.then(|| view! { <UploadModel workspace_id on_done=move || list.refetch() /> })}

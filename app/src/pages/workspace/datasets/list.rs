@@ -29,9 +29,8 @@ pub fn DatasetsPage() -> impl IntoView {
     let load = move || async move { Ok((current.ws.await?, datasets.await)) };
     view! {
         <SectionPage section="datasets">
-            <Loaded load let:loaded>
+            <Loaded load let((ws, list))>
                 {
-                    let (ws, list) = loaded;
                     let (workspace_id, can_edit) = (ws.id, ws.role.can_edit());
                     let empty = move || view! {
                         <EmptyState kind="datasets" title=move || t!(i18n, pages.datasets.empty_title) body=move || t!(i18n, datasets.empty_body) />

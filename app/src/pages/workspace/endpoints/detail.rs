@@ -65,11 +65,8 @@ pub fn EndpointPage() -> impl IntoView {
     let load = move || async move { Ok((detail.await?, lineage.await.unwrap_or_default())) };
     view! {
         <div class="page">
-            <Loaded load failed=section_heading("endpoints") let:loaded>
-                {
-                    let (detail, (checkpoints, jobs)) = loaded;
-                    view! { <EndpointView detail checkpoints jobs /> }
-                }
+            <Loaded load failed=section_heading("endpoints") let((detail, (checkpoints, jobs)))>
+                <EndpointView detail checkpoints jobs />
             </Loaded>
         </div>
     }

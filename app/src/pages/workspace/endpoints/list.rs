@@ -51,9 +51,8 @@ pub fn EndpointsPage() -> impl IntoView {
     let load = move || async move { Ok((current.ws.await?, endpoints.await, lineage.await)) };
     view! {
         <SectionPage section="endpoints">
-            <Loaded load let:loaded>
+            <Loaded load let((ws, list, lineage))>
                 {
-                    let (ws, list, lineage) = loaded;
                     let (workspace_id, can_edit) = (ws.id, ws.role.can_edit());
                     let empty = move || view! {
                         <EmptyState kind="endpoints" title=move || t!(i18n, pages.endpoints.empty_title) body=move || t!(i18n, pages.endpoints.empty_body) />

@@ -48,8 +48,8 @@ pub fn EnvironmentPage() -> impl IntoView {
     let load = move || async move { Ok((detail.await?, docker.await.ok())) };
     view! {
         <div class="page">
-            <Loaded load failed=section_heading("environments") let:loaded>
-                <EnvironmentView detail=loaded.0 docker=loaded.1 />
+            <Loaded load failed=section_heading("environments") let((detail, docker))>
+                <EnvironmentView detail docker />
             </Loaded>
         </div>
     }

@@ -32,9 +32,8 @@ pub fn EnvironmentsPage() -> impl IntoView {
     let load = move || async move { Ok((current.ws.await?, docker.await, environments.await)) };
     view! {
         <SectionPage section="environments">
-            <Loaded load let:loaded>
+            <Loaded load let((ws, docker, list))>
                 {
-                    let (ws, docker, list) = loaded;
                     let available = docker.as_ref().is_ok_and(|d| d.available);
                     let can_edit = ws.role.can_edit();
                     view! {

@@ -61,11 +61,8 @@ pub fn NewJobPage() -> impl IntoView {
     let load = move || async move { Ok((current.ws.await?, choices.await, source.await)) };
     view! {
         <Page title=move || t_string!(i18n, job_form.title).to_string() lead=move || t!(i18n, job_form.lead) class="page page-form">
-            <Loaded load let:loaded>
-                {
-                    let (ws, choices, source) = loaded;
-                    form_or_why(ws, choices, source, dataset.get_untracked(), from.get_untracked().is_some())
-                }
+            <Loaded load let((ws, choices, source))>
+                {form_or_why(ws, choices, source, dataset.get_untracked(), from.get_untracked().is_some())}
             </Loaded>
         </Page>
     }

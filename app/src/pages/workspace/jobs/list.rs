@@ -29,9 +29,8 @@ pub fn JobsPage() -> impl IntoView {
     let load = move || async move { Ok((current.ws.await?, jobs.await)) };
     view! {
         <SectionPage section="jobs">
-            <Loaded load let:loaded>
+            <Loaded load let((ws, list))>
                 {
-                    let (ws, list) = loaded;
                     view! {
                         {ws.role.can_edit().then(|| view! {
                             <NewButton href=format!("/w/{}/jobs/new", ws.id) testid="new-job">{t!(i18n, jobs.new_job)}</NewButton>
