@@ -30,20 +30,16 @@ pub fn JobsPage() -> impl IntoView {
     view! {
         <SectionPage section="jobs">
             <Loaded load let((ws, list))>
-                {
-                    view! {
-                        {ws.role.can_edit().then(|| view! {
-                            <NewButton href=format!("/w/{}/jobs/new", ws.id) testid="new-job">{t!(i18n, jobs.new_job)}</NewButton>
-                        })}
-                        {list_or(
-                            list,
-                            || view! {
-                                <EmptyState kind="jobs" title=move || t!(i18n, pages.jobs.empty_title) body=move || t!(i18n, jobs.empty_body) />
-                            }.into_any(),
-                            |list| view! { <JobsTable list workspace_id=ws.id /> }.into_any(),
-                        )}
-                    }
-                }
+                {ws.role.can_edit().then(|| view! {
+                    <NewButton href=format!("/w/{}/jobs/new", ws.id) testid="new-job">{t!(i18n, jobs.new_job)}</NewButton>
+                })}
+                {list_or(
+                    list,
+                    || view! {
+                        <EmptyState kind="jobs" title=move || t!(i18n, pages.jobs.empty_title) body=move || t!(i18n, jobs.empty_body) />
+                    }.into_any(),
+                    |list| view! { <JobsTable list workspace_id=ws.id /> }.into_any(),
+                )}
             </Loaded>
         </SectionPage>
     }
