@@ -229,18 +229,17 @@ impl Issue {
         }
     }
 
+    /// Like [`Issue::error`], for what is kept but worth a look.
     pub fn warning(
         kind: IssueKind,
         line: Option<usize>,
         field: Option<String>,
         message: String,
     ) -> Self {
+        let error = Issue::error(kind, line, field, message);
         Issue {
             severity: Severity::Warning,
-            kind,
-            line,
-            field,
-            message,
+            ..error
         }
     }
 

@@ -339,6 +339,18 @@ mod tests {
         );
     }
 
+    /// A database with one account, and a fresh throttle for signing in (the sign-up used its own).
+    async fn with_account(
+        username: &str,
+        password: &str,
+    ) -> (tempfile::TempDir, SqlitePool, Throttle) {
+        let (dir, db) = test_db().await;
+        sign_up(&db, &Throttle::default(), username, password, None)
+            .await
+            .unwrap();
+        (dir, db, Throttle::default())
+    }
+
     #[tokio::test]
     async fn first_account_is_admin_and_duplicates_conflict() {
         let (_dir, db) = test_db().await;
@@ -364,11 +376,7 @@ mod tests {
 
     #[tokio::test]
     async fn sign_in_checks_password_and_throttles() {
-        let (_dir, db) = test_db().await;
-        let throttle = Throttle::default();
-        sign_up(&db, &Throttle::default(), "carol", "right password", None)
-            .await
-            .unwrap();
+        let (_dir, db, throttle) = with_account("carol", "right password").await;
         let ok = sign_in(&db, &throttle, "Carol", "right password", Some("1.2.3.4"))
             .await
             .unwrap();
@@ -393,11 +401,7 @@ mod tests {
 
     #[tokio::test]
     async fn reset_password_bumps_epoch_and_changes_password() {
-        let (_dir, db) = test_db().await;
-        let throttle = Throttle::default();
-        sign_up(&db, &Throttle::default(), "dave", "first password", None)
-            .await
-            .unwrap();
+        let (_dir, db, throttle) = with_account("dave", "first password").await;
         reset_password(&db, "dave", "second password")
             .await
             .unwrap();

@@ -214,20 +214,11 @@ impl Deployer {
             self.retire(&t, &started).await;
             return Err(parity_failure(&report));
         }
-        let moved = async {
-            let mut tx = write_tx(&self.db).await?;
-            let moved = status::endpoint_afresh(
-                &mut tx,
-                endpoint_id,
-                EndpointStatus::Ready,
-                EndpointReason::Deployed,
-            )
-            .await?;
-            tx.commit().await?;
-            Ok::<_, AppError>(moved)
-        }
-        .await
-        .map_err(|e| e.to_string())?;
+        let ready = EndpointStatus::Ready;
+        let moved =
+            status::endpoint_afresh_in(&self.db, endpoint_id, ready, EndpointReason::Deployed)
+                .await
+                .map_err(|e| e.to_string())?;
         if moved.is_none() {
             // Undeployed while starting.
             self.retire(&t, &started).await;

@@ -67,6 +67,19 @@ pub async fn endpoint(
     Ok(moved)
 }
 
+/// [`endpoint_afresh`] in a write transaction of its own.
+pub async fn endpoint_afresh_in(
+    db: &sqlx::SqlitePool,
+    id: i64,
+    to: EndpointStatus,
+    reason: EndpointReason,
+) -> Result<Option<EndpointStatus>, AppError> {
+    let mut tx = crate::db::write_tx(db).await?;
+    let moved = endpoint_afresh(&mut tx, id, to, reason).await?;
+    tx.commit().await?;
+    Ok(moved)
+}
+
 /// As [`endpoint`], and the endpoint's message is cleared when it moved: a new state says nothing of the
 /// old one's troubles.
 pub async fn endpoint_afresh(

@@ -469,20 +469,16 @@ async fn apply(
                 .execute(&mut *conn)
                 .await?;
         }
-        Event::Step {
-            step,
-            epoch,
-            loss,
-            lr,
-            samples_per_s,
-            tokens_per_s,
-            grad_norm,
-        } => {
-            // What the loss chart plots, as the job's metrics API answers it.
-            let data = serde_json::json!({
-                "loss": loss, "lr": lr, "samples_per_s": samples_per_s, "tokens_per_s": tokens_per_s,
-                "grad_norm": grad_norm,
-            });
+        Event::Step { step, epoch, .. } => {
+            // What the loss chart plots, as the job's metrics API answers it: the step's own fields
+            // (loss, lr, throughput, gradient norm) as the contract names them.
+            let mut data =
+                serde_json::to_value(&line.event).map_err(|e| internal("step metrics", e))?;
+            if let Some(flat) = data.as_object_mut() {
+                for key in ["event", "step", "epoch"] {
+                    flat.remove(key);
+                }
+            }
             insert_metrics(conn, job.id, "step", *step, *epoch, &data, at).await?;
             sqlx::query("UPDATE jobs SET step = ?, epoch = ? WHERE id = ?")
                 .bind(*step as i64)
