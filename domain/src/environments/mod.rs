@@ -38,7 +38,6 @@ use {crate::db::found, crate::db::taken, contracts::error::internal};
 /// How many events the detail page shows.
 const EVENTS_SHOWN: i64 = 50;
 
-#[derive(sqlx::FromRow)]
 pub(crate) struct EnvRow {
     id: i64,
     workspace_id: i64,
@@ -52,9 +51,21 @@ pub(crate) struct EnvRow {
     updated_at: String,
 }
 
-const ENV_COLUMNS: &str =
-    "id, workspace_id, name, current_version, status, exit_code, status_message, container_name, \
-                           last_active_at, updated_at";
+/// The environment rows that `$tail` (a `WHERE`/`ORDER BY` literal) picks, with its arguments: one
+/// query checked at compile time against the schema the migrations make (`domain/.sqlx`), so a column
+/// renamed or retyped there fails the build instead of a read.
+macro_rules! env_rows {
+    ($tail:literal $(, $arg:expr)* $(,)?) => {
+        sqlx::query_as!(
+            EnvRow,
+            r#"SELECT id AS "id!", workspace_id, name, current_version, status AS "status: EnvStatus",
+                 exit_code, status_message, container_name, last_active_at, updated_at
+               FROM environments "# + $tail
+            $(, $arg)*
+        )
+    };
+}
+pub(crate) use env_rows;
 
 #[derive(sqlx::FromRow)]
 pub(crate) struct VersionRow {
@@ -139,8 +150,10 @@ pub(crate) async fn env_row(
     workspace_id: i64,
     env_id: i64,
 ) -> Result<EnvRow, AppError> {
-    let sql = format!("SELECT {ENV_COLUMNS} FROM environments WHERE id = ? AND workspace_id = ?");
-    found(conn, &sql, env_id, workspace_id).await
+    env_rows!("WHERE id = ? AND workspace_id = ?", env_id, workspace_id)
+        .fetch_optional(conn)
+        .await?
+        .ok_or(AppError::NotFound)
 }
 
 /// Environment `env_id`, once `actor` is found to hold at least `need` in its workspace. The
@@ -203,9 +216,9 @@ pub async fn list(
     workspace_id: i64,
 ) -> Result<Vec<EnvironmentSummary>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
-    let sql =
-        format!("SELECT {ENV_COLUMNS} FROM environments WHERE workspace_id = ? ORDER BY name");
-    let envs: Vec<EnvRow> = crate::db::all(&mut conn, &sql, workspace_id).await?;
+    let envs = env_rows!("WHERE workspace_id = ? ORDER BY name", workspace_id)
+        .fetch_all(&mut *conn)
+        .await?;
     let mut out = Vec::with_capacity(envs.len());
     for env in envs {
         let version = version_row(&mut conn, env.id, env.current_version).await?;

@@ -22,7 +22,7 @@ use sqlx::SqlitePool;
 
 use super::lifecycle::stop_container;
 use super::status::{self, Container, Reason};
-use super::{record_event, EnvRow, ENV_COLUMNS};
+use super::{env_rows, record_event, EnvRow};
 use crate::engine::{Engine, OrphanPolicy};
 use crate::gpus::{self, Holder};
 use crate::transitions::Machine;
@@ -125,9 +125,7 @@ pub async fn reconcile(db: &SqlitePool, engine: &Engine) -> Result<Report, AppEr
         .map_err(|e| engine.error("listing containers", e))?;
     let by_name: HashMap<&str, &ManagedContainer> =
         found.iter().map(|c| (c.name.as_str(), c)).collect();
-    let envs: Vec<EnvRow> = sqlx::query_as(&format!("SELECT {ENV_COLUMNS} FROM environments"))
-        .fetch_all(db)
-        .await?;
+    let envs = env_rows!("").fetch_all(db).await?;
     let wanted: HashMap<&str, &EnvRow> = envs
         .iter()
         .filter_map(|e| e.container_name.as_deref().map(|name| (name, e)))
@@ -317,10 +315,10 @@ pub async fn stop_idle(
     let cutoff =
         chrono::Utc::now() - chrono::Duration::from_std(idle).unwrap_or(chrono::Duration::MAX);
     let cutoff = cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let idle_envs: Vec<EnvRow> = sqlx::query_as(&format!(
-        "SELECT {ENV_COLUMNS} FROM environments WHERE status = 'running' AND COALESCE(last_active_at, updated_at) < ?"
-    ))
-    .bind(&cutoff)
+    let idle_envs = env_rows!(
+        "WHERE status = 'running' AND COALESCE(last_active_at, updated_at) < ?",
+        cutoff
+    )
     .fetch_all(db)
     .await?;
     let mut stopped = Vec::new();
@@ -377,12 +375,7 @@ async fn on_event(db: &SqlitePool, event: &ContainerEvent) -> Result<(), AppErro
     else {
         return Ok(());
     };
-    let env: Option<EnvRow> = sqlx::query_as(&format!(
-        "SELECT {ENV_COLUMNS} FROM environments WHERE id = ?"
-    ))
-    .bind(env_id)
-    .fetch_optional(db)
-    .await?;
+    let env = env_rows!("WHERE id = ?", env_id).fetch_optional(db).await?;
     // Only the container the environment currently wants counts: events of a container being replaced
     // or stopped on purpose (name cleared first) are not news.
     let Some(env) = env.filter(|e| e.container_name.is_some() && e.container_name == event.name)
