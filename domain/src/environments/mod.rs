@@ -58,7 +58,7 @@ macro_rules! env_rows {
     ($tail:literal $(, $arg:expr)* $(,)?) => {
         sqlx::query_as!(
             EnvRow,
-            r#"SELECT id AS "id!", workspace_id, name, current_version, status AS "status: EnvStatus",
+            r#"SELECT id AS "id!", workspace_id, name, current_version, status AS "status: contracts::types::EnvStatus",
                  exit_code, status_message, container_name, last_active_at, updated_at
                FROM environments "# + $tail
             $(, $arg)*

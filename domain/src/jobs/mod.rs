@@ -107,7 +107,7 @@ pub fn job_rel(job_id: i64) -> std::path::PathBuf {
     std::path::Path::new("jobs").join(job_id.to_string())
 }
 
-#[derive(sqlx::FromRow, Clone)]
+#[derive(Clone)]
 pub(crate) struct JobRow {
     id: i64,
     workspace_id: i64,
@@ -140,10 +140,23 @@ pub(crate) struct JobRow {
 pub(crate) const CHECKPOINT_FILES: &str =
     "SELECT job_id, step, path, deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?";
 
-pub(crate) const JOB_SELECT: &str = "SELECT j.id, j.workspace_id, j.name, j.spec_json, j.config_toml, j.executor, j.priority, \
-     j.gpus, j.status, j.status_message, j.exit_code, j.gpu_indices, j.pid, j.container_name, j.events_offset, j.log_offset, j.step, \
-     j.total_steps, j.epoch, j.time_limit_secs, j.retry_of, u.username AS created_by, j.created_at, j.started_at, \
-     j.finished_at FROM jobs j LEFT JOIN users u ON u.id = j.created_by";
+/// The job rows that `$tail` (a `WHERE`/`ORDER BY` literal, on `jobs j`) picks, with its arguments: one
+/// query checked at compile time against the migrations' schema (`domain/.sqlx`).
+macro_rules! job_rows {
+    ($tail:literal $(, $arg:expr)* $(,)?) => {
+        sqlx::query_as!(
+            JobRow,
+            r#"SELECT j.id AS "id!", j.workspace_id, j.name, j.spec_json, j.config_toml,
+                 j.executor AS "executor: contracts::types::ExecutorKind", j.priority, j.gpus, j.status, j.status_message,
+                 j.exit_code, j.gpu_indices, j.pid, j.container_name, j.events_offset, j.log_offset, j.step,
+                 j.total_steps, j.epoch, j.time_limit_secs, j.retry_of, u.username AS "created_by?",
+                 j.created_at, j.started_at, j.finished_at
+               FROM jobs j LEFT JOIN users u ON u.id = j.created_by "# + $tail
+            $(, $arg)*
+        )
+    };
+}
+pub(crate) use job_rows;
 
 impl JobRow {
     /// `actor`'s `action` on this job, for the audit log (named by id too).
@@ -197,8 +210,14 @@ pub(crate) async fn job_row(
     workspace_id: i64,
     job_id: i64,
 ) -> Result<JobRow, AppError> {
-    let sql = format!("{JOB_SELECT} WHERE j.workspace_id = ? AND j.id = ?");
-    crate::db::found(conn, &sql, workspace_id, job_id).await
+    job_rows!(
+        "WHERE j.workspace_id = ? AND j.id = ?",
+        workspace_id,
+        job_id
+    )
+    .fetch_optional(conn)
+    .await?
+    .ok_or(AppError::NotFound)
 }
 
 /// Queue positions of the workspace's queued jobs, in the order the scheduler considers them.
@@ -221,8 +240,9 @@ pub async fn list(
 ) -> Result<Vec<JobSummary>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let queue = queue_positions(&mut conn, workspace_id).await?;
-    let sql = format!("{JOB_SELECT} WHERE j.workspace_id = ? ORDER BY j.id DESC");
-    let rows: Vec<JobRow> = crate::db::all(&mut conn, &sql, workspace_id).await?;
+    let rows = job_rows!("WHERE j.workspace_id = ? ORDER BY j.id DESC", workspace_id)
+        .fetch_all(&mut *conn)
+        .await?;
     rows.iter()
         .map(|j| {
             j.summary(

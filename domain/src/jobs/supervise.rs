@@ -15,7 +15,7 @@ use sqlx::{SqliteConnection, SqlitePool};
 use super::checkpoints::{self, Copied};
 use super::log_file::JobLogFile;
 use super::status::{self, Reason};
-use super::{JobRow, Jobs, JOB_SELECT};
+use super::{job_rows, JobRow, Jobs};
 use crate::executor::{self, Stop};
 use crate::gpus::{self, Holder};
 use crate::storage::in_volume;
@@ -95,12 +95,9 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
 }
 
 async fn load(db: &SqlitePool, job_id: i64) -> Result<Option<JobRow>, AppError> {
-    Ok(
-        sqlx::query_as::<_, JobRow>(&format!("{JOB_SELECT} WHERE j.id = ?"))
-            .bind(job_id)
-            .fetch_optional(db)
-            .await?,
-    )
+    Ok(job_rows!("WHERE j.id = ?", job_id)
+        .fetch_optional(db)
+        .await?)
 }
 
 async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppError> {
