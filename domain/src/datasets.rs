@@ -42,7 +42,6 @@ pub struct Upload {
     pub label_column: String,
 }
 
-#[derive(sqlx::FromRow)]
 struct Row {
     id: i64,
     workspace_id: i64,
@@ -61,9 +60,20 @@ struct Row {
     created_at: String,
 }
 
-const SELECT: &str = "SELECT d.id, d.workspace_id, d.name, d.file_name, d.format, d.path, d.bytes, d.sha256, d.rows, \
-     d.text_column, d.label_column, d.report_json, d.preview_json, u.username AS created_by, d.created_at
-     FROM datasets d LEFT JOIN users u ON u.id = d.created_by";
+/// The dataset rows that `$tail` (a `WHERE`/`ORDER BY` literal on `datasets d`) picks: one query checked
+/// at compile time against the migrations' schema.
+macro_rules! dataset_rows {
+    ($tail:literal $(, $arg:expr)* $(,)?) => {
+        sqlx::query_as!(
+            Row,
+            r#"SELECT d.id AS "id!", d.workspace_id, d.name, d.file_name, d.format, d.path, d.bytes, d.sha256,
+                 d.rows, d.text_column, d.label_column, d.report_json, d.preview_json,
+                 u.username AS "created_by?", d.created_at
+               FROM datasets d LEFT JOIN users u ON u.id = d.created_by "# + $tail
+            $(, $arg)*
+        )
+    };
+}
 
 impl Row {
     fn summary(&self) -> Result<DatasetSummary, AppError> {
@@ -96,8 +106,10 @@ pub async fn list(
     actor: &Actor,
     workspace_id: i64,
 ) -> Result<Vec<DatasetSummary>, AppError> {
-    let sql = format!("{SELECT} WHERE d.workspace_id = ? ORDER BY d.name");
-    let rows: Vec<Row> = access::rows(db, actor, workspace_id, &sql).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
+    let rows = dataset_rows!("WHERE d.workspace_id = ? ORDER BY d.name", workspace_id)
+        .fetch_all(&mut *conn)
+        .await?;
     rows.iter().map(Row::summary).collect()
 }
 
@@ -109,8 +121,14 @@ pub async fn get(
 ) -> Result<DatasetDetail, AppError> {
     let mut conn = db.acquire().await?;
     let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
-    let sql = format!("{SELECT} WHERE d.workspace_id = ? AND d.id = ?");
-    let row: Row = found(&mut conn, &sql, workspace_id, dataset_id).await?;
+    let row = dataset_rows!(
+        "WHERE d.workspace_id = ? AND d.id = ?",
+        workspace_id,
+        dataset_id
+    )
+    .fetch_optional(&mut *conn)
+    .await?
+    .ok_or(AppError::NotFound)?;
     Ok(DatasetDetail {
         summary: row.summary()?,
         report: stored_report(&row.report_json)?,
