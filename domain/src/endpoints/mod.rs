@@ -40,7 +40,6 @@ use {crate::db::taken, contracts::error::internal};
 /// Replicas one endpoint may run.
 pub const MAX_REPLICAS: u32 = 8;
 
-#[derive(sqlx::FromRow)]
 struct Row {
     id: i64,
     workspace_id: i64,
@@ -59,9 +58,20 @@ struct Row {
     created_at: String,
 }
 
-const SELECT: &str = "SELECT e.id, e.workspace_id, e.slug, e.name, e.checkpoint_id, c.job_id, e.replicas, e.max_batch_tokens, \
-     e.max_wait_ms, e.device, e.precision, e.status, e.status_message, e.parity_report, e.created_at
-     FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id";
+/// The endpoint rows that `$tail` (a `WHERE`/`ORDER BY` literal on `endpoints e`) picks: one query checked
+/// at compile time against the migrations' schema.
+macro_rules! endpoint_rows {
+    ($tail:literal $(, $arg:expr)* $(,)?) => {
+        sqlx::query_as!(
+            Row,
+            r#"SELECT e.id AS "id!", e.workspace_id, e.slug, e.name, e.checkpoint_id, c.job_id, e.replicas,
+                 e.max_batch_tokens, e.max_wait_ms, e.device, e.precision, e.status, e.status_message,
+                 e.parity_report, e.created_at
+               FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id "# + $tail
+            $(, $arg)*
+        )
+    };
+}
 
 impl Row {
     /// `actor`'s `action` on this endpoint, for the audit log.
@@ -98,8 +108,14 @@ async fn row(
     workspace_id: i64,
     endpoint_id: i64,
 ) -> Result<Row, AppError> {
-    let sql = format!("{SELECT} WHERE e.workspace_id = ? AND e.id = ?");
-    crate::db::found(conn, &sql, workspace_id, endpoint_id).await
+    endpoint_rows!(
+        "WHERE e.workspace_id = ? AND e.id = ?",
+        workspace_id,
+        endpoint_id
+    )
+    .fetch_optional(conn)
+    .await?
+    .ok_or(AppError::NotFound)
 }
 
 /// Endpoint `endpoint_id`, in a write transaction for an editor or owner of its workspace.
@@ -120,8 +136,9 @@ pub async fn list(
     workspace_id: i64,
 ) -> Result<Vec<EndpointSummary>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
-    let sql = format!("{SELECT} WHERE e.workspace_id = ? ORDER BY e.id DESC");
-    let rows: Vec<Row> = crate::db::all(&mut conn, &sql, workspace_id).await?;
+    let rows = endpoint_rows!("WHERE e.workspace_id = ? ORDER BY e.id DESC", workspace_id)
+        .fetch_all(&mut *conn)
+        .await?;
     let mut out = Vec::with_capacity(rows.len());
     for r in rows {
         out.push(r.summary(&mut conn).await?);
