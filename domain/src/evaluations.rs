@@ -34,7 +34,6 @@ const POLL: Duration = Duration::from_millis(300);
 /// Longest failure message kept (the tail of the evaluator's stderr).
 const MESSAGE_CHARS: usize = 2000;
 
-#[derive(sqlx::FromRow)]
 struct Row {
     id: i64,
     workspace_id: i64,
@@ -59,10 +58,22 @@ struct Row {
     finished_at: Option<String>,
 }
 
-const SELECT: &str = "SELECT e.id, e.workspace_id, e.checkpoint_id, c.job_id, c.step AS checkpoint_step, e.dataset_id, \
-     e.dataset_name, e.dataset_sha256, e.status, e.status_message, e.rows, e.accuracy, e.macro_f1, e.loss, e.labels_json, \
-     e.per_class_json, e.confusion_json, u.username AS created_by, e.created_at, e.started_at, e.finished_at
-     FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id LEFT JOIN users u ON u.id = e.created_by";
+/// The evaluation rows that `$tail` (a `WHERE`/`ORDER BY` literal on `evaluations e`) picks: one query
+/// checked at compile time against the migrations' schema.
+macro_rules! evaluation_rows {
+    ($tail:literal $(, $arg:expr)* $(,)?) => {
+        sqlx::query_as!(
+            Row,
+            r#"SELECT e.id AS "id!", e.workspace_id, e.checkpoint_id, c.job_id, c.step AS checkpoint_step,
+                 e.dataset_id, e.dataset_name, e.dataset_sha256, e.status, e.status_message, e.rows, e.accuracy,
+                 e.macro_f1, e.loss, e.labels_json, e.per_class_json, e.confusion_json,
+                 u.username AS "created_by?", e.created_at, e.started_at, e.finished_at
+               FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id
+                 LEFT JOIN users u ON u.id = e.created_by "# + $tail
+            $(, $arg)*
+        )
+    };
+}
 
 impl Row {
     fn info(self) -> Result<EvaluationInfo, AppError> {
@@ -106,15 +117,15 @@ pub async fn list(
     job_id: Option<i64>,
 ) -> Result<Vec<EvaluationInfo>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
-    sqlx::query_as::<_, Row>(&format!(
-        "{SELECT} WHERE e.workspace_id = ? AND (? IS NULL OR e.checkpoint_id = ?) AND (? IS NULL OR c.job_id = ?)
-         ORDER BY e.id DESC"
-    ))
-    .bind(workspace_id)
-    .bind(checkpoint_id)
-    .bind(checkpoint_id)
-    .bind(job_id)
-    .bind(job_id)
+    evaluation_rows!(
+        "WHERE e.workspace_id = ? AND (? IS NULL OR e.checkpoint_id = ?) AND (? IS NULL OR c.job_id = ?)
+         ORDER BY e.id DESC",
+        workspace_id,
+        checkpoint_id,
+        checkpoint_id,
+        job_id,
+        job_id
+    )
     .fetch_all(&mut *conn)
     .await?
     .into_iter()
@@ -131,12 +142,12 @@ pub async fn get(
     evaluation_id: i64,
 ) -> Result<EvaluationInfo, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
-    sqlx::query_as::<_, Row>(&format!(
-        "{SELECT} WHERE e.workspace_id = ? AND e.checkpoint_id = ? AND e.id = ?"
-    ))
-    .bind(workspace_id)
-    .bind(checkpoint_id)
-    .bind(evaluation_id)
+    evaluation_rows!(
+        "WHERE e.workspace_id = ? AND e.checkpoint_id = ? AND e.id = ?",
+        workspace_id,
+        checkpoint_id,
+        evaluation_id
+    )
     .fetch_optional(&mut *conn)
     .await?
     .ok_or(AppError::NotFound)?
