@@ -130,8 +130,7 @@ async fn run(
     .execute(&mut *tx)
     .await?;
     tx.commit().await?;
-    let row = sqlx::query_as::<_, VersionRow>(&format!("{} WHERE v.id = ?", super::VERSION_SELECT))
-        .bind(version_id)
+    let row = super::version_rows!("WHERE v.id = ?", version_id)
         .fetch_one(db)
         .await?;
     let spec: EnvironmentSpec = row.spec()?;

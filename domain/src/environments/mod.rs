@@ -33,7 +33,7 @@ use super::engine::Engine;
 use super::gpus::{self, Holder};
 use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
-use {crate::db::found, crate::db::taken, contracts::error::internal};
+use {crate::db::taken, contracts::error::internal};
 
 /// How many events the detail page shows.
 const EVENTS_SHOWN: i64 = 50;
@@ -67,7 +67,6 @@ macro_rules! env_rows {
 }
 pub(crate) use env_rows;
 
-#[derive(sqlx::FromRow)]
 pub(crate) struct VersionRow {
     id: i64,
     version: i64,
@@ -86,10 +85,22 @@ pub(crate) struct VersionRow {
     build_finished_at: Option<String>,
 }
 
-const VERSION_SELECT: &str = "SELECT v.id, v.version, v.spec_json, v.spec_hash, v.build_status, v.build_hash, v.image_id, \
-     v.previous_image_id, v.image_tag, v.dockerfile, v.build_error, u.username AS created_by, v.created_at, \
-     v.build_started_at, v.build_finished_at
-     FROM environment_versions v LEFT JOIN users u ON u.id = v.created_by";
+/// The environment versions that `$tail` (a `WHERE`/`ORDER BY` literal on `environment_versions v`)
+/// picks: one query checked at compile time against the migrations' schema.
+macro_rules! version_rows {
+    ($tail:literal $(, $arg:expr)* $(,)?) => {
+        sqlx::query_as!(
+            VersionRow,
+            r#"SELECT v.id AS "id!", v.version, v.spec_json, v.spec_hash,
+                 v.build_status AS "build_status: contracts::types::BuildStatus", v.build_hash, v.image_id,
+                 v.previous_image_id, v.image_tag, v.dockerfile, v.build_error, u.username AS "created_by?",
+                 v.created_at, v.build_started_at, v.build_finished_at
+               FROM environment_versions v LEFT JOIN users u ON u.id = v.created_by "# + $tail
+            $(, $arg)*
+        )
+    };
+}
+pub(crate) use version_rows;
 
 impl VersionRow {
     pub(crate) fn spec(&self) -> Result<EnvironmentSpec, AppError> {
@@ -185,8 +196,14 @@ pub(crate) async fn version_row(
     env_id: i64,
     version: i64,
 ) -> Result<VersionRow, AppError> {
-    let sql = format!("{VERSION_SELECT} WHERE v.environment_id = ? AND v.version = ?");
-    found(conn, &sql, env_id, version).await
+    version_rows!(
+        "WHERE v.environment_id = ? AND v.version = ?",
+        env_id,
+        version
+    )
+    .fetch_optional(conn)
+    .await?
+    .ok_or(AppError::NotFound)
 }
 
 /// Records something that happened to an environment's container (shown on its page).
@@ -237,12 +254,9 @@ pub async fn get(
     let mut conn = db.acquire().await?;
     let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
     let env = env_row(&mut conn, workspace_id, env_id).await?;
-    let rows = sqlx::query_as::<_, VersionRow>(&format!(
-        "{VERSION_SELECT} WHERE v.environment_id = ? ORDER BY v.version DESC"
-    ))
-    .bind(env_id)
-    .fetch_all(&mut *conn)
-    .await?;
+    let rows = version_rows!("WHERE v.environment_id = ? ORDER BY v.version DESC", env_id)
+        .fetch_all(&mut *conn)
+        .await?;
     let current = rows
         .iter()
         .find(|v| v.version == env.current_version)
