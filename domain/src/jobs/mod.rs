@@ -795,7 +795,6 @@ pub async fn checkpoints(
     checkpoints_of(&mut conn, job_id, workspace_id).await
 }
 
-#[derive(sqlx::FromRow)]
 struct CheckpointRow {
     id: i64,
     job_id: i64,
@@ -833,13 +832,15 @@ async fn checkpoints_of(
     job_id: Option<i64>,
     workspace_id: i64,
 ) -> Result<Vec<CheckpointInfo>, AppError> {
-    let rows: Vec<CheckpointRow> = sqlx::query_as(
-        "SELECT id, job_id, step, epoch, metrics, path, bytes, sha256, best, created_at, deleted_at FROM checkpoints
-         WHERE workspace_id = ? AND (? IS NULL OR job_id = ?) ORDER BY id DESC",
+    let rows = sqlx::query_as!(
+        CheckpointRow,
+        r#"SELECT id AS "id!", job_id, step, epoch, metrics, path, bytes, sha256, best AS "best: bool",
+             created_at, deleted_at
+           FROM checkpoints WHERE workspace_id = ? AND (? IS NULL OR job_id = ?) ORDER BY id DESC"#,
+        workspace_id,
+        job_id,
+        job_id
     )
-    .bind(workspace_id)
-    .bind(job_id)
-    .bind(job_id)
     .fetch_all(conn)
     .await?;
     Ok(rows.into_iter().map(CheckpointRow::info).collect())
