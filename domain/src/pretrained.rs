@@ -28,7 +28,6 @@ const REQUIRED: [&[&str]; 3] = [
     &["model.safetensors", "pytorch_model.bin"],
 ];
 
-#[derive(sqlx::FromRow)]
 struct Row {
     id: i64,
     workspace_id: i64,
@@ -42,8 +41,19 @@ struct Row {
     created_at: String,
 }
 
-const SELECT: &str = "SELECT m.id, m.workspace_id, m.name, m.file_name, m.sha256, m.path, m.bytes, m.config_json, \
-     u.username AS created_by, m.created_at FROM pretrained_models m LEFT JOIN users u ON u.id = m.created_by";
+/// The pretrained models that `$tail` (a `WHERE`/`ORDER BY` literal on `pretrained_models m`) picks: one
+/// query checked at compile time against the migrations' schema.
+macro_rules! model_rows {
+    ($tail:literal $(, $arg:expr)* $(,)?) => {
+        sqlx::query_as!(
+            Row,
+            r#"SELECT m.id AS "id!", m.workspace_id, m.name, m.file_name, m.sha256, m.path, m.bytes,
+                 m.config_json, u.username AS "created_by?", m.created_at
+               FROM pretrained_models m LEFT JOIN users u ON u.id = m.created_by "# + $tail
+            $(, $arg)*
+        )
+    };
+}
 
 impl Row {
     fn info(self) -> PretrainedModel {
@@ -68,8 +78,10 @@ pub async fn list(
     actor: &Actor,
     workspace_id: i64,
 ) -> Result<Vec<PretrainedModel>, AppError> {
-    let sql = format!("{SELECT} WHERE m.workspace_id = ? ORDER BY m.name");
-    let rows: Vec<Row> = access::rows(db, actor, workspace_id, &sql).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
+    let rows = model_rows!("WHERE m.workspace_id = ? ORDER BY m.name", workspace_id)
+        .fetch_all(&mut *conn)
+        .await?;
     Ok(rows.into_iter().map(Row::info).collect())
 }
 
@@ -79,14 +91,10 @@ pub(crate) async fn get(
     workspace_id: i64,
     id: i64,
 ) -> Result<Option<PretrainedModel>, AppError> {
-    Ok(
-        sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE m.workspace_id = ? AND m.id = ?"))
-            .bind(workspace_id)
-            .bind(id)
-            .fetch_optional(conn)
-            .await?
-            .map(Row::info),
-    )
+    let row = model_rows!("WHERE m.workspace_id = ? AND m.id = ?", workspace_id, id)
+        .fetch_optional(conn)
+        .await?;
+    Ok(row.map(Row::info))
 }
 
 /// The directory a job starts from, relative to the workspace volume (`field` names the spec's field).
@@ -195,10 +203,7 @@ where
         store.move_in(&from, &target)
     });
     commit_upload(tx, storage, workspace_id, &relative, files).await?;
-    let row = sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE m.id = ?"))
-        .bind(id)
-        .fetch_one(db)
-        .await?;
+    let row = model_rows!("WHERE m.id = ?", id).fetch_one(db).await?;
     Ok(row.info())
 }
 
