@@ -53,21 +53,6 @@ pub(crate) async fn connect(
     Ok(conn)
 }
 
-/// The rows of workspace `workspace_id` that `sql` selects (binding the workspace's id), once
-/// `actor` is found to be a member: a list any member may read.
-pub(crate) async fn rows<T>(
-    db: &SqlitePool,
-    actor: &Actor,
-    workspace_id: i64,
-    sql: &str,
-) -> Result<Vec<T>, AppError>
-where
-    T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow> + Send + Unpin,
-{
-    let mut conn = connect(db, actor, workspace_id, Role::Viewer).await?;
-    crate::db::all(&mut conn, sql, workspace_id).await
-}
-
 /// As [`connect`], in a write transaction (`db::write_tx`): the change that follows reads what it
 /// changes, and another writer must not slip in between.
 pub(crate) async fn begin(

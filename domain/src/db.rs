@@ -285,18 +285,6 @@ where
         .ok_or(AppError::NotFound)
 }
 
-/// The rows `sql` selects by the one id it binds (a workspace's things of one kind).
-pub(crate) async fn all<T>(
-    conn: &mut SqliteConnection,
-    sql: &str,
-    id: i64,
-) -> Result<Vec<T>, AppError>
-where
-    T: for<'r> sqlx::FromRow<'r, SqliteRow> + Send + Unpin,
-{
-    Ok(sqlx::query_as(sql).bind(id).fetch_all(conn).await?)
-}
-
 /// True when `e` is a violation of a UNIQUE constraint (turned into a 409 by the caller, which knows
 /// which field was duplicated).
 fn is_unique_violation(e: &sqlx::Error) -> bool {

@@ -21,7 +21,6 @@ fn parse_role(raw: &str) -> Result<Role, AppError> {
     })
 }
 
-#[derive(sqlx::FromRow)]
 struct Row {
     user_id: i64,
     username: String,
@@ -41,7 +40,18 @@ impl Row {
     }
 }
 
-const SELECT: &str = "SELECT m.user_id, u.username, m.role, m.added_at FROM members m JOIN users u ON u.id = m.user_id";
+/// The members that `$tail` (a `WHERE`/`ORDER BY` literal on `members m`) picks, with their usernames:
+/// one query checked at compile time against the migrations' schema.
+macro_rules! member_rows {
+    ($tail:literal $(, $arg:expr)* $(,)?) => {
+        sqlx::query_as!(
+            Row,
+            "SELECT m.user_id, u.username, m.role, m.added_at FROM members m JOIN users u ON u.id = m.user_id "
+                + $tail
+            $(, $arg)*
+        )
+    };
+}
 
 /// Member `user_id` of the workspace (NotFound when they are not one).
 async fn member(
@@ -49,9 +59,15 @@ async fn member(
     workspace_id: i64,
     user_id: i64,
 ) -> Result<Member, AppError> {
-    let sql = format!("{SELECT} WHERE m.workspace_id = ? AND m.user_id = ?");
-    let row: Row = crate::db::found(conn, &sql, workspace_id, user_id).await?;
-    row.into_member()
+    member_rows!(
+        "WHERE m.workspace_id = ? AND m.user_id = ?",
+        workspace_id,
+        user_id
+    )
+    .fetch_optional(conn)
+    .await?
+    .ok_or(AppError::NotFound)?
+    .into_member()
 }
 
 async fn owner_count(conn: &mut SqliteConnection, workspace_id: i64) -> Result<i64, AppError> {
@@ -79,11 +95,14 @@ pub async fn list(
     actor: &Actor,
     workspace_id: i64,
 ) -> Result<Vec<Member>, AppError> {
-    let sql = format!(
-        "{SELECT} WHERE m.workspace_id = ?
-         ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'editor' THEN 1 ELSE 2 END, u.username"
-    );
-    let rows: Vec<Row> = access::rows(db, actor, workspace_id, &sql).await?;
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
+    let rows = member_rows!(
+        "WHERE m.workspace_id = ?
+         ORDER BY CASE m.role WHEN 'owner' THEN 0 WHEN 'editor' THEN 1 ELSE 2 END, u.username",
+        workspace_id
+    )
+    .fetch_all(&mut *conn)
+    .await?;
     rows.into_iter().map(Row::into_member).collect()
 }
 

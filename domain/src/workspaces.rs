@@ -20,7 +20,6 @@ pub fn normalize_name(raw: &str) -> Result<String, AppError> {
     names::checked(raw, ErrorCode::WorkspaceNameInvalid, "workspace name").map(str::to_string)
 }
 
-#[derive(sqlx::FromRow)]
 struct Row {
     id: i64,
     name: String,
@@ -42,18 +41,26 @@ impl Row {
     }
 }
 
-const SELECT: &str = "SELECT w.id, w.name, m.role, w.created_at,
-        (SELECT COUNT(*) FROM members c WHERE c.workspace_id = w.id) AS member_count
-    FROM workspaces w JOIN members m ON m.workspace_id = w.id AND m.user_id = ?";
+/// The caller's workspaces (with the caller's role and the member count) that `$tail` picks: one query
+/// checked at compile time against the migrations' schema. Its first argument is the caller's user id.
+macro_rules! workspace_rows {
+    ($tail:literal $(, $arg:expr)* $(,)?) => {
+        sqlx::query_as!(
+            Row,
+            r#"SELECT w.id AS "id!", w.name, m.role, w.created_at,
+                 (SELECT COUNT(*) FROM members c WHERE c.workspace_id = w.id) AS "member_count!: i64"
+               FROM workspaces w JOIN members m ON m.workspace_id = w.id AND m.user_id = ? "# + $tail
+            $(, $arg)*
+        )
+    };
+}
 
 async fn summary(
     conn: &mut SqliteConnection,
     actor: &Actor,
     id: i64,
 ) -> Result<WorkspaceSummary, AppError> {
-    sqlx::query_as::<_, Row>(&format!("{SELECT} WHERE w.id = ?"))
-        .bind(actor.user_id)
-        .bind(id)
+    workspace_rows!("WHERE w.id = ?", actor.user_id, id)
         .fetch_optional(conn)
         .await?
         .ok_or(AppError::NotFound)?
@@ -62,8 +69,7 @@ async fn summary(
 
 /// The caller's workspaces, by name.
 pub async fn list(db: &SqlitePool, actor: &Actor) -> Result<Vec<WorkspaceSummary>, AppError> {
-    sqlx::query_as::<_, Row>(&format!("{SELECT} ORDER BY w.name COLLATE NOCASE, w.id"))
-        .bind(actor.user_id)
+    workspace_rows!("ORDER BY w.name COLLATE NOCASE, w.id", actor.user_id)
         .fetch_all(db)
         .await?
         .into_iter()
