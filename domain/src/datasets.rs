@@ -60,20 +60,15 @@ struct Row {
     created_at: String,
 }
 
-/// The dataset rows that `$tail` (a `WHERE`/`ORDER BY` literal on `datasets d`) picks: one query checked
-/// at compile time against the migrations' schema.
-macro_rules! dataset_rows {
-    ($tail:literal $(, $arg:expr)* $(,)?) => {
-        sqlx::query_as!(
-            Row,
-            r#"SELECT d.id AS "id!", d.workspace_id, d.name, d.file_name, d.format, d.path, d.bytes, d.sha256,
-                 d.rows, d.text_column, d.label_column, d.report_json, d.preview_json,
-                 u.username AS "created_by?", d.created_at
-               FROM datasets d LEFT JOIN users u ON u.id = d.created_by "# + $tail
-            $(, $arg)*
-        )
-    };
-}
+// `dataset_rows!("WHERE …", args…)`: datasets, with the uploader's name (see `db::row_query!`).
+crate::db::row_query!(
+    $ dataset_rows,
+    Row,
+    r#"SELECT d.id AS "id!", d.workspace_id, d.name, d.file_name, d.format, d.path, d.bytes, d.sha256,
+        d.rows, d.text_column, d.label_column, d.report_json, d.preview_json,
+        u.username AS "created_by?", d.created_at
+      FROM datasets d LEFT JOIN users u ON u.id = d.created_by"#
+);
 
 impl Row {
     fn summary(&self) -> Result<DatasetSummary, AppError> {

@@ -285,6 +285,24 @@ where
         .ok_or(AppError::NotFound)
 }
 
+/// Declares `$name!(TAIL, args…)`: the `$row`s that `$select` followed by `TAIL` (a `WHERE` or
+/// `ORDER BY` literal) returns, as one `sqlx::query_as!` checked at compile time against the schema the
+/// migrations make (`domain/.sqlx`). The query macros take literals only, so each kind of row states its
+/// columns once, here, and each use adds its own condition. `$d` is a `$` handed in for the variables of
+/// the macro this one writes.
+macro_rules! row_query {
+    ($d:tt $name:ident, $row:ident, $select:literal) => {
+        macro_rules! $name {
+                    ($d tail:literal $d(, $d arg:expr)* $d(,)?) => {
+                        sqlx::query_as!($row, $select + " " + $d tail $d(, $d arg)*)
+                    };
+                }
+        #[allow(unused_imports)]
+        pub(crate) use $name;
+    };
+}
+pub(crate) use row_query;
+
 /// True when `e` is a violation of a UNIQUE constraint (turned into a 409 by the caller, which knows
 /// which field was duplicated).
 fn is_unique_violation(e: &sqlx::Error) -> bool {

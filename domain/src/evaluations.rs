@@ -58,22 +58,18 @@ struct Row {
     finished_at: Option<String>,
 }
 
-/// The evaluation rows that `$tail` (a `WHERE`/`ORDER BY` literal on `evaluations e`) picks: one query
-/// checked at compile time against the migrations' schema.
-macro_rules! evaluation_rows {
-    ($tail:literal $(, $arg:expr)* $(,)?) => {
-        sqlx::query_as!(
-            Row,
-            r#"SELECT e.id AS "id!", e.workspace_id, e.checkpoint_id, c.job_id, c.step AS checkpoint_step,
-                 e.dataset_id, e.dataset_name, e.dataset_sha256, e.status, e.status_message, e.rows, e.accuracy,
-                 e.macro_f1, e.loss, e.labels_json, e.per_class_json, e.confusion_json,
-                 u.username AS "created_by?", e.created_at, e.started_at, e.finished_at
-               FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id
-                 LEFT JOIN users u ON u.id = e.created_by "# + $tail
-            $(, $arg)*
-        )
-    };
-}
+// `evaluation_rows!("WHERE …", args…)`: evaluations, with their checkpoint's job and step and who
+// ran them (see `db::row_query!`).
+crate::db::row_query!(
+    $ evaluation_rows,
+    Row,
+    r#"SELECT e.id AS "id!", e.workspace_id, e.checkpoint_id, c.job_id, c.step AS checkpoint_step,
+        e.dataset_id, e.dataset_name, e.dataset_sha256, e.status, e.status_message, e.rows, e.accuracy,
+        e.macro_f1, e.loss, e.labels_json, e.per_class_json, e.confusion_json,
+        u.username AS "created_by?", e.created_at, e.started_at, e.finished_at
+      FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id
+      LEFT JOIN users u ON u.id = e.created_by"#
+);
 
 impl Row {
     fn info(self) -> Result<EvaluationInfo, AppError> {

@@ -40,18 +40,13 @@ impl Row {
     }
 }
 
-/// The members that `$tail` (a `WHERE`/`ORDER BY` literal on `members m`) picks, with their usernames:
-/// one query checked at compile time against the migrations' schema.
-macro_rules! member_rows {
-    ($tail:literal $(, $arg:expr)* $(,)?) => {
-        sqlx::query_as!(
-            Row,
-            "SELECT m.user_id, u.username, m.role, m.added_at FROM members m JOIN users u ON u.id = m.user_id "
-                + $tail
-            $(, $arg)*
-        )
-    };
-}
+// `member_rows!("WHERE …", args…)`: members, with their usernames (see `db::row_query!`).
+crate::db::row_query!(
+    $ member_rows,
+    Row,
+    "SELECT m.user_id, u.username, m.role, m.added_at
+      FROM members m JOIN users u ON u.id = m.user_id"
+);
 
 /// Member `user_id` of the workspace (NotFound when they are not one).
 async fn member(

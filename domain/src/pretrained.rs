@@ -41,19 +41,15 @@ struct Row {
     created_at: String,
 }
 
-/// The pretrained models that `$tail` (a `WHERE`/`ORDER BY` literal on `pretrained_models m`) picks: one
-/// query checked at compile time against the migrations' schema.
-macro_rules! model_rows {
-    ($tail:literal $(, $arg:expr)* $(,)?) => {
-        sqlx::query_as!(
-            Row,
-            r#"SELECT m.id AS "id!", m.workspace_id, m.name, m.file_name, m.sha256, m.path, m.bytes,
-                 m.config_json, u.username AS "created_by?", m.created_at
-               FROM pretrained_models m LEFT JOIN users u ON u.id = m.created_by "# + $tail
-            $(, $arg)*
-        )
-    };
-}
+// `model_rows!("WHERE …", args…)`: pretrained models, with the uploader's name (see
+// `db::row_query!`).
+crate::db::row_query!(
+    $ model_rows,
+    Row,
+    r#"SELECT m.id AS "id!", m.workspace_id, m.name, m.file_name, m.sha256, m.path, m.bytes,
+        m.config_json, u.username AS "created_by?", m.created_at
+      FROM pretrained_models m LEFT JOIN users u ON u.id = m.created_by"#
+);
 
 impl Row {
     fn info(self) -> PretrainedModel {

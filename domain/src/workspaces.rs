@@ -41,19 +41,15 @@ impl Row {
     }
 }
 
-/// The caller's workspaces (with the caller's role and the member count) that `$tail` picks: one query
-/// checked at compile time against the migrations' schema. Its first argument is the caller's user id.
-macro_rules! workspace_rows {
-    ($tail:literal $(, $arg:expr)* $(,)?) => {
-        sqlx::query_as!(
-            Row,
-            r#"SELECT w.id AS "id!", w.name, m.role, w.created_at,
-                 (SELECT COUNT(*) FROM members c WHERE c.workspace_id = w.id) AS "member_count!: i64"
-               FROM workspaces w JOIN members m ON m.workspace_id = w.id AND m.user_id = ? "# + $tail
-            $(, $arg)*
-        )
-    };
-}
+// `workspace_rows!("WHERE …", args…)`: the caller's workspaces with the caller's role and the
+// member count; the first argument is the caller's user id (see `db::row_query!`).
+crate::db::row_query!(
+    $ workspace_rows,
+    Row,
+    r#"SELECT w.id AS "id!", w.name, m.role, w.created_at,
+        (SELECT COUNT(*) FROM members c WHERE c.workspace_id = w.id) AS "member_count!: i64"
+      FROM workspaces w JOIN members m ON m.workspace_id = w.id AND m.user_id = ?"#
+);
 
 async fn summary(
     conn: &mut SqliteConnection,

@@ -58,20 +58,16 @@ struct Row {
     created_at: String,
 }
 
-/// The endpoint rows that `$tail` (a `WHERE`/`ORDER BY` literal on `endpoints e`) picks: one query checked
-/// at compile time against the migrations' schema.
-macro_rules! endpoint_rows {
-    ($tail:literal $(, $arg:expr)* $(,)?) => {
-        sqlx::query_as!(
-            Row,
-            r#"SELECT e.id AS "id!", e.workspace_id, e.slug, e.name, e.checkpoint_id, c.job_id, e.replicas,
-                 e.max_batch_tokens, e.max_wait_ms, e.device, e.precision, e.status, e.status_message,
-                 e.parity_report, e.created_at
-               FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id "# + $tail
-            $(, $arg)*
-        )
-    };
-}
+// `endpoint_rows!("WHERE …", args…)`: endpoints, with their checkpoint's job (see
+// `db::row_query!`).
+crate::db::row_query!(
+    $ endpoint_rows,
+    Row,
+    r#"SELECT e.id AS "id!", e.workspace_id, e.slug, e.name, e.checkpoint_id, c.job_id, e.replicas,
+        e.max_batch_tokens, e.max_wait_ms, e.device, e.precision, e.status, e.status_message,
+        e.parity_report, e.created_at
+      FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id"#
+);
 
 impl Row {
     /// `actor`'s `action` on this endpoint, for the audit log.

@@ -51,21 +51,14 @@ pub(crate) struct EnvRow {
     updated_at: String,
 }
 
-/// The environment rows that `$tail` (a `WHERE`/`ORDER BY` literal) picks, with its arguments: one
-/// query checked at compile time against the schema the migrations make (`domain/.sqlx`), so a column
-/// renamed or retyped there fails the build instead of a read.
-macro_rules! env_rows {
-    ($tail:literal $(, $arg:expr)* $(,)?) => {
-        sqlx::query_as!(
-            EnvRow,
-            r#"SELECT id AS "id!", workspace_id, name, current_version, status AS "status: contracts::types::EnvStatus",
-                 exit_code, status_message, container_name, last_active_at, updated_at
-               FROM environments "# + $tail
-            $(, $arg)*
-        )
-    };
-}
-pub(crate) use env_rows;
+// `env_rows!("WHERE …", args…)`: environments (see `db::row_query!`).
+crate::db::row_query!(
+    $ env_rows,
+    EnvRow,
+    r#"SELECT id AS "id!", workspace_id, name, current_version, status AS "status: contracts::types::EnvStatus",
+        exit_code, status_message, container_name, last_active_at, updated_at
+      FROM environments"#
+);
 
 pub(crate) struct VersionRow {
     id: i64,
@@ -85,22 +78,17 @@ pub(crate) struct VersionRow {
     build_finished_at: Option<String>,
 }
 
-/// The environment versions that `$tail` (a `WHERE`/`ORDER BY` literal on `environment_versions v`)
-/// picks: one query checked at compile time against the migrations' schema.
-macro_rules! version_rows {
-    ($tail:literal $(, $arg:expr)* $(,)?) => {
-        sqlx::query_as!(
-            VersionRow,
-            r#"SELECT v.id AS "id!", v.version, v.spec_json, v.spec_hash,
-                 v.build_status AS "build_status: contracts::types::BuildStatus", v.build_hash, v.image_id,
-                 v.previous_image_id, v.image_tag, v.dockerfile, v.build_error, u.username AS "created_by?",
-                 v.created_at, v.build_started_at, v.build_finished_at
-               FROM environment_versions v LEFT JOIN users u ON u.id = v.created_by "# + $tail
-            $(, $arg)*
-        )
-    };
-}
-pub(crate) use version_rows;
+// `version_rows!("WHERE …", args…)`: environment versions, with their author's name (see
+// `db::row_query!`).
+crate::db::row_query!(
+    $ version_rows,
+    VersionRow,
+    r#"SELECT v.id AS "id!", v.version, v.spec_json, v.spec_hash,
+        v.build_status AS "build_status: contracts::types::BuildStatus", v.build_hash, v.image_id,
+        v.previous_image_id, v.image_tag, v.dockerfile, v.build_error, u.username AS "created_by?",
+        v.created_at, v.build_started_at, v.build_finished_at
+      FROM environment_versions v LEFT JOIN users u ON u.id = v.created_by"#
+);
 
 impl VersionRow {
     pub(crate) fn spec(&self) -> Result<EnvironmentSpec, AppError> {

@@ -140,23 +140,17 @@ pub(crate) struct JobRow {
 pub(crate) const CHECKPOINT_FILES: &str =
     "SELECT job_id, step, path, deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?";
 
-/// The job rows that `$tail` (a `WHERE`/`ORDER BY` literal, on `jobs j`) picks, with its arguments: one
-/// query checked at compile time against the migrations' schema (`domain/.sqlx`).
-macro_rules! job_rows {
-    ($tail:literal $(, $arg:expr)* $(,)?) => {
-        sqlx::query_as!(
-            JobRow,
-            r#"SELECT j.id AS "id!", j.workspace_id, j.name, j.spec_json, j.config_toml,
-                 j.executor AS "executor: contracts::types::ExecutorKind", j.priority, j.gpus, j.status, j.status_message,
-                 j.exit_code, j.gpu_indices, j.pid, j.container_name, j.events_offset, j.log_offset, j.step,
-                 j.total_steps, j.epoch, j.time_limit_secs, j.retry_of, u.username AS "created_by?",
-                 j.created_at, j.started_at, j.finished_at
-               FROM jobs j LEFT JOIN users u ON u.id = j.created_by "# + $tail
-            $(, $arg)*
-        )
-    };
-}
-pub(crate) use job_rows;
+// `job_rows!("WHERE …", args…)`: jobs, with the name of who submitted them (see `db::row_query!`).
+crate::db::row_query!(
+    $ job_rows,
+    JobRow,
+    r#"SELECT j.id AS "id!", j.workspace_id, j.name, j.spec_json, j.config_toml,
+        j.executor AS "executor: contracts::types::ExecutorKind", j.priority, j.gpus, j.status, j.status_message,
+        j.exit_code, j.gpu_indices, j.pid, j.container_name, j.events_offset, j.log_offset, j.step,
+        j.total_steps, j.epoch, j.time_limit_secs, j.retry_of, u.username AS "created_by?",
+        j.created_at, j.started_at, j.finished_at
+      FROM jobs j LEFT JOIN users u ON u.id = j.created_by"#
+);
 
 impl JobRow {
     /// `actor`'s `action` on this job, for the audit log (named by id too).
