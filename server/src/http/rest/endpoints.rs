@@ -181,13 +181,9 @@ pub async fn create_key(
     responses((status = 204, description = "revoked"), (status = 404, body = ErrorBody)))]
 pub async fn revoke_key(
     Caller { state, actor }: Caller,
-    Path(KeyPath {
-        id,
-        endpoint_id,
-        key_id,
-    }): Path<KeyPath>,
+    Path(key): Path<KeyPath>,
 ) -> Result<StatusCode, AppError> {
-    endpoints::revoke_key(&state.db, &actor, id, endpoint_id, key_id).await?;
+    endpoints::revoke_key(&state.db, &actor, key.id, key.endpoint_id, key.key_id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

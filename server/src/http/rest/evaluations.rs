@@ -71,13 +71,9 @@ pub async fn list(
     responses((status = 200, body = EvaluationInfo), (status = 404, body = ErrorBody)))]
 pub async fn get(
     Caller { state, actor }: Caller,
-    Path(EvaluationPath {
-        id,
-        checkpoint_id,
-        evaluation_id,
-    }): Path<EvaluationPath>,
+    Path(p): Path<EvaluationPath>,
 ) -> Result<Json<EvaluationInfo>, AppError> {
-    Ok(Json(
-        evaluations::get(&state.db, &actor, id, checkpoint_id, evaluation_id).await?,
-    ))
+    let (id, checkpoint_id) = (p.id, p.checkpoint_id);
+    let info = evaluations::get(&state.db, &actor, id, checkpoint_id, p.evaluation_id).await?;
+    Ok(Json(info))
 }
