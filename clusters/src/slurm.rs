@@ -23,13 +23,8 @@ pub struct Submission {
     pub name: String,
     /// `--comment`: Paddock's ids, for people reading `squeue`.
     pub comment: String,
-    pub partition: Option<String>,
-    pub account: Option<String>,
-    pub qos: Option<String>,
-    /// GPUs as GRES (`--gres=gpu:N`); 0 asks for none.
-    pub gpus: u32,
-    pub cpus: u32,
-    pub memory_mb: u64,
+    pub placement: Placement,
+    pub resources: Resources,
     /// `--time`, rounded up to whole minutes.
     pub time_limit: Option<Duration>,
     /// `--signal=B:TERM@…`: how long before the time limit the batch script gets TERM, so a trainer ends
@@ -41,6 +36,30 @@ pub struct Submission {
     /// The script's body; it runs under `/bin/sh` with none of the server's environment
     /// (`--export=NONE`): what it needs, it sets.
     pub script: String,
+}
+
+/// Where a job may run and who pays for it: a workspace's cluster settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Placement {
+    pub partition: Option<String>,
+    pub account: Option<String>,
+    pub qos: Option<String>,
+}
+
+/// What one job asks for on one node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Resources {
+    /// GPUs as GRES (`--gres=gpu:N`); 0 asks for none.
+    pub gpus: u32,
+    pub cpus: u32,
+    pub memory_mb: u64,
+}
+
+/// How much of something a node has, and how much of it jobs hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub total: u64,
+    pub allocated: u64,
 }
 
 /// Where a job is in its life, as Slurm says it (`JobState`).
@@ -120,12 +139,9 @@ pub struct NodeInfo {
     pub name: String,
     /// `idle`, `mixed`, `allocated`, `drained`, `down`, … (`StateLong`).
     pub state: String,
-    pub gpus: u32,
-    pub gpus_allocated: u32,
-    pub cpus: u32,
-    pub cpus_allocated: u32,
-    pub memory_mb: u64,
-    pub memory_allocated_mb: u64,
+    pub gpus: Usage,
+    pub cpus: Usage,
+    pub memory_mb: Usage,
     pub partitions: Vec<String>,
     /// Why it is drained or down, as an admin wrote it.
     pub reason: Option<String>,
@@ -281,11 +297,11 @@ fn sbatch_args(job: &Submission) -> Result<Vec<String>> {
         format!("--output={}", job.output),
         "--nodes=1".into(),
         "--ntasks=1".into(),
-        format!("--cpus-per-task={}", job.cpus.max(1)),
-        format!("--mem={}M", job.memory_mb.max(1)),
+        format!("--cpus-per-task={}", job.resources.cpus.max(1)),
+        format!("--mem={}M", job.resources.memory_mb.max(1)),
     ];
-    if job.gpus > 0 {
-        args.push(format!("--gres=gpu:{}", job.gpus));
+    if job.resources.gpus > 0 {
+        args.push(format!("--gres=gpu:{}", job.resources.gpus));
     }
     if let Some(limit) = job.time_limit {
         args.push(format!("--time={}", limit.as_secs().div_ceil(60).max(1)));
@@ -293,10 +309,11 @@ fn sbatch_args(job: &Submission) -> Result<Vec<String>> {
     if let Some(before) = job.term_before_limit {
         args.push(format!("--signal=B:TERM@{}", before.as_secs().max(1)));
     }
+    let at = &job.placement;
     for (flag, value) in [
-        ("--partition", &job.partition),
-        ("--account", &job.account),
-        ("--qos", &job.qos),
+        ("--partition", &at.partition),
+        ("--account", &at.account),
+        ("--qos", &at.qos),
     ] {
         if let Some(v) = value {
             check_word(flag, v)?;
@@ -392,7 +409,7 @@ fn parse_job(line: &str) -> Result<JobInfo> {
 }
 
 /// The GPUs in a GRES list such as `gpu:2`, `gpu:a100:2(S:0-1)`, `gpu:1(IDX:0,2),shard:4`.
-fn gpu_count(gres: &str) -> u32 {
+fn gpu_count(gres: &str) -> u64 {
     let mut depth = 0;
     let mut entries = vec![String::new()];
     for c in gres.chars() {
@@ -407,7 +424,7 @@ fn gpu_count(gres: &str) -> u32 {
     entries
         .iter()
         .filter(|e| e.split(':').next() == Some("gpu"))
-        .filter_map(|e| e.rsplit(':').next()?.parse::<u32>().ok())
+        .filter_map(|e| e.rsplit(':').next()?.parse::<u64>().ok())
         .sum()
 }
 
@@ -423,7 +440,7 @@ fn parse_nodes(out: &str) -> Result<Vec<NodeInfo>> {
             });
         };
         // CPUsState: allocated/idle/other/total.
-        let cpu: Vec<u32> = cpus.split('/').filter_map(|n| n.parse().ok()).collect();
+        let cpu: Vec<u64> = cpus.split('/').filter_map(|n| n.parse().ok()).collect();
         let partition = partition.trim_end_matches('*').to_string();
         if let Some(known) = nodes.iter_mut().find(|n| n.name == name) {
             known.partitions.push(partition);
@@ -432,12 +449,18 @@ fn parse_nodes(out: &str) -> Result<Vec<NodeInfo>> {
         nodes.push(NodeInfo {
             name: name.to_string(),
             state: state.to_string(),
-            gpus: gpu_count(gres),
-            gpus_allocated: gpu_count(used),
-            cpus: cpu.get(3).copied().unwrap_or(0),
-            cpus_allocated: cpu.first().copied().unwrap_or(0),
-            memory_mb: memory.parse().unwrap_or(0),
-            memory_allocated_mb: allocated.parse().unwrap_or(0),
+            gpus: Usage {
+                total: gpu_count(gres),
+                allocated: gpu_count(used),
+            },
+            cpus: Usage {
+                total: cpu.get(3).copied().unwrap_or(0),
+                allocated: cpu.first().copied().unwrap_or(0),
+            },
+            memory_mb: Usage {
+                total: memory.parse().unwrap_or(0),
+                allocated: allocated.parse().unwrap_or(0),
+            },
             partitions: vec![partition],
             reason: present(Some(&reason.to_string())),
         });
@@ -497,8 +520,11 @@ mod tests {
         let nodes = parse_nodes(out).unwrap();
         assert_eq!(nodes.len(), 2);
         assert_eq!(nodes[0].partitions, ["gpu", "debug"]);
-        assert_eq!((nodes[0].gpus, nodes[0].gpus_allocated), (2, 1));
-        assert_eq!((nodes[0].cpus, nodes[0].cpus_allocated), (2, 1));
+        let used = Usage {
+            total: 2,
+            allocated: 1,
+        };
+        assert_eq!((nodes[0].gpus, nodes[0].cpus), (used, used));
         assert_eq!(nodes[1].reason.as_deref(), Some("disk replaced"));
         assert!(parse_nodes("node1|idle\n").is_err());
     }
@@ -508,16 +534,20 @@ mod tests {
         let good = Submission {
             name: "paddock-t1-job-4".into(),
             comment: "paddock:job:4".into(),
-            partition: Some("gpu".into()),
-            gpus: 2,
-            cpus: 4,
-            memory_mb: 8192,
+            placement: Placement {
+                partition: Some("gpu".into()),
+                ..Default::default()
+            },
+            resources: Resources {
+                gpus: 2,
+                cpus: 4,
+                memory_mb: 8192,
+            },
             time_limit: Some(Duration::from_secs(90)),
             term_before_limit: Some(Duration::from_secs(60)),
             workdir: "/shared/runs/job 4".into(),
             output: "/shared/runs/job 4/slurm.out".into(),
             script: "exec paddock train job.toml".into(),
-            ..Default::default()
         };
         let args = sbatch_args(&good).unwrap();
         for want in [
@@ -537,7 +567,10 @@ mod tests {
                 ..good.clone()
             },
             Submission {
-                partition: Some("gpu\n#SBATCH --uid=0".into()),
+                placement: Placement {
+                    qos: Some("gpu\n#SBATCH --uid=0".into()),
+                    ..Default::default()
+                },
                 ..good.clone()
             },
             Submission {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clusters::reach::Reach;
-use clusters::slurm::{Cancel, JobInfo, JobState, Slurm, Submission};
+use clusters::slurm::{Cancel, JobInfo, JobState, Resources, Slurm, Submission};
 
 static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -40,9 +40,11 @@ fn job(dir: &Path, name: &str, gpus: u32, script: &str) -> Submission {
     Submission {
         name: format!("paddock-test-{}-{name}", std::process::id()),
         comment: format!("paddock:test:{name}"),
-        gpus,
-        cpus: 1,
-        memory_mb: 100,
+        resources: Resources {
+            gpus,
+            cpus: 1,
+            memory_mb: 100,
+        },
         workdir: dir.display().to_string(),
         output: dir.join(format!("{name}.out")).display().to_string(),
         script: script.to_string(),
@@ -111,9 +113,13 @@ async fn gpus_are_handed_out_per_node_and_a_job_that_does_not_fit_waits() {
     assert_eq!(waiting.state, JobState::Pending, "{waiting:?}");
     assert_eq!(waiting.reason.as_deref(), Some("Resources"));
     let nodes = slurm.nodes().await.unwrap();
-    assert_eq!(nodes.iter().map(|n| n.gpus).sum::<u32>(), 4, "{nodes:?}");
     assert_eq!(
-        nodes.iter().map(|n| n.gpus_allocated).sum::<u32>(),
+        nodes.iter().map(|n| n.gpus.total).sum::<u64>(),
+        4,
+        "{nodes:?}"
+    );
+    assert_eq!(
+        nodes.iter().map(|n| n.gpus.allocated).sum::<u64>(),
         3,
         "{nodes:?}"
     );
@@ -201,7 +207,8 @@ async fn nodes_and_partitions_are_listed() {
     let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
     assert_eq!(names, ["node1", "node2"]);
     for n in &nodes {
-        assert_eq!((n.gpus, n.cpus, n.memory_mb), (2, 2, 4000), "{n:?}");
+        let totals = (n.gpus.total, n.cpus.total, n.memory_mb.total);
+        assert_eq!(totals, (2, 2, 4000), "{n:?}");
         assert_eq!(n.partitions, ["gpu"]);
     }
     let partitions = slurm.partitions().await.unwrap();
