@@ -289,14 +289,16 @@ where
 /// `ORDER BY` literal) returns, as one `sqlx::query_as!` checked at compile time against the schema the
 /// migrations make (`domain/.sqlx`). The query macros take literals only, so each kind of row states its
 /// columns once, here, and each use adds its own condition. `$d` is a `$` handed in for the variables of
-/// the macro this one writes.
+/// the macro this one writes. (Not formatted by rustfmt, which indents a nested `macro_rules!` deeper
+/// on every run.)
+#[rustfmt::skip]
 macro_rules! row_query {
     ($d:tt $name:ident, $row:ident, $select:literal) => {
         macro_rules! $name {
-                    ($d tail:literal $d(, $d arg:expr)* $d(,)?) => {
-                        sqlx::query_as!($row, $select + " " + $d tail $d(, $d arg)*)
-                    };
-                }
+            ($d tail:literal $d(, $d arg:expr)* $d(,)?) => {
+                sqlx::query_as!($row, $select + " " + $d tail $d(, $d arg)*)
+            };
+        }
         #[allow(unused_imports)]
         pub(crate) use $name;
     };
