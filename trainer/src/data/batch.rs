@@ -32,7 +32,8 @@ pub struct Batch {
 }
 
 impl Batch {
-    /// The batch as the model's inputs (no task-type ids: fine-tuning data has none).
+    /// The batch as the model's inputs (no task-type ids: the data files carry none, for fine-tuning or
+    /// pretraining).
     pub fn inputs(&self) -> crate::Inputs<'_> {
         crate::Inputs {
             input_ids: &self.input_ids,
