@@ -21,6 +21,16 @@ fn tiny(name: &str, dataset: i64, max_steps: u32) -> Value {
     })
 }
 
+/// A run that outlasts any test on any CPU (the most epochs a spec may ask for, no evaluation until
+/// it is stopped): for tests that stop, cancel or restart around a running job. `tiny` with a large
+/// `max_steps` is not enough — its 50 epochs of the sample ended in 8 s on a fast CPU, mid-test.
+fn endless(name: &str, dataset: i64) -> Value {
+    let mut spec = tiny(name, dataset, 1_000_000);
+    spec["epochs"] = json!(1000);
+    spec["eval_every_steps"] = json!(1_000_000);
+    spec
+}
+
 /// Job `id`'s REST path.
 fn job_path(ws: i64, id: i64) -> String {
     format!("/api/v1/workspaces/{ws}/jobs/{id}")
@@ -286,9 +296,7 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
 #[tokio::test]
 async fn cancelling_stops_gracefully_with_a_checkpoint() {
     let (_server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
-    let mut spec = tiny("long", ds, 100_000);
-    spec["eval_every_steps"] = json!(100_000);
-    let id = submit(&owner, ws, spec).await;
+    let id = submit(&owner, ws, endless("long", ds)).await;
     // Queued behind it (one CPU slot): cancelled at once.
     let second = tiny("second", ds, 10);
     let second = submit(&owner, ws, second).await;
@@ -329,9 +337,7 @@ async fn cancelling_stops_gracefully_with_a_checkpoint() {
 #[tokio::test]
 async fn a_shutdown_closes_live_streams_after_its_grace() {
     let (mut server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
-    let mut spec = tiny("long", ds, 100_000);
-    spec["eval_every_steps"] = json!(100_000);
-    let id = submit(&owner, ws, spec).await;
+    let id = submit(&owner, ws, endless("long", ds)).await;
     stepped(&owner, ws, id, 1).await;
     let stream = owner.url(&format!("{}/stream", job_path(ws, id)));
     let mut stream = owner.client.get(stream).send().await.unwrap();
@@ -364,9 +370,7 @@ async fn a_shutdown_closes_live_streams_after_its_grace() {
 #[tokio::test]
 async fn a_job_at_its_time_limit_stops_with_a_checkpoint_and_fails() {
     let (server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
-    let mut spec = tiny("limited", ds, 1_000_000);
-    spec["epochs"] = json!(1000);
-    spec["eval_every_steps"] = json!(1_000_000);
+    let mut spec = endless("limited", ds);
     spec["time_limit_minutes"] = json!(1);
     let id = submit(&owner, ws, spec).await;
     stepped(&owner, ws, id, 3).await;

@@ -195,7 +195,7 @@ async fn deleting_a_workspace_mid_job_with_a_ready_endpoint_leaves_nothing_even_
         &owner,
         ws,
         json!({ "name": "long", "dataset_id": ds, "preset": "tiny", "max_seq_len": 32,
-                "batch_size": 8, "max_steps": 100000, "eval_every_steps": 100000 }),
+                "batch_size": 8, "epochs": 1000, "max_steps": 100000, "eval_every_steps": 100000 }),
     )
     .await;
     wait_for(&owner, ws, long, "running", |j| {
