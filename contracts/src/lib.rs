@@ -12,12 +12,14 @@
 //! - [`serving`]: the model server's HTTP API: `/predict` and its reply, `/health`, errors.
 //! - [`types`]: what the dashboard's server functions and the REST API take and return, shared by the
 //!   UI (wasm), the domain and the CLI.
+//! - [`ids`]: one type per kind of id (`JobId`, `WorkspaceId`, …), a plain integer on the wire.
 //! - [`error`]: [`error::AppError`], the one error a client sees, with its HTTP mapping behind the `axum`
 //!   feature.
 
 pub mod data;
 pub mod error;
 pub mod events;
+pub mod ids;
 pub mod job;
 pub mod metrics;
 pub mod serving;

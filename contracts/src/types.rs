@@ -1,6 +1,10 @@
 //! Data shapes shared by the server and the browser: what server functions and the REST API return.
 //! Kept free of server-only types so they compile to wasm.
 
+use crate::ids::{
+    CheckpointId, DatasetId, EndpointId, EnvironmentId, EvaluationId, JobId, KeyId, PretrainedId,
+    TokenId, UserId, WorkspaceId,
+};
 use serde::{Deserialize, Serialize};
 
 /// A member's role in a workspace. Ordered: a higher role can do everything a lower one can.
@@ -41,7 +45,7 @@ impl Role {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Me {
-    pub id: i64,
+    pub id: UserId,
     pub username: String,
     pub is_admin: bool,
 }
@@ -50,7 +54,7 @@ pub struct Me {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WorkspaceSummary {
-    pub id: i64,
+    pub id: WorkspaceId,
     pub name: String,
     pub role: Role,
     pub member_count: i64,
@@ -61,7 +65,7 @@ pub struct WorkspaceSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Member {
-    pub user_id: i64,
+    pub user_id: UserId,
     pub username: String,
     pub role: Role,
     /// RFC 3339.
@@ -92,7 +96,7 @@ pub struct AuditEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApiToken {
-    pub id: i64,
+    pub id: TokenId,
     pub name: String,
     /// The first characters of the token, enough to recognise it.
     pub prefix: String,
@@ -167,7 +171,7 @@ pub struct NewApiToken {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UserAccount {
-    pub id: i64,
+    pub id: UserId,
     pub username: String,
     pub is_admin: bool,
     pub disabled: bool,
@@ -403,8 +407,8 @@ impl BuildStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EnvironmentSummary {
-    pub id: i64,
-    pub workspace_id: i64,
+    pub id: EnvironmentId,
+    pub workspace_id: WorkspaceId,
     pub name: String,
     pub status: EnvStatus,
     pub exit_code: Option<i64>,
@@ -546,8 +550,8 @@ pub struct DockerStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DatasetSummary {
-    pub id: i64,
-    pub workspace_id: i64,
+    pub id: DatasetId,
+    pub workspace_id: WorkspaceId,
     pub name: String,
     pub file_name: String,
     /// `csv`, `tsv` or `jsonl`.
@@ -594,22 +598,22 @@ pub struct DatasetPreview {
 pub struct JobSpec {
     pub name: String,
     /// Training data.
-    pub dataset_id: i64,
+    pub dataset_id: DatasetId,
     /// Dev data; without it `dev_ratio` of the training rows are held out (stratified, by seed).
     #[serde(default)]
-    pub dev_dataset_id: Option<i64>,
+    pub dev_dataset_id: Option<DatasetId>,
     /// Run in this environment's image (Docker executor); `None` runs a local process.
     #[serde(default)]
-    pub environment_id: Option<i64>,
+    pub environment_id: Option<EnvironmentId>,
     /// Model shape from scratch: `base`, `medium`, `mini`, `micro`, `nano`, or `tiny` for tests.
     #[serde(default = "default_preset")]
     pub preset: String,
     /// Start from this earlier checkpoint's weights instead of from scratch.
     #[serde(default)]
-    pub base_checkpoint_id: Option<i64>,
+    pub base_checkpoint_id: Option<CheckpointId>,
     /// Or from this uploaded Hugging Face model directory (a [`PretrainedModel`]).
     #[serde(default)]
-    pub pretrained_model_id: Option<i64>,
+    pub pretrained_model_id: Option<PretrainedId>,
     #[serde(default = "default_epochs")]
     pub epochs: u32,
     #[serde(default = "default_batch_size")]
@@ -682,7 +686,7 @@ fn default_keep_best() -> u32 {
 
 impl JobSpec {
     /// The defaults for a job on `dataset_id`.
-    pub fn new(name: &str, dataset_id: i64) -> JobSpec {
+    pub fn new(name: &str, dataset_id: DatasetId) -> JobSpec {
         serde_json::from_value(serde_json::json!({ "name": name, "dataset_id": dataset_id }))
             .expect("every other field has a default")
     }
@@ -776,8 +780,8 @@ impl JobStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobSummary {
-    pub id: i64,
-    pub workspace_id: i64,
+    pub id: JobId,
+    pub workspace_id: WorkspaceId,
     pub name: String,
     pub status: JobStatus,
     pub status_message: Option<String>,
@@ -804,7 +808,7 @@ pub struct JobDetail {
     pub summary: JobSummary,
     pub spec: JobSpec,
     pub config_toml: String,
-    pub retry_of: Option<i64>,
+    pub retry_of: Option<JobId>,
     pub checkpoints: Vec<CheckpointInfo>,
     pub can_edit: bool,
     /// Lineage: the earlier checkpoint whose weights the job started from (`spec.base_checkpoint_id`).
@@ -820,8 +824,8 @@ pub struct JobDetail {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BaseModel {
-    pub checkpoint_id: i64,
-    pub job_id: Option<i64>,
+    pub checkpoint_id: CheckpointId,
+    pub job_id: Option<JobId>,
     pub job_name: Option<String>,
     pub step: Option<i64>,
 }
@@ -853,8 +857,8 @@ pub struct LogLine {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CheckpointInfo {
-    pub id: i64,
-    pub job_id: i64,
+    pub id: CheckpointId,
+    pub job_id: JobId,
     pub step: i64,
     pub epoch: Option<f64>,
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
@@ -874,8 +878,8 @@ pub struct CheckpointInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PretrainedModel {
-    pub id: i64,
-    pub workspace_id: i64,
+    pub id: PretrainedId,
+    pub workspace_id: WorkspaceId,
     pub name: String,
     /// The uploaded archive's name and sha256.
     pub file_name: String,
@@ -899,7 +903,7 @@ pub struct PretrainedModel {
 #[serde(deny_unknown_fields)]
 pub struct EvaluationRequest {
     /// A dataset of the same workspace whose labels the checkpoint knows.
-    pub dataset_id: i64,
+    pub dataset_id: DatasetId,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -968,14 +972,14 @@ pub struct ClassScore {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EvaluationInfo {
-    pub id: i64,
-    pub workspace_id: i64,
-    pub checkpoint_id: i64,
+    pub id: EvaluationId,
+    pub workspace_id: WorkspaceId,
+    pub checkpoint_id: CheckpointId,
     /// The checkpoint's job and step, for lineage.
-    pub job_id: i64,
+    pub job_id: JobId,
     pub checkpoint_step: i64,
     /// `None` once the dataset was deleted; its name and hash stay.
-    pub dataset_id: Option<i64>,
+    pub dataset_id: Option<DatasetId>,
     pub dataset_name: String,
     pub dataset_sha256: String,
     pub status: EvaluationStatus,
@@ -1007,7 +1011,7 @@ pub struct EndpointSpec {
     /// In `/v1/endpoints/<slug>/predict`: 3–40 of a-z, 0-9, `-`; derived from the name when empty.
     #[serde(default)]
     pub slug: Option<String>,
-    pub checkpoint_id: i64,
+    pub checkpoint_id: CheckpointId,
     #[serde(default = "default_replicas")]
     pub replicas: u32,
     /// Most padded tokens in one forward pass.
@@ -1074,13 +1078,13 @@ impl EndpointStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EndpointSummary {
-    pub id: i64,
-    pub workspace_id: i64,
+    pub id: EndpointId,
+    pub workspace_id: WorkspaceId,
     pub slug: String,
     pub name: String,
-    pub checkpoint_id: i64,
+    pub checkpoint_id: CheckpointId,
     /// The job that wrote the checkpoint (lineage).
-    pub job_id: i64,
+    pub job_id: JobId,
     pub replicas: u32,
     pub ready_replicas: u32,
     pub status: EndpointStatus,
@@ -1101,7 +1105,7 @@ pub struct EndpointReplica {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EndpointKey {
-    pub id: i64,
+    pub id: KeyId,
     pub name: String,
     /// The first characters of the key, enough to recognise it.
     pub prefix: String,
@@ -1143,7 +1147,7 @@ pub struct EndpointChange {
     #[serde(default)]
     pub replicas: Option<u32>,
     #[serde(default)]
-    pub checkpoint_id: Option<i64>,
+    pub checkpoint_id: Option<CheckpointId>,
 }
 
 /// One label's probability in a playground answer.

@@ -5,6 +5,7 @@
 //! `Forbidden`. Instance admins get no special access to workspaces: administering accounts is not
 //! reading data.
 
+use contracts::ids::WorkspaceId;
 use sqlx::pool::PoolConnection;
 use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
 
@@ -16,7 +17,7 @@ use contracts::types::Role;
 pub async fn authorize(
     conn: &mut SqliteConnection,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     need: Role,
 ) -> Result<Role, AppError> {
     let role: Option<String> =
@@ -45,7 +46,7 @@ pub(crate) fn stored_role(word: &str) -> Result<Role, AppError> {
 pub(crate) async fn connect(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     need: Role,
 ) -> Result<PoolConnection<Sqlite>, AppError> {
     let mut conn = db.acquire().await?;
@@ -58,7 +59,7 @@ pub(crate) async fn connect(
 pub(crate) async fn begin(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     need: Role,
 ) -> Result<Transaction<'static, Sqlite>, AppError> {
     let mut tx = crate::db::write_tx(db).await?;

@@ -5,6 +5,7 @@
 
 use argon2::password_hash::{PasswordHash, PasswordHasher, PasswordVerifier, SaltString};
 use argon2::Argon2;
+use contracts::ids::UserId;
 use sqlx::SqlitePool;
 
 use super::audit::{self, Entry};
@@ -114,7 +115,7 @@ async fn dummy_hash() -> &'static str {
 
 #[derive(sqlx::FromRow)]
 struct Credentials {
-    id: i64,
+    id: UserId,
     username: String,
     password_hash: String,
     is_admin: bool,
@@ -144,7 +145,7 @@ pub async fn create_user(
     let mut tx = super::db::write_tx(db).await?;
     // "First account is admin" decided inside the INSERT, so two simultaneous first sign-ups
     // cannot both become admin.
-    let inserted = sqlx::query_as::<_, (i64, bool)>(
+    let inserted = sqlx::query_as::<_, (UserId, bool)>(
         "INSERT INTO users (username, password_hash, is_admin, created_at)
          VALUES (?1, ?2, ?3 OR NOT EXISTS (SELECT 1 FROM users), ?4)
          RETURNING id, is_admin",
@@ -278,7 +279,7 @@ pub async fn reset_password(
     check_password(password)?;
     let hash = hash_password(password).await?;
     let mut tx = super::db::write_tx(db).await?;
-    let updated = sqlx::query_scalar::<_, i64>(
+    let updated = sqlx::query_scalar::<_, UserId>(
         "UPDATE users SET password_hash = ?, session_epoch = session_epoch + 1 WHERE username = ? RETURNING id",
     )
     .bind(&hash)

@@ -3,6 +3,7 @@
 //! accounts. Disabling an account ends its sessions and makes its tokens useless at once (both are
 //! checked against the account on every request).
 
+use contracts::ids::{UserId, WorkspaceId};
 use sqlx::SqlitePool;
 
 use super::audit::{self, Entry};
@@ -104,7 +105,7 @@ pub async fn update_settings(
 
 #[derive(sqlx::FromRow)]
 struct Row {
-    id: i64,
+    id: UserId,
     username: String,
     is_admin: bool,
     disabled: bool,
@@ -141,7 +142,7 @@ pub async fn list_users(db: &SqlitePool, actor: &Actor) -> Result<Vec<UserAccoun
 pub async fn set_user_disabled(
     db: &SqlitePool,
     actor: &Actor,
-    user_id: i64,
+    user_id: UserId,
     disabled: bool,
 ) -> Result<UserAccount, AppError> {
     require_admin(actor)?;
@@ -177,7 +178,7 @@ pub async fn set_user_disabled(
 pub async fn set_gpu_quota(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     max_gpus: Option<u32>,
 ) -> Result<Option<u32>, AppError> {
     require_admin(actor)?;
@@ -283,7 +284,9 @@ mod tests {
             "cannot_disable_self"
         );
         assert_eq!(
-            set_user_disabled(&db, &admin, 999, true).await.unwrap_err(),
+            set_user_disabled(&db, &admin, UserId::new(999), true)
+                .await
+                .unwrap_err(),
             AppError::NotFound
         );
         assert_eq!(list_users(&db, &admin).await.unwrap().len(), 2);

@@ -2,6 +2,7 @@
 //! with the same transaction as the change they describe, so a change without its entry (or the
 //! reverse) cannot happen. Workspace members read their workspace's entries on the Activity page.
 
+use contracts::ids::{UserId, WorkspaceId};
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::access;
@@ -15,8 +16,8 @@ pub const PAGE_SIZE: i64 = 50;
 /// One change to record.
 pub struct Entry<'a> {
     /// `None` for instance-level events (accounts, tokens, deleted workspaces).
-    pub workspace_id: Option<i64>,
-    pub actor_id: Option<i64>,
+    pub workspace_id: Option<WorkspaceId>,
+    pub actor_id: Option<UserId>,
     /// A dotted verb: `workspace.create`, `member.add`, `token.revoke`, ...
     pub action: &'a str,
     pub resource_type: &'a str,
@@ -30,7 +31,7 @@ impl<'a> Entry<'a> {
     /// An entry for `actor` acting inside `workspace_id`.
     pub fn by(
         actor: &'a Actor,
-        workspace_id: Option<i64>,
+        workspace_id: Option<WorkspaceId>,
         action: &'a str,
         resource_type: &'a str,
         resource: &'a str,
@@ -64,7 +65,7 @@ impl<'a> Entry<'a> {
     /// the action starts with (`dataset.delete` is done to a `dataset`).
     pub fn in_workspace(
         actor: &'a Actor,
-        workspace_id: i64,
+        workspace_id: WorkspaceId,
         action: &'a str,
         resource: &'a str,
     ) -> Self {
@@ -114,7 +115,7 @@ struct Row {
 pub async fn list(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     before: Option<i64>,
 ) -> Result<Vec<AuditEntry>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
@@ -158,10 +159,10 @@ mod tests {
             ("checkpoint.evaluate", "checkpoint"),
             ("workspace.gpu_quota", "workspace"),
         ] {
-            let entry = Entry::in_workspace(&me, 7, action, "x");
+            let entry = Entry::in_workspace(&me, WorkspaceId::new(7), action, "x");
             assert_eq!(
                 (entry.workspace_id, entry.actor_id, entry.resource_type),
-                (Some(7), Some(me.user_id), kind)
+                (Some(WorkspaceId::new(7)), Some(me.user_id), kind)
             );
         }
     }

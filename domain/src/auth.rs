@@ -4,6 +4,7 @@
 //! counts as not signed in. Only the `http` vocabulary is used here, not a web framework: the server
 //! puts the connection's address into the request as a [`ClientAddr`].
 
+use contracts::ids::{TokenId, UserId};
 use std::net::IpAddr;
 
 use http::request::Parts;
@@ -17,7 +18,7 @@ use contracts::types::TokenScope;
 /// An authenticated caller, as every domain function that acts on someone's behalf receives it.
 #[derive(Debug, Clone)]
 pub struct Actor {
-    pub user_id: i64,
+    pub user_id: UserId,
     pub username: String,
     pub is_admin: bool,
     /// The client's address, recorded in the audit log.
@@ -36,13 +37,17 @@ pub enum Credential {
     /// A browser session of the account's `session_epoch` at sign-in (a reset bumps it).
     Session { epoch: i64 },
     /// The API token with this id.
-    Token { id: i64 },
+    Token { id: TokenId },
 }
 
 impl Credential {
     /// Whether the credential still lets `user_id` in; the account's own state (disabled) is checked
     /// apart.
-    pub async fn still_valid(&self, db: &sqlx::SqlitePool, user_id: i64) -> Result<bool, AppError> {
+    pub async fn still_valid(
+        &self,
+        db: &sqlx::SqlitePool,
+        user_id: UserId,
+    ) -> Result<bool, AppError> {
         match *self {
             Credential::Session { epoch } => {
                 let current: Option<i64> =
@@ -59,7 +64,7 @@ impl Credential {
 
 #[derive(sqlx::FromRow)]
 struct UserRow {
-    id: i64,
+    id: UserId,
     username: String,
     is_admin: bool,
     disabled: bool,
@@ -152,7 +157,7 @@ pub async fn require(state: &AppState, parts: &Parts) -> Result<Actor, AppError>
     caller(state, parts).await?.ok_or(AppError::Unauthenticated)
 }
 
-async fn load(state: &AppState, user_id: i64) -> Result<Option<UserRow>, AppError> {
+async fn load(state: &AppState, user_id: UserId) -> Result<Option<UserRow>, AppError> {
     Ok(sqlx::query_as::<_, UserRow>(
         "SELECT id, username, is_admin, disabled, session_epoch FROM users WHERE id = ?",
     )

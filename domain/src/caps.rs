@@ -5,6 +5,7 @@
 //! instance settings an admin changes (`PATCH /api/v1/admin/settings`); a refusal names the cap and
 //! its value.
 
+use contracts::ids::{EndpointId, EnvironmentId, UserId, WorkspaceId};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -25,8 +26,8 @@ fn reached(what: &str, max: u32, hint: &str) -> AppError {
 /// does not count: starting a running environment again is not one more).
 pub async fn environment_may_start(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) -> Result<(), AppError> {
     let max = read_settings(&mut *conn).await?.max_running_environments;
     let running: i64 = sqlx::query_scalar(
@@ -52,17 +53,17 @@ pub async fn environment_may_start(
 /// current count is replaced, not added to).
 pub async fn replicas_fit(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    endpoint_id: Option<i64>,
+    workspace_id: WorkspaceId,
+    endpoint_id: Option<EndpointId>,
     wanted: i64,
 ) -> Result<(), AppError> {
     let max = read_settings(&mut *conn).await?.max_replicas;
     let others: i64 = sqlx::query_scalar(
         "SELECT COALESCE(SUM(replicas), 0) FROM endpoints
-         WHERE workspace_id = ? AND id != ? AND status NOT IN ('stopped', 'failed')",
+         WHERE workspace_id = ? AND id IS NOT ? AND status NOT IN ('stopped', 'failed')",
     )
     .bind(workspace_id)
-    .bind(endpoint_id.unwrap_or(-1))
+    .bind(endpoint_id)
     .fetch_one(conn)
     .await?;
     if others + wanted > i64::from(max) {
@@ -87,13 +88,13 @@ pub enum Kind {
 /// Per user and kind, how many are open now.
 #[derive(Default)]
 pub struct Open {
-    counts: Mutex<HashMap<(Kind, i64), u32>>,
+    counts: Mutex<HashMap<(Kind, UserId), u32>>,
 }
 
 /// One open upload or stream; dropping it (the request or stream ended) frees its place.
 pub struct Permit {
     open: Arc<Open>,
-    key: (Kind, i64),
+    key: (Kind, UserId),
 }
 
 impl Drop for Permit {
@@ -114,7 +115,7 @@ impl Open {
         self: &Arc<Self>,
         db: &SqlitePool,
         kind: Kind,
-        user_id: i64,
+        user_id: UserId,
     ) -> Result<Permit, AppError> {
         let settings = read_settings(db).await?;
         let (max, what, hint) = match kind {
@@ -133,7 +134,7 @@ impl Open {
             .ok_or_else(|| reached(what, max, hint))
     }
 
-    fn take_up_to(self: &Arc<Self>, kind: Kind, user_id: i64, max: u32) -> Option<Permit> {
+    fn take_up_to(self: &Arc<Self>, kind: Kind, user_id: UserId, max: u32) -> Option<Permit> {
         let key = (kind, user_id);
         let mut counts = self.counts.lock().unwrap_or_else(|p| p.into_inner());
         let n = counts.entry(key).or_insert(0);
@@ -168,18 +169,18 @@ mod tests {
     #[test]
     fn places_are_per_user_and_kind_and_come_back_when_dropped() {
         let open = Arc::new(Open::default());
-        let a = open.take_up_to(Kind::Stream, 1, 2).unwrap();
-        let _b = open.take_up_to(Kind::Stream, 1, 2).unwrap();
-        assert!(open.take_up_to(Kind::Stream, 1, 2).is_none());
+        let a = open.take_up_to(Kind::Stream, UserId::new(1), 2).unwrap();
+        let _b = open.take_up_to(Kind::Stream, UserId::new(1), 2).unwrap();
+        assert!(open.take_up_to(Kind::Stream, UserId::new(1), 2).is_none());
         assert!(
-            open.take_up_to(Kind::Stream, 2, 2).is_some(),
+            open.take_up_to(Kind::Stream, UserId::new(2), 2).is_some(),
             "another user"
         );
         assert!(
-            open.take_up_to(Kind::Upload, 1, 2).is_some(),
+            open.take_up_to(Kind::Upload, UserId::new(1), 2).is_some(),
             "another kind"
         );
         drop(a);
-        assert!(open.take_up_to(Kind::Stream, 1, 2).is_some());
+        assert!(open.take_up_to(Kind::Stream, UserId::new(1), 2).is_some());
     }
 }

@@ -4,6 +4,7 @@
 //! workspace's store (read-only at `/paddock` in containers) and recorded — a bad file gets the validator's problems with line numbers and leaves
 //! nothing behind. Viewers read; editors and owners upload and delete.
 
+use contracts::ids::{DatasetId, WorkspaceId};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -43,8 +44,8 @@ pub struct Upload {
 }
 
 struct Row {
-    id: i64,
-    workspace_id: i64,
+    id: DatasetId,
+    workspace_id: WorkspaceId,
     name: String,
     file_name: String,
     format: String,
@@ -64,7 +65,7 @@ struct Row {
 crate::db::row_query!(
     $ dataset_rows,
     Row,
-    r#"SELECT d.id AS "id!", d.workspace_id, d.name, d.file_name, d.format, d.path, d.bytes, d.sha256,
+    r#"SELECT d.id AS "id!: contracts::ids::DatasetId", d.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", d.name, d.file_name, d.format, d.path, d.bytes, d.sha256,
         d.rows, d.text_column, d.label_column, d.report_json, d.preview_json,
         u.username AS "created_by?", d.created_at
       FROM datasets d LEFT JOIN users u ON u.id = d.created_by"#
@@ -99,7 +100,7 @@ impl Row {
 pub async fn list(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
 ) -> Result<Vec<DatasetSummary>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let rows = dataset_rows!("WHERE d.workspace_id = ? ORDER BY d.name", workspace_id)
@@ -111,8 +112,8 @@ pub async fn list(
 pub async fn get(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    dataset_id: i64,
+    workspace_id: WorkspaceId,
+    dataset_id: DatasetId,
 ) -> Result<DatasetDetail, AppError> {
     let mut conn = db.acquire().await?;
     let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
@@ -139,8 +140,8 @@ pub async fn file(
     db: &SqlitePool,
     storage: &Storage,
     actor: &Actor,
-    workspace_id: i64,
-    dataset_id: i64,
+    workspace_id: WorkspaceId,
+    dataset_id: DatasetId,
 ) -> Result<(std::fs::File, String), AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let sql = "SELECT path, file_name FROM datasets WHERE workspace_id = ? AND id = ?";
@@ -200,7 +201,7 @@ pub async fn upload<S, E>(
     db: &SqlitePool,
     storage: &Storage,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     upload: Upload,
     body: S,
 ) -> Result<DatasetDetail, AppError>
@@ -232,7 +233,7 @@ where
     let id = sqlx::query_scalar!(
         r#"INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows,
              text_column, label_column, report_json, preview_json, created_by, created_at)
-         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!""#,
+         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: DatasetId""#,
         workspace_id,
         name,
         file_name,
@@ -275,7 +276,7 @@ pub async fn add_sample(
     db: &SqlitePool,
     storage: &Storage,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
 ) -> Result<DatasetDetail, AppError> {
     let upload = Upload {
         name: SAMPLE_NAME.into(),
@@ -294,8 +295,8 @@ pub async fn delete(
     db: &SqlitePool,
     storage: &Storage,
     actor: &Actor,
-    workspace_id: i64,
-    dataset_id: i64,
+    workspace_id: WorkspaceId,
+    dataset_id: DatasetId,
 ) -> Result<(), AppError> {
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let sql = "SELECT name, path FROM datasets WHERE workspace_id = ? AND id = ?";
@@ -337,7 +338,7 @@ pub async fn delete(
 pub(crate) async fn commit_upload(
     tx: Transaction<'static, Sqlite>,
     storage: &Storage,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     dir: &str,
     place: impl Future<Output = Result<(), AppError>>,
 ) -> Result<(), AppError> {
@@ -550,7 +551,7 @@ impl TempFile {
     async fn persist(
         mut self,
         storage: &Storage,
-        workspace_id: i64,
+        workspace_id: WorkspaceId,
         dir: &str,
         name: &str,
     ) -> Result<(), AppError> {

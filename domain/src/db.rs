@@ -1,6 +1,7 @@
 //! The SQLite pool and the embedded migrations. One pool is shared by the whole server; WAL lets readers
 //! run alongside the single writer, and the busy timeout makes concurrent writers wait instead of failing.
 
+use contracts::ids::WorkspaceId;
 use std::future::Future;
 use std::path::Path;
 use std::str::FromStr;
@@ -266,20 +267,21 @@ pub async fn write_tx(
     db.begin_with("BEGIN IMMEDIATE").await
 }
 
-/// The row `sql` selects by the two ids it binds, in order (a workspace's thing is read by the
+/// The row `sql` selects by the workspace and the id it binds, in that order (a workspace's thing is read by the
 /// workspace and its own id, so an id from another workspace is not found), or `NotFound`.
-pub(crate) async fn found<T>(
+pub(crate) async fn found<T, Id>(
     conn: &mut SqliteConnection,
     sql: &str,
-    first: i64,
-    second: i64,
+    workspace_id: WorkspaceId,
+    id: Id,
 ) -> Result<T, AppError>
 where
     T: for<'r> sqlx::FromRow<'r, SqliteRow> + Send + Unpin,
+    Id: for<'q> sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite> + Send,
 {
     sqlx::query_as(sql)
-        .bind(first)
-        .bind(second)
+        .bind(workspace_id)
+        .bind(id)
         .fetch_optional(conn)
         .await?
         .ok_or(AppError::NotFound)

@@ -10,6 +10,7 @@
 //! meanwhile, and starts again one that was still waiting. One evaluation runs at a time
 //! ([`Jobs::evaluations`]); the others wait as `queued`.
 
+use contracts::ids::{CheckpointId, DatasetId, EvaluationId, JobId, WorkspaceId};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,12 +36,12 @@ const POLL: Duration = Duration::from_millis(300);
 const MESSAGE_CHARS: usize = 2000;
 
 struct Row {
-    id: i64,
-    workspace_id: i64,
-    checkpoint_id: i64,
-    job_id: i64,
+    id: EvaluationId,
+    workspace_id: WorkspaceId,
+    checkpoint_id: CheckpointId,
+    job_id: JobId,
     checkpoint_step: i64,
-    dataset_id: Option<i64>,
+    dataset_id: Option<DatasetId>,
     dataset_name: String,
     dataset_sha256: String,
     status: String,
@@ -63,8 +64,9 @@ struct Row {
 crate::db::row_query!(
     $ evaluation_rows,
     Row,
-    r#"SELECT e.id AS "id!", e.workspace_id, e.checkpoint_id, c.job_id, c.step AS checkpoint_step,
-        e.dataset_id, e.dataset_name, e.dataset_sha256, e.status, e.status_message, e.rows, e.accuracy,
+    r#"SELECT e.id AS "id!: contracts::ids::EvaluationId", e.workspace_id AS "workspace_id: contracts::ids::WorkspaceId",
+        e.checkpoint_id AS "checkpoint_id: contracts::ids::CheckpointId", c.job_id AS "job_id: contracts::ids::JobId", c.step AS checkpoint_step,
+        e.dataset_id AS "dataset_id: contracts::ids::DatasetId", e.dataset_name, e.dataset_sha256, e.status, e.status_message, e.rows, e.accuracy,
         e.macro_f1, e.loss, e.labels_json, e.per_class_json, e.confusion_json,
         u.username AS "created_by?", e.created_at, e.started_at, e.finished_at
       FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id
@@ -108,9 +110,9 @@ impl Row {
 pub async fn list(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    checkpoint_id: Option<i64>,
-    job_id: Option<i64>,
+    workspace_id: WorkspaceId,
+    checkpoint_id: Option<CheckpointId>,
+    job_id: Option<JobId>,
 ) -> Result<Vec<EvaluationInfo>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     evaluation_rows!(
@@ -133,9 +135,9 @@ pub async fn list(
 pub async fn get(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    checkpoint_id: i64,
-    evaluation_id: i64,
+    workspace_id: WorkspaceId,
+    checkpoint_id: CheckpointId,
+    evaluation_id: EvaluationId,
 ) -> Result<EvaluationInfo, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     evaluation_rows!(
@@ -156,13 +158,13 @@ pub async fn start(
     db: &SqlitePool,
     jobs: &Arc<Jobs>,
     actor: &Actor,
-    workspace_id: i64,
-    checkpoint_id: i64,
-    dataset_id: i64,
+    workspace_id: WorkspaceId,
+    checkpoint_id: CheckpointId,
+    dataset_id: DatasetId,
 ) -> Result<EvaluationInfo, AppError> {
     let (resource, dataset_name, dataset_sha256) = {
         let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
-        let (job_id, step, path, deleted): (i64, i64, String, Option<String>) = crate::db::found(
+        let (job_id, step, path, deleted): (JobId, i64, String, Option<String>) = crate::db::found(
             &mut conn,
             crate::jobs::CHECKPOINT_FILES,
             workspace_id,
@@ -213,7 +215,7 @@ pub async fn start(
     };
 
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
-    let id: i64 = sqlx::query_scalar(
+    let id: EvaluationId = sqlx::query_scalar(
         "INSERT INTO evaluations (workspace_id, checkpoint_id, dataset_id, dataset_name, dataset_sha256, created_by, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
@@ -269,7 +271,7 @@ fn unknown_labels(dataset: &[String], known: &[String]) -> Vec<String> {
 
 /// After a restart: evaluations still waiting are started again, running ones followed to their end.
 pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
-    match sqlx::query_scalar::<_, i64>(
+    match sqlx::query_scalar::<_, EvaluationId>(
         "SELECT id FROM evaluations WHERE status IN ('queued', 'running') ORDER BY id",
     )
     .fetch_all(db)
@@ -285,13 +287,13 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
 }
 
 /// Runs (or follows) evaluation `id` in the background once an evaluator slot is free.
-fn spawn(db: SqlitePool, jobs: Arc<Jobs>, id: i64) {
+fn spawn(db: SqlitePool, jobs: Arc<Jobs>, id: EvaluationId) {
     tokio::spawn(async move {
         let Ok(_slot) = jobs.evaluations.acquire().await else {
             return;
         };
         if let Err(e) = run(&db, &jobs, id).await {
-            tracing::error!(evaluation_id = id, error = %e, "evaluation failed to run");
+            tracing::error!(evaluation_id = %id, error = %e, "evaluation failed to run");
             let _ = fail(
                 &db,
                 id,
@@ -306,7 +308,7 @@ fn spawn(db: SqlitePool, jobs: Arc<Jobs>, id: i64) {
 /// What the evaluator needs, read when it starts (the dataset may have gone meanwhile).
 #[derive(sqlx::FromRow)]
 struct Launch {
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     status: String,
     pid: Option<i64>,
     checkpoint_path: String,
@@ -318,7 +320,7 @@ struct Launch {
 }
 
 #[tracing::instrument(skip(db, jobs))]
-async fn run(db: &SqlitePool, jobs: &Jobs, id: i64) -> Result<(), AppError> {
+async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppError> {
     let Some(l) = sqlx::query_as::<_, Launch>(
         "SELECT e.workspace_id, e.status, e.pid, c.path AS checkpoint_path, c.deleted_at AS checkpoint_deleted,
              d.path AS dataset_path, d.format, d.text_column, d.label_column
@@ -467,7 +469,7 @@ fn eval_args(
 }
 
 /// An evaluation's run folder relative to the server's `runs/`.
-pub(crate) fn run_rel(id: i64) -> std::path::PathBuf {
+pub(crate) fn run_rel(id: EvaluationId) -> std::path::PathBuf {
     Path::new("evaluations").join(id.to_string())
 }
 
@@ -475,8 +477,8 @@ pub(crate) fn run_rel(id: i64) -> std::path::PathBuf {
 /// on the CPU (GPUs belong to the jobs the scheduler placed there); returns its process group.
 async fn launch(
     jobs: &Jobs,
-    workspace_id: i64,
-    id: i64,
+    workspace_id: WorkspaceId,
+    id: EvaluationId,
     dir: &Path,
     args: Vec<String>,
 ) -> Result<i64, AppError> {
@@ -519,7 +521,7 @@ const MAX_OUTPUT_READ: u64 = 1 << 20;
 async fn finish(
     db: &SqlitePool,
     jobs: &Jobs,
-    id: i64,
+    id: EvaluationId,
     dir: &Path,
     code: i64,
 ) -> Result<(), AppError> {
@@ -532,7 +534,7 @@ async fn finish(
         })
         .await
         {
-            tracing::warn!(evaluation_id = id, error = %e, "could not remove an evaluation's folder");
+            tracing::warn!(evaluation_id = %id, error = %e, "could not remove an evaluation's folder");
         }
     }
     outcome
@@ -542,7 +544,7 @@ async fn finish(
 async fn record(
     db: &SqlitePool,
     jobs: &Jobs,
-    id: i64,
+    id: EvaluationId,
     dir: &Path,
     code: i64,
 ) -> Result<(), AppError> {
@@ -626,7 +628,12 @@ fn failure_message(log: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.chars().take(MESSAGE_CHARS).collect())
 }
 
-async fn fail(db: &SqlitePool, id: i64, reason: Reason, message: &str) -> Result<(), AppError> {
+async fn fail(
+    db: &SqlitePool,
+    id: EvaluationId,
+    reason: Reason,
+    message: &str,
+) -> Result<(), AppError> {
     let mut tx = write_tx(db).await?;
     status::fail(&mut tx, id, reason, message).await?;
     tx.commit().await?;

@@ -3,6 +3,7 @@
 //! unless both said shared" is kept here, in the `gpu_leases` table, inside the same write transaction
 //! that records the holder's new state — two concurrent provisions cannot pick the same device.
 
+use contracts::ids::{EnvironmentId, JobId};
 use std::collections::HashMap;
 
 use containers::preflight::GpuInfo;
@@ -14,8 +15,8 @@ use contracts::types::GpuSpec;
 /// Who holds GPUs: the `holder_kind` column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Holder {
-    Environment(i64),
-    Job(i64),
+    Environment(EnvironmentId),
+    Job(JobId),
     /// An endpoint replica (`endpoint_replicas.id`) serving on a GPU.
     EndpointReplica(i64),
 }
@@ -30,7 +31,9 @@ impl Holder {
     }
     fn id(self) -> i64 {
         match self {
-            Holder::Environment(id) | Holder::Job(id) | Holder::EndpointReplica(id) => id,
+            Holder::Environment(id) => id.get(),
+            Holder::Job(id) => id.get(),
+            Holder::EndpointReplica(id) => id,
         }
     }
 }
@@ -257,20 +260,26 @@ mod tests {
     #[tokio::test]
     async fn exclusive_gpus_are_never_given_twice() {
         let mut host = Host::with(2).await;
-        let a = host.one(Holder::Environment(1)).await.unwrap();
-        let b = host.one(Holder::Environment(2)).await.unwrap();
+        let a = host
+            .one(Holder::Environment(EnvironmentId::new(1)))
+            .await
+            .unwrap();
+        let b = host
+            .one(Holder::Environment(EnvironmentId::new(2)))
+            .await
+            .unwrap();
         assert_eq!((a, b), (vec![0], vec![1]));
-        let err = host.one(Holder::Job(7)).await.unwrap_err();
+        let err = host.one(Holder::Job(JobId::new(7))).await.unwrap_err();
         assert_eq!(err.code(), "gpus_busy");
         let err = host
-            .lease(Holder::Job(7), GpuSpec::Devices(vec![1]), true)
+            .lease(Holder::Job(JobId::new(7)), GpuSpec::Devices(vec![1]), true)
             .await
             .unwrap_err();
         assert!(err.to_string().contains("GPU 1"), "{err}");
-        release(&mut host.conn, Holder::Environment(1))
+        release(&mut host.conn, Holder::Environment(EnvironmentId::new(1)))
             .await
             .unwrap();
-        assert_eq!(host.one(Holder::Job(7)).await.unwrap(), vec![0]);
+        assert_eq!(host.one(Holder::Job(JobId::new(7))).await.unwrap(), vec![0]);
     }
 
     #[tokio::test]
@@ -294,11 +303,13 @@ mod tests {
                 .await
                 .unwrap();
         }
-        host.one(Holder::Environment(10)).await.unwrap();
-        host.one(Holder::Job(30)).await.unwrap();
+        host.one(Holder::Environment(EnvironmentId::new(10)))
+            .await
+            .unwrap();
+        host.one(Holder::Job(JobId::new(30))).await.unwrap();
         for holder in [
-            Holder::Environment(11),
-            Holder::Job(31),
+            Holder::Environment(EnvironmentId::new(11)),
+            Holder::Job(JobId::new(31)),
             Holder::EndpointReplica(60),
         ] {
             let err = host.one(holder).await.unwrap_err();
@@ -306,32 +317,55 @@ mod tests {
             assert!(err.to_string().contains("quota is 2"), "{err}");
         }
         // Another workspace has its own (no) quota; a holder re-leasing its own GPU is not double-counted.
-        host.lease(Holder::Environment(20), GpuSpec::Count(2), false)
+        host.lease(
+            Holder::Environment(EnvironmentId::new(20)),
+            GpuSpec::Count(2),
+            false,
+        )
+        .await
+        .unwrap();
+        host.one(Holder::Environment(EnvironmentId::new(10)))
             .await
             .unwrap();
-        host.one(Holder::Environment(10)).await.unwrap();
         // What a finished job gives back, a replica may take.
-        release(&mut host.conn, Holder::Job(30)).await.unwrap();
+        release(&mut host.conn, Holder::Job(JobId::new(30)))
+            .await
+            .unwrap();
         host.one(Holder::EndpointReplica(60)).await.unwrap();
     }
 
     #[tokio::test]
     async fn shared_leases_coexist_only_with_shared_ones() {
         let mut host = Host::with(1).await;
-        host.lease(Holder::Environment(1), GpuSpec::Devices(vec![0]), true)
+        host.lease(
+            Holder::Environment(EnvironmentId::new(1)),
+            GpuSpec::Devices(vec![0]),
+            true,
+        )
+        .await
+        .unwrap();
+        host.lease(
+            Holder::Environment(EnvironmentId::new(2)),
+            GpuSpec::Count(1),
+            true,
+        )
+        .await
+        .unwrap();
+        assert!(host
+            .one(Holder::Environment(EnvironmentId::new(3)))
             .await
-            .unwrap();
-        host.lease(Holder::Environment(2), GpuSpec::Count(1), true)
-            .await
-            .unwrap();
-        assert!(host.one(Holder::Environment(3)).await.is_err());
+            .is_err());
         assert_eq!(holders(&host.db).await.unwrap().get(&0), Some(&(2, true)));
         // Re-leasing replaces the holder's own lease instead of counting it twice.
-        host.lease(Holder::Environment(2), GpuSpec::Count(1), true)
-            .await
-            .unwrap();
+        host.lease(
+            Holder::Environment(EnvironmentId::new(2)),
+            GpuSpec::Count(1),
+            true,
+        )
+        .await
+        .unwrap();
         assert_eq!(
-            leased(&mut host.conn, Holder::Environment(2))
+            leased(&mut host.conn, Holder::Environment(EnvironmentId::new(2)))
                 .await
                 .unwrap(),
             vec![0]

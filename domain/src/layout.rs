@@ -15,6 +15,7 @@
 //!
 //! A crash before the commit leaves the old layout whole, and the next start copies again.
 
+use contracts::ids::{CheckpointId, EvaluationId, JobId, WorkspaceId};
 use std::path::{Path, PathBuf};
 
 use sqlx::SqlitePool;
@@ -39,15 +40,15 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
     if layout >= CURRENT {
         return Ok(());
     }
-    let datasets: Vec<(i64, i64, String)> =
+    let datasets: Vec<(i64, WorkspaceId, String)> =
         sqlx::query_as("SELECT id, workspace_id, path FROM datasets")
             .fetch_all(db)
             .await?;
-    let models: Vec<(i64, i64, String)> =
+    let models: Vec<(i64, WorkspaceId, String)> =
         sqlx::query_as("SELECT id, workspace_id, path FROM pretrained_models")
             .fetch_all(db)
             .await?;
-    let old_checkpoints: Vec<(i64, i64, i64, String, Option<String>)> = sqlx::query_as(
+    let old_checkpoints: Vec<(CheckpointId, JobId, WorkspaceId, String, Option<String>)> = sqlx::query_as(
         "SELECT id, job_id, workspace_id, path, deleted_at FROM checkpoints WHERE run_path IS NULL",
     )
     .fetch_all(db)
@@ -80,7 +81,7 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
     }
     // Queued jobs' files name their inputs relative to a run folder in the volume; they now run
     // elsewhere and read the store.
-    let queued: Vec<(i64, i64, ExecutorKind, String)> = sqlx::query_as(
+    let queued: Vec<(JobId, WorkspaceId, ExecutorKind, String)> = sqlx::query_as(
         "SELECT id, workspace_id, executor, config_toml FROM jobs WHERE status IN ('queued', 'starting') AND pid IS NULL AND container_name IS NULL",
     )
     .fetch_all(&mut *tx)
@@ -100,7 +101,7 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
             .execute(&mut *tx)
             .await?;
     }
-    let stopped_jobs: Vec<(i64, Option<i64>)> = sqlx::query_as(
+    let stopped_jobs: Vec<(JobId, Option<i64>)> = sqlx::query_as(
         "SELECT id, pid FROM jobs WHERE executor <> 'docker' AND finished_at IS NULL AND pid IS NOT NULL",
     )
     .fetch_all(&mut *tx)
@@ -114,7 +115,7 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
             .await?;
         super::gpus::release(&mut tx, super::gpus::Holder::Job(*id)).await?;
     }
-    let stopped_evaluations: Vec<(i64, i64)> = sqlx::query_as(
+    let stopped_evaluations: Vec<(EvaluationId, i64)> = sqlx::query_as(
         "SELECT id, pid FROM evaluations WHERE status NOT IN ('succeeded', 'failed') AND pid IS NOT NULL",
     )
     .fetch_all(&mut *tx)
@@ -151,12 +152,12 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
 struct Plan {
     checkpoints: Vec<MovedCheckpoint>,
     /// Folders of datasets and models in the volumes, removed after the commit.
-    old_copies: Vec<(i64, PathBuf)>,
+    old_copies: Vec<(WorkspaceId, PathBuf)>,
 }
 
 struct MovedCheckpoint {
-    id: i64,
-    workspace_id: i64,
+    id: CheckpointId,
+    workspace_id: WorkspaceId,
     /// In the store.
     path: String,
     /// Where it was, in the volume.
@@ -167,7 +168,7 @@ struct MovedCheckpoint {
 
 impl Plan {
     /// Old path → new path of the workspace's checkpoints (datasets and models keep theirs).
-    fn renamed(&self, workspace_id: i64) -> Vec<(&str, &str)> {
+    fn renamed(&self, workspace_id: WorkspaceId) -> Vec<(&str, &str)> {
         self.checkpoints
             .iter()
             .filter(|c| c.workspace_id == workspace_id)
@@ -178,12 +179,12 @@ impl Plan {
 
 fn copy_all(
     storage: &Storage,
-    datasets: &[(i64, i64, String)],
-    models: &[(i64, i64, String)],
-    checkpoints_: &[(i64, i64, i64, String, Option<String>)],
+    datasets: &[(i64, WorkspaceId, String)],
+    models: &[(i64, WorkspaceId, String)],
+    checkpoints_: &[(CheckpointId, JobId, WorkspaceId, String, Option<String>)],
 ) -> Result<Plan, AppError> {
     let mut plan = Plan::default();
-    let open = |workspace_id: i64| -> Result<(beneath::Dir, PathBuf), AppError> {
+    let open = |workspace_id: WorkspaceId| -> Result<(beneath::Dir, PathBuf), AppError> {
         let volume = beneath::Dir::create(&storage.volume_dir(workspace_id, DEFAULT_VOLUME));
         let volume = volume.map_err(|e| contracts::error::internal("opening a volume", e))?;
         storage
@@ -209,7 +210,7 @@ fn copy_all(
             && match checkpoints::copy_to_store(&volume, Path::new(path), &store, *job_id) {
                 Ok(_) => true,
                 Err(e) => {
-                    tracing::warn!(id, path, error = %e, "a checkpoint could not be moved; marked deleted");
+                    tracing::warn!(%id, path, error = %e, "a checkpoint could not be moved; marked deleted");
                     false
                 }
             };
@@ -324,7 +325,7 @@ mod tests {
             .execute(&db)
             .await
             .unwrap();
-        let volume = storage.volume_dir(1, DEFAULT_VOLUME);
+        let volume = storage.volume_dir(WorkspaceId::new(1), DEFAULT_VOLUME);
         let write = |rel: &str, bytes: &[u8]| {
             let path = volume.join(rel);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -358,7 +359,7 @@ mod tests {
 
         migrate(&db, &storage).await.unwrap();
 
-        let store = storage.store_dir(1);
+        let store = storage.store_dir(WorkspaceId::new(1));
         assert_eq!(
             std::fs::read(store.join("datasets/1/r.tsv")).unwrap(),
             b"text\tlabel\n"

@@ -2,6 +2,7 @@
 //! username and change roles; anyone may leave. A workspace always keeps at least one owner: the
 //! check runs inside the same write transaction as the change.
 
+use contracts::ids::{UserId, WorkspaceId};
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::access;
@@ -22,7 +23,7 @@ fn parse_role(raw: &str) -> Result<Role, AppError> {
 }
 
 struct Row {
-    user_id: i64,
+    user_id: UserId,
     username: String,
     role: String,
     added_at: String,
@@ -44,15 +45,15 @@ impl Row {
 crate::db::row_query!(
     $ member_rows,
     Row,
-    "SELECT m.user_id, u.username, m.role, m.added_at
-      FROM members m JOIN users u ON u.id = m.user_id"
+    r#"SELECT m.user_id AS "user_id: contracts::ids::UserId", u.username, m.role, m.added_at
+      FROM members m JOIN users u ON u.id = m.user_id"#
 );
 
 /// Member `user_id` of the workspace (NotFound when they are not one).
 async fn member(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    user_id: i64,
+    workspace_id: WorkspaceId,
+    user_id: UserId,
 ) -> Result<Member, AppError> {
     member_rows!(
         "WHERE m.workspace_id = ? AND m.user_id = ?",
@@ -65,7 +66,10 @@ async fn member(
     .into_member()
 }
 
-async fn owner_count(conn: &mut SqliteConnection, workspace_id: i64) -> Result<i64, AppError> {
+async fn owner_count(
+    conn: &mut SqliteConnection,
+    workspace_id: WorkspaceId,
+) -> Result<i64, AppError> {
     Ok(
         sqlx::query_scalar(
             "SELECT COUNT(*) FROM members WHERE workspace_id = ? AND role = 'owner'",
@@ -88,7 +92,7 @@ fn last_owner() -> AppError {
 pub async fn list(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
 ) -> Result<Vec<Member>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let rows = member_rows!(
@@ -105,14 +109,14 @@ pub async fn list(
 pub async fn add(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     username: &str,
     role: &str,
 ) -> Result<Member, AppError> {
     let mut tx = access::begin(db, actor, workspace_id, Role::Owner).await?;
     let role = parse_role(role)?;
     let username = normalize_username(username)?;
-    let user_id: i64 = sqlx::query_scalar("SELECT id FROM users WHERE username = ?")
+    let user_id: UserId = sqlx::query_scalar("SELECT id FROM users WHERE username = ?")
         .bind(&username)
         .fetch_optional(&mut *tx)
         .await?
@@ -152,8 +156,8 @@ pub async fn add(
 pub async fn change_role(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    user_id: i64,
+    workspace_id: WorkspaceId,
+    user_id: UserId,
     role: &str,
 ) -> Result<Member, AppError> {
     let mut tx = access::begin(db, actor, workspace_id, Role::Owner).await?;
@@ -183,8 +187,8 @@ pub async fn change_role(
 pub async fn remove(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    user_id: i64,
+    workspace_id: WorkspaceId,
+    user_id: UserId,
 ) -> Result<(), AppError> {
     let need = if user_id == actor.user_id {
         Role::Viewer

@@ -7,6 +7,7 @@
 //! workspace's store (`models/<id>/`, read-only at `/paddock` in containers), a job names it as its
 //! `[model] pretrained`. Viewers read; editors and owners upload and delete.
 
+use contracts::ids::{PretrainedId, WorkspaceId};
 use std::path::{Component, Path, PathBuf};
 
 use futures_util::Stream;
@@ -29,8 +30,8 @@ const REQUIRED: [&[&str]; 3] = [
 ];
 
 struct Row {
-    id: i64,
-    workspace_id: i64,
+    id: PretrainedId,
+    workspace_id: WorkspaceId,
     name: String,
     file_name: String,
     sha256: String,
@@ -46,7 +47,7 @@ struct Row {
 crate::db::row_query!(
     $ model_rows,
     Row,
-    r#"SELECT m.id AS "id!", m.workspace_id, m.name, m.file_name, m.sha256, m.path, m.bytes,
+    r#"SELECT m.id AS "id!: contracts::ids::PretrainedId", m.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", m.name, m.file_name, m.sha256, m.path, m.bytes,
         m.config_json, u.username AS "created_by?", m.created_at
       FROM pretrained_models m LEFT JOIN users u ON u.id = m.created_by"#
 );
@@ -72,7 +73,7 @@ impl Row {
 pub async fn list(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
 ) -> Result<Vec<PretrainedModel>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let rows = model_rows!("WHERE m.workspace_id = ? ORDER BY m.name", workspace_id)
@@ -84,8 +85,8 @@ pub async fn list(
 /// One pretrained model, if it is in the workspace (lineage on a job's page; the caller authorised).
 pub(crate) async fn get(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    id: i64,
+    workspace_id: WorkspaceId,
+    id: PretrainedId,
 ) -> Result<Option<PretrainedModel>, AppError> {
     let row = model_rows!("WHERE m.workspace_id = ? AND m.id = ?", workspace_id, id)
         .fetch_optional(conn)
@@ -96,8 +97,8 @@ pub(crate) async fn get(
 /// The directory a job starts from, relative to the workspace volume (`field` names the spec's field).
 pub(crate) async fn model_path(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    id: i64,
+    workspace_id: WorkspaceId,
+    id: PretrainedId,
     field: &str,
 ) -> Result<String, AppError> {
     sqlx::query_scalar("SELECT path FROM pretrained_models WHERE workspace_id = ? AND id = ?")
@@ -119,7 +120,7 @@ pub async fn upload<S, E>(
     db: &SqlitePool,
     storage: &Storage,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     name: &str,
     file_name: &str,
     body: S,
@@ -160,7 +161,7 @@ where
     let bytes = dir_size(&model_dir);
 
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
-    let id: i64 = sqlx::query_scalar(
+    let id: PretrainedId = sqlx::query_scalar(
         "INSERT INTO pretrained_models (workspace_id, name, file_name, sha256, path, bytes, config_json, created_by, created_at)
          VALUES (?, ?, ?, ?, '', ?, ?, ?, ?) RETURNING id",
     )
@@ -208,8 +209,8 @@ pub async fn delete(
     db: &SqlitePool,
     storage: &Storage,
     actor: &Actor,
-    workspace_id: i64,
-    id: i64,
+    workspace_id: WorkspaceId,
+    id: PretrainedId,
 ) -> Result<(), AppError> {
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let sql = "SELECT name, path FROM pretrained_models WHERE workspace_id = ? AND id = ?";
@@ -241,7 +242,12 @@ pub async fn delete(
 }
 
 /// Models are `pretrained_model`s in the audit log (their actions are `model.*`).
-fn entry<'a>(actor: &'a Actor, workspace_id: i64, action: &'a str, name: &'a str) -> Entry<'a> {
+fn entry<'a>(
+    actor: &'a Actor,
+    workspace_id: WorkspaceId,
+    action: &'a str,
+    name: &'a str,
+) -> Entry<'a> {
     Entry::by(actor, Some(workspace_id), action, "pretrained_model", name)
 }
 

@@ -3,6 +3,7 @@
 //! SameSite=Lax, Secure when configured, and expire [`IDLE_EXPIRY_DAYS`] days after they were last
 //! changed (sign-in); then the person signs in again.
 
+use contracts::ids::UserId;
 use sqlx::SqlitePool;
 use tower_sessions::cookie::time::Duration;
 use tower_sessions::cookie::SameSite;
@@ -36,7 +37,7 @@ pub fn layer(pool: &SqlitePool, secure: bool) -> SessionManagerLayer<SqliteStore
 
 /// Binds the session to a user. A new session id is issued so an id planted before sign-in
 /// (session fixation) is worthless afterwards.
-pub async fn sign_in(session: &Session, user_id: i64, epoch: i64) -> Result<(), AppError> {
+pub async fn sign_in(session: &Session, user_id: UserId, epoch: i64) -> Result<(), AppError> {
     session.cycle_id().await.map_err(store_error)?;
     session
         .insert(USER_ID, user_id)
@@ -53,8 +54,8 @@ pub async fn sign_out(session: &Session) -> Result<(), AppError> {
 }
 
 /// The user id and epoch stored in the session, if it is signed in.
-pub async fn signed_in_user(session: &Session) -> Result<Option<(i64, i64)>, AppError> {
-    let user_id: Option<i64> = session.get(USER_ID).await.map_err(store_error)?;
+pub async fn signed_in_user(session: &Session) -> Result<Option<(UserId, i64)>, AppError> {
+    let user_id: Option<UserId> = session.get(USER_ID).await.map_err(store_error)?;
     let epoch: Option<i64> = session.get(EPOCH).await.map_err(store_error)?;
     Ok(user_id.zip(epoch))
 }

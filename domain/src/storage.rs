@@ -18,6 +18,7 @@
 //! removed; a container run's stay in the team's volume, theirs to keep. [`super::layout`] moves data
 //! directories of the earlier layout (everything in the volume) at start.
 
+use contracts::ids::{JobId, WorkspaceId};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -53,7 +54,7 @@ impl Storage {
     }
 
     /// The host directory of a workspace's volume.
-    pub fn volume_dir(&self, workspace_id: i64, volume: &str) -> PathBuf {
+    pub fn volume_dir(&self, workspace_id: WorkspaceId, volume: &str) -> PathBuf {
         self.volumes_dir()
             .join(workspace_folder(workspace_id))
             .join(volume)
@@ -61,7 +62,7 @@ impl Storage {
 
     /// A workspace's store on the host: what the server keeps for it (see the module's table). Rows'
     /// `path` columns of datasets, models and checkpoints are relative to it.
-    pub fn store_dir(&self, workspace_id: i64) -> PathBuf {
+    pub fn store_dir(&self, workspace_id: WorkspaceId) -> PathBuf {
         self.stores_dir().join(workspace_folder(workspace_id))
     }
 
@@ -72,7 +73,7 @@ impl Storage {
 
     /// A workspace's store, made if missing (server-owned, 0755: containers read it through a read-only
     /// bind, never as its owner).
-    pub fn store(&self, workspace_id: i64) -> beneath::Result<beneath::Dir> {
+    pub fn store(&self, workspace_id: WorkspaceId) -> beneath::Result<beneath::Dir> {
         beneath::Dir::create(&self.store_dir(workspace_id))
     }
 
@@ -93,7 +94,7 @@ impl Storage {
 
     /// A job's rotated log files (`job.log`, `job.log.1`, …), outside the workspace volume: they are
     /// the operators' record, not something a job's container should see or change.
-    pub fn job_logs_dir(&self, job_id: i64) -> PathBuf {
+    pub fn job_logs_dir(&self, job_id: JobId) -> PathBuf {
         self.data_dir
             .join("logs")
             .join("jobs")
@@ -101,13 +102,13 @@ impl Storage {
     }
 
     /// A workspace's default volume, opened as the hostile tree it is (see [`in_volume`]); made if missing.
-    pub fn volume(&self, workspace_id: i64) -> beneath::Result<beneath::Dir> {
+    pub fn volume(&self, workspace_id: WorkspaceId) -> beneath::Result<beneath::Dir> {
         beneath::Dir::create(&self.volume_dir(workspace_id, DEFAULT_VOLUME))
     }
 }
 
 /// A workspace's folder under `volumes/` and `store/`.
-pub fn workspace_folder(workspace_id: i64) -> String {
+pub fn workspace_folder(workspace_id: WorkspaceId) -> String {
     format!("w{workspace_id}")
 }
 
@@ -139,20 +140,20 @@ pub async fn in_volume<T: Send + 'static>(
 
 /// Removes `rel` (a file or a folder) from a workspace's volume, never following a link planted in it.
 /// For clean-ups after the row is gone: a failure is logged, not answered — the row is what counts.
-pub async fn remove_from_volume(storage: &Storage, workspace_id: i64, rel: PathBuf) {
+pub async fn remove_from_volume(storage: &Storage, workspace_id: WorkspaceId, rel: PathBuf) {
     remove(storage, workspace_id, rel, Storage::volume).await
 }
 
 /// Removes `rel` from a workspace's store; as [`remove_from_volume`].
-pub async fn remove_from_store(storage: &Storage, workspace_id: i64, rel: PathBuf) {
+pub async fn remove_from_store(storage: &Storage, workspace_id: WorkspaceId, rel: PathBuf) {
     remove(storage, workspace_id, rel, Storage::store).await
 }
 
 async fn remove(
     storage: &Storage,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     rel: PathBuf,
-    tree: fn(&Storage, i64) -> beneath::Result<beneath::Dir>,
+    tree: fn(&Storage, WorkspaceId) -> beneath::Result<beneath::Dir>,
 ) {
     let storage = storage.clone();
     let shown = rel.display().to_string();
@@ -161,7 +162,7 @@ async fn remove(
     })
     .await;
     if let Err(e) = removed {
-        tracing::warn!(workspace_id, path = shown, error = %e, "could not remove a workspace's files");
+        tracing::warn!(%workspace_id, path = shown, error = %e, "could not remove a workspace's files");
     }
 }
 

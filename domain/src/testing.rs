@@ -1,6 +1,7 @@
 //! Test helpers for the domain modules: a fresh SQLite file per test in its own temporary directory,
 //! and the rows most tests start from (people in a workspace, a dataset, a job runner).
 
+use contracts::ids::{DatasetId, WorkspaceId};
 use std::sync::Arc;
 
 use sqlx::SqlitePool;
@@ -53,7 +54,7 @@ pub async fn people<const N: usize>(
 pub struct Team {
     pub owner: Actor,
     pub viewer: Actor,
-    pub ws: i64,
+    pub ws: WorkspaceId,
 }
 
 pub async fn team(db: &SqlitePool) -> Team {
@@ -86,7 +87,12 @@ pub async fn jobs(dir: &tempfile::TempDir, db: &SqlitePool) -> Arc<Jobs> {
 }
 
 /// A validated dataset row (its file is never read) whose labels are `labels`.
-pub async fn dataset(db: &SqlitePool, workspace_id: i64, name: &str, labels: &[&str]) -> i64 {
+pub async fn dataset(
+    db: &SqlitePool,
+    workspace_id: WorkspaceId,
+    name: &str,
+    labels: &[&str],
+) -> DatasetId {
     let distribution: serde_json::Map<String, serde_json::Value> =
         labels.iter().map(|l| (l.to_string(), 1.into())).collect();
     let report =

@@ -6,6 +6,7 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
+use contracts::ids::{TokenId, UserId};
 use rand::RngCore;
 use sha2::{Digest, Sha256};
 use sqlx::SqlitePool;
@@ -34,7 +35,7 @@ pub fn digest(secret: &str) -> String {
 
 #[derive(sqlx::FromRow)]
 struct Row {
-    id: i64,
+    id: TokenId,
     name: String,
     prefix: String,
     scope: String,
@@ -63,8 +64,8 @@ impl From<Row> for ApiToken {
 /// A bearer token's owner and what the token may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Grant {
-    pub token_id: i64,
-    pub user_id: i64,
+    pub token_id: TokenId,
+    pub user_id: UserId,
     pub scope: TokenScope,
 }
 
@@ -126,7 +127,7 @@ pub async fn create(
 }
 
 /// Deletes one of the caller's tokens; someone else's token is `NotFound`.
-pub async fn revoke(db: &SqlitePool, actor: &Actor, token_id: i64) -> Result<(), AppError> {
+pub async fn revoke(db: &SqlitePool, actor: &Actor, token_id: TokenId) -> Result<(), AppError> {
     let mut tx = write_tx(db).await?;
     let deleted: Option<(String, String)> = sqlx::query_as(
         "DELETE FROM api_tokens WHERE id = ? AND user_id = ? RETURNING name, prefix",
@@ -151,7 +152,7 @@ pub async fn authenticate(db: &SqlitePool, secret: &str) -> Result<Option<Grant>
     }
     let now = super::now();
     // Instants are stored as RFC 3339 UTC to the second, so they compare as text.
-    let row: Option<(i64, i64, String)> = sqlx::query_as(
+    let row: Option<(TokenId, UserId, String)> = sqlx::query_as(
         "UPDATE api_tokens SET last_used_at = ?1
          WHERE secret_sha256 = ?2 AND (expires_at IS NULL OR expires_at > ?1)
          RETURNING id, user_id, scope",
@@ -169,7 +170,7 @@ pub async fn authenticate(db: &SqlitePool, secret: &str) -> Result<Option<Grant>
 
 /// Whether token `token_id` still lets its holder in (not revoked, not expired): what a connection
 /// opened with it re-checks while it stays open.
-pub async fn still_valid(db: &SqlitePool, token_id: i64) -> Result<bool, AppError> {
+pub async fn still_valid(db: &SqlitePool, token_id: TokenId) -> Result<bool, AppError> {
     let found: Option<i64> = sqlx::query_scalar(
         "SELECT 1 FROM api_tokens WHERE id = ?1 AND (expires_at IS NULL OR expires_at > ?2)",
     )

@@ -87,6 +87,7 @@ macro_rules! machine {
         $vis:vis struct $name:ident {
             kind: $kind:literal,
             table: $table:literal,
+            id: $id:ty,
             $(status_column: $status_col:literal,)?
             $(reason_column: $reason_col:literal,)?
             $(message_column: $message_col:literal,)?
@@ -104,6 +105,7 @@ macro_rules! machine {
             $(const STATUS: &'static str = $status_col;)?
             $(const REASON: &'static str = $reason_col;)?
             $(const MESSAGE: &'static str = $message_col;)?
+            type Id = $id;
             type Status = $status;
             type Reason = $reason;
             fn can_become(from: $status, to: $status) -> bool {
@@ -114,6 +116,27 @@ macro_rules! machine {
 }
 pub(crate) use machine;
 
+/// What a machine's rows are numbered by: bound to a query, shown in its trace.
+pub trait RowId:
+    Copy
+    + std::fmt::Display
+    + Send
+    + Sync
+    + for<'q> sqlx::Encode<'q, sqlx::Sqlite>
+    + sqlx::Type<sqlx::Sqlite>
+{
+}
+
+impl<T> RowId for T where
+    T: Copy
+        + std::fmt::Display
+        + Send
+        + Sync
+        + for<'q> sqlx::Encode<'q, sqlx::Sqlite>
+        + sqlx::Type<sqlx::Sqlite>
+{
+}
+
 /// One kind's state machine.
 pub trait Machine {
     /// What traces call it (`job`, `evaluation`).
@@ -123,6 +146,8 @@ pub trait Machine {
     const STATUS: &'static str = "status";
     const REASON: &'static str = "status_reason";
     const MESSAGE: &'static str = "status_message";
+    /// The type of the table's `id` (`JobId`, or `i64` for rows with no id type of their own).
+    type Id: RowId;
     type Status: Column;
     type Reason: Column;
     /// Whether a row in `from` may move to `to`.
@@ -131,7 +156,7 @@ pub trait Machine {
     /// Moves row `id` of this machine's table ([`transition`]).
     fn transition(
         conn: &mut SqliteConnection,
-        id: i64,
+        id: Self::Id,
         to: Self::Status,
         reason: Self::Reason,
         message: Option<&str>,
@@ -146,7 +171,7 @@ pub trait Machine {
 /// The current status of row `id` and the reason of its last move.
 pub async fn current<M: Machine>(
     conn: &mut SqliteConnection,
-    id: i64,
+    id: M::Id,
 ) -> Result<(M::Status, Option<M::Reason>), AppError> {
     let sql = format!(
         "SELECT {}, {} FROM {} WHERE id = ?",
@@ -165,7 +190,7 @@ pub async fn current<M: Machine>(
 /// name from the code, never input.
 pub(crate) async fn stamp<M: Machine>(
     conn: &mut SqliteConnection,
-    id: i64,
+    id: M::Id,
     column: &str,
 ) -> Result<(), AppError> {
     let sql = format!("UPDATE {} SET {column} = ? WHERE id = ?", M::TABLE);
@@ -182,7 +207,7 @@ pub(crate) async fn stamp<M: Machine>(
 /// not move (a move the machine forbids, final included, or another writer was first).
 pub async fn transition<M: Machine>(
     conn: &mut SqliteConnection,
-    id: i64,
+    id: M::Id,
     to: M::Status,
     reason: M::Reason,
     message: Option<&str>,
@@ -190,7 +215,7 @@ pub async fn transition<M: Machine>(
     let span = tracing::info_span!(
         "transition",
         kind = M::KIND,
-        id,
+        %id,
         to = to.name(),
         reason = reason.name()
     );

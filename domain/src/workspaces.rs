@@ -5,6 +5,7 @@
 
 pub mod purge;
 
+use contracts::ids::{EndpointId, JobId, WorkspaceId};
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::access;
@@ -21,7 +22,7 @@ pub fn normalize_name(raw: &str) -> Result<String, AppError> {
 }
 
 struct Row {
-    id: i64,
+    id: WorkspaceId,
     name: String,
     role: String,
     member_count: i64,
@@ -46,7 +47,7 @@ impl Row {
 crate::db::row_query!(
     $ workspace_rows,
     Row,
-    r#"SELECT w.id AS "id!", w.name, m.role, w.created_at,
+    r#"SELECT w.id AS "id!: contracts::ids::WorkspaceId", w.name, m.role, w.created_at,
         (SELECT COUNT(*) FROM members c WHERE c.workspace_id = w.id) AS "member_count!: i64"
       FROM workspaces w JOIN members m ON m.workspace_id = w.id AND m.user_id = ?"#
 );
@@ -54,7 +55,7 @@ crate::db::row_query!(
 async fn summary(
     conn: &mut SqliteConnection,
     actor: &Actor,
-    id: i64,
+    id: WorkspaceId,
 ) -> Result<WorkspaceSummary, AppError> {
     workspace_rows!("WHERE w.id = ?", actor.user_id, id)
         .fetch_optional(conn)
@@ -73,7 +74,11 @@ pub async fn list(db: &SqlitePool, actor: &Actor) -> Result<Vec<WorkspaceSummary
         .collect()
 }
 
-pub async fn get(db: &SqlitePool, actor: &Actor, id: i64) -> Result<WorkspaceSummary, AppError> {
+pub async fn get(
+    db: &SqlitePool,
+    actor: &Actor,
+    id: WorkspaceId,
+) -> Result<WorkspaceSummary, AppError> {
     let mut conn = access::connect(db, actor, id, Role::Viewer).await?;
     summary(&mut conn, actor, id).await
 }
@@ -86,7 +91,7 @@ pub async fn create(
     let name = normalize_name(name)?;
     let now = super::now();
     let mut tx = write_tx(db).await?;
-    let id: i64 = sqlx::query_scalar(
+    let id: WorkspaceId = sqlx::query_scalar(
         "INSERT INTO workspaces (name, created_by, created_at) VALUES (?, ?, ?) RETURNING id",
     )
     .bind(&name)
@@ -113,7 +118,7 @@ pub async fn create(
 pub async fn rename(
     db: &SqlitePool,
     actor: &Actor,
-    id: i64,
+    id: WorkspaceId,
     name: &str,
 ) -> Result<WorkspaceSummary, AppError> {
     let mut tx = access::begin(db, actor, id, Role::Owner).await?;
@@ -137,7 +142,11 @@ pub async fn rename(
 }
 
 /// Owners only. Decides the deletion at once and carries it out in the background ([`purge`]).
-pub async fn delete(state: &super::AppState, actor: &Actor, id: i64) -> Result<(), AppError> {
+pub async fn delete(
+    state: &super::AppState,
+    actor: &Actor,
+    id: WorkspaceId,
+) -> Result<(), AppError> {
     mark_deleting(&state.db, actor, id).await?;
     purge::spawn(state.clone(), id);
     Ok(())
@@ -146,7 +155,7 @@ pub async fn delete(state: &super::AppState, actor: &Actor, id: i64) -> Result<(
 /// Decides the deletion in one transaction: the workspace loses its members (so nobody reaches it
 /// any more, by session or token), its endpoint keys, its queued jobs and its endpoints' wish to
 /// run, and is marked `deleting_since`; the purge does the rest.
-async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), AppError> {
+async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: WorkspaceId) -> Result<(), AppError> {
     let mut tx = access::begin(db, actor, id, Role::Owner).await?;
     let now = super::now();
     let name: String = sqlx::query_scalar(
@@ -166,10 +175,11 @@ async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), Ap
             .execute(&mut *tx)
             .await?;
     }
-    let endpoints: Vec<i64> = sqlx::query_scalar("SELECT id FROM endpoints WHERE workspace_id = ?")
-        .bind(id)
-        .fetch_all(&mut *tx)
-        .await?;
+    let endpoints: Vec<EndpointId> =
+        sqlx::query_scalar("SELECT id FROM endpoints WHERE workspace_id = ?")
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
     for endpoint_id in endpoints {
         endpoints::status::endpoint(
             &mut tx,
@@ -180,7 +190,7 @@ async fn mark_deleting(db: &SqlitePool, actor: &Actor, id: i64) -> Result<(), Ap
         )
         .await?;
     }
-    let queued: Vec<i64> =
+    let queued: Vec<JobId> =
         sqlx::query_scalar("SELECT id FROM jobs WHERE workspace_id = ? AND status = 'queued'")
             .bind(id)
             .fetch_all(&mut *tx)
@@ -240,7 +250,7 @@ mod tests {
             AppError::NotFound
         );
         assert_eq!(
-            get(&db, &alice, 9999).await.unwrap_err(),
+            get(&db, &alice, WorkspaceId::new(9999)).await.unwrap_err(),
             AppError::NotFound
         );
 

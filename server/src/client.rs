@@ -2,6 +2,7 @@
 //! into one line (`422 Unprocessable Entity: memory: …`), workspaces and resources named by id or name,
 //! and Server-Sent Event streams read event by event.
 
+use contracts::ids::{Id, WorkspaceId};
 use std::ops::ControlFlow;
 
 use anyhow::{bail, Context};
@@ -96,7 +97,7 @@ impl Api {
     }
 
     /// A workspace id from an id or a name (names must be unambiguous among the caller's workspaces).
-    pub async fn workspace(&self, key: &str) -> anyhow::Result<i64> {
+    pub async fn workspace(&self, key: &str) -> anyhow::Result<WorkspaceId> {
         let all: Vec<WorkspaceSummary> = self.get("/api/v1/workspaces").await?;
         resolve(
             key,
@@ -141,18 +142,18 @@ impl Api {
 }
 
 /// An id from an id or a unique name among `items`.
-pub fn resolve<'a>(
+pub fn resolve<'a, I: Id>(
     key: &str,
-    items: impl Iterator<Item = (i64, &'a str)>,
+    items: impl Iterator<Item = (I, &'a str)>,
     what: &str,
-) -> anyhow::Result<i64> {
-    let items: Vec<(i64, &str)> = items.collect();
-    if let Ok(id) = key.parse::<i64>() {
+) -> anyhow::Result<I> {
+    let items: Vec<(I, &str)> = items.collect();
+    if let Ok(id) = key.parse::<I>() {
         if items.iter().any(|(i, _)| *i == id) {
             return Ok(id);
         }
     }
-    let named: Vec<i64> = items
+    let named: Vec<I> = items
         .iter()
         .filter(|(_, n)| *n == key)
         .map(|(i, _)| *i)
@@ -172,12 +173,19 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use contracts::ids::JobId;
 
     #[test]
     fn names_resolve_unless_ambiguous() {
-        let items = [(1, "a"), (2, "b"), (3, "b")];
-        assert_eq!(resolve("a", items.iter().copied(), "x").unwrap(), 1);
-        assert_eq!(resolve("3", items.iter().copied(), "x").unwrap(), 3);
+        let items = [(1, "a"), (2, "b"), (3, "b")].map(|(id, name)| (JobId::new(id), name));
+        assert_eq!(
+            resolve("a", items.iter().copied(), "x").unwrap(),
+            JobId::new(1)
+        );
+        assert_eq!(
+            resolve("3", items.iter().copied(), "x").unwrap(),
+            JobId::new(3)
+        );
         assert!(resolve("b", items.iter().copied(), "x")
             .unwrap_err()
             .to_string()

@@ -2,6 +2,7 @@
 //! of the database: the server owns Docker, the GPU inventory and the audit log, so the CLI goes through
 //! the same rules as the dashboard. Workspaces and environments are named by id or by name.
 
+use contracts::ids::{EnvironmentId, WorkspaceId};
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -361,7 +362,7 @@ fn short_id(id: &str) -> &str {
     &hex[..hex.len().min(12)]
 }
 
-async fn target(api: &Api, t: &Target) -> anyhow::Result<(i64, i64)> {
+async fn target(api: &Api, t: &Target) -> anyhow::Result<(WorkspaceId, EnvironmentId)> {
     let ws = api.workspace(&t.workspace.workspace).await?;
     let envs: Vec<EnvironmentSummary> = api
         .get(&format!("/api/v1/workspaces/{ws}/environments"))
@@ -375,7 +376,12 @@ async fn target(api: &Api, t: &Target) -> anyhow::Result<(i64, i64)> {
 }
 
 /// Prints the build log (SSE) to stderr until the build ends; returns its final status.
-async fn follow_log(api: &Api, ws: i64, env: i64, version: i64) -> anyhow::Result<String> {
+async fn follow_log(
+    api: &Api,
+    ws: WorkspaceId,
+    env: EnvironmentId,
+    version: i64,
+) -> anyhow::Result<String> {
     let path = format!("/api/v1/workspaces/{ws}/environments/{env}/versions/{version}/log");
     let status = api
         .follow(&path, |event, data| {

@@ -2,6 +2,7 @@
 //! REST API like the dashboard. `job logs -f` follows the live stream until the job ends and exits with
 //! 0 only when it succeeded, so scripts can wait for a job; `ckpt eval` likewise waits for an evaluation.
 
+use contracts::ids::{CheckpointId, JobId, WorkspaceId};
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -49,7 +50,7 @@ pub struct JobTarget {
     #[command(flatten)]
     pub workspace: WorkspaceArg,
     /// Job id.
-    pub job: i64,
+    pub job: JobId,
 }
 
 #[derive(Debug, Args)]
@@ -125,14 +126,14 @@ pub struct CkptList {
     pub workspace: WorkspaceArg,
     /// Only this job's.
     #[arg(long)]
-    pub job: Option<i64>,
+    pub job: Option<JobId>,
 }
 
 #[derive(Debug, Args)]
 pub struct CkptDownload {
     #[command(flatten)]
     pub workspace: WorkspaceArg,
-    pub checkpoint: i64,
+    pub checkpoint: CheckpointId,
     /// Where to write the archive [default: `job<J>-step<S>.tar` in the current directory].
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
@@ -142,7 +143,7 @@ pub struct CkptDownload {
 pub struct CkptEval {
     #[command(flatten)]
     pub workspace: WorkspaceArg,
-    pub checkpoint: i64,
+    pub checkpoint: CheckpointId,
     /// The dataset to evaluate on (id or name); its labels must be ones the checkpoint was trained on.
     #[arg(long, short = 'd')]
     pub dataset: String,
@@ -479,7 +480,7 @@ fn evaluation_text(e: &EvaluationInfo) -> String {
 }
 
 /// The spec from `--spec` (JSON or TOML) with flags on top; datasets by id or name.
-async fn submit_spec(api: &Api, ws: i64, s: &SubmitArgs) -> anyhow::Result<JobSpec> {
+async fn submit_spec(api: &Api, ws: WorkspaceId, s: &SubmitArgs) -> anyhow::Result<JobSpec> {
     let mut value: serde_json::Value = match &s.spec {
         Some(path) => {
             let text = std::fs::read_to_string(path)
@@ -513,8 +514,11 @@ async fn submit_spec(api: &Api, ws: i64, s: &SubmitArgs) -> anyhow::Result<JobSp
     // Each flag given replaces the spec file's value (`Value::from` keeps its JSON type).
     let flags: [(&str, Option<serde_json::Value>); 12] = [
         ("name", s.name.clone().map(Into::into)),
-        ("dataset_id", dataset(&s.dataset)?.map(Into::into)),
-        ("dev_dataset_id", dataset(&s.dev_dataset)?.map(Into::into)),
+        ("dataset_id", dataset(&s.dataset)?.map(|d| d.get().into())),
+        (
+            "dev_dataset_id",
+            dataset(&s.dev_dataset)?.map(|d| d.get().into()),
+        ),
         ("preset", s.preset.clone().map(Into::into)),
         ("epochs", s.epochs.map(Into::into)),
         ("batch_size", s.batch_size.map(Into::into)),
@@ -535,7 +539,7 @@ async fn submit_spec(api: &Api, ws: i64, s: &SubmitArgs) -> anyhow::Result<JobSp
 }
 
 /// Prints the job's log live until it ends; 0 when it succeeded, 1 otherwise.
-async fn follow(api: &Api, ws: i64, job: i64) -> anyhow::Result<i32> {
+async fn follow(api: &Api, ws: WorkspaceId, job: JobId) -> anyhow::Result<i32> {
     let mut last: Option<JobSummary> = None;
     api.follow::<()>(
         &format!("/api/v1/workspaces/{ws}/jobs/{job}/stream"),

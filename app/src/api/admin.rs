@@ -1,5 +1,6 @@
 //! Instance administration: settings and accounts. The domain refuses callers who are not admins.
 
+use contracts::ids::UserId;
 use leptos::prelude::*;
 
 use contracts::error::AppError;
@@ -39,7 +40,7 @@ pub async fn list_users() -> Result<Vec<UserAccount>, AppError> {
 }
 
 #[server(prefix = "/rpc", endpoint = "set_user_disabled")]
-pub async fn set_user_disabled(user_id: i64, disabled: bool) -> Result<UserAccount, AppError> {
+pub async fn set_user_disabled(user_id: UserId, disabled: bool) -> Result<UserAccount, AppError> {
     as_caller(|s, a| async move { admin::set_user_disabled(&s.db, &a, user_id, disabled).await })
         .await
 }

@@ -1,6 +1,7 @@
 //! Endpoints as the dashboard manages them (the session's member, by role). Callers of an endpoint use
 //! the gateway `POST /v1/endpoints/{slug}/predict` with an API key instead.
 
+use contracts::ids::{EndpointId, KeyId, WorkspaceId};
 use leptos::prelude::*;
 
 use contracts::error::AppError;
@@ -12,13 +13,16 @@ use contracts::types::{
 use {crate::context::as_caller, contracts::error::ErrorCode, domain::endpoints};
 
 #[server(prefix = "/rpc", endpoint = "list_endpoints")]
-pub async fn list_endpoints(workspace_id: i64) -> Result<Vec<EndpointSummary>, AppError> {
+pub async fn list_endpoints(workspace_id: WorkspaceId) -> Result<Vec<EndpointSummary>, AppError> {
     as_caller(|s, a| async move { endpoints::list(&s.db, &a, workspace_id).await }).await
 }
 
 /// With its replicas, keys (never their secrets), parity report and live traffic numbers.
 #[server(prefix = "/rpc", endpoint = "get_endpoint")]
-pub async fn get_endpoint(workspace_id: i64, endpoint_id: i64) -> Result<EndpointDetail, AppError> {
+pub async fn get_endpoint(
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
+) -> Result<EndpointDetail, AppError> {
     as_caller(|s, a| async move {
         endpoints::get(&s.db, &s.deployer, &a, workspace_id, endpoint_id).await
     })
@@ -28,7 +32,7 @@ pub async fn get_endpoint(workspace_id: i64, endpoint_id: i64) -> Result<Endpoin
 /// Deploys a checkpoint; the endpoint starts as `starting` and becomes `ready` after the parity gate.
 #[server(prefix = "/rpc", endpoint = "deploy_endpoint", input = leptos::server_fn::codec::Json)]
 pub async fn deploy_endpoint(
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     spec: EndpointSpec,
 ) -> Result<EndpointDetail, AppError> {
     as_caller(
@@ -40,8 +44,8 @@ pub async fn deploy_endpoint(
 /// `undeploy`, `deploy` (deploy a stopped or failed endpoint again) or `delete` (answers `None`).
 #[server(prefix = "/rpc", endpoint = "endpoint_action")]
 pub async fn endpoint_action(
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
     action: String,
 ) -> Result<Option<EndpointDetail>, AppError> {
     as_caller(|s, a| async move {
@@ -69,8 +73,8 @@ pub async fn endpoint_action(
 /// The secret is in the answer once; only its prefix is kept readable.
 #[server(prefix = "/rpc", endpoint = "create_endpoint_key", input = leptos::server_fn::codec::Json)]
 pub async fn create_endpoint_key(
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
     name: String,
     rate_limit_per_minute: Option<u32>,
 ) -> Result<NewEndpointKey, AppError> {
@@ -90,9 +94,9 @@ pub async fn create_endpoint_key(
 
 #[server(prefix = "/rpc", endpoint = "revoke_endpoint_key")]
 pub async fn revoke_endpoint_key(
-    workspace_id: i64,
-    endpoint_id: i64,
-    key_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
+    key_id: KeyId,
 ) -> Result<(), AppError> {
     as_caller(|s, a| async move {
         endpoints::revoke_key(&s.db, &a, workspace_id, endpoint_id, key_id).await
@@ -103,8 +107,8 @@ pub async fn revoke_endpoint_key(
 /// Scales the endpoint and/or rolls out another checkpoint; progress shows in `status_message`.
 #[server(prefix = "/rpc", endpoint = "change_endpoint", input = leptos::server_fn::codec::Json)]
 pub async fn change_endpoint(
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
     change: EndpointChange,
 ) -> Result<EndpointDetail, AppError> {
     as_caller(|s, a| async move {
@@ -116,8 +120,8 @@ pub async fn change_endpoint(
 /// The playground: any member tries a ready endpoint with their session, no API key.
 #[server(prefix = "/rpc", endpoint = "try_predict", input = leptos::server_fn::codec::Json)]
 pub async fn try_predict(
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
     inputs: Vec<String>,
 ) -> Result<Vec<PlaygroundPrediction>, AppError> {
     as_caller(|s, a| async move {

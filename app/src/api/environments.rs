@@ -1,6 +1,7 @@
 //! Container environments: the Docker host's status and catalog, specs and their versions, image
 //! builds, and the lifecycle buttons. The terminal and the build log stream over REST routes.
 
+use contracts::ids::{EnvironmentId, WorkspaceId};
 use leptos::prelude::*;
 
 use contracts::error::AppError;
@@ -21,14 +22,16 @@ pub async fn get_docker_status() -> Result<DockerStatus, AppError> {
 }
 
 #[server(prefix = "/rpc", endpoint = "list_environments")]
-pub async fn list_environments(workspace_id: i64) -> Result<Vec<EnvironmentSummary>, AppError> {
+pub async fn list_environments(
+    workspace_id: WorkspaceId,
+) -> Result<Vec<EnvironmentSummary>, AppError> {
     as_caller(|s, a| async move { environments::list(&s.db, &a, workspace_id).await }).await
 }
 
 #[server(prefix = "/rpc", endpoint = "get_environment")]
 pub async fn get_environment(
-    workspace_id: i64,
-    environment_id: i64,
+    workspace_id: WorkspaceId,
+    environment_id: EnvironmentId,
 ) -> Result<EnvironmentDetail, AppError> {
     as_caller(
         |s, a| async move { environments::get(&s.db, &a, workspace_id, environment_id).await },
@@ -39,7 +42,7 @@ pub async fn get_environment(
 /// Creates an environment and starts its image build.
 #[server(prefix = "/rpc", endpoint = "create_environment", input = leptos::server_fn::codec::Json)]
 pub async fn create_environment(
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     spec: EnvironmentSpec,
 ) -> Result<EnvironmentDetail, AppError> {
     as_caller(
@@ -51,8 +54,8 @@ pub async fn create_environment(
 /// A new version when the spec differs.
 #[server(prefix = "/rpc", endpoint = "update_environment", input = leptos::server_fn::codec::Json)]
 pub async fn update_environment(
-    workspace_id: i64,
-    environment_id: i64,
+    workspace_id: WorkspaceId,
+    environment_id: EnvironmentId,
     spec: EnvironmentSpec,
 ) -> Result<EnvironmentDetail, AppError> {
     as_caller(|s, a| async move {
@@ -62,7 +65,10 @@ pub async fn update_environment(
 }
 
 #[server(prefix = "/rpc", endpoint = "delete_environment")]
-pub async fn delete_environment(workspace_id: i64, environment_id: i64) -> Result<(), AppError> {
+pub async fn delete_environment(
+    workspace_id: WorkspaceId,
+    environment_id: EnvironmentId,
+) -> Result<(), AppError> {
     as_caller(|s, a| async move {
         environments::delete(&s.db, &s.engine, &a, workspace_id, environment_id).await
     })
@@ -71,8 +77,8 @@ pub async fn delete_environment(workspace_id: i64, environment_id: i64) -> Resul
 
 #[server(prefix = "/rpc", endpoint = "rebuild_environment")]
 pub async fn rebuild_environment(
-    workspace_id: i64,
-    environment_id: i64,
+    workspace_id: WorkspaceId,
+    environment_id: EnvironmentId,
     force: bool,
 ) -> Result<EnvironmentDetail, AppError> {
     as_caller(|s, a| async move {
@@ -84,8 +90,8 @@ pub async fn rebuild_environment(
 /// What a lifecycle button does: `up`, `down` or `restart`.
 #[server(prefix = "/rpc", endpoint = "environment_action")]
 pub async fn environment_action(
-    workspace_id: i64,
-    environment_id: i64,
+    workspace_id: WorkspaceId,
+    environment_id: EnvironmentId,
     action: String,
 ) -> Result<EnvironmentDetail, AppError> {
     as_caller(|s, a| async move {
@@ -106,8 +112,8 @@ pub async fn environment_action(
 
 #[server(prefix = "/rpc", endpoint = "environment_stats")]
 pub async fn get_environment_stats(
-    workspace_id: i64,
-    environment_id: i64,
+    workspace_id: WorkspaceId,
+    environment_id: EnvironmentId,
 ) -> Result<EnvironmentStats, AppError> {
     as_caller(|s, a| async move {
         lifecycle::stats(&s.db, &s.engine, &a, workspace_id, environment_id).await

@@ -1,6 +1,7 @@
 //! Fine-tuning jobs: list, one, submit, and the control buttons. Live metrics and logs come from the
 //! REST route `GET /api/v1/workspaces/{id}/jobs/{job_id}/stream` (server-sent events).
 
+use contracts::ids::{JobId, WorkspaceId};
 use leptos::prelude::*;
 
 use contracts::error::AppError;
@@ -9,17 +10,17 @@ use contracts::types::{JobDetail, JobSpec, JobSummary};
 use {crate::context::as_caller, contracts::error::ErrorCode, domain::jobs};
 
 #[server(prefix = "/rpc", endpoint = "list_jobs")]
-pub async fn list_jobs(workspace_id: i64) -> Result<Vec<JobSummary>, AppError> {
+pub async fn list_jobs(workspace_id: WorkspaceId) -> Result<Vec<JobSummary>, AppError> {
     as_caller(|s, a| async move { jobs::list(&s.db, &a, workspace_id).await }).await
 }
 
 #[server(prefix = "/rpc", endpoint = "get_job")]
-pub async fn get_job(workspace_id: i64, job_id: i64) -> Result<JobDetail, AppError> {
+pub async fn get_job(workspace_id: WorkspaceId, job_id: JobId) -> Result<JobDetail, AppError> {
     as_caller(|s, a| async move { jobs::get(&s.db, &a, workspace_id, job_id).await }).await
 }
 
 #[server(prefix = "/rpc", endpoint = "submit_job", input = leptos::server_fn::codec::Json)]
-pub async fn submit_job(workspace_id: i64, spec: JobSpec) -> Result<JobDetail, AppError> {
+pub async fn submit_job(workspace_id: WorkspaceId, spec: JobSpec) -> Result<JobDetail, AppError> {
     as_caller(|s, a| async move { jobs::submit(&s.db, &s.jobs, &a, workspace_id, spec).await })
         .await
 }
@@ -27,8 +28,8 @@ pub async fn submit_job(workspace_id: i64, spec: JobSpec) -> Result<JobDetail, A
 /// `cancel`, `retry`, `resume` (retry from the latest checkpoint) or `delete` (answers `None`).
 #[server(prefix = "/rpc", endpoint = "job_action")]
 pub async fn job_action(
-    workspace_id: i64,
-    job_id: i64,
+    workspace_id: WorkspaceId,
+    job_id: JobId,
     action: String,
 ) -> Result<Option<JobDetail>, AppError> {
     as_caller(|s, a| async move {

@@ -1,5 +1,6 @@
 //! The caller's personal API tokens (for the REST API and the CLI).
 
+use contracts::ids::TokenId;
 use leptos::prelude::*;
 
 use contracts::error::AppError;
@@ -28,6 +29,6 @@ pub async fn create_token(
 }
 
 #[server(prefix = "/rpc", endpoint = "revoke_token")]
-pub async fn revoke_token(token_id: i64) -> Result<(), AppError> {
+pub async fn revoke_token(token_id: TokenId) -> Result<(), AppError> {
     as_caller(|s, a| async move { tokens::revoke(&s.db, &a, token_id).await }).await
 }

@@ -1,5 +1,6 @@
 //! Team workspaces: the caller's list, one by id (`NotFound` for non-members), create, rename, delete.
 
+use contracts::ids::WorkspaceId;
 use leptos::prelude::*;
 
 use contracts::error::AppError;
@@ -14,7 +15,7 @@ pub async fn list_workspaces() -> Result<Vec<WorkspaceSummary>, AppError> {
 }
 
 #[server(prefix = "/rpc", endpoint = "get_workspace")]
-pub async fn get_workspace(workspace_id: i64) -> Result<WorkspaceSummary, AppError> {
+pub async fn get_workspace(workspace_id: WorkspaceId) -> Result<WorkspaceSummary, AppError> {
     as_caller(|s, a| async move { workspaces::get(&s.db, &a, workspace_id).await }).await
 }
 
@@ -27,7 +28,7 @@ pub async fn create_workspace(name: String) -> Result<WorkspaceSummary, AppError
 /// Owners only.
 #[server(prefix = "/rpc", endpoint = "rename_workspace")]
 pub async fn rename_workspace(
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     name: String,
 ) -> Result<WorkspaceSummary, AppError> {
     as_caller(|s, a| async move { workspaces::rename(&s.db, &a, workspace_id, &name).await }).await
@@ -35,6 +36,6 @@ pub async fn rename_workspace(
 
 /// Owners only.
 #[server(prefix = "/rpc", endpoint = "delete_workspace")]
-pub async fn delete_workspace(workspace_id: i64) -> Result<(), AppError> {
+pub async fn delete_workspace(workspace_id: WorkspaceId) -> Result<(), AppError> {
     as_caller(|s, a| async move { workspaces::delete(&s, &a, workspace_id).await }).await
 }

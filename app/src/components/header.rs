@@ -2,6 +2,7 @@
 //! menu (API tokens, administration for admins, sign out). The menus are `<details>` disclosures,
 //! so they open with keyboard and without JavaScript.
 
+use contracts::ids::WorkspaceId;
 use leptos::html::Details;
 use leptos::prelude::*;
 use leptos_router::components::A;
@@ -40,7 +41,7 @@ pub fn Header() -> impl IntoView {
 
 /// The workspace id in the current URL (`/w/{id}/...`), if any. The header sits outside the
 /// workspace routes, so it reads the path instead of route params.
-fn current_workspace_id(path: &str) -> Option<i64> {
+fn current_workspace_id(path: &str) -> Option<WorkspaceId> {
     path.strip_prefix("/w/")?.split('/').next()?.parse().ok()
 }
 
@@ -172,12 +173,15 @@ fn AccountMenu() -> impl IntoView {
 
 #[cfg(test)]
 mod tests {
-    use super::current_workspace_id;
+    use super::{current_workspace_id, WorkspaceId};
 
     #[test]
     fn finds_the_workspace_in_the_path() {
-        assert_eq!(current_workspace_id("/w/12/members"), Some(12));
-        assert_eq!(current_workspace_id("/w/7"), Some(7));
+        assert_eq!(
+            current_workspace_id("/w/12/members"),
+            Some(WorkspaceId::new(12))
+        );
+        assert_eq!(current_workspace_id("/w/7"), Some(WorkspaceId::new(7)));
         assert_eq!(current_workspace_id("/w/x/members"), None);
         assert_eq!(current_workspace_id("/settings/tokens"), None);
     }

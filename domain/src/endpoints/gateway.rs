@@ -5,6 +5,7 @@
 //! errors, rate-limited requests and the forward-pass sizes the replicas reported. A sample of requests
 //! (every error, one in ten of the rest) is logged to the database.
 
+use contracts::ids::{EndpointId, KeyId};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -49,11 +50,11 @@ struct Bucket {
 pub struct Gateway {
     /// slug → ready replicas. Replaced whole on every change, so a request sees one consistent set.
     routes: RwLock<HashMap<String, Arc<Vec<Arc<Backend>>>>>,
-    stats: Mutex<HashMap<i64, Stats>>,
-    buckets: Mutex<HashMap<i64, Bucket>>,
+    stats: Mutex<HashMap<EndpointId, Stats>>,
+    buckets: Mutex<HashMap<KeyId, Bucket>>,
     sampled: AtomicU64,
     /// Per key: when its `last_used_at` was last written.
-    key_writes: Mutex<HashMap<i64, Instant>>,
+    key_writes: Mutex<HashMap<KeyId, Instant>>,
     client: reqwest::Client,
 }
 
@@ -62,8 +63,8 @@ const KEY_USE_EVERY: Duration = Duration::from_secs(60);
 
 /// A key that may call an endpoint.
 pub struct Caller {
-    pub key_id: i64,
-    pub endpoint_id: i64,
+    pub key_id: KeyId,
+    pub endpoint_id: EndpointId,
     pub rate_limit_per_minute: u32,
 }
 
@@ -97,7 +98,7 @@ impl Gateway {
         secret: &str,
     ) -> Result<Caller, AppError> {
         let hash = crate::tokens::digest(secret);
-        let row: Option<(i64, i64, i64)> = sqlx::query_as(
+        let row: Option<(KeyId, EndpointId, i64)> = sqlx::query_as(
             "SELECT k.id, k.endpoint_id, k.rate_limit_per_minute FROM endpoint_keys k JOIN endpoints e ON e.id = k.endpoint_id
              WHERE k.secret_sha256 = ? AND k.revoked_at IS NULL AND e.slug = ?",
         )
@@ -114,7 +115,7 @@ impl Gateway {
     }
 
     /// Whether the key's `last_used_at` should be written now (its first use, then once a minute).
-    pub fn key_use_due(&self, key_id: i64) -> bool {
+    pub fn key_use_due(&self, key_id: KeyId) -> bool {
         let now = Instant::now();
         let mut writes = self.key_writes.lock().unwrap_or_else(|p| p.into_inner());
         match writes.get(&key_id) {
@@ -227,7 +228,7 @@ impl Gateway {
     /// Records a served request; returns whether it belongs to the logged sample.
     pub fn record(
         &self,
-        endpoint_id: i64,
+        endpoint_id: EndpointId,
         latency: Duration,
         ok: bool,
         batch_rows: Option<u32>,
@@ -266,14 +267,14 @@ impl Gateway {
             .is_multiple_of(10)
     }
 
-    fn record_rate_limited(&self, endpoint_id: i64) {
+    fn record_rate_limited(&self, endpoint_id: EndpointId) {
         let mut all = self.stats.lock().unwrap_or_else(|p| p.into_inner());
         all.entry(endpoint_id).or_default().rate_limited += 1;
         metrics::counter!("paddock_endpoint_rate_limited_total", "endpoint" => endpoint_id.to_string()).increment(1);
     }
 
     /// The endpoint's numbers now.
-    pub fn metrics(&self, endpoint_id: i64) -> EndpointMetrics {
+    pub fn metrics(&self, endpoint_id: EndpointId) -> EndpointMetrics {
         let all = self.stats.lock().unwrap_or_else(|p| p.into_inner());
         let Some(stats) = all.get(&endpoint_id) else {
             return EndpointMetrics::default();
@@ -321,8 +322,8 @@ mod tests {
     fn a_key_gets_its_rate_and_then_429_with_a_wait() {
         let gateway = Gateway::default();
         let caller = Caller {
-            key_id: 1,
-            endpoint_id: 9,
+            key_id: KeyId::new(1),
+            endpoint_id: EndpointId::new(9),
             rate_limit_per_minute: 3,
         };
         for _ in 0..3 {
@@ -334,15 +335,21 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(gateway.metrics(9).rate_limited_total, 1);
-        assert!(gateway.key_use_due(1), "the first use is written");
-        assert!(!gateway.key_use_due(1), "then not again within a minute");
-        assert!(gateway.key_use_due(2));
+        assert_eq!(gateway.metrics(EndpointId::new(9)).rate_limited_total, 1);
+        assert!(
+            gateway.key_use_due(KeyId::new(1)),
+            "the first use is written"
+        );
+        assert!(
+            !gateway.key_use_due(KeyId::new(1)),
+            "then not again within a minute"
+        );
+        assert!(gateway.key_use_due(KeyId::new(2)));
         // Another key has its own bucket.
         gateway
             .admit(&Caller {
-                key_id: 2,
-                endpoint_id: 9,
+                key_id: KeyId::new(2),
+                endpoint_id: EndpointId::new(9),
                 rate_limit_per_minute: 3,
             })
             .unwrap();
@@ -353,13 +360,13 @@ mod tests {
         let gateway = Gateway::default();
         for ms in 1..=100 {
             gateway.record(
-                5,
+                EndpointId::new(5),
                 Duration::from_millis(ms),
                 ms != 100,
                 Some(if ms % 2 == 0 { 4 } else { 1 }),
             );
         }
-        let m = gateway.metrics(5);
+        let m = gateway.metrics(EndpointId::new(5));
         assert_eq!((m.requests_total, m.errors_total), (100, 1));
         assert_eq!(
             (m.p50_ms.map(f64::round), m.p99_ms.map(f64::round)),

@@ -2,6 +2,7 @@
 //! each with its own rate limit, revoked without touching the others. The gateway checks them
 //! (`gateway::Gateway::authenticate`).
 
+use contracts::ids::{EndpointId, KeyId, WorkspaceId};
 use sqlx::{SqliteConnection, SqlitePool};
 
 use crate::audit;
@@ -12,10 +13,10 @@ use contracts::types::*;
 
 pub(super) async fn keys_of(
     conn: &mut SqliteConnection,
-    endpoint_id: i64,
+    endpoint_id: EndpointId,
 ) -> Result<Vec<EndpointKey>, AppError> {
     type KeyRow = (
-        i64,
+        KeyId,
         String,
         String,
         i64,
@@ -50,8 +51,8 @@ pub(super) async fn keys_of(
 pub async fn create_key(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
     name: &str,
     rate_limit_per_minute: Option<u32>,
 ) -> Result<NewEndpointKey, AppError> {
@@ -67,7 +68,7 @@ pub async fn create_key(
     let (mut tx, r) = super::editing(db, actor, workspace_id, endpoint_id).await?;
     let secret = format!("pdk_ep_{}", hex::encode(rand::random::<[u8; 24]>()));
     let prefix: String = secret.chars().take(14).collect();
-    let id: i64 = sqlx::query_scalar(
+    let id: KeyId = sqlx::query_scalar(
         "INSERT INTO endpoint_keys (endpoint_id, name, prefix, secret_sha256, rate_limit_per_minute, created_by, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
@@ -95,9 +96,9 @@ pub async fn create_key(
 pub async fn revoke_key(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    endpoint_id: i64,
-    key_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
+    key_id: KeyId,
 ) -> Result<(), AppError> {
     let (mut tx, r) = super::editing(db, actor, workspace_id, endpoint_id).await?;
     let done = sqlx::query("UPDATE endpoint_keys SET revoked_at = ? WHERE id = ? AND endpoint_id = ? AND revoked_at IS NULL")

@@ -20,6 +20,7 @@ pub mod status;
 
 pub use keys::{create_key, revoke_key};
 
+use contracts::ids::{CheckpointId, EndpointId, JobId, WorkspaceId};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -41,12 +42,12 @@ use {crate::db::taken, contracts::error::internal};
 pub const MAX_REPLICAS: u32 = 8;
 
 struct Row {
-    id: i64,
-    workspace_id: i64,
+    id: EndpointId,
+    workspace_id: WorkspaceId,
     slug: String,
     name: String,
-    checkpoint_id: i64,
-    job_id: i64,
+    checkpoint_id: CheckpointId,
+    job_id: JobId,
     replicas: i64,
     max_batch_tokens: i64,
     max_wait_ms: i64,
@@ -63,7 +64,8 @@ struct Row {
 crate::db::row_query!(
     $ endpoint_rows,
     Row,
-    r#"SELECT e.id AS "id!", e.workspace_id, e.slug, e.name, e.checkpoint_id, c.job_id, e.replicas,
+    r#"SELECT e.id AS "id!: contracts::ids::EndpointId", e.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", e.slug, e.name,
+        e.checkpoint_id AS "checkpoint_id: contracts::ids::CheckpointId", c.job_id AS "job_id: contracts::ids::JobId", e.replicas,
         e.max_batch_tokens, e.max_wait_ms, e.device, e.precision, e.status, e.status_message,
         e.parity_report, e.created_at
       FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id"#
@@ -101,8 +103,8 @@ impl Row {
 
 async fn row(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
 ) -> Result<Row, AppError> {
     endpoint_rows!(
         "WHERE e.workspace_id = ? AND e.id = ?",
@@ -118,8 +120,8 @@ async fn row(
 async fn editing(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
 ) -> Result<(Transaction<'static, Sqlite>, Row), AppError> {
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let r = row(&mut tx, workspace_id, endpoint_id).await?;
@@ -129,7 +131,7 @@ async fn editing(
 pub async fn list(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
 ) -> Result<Vec<EndpointSummary>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let rows = endpoint_rows!("WHERE e.workspace_id = ? ORDER BY e.id DESC", workspace_id)
@@ -146,8 +148,8 @@ pub async fn get(
     db: &SqlitePool,
     deployer: &Deployer,
     actor: &Actor,
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
 ) -> Result<EndpointDetail, AppError> {
     let mut conn = db.acquire().await?;
     let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
@@ -301,8 +303,8 @@ fn check_spec_with(spec: &EndpointSpec, cpu_bf16: bool) -> Result<(), AppError> 
 /// A checkpoint of the workspace whose files still exist.
 async fn live_checkpoint(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    checkpoint_id: i64,
+    workspace_id: WorkspaceId,
+    checkpoint_id: CheckpointId,
 ) -> Result<(), AppError> {
     let deleted: Option<Option<String>> =
         sqlx::query_scalar("SELECT deleted_at FROM checkpoints WHERE workspace_id = ? AND id = ?")
@@ -331,7 +333,7 @@ pub async fn deploy(
     db: &SqlitePool,
     deployer: &Arc<Deployer>,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     spec: EndpointSpec,
 ) -> Result<EndpointDetail, AppError> {
     check_spec(&spec)?;
@@ -344,7 +346,7 @@ pub async fn deploy(
     let id = sqlx::query_scalar!(
         r#"INSERT INTO endpoints (workspace_id, slug, name, checkpoint_id, replicas, max_batch_tokens, max_wait_ms,
              device, precision, created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!""#,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: EndpointId""#,
         workspace_id,
         slug,
         name,
@@ -374,8 +376,8 @@ pub async fn undeploy(
     db: &SqlitePool,
     deployer: &Arc<Deployer>,
     actor: &Actor,
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
 ) -> Result<EndpointDetail, AppError> {
     let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
     status::endpoint_afresh(
@@ -397,8 +399,8 @@ pub async fn redeploy(
     db: &SqlitePool,
     deployer: &Arc<Deployer>,
     actor: &Actor,
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
 ) -> Result<EndpointDetail, AppError> {
     let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
     if !matches!(r.status.as_str(), "stopped" | "failed") {
@@ -433,8 +435,8 @@ pub async fn delete(
     db: &SqlitePool,
     deployer: &Arc<Deployer>,
     actor: &Actor,
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
 ) -> Result<(), AppError> {
     let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
     // Stopped first, so that neither a deployment nor the watcher starts anything while it goes.
@@ -468,8 +470,8 @@ pub async fn change(
     db: &SqlitePool,
     deployer: &Arc<Deployer>,
     actor: &Actor,
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
     change: EndpointChange,
 ) -> Result<EndpointDetail, AppError> {
     if let Some(n) = change.replicas {
@@ -562,8 +564,8 @@ pub async fn try_predict(
     db: &SqlitePool,
     deployer: &Deployer,
     actor: &Actor,
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
     inputs: Vec<String>,
 ) -> Result<Vec<PlaygroundPrediction>, AppError> {
     let inputs: Vec<String> = inputs
@@ -733,7 +735,7 @@ mod tests {
         EndpointSpec {
             name: name.into(),
             slug: slug.map(str::to_string),
-            checkpoint_id: 1,
+            checkpoint_id: CheckpointId::new(1),
             replicas: 1,
             max_batch_tokens: 8192,
             max_wait_ms: 5,

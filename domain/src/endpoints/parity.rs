@@ -5,6 +5,7 @@
 //! label map, truncation length or numerics — fails the deployment with a report, instead of serving
 //! numbers that differ from what training measured.
 
+use contracts::ids::EndpointId;
 use std::path::Path;
 
 use contracts::serving::{
@@ -62,7 +63,7 @@ const FALLBACK: [&str; 4] = [
 pub async fn check(
     storage: &Storage,
     db: &SqlitePool,
-    endpoint_id: i64,
+    endpoint_id: EndpointId,
     model: &Path,
     replica: &str,
     precision: &str,
@@ -80,7 +81,7 @@ pub async fn check(
 }
 
 /// Held-out texts: the dev set (else training set) preview of the job that wrote the checkpoint.
-async fn samples(db: &SqlitePool, endpoint_id: i64) -> Vec<String> {
+async fn samples(db: &SqlitePool, endpoint_id: EndpointId) -> Vec<String> {
     let row: Option<(String, String)> = sqlx::query_as(
         "SELECT d.preview_json, d.text_column FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id
          JOIN jobs j ON j.id = c.job_id JOIN datasets d ON d.id = COALESCE(j.dev_dataset_id, j.dataset_id)

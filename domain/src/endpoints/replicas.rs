@@ -9,6 +9,7 @@
 //! deployments, changes and the watcher's restarts. Replicas are recorded (ordinal, pid or container, URL)
 //! so a restarted server re-attaches to those still answering and replaces the others.
 
+use contracts::ids::{CheckpointId, EndpointId, EnvironmentId, WorkspaceId};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -49,16 +50,16 @@ pub struct Deployer {
     /// Where replicas run: a container of the job's image when Docker is there, a local process otherwise.
     executors: Executors,
     /// Per endpoint: held while its serving set changes.
-    locks: Mutex<HashMap<i64, Arc<tokio::sync::Mutex<()>>>>,
+    locks: Mutex<HashMap<EndpointId, Arc<tokio::sync::Mutex<()>>>>,
     /// Endpoints with a user's change (rollout or scaling) under way; a second one is refused.
-    changing: Mutex<HashSet<i64>>,
+    changing: Mutex<HashSet<EndpointId>>,
 }
 
 /// What an endpoint should serve, as the replica machinery needs it.
 #[derive(sqlx::FromRow, Clone)]
 pub(crate) struct Target {
-    pub id: i64,
-    pub workspace_id: i64,
+    pub id: EndpointId,
+    pub workspace_id: WorkspaceId,
     pub slug: String,
     pub replicas: i64,
     pub max_batch_tokens: i64,
@@ -66,7 +67,7 @@ pub(crate) struct Target {
     pub device: String,
     pub precision: String,
     pub status: EndpointStatus,
-    pub checkpoint_id: i64,
+    pub checkpoint_id: CheckpointId,
 }
 
 const TARGET: &str = "SELECT id, workspace_id, slug, replicas, max_batch_tokens, max_wait_ms, device, precision, status, checkpoint_id FROM endpoints";
@@ -76,7 +77,7 @@ const TARGET: &str = "SELECT id, workspace_id, slug, replicas, max_batch_tokens,
 pub(crate) struct Model {
     pub path: String,
     pub image_id: Option<String>,
-    pub environment_id: Option<i64>,
+    pub environment_id: Option<EnvironmentId>,
 }
 
 /// One recorded replica.
@@ -104,7 +105,7 @@ const REPLICA: &str =
 pub(crate) struct Change {
     pub replicas: i64,
     /// Roll out this checkpoint (`None`: keep the current one and only scale).
-    pub checkpoint_id: Option<i64>,
+    pub checkpoint_id: Option<CheckpointId>,
 }
 
 impl Deployer {
@@ -125,7 +126,7 @@ impl Deployer {
         }
     }
 
-    fn lock(&self, endpoint_id: i64) -> Arc<tokio::sync::Mutex<()>> {
+    fn lock(&self, endpoint_id: EndpointId) -> Arc<tokio::sync::Mutex<()>> {
         self.locks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -134,7 +135,7 @@ impl Deployer {
             .clone()
     }
 
-    pub(crate) async fn target(&self, endpoint_id: i64) -> Result<Option<Target>, AppError> {
+    pub(crate) async fn target(&self, endpoint_id: EndpointId) -> Result<Option<Target>, AppError> {
         Ok(
             sqlx::query_as::<_, Target>(&format!("{TARGET} WHERE id = ?"))
                 .bind(endpoint_id)
@@ -143,7 +144,7 @@ impl Deployer {
         )
     }
 
-    pub(crate) async fn model(&self, checkpoint_id: i64) -> Result<Model, String> {
+    pub(crate) async fn model(&self, checkpoint_id: CheckpointId) -> Result<Model, String> {
         sqlx::query_as::<_, Model>(
             "SELECT c.path, j.image_id, j.environment_id
              FROM checkpoints c JOIN jobs j ON j.id = c.job_id WHERE c.id = ?",
@@ -157,11 +158,11 @@ impl Deployer {
 
     /// The checkpoint's directory on this host: its copy in the workspace's store, which no container
     /// can change.
-    pub(crate) fn model_dir(&self, workspace_id: i64, model: &Model) -> PathBuf {
+    pub(crate) fn model_dir(&self, workspace_id: WorkspaceId, model: &Model) -> PathBuf {
         self.storage.store_dir(workspace_id).join(&model.path)
     }
 
-    async fn replicas(&self, endpoint_id: i64) -> Vec<Replica> {
+    async fn replicas(&self, endpoint_id: EndpointId) -> Vec<Replica> {
         sqlx::query_as::<_, Replica>(&format!("{REPLICA} ORDER BY ordinal"))
             .bind(endpoint_id)
             .fetch_all(&self.db)
@@ -170,13 +171,13 @@ impl Deployer {
     }
 
     /// Deploys in the background: replicas, parity gate, route, then watching.
-    pub fn spawn_deploy(self: &Arc<Self>, endpoint_id: i64) {
+    pub fn spawn_deploy(self: &Arc<Self>, endpoint_id: EndpointId) {
         let me = self.clone();
         tokio::spawn(async move {
             let lock = me.lock(endpoint_id);
             let _held = lock.lock().await;
             if let Err(message) = me.deploy(endpoint_id).await {
-                tracing::warn!(endpoint_id, %message, "deployment failed");
+                tracing::warn!(%endpoint_id, %message, "deployment failed");
                 // Only from starting: an endpoint undeployed meanwhile stays stopped.
                 if let Ok(mut conn) = me.db.acquire().await {
                     let _ = status::endpoint(
@@ -192,7 +193,7 @@ impl Deployer {
         });
     }
 
-    async fn deploy(self: &Arc<Self>, endpoint_id: i64) -> Result<(), String> {
+    async fn deploy(self: &Arc<Self>, endpoint_id: EndpointId) -> Result<(), String> {
         let t = self
             .target(endpoint_id)
             .await
@@ -247,7 +248,7 @@ impl Deployer {
     }
 
     /// Starts a user's change in the background; `false` when another one is still under way.
-    pub(crate) fn spawn_change(self: &Arc<Self>, endpoint_id: i64, change: Change) -> bool {
+    pub(crate) fn spawn_change(self: &Arc<Self>, endpoint_id: EndpointId, change: Change) -> bool {
         if !self
             .changing
             .lock()
@@ -269,7 +270,7 @@ impl Deployer {
             let message = match result {
                 Ok(()) => None,
                 Err(message) => {
-                    tracing::warn!(endpoint_id, %message, "endpoint change failed");
+                    tracing::warn!(%endpoint_id, %message, "endpoint change failed");
                     Some(message)
                 }
             };
@@ -285,7 +286,11 @@ impl Deployer {
 
     /// Rolls out another checkpoint (new replicas pass the parity gate before traffic moves to them) or
     /// scales. The old replicas serve until the new ones are in the route, then drain.
-    async fn change(self: &Arc<Self>, endpoint_id: i64, change: Change) -> Result<(), String> {
+    async fn change(
+        self: &Arc<Self>,
+        endpoint_id: EndpointId,
+        change: Change,
+    ) -> Result<(), String> {
         let Some(t) = self.target(endpoint_id).await.map_err(|e| e.to_string())? else {
             return Ok(());
         };
@@ -527,7 +532,7 @@ impl Deployer {
 
     /// Records replica `id` (row id) as starting, a new row for a new ordinal or a restart of a failed
     /// one; returns the row id.
-    async fn claim_replica(&self, endpoint_id: i64, ordinal: i64) -> Result<i64, AppError> {
+    async fn claim_replica(&self, endpoint_id: EndpointId, ordinal: i64) -> Result<i64, AppError> {
         let mut tx = write_tx(&self.db).await?;
         let existing: Option<i64> = sqlx::query_scalar(
             "SELECT id FROM endpoint_replicas WHERE endpoint_id = ? AND ordinal = ?",
@@ -666,7 +671,7 @@ impl Deployer {
     }
 
     /// Stops every replica of the endpoint (undeploy, delete, deploy again).
-    pub async fn stop_replicas(&self, endpoint_id: i64) {
+    pub async fn stop_replicas(&self, endpoint_id: EndpointId) {
         let Ok(Some(t)) = self.target(endpoint_id).await else {
             // Deleted: its rows are gone with it, so only the gateway's route can be left.
             return;
@@ -676,7 +681,7 @@ impl Deployer {
     }
 
     /// Watches a ready endpoint: restarts crashed replicas with back-off and keeps the route current.
-    pub fn spawn_watch(self: &Arc<Self>, endpoint_id: i64) {
+    pub fn spawn_watch(self: &Arc<Self>, endpoint_id: EndpointId) {
         let me = self.clone();
         tokio::spawn(async move {
             let mut backoff: HashMap<i64, (Duration, tokio::time::Instant)> = HashMap::new();
@@ -709,7 +714,7 @@ impl Deployer {
                     match r.status {
                         EndpointStatus::Ready => {
                             tracing::warn!(
-                                endpoint_id,
+                                %endpoint_id,
                                 ordinal = r.ordinal,
                                 "a replica exited; restarting it"
                             );
@@ -748,7 +753,7 @@ impl Deployer {
                             backoff.remove(&r.ordinal);
                         }
                         Err(e) => {
-                            tracing::warn!(endpoint_id, ordinal = r.ordinal, error = %e, "replica restart failed");
+                            tracing::warn!(%endpoint_id, ordinal = r.ordinal, error = %e, "replica restart failed");
                             backoff.insert(r.ordinal, ((delay * 2).min(MAX_BACKOFF), now + delay));
                         }
                     }

@@ -8,6 +8,7 @@
 //! again: failed → starting), stopped when it is retired, after which its row goes.
 
 use contracts::error::AppError;
+use contracts::ids::EndpointId;
 use contracts::types::EndpointStatus;
 use sqlx::SqliteConnection;
 
@@ -34,6 +35,7 @@ machine! {
     pub struct Endpoint {
         kind: "endpoint",
         table: "endpoints",
+        id: EndpointId,
         status: EndpointStatus,
         reason: EndpointReason,
         moves: endpoint_moves,
@@ -55,7 +57,7 @@ fn endpoint_moves(from: EndpointStatus, to: EndpointStatus) -> bool {
 /// [`transitions::transition`]).
 pub async fn endpoint(
     conn: &mut SqliteConnection,
-    id: i64,
+    id: EndpointId,
     to: EndpointStatus,
     reason: EndpointReason,
     message: Option<&str>,
@@ -70,7 +72,7 @@ pub async fn endpoint(
 /// [`endpoint_afresh`] in a write transaction of its own.
 pub async fn endpoint_afresh_in(
     db: &sqlx::SqlitePool,
-    id: i64,
+    id: EndpointId,
     to: EndpointStatus,
     reason: EndpointReason,
 ) -> Result<Option<EndpointStatus>, AppError> {
@@ -84,7 +86,7 @@ pub async fn endpoint_afresh_in(
 /// old one's troubles.
 pub async fn endpoint_afresh(
     conn: &mut SqliteConnection,
-    id: i64,
+    id: EndpointId,
     to: EndpointStatus,
     reason: EndpointReason,
 ) -> Result<Option<EndpointStatus>, AppError> {
@@ -123,6 +125,7 @@ machine! {
     pub struct Replica {
         kind: "replica",
         table: "endpoint_replicas",
+        id: i64,
         message_column: "last_error",
         status: EndpointStatus,
         reason: ReplicaReason,
@@ -210,15 +213,27 @@ mod tests {
         );
 
         assert_eq!(
-            endpoint(&mut conn, 1, Ready, EndpointReason::Deployed, None)
-                .await
-                .unwrap(),
+            endpoint(
+                &mut conn,
+                EndpointId::new(1),
+                Ready,
+                EndpointReason::Deployed,
+                None
+            )
+            .await
+            .unwrap(),
             Some(Starting)
         );
         assert_eq!(
-            endpoint(&mut conn, 1, Starting, EndpointReason::Redeployed, None)
-                .await
-                .unwrap(),
+            endpoint(
+                &mut conn,
+                EndpointId::new(1),
+                Starting,
+                EndpointReason::Redeployed,
+                None
+            )
+            .await
+            .unwrap(),
             None,
             "a ready endpoint is undeployed before it is deployed again"
         );

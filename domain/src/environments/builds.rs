@@ -43,6 +43,7 @@ machine! {
     pub struct Build {
         kind: "build",
         table: "environment_versions",
+        id: i64,
         status_column: "build_status",
         reason_column: "build_reason",
         message_column: "build_error",

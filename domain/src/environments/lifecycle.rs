@@ -7,6 +7,7 @@
 //! GPU leases are taken in the same transaction as `provisioning`, so a crash between the two leaves a
 //! state that reconcile can repair.
 
+use contracts::ids::{EnvironmentId, WorkspaceId};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -35,19 +36,19 @@ const MAX_EXEC_ARGS: usize = 256;
 const MAX_EXEC_ARG_BYTES: usize = 8192;
 
 /// The deterministic container name of an environment.
-pub fn container_name(engine: &Engine, env_id: i64) -> String {
+pub fn container_name(engine: &Engine, env_id: EnvironmentId) -> String {
     labels::container_name(&engine.instance, &["env", &env_id.to_string()])
 }
 
 /// The Docker volume of a workspace's named volume: per installation and workspace, so two workspaces
 /// naming their volume alike never see each other's files.
-pub fn volume_name(engine: &Engine, workspace_id: i64, volume: &str) -> String {
+pub fn volume_name(engine: &Engine, workspace_id: WorkspaceId, volume: &str) -> String {
     labels::volume_name(&engine.instance, &format!("w{workspace_id}-{volume}"))
 }
 
 /// The workspace's own Docker network: its environments, job containers and replicas share it, and
 /// no other workspace's containers can reach them.
-pub fn network_name(engine: &Engine, workspace_id: i64) -> String {
+pub fn network_name(engine: &Engine, workspace_id: WorkspaceId) -> String {
     labels::network_name(&engine.instance, &format!("w{workspace_id}"))
 }
 
@@ -55,7 +56,7 @@ pub fn network_name(engine: &Engine, workspace_id: i64) -> String {
 /// 1000 owns `/workspace`); `None` when volumes live in Docker's storage.
 pub fn volume_dir(
     engine: &Engine,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     volume: &str,
 ) -> Result<Option<String>, AppError> {
     let Some(root) = &engine.config.volumes_dir else {
@@ -73,7 +74,7 @@ pub fn volume_dir(
 
 /// The workspace's store on the host (datasets, models, registered checkpoints; written only by the
 /// server), made if missing, for a read-only bind at `/paddock`; `None` when the engine binds none.
-pub fn store_dir(engine: &Engine, workspace_id: i64) -> Result<Option<String>, AppError> {
+pub fn store_dir(engine: &Engine, workspace_id: WorkspaceId) -> Result<Option<String>, AppError> {
     let Some(root) = &engine.config.stores_dir else {
         return Ok(None);
     };
@@ -103,8 +104,8 @@ pub async fn up(
     db: &SqlitePool,
     engine: &Arc<Engine>,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) -> Result<EnvironmentDetail, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
     let (env, version) = with_current(&mut conn, workspace_id, env_id).await?;
@@ -312,8 +313,8 @@ pub async fn down(
     db: &SqlitePool,
     engine: &Arc<Engine>,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) -> Result<EnvironmentDetail, AppError> {
     let env = visible(db, actor, workspace_id, env_id, Role::Editor).await?;
     stop_container(
@@ -376,8 +377,8 @@ pub async fn restart(
     db: &SqlitePool,
     engine: &Arc<Engine>,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) -> Result<EnvironmentDetail, AppError> {
     let env = visible(db, actor, workspace_id, env_id, Role::Editor).await?;
     let name = running_container(&env)?;
@@ -414,8 +415,8 @@ pub async fn stats(
     db: &SqlitePool,
     engine: &Arc<Engine>,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) -> Result<EnvironmentStats, AppError> {
     let env = visible(db, actor, workspace_id, env_id, Role::Viewer).await?;
     let name = running_container(&env)?;
@@ -438,8 +439,8 @@ pub async fn exec(
     db: &SqlitePool,
     engine: &Arc<Engine>,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
     cmd: &[String],
 ) -> Result<ExecResult, AppError> {
     if cmd.is_empty() || cmd[0].trim().is_empty() {
@@ -488,14 +489,17 @@ pub async fn exec(
 pub async fn terminal_container(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) -> Result<String, AppError> {
     running_container(&visible(db, actor, workspace_id, env_id, Role::Editor).await?)
 }
 
 /// Notes activity (terminal input, exec) so idle auto-stop leaves the environment alone.
-pub async fn touch(conn: &mut sqlx::SqliteConnection, env_id: i64) -> Result<(), AppError> {
+pub async fn touch(
+    conn: &mut sqlx::SqliteConnection,
+    env_id: EnvironmentId,
+) -> Result<(), AppError> {
     sqlx::query("UPDATE environments SET last_active_at = ? WHERE id = ?")
         .bind(crate::now())
         .bind(env_id)

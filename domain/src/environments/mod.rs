@@ -22,6 +22,7 @@ pub mod secrets;
 pub mod spec;
 pub mod status;
 
+use contracts::ids::{EnvironmentId, UserId, WorkspaceId};
 use std::sync::Arc;
 
 use sqlx::{SqliteConnection, SqlitePool};
@@ -39,8 +40,8 @@ use {crate::db::taken, contracts::error::internal};
 const EVENTS_SHOWN: i64 = 50;
 
 pub(crate) struct EnvRow {
-    id: i64,
-    workspace_id: i64,
+    id: EnvironmentId,
+    workspace_id: WorkspaceId,
     name: String,
     current_version: i64,
     status: EnvStatus,
@@ -55,7 +56,7 @@ pub(crate) struct EnvRow {
 crate::db::row_query!(
     $ env_rows,
     EnvRow,
-    r#"SELECT id AS "id!", workspace_id, name, current_version, status AS "status: contracts::types::EnvStatus",
+    r#"SELECT id AS "id!: contracts::ids::EnvironmentId", workspace_id AS "workspace_id: contracts::ids::WorkspaceId", name, current_version, status AS "status: contracts::types::EnvStatus",
         exit_code, status_message, container_name, last_active_at, updated_at
       FROM environments"#
 );
@@ -146,8 +147,8 @@ fn summary(env: &EnvRow, version: &VersionRow) -> Result<EnvironmentSummary, App
 /// The environment `env_id` of `workspace_id` (NotFound when it belongs to another workspace).
 pub(crate) async fn env_row(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) -> Result<EnvRow, AppError> {
     env_rows!("WHERE id = ? AND workspace_id = ?", env_id, workspace_id)
         .fetch_optional(conn)
@@ -160,8 +161,8 @@ pub(crate) async fn env_row(
 pub(crate) async fn visible(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
     need: Role,
 ) -> Result<EnvRow, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, need).await?;
@@ -171,8 +172,8 @@ pub(crate) async fn visible(
 /// Environment `env_id` of the workspace with its current version.
 pub(crate) async fn with_current(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) -> Result<(EnvRow, VersionRow), AppError> {
     let env = env_row(conn, workspace_id, env_id).await?;
     let version = version_row(conn, env_id, env.current_version).await?;
@@ -181,7 +182,7 @@ pub(crate) async fn with_current(
 
 pub(crate) async fn version_row(
     conn: &mut SqliteConnection,
-    env_id: i64,
+    env_id: EnvironmentId,
     version: i64,
 ) -> Result<VersionRow, AppError> {
     version_rows!(
@@ -197,7 +198,7 @@ pub(crate) async fn version_row(
 /// Records something that happened to an environment's container (shown on its page).
 pub(crate) async fn record_event(
     conn: &mut SqliteConnection,
-    env_id: i64,
+    env_id: EnvironmentId,
     kind: &str,
     message: &str,
 ) -> Result<(), AppError> {
@@ -218,7 +219,7 @@ pub(crate) async fn record_event(
 pub async fn list(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
 ) -> Result<Vec<EnvironmentSummary>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let envs = env_rows!("WHERE workspace_id = ? ORDER BY name", workspace_id)
@@ -236,8 +237,8 @@ pub async fn list(
 pub async fn get(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) -> Result<EnvironmentDetail, AppError> {
     let mut conn = db.acquire().await?;
     let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
@@ -293,7 +294,7 @@ pub async fn create(
     db: &SqlitePool,
     engine: &Arc<Engine>,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     input: EnvironmentSpec,
 ) -> Result<EnvironmentDetail, AppError> {
     access::connect(db, actor, workspace_id, Role::Editor).await?;
@@ -304,7 +305,7 @@ pub async fn create(
     let name = input.name.trim().to_string();
     let env_id = sqlx::query_scalar!(
         r#"INSERT INTO environments (workspace_id, name, current_version, created_by, created_at, updated_at)
-         VALUES (?, ?, 1, ?, ?, ?) RETURNING id AS "id!""#,
+         VALUES (?, ?, 1, ?, ?, ?) RETURNING id AS "id!: EnvironmentId""#,
         workspace_id,
         name,
         actor.user_id,
@@ -330,8 +331,8 @@ pub async fn update(
     db: &SqlitePool,
     engine: &Arc<Engine>,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
     input: EnvironmentSpec,
 ) -> Result<EnvironmentDetail, AppError> {
     visible(db, actor, workspace_id, env_id, Role::Editor).await?;
@@ -393,8 +394,8 @@ pub async fn delete(
     db: &SqlitePool,
     engine: &Arc<Engine>,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) -> Result<(), AppError> {
     let env = visible(db, actor, workspace_id, env_id, Role::Editor).await?;
     if let Some(container) = &env.container_name {
@@ -425,8 +426,8 @@ pub async fn rebuild(
     db: &SqlitePool,
     engine: &Arc<Engine>,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
     force: bool,
 ) -> Result<EnvironmentDetail, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
@@ -446,8 +447,8 @@ pub async fn rebuild(
 pub async fn version_for_log(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
     version: i64,
 ) -> Result<i64, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
@@ -457,10 +458,10 @@ pub async fn version_for_log(
 
 async fn insert_version(
     conn: &mut SqliteConnection,
-    env_id: i64,
+    env_id: EnvironmentId,
     version: i64,
     checked: &spec::Checked,
-    user_id: i64,
+    user_id: UserId,
 ) -> Result<i64, AppError> {
     let now = super::now();
     Ok(sqlx::query_scalar!(

@@ -10,6 +10,7 @@
 //!
 //! Idle auto-stop rides on the reconcile tick.
 
+use contracts::ids::EnvironmentId;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,9 +37,9 @@ const WATCH_RETRY: Duration = Duration::from_secs(5);
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Report {
     /// Environments whose container was gone.
-    pub missing: Vec<i64>,
+    pub missing: Vec<EnvironmentId>,
     /// Environments whose status was corrected from what Docker says.
-    pub updated: Vec<i64>,
+    pub updated: Vec<EnvironmentId>,
     /// Containers removed: unwanted leftovers and orphans under the `remove` policy.
     pub removed: Vec<String>,
     /// Orphans left alone under the `keep` (or `adopt`, when nothing can take them) policy.
@@ -212,7 +213,11 @@ fn stale(updated_at: &str) -> bool {
         .is_ok_and(|t| chrono::Utc::now() - t.to_utc() > PROVISION_STALE)
 }
 
-async fn mark_missing(db: &SqlitePool, env_id: i64, message: &str) -> Result<(), AppError> {
+async fn mark_missing(
+    db: &SqlitePool,
+    env_id: EnvironmentId,
+    message: &str,
+) -> Result<(), AppError> {
     let mut tx = crate::db::write_tx(db).await?;
     let name: Option<String> =
         sqlx::query_scalar("SELECT container_name FROM environments WHERE id = ?")
@@ -311,7 +316,7 @@ pub async fn stop_idle(
     db: &SqlitePool,
     engine: &Engine,
     idle: Duration,
-) -> Result<Vec<i64>, AppError> {
+) -> Result<Vec<EnvironmentId>, AppError> {
     let cutoff =
         chrono::Utc::now() - chrono::Duration::from_std(idle).unwrap_or(chrono::Duration::MAX);
     let cutoff = cutoff.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);

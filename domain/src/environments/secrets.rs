@@ -6,6 +6,7 @@
 //! The container gets them at start (`docker inspect` on the host still shows them: the Docker engine
 //! is fully trusted, see SECURITY.md).
 
+use contracts::ids::EnvironmentId;
 use std::collections::BTreeMap;
 
 use sqlx::SqliteConnection;
@@ -27,7 +28,7 @@ fn invalid(message: String) -> AppError {
 /// The stored secrets of an environment.
 pub async fn load(
     conn: &mut SqliteConnection,
-    env_id: i64,
+    env_id: EnvironmentId,
 ) -> Result<BTreeMap<String, String>, AppError> {
     let json: String = sqlx::query_scalar("SELECT secret_env_json FROM environments WHERE id = ?")
         .bind(env_id)
@@ -38,7 +39,7 @@ pub async fn load(
 
 pub async fn store(
     conn: &mut SqliteConnection,
-    env_id: i64,
+    env_id: EnvironmentId,
     secrets: &BTreeMap<String, String>,
 ) -> Result<(), AppError> {
     let json = serde_json::to_string(secrets).map_err(|e| internal("secrets to JSON", e))?;

@@ -10,6 +10,7 @@
 //! to say about it, except when a running container of its own is found and taken back (`adopted`).
 
 use contracts::error::{AppError, ErrorCode};
+use contracts::ids::EnvironmentId;
 use contracts::types::EnvStatus;
 use sqlx::{Sqlite, Transaction};
 
@@ -65,6 +66,7 @@ machine! {
     pub struct Environment {
         kind: "environment",
         table: "environments",
+        id: EnvironmentId,
         status: EnvStatus,
         reason: Reason,
         moves: moves,
@@ -105,7 +107,7 @@ impl<'a> Container<'a> {
 /// fails with SQLITE_BUSY when another writer (the Docker watcher, a person) commits in between.
 pub(crate) async fn set(
     tx: &mut Transaction<'_, Sqlite>,
-    id: i64,
+    id: EnvironmentId,
     to: EnvStatus,
     reason: Reason,
     container: Container<'_>,
@@ -189,7 +191,7 @@ mod tests {
             .unwrap()
             .id;
         let now = crate::now();
-        let id: i64 = sqlx::query_scalar(
+        let id: EnvironmentId = sqlx::query_scalar(
             "INSERT INTO environments (workspace_id, name, status, container_name, created_at, updated_at)
              VALUES (?, 'nlp', 'running', 'c', ?, ?) RETURNING id",
         )

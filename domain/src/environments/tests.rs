@@ -4,6 +4,7 @@
 //! Paddock's back. Each test gets its own database, hence its own instance label; a guard removes every
 //! container and volume with that label even when the test fails. `PADDOCK_TEST_DOCKER=skip` skips them.
 
+use contracts::ids::{EnvironmentId, WorkspaceId};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +19,7 @@ struct Setup {
     db: SqlitePool,
     engine: Arc<Engine>,
     owner: Actor,
-    workspace: i64,
+    workspace: WorkspaceId,
     _cleanup: Cleanup,
 }
 
@@ -82,7 +83,7 @@ fn small(name: &str) -> EnvironmentSpec {
     }
 }
 
-async fn wait_built(s: &Setup, env_id: i64) -> EnvironmentDetail {
+async fn wait_built(s: &Setup, env_id: EnvironmentId) -> EnvironmentDetail {
     for _ in 0..600 {
         let detail = s.get(env_id).await;
         if !detail.summary.build_status.is_active() {
@@ -110,7 +111,7 @@ async fn containers_of(s: &Setup) -> Vec<String> {
 
 impl Setup {
     /// Creates environment `name` from the small spec as the owner; its id.
-    async fn create(&self, name: &str) -> i64 {
+    async fn create(&self, name: &str) -> EnvironmentId {
         create(
             &self.db,
             &self.engine,
@@ -125,26 +126,26 @@ impl Setup {
     }
 
     /// As [`Setup::create`], once its image is built.
-    async fn built(&self, name: &str) -> i64 {
+    async fn built(&self, name: &str) -> EnvironmentId {
         let env_id = self.create(name).await;
         wait_built(self, env_id).await;
         env_id
     }
 
-    async fn get(&self, env_id: i64) -> EnvironmentDetail {
+    async fn get(&self, env_id: EnvironmentId) -> EnvironmentDetail {
         get(&self.db, &self.owner, self.workspace, env_id)
             .await
             .unwrap()
     }
 
-    async fn up(&self, env_id: i64) -> EnvironmentDetail {
+    async fn up(&self, env_id: EnvironmentId) -> EnvironmentDetail {
         lifecycle::up(&self.db, &self.engine, &self.owner, self.workspace, env_id)
             .await
             .unwrap()
     }
 
     /// Runs `argv` in the environment as the owner.
-    async fn exec(&self, env_id: i64, argv: &[&str]) -> ExecResult {
+    async fn exec(&self, env_id: EnvironmentId, argv: &[&str]) -> ExecResult {
         let argv: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
         lifecycle::exec(
             &self.db,
@@ -160,7 +161,7 @@ impl Setup {
 
     /// Writes behind the domain's back (`statement` binds the environment's id), as a crash, another
     /// request or an older database would have left the row.
-    async fn tamper(&self, statement: &str, env_id: i64) {
+    async fn tamper(&self, statement: &str, env_id: EnvironmentId) {
         sqlx::query(statement)
             .bind(env_id)
             .execute(&self.db)
@@ -168,14 +169,14 @@ impl Setup {
             .unwrap();
     }
 
-    async fn version_id(&self, env_id: i64, version: i64) -> i64 {
+    async fn version_id(&self, env_id: EnvironmentId, version: i64) -> i64 {
         version_for_log(&self.db, &self.owner, self.workspace, env_id, version)
             .await
             .unwrap()
     }
 
     /// The environment's status and the reason of its last move, as stored.
-    async fn reason(&self, env_id: i64) -> (EnvStatus, Option<Reason>) {
+    async fn reason(&self, env_id: EnvironmentId) -> (EnvStatus, Option<Reason>) {
         let mut conn = self.db.acquire().await.unwrap();
         crate::transitions::current::<Environment>(&mut conn, env_id)
             .await
@@ -183,7 +184,13 @@ impl Setup {
     }
 
     /// The environment moved to `status` for `reason`, and its page shows an `event` of that kind.
-    async fn assert_moved(&self, env_id: i64, status: EnvStatus, reason: Reason, event: &str) {
+    async fn assert_moved(
+        &self,
+        env_id: EnvironmentId,
+        status: EnvStatus,
+        reason: Reason,
+        event: &str,
+    ) {
         let detail = self.get(env_id).await;
         assert_eq!(detail.summary.status, status);
         assert!(detail.events.iter().any(|e| e.kind == event), "{event}");

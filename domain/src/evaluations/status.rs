@@ -3,6 +3,7 @@
 //! `crate::transitions`).
 
 use contracts::error::AppError;
+use contracts::ids::EvaluationId;
 use contracts::types::EvaluationStatus;
 use sqlx::SqliteConnection;
 
@@ -35,6 +36,7 @@ machine! {
     pub struct Evaluation {
         kind: "evaluation",
         table: "evaluations",
+        id: EvaluationId,
         status: EvaluationStatus,
         reason: Reason,
         moves: EvaluationStatus::can_become,
@@ -44,7 +46,7 @@ machine! {
 /// Fails evaluation `id` for `reason` and marks it finished, unless it already ended.
 pub async fn fail(
     conn: &mut SqliteConnection,
-    id: i64,
+    id: EvaluationId,
     reason: Reason,
     message: &str,
 ) -> Result<(), AppError> {

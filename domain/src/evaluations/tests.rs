@@ -4,10 +4,16 @@
 
 use super::*;
 use crate::testing::{dataset, jobs, team, test_db, Team};
+use contracts::ids::{CheckpointId, JobId, WorkspaceId};
 
 /// A finished job with one checkpoint whose `config.json` names `labels`.
-async fn checkpoint(db: &SqlitePool, jobs: &Jobs, workspace_id: i64, labels: &[&str]) -> i64 {
-    let job: i64 = sqlx::query_scalar(
+async fn checkpoint(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    workspace_id: WorkspaceId,
+    labels: &[&str],
+) -> CheckpointId {
+    let job: JobId = sqlx::query_scalar(
         "INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, status, created_at)
          VALUES (?, 'run', '{}', '', 'local', 'succeeded', '2026-01-01T00:00:00Z') RETURNING id",
     )
@@ -42,7 +48,7 @@ async fn checkpoint(db: &SqlitePool, jobs: &Jobs, workspace_id: i64, labels: &[&
 
 /// A database, a job runner that can start nothing, a team, and a checkpoint in its workspace that
 /// scores `negative` and `positive`.
-async fn setup() -> (tempfile::TempDir, SqlitePool, Arc<Jobs>, Team, i64) {
+async fn setup() -> (tempfile::TempDir, SqlitePool, Arc<Jobs>, Team, CheckpointId) {
     let (dir, db) = test_db().await;
     let jobs = jobs(&dir, &db).await;
     let team = team(&db).await;
@@ -116,7 +122,9 @@ async fn only_editors_start_evaluations_and_mismatched_labels_are_refused() {
             && message.contains("positive"),
         "{message}"
     );
-    let err = start(&db, &jobs, &owner, ws, ckpt, 999).await.unwrap_err();
+    let err = start(&db, &jobs, &owner, ws, ckpt, DatasetId::new(999))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "dataset_not_found");
     assert_eq!(
         start(&db, &jobs, &viewer, ws, ckpt, good)
@@ -125,7 +133,9 @@ async fn only_editors_start_evaluations_and_mismatched_labels_are_refused() {
         AppError::Forbidden
     );
     assert_eq!(
-        start(&db, &jobs, &owner, ws, 999, good).await.unwrap_err(),
+        start(&db, &jobs, &owner, ws, CheckpointId::new(999), good)
+            .await
+            .unwrap_err(),
         AppError::NotFound
     );
     assert!(
@@ -172,10 +182,12 @@ async fn an_evaluator_that_cannot_run_fails_with_its_reason_and_is_audited() {
         list(&db, &viewer, ws, None, Some(job_id)).await.unwrap(),
         vec![info.clone()]
     );
-    assert!(list(&db, &viewer, ws, None, Some(job_id + 1))
-        .await
-        .unwrap()
-        .is_empty());
+    assert!(
+        list(&db, &viewer, ws, None, Some(JobId::new(job_id.get() + 1)))
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(
         list(&db, &viewer, ws, Some(ckpt), None)
             .await

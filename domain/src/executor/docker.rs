@@ -5,6 +5,7 @@
 //! run's files there, as hostile input: the container may have put anything under their names. Stopping a
 //! run sends TERM to PID 1, the wrapper, which passes it on.
 
+use contracts::ids::{EnvironmentId, WorkspaceId};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -54,7 +55,7 @@ impl Docker {
     async fn provision(
         &self,
         unit: Unit,
-        workspace_id: i64,
+        workspace_id: WorkspaceId,
         image: Option<InImage>,
         devices: &[u32],
         cmd: Vec<String>,
@@ -91,22 +92,22 @@ impl Docker {
 
 #[async_trait::async_trait]
 impl Executor for Docker {
-    fn run_root(&self, workspace_id: i64) -> beneath::Result<beneath::Dir> {
+    fn run_root(&self, workspace_id: WorkspaceId) -> beneath::Result<beneath::Dir> {
         self.storage.volume(workspace_id)
     }
 
-    fn run_root_dir(&self, workspace_id: i64) -> PathBuf {
+    fn run_root_dir(&self, workspace_id: WorkspaceId) -> PathBuf {
         self.storage.volume_dir(workspace_id, DEFAULT_VOLUME)
     }
 
-    fn run_roots_seen(&self, workspace_id: i64) -> Vec<PathBuf> {
+    fn run_roots_seen(&self, workspace_id: WorkspaceId) -> Vec<PathBuf> {
         vec![
             self.run_root_dir(workspace_id),
             PathBuf::from(containers::build::WORKSPACE_DIR),
         ]
     }
 
-    fn store_seen(&self, _workspace_id: i64) -> String {
+    fn store_seen(&self, _workspace_id: WorkspaceId) -> String {
         containers::build::STORE_DIR.to_string()
     }
 
@@ -220,7 +221,7 @@ impl Executor for Docker {
 async fn environment_limits(
     db: &SqlitePool,
     docker: &containers::Docker,
-    environment_id: i64,
+    environment_id: EnvironmentId,
 ) -> Result<Limits, String> {
     let spec_json: String = sqlx::query_scalar(
         "SELECT v.spec_json FROM environments e JOIN environment_versions v

@@ -4,6 +4,7 @@
 //! its host path. A run is reaped by a task of its own, so a finished one never lingers as a zombie that
 //! looks alive; after a restart, init reaps it.
 
+use contracts::ids::WorkspaceId;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,15 +39,15 @@ fn visible(devices: &[u32]) -> String {
 
 #[async_trait::async_trait]
 impl Executor for Local {
-    fn run_root(&self, _workspace_id: i64) -> beneath::Result<beneath::Dir> {
+    fn run_root(&self, _workspace_id: WorkspaceId) -> beneath::Result<beneath::Dir> {
         self.storage.runs()
     }
 
-    fn run_root_dir(&self, _workspace_id: i64) -> PathBuf {
+    fn run_root_dir(&self, _workspace_id: WorkspaceId) -> PathBuf {
         self.storage.runs_dir()
     }
 
-    fn store_seen(&self, workspace_id: i64) -> String {
+    fn store_seen(&self, workspace_id: WorkspaceId) -> String {
         self.storage
             .store_dir(workspace_id)
             .to_string_lossy()

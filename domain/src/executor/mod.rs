@@ -21,6 +21,7 @@
 pub mod docker;
 pub mod local;
 
+use contracts::ids::{EndpointId, EnvironmentId, EvaluationId, JobId, WorkspaceId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,9 +91,9 @@ pub enum Stop {
 /// from it, so that a restarted server finds what it started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unit {
-    Job(i64),
-    Evaluation(i64),
-    Replica { endpoint: i64, ordinal: i64 },
+    Job(JobId),
+    Evaluation(EvaluationId),
+    Replica { endpoint: EndpointId, ordinal: i64 },
 }
 
 impl Unit {
@@ -121,7 +122,7 @@ impl Unit {
 #[derive(Debug, Clone)]
 pub struct InImage {
     pub image_id: String,
-    pub environment_id: i64,
+    pub environment_id: EnvironmentId,
     /// The environment's secrets, given to the container at start (never in the image or a row).
     pub env: Vec<String>,
 }
@@ -130,7 +131,7 @@ pub struct InImage {
 /// executor's [`Executor::run_root`]) and filled with its inputs.
 pub struct Work {
     pub unit: Unit,
-    pub workspace_id: i64,
+    pub workspace_id: WorkspaceId,
     /// The run folder, opened; and its path relative to the run root.
     pub folder: beneath::Dir,
     pub rel: PathBuf,
@@ -150,7 +151,7 @@ pub struct Work {
 /// answers. The executor chooses the address and how the model's folder is seen.
 pub struct Service {
     pub unit: Unit,
-    pub workspace_id: i64,
+    pub workspace_id: WorkspaceId,
     pub args: Vec<String>,
     /// The model's folder relative to the workspace's store.
     pub model: String,
@@ -175,19 +176,19 @@ pub struct Served {
 pub trait Executor: Send + Sync {
     /// Where its runs keep their folders, opened through `beneath`. A folder a unit can write itself
     /// (in a container, the workspace's volume) is read back as hostile input.
-    fn run_root(&self, workspace_id: i64) -> beneath::Result<beneath::Dir>;
+    fn run_root(&self, workspace_id: WorkspaceId) -> beneath::Result<beneath::Dir>;
 
     /// The host path of [`Executor::run_root`].
-    fn run_root_dir(&self, workspace_id: i64) -> PathBuf;
+    fn run_root_dir(&self, workspace_id: WorkspaceId) -> PathBuf;
 
     /// The paths under which a run may report files of its run root (the host path, and where it sees
     /// it if elsewhere).
-    fn run_roots_seen(&self, workspace_id: i64) -> Vec<PathBuf> {
+    fn run_roots_seen(&self, workspace_id: WorkspaceId) -> Vec<PathBuf> {
         vec![self.run_root_dir(workspace_id)]
     }
 
     /// The workspace's store (datasets, checkpoints) as a unit sees it.
-    fn store_seen(&self, workspace_id: i64) -> String;
+    fn store_seen(&self, workspace_id: WorkspaceId) -> String;
 
     /// Whether the run folder belongs to the team once the run ended (theirs to keep, in their volume)
     /// rather than to the server (whose copy of what matters is in the store).
@@ -301,7 +302,7 @@ pub fn exit_code(root: &beneath::Dir, dir: &Path) -> beneath::Result<Option<i64>
 /// Waits (up to a second) for the wrapper to record the command's pid: a run stopped while it was
 /// starting is signalled right after it starts, and a TERM the wrapper gets before `trainer.pid` exists
 /// could not be passed on.
-pub async fn wait_for_pid_file(executor: &dyn Executor, workspace_id: i64, dir: &Path) {
+pub async fn wait_for_pid_file(executor: &dyn Executor, workspace_id: WorkspaceId, dir: &Path) {
     for _ in 0..50 {
         let (root, file) = (executor.run_root(workspace_id), dir.join("trainer.pid"));
         let written = in_volume("the run's pid", move || root?.exists(&file));

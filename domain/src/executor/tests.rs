@@ -3,6 +3,7 @@
 //! its files, its liveness, its stop. The Docker executor runs the same wrapper; it is tested through
 //! jobs and replicas on the real binary in the server's tests.
 
+use contracts::ids::{JobId, WorkspaceId};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,13 +33,13 @@ fn local(dir: &Path) -> Local {
 fn work(executor: &Local, name: &str, args: &[&str]) -> Work {
     let rel = Path::new("runs-of-test").join(name);
     let folder = executor
-        .run_root(1)
+        .run_root(WorkspaceId::new(1))
         .unwrap()
         .create_dir_all(&rel, 0o755)
         .unwrap();
     Work {
-        unit: Unit::Job(1),
-        workspace_id: 1,
+        unit: Unit::Job(JobId::new(1)),
+        workspace_id: WorkspaceId::new(1),
         folder,
         rel,
         args: args.iter().map(|a| a.to_string()).collect(),
@@ -53,7 +54,9 @@ fn work(executor: &Local, name: &str, args: &[&str]) -> Work {
 /// Waits for the run's exit status (the wrapper writes it last).
 async fn ended(executor: &Local, rel: &Path) -> Option<i64> {
     for _ in 0..500 {
-        if let Some(code) = exit_code(&executor.run_root(1).unwrap(), rel).unwrap() {
+        if let Some(code) =
+            exit_code(&executor.run_root(WorkspaceId::new(1)).unwrap(), rel).unwrap()
+        {
             return Some(code);
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -66,12 +69,15 @@ async fn working(executor: &Local, name: &str) -> (Handle, PathBuf) {
     let w = work(executor, name, &["work"]);
     let rel = w.rel.clone();
     let handle = executor.start(w).await.unwrap();
-    wait_for_pid_file(executor, 1, &rel).await;
+    wait_for_pid_file(executor, WorkspaceId::new(1), &rel).await;
     (handle, rel)
 }
 
 fn read(executor: &Local, rel: &Path, file: &str) -> String {
-    let bytes = executor.run_root(1).unwrap().read(&rel.join(file), 1 << 20);
+    let bytes = executor
+        .run_root(WorkspaceId::new(1))
+        .unwrap()
+        .read(&rel.join(file), 1 << 20);
     String::from_utf8(bytes.unwrap()).unwrap()
 }
 
@@ -135,7 +141,7 @@ async fn killing_a_run_ends_its_whole_group_without_an_exit_status() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(
-        exit_code(&executor.run_root(1).unwrap(), &rel).unwrap(),
+        exit_code(&executor.run_root(WorkspaceId::new(1)).unwrap(), &rel).unwrap(),
         None
     );
 }

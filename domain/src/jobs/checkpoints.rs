@@ -5,6 +5,7 @@
 //! write. Hash and size are the server's own, of the copy. Downloads, evaluations, deployments and
 //! fine-tuning read that copy; the run's folder is only watched for the trainer's best-k retention.
 
+use contracts::ids::JobId;
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 
@@ -19,7 +20,7 @@ pub const MAX_BYTES: u64 = 32 << 30;
 const WEIGHTS: &str = "model.safetensors";
 
 /// Job `job_id`'s checkpoints in the store: `checkpoints/<job>`.
-pub fn store_rel(job_id: i64) -> PathBuf {
+pub fn store_rel(job_id: JobId) -> PathBuf {
     Path::new("checkpoints").join(job_id.to_string())
 }
 
@@ -27,7 +28,7 @@ pub fn store_rel(job_id: i64) -> PathBuf {
 /// wrote it relative to its run folder or absolute under one of `roots` (the run root on the host, and
 /// `/workspace` in a container). It must be a folder inside the job's own run folder (`jobs/<id>/…`,
 /// plain names only); anything else is refused with the reason, never stored.
-pub fn reported_rel(reported: &str, job_id: i64, roots: &[&Path]) -> Result<PathBuf, String> {
+pub fn reported_rel(reported: &str, job_id: JobId, roots: &[&Path]) -> Result<PathBuf, String> {
     let path = Path::new(reported);
     let rel = match roots.iter().find_map(|root| path.strip_prefix(root).ok()) {
         Some(rest) => rest.to_path_buf(),
@@ -70,7 +71,7 @@ pub fn copy_to_store(
     run_root: &beneath::Dir,
     run_rel: &Path,
     store: &Path,
-    job_id: i64,
+    job_id: JobId,
 ) -> beneath::Result<Copied> {
     let name = run_rel
         .file_name()
@@ -149,7 +150,9 @@ mod tests {
             Path::new("/data/volumes/w1/workspace"),
             Path::new("/workspace"),
         ];
-        let ok = |p: &str| reported_rel(p, 7, &roots).map(|p| p.to_string_lossy().into_owned());
+        let ok = |p: &str| {
+            reported_rel(p, JobId::new(7), &roots).map(|p| p.to_string_lossy().into_owned())
+        };
         for good in [
             "output/checkpoints/step-10",
             "./output/checkpoints/step-10",
@@ -186,7 +189,7 @@ mod tests {
         let store = dir.path().join("store");
         let root = beneath::Dir::open(&run).unwrap();
         let rel = Path::new("jobs/3/output/checkpoints/step-5");
-        let copied = copy_to_store(&root, rel, &store, 3).unwrap();
+        let copied = copy_to_store(&root, rel, &store, JobId::new(3)).unwrap();
         assert_eq!(copied.path, "checkpoints/3/step-5");
         assert_eq!(copied.bytes, 7 + 2 + 6);
         assert_eq!(copied.sha256, hex::encode(Sha256::digest(b"weights")));
@@ -199,13 +202,13 @@ mod tests {
 
         // Copied again (a restart re-reading its events): replaced, not nested.
         std::fs::write(ckpt.join(WEIGHTS), b"weights2").unwrap();
-        let again = copy_to_store(&root, rel, &store, 3).unwrap();
+        let again = copy_to_store(&root, rel, &store, JobId::new(3)).unwrap();
         assert_eq!(again.sha256, hex::encode(Sha256::digest(b"weights2")));
         assert!(!copy.join("step-5").exists());
 
         // A link anywhere in the folder refuses the whole copy; nothing half-copied is left in place.
         std::os::unix::fs::symlink("/etc/hostname", ckpt.join("extra")).unwrap();
-        let err = copy_to_store(&root, rel, &store, 3).unwrap_err();
+        let err = copy_to_store(&root, rel, &store, JobId::new(3)).unwrap_err();
         assert!(err.is_refusal(), "{err}");
         assert_eq!(
             std::fs::read(copy.join(WEIGHTS)).unwrap(),
@@ -216,7 +219,7 @@ mod tests {
 
         // No weights, no checkpoint.
         std::fs::remove_file(ckpt.join(WEIGHTS)).unwrap();
-        assert!(copy_to_store(&root, rel, &store, 3)
+        assert!(copy_to_store(&root, rel, &store, JobId::new(3))
             .unwrap_err()
             .is_missing());
     }

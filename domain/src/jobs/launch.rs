@@ -3,6 +3,7 @@
 //! it was submitted for (see [`crate::executor`]), then a supervisor. A job cancelled while starting is
 //! stopped as soon as it runs; one that cannot start is failed with the reason and gives its GPUs back.
 
+use contracts::ids::{EnvironmentId, JobId, WorkspaceId};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -19,7 +20,7 @@ use contracts::error::AppError;
 use contracts::types::{ExecutorKind, JobStatus};
 
 /// Launches job `job_id` (status `starting`, GPUs already leased) in the background.
-pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
+pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: JobId) {
     tokio::spawn(async move {
         match launch(&db, &jobs, job_id).await {
             Ok(()) => {
@@ -27,9 +28,9 @@ pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
                 supervise::spawn(db, jobs, job_id)
             }
             Err(message) => {
-                tracing::error!(job_id, %message, "job could not be started");
+                tracing::error!(%job_id, %message, "job could not be started");
                 if let Err(e) = fail(&db, job_id, &message).await {
-                    tracing::error!(job_id, error = %e, "could not record a failed start");
+                    tracing::error!(%job_id, error = %e, "could not record a failed start");
                 }
                 jobs.changed();
                 jobs.wake.notify_one();
@@ -38,7 +39,7 @@ pub fn start(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
     });
 }
 
-async fn fail(db: &SqlitePool, job_id: i64, message: &str) -> Result<(), AppError> {
+async fn fail(db: &SqlitePool, job_id: JobId, message: &str) -> Result<(), AppError> {
     let mut tx = crate::db::write_tx(db).await?;
     let message = format!("could not start: {message}");
     status::finish(
@@ -54,13 +55,13 @@ async fn fail(db: &SqlitePool, job_id: i64, message: &str) -> Result<(), AppErro
     Ok(())
 }
 
-async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), String> {
+async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), String> {
     let (workspace_id, kind, config_toml, gpu_indices, environment_id, image_id): (
-        i64,
+        WorkspaceId,
         ExecutorKind,
         String,
         Option<String>,
-        Option<i64>,
+        Option<EnvironmentId>,
         Option<String>,
     ) = sqlx::query_as(
         "SELECT workspace_id, executor, config_toml, gpu_indices, environment_id, image_id FROM jobs WHERE id = ?",
@@ -143,7 +144,7 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: i64) -> Result<(), St
 /// job's rows.
 async fn in_image(
     db: &SqlitePool,
-    environment_id: Option<i64>,
+    environment_id: Option<EnvironmentId>,
     image_id: Option<String>,
 ) -> Result<InImage, String> {
     let image_id = image_id.ok_or("the job has no environment image")?;

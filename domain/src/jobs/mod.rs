@@ -25,6 +25,7 @@ pub mod spec;
 pub mod status;
 pub mod supervise;
 
+use contracts::ids::{CheckpointId, DatasetId, EnvironmentId, JobId, WorkspaceId};
 use std::sync::Arc;
 
 use sqlx::{SqliteConnection, SqlitePool};
@@ -103,14 +104,14 @@ impl Jobs {
 }
 
 /// A job's run folder relative to its executor's [`Executor::run_root`]: `jobs/<id>`.
-pub fn job_rel(job_id: i64) -> std::path::PathBuf {
+pub fn job_rel(job_id: JobId) -> std::path::PathBuf {
     std::path::Path::new("jobs").join(job_id.to_string())
 }
 
 #[derive(Clone)]
 pub(crate) struct JobRow {
-    id: i64,
-    workspace_id: i64,
+    id: JobId,
+    workspace_id: WorkspaceId,
     name: String,
     spec_json: String,
     config_toml: String,
@@ -129,7 +130,7 @@ pub(crate) struct JobRow {
     total_steps: Option<i64>,
     epoch: Option<f64>,
     time_limit_secs: Option<i64>,
-    retry_of: Option<i64>,
+    retry_of: Option<JobId>,
     created_by: Option<String>,
     created_at: String,
     started_at: Option<String>,
@@ -144,10 +145,10 @@ pub(crate) const CHECKPOINT_FILES: &str =
 crate::db::row_query!(
     $ job_rows,
     JobRow,
-    r#"SELECT j.id AS "id!", j.workspace_id, j.name, j.spec_json, j.config_toml,
+    r#"SELECT j.id AS "id!: contracts::ids::JobId", j.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", j.name, j.spec_json, j.config_toml,
         j.executor AS "executor: contracts::types::ExecutorKind", j.priority, j.gpus, j.status, j.status_message,
         j.exit_code, j.gpu_indices, j.pid, j.container_name, j.events_offset, j.log_offset, j.step,
-        j.total_steps, j.epoch, j.time_limit_secs, j.retry_of, u.username AS "created_by?",
+        j.total_steps, j.epoch, j.time_limit_secs, j.retry_of AS "retry_of: contracts::ids::JobId", u.username AS "created_by?",
         j.created_at, j.started_at, j.finished_at
       FROM jobs j LEFT JOIN users u ON u.id = j.created_by"#
 );
@@ -201,8 +202,8 @@ impl JobRow {
 
 pub(crate) async fn job_row(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    job_id: i64,
+    workspace_id: WorkspaceId,
+    job_id: JobId,
 ) -> Result<JobRow, AppError> {
     job_rows!(
         "WHERE j.workspace_id = ? AND j.id = ?",
@@ -217,8 +218,8 @@ pub(crate) async fn job_row(
 /// Queue positions of the workspace's queued jobs, in the order the scheduler considers them.
 async fn queue_positions(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-) -> Result<Vec<i64>, AppError> {
+    workspace_id: WorkspaceId,
+) -> Result<Vec<JobId>, AppError> {
     Ok(sqlx::query_scalar(
         "SELECT id FROM jobs WHERE workspace_id = ? AND status = 'queued' ORDER BY priority DESC, id",
     )
@@ -230,7 +231,7 @@ async fn queue_positions(
 pub async fn list(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
 ) -> Result<Vec<JobSummary>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let queue = queue_positions(&mut conn, workspace_id).await?;
@@ -252,8 +253,8 @@ pub async fn list(
 pub async fn get(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    job_id: i64,
+    workspace_id: WorkspaceId,
+    job_id: JobId,
 ) -> Result<JobDetail, AppError> {
     let mut conn = db.acquire().await?;
     let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
@@ -290,10 +291,10 @@ pub async fn get(
 /// Lineage: checkpoint `checkpoint_id` and the job that wrote it, as far as they still exist.
 async fn base_model(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    checkpoint_id: i64,
+    workspace_id: WorkspaceId,
+    checkpoint_id: CheckpointId,
 ) -> Result<BaseModel, AppError> {
-    let row: Option<(i64, String, i64)> = sqlx::query_as(
+    let row: Option<(JobId, String, i64)> = sqlx::query_as(
         "SELECT c.job_id, j.name, c.step FROM checkpoints c JOIN jobs j ON j.id = c.job_id
          WHERE c.workspace_id = ? AND c.id = ?",
     )
@@ -314,7 +315,7 @@ pub async fn submit(
     db: &SqlitePool,
     jobs: &Jobs,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     spec: JobSpec,
 ) -> Result<JobDetail, AppError> {
     submit_as(db, jobs, actor, workspace_id, spec, None, None).await
@@ -324,9 +325,9 @@ async fn submit_as(
     db: &SqlitePool,
     jobs: &Jobs,
     actor: &Actor,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     mut spec: JobSpec,
-    retry_of: Option<i64>,
+    retry_of: Option<JobId>,
     resume_from: Option<String>,
 ) -> Result<JobDetail, AppError> {
     spec::check(&spec)?;
@@ -396,7 +397,7 @@ async fn submit_as(
     let job_id = sqlx::query_scalar!(
         r#"INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, environment_id, image_id,
              dataset_id, dev_dataset_id, priority, gpus, time_limit_secs, retry_of, created_by, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!""#,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: JobId""#,
         workspace_id,
         spec.name,
         spec_json,
@@ -433,8 +434,8 @@ async fn submit_as(
 /// Paddock's runtime (the `paddock` binary that runs the training).
 async fn environment_image(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) -> Result<String, AppError> {
     let row: Option<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT v.spec_json, v.build_status, v.image_id FROM environments e
@@ -480,8 +481,8 @@ struct DatasetInput {
 
 async fn dataset_input(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    id: i64,
+    workspace_id: WorkspaceId,
+    id: DatasetId,
     field: &str,
 ) -> Result<DatasetInput, AppError> {
     let row: Option<(String, String, String, String)> = sqlx::query_as(
@@ -512,8 +513,8 @@ async fn dataset_input(
 
 async fn checkpoint_path(
     conn: &mut SqliteConnection,
-    workspace_id: i64,
-    id: i64,
+    workspace_id: WorkspaceId,
+    id: CheckpointId,
     field: &str,
 ) -> Result<String, AppError> {
     let row: Option<(String, Option<String>)> = sqlx::query_as(
@@ -544,8 +545,8 @@ pub async fn cancel(
     db: &SqlitePool,
     jobs: &Jobs,
     actor: &Actor,
-    workspace_id: i64,
-    job_id: i64,
+    workspace_id: WorkspaceId,
+    job_id: JobId,
 ) -> Result<JobDetail, AppError> {
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let job = job_row(&mut tx, workspace_id, job_id).await?;
@@ -591,8 +592,8 @@ pub async fn retry(
     db: &SqlitePool,
     jobs: &Jobs,
     actor: &Actor,
-    workspace_id: i64,
-    job_id: i64,
+    workspace_id: WorkspaceId,
+    job_id: JobId,
     resume: bool,
 ) -> Result<JobDetail, AppError> {
     let (spec, resume_from) = {
@@ -643,8 +644,8 @@ pub async fn delete(
     db: &SqlitePool,
     jobs: &Jobs,
     actor: &Actor,
-    workspace_id: i64,
-    job_id: i64,
+    workspace_id: WorkspaceId,
+    job_id: JobId,
 ) -> Result<(), AppError> {
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let job = job_row(&mut tx, workspace_id, job_id).await?;
@@ -664,7 +665,7 @@ pub async fn delete(
     remove_run(jobs, job.executor, workspace_id, job_id).await;
     if let Err(e) = tokio::fs::remove_dir_all(jobs.storage.job_logs_dir(job_id)).await {
         if e.kind() != std::io::ErrorKind::NotFound {
-            tracing::warn!(job_id, error = %e, "could not remove a deleted job's log");
+            tracing::warn!(%job_id, error = %e, "could not remove a deleted job's log");
         }
     }
     Ok(())
@@ -675,8 +676,8 @@ pub async fn delete(
 pub(crate) async fn remove_run(
     jobs: &Jobs,
     executor: ExecutorKind,
-    workspace_id: i64,
-    job_id: i64,
+    workspace_id: WorkspaceId,
+    job_id: JobId,
 ) {
     let (root, storage) = (
         jobs.executor(executor).run_root(workspace_id),
@@ -690,7 +691,7 @@ pub(crate) async fn remove_run(
     })
     .await;
     if let Err(e) = removed {
-        tracing::warn!(job_id, error = %e, "could not remove a deleted job's files");
+        tracing::warn!(%job_id, error = %e, "could not remove a deleted job's files");
     }
 }
 
@@ -698,8 +699,8 @@ pub(crate) async fn remove_run(
 pub async fn metrics(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    job_id: i64,
+    workspace_id: WorkspaceId,
+    job_id: JobId,
     after: i64,
 ) -> Result<Vec<MetricPoint>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
@@ -709,7 +710,7 @@ pub async fn metrics(
 
 pub async fn metrics_after(
     conn: &mut SqliteConnection,
-    job_id: i64,
+    job_id: JobId,
     after: i64,
 ) -> Result<Vec<MetricPoint>, AppError> {
     let rows: Vec<(i64, String, i64, Option<f64>, String, String)> = sqlx::query_as(
@@ -737,8 +738,8 @@ pub async fn metrics_after(
 pub async fn logs(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    job_id: i64,
+    workspace_id: WorkspaceId,
+    job_id: JobId,
     after: i64,
     contains: Option<&str>,
 ) -> Result<Vec<LogLine>, AppError> {
@@ -749,7 +750,7 @@ pub async fn logs(
 
 pub async fn logs_after(
     conn: &mut SqliteConnection,
-    job_id: i64,
+    job_id: JobId,
     after: i64,
     contains: Option<&str>,
 ) -> Result<Vec<LogLine>, AppError> {
@@ -782,16 +783,16 @@ pub async fn logs_after(
 pub async fn checkpoints(
     db: &SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    job_id: Option<i64>,
+    workspace_id: WorkspaceId,
+    job_id: Option<JobId>,
 ) -> Result<Vec<CheckpointInfo>, AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     checkpoints_of(&mut conn, job_id, workspace_id).await
 }
 
 struct CheckpointRow {
-    id: i64,
-    job_id: i64,
+    id: CheckpointId,
+    job_id: JobId,
     step: i64,
     epoch: Option<f64>,
     metrics: Option<String>,
@@ -823,12 +824,12 @@ impl CheckpointRow {
 
 async fn checkpoints_of(
     conn: &mut SqliteConnection,
-    job_id: Option<i64>,
-    workspace_id: i64,
+    job_id: Option<JobId>,
+    workspace_id: WorkspaceId,
 ) -> Result<Vec<CheckpointInfo>, AppError> {
     let rows = sqlx::query_as!(
         CheckpointRow,
-        r#"SELECT id AS "id!", job_id, step, epoch, metrics, path, bytes, sha256, best AS "best: bool",
+        r#"SELECT id AS "id!: CheckpointId", job_id AS "job_id: JobId", step, epoch, metrics, path, bytes, sha256, best AS "best: bool",
              created_at, deleted_at
            FROM checkpoints WHERE workspace_id = ? AND (? IS NULL OR job_id = ?) ORDER BY id DESC"#,
         workspace_id,
@@ -847,7 +848,7 @@ const MAX_CONFIG_BYTES: u64 = 1 << 20;
 /// regular file of bounded size, reached through no link.
 pub async fn checkpoint_config(
     storage: &Storage,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     path: &str,
 ) -> Result<serde_json::Value, AppError> {
     let storage = storage.clone();
@@ -872,8 +873,8 @@ pub async fn checkpoint_files(
     db: &SqlitePool,
     storage: &Storage,
     actor: &Actor,
-    workspace_id: i64,
-    checkpoint_id: i64,
+    workspace_id: WorkspaceId,
+    checkpoint_id: CheckpointId,
 ) -> Result<(Vec<beneath::Entry>, String), AppError> {
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let (job_id, step, path, deleted): (i64, i64, String, Option<String>) =

@@ -12,6 +12,7 @@
 //!   by its own workspace's quota does not hold others back.
 //! - CPU jobs run in a fixed number of slots, independently of GPU jobs.
 
+use contracts::ids::{JobId, WorkspaceId};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,8 +35,8 @@ const TICK: Duration = Duration::from_secs(5);
 /// A queued job as the scheduler sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Queued {
-    pub id: i64,
-    pub workspace_id: i64,
+    pub id: JobId,
+    pub workspace_id: WorkspaceId,
     pub priority: i64,
     pub gpus: u32,
     /// Minutes since submission.
@@ -48,14 +49,14 @@ pub struct Resources {
     /// Host GPU indices nobody holds.
     pub free_gpus: Vec<u32>,
     /// GPUs each workspace holds now (jobs and environments).
-    pub held_by_workspace: HashMap<i64, u32>,
+    pub held_by_workspace: HashMap<WorkspaceId, u32>,
     /// Per-workspace GPU quotas; absent means no quota.
-    pub quotas: HashMap<i64, u32>,
+    pub quotas: HashMap<WorkspaceId, u32>,
     pub free_cpu_slots: usize,
 }
 
 /// Jobs to start now, with the GPUs each gets.
-pub fn plan(queue: &[Queued], resources: &Resources) -> Vec<(i64, Vec<u32>)> {
+pub fn plan(queue: &[Queued], resources: &Resources) -> Vec<(JobId, Vec<u32>)> {
     let mut order: Vec<&Queued> = queue.iter().collect();
     order.sort_by_key(|q| {
         (
@@ -117,9 +118,9 @@ pub async fn schedule_once(
     db: &SqlitePool,
     jobs: &Arc<Jobs>,
     engine: &Engine,
-) -> Result<Vec<i64>, AppError> {
+) -> Result<Vec<JobId>, AppError> {
     let mut tx = crate::db::write_tx(db).await?;
-    let rows: Vec<(i64, i64, i64, i64, String)> = sqlx::query_as(
+    let rows: Vec<(JobId, WorkspaceId, i64, i64, String)> = sqlx::query_as(
         // A workspace being deleted starts nothing (its purge cancels what is queued).
         "SELECT j.id, j.workspace_id, j.priority, j.gpus, j.created_at FROM jobs j
          JOIN workspaces w ON w.id = j.workspace_id
@@ -155,13 +156,13 @@ pub async fn schedule_once(
             .map(|g| g as u32)
             .collect();
     // Every lease counts against its workspace's quota: jobs', environments' and replicas'.
-    let held_rows: Vec<(i64, i64)> = sqlx::query_as(&format!(
+    let held_rows: Vec<(WorkspaceId, i64)> = sqlx::query_as(&format!(
         "SELECT workspace_id, COUNT(*) FROM ({}) GROUP BY workspace_id",
         gpus::LEASES_BY_WORKSPACE
     ))
     .fetch_all(&mut *tx)
     .await?;
-    let quotas: Vec<(i64, i64)> =
+    let quotas: Vec<(WorkspaceId, i64)> =
         sqlx::query_as("SELECT workspace_id, max_gpus FROM workspace_quotas")
             .fetch_all(&mut *tx)
             .await?;
@@ -219,12 +220,20 @@ mod tests {
 
     fn q(id: i64, workspace_id: i64, priority: i64, gpus: u32) -> Queued {
         Queued {
-            id,
-            workspace_id,
+            id: JobId::new(id),
+            workspace_id: WorkspaceId::new(workspace_id),
             priority,
             gpus,
             waited_minutes: 0,
         }
+    }
+
+    /// The plan, by job number.
+    fn planned(queue: &[Queued], resources: &Resources) -> Vec<(i64, Vec<u32>)> {
+        let plan = plan(queue, resources);
+        plan.into_iter()
+            .map(|(id, gpus)| (id.get(), gpus))
+            .collect()
     }
 
     fn gpus(n: u32) -> Resources {
@@ -239,7 +248,7 @@ mod tests {
     fn each_gpu_goes_to_one_job_in_priority_then_fifo_order() {
         let queue = [q(1, 1, 0, 1), q(2, 1, 5, 2), q(3, 2, 0, 1), q(4, 2, 0, 1)];
         assert_eq!(
-            plan(&queue, &gpus(4)),
+            planned(&queue, &gpus(4)),
             vec![(2, vec![0, 1]), (1, vec![2]), (3, vec![3])]
         );
     }
@@ -249,19 +258,19 @@ mod tests {
         // Job 1 needs 4 GPUs; 2 are free. Job 2 (1 GPU) would fit but must not take one: the head keeps
         // its claim, so GPUs freed later accumulate for it.
         let queue = [q(1, 1, 0, 4), q(2, 1, 0, 1)];
-        assert!(plan(&queue, &gpus(2)).is_empty());
-        assert_eq!(plan(&queue, &gpus(4)), vec![(1, vec![0, 1, 2, 3])]);
+        assert!(planned(&queue, &gpus(2)).is_empty());
+        assert_eq!(planned(&queue, &gpus(4)), vec![(1, vec![0, 1, 2, 3])]);
     }
 
     #[test]
     fn quotas_cap_a_workspace_without_blocking_others() {
         let mut resources = gpus(4);
-        resources.quotas.insert(1, 2);
-        resources.held_by_workspace.insert(1, 1);
+        resources.quotas.insert(WorkspaceId::new(1), 2);
+        resources.held_by_workspace.insert(WorkspaceId::new(1), 1);
         let queue = [q(1, 1, 0, 2), q(2, 2, 0, 2), q(3, 1, 0, 1)];
         // Workspace 1 holds 1 of its 2: job 1 (2 more) waits, job 3 (1 more) runs; workspace 2 is unaffected.
         assert_eq!(
-            plan(&queue, &resources),
+            planned(&queue, &resources),
             vec![(2, vec![0, 1]), (3, vec![2])]
         );
     }
@@ -272,11 +281,11 @@ mod tests {
         old.waited_minutes = 3 * AGEING_MINUTES;
         let fresh = q(2, 1, 2, 1);
         assert_eq!(
-            plan(&[fresh.clone(), old.clone()], &gpus(1)),
+            planned(&[fresh.clone(), old.clone()], &gpus(1)),
             vec![(1, vec![0])]
         );
         old.waited_minutes = 0;
-        assert_eq!(plan(&[fresh, old], &gpus(1)), vec![(2, vec![0])]);
+        assert_eq!(planned(&[fresh, old], &gpus(1)), vec![(2, vec![0])]);
     }
 
     #[test]
@@ -287,6 +296,6 @@ mod tests {
             ..Default::default()
         };
         let queue = [q(1, 1, 0, 0), q(2, 1, 0, 0), q(3, 1, 0, 1)];
-        assert_eq!(plan(&queue, &resources), vec![(1, vec![]), (3, vec![0])]);
+        assert_eq!(planned(&queue, &resources), vec![(1, vec![]), (3, vec![0])]);
     }
 }

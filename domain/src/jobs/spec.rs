@@ -271,17 +271,18 @@ pub fn render_toml(spec: &JobSpec, inputs: &Inputs, threads: usize) -> Result<St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use contracts::ids::DatasetId;
 
     #[test]
     fn bad_hyperparameters_are_named() {
-        let mut spec = JobSpec::new("run", 1);
+        let mut spec = JobSpec::new("run", DatasetId::new(1));
         assert!(check(&spec).is_ok());
         spec.learning_rate = -0.1;
         spec.batch_size = 0;
         let err = check(&spec).unwrap_err();
         assert_eq!(err.field(), Some("batch_size"));
         assert!(err.to_string().contains("learning_rate"), "{err}");
-        let mut spec = JobSpec::new("run", 1);
+        let mut spec = JobSpec::new("run", DatasetId::new(1));
         spec.precision = "fp16".into();
         assert_eq!(
             check(&spec).unwrap_err().field(),
@@ -300,7 +301,7 @@ mod tests {
 
     #[test]
     fn the_job_file_reads_from_the_store_and_parses_as_the_trainers_job() {
-        let mut spec = JobSpec::new("run", 1);
+        let mut spec = JobSpec::new("run", DatasetId::new(1));
         spec.max_steps = Some(20);
         let inputs = Inputs {
             store: "/paddock/".into(),

@@ -2,6 +2,7 @@
 //! change of a job's status goes through `Job::transition` (`crate::transitions`).
 
 use contracts::error::AppError;
+use contracts::ids::JobId;
 use contracts::types::JobStatus;
 use sqlx::SqliteConnection;
 
@@ -44,6 +45,7 @@ machine! {
     pub struct Job {
         kind: "job",
         table: "jobs",
+        id: JobId,
         status: JobStatus,
         reason: Reason,
         moves: JobStatus::can_become,
@@ -54,7 +56,7 @@ machine! {
 /// has one (a job whose end event already made it final still needs the time it stopped).
 pub(crate) async fn finish(
     conn: &mut SqliteConnection,
-    id: i64,
+    id: JobId,
     to: JobStatus,
     reason: Reason,
     message: Option<&str>,
@@ -71,7 +73,7 @@ pub(crate) async fn finish(
 /// The current status of job `job_id` and the reason of its last move.
 pub async fn current(
     conn: &mut SqliteConnection,
-    job_id: i64,
+    job_id: JobId,
 ) -> Result<(JobStatus, Option<Reason>), AppError> {
     transitions::current::<Job>(conn, job_id).await
 }

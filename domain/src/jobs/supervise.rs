@@ -5,6 +5,7 @@
 //! ([`super::log_file`]). It enforces the time limit, and when the run is over (exit status written, or
 //! the process gone) it records how it ended and gives the GPUs back.
 
+use contracts::ids::{CheckpointId, JobId, WorkspaceId};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,10 +35,10 @@ const MAX_LOG_LINES: i64 = 100_000;
 const READ_CHUNK: u64 = 1 << 20;
 
 /// Starts following job `job_id`.
-pub fn spawn(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
+pub fn spawn(db: SqlitePool, jobs: Arc<Jobs>, job_id: JobId) {
     tokio::spawn(async move {
         if let Err(e) = follow(&db, &jobs, job_id).await {
-            tracing::error!(job_id, error = %e, "job supervisor failed");
+            tracing::error!(%job_id, error = %e, "job supervisor failed");
         }
         jobs.wake.notify_one();
     });
@@ -50,7 +51,7 @@ pub fn spawn(db: SqlitePool, jobs: Arc<Jobs>, job_id: i64) {
 pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
     let result = async {
         let mut tx = crate::db::write_tx(db).await?;
-        let never_started: Vec<i64> = sqlx::query_scalar("SELECT id FROM jobs WHERE status = 'starting' AND pid IS NULL AND container_name IS NULL")
+        let never_started: Vec<JobId> = sqlx::query_scalar("SELECT id FROM jobs WHERE status = 'starting' AND pid IS NULL AND container_name IS NULL")
             .fetch_all(&mut *tx)
             .await?;
         for id in &never_started {
@@ -62,7 +63,7 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
                 .await?;
         }
         // Cancelled while starting: stopped before it ran.
-        let stopped_before_running: Vec<i64> = sqlx::query_scalar(
+        let stopped_before_running: Vec<JobId> = sqlx::query_scalar(
             "SELECT id FROM jobs WHERE status = 'cancelling' AND pid IS NULL AND container_name IS NULL",
         )
         .fetch_all(&mut *tx)
@@ -72,7 +73,7 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
             let reason = reason.unwrap_or(Reason::CancelRequested);
             status::finish(&mut tx, id, JobStatus::Cancelled, reason, None).await?;
         }
-        let running: Vec<i64> =
+        let running: Vec<JobId> =
             sqlx::query_scalar("SELECT id FROM jobs WHERE finished_at IS NULL AND (pid IS NOT NULL OR container_name IS NOT NULL)")
                 .fetch_all(&mut *tx)
                 .await?;
@@ -84,7 +85,7 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
         Ok(running) => {
             for job_id in running {
                 tracing::info!(
-                    job_id,
+                    %job_id,
                     "re-attaching to a job left running by the previous server"
                 );
                 spawn(db.clone(), jobs.clone(), job_id);
@@ -94,13 +95,13 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
     }
 }
 
-async fn load(db: &SqlitePool, job_id: i64) -> Result<Option<JobRow>, AppError> {
+async fn load(db: &SqlitePool, job_id: JobId) -> Result<Option<JobRow>, AppError> {
     Ok(job_rows!("WHERE j.id = ?", job_id)
         .fetch_optional(db)
         .await?)
 }
 
-async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: i64) -> Result<(), AppError> {
+async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: JobId) -> Result<(), AppError> {
     let mut time_limit_hit = false;
     let mut refused = None;
     let mut log_file = JobLogFile::open(&jobs.storage.job_logs_dir(job_id));
@@ -354,12 +355,12 @@ async fn drop_run_checkpoints(jobs: &Jobs, job: &JobRow) {
     })
     .await;
     if let Err(e) = removed {
-        tracing::warn!(job_id = job.id, error = %e, "could not remove a finished run's checkpoints");
+        tracing::warn!(job_id = %job.id, error = %e, "could not remove a finished run's checkpoints");
     }
 }
 
 /// Removes the store's copies of checkpoints that retention retired (after their rows say so).
-async fn remove_copies(jobs: &Jobs, workspace_id: i64, retired: Vec<String>) {
+async fn remove_copies(jobs: &Jobs, workspace_id: WorkspaceId, retired: Vec<String>) {
     for path in retired {
         crate::storage::remove_from_store(&jobs.storage, workspace_id, path.into()).await;
     }
@@ -397,7 +398,7 @@ fn read_lines(
 /// sees why the job's progress stopped showing.
 async fn refuse(
     db: &SqlitePool,
-    job_id: i64,
+    job_id: JobId,
     e: &AppError,
     refused: &mut Option<String>,
     log_file: &mut Option<JobLogFile>,
@@ -416,7 +417,11 @@ async fn refuse(
     Ok(())
 }
 
-async fn insert_log(conn: &mut SqliteConnection, job_id: i64, line: &str) -> Result<(), AppError> {
+async fn insert_log(
+    conn: &mut SqliteConnection,
+    job_id: JobId,
+    line: &str,
+) -> Result<(), AppError> {
     let line: String = line.chars().take(MAX_LOG_LINE).collect();
     sqlx::query("INSERT INTO job_logs (job_id, line, at) VALUES (?, ?, ?)")
         .bind(job_id)
@@ -429,7 +434,7 @@ async fn insert_log(conn: &mut SqliteConnection, job_id: i64, line: &str) -> Res
 
 async fn note(
     db: &SqlitePool,
-    job_id: i64,
+    job_id: JobId,
     line: &str,
     log_file: &mut Option<JobLogFile>,
 ) -> Result<(), AppError> {
@@ -592,7 +597,7 @@ async fn apply(
 
 async fn insert_metrics(
     conn: &mut SqliteConnection,
-    job_id: i64,
+    job_id: JobId,
     kind: &str,
     step: usize,
     epoch: f64,
@@ -622,7 +627,7 @@ async fn retire_checkpoints(
     job: &JobRow,
     retired: &mut Vec<String>,
 ) -> Result<(), AppError> {
-    let kept: Vec<(i64, String, Option<String>)> = sqlx::query_as(
+    let kept: Vec<(CheckpointId, String, Option<String>)> = sqlx::query_as(
         "SELECT id, path, run_path FROM checkpoints WHERE job_id = ? AND deleted_at IS NULL",
     )
     .bind(job.id)

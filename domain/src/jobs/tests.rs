@@ -2,6 +2,7 @@
 //! real binary in the server's tests): submission checks that write nothing, access rules, queue
 //! positions, cancelling a queued job, retries, and deletions.
 
+use contracts::ids::{CheckpointId, DatasetId, JobId, WorkspaceId};
 use std::sync::Arc;
 
 use super::*;
@@ -9,12 +10,12 @@ use crate::testing::{actor, dataset, jobs, team, test_db, Team};
 use crate::workspaces;
 
 /// The reviews dataset every job here trains on.
-async fn reviews(db: &SqlitePool, workspace_id: i64) -> i64 {
+async fn reviews(db: &SqlitePool, workspace_id: WorkspaceId) -> DatasetId {
     dataset(db, workspace_id, "reviews", &["negative", "positive"]).await
 }
 
 /// A database, a job runner that can start nothing, a team, and the reviews dataset in its workspace.
-async fn setup() -> (tempfile::TempDir, SqlitePool, Arc<Jobs>, Team, i64) {
+async fn setup() -> (tempfile::TempDir, SqlitePool, Arc<Jobs>, Team, DatasetId) {
     let (dir, db) = test_db().await;
     let jobs = jobs(&dir, &db).await;
     let team = team(&db).await;
@@ -22,12 +23,18 @@ async fn setup() -> (tempfile::TempDir, SqlitePool, Arc<Jobs>, Team, i64) {
     (dir, db, jobs, team, ds)
 }
 
-async fn status(db: &SqlitePool, actor: &Actor, ws: i64, id: i64) -> JobStatus {
+async fn status(db: &SqlitePool, actor: &Actor, ws: WorkspaceId, id: JobId) -> JobStatus {
     get(db, actor, ws, id).await.unwrap().summary.status
 }
 
 /// Submits a job of `spec` as `actor`; its id.
-async fn submitted(db: &SqlitePool, jobs: &Jobs, actor: &Actor, ws: i64, spec: JobSpec) -> i64 {
+async fn submitted(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    ws: WorkspaceId,
+    spec: JobSpec,
+) -> JobId {
     submit(db, jobs, actor, ws, spec).await.unwrap().summary.id
 }
 
@@ -39,9 +46,15 @@ async fn submissions_are_checked_queued_in_order_and_audited() {
     bad.learning_rate = -1.0;
     let refused = submit(&db, &jobs, &owner, ws, bad).await.unwrap_err();
     assert_eq!(refused.field(), Some("learning_rate"));
-    let err = submit(&db, &jobs, &owner, ws, JobSpec::new("x", 999))
-        .await
-        .unwrap_err();
+    let err = submit(
+        &db,
+        &jobs,
+        &owner,
+        ws,
+        JobSpec::new("x", DatasetId::new(999)),
+    )
+    .await
+    .unwrap_err();
     assert_eq!(
         (err.field(), err.code().as_str()),
         (Some("dataset_id"), "dataset_not_found")
@@ -188,7 +201,7 @@ async fn the_scheduler_places_jobs_on_distinct_gpus_within_quotas() {
         .await
         .unwrap();
     assert_eq!(started, vec![a, c], "b waits for its workspace's quota");
-    let leases: Vec<(i64, i64)> = sqlx::query_as(
+    let leases: Vec<(i64, JobId)> = sqlx::query_as(
         "SELECT gpu_index, holder_id FROM gpu_leases WHERE holder_kind = 'job' ORDER BY gpu_index",
     )
     .fetch_all(&db)
@@ -211,7 +224,7 @@ async fn a_job_from_an_earlier_checkpoint_names_it_and_its_job() {
         .execute(&db)
         .await
         .unwrap();
-    let checkpoint: i64 = sqlx::query_scalar(
+    let checkpoint: CheckpointId = sqlx::query_scalar(
         "INSERT INTO checkpoints (job_id, workspace_id, step, path, bytes, sha256, created_at)
          VALUES (?, ?, 40, 'jobs/1/output/checkpoints/step-0000040', 1, 'x', '2026-01-01T00:00:00Z') RETURNING id",
     )
@@ -285,7 +298,7 @@ async fn recovery_follows_every_run_whose_end_is_unrecorded() {
     supervise::recover(&db, &jobs).await;
     let mut ended = Vec::new();
     for _ in 0..100 {
-        ended = sqlx::query_as::<_, (i64, String, Option<i64>)>(
+        ended = sqlx::query_as::<_, (JobId, String, Option<i64>)>(
             "SELECT id, status, exit_code FROM jobs WHERE finished_at IS NOT NULL ORDER BY id",
         )
         .fetch_all(&db)
@@ -344,9 +357,15 @@ async fn status_moves_follow_the_machine_and_record_their_reason() {
         .unwrap();
     assert_eq!(message, "time limit reached");
     assert_eq!(
-        Job::transition(&mut conn, 999, JobStatus::Queued, Reason::Requeued, None)
-            .await
-            .unwrap_err(),
+        Job::transition(
+            &mut conn,
+            JobId::new(999),
+            JobStatus::Queued,
+            Reason::Requeued,
+            None
+        )
+        .await
+        .unwrap_err(),
         AppError::NotFound
     );
 }

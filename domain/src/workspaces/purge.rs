@@ -4,6 +4,7 @@
 //! next start; until the last step the workspace row, marked `deleting_since`, is the record of what is
 //! left to do. Ids are never reused (AUTOINCREMENT), so nothing left behind could be inherited anyway.
 
+use contracts::ids::{EndpointId, EvaluationId, JobId, WorkspaceId};
 use std::time::Duration;
 
 use sqlx::SqlitePool;
@@ -27,24 +28,24 @@ const STOP_PATIENCE: Duration = Duration::from_secs(60);
 const POLL: Duration = Duration::from_millis(500);
 
 /// Purges the workspace in the background.
-pub fn spawn(state: AppState, workspace_id: i64) {
+pub fn spawn(state: AppState, workspace_id: WorkspaceId) {
     tokio::spawn(async move {
         if let Err(e) = run(&state, workspace_id).await {
-            tracing::error!(workspace_id, error = %e, "deleting the workspace did not finish; it is retried at the next start");
+            tracing::error!(%workspace_id, error = %e, "deleting the workspace did not finish; it is retried at the next start");
         }
     });
 }
 
 /// At start: finishes every deletion a previous server did not.
 pub async fn resume(state: &AppState) {
-    let pending: Result<Vec<i64>, sqlx::Error> =
+    let pending: Result<Vec<WorkspaceId>, sqlx::Error> =
         sqlx::query_scalar("SELECT id FROM workspaces WHERE deleting_since IS NOT NULL")
             .fetch_all(&state.db)
             .await;
     match pending {
         Ok(ids) => {
             for id in ids {
-                tracing::info!(workspace_id = id, "finishing the deletion of a workspace");
+                tracing::info!(workspace_id = %id, "finishing the deletion of a workspace");
                 spawn(state.clone(), id);
             }
         }
@@ -55,8 +56,8 @@ pub async fn resume(state: &AppState) {
 /// What still runs after one round of stopping.
 #[derive(Debug, Default)]
 struct Running {
-    jobs: Vec<i64>,
-    evaluations: Vec<i64>,
+    jobs: Vec<JobId>,
+    evaluations: Vec<EvaluationId>,
     replicas: Vec<i64>,
 }
 
@@ -66,7 +67,7 @@ impl Running {
     }
 }
 
-pub async fn run(state: &AppState, workspace_id: i64) -> Result<(), AppError> {
+pub async fn run(state: &AppState, workspace_id: WorkspaceId) -> Result<(), AppError> {
     let deadline = tokio::time::Instant::now() + STOP_PATIENCE;
     loop {
         let running = stop_round(state, workspace_id).await?;
@@ -88,11 +89,11 @@ pub async fn run(state: &AppState, workspace_id: i64) -> Result<(), AppError> {
 
 /// One round: kills what runs (SIGKILL: nothing of a deleted workspace is worth a graceful end),
 /// and says what is still alive or still being started.
-async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppError> {
+async fn stop_round(state: &AppState, workspace_id: WorkspaceId) -> Result<Running, AppError> {
     let db = &state.db;
     let mut running = Running::default();
 
-    let jobs: Vec<(i64, String, Option<i64>, Option<String>)> = sqlx::query_as(
+    let jobs: Vec<(JobId, String, Option<i64>, Option<String>)> = sqlx::query_as(
         "SELECT id, status, pid, container_name FROM jobs WHERE workspace_id = ? AND finished_at IS NULL",
     )
     .bind(workspace_id)
@@ -124,7 +125,7 @@ async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppE
         }
     }
 
-    let evaluations: Vec<(i64, Option<i64>)> = sqlx::query_as(
+    let evaluations: Vec<(EvaluationId, Option<i64>)> = sqlx::query_as(
         "SELECT id, pid FROM evaluations WHERE workspace_id = ? AND status IN ('queued', 'running')",
     )
     .bind(workspace_id)
@@ -150,7 +151,7 @@ async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppE
         tx.commit().await?;
     }
 
-    let endpoints: Vec<(i64, String)> =
+    let endpoints: Vec<(EndpointId, String)> =
         sqlx::query_as("SELECT id, slug FROM endpoints WHERE workspace_id = ?")
             .bind(workspace_id)
             .fetch_all(db)
@@ -172,7 +173,7 @@ async fn stop_round(state: &AppState, workspace_id: i64) -> Result<Running, AppE
 /// Docker the purge stops here and is retried later when the workspace may have anything in Docker
 /// (it has environments, or jobs that ran in containers): going on would leave containers, volumes
 /// or a network that nothing records any more.
-async fn remove_environments(state: &AppState, workspace_id: i64) -> Result<(), AppError> {
+async fn remove_environments(state: &AppState, workspace_id: WorkspaceId) -> Result<(), AppError> {
     let containers: Vec<String> = sqlx::query_scalar(
         "SELECT container_name FROM environments WHERE workspace_id = ? AND container_name IS NOT NULL",
     )
@@ -209,12 +210,12 @@ async fn remove_environments(state: &AppState, workspace_id: i64) -> Result<(), 
 
 /// Removes the workspace's volume (never following a link a container planted in it), its store, and
 /// the server-side folders of its runs: local run folders and job logs.
-async fn remove_files(state: &AppState, workspace_id: i64) -> Result<(), AppError> {
-    let jobs: Vec<i64> = sqlx::query_scalar("SELECT id FROM jobs WHERE workspace_id = ?")
+async fn remove_files(state: &AppState, workspace_id: WorkspaceId) -> Result<(), AppError> {
+    let jobs: Vec<JobId> = sqlx::query_scalar("SELECT id FROM jobs WHERE workspace_id = ?")
         .bind(workspace_id)
         .fetch_all(&state.db)
         .await?;
-    let evaluations: Vec<i64> = sqlx::query_scalar(
+    let evaluations: Vec<EvaluationId> = sqlx::query_scalar(
         "SELECT e.id FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id WHERE c.workspace_id = ?",
     )
     .bind(workspace_id)
@@ -252,7 +253,7 @@ async fn remove_files(state: &AppState, workspace_id: i64) -> Result<(), AppErro
 }
 
 /// The last step: leases and rows, in one transaction, audited.
-async fn forget(db: &SqlitePool, workspace_id: i64) -> Result<(), AppError> {
+async fn forget(db: &SqlitePool, workspace_id: WorkspaceId) -> Result<(), AppError> {
     let mut tx = write_tx(db).await?;
     sqlx::query(&format!(
         "DELETE FROM gpu_leases WHERE (holder_kind, holder_id) IN
@@ -286,6 +287,6 @@ async fn forget(db: &SqlitePool, workspace_id: i64) -> Result<(), AppError> {
     let detail = serde_json::json!({ "workspace_id": workspace_id });
     audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
-    tracing::info!(workspace_id, "workspace deleted with everything it owned");
+    tracing::info!(%workspace_id, "workspace deleted with everything it owned");
     Ok(())
 }

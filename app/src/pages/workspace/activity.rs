@@ -1,6 +1,7 @@
 //! Activity: the workspace's audit log, newest first, a page at a time (`?before=<id>` continues
 //! after the oldest entry shown, so the pages are stable links that work without JavaScript).
 
+use contracts::ids::WorkspaceId;
 use leptos::prelude::*;
 use leptos_router::components::A;
 
@@ -35,7 +36,7 @@ pub fn ActivityPage() -> impl IntoView {
 }
 
 #[component]
-fn ActivityTable(list: Vec<AuditEntry>, id: i64, paged: bool) -> impl IntoView {
+fn ActivityTable(list: Vec<AuditEntry>, id: WorkspaceId, paged: bool) -> impl IntoView {
     let i18n = use_i18n();
     let older = (list.len() >= PAGE_SIZE)
         .then(|| list.last().map(|e| e.id))
@@ -87,7 +88,7 @@ fn ActivityTable(list: Vec<AuditEntry>, id: i64, paged: bool) -> impl IntoView {
 }
 
 #[component]
-fn NewestLink(id: i64) -> impl IntoView {
+fn NewestLink(id: WorkspaceId) -> impl IntoView {
     let i18n = use_i18n();
     view! {
         <A href=format!("/w/{id}/activity") attr:class="button button-ghost" attr:data-testid="activity-newest">

@@ -2,6 +2,7 @@
 //! roles and remove members; everyone else sees the list read-only, with the controls absent and a
 //! note saying why.
 
+use contracts::ids::{UserId, WorkspaceId};
 use leptos::prelude::*;
 
 use crate::api::members::{list_members, AddMember, ChangeMemberRole, RemoveMember};
@@ -76,7 +77,7 @@ pub fn MembersPage() -> impl IntoView {
 }
 
 #[component]
-fn AddMemberForm(workspace_id: i64, add: ServerAction<AddMember>) -> impl IntoView {
+fn AddMemberForm(workspace_id: WorkspaceId, add: ServerAction<AddMember>) -> impl IntoView {
     let i18n = use_i18n();
     let error = action_error(add);
     let form = cleared_on_success(add);
@@ -84,7 +85,7 @@ fn AddMemberForm(workspace_id: i64, add: ServerAction<AddMember>) -> impl IntoVi
         <section class="card" aria-labelledby="add-member-title">
             <h2 id="add-member-title">{t!(i18n, members.add_title)}</h2>
             <ActionForm action=add node_ref=form attr:class="form form-inline" attr:data-testid="add-member-form" attr:novalidate=true>
-                <input type="hidden" name="workspace_id" value=workspace_id />
+                <input type="hidden" name="workspace_id" value=workspace_id.get() />
                 <FormError error fields=&["username", "role"] />
                 <Field name="username" id="add-member-username" label=move || t!(i18n, members.username)
                     autocomplete="off" required=true maxlength=32 error />
@@ -122,8 +123,8 @@ fn AddMemberForm(workspace_id: i64, add: ServerAction<AddMember>) -> impl IntoVi
 #[component]
 fn MembersTable(
     list: Vec<Member>,
-    me: Option<i64>,
-    workspace_id: i64,
+    me: Option<UserId>,
+    workspace_id: WorkspaceId,
     is_owner: bool,
     change: ServerAction<ChangeMemberRole>,
     remove: ServerAction<RemoveMember>,
@@ -173,7 +174,7 @@ fn MembersTable(
 #[component]
 fn RoleSelect(
     member: Member,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     change: ServerAction<ChangeMemberRole>,
 ) -> impl IntoView {
     let i18n = use_i18n();

@@ -17,6 +17,7 @@ pub mod models;
 pub mod pretrained;
 pub mod settings;
 
+use contracts::ids::{Id, WorkspaceId};
 use std::future::Future;
 
 use leptos::prelude::*;
@@ -37,7 +38,7 @@ use contracts::types::{Role, WorkspaceSummary};
 #[derive(Clone, Copy)]
 pub struct CurrentWorkspace {
     /// From the URL; `-1` for a malformed id (the server then answers "not found").
-    pub id: Memo<i64>,
+    pub id: Memo<WorkspaceId>,
     pub ws: Resource<Result<WorkspaceSummary, AppError>>,
 }
 
@@ -151,28 +152,31 @@ fn WorkspaceHeading(ws: WorkspaceSummary) -> impl IntoView {
 
 /// The id in the URL's `param` (`:id`, `:job`, ...); `-1` when malformed, which the server answers
 /// with "not found".
-pub fn use_id_param(param: &'static str) -> Memo<i64> {
+pub fn use_id_param<I: Id>(param: &'static str) -> Memo<I> {
     let params = use_params_map();
     Memo::new(move |_| {
         params
             .read()
             .get(param)
-            .and_then(|s| s.parse::<i64>().ok())
-            .unwrap_or(-1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(I::from_raw(-1))
     })
 }
 
 /// The id in the query string's `name` (`?before=…`), if it is one.
-pub fn use_query_id(name: &'static str) -> Memo<Option<i64>> {
+pub fn use_query_id<I>(name: &'static str) -> Memo<Option<I>>
+where
+    I: std::str::FromStr + Clone + PartialEq + Send + Sync + 'static,
+{
     let query = use_query_map();
-    Memo::new(move |_| query.read().get(name).and_then(|s| s.parse::<i64>().ok()))
+    Memo::new(move |_| query.read().get(name).and_then(|s| s.parse().ok()))
 }
 
 /// What a detail page shows: `get(workspace, id)` for the id in the URL's `param`, read again when
 /// either changes.
-pub fn use_detail<T, Fut>(
+pub fn use_detail<I: Id, T, Fut>(
     param: &'static str,
-    get: fn(i64, i64) -> Fut,
+    get: fn(WorkspaceId, I) -> Fut,
 ) -> Resource<Result<T, AppError>>
 where
     T: Serialize + DeserializeOwned + Send + Sync + 'static,

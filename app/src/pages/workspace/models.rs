@@ -4,6 +4,7 @@
 //! the Hugging Face models uploaded to fine-tune from. Editors and owners deploy a checkpoint
 //! from here as an endpoint, and evaluate checkpoints.
 
+use contracts::ids::JobId;
 use std::collections::BTreeMap;
 
 use leptos::prelude::*;
@@ -45,7 +46,7 @@ pub fn ModelsPage() -> impl IntoView {
                         .into_any()
                     } else {
                         list.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
-                        let names: BTreeMap<i64, String> = jobs.into_iter().map(|j| (j.id, j.name)).collect();
+                        let names: BTreeMap<JobId, String> = jobs.into_iter().map(|j| (j.id, j.name)).collect();
                         let workspace_id = current.id.get_untracked();
                         let list = Signal::stored(list);
                         view! {

@@ -3,6 +3,7 @@
 //! `.tar` sent with upload progress, checked by the trainer on the server, its refusal shown with the
 //! reason — and delete. Jobs pick them in the job form's base-model choice.
 
+use contracts::ids::WorkspaceId;
 use leptos::prelude::*;
 
 use crate::api::pretrained::{list_pretrained_models, DeletePretrainedModel};
@@ -52,7 +53,7 @@ pub fn shape_text(locale: Locale, model: &PretrainedModel) -> String {
 /// branch that resolves later gets a different place in the server's order than in the browser's, and
 /// hydration then reads another resource's data.
 #[component]
-pub fn PretrainedModels(workspace_id: i64) -> impl IntoView {
+pub fn PretrainedModels(workspace_id: WorkspaceId) -> impl IntoView {
     let i18n = use_i18n();
     let current = use_current_workspace();
     let list = Resource::new(|| (), move |_| list_pretrained_models(workspace_id));
@@ -85,7 +86,7 @@ pub fn PretrainedModels(workspace_id: i64) -> impl IntoView {
 #[component]
 fn ModelsTable(
     models: Vec<PretrainedModel>,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     can_edit: bool,
     delete: ServerAction<DeletePretrainedModel>,
 ) -> impl IntoView {
@@ -96,7 +97,7 @@ fn ModelsTable(
             let (id, name) = (m.id, m.name.clone());
             let shaped = m.clone();
             view! {
-                <tr data-testid="pretrained-row" data-id=id data-name=name.clone()>
+                <tr data-testid="pretrained-row" data-id=id.get() data-name=name.clone()>
                     <th scope="row">{name.clone()}<div class="muted"><code>{m.container_path.clone()}</code></div></th>
                     <td>{move || shape_text(i18n.get_locale(), &shaped)}</td>
                     <td class="nowrap">{bytes_text(m.bytes)}</td>
@@ -124,7 +125,7 @@ fn ModelsTable(
 
 /// Name and `.tar` file; sent as the raw body with progress, then checked on the server.
 #[component]
-fn UploadModel(workspace_id: i64, #[prop(into)] on_done: Callback<()>) -> impl IntoView {
+fn UploadModel(workspace_id: WorkspaceId, #[prop(into)] on_done: Callback<()>) -> impl IntoView {
     let i18n = use_i18n();
     let name = RwSignal::new(String::new());
     // None: idle; Some(percent): sending (100: the server unpacks and loads it).
@@ -217,8 +218,8 @@ mod tests {
     #[test]
     fn a_model_is_described_by_what_its_config_says() {
         let mut m = PretrainedModel {
-            id: 1,
-            workspace_id: 1,
+            id: contracts::ids::PretrainedId::new(1),
+            workspace_id: WorkspaceId::new(1),
             name: "bert".into(),
             file_name: "bert.tar".into(),
             sha256: "ab".into(),

@@ -62,7 +62,7 @@ fn RenameForm(ws: WorkspaceSummary, rename: ServerAction<RenameWorkspace>) -> im
         <section class="card" aria-labelledby="rename-title">
             <h2 id="rename-title">{t!(i18n, settings.rename_title)}</h2>
             <ActionForm action=rename attr:class="form form-inline" attr:data-testid="rename-form" attr:novalidate=true>
-                <input type="hidden" name="workspace_id" value=ws.id />
+                <input type="hidden" name="workspace_id" value=ws.id.get() />
                 <FormError error fields=&["name"] />
                 <Field name="name" id="rename-name" label=move || t!(i18n, workspace.name_label)
                     value=ws.name required=true maxlength=64 error />

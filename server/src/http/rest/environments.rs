@@ -2,6 +2,7 @@
 //! `domain::environments`, plus the two streaming endpoints — the build log over SSE (one-way, resumable by
 //! byte offset) and the terminal over a WebSocket (two-way: keystrokes and resizes in, output out).
 
+use contracts::ids::{EnvironmentId, WorkspaceId};
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -416,14 +417,19 @@ const ACCESS_RECHECK: Duration = Duration::from_secs(2);
 /// viewer, account disabled, its session ended by a password reset or its token revoked or expired,
 /// or the environment's container gone. A shell is the most powerful thing Paddock hands out, so
 /// access is not judged once at the handshake but for as long as it is open.
-async fn access_lost(db: &sqlx::SqlitePool, actor: &Actor, workspace_id: i64, env_id: i64) {
+async fn access_lost(
+    db: &sqlx::SqlitePool,
+    actor: &Actor,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
+) {
     loop {
         tokio::time::sleep(ACCESS_RECHECK).await;
         if !still_allowed(db, actor, workspace_id, env_id).await {
             tracing::info!(
                 user = actor.username,
-                workspace_id,
-                env_id,
+                %workspace_id,
+                %env_id,
                 "closing a terminal whose user lost access"
             );
             return;
@@ -435,8 +441,8 @@ async fn access_lost(db: &sqlx::SqlitePool, actor: &Actor, workspace_id: i64, en
 async fn still_allowed(
     db: &sqlx::SqlitePool,
     actor: &Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) -> bool {
     let disabled: Result<Option<bool>, sqlx::Error> =
         sqlx::query_scalar("SELECT disabled FROM users WHERE id = ?")
@@ -462,8 +468,8 @@ async fn bridge(
     terminal: containers::exec::Terminal,
     db: sqlx::SqlitePool,
     actor: Actor,
-    workspace_id: i64,
-    env_id: i64,
+    workspace_id: WorkspaceId,
+    env_id: EnvironmentId,
 ) {
     let containers::exec::Terminal {
         mut output,

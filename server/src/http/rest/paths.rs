@@ -3,6 +3,10 @@
 //! parameter it does not read (or read one under another name). Field names are the `{…}` names of
 //! the route templates.
 
+use contracts::ids::{
+    CheckpointId, DatasetId, EndpointId, EnvironmentId, EvaluationId, JobId, KeyId, PretrainedId,
+    TokenId, UserId, WorkspaceId,
+};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
@@ -20,35 +24,35 @@ macro_rules! path_params {
 
 path_params! {
     /// `/workspaces/{id}`.
-    WorkspacePath { id: i64 = "workspace id" }
+    WorkspacePath { id: WorkspaceId = "workspace id" }
     /// `/workspaces/{id}/members/{user_id}`.
-    MemberPath { id: i64 = "workspace id", user_id: i64 = "member's user id" }
+    MemberPath { id: WorkspaceId = "workspace id", user_id: UserId = "member's user id" }
     /// `/workspaces/{id}/datasets/{dataset_id}`.
-    DatasetPath { id: i64 = "workspace id", dataset_id: i64 = "dataset id" }
+    DatasetPath { id: WorkspaceId = "workspace id", dataset_id: DatasetId = "dataset id" }
     /// `/workspaces/{id}/environments/{env_id}`.
-    EnvironmentPath { id: i64 = "workspace id", env_id: i64 = "environment id" }
+    EnvironmentPath { id: WorkspaceId = "workspace id", env_id: EnvironmentId = "environment id" }
     /// `/workspaces/{id}/environments/{env_id}/versions/{version}`.
-    VersionPath { id: i64 = "workspace id", env_id: i64 = "environment id", version: i64 = "version number" }
+    VersionPath { id: WorkspaceId = "workspace id", env_id: EnvironmentId = "environment id", version: i64 = "version number" }
     /// `/workspaces/{id}/jobs/{job_id}`.
-    JobPath { id: i64 = "workspace id", job_id: i64 = "job id" }
+    JobPath { id: WorkspaceId = "workspace id", job_id: JobId = "job id" }
     /// `/workspaces/{id}/checkpoints/{checkpoint_id}`.
-    CheckpointPath { id: i64 = "workspace id", checkpoint_id: i64 = "checkpoint id" }
+    CheckpointPath { id: WorkspaceId = "workspace id", checkpoint_id: CheckpointId = "checkpoint id" }
     /// `/workspaces/{id}/checkpoints/{checkpoint_id}/evaluations/{evaluation_id}`.
     EvaluationPath {
-        id: i64 = "workspace id",
-        checkpoint_id: i64 = "checkpoint id",
-        evaluation_id: i64 = "evaluation id",
+        id: WorkspaceId = "workspace id",
+        checkpoint_id: CheckpointId = "checkpoint id",
+        evaluation_id: EvaluationId = "evaluation id",
     }
     /// `/workspaces/{id}/pretrained-models/{model_id}`.
-    PretrainedPath { id: i64 = "workspace id", model_id: i64 = "pretrained model id" }
+    PretrainedPath { id: WorkspaceId = "workspace id", model_id: PretrainedId = "pretrained model id" }
     /// `/workspaces/{id}/endpoints/{endpoint_id}`.
-    EndpointPath { id: i64 = "workspace id", endpoint_id: i64 = "endpoint id" }
+    EndpointPath { id: WorkspaceId = "workspace id", endpoint_id: EndpointId = "endpoint id" }
     /// `/workspaces/{id}/endpoints/{endpoint_id}/keys/{key_id}`.
-    KeyPath { id: i64 = "workspace id", endpoint_id: i64 = "endpoint id", key_id: i64 = "key id" }
+    KeyPath { id: WorkspaceId = "workspace id", endpoint_id: EndpointId = "endpoint id", key_id: KeyId = "key id" }
     /// `/v1/endpoints/{slug}`: the gateway's public name of an endpoint.
     SlugPath { slug: String = "the endpoint's slug" }
     /// `/tokens/{id}`.
-    TokenPath { id: i64 = "token id" }
+    TokenPath { id: TokenId = "token id" }
     /// `/admin/users/{id}`.
-    UserPath { id: i64 = "user id" }
+    UserPath { id: UserId = "user id" }
 }

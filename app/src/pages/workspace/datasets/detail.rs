@@ -2,6 +2,7 @@
 //! find it), a download link, the validation report, and a preview of its first rows. Editors also get
 //! "train on it" (the job form with this dataset chosen) and delete.
 
+use contracts::ids::{DatasetId, WorkspaceId};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
@@ -86,7 +87,7 @@ fn DatasetView(detail: DatasetDetail) -> impl IntoView {
 }
 
 #[component]
-fn DatasetActions(workspace_id: i64, dataset_id: i64) -> impl IntoView {
+fn DatasetActions(workspace_id: WorkspaceId, dataset_id: DatasetId) -> impl IntoView {
     let i18n = use_i18n();
     let navigate = use_navigate();
     let delete = ServerAction::<DeleteDataset>::new();

@@ -2,6 +2,7 @@
 //! editors and owners, the upload form, the one-click sample dataset and delete. A dataset that jobs use
 //! cannot be deleted: the server's conflict is shown in the row's place.
 
+use contracts::ids::{DatasetId, WorkspaceId};
 use leptos::prelude::*;
 use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
@@ -53,7 +54,7 @@ pub fn DatasetsPage() -> impl IntoView {
 
 /// The upload form and the sample button; either opens the new dataset's page.
 #[component]
-fn AddDatasets(workspace_id: i64) -> impl IntoView {
+fn AddDatasets(workspace_id: WorkspaceId) -> impl IntoView {
     let i18n = use_i18n();
     let navigate = use_navigate();
     let sample = ServerAction::<AddSampleDataset>::new();
@@ -125,7 +126,7 @@ pub fn LabelStack(distribution: std::collections::BTreeMap<String, u64>) -> impl
 #[component]
 fn DatasetsTable(
     list: Vec<DatasetSummary>,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     can_edit: bool,
     /// Read again after a delete.
     datasets: Resource<Result<Vec<DatasetSummary>, AppError>>,
@@ -133,8 +134,8 @@ fn DatasetsTable(
     let i18n = use_i18n();
     let delete = ServerAction::<DeleteDataset>::new();
     // Which row asked for deletion, and the error of the last attempt (shown in that row).
-    let confirming = RwSignal::new(None::<i64>);
-    let failed = RwSignal::new(None::<(i64, AppError)>);
+    let confirming = RwSignal::new(None::<DatasetId>);
+    let failed = RwSignal::new(None::<(DatasetId, AppError)>);
     Effect::new(move |_| match delete.value().get() {
         Some(Ok(())) => {
             confirming.set(None);
@@ -154,7 +155,7 @@ fn DatasetsTable(
             let (id, name) = (ds.id, ds.name.clone());
             let testid = format!("dataset-row-{}", ds.name);
             view! {
-                <tr data-testid=testid data-id=id>
+                <tr data-testid=testid data-id=id.get()>
                     <th scope="row">
                         <A href=dataset_href(workspace_id, id) attr:data-testid="dataset-link">{ds.name.clone()}</A>
                         <span class="muted small block">{ds.file_name.clone()}</span>
@@ -181,12 +182,12 @@ fn DatasetsTable(
 /// Delete, asked in the row itself; a refusal (jobs use the dataset) shows in the row.
 #[component]
 fn DeleteCell(
-    workspace_id: i64,
-    id: i64,
+    workspace_id: WorkspaceId,
+    id: DatasetId,
     name: String,
     delete: ServerAction<DeleteDataset>,
-    confirming: RwSignal<Option<i64>>,
-    failed: RwSignal<Option<(i64, AppError)>>,
+    confirming: RwSignal<Option<DatasetId>>,
+    failed: RwSignal<Option<(DatasetId, AppError)>>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     view! {

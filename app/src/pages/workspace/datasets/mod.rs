@@ -8,18 +8,20 @@
 //! - [`detail`]: one dataset; [`report`] draws the validation report (label bars, length histogram,
 //!   problems with line numbers).
 
+use contracts::ids::{DatasetId, WorkspaceId};
+
 pub mod detail;
 pub mod list;
 pub mod report;
 pub mod upload;
 
 /// `/w/{id}/datasets/{ds}`.
-pub fn dataset_href(workspace_id: i64, dataset_id: i64) -> String {
+pub fn dataset_href(workspace_id: WorkspaceId, dataset_id: DatasetId) -> String {
     format!("/w/{workspace_id}/datasets/{dataset_id}")
 }
 
 /// Where the dataset's file is downloaded (REST, same-origin cookie).
-pub fn file_url(workspace_id: i64, dataset_id: i64) -> String {
+pub fn file_url(workspace_id: WorkspaceId, dataset_id: DatasetId) -> String {
     format!("/api/v1/workspaces/{workspace_id}/datasets/{dataset_id}/file")
 }
 

@@ -4,6 +4,7 @@
 //! A refused file keeps the server's words: `dataset_invalid` carries each problem with its line number,
 //! and they are listed one per line under the file field. Nothing is created on refusal.
 
+use contracts::ids::{DatasetId, WorkspaceId};
 use leptos::prelude::*;
 
 use crate::components::form::{described_by, FieldRow, SubmitButton};
@@ -16,7 +17,7 @@ use contracts::types::DatasetDetail;
 
 /// Where the upload goes, with its metadata in the query string.
 pub fn upload_url(
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     name: &str,
     file_name: &str,
     text: &str,
@@ -52,7 +53,10 @@ enum Phase {
 }
 
 #[component]
-pub fn UploadForm(workspace_id: i64, #[prop(into)] on_done: Callback<i64>) -> impl IntoView {
+pub fn UploadForm(
+    workspace_id: WorkspaceId,
+    #[prop(into)] on_done: Callback<DatasetId>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let name = RwSignal::new(String::new());
     let text_column = RwSignal::new("text".to_string());
@@ -286,7 +290,7 @@ mod tests {
     #[test]
     fn the_upload_url_carries_the_metadata() {
         assert_eq!(
-            upload_url(3, "评论", "a b.tsv", "text", "label"),
+            upload_url(WorkspaceId::new(3), "评论", "a b.tsv", "text", "label"),
             "/api/v1/workspaces/3/datasets/upload?name=%E8%AF%84%E8%AE%BA&filename=a%20b.tsv&text_column=text&label_column=label"
         );
     }

@@ -5,6 +5,7 @@
 //! seen starting and becoming ready. A number that does not parse is refused at its field in the
 //! browser; every range is the server's to check, and its error is shown under the field it names.
 
+use contracts::ids::{CheckpointId, WorkspaceId};
 use leptos::html::{Details, Input};
 use leptos::prelude::*;
 
@@ -63,7 +64,7 @@ impl DeployValues {
     }
 
     /// The spec to send, or the first field whose text is not a whole number.
-    pub fn to_spec(&self, checkpoint_id: i64) -> Result<EndpointSpec, &'static str> {
+    pub fn to_spec(&self, checkpoint_id: CheckpointId) -> Result<EndpointSpec, &'static str> {
         fn num(s: &str, field: &'static str) -> Result<u32, &'static str> {
             s.trim().parse().map_err(|_| field)
         }
@@ -84,8 +85,8 @@ impl DeployValues {
 /// The Deploy button of one checkpoint, and its form while open.
 #[component]
 pub fn DeployCheckpoint(
-    workspace_id: i64,
-    checkpoint_id: i64,
+    workspace_id: WorkspaceId,
+    checkpoint_id: CheckpointId,
     step: i64,
     /// The job that wrote the checkpoint: the endpoint's default name.
     job_name: String,
@@ -107,8 +108,8 @@ pub fn DeployCheckpoint(
 
 #[component]
 fn DeployDialog(
-    workspace_id: i64,
-    checkpoint_id: i64,
+    workspace_id: WorkspaceId,
+    checkpoint_id: CheckpointId,
     step: i64,
     job_name: String,
     on_close: impl Fn() + Copy + Send + Sync + 'static,
@@ -215,10 +216,10 @@ mod tests {
     fn the_form_opens_with_the_job_name_and_the_servers_defaults() {
         let v = DeployValues::new("  情感分类 tiny  ");
         assert_eq!(v.name, "情感分类 tiny");
-        let spec = v.to_spec(7).unwrap();
+        let spec = v.to_spec(CheckpointId::new(7)).unwrap();
         assert_eq!(
             (spec.checkpoint_id, spec.replicas, spec.slug.as_deref()),
-            (7, 1, None)
+            (CheckpointId::new(7), 1, None)
         );
         assert_eq!(
             (
@@ -237,10 +238,10 @@ mod tests {
     fn a_number_that_does_not_parse_names_its_field() {
         let mut v = DeployValues::new("job");
         v.max_wait_ms = "soon".into();
-        assert_eq!(v.to_spec(1), Err("max_wait_ms"));
+        assert_eq!(v.to_spec(CheckpointId::new(1)), Err("max_wait_ms"));
         v.max_wait_ms = " 10 ".into();
         v.slug = " my-model ".into();
-        let spec = v.to_spec(1).unwrap();
+        let spec = v.to_spec(CheckpointId::new(1)).unwrap();
         assert_eq!(
             (spec.max_wait_ms, spec.slug.as_deref()),
             (10, Some("my-model"))

@@ -8,6 +8,7 @@
 //! for as long as it is open: each answer updates the status and replicas and adds one sample to the
 //! traffic charts. Each section reads only the part it shows through a memo.
 
+use contracts::ids::{CheckpointId, JobId};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -54,7 +55,7 @@ pub fn EndpointPage() -> impl IntoView {
         move || current.id.get(),
         |ws| async move {
             let checkpoints = list_checkpoints(ws).await?;
-            let jobs: BTreeMap<i64, String> = list_jobs(ws)
+            let jobs: BTreeMap<JobId, String> = list_jobs(ws)
                 .await?
                 .into_iter()
                 .map(|j| (j.id, j.name))
@@ -76,7 +77,7 @@ pub fn EndpointPage() -> impl IntoView {
 fn EndpointView(
     detail: EndpointDetail,
     checkpoints: Vec<CheckpointInfo>,
-    jobs: BTreeMap<i64, String>,
+    jobs: BTreeMap<JobId, String>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let workspace_id = detail.summary.workspace_id;
@@ -116,7 +117,7 @@ fn EndpointView(
     // The lead is the URL callers use (the slug never changes); the checkpoint is in the status card,
     // which follows roll-outs.
     let lead = predict_path.clone();
-    let steps: BTreeMap<i64, i64> = checkpoints.iter().map(|c| (c.id, c.step)).collect();
+    let steps: BTreeMap<CheckpointId, i64> = checkpoints.iter().map(|c| (c.id, c.step)).collect();
     let choices = rollout_choices(&checkpoints, |job| {
         jobs.get(&job).cloned().unwrap_or_else(|| format!("#{job}"))
     });
@@ -159,8 +160,8 @@ fn tolerance_text(t: Option<ParityTolerance>) -> String {
 #[component]
 fn StatusCard(
     live: RwSignal<EndpointDetail>,
-    jobs: BTreeMap<i64, String>,
-    steps: BTreeMap<i64, i64>,
+    jobs: BTreeMap<JobId, String>,
+    steps: BTreeMap<CheckpointId, i64>,
     can_edit: bool,
 ) -> impl IntoView {
     let i18n = use_i18n();

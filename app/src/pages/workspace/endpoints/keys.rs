@@ -2,6 +2,7 @@
 //! every member, and for editors and owners a form to create one — whose secret is shown once, with a
 //! copy button, and handed to the call examples below — and a Revoke button per active key.
 
+use contracts::ids::{EndpointId, WorkspaceId};
 use leptos::prelude::*;
 
 use crate::api::endpoints::{CreateEndpointKey, RevokeEndpointKey};
@@ -19,8 +20,8 @@ const DEFAULT_RATE_PER_MINUTE: u32 = 600;
 
 #[component]
 pub fn KeysCard(
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
     #[prop(into)] keys: Signal<Vec<EndpointKey>>,
     can_edit: bool,
     /// The secret of the key created on this page, once.
@@ -50,8 +51,8 @@ pub fn KeysCard(
 
 #[component]
 fn NewKeyForm(
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
     secret: RwSignal<Option<String>>,
     refresh: impl Fn() + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
@@ -133,8 +134,8 @@ fn NewKeyForm(
 
 #[component]
 fn KeysTable(
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
     #[prop(into)] keys: Signal<Vec<EndpointKey>>,
     can_edit: bool,
     revoke: ServerAction<RevokeEndpointKey>,

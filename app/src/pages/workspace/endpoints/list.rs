@@ -3,6 +3,7 @@
 //! any endpoint is starting the list is read again every few seconds, in place. Endpoints are created
 //! from a checkpoint (Deploy on a job's page or on Models), so the empty state points there.
 
+use contracts::ids::{CheckpointId, JobId, WorkspaceId};
 use std::collections::BTreeMap;
 
 use leptos::prelude::*;
@@ -27,8 +28,8 @@ const POLL: std::time::Duration = std::time::Duration::from_secs(3);
 /// What the list shows besides the endpoints: job names and checkpoint steps, by id.
 #[derive(Clone, Default, serde::Serialize, serde::Deserialize)]
 struct Lineage {
-    jobs: BTreeMap<i64, String>,
-    steps: BTreeMap<i64, i64>,
+    jobs: BTreeMap<JobId, String>,
+    steps: BTreeMap<CheckpointId, i64>,
 }
 
 #[component]
@@ -77,7 +78,7 @@ pub fn EndpointsPage() -> impl IntoView {
 #[component]
 fn EndpointsTable(
     list: Vec<EndpointSummary>,
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     lineage: Lineage,
 ) -> impl IntoView {
     let i18n = use_i18n();

@@ -4,6 +4,7 @@
 //! and says what is under way in the status message, which the page's polling shows. A stopped or failed
 //! endpoint keeps the change for its next deployment; one that is starting must finish first.
 
+use contracts::ids::{CheckpointId, JobId};
 use leptos::prelude::*;
 
 use crate::api::endpoints::ChangeEndpoint;
@@ -14,12 +15,12 @@ use contracts::error::{AppError, ErrorCode};
 use contracts::types::{CheckpointInfo, EndpointChange, EndpointDetail, EndpointStatus};
 
 /// A checkpoint that can be rolled out: its id, its job's name and its step.
-pub type Choice = (i64, String, i64);
+pub type Choice = (CheckpointId, String, i64);
 
 /// The checkpoints that can be rolled out (their files are still on disk), newest first.
 pub fn rollout_choices(
     checkpoints: &[CheckpointInfo],
-    job_name: impl Fn(i64) -> String,
+    job_name: impl Fn(JobId) -> String,
 ) -> Vec<Choice> {
     let mut live: Vec<&CheckpointInfo> = checkpoints
         .iter()
@@ -67,7 +68,7 @@ pub fn ManageCard(live: RwSignal<EndpointDetail>, choices: Vec<Choice>) -> impl 
     };
     let roll_out = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        if let Ok(id) = checkpoint.get_untracked().parse::<i64>() {
+        if let Ok(id) = checkpoint.get_untracked().parse::<CheckpointId>() {
             send(EndpointChange {
                 replicas: None,
                 checkpoint_id: Some(id),
@@ -139,8 +140,8 @@ mod tests {
 
     fn checkpoint(id: i64, job_id: i64, step: i64, deleted: bool) -> CheckpointInfo {
         CheckpointInfo {
-            id,
-            job_id,
+            id: CheckpointId::new(id),
+            job_id: JobId::new(job_id),
             step,
             epoch: None,
             metrics: None,
@@ -160,10 +161,19 @@ mod tests {
             checkpoint(2, 5, 20, true),
             checkpoint(3, 6, 30, false),
         ];
-        let choices = rollout_choices(&list, |job| if job == 5 { "a".into() } else { "b".into() });
+        let choices = rollout_choices(&list, |job| {
+            if job == JobId::new(5) {
+                "a".into()
+            } else {
+                "b".into()
+            }
+        });
         assert_eq!(
             choices,
-            vec![(3, "b".to_string(), 30), (1, "a".to_string(), 10)]
+            vec![
+                (CheckpointId::new(3), "b".to_string(), 30),
+                (CheckpointId::new(1), "a".to_string(), 10)
+            ]
         );
     }
 }

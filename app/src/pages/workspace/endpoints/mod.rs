@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod playground;
 pub mod usage;
 
+use contracts::ids::{EndpointId, WorkspaceId};
 use leptos::prelude::*;
 
 use crate::components::badges::StateBadge;
@@ -25,7 +26,7 @@ use crate::i18n::*;
 use contracts::types::EndpointStatus;
 
 /// `/w/{id}/endpoints/{endpoint}`.
-pub fn endpoint_href(workspace_id: i64, endpoint_id: i64) -> String {
+pub fn endpoint_href(workspace_id: WorkspaceId, endpoint_id: EndpointId) -> String {
     format!("/w/{workspace_id}/endpoints/{endpoint_id}")
 }
 

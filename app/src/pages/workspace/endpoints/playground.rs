@@ -3,6 +3,7 @@
 //! counts in the traffic numbers), with the member's session instead of an API key; any member, viewers
 //! included, may use it while the endpoint is ready.
 
+use contracts::ids::{EndpointId, WorkspaceId};
 use leptos::prelude::*;
 
 use crate::api::endpoints::TryPredict;
@@ -31,8 +32,8 @@ pub fn percent(p: f64) -> String {
 
 #[component]
 pub fn Playground(
-    workspace_id: i64,
-    endpoint_id: i64,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
     #[prop(into)] ready: Signal<bool>,
 ) -> impl IntoView {
     let i18n = use_i18n();

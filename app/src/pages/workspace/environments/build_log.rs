@@ -4,6 +4,7 @@
 //! build's status; a finished build's log therefore arrives complete and ends at once. The stream
 //! closes on `end` ([`crate::components::sse`]) and when the component goes away.
 
+use contracts::ids::{EnvironmentId, WorkspaceId};
 use leptos::prelude::*;
 
 use crate::components::http::{slot, Slot};
@@ -11,7 +12,7 @@ use crate::components::sse::{EventStream, Message};
 use crate::i18n::*;
 
 /// Where the stream of a version's build log is.
-pub fn log_url(workspace_id: i64, environment_id: i64, version: i64) -> String {
+pub fn log_url(workspace_id: WorkspaceId, environment_id: EnvironmentId, version: i64) -> String {
     format!(
         "/api/v1/workspaces/{workspace_id}/environments/{environment_id}/versions/{version}/log"
     )
@@ -21,8 +22,8 @@ pub fn log_url(workspace_id: i64, environment_id: i64, version: i64) -> String {
 /// over (the page then reloads the environment to show the lock).
 #[component]
 pub fn BuildLog(
-    workspace_id: i64,
-    environment_id: i64,
+    workspace_id: WorkspaceId,
+    environment_id: EnvironmentId,
     version: i64,
     /// The build has not started: there is nothing to stream yet.
     waiting: bool,

@@ -7,6 +7,7 @@
 //! motion) fetch it again. Each section reads only the part it shows through a memo, so a refresh
 //! re-renders what changed and leaves the open terminal and the streaming log alone.
 
+use contracts::ids::{EnvironmentId, WorkspaceId};
 use std::time::Duration;
 
 use leptos::prelude::*;
@@ -140,8 +141,8 @@ fn EnvironmentView(detail: EnvironmentDetail, docker: Option<DockerStatus>) -> i
 #[component]
 fn StatusCard(
     live: RwSignal<EnvironmentDetail>,
-    workspace_id: i64,
-    environment_id: i64,
+    workspace_id: WorkspaceId,
+    environment_id: EnvironmentId,
     can_edit: bool,
     available: bool,
 ) -> impl IntoView {
@@ -203,8 +204,8 @@ fn StatusCard(
 #[component]
 fn Actions(
     live: RwSignal<EnvironmentDetail>,
-    workspace_id: i64,
-    environment_id: i64,
+    workspace_id: WorkspaceId,
+    environment_id: EnvironmentId,
     available: bool,
 ) -> impl IntoView {
     let i18n = use_i18n();
@@ -300,8 +301,8 @@ fn Actions(
 #[component]
 fn LockCard(
     version: Memo<Option<EnvironmentVersion>>,
-    workspace_id: i64,
-    environment_id: i64,
+    workspace_id: WorkspaceId,
+    environment_id: EnvironmentId,
     #[prop(into)] on_end: Callback<()>,
 ) -> impl IntoView {
     let i18n = use_i18n();

@@ -4,6 +4,7 @@
 //! problem at its field), and each is shown under its field in the reader's language, with the whole
 //! error above the submit button. Nothing is created unless the whole spec is valid.
 
+use contracts::ids::{EnvironmentId, WorkspaceId};
 use std::collections::BTreeMap;
 
 use leptos::prelude::*;
@@ -311,9 +312,9 @@ fn catalog_label(locale: Locale, image: &CatalogImage) -> String {
 
 #[component]
 fn EnvironmentForm(
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     /// `None` creates; `Some` saves a new version of that environment.
-    environment_id: Option<i64>,
+    environment_id: Option<EnvironmentId>,
     initial: EnvironmentSpec,
     docker: DockerStatus,
 ) -> impl IntoView {

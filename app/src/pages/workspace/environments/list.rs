@@ -1,6 +1,7 @@
 //! `/w/{id}/environments`: the workspace's environments with their container status, build, base image,
 //! resources and image ID, and the way to create one (editors and owners, while Docker is reachable).
 
+use contracts::ids::WorkspaceId;
 use leptos::prelude::*;
 use leptos_router::components::A;
 
@@ -62,7 +63,7 @@ pub fn EnvironmentsPage() -> impl IntoView {
 }
 
 #[component]
-fn EnvironmentsTable(list: Vec<EnvironmentSummary>, workspace_id: i64) -> impl IntoView {
+fn EnvironmentsTable(list: Vec<EnvironmentSummary>, workspace_id: WorkspaceId) -> impl IntoView {
     let i18n = use_i18n();
     view! {
         <DataTable testid="environments-table"
@@ -77,7 +78,7 @@ fn EnvironmentsTable(list: Vec<EnvironmentSummary>, workspace_id: i64) -> impl I
                     let image = env.image_id.clone();
                     let testid = format!("env-row-{}", env.name);
                     view! {
-                        <tr data-testid=testid data-id=env.id>
+                        <tr data-testid=testid data-id=env.id.get()>
                             <th scope="row">
                                 <A href=environment_href(workspace_id, env.id) attr:data-testid="env-link">
                                     {env.name.clone()}

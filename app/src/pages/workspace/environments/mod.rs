@@ -13,6 +13,8 @@
 //! The components here end in `.into_any()`: nested, the detail page's view types grow past the
 //! compiler's query depth limit when the server crate lays them out.
 
+use contracts::ids::{EnvironmentId, WorkspaceId};
+
 pub mod build_log;
 pub mod detail;
 pub mod form;
@@ -22,6 +24,6 @@ pub mod stats;
 pub mod terminal;
 
 /// `/w/{id}/environments/{env_id}`.
-pub fn environment_href(workspace_id: i64, environment_id: i64) -> String {
+pub fn environment_href(workspace_id: WorkspaceId, environment_id: EnvironmentId) -> String {
     format!("/w/{workspace_id}/environments/{environment_id}")
 }

@@ -1,6 +1,7 @@
 //! CPU, memory and process count of a running environment, read again every few seconds while the
 //! panel is shown (the detail page shows it only while the container runs).
 
+use contracts::ids::{EnvironmentId, WorkspaceId};
 use std::time::Duration;
 
 use leptos::prelude::*;
@@ -16,7 +17,7 @@ use crate::i18n::*;
 const REFRESH: Duration = Duration::from_secs(3);
 
 #[component]
-pub fn StatsPanel(workspace_id: i64, environment_id: i64) -> impl IntoView {
+pub fn StatsPanel(workspace_id: WorkspaceId, environment_id: EnvironmentId) -> impl IntoView {
     let i18n = use_i18n();
     let stats = Resource::new(
         || (),

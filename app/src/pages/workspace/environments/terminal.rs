@@ -6,17 +6,22 @@
 //!
 //! Every text the element shows comes from here, translated, in `data-text-*` attributes.
 
+use contracts::ids::{EnvironmentId, WorkspaceId};
 use leptos::prelude::*;
 
 use crate::i18n::*;
 
 /// The WebSocket path (`ws:`/`wss:` and the host are added in the browser).
-pub fn terminal_path(workspace_id: i64, environment_id: i64) -> String {
+pub fn terminal_path(workspace_id: WorkspaceId, environment_id: EnvironmentId) -> String {
     format!("/api/v1/workspaces/{workspace_id}/environments/{environment_id}/terminal")
 }
 
 #[component]
-pub fn TerminalPanel(workspace_id: i64, environment_id: i64, name: String) -> impl IntoView {
+pub fn TerminalPanel(
+    workspace_id: WorkspaceId,
+    environment_id: EnvironmentId,
+    name: String,
+) -> impl IntoView {
     let i18n = use_i18n();
     let open = RwSignal::new(false);
     let label = move || t_string!(i18n, env_detail.terminal_label, name = name.clone()).to_string();

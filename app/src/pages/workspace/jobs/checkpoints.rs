@@ -4,6 +4,7 @@
 //! owners also get Deploy (`endpoints::deploy`) on every checkpoint still on disk; given the workspace's
 //! endpoints, a column links each checkpoint to the endpoints serving it (the rest of its lineage).
 
+use contracts::ids::{CheckpointId, JobId, WorkspaceId};
 use std::collections::BTreeMap;
 
 use leptos::prelude::*;
@@ -20,7 +21,7 @@ use crate::pages::workspace::endpoints::{endpoint_href, EndpointStatusBadge};
 use crate::pages::workspace::environments::parts::bytes_text;
 use contracts::types::{CheckpointInfo, EndpointSummary};
 
-pub fn download_url(workspace_id: i64, checkpoint_id: i64) -> String {
+pub fn download_url(workspace_id: WorkspaceId, checkpoint_id: CheckpointId) -> String {
     format!("/api/v1/workspaces/{workspace_id}/checkpoints/{checkpoint_id}/download")
 }
 
@@ -43,11 +44,11 @@ pub fn bytes_kept(list: &[CheckpointInfo]) -> u64 {
 
 #[component]
 pub fn CheckpointsTable(
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     #[prop(into)] list: Signal<Vec<CheckpointInfo>>,
     /// Job names by id: shows a job column linking to each checkpoint's job.
     #[prop(optional)]
-    jobs: Option<BTreeMap<i64, String>>,
+    jobs: Option<BTreeMap<JobId, String>>,
     /// Editors and owners: a Deploy button per checkpoint still on disk.
     #[prop(optional)]
     can_deploy: bool,
@@ -115,7 +116,7 @@ pub fn CheckpointsTable(
                                     <ul class="served-by">
                                         {here.into_iter().map(|e| view! {
                                             <li>
-                                                <A href=endpoint_href(workspace_id, e.id) attr:data-testid="checkpoint-endpoint" attr:data-id=e.id>
+                                                <A href=endpoint_href(workspace_id, e.id) attr:data-testid="checkpoint-endpoint" attr:data-id=e.id.get()>
                                                     {e.name}
                                                 </A>
                                                 " "
@@ -133,7 +134,7 @@ pub fn CheckpointsTable(
                     view! { <td><A href=job_href(workspace_id, c.job_id) attr:data-testid="checkpoint-job">{name}</A></td> }
                 });
                 view! {
-                    <tr data-testid="checkpoint-row" data-id=c.id data-state=st data-step=c.step>
+                    <tr data-testid="checkpoint-row" data-id=c.id.get() data-state=st data-step=c.step>
                         {job}
                         <th scope="row" class="num">{c.step}{c.epoch.map(|e| format!(" · {e:.2}"))}</th>
                         <td class="nowrap">

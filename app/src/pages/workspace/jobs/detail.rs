@@ -8,6 +8,7 @@
 //! Checkpoints are not on the stream: the job is read again every few seconds while it is not over,
 //! and once when it ends.
 
+use contracts::ids::WorkspaceId;
 use std::time::Duration;
 
 use leptos::prelude::*;
@@ -257,7 +258,7 @@ fn StatusCard(
 /// Where the job's weights came from: a link to the checkpoint's job, an uploaded model, or the preset
 /// it started from.
 fn base_model_view(
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     base: Option<BaseModel>,
     pretrained: Option<String>,
     preset: String,

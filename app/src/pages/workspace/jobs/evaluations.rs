@@ -3,6 +3,7 @@
 //! and the confusion matrix. Used on a job's page (its checkpoints) and on the Models page (all of them).
 //! While an evaluation is queued or running the list is read again every few seconds.
 
+use contracts::ids::{JobId, WorkspaceId};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -39,8 +40,8 @@ pub fn status_text(locale: Locale, status: EvaluationStatus) -> &'static str {
 /// checkpoints of several jobs are listed.
 pub fn checkpoint_name(
     locale: Locale,
-    jobs: Option<&BTreeMap<i64, String>>,
-    job_id: i64,
+    jobs: Option<&BTreeMap<JobId, String>>,
+    job_id: JobId,
     step: i64,
 ) -> String {
     let step = match locale {
@@ -80,16 +81,16 @@ pub fn row_shares(confusion: &[Vec<u64>]) -> Vec<Vec<f64>> {
 
 #[component]
 pub fn EvaluationsCard(
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     /// The checkpoints that can be picked (those whose files still exist are offered).
     #[prop(into)]
     checkpoints: Signal<Vec<CheckpointInfo>>,
     /// Only this job's checkpoints' evaluations (a job's page); every one on the Models page.
     #[prop(optional)]
-    job_id: Option<i64>,
+    job_id: Option<JobId>,
     /// Job names by id, to name checkpoints where several jobs' are listed.
     #[prop(optional)]
-    jobs: Option<BTreeMap<i64, String>>,
+    jobs: Option<BTreeMap<JobId, String>>,
     can_edit: bool,
 ) -> impl IntoView {
     let i18n = use_i18n();
@@ -122,9 +123,9 @@ pub fn EvaluationsCard(
 
 #[component]
 fn EvaluateForm(
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     checkpoints: Signal<Vec<CheckpointInfo>>,
-    jobs: StoredValue<Option<BTreeMap<i64, String>>>,
+    jobs: StoredValue<Option<BTreeMap<JobId, String>>>,
     /// Read again once an evaluation starts.
     list: Resource<Result<Vec<EvaluationInfo>, AppError>>,
 ) -> impl IntoView {
@@ -216,7 +217,7 @@ fn EvaluateForm(
 #[component]
 fn EvaluationRows(
     e: EvaluationInfo,
-    jobs: StoredValue<Option<BTreeMap<i64, String>>>,
+    jobs: StoredValue<Option<BTreeMap<JobId, String>>>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let status = e.status;
@@ -254,7 +255,7 @@ fn EvaluationRows(
         .then(|| e.status_message.clone())
         .flatten();
     view! {
-        <tr data-testid="evaluation-row" data-id=e.id data-status=status.as_str()>
+        <tr data-testid="evaluation-row" data-id=e.id.get() data-status=status.as_str()>
             <th scope="row">{name}</th>
             <td>
                 {e.dataset_name.clone()}
@@ -341,14 +342,17 @@ mod tests {
 
     #[test]
     fn checkpoints_are_named_with_their_job_where_several_are_listed() {
-        let jobs: BTreeMap<i64, String> = [(3, "tiny-run".to_string())].into();
-        assert_eq!(checkpoint_name(Locale::en, None, 3, 20), "step 20");
+        let jobs: BTreeMap<JobId, String> = [(JobId::new(3), "tiny-run".to_string())].into();
         assert_eq!(
-            checkpoint_name(Locale::en, Some(&jobs), 3, 20),
+            checkpoint_name(Locale::en, None, JobId::new(3), 20),
+            "step 20"
+        );
+        assert_eq!(
+            checkpoint_name(Locale::en, Some(&jobs), JobId::new(3), 20),
             "tiny-run · step 20"
         );
         assert_eq!(
-            checkpoint_name(Locale::zh, Some(&jobs), 4, 5),
+            checkpoint_name(Locale::zh, Some(&jobs), JobId::new(4), 5),
             "#4 · 第 5 步"
         );
     }

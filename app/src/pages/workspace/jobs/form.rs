@@ -7,6 +7,7 @@
 //! each broken rule as a problem at its field, shown under that field). Nothing is queued unless the
 //! whole spec is valid.
 
+use contracts::ids::{DatasetId, WorkspaceId};
 use leptos::prelude::*;
 use leptos_router::components::A;
 
@@ -75,7 +76,7 @@ fn form_or_why(
     ws: WorkspaceSummary,
     choices: Result<Choices, AppError>,
     source: Result<Option<JobSpec>, AppError>,
-    dataset: Option<i64>,
+    dataset: Option<DatasetId>,
     cloned: bool,
 ) -> AnyView {
     let i18n = use_i18n();
@@ -246,7 +247,7 @@ fn environment_ready(e: &EnvironmentSummary) -> bool {
 
 #[component]
 fn JobForm(
-    workspace_id: i64,
+    workspace_id: WorkspaceId,
     initial: JobSpec,
     datasets: Vec<DatasetSummary>,
     environments: Vec<EnvironmentSummary>,
@@ -398,7 +399,7 @@ fn ModelSection(
                         let selected = value == start.base_checkpoint_id;
                         let name = m.name;
                         view! {
-                            <option value=value selected=selected data-pretrained=m.id>
+                            <option value=value selected=selected data-pretrained=m.id.get()>
                                 {move || t_string!(i18n, job_form.pretrained_option, name = name.clone()).to_string()}
                             </option>
                         }
@@ -456,17 +457,17 @@ mod tests {
 
     #[test]
     fn a_spec_survives_the_form_both_ways() {
-        let mut spec = JobSpec::new("snownlp", 3);
-        spec.dev_dataset_id = Some(4);
+        let mut spec = JobSpec::new("snownlp", DatasetId::new(3));
+        spec.dev_dataset_id = Some(DatasetId::new(4));
         spec.max_steps = Some(30);
         spec.learning_rate = 0.0003;
         assert_eq!(FormValues::from_spec(&spec).to_spec(), Ok(spec.clone()));
-        let defaults = FormValues::from_spec(&JobSpec::new("", 1));
+        let defaults = FormValues::from_spec(&JobSpec::new("", DatasetId::new(1)));
         assert_eq!(defaults.max_steps, "", "optional fields start empty");
         assert_eq!(defaults.environment_id, "", "a local process by default");
         // The base model is one choice: a checkpoint's id, or an uploaded model's `m<id>`.
-        let mut from_upload = JobSpec::new("x", 1);
-        from_upload.pretrained_model_id = Some(7);
+        let mut from_upload = JobSpec::new("x", DatasetId::new(1));
+        from_upload.pretrained_model_id = Some(contracts::ids::PretrainedId::new(7));
         let values = FormValues::from_spec(&from_upload);
         assert_eq!(values.base_checkpoint_id, "m7");
         assert_eq!(values.to_spec(), Ok(from_upload));
@@ -477,7 +478,7 @@ mod tests {
 
     #[test]
     fn text_that_is_no_number_is_refused_at_its_field() {
-        let mut values = FormValues::from_spec(&JobSpec::new("x", 1));
+        let mut values = FormValues::from_spec(&JobSpec::new("x", DatasetId::new(1)));
         values.batch_size = "lots".into();
         assert_eq!(values.to_spec(), Err("batch_size"));
         values.batch_size = "16".into();

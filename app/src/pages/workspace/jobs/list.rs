@@ -2,6 +2,7 @@
 //! run and when they were created; "New job" for editors and owners. While any job is queued or running
 //! the list is read again every few seconds, in place.
 
+use contracts::ids::WorkspaceId;
 use leptos::prelude::*;
 use leptos_router::components::A;
 
@@ -47,7 +48,7 @@ pub fn JobsPage() -> impl IntoView {
 }
 
 #[component]
-fn JobsTable(list: Vec<JobSummary>, workspace_id: i64) -> impl IntoView {
+fn JobsTable(list: Vec<JobSummary>, workspace_id: WorkspaceId) -> impl IntoView {
     let i18n = use_i18n();
     let rows = list
         .into_iter()
@@ -61,7 +62,7 @@ fn JobsTable(list: Vec<JobSummary>, workspace_id: i64) -> impl IntoView {
                 <tr data-testid=testid data-name=name>
                     <th scope="row">
                         <A href=job_href(workspace_id, job.id) attr:data-testid="job-link">{label}</A>
-                        <span class="muted small block">"#"{job.id}{by}</span>
+                        <span class="muted small block">"#"{job.id.get()}{by}</span>
                     </th>
                     <td><JobStatusBadge status=status /></td>
                     <td><JobProgress summary=Signal::stored(job.clone()) /></td>

@@ -2,6 +2,7 @@
 //! bottom like a terminal), and a search box that asks the server for every line containing the text
 //! (`GET …/jobs/{job}/logs?contains=`), so a search covers the whole log, not just what this page holds.
 
+use contracts::ids::{JobId, WorkspaceId};
 use leptos::prelude::*;
 
 use crate::components::http::{self, Request};
@@ -13,7 +14,7 @@ use contracts::types::LogLine;
 /// How many live lines the page keeps; older ones stay reachable through the search.
 pub const KEPT_LINES: usize = 5000;
 
-pub fn search_url(workspace_id: i64, job_id: i64, contains: &str) -> String {
+pub fn search_url(workspace_id: WorkspaceId, job_id: JobId, contains: &str) -> String {
     format!(
         "/api/v1/workspaces/{workspace_id}/jobs/{job_id}/logs?{}",
         http::query(&[("contains", contains)])
@@ -22,8 +23,8 @@ pub fn search_url(workspace_id: i64, job_id: i64, contains: &str) -> String {
 
 #[component]
 pub fn JobLog(
-    workspace_id: i64,
-    job_id: i64,
+    workspace_id: WorkspaceId,
+    job_id: JobId,
     #[prop(into)] lines: Signal<Vec<LogLine>>,
 ) -> impl IntoView {
     let i18n = use_i18n();
@@ -123,7 +124,7 @@ mod tests {
     #[test]
     fn the_search_url_encodes_the_text() {
         assert_eq!(
-            search_url(1, 2, "step 3"),
+            search_url(WorkspaceId::new(1), JobId::new(2), "step 3"),
             "/api/v1/workspaces/1/jobs/2/logs?contains=step%203"
         );
     }

@@ -9,6 +9,8 @@
 //!   used by the Models page), [`evaluations`] measures them on datasets (also on the Models page).
 //! - [`parts`]: the status badge, progress and ETA arithmetic the pages share.
 
+use contracts::ids::{JobId, WorkspaceId};
+
 pub mod charts;
 pub mod checkpoints;
 pub mod detail;
@@ -20,6 +22,6 @@ pub mod parts;
 pub mod stream;
 
 /// `/w/{id}/jobs/{job}`.
-pub fn job_href(workspace_id: i64, job_id: i64) -> String {
+pub fn job_href(workspace_id: WorkspaceId, job_id: JobId) -> String {
     format!("/w/{workspace_id}/jobs/{job_id}")
 }

@@ -5,10 +5,11 @@
 //! ([`crate::components::sse`]); the page reopens it after the last ids it saw when it dropped.
 
 use crate::components::sse::{EventStream, Message};
+use contracts::ids::{JobId, WorkspaceId};
 use contracts::types::{JobSummary, LogLine, MetricPoint};
 
 /// Where the stream is; `after` = (last metric id, last log id) seen, to resume without repeats.
-pub fn stream_url(workspace_id: i64, job_id: i64, after: (i64, i64)) -> String {
+pub fn stream_url(workspace_id: WorkspaceId, job_id: JobId, after: (i64, i64)) -> String {
     format!(
         "/api/v1/workspaces/{workspace_id}/jobs/{job_id}/stream?metrics_after={}&logs_after={}",
         after.0, after.1
