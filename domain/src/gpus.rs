@@ -213,6 +213,14 @@ fn busy(message: String) -> AppError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn env(id: i64) -> Holder {
+        Holder::Environment(EnvironmentId::new(id))
+    }
+
+    fn job(id: i64) -> Holder {
+        Holder::Job(JobId::new(id))
+    }
     use crate::testing::test_db;
     use sqlx::pool::PoolConnection;
     use sqlx::Sqlite;
@@ -260,26 +268,18 @@ mod tests {
     #[tokio::test]
     async fn exclusive_gpus_are_never_given_twice() {
         let mut host = Host::with(2).await;
-        let a = host
-            .one(Holder::Environment(EnvironmentId::new(1)))
-            .await
-            .unwrap();
-        let b = host
-            .one(Holder::Environment(EnvironmentId::new(2)))
-            .await
-            .unwrap();
+        let a = host.one(env(1)).await.unwrap();
+        let b = host.one(env(2)).await.unwrap();
         assert_eq!((a, b), (vec![0], vec![1]));
-        let err = host.one(Holder::Job(JobId::new(7))).await.unwrap_err();
+        let err = host.one(job(7)).await.unwrap_err();
         assert_eq!(err.code(), "gpus_busy");
         let err = host
-            .lease(Holder::Job(JobId::new(7)), GpuSpec::Devices(vec![1]), true)
+            .lease(job(7), GpuSpec::Devices(vec![1]), true)
             .await
             .unwrap_err();
         assert!(err.to_string().contains("GPU 1"), "{err}");
-        release(&mut host.conn, Holder::Environment(EnvironmentId::new(1)))
-            .await
-            .unwrap();
-        assert_eq!(host.one(Holder::Job(JobId::new(7))).await.unwrap(), vec![0]);
+        release(&mut host.conn, env(1)).await.unwrap();
+        assert_eq!(host.one(job(7)).await.unwrap(), vec![0]);
     }
 
     #[tokio::test]
@@ -303,73 +303,33 @@ mod tests {
                 .await
                 .unwrap();
         }
-        host.one(Holder::Environment(EnvironmentId::new(10)))
-            .await
-            .unwrap();
-        host.one(Holder::Job(JobId::new(30))).await.unwrap();
-        for holder in [
-            Holder::Environment(EnvironmentId::new(11)),
-            Holder::Job(JobId::new(31)),
-            Holder::EndpointReplica(60),
-        ] {
+        host.one(env(10)).await.unwrap();
+        host.one(job(30)).await.unwrap();
+        for holder in [env(11), job(31), Holder::EndpointReplica(60)] {
             let err = host.one(holder).await.unwrap_err();
             assert_eq!(err.code(), "gpu_quota_exceeded", "{holder:?}");
             assert!(err.to_string().contains("quota is 2"), "{err}");
         }
         // Another workspace has its own (no) quota; a holder re-leasing its own GPU is not double-counted.
-        host.lease(
-            Holder::Environment(EnvironmentId::new(20)),
-            GpuSpec::Count(2),
-            false,
-        )
-        .await
-        .unwrap();
-        host.one(Holder::Environment(EnvironmentId::new(10)))
-            .await
-            .unwrap();
+        host.lease(env(20), GpuSpec::Count(2), false).await.unwrap();
+        host.one(env(10)).await.unwrap();
         // What a finished job gives back, a replica may take.
-        release(&mut host.conn, Holder::Job(JobId::new(30)))
-            .await
-            .unwrap();
+        release(&mut host.conn, job(30)).await.unwrap();
         host.one(Holder::EndpointReplica(60)).await.unwrap();
     }
 
     #[tokio::test]
     async fn shared_leases_coexist_only_with_shared_ones() {
         let mut host = Host::with(1).await;
-        host.lease(
-            Holder::Environment(EnvironmentId::new(1)),
-            GpuSpec::Devices(vec![0]),
-            true,
-        )
-        .await
-        .unwrap();
-        host.lease(
-            Holder::Environment(EnvironmentId::new(2)),
-            GpuSpec::Count(1),
-            true,
-        )
-        .await
-        .unwrap();
-        assert!(host
-            .one(Holder::Environment(EnvironmentId::new(3)))
+        host.lease(env(1), GpuSpec::Devices(vec![0]), true)
             .await
-            .is_err());
+            .unwrap();
+        host.lease(env(2), GpuSpec::Count(1), true).await.unwrap();
+        assert!(host.one(env(3)).await.is_err());
         assert_eq!(holders(&host.db).await.unwrap().get(&0), Some(&(2, true)));
         // Re-leasing replaces the holder's own lease instead of counting it twice.
-        host.lease(
-            Holder::Environment(EnvironmentId::new(2)),
-            GpuSpec::Count(1),
-            true,
-        )
-        .await
-        .unwrap();
-        assert_eq!(
-            leased(&mut host.conn, Holder::Environment(EnvironmentId::new(2)))
-                .await
-                .unwrap(),
-            vec![0]
-        );
+        host.lease(env(2), GpuSpec::Count(1), true).await.unwrap();
+        assert_eq!(leased(&mut host.conn, env(2)).await.unwrap(), vec![0]);
         assert_eq!(holders(&host.db).await.unwrap().get(&0), Some(&(2, true)));
     }
 }
