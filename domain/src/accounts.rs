@@ -123,6 +123,38 @@ struct Credentials {
     session_epoch: i64,
 }
 
+/// Someone asking to get in: the name and password they typed, and the address they came from
+/// (what the throttle counts against).
+#[derive(Debug, Clone, Copy)]
+pub struct Attempt<'a> {
+    pub username: &'a str,
+    pub password: &'a str,
+    pub ip: Option<&'a str>,
+}
+
+/// Which way in: a new account, or an existing one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Door {
+    SignUp,
+    SignIn,
+}
+
+/// Signs up or in through `door` and binds `session` to the account: the one way in for both the
+/// dashboard and the REST API, so neither can forget the new session id.
+pub async fn enter(
+    state: &crate::AppState,
+    session: &crate::sessions::Session,
+    door: Door,
+    attempt: Attempt<'_>,
+) -> Result<Me, AppError> {
+    let signed = match door {
+        Door::SignUp => sign_up(&state.db, &state.throttle, attempt).await?,
+        Door::SignIn => sign_in(&state.db, &state.throttle, attempt).await?,
+    };
+    crate::sessions::sign_in(session, signed.me.id, signed.session_epoch).await?;
+    Ok(signed.me)
+}
+
 /// A newly created or signed-in account: what the session needs to remember.
 #[derive(Debug, Clone)]
 pub struct SignedIn {
@@ -183,10 +215,13 @@ pub async fn create_user(
 pub async fn sign_up(
     db: &SqlitePool,
     throttle: &Throttle,
-    username: &str,
-    password: &str,
-    ip: Option<&str>,
+    attempt: Attempt<'_>,
 ) -> Result<SignedIn, AppError> {
+    let Attempt {
+        username,
+        password,
+        ip,
+    } = attempt;
     normalize_username(username)?;
     check_password(password)?;
     let [_, address] = throttle::sign_in_keys(username, ip);
@@ -219,10 +254,13 @@ pub async fn sign_up(
 pub async fn sign_in(
     db: &SqlitePool,
     throttle: &Throttle,
-    username: &str,
-    password: &str,
-    ip: Option<&str>,
+    attempt: Attempt<'_>,
 ) -> Result<SignedIn, AppError> {
+    let Attempt {
+        username,
+        password,
+        ip,
+    } = attempt;
     let key = username.trim().to_lowercase();
     let budgets = throttle::sign_in_keys(&key, ip);
     let ticket = throttle
@@ -307,6 +345,14 @@ pub async fn reset_password(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn at<'a>(username: &'a str, password: &'a str, ip: Option<&'a str>) -> Attempt<'a> {
+        Attempt {
+            username,
+            password,
+            ip,
+        }
+    }
     use crate::testing::test_db;
 
     #[test]
@@ -346,7 +392,7 @@ mod tests {
         password: &str,
     ) -> (tempfile::TempDir, SqlitePool, Throttle) {
         let (dir, db) = test_db().await;
-        sign_up(&db, &Throttle::default(), username, password, None)
+        sign_up(&db, &Throttle::default(), at(username, password, None))
             .await
             .unwrap();
         (dir, db, Throttle::default())
@@ -355,16 +401,18 @@ mod tests {
     #[tokio::test]
     async fn first_account_is_admin_and_duplicates_conflict() {
         let (_dir, db) = test_db().await;
-        let first = sign_up(&db, &Throttle::default(), "Alice", "correct horse", None)
+        // Each sign-up with a throttle of its own: only the accounts are under test here.
+        let fresh = Throttle::default;
+        let first = sign_up(&db, &fresh(), at("Alice", "correct horse", None))
             .await
             .unwrap();
         assert!(first.me.is_admin);
         assert_eq!(first.me.username, "alice");
-        let second = sign_up(&db, &Throttle::default(), "bob", "correct horse", None)
+        let second = sign_up(&db, &fresh(), at("bob", "correct horse", None))
             .await
             .unwrap();
         assert!(!second.me.is_admin);
-        let dup = sign_up(&db, &Throttle::default(), "ALICE", "another password", None)
+        let dup = sign_up(&db, &fresh(), at("ALICE", "another password", None))
             .await
             .unwrap_err();
         assert_eq!(dup.code(), "username_taken");
@@ -378,23 +426,24 @@ mod tests {
     #[tokio::test]
     async fn sign_in_checks_password_and_throttles() {
         let (_dir, db, throttle) = with_account("carol", "right password").await;
-        let ok = sign_in(&db, &throttle, "Carol", "right password", Some("1.2.3.4"))
+        let home = Some("1.2.3.4");
+        let ok = sign_in(&db, &throttle, at("Carol", "right password", home))
             .await
             .unwrap();
         assert_eq!(ok.me.username, "carol");
         for _ in 0..throttle::SIGN_IN_PER_ACCOUNT_AND_ADDRESS.max {
-            let e = sign_in(&db, &throttle, "carol", "wrong password", Some("1.2.3.4"))
+            let e = sign_in(&db, &throttle, at("carol", "wrong password", home))
                 .await
                 .unwrap_err();
             assert_eq!(e, AppError::InvalidCredentials);
         }
-        let e = sign_in(&db, &throttle, "carol", "right password", Some("1.2.3.4"))
+        let e = sign_in(&db, &throttle, at("carol", "right password", home))
             .await
             .unwrap_err();
         assert!(
             matches!(e, AppError::TooManyRequests { retry_after_secs } if retry_after_secs > 0)
         );
-        let e = sign_in(&db, &throttle, "nobody", "whatever pass", None)
+        let e = sign_in(&db, &throttle, at("nobody", "whatever pass", None))
             .await
             .unwrap_err();
         assert_eq!(e, AppError::InvalidCredentials);
@@ -407,12 +456,12 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(
-            sign_in(&db, &throttle, "dave", "first password", None)
+            sign_in(&db, &throttle, at("dave", "first password", None))
                 .await
                 .unwrap_err(),
             AppError::InvalidCredentials
         );
-        let s = sign_in(&db, &throttle, "dave", "second password", None)
+        let s = sign_in(&db, &throttle, at("dave", "second password", None))
             .await
             .unwrap();
         assert_eq!(s.session_epoch, 1);

@@ -266,7 +266,12 @@ mod tests {
             changed,
             "nothing changed"
         );
-        let e = crate::accounts::sign_up(&db, &Default::default(), "late", "long enough pw", None)
+        let late = crate::accounts::Attempt {
+            username: "late",
+            password: "long enough pw",
+            ip: None,
+        };
+        let e = crate::accounts::sign_up(&db, &Default::default(), late)
             .await
             .unwrap_err();
         assert_eq!(e.code(), "signup_disabled");

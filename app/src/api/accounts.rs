@@ -19,26 +19,24 @@ pub async fn current_user() -> Result<Option<Me>, AppError> {
 /// Creates an account and signs it in. The first account becomes the instance admin.
 #[server(prefix = "/rpc", endpoint = "sign_up")]
 pub async fn sign_up(username: String, password: String) -> Result<Me, AppError> {
-    respond(enter(true, &username, &password).await)
+    respond(enter(accounts::Door::SignUp, &username, &password).await)
 }
 
 #[server(prefix = "/rpc", endpoint = "sign_in")]
 pub async fn sign_in(username: String, password: String) -> Result<Me, AppError> {
-    respond(enter(false, &username, &password).await)
+    respond(enter(accounts::Door::SignIn, &username, &password).await)
 }
 
-/// Signs up (`new`) or in, and puts the account into this request's session.
+/// Signs up or in through `door`, into this request's session.
 #[cfg(feature = "ssr")]
-async fn enter(new: bool, username: &str, password: &str) -> Result<Me, AppError> {
+async fn enter(door: accounts::Door, username: &str, password: &str) -> Result<Me, AppError> {
     let (state, ip) = (ctx::state()?, ctx::client_ip());
-    let (db, throttle, ip) = (&state.db, &state.throttle, ip.as_deref());
-    let signed = if new {
-        accounts::sign_up(db, throttle, username, password, ip).await?
-    } else {
-        accounts::sign_in(db, throttle, username, password, ip).await?
+    let attempt = accounts::Attempt {
+        username,
+        password,
+        ip: ip.as_deref(),
     };
-    sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
-    Ok(signed.me)
+    accounts::enter(&state, &ctx::session()?, door, attempt).await
 }
 
 #[server(prefix = "/rpc", endpoint = "sign_out")]

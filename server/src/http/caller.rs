@@ -29,6 +29,30 @@ where
     }
 }
 
+/// A [`Caller`] who holds one of their upload slots (`max_uploads_per_user`) for as long as the
+/// handler runs: taken before a byte of the body is read, given back when the extractor is dropped,
+/// so no upload route can forget the cap.
+pub struct Uploader {
+    pub state: AppState,
+    pub actor: Actor,
+    _slot: domain::caps::Permit,
+}
+
+impl FromRequestParts<AppState> for Uploader {
+    type Rejection = AppError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, AppError> {
+        let Caller { state, actor } = Caller::from_request_parts(parts, state).await?;
+        let kind = domain::caps::Kind::Upload;
+        let _slot = state.open.take(&state.db, kind, actor.user_id).await?;
+        Ok(Uploader {
+            state,
+            actor,
+            _slot,
+        })
+    }
+}
+
 /// The client's address (`None` when the server was not started with connect info).
 pub struct ClientIp(pub Option<String>);
 

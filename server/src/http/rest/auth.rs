@@ -13,7 +13,8 @@ use crate::http::limits::ApiJson;
 use contracts::error::AppError;
 use contracts::error::ErrorBody;
 use contracts::types::Me;
-use domain::{accounts, sessions, AppState};
+use domain::accounts::{self, Attempt, Door};
+use domain::{sessions, AppState};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
@@ -40,16 +41,8 @@ pub async fn signup(
     session: Session,
     ApiJson(body): ApiJson<Credentials>,
 ) -> Result<(StatusCode, Json<Me>), AppError> {
-    let signed = accounts::sign_up(
-        &state.db,
-        &state.throttle,
-        &body.username,
-        &body.password,
-        ip.as_deref(),
-    )
-    .await?;
-    sessions::sign_in(&session, signed.me.id, signed.session_epoch).await?;
-    Ok((StatusCode::CREATED, Json(signed.me)))
+    let me = enter(&state, &session, Door::SignUp, &body, ip.as_deref()).await?;
+    Ok((StatusCode::CREATED, Json(me)))
 }
 
 /// Signs in (sets the session cookie). Repeated failures for one account from one address, or
@@ -64,16 +57,25 @@ pub async fn signin(
     session: Session,
     ApiJson(body): ApiJson<Credentials>,
 ) -> Result<Json<Me>, AppError> {
-    let signed = accounts::sign_in(
-        &state.db,
-        &state.throttle,
-        &body.username,
-        &body.password,
-        ip.as_deref(),
-    )
-    .await?;
-    sessions::sign_in(&session, signed.me.id, signed.session_epoch).await?;
-    Ok(Json(signed.me))
+    let me = enter(&state, &session, Door::SignIn, &body, ip.as_deref()).await?;
+    Ok(Json(me))
+}
+
+/// [`accounts::enter`] with the typed credentials.
+async fn enter(
+    state: &AppState,
+    session: &Session,
+    door: Door,
+    body: &Credentials,
+    ip: Option<&str>,
+) -> Result<Me, AppError> {
+    let (username, password) = (body.username.as_str(), body.password.as_str());
+    let attempt = Attempt {
+        username,
+        password,
+        ip,
+    };
+    accounts::enter(state, session, door, attempt).await
 }
 
 /// Ends the session. Succeeds also when not signed in.

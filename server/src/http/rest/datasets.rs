@@ -11,7 +11,7 @@ use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::paths::{DatasetPath, WorkspacePath};
-use crate::http::caller::Caller;
+use crate::http::caller::{Caller, Uploader};
 use crate::http::limits::{ApiPath as Path, ApiQuery as Query};
 use contracts::error::AppError;
 use contracts::error::ErrorBody;
@@ -69,15 +69,11 @@ pub async fn list(
               (status = 413, body = ErrorBody), (status = 422, description = "invalid file, with line numbers", body = ErrorBody),
               (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn upload(
-    Caller { state, actor }: Caller,
+    Uploader { state, actor, .. }: Uploader,
     Path(WorkspacePath { id }): Path<WorkspacePath>,
     Query(q): Query<UploadQuery>,
     body: Body,
 ) -> Result<(StatusCode, Json<DatasetDetail>), AppError> {
-    let _uploading = state
-        .open
-        .take(&state.db, domain::caps::Kind::Upload, actor.user_id)
-        .await?;
     let upload = Upload {
         name: q.name,
         file_name: q.filename,

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::paths::{PretrainedPath, WorkspacePath};
-use crate::http::caller::Caller;
+use crate::http::caller::{Caller, Uploader};
 use crate::http::limits::{ApiPath as Path, ApiQuery as Query};
 use contracts::error::AppError;
 use contracts::error::ErrorBody;
@@ -58,15 +58,11 @@ pub async fn list(
     responses((status = 201, body = PretrainedModel), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody),
               (status = 413, body = ErrorBody), (status = 422, body = ErrorBody), (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn upload(
-    Caller { state, actor }: Caller,
+    Uploader { state, actor, .. }: Uploader,
     Path(WorkspacePath { id }): Path<WorkspacePath>,
     Query(q): Query<UploadQuery>,
     body: Body,
 ) -> Result<(StatusCode, Json<PretrainedModel>), AppError> {
-    let _uploading = state
-        .open
-        .take(&state.db, domain::caps::Kind::Upload, actor.user_id)
-        .await?;
     let model = pretrained::upload(
         &state.db,
         &state.storage,
