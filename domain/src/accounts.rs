@@ -217,17 +217,12 @@ pub async fn sign_up(
     throttle: &Throttle,
     attempt: Attempt<'_>,
 ) -> Result<SignedIn, AppError> {
-    let Attempt {
-        username,
-        password,
-        ip,
-    } = attempt;
-    normalize_username(username)?;
-    check_password(password)?;
-    let [_, address] = throttle::sign_in_keys(username, ip);
+    normalize_username(attempt.username)?;
+    check_password(attempt.password)?;
+    let [_, address] = throttle::sign_in_keys(attempt.username, attempt.ip);
     let address_key = address.0.clone();
     let ticket = throttle
-        .take(&[throttle.sign_up_key(ip), address])
+        .take(&[throttle.sign_up_key(attempt.ip), address])
         .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
     // Only the sign-up budget is spent; the failed-sign-in one was only looked at.
     throttle.give_back(ticket, |k| k == address_key);
@@ -242,7 +237,7 @@ pub async fn sign_up(
             "sign-up is disabled on this instance",
         ));
     }
-    let me = create_user(db, username, password, false, ip).await?;
+    let me = create_user(db, attempt.username, attempt.password, false, attempt.ip).await?;
     Ok(SignedIn {
         me,
         session_epoch: 0,
@@ -256,13 +251,8 @@ pub async fn sign_in(
     throttle: &Throttle,
     attempt: Attempt<'_>,
 ) -> Result<SignedIn, AppError> {
-    let Attempt {
-        username,
-        password,
-        ip,
-    } = attempt;
-    let key = username.trim().to_lowercase();
-    let budgets = throttle::sign_in_keys(&key, ip);
+    let key = attempt.username.trim().to_lowercase();
+    let budgets = throttle::sign_in_keys(&key, attempt.ip);
     let ticket = throttle
         .take(&budgets)
         .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
@@ -273,11 +263,11 @@ pub async fn sign_in(
     .fetch_optional(db)
     .await?;
     // Over-long input is refused without hashing it (and counted as a failure).
-    let plausible = password.chars().count() <= PASSWORD_MAX;
+    let plausible = attempt.password.chars().count() <= PASSWORD_MAX;
     let ok = match (&row, plausible) {
-        (Some(user), true) => verify_password(password, &user.password_hash).await?,
+        (Some(user), true) => verify_password(attempt.password, &user.password_hash).await?,
         (None, true) => {
-            verify_password(password, dummy_hash().await).await?;
+            verify_password(attempt.password, dummy_hash().await).await?;
             false
         }
         (_, false) => false,

@@ -525,7 +525,21 @@ async fn finish(
     dir: &Path,
     code: i64,
 ) -> Result<(), AppError> {
-    let outcome = record(db, jobs, id, dir, code).await;
+    // What the evaluator wrote: bounded, through no link.
+    let read = |name: &str, what: &'static str| {
+        let (storage, file) = (jobs.storage.clone(), dir.join(name));
+        async move {
+            in_volume(what, move || {
+                storage.runs()?.read_tail(&file, MAX_OUTPUT_READ)
+            })
+            .await
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+        }
+    };
+    let printed = read("metrics.json", "the evaluation's metrics").await;
+    let log = read("eval.log", "the evaluation's log").await;
+    let outcome = record(db, id, code, &printed, &log).await;
     // The outcome is in the database now (or could not be, and the next start tries again).
     if outcome.is_ok() {
         let (storage, dir) = (jobs.storage.clone(), dir.to_path_buf());
@@ -540,28 +554,15 @@ async fn finish(
     outcome
 }
 
-/// Records the evaluator's metrics, or the last words of its stderr.
+/// Records the evaluator's metrics (`printed`: what `paddock eval --json` printed), or the last words
+/// of its stderr (`log`).
 async fn record(
     db: &SqlitePool,
-    jobs: &Jobs,
     id: EvaluationId,
-    dir: &Path,
     code: i64,
+    printed: &str,
+    log: &str,
 ) -> Result<(), AppError> {
-    // What the evaluator wrote: bounded, through no link.
-    let read = |name: &str, what: &'static str| {
-        let (storage, file) = (jobs.storage.clone(), dir.join(name));
-        async move {
-            in_volume(what, move || {
-                storage.runs()?.read_tail(&file, MAX_OUTPUT_READ)
-            })
-            .await
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .unwrap_or_default()
-        }
-    };
-    let printed = read("metrics.json", "the evaluation's metrics").await;
-    // What `paddock eval --json` prints.
     let metrics = serde_json::from_str::<contracts::metrics::Metrics>(printed.trim());
     match (code, metrics) {
         (0, Ok(m)) => {
@@ -598,8 +599,7 @@ async fn record(
             Ok(())
         }
         (code, _) => {
-            let log = read("eval.log", "the evaluation's log").await;
-            let message = failure_message(&log).unwrap_or_else(|| {
+            let message = failure_message(log).unwrap_or_else(|| {
                 format!("the evaluator exited with code {code} without a message")
             });
             fail(db, id, Reason::EvaluatorFailed, &message).await

@@ -170,6 +170,58 @@ pub fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A column of a listing: its heading and width, numbers aligned right.
+pub struct Column {
+    heading: &'static str,
+    width: usize,
+    right: bool,
+}
+
+/// A column of text, `width` characters wide (0: as wide as what is in it).
+pub const fn text(heading: &'static str, width: usize) -> Column {
+    Column {
+        heading,
+        width,
+        right: false,
+    }
+}
+
+/// A column of numbers.
+pub const fn number(heading: &'static str, width: usize) -> Column {
+    Column {
+        heading,
+        width,
+        right: true,
+    }
+}
+
+/// Prints `rows` as JSON (`--json`) or as a table: the headings, then `cells(row)` for each row. The
+/// columns are declared once, so a heading and its cells cannot drift apart.
+pub fn print_list<T: serde::Serialize>(
+    json: bool,
+    rows: &[T],
+    columns: &[Column],
+    cells: impl Fn(&T) -> Vec<String>,
+) -> anyhow::Result<()> {
+    if json {
+        return print_json(&rows);
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = columns
+            .iter()
+            .zip(cells)
+            .map(|(c, cell)| match c.right {
+                true => format!("{cell:>w$}", w = c.width),
+                false => format!("{cell:<w$}", w = c.width),
+            })
+            .collect();
+        println!("{}", padded.join(" "));
+    };
+    line(columns.iter().map(|c| c.heading.to_string()).collect());
+    rows.iter().for_each(|row| line(cells(row)));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

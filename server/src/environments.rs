@@ -14,7 +14,7 @@ use contracts::types::{
 };
 use reqwest::Method;
 
-use crate::client::{print_json, resolve, Api, Connection};
+use crate::client::{print_json, print_list, resolve, text, Api, Connection};
 use serde_json::Value;
 
 #[derive(Debug, Args)]
@@ -119,26 +119,27 @@ pub async fn run(args: EnvArgs) -> anyhow::Result<i32> {
             let envs: Vec<EnvironmentSummary> = api
                 .get(&format!("/api/v1/workspaces/{ws}/environments"))
                 .await?;
-            if json {
-                print_json(&envs)?;
-            } else {
-                println!(
-                    "{:<6} {:<24} {:<12} {:<9} {:<30} {:<14}",
-                    "ID", "NAME", "STATUS", "BUILD", "IMAGE", "LOCK"
-                );
-                for e in envs {
-                    let lock = e.image_id.as_deref().map(short_id).unwrap_or("-");
-                    println!(
-                        "{:<6} {:<24} {:<12} {:<9} {:<30} {:<14}",
-                        e.id,
-                        e.name,
-                        e.status.as_str(),
-                        e.build_status.as_str(),
-                        e.base_image,
-                        lock
-                    );
-                }
-            }
+            let columns = [
+                text("ID", 6),
+                text("NAME", 24),
+                text("STATUS", 12),
+                text("BUILD", 9),
+                text("IMAGE", 30),
+                text("LOCK", 14),
+            ];
+            print_list(json, &envs, &columns, |e| {
+                let lock = e.image_id.as_deref().map(short_id).unwrap_or("-");
+                let (status, build) = (e.status.as_str(), e.build_status.as_str());
+                let cells = [
+                    &e.id.to_string(),
+                    &e.name,
+                    status,
+                    build,
+                    &e.base_image,
+                    lock,
+                ];
+                cells.map(str::to_string).to_vec()
+            })?;
             Ok(0)
         }
         EnvCommand::Show(t) => {

@@ -14,7 +14,7 @@ use contracts::types::{
 };
 use reqwest::Method;
 
-use crate::client::{print_json, resolve, Api, Connection};
+use crate::client::{number, print_json, print_list, resolve, text, Api, Connection};
 
 #[derive(Debug, Args)]
 pub struct JobArgs {
@@ -180,34 +180,34 @@ pub async fn run(args: JobArgs) -> anyhow::Result<i32> {
         JobCommand::List(w) => {
             let ws = api.workspace(&w.workspace).await?;
             let jobs: Vec<JobSummary> = api.get(&format!("/api/v1/workspaces/{ws}/jobs")).await?;
-            if json {
-                print_json(&jobs)?;
-            } else {
-                println!(
-                    "{:<6} {:<24} {:<11} {:>12} {:<8} {:<20}",
-                    "ID", "NAME", "STATUS", "STEP", "GPUS", "CREATED"
-                );
-                for j in jobs {
-                    let progress = match j.total_steps {
-                        Some(total) => format!("{}/{total}", j.step),
-                        None => j.step.to_string(),
-                    };
-                    let gpus = if j.gpu_indices.is_empty() {
-                        j.gpus.to_string()
-                    } else {
-                        format!("{:?}", j.gpu_indices)
-                    };
-                    println!(
-                        "{:<6} {:<24} {:<11} {:>12} {:<8} {:<20}",
-                        j.id,
-                        j.name,
-                        j.status.as_str(),
-                        progress,
-                        gpus,
-                        j.created_at
-                    );
-                }
-            }
+            let columns = [
+                text("ID", 6),
+                text("NAME", 24),
+                text("STATUS", 11),
+                number("STEP", 12),
+                text("GPUS", 8),
+                text("CREATED", 20),
+            ];
+            print_list(json, &jobs, &columns, |j| {
+                let progress = match j.total_steps {
+                    Some(total) => format!("{}/{total}", j.step),
+                    None => j.step.to_string(),
+                };
+                let gpus = if j.gpu_indices.is_empty() {
+                    j.gpus.to_string()
+                } else {
+                    format!("{:?}", j.gpu_indices)
+                };
+                let (id, status) = (j.id.to_string(), j.status.as_str().to_string());
+                vec![
+                    id,
+                    j.name.clone(),
+                    status,
+                    progress,
+                    gpus,
+                    j.created_at.clone(),
+                ]
+            })?;
             Ok(0)
         }
         JobCommand::Show(t) => {
@@ -236,13 +236,7 @@ pub async fn run(args: JobArgs) -> anyhow::Result<i32> {
                     s.gpu_indices
                 );
                 for c in &job.checkpoints {
-                    let state = if c.deleted_at.is_some() {
-                        "deleted"
-                    } else if c.best {
-                        "best"
-                    } else {
-                        "kept"
-                    };
+                    let state = checkpoint_state(c);
                     println!(
                         "  checkpoint {} step {} {} {} bytes sha256 {}",
                         c.id,
@@ -305,40 +299,30 @@ pub async fn run_ckpt(args: CkptArgs) -> anyhow::Result<i32> {
                 .into_iter()
                 .filter(|c| l.job.is_none_or(|j| c.job_id == j))
                 .collect();
-            if args.connection.json {
-                print_json(&all)?;
-            } else {
-                println!(
-                    "{:<6} {:<6} {:>7} {:<8} {:>12} {:<14} METRICS",
-                    "ID", "JOB", "STEP", "STATE", "BYTES", "SHA256"
-                );
-                for c in all {
-                    let state = if c.deleted_at.is_some() {
-                        "deleted"
-                    } else if c.best {
-                        "best"
-                    } else {
-                        "kept"
-                    };
-                    let metrics = c.metrics.map(|m| {
-                        format!(
-                            "acc {:.4} f1 {:.4}",
-                            m["accuracy"].as_f64().unwrap_or(f64::NAN),
-                            m["macro_f1"].as_f64().unwrap_or(f64::NAN)
-                        )
-                    });
-                    println!(
-                        "{:<6} {:<6} {:>7} {:<8} {:>12} {:<14} {}",
-                        c.id,
-                        c.job_id,
-                        c.step,
-                        state,
-                        c.bytes,
-                        &c.sha256[..c.sha256.len().min(12)],
-                        metrics.unwrap_or_default()
-                    );
-                }
-            }
+            let columns = [
+                text("ID", 6),
+                text("JOB", 6),
+                number("STEP", 7),
+                text("STATE", 8),
+                number("BYTES", 12),
+                text("SHA256", 14),
+                text("METRICS", 0),
+            ];
+            print_list(args.connection.json, &all, &columns, |c| {
+                let state = checkpoint_state(c);
+                let metrics = c.metrics.as_ref().map(|m| {
+                    format!(
+                        "acc {:.4} f1 {:.4}",
+                        m["accuracy"].as_f64().unwrap_or(f64::NAN),
+                        m["macro_f1"].as_f64().unwrap_or(f64::NAN)
+                    )
+                });
+                let numbers = [c.id.get(), c.job_id.get(), c.step].map(|n| n.to_string());
+                let [id, job, step] = numbers;
+                let sha = c.sha256[..c.sha256.len().min(12)].to_string();
+                let (bytes, metrics) = (c.bytes.to_string(), metrics.unwrap_or_default());
+                vec![id, job, step, state.to_string(), bytes, sha, metrics]
+            })?;
             Ok(0)
         }
         CkptCommand::Download(d) => {
@@ -539,6 +523,17 @@ async fn submit_spec(api: &Api, ws: WorkspaceId, s: &SubmitArgs) -> anyhow::Resu
 }
 
 /// Prints the job's log live until it ends; 0 when it succeeded, 1 otherwise.
+/// A checkpoint's state as the listings print it.
+fn checkpoint_state(c: &contracts::types::CheckpointInfo) -> &'static str {
+    if c.deleted_at.is_some() {
+        "deleted"
+    } else if c.best {
+        "best"
+    } else {
+        "kept"
+    }
+}
+
 async fn follow(api: &Api, ws: WorkspaceId, job: JobId) -> anyhow::Result<i32> {
     let mut last: Option<JobSummary> = None;
     api.follow::<()>(
