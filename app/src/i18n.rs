@@ -117,7 +117,6 @@ fn message(locale: Locale, code: ErrorCode) -> Message {
     use Message::{Lead, Whole};
     match code {
         C::AccountDisabled => Whole(td_string!(locale, errors.account_disabled)),
-        C::ActionInvalid => Whole(td_string!(locale, errors.action_invalid)),
         C::AlreadyMember => Whole(td_string!(locale, errors.already_member)),
         C::BodyTooLarge => Whole(td_string!(locale, errors.body_too_large)),
         C::BuildFailed => Lead(td_string!(locale, errors.build_failed)),

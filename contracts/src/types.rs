@@ -1182,3 +1182,33 @@ pub struct EndpointDetail {
     pub predict_path: String,
     pub can_edit: bool,
 }
+
+// ---- buttons ----------------------------------------------------------------------------------------
+
+/// What an environment's lifecycle buttons ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvironmentVerb {
+    Up,
+    Down,
+    Restart,
+}
+
+/// What a job's buttons ask for; `Resume` retries from the job's latest checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobVerb {
+    Cancel,
+    Retry,
+    Resume,
+    Delete,
+}
+
+/// What an endpoint's buttons ask for; `Deploy` deploys a stopped or failed endpoint again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EndpointVerb {
+    Undeploy,
+    Deploy,
+    Delete,
+}

@@ -6,11 +6,11 @@ use leptos::prelude::*;
 
 use contracts::error::AppError;
 use contracts::types::{
-    EndpointChange, EndpointDetail, EndpointSpec, EndpointSummary, NewEndpointKey,
+    EndpointChange, EndpointDetail, EndpointSpec, EndpointSummary, EndpointVerb, NewEndpointKey,
     PlaygroundPrediction,
 };
 #[cfg(feature = "ssr")]
-use {crate::context::as_caller, contracts::error::ErrorCode, domain::endpoints};
+use {crate::context::as_caller, domain::endpoints};
 
 #[server(prefix = "/rpc", endpoint = "list_endpoints")]
 pub async fn list_endpoints(workspace_id: WorkspaceId) -> Result<Vec<EndpointSummary>, AppError> {
@@ -41,30 +41,25 @@ pub async fn deploy_endpoint(
     .await
 }
 
-/// `undeploy`, `deploy` (deploy a stopped or failed endpoint again) or `delete` (answers `None`).
-#[server(prefix = "/rpc", endpoint = "endpoint_action")]
+/// What an endpoint's button does; a deleted endpoint answers `None`.
+#[server(prefix = "/rpc", endpoint = "endpoint_action", input = leptos::server_fn::codec::Json)]
 pub async fn endpoint_action(
     workspace_id: WorkspaceId,
     endpoint_id: EndpointId,
-    action: String,
+    verb: EndpointVerb,
 ) -> Result<Option<EndpointDetail>, AppError> {
     as_caller(|s, a| async move {
         let (db, deployer, ws, id) = (&s.db, &s.deployer, workspace_id, endpoint_id);
-        match action.as_str() {
-            "undeploy" => endpoints::undeploy(db, deployer, &a, ws, id)
+        match verb {
+            EndpointVerb::Undeploy => endpoints::undeploy(db, deployer, &a, ws, id)
                 .await
                 .map(Some),
-            "deploy" => endpoints::redeploy(db, deployer, &a, ws, id)
+            EndpointVerb::Deploy => endpoints::redeploy(db, deployer, &a, ws, id)
                 .await
                 .map(Some),
-            "delete" => endpoints::delete(db, deployer, &a, ws, id)
+            EndpointVerb::Delete => endpoints::delete(db, deployer, &a, ws, id)
                 .await
                 .map(|()| None),
-            _ => Err(AppError::invalid(
-                "action",
-                ErrorCode::ActionInvalid,
-                "action must be undeploy, deploy or delete",
-            )),
         }
     })
     .await

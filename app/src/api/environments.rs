@@ -7,11 +7,11 @@ use leptos::prelude::*;
 use contracts::error::AppError;
 use contracts::types::{
     DockerStatus, EnvironmentDetail, EnvironmentSpec, EnvironmentStats, EnvironmentSummary,
+    EnvironmentVerb,
 };
 #[cfg(feature = "ssr")]
 use {
     crate::context::as_caller,
-    contracts::error::ErrorCode,
     domain::environments::{self, lifecycle},
 };
 
@@ -87,24 +87,19 @@ pub async fn rebuild_environment(
     .await
 }
 
-/// What a lifecycle button does: `up`, `down` or `restart`.
-#[server(prefix = "/rpc", endpoint = "environment_action")]
+/// What a lifecycle button does.
+#[server(prefix = "/rpc", endpoint = "environment_action", input = leptos::server_fn::codec::Json)]
 pub async fn environment_action(
     workspace_id: WorkspaceId,
     environment_id: EnvironmentId,
-    action: String,
+    verb: EnvironmentVerb,
 ) -> Result<EnvironmentDetail, AppError> {
     as_caller(|s, a| async move {
         let (db, engine, id) = (&s.db, &s.engine, environment_id);
-        match action.as_str() {
-            "up" => lifecycle::up(db, engine, &a, workspace_id, id).await,
-            "down" => lifecycle::down(db, engine, &a, workspace_id, id).await,
-            "restart" => lifecycle::restart(db, engine, &a, workspace_id, id).await,
-            _ => Err(AppError::invalid(
-                "action",
-                ErrorCode::ActionInvalid,
-                "action must be up, down or restart",
-            )),
+        match verb {
+            EnvironmentVerb::Up => lifecycle::up(db, engine, &a, workspace_id, id).await,
+            EnvironmentVerb::Down => lifecycle::down(db, engine, &a, workspace_id, id).await,
+            EnvironmentVerb::Restart => lifecycle::restart(db, engine, &a, workspace_id, id).await,
         }
     })
     .await

@@ -5,9 +5,9 @@ use contracts::ids::{JobId, WorkspaceId};
 use leptos::prelude::*;
 
 use contracts::error::AppError;
-use contracts::types::{JobDetail, JobSpec, JobSummary};
+use contracts::types::{JobDetail, JobSpec, JobSummary, JobVerb};
 #[cfg(feature = "ssr")]
-use {crate::context::as_caller, contracts::error::ErrorCode, domain::jobs};
+use {crate::context::as_caller, domain::jobs};
 
 #[server(prefix = "/rpc", endpoint = "list_jobs")]
 pub async fn list_jobs(workspace_id: WorkspaceId) -> Result<Vec<JobSummary>, AppError> {
@@ -25,25 +25,20 @@ pub async fn submit_job(workspace_id: WorkspaceId, spec: JobSpec) -> Result<JobD
         .await
 }
 
-/// `cancel`, `retry`, `resume` (retry from the latest checkpoint) or `delete` (answers `None`).
-#[server(prefix = "/rpc", endpoint = "job_action")]
+/// What a job's button does; a deleted job answers `None`.
+#[server(prefix = "/rpc", endpoint = "job_action", input = leptos::server_fn::codec::Json)]
 pub async fn job_action(
     workspace_id: WorkspaceId,
     job_id: JobId,
-    action: String,
+    verb: JobVerb,
 ) -> Result<Option<JobDetail>, AppError> {
     as_caller(|s, a| async move {
         let (db, runs, ws) = (&s.db, &s.jobs, workspace_id);
-        match action.as_str() {
-            "cancel" => jobs::cancel(db, runs, &a, ws, job_id).await.map(Some),
-            "retry" => jobs::retry(db, runs, &a, ws, job_id, false).await.map(Some),
-            "resume" => jobs::retry(db, runs, &a, ws, job_id, true).await.map(Some),
-            "delete" => jobs::delete(db, runs, &a, ws, job_id).await.map(|()| None),
-            _ => Err(AppError::invalid(
-                "action",
-                ErrorCode::ActionInvalid,
-                "action must be cancel, retry, resume or delete",
-            )),
+        match verb {
+            JobVerb::Cancel => jobs::cancel(db, runs, &a, ws, job_id).await.map(Some),
+            JobVerb::Retry => jobs::retry(db, runs, &a, ws, job_id, false).await.map(Some),
+            JobVerb::Resume => jobs::retry(db, runs, &a, ws, job_id, true).await.map(Some),
+            JobVerb::Delete => jobs::delete(db, runs, &a, ws, job_id).await.map(|()| None),
         }
     })
     .await

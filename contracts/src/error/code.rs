@@ -35,7 +35,6 @@ macro_rules! codes {
 
 codes! {
     AccountDisabled = "account_disabled",
-    ActionInvalid = "action_invalid",
     AlreadyMember = "already_member",
     BodyTooLarge = "body_too_large",
     BuildFailed = "build_failed",

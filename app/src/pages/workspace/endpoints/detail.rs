@@ -41,7 +41,7 @@ use crate::pages::workspace::jobs::job_href;
 use crate::pages::workspace::{section_heading, use_current_workspace, use_detail};
 use contracts::error::AppError;
 use contracts::serving::{ParityReport, ParityTolerance};
-use contracts::types::{CheckpointInfo, EndpointDetail, EndpointStatus};
+use contracts::types::{CheckpointInfo, EndpointDetail, EndpointStatus, EndpointVerb};
 
 /// How often the page reads the endpoint again: one traffic sample each time.
 const POLL: Duration = Duration::from_secs(3);
@@ -282,12 +282,12 @@ fn Actions(live: RwSignal<EndpointDetail>) -> impl IntoView {
         )
     });
     let busy = action.pending();
-    let act = move |name: &'static str| {
+    let act = move |verb: EndpointVerb| {
         move || {
             action.dispatch(EndpointAction {
                 workspace_id,
                 endpoint_id,
-                action: name.to_string(),
+                verb,
             });
         }
     };
@@ -295,14 +295,14 @@ fn Actions(live: RwSignal<EndpointDetail>) -> impl IntoView {
         <div class="actions" data-testid="endpoint-actions">
             {move || if running.get() {
                 view! {
-                    <button type="button" class="button" data-testid="endpoint-undeploy" disabled=move || busy.get() on:click=move |_| act("undeploy")()>
+                    <button type="button" class="button" data-testid="endpoint-undeploy" disabled=move || busy.get() on:click=move |_| act(EndpointVerb::Undeploy)()>
                         {t!(i18n, endpoint_detail.undeploy)}
                     </button>
                 }
                 .into_any()
             } else {
                 view! {
-                    <button type="button" class="button button-primary" data-testid="endpoint-redeploy" disabled=move || busy.get() on:click=move |_| act("deploy")()>
+                    <button type="button" class="button button-primary" data-testid="endpoint-redeploy" disabled=move || busy.get() on:click=move |_| act(EndpointVerb::Deploy)()>
                         {t!(i18n, endpoint_detail.redeploy)}
                     </button>
                     <DeleteButton name="endpoint-delete" open=confirming busy>{t!(i18n, endpoint_detail.delete)}</DeleteButton>
@@ -312,7 +312,7 @@ fn Actions(live: RwSignal<EndpointDetail>) -> impl IntoView {
             <Busy busy />
         </div>
         <Confirm name="endpoint-delete" open=confirming busy question=move || t!(i18n, endpoint_detail.delete_confirm)
-            yes=move || t!(i18n, endpoint_detail.delete_yes) on_yes=act("delete") refused=error />
+            yes=move || t!(i18n, endpoint_detail.delete_yes) on_yes=act(EndpointVerb::Delete) refused=error />
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}
     }
     .into_any()

@@ -34,7 +34,8 @@ use crate::i18n::*;
 use crate::pages::workspace::{section_heading, use_detail};
 use contracts::error::AppError;
 use contracts::types::{
-    BuildStatus, DockerStatus, EnvStatus, EnvironmentDetail, EnvironmentSpec, EnvironmentVersion,
+    BuildStatus, DockerStatus, EnvStatus, EnvironmentDetail, EnvironmentSpec, EnvironmentVerb,
+    EnvironmentVersion,
 };
 
 /// How often the page asks again while a build or a start is under way; a running environment is
@@ -234,12 +235,12 @@ fn Actions(
         lifecycle.pending().get() || rebuild.pending().get() || delete.pending().get()
     });
     let off = move || busy.get() || !available;
-    let act = move |action: &'static str| {
+    let act = move |verb: EnvironmentVerb| {
         move |_| {
             lifecycle.dispatch(EnvironmentAction {
                 workspace_id,
                 environment_id,
-                action: action.to_string(),
+                verb,
             });
         }
     };
@@ -254,17 +255,17 @@ fn Actions(
                     {up.then(|| view! {
                         <button type="button" class="button button-primary" data-testid="env-up"
                             disabled=move || off() || build.get() != BuildStatus::Built
-                            on:click=act("up")>
+                            on:click=act(EnvironmentVerb::Up)>
                             {t!(i18n, env_detail.up)}
                         </button>
                     })}
                     {(s == EnvStatus::Running).then(|| view! {
-                        <button type="button" class="button" data-testid="env-restart" disabled=off on:click=act("restart")>
+                        <button type="button" class="button" data-testid="env-restart" disabled=off on:click=act(EnvironmentVerb::Restart)>
                             {t!(i18n, env_detail.restart)}
                         </button>
                     })}
                     {(s != EnvStatus::Stopped).then(|| view! {
-                        <button type="button" class="button" data-testid="env-down" disabled=off on:click=act("down")>
+                        <button type="button" class="button" data-testid="env-down" disabled=off on:click=act(EnvironmentVerb::Down)>
                             {t!(i18n, env_detail.down)}
                         </button>
                     })}

@@ -40,7 +40,9 @@ use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::{section_heading, use_detail};
 use contracts::error::AppError;
-use contracts::types::{BaseModel, EndpointSummary, JobDetail, JobStatus, LogLine, MetricPoint};
+use contracts::types::{
+    BaseModel, EndpointSummary, JobDetail, JobStatus, JobVerb, LogLine, MetricPoint,
+};
 
 /// How often the job is read again (for its checkpoints) while it is not over.
 const POLL: Duration = Duration::from_secs(3);
@@ -314,12 +316,12 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
     let has_checkpoint =
         Memo::new(move |_| live.with(|d| d.checkpoints.iter().any(|c| c.deleted_at.is_none())));
     let busy = action.pending();
-    let act = move |name: &'static str| {
+    let act = move |verb: JobVerb| {
         move || {
             action.dispatch(JobAction {
                 workspace_id,
                 job_id,
-                action: name.to_string(),
+                verb,
             });
         }
     };
@@ -329,18 +331,18 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
                 let s = status.get();
                 if s.is_final() {
                     view! {
-                        <button type="button" class="button button-primary" data-testid="job-retry" disabled=move || busy.get() on:click=move |_| act("retry")()>
+                        <button type="button" class="button button-primary" data-testid="job-retry" disabled=move || busy.get() on:click=move |_| act(JobVerb::Retry)()>
                             {t!(i18n, job_detail.retry)}
                         </button>
                         <button type="button" class="button" data-testid="job-resume" disabled=move || busy.get() || !has_checkpoint.get()
-                            title=move || t_string!(i18n, job_detail.resume_hint) on:click=move |_| act("resume")()>
+                            title=move || t_string!(i18n, job_detail.resume_hint) on:click=move |_| act(JobVerb::Resume)()>
                             {t!(i18n, job_detail.resume)}
                         </button>
                     }
                     .into_any()
                 } else {
                     view! {
-                        <button type="button" class="button" data-testid="job-cancel" disabled=move || busy.get() || s == JobStatus::Cancelling on:click=move |_| act("cancel")()>
+                        <button type="button" class="button" data-testid="job-cancel" disabled=move || busy.get() || s == JobStatus::Cancelling on:click=move |_| act(JobVerb::Cancel)()>
                             {t!(i18n, job_detail.cancel)}
                         </button>
                     }
@@ -356,7 +358,7 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
             <Busy busy />
         </div>
         <Confirm name="job-delete" open=confirming busy question=move || t!(i18n, job_detail.delete_confirm)
-            yes=move || t!(i18n, job_detail.delete_yes) on_yes=act("delete") refused=error />
+            yes=move || t!(i18n, job_detail.delete_yes) on_yes=act(JobVerb::Delete) refused=error />
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}
     }
     .into_any()
