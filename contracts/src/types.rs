@@ -337,6 +337,16 @@ pub enum EnvStatus {
 }
 
 impl EnvStatus {
+    pub const ALL: [EnvStatus; 7] = [
+        EnvStatus::Stopped,
+        EnvStatus::Provisioning,
+        EnvStatus::Running,
+        EnvStatus::Exited,
+        EnvStatus::OomKilled,
+        EnvStatus::Missing,
+        EnvStatus::Failed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             EnvStatus::Stopped => "stopped",
@@ -350,17 +360,7 @@ impl EnvStatus {
     }
 
     pub fn parse(s: &str) -> Option<EnvStatus> {
-        [
-            EnvStatus::Stopped,
-            EnvStatus::Provisioning,
-            EnvStatus::Running,
-            EnvStatus::Exited,
-            EnvStatus::OomKilled,
-            EnvStatus::Missing,
-            EnvStatus::Failed,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
     }
 }
 
@@ -377,6 +377,13 @@ pub enum BuildStatus {
 }
 
 impl BuildStatus {
+    pub const ALL: [BuildStatus; 4] = [
+        BuildStatus::Queued,
+        BuildStatus::Building,
+        BuildStatus::Built,
+        BuildStatus::Failed,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             BuildStatus::Queued => "queued",
@@ -387,14 +394,7 @@ impl BuildStatus {
     }
 
     pub fn parse(s: &str) -> Option<BuildStatus> {
-        [
-            BuildStatus::Queued,
-            BuildStatus::Building,
-            BuildStatus::Built,
-            BuildStatus::Failed,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
     }
 
     /// Queued or building: the log may still grow.
@@ -1054,6 +1054,13 @@ pub enum EndpointStatus {
 }
 
 impl EndpointStatus {
+    pub const ALL: [EndpointStatus; 4] = [
+        EndpointStatus::Starting,
+        EndpointStatus::Ready,
+        EndpointStatus::Failed,
+        EndpointStatus::Stopped,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             EndpointStatus::Starting => "starting",
@@ -1064,14 +1071,7 @@ impl EndpointStatus {
     }
 
     pub fn parse(s: &str) -> Option<EndpointStatus> {
-        [
-            EndpointStatus::Starting,
-            EndpointStatus::Ready,
-            EndpointStatus::Failed,
-            EndpointStatus::Stopped,
-        ]
-        .into_iter()
-        .find(|v| v.as_str() == s)
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
     }
 }
 

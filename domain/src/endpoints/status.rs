@@ -149,7 +149,7 @@ mod tests {
     use crate::transitions::Machine;
     use EndpointStatus::*;
 
-    const ALL: [EndpointStatus; 4] = [Starting, Ready, Failed, Stopped];
+    const ALL: [EndpointStatus; 4] = EndpointStatus::ALL;
 
     #[test]
     fn a_retired_replica_is_final_and_every_other_state_can_be_left() {

@@ -148,15 +148,7 @@ mod tests {
     use crate::transitions::Machine;
     use EnvStatus::*;
 
-    const ALL: [EnvStatus; 7] = [
-        Stopped,
-        Provisioning,
-        Running,
-        Exited,
-        OomKilled,
-        Missing,
-        Failed,
-    ];
+    const ALL: [EnvStatus; 7] = EnvStatus::ALL;
 
     #[test]
     fn a_stopped_environment_hears_nothing_from_docker_but_an_adoption() {
