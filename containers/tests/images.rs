@@ -7,10 +7,10 @@ mod common;
 use std::sync::Mutex;
 
 use common::{log_to, Guard};
-use containers::build::BuildOptions;
+use containers::build::{BuildOptions, BuiltImage};
 use containers::catalog::BUSYBOX_BASE;
 use containers::spec::RuntimeLayer;
-use containers::{labels, Error};
+use containers::{labels, EnvSpec, Error};
 
 /// Held by every test that builds on the busybox base. Their builds share steps, so Docker's classic
 /// builder shares those intermediate images as cache; one test removing its images (by id, with their
@@ -18,40 +18,102 @@ use containers::{labels, Error};
 /// → the same image" would then depend on timing. One at a time, each test sees the cache it made.
 static BUILDS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-#[tokio::test(flavor = "multi_thread")]
-async fn busybox_base_builds_idempotently() {
-    // Taken first, so that the guard's cleanup (on drop) runs while it is still held.
-    let _builds = BUILDS.lock().await;
-    let Some(g) = Guard::start().await else {
-        return;
-    };
-    let lines = Mutex::new(Vec::new());
-    // The shared tag first, so that removing the test's own tag below only untags.
-    let shared = g
+/// The tests here read back what their pulls and builds logged, so each starts with a log beside its guard.
+async fn guard_and_log() -> Option<(Guard, Mutex<Vec<String>>)> {
+    Some((Guard::start().await?, Mutex::new(Vec::new())))
+}
+
+/// Where every test that builds on the busybox base starts: [`BUILDS`] held, a guard, the log its builds
+/// write to, and the base's image ID. Bound in this order, the guard is dropped (and cleans up) before the
+/// lock is released.
+async fn on_busybox_base() -> Option<(
+    tokio::sync::MutexGuard<'static, ()>,
+    Guard,
+    Mutex<Vec<String>>,
+    String,
+)> {
+    let builds = BUILDS.lock().await;
+    let (g, lines) = guard_and_log().await?;
+    let base_id = g
         .docker
         .ensure_busybox_base(&mut log_to(&lines))
         .await
         .unwrap();
-    let tag = format!("paddock-test/{}:base", g.prefix);
+    Some((builds, g, lines, base_id))
+}
+
+/// This test's own tag `name`: the prefix in it keeps parallel tests apart, and the guard removes it at
+/// the end whether or not a build got as far as making it.
+fn own_tag(g: &Guard, name: &str) -> String {
+    let tag = format!("paddock-test/{}:{name}", g.prefix);
     g.image(&tag);
-    let first = g
-        .docker
-        .build_busybox_base(
-            std::path::Path::new("/bin/busybox"),
-            &tag,
-            &mut log_to(&lines),
-        )
+    tag
+}
+
+/// Options that build this test's image under [`own_tag`] `name`, labelling what the build creates with
+/// the test's prefix so that the guard finds it.
+fn own_image(g: &Guard, name: &str) -> BuildOptions {
+    BuildOptions {
+        tag: Some(own_tag(g, name)),
+        instance: Some(g.prefix.clone()),
+        ..Default::default()
+    }
+}
+
+/// `options` again with the build forced, so that a reused image can only come from Docker's step cache.
+fn force_rebuild(options: &BuildOptions) -> BuildOptions {
+    BuildOptions {
+        force: true,
+        ..options.clone()
+    }
+}
+
+/// A spec whose runtime layer is `binary` with its libraries, and options for this test's image `name`
+/// with a one-byte bound on the runtime layers: every library gets a layer, and so a build stage, of its
+/// own, so that the tests see several stages from one small binary.
+fn stage_per_library(g: &Guard, binary: &str, name: &str) -> (EnvSpec, BuildOptions) {
+    let mut spec = g.spec();
+    spec.runtime = Some(RuntimeLayer {
+        binary: binary.into(),
+    });
+    let options = BuildOptions {
+        runtime_layer_bytes: Some(1),
+        ..own_image(g, name)
+    };
+    (spec, options)
+}
+
+/// Builds `spec` with its log in `lines`, which the tests read back (steps streamed, cache hits, stages).
+async fn build(
+    g: &Guard,
+    spec: &EnvSpec,
+    options: &BuildOptions,
+    lines: &Mutex<Vec<String>>,
+) -> Result<BuiltImage, Error> {
+    g.docker
+        .build_env_image(spec, options, &mut log_to(lines))
         .await
-        .unwrap();
-    let second = g
-        .docker
-        .build_busybox_base(
-            std::path::Path::new("/bin/busybox"),
-            &tag,
-            &mut log_to(&lines),
-        )
-        .await
-        .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn busybox_base_builds_idempotently() {
+    // The shared tag first, so that removing the test's own tag below only untags.
+    let Some((_builds, g, lines, shared)) = on_busybox_base().await else {
+        return;
+    };
+    let tag = own_tag(&g, "base");
+    let build_base = async || {
+        g.docker
+            .build_busybox_base(
+                std::path::Path::new("/bin/busybox"),
+                &tag,
+                &mut log_to(&lines),
+            )
+            .await
+            .unwrap()
+    };
+    let first = build_base().await;
+    let second = build_base().await;
     assert_eq!(first, second);
     assert_eq!(first, shared, "same busybox, same recipe: same image");
     let info = g.docker.image_info(BUSYBOX_BASE).await.unwrap();
@@ -62,32 +124,15 @@ async fn busybox_base_builds_idempotently() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn env_image_is_cached_and_reproducible() {
-    // Taken first, so that the guard's cleanup (on drop) runs while it is still held.
-    let _builds = BUILDS.lock().await;
-    let Some(g) = Guard::start().await else {
+    let Some((_builds, g, lines, _)) = on_busybox_base().await else {
         return;
     };
-    let lines = Mutex::new(Vec::new());
-    g.docker
-        .ensure_busybox_base(&mut log_to(&lines))
-        .await
-        .unwrap();
-    let tag = format!("paddock-test/{}:env", g.prefix);
-    g.image(&tag);
-    let options = BuildOptions {
-        tag: Some(tag.clone()),
-        instance: Some(g.prefix.clone()),
-        ..Default::default()
-    };
+    let options = own_image(&g, "env");
     let mut spec = g.spec();
     spec.env
         .insert("TRICKY".into(), r#"$HOME "quoted" \ back"#.into());
 
-    let first = g
-        .docker
-        .build_env_image(&spec, &options, &mut log_to(&lines))
-        .await
-        .unwrap();
+    let first = build(&g, &spec, &options, &lines).await.unwrap();
     g.image(&first.image_id);
     assert!(!first.cached);
     assert!(
@@ -104,26 +149,13 @@ async fn env_image_is_cached_and_reproducible() {
     );
 
     // Same spec: the labelled image is reused without building.
-    let again = g
-        .docker
-        .build_env_image(&spec, &options, &mut log_to(&lines))
-        .await
-        .unwrap();
+    let again = build(&g, &spec, &options, &lines).await.unwrap();
     assert!(again.cached);
     assert_eq!(again.image_id, first.image_id);
 
     // Forced rebuild: byte-identical context and Dockerfile, so every step hits Docker's cache.
     lines.lock().unwrap().clear();
-    let forced = g
-        .docker
-        .build_env_image(
-            &spec,
-            &BuildOptions {
-                force: true,
-                ..options.clone()
-            },
-            &mut log_to(&lines),
-        )
+    let forced = build(&g, &spec, &force_rebuild(&options), &lines)
         .await
         .unwrap();
     assert!(
@@ -142,19 +174,17 @@ async fn env_image_is_cached_and_reproducible() {
 
     // Without the step cache the layer contents are still identical (fixed mtimes/owners/modes); the image
     // ID is not, because the classic builder stamps the build time into the image config (see `build`).
-    let fresh = g
-        .docker
-        .build_env_image(
-            &spec,
-            &BuildOptions {
-                force: true,
-                no_cache: true,
-                ..options.clone()
-            },
-            &mut log_to(&lines),
-        )
-        .await
-        .unwrap();
+    let fresh = build(
+        &g,
+        &spec,
+        &BuildOptions {
+            no_cache: true,
+            ..force_rebuild(&options)
+        },
+        &lines,
+    )
+    .await
+    .unwrap();
     g.image(&fresh.image_id);
     let fresh_info = g.docker.image_info(&fresh.image_id).await.unwrap();
     assert_eq!(fresh.build_hash, first.build_hash);
@@ -171,11 +201,7 @@ async fn env_image_is_cached_and_reproducible() {
     let mut changed = spec.clone();
     changed.env.insert("EXTRA".into(), "1".into());
     assert_ne!(changed.spec_hash(), spec.spec_hash());
-    let other = g
-        .docker
-        .build_env_image(&changed, &options, &mut log_to(&lines))
-        .await
-        .unwrap();
+    let other = build(&g, &changed, &options, &lines).await.unwrap();
     g.image(&other.image_id);
     assert_ne!(other.build_hash, first.build_hash);
     assert_ne!(other.image_id, first.image_id);
@@ -184,47 +210,19 @@ async fn env_image_is_cached_and_reproducible() {
     let mut resized = spec.clone();
     resized.memory = "128m".into();
     assert_ne!(resized.spec_hash(), spec.spec_hash());
-    let same = g
-        .docker
-        .build_env_image(&resized, &options, &mut log_to(&lines))
-        .await
-        .unwrap();
+    let same = build(&g, &resized, &options, &lines).await.unwrap();
     assert_eq!(same.build_hash, fresh.build_hash);
     g.finish().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn runtime_layer_runs_on_a_base_without_libc() {
-    // Taken first, so that the guard's cleanup (on drop) runs while it is still held.
-    let _builds = BUILDS.lock().await;
-    let Some(g) = Guard::start().await else {
+    let Some((_builds, g, lines, base_id)) = on_busybox_base().await else {
         return;
     };
-    let lines = Mutex::new(Vec::new());
-    let base_id = g
-        .docker
-        .ensure_busybox_base(&mut log_to(&lines))
-        .await
-        .unwrap();
-    let mut spec = g.spec();
     // GNU ls links libselinux, libpcre2 and glibc: the busybox base has none of them.
-    spec.runtime = Some(RuntimeLayer {
-        binary: "/usr/bin/ls".into(),
-    });
-    let tag = format!("paddock-test/{}:runtime", g.prefix);
-    g.image(&tag);
-    // A one-byte bound puts every library in a layer, and so a build stage, of its own.
-    let options = BuildOptions {
-        tag: Some(tag),
-        instance: Some(g.prefix.clone()),
-        runtime_layer_bytes: Some(1),
-        ..Default::default()
-    };
-    let built = g
-        .docker
-        .build_env_image(&spec, &options, &mut log_to(&lines))
-        .await
-        .unwrap();
+    let (spec, options) = stage_per_library(&g, "/usr/bin/ls", "runtime");
+    let built = build(&g, &spec, &options, &lines).await.unwrap();
     g.image(&built.image_id);
     let stages = built.dockerfile.matches("COPY runtime/ /").count();
     assert!(stages >= 3, "{}", built.dockerfile);
@@ -239,16 +237,7 @@ async fn runtime_layer_runs_on_a_base_without_libc() {
     let base = g.docker.image_info(&base_id).await.unwrap().layers;
     assert_eq!(layers.len(), base.len() + 1 + stages, "{layers:?}");
     // Built again with the same inputs: every stage hits the cache, the same image comes back.
-    let again = g
-        .docker
-        .build_env_image(
-            &spec,
-            &BuildOptions {
-                force: true,
-                ..options.clone()
-            },
-            &mut log_to(&lines),
-        )
+    let again = build(&g, &spec, &force_rebuild(&options), &lines)
         .await
         .unwrap();
     assert_eq!(again.image_id, built.image_id);
@@ -287,10 +276,9 @@ async fn runtime_layer_runs_on_a_base_without_libc() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn unavailable_images_fail_quickly_and_plainly() {
-    let Some(g) = Guard::start().await else {
+    let Some((g, lines)) = guard_and_log().await else {
         return;
     };
-    let lines = Mutex::new(Vec::new());
     let reference = format!("registry.invalid/{}/nothing:1", g.prefix);
     match g.docker.pull_image(&reference, &mut log_to(&lines)).await {
         Err(Error::PullFailed { image, message }) => {
@@ -314,9 +302,7 @@ async fn unavailable_images_fail_quickly_and_plainly() {
     // An unknown base in a spec: the build stops at the pull, creating nothing.
     let mut spec = g.spec();
     spec.base_image = format!("{}-unknown/image:1", g.prefix);
-    let err = g
-        .docker
-        .build_env_image(&spec, &BuildOptions::default(), &mut log_to(&lines))
+    let err = build(&g, &spec, &BuildOptions::default(), &lines)
         .await
         .unwrap_err();
     assert!(matches!(err, Error::PullFailed { .. }), "{err:?}");
@@ -325,19 +311,14 @@ async fn unavailable_images_fail_quickly_and_plainly() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn invalid_specs_create_nothing() {
-    let Some(g) = Guard::start().await else {
+    let Some((g, lines)) = guard_and_log().await else {
         return;
     };
-    let lines = Mutex::new(Vec::new());
     let mut spec = g.spec();
     spec.memory = "lots".into();
     spec.workspace_volume = "../../etc".into();
     spec.name = "x; rm -rf /".into();
-    match g
-        .docker
-        .build_env_image(&spec, &BuildOptions::default(), &mut log_to(&lines))
-        .await
-    {
+    match build(&g, &spec, &BuildOptions::default(), &lines).await {
         Err(Error::InvalidSpec(errors)) => {
             let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
             assert_eq!(fields, ["name", "memory", "workspace_volume"]);
@@ -383,34 +364,14 @@ async fn preflight_on_this_host() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_stage_takes_the_stages_before_it_along() {
-    // Taken first, so that the guard's cleanup (on drop) runs while it is still held.
-    let _builds = BUILDS.lock().await;
-    let Some(g) = Guard::start().await else {
+    let Some((_builds, g, lines, _)) = on_busybox_base().await else {
         return;
     };
-    let lines = Mutex::new(Vec::new());
-    g.docker
-        .ensure_busybox_base(&mut log_to(&lines))
-        .await
-        .unwrap();
-    let mut spec = g.spec();
     // `true` needs only glibc and the loader: three stages at a one-byte bound (loader, libc, binary).
     // The last one fails: WORKDIR cannot be a directory where the base has a file.
-    spec.runtime = Some(RuntimeLayer {
-        binary: "/bin/true".into(),
-    });
+    let (mut spec, options) = stage_per_library(&g, "/bin/true", "failing");
     spec.working_dir = "/bin/busybox".into();
-    let options = BuildOptions {
-        tag: Some(format!("paddock-test/{}:failing", g.prefix)),
-        instance: Some(g.prefix.clone()),
-        runtime_layer_bytes: Some(1),
-        ..Default::default()
-    };
-    let err = g
-        .docker
-        .build_env_image(&spec, &options, &mut log_to(&lines))
-        .await
-        .unwrap_err();
+    let err = build(&g, &spec, &options, &lines).await.unwrap_err();
     assert!(matches!(err, Error::BuildFailed { .. }), "{err}");
     let lines = lines.into_inner().unwrap();
     let stages: Vec<&str> = lines

