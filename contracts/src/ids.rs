@@ -7,6 +7,20 @@
 //! On the wire and in the database an id stays a plain integer (`serde(transparent)`, and
 //! `sqlx(transparent)` behind the `sqlx` feature), so no URL, JSON body or column changes. In the
 //! OpenAPI document each kind is a named integer schema that says what it numbers.
+//!
+//! The swap this prevents, as the compiler sees it:
+//!
+//! ```compile_fail,E0308
+//! use contracts::ids::{JobId, WorkspaceId};
+//! fn cancel(_workspace: WorkspaceId, _job: JobId) {}
+//! cancel(JobId::new(7), WorkspaceId::new(1)); // expected `WorkspaceId`, found `JobId`
+//! ```
+//!
+//! ```
+//! # use contracts::ids::{JobId, WorkspaceId};
+//! # fn cancel(_workspace: WorkspaceId, _job: JobId) {}
+//! cancel(WorkspaceId::new(1), JobId::new(7));
+//! ```
 
 use std::fmt;
 use std::num::ParseIntError;
