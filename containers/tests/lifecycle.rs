@@ -62,10 +62,9 @@ async fn wait_exit(g: &Guard, name: &str) -> ContainerStatus {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn provisions_hardened_limited_containers_with_a_persistent_workspace() {
-    let Some((g, image)) = Guard::with_image().await else {
+    let Some((g, request)) = Guard::with_request("main").await else {
         return;
     };
-    let request = g.request("main", &image);
 
     let provisioned = g.docker.provision(&request).await.unwrap();
     assert!(provisioned.created);
@@ -168,10 +167,9 @@ async fn provisions_hardened_limited_containers_with_a_persistent_workspace() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stop_start_restart_remove_and_events() {
-    let Some((g, image)) = Guard::with_image().await else {
+    let Some((g, request)) = Guard::with_request("cycle").await else {
         return;
     };
-    let request = g.request("cycle", &image);
     let mut events = events_from_now(&g);
 
     let p = g.docker.provision(&request).await.unwrap();

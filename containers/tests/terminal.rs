@@ -36,11 +36,9 @@ async fn read_until(
 
 #[tokio::test(flavor = "multi_thread")]
 async fn tty_session_with_resize_and_exit_code() {
-    let Some((g, image)) = Guard::with_image().await else {
+    let Some((g, request)) = Guard::provisioned("tty").await else {
         return;
     };
-    let request = g.request("tty", &image);
-    g.docker.provision(&request).await.unwrap();
 
     let mut term = g
         .docker
@@ -80,11 +78,9 @@ async fn tty_session_with_resize_and_exit_code() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn exec_in_a_stopped_container_is_a_conflict() {
-    let Some((g, image)) = Guard::with_image().await else {
+    let Some((g, request)) = Guard::provisioned("stopped").await else {
         return;
     };
-    let request = g.request("stopped", &image);
-    g.docker.provision(&request).await.unwrap();
     g.docker.stop(&request.name, 10).await.unwrap();
     let err = g.docker.exec(&request.name, &["true"]).await.unwrap_err();
     assert!(matches!(err, Error::Conflict(_)), "{err:?}");

@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
+use bollard::models::{ContainerSummary, Volume};
 use bollard::query_parameters::{ListContainersOptionsBuilder, ListVolumesOptionsBuilder};
 use containers::lifecycle::{Limits, ProvisionRequest};
 use containers::{labels, Docker, EnvSpec};
@@ -57,6 +58,22 @@ impl Guard {
         let g = Guard::start().await?;
         let image = env_image(&g).await;
         Some((g, image))
+    }
+
+    /// A guard and a request (see [`Guard::request`]) for this test's env image, not yet provisioned, so a
+    /// test can still subscribe to events or provision it itself and check the outcome.
+    pub async fn with_request(part: &str) -> Option<(Self, ProvisionRequest)> {
+        let (g, image) = Guard::with_image().await?;
+        let request = g.request(part, &image);
+        Some((g, request))
+    }
+
+    /// As [`Guard::with_request`], with the container already provisioned: for tests about what happens
+    /// inside or to a container, not about provisioning it.
+    pub async fn provisioned(part: &str) -> Option<(Self, ProvisionRequest)> {
+        let (g, request) = Guard::with_request(part).await?;
+        g.docker.provision(&request).await.unwrap();
+        Some((g, request))
     }
 
     /// Removes this image (tag or ID) at the end.
@@ -138,29 +155,44 @@ impl Drop for Guard {
     }
 }
 
-fn instance_filter(prefix: &str) -> HashMap<&'static str, Vec<String>> {
-    HashMap::from([("label", vec![format!("{}={prefix}", labels::INSTANCE)])])
+/// What one test left on the daemon, found by its prefix's instance label. Listing errors are returned, not
+/// swallowed: cleanup tolerates a failing daemon, the leftover check must not.
+struct Labelled<'a> {
+    docker: &'a Docker,
+    filters: HashMap<&'static str, Vec<String>>,
+}
+
+impl<'a> Labelled<'a> {
+    fn new(docker: &'a Docker, prefix: &str) -> Self {
+        let filters = HashMap::from([("label", vec![format!("{}={prefix}", labels::INSTANCE)])]);
+        Labelled { docker, filters }
+    }
+
+    /// Stopped containers count too: they still hold their name and volume.
+    async fn containers(&self) -> Result<Vec<ContainerSummary>, bollard::errors::Error> {
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&self.filters)
+            .build();
+        self.docker.api().list_containers(Some(options)).await
+    }
+
+    async fn volumes(&self) -> Result<Vec<Volume>, bollard::errors::Error> {
+        let options = ListVolumesOptionsBuilder::default()
+            .filters(&self.filters)
+            .build();
+        let list = self.docker.api().list_volumes(Some(options)).await?;
+        Ok(list.volumes.unwrap_or_default())
+    }
 }
 
 async fn cleanup(docker: &Docker, prefix: &str, images: &[String]) {
-    let filters = instance_filter(prefix);
-    let options = ListContainersOptionsBuilder::default()
-        .all(true)
-        .filters(&filters)
-        .build();
-    for c in docker
-        .api()
-        .list_containers(Some(options))
-        .await
-        .unwrap_or_default()
-    {
+    let labelled = Labelled::new(docker, prefix);
+    for c in labelled.containers().await.unwrap_or_default() {
         let _ = docker.remove(c.id.as_deref().unwrap_or_default()).await;
     }
-    let options = ListVolumesOptionsBuilder::default()
-        .filters(&filters)
-        .build();
-    if let Ok(list) = docker.api().list_volumes(Some(options)).await {
-        for v in list.volumes.unwrap_or_default() {
+    if let Ok(volumes) = labelled.volumes().await {
+        for v in volumes {
             let _ = docker.remove_volume(&v.name).await;
         }
     }
@@ -173,26 +205,12 @@ async fn cleanup(docker: &Docker, prefix: &str, images: &[String]) {
 }
 
 async fn leftovers(docker: &Docker, prefix: &str) -> Vec<String> {
-    let filters = instance_filter(prefix);
+    let labelled = Labelled::new(docker, prefix);
     let mut left = Vec::new();
-    let options = ListContainersOptionsBuilder::default()
-        .all(true)
-        .filters(&filters)
-        .build();
-    for c in docker.api().list_containers(Some(options)).await.unwrap() {
+    for c in labelled.containers().await.unwrap() {
         left.push(format!("container {:?}", c.names));
     }
-    let options = ListVolumesOptionsBuilder::default()
-        .filters(&filters)
-        .build();
-    for v in docker
-        .api()
-        .list_volumes(Some(options))
-        .await
-        .unwrap()
-        .volumes
-        .unwrap_or_default()
-    {
+    for v in labelled.volumes().await.unwrap() {
         left.push(format!("volume {}", v.name));
     }
     let images = docker
