@@ -17,9 +17,11 @@
 //! - [`local`]: child processes of the server, each leading its own process group.
 //! - [`docker`]: containers from an environment's image, with its limits, the leased GPUs and the
 //!   workspace's volume.
+//! - [`slurm`]: batch jobs on a Slurm cluster whose nodes share the data directory.
 
 pub mod docker;
 pub mod local;
+pub mod slurm;
 
 use contracts::ids::{EndpointId, EnvironmentId, EvaluationId, JobId, WorkspaceId};
 use std::path::{Path, PathBuf};
@@ -37,6 +39,8 @@ pub enum Handle {
     Process { group: i64 },
     /// A Docker container, by its deterministic name.
     Container { name: String },
+    /// A Slurm job, by its job id.
+    Cluster { job: String },
 }
 
 impl Handle {
@@ -55,7 +59,7 @@ impl Handle {
     pub fn pid(&self) -> Option<i64> {
         match self {
             Handle::Process { group } => Some(*group),
-            Handle::Container { .. } => None,
+            Handle::Container { .. } | Handle::Cluster { .. } => None,
         }
     }
 
@@ -63,14 +67,7 @@ impl Handle {
     pub fn container(&self) -> Option<&str> {
         match self {
             Handle::Container { name } => Some(name),
-            Handle::Process { .. } => None,
-        }
-    }
-
-    pub fn kind(&self) -> ExecutorKind {
-        match self {
-            Handle::Process { .. } => ExecutorKind::Local,
-            Handle::Container { .. } => ExecutorKind::Docker,
+            Handle::Process { .. } | Handle::Cluster { .. } => None,
         }
     }
 }
@@ -215,6 +212,8 @@ pub trait Executor: Send + Sync {
 pub struct Executors {
     local: Arc<local::Local>,
     docker: Arc<docker::Docker>,
+    /// The cluster this server hands work to, if one is configured.
+    slurm: Option<Arc<slurm::Slurm>>,
 }
 
 impl Executors {
@@ -222,6 +221,15 @@ impl Executors {
         Executors {
             local: Arc::new(local::Local::new(storage.clone())),
             docker: Arc::new(docker::Docker::new(storage, engine, db)),
+            slurm: None,
+        }
+    }
+
+    /// These executors and a Slurm cluster.
+    pub fn with_slurm(self, slurm: slurm::Slurm) -> Executors {
+        Executors {
+            slurm: Some(Arc::new(slurm)),
+            ..self
         }
     }
 
@@ -232,20 +240,30 @@ impl Executors {
         }
     }
 
-    pub fn of(&self, handle: &Handle) -> &dyn Executor {
-        self.get(handle.kind())
+    /// The executor that started `handle`; `None` for a cluster job when no cluster is configured (any
+    /// more): nothing can be said about it or done to it from here.
+    pub fn of(&self, handle: &Handle) -> Option<&dyn Executor> {
+        match handle {
+            Handle::Process { .. } => Some(self.local.as_ref()),
+            Handle::Container { .. } => Some(self.docker.as_ref()),
+            Handle::Cluster { .. } => self.slurm.as_deref().map(|s| s as &dyn Executor),
+        }
     }
 
     pub async fn is_running(&self, handle: &Handle) -> Option<bool> {
-        self.of(handle).is_running(handle).await
+        self.of(handle)?.is_running(handle).await
     }
 
     pub async fn stop(&self, handle: &Handle, how: Stop) {
-        self.of(handle).stop(handle, how).await
+        if let Some(executor) = self.of(handle) {
+            executor.stop(handle, how).await
+        }
     }
 
     pub async fn clean_up(&self, handle: &Handle) {
-        self.of(handle).clean_up(handle).await
+        if let Some(executor) = self.of(handle) {
+            executor.clean_up(handle).await
+        }
     }
 }
 

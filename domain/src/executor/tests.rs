@@ -1,7 +1,8 @@
 //! The local executor and the run-file protocol on real processes: the wrapper runs a stand-in `paddock`
 //! (a shell script with the commands a run uses), so what is checked is what every run goes through —
-//! its files, its liveness, its stop. The Docker executor runs the same wrapper; it is tested through
-//! jobs and replicas on the real binary in the server's tests.
+//! its files, its liveness, its stop. The Slurm executor runs the same stand-in as batch jobs on the
+//! real test cluster (`scripts/slurm.sh`). The Docker executor runs the same wrapper; it is tested
+//! through jobs and replicas on the real binary in the server's tests.
 
 use contracts::ids::{JobId, WorkspaceId};
 use std::path::{Path, PathBuf};
@@ -23,14 +24,19 @@ case "$1" in
 esac
 "#;
 
-fn local(dir: &Path) -> Local {
+/// A data directory in `dir` whose `paddock` is the stand-in.
+fn storage(dir: &Path) -> Arc<Storage> {
     let fake = dir.join("paddock");
     std::fs::write(&fake, FAKE_PADDOCK).unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    Local::new(Arc::new(Storage::new(dir, 1 << 20, fake)))
+    Arc::new(Storage::new(dir, 1 << 20, fake))
 }
 
-fn work(executor: &Local, name: &str, args: &[&str]) -> Work {
+fn local(dir: &Path) -> Local {
+    Local::new(storage(dir))
+}
+
+fn work(executor: &dyn Executor, name: &str, args: &[&str]) -> Work {
     let rel = Path::new("runs-of-test").join(name);
     let folder = executor
         .run_root(WorkspaceId::new(1))
@@ -51,9 +57,10 @@ fn work(executor: &Local, name: &str, args: &[&str]) -> Work {
     }
 }
 
-/// Waits for the run's exit status (the wrapper writes it last).
-async fn ended(executor: &Local, rel: &Path) -> Option<i64> {
-    for _ in 0..500 {
+/// Waits (up to a minute: a cluster schedules it first) for the run's exit status (the wrapper writes it
+/// last).
+async fn ended(executor: &dyn Executor, rel: &Path) -> Option<i64> {
+    for _ in 0..3000 {
         if let Some(code) =
             exit_code(&executor.run_root(WorkspaceId::new(1)).unwrap(), rel).unwrap()
         {
@@ -73,7 +80,7 @@ async fn working(executor: &Local, name: &str) -> (Handle, PathBuf) {
     (handle, rel)
 }
 
-fn read(executor: &Local, rel: &Path, file: &str) -> String {
+fn read(executor: &dyn Executor, rel: &Path, file: &str) -> String {
     let bytes = executor
         .run_root(WorkspaceId::new(1))
         .unwrap()
@@ -208,6 +215,145 @@ fn a_handle_is_recorded_in_and_read_back_from_a_row() {
         Handle::of(container.pid(), container.container()),
         Some(container.clone())
     );
-    assert_eq!(container.kind(), ExecutorKind::Docker);
     assert_eq!(Handle::of(None, None), None);
+}
+
+/// The Slurm executor on the test cluster.
+mod slurm {
+    use super::*;
+    use clusters::reach::Reach;
+
+    /// One test at a time: the cluster's CPUs are few.
+    static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+    /// The test cluster's command-line tools (PADDOCK_TEST_SLURM_CONF names its configuration when it
+    /// is not the one `scripts/slurm.sh` writes).
+    fn test_cluster() -> clusters::slurm::Slurm {
+        let conf = std::env::var_os("PADDOCK_TEST_SLURM_CONF")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| {
+                Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/slurm/slurm.conf")
+            });
+        clusters::slurm::Slurm::new(Reach::Local {
+            slurm_conf: Some(conf),
+        })
+    }
+
+    /// The executor on the test cluster with a data directory in `dir`, or `None` (said on stderr) when
+    /// PADDOCK_TEST_SLURM=skip and no cluster answers.
+    async fn on_cluster(dir: &Path) -> Option<crate::executor::slurm::Slurm> {
+        let cluster = test_cluster();
+        if let Err(e) = cluster.ping().await {
+            if std::env::var("PADDOCK_TEST_SLURM").as_deref() == Ok("skip") {
+                eprintln!("SKIPPING Slurm test: {e} (PADDOCK_TEST_SLURM=skip)");
+                return None;
+            }
+            panic!("the Slurm tests need the test cluster: {e}. Start it with scripts/slurm.sh, or set PADDOCK_TEST_SLURM=skip.");
+        }
+        let settings = crate::executor::slurm::Settings {
+            placement: Default::default(),
+            cpus: 1,
+            memory_mb: 100,
+        };
+        Some(crate::executor::slurm::Slurm::new(
+            cluster,
+            storage(dir),
+            settings,
+        ))
+    }
+
+    /// Starts a `work` run and waits (up to a minute) until its command runs.
+    async fn working(executor: &dyn Executor, name: &str) -> (Handle, PathBuf) {
+        let w = work(executor, name, &["work"]);
+        let rel = w.rel.clone();
+        let handle = executor.start(w).await.unwrap();
+        let root = executor.run_root(WorkspaceId::new(1)).unwrap();
+        for _ in 0..600 {
+            if root.exists(&rel.join("trainer.pid")).unwrap() {
+                return (handle, rel);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the batch job did not start within a minute");
+    }
+
+    #[tokio::test]
+    async fn a_batch_job_leaves_its_output_log_and_exit_status_in_its_folder() {
+        let _one = CLUSTER.lock().await;
+        let dir = tempfile::tempdir().unwrap();
+        let Some(executor) = on_cluster(dir.path()).await else {
+            return;
+        };
+        let w = work(&executor, "quick", &["quick", "hello", "3"]);
+        let (rel, unit) = (w.rel.clone(), w.unit);
+        let handle = executor.start(w).await.unwrap();
+        let Handle::Cluster { job } = &handle else {
+            panic!("a cluster job: {handle:?}")
+        };
+        assert_eq!(ended(&executor, &rel).await, Some(3));
+        assert_eq!(read(&executor, &rel, "out.txt"), "hello\n");
+        assert_eq!(read(&executor, &rel, "run.log"), "a problem\n");
+        // Found again by its name, as a restarted server looks for it.
+        let found = test_cluster()
+            .find(&crate::executor::slurm::job_name(unit))
+            .await;
+        assert!(found.unwrap().iter().any(|j| &j.id == job));
+        for _ in 0..300 {
+            if executor.is_running(&handle).await == Some(false) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the batch job still runs after its exit status was written");
+    }
+
+    #[tokio::test]
+    async fn asking_a_batch_job_to_stop_reaches_the_command_which_ends_on_its_terms() {
+        let _one = CLUSTER.lock().await;
+        let dir = tempfile::tempdir().unwrap();
+        let Some(executor) = on_cluster(dir.path()).await else {
+            return;
+        };
+        let (handle, rel) = working(&executor, "work").await;
+        assert_eq!(executor.is_running(&handle).await, Some(true));
+        executor.stop(&handle, Stop::Ask).await;
+        assert_eq!(ended(&executor, &rel).await, Some(7));
+        assert_eq!(read(&executor, &rel, "run.log"), "working\nstopping\n");
+    }
+
+    #[tokio::test]
+    async fn a_killed_batch_job_ends_without_an_exit_status() {
+        let _one = CLUSTER.lock().await;
+        let dir = tempfile::tempdir().unwrap();
+        let Some(executor) = on_cluster(dir.path()).await else {
+            return;
+        };
+        let (handle, rel) = working(&executor, "killed").await;
+        let command: i64 = read(&executor, &rel, "trainer.pid").trim().parse().unwrap();
+        executor.stop(&handle, Stop::Kill).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while is_alive(command) || executor.is_running(&handle).await == Some(true) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the job outlived a kill"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let root = executor.run_root(WorkspaceId::new(1)).unwrap();
+        assert_eq!(exit_code(&root, &rel).unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_handle_of_a_cluster_without_its_executor_is_left_alone() {
+        let (dir, db) = crate::testing::test_db().await;
+        let executors = crate::testing::jobs(&dir, &db).await.executors.clone();
+        let handle = Handle::Cluster { job: "12".into() };
+        assert!(executors.of(&handle).is_none());
+        assert_eq!(
+            executors.is_running(&handle).await,
+            None,
+            "nothing can be said"
+        );
+        executors.stop(&handle, Stop::Kill).await;
+    }
 }

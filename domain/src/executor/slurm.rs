@@ -1,0 +1,165 @@
+//! The Slurm executor: a run is a batch job. Its script is the same wrapper every run goes through
+//! ([`super::WRAPPER`]), so the run leaves the same files in its run folder (output, capped log,
+//! `trainer.pid`, `exit_code`) and the server reads its end there, as for a local run. What Slurm adds is
+//! *where*: the cluster picks a node with the GPUs asked for (GRES; Slurm sets `CUDA_VISIBLE_DEVICES`),
+//! and the job is named after the unit (`paddock-job-12`) with Paddock's ids in its comment, so a
+//! restarted server finds it again by name.
+//!
+//! The run folders are the server's own `runs/`: the nodes must see the data directory at the same path
+//! (a shared file system, as every cluster has for home and project directories). A stop asks the batch
+//! script alone (`scancel --batch --signal=TERM`), which passes it to the trainer; a kill cancels the job.
+//!
+//! Replicas (long-lived services) do not run on a cluster yet: [`Executor::serve`] says so.
+
+use contracts::ids::WorkspaceId;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clusters::slurm::{Cancel, Placement, Resources, Submission};
+
+use super::{wrapper_args, Executor, Handle, Served, Service, Stop, Work};
+use crate::storage::Storage;
+
+/// What every unit of this server asks of the cluster besides its GPUs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Partition, account and QoS (`None`: the cluster's defaults).
+    pub placement: Placement,
+    pub cpus: u32,
+    pub memory_mb: u64,
+}
+
+pub struct Slurm {
+    cluster: clusters::slurm::Slurm,
+    storage: Arc<Storage>,
+    settings: Settings,
+}
+
+impl Slurm {
+    pub fn new(
+        cluster: clusters::slurm::Slurm,
+        storage: Arc<Storage>,
+        settings: Settings,
+    ) -> Slurm {
+        Slurm {
+            cluster,
+            storage,
+            settings,
+        }
+    }
+
+    /// The job's Slurm id, for a handle of this executor.
+    fn job_of(handle: &Handle) -> Option<&str> {
+        match handle {
+            Handle::Cluster { job } => Some(job),
+            _ => None,
+        }
+    }
+}
+
+/// The batch job's name: `paddock-` and the unit's name parts (`paddock-job-12`).
+pub fn job_name(unit: super::Unit) -> String {
+    format!("paddock-{}", unit.name_parts().join("-"))
+}
+
+#[async_trait::async_trait]
+impl Executor for Slurm {
+    fn run_root(&self, _workspace_id: WorkspaceId) -> beneath::Result<beneath::Dir> {
+        self.storage.runs()
+    }
+
+    fn run_root_dir(&self, _workspace_id: WorkspaceId) -> PathBuf {
+        self.storage.runs_dir()
+    }
+
+    fn store_seen(&self, workspace_id: WorkspaceId) -> String {
+        self.storage
+            .store_dir(workspace_id)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn run_folder_is_theirs(&self) -> bool {
+        false
+    }
+
+    /// Submits the run; it may wait in the cluster's queue (`is_running` counts that as running: it is
+    /// the cluster's to start).
+    async fn start(&self, work: Work) -> Result<Handle, String> {
+        let folder = self.storage.runs_dir().join(&work.rel);
+        let folder = folder.to_string_lossy().into_owned();
+        let paddock = self.storage.paddock_binary.to_string_lossy().into_owned();
+        // `sh -c WRAPPER sh FOLDER …`, quoted for the batch script's shell.
+        let argv = wrapper_args(&folder, &paddock, &work);
+        let script = shlex::try_join(argv.iter().map(String::as_str))
+            .map_err(|e| format!("the run's command cannot be quoted: {e}"))?;
+        let unit_ids = work.unit.name_parts().join(":");
+        let submission = Submission {
+            name: job_name(work.unit),
+            comment: format!("paddock:workspace:{}:{unit_ids}", work.workspace_id),
+            placement: self.settings.placement.clone(),
+            resources: Resources {
+                gpus: u32::try_from(work.devices.len()).unwrap_or(u32::MAX),
+                cpus: self.settings.cpus,
+                memory_mb: self.settings.memory_mb,
+            },
+            time_limit: None,
+            term_before_limit: None,
+            output: format!("{folder}/slurm.out"),
+            workdir: folder,
+            script: format!("exec {script}"),
+        };
+        let job = self
+            .cluster
+            .submit(&submission)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(Handle::Cluster { job })
+    }
+
+    async fn serve(&self, _service: Service) -> Result<Served, String> {
+        Err("endpoint replicas do not run on a Slurm cluster yet; deploy on this server".into())
+    }
+
+    /// Waiting in the queue or running; `None` when the controller cannot be asked. A job the
+    /// controller has forgotten ended long ago.
+    async fn is_running(&self, handle: &Handle) -> Option<bool> {
+        let job = Self::job_of(handle)?;
+        match self.cluster.job(job).await {
+            Ok(info) => Some(info.is_some_and(|i| i.state.is_alive())),
+            Err(e) => {
+                tracing::warn!(job, error = %e, "cannot ask Slurm about a job");
+                None
+            }
+        }
+    }
+
+    async fn stop(&self, handle: &Handle, how: Stop) {
+        let Some(job) = Self::job_of(handle) else {
+            return;
+        };
+        let cancel = |how| async move {
+            if let Err(e) = self.cluster.cancel(job, how).await {
+                tracing::warn!(job, error = %e, "cannot cancel a Slurm job");
+            }
+        };
+        match how {
+            Stop::Ask => cancel(Cancel::Term).await,
+            Stop::Within(grace) => {
+                cancel(Cancel::Term).await;
+                let deadline = tokio::time::Instant::now() + grace;
+                while self.is_running(handle).await != Some(false)
+                    && tokio::time::Instant::now() < deadline
+                {
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+                cancel(Cancel::Kill).await;
+            }
+            Stop::Kill => cancel(Cancel::Kill).await,
+        }
+    }
+
+    /// Nothing stays behind on the cluster once a job ended; its files are in the run folder.
+    async fn clean_up(&self, _handle: &Handle) {}
+}
