@@ -8,15 +8,19 @@
 //! The run folders are the server's own `runs/`: the nodes must see the data directory at the same path
 //! (a shared file system, as every cluster has for home and project directories). A stop asks the batch
 //! script alone (`scancel --batch --signal=TERM`), which passes it to the trainer; a kill cancels the job.
+//! A signal Slurm delivers before the script has started is lost (the job already counts as running),
+//! so a stop waits until the run has recorded its command's pid; a job still waiting in the queue has
+//! nothing to save and is cancelled outright.
 //!
 //! Replicas (long-lived services) do not run on a cluster yet: [`Executor::serve`] says so.
 
 use contracts::ids::WorkspaceId;
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use clusters::slurm::{Cancel, Placement, Resources, Submission};
+use clusters::slurm::{Cancel, JobState, Placement, Resources, Submission};
 
 use super::{wrapper_args, Executor, Handle, Served, Service, Stop, Work};
 use crate::storage::Storage;
@@ -34,7 +38,13 @@ pub struct Slurm {
     cluster: clusters::slurm::Slurm,
     storage: Arc<Storage>,
     settings: Settings,
+    /// The run folder (beneath `runs/`) of each job this server submitted, by job id: where a stop
+    /// looks for `trainer.pid`.
+    folders: Mutex<HashMap<String, PathBuf>>,
 }
+
+/// How long a stop waits for a started job's command to record its pid.
+const PID_WAIT: Duration = Duration::from_secs(60);
 
 impl Slurm {
     pub fn new(
@@ -46,6 +56,37 @@ impl Slurm {
             cluster,
             storage,
             settings,
+            folders: Mutex::default(),
+        }
+    }
+
+    /// Asks job `job` to stop: TERM once its command runs (a queued job is cancelled). A run submitted
+    /// by an earlier server has long recorded its pid; it gets TERM at once.
+    async fn ask(&self, job: &str) -> clusters::Result<()> {
+        let folder = self.folders.lock().ok().and_then(|f| f.get(job).cloned());
+        let deadline = tokio::time::Instant::now() + PID_WAIT;
+        loop {
+            let Some(info) = self.cluster.job(job).await? else {
+                return Ok(()); // long ended
+            };
+            match info.state {
+                JobState::Pending => return self.cluster.cancel(job, Cancel::Kill).await,
+                state if !state.is_alive() => return Ok(()),
+                _ => {}
+            }
+            let started = match folder.as_ref().map(|f| f.join("trainer.pid")) {
+                Some(pid) => {
+                    let runs = self.storage.clone();
+                    crate::storage::in_volume("the run's pid", move || runs.runs()?.exists(&pid))
+                        .await
+                        .unwrap_or(false)
+                }
+                None => true,
+            };
+            if started || tokio::time::Instant::now() >= deadline {
+                return self.cluster.cancel(job, Cancel::Term).await;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
 
@@ -115,6 +156,9 @@ impl Executor for Slurm {
             .submit(&submission)
             .await
             .map_err(|e| e.to_string())?;
+        if let Ok(mut folders) = self.folders.lock() {
+            folders.insert(job.clone(), work.rel);
+        }
         Ok(Handle::Cluster { job })
     }
 
@@ -139,24 +183,24 @@ impl Executor for Slurm {
         let Some(job) = Self::job_of(handle) else {
             return;
         };
-        let cancel = |how| async move {
-            if let Err(e) = self.cluster.cancel(job, how).await {
-                tracing::warn!(job, error = %e, "cannot cancel a Slurm job");
-            }
+        let asked = match how {
+            Stop::Kill => Ok(()),
+            Stop::Ask | Stop::Within(_) => self.ask(job).await,
         };
-        match how {
-            Stop::Ask => cancel(Cancel::Term).await,
-            Stop::Within(grace) => {
-                cancel(Cancel::Term).await;
-                let deadline = tokio::time::Instant::now() + grace;
-                while self.is_running(handle).await != Some(false)
-                    && tokio::time::Instant::now() < deadline
-                {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
-                }
-                cancel(Cancel::Kill).await;
+        if let Stop::Within(grace) = how {
+            let deadline = tokio::time::Instant::now() + grace;
+            while self.is_running(handle).await != Some(false)
+                && tokio::time::Instant::now() < deadline
+            {
+                tokio::time::sleep(Duration::from_millis(200)).await;
             }
-            Stop::Kill => cancel(Cancel::Kill).await,
+        }
+        let killed = match how {
+            Stop::Ask => Ok(()),
+            Stop::Within(_) | Stop::Kill => self.cluster.cancel(job, Cancel::Kill).await,
+        };
+        if let Err(e) = asked.and(killed) {
+            tracing::warn!(job, error = %e, "cannot stop a Slurm job");
         }
     }
 
