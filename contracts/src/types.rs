@@ -605,6 +605,10 @@ pub struct JobSpec {
     /// Run in this environment's image (Docker executor); `None` runs a local process.
     #[serde(default)]
     pub environment_id: Option<EnvironmentId>,
+    /// Run on this cluster (by the name the server knows it by) instead of on this server: the
+    /// cluster's scheduler places it and picks its GPUs. `None`: on this server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// Model shape from scratch: `base`, `medium`, `mini`, `micro`, `nano`, or `tiny` for tests.
     #[serde(default = "default_preset")]
     pub preset: String,
@@ -787,6 +791,9 @@ pub struct JobSummary {
     pub status_message: Option<String>,
     pub exit_code: Option<i64>,
     pub executor: ExecutorKind,
+    /// The cluster it runs on (`None`: this server) and, once submitted, its job id there.
+    pub cluster: Option<String>,
+    pub cluster_job: Option<String>,
     pub priority: i32,
     pub gpus: u32,
     pub gpu_indices: Vec<u32>,

@@ -503,6 +503,7 @@ async fn launch(
         log: "eval.log",
         log_limit: MAX_OUTPUT_READ,
         devices: Vec::new(),
+        gpus: 0,
         image: None,
     };
     let handle = executor

@@ -82,7 +82,7 @@ pub async fn migrate(db: &SqlitePool, storage: &Storage) -> Result<(), AppError>
     // Queued jobs' files name their inputs relative to a run folder in the volume; they now run
     // elsewhere and read the store.
     let queued: Vec<(JobId, WorkspaceId, ExecutorKind, String)> = sqlx::query_as(
-        "SELECT id, workspace_id, executor, config_toml FROM jobs WHERE status IN ('queued', 'starting') AND pid IS NULL AND container_name IS NULL",
+        "SELECT id, workspace_id, executor, config_toml FROM jobs WHERE status IN ('queued', 'starting') AND pid IS NULL AND container_name IS NULL AND cluster_job IS NULL",
     )
     .fetch_all(&mut *tx)
     .await?;

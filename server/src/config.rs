@@ -175,6 +175,68 @@ pub struct ServeConfig {
     pub train_log_max_bytes: u64,
     #[command(flatten)]
     pub environments: EnvironmentsConfig,
+    #[command(flatten)]
+    pub cluster: ClusterConfig,
+}
+
+/// A Slurm cluster jobs may run on (`"cluster": "slurm"` in a job's spec), with Paddock on one of its
+/// login nodes: the Slurm command-line tools on this host, and the data directory on a file system the
+/// nodes mount at the same path.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterConfig {
+    /// The cluster's `slurm.conf` (its tools' `SLURM_CONF`); without it no cluster is offered.
+    #[arg(long, env = "PADDOCK_SLURM_CONF")]
+    pub slurm_conf: Option<PathBuf>,
+    /// The partition jobs are submitted to [default: the cluster's].
+    #[arg(long, env = "PADDOCK_SLURM_PARTITION")]
+    pub slurm_partition: Option<String>,
+    /// The Slurm account jobs are charged to [default: the user's].
+    #[arg(long, env = "PADDOCK_SLURM_ACCOUNT")]
+    pub slurm_account: Option<String>,
+    /// The quality of service jobs ask for [default: the account's].
+    #[arg(long, env = "PADDOCK_SLURM_QOS")]
+    pub slurm_qos: Option<String>,
+    /// CPUs each job asks for.
+    #[arg(long, env = "PADDOCK_SLURM_CPUS", default_value_t = 2)]
+    pub slurm_cpus: u32,
+    /// Memory each job asks for, in MB.
+    #[arg(long, env = "PADDOCK_SLURM_MEMORY_MB", default_value_t = 4000)]
+    pub slurm_memory_mb: u64,
+}
+
+impl ClusterConfig {
+    /// The name jobs ask for the cluster by.
+    pub const NAME: &'static str = "slurm";
+
+    /// The cluster's executor, once its controller answered; `None` without `--slurm-conf`.
+    pub async fn executor(
+        &self,
+        storage: std::sync::Arc<domain::storage::Storage>,
+    ) -> anyhow::Result<Option<domain::executor::slurm::Slurm>> {
+        let Some(conf) = &self.slurm_conf else {
+            return Ok(None);
+        };
+        let reach = clusters::reach::Reach::Local {
+            slurm_conf: Some(conf.clone()),
+        };
+        let cluster = clusters::slurm::Slurm::new(reach);
+        cluster
+            .ping()
+            .await
+            .map_err(|e| anyhow::anyhow!("the Slurm cluster of {}: {e}", conf.display()))?;
+        let settings = domain::executor::slurm::Settings {
+            placement: clusters::slurm::Placement {
+                partition: self.slurm_partition.clone(),
+                account: self.slurm_account.clone(),
+                qos: self.slurm_qos.clone(),
+            },
+            cpus: self.slurm_cpus,
+            memory_mb: self.slurm_memory_mb,
+        };
+        Ok(Some(domain::executor::slurm::Slurm::new(
+            cluster, storage, settings,
+        )))
+    }
 }
 
 /// Environments: where Docker is and how Paddock looks after the containers it runs.

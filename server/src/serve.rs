@@ -67,6 +67,11 @@ pub async fn run(
         config.cpu_job_threads,
     );
     jobs.train_log_max_bytes = config.train_log_max_bytes;
+    if let Some(slurm) = config.cluster.executor(storage.clone()).await? {
+        let name = crate::config::ClusterConfig::NAME;
+        tracing::info!(cluster = name, "jobs may run on the Slurm cluster");
+        jobs.executors = jobs.executors.clone().with_slurm(name, slurm);
+    }
     let jobs = std::sync::Arc::new(jobs);
     let deployer = std::sync::Arc::new(Deployer::new(
         db.clone(),

@@ -44,6 +44,7 @@ codes! {
     CheckpointConfigInvalid = "checkpoint_config_invalid",
     CheckpointDeleted = "checkpoint_deleted",
     CheckpointNotFound = "checkpoint_not_found",
+    ClusterInvalid = "cluster_invalid",
     CmdInvalid = "cmd_invalid",
     CsrfRejected = "csrf_rejected",
     DatasetColumnInvalid = "dataset_column_invalid",

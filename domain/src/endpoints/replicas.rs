@@ -93,7 +93,7 @@ struct Replica {
 
 impl Replica {
     fn handle(&self) -> Option<Handle> {
-        Handle::of(self.pid, self.container.as_deref())
+        Handle::of(self.pid, self.container.as_deref(), None)
     }
 }
 

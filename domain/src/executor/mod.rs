@@ -44,14 +44,22 @@ pub enum Handle {
 }
 
 impl Handle {
-    /// From a row's `pid` and container columns; `None` when neither is set (not started yet).
-    pub fn of(pid: Option<i64>, container: Option<&str>) -> Option<Handle> {
-        match (container, pid) {
-            (Some(name), _) => Some(Handle::Container {
+    /// From a row's `pid`, container and cluster job columns; `None` when none is set (not started
+    /// yet).
+    pub fn of(
+        pid: Option<i64>,
+        container: Option<&str>,
+        cluster_job: Option<&str>,
+    ) -> Option<Handle> {
+        match (cluster_job, container, pid) {
+            (Some(job), _, _) => Some(Handle::Cluster {
+                job: job.to_string(),
+            }),
+            (None, Some(name), _) => Some(Handle::Container {
                 name: name.to_string(),
             }),
-            (None, Some(group)) => Some(Handle::Process { group }),
-            (None, None) => None,
+            (None, None, Some(group)) => Some(Handle::Process { group }),
+            (None, None, None) => None,
         }
     }
 
@@ -68,6 +76,14 @@ impl Handle {
         match self {
             Handle::Container { name } => Some(name),
             Handle::Process { .. } | Handle::Cluster { .. } => None,
+        }
+    }
+
+    /// The row's cluster job column.
+    pub fn cluster_job(&self) -> Option<&str> {
+        match self {
+            Handle::Cluster { job } => Some(job),
+            Handle::Process { .. } | Handle::Container { .. } => None,
         }
     }
 }
@@ -139,8 +155,10 @@ pub struct Work {
     /// The file in the run folder that receives its stderr, up to `log_limit` bytes.
     pub log: &'static str,
     pub log_limit: u64,
-    /// The GPUs it may see (none: CPU only).
+    /// The GPUs it may see (none: CPU only): the ones leased for it on this server.
     pub devices: Vec<u32>,
+    /// How many GPUs it asks for: on this server, `devices`; on a cluster, whose scheduler picks them.
+    pub gpus: u32,
     pub image: Option<InImage>,
 }
 
@@ -212,8 +230,8 @@ pub trait Executor: Send + Sync {
 pub struct Executors {
     local: Arc<local::Local>,
     docker: Arc<docker::Docker>,
-    /// The cluster this server hands work to, if one is configured.
-    slurm: Option<Arc<slurm::Slurm>>,
+    /// The cluster this server hands work to, if one is configured, and the name jobs ask for it by.
+    slurm: Option<(String, Arc<slurm::Slurm>)>,
 }
 
 impl Executors {
@@ -225,12 +243,18 @@ impl Executors {
         }
     }
 
-    /// These executors and a Slurm cluster.
-    pub fn with_slurm(self, slurm: slurm::Slurm) -> Executors {
+    /// These executors and a Slurm cluster that jobs ask for by `name`.
+    pub fn with_slurm(self, name: &str, slurm: slurm::Slurm) -> Executors {
         Executors {
-            slurm: Some(Arc::new(slurm)),
+            slurm: Some((name.to_string(), Arc::new(slurm))),
             ..self
         }
+    }
+
+    /// The cluster named `name`, if this server has it.
+    pub fn cluster(&self, name: &str) -> Option<&dyn Executor> {
+        let (known, slurm) = self.slurm.as_ref()?;
+        (known == name).then_some(slurm.as_ref() as &dyn Executor)
     }
 
     pub fn get(&self, kind: ExecutorKind) -> &dyn Executor {
@@ -246,7 +270,10 @@ impl Executors {
         match handle {
             Handle::Process { .. } => Some(self.local.as_ref()),
             Handle::Container { .. } => Some(self.docker.as_ref()),
-            Handle::Cluster { .. } => self.slurm.as_deref().map(|s| s as &dyn Executor),
+            Handle::Cluster { .. } => self
+                .slurm
+                .as_ref()
+                .map(|(_, s)| s.as_ref() as &dyn Executor),
         }
     }
 

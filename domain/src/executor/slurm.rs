@@ -141,7 +141,7 @@ impl Executor for Slurm {
             comment: format!("paddock:workspace:{}:{unit_ids}", work.workspace_id),
             placement: self.settings.placement.clone(),
             resources: Resources {
-                gpus: u32::try_from(work.devices.len()).unwrap_or(u32::MAX),
+                gpus: work.gpus,
                 cpus: self.settings.cpus,
                 memory_mb: self.settings.memory_mb,
             },

@@ -53,6 +53,7 @@ fn work(executor: &dyn Executor, name: &str, args: &[&str]) -> Work {
         log: "run.log",
         log_limit: 1 << 20,
         devices: Vec::new(),
+        gpus: 0,
         image: None,
     }
 }
@@ -205,17 +206,22 @@ fn an_ended_but_unreaped_child_is_not_alive() {
 fn a_handle_is_recorded_in_and_read_back_from_a_row() {
     let process = Handle::Process { group: 42 };
     assert_eq!(
-        Handle::of(process.pid(), process.container()),
+        Handle::of(process.pid(), process.container(), None),
         Some(process)
     );
     let container = Handle::Container {
         name: "paddock-x-job-1".into(),
     };
     assert_eq!(
-        Handle::of(container.pid(), container.container()),
+        Handle::of(container.pid(), container.container(), None),
         Some(container.clone())
     );
-    assert_eq!(Handle::of(None, None), None);
+    let cluster = Handle::Cluster { job: "12".into() };
+    assert_eq!(
+        Handle::of(cluster.pid(), cluster.container(), cluster.cluster_job()),
+        Some(cluster)
+    );
+    assert_eq!(Handle::of(None, None, None), None);
 }
 
 /// The Slurm executor on the test cluster.

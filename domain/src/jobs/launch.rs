@@ -56,21 +56,31 @@ async fn fail(db: &SqlitePool, job_id: JobId, message: &str) -> Result<(), AppEr
 }
 
 async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), String> {
-    let (workspace_id, kind, config_toml, gpu_indices, environment_id, image_id): (
+    type Launch = (
         WorkspaceId,
         ExecutorKind,
+        Option<String>,
         String,
         Option<String>,
+        i64,
         Option<EnvironmentId>,
         Option<String>,
-    ) = sqlx::query_as(
-        "SELECT workspace_id, executor, config_toml, gpu_indices, environment_id, image_id FROM jobs WHERE id = ?",
-    )
-    .bind(job_id)
-    .fetch_one(db)
-    .await
-    .map_err(|e| e.to_string())?;
-    let executor = jobs.executor(kind);
+    );
+    let (workspace_id, kind, cluster, config_toml, gpu_indices, gpus, environment_id, image_id): Launch =
+        sqlx::query_as(
+            "SELECT workspace_id, executor, cluster, config_toml, gpu_indices, gpus, environment_id, image_id
+             FROM jobs WHERE id = ?",
+        )
+        .bind(job_id)
+        .fetch_one(db)
+        .await
+        .map_err(|e| e.to_string())?;
+    let executor = match cluster.as_deref() {
+        Some(name) => jobs.executors.cluster(name).ok_or_else(|| {
+            format!("this server has no cluster named {name:?} any more; submit the job again")
+        })?,
+        None => jobs.executor(kind),
+    };
     let rel = job_rel(job_id);
     // A container's run folder is in the volume, where anything may have been put under its name (a
     // link, a FIFO at `job.toml`): made and written through `beneath`, never through a link.
@@ -111,15 +121,17 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
             .as_deref()
             .and_then(|g| serde_json::from_str(g).ok())
             .unwrap_or_default(),
+        gpus: u32::try_from(gpus).unwrap_or(0),
         image,
     };
     let handle = executor.start(work).await?;
     // Where it runs is recorded whatever happens next, in the same transaction as the move to running.
     let moved = async {
         let mut tx = crate::db::write_tx(db).await?;
-        sqlx::query("UPDATE jobs SET pid = ?, container_name = ? WHERE id = ?")
+        sqlx::query("UPDATE jobs SET pid = ?, container_name = ?, cluster_job = ? WHERE id = ?")
             .bind(handle.pid())
             .bind(handle.container())
+            .bind(handle.cluster_job())
             .bind(job_id)
             .execute(&mut *tx)
             .await?;

@@ -116,6 +116,8 @@ pub(crate) struct JobRow {
     spec_json: String,
     config_toml: String,
     executor: ExecutorKind,
+    cluster: Option<String>,
+    cluster_job: Option<String>,
     priority: i64,
     gpus: i64,
     status: String,
@@ -146,7 +148,7 @@ crate::db::row_query!(
     $ job_rows,
     JobRow,
     r#"SELECT j.id AS "id!: contracts::ids::JobId", j.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", j.name, j.spec_json, j.config_toml,
-        j.executor AS "executor: contracts::types::ExecutorKind", j.priority, j.gpus, j.status, j.status_message,
+        j.executor AS "executor: contracts::types::ExecutorKind", j.cluster, j.cluster_job, j.priority, j.gpus, j.status, j.status_message,
         j.exit_code, j.gpu_indices, j.pid, j.container_name, j.events_offset, j.log_offset, j.step,
         j.total_steps, j.epoch, j.time_limit_secs, j.retry_of AS "retry_of: contracts::ids::JobId", u.username AS "created_by?",
         j.created_at, j.started_at, j.finished_at
@@ -166,7 +168,11 @@ impl JobRow {
 
     /// Where it runs, once started.
     pub(crate) fn handle(&self) -> Option<Handle> {
-        Handle::of(self.pid, self.container_name.as_deref())
+        Handle::of(
+            self.pid,
+            self.container_name.as_deref(),
+            self.cluster_job.as_deref(),
+        )
     }
 
     pub(crate) fn gpu_list(&self) -> Vec<u32> {
@@ -185,6 +191,8 @@ impl JobRow {
             status_message: self.status_message.clone(),
             exit_code: self.exit_code,
             executor: self.executor,
+            cluster: self.cluster.clone(),
+            cluster_job: self.cluster_job.clone(),
             priority: self.priority as i32,
             gpus: self.gpus as u32,
             gpu_indices: self.gpu_list(),
@@ -332,8 +340,12 @@ async fn submit_as(
 ) -> Result<JobDetail, AppError> {
     spec::check(&spec)?;
     spec.name = spec.name.trim().to_string();
+    let cluster = match spec.cluster.as_deref() {
+        Some(name) => Some(cluster_for(jobs, name, &spec)?),
+        None => None,
+    };
     let host_gpus = jobs.engine.gpus().await.len();
-    if spec.gpus as usize > host_gpus {
+    if cluster.is_none() && spec.gpus as usize > host_gpus {
         let problem = FieldProblem::new(
             "gpus",
             Rule::MoreGpusThanHost {
@@ -379,8 +391,9 @@ async fn submit_as(
             "the training data needs at least two labels",
         ));
     }
+    let runs_on = cluster.unwrap_or_else(|| jobs.executor(executor));
     let inputs = spec::Inputs {
-        store: jobs.executor(executor).store_seen(workspace_id),
+        store: runs_on.store_seen(workspace_id),
         train: train.path,
         dev: dev.map(|d| d.path),
         pretrained,
@@ -395,14 +408,15 @@ async fn submit_as(
     let spec_json = serde_json::to_string(&spec).map_err(|e| internal("job spec", e))?;
     let time_limit_secs = spec.time_limit_minutes.map(|m| i64::from(m) * 60);
     let job_id = sqlx::query_scalar!(
-        r#"INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, environment_id, image_id,
-             dataset_id, dev_dataset_id, priority, gpus, time_limit_secs, retry_of, created_by, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: JobId""#,
+        r#"INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, cluster, environment_id,
+             image_id, dataset_id, dev_dataset_id, priority, gpus, time_limit_secs, retry_of, created_by, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: JobId""#,
         workspace_id,
         spec.name,
         spec_json,
         config_toml,
         executor,
+        spec.cluster,
         spec.environment_id,
         image_id,
         spec.dataset_id,
@@ -428,6 +442,30 @@ async fn submit_as(
     tx.commit().await?;
     jobs.wake.notify_one();
     get(db, actor, workspace_id, job_id).await
+}
+
+/// The cluster a job asks for by `name`, when this server has it and the job can run there: natively
+/// for now (the `paddock` runtime on the nodes), so not in an environment's image.
+fn cluster_for<'a>(
+    jobs: &'a Jobs,
+    name: &str,
+    spec: &JobSpec,
+) -> Result<&'a dyn Executor, AppError> {
+    let Some(cluster) = jobs.executors.cluster(name) else {
+        return Err(AppError::invalid(
+            "cluster",
+            ErrorCode::ClusterInvalid,
+            format!("this server has no cluster named {name:?}"),
+        ));
+    };
+    if spec.environment_id.is_some() {
+        return Err(AppError::invalid(
+            "cluster",
+            ErrorCode::ClusterInvalid,
+            "on a cluster a job runs natively for now (the paddock runtime on its nodes): leave the environment empty",
+        ));
+    }
+    Ok(cluster)
 }
 
 /// The image a job in environment `env_id` runs: its current version's, which must be built and carry
@@ -580,7 +618,9 @@ pub async fn cancel(
     tx.commit().await?;
     // A job still being launched has no handle yet: the launch stops it once it runs.
     if let (true, Some(handle)) = (status != JobStatus::Queued, job.handle()) {
-        jobs.executors.stop(&handle, Stop::Ask).await;
+        // Not in the request: a cluster job's stop may first wait for its command to start.
+        let executors = jobs.executors.clone();
+        tokio::spawn(async move { executors.stop(&handle, Stop::Ask).await });
     }
     jobs.changed();
     jobs.wake.notify_one();

@@ -120,9 +120,9 @@ pub async fn schedule_once(
     engine: &Engine,
 ) -> Result<Vec<JobId>, AppError> {
     let mut tx = crate::db::write_tx(db).await?;
-    let rows: Vec<(JobId, WorkspaceId, i64, i64, String)> = sqlx::query_as(
+    let rows: Vec<(JobId, WorkspaceId, i64, i64, String, Option<String>)> = sqlx::query_as(
         // A workspace being deleted starts nothing (its purge cancels what is queued).
-        "SELECT j.id, j.workspace_id, j.priority, j.gpus, j.created_at FROM jobs j
+        "SELECT j.id, j.workspace_id, j.priority, j.gpus, j.created_at, j.cluster FROM jobs j
          JOIN workspaces w ON w.id = j.workspace_id
          WHERE j.status = 'queued' AND w.deleting_since IS NULL",
     )
@@ -131,10 +131,13 @@ pub async fn schedule_once(
     if rows.is_empty() {
         return Ok(Vec::new());
     }
+    // A cluster queues and places its own jobs: they are handed to it at once, with no GPU of this
+    // host and no CPU slot of this server.
+    let (cluster, rows): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| r.5.is_some());
     let now = chrono::Utc::now();
     let queue: Vec<Queued> = rows
         .into_iter()
-        .map(|(id, workspace_id, priority, gpus, created_at)| {
+        .map(|(id, workspace_id, priority, gpus, created_at, _)| {
             let waited = chrono::DateTime::parse_from_rfc3339(&created_at)
                 .map(|t| (now - t.to_utc()).num_minutes())
                 .unwrap_or(0);
@@ -167,7 +170,7 @@ pub async fn schedule_once(
             .fetch_all(&mut *tx)
             .await?;
     let running_cpu: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE gpus = 0 AND status IN ('starting', 'running', 'cancelling')")
+        sqlx::query_scalar("SELECT COUNT(*) FROM jobs WHERE gpus = 0 AND cluster IS NULL AND status IN ('starting', 'running', 'cancelling')")
             .fetch_one(&mut *tx)
             .await?;
     let resources = Resources {
@@ -176,7 +179,8 @@ pub async fn schedule_once(
         quotas: quotas.into_iter().map(|(w, n)| (w, n as u32)).collect(),
         free_cpu_slots: jobs.cpu_slots.saturating_sub(running_cpu as usize),
     };
-    let decisions = plan(&queue, &resources);
+    let mut decisions = plan(&queue, &resources);
+    decisions.extend(cluster.into_iter().map(|r| (r.0, Vec::new())));
     let host_gpus = engine.gpus().await;
     for (job_id, devices) in &decisions {
         if !devices.is_empty() {

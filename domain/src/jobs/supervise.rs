@@ -51,7 +51,7 @@ pub fn spawn(db: SqlitePool, jobs: Arc<Jobs>, job_id: JobId) {
 pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
     let result = async {
         let mut tx = crate::db::write_tx(db).await?;
-        let never_started: Vec<JobId> = sqlx::query_scalar("SELECT id FROM jobs WHERE status = 'starting' AND pid IS NULL AND container_name IS NULL")
+        let never_started: Vec<JobId> = sqlx::query_scalar("SELECT id FROM jobs WHERE status = 'starting' AND pid IS NULL AND container_name IS NULL AND cluster_job IS NULL")
             .fetch_all(&mut *tx)
             .await?;
         for id in &never_started {
@@ -64,7 +64,7 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
         }
         // Cancelled while starting: stopped before it ran.
         let stopped_before_running: Vec<JobId> = sqlx::query_scalar(
-            "SELECT id FROM jobs WHERE status = 'cancelling' AND pid IS NULL AND container_name IS NULL",
+            "SELECT id FROM jobs WHERE status = 'cancelling' AND pid IS NULL AND container_name IS NULL AND cluster_job IS NULL",
         )
         .fetch_all(&mut *tx)
         .await?;
@@ -74,7 +74,7 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
             status::finish(&mut tx, id, JobStatus::Cancelled, reason, None).await?;
         }
         let running: Vec<JobId> =
-            sqlx::query_scalar("SELECT id FROM jobs WHERE finished_at IS NULL AND (pid IS NOT NULL OR container_name IS NOT NULL)")
+            sqlx::query_scalar("SELECT id FROM jobs WHERE finished_at IS NULL AND (pid IS NOT NULL OR container_name IS NOT NULL OR cluster_job IS NOT NULL)")
                 .fetch_all(&mut *tx)
                 .await?;
         tx.commit().await?;

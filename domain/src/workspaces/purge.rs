@@ -93,18 +93,22 @@ async fn stop_round(state: &AppState, workspace_id: WorkspaceId) -> Result<Runni
     let db = &state.db;
     let mut running = Running::default();
 
-    let jobs: Vec<(JobId, String, Option<i64>, Option<String>)> = sqlx::query_as(
-        "SELECT id, status, pid, container_name FROM jobs WHERE workspace_id = ? AND finished_at IS NULL",
+    type Row = (JobId, String, Option<i64>, Option<String>, Option<String>);
+    let jobs: Vec<Row> = sqlx::query_as(
+        "SELECT id, status, pid, container_name, cluster_job FROM jobs
+         WHERE workspace_id = ? AND finished_at IS NULL",
     )
     .bind(workspace_id)
     .fetch_all(db)
     .await?;
-    for (id, status, pid, container) in jobs {
-        let alive = match Handle::of(pid, container.as_deref()) {
+    for (id, status, pid, container, cluster_job) in jobs {
+        let alive = match Handle::of(pid, container.as_deref(), cluster_job.as_deref()) {
             Some(handle) => {
                 let executors = &state.jobs.executors;
                 executors.stop(&handle, Stop::Kill).await;
-                executors.is_running(&handle).await != Some(false)
+                // A job on a cluster this server no longer has cannot be followed: it is let go.
+                executors.of(&handle).is_some()
+                    && executors.is_running(&handle).await != Some(false)
             }
             // Being launched by the scheduler: its process is recorded in a moment, then killed.
             None => status == "starting",

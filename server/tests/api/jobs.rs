@@ -691,3 +691,161 @@ async fn the_raw_log_is_capped_and_the_full_log_is_kept_in_rotated_files() {
     );
     assert!(!dir.exists(), "the job's log files go with it");
 }
+
+/// Jobs on the real two-node Slurm cluster `scripts/slurm.sh` starts, with the server on its login node
+/// (the cluster's tools on this host, the data directory seen by the nodes at the same path).
+mod on_slurm {
+    use super::*;
+    use crate::common::Server;
+
+    /// The test cluster's configuration, or `None` (said on stderr) when PADDOCK_TEST_SLURM=skip and no
+    /// cluster answers.
+    fn slurm_conf() -> Option<String> {
+        let conf = std::env::var("PADDOCK_TEST_SLURM_CONF").unwrap_or_else(|_| {
+            format!("{}/../target/slurm/slurm.conf", env!("CARGO_MANIFEST_DIR"))
+        });
+        let ping = std::process::Command::new("scontrol")
+            .arg("ping")
+            .env("SLURM_CONF", &conf)
+            .output();
+        let up = ping.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("is UP"));
+        match (up, std::env::var("PADDOCK_TEST_SLURM").as_deref()) {
+            (true, _) => Some(conf),
+            (false, Ok("skip")) => {
+                eprintln!("SKIPPING Slurm test: no cluster answers (PADDOCK_TEST_SLURM=skip)");
+                None
+            }
+            (false, _) => panic!(
+                "the Slurm tests need the test cluster ({conf}). Start it with scripts/slurm.sh, or set PADDOCK_TEST_SLURM=skip."
+            ),
+        }
+    }
+
+    /// A server with the test cluster (one CPU and 1000 MB a job, so that each node runs two) and its
+    /// owner's workspace with the sample dataset.
+    async fn with_cluster(conf: &str) -> (Server, User, i64, i64) {
+        let args = [NO_DOCKER, &["--slurm-conf", conf]].concat();
+        let args = [
+            &args[..],
+            &["--slurm-cpus", "1", "--slurm-memory-mb", "1000"],
+        ]
+        .concat();
+        owner_with_sample(&args).await
+    }
+
+    /// `spec` on the cluster.
+    fn on_cluster(mut spec: Value) -> Value {
+        spec["cluster"] = json!("slurm");
+        spec
+    }
+
+    #[tokio::test]
+    async fn a_job_on_the_cluster_trains_streams_metrics_and_keeps_checkpoints() {
+        let Some(conf) = slurm_conf() else { return };
+        let (_server, owner, ws, ds) = with_cluster(&conf).await;
+        let id = submit(&owner, ws, on_cluster(tiny("on-slurm", ds, 20))).await;
+        let done = wait_for(&owner, ws, id, "success", |j| status(j) == "succeeded").await;
+        assert_eq!(done["summary"]["cluster"], "slurm", "{done}");
+        assert_eq!(done["summary"]["step"], 20);
+        assert!(
+            !done["checkpoints"].as_array().unwrap().is_empty(),
+            "{done}"
+        );
+        let metrics = owner.get(&format!("{}/metrics", job_path(ws, id))).await.1;
+        assert_eq!(steps(&metrics), (1..=20).collect::<Vec<_>>());
+        // It ran as a batch job named after it, which ends right after the run's exit status is written.
+        let slurm_id = done["summary"]["cluster_job"].as_str().unwrap().to_string();
+        let show = || {
+            let shown = std::process::Command::new("scontrol")
+                .args(["show", "job", "-o", &slurm_id])
+                .env("SLURM_CONF", &conf)
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&shown.stdout).into_owned()
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let mut shown = show();
+        while !shown.contains("JobState=COMPLETED") && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            shown = show();
+        }
+        assert!(shown.contains("JobState=COMPLETED"), "{shown}");
+        assert!(
+            shown.contains(&format!("JobName=paddock-job-{id} ")),
+            "{shown}"
+        );
+    }
+
+    #[tokio::test]
+    async fn cancelling_a_job_on_the_cluster_stops_it_with_a_checkpoint() {
+        let Some(conf) = slurm_conf() else { return };
+        let (_server, owner, ws, ds) = with_cluster(&conf).await;
+        let id = submit(&owner, ws, on_cluster(endless("long-on-slurm", ds))).await;
+        stepped(&owner, ws, id, 3).await;
+        assert!(["cancelling", "cancelled"].contains(&status(&cancel(&owner, ws, id).await)));
+        let done = wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
+        assert!(
+            !done["checkpoints"].as_array().unwrap().is_empty(),
+            "a final checkpoint: {done}"
+        );
+    }
+
+    /// The cluster queues and places its own jobs: two on it and one here run at once, though this
+    /// server has one CPU slot (which a cluster job does not take).
+    #[tokio::test]
+    async fn jobs_on_the_cluster_take_no_slot_of_this_server() {
+        let Some(conf) = slurm_conf() else { return };
+        let (_server, owner, ws, ds) = with_cluster(&conf).await;
+        let here = submit(&owner, ws, endless("here", ds)).await;
+        let there: Vec<i64> = [
+            submit(&owner, ws, on_cluster(endless("there-1", ds))).await,
+            submit(&owner, ws, on_cluster(endless("there-2", ds))).await,
+        ]
+        .into();
+        for id in there.iter().chain([&here]) {
+            stepped(&owner, ws, *id, 1).await;
+        }
+        for id in there.iter().chain([&here]) {
+            cancel(&owner, ws, *id).await;
+        }
+        for id in there.iter().chain([&here]) {
+            wait_for(&owner, ws, *id, "cancelled", |j| status(j) == "cancelled").await;
+        }
+    }
+
+    /// Killed with SIGKILL while its job runs on the cluster, the server finds the job again by the id
+    /// recorded in its row: the steps go on counting, and a cancel still reaches it.
+    #[tokio::test]
+    async fn a_crashed_server_reattaches_to_its_job_on_the_cluster() {
+        let Some(conf) = slurm_conf() else { return };
+        let (mut server, owner, ws, ds) = with_cluster(&conf).await;
+        let id = submit(&owner, ws, on_cluster(endless("survivor-on-slurm", ds))).await;
+        stepped(&owner, ws, id, 3).await;
+        let before = job(&owner, ws, id).await["summary"]["step"]
+            .as_i64()
+            .unwrap();
+        server.crash_and_restart();
+        stepped(&owner, ws, id, before + 3).await;
+        assert!(["cancelling", "cancelled"].contains(&status(&cancel(&owner, ws, id).await)));
+        let done = wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
+        assert!(
+            !done["checkpoints"].as_array().unwrap().is_empty(),
+            "a final checkpoint: {done}"
+        );
+        let metrics = owner.get(&format!("{}/metrics", job_path(ws, id))).await.1;
+        let steps = steps(&metrics);
+        let expected: Vec<i64> = (1..=*steps.last().unwrap()).collect();
+        assert_eq!(steps, expected, "nothing lost, nothing twice");
+    }
+
+    #[tokio::test]
+    async fn a_cluster_the_server_does_not_have_is_refused_and_nothing_is_queued() {
+        let (server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
+        let jobs = format!("/api/v1/workspaces/{ws}/jobs");
+        let (code, body) = owner.post(&jobs, on_cluster(tiny("nowhere", ds, 5))).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(body["code"], "cluster_invalid", "{body}");
+        assert_eq!(body["field"], "cluster", "{body}");
+        assert_eq!(server.count("SELECT COUNT(*) FROM jobs").await, 0);
+    }
+}

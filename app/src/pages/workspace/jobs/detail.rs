@@ -123,7 +123,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
             Event::Status(fresh) => {
                 let ended = fresh.status.is_final()
                     && !live.with_untracked(|d| d.summary.status.is_final());
-                live.try_update(|d| d.summary = fresh);
+                live.try_update(|d| d.summary = *fresh);
                 if ended {
                     refresh();
                 }

@@ -220,6 +220,8 @@ impl FormValues {
             dataset_id: num(&self.dataset_id, "dataset_id")?,
             dev_dataset_id: maybe(&self.dev_dataset_id, "dev_dataset_id")?,
             environment_id: maybe(&self.environment_id, "environment_id")?,
+            // Chosen on this form once it offers the server's clusters.
+            cluster: None,
             preset: self.preset.clone(),
             base_checkpoint_id,
             pretrained_model_id,

@@ -20,7 +20,8 @@ pub fn stream_url(workspace_id: WorkspaceId, job_id: JobId, after: (i64, i64)) -
 pub enum Event {
     Metric(MetricPoint),
     Log(LogLine),
-    Status(JobSummary),
+    /// Boxed: a summary is several times the size of the other events.
+    Status(Box<JobSummary>),
     /// The server sent everything the ended job produced; the stream is closed.
     End,
     /// The connection dropped before the end.
@@ -34,6 +35,7 @@ pub fn open(url: &str, on_event: impl Fn(Event) + 'static) -> Option<EventStream
             Message::Data("metric", text) => serde_json::from_str(&text).ok().map(Event::Metric),
             Message::Data("log", text) => serde_json::from_str(&text).ok().map(Event::Log),
             Message::Data(_, text) => serde_json::from_str(&text).ok().map(Event::Status),
+
             Message::End => Some(Event::End),
             Message::Dropped => Some(Event::Closed),
         };
