@@ -7,7 +7,7 @@ PADDOCK_DATA_DIR ?= ./data
 PADDOCK_BIND ?= 127.0.0.1:3000
 
 .PHONY: setup site build build-release run test test-rust test-trainer test-containers test-domain test-app test-server \
-        test-e2e test-clusters dataset quality bench bench-train bench-env bench-serve docker docker-required slurm \
+        test-e2e test-clusters dataset quality bench bench-train bench-env bench-serve bench-cluster docker docker-required slurm \
         fmt clippy sqlx-data
 
 setup:
@@ -92,7 +92,7 @@ dataset:
 quality: setup
 	@scripts/quality/quality.sh
 
-bench: bench-train bench-env bench-serve
+bench: bench-train bench-env bench-serve bench-cluster
 
 ## Training and inference samples/s of the nano classifier, Paddock against PyTorch eager + transformers on
 ## identical batches (scripts/bench/bench_train.sh): `padded` (batch 32, lengths 64..128 padded to 128), `full`
@@ -110,6 +110,13 @@ bench-env: setup docker-required
 ## checkpoint, QPS and p50/p99 at concurrency 1, 8, 32, 128 (scripts/bench/bench_serve.sh, about 5 minutes).
 bench-serve: setup
 	@scripts/bench/bench_serve.sh
+
+## A job's submission-to-first-step latency on this server (local executor) and on the Slurm test
+## cluster, side by side on one server: median, min and max of 5 jobs each, and the ratio
+## (scripts/bench/bench_cluster.py; the cluster from scripts/slurm.sh).
+bench-cluster: setup slurm
+	$(ENV) cargo build --release -q -p server --bin paddock
+	@python3 scripts/bench/bench_cluster.py target/release/paddock target/slurm/slurm.conf 5
 
 fmt:
 	cargo fmt --all
