@@ -204,6 +204,11 @@ impl Executor for Slurm {
         }
     }
 
-    /// Nothing stays behind on the cluster once a job ended; its files are in the run folder.
-    async fn clean_up(&self, _handle: &Handle) {}
+    /// Nothing stays behind on the cluster once a job ended (its files are in the run folder); the
+    /// server forgets where its folder was.
+    async fn clean_up(&self, handle: &Handle) {
+        if let (Some(job), Ok(mut folders)) = (Self::job_of(handle), self.folders.lock()) {
+            folders.remove(job);
+        }
+    }
 }
