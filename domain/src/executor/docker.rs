@@ -92,6 +92,10 @@ impl Docker {
 
 #[async_trait::async_trait]
 impl Executor for Docker {
+    fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
     fn run_root(&self, workspace_id: WorkspaceId) -> beneath::Result<beneath::Dir> {
         self.storage.volume(workspace_id)
     }

@@ -4,8 +4,6 @@
 //! its host path. A run is reaped by a task of its own, so a finished one never lingers as a zombie that
 //! looks alive; after a restart, init reaps it.
 
-use contracts::ids::WorkspaceId;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,23 +37,8 @@ fn visible(devices: &[u32]) -> String {
 
 #[async_trait::async_trait]
 impl Executor for Local {
-    fn run_root(&self, _workspace_id: WorkspaceId) -> beneath::Result<beneath::Dir> {
-        self.storage.runs()
-    }
-
-    fn run_root_dir(&self, _workspace_id: WorkspaceId) -> PathBuf {
-        self.storage.runs_dir()
-    }
-
-    fn store_seen(&self, workspace_id: WorkspaceId) -> String {
-        self.storage
-            .store_dir(workspace_id)
-            .to_string_lossy()
-            .into_owned()
-    }
-
-    fn run_folder_is_theirs(&self) -> bool {
-        false
+    fn storage(&self) -> &Storage {
+        &self.storage
     }
 
     async fn start(&self, work: Work) -> Result<Handle, String> {

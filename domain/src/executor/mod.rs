@@ -189,12 +189,21 @@ pub struct Served {
 /// stop or a clean-up that fails is logged and tried again by the caller's next pass.
 #[async_trait::async_trait]
 pub trait Executor: Send + Sync {
+    /// The data directory's layout. By default a run keeps its folder in the server's `runs/`, which
+    /// no container can reach, and sees the store at its host path (a cluster's nodes mount the data
+    /// directory at the same path).
+    fn storage(&self) -> &Storage;
+
     /// Where its runs keep their folders, opened through `beneath`. A folder a unit can write itself
     /// (in a container, the workspace's volume) is read back as hostile input.
-    fn run_root(&self, workspace_id: WorkspaceId) -> beneath::Result<beneath::Dir>;
+    fn run_root(&self, _workspace_id: WorkspaceId) -> beneath::Result<beneath::Dir> {
+        self.storage().runs()
+    }
 
     /// The host path of [`Executor::run_root`].
-    fn run_root_dir(&self, workspace_id: WorkspaceId) -> PathBuf;
+    fn run_root_dir(&self, _workspace_id: WorkspaceId) -> PathBuf {
+        self.storage().runs_dir()
+    }
 
     /// The paths under which a run may report files of its run root (the host path, and where it sees
     /// it if elsewhere).
@@ -203,11 +212,16 @@ pub trait Executor: Send + Sync {
     }
 
     /// The workspace's store (datasets, checkpoints) as a unit sees it.
-    fn store_seen(&self, workspace_id: WorkspaceId) -> String;
+    fn store_seen(&self, workspace_id: WorkspaceId) -> String {
+        let store = self.storage().store_dir(workspace_id);
+        store.to_string_lossy().into_owned()
+    }
 
     /// Whether the run folder belongs to the team once the run ended (theirs to keep, in their volume)
     /// rather than to the server (whose copy of what matters is in the store).
-    fn run_folder_is_theirs(&self) -> bool;
+    fn run_folder_is_theirs(&self) -> bool {
+        false
+    }
 
     /// Starts a run; returns once it runs.
     async fn start(&self, work: Work) -> Result<Handle, String>;

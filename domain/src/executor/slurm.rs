@@ -14,7 +14,6 @@
 //!
 //! Replicas (long-lived services) do not run on a cluster yet: [`Executor::serve`] says so.
 
-use contracts::ids::WorkspaceId;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -106,27 +105,10 @@ pub fn job_name(unit: super::Unit) -> String {
 
 #[async_trait::async_trait]
 impl Executor for Slurm {
-    fn run_root(&self, _workspace_id: WorkspaceId) -> beneath::Result<beneath::Dir> {
-        self.storage.runs()
+    fn storage(&self) -> &Storage {
+        &self.storage
     }
 
-    fn run_root_dir(&self, _workspace_id: WorkspaceId) -> PathBuf {
-        self.storage.runs_dir()
-    }
-
-    fn store_seen(&self, workspace_id: WorkspaceId) -> String {
-        self.storage
-            .store_dir(workspace_id)
-            .to_string_lossy()
-            .into_owned()
-    }
-
-    fn run_folder_is_theirs(&self) -> bool {
-        false
-    }
-
-    /// Submits the run; it may wait in the cluster's queue (`is_running` counts that as running: it is
-    /// the cluster's to start).
     async fn start(&self, work: Work) -> Result<Handle, String> {
         let folder = self.storage.runs_dir().join(&work.rel);
         let folder = folder.to_string_lossy().into_owned();

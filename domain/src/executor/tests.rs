@@ -81,6 +81,18 @@ async fn working(executor: &Local, name: &str) -> (Handle, PathBuf) {
     (handle, rel)
 }
 
+/// Whether the unit stops running within `within` (its executor says so).
+async fn stops_running(executor: &dyn Executor, handle: &Handle, within: Duration) -> bool {
+    let deadline = std::time::Instant::now() + within;
+    while executor.is_running(handle).await != Some(false) {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
+}
+
 fn read(executor: &dyn Executor, rel: &Path, file: &str) -> String {
     let bytes = executor
         .run_root(WorkspaceId::new(1))
@@ -107,14 +119,10 @@ async fn a_run_leaves_its_output_log_and_exit_status_in_its_folder() {
             .unwrap()
             > 1
     );
-    // The wrapper ends right after writing the status.
-    for _ in 0..250 {
-        if executor.is_running(&handle).await == Some(false) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the wrapper still runs after its exit status was written");
+    assert!(
+        stops_running(&executor, &handle, Duration::from_secs(5)).await,
+        "the wrapper still runs after its exit status was written"
+    );
 }
 
 #[tokio::test]
@@ -245,9 +253,15 @@ mod slurm {
         })
     }
 
-    /// The executor on the test cluster with a data directory in `dir`, or `None` (said on stderr) when
-    /// PADDOCK_TEST_SLURM=skip and no cluster answers.
-    async fn on_cluster(dir: &Path) -> Option<crate::executor::slurm::Slurm> {
+    /// The executor on the test cluster, held for this test alone, with a data directory of its own;
+    /// `None` (said on stderr) when PADDOCK_TEST_SLURM=skip and no cluster answers.
+    async fn on_cluster() -> Option<(
+        tokio::sync::MutexGuard<'static, ()>,
+        tempfile::TempDir,
+        crate::executor::slurm::Slurm,
+    )> {
+        let one = CLUSTER.lock().await;
+        let dir = tempfile::tempdir().unwrap();
         let cluster = test_cluster();
         if let Err(e) = cluster.ping().await {
             if std::env::var("PADDOCK_TEST_SLURM").as_deref() == Ok("skip") {
@@ -261,11 +275,8 @@ mod slurm {
             cpus: 1,
             memory_mb: 100,
         };
-        Some(crate::executor::slurm::Slurm::new(
-            cluster,
-            storage(dir),
-            settings,
-        ))
+        let executor = crate::executor::slurm::Slurm::new(cluster, storage(dir.path()), settings);
+        Some((one, dir, executor))
     }
 
     /// Starts a `work` run and waits (up to a minute) until its command runs.
@@ -285,9 +296,7 @@ mod slurm {
 
     #[tokio::test]
     async fn a_batch_job_leaves_its_output_log_and_exit_status_in_its_folder() {
-        let _one = CLUSTER.lock().await;
-        let dir = tempfile::tempdir().unwrap();
-        let Some(executor) = on_cluster(dir.path()).await else {
+        let Some((_one, _dir, executor)) = on_cluster().await else {
             return;
         };
         let w = work(&executor, "quick", &["quick", "hello", "3"]);
@@ -304,20 +313,15 @@ mod slurm {
             .find(&crate::executor::slurm::job_name(unit))
             .await;
         assert!(found.unwrap().iter().any(|j| &j.id == job));
-        for _ in 0..300 {
-            if executor.is_running(&handle).await == Some(false) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("the batch job still runs after its exit status was written");
+        assert!(
+            stops_running(&executor, &handle, Duration::from_secs(30)).await,
+            "the batch job still runs after its exit status was written"
+        );
     }
 
     #[tokio::test]
     async fn asking_a_batch_job_to_stop_reaches_the_command_which_ends_on_its_terms() {
-        let _one = CLUSTER.lock().await;
-        let dir = tempfile::tempdir().unwrap();
-        let Some(executor) = on_cluster(dir.path()).await else {
+        let Some((_one, _dir, executor)) = on_cluster().await else {
             return;
         };
         let (handle, rel) = working(&executor, "work").await;
@@ -333,20 +337,18 @@ mod slurm {
     /// the outcome, not that the race occurred.)
     #[tokio::test]
     async fn a_stop_asked_right_after_submission_is_not_lost() {
-        let _one = CLUSTER.lock().await;
-        let dir = tempfile::tempdir().unwrap();
-        let Some(executor) = on_cluster(dir.path()).await else {
+        let Some((_one, _dir, executor)) = on_cluster().await else {
             return;
         };
         let w = work(&executor, "early", &["work"]);
         let rel = w.rel.clone();
         let handle = executor.start(w).await.unwrap();
         executor.stop(&handle, Stop::Ask).await;
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while executor.is_running(&handle).await != Some(false) {
-            assert!(std::time::Instant::now() < deadline, "the job ran on");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
+        let within = Duration::from_secs(60);
+        assert!(
+            stops_running(&executor, &handle, within).await,
+            "the job ran on"
+        );
         let root = executor.run_root(WorkspaceId::new(1)).unwrap();
         let code = exit_code(&root, &rel).unwrap();
         assert!(
@@ -357,9 +359,7 @@ mod slurm {
 
     #[tokio::test]
     async fn a_killed_batch_job_ends_without_an_exit_status() {
-        let _one = CLUSTER.lock().await;
-        let dir = tempfile::tempdir().unwrap();
-        let Some(executor) = on_cluster(dir.path()).await else {
+        let Some((_one, _dir, executor)) = on_cluster().await else {
             return;
         };
         let (handle, rel) = working(&executor, "killed").await;
