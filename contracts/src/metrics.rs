@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Scores for one class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ClassMetrics {
     pub label: String,
     pub precision: f64,
@@ -17,6 +18,7 @@ pub struct ClassMetrics {
 
 /// Everything an evaluation reports.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Metrics {
     pub accuracy: f64,
     pub macro_f1: f64,

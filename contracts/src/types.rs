@@ -868,8 +868,8 @@ pub struct CheckpointInfo {
     pub job_id: JobId,
     pub step: i64,
     pub epoch: Option<f64>,
-    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub metrics: Option<serde_json::Value>,
+    /// The dev set's metrics when it was written (the trainer's `checkpoint` event).
+    pub metrics: Option<crate::metrics::Metrics>,
     /// Inside a container: `/workspace/jobs/<job>/output/...`.
     pub container_path: String,
     pub bytes: u64,

@@ -310,13 +310,8 @@ pub async fn run_ckpt(args: CkptArgs) -> anyhow::Result<i32> {
             ];
             print_list(args.connection.json, &all, &columns, |c| {
                 let state = checkpoint_state(c);
-                let metrics = c.metrics.as_ref().map(|m| {
-                    format!(
-                        "acc {:.4} f1 {:.4}",
-                        m["accuracy"].as_f64().unwrap_or(f64::NAN),
-                        m["macro_f1"].as_f64().unwrap_or(f64::NAN)
-                    )
-                });
+                let metrics = (c.metrics.as_ref())
+                    .map(|m| format!("acc {:.4} f1 {:.4}", m.accuracy, m.macro_f1));
                 let numbers = [c.id.get(), c.job_id.get(), c.step].map(|n| n.to_string());
                 let [id, job, step] = numbers;
                 let sha = c.sha256[..c.sha256.len().min(12)].to_string();

@@ -87,9 +87,8 @@ pub fn CheckpointsTable(
         <DataTable testid="checkpoints-table" columns>
             {move || list.get().into_iter().map(|c| {
                 let st = state(&c);
-                let metrics = c.metrics.clone().unwrap_or_default();
-                let accuracy = metrics["accuracy"].as_f64();
-                let f1 = metrics["macro_f1"].as_f64();
+                let accuracy = c.metrics.as_ref().map(|m| m.accuracy);
+                let f1 = c.metrics.as_ref().map(|m| m.macro_f1);
                 let name = job_name.get_value()
                     .or_else(|| jobs.with_value(|j| j.get(&c.job_id).cloned()))
                     .unwrap_or_else(|| format!("#{}", c.job_id));
