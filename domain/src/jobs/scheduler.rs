@@ -11,6 +11,8 @@
 //!   too (no back-filling past it), so GPUs freed by finishing jobs accumulate for it. A job blocked only
 //!   by its own workspace's quota does not hold others back.
 //! - CPU jobs run in a fixed number of slots, independently of GPU jobs.
+//! - Jobs for a cluster are not placed here: they are handed to it at once, and its scheduler queues and
+//!   places them (the GPU quota does not count them yet).
 
 use contracts::ids::{JobId, WorkspaceId};
 use std::collections::{HashMap, HashSet};
