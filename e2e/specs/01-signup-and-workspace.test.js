@@ -118,6 +118,16 @@ describe('a new team signs up and creates a workspace', () => {
     await waitForText(page.getByTestId('current-workspace'), '中文 NLP 实验室');
     assert.equal(await readMarker(page), marker, 'the page was not reloaded');
     await screenshot(page, '01-settings-renamed');
+    // Deleting stays off until the workspace's name is typed exactly (and off again when it is not).
+    const name = (await page.locator('label[for="delete-confirm"] strong').textContent()).trim();
+    const confirm = page.getByTestId('delete-confirm');
+    assert.ok(await page.getByTestId('delete-submit').isDisabled(), 'off before the name is typed');
+    await confirm.fill(name.slice(0, -1));
+    await page.locator('[data-testid="delete-submit"][disabled]').waitFor();
+    await confirm.fill(name);
+    await page.locator('[data-testid="delete-submit"]:not([disabled])').waitFor();
+    await confirm.fill('');
+    await page.locator('[data-testid="delete-submit"][disabled]').waitFor();
   });
 
   test('the first account administers the instance', async () => {

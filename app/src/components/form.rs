@@ -389,6 +389,9 @@ pub fn SubmitButton(
     #[prop(into)] pending: Signal<bool>,
     testid: &'static str,
     #[prop(optional)] danger: bool,
+    /// Off until the form can be sent (a confirmation typed): it then does not look like it could be.
+    #[prop(optional, into)]
+    blocked: Option<Signal<bool>>,
     children: Children,
 ) -> impl IntoView {
     view! {
@@ -397,7 +400,7 @@ pub fn SubmitButton(
             class="button"
             class:button-primary=!danger
             class:button-danger=danger
-            disabled=move || pending.get()
+            disabled=move || pending.get() || blocked.is_some_and(|b| b.get())
             aria-busy=move || pending.get().then_some("true")
             data-testid=testid
         >

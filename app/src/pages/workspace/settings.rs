@@ -83,7 +83,6 @@ fn DeleteForm(ws: WorkspaceSummary) -> impl IntoView {
     let workspaces = use_workspace_list();
     let delete = ServerAction::<DeleteWorkspace>::new();
     let confirm = RwSignal::new(String::new());
-    let mismatch = RwSignal::new(false);
     let navigate = use_navigate();
     Effect::new(move |_| {
         if let Some(Ok(())) = delete.value().get() {
@@ -93,13 +92,12 @@ fn DeleteForm(ws: WorkspaceSummary) -> impl IntoView {
     });
     let workspace_id = ws.id;
     let name = ws.name.clone();
+    // The button stays off until the workspace's name is typed exactly.
+    let typed = Signal::derive(move || confirm.get().trim() == name);
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        if confirm.get_untracked().trim() == name {
-            mismatch.set(false);
+        if typed.get_untracked() {
             delete.dispatch(DeleteWorkspace { workspace_id });
-        } else {
-            mismatch.set(true);
         }
     };
     let server_error = action_error(delete);
@@ -108,22 +106,17 @@ fn DeleteForm(ws: WorkspaceSummary) -> impl IntoView {
             <h2 id="delete-title">{t!(i18n, settings.delete_title)}</h2>
             <p>{t!(i18n, settings.delete_body)}</p>
             <form class="form form-inline" data-testid="delete-form" on:submit=on_submit novalidate>
-                <div class="field" class:field-invalid=move || mismatch.get()>
+                <div class="field">
                     <label for="delete-confirm">{t!(i18n, settings.delete_confirm)}" "<strong>{ws.name.clone()}</strong></label>
                     <input
                         id="delete-confirm"
                         data-testid="delete-confirm"
                         autocomplete="off"
-                        aria-invalid=move || mismatch.get().then_some("true")
-                        aria-describedby="delete-confirm-error"
                         on:input=move |ev| confirm.set(event_target_value(&ev))
                         prop:value=move || confirm.get()
                     />
-                    <p class="field-error" id="delete-confirm-error" data-testid="delete-confirm-error">
-                        {move || mismatch.get().then(|| t_string!(i18n, errors.confirm_mismatch))}
-                    </p>
                 </div>
-                <SubmitButton pending=delete.pending() testid="delete-submit" danger=true>
+                <SubmitButton pending=delete.pending() testid="delete-submit" danger=true blocked=Signal::derive(move || !typed.get())>
                     {t!(i18n, settings.delete_button)}
                 </SubmitButton>
             </form>
