@@ -7,7 +7,8 @@
 // Attributes: data-path (the WebSocket path; ws: or wss: follows the page), data-text-connecting,
 // data-text-exited ("@code" is replaced by the exit code), data-text-closed, data-text-failed (the
 // dashboard passes them translated). The element reports data-state: connecting, open, exited, closed or
-// failed. Removing the element closes the socket, which ends the shell.
+// failed. Removing the element closes the socket, which ends the shell. Copy and paste follow desktop
+// terminals (see `clipboardKey`).
 (() => {
   'use strict';
 
@@ -36,7 +37,41 @@
     return library;
   }
 
+  /** Ctrl+C (or ⌘C) with text selected, and Ctrl+Shift+C. */
+  function isCopy(event) {
+    return (event.ctrlKey || event.metaKey) && event.key.toLowerCase() === 'c';
+  }
+
+  /** Ctrl+V (or ⌘V), and Ctrl+Shift+V. */
+  function isPaste(event) {
+    return (event.ctrlKey || event.metaKey) && !event.altKey && event.key.toLowerCase() === 'v';
+  }
+
   class PaddockTerminal extends HTMLElement {
+    /** Copy and paste as a desktop terminal does: Ctrl+C copies when text is selected (and is the
+     *  interrupt otherwise), Ctrl+Shift+C always copies, Ctrl+V and Ctrl+Shift+V paste (as typed
+     *  input, bracketed when the shell asked for it). Returns false for a key it handled. */
+    clipboardKey(event) {
+      if (event.type !== 'keydown') return true;
+      const term = this.term;
+      if (isCopy(event) && (event.shiftKey || term.hasSelection())) {
+        event.preventDefault();
+        if (term.hasSelection()) {
+          navigator.clipboard?.writeText(term.getSelection()).catch((err) => console.warn('paddock terminal: copy', err));
+          term.clearSelection();
+        }
+        return false;
+      }
+      if (isPaste(event)) {
+        event.preventDefault();
+        navigator.clipboard?.readText()
+          .then((text) => { if (text) term.paste(text); })
+          .catch((err) => console.warn('paddock terminal: paste', err));
+        return false;
+      }
+      return true;
+    }
+
     connectedCallback() {
       if (this.started) return;
       this.started = true;
@@ -76,13 +111,18 @@
         cursorBlink: true,
         fontFamily: 'ui-monospace, "SFMono-Regular", Menlo, Consolas, "Liberation Mono", monospace',
         fontSize: 14,
+        // At 1.0 a row is exactly the font's size, and the glyphs that sit below the baseline (`_`
+        // above all) were cut off by the next row: `a_b_c` read as "a b c".
+        lineHeight: 1.2,
         scrollback: 5000,
+        rightClickSelectsWord: true,
       });
       const fit = new globalThis.FitAddon.FitAddon();
       term.loadAddon(fit);
       term.open(this.screen);
       fit.fit();
       this.term = term;
+      term.attachCustomKeyEventHandler((event) => this.clipboardKey(event));
 
       const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
       const url = `${scheme}//${location.host}${this.dataset.path}?rows=${term.rows}&cols=${term.cols}`;

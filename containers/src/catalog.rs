@@ -34,6 +34,7 @@ impl Family {
 pub struct BaseImage {
     pub reference: &'static str,
     pub description: &'static str,
+    pub description_zh: &'static str,
     pub family: Family,
     /// Built on this host by Paddock (no pull needed).
     pub local: bool,
@@ -66,6 +67,7 @@ pub const CATALOG: &[BaseImage] = &[
         reference: BUSYBOX_BASE,
         description:
             "Static busybox on scratch, built locally; CPU only, for tests and minimal jobs",
+        description_zh: "scratch 上的静态 busybox，本机构建；仅 CPU，用于测试和最小的任务",
         family: Family::Busybox,
         local: true,
         cuda: None,
@@ -74,6 +76,7 @@ pub const CATALOG: &[BaseImage] = &[
     BaseImage {
         reference: "debian:bookworm-slim",
         description: "Debian 12 slim; CPU only",
+        description_zh: "Debian 12 精简版；仅 CPU",
         family: Family::Debian,
         local: false,
         cuda: None,
@@ -82,6 +85,7 @@ pub const CATALOG: &[BaseImage] = &[
     BaseImage {
         reference: "nvidia/cuda:12.8.1-runtime-ubuntu24.04",
         description: "CUDA 12.8.1 runtime on Ubuntu 24.04 (Blackwell support)",
+        description_zh: "Ubuntu 24.04 上的 CUDA 12.8.1 运行时（支持 Blackwell）",
         family: Family::Debian,
         local: false,
         cuda: Some("12.8.1"),
@@ -90,6 +94,7 @@ pub const CATALOG: &[BaseImage] = &[
     BaseImage {
         reference: "nvidia/cuda:12.4.1-runtime-ubuntu22.04",
         description: "CUDA 12.4.1 runtime on Ubuntu 22.04",
+        description_zh: "Ubuntu 22.04 上的 CUDA 12.4.1 运行时",
         family: Family::Debian,
         local: false,
         cuda: Some("12.4.1"),
@@ -98,6 +103,7 @@ pub const CATALOG: &[BaseImage] = &[
     BaseImage {
         reference: "nvidia/cuda:11.8.0-runtime-ubuntu22.04",
         description: "CUDA 11.8 runtime on Ubuntu 22.04, for older drivers",
+        description_zh: "Ubuntu 22.04 上的 CUDA 11.8 运行时，适合较旧的驱动",
         family: Family::Debian,
         local: false,
         cuda: Some("11.8.0"),

@@ -145,6 +145,87 @@ pub enum TextEncoding {
     Utf8Bom,
     /// GBK or GB18030 (GB18030 is a superset of GBK, so one decoder serves both).
     Gb18030,
+    /// Big5 (Traditional Chinese): an upload converted from it to UTF-8.
+    Big5,
+}
+
+/// What an upload's bytes are to be read as (`?encoding=`). Chinese Excel and Windows tools write
+/// GBK (GB18030 is its superset) and, in Taiwan and Hong Kong, Big5; the store keeps UTF-8 only, so
+/// an upload in either is converted on arrival.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum UploadEncoding {
+    /// UTF-8 when it is; otherwise the legacy encoding [`UploadEncoding::guess`] finds, converted.
+    #[default]
+    Auto,
+    /// As is: anything but UTF-8 is refused with the first bad line.
+    #[serde(rename = "utf-8")]
+    Utf8,
+    Gb18030,
+    Big5,
+}
+
+impl UploadEncoding {
+    pub const ALL: [UploadEncoding; 4] = [Self::Auto, Self::Utf8, Self::Gb18030, Self::Big5];
+
+    /// The query value, which is also the WHATWG label a browser's `TextDecoder` knows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Utf8 => "utf-8",
+            Self::Gb18030 => "gb18030",
+            Self::Big5 => "big5",
+        }
+    }
+
+    /// Which legacy encoding a file that is not UTF-8 is most likely in, from its first bytes (a cut
+    /// multi-byte character at the end is fine); `None` for UTF-8 and for bytes that are neither.
+    ///
+    /// Both are double-byte: a lead byte 0x81–0xFE and a trail byte. Big5's trail bytes are
+    /// 0x40–0x7E or 0xA1–0xFE, and its common characters use the low range about as often as the
+    /// high one; GBK text is mostly GB2312 characters, whose trail bytes are all 0xA1 or above, and
+    /// GB18030 alone has four-byte sequences (a digit second) and trails 0x80–0xA0. So: any of
+    /// those means GB18030, a quarter or more of low trails means Big5.
+    pub fn guess(head: &[u8]) -> Option<UploadEncoding> {
+        let body = head.strip_prefix(&[0xEF, 0xBB, 0xBF]).unwrap_or(head);
+        match std::str::from_utf8(body) {
+            Ok(_) => return None,
+            // Cut off inside a character at the end of the head: still UTF-8.
+            Err(e) if e.error_len().is_none() => return None,
+            Err(_) => {}
+        }
+        let (mut pairs, mut low, mut gb_only) = (0usize, 0usize, false);
+        let mut i = 0;
+        while i < body.len() {
+            let lead = body[i];
+            if lead < 0x80 {
+                i += 1;
+                continue;
+            }
+            let Some(&trail) = body.get(i + 1) else { break };
+            match (lead, trail) {
+                (0x80 | 0xFF, _) => return None,
+                (_, 0x30..=0x39) => {
+                    gb_only = true;
+                    i += 4;
+                    continue;
+                }
+                (_, 0x40..=0x7E) => low += 1,
+                (_, 0x80..=0xA0) => gb_only = true,
+                (_, 0xA1..=0xFE) => {}
+                _ => return None,
+            }
+            pairs += 1;
+            i += 2;
+        }
+        match (pairs, gb_only) {
+            (0, false) => None,
+            (_, true) => Some(Self::Gb18030),
+            _ if low * 4 >= pairs => Some(Self::Big5),
+            _ => Some(Self::Gb18030),
+        }
+    }
 }
 
 /// Whether an issue blocks using the file.
@@ -332,6 +413,55 @@ mod tests {
             assert_eq!(
                 serde_json::to_value(kind).unwrap(),
                 serde_json::json!(kind.as_str())
+            );
+        }
+    }
+
+    const SIMPLIFIED: &str =
+        "text\tlabel\n这家酒店的服务态度很好，房间也很干净，下次还会再来。\tpositive\n\
+        前台接待很冷淡，等了半个小时才办好入住手续，不推荐。\tnegative\n";
+    const TRADITIONAL: &str =
+        "text\tlabel\n這家飯店的服務態度很好，房間也很乾淨，下次還會再來。\tpositive\n\
+        櫃檯接待很冷淡，等了半個小時才辦好入住手續，不推薦。\tnegative\n";
+
+    #[test]
+    fn the_guess_tells_gbk_from_big5_and_leaves_utf8_alone() {
+        let gbk = encoding_rs::GBK.encode(SIMPLIFIED).0;
+        let big5 = encoding_rs::BIG5.encode(TRADITIONAL).0;
+        assert_eq!(UploadEncoding::guess(&gbk), Some(UploadEncoding::Gb18030));
+        assert_eq!(UploadEncoding::guess(&big5), Some(UploadEncoding::Big5));
+        // A head cut inside a character is still what it was.
+        assert_eq!(
+            UploadEncoding::guess(&gbk[..gbk.len() - 3]),
+            Some(UploadEncoding::Gb18030)
+        );
+        let utf8 = SIMPLIFIED.as_bytes();
+        assert_eq!(UploadEncoding::guess(utf8), None);
+        assert_eq!(
+            UploadEncoding::guess(&utf8[..utf8.len() - 5]),
+            None,
+            "cut mid-character"
+        );
+        let bom = [&[0xEF, 0xBB, 0xBF][..], utf8].concat();
+        assert_eq!(UploadEncoding::guess(&bom), None);
+    }
+
+    #[test]
+    fn four_byte_sequences_are_gb18030_and_binary_is_nothing() {
+        // U+20000 (𠀀) has no GBK code: GB18030 writes it in four bytes.
+        let rare = encoding_rs::GB18030.encode("甲𠀀乙").0;
+        assert_eq!(rare.len(), 8);
+        assert_eq!(UploadEncoding::guess(&rare), Some(UploadEncoding::Gb18030));
+        assert_eq!(UploadEncoding::guess(b"PK\x03\x04\xFF\xFF\x00\x01"), None);
+        assert_eq!(UploadEncoding::guess(b"\x80\x80"), None);
+        assert_eq!(
+            serde_json::to_value(UploadEncoding::Utf8).unwrap(),
+            serde_json::json!("utf-8")
+        );
+        for e in UploadEncoding::ALL {
+            assert_eq!(
+                serde_json::to_value(e).unwrap(),
+                serde_json::json!(e.as_str())
             );
         }
     }

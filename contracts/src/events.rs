@@ -58,6 +58,10 @@ pub enum Event {
     Checkpoint {
         path: String,
         step: usize,
+        /// The epoch it was written at (fractional mid-epoch). A trainer before this field did not
+        /// send it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        epoch: Option<f64>,
         metrics: Option<Metrics>,
         /// sha256 of `model.safetensors`.
         sha256: String,
@@ -228,6 +232,7 @@ mod tests {
         round_trip(Event::Checkpoint {
             path: "output/checkpoints/step-0000003".into(),
             step: 3,
+            epoch: Some(1.5),
             metrics: Some(metrics),
             sha256: "ab".repeat(32),
             bytes: 42,

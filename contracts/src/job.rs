@@ -47,13 +47,18 @@ pub struct DataSection {
     pub convert_encoding: bool,
 }
 
+/// The model shapes a job may train from scratch: the published ERNIE 3.0 ones, and `tiny` (one
+/// layer, 32 wide) for smoke tests and demos that must finish in seconds on a CPU. The trainer holds
+/// each one's numbers; the form and the spec check offer and accept these names.
+pub const PRESETS: [&str; 6] = ["base", "medium", "mini", "micro", "nano", "tiny"];
+
 /// `[model]`: where the weights come from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ModelSection {
     /// A Hugging Face model directory (config.json, vocab.txt, weights). Takes precedence over `preset`.
     pub pretrained: Option<PathBuf>,
-    /// An ERNIE 3.0 shape trained from scratch: base, medium, mini, micro, nano.
+    /// A shape trained from scratch, one of [`PRESETS`].
     pub preset: String,
     /// From scratch: the vocabulary built from the training corpus has at most this many tokens.
     pub vocab_size: usize,

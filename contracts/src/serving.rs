@@ -60,6 +60,10 @@ pub struct Prediction {
 /// The answer to `POST /predict`: one prediction per input, in order, and the batch it ran in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PredictReply {
+    /// The model's labels in id order: what each prediction's `probabilities` (and `logits`) are of.
+    /// Replicas of an older `paddock` did not send them.
+    #[serde(default)]
+    pub labels: Vec<String>,
     pub predictions: Vec<Prediction>,
     /// Rows in the forward pass that answered this request (with other requests' rows).
     pub batch_rows: u32,

@@ -507,11 +507,15 @@ pub struct ExecResult {
 pub struct CatalogImage {
     pub reference: String,
     pub description: String,
+    /// The same in Chinese.
+    pub description_zh: String,
     pub cuda: Option<String>,
     /// The oldest NVIDIA driver its CUDA runs on.
     pub min_driver: Option<String>,
     /// Made on this machine without a registry.
     pub local: bool,
+    /// In Docker on this machine now: usable without a registry.
+    pub present: bool,
     /// Whether it can take extra OS packages.
     pub has_apt: bool,
 }
@@ -876,9 +880,48 @@ pub struct CheckpointInfo {
     pub sha256: String,
     /// The best so far by the job's metric when it was written.
     pub best: bool,
+    /// Set when its dev metrics show it learned nothing useful: the dashboard then calls it that
+    /// instead of "best", and deploying it asks first.
+    pub degenerate: Option<crate::metrics::Degenerate>,
     pub created_at: String,
     /// When retention removed its files (the record stays).
     pub deleted_at: Option<String>,
+}
+
+/// What a checkpoint's badge says, in this order: files removed, learned nothing, ranked first, kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckpointState {
+    Deleted,
+    Degenerate,
+    Best,
+    Kept,
+}
+
+impl CheckpointState {
+    /// Its name in `data-state` attributes and in the CLI's listings.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Deleted => "deleted",
+            Self::Degenerate => "degenerate",
+            Self::Best => "best",
+            Self::Kept => "kept",
+        }
+    }
+}
+
+impl CheckpointInfo {
+    /// A degenerate checkpoint is never called best, even when its job ranked it first.
+    pub fn state(&self) -> CheckpointState {
+        if self.deleted_at.is_some() {
+            CheckpointState::Deleted
+        } else if self.degenerate.is_some() {
+            CheckpointState::Degenerate
+        } else if self.best {
+            CheckpointState::Best
+        } else {
+            CheckpointState::Kept
+        }
+    }
 }
 
 /// A Hugging Face model directory uploaded to the workspace to fine-tune from.
@@ -972,6 +1015,14 @@ pub struct ClassScore {
     pub f1: f64,
     /// Rows of this class in the dataset.
     pub support: u64,
+}
+
+impl ClassScore {
+    /// The dataset has rows of this class and the model got none of them: a label it cannot
+    /// produce when it matters.
+    pub fn never_right(&self) -> bool {
+        self.support > 0 && self.recall == 0.0
+    }
 }
 
 /// A checkpoint measured on a dataset by `paddock eval`: the numbers once it succeeded, the reason

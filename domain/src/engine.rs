@@ -12,6 +12,10 @@ use containers::Docker;
 use sqlx::SqlitePool;
 use tokio::sync::RwLock;
 
+use futures_util::StreamExt;
+
+use super::audit::{self, Entry};
+use super::auth::Actor;
 use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::types::{CatalogImage, DockerStatus, GpuSummary};
 
@@ -215,7 +219,9 @@ impl Engine {
                 description: b.description.to_string(),
                 cuda: b.cuda.map(str::to_string),
                 min_driver: b.min_driver().map(|v| v.to_string()),
+                description_zh: b.description_zh.to_string(),
                 local: b.local,
+                present: false,
                 has_apt: b.family.has_apt(),
             })
             .collect();
@@ -256,11 +262,75 @@ impl Engine {
                     status.host_cpus = Some(limits.cpus);
                     status.host_memory_bytes = Some(limits.memory_bytes);
                 }
+                for image in &mut status.catalog {
+                    image.present = docker.image_info(&image.reference).await.is_ok();
+                }
             }
             Err(e) => status.message = Some(e.to_string()),
         }
         Ok(status)
     }
+
+    /// Loads a `docker save` archive streamed from an admin's upload: how an image reaches a server
+    /// that no registry reaches. At most [`MAX_IMAGE_ARCHIVE_BYTES`]. What Docker loaded, by reference.
+    pub async fn load_images<S, E>(
+        &self,
+        db: &SqlitePool,
+        actor: &Actor,
+        archive: S,
+    ) -> Result<Vec<String>, AppError>
+    where
+        S: futures_util::Stream<Item = Result<bytes::Bytes, E>> + Send + 'static,
+        E: std::fmt::Display + Send + 'static,
+    {
+        if !actor.is_admin {
+            return Err(AppError::Forbidden);
+        }
+        let docker = self.docker().await?;
+        let mut sent = 0u64;
+        // Past the limit the stream ends in an error, and Docker drops what it had.
+        let archive = archive.map(move |chunk| {
+            let chunk = chunk.map_err(|e| std::io::Error::other(e.to_string()))?;
+            sent += chunk.len() as u64;
+            if sent > MAX_IMAGE_ARCHIVE_BYTES {
+                return Err(std::io::Error::other(
+                    "the archive is larger than the server takes",
+                ));
+            }
+            Ok(chunk)
+        });
+        let loaded = match docker.load_images(archive).await {
+            Ok(loaded) if !loaded.is_empty() => loaded,
+            Ok(_) => return Err(archive_invalid("Docker found no image in it")),
+            Err(containers::Error::DockerUnreachable(why)) => return Err(unavailable(&why)),
+            Err(e) => {
+                let incident = hex::encode(rand::random::<[u8; 4]>());
+                tracing::warn!(incident, error = %e, "loading an image archive failed");
+                return Err(archive_invalid(&format!(
+                    "Docker could not load it (incident {incident} in the server log)"
+                )));
+            }
+        };
+        let mut conn = db.acquire().await?;
+        let names = loaded.join(", ");
+        audit::record(
+            &mut conn,
+            Entry::by(actor, None, "image.load", "image", &names),
+        )
+        .await?;
+        Ok(loaded)
+    }
+}
+
+/// The largest image archive an admin may upload: CUDA images with a framework run to 10–20 GB.
+pub const MAX_IMAGE_ARCHIVE_BYTES: u64 = 64 << 30;
+
+fn archive_invalid(why: &str) -> AppError {
+    AppError::invalid(
+        "file",
+        ErrorCode::ImageArchiveInvalid,
+        format!("this is not an image archive as `docker save` writes it: {why}"),
+    )
 }
 
 fn unavailable(why: &str) -> AppError {

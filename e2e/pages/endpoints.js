@@ -1,6 +1,8 @@
 //! Page objects for the endpoint pages: the Deploy form opened from a checkpoint, the list, and one
 //! endpoint's page (status, parity report, replicas, traffic, playground, keys, call examples, buttons).
 
+import assert from 'node:assert/strict';
+
 import { hydrated } from '../support/browser.js';
 import { ItemPage, PageObject, SectionPage } from './page.js';
 
@@ -9,16 +11,28 @@ export class DeployDialog extends PageObject {
   get dialog() { return this.page.getByTestId('deploy-dialog'); }
   input(field) { return this.page.getByTestId(`deploy-${field}`); }
 
-  /** Opens the form from the first checkpoint that can be deployed. */
+  /** Opens the form from the first checkpoint that can be deployed, noting that row's state. */
   async open() {
-    await this.page.getByTestId('checkpoint-deploy').first().click();
+    const row = this.page.locator('[data-testid="checkpoint-row"]:has([data-testid="checkpoint-deploy"])').first();
+    this.state = await row.getAttribute('data-state');
+    await row.getByTestId('checkpoint-deploy').click();
     await this.dialog.waitFor();
   }
 
   async submit() { await this.page.getByTestId('deploy-submit').click(); }
 
-  /** Submits the form and waits for the new endpoint's page; returns it. */
+  async close() {
+    await this.page.getByTestId('deploy-dialog-close').click();
+    await this.dialog.waitFor({ state: 'detached' });
+  }
+
+  /** Submits the form and waits for the new endpoint's page; returns it. A checkpoint that learned
+   *  nothing deploys only once its warning is ticked: this ticks it, after checking that the warning
+   *  shows for exactly such a checkpoint. */
   async deploy() {
+    const degenerate = this.state === 'degenerate';
+    assert.equal(await this.page.getByTestId('deploy-degenerate').count(), degenerate ? 1 : 0, `a ${this.state} checkpoint`);
+    if (degenerate) await this.page.getByTestId('deploy-degenerate-ack').check();
     await this.submit();
     const endpoint = new EndpointPage(this.page);
     await endpoint.opened();

@@ -61,10 +61,18 @@ export class ItemPage extends PageObject {
 
   button(name) { return this.testId(`${this.prefix}-${name}`); }
 
+  /** Presses `name` (a button that asks first), reads the question and answers yes; returns the
+   *  question, which states what will happen. */
+  async confirm(name) {
+    await this.button(name).click();
+    const question = (await this.button(`${name}-confirm`).locator('p').textContent()).trim();
+    await this.button(`${name}-yes`).click();
+    return question;
+  }
+
   /** Deletes the item (confirming) and waits for the section's list. */
   async delete() {
-    await this.button('delete').click();
-    await this.button('delete-yes').click();
+    await this.confirm('delete');
     await this.page.waitForURL(new RegExp(`/${this.section}$`));
   }
 

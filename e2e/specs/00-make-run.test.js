@@ -74,8 +74,22 @@ describe('make run serves the dashboard', () => {
     const wasm = await fetch(`${baseURL}/pkg/paddock.wasm`);
     assert.equal(wasm.status, 200);
     assert.equal(wasm.headers.get('content-type'), 'application/wasm');
-    const css = await fetch(`${baseURL}/pkg/paddock.css`);
+    // Compressed ahead of time (brotli for browsers, which ask for it; gzip for the rest), and kept by
+    // the browser as long as it asks again first (the file names do not change between versions):
+    // the answer is then a 304 without a body. Only headers are read below: the bodies stay packed.
+    const bundle = (encoding) => fetch(`${baseURL}/pkg/paddock.wasm`, { headers: { 'accept-encoding': encoding } });
+    const [br, gzip, plain] = await Promise.all(['br', 'gzip', 'identity'].map(bundle));
+    assert.equal(br.headers.get('content-encoding'), 'br');
+    assert.equal(gzip.headers.get('content-encoding'), 'gzip');
+    assert.equal(plain.headers.get('content-encoding'), null);
+    assert.equal(br.headers.get('cache-control'), 'no-cache');
+    const [packed, bytes] = [br, plain].map((res) => Number(res.headers.get('content-length')));
+    assert.ok(packed > 0 && packed * 2 < bytes, `brotli ${packed} bytes of ${bytes}`);
+    const again = await fetch(`${baseURL}/pkg/paddock.wasm`, { headers: { 'if-modified-since': br.headers.get('last-modified') } });
+    assert.equal(again.status, 304);
+    const css = await fetch(`${baseURL}/pkg/paddock.css`, { headers: { 'accept-encoding': 'br' } });
     assert.equal(css.status, 200);
+    assert.equal(css.headers.get('content-encoding'), 'br');
     const { page } = await newPerson(browser, baseURL);
     const loaded = [];
     page.on('response', (res) => loaded.push(new URL(res.url()).pathname));

@@ -1,6 +1,7 @@
 //! Story: an owner adds a colleague who has just signed up (in their own browser) to the workspace as
 //! a viewer. A mistyped username is refused next to the username field; the addition shows up in the
-//! member list and in the workspace's activity log.
+//! member list, in the heading's member count and in the workspace's activity log. The account menu
+//! works from the keyboard.
 
 import { before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -53,7 +54,21 @@ describe('an owner adds a second user as viewer', () => {
     assert.equal(await members.roleSelect('victor').inputValue(), 'viewer');
     assert.equal((await members.usernameError.textContent()).trim(), '', 'the old error is gone');
     assert.equal(await page.getByTestId('add-member-username').inputValue(), '', 'the form was cleared');
+    await waitForText(page.getByTestId('workspace-members'), '2 名成员');
     await screenshot(page, '02-members-added');
+  });
+
+  test('the account menu opens, is walked and closes from the keyboard', async () => {
+    const { page } = story.owner;
+    const menu = page.getByTestId('account-menu');
+    await page.getByTestId('account-toggle').focus();
+    await page.keyboard.press('Enter');
+    assert.equal(await menu.getAttribute('open'), '', 'Enter opens it');
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'tokens-link');
+    await page.keyboard.press('Escape');
+    assert.equal(await menu.getAttribute('open'), null, 'Escape closes it');
+    assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), 'account-toggle', 'the focus is back on the toggle');
   });
 
   test('adding them twice is refused', async () => {

@@ -1,11 +1,17 @@
 //! Story: an owner creates a small busybox environment in the browser, watches its image build and
-//! lock appear, starts it, works in its terminal as the non-root user, sees its usage, stops and deletes
-//! it; a viewer sees the same environment without any control; a bad spec is refused at its field and
-//! creates nothing. Runs against the real Docker daemon; every container of this server is removed at
-//! the end, also when a step fails.
+//! lock appear, starts it, works in its terminal as the non-root user (underscores, Chinese, copy and
+//! paste as in a desktop terminal), sees its usage, stops and deletes it; a viewer sees the same
+//! environment without any control; a bad spec is refused at its field and creates nothing; the admin
+//! sees which base images are here and loads one from an archive. Runs against the real Docker daemon;
+//! every container of this server is removed at the end, also when a step fails.
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
 
 import { startStory } from '../support/story.js';
 import { hydrated, plantMarker, readMarker, screenshot, visit, withPerson } from '../support/browser.js';
@@ -14,6 +20,8 @@ import { instanceContainers, instanceLabel, removeInstanceObjects } from '../sup
 import { EnvironmentFormPage, EnvironmentPage, EnvironmentsListPage } from '../pages/environments.js';
 import { Shell } from '../pages/shell.js';
 import { signIn } from '../pages/flows.js';
+
+const run = promisify(execFile);
 
 const NAME = 'busybox-small';
 /** A secret variable's value: it reaches the container, and no page ever shows it. */
@@ -193,6 +201,56 @@ describe('an environment from spec to terminal and back', () => {
     await screenshot(page, '06-terminal');
   });
 
+  test('the terminal shows underscores and wide characters, and copies and pastes as a desktop one does', async () => {
+    const { context, page } = story.owner;
+    const env = new EnvironmentPage(page);
+    await env.runInTerminal('echo "a b c"', 'a b c');
+    await env.runInTerminal('echo a_b_c', 'a_b_c');
+    // The two rows differ only in their underscores: were those cut off, the rows would look the same.
+    const rows = env.terminal.locator('.xterm-rows > div');
+    const texts = await env.terminalLines();
+    const [spaced, underscored] = [texts.lastIndexOf('a b c'), texts.lastIndexOf('a_b_c')];
+    const [a, b] = [await rows.nth(spaced).screenshot(), await rows.nth(underscored).screenshot()];
+    assert.equal(a.length > 0 && b.length > 0, true);
+    assert.notDeepEqual(a, b, 'the underscores are drawn');
+
+    // Chinese takes two cells a character, as in a desktop terminal (printed from its UTF-8 bytes, so
+    // that the shell's line editor is not what is tested).
+    await env.runInTerminal("printf '\\344\\270\\255\\346\\226\\207ab\\n'", '中文ab');
+    const cells = await env.terminal.evaluate((el) => {
+      const buffer = el.term.buffer.active;
+      for (let y = buffer.length - 1; y >= 0; y--) {
+        const line = buffer.getLine(y);
+        if (line.translateToString(true) === '中文ab') return [0, 2, 4].map((x) => [line.getCell(x).getChars(), line.getCell(x).getWidth()]);
+      }
+      return null;
+    });
+    assert.deepEqual(cells, [['中', 2], ['文', 2], ['a', 1]]);
+
+    // Ctrl+C copies a selection (and is the interrupt without one); Ctrl+V pastes.
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: story.server.baseURL });
+    await env.terminal.evaluate((el) => {
+      const buffer = el.term.buffer.active;
+      for (let y = buffer.length - 1; y >= 0; y--) {
+        if (buffer.getLine(y).translateToString(true) === 'a_b_c') { el.term.select(0, y, 5); return; }
+      }
+    });
+    await page.keyboard.press('Control+c');
+    await page.waitForFunction(async () => (await navigator.clipboard.readText()) === 'a_b_c');
+    await page.keyboard.type('sleep 600');
+    await page.keyboard.press('Enter');
+    await page.keyboard.press('Control+c');
+    await env.runInTerminal('echo interrupted', 'interrupted', 10_000);
+    await page.evaluate(() => navigator.clipboard.writeText('echo pasted_ok'));
+    await page.keyboard.press('Control+v');
+    // The clipboard answers asynchronously: Enter only once the pasted line is on the prompt.
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="terminal"] .xterm-rows > div')]
+      .some((row) => row.textContent.replace(/\u00a0/g, ' ').includes('echo pasted_ok')));
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => [...document.querySelectorAll('[data-testid="terminal"] .xterm-rows > div')]
+      .some((row) => row.textContent.replace(/\u00a0/g, ' ').trim() === 'pasted_ok'));
+  });
+
   test('Restart ends the open shell; a new terminal works again', async () => {
     const { page } = story.owner;
     const env = new EnvironmentPage(page);
@@ -245,6 +303,31 @@ describe('an environment from spec to terminal and back', () => {
     await env.delete();
     await new EnvironmentsListPage(page).empty.waitFor();
     assert.deepEqual(await instanceContainers(instance), [], 'no container of this server is left');
+  });
+
+  test('an admin sees which base images are here and loads one from a docker save archive', async () => {
+    const { page } = story.owner;
+    // An archive of a tag this daemon does not have: the busybox base, saved under another name.
+    const tag = `paddock-e2e/loaded-${process.pid}:1`;
+    const dir = await mkdtemp(path.join(tmpdir(), 'paddock-e2e-image-'));
+    const archive = path.join(dir, 'image.tar');
+    await run('docker', ['tag', 'paddock/base:busybox', tag]);
+    await run('docker', ['save', tag, '-o', archive]);
+    await run('docker', ['image', 'rm', tag]);
+    try {
+      await visit(page, '/admin');
+      await page.locator('[data-testid="catalog-image"][data-reference="paddock/base:busybox"][data-present="true"]').waitFor();
+      await hydrated(page);
+      await page.getByTestId('image-file').setInputFiles(archive);
+      await page.getByTestId('image-load').click();
+      await waitForText(page.getByTestId('images-loaded'), tag);
+      await run('docker', ['image', 'inspect', tag]);
+      await assertAccessibleBasics(page);
+      await screenshot(page, '06-admin-images');
+    } finally {
+      await run('docker', ['image', 'rm', '-f', tag]).catch(() => {});
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   test('no wasm panic or hydration error happened', () => {

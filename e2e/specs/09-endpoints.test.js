@@ -148,17 +148,23 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     assert.equal(ok.status(), 200, await ok.text());
     const body = await ok.json();
     assert.equal(body.predictions.length, 2);
+    // Each probability is labelled by its place in `labels`.
+    assert.ok(body.labels.length >= 2, JSON.stringify(body));
     for (const p of body.predictions) {
       assert.equal(typeof p.label, 'string');
       assert.ok(Math.abs(sum(p.probabilities) - 1) < 1e-3, JSON.stringify(p));
+      assert.equal(p.probabilities.length, body.labels.length);
+      assert.equal(body.labels[p.label_id], p.label);
     }
     const single = await api.post(url, { headers: { Authorization: `Bearer ${secret}` }, data: { text: COMPLAINT } });
     assert.equal(single.status(), 200, await single.text());
 
     const anonymous = await api.post(url, { data: { inputs: [COMPLAINT] } });
     assert.equal(anonymous.status(), 401);
+    assert.equal((await anonymous.json()).code, 'key_missing', 'an application is told about keys, not signing in');
     const wrong = await api.post(url, { headers: { Authorization: 'Bearer pdk_ep_not_a_key' }, data: { inputs: [COMPLAINT] } });
     assert.equal(wrong.status(), 401);
+    assert.equal((await wrong.json()).code, 'key_refused');
 
     // The page's polling picks the calls up: the playground's and the two keyed ones.
     await page.waitForFunction(() => Number(document.querySelector('[data-testid="metric-requests"]')?.textContent) >= 3);
@@ -252,7 +258,13 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     const { page } = story.owner;
     const endpoint = new EndpointPage(page);
     await endpoint.goto(story.workspaceId, endpointId);
+    // Stopping a live endpoint asks first; the way back leaves it serving.
     await endpoint.button('undeploy').click();
+    await endpoint.button('undeploy-cancel').click();
+    assert.equal(await endpoint.button('undeploy-confirm').count(), 0);
+    assert.equal(await endpoint.status.getAttribute('data-status'), 'ready');
+    const question = await endpoint.confirm('undeploy');
+    assert.match(question, /503/, 'the question says what callers will get');
     await endpoint.waitForStatus('stopped', 30_000);
     assert.equal(await page.getByTestId('playground-submit').isDisabled(), true, 'the playground waits for a ready endpoint');
     const res = await api.post(`/v1/endpoints/${slug}/predict`, {

@@ -1,5 +1,5 @@
-//! Assertions the specs share: accessibility basics every page must meet, and a layout check for
-//! narrow (375 px) screens.
+//! Assertions the specs share: accessibility basics every page must meet, a layout check for narrow
+//! (375 px) screens, and one that an action is in view without scrolling sideways.
 
 import assert from 'node:assert/strict';
 
@@ -37,6 +37,24 @@ export async function assertNoHorizontalOverflow(page) {
     innerWidth: window.innerWidth,
   }));
   assert.ok(scrollWidth <= innerWidth, `page is ${scrollWidth}px wide in a ${innerWidth}px viewport`);
+}
+
+/** `locator` is seen whole without scrolling sideways: inside the viewport and inside every box around
+ *  it that clips (a table that scrolls on its own, say). `what` names it in the failure. */
+export async function assertInView(locator, what) {
+  const box = await locator.evaluate((el) => {
+    const r = el.getBoundingClientRect();
+    let [left, right] = [0, window.innerWidth];
+    for (let p = el.parentElement; p; p = p.parentElement) {
+      if (/(auto|scroll|hidden|clip)/.test(getComputedStyle(p).overflowX)) {
+        const c = p.getBoundingClientRect();
+        [left, right] = [Math.max(left, c.left), Math.min(right, c.right)];
+      }
+    }
+    return { left: r.left, right: r.right, width: r.width, clipLeft: left, clipRight: right };
+  });
+  assert.ok(box.width > 0 && box.left >= box.clipLeft - 1 && box.right <= box.clipRight + 1,
+    `${what} is in view without scrolling: ${JSON.stringify(box)}`);
 }
 
 /** Waits for `locator` to show `text`, a string or a RegExp (it may be rendering or re-rendering). */

@@ -236,7 +236,7 @@ pub async fn run(args: JobArgs) -> anyhow::Result<i32> {
                     s.gpu_indices
                 );
                 for c in &job.checkpoints {
-                    let state = checkpoint_state(c);
+                    let state = c.state().as_str();
                     println!(
                         "  checkpoint {} step {} {} {} bytes sha256 {}",
                         c.id,
@@ -303,13 +303,13 @@ pub async fn run_ckpt(args: CkptArgs) -> anyhow::Result<i32> {
                 text("ID", 6),
                 text("JOB", 6),
                 number("STEP", 7),
-                text("STATE", 8),
+                text("STATE", 10),
                 number("BYTES", 12),
                 text("SHA256", 14),
                 text("METRICS", 0),
             ];
             print_list(args.connection.json, &all, &columns, |c| {
-                let state = checkpoint_state(c);
+                let state = c.state().as_str();
                 let metrics = (c.metrics.as_ref())
                     .map(|m| format!("acc {:.4} f1 {:.4}", m.accuracy, m.macro_f1));
                 let numbers = [c.id.get(), c.job_id.get(), c.step].map(|n| n.to_string());
@@ -518,17 +518,6 @@ async fn submit_spec(api: &Api, ws: WorkspaceId, s: &SubmitArgs) -> anyhow::Resu
 }
 
 /// Prints the job's log live until it ends; 0 when it succeeded, 1 otherwise.
-/// A checkpoint's state as the listings print it.
-fn checkpoint_state(c: &contracts::types::CheckpointInfo) -> &'static str {
-    if c.deleted_at.is_some() {
-        "deleted"
-    } else if c.best {
-        "best"
-    } else {
-        "kept"
-    }
-}
-
 async fn follow(api: &Api, ws: WorkspaceId, job: JobId) -> anyhow::Result<i32> {
     let mut last: Option<JobSummary> = None;
     api.follow::<()>(

@@ -89,20 +89,22 @@ fn default_initializer_range() -> f64 {
     0.02
 }
 
-/// Published ERNIE 3.0 shapes: (layers, hidden, ffn, task-type vocab).
-const PRESETS: &[(&str, usize, usize, usize, usize)] = &[
-    ("base", 12, 768, 3072, 3),
-    ("medium", 6, 768, 3072, 16),
-    ("mini", 6, 384, 1536, 16),
-    ("micro", 4, 384, 1536, 16),
-    ("nano", 4, 312, 1248, 16),
+/// The shapes of [`contracts::job::PRESETS`]: (layers, hidden, ffn, task-type vocab, heads). The
+/// published ERNIE 3.0 ones, and `tiny` for runs that must take seconds.
+const PRESETS: &[(&str, usize, usize, usize, usize, usize)] = &[
+    ("base", 12, 768, 3072, 3, 12),
+    ("medium", 6, 768, 3072, 16, 12),
+    ("mini", 6, 384, 1536, 16, 12),
+    ("micro", 4, 384, 1536, 16, 12),
+    ("nano", 4, 312, 1248, 16, 12),
+    ("tiny", 1, 32, 64, 16, 2),
 ];
 
 impl ErnieConfig {
-    /// A randomly-initialisable configuration with one of the ERNIE 3.0 shapes
-    /// (`base`, `medium`, `mini`, `micro`, `nano`): 12 heads, 2048 positions, 4 token types.
+    /// A randomly-initialisable configuration with one of the [`PRESETS`] shapes: 2048 positions,
+    /// 4 token types.
     pub fn preset(name: &str, vocab_size: usize, num_labels: usize) -> Result<ErnieConfig> {
-        let &(_, layers, hidden, ffn, task_types) =
+        let &(_, layers, hidden, ffn, task_types, heads) =
             PRESETS.iter().find(|p| p.0 == name).ok_or_else(|| {
                 let names: Vec<&str> = PRESETS.iter().map(|p| p.0).collect();
                 Error::Config(format!(
@@ -116,7 +118,7 @@ impl ErnieConfig {
             vocab_size,
             hidden_size: hidden,
             num_hidden_layers: layers,
-            num_attention_heads: 12,
+            num_attention_heads: heads,
             intermediate_size: ffn,
             hidden_act: "gelu".into(),
             hidden_dropout_prob: 0.1,
@@ -312,6 +314,21 @@ impl ErnieConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_preset_the_spec_accepts_has_a_shape() {
+        assert_eq!(ErnieConfig::preset_names(), contracts::job::PRESETS);
+        let tiny = ErnieConfig::preset("tiny", 2000, 2).unwrap();
+        assert_eq!(
+            (
+                tiny.num_hidden_layers,
+                tiny.hidden_size,
+                tiny.num_attention_heads,
+                tiny.intermediate_size
+            ),
+            (1, 32, 2, 64)
+        );
+    }
 
     #[test]
     fn presets_have_published_shapes() {

@@ -332,6 +332,7 @@ mod tests {
         let saved = Event::Checkpoint {
             path: "output/checkpoints/step-0000020".into(),
             step: 20,
+            epoch: Some(2.0),
             metrics: Some(metrics),
             sha256: "ab".into(),
             bytes: 1_363_148,

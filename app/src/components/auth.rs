@@ -3,8 +3,10 @@
 
 use leptos::prelude::*;
 use leptos_router::components::Redirect;
+use leptos_router::hooks::{use_location, use_query_map};
 
 use crate::api::accounts::current_user;
+use crate::components::http::query;
 use contracts::error::AppError;
 use contracts::types::Me;
 
@@ -41,32 +43,98 @@ pub fn use_auth() -> Auth {
     expect_context::<Auth>()
 }
 
-/// Sends a signed-out visitor to `/signin` (a 302 during server rendering, a client-side
-/// navigation after hydration). Renders nothing otherwise.
+/// Sends a signed-out visitor to `/signin?next=<this page>` (a 302 during server rendering, a
+/// client-side navigation after hydration), so that signing in comes back to the link they
+/// followed. Renders nothing otherwise.
 #[component]
 pub fn RequireSignedIn() -> impl IntoView {
+    let location = use_location();
     let signed_out = |user: &_| matches!(user, Ok(None) | Err(AppError::Unauthenticated));
-    view! { <RedirectWhen when=signed_out to="/signin" /> }
+    let to = move || signin_url(&location.pathname.get(), &location.search.get());
+    view! { <RedirectWhen when=signed_out to /> }
 }
 
-/// The opposite, for the sign-in and sign-up pages: a signed-in visitor goes to the dashboard.
+/// The opposite, for the sign-in and sign-up pages: a signed-in visitor goes on to the page they
+/// were sent from (`?next=`), or to the dashboard.
 #[component]
 pub fn RedirectIfSignedIn() -> impl IntoView {
-    view! { <RedirectWhen when=|user| matches!(user, Ok(Some(_))) to="/" /> }
+    view! { <RedirectWhen when=|user| matches!(user, Ok(Some(_))) to=use_next() /> }
+}
+
+/// `/signin?next=<path?search>`: the sign-in page that comes back to this page. The server's page
+/// guard answers a signed-out page load with it too.
+pub fn signin_url(path: &str, search: &str) -> String {
+    let here = if search.is_empty() {
+        path.to_string()
+    } else {
+        format!("{path}?{search}")
+    };
+    format!("/signin?{}", query(&[("next", &here)]))
+}
+
+/// Where to go once signed in: the `next` of the page's query when it is a path of this site, `/`
+/// otherwise. Anything else (`//evil.example`, `https://…`, a backslash some browsers read as a
+/// slash) would let a link send a fresh sign-in to another site.
+pub fn next_path(next: Option<&str>) -> String {
+    match next {
+        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_string(),
+        _ => "/".to_string(),
+    }
+}
+
+/// [`next_path`] of the current page's query, kept up to date.
+pub fn use_next() -> impl Fn() -> String + Copy + Send + Sync + 'static {
+    let query = use_query_map();
+    move || query.with(|q| next_path(q.get_str("next")))
 }
 
 /// Sends the visitor `to` another page when the session (`when`) says so.
 #[component]
 fn RedirectWhen(
     when: fn(&Result<Option<Me>, AppError>) -> bool,
-    to: &'static str,
+    to: impl Fn() -> String + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
     let auth = use_auth();
     view! {
         <Suspense>
             {move || Suspend::new(async move {
-                when(&auth.user.await).then(|| view! { <Redirect path=to /> })
+                when(&auth.user.await).then(|| view! { <Redirect path=to() /> })
             })}
         </Suspense>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_path;
+
+    #[test]
+    fn the_sign_in_page_remembers_the_page_and_its_query() {
+        assert_eq!(
+            super::signin_url("/w/3/jobs", ""),
+            "/signin?next=%2Fw%2F3%2Fjobs"
+        );
+        assert_eq!(
+            super::signin_url("/w/3/jobs/new", "dataset=2&x=a b"),
+            "/signin?next=%2Fw%2F3%2Fjobs%2Fnew%3Fdataset%3D2%26x%3Da%20b"
+        );
+    }
+
+    #[test]
+    fn only_paths_of_this_site_are_followed() {
+        assert_eq!(
+            next_path(Some("/w/3/jobs/7?tab=log")),
+            "/w/3/jobs/7?tab=log"
+        );
+        for foreign in [
+            "//evil.example/x",
+            "https://evil.example",
+            "/\\evil.example",
+            "w/3",
+            "",
+        ] {
+            assert_eq!(next_path(Some(foreign)), "/", "{foreign}");
+        }
+        assert_eq!(next_path(None), "/");
     }
 }

@@ -1,6 +1,7 @@
-//! Asking before what cannot be undone (deleting a dataset, a job, an endpoint, an environment): the
-//! button that asks, the question with the button that does it and Cancel, and the "working…" line
-//! beside a page's action buttons.
+//! Asking before what cannot be undone (deleting a dataset, a job, an endpoint, an environment;
+//! cancelling a running job; stopping a live endpoint): the button that asks, the question, which
+//! states the consequence, with the button that does it and Cancel, and the "working…" line beside
+//! a page's action buttons.
 
 use leptos::prelude::*;
 
@@ -8,16 +9,19 @@ use crate::i18n::*;
 use contracts::error::AppError;
 
 /// Opens the question; disabled while it is open and while `busy`. `name` is its `data-testid`, and
-/// the question's ids derive from it ([`Confirm`]).
+/// the question's ids derive from it ([`Confirm`]). It looks like a delete unless `class` says
+/// otherwise (cancelling a job, stopping an endpoint).
 #[component]
-pub fn DeleteButton(
+pub fn AskButton(
     name: &'static str,
     open: RwSignal<bool>,
     #[prop(optional, into)] busy: Signal<bool>,
+    #[prop(optional)] class: Option<&'static str>,
     children: Children,
 ) -> impl IntoView {
+    let class = class.unwrap_or("button button-danger-ghost");
     view! {
-        <button type="button" class="button button-danger-ghost" data-testid=name
+        <button type="button" class=class data-testid=name
             disabled=move || busy.get() || open.get() on:click=move |_| open.set(true)>
             {children()}
         </button>

@@ -12,6 +12,7 @@
 
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
+use leptos::wasm_bindgen::JsCast;
 
 use crate::i18n::*;
 use contracts::error::AppError;
@@ -175,14 +176,7 @@ impl<V: Send + Sync + 'static> FormState<V> {
 
     /// What shows under `field`, in the reader's language.
     pub fn message(self, field: &'static str) -> Signal<Option<String>> {
-        let i18n = use_i18n();
-        let error = self.error;
-        Signal::derive(move || {
-            error.with(|e| {
-                e.as_ref()
-                    .and_then(|e| field_text(i18n.get_locale(), e, field))
-            })
-        })
+        message_at(self.error, field)
     }
 
     /// Once `action` answers: the page `to` names for its result, or its error under the fields.
@@ -206,6 +200,20 @@ impl<V: Send + Sync + 'static> FormState<V> {
             self.values.update(|v| set(v, text));
         }
     }
+}
+
+/// What shows under `field` of a form whose latest error is `error`, in the reader's language.
+pub fn message_at(
+    error: RwSignal<Option<AppError>>,
+    field: &'static str,
+) -> Signal<Option<String>> {
+    let i18n = use_i18n();
+    Signal::derive(move || {
+        error.with(|e| {
+            e.as_ref()
+                .and_then(|e| field_text(i18n.get_locale(), e, field))
+        })
+    })
 }
 
 /// `aria-invalid` while `message` says something.
@@ -335,8 +343,29 @@ pub fn FormSummary<V: Send + Sync + 'static>(
     #[prop(into)] heading: ViewFn,
 ) -> impl IntoView {
     let i18n = use_i18n();
+    let slot = NodeRef::<leptos::html::Div>::new();
+    // A refused form takes the reader to what to fix: the first field marked invalid gets the focus
+    // (which scrolls it into view), or this summary when no field is.
+    Effect::new(move |_| {
+        if form.error.with(Option::is_none) {
+            return;
+        }
+        request_animation_frame(move || {
+            let Some(slot) = slot.get_untracked() else {
+                return;
+            };
+            let form = slot.closest("form").ok().flatten();
+            let field = form.and_then(|f| f.query_selector("[aria-invalid='true']").ok().flatten());
+            match field.and_then(|f| f.dyn_into::<leptos::web_sys::HtmlElement>().ok()) {
+                Some(field) => {
+                    let _ = field.focus();
+                }
+                None => slot.scroll_into_view(),
+            }
+        });
+    });
     view! {
-        <div aria-live="assertive" class="form-error-slot">
+        <div aria-live="assertive" class="form-error-slot" node_ref=slot>
             {move || form.error.get().map(|err| {
                 let code = err.code().to_string();
                 let heading = heading.clone();

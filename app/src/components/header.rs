@@ -5,6 +5,8 @@
 use contracts::ids::WorkspaceId;
 use leptos::html::Details;
 use leptos::prelude::*;
+use leptos::wasm_bindgen::JsCast;
+use leptos::web_sys::HtmlElement;
 use leptos_router::components::A;
 use leptos_router::hooks::{use_location, use_navigate};
 
@@ -53,6 +55,24 @@ fn close(menu: NodeRef<Details>) {
     }
 }
 
+/// Escape closes an open menu and puts the focus back on its toggle, as a menu button does; Enter
+/// and Space on the toggle are the `<summary>`'s own.
+fn escape_closes(menu: NodeRef<Details>) -> impl Fn(leptos::ev::KeyboardEvent) + Copy {
+    move |ev| {
+        let Some(el) = menu.get_untracked() else {
+            return;
+        };
+        if ev.key() == "Escape" && el.open() {
+            ev.prevent_default();
+            el.set_open(false);
+            let summary = el.query_selector("summary").ok().flatten();
+            if let Some(summary) = summary.and_then(|s| s.dyn_into::<HtmlElement>().ok()) {
+                let _ = summary.focus();
+            }
+        }
+    }
+}
+
 #[component]
 fn WorkspaceSwitcher() -> impl IntoView {
     let i18n = use_i18n();
@@ -61,7 +81,7 @@ fn WorkspaceSwitcher() -> impl IntoView {
     let current = Memo::new(move |_| current_workspace_id(&location.pathname.get()));
     let menu = NodeRef::<Details>::new();
     view! {
-        <details class="menu switcher" node_ref=menu data-testid="workspace-switcher">
+        <details class="menu switcher" node_ref=menu data-testid="workspace-switcher" on:keydown=escape_closes(menu)>
             <summary class="menu-toggle" data-testid="workspace-switcher-toggle">
                 <span class="visually-hidden">{t!(i18n, a11y.workspace_menu)}": "</span>
                 <Transition fallback=move || view! { <span>{t!(i18n, workspace.switcher)}</span> }>
@@ -127,7 +147,7 @@ fn AccountMenu() -> impl IntoView {
     });
     let menu = NodeRef::<Details>::new();
     view! {
-        <details class="menu account" node_ref=menu data-testid="account-menu">
+        <details class="menu account" node_ref=menu data-testid="account-menu" on:keydown=escape_closes(menu)>
             <summary class="menu-toggle" data-testid="account-toggle">
                 <span class="avatar" aria-hidden="true"></span>
                 <span class="visually-hidden">{t!(i18n, a11y.account_menu)}": "</span>

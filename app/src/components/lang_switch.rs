@@ -23,7 +23,7 @@ pub fn LangSwitch() -> impl IntoView {
             aria-label=move || t_string!(i18n, lang.switch_aria)
             on:click=move |_| i18n.set_locale(other())
         >
-            <span class="globe" aria-hidden="true"></span>
+            <span class="lang-glyph" aria-hidden="true">"文A"</span>
             {move || t_string!(i18n, lang.switch_to_other)}
         </button>
     }

@@ -19,4 +19,5 @@ pub mod poll;
 pub mod sse;
 pub mod table;
 pub mod time;
+pub mod upload;
 pub mod workspaces;

@@ -39,6 +39,9 @@ pub fn DataTable<C>(
     /// screen readers hear.
     #[prop(optional, into)]
     more: Option<ViewFn>,
+    /// The last column (a row's action) stays in view while the rest scrolls sideways.
+    #[prop(optional)]
+    sticky_end: bool,
     children: Children,
 ) -> impl IntoView
 where
@@ -53,7 +56,7 @@ where
     };
     view! {
         <div class="table-wrap">
-            <table class="table" data-testid=testid>
+            <table class="table" class:table-sticky-end=sticky_end data-testid=testid>
                 <thead>
                     <tr>{headings}{more.map(|more| more.run())}</tr>
                 </thead>

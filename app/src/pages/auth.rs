@@ -9,7 +9,7 @@ use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
 use crate::api::accounts::{SignIn, SignUp};
-use crate::components::auth::{use_auth, RedirectIfSignedIn};
+use crate::components::auth::{use_auth, use_next, RedirectIfSignedIn};
 use crate::components::form::{action_error, Field, FormError, SubmitButton};
 use crate::components::header::Brand;
 use crate::components::lang_switch::LangSwitch;
@@ -50,10 +50,11 @@ where
 {
     let auth = use_auth();
     let navigate = use_navigate();
+    let next = use_next();
     Effect::new(move |_| {
         if let Some(Ok(_)) = action.value().get() {
             auth.refresh();
-            navigate("/", Default::default());
+            navigate(&next(), Default::default());
         }
     });
     let (error, pending) = (action_error(action), action.pending());

@@ -1,11 +1,12 @@
-//! Images as Docker holds them: inspect, find by build-hash label, make sure a base is present (pulling it
-//! with progress when it is remote), remove. No registry is reachable on Paddock's machines, so a pull must
+//! Images as Docker holds them: load from an archive, inspect, find by build-hash label, make sure a base
+//! is present (pulling it with progress when it is remote), remove. No registry is reachable on Paddock's machines, so a pull must
 //! fail fast and say so plainly; local `paddock/…` images are never pulled (they are built, see `base`).
 
 use std::collections::HashMap;
 
 use bollard::query_parameters::{
-    CreateImageOptionsBuilder, ListImagesOptionsBuilder, RemoveImageOptionsBuilder,
+    CreateImageOptionsBuilder, ImportImageOptionsBuilder, ListImagesOptionsBuilder,
+    RemoveImageOptionsBuilder,
 };
 use futures_util::StreamExt;
 
@@ -27,6 +28,30 @@ pub struct ImageInfo {
 }
 
 impl Docker {
+    /// Loads the images of a `docker save` archive as it streams in (`docker load`): what brings an
+    /// image to a machine that no registry reaches. The references it tagged, or the IDs of the
+    /// untagged ones; Docker's own refusal (not an archive, a broken layer) is an error.
+    pub async fn load_images<S, E>(&self, archive: S) -> Result<Vec<String>>
+    where
+        S: futures_util::Stream<Item = std::result::Result<bytes::Bytes, E>> + Send + 'static,
+        E: Into<Box<dyn std::error::Error + Send + Sync>> + 'static,
+    {
+        let options = ImportImageOptionsBuilder::default().quiet(true).build();
+        let mut answers = self.api().import_image_stream(options, archive, None);
+        let mut loaded = Vec::new();
+        while let Some(answer) = answers.next().await {
+            let info =
+                answer.map_err(|e| Error::docker("loading an image archive", "image", "", e))?;
+            for line in info.stream.as_deref().unwrap_or_default().lines() {
+                let named = line.strip_prefix("Loaded image: ");
+                if let Some(reference) = named.or_else(|| line.strip_prefix("Loaded image ID: ")) {
+                    loaded.push(reference.trim().to_string());
+                }
+            }
+        }
+        Ok(loaded)
+    }
+
     /// Inspects an image by reference or ID.
     pub async fn image_info(&self, reference: &str) -> Result<ImageInfo> {
         let image = self.api().inspect_image(reference).await.map_err(|e| {

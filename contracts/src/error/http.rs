@@ -11,7 +11,9 @@ pub fn status_of(err: &AppError) -> StatusCode {
     match err {
         AppError::Malformed { .. } => StatusCode::BAD_REQUEST,
         AppError::Invalid { .. } => StatusCode::UNPROCESSABLE_ENTITY,
-        AppError::Unauthenticated | AppError::InvalidCredentials => StatusCode::UNAUTHORIZED,
+        AppError::Unauthenticated | AppError::InvalidCredentials | AppError::KeyRefused { .. } => {
+            StatusCode::UNAUTHORIZED
+        }
         AppError::Forbidden | AppError::Denied { .. } => StatusCode::FORBIDDEN,
         AppError::NotFound => StatusCode::NOT_FOUND,
         AppError::Conflict { .. } => StatusCode::CONFLICT,
@@ -28,7 +30,7 @@ pub fn extra_headers(err: &AppError) -> Vec<(header::HeaderName, HeaderValue)> {
         AppError::TooManyRequests { retry_after_secs } => {
             vec![(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs))]
         }
-        AppError::Unauthenticated => {
+        AppError::Unauthenticated | AppError::KeyRefused { .. } => {
             vec![(
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static("Bearer realm=\"paddock\""),

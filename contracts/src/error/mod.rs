@@ -35,6 +35,11 @@ pub enum AppError {
     /// No valid session or token.
     #[error("sign in required")]
     Unauthenticated,
+    /// An endpoint's gateway refused the call's key (`key_missing`: no `Authorization: Bearer`;
+    /// `key_refused`: revoked, mistyped or another endpoint's). HTTP 401. Not `Unauthenticated`:
+    /// an application calling a model has no one to sign in.
+    #[error("{message}")]
+    KeyRefused { code: ErrorCode, message: String },
     /// Signed in, but the role does not allow this.
     #[error("you do not have permission to do this")]
     Forbidden,
@@ -154,6 +159,7 @@ impl AppError {
             AppError::Invalid { code, .. }
             | AppError::Conflict { code, .. }
             | AppError::Denied { code, .. }
+            | AppError::KeyRefused { code, .. }
             | AppError::Unavailable { code, .. } => *code,
             AppError::InvalidCredentials => ErrorCode::InvalidCredentials,
             AppError::TooLarge { .. } => ErrorCode::BodyTooLarge,
@@ -341,6 +347,10 @@ mod tests {
         let all = [
             AppError::invalid("name", ErrorCode::SpecInvalid, "bad"),
             AppError::Unauthenticated,
+            AppError::KeyRefused {
+                code: ErrorCode::KeyMissing,
+                message: "m".into(),
+            },
             AppError::Forbidden,
             AppError::NotFound,
             AppError::conflict("name", ErrorCode::UsernameTaken, "taken"),

@@ -106,7 +106,12 @@ impl Gateway {
         .bind(slug)
         .fetch_optional(db)
         .await?;
-        let (key_id, endpoint_id, rate) = row.ok_or(AppError::Unauthenticated)?;
+        let (key_id, endpoint_id, rate) = row.ok_or_else(|| AppError::KeyRefused {
+            code: ErrorCode::KeyRefused,
+            message: format!(
+                "this key may not call `{slug}`: it is revoked, mistyped, or another endpoint's"
+            ),
+        })?;
         Ok(Caller {
             key_id,
             endpoint_id,

@@ -38,6 +38,7 @@ use super::storage::{in_volume, Storage};
 use crate::transitions::Machine;
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
+use contracts::metrics::Metrics;
 use contracts::types::*;
 use status::Reason;
 
@@ -846,12 +847,14 @@ struct CheckpointRow {
 
 impl CheckpointRow {
     fn info(self) -> CheckpointInfo {
+        let metrics: Option<Metrics> = self.metrics.and_then(|m| serde_json::from_str(&m).ok());
         CheckpointInfo {
             id: self.id,
             job_id: self.job_id,
             step: self.step,
             epoch: self.epoch,
-            metrics: self.metrics.and_then(|m| serde_json::from_str(&m).ok()),
+            metrics: metrics.clone(),
+            degenerate: metrics.as_ref().and_then(Metrics::degenerate),
             container_path: format!("{}/{}", containers::build::STORE_DIR, self.path),
             bytes: self.bytes as u64,
             sha256: self.sha256,

@@ -9,10 +9,8 @@ use contracts::data::{Columns, DataFormat};
 use contracts::job::{DataSection, JobConfig, ModelSection, OutputSection, TrainSection};
 
 use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
+use contracts::job::PRESETS;
 use contracts::types::JobSpec;
-
-/// Model shapes the form offers. `tiny` is a 1-layer, 32-wide encoder for smoke tests and demos.
-pub const PRESETS: [&str; 6] = ["base", "medium", "mini", "micro", "nano", "tiny"];
 
 /// Every broken rule of `spec`, in form order; `cpu_bf16`: whether this host's CPU has native bfloat16
 /// (`hostcaps::cpu_bf16`, a parameter so tests walk both answers on any CPU).
@@ -207,17 +205,10 @@ pub fn job_config(spec: &JobSpec, inputs: &Inputs, threads: usize) -> JobConfig 
     };
     if let Some(pretrained) = &inputs.pretrained {
         model.pretrained = Some(inputs.in_store(pretrained));
-    } else if spec.preset == "tiny" {
-        // A one-layer model for smoke tests and demos: seconds on a CPU.
-        model.preset = "nano".into();
-        model.num_hidden_layers = Some(1);
-        model.hidden_size = Some(32);
-        model.num_attention_heads = Some(2);
-        model.intermediate_size = Some(64);
-        model.vocab_size = 2000;
     } else {
         model.preset = spec.preset.clone();
-        model.vocab_size = 8000;
+        // A one-layer model needs no large vocabulary to finish in seconds.
+        model.vocab_size = if spec.preset == "tiny" { 2000 } else { 8000 };
     }
     JobConfig {
         data: DataSection {

@@ -505,6 +505,7 @@ async fn apply(
         }
         Event::Checkpoint {
             step,
+            epoch,
             metrics,
             best,
             ..
@@ -530,6 +531,8 @@ async fn apply(
                 .transpose()
                 .map_err(|e| internal("checkpoint metrics", e))?;
             let (step, bytes) = (*step as i64, copy.bytes as i64);
+            // An older trainer did not say: its last logged step's epoch is the nearest there is.
+            let epoch = epoch.or(job.epoch);
             sqlx::query!(
                 "INSERT INTO checkpoints (job_id, workspace_id, step, epoch, metrics, path, run_path, bytes, sha256,
                      best, created_at, deleted_at)
@@ -537,7 +540,7 @@ async fn apply(
                 job.id,
                 job.workspace_id,
                 step,
-                job.epoch,
+                epoch,
                 metrics,
                 copy.path,
                 run_path,

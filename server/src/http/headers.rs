@@ -7,8 +7,8 @@
 
 use axum::extract::{Request, State};
 use axum::http::header::{
-    CONTENT_SECURITY_POLICY, REFERRER_POLICY, STRICT_TRANSPORT_SECURITY, X_CONTENT_TYPE_OPTIONS,
-    X_FRAME_OPTIONS,
+    CACHE_CONTROL, CONTENT_SECURITY_POLICY, REFERRER_POLICY, STRICT_TRANSPORT_SECURITY,
+    X_CONTENT_TYPE_OPTIONS, X_FRAME_OPTIONS,
 };
 use axum::http::HeaderValue;
 use axum::middleware::Next;
@@ -51,5 +51,15 @@ pub async fn secure(State(state): State<AppState>, req: Request, next: Next) -> 
             .entry(STRICT_TRANSPORT_SECURITY)
             .or_insert(HeaderValue::from_static("max-age=31536000"));
     }
+    res
+}
+
+/// The bundle (`/pkg`) keeps its file names from one version to the next (Leptos loads
+/// `/pkg/paddock.wasm`), so a browser may keep a copy only if it asks again before each use: the
+/// answer is a 304 without a body until the server is upgraded.
+pub async fn revalidate(mut res: Response) -> Response {
+    res.headers_mut()
+        .entry(CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-cache"));
     res
 }

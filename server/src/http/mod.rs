@@ -67,11 +67,15 @@ pub fn router(state: AppState, options: LeptosOptions, config: &ServeConfig) -> 
         ));
     let limited = Router::new()
         .merge(api)
-        .nest_service(
-            "/pkg",
-            ServeDir::new(config.site_root.join("pkg"))
-                .precompressed_br()
-                .precompressed_gzip(),
+        .merge(
+            Router::new()
+                .nest_service(
+                    "/pkg",
+                    ServeDir::new(config.site_root.join("pkg"))
+                        .precompressed_br()
+                        .precompressed_gzip(),
+                )
+                .layer(middleware::map_response(headers::revalidate)),
         )
         .merge(pages)
         .layer(DefaultBodyLimit::max(state.security.max_body_bytes))

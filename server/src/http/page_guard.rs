@@ -1,10 +1,13 @@
 //! Who may load which dashboard page, decided before the page is rendered: a signed-out visitor
-//! asking for any page but sign-in or sign-up gets a real `302` to `/signin`, and a signed-in one
-//! asking for those two gets a `302` to `/`. The views redirect too (for client-side navigation),
-//! but a redirect from inside a streamed page comes too late once nested routes have started
-//! streaming their shell, and scripts and curl deserve a status code rather than a page.
+//! asking for any page but sign-in or sign-up gets a real `302` to `/signin?next=<that page>`, so
+//! that signing in comes back to the link they followed; a signed-in one asking for those two gets a
+//! `302` to that `next` page (one of this site's) or to `/`. The views redirect too (for client-side
+//! navigation), but a redirect from inside a streamed page comes too late once nested routes have
+//! started streaming their shell, and scripts and curl deserve a status code rather than a page.
 
-use axum::extract::{Request, State};
+use std::collections::HashMap;
+
+use axum::extract::{Query, Request, State};
 use axum::http::Method;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Redirect, Response};
@@ -31,8 +34,19 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
             .iter()
             .any(|p| path.strip_suffix('/') == Some(*p));
     match (public, signed_in) {
-        (true, true) => Redirect::to("/").into_response(),
-        (false, false) => Redirect::to("/signin").into_response(),
+        (true, true) => {
+            // Straight on to the page the sign-in was for, when it is one of this site's.
+            let asked = Query::<HashMap<String, String>>::try_from_uri(&parts.uri).ok();
+            let next = asked
+                .as_ref()
+                .and_then(|q| q.get("next"))
+                .map(String::as_str);
+            Redirect::to(&app::components::auth::next_path(next)).into_response()
+        }
+        (false, false) => {
+            let search = parts.uri.query().unwrap_or_default();
+            Redirect::to(&app::components::auth::signin_url(path, search)).into_response()
+        }
         _ => next.run(Request::from_parts(parts, body)).await,
     }
 }

@@ -362,6 +362,7 @@ async fn answer(served: &Served, body: &[u8]) -> Response {
         })
         .collect();
     Json(PredictReply {
+        labels: served.labels.clone(),
         predictions,
         batch_rows: batched.batch_rows as u32,
         batch_requests: batched.batch_requests as u32,

@@ -1,6 +1,7 @@
 //! Datasets through the real binary: uploads streamed to disk and validated by `paddock validate`, the
-//! preview and report, the size limit, files that must be refused with line numbers (malformed CSV, a GBK
-//! file, an unknown label column, an empty file) leaving nothing behind, the one-click sample, download
+//! preview and report, GBK and Big5 files converted to UTF-8, the size limit, files that must be refused
+//! with line numbers (malformed CSV, a GBK file said to be UTF-8, bytes that are not the encoding
+//! chosen, an unknown label column, an empty file) leaving nothing behind, the one-click sample, download
 //! and delete, and access rules.
 
 use reqwest::StatusCode;
@@ -136,6 +137,57 @@ async fn upload_validate_preview_download_and_delete() {
 }
 
 #[tokio::test]
+async fn gbk_and_big5_files_are_recognised_and_stored_as_utf8() {
+    let server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let ws = workspace(&owner).await;
+    let gbk = std::fs::read(format!("{FIXTURES}/gbk.tsv")).unwrap();
+    let traditional =
+        "text\tlabel\n這家飯店的服務態度很好，房間也很乾淨，下次還會再來。\tpositive\n\
+        櫃檯接待很冷淡，等了半個小時才辦好入住手續，不推薦。\tnegative\n";
+    let big5 = encoding_rs::BIG5.encode(traditional).0.into_owned();
+    // (query, body, the encoding the report names, a text of the converted preview)
+    for (query, body, encoding, text) in [
+        ("name=gbk&filename=gbk.tsv", gbk, "gb18030", "早餐太差了"),
+        (
+            "name=big5&filename=big5.tsv",
+            big5.clone(),
+            "big5",
+            "櫃檯接待很冷淡，等了半個小時才辦好入住手續，不推薦。",
+        ),
+        // Chosen rather than recognised: the same.
+        (
+            "name=big5-chosen&filename=big5.tsv&encoding=big5",
+            big5,
+            "big5",
+            "這家飯店的服務態度很好，房間也很乾淨，下次還會再來。",
+        ),
+    ] {
+        let (status, created) = upload(&owner, ws, query, body).await;
+        assert_eq!(status, StatusCode::CREATED, "{query}: {created}");
+        assert_eq!(created["report"]["encoding"], encoding, "{query}");
+        let rows = created["preview"]["rows"].as_array().unwrap();
+        assert!(rows.iter().any(|r| r[0] == text), "{query}: {rows:?}");
+        // The store keeps UTF-8, and the recorded size and hash are the stored file's.
+        let id = created["summary"]["id"].as_i64().unwrap();
+        let file = owner
+            .client
+            .get(owner.url(&format!("/api/v1/workspaces/{ws}/datasets/{id}/file")))
+            .send()
+            .await
+            .unwrap();
+        let stored = file.bytes().await.unwrap().to_vec();
+        assert!(std::str::from_utf8(&stored).unwrap().contains(text));
+        assert_eq!(created["summary"]["bytes"], stored.len());
+        use sha2::Digest;
+        assert_eq!(
+            created["summary"]["sha256"],
+            hex::encode(sha2::Sha256::digest(&stored))
+        );
+    }
+}
+
+#[tokio::test]
 async fn bad_files_are_refused_with_line_numbers_and_leave_nothing() {
     let server = Server::start_with(&[NO_DOCKER, &["--max-upload-bytes", "4096"]].concat());
     let owner = server.signup("owner").await;
@@ -153,11 +205,19 @@ async fn bad_files_are_refused_with_line_numbers_and_leave_nothing() {
             &["line"],
         ),
         (
-            "name=b&filename=gbk.tsv",
+            // Said to be UTF-8, a GBK file is refused, naming what it looks like.
+            "name=b&filename=gbk.tsv&encoding=utf-8",
             fixture("gbk.tsv"),
             StatusCode::UNPROCESSABLE_ENTITY,
             "dataset_invalid",
             &["GB"],
+        ),
+        (
+            "name=b2&filename=utf8.tsv&encoding=big5",
+            b"text\tlabel\nok\tpositive\n\xA4\x40\xFF\xFF\tnegative\n".to_vec(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "dataset_encoding_invalid",
+            &["line 3", "big5"],
         ),
         (
             "name=c&filename=empty.tsv",

@@ -92,10 +92,15 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
     .await;
     let secret = key["secret"].as_str().unwrap().to_string();
     let public = server.url("/v1/endpoints/sentiment-test/predict");
-    let res = predict(&public, None, json!({ "inputs": ["好"] })).await;
-    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
-    let res = predict(&public, Some("pdk_ep_wrong"), json!({ "inputs": ["好"] })).await;
-    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    // An application has no one to sign in: the refusal speaks of the key, not of signing in.
+    for (key, code) in [(None, "key_missing"), (Some("pdk_ep_wrong"), "key_refused")] {
+        let res = predict(&public, key, json!({ "inputs": ["好"] })).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+        assert!(res.headers().contains_key("www-authenticate"));
+        let body: Value = res.json().await.unwrap();
+        assert_eq!(body["code"], code);
+        assert!(body["message"].as_str().unwrap().contains("key"), "{body}");
+    }
     let calls = (0..12).map(|_| {
         let text = "这家银行的服务态度很差，等了半小时还没人理我。";
         predict(&public, Some(&secret), json!({ "inputs": [text] }))
@@ -103,13 +108,12 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
     for res in futures_util::future::join_all(calls).await {
         assert_eq!(res.status(), StatusCode::OK);
         let body: Value = res.json().await.unwrap();
-        assert_eq!(
-            body["predictions"][0]["probabilities"]
-                .as_array()
-                .unwrap()
-                .len(),
-            2
-        );
+        let p = &body["predictions"][0];
+        assert_eq!(p["probabilities"].as_array().unwrap().len(), 2);
+        // The labels say what each probability is of.
+        let labels = body["labels"].as_array().unwrap();
+        assert_eq!(labels.len(), 2);
+        assert_eq!(labels[p["label_id"].as_u64().unwrap() as usize], p["label"]);
     }
     // The key's 20 per minute run out.
     let mut limited = false;

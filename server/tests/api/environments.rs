@@ -1,7 +1,7 @@
 //! Environments through the real binary and the real Docker daemon: REST with the build log over SSE, a
 //! shell over the WebSocket terminal, the `paddock env` CLI, Docker events reaching the database when a
-//! container is removed behind Paddock's back, access rules over HTTP, and a server without Docker that
-//! says so and keeps working. Each server has its own data directory, hence its own instance label; a
+//! container is removed behind Paddock's back, access rules over HTTP, an image brought in from an
+//! archive by an admin, and a server without Docker that says so and keeps working. Each server has its own data directory, hence its own instance label; a
 //! guard removes that label's containers and volumes even when a test fails.
 
 use std::process::Command;
@@ -601,4 +601,109 @@ async fn secret_variables_reach_the_container_but_never_a_reader_or_the_image() 
         0,
         "no version holds a value"
     );
+}
+
+/// A `docker save` archive of a one-layer image tagged `tag` (one file, `/hello.txt`), made here:
+/// no registry is reachable, so the test brings its own image as an admin would.
+fn image_archive(tag: &str) -> Vec<u8> {
+    use sha2::Digest;
+    fn entry(builder: &mut tar::Builder<Vec<u8>>, path: &str, data: &[u8]) {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        header.set_cksum();
+        builder.append_data(&mut header, path, data).unwrap();
+    }
+    let mut layer = tar::Builder::new(Vec::new());
+    entry(&mut layer, "hello.txt", b"loaded without a registry\n");
+    let layer = layer.into_inner().unwrap();
+    let diff_id = hex::encode(sha2::Sha256::digest(&layer));
+    let config = json!({
+        "architecture": "amd64", "os": "linux", "config": { "Cmd": ["/hello.txt"] },
+        "rootfs": { "type": "layers", "diff_ids": [format!("sha256:{diff_id}")] },
+    })
+    .to_string();
+    let config_name = format!(
+        "{}.json",
+        hex::encode(sha2::Sha256::digest(config.as_bytes()))
+    );
+    let layer_name = format!("{diff_id}/layer.tar");
+    let manifest = json!([{ "Config": config_name, "RepoTags": [tag], "Layers": [layer_name] }]);
+    let mut archive = tar::Builder::new(Vec::new());
+    entry(&mut archive, &config_name, config.as_bytes());
+    entry(&mut archive, &layer_name, &layer);
+    entry(
+        &mut archive,
+        "manifest.json",
+        manifest.to_string().as_bytes(),
+    );
+    archive.into_inner().unwrap()
+}
+
+#[tokio::test]
+async fn an_admin_loads_an_image_archive_and_environments_can_then_use_it() {
+    let server = Server::start();
+    let admin = server.signup("owner").await;
+    assert!(admin.is_admin);
+    let member = server.signup("member").await;
+    let ws = workspace(&admin).await;
+    let tag = format!("paddock-test/loaded-{}:1", std::process::id());
+    let environments = format!("/api/v1/workspaces/{ws}/environments");
+    let mut env = spec("from-archive");
+    env["base_image"] = json!(tag);
+
+    // Before: the form is told the image is not here, before any build starts.
+    let (status, body) = admin.post(&environments, &env).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("image_unavailable")),
+        "{body}"
+    );
+    let load = "/api/v1/admin/images/load";
+    let (status, _) = member.upload(load, image_archive(&tag)).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "admins only");
+    let (status, body) = admin.upload(load, b"not a tar at all".to_vec()).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("image_archive_invalid")
+        ),
+        "{body}"
+    );
+    assert!(
+        !body["message"].as_str().unwrap().contains("/var/lib"),
+        "no daemon internals: {body}"
+    );
+
+    let (status, body) = admin.upload(load, image_archive(&tag)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["loaded"], json!([tag]));
+    let _cleanup = scopeguard(&tag);
+    assert!(docker(&["image", "inspect", "--format", "{{.Id}}", &tag]).starts_with("sha256:"));
+    let audit = server
+        .count("SELECT COUNT(*) FROM audit_log WHERE action = 'image.load'")
+        .await;
+    assert_eq!(audit, 1);
+    // The catalog says, for each of its images, whether it is here.
+    let (_, daemon) = admin.get("/api/v1/docker").await;
+    let catalog = daemon["catalog"].as_array().unwrap();
+    assert!(
+        catalog.iter().all(|c| c["present"].is_boolean()),
+        "{daemon}"
+    );
+}
+
+/// Removes the loaded image when the test ends, also when it fails.
+fn scopeguard(tag: &str) -> impl Drop + '_ {
+    struct Remove<'a>(&'a str);
+    impl Drop for Remove<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("docker")
+                .args(["image", "rm", "-f", self.0])
+                .output();
+        }
+    }
+    Remove(tag)
 }

@@ -242,6 +242,15 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
         .filter(|c| c["deleted_at"].is_null())
         .collect();
     assert!(!alive.is_empty() && alive.len() <= 2, "{checkpoints:?}");
+    // Each checkpoint's epoch is the one it was written at: the dev evaluation of its step says the
+    // same (not the epoch of the last logged step before it).
+    for c in checkpoints {
+        let eval = points
+            .iter()
+            .find(|p| p["kind"] == "eval" && p["step"] == c["step"])
+            .unwrap_or_else(|| panic!("no evaluation at step {}: {metrics}", c["step"]));
+        assert_eq!(c["epoch"], eval["epoch"], "{c} {eval}");
+    }
     let ckpt = alive[0];
     // The store holds the copies; the ended local run's own were removed (they would take the disk twice).
     assert!(

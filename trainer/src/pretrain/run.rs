@@ -317,6 +317,7 @@ impl<'a> Pretrainer<'a> {
         events.emit(Event::Checkpoint {
             path: saved.dir.display().to_string(),
             step,
+            epoch: None,
             metrics: None,
             sha256: saved.sha256,
             bytes: saved.bytes,

@@ -535,6 +535,7 @@ impl<'a> Trainer<'a> {
         events.emit(Event::Checkpoint {
             path: saved.dir.display().to_string(),
             step: self.state.global_step,
+            epoch: Some(self.epoch_float()),
             metrics,
             sha256: saved.sha256,
             bytes: saved.bytes,

@@ -38,6 +38,7 @@ pub fn MembersPage() -> impl IntoView {
     Effect::new(move |_| {
         if let Some(Ok(_)) = add.value().get() {
             members.refetch();
+            current.members_changed();
         }
     });
     // The table's actions share one error line: whichever ran last speaks. A change may concern the

@@ -40,6 +40,15 @@ pub struct CurrentWorkspace {
     /// From the URL; `-1` for a malformed id (the server then answers "not found").
     pub id: Memo<WorkspaceId>,
     pub ws: Resource<Result<WorkspaceSummary, AppError>>,
+    /// Bumped when members come or go: the heading reads its member count again, while the pages
+    /// that wait on `ws` (and the forms in them) stay as they are.
+    members: RwSignal<u64>,
+}
+
+impl CurrentWorkspace {
+    pub fn members_changed(&self) {
+        self.members.update(|n| *n += 1);
+    }
 }
 
 pub fn use_current_workspace() -> CurrentWorkspace {
@@ -95,7 +104,18 @@ pub fn WorkspaceLayout() -> impl IntoView {
         move || (id.get(), workspaces.epoch.get()),
         |(id, _)| get_workspace(id),
     );
-    provide_context(CurrentWorkspace { id, ws });
+    let members = RwSignal::new(0u64);
+    // Nothing to read until a member was added or removed: the heading shows `ws` until then.
+    let recount = Resource::new(
+        move || members.get(),
+        move |changed| async move {
+            match changed {
+                0 => None,
+                _ => Some(get_workspace(id.get_untracked()).await),
+            }
+        },
+    );
+    provide_context(CurrentWorkspace { id, ws, members });
 
     view! {
         <div class="workspace">
@@ -123,7 +143,8 @@ pub fn WorkspaceLayout() -> impl IntoView {
             <div class="workspace-body">
                 <Transition fallback=|| view! { <div class="ws-heading ws-heading-placeholder"></div> }>
                     {move || Suspend::new(async move {
-                        match ws.await {
+                        let (first, fresh) = (ws.await, recount.await);
+                        match fresh.unwrap_or(first) {
                             Ok(ws) => view! { <WorkspaceHeading ws /> }.into_any(),
                             Err(err) => view! { <ErrorNotice err /> }.into_any(),
                         }
@@ -145,7 +166,7 @@ fn WorkspaceHeading(ws: WorkspaceSummary) -> impl IntoView {
             <span class="visually-hidden">{t!(i18n, workspace.your_role)}": "</span>
             <RoleBadge role=ws.role />
             {(ws.role == Role::Viewer).then(|| view! { <ReadOnlyBadge /> })}
-            <span class="ws-members">{move || t_string!(i18n, workspace.members_count, count = count)}</span>
+            <span class="ws-members" data-testid="workspace-members">{move || t_string!(i18n, workspace.members_count, count = count)}</span>
         </div>
     }
 }

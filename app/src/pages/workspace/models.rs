@@ -1,8 +1,9 @@
-//! `/w/{id}/models`: every checkpoint the workspace's jobs wrote, newest first, with its metrics, size,
-//! retention state, sha256 and a download link, and its lineage: the job that produced it (and from
-//! there its dataset and spec) and the endpoints serving it, and their evaluations on datasets; below,
-//! the Hugging Face models uploaded to fine-tune from. Editors and owners deploy a checkpoint
-//! from here as an endpoint, and evaluate checkpoints.
+//! `/w/{id}/models`: first the pretrained models uploaded to fine-tune from, with the upload (the best
+//! start for a new team's first job); then every checkpoint the workspace's jobs wrote, newest first,
+//! with its metrics, size, retention state, sha256 and a download link, and its lineage: the job that
+//! produced it (and from there its dataset and spec) and the endpoints serving it, and their
+//! evaluations on datasets. Checkpoints whose files retention removed are listed only on request.
+//! Editors and owners deploy a checkpoint from here as an endpoint, and evaluate checkpoints.
 
 use contracts::ids::JobId;
 use std::collections::BTreeMap;
@@ -37,6 +38,7 @@ pub fn ModelsPage() -> impl IntoView {
     };
     view! {
         <SectionPage section="models">
+            <PretrainedModels workspace_id=current.id.get_untracked() />
             <Loaded load let((can_edit, (mut list, jobs, endpoints)))>
                 {
                     if list.is_empty() {
@@ -48,16 +50,28 @@ pub fn ModelsPage() -> impl IntoView {
                         list.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
                         let names: BTreeMap<JobId, String> = jobs.into_iter().map(|j| (j.id, j.name)).collect();
                         let workspace_id = current.id.get_untracked();
+                        let deleted = list.iter().filter(|c| c.deleted_at.is_some()).count();
                         let list = Signal::stored(list);
+                        let show_deleted = RwSignal::new(false);
+                        let shown = Signal::derive(move || {
+                            let all = show_deleted.get();
+                            list.with(|l| l.iter().filter(|c| all || c.deleted_at.is_none()).cloned().collect::<Vec<_>>())
+                        });
                         view! {
-                            <CheckpointsTable workspace_id list jobs=names.clone() can_deploy=can_edit serving=Signal::stored(endpoints) />
+                            {(deleted > 0).then(|| view! {
+                                <div class="field field-check">
+                                    <input type="checkbox" id="show-deleted" data-testid="show-deleted"
+                                        on:change=move |ev| show_deleted.set(event_target_checked(&ev)) />
+                                    <label for="show-deleted">{move || t_string!(i18n, checkpoints.show_deleted, n = deleted).to_string()}</label>
+                                </div>
+                            })}
+                            <CheckpointsTable workspace_id list=shown jobs=names.clone() can_deploy=can_edit serving=Signal::stored(endpoints) />
                             <EvaluationsCard workspace_id checkpoints=list jobs=names can_edit />
                         }
                         .into_any()
                     }
                 }
             </Loaded>
-            <PretrainedModels workspace_id=current.id.get_untracked() />
         </SectionPage>
     }
     .into_any()

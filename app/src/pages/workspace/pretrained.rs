@@ -8,11 +8,12 @@ use leptos::prelude::*;
 
 use crate::api::pretrained::{list_pretrained_models, DeletePretrainedModel};
 use crate::components::form::on_answer;
-use crate::components::http::{self, Request};
+use crate::components::http;
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{list_or, Loaded};
 use crate::components::table::{columns, DataTable, HiddenHeading, RowAction};
 use crate::components::time::Timestamp;
+use crate::components::upload::{Upload, UploadProgress};
 use crate::i18n::*;
 use crate::pages::workspace::datasets::short_sha;
 use crate::pages::workspace::environments::parts::bytes_text;
@@ -128,11 +129,9 @@ fn ModelsTable(
 fn UploadModel(workspace_id: WorkspaceId, #[prop(into)] on_done: Callback<()>) -> impl IntoView {
     let i18n = use_i18n();
     let name = RwSignal::new(String::new());
-    // None: idle; Some(percent): sending (100: the server unpacks and loads it).
-    let progress = RwSignal::new(None::<u64>);
+    let upload = Upload::new();
     let error = RwSignal::new(None::<AppError>);
     let file_input = NodeRef::<leptos::html::Input>::new();
-    let request: http::Slot<Request> = http::slot();
     let on_file = move |_| {
         if let Some(p) = http::chosen(file_input) {
             if name.get_untracked().trim().is_empty() {
@@ -143,7 +142,7 @@ fn UploadModel(workspace_id: WorkspaceId, #[prop(into)] on_done: Callback<()>) -
     };
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        if progress.get_untracked().is_some() {
+        if upload.busy().get_untracked() {
             return;
         }
         let locale = i18n.get_locale_untracked();
@@ -160,25 +159,14 @@ fn UploadModel(workspace_id: WorkspaceId, #[prop(into)] on_done: Callback<()>) -
                 ("filename", &picked.name)
             ])
         );
-        progress.set(Some(0));
-        let started = http::upload(
-            &url,
-            &picked,
-            move |sent, total| progress.set(Some((sent * 100).checked_div(total).unwrap_or(100))),
-            move |answer| {
-                progress.set(None);
-                if answer.status == 201 {
-                    name.set(String::new());
-                    on_done.run(());
-                } else {
-                    error.set(Some(answer.error()));
-                }
-            },
-        );
-        if let Err(err) = http::keep_upload(request, started) {
-            progress.set(None);
-            error.set(Some(err));
-        }
+        upload.send(&url, &picked, error, move |answer| {
+            if answer.status == 201 {
+                name.set(String::new());
+                on_done.run(());
+            } else {
+                error.set(Some(answer.error()));
+            }
+        });
     };
     view! {
         <form class="form pretrained-upload" data-testid="pretrained-upload-form" on:submit=on_submit novalidate>
@@ -196,16 +184,11 @@ fn UploadModel(workspace_id: WorkspaceId, #[prop(into)] on_done: Callback<()>) -
             </div>
             <div class="actions">
                 <button type="submit" class="button button-primary" data-testid="pretrained-upload"
-                    disabled=move || progress.get().is_some()>
+                    disabled=move || upload.busy().get()>
                     {t!(i18n, pretrained.upload)}
                 </button>
-                {move || progress.get().map(|p| view! {
-                    <progress max="100" value=p.to_string() data-testid="pretrained-progress"></progress>
-                    <span class="muted" role="status">
-                        {move || if p >= 100 { t_string!(i18n, pretrained.checking) } else { t_string!(i18n, pretrained.sending) }}
-                    </span>
-                })}
             </div>
+            <UploadProgress upload testid="pretrained-progress" processing=move || t!(i18n, pretrained.checking) />
             {move || error.get().map(|err| view! { <ErrorNotice err /> })}
         </form>
     }

@@ -1,11 +1,12 @@
-//! `/api/v1/admin/...`: instance settings and accounts, for instance admins (others get 403).
+//! `/api/v1/admin/...`: instance settings, accounts and loading image archives, for instance admins
+//! (others get 403).
 
 use axum::Json;
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::paths::{UserPath, WorkspacePath};
-use crate::http::caller::Caller;
+use crate::http::caller::{Caller, Uploader};
 use crate::http::limits::{ApiJson, ApiPath as Path};
 use contracts::error::AppError;
 use contracts::error::ErrorBody;
@@ -15,6 +16,34 @@ use domain::{admin, AppState};
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
     routes_of![settings, update_settings; users; update_user; set_gpu_quota]
+}
+
+/// Routes whose bodies are streamed past the general body-size limit (an image archive is GBs).
+pub fn upload_routes() -> OpenApiRouter<AppState> {
+    routes_of![load_images]
+}
+
+/// What an image archive brought.
+#[derive(Debug, serde::Serialize, utoipa::ToSchema)]
+pub struct LoadedImages {
+    /// References Docker tagged (or IDs of untagged images), as `docker load` prints them.
+    pub loaded: Vec<String>,
+}
+
+/// Loads a `docker save` archive (the raw body, streamed into Docker): how a base image reaches a
+/// server that no registry reaches. Admins only.
+#[utoipa::path(post, path = "/api/v1/admin/images/load", tag = "admin", security(("session" = []), ("token" = [])),
+    request_body(content = String, content_type = "application/octet-stream", description = "the archive `docker save` wrote (a tar)"),
+    responses((status = 200, body = LoadedImages), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+              (status = 422, description = "`image_archive_invalid`", body = ErrorBody),
+              (status = 503, description = "`docker_unavailable`", body = ErrorBody)))]
+pub async fn load_images(
+    Uploader { state, actor, .. }: Uploader,
+    body: axum::body::Body,
+) -> Result<Json<LoadedImages>, AppError> {
+    let stream = body.into_data_stream();
+    let loaded = state.engine.load_images(&state.db, &actor, stream).await?;
+    Ok(Json(LoadedImages { loaded }))
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]

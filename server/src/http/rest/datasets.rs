@@ -13,6 +13,7 @@ use utoipa_axum::router::OpenApiRouter;
 use super::paths::{DatasetPath, WorkspacePath};
 use crate::http::caller::{Caller, Uploader};
 use crate::http::limits::{ApiPath as Path, ApiQuery as Query};
+use contracts::data::UploadEncoding;
 use contracts::error::AppError;
 use contracts::error::ErrorBody;
 use contracts::types::{DatasetDetail, DatasetSummary};
@@ -31,6 +32,11 @@ pub struct UploadQuery {
     pub text_column: String,
     #[serde(default = "default_label")]
     pub label_column: String,
+    /// `auto` (the default): UTF-8 as is, GBK/GB18030 or Big5 recognised and converted to UTF-8;
+    /// `utf-8`, `gb18030` or `big5` to say which.
+    #[serde(default)]
+    #[param(inline)]
+    pub encoding: UploadEncoding,
 }
 
 fn default_text() -> String {
@@ -60,8 +66,9 @@ pub async fn list(
     Ok(Json(datasets::list(&state.db, &actor, id).await?))
 }
 
-/// Uploads a dataset (the raw file as the body). It is validated by the trainer's validator first; a
-/// file with errors gets 422 quoting them with line numbers, and nothing is kept.
+/// Uploads a dataset (the raw file as the body). A file in GBK/GB18030 or Big5 is converted to UTF-8
+/// (`encoding`). It is validated by the trainer's validator first; a file with errors gets 422 quoting
+/// them with line numbers, and nothing is kept.
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/datasets/upload", tag = "datasets", security(("session" = []), ("token" = [])),
     params(WorkspacePath, UploadQuery),
     request_body(content = String, content_type = "application/octet-stream", description = "the file"),
@@ -79,6 +86,7 @@ pub async fn upload(
         file_name: q.filename,
         text_column: q.text_column,
         label_column: q.label_column,
+        encoding: q.encoding,
     };
     let detail = datasets::upload(
         &state.db,

@@ -12,8 +12,8 @@ use utoipa_axum::router::OpenApiRouter;
 use super::paths::{EndpointPath, KeyPath, SlugPath, WorkspacePath};
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
-use contracts::error::AppError;
 use contracts::error::ErrorBody;
+use contracts::error::{AppError, ErrorCode};
 use contracts::types::*;
 use domain::endpoints;
 use domain::AppState;
@@ -193,7 +193,7 @@ pub async fn revoke_key(
 #[utoipa::path(post, path = "/v1/endpoints/{slug}/predict", tag = "endpoints",
     params(SlugPath),
     request_body(content = Object, description = "{\"inputs\": [\"…\"], \"return_logits\"?: bool}"),
-    responses((status = 200, description = "{\"predictions\": [{label, label_id, probabilities, logits?}]}"),
+    responses((status = 200, description = "{\"labels\": [the model's labels in id order], \"predictions\": [{label, label_id, probabilities (one per label, in that order), logits?}]}"),
               (status = 401, body = ErrorBody),
               (status = 422, description = "`invalid_body` or `invalid_inputs`: the model server refused the inputs", body = ErrorBody),
               (status = 429, body = ErrorBody), (status = 503, body = ErrorBody)))]
@@ -210,7 +210,11 @@ pub async fn predict(
             v.strip_prefix("Bearer ")
                 .or_else(|| v.strip_prefix("bearer "))
         })
-        .ok_or(AppError::Unauthenticated)?;
+        .ok_or_else(|| AppError::KeyRefused {
+            code: ErrorCode::KeyMissing,
+            message: "calling an endpoint needs its key: `Authorization: Bearer <endpoint key>`"
+                .into(),
+        })?;
     let (status, bytes) = endpoints::predict(
         &state.db,
         &state.deployer.gateway,

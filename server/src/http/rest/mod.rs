@@ -61,7 +61,8 @@ pub fn api() -> Api {
         .merge(admin::routes());
     let uploads = OpenApiRouter::new()
         .merge(datasets::upload_routes())
-        .merge(pretrained::upload_routes());
+        .merge(pretrained::upload_routes())
+        .merge(admin::upload_routes());
     let (routes, document) = documented.split_for_parts();
     let (uploads, upload_document) = uploads.split_for_parts();
     let mut document = document.merge_from(upload_document);

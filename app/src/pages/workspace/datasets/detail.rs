@@ -11,7 +11,7 @@ use leptos_router::hooks::use_navigate;
 use super::file_url;
 use super::report::ReportView;
 use crate::api::datasets::{get_dataset, DeleteDataset};
-use crate::components::confirm::{Confirm, DeleteButton};
+use crate::components::confirm::{AskButton, Confirm};
 use crate::components::form::action_error;
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{Loaded, PageHeader};
@@ -104,7 +104,7 @@ fn DatasetActions(workspace_id: WorkspaceId, dataset_id: DatasetId) -> impl Into
             <A href=format!("/w/{workspace_id}/jobs/new?dataset={dataset_id}") attr:class="button button-primary" attr:data-testid="dataset-train">
                 {t!(i18n, dataset_detail.train)}
             </A>
-            <DeleteButton name="dataset-delete" open=confirming>{t!(i18n, datasets.delete)}</DeleteButton>
+            <AskButton name="dataset-delete" open=confirming>{t!(i18n, datasets.delete)}</AskButton>
         </div>
         <Confirm name="dataset-delete" open=confirming busy=delete.pending() question=move || t!(i18n, datasets.delete_confirm)
             yes=move || t!(i18n, datasets.delete_yes)

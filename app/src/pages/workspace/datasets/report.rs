@@ -16,7 +16,8 @@ fn encoding_text(encoding: Option<TextEncoding>) -> &'static str {
     match encoding {
         Some(TextEncoding::Utf8) => "UTF-8",
         Some(TextEncoding::Utf8Bom) => "UTF-8 (BOM)",
-        Some(TextEncoding::Gb18030) => "GB18030",
+        Some(TextEncoding::Gb18030) => "GBK / GB18030",
+        Some(TextEncoding::Big5) => "Big5",
         None => "—",
     }
 }
@@ -42,6 +43,11 @@ pub fn ReportView(report: ValidationReport) -> impl IntoView {
     view! {
         <section class="card" aria-labelledby="report-title" data-testid="dataset-report">
             <h2 id="report-title">{t!(i18n, dataset_detail.report_title)}</h2>
+            {matches!(encoding, Some(TextEncoding::Gb18030 | TextEncoding::Big5)).then(|| view! {
+                <p class="notice notice-info" data-testid="dataset-converted">
+                    {move || t_string!(i18n, dataset_detail.converted, from = encoding_text(encoding)).to_string()}
+                </p>
+            })}
             <dl class="facts">
                 <div><dt>{t!(i18n, dataset_detail.rows)}</dt><dd data-testid="report-rows">{rows}</dd></div>
                 <div><dt>{t!(i18n, dataset_detail.valid_rows)}</dt><dd data-testid="report-valid-rows">{valid_rows}</dd></div>

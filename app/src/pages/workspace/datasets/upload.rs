@@ -1,4 +1,5 @@
-//! The upload form: a name, the file, and (folded away) the text and label column names. The file goes
+//! The upload form: a name, the file, and (folded away) the text and label column names and the file's
+//! encoding (recognised by the server unless chosen: GBK and Big5 files are converted to UTF-8). The file goes
 //! to `POST /api/v1/workspaces/{id}/datasets/upload` as the raw body through `XMLHttpRequest`, whose
 //! upload progress drives the progress bar; the server then validates it with the trainer's validator.
 //! A refused file keeps the server's words: `dataset_invalid` carries each problem with its line number,
@@ -7,11 +8,13 @@
 use contracts::ids::{DatasetId, WorkspaceId};
 use leptos::prelude::*;
 
-use crate::components::form::{described_by, FieldRow, SubmitButton};
-use crate::components::http::{self, Request};
+use crate::components::form::{described_by, message_at, FieldRow, SubmitButton};
+use crate::components::http;
 use crate::components::notice::ErrorNotice;
+use crate::components::upload::{Upload, UploadProgress};
 use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
+use contracts::data::UploadEncoding;
 use contracts::error::AppError;
 use contracts::types::DatasetDetail;
 
@@ -22,6 +25,7 @@ pub fn upload_url(
     file_name: &str,
     text: &str,
     label: &str,
+    encoding: UploadEncoding,
 ) -> String {
     format!(
         "/api/v1/workspaces/{workspace_id}/datasets/upload?{}",
@@ -30,6 +34,7 @@ pub fn upload_url(
             ("filename", file_name),
             ("text_column", text),
             ("label_column", label),
+            ("encoding", encoding.as_str()),
         ])
     )
 }
@@ -42,16 +47,6 @@ pub fn default_name(file_name: &str) -> String {
     }
 }
 
-/// Where the upload stands.
-#[derive(Debug, Clone, Copy, PartialEq)]
-enum Phase {
-    Idle,
-    /// Bytes sent and total.
-    Sending(u64, u64),
-    /// All sent; the server validates.
-    Validating,
-}
-
 #[component]
 pub fn UploadForm(
     workspace_id: WorkspaceId,
@@ -61,11 +56,11 @@ pub fn UploadForm(
     let name = RwSignal::new(String::new());
     let text_column = RwSignal::new("text".to_string());
     let label_column = RwSignal::new("label".to_string());
+    let encoding = RwSignal::new(UploadEncoding::Auto);
     let chosen = RwSignal::new(None::<(String, u64)>);
-    let phase = RwSignal::new(Phase::Idle);
+    let upload = Upload::new();
     let error = RwSignal::new(None::<AppError>);
     let file_input = NodeRef::<leptos::html::Input>::new();
-    let request: http::Slot<Request> = http::slot();
 
     let on_file = move |_| {
         let picked = http::chosen(file_input);
@@ -80,7 +75,7 @@ pub fn UploadForm(
 
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        if phase.get_untracked() != Phase::Idle {
+        if upload.busy().get_untracked() {
             return;
         }
         let locale = i18n.get_locale_untracked();
@@ -96,39 +91,30 @@ pub fn UploadForm(
             &picked.name,
             text_column.get_untracked().trim(),
             label_column.get_untracked().trim(),
+            encoding.get_untracked(),
         );
-        phase.set(Phase::Sending(0, picked.size));
-        let started = http::upload(
-            &url,
-            &picked,
-            move |sent, total| {
-                phase.set(if total > 0 && sent >= total {
-                    Phase::Validating
-                } else {
-                    Phase::Sending(sent, total)
-                })
-            },
-            move |answer| {
-                phase.set(Phase::Idle);
-                if answer.status == 201 {
-                    match serde_json::from_str::<DatasetDetail>(&answer.body) {
-                        Ok(detail) => on_done.run(detail.summary.id),
-                        Err(e) => error.set(Some(AppError::transport(e.to_string()))),
-                    }
-                } else {
-                    error.set(Some(answer.error()));
+        upload.send(&url, &picked, error, move |answer| {
+            if answer.status == 201 {
+                match serde_json::from_str::<DatasetDetail>(&answer.body) {
+                    Ok(detail) => on_done.run(detail.summary.id),
+                    Err(e) => error.set(Some(AppError::transport(e.to_string()))),
                 }
-            },
-        );
-        if let Err(err) = http::keep_upload(request, started) {
-            phase.set(Phase::Idle);
-            error.set(Some(err));
-        }
+            } else {
+                error.set(Some(answer.error()));
+            }
+        });
     };
 
     // The fields of this form, and the server's names for them: the extension (`file_name`) is the
     // file's.
-    const FIELDS: [&str; 5] = ["name", "file", "file_name", "text_column", "label_column"];
+    const FIELDS: [&str; 6] = [
+        "name",
+        "file",
+        "file_name",
+        "text_column",
+        "label_column",
+        "encoding",
+    ];
     let general = Signal::derive(move || {
         error.with(|e| {
             e.as_ref()
@@ -136,7 +122,7 @@ pub fn UploadForm(
                 .cloned()
         })
     });
-    let busy = Signal::derive(move || phase.get() != Phase::Idle);
+    let busy = upload.busy();
 
     view! {
         <form class="form upload-form" data-testid="dataset-upload-form" on:submit=on_submit novalidate>
@@ -152,10 +138,11 @@ pub fn UploadForm(
                         value=text_column error />
                     <BoundField id="dataset-label-column" field="label_column" label=move || t!(i18n, datasets.label_column)
                         value=label_column error />
+                    <EncodingField encoding error />
                 </div>
                 <p class="hint">{t!(i18n, datasets.columns_hint)}</p>
             </details>
-            <Progress phase />
+            <UploadProgress upload testid="upload-progress" processing=move || t!(i18n, datasets.validating) />
             <div aria-live="assertive" class="form-error-slot">
                 {move || general.get().map(|err| view! { <ErrorNotice err /> })}
             </div>
@@ -178,13 +165,7 @@ fn BoundField(
     value: RwSignal<String>,
     error: RwSignal<Option<AppError>>,
 ) -> impl IntoView {
-    let i18n = use_i18n();
-    let message = Signal::derive(move || {
-        error.with(|e| {
-            e.as_ref()
-                .and_then(|e| field_text(i18n.get_locale(), e, field))
-        })
-    });
+    let message = message_at(error, field);
     let described = described_by(id, hint.is_some());
     view! {
         <FieldRow id label hint=hint message>
@@ -198,6 +179,39 @@ fn BoundField(
                 aria-describedby=described
                 on:input=move |ev| value.set(event_target_value(&ev))
             />
+        </FieldRow>
+    }
+}
+
+/// What the file's bytes are in. Left on "recognise", a GBK/GB18030 or Big5 file is converted to
+/// UTF-8 on the server, and its page says so; the other choices are for a file the guess gets wrong.
+#[component]
+fn EncodingField(
+    encoding: RwSignal<UploadEncoding>,
+    error: RwSignal<Option<AppError>>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let message = message_at(error, "encoding");
+    let label = move |e: UploadEncoding| match e {
+        UploadEncoding::Auto => t_string!(i18n, datasets.encoding_auto).to_string(),
+        UploadEncoding::Utf8 => "UTF-8".to_string(),
+        UploadEncoding::Gb18030 => "GBK / GB18030".to_string(),
+        UploadEncoding::Big5 => t_string!(i18n, datasets.encoding_big5).to_string(),
+    };
+    view! {
+        <FieldRow id="dataset-encoding" label=move || t!(i18n, datasets.encoding) message>
+            <select id="dataset-encoding" data-testid="dataset-encoding"
+                aria-invalid=move || message.with(Option::is_some).then_some("true")
+                on:change=move |ev| {
+                    let v = event_target_value(&ev);
+                    if let Some(e) = UploadEncoding::ALL.into_iter().find(|e| e.as_str() == v) {
+                        encoding.set(e);
+                    }
+                }>
+                {UploadEncoding::ALL.into_iter().map(|e| view! {
+                    <option value=e.as_str() selected=move || encoding.get() == e>{move || label(e)}</option>
+                }).collect_view()}
+            </select>
         </FieldRow>
     }
 }
@@ -258,31 +272,6 @@ fn FileField(
     }
 }
 
-/// The upload's progress bar while bytes go out, then an indeterminate one while the server validates.
-#[component]
-fn Progress(phase: RwSignal<Phase>) -> impl IntoView {
-    let i18n = use_i18n();
-    move || {
-        match phase.get() {
-        Phase::Idle => None,
-        Phase::Sending(sent, total) => Some(view! {
-            <div class="upload-progress" role="status">
-                <progress data-testid="upload-progress" max=total.max(1).to_string() value=sent.to_string()></progress>
-                <span>{move || t_string!(i18n, datasets.uploading, sent = bytes_text(sent), total = bytes_text(total)).to_string()}</span>
-            </div>
-        }
-        .into_any()),
-        Phase::Validating => Some(view! {
-            <div class="upload-progress" role="status">
-                <progress data-testid="upload-progress"></progress>
-                <span>{t!(i18n, datasets.validating)}</span>
-            </div>
-        }
-        .into_any()),
-    }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,8 +279,8 @@ mod tests {
     #[test]
     fn the_upload_url_carries_the_metadata() {
         assert_eq!(
-            upload_url(WorkspaceId::new(3), "评论", "a b.tsv", "text", "label"),
-            "/api/v1/workspaces/3/datasets/upload?name=%E8%AF%84%E8%AE%BA&filename=a%20b.tsv&text_column=text&label_column=label"
+            upload_url(WorkspaceId::new(3), "评论", "a b.tsv", "text", "label", UploadEncoding::Big5),
+            "/api/v1/workspaces/3/datasets/upload?name=%E8%AF%84%E8%AE%BA&filename=a%20b.tsv&text_column=text&label_column=label&encoding=big5"
         );
     }
 

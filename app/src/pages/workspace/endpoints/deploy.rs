@@ -14,7 +14,9 @@ use crate::api::endpoints::DeployEndpoint;
 use crate::components::dialog::Dialog;
 use crate::components::form::{FormError, FormState, SelectField, SubmitButton, TextField};
 use crate::i18n::*;
+use crate::pages::workspace::jobs::checkpoints::degenerate_text;
 use contracts::error::{AppError, ErrorCode};
+use contracts::metrics::Degenerate;
 use contracts::types::EndpointSpec;
 
 /// The longest endpoint name the server takes.
@@ -90,6 +92,9 @@ pub fn DeployCheckpoint(
     step: i64,
     /// The job that wrote the checkpoint: the endpoint's default name.
     job_name: String,
+    /// Set when the checkpoint learned nothing: the form says so and asks before deploying.
+    #[prop(optional_no_strip)]
+    degenerate: Option<Degenerate>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let open = RwSignal::new(false);
@@ -101,7 +106,7 @@ pub fn DeployCheckpoint(
             {t!(i18n, endpoints.deploy)}
         </button>
         {move || open.get().then(|| view! {
-            <DeployDialog workspace_id checkpoint_id step job_name=job_name.get_value() on_close=move || open.set(false) />
+            <DeployDialog workspace_id checkpoint_id step job_name=job_name.get_value() degenerate on_close=move || open.set(false) />
         })}
     }
 }
@@ -112,10 +117,13 @@ fn DeployDialog(
     checkpoint_id: CheckpointId,
     step: i64,
     job_name: String,
+    degenerate: Option<Degenerate>,
     on_close: impl Fn() + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let start = DeployValues::new(&job_name);
+    // A degenerate checkpoint deploys only once the person has said they mean it.
+    let acknowledged = RwSignal::new(degenerate.is_none());
     let form = FormState::new(start.clone());
     let deploy = ServerAction::<DeployEndpoint>::new();
     form.follow(deploy, move |detail| {
@@ -160,6 +168,7 @@ fn DeployDialog(
         <Dialog testid="deploy-dialog" title=move || t!(i18n, endpoints.deploy_title) on_close>
             <p class="hint">{move || t_string!(i18n, endpoints.deploy_lead, id = checkpoint_id, step = step).to_string()}</p>
             <form class="form" data-testid="deploy-form" on:submit=on_submit novalidate>
+                {degenerate.map(|why| view! { <DegenerateWarning why acknowledged /> })}
                 <FormError error=form.error.into() fields=FIELDS />
                 <TextField form id="deploy-name" field="name" label=move || t!(i18n, endpoints.name)
                     hint=move || t!(i18n, endpoints.name_hint) maxlength=NAME_MAX as u32 required=true
@@ -172,13 +181,30 @@ fn DeployDialog(
                     <Advanced form start />
                 </details>
                 <div class="form-actions">
-                    <SubmitButton pending=deploy.pending() testid="deploy-submit">{t!(i18n, endpoints.deploy_submit)}</SubmitButton>
+                    <SubmitButton pending=deploy.pending() testid="deploy-submit" blocked=Signal::derive(move || !acknowledged.get())>{t!(i18n, endpoints.deploy_submit)}</SubmitButton>
                     <button type="button" class="button button-ghost" on:click=move |_| on_close()>{t!(i18n, common.cancel)}</button>
                 </div>
             </form>
         </Dialog>
     }
     .into_any()
+}
+
+/// Why the checkpoint should not be served, and the box to tick to serve it all the same.
+#[component]
+fn DegenerateWarning(why: Degenerate, acknowledged: RwSignal<bool>) -> impl IntoView {
+    let i18n = use_i18n();
+    let why = move || degenerate_text(i18n.get_locale(), why);
+    view! {
+        <div class="notice notice-warning" role="alert" data-testid="deploy-degenerate">
+            <p>{move || t_string!(i18n, endpoints.degenerate_warning, why = why()).to_string()}</p>
+            <div class="field field-check">
+                <input type="checkbox" id="deploy-degenerate-ack" data-testid="deploy-degenerate-ack"
+                    on:change=move |ev| acknowledged.set(event_target_checked(&ev)) />
+                <label for="deploy-degenerate-ack">{t!(i18n, endpoints.degenerate_ack)}</label>
+            </div>
+        </div>
+    }
 }
 
 /// What most deployments leave alone: the URL's slug, batching, device and precision.

@@ -29,7 +29,7 @@ use crate::api::{
     endpoints::{get_endpoint, EndpointAction},
     jobs::list_jobs,
 };
-use crate::components::confirm::{Busy, Confirm, DeleteButton};
+use crate::components::confirm::{AskButton, Busy, Confirm};
 use crate::components::form::on_answer;
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{Loaded, PageHeader};
@@ -268,7 +268,7 @@ fn Actions(live: RwSignal<EndpointDetail>) -> impl IntoView {
     let (workspace_id, endpoint_id) =
         live.with_untracked(|d| (d.summary.workspace_id, d.summary.id));
     let action = ServerAction::<EndpointAction>::new();
-    let confirming = RwSignal::new(false);
+    let (confirming, stopping) = (RwSignal::new(false), RwSignal::new(false));
     let error = RwSignal::new(None::<AppError>);
     on_answer(action, error, move |answer| match answer {
         Some(detail) => live.set(detail),
@@ -295,9 +295,7 @@ fn Actions(live: RwSignal<EndpointDetail>) -> impl IntoView {
         <div class="actions" data-testid="endpoint-actions">
             {move || if running.get() {
                 view! {
-                    <button type="button" class="button" data-testid="endpoint-undeploy" disabled=move || busy.get() on:click=move |_| act(EndpointVerb::Undeploy)()>
-                        {t!(i18n, endpoint_detail.undeploy)}
-                    </button>
+                    <AskButton name="endpoint-undeploy" open=stopping busy class="button">{t!(i18n, endpoint_detail.undeploy)}</AskButton>
                 }
                 .into_any()
             } else {
@@ -305,12 +303,14 @@ fn Actions(live: RwSignal<EndpointDetail>) -> impl IntoView {
                     <button type="button" class="button button-primary" data-testid="endpoint-redeploy" disabled=move || busy.get() on:click=move |_| act(EndpointVerb::Deploy)()>
                         {t!(i18n, endpoint_detail.redeploy)}
                     </button>
-                    <DeleteButton name="endpoint-delete" open=confirming busy>{t!(i18n, endpoint_detail.delete)}</DeleteButton>
+                    <AskButton name="endpoint-delete" open=confirming busy>{t!(i18n, endpoint_detail.delete)}</AskButton>
                 }
                 .into_any()
             }}
             <Busy busy />
         </div>
+        <Confirm name="endpoint-undeploy" open=stopping busy question=move || t!(i18n, endpoint_detail.undeploy_confirm)
+            yes=move || t!(i18n, endpoint_detail.undeploy_yes) on_yes=move || { stopping.set(false); act(EndpointVerb::Undeploy)() } refused=error />
         <Confirm name="endpoint-delete" open=confirming busy question=move || t!(i18n, endpoint_detail.delete_confirm)
             yes=move || t!(i18n, endpoint_detail.delete_yes) on_yes=act(EndpointVerb::Delete) refused=error />
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}

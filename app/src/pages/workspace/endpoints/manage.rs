@@ -149,6 +149,7 @@ mod tests {
             bytes: 0,
             sha256: String::new(),
             best: false,
+            degenerate: None,
             created_at: String::new(),
             deleted_at: deleted.then(|| "2026-12-02T10:00:00Z".to_string()),
         }

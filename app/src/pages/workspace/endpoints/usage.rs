@@ -45,8 +45,9 @@ response = requests.post(
     timeout=10,
 )
 response.raise_for_status()
-for prediction in response.json()["predictions"]:
-    print(prediction["label"], max(prediction["probabilities"]))
+reply = response.json()
+for prediction in reply["predictions"]:
+    print(prediction["label"], dict(zip(reply["labels"], prediction["probabilities"])))
 "#
     )
 }

@@ -23,7 +23,7 @@ use super::terminal::TerminalPanel;
 use crate::api::environments::{
     get_docker_status, get_environment, DeleteEnvironment, EnvironmentAction, RebuildEnvironment,
 };
-use crate::components::confirm::{Busy, Confirm, DeleteButton};
+use crate::components::confirm::{AskButton, Busy, Confirm};
 use crate::components::form::on_answer;
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{Loaded, PageHeader};
@@ -287,7 +287,7 @@ fn Actions(
             } else {
                 view! { <button type="button" class="button button-ghost" disabled=true data-testid="env-edit">{t!(i18n, env_detail.edit)}</button> }.into_any()
             }}
-            <DeleteButton name="env-delete" open=confirming busy>{t!(i18n, env_detail.delete)}</DeleteButton>
+            <AskButton name="env-delete" open=confirming busy>{t!(i18n, env_detail.delete)}</AskButton>
             <Busy busy text=move || t!(i18n, env_detail.working) />
         </div>
         <Confirm name="env-delete" open=confirming busy question=move || t!(i18n, env_detail.delete_confirm)

@@ -286,9 +286,14 @@ impl FormValues {
     }
 }
 
-/// What a catalog entry says in its `<option>`: reference, what it is, and its CUDA needs.
+/// What a catalog entry says in its `<option>`: reference, what it is, its CUDA needs, and whether it is
+/// here already (or built here) or must come from a registry or an archive an admin loads.
 fn catalog_label(locale: Locale, image: &CatalogImage) -> String {
-    let mut notes = vec![image.description.clone()];
+    let description = match locale {
+        Locale::zh => image.description_zh.clone(),
+        Locale::en => image.description.clone(),
+    };
+    let mut notes = vec![description];
     match (&image.cuda, &image.min_driver) {
         (Some(cuda), Some(driver)) => notes.push(
             td_string!(
@@ -301,8 +306,12 @@ fn catalog_label(locale: Locale, image: &CatalogImage) -> String {
         ),
         _ => notes.push(td_string!(locale, env_form.cpu_only).to_string()),
     }
-    if image.local {
+    if image.present {
+        notes.push(td_string!(locale, env_form.present).to_string());
+    } else if image.local {
         notes.push(td_string!(locale, env_form.built_locally).to_string());
+    } else {
+        notes.push(td_string!(locale, env_form.needs_registry).to_string());
     }
     if !image.has_apt {
         notes.push(td_string!(locale, env_form.no_apt).to_string());
@@ -577,9 +586,11 @@ mod tests {
         vec![CatalogImage {
             reference: "paddock/base:busybox".into(),
             description: "BusyBox".into(),
+            description_zh: "BusyBox".into(),
             cuda: None,
             min_driver: None,
             local: true,
+            present: false,
             has_apt: false,
         }]
     }

@@ -1,5 +1,6 @@
 //! Checkpoints as a table: step, the dev metrics they were ranked by, size, whether retention kept them
-//! (best, kept, or files deleted), sha256 of the weights and a download link (a tar streamed by the
+//! (best, kept, or files deleted; "learned nothing" instead of best when its dev predictions are
+//! degenerate), sha256 of the weights and a download link (a tar streamed by the
 //! server). Used on a job's page and, with a job column for lineage, on the Models page. Editors and
 //! owners also get Deploy (`endpoints::deploy`) on every checkpoint still on disk; given the workspace's
 //! endpoints, a column links each checkpoint to the endpoints serving it (the rest of its lineage).
@@ -19,19 +20,11 @@ use crate::pages::workspace::datasets::short_sha;
 use crate::pages::workspace::endpoints::deploy::DeployCheckpoint;
 use crate::pages::workspace::endpoints::{endpoint_href, EndpointStatusBadge};
 use crate::pages::workspace::environments::parts::bytes_text;
-use contracts::types::{CheckpointInfo, EndpointSummary};
+use contracts::metrics::Degenerate;
+use contracts::types::{CheckpointInfo, CheckpointState, EndpointSummary};
 
 pub fn download_url(workspace_id: WorkspaceId, checkpoint_id: CheckpointId) -> String {
     format!("/api/v1/workspaces/{workspace_id}/checkpoints/{checkpoint_id}/download")
-}
-
-/// `kept`, `best` or `deleted`, for `data-state` and the badge.
-pub fn state(c: &CheckpointInfo) -> &'static str {
-    match (c.deleted_at.is_some(), c.best) {
-        (true, _) => "deleted",
-        (false, true) => "best",
-        (false, false) => "kept",
-    }
 }
 
 /// The space the checkpoints still on disk take.
@@ -64,9 +57,10 @@ pub fn CheckpointsTable(
     let jobs = StoredValue::new(jobs.unwrap_or_default());
     let job_name = StoredValue::new(job_name);
     let with_serving = serving.is_some();
-    // The job column leads (on Models); who serves each and Deploy close the row.
+    // The job column leads (on Models); who serves each, then the actions (download, deploy) close
+    // the row, in a column that stays in view while a wide table scrolls.
     let columns = move |locale| {
-        let mut columns = columns!(checkpoints: col_step, col_metrics, col_size, col_state, "sha256", col_created, col_download)(
+        let mut columns = columns!(checkpoints: col_step, col_metrics, col_size, col_state, "sha256", col_created)(
             locale,
         );
         if with_jobs {
@@ -75,29 +69,30 @@ pub fn CheckpointsTable(
         if with_serving {
             columns.push(td_string!(locale, checkpoints.col_served));
         }
-        if can_deploy {
-            columns.push(td_string!(locale, endpoints.col_deploy));
-        }
+        columns.push(td_string!(locale, checkpoints.col_actions));
         columns
     };
     view! {
         <p class="hint" data-testid="checkpoints-space">
             {move || t_string!(i18n, checkpoints.space, size = list.with(|l| bytes_text(bytes_kept(l)))).to_string()}
         </p>
-        <DataTable testid="checkpoints-table" columns>
+        <DataTable testid="checkpoints-table" columns sticky_end=true>
             {move || list.get().into_iter().map(|c| {
-                let st = state(&c);
+                let st = c.state();
                 let accuracy = c.metrics.as_ref().map(|m| m.accuracy);
                 let f1 = c.metrics.as_ref().map(|m| m.macro_f1);
                 let name = job_name.get_value()
                     .or_else(|| jobs.with_value(|j| j.get(&c.job_id).cloned()))
                     .unwrap_or_else(|| format!("#{}", c.job_id));
-                let deploy = can_deploy.then(|| {
-                    let (checkpoint_id, step, job_name) = (c.id, c.step, name.clone());
+                let actions = c.deleted_at.is_none().then(|| {
+                    let (checkpoint_id, step, job_name, degenerate) = (c.id, c.step, name.clone(), c.degenerate);
                     view! {
-                        <td>
-                            {c.deleted_at.is_none().then(|| view! { <DeployCheckpoint workspace_id checkpoint_id step job_name /> })}
-                        </td>
+                        <div class="row-actions">
+                            <a class="button button-small" href=download_url(workspace_id, c.id) download="" rel="external" data-testid="checkpoint-download">
+                                {t!(i18n, checkpoints.download)}
+                            </a>
+                            {can_deploy.then(|| view! { <DeployCheckpoint workspace_id checkpoint_id step job_name degenerate /> })}
+                        </div>
                     }
                 });
                 let served = serving.map(|serving| {
@@ -130,10 +125,10 @@ pub fn CheckpointsTable(
                     }
                 });
                 let job = with_jobs.then(|| {
-                    view! { <td><A href=job_href(workspace_id, c.job_id) attr:data-testid="checkpoint-job">{name}</A></td> }
+                    view! { <td class="cell-name"><A href=job_href(workspace_id, c.job_id) attr:data-testid="checkpoint-job">{name}</A></td> }
                 });
                 view! {
-                    <tr data-testid="checkpoint-row" data-id=c.id.get() data-state=st data-step=c.step>
+                    <tr data-testid="checkpoint-row" data-id=c.id.get() data-state=st.as_str() data-step=c.step>
                         {job}
                         <th scope="row" class="num">{c.step}{c.epoch.map(|e| format!(" · {e:.2}"))}</th>
                         <td class="nowrap">
@@ -145,30 +140,41 @@ pub fn CheckpointsTable(
                             }}
                         </td>
                         <td class="nowrap">{bytes_text(c.bytes)}</td>
-                        <td>
-                            <span class=format!("badge badge-ckpt badge-ckpt-{st}") data-testid="checkpoint-state">
-                                {move || match st {
-                                    "deleted" => t_string!(i18n, checkpoints.deleted),
-                                    "best" => t_string!(i18n, checkpoints.best),
-                                    _ => t_string!(i18n, checkpoints.kept),
-                                }}
-                            </span>
-                        </td>
+                        <td><CheckpointBadge state=st degenerate=c.degenerate /></td>
                         <td><code title=c.sha256.clone()>{short_sha(&c.sha256)}</code></td>
                         <td class="nowrap"><Timestamp at=c.created_at.clone() /></td>
-                        <td>
-                            {(c.deleted_at.is_none()).then(|| view! {
-                                <a class="button button-small" href=download_url(workspace_id, c.id) download="" rel="external" data-testid="checkpoint-download">
-                                    {t!(i18n, checkpoints.download)}
-                                </a>
-                            })}
-                        </td>
                         {served}
-                        {deploy}
+                        <td>{actions}</td>
                     </tr>
                 }
             }).collect_view()}
         </DataTable>
     }
     .into_any()
+}
+
+/// Why a checkpoint learned nothing, in words.
+pub fn degenerate_text(locale: Locale, why: Degenerate) -> String {
+    match why {
+        Degenerate::OneLabel => td_string!(locale, checkpoints.one_label).to_string(),
+        Degenerate::AtChance => td_string!(locale, checkpoints.at_chance).to_string(),
+    }
+}
+
+/// The checkpoint's state as a badge; a degenerate one says why in its title, so that nobody
+/// mistakes the first of a failed run for a model worth deploying.
+#[component]
+pub fn CheckpointBadge(state: CheckpointState, degenerate: Option<Degenerate>) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <span class=format!("badge badge-ckpt badge-ckpt-{}", state.as_str()) data-testid="checkpoint-state"
+            title=move || degenerate.map(|why| degenerate_text(i18n.get_locale(), why))>
+            {move || match state {
+                CheckpointState::Deleted => t_string!(i18n, checkpoints.deleted),
+                CheckpointState::Degenerate => t_string!(i18n, checkpoints.degenerate),
+                CheckpointState::Best => t_string!(i18n, checkpoints.best),
+                CheckpointState::Kept => t_string!(i18n, checkpoints.kept),
+            }}
+        </span>
+    }
 }

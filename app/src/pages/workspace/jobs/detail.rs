@@ -29,7 +29,7 @@ use crate::api::{
     endpoints::list_endpoints,
     jobs::{get_job, JobAction},
 };
-use crate::components::confirm::{Busy, Confirm, DeleteButton};
+use crate::components::confirm::{AskButton, Busy, Confirm};
 use crate::components::form::on_answer;
 use crate::components::http::{slot, Slot};
 use crate::components::notice::ErrorNotice;
@@ -41,7 +41,7 @@ use crate::i18n::*;
 use crate::pages::workspace::{section_heading, use_detail};
 use contracts::error::AppError;
 use contracts::types::{
-    BaseModel, EndpointSummary, JobDetail, JobStatus, JobVerb, LogLine, MetricPoint,
+    BaseModel, CheckpointInfo, EndpointSummary, JobDetail, JobStatus, JobVerb, LogLine, MetricPoint,
 };
 
 /// How often the job is read again (for its checkpoints) while it is not over.
@@ -176,6 +176,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
         <JobCharts points=metrics />
         <section class="card" aria-labelledby="job-checkpoints-title" data-testid="job-checkpoints">
             <h2 id="job-checkpoints-title">{t!(i18n, job_detail.checkpoints_title)}</h2>
+            <DegenerateAdvice live />
             {move || if checkpoints.with(Vec::is_empty) {
                 view! { <p class="muted" data-testid="checkpoints-empty">{t!(i18n, job_detail.checkpoints_empty)}</p> }.into_any()
             } else {
@@ -183,7 +184,7 @@ fn JobView(detail: JobDetail) -> impl IntoView {
             }}
         </section>
         <EvaluationsCard workspace_id checkpoints job_id can_edit />
-        <JobLog workspace_id job_id lines=logs />
+        <JobLog workspace_id job_id lines=logs over />
         <section class="card" aria-labelledby="job-spec-title">
             <h2 id="job-spec-title">{t!(i18n, job_detail.spec_title)}</h2>
             <p class="hint">{t!(i18n, job_detail.spec_hint)}</p>
@@ -191,6 +192,53 @@ fn JobView(detail: JobDetail) -> impl IntoView {
         </section>
     }
     .into_any()
+}
+
+/// When the run is over and every checkpoint it kept learned nothing: what usually helps, given how it
+/// started and how its dev set is balanced.
+#[component]
+fn DegenerateAdvice(live: RwSignal<JobDetail>) -> impl IntoView {
+    let i18n = use_i18n();
+    let workspace_id = live.with_untracked(|d| d.summary.workspace_id);
+    // (from scratch, one label holds most of the dev set), while there is advice to give.
+    let advice = Memo::new(move |_| {
+        live.with(|d| {
+            let kept: Vec<&CheckpointInfo> = d
+                .checkpoints
+                .iter()
+                .filter(|c| c.deleted_at.is_none())
+                .collect();
+            // Judged once the run is over: an early checkpoint of a run that learns is often no better.
+            let useless = !kept.is_empty() && kept.iter().all(|c| c.degenerate.is_some());
+            if !d.summary.status.is_final() || !useless {
+                return None;
+            }
+            let from_scratch =
+                d.spec.base_checkpoint_id.is_none() && d.spec.pretrained_model_id.is_none();
+            let skewed = kept.iter().filter_map(|c| c.metrics.as_ref()).any(|m| {
+                let most = m.per_class.iter().map(|c| c.support).max().unwrap_or(0);
+                m.count > 0 && most as f64 >= 0.6 * m.count as f64
+            });
+            Some((from_scratch, skewed))
+        })
+    });
+    move || {
+        advice.get().map(|(from_scratch, skewed)| view! {
+            <div class="notice notice-warning" role="status" data-testid="job-degenerate-advice">
+                <p><strong>{t!(i18n, job_detail.degenerate_title)}</strong></p>
+                <ul>
+                    {from_scratch.then(|| view! {
+                        <li data-advice="pretrained">
+                            {t!(i18n, job_detail.advice_pretrained)}" "
+                            <A href=format!("/w/{workspace_id}/models")>{t!(i18n, job_detail.advice_models)}</A>
+                        </li>
+                    })}
+                    {skewed.then(|| view! { <li data-advice="balance">{t!(i18n, job_detail.advice_balance)}</li> })}
+                    <li data-advice="longer">{t!(i18n, job_detail.advice_longer)}</li>
+                </ul>
+            </div>
+        })
+    }
 }
 
 #[component]
@@ -301,7 +349,7 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
     let navigate = use_navigate();
     let (workspace_id, job_id) = live.with_untracked(|d| (d.summary.workspace_id, d.summary.id));
     let action = ServerAction::<JobAction>::new();
-    let confirming = RwSignal::new(false);
+    let (confirming, cancelling) = (RwSignal::new(false), RwSignal::new(false));
     let error = RwSignal::new(None::<AppError>);
     on_answer(action, error, move |answer| match answer {
         Some(detail) if detail.summary.id == job_id => live.set(detail),
@@ -341,10 +389,9 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
                     }
                     .into_any()
                 } else {
+                    let busy = Signal::derive(move || busy.get() || s == JobStatus::Cancelling);
                     view! {
-                        <button type="button" class="button" data-testid="job-cancel" disabled=move || busy.get() || s == JobStatus::Cancelling on:click=move |_| act(JobVerb::Cancel)()>
-                            {t!(i18n, job_detail.cancel)}
-                        </button>
+                        <AskButton name="job-cancel" open=cancelling busy class="button">{t!(i18n, job_detail.cancel)}</AskButton>
                     }
                     .into_any()
                 }
@@ -353,10 +400,12 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
                 {t!(i18n, job_detail.clone)}
             </A>
             {move || status.get().is_final().then(|| view! {
-                <DeleteButton name="job-delete" open=confirming busy>{t!(i18n, job_detail.delete)}</DeleteButton>
+                <AskButton name="job-delete" open=confirming busy>{t!(i18n, job_detail.delete)}</AskButton>
             })}
             <Busy busy />
         </div>
+        <Confirm name="job-cancel" open=cancelling busy question=move || t!(i18n, job_detail.cancel_confirm)
+            yes=move || t!(i18n, job_detail.cancel_yes) on_yes=move || { cancelling.set(false); act(JobVerb::Cancel)() } refused=error />
         <Confirm name="job-delete" open=confirming busy question=move || t!(i18n, job_detail.delete_confirm)
             yes=move || t!(i18n, job_detail.delete_yes) on_yes=act(JobVerb::Delete) refused=error />
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}

