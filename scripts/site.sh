@@ -93,6 +93,9 @@ for (const name of fs.readdirSync(dir).filter((f) => /\.(wasm|js|css)$/.test(f))
   const quality = { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: data.length };
   fs.writeFileSync(file + ".br", zlib.brotliCompressSync(data, { params: quality }));
   fs.writeFileSync(file + ".gz", zlib.gzipSync(data, { level: 9 }));
+  // One Last-Modified for every variant, so that revalidating in another encoding still gets a 304.
+  const { atime, mtime } = fs.statSync(file);
+  for (const packed of [file + ".br", file + ".gz"]) fs.utimesSync(packed, atime, mtime);
 }' "$new/pkg"
 
 inputs >"$site.inputs.new"

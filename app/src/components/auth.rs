@@ -61,13 +61,14 @@ pub fn RedirectIfSignedIn() -> impl IntoView {
     view! { <RedirectWhen when=|user| matches!(user, Ok(Some(_))) to=use_next() /> }
 }
 
-/// `/signin?next=<path?search>`: the sign-in page that comes back to this page. The server's page
-/// guard answers a signed-out page load with it too.
+/// `/signin?next=<path?search>`: the sign-in page that comes back to this page (plain `/signin` for
+/// the home page, where signing in leads anyway). The server's page guard answers a signed-out page
+/// load with it too.
 pub fn signin_url(path: &str, search: &str) -> String {
-    let here = if search.is_empty() {
-        path.to_string()
-    } else {
-        format!("{path}?{search}")
+    let here = match (path, search) {
+        ("/", "") => return "/signin".to_string(),
+        (path, "") => path.to_string(),
+        (path, search) => format!("{path}?{search}"),
     };
     format!("/signin?{}", query(&[("next", &here)]))
 }
@@ -114,6 +115,7 @@ mod tests {
             super::signin_url("/w/3/jobs", ""),
             "/signin?next=%2Fw%2F3%2Fjobs"
         );
+        assert_eq!(super::signin_url("/", ""), "/signin");
         assert_eq!(
             super::signin_url("/w/3/jobs/new", "dataset=2&x=a b"),
             "/signin?next=%2Fw%2F3%2Fjobs%2Fnew%3Fdataset%3D2%26x%3Da%20b"
