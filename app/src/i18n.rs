@@ -10,6 +10,7 @@ include!(concat!(env!("OUT_DIR"), "/i18n/mod.rs"));
 
 pub use i18n::*;
 
+use contracts::data::{Issue, IssueDetail, IssueKind};
 use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
 
 /// The message for `err` in `locale`: an exhaustive match on its [`ErrorCode`], so a code without a
@@ -81,6 +82,120 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
         Rule::NotWith { other } => {
             td_string!(locale, rules.not_with, other = other.clone()).to_string()
         }
+        Rule::Data { issue } => issue_located(locale, issue),
+        Rule::AndMore { more } => {
+            td_string!(locale, data_issues.and_more, more = *more).to_string()
+        }
+    }
+}
+
+/// A data file's problem in `locale` with its place in front (`第 7 行，label：缺少标签。`).
+pub fn issue_located(locale: Locale, issue: &Issue) -> String {
+    let what = issue_text(locale, issue);
+    match (issue.line, issue.field.clone()) {
+        (Some(line), Some(field)) => td_string!(
+            locale,
+            data_issues.at_line_field,
+            line = line,
+            field = field,
+            what = what
+        )
+        .to_string(),
+        (Some(line), None) => {
+            td_string!(locale, data_issues.at_line, line = line, what = what).to_string()
+        }
+        (None, Some(field)) => {
+            td_string!(locale, data_issues.at_field, field = field, what = what).to_string()
+        }
+        (None, None) => what,
+    }
+}
+
+/// What a data file's problem is, in `locale`: worded from its kind and detail, never from the English
+/// message (a report stored before details existed gets its kind's general sentence).
+pub fn issue_text(locale: Locale, issue: &Issue) -> String {
+    use IssueDetail as D;
+    use IssueKind as K;
+    match (&issue.detail, issue.kind) {
+        (Some(D::Utf16), _) => td_string!(locale, data_issues.utf16).to_string(),
+        (Some(D::LooksGb18030), _) => td_string!(locale, data_issues.looks_gb18030).to_string(),
+        (Some(D::BadByte { byte, offset }), _) => {
+            let byte = format!("{byte:02X}");
+            td_string!(locale, data_issues.bad_byte, byte = byte, offset = *offset).to_string()
+        }
+        (Some(D::ConvertedFromGb18030), _) => td_string!(locale, data_issues.converted).to_string(),
+        (Some(D::HeaderColumns { columns }), _) => {
+            let columns = columns.join(", ");
+            td_string!(locale, data_issues.header_columns, columns = columns).to_string()
+        }
+        (Some(D::FieldCount { expected, found }), _) => {
+            let (expected, found) = (*expected, *found);
+            td_string!(
+                locale,
+                data_issues.field_count,
+                expected = expected,
+                found = found
+            )
+            .to_string()
+        }
+        (Some(D::NotJson), _) => td_string!(locale, data_issues.not_json).to_string(),
+        (Some(D::NotObject), _) => td_string!(locale, data_issues.not_object).to_string(),
+        (
+            Some(D::WrongType {
+                integer_allowed: false,
+            }),
+            _,
+        ) => td_string!(locale, data_issues.wrong_type).to_string(),
+        (
+            Some(D::WrongType {
+                integer_allowed: true,
+            }),
+            _,
+        ) => td_string!(locale, data_issues.wrong_type_or_integer).to_string(),
+        (Some(D::DuplicateOf { line }), _) => {
+            td_string!(locale, data_issues.duplicate_of, line = *line).to_string()
+        }
+        (Some(D::ConflictsWith { line, there, here }), _) => {
+            let (there, here) = (there.clone(), here.clone());
+            td_string!(
+                locale,
+                data_issues.conflicting_with,
+                line = *line,
+                there = there,
+                here = here
+            )
+            .to_string()
+        }
+        (Some(D::UnknownLabel { label, known }), _) => {
+            let (label, known) = (label.clone(), known.join(", "));
+            td_string!(
+                locale,
+                data_issues.unknown_label_named,
+                label = label,
+                known = known
+            )
+            .to_string()
+        }
+        (Some(D::OnlyLabel { label }), _) => {
+            let label = label.clone();
+            td_string!(locale, data_issues.single_label_named, label = label).to_string()
+        }
+        (Some(D::OverLength { rows, limit }), _) => {
+            let (rows, limit) = (*rows, *limit);
+            td_string!(locale, data_issues.over_length, rows = rows, limit = limit).to_string()
+        }
+        (None, K::Encoding) => td_string!(locale, data_issues.encoding).to_string(),
+        (None, K::EmptyFile) => td_string!(locale, data_issues.empty_file).to_string(),
+        (None, K::UnknownFormat) => td_string!(locale, data_issues.unknown_format).to_string(),
+        (None, K::MissingColumn) => td_string!(locale, data_issues.missing_column).to_string(),
+        (None, K::Malformed) => td_string!(locale, data_issues.malformed).to_string(),
+        (None, K::EmptyText) => td_string!(locale, data_issues.empty_text).to_string(),
+        (None, K::MissingLabel) => td_string!(locale, data_issues.missing_label).to_string(),
+        (None, K::UnknownLabel) => td_string!(locale, data_issues.unknown_label).to_string(),
+        (None, K::Duplicate) => td_string!(locale, data_issues.duplicate).to_string(),
+        (None, K::ConflictingDuplicate) => td_string!(locale, data_issues.conflicting).to_string(),
+        (None, K::Truncated) => td_string!(locale, data_issues.truncated).to_string(),
+        (None, K::SingleLabel) => td_string!(locale, data_issues.single_label).to_string(),
     }
 }
 
@@ -190,6 +305,7 @@ fn message(locale: Locale, code: ErrorCode) -> Message {
         C::PretrainedNameInvalid => Whole(td_string!(locale, errors.pretrained_name_invalid)),
         C::PretrainedNameTaken => Whole(td_string!(locale, errors.pretrained_name_taken)),
         C::QuotaInvalid => Whole(td_string!(locale, errors.quota_invalid)),
+        C::RegistryMirrorInvalid => Whole(td_string!(locale, errors.registry_mirror_invalid)),
         C::RoleInvalid => Whole(td_string!(locale, errors.role_invalid)),
         C::SignupDisabled => Whole(td_string!(locale, errors.signup_disabled)),
         C::SlugInvalid => Whole(td_string!(locale, errors.slug_invalid)),
@@ -317,6 +433,157 @@ mod tests {
             Some("\"lots\" is not a size")
         );
         assert!(error_text(Locale::zh, &err).ends_with("memory: \"lots\" is not a size"));
+    }
+
+    /// Each data problem a validator reports is worded in Chinese from its kind and detail, with its
+    /// figures and names, and never by quoting the English message.
+    #[test]
+    fn every_data_issue_is_worded_in_both_languages_with_its_figures() {
+        use IssueDetail as D;
+        use IssueKind as K;
+        let details = [
+            (K::Encoding, Some(D::Utf16), vec![]),
+            (K::Encoding, Some(D::LooksGb18030), vec![]),
+            (
+                K::Encoding,
+                Some(D::BadByte {
+                    byte: 0xFF,
+                    offset: 12,
+                }),
+                vec!["0xFF", "12"],
+            ),
+            (K::Encoding, Some(D::ConvertedFromGb18030), vec![]),
+            (
+                K::MissingColumn,
+                Some(D::HeaderColumns {
+                    columns: vec!["txt".into(), "lbl".into()],
+                }),
+                vec!["txt, lbl"],
+            ),
+            (
+                K::Malformed,
+                Some(D::FieldCount {
+                    expected: 2,
+                    found: 3,
+                }),
+                vec!["2", "3"],
+            ),
+            (K::Malformed, Some(D::NotJson), vec![]),
+            (K::Malformed, Some(D::NotObject), vec![]),
+            (
+                K::Malformed,
+                Some(D::WrongType {
+                    integer_allowed: false,
+                }),
+                vec![],
+            ),
+            (
+                K::Malformed,
+                Some(D::WrongType {
+                    integer_allowed: true,
+                }),
+                vec![],
+            ),
+            (K::Duplicate, Some(D::DuplicateOf { line: 42 }), vec!["42"]),
+            (
+                K::ConflictingDuplicate,
+                Some(D::ConflictsWith {
+                    line: 42,
+                    there: "好评".into(),
+                    here: "差评".into(),
+                }),
+                vec!["42", "好评", "差评"],
+            ),
+            (
+                K::UnknownLabel,
+                Some(D::UnknownLabel {
+                    label: "neutral".into(),
+                    known: vec!["neg".into(), "pos".into()],
+                }),
+                vec!["neutral", "neg, pos"],
+            ),
+            (
+                K::SingleLabel,
+                Some(D::OnlyLabel {
+                    label: "pos".into(),
+                }),
+                vec!["pos"],
+            ),
+            (
+                K::Truncated,
+                Some(D::OverLength {
+                    rows: 17,
+                    limit: 128,
+                }),
+                vec!["17", "128"],
+            ),
+        ];
+        let plain = [
+            K::Encoding,
+            K::EmptyFile,
+            K::UnknownFormat,
+            K::MissingColumn,
+            K::Malformed,
+            K::EmptyText,
+            K::MissingLabel,
+            K::UnknownLabel,
+            K::Duplicate,
+            K::ConflictingDuplicate,
+            K::Truncated,
+            K::SingleLabel,
+        ]
+        .map(|kind| (kind, None, vec![]));
+        let mut seen = std::collections::HashSet::new();
+        for (kind, detail, figures) in details.into_iter().chain(plain) {
+            let issue = Issue {
+                detail,
+                ..Issue::error(kind, None, None, "SERVER MESSAGE".into())
+            };
+            let (zh, en) = (
+                issue_text(Locale::zh, &issue),
+                issue_text(Locale::en, &issue),
+            );
+            assert!(
+                !zh.contains("SERVER") && !en.contains("SERVER"),
+                "{issue:?}"
+            );
+            assert!(
+                zh.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+                "{issue:?}: {zh}"
+            );
+            assert!(
+                seen.insert(en.clone()),
+                "{issue:?} says what another says: {en}"
+            );
+            for figure in figures {
+                assert!(
+                    zh.contains(figure) && en.contains(figure),
+                    "{issue:?} lacks {figure}: {zh} / {en}"
+                );
+            }
+        }
+        let issue = Issue::in_cell(K::MissingLabel, 7, "label", "missing label");
+        assert_eq!(
+            issue_located(Locale::zh, &issue),
+            "第 7 行，label：缺少标签。"
+        );
+        assert_eq!(
+            issue_located(Locale::en, &issue),
+            "line 7, label: Missing label."
+        );
+        let refused = FieldProblem::new(
+            "file",
+            Rule::Data {
+                issue: Box::new(issue),
+            },
+            "line 7, label: missing label",
+        );
+        assert_eq!(
+            problem_text(Locale::zh, &refused),
+            "第 7 行，label：缺少标签。"
+        );
+        let more = FieldProblem::new("file", Rule::AndMore { more: 9 }, "… and 9 more");
+        assert_eq!(problem_text(Locale::zh, &more), "……另有 9 个问题。");
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub mod error;
 pub mod exec;
 pub mod labels;
 pub mod lifecycle;
+pub mod mirror;
 pub mod preflight;
 pub mod reconcile;
 pub mod spec;

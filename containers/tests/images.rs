@@ -9,6 +9,7 @@ use std::sync::Mutex;
 use common::{log_to, Guard};
 use containers::build::{BuildOptions, BuiltImage};
 use containers::catalog::BUSYBOX_BASE;
+use containers::mirror::Mirror;
 use containers::spec::RuntimeLayer;
 use containers::{labels, EnvSpec, Error};
 
@@ -292,6 +293,7 @@ async fn unavailable_images_fail_quickly_and_plainly() {
         .docker
         .ensure_image(
             &format!("paddock/{}:missing", g.prefix),
+            None,
             &mut log_to(&lines),
         )
         .await
@@ -392,5 +394,185 @@ async fn a_failed_stage_takes_the_stages_before_it_along() {
             "stage image {stage} was removed: {lines:#?}"
         );
     }
+    g.finish().await;
+}
+
+/// A registry that holds one image, as a mirror of Docker Hub would: the Docker Registry HTTP API v2's
+/// read side (`/v2/`, manifests, blobs) over plain HTTP, which Docker speaks to loopback addresses. It
+/// counts the requests for its manifest, so a test can tell that a pull went through it.
+mod registry {
+    use std::collections::HashMap;
+    use std::io::Read;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use axum::http::{header, StatusCode, Uri};
+    use axum::response::{IntoResponse, Response};
+    use futures_util::StreamExt;
+    use sha2::{Digest, Sha256};
+
+    const MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+
+    pub struct Registry {
+        pub port: u16,
+        pub manifest_requests: Arc<AtomicUsize>,
+    }
+
+    fn digest(bytes: &[u8]) -> String {
+        format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+    }
+
+    /// `image` as `docker save` writes it, turned into what a registry serves under `repository:tag`.
+    pub async fn serve(
+        docker: &containers::Docker,
+        image: &str,
+        repository: &str,
+        tag: &str,
+    ) -> Registry {
+        let mut saved = Vec::new();
+        let mut stream = docker.api().export_image(image);
+        while let Some(chunk) = stream.next().await {
+            saved.extend_from_slice(&chunk.unwrap());
+        }
+        let mut files = HashMap::new();
+        for entry in tar::Archive::new(saved.as_slice()).entries().unwrap() {
+            let mut entry = entry.unwrap();
+            let path = entry.path().unwrap().to_string_lossy().into_owned();
+            let mut bytes = Vec::new();
+            entry.read_to_end(&mut bytes).unwrap();
+            files.insert(path, bytes);
+        }
+        let index: serde_json::Value = serde_json::from_slice(&files["manifest.json"]).unwrap();
+        let config = files[index[0]["Config"].as_str().unwrap()].clone();
+        let mut blobs = HashMap::new();
+        let mut layers = Vec::new();
+        for layer in index[0]["Layers"].as_array().unwrap() {
+            // Served as saved, uncompressed: Docker detects the compression of what it downloads.
+            let bytes = files[layer.as_str().unwrap()].clone();
+            layers.push(serde_json::json!({
+                "mediaType": "application/vnd.docker.image.rootfs.diff.tar.gzip",
+                "size": bytes.len(),
+                "digest": digest(&bytes),
+            }));
+            blobs.insert(digest(&bytes), bytes);
+        }
+        let manifest = serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": MANIFEST,
+            "config": {
+                "mediaType": "application/vnd.docker.container.image.v1+json",
+                "size": config.len(),
+                "digest": digest(&config),
+            },
+            "layers": layers,
+        }))
+        .unwrap();
+        blobs.insert(digest(&config), config);
+
+        let manifest_requests = Arc::new(AtomicUsize::new(0));
+        let counter = manifest_requests.clone();
+        // Docker asks by tag, then again by the digest the first answer gave.
+        let manifest_paths = [
+            format!("/v2/{repository}/manifests/{tag}"),
+            format!("/v2/{repository}/manifests/{}", digest(&manifest)),
+        ];
+        let blob_prefix = format!("/v2/{repository}/blobs/");
+        let (blobs, manifest) = (Arc::new(blobs), Arc::new(manifest));
+        let app = axum::Router::new().fallback(move |uri: Uri| {
+            let (blobs, manifest, counter) = (blobs.clone(), manifest.clone(), counter.clone());
+            let (manifest_paths, blob_prefix) = (manifest_paths.clone(), blob_prefix.clone());
+            async move {
+                let path = uri.path();
+                let found = |content_type: &str, bytes: Vec<u8>| -> Response {
+                    let digest = digest(&bytes);
+                    (
+                        [
+                            (header::CONTENT_TYPE, content_type.to_string()),
+                            (
+                                header::HeaderName::from_static("docker-content-digest"),
+                                digest,
+                            ),
+                        ],
+                        bytes,
+                    )
+                        .into_response()
+                };
+                if path == "/v2/" || path == "/v2" {
+                    return found("application/json", b"{}".to_vec());
+                }
+                if manifest_paths.iter().any(|p| p == path) {
+                    counter.fetch_add(1, Ordering::SeqCst);
+                    return found(MANIFEST, manifest.to_vec());
+                }
+                match path.strip_prefix(&blob_prefix).and_then(|d| blobs.get(d)) {
+                    Some(bytes) => found("application/octet-stream", bytes.clone()),
+                    None => StatusCode::NOT_FOUND.into_response(),
+                }
+            }
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Registry {
+            port,
+            manifest_requests,
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_docker_hub_image_comes_through_the_mirror_under_its_own_name() {
+    let Some((_builds, g, lines, base_id)) = on_busybox_base().await else {
+        return;
+    };
+    // A Docker Hub name (no registry in it), which no registry reachable here has.
+    let reference = format!("{}/busybox:mirrored", g.prefix);
+    let registry = registry::serve(
+        &g.docker,
+        BUSYBOX_BASE,
+        &format!("hub/{}/busybox", g.prefix),
+        "mirrored",
+    )
+    .await;
+    let mirror = Mirror::parse(&format!("127.0.0.1:{}/hub", registry.port)).unwrap();
+    let mirrored = mirror.rewrite(&reference).unwrap();
+    g.image(&reference);
+    g.image(&mirrored);
+
+    let id = g
+        .docker
+        .ensure_image(&reference, Some(&mirror), &mut log_to(&lines))
+        .await
+        .unwrap();
+    assert_eq!(id, base_id, "the same image, by content");
+    assert!(
+        registry
+            .manifest_requests
+            .load(std::sync::atomic::Ordering::SeqCst)
+            >= 1,
+        "pulled from the mirror"
+    );
+    let info = g.docker.image_info(&reference).await.unwrap();
+    assert_eq!(info.id, base_id, "tagged under the name the spec gave");
+    let log = lines.lock().unwrap().join("\n");
+    assert!(
+        log.contains(&mirrored),
+        "the build log says where it came from: {log}"
+    );
+
+    // Present now, it is not pulled again.
+    let before = registry
+        .manifest_requests
+        .load(std::sync::atomic::Ordering::SeqCst);
+    g.docker
+        .ensure_image(&reference, Some(&mirror), &mut log_to(&lines))
+        .await
+        .unwrap();
+    assert_eq!(
+        registry
+            .manifest_requests
+            .load(std::sync::atomic::Ordering::SeqCst),
+        before
+    );
     g.finish().await;
 }

@@ -286,7 +286,52 @@ pub struct Issue {
     pub line: Option<usize>,
     /// Column or JSON key at fault, when there is one.
     pub field: Option<String>,
+    /// The English sentence, for the command line and logs.
     pub message: String,
+    /// The names and figures `message` was made from, for pages that say it in another language.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<IssueDetail>,
+}
+
+/// What an [`Issue`] is about beyond its kind and place: what a translation needs to word it, so that
+/// no page has to take the English `message` apart. Kinds whose word says it all (an empty text, a
+/// missing label) have none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "what", rename_all = "snake_case")]
+pub enum IssueDetail {
+    /// The file starts with a UTF-16 byte-order mark.
+    Utf16,
+    /// The file reads as GBK/GB18030 and was not asked to be converted.
+    LooksGb18030,
+    /// The first byte that is not UTF-8, and where it is.
+    BadByte { byte: u8, offset: usize },
+    /// GBK/GB18030, converted to UTF-8 on reading.
+    ConvertedFromGb18030,
+    /// The header lacks the column in `field`; these are the ones it has.
+    HeaderColumns { columns: Vec<String> },
+    /// A row with another number of fields than the header.
+    FieldCount { expected: usize, found: usize },
+    /// A line that is not JSON.
+    NotJson,
+    /// A JSON line that is not an object.
+    NotObject,
+    /// A JSON cell that is not a string (nor an integer, where `integer_allowed`).
+    WrongType { integer_allowed: bool },
+    /// The same text (and label) as an earlier line.
+    DuplicateOf { line: usize },
+    /// The same text as an earlier line, with another label.
+    ConflictsWith {
+        line: usize,
+        there: String,
+        here: String,
+    },
+    /// A label the dataset's label list lacks.
+    UnknownLabel { label: String, known: Vec<String> },
+    /// The one label every row has.
+    OnlyLabel { label: String },
+    /// How many rows are longer than the model takes.
+    OverLength { rows: usize, limit: usize },
 }
 
 impl Issue {
@@ -307,6 +352,15 @@ impl Issue {
             line,
             field,
             message,
+            detail: None,
+        }
+    }
+
+    /// This issue with what a translation needs to word it.
+    pub fn with(self, detail: IssueDetail) -> Self {
+        Issue {
+            detail: Some(detail),
+            ..self
         }
     }
 

@@ -193,6 +193,9 @@ pub struct InstanceSettings {
     pub max_uploads_per_user: u32,
     /// Live streams (log and metric streams, terminals) one user may have open at once.
     pub max_streams_per_user: u32,
+    /// Where missing Docker Hub base images are pulled from (`host[:port][/path]`); none: Docker Hub.
+    #[serde(default)]
+    pub registry_mirror: Option<String>,
 }
 
 /// The largest value a cap may be set to.
@@ -216,6 +219,9 @@ pub struct SettingsChange {
     pub max_uploads_per_user: Option<u32>,
     #[serde(default)]
     pub max_streams_per_user: Option<u32>,
+    /// `host[:port][/path]` of a Docker Hub mirror; an empty text removes it.
+    #[serde(default)]
+    pub registry_mirror: Option<String>,
 }
 
 // ---- environments ---------------------------------------------------------------------------------
@@ -785,6 +791,62 @@ impl JobStatus {
     }
 }
 
+/// Why a job's status last changed: a stable word, what the code decides on. The message beside it is
+/// for people, in the words of whoever ended the job; pages word the reason in their own language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "sqlx", derive(sqlx::Type), sqlx(rename_all = "snake_case"))]
+#[serde(rename_all = "snake_case")]
+pub enum JobReason {
+    /// The scheduler placed it (queued → starting).
+    Scheduled,
+    /// Its process or container runs (starting → running).
+    Launched,
+    /// The server restarted before it ran (starting → queued).
+    Requeued,
+    /// It could not be started.
+    StartFailed,
+    /// A person asked it to stop, or cancelled it before it ran.
+    CancelRequested,
+    /// It reached its time limit: asked to stop with a checkpoint, and it ends as failed.
+    TimeLimit,
+    /// The trainer finished its epochs.
+    Completed,
+    /// The trainer stopped early: the dev metric stopped improving.
+    EarlyStopped,
+    /// The trainer reported a failure.
+    TrainerFailed,
+    /// Stopped by a signal nobody in Paddock sent.
+    Signal,
+    /// The process ended without saying how, or disappeared.
+    Exited,
+    /// Its workspace was deleted.
+    WorkspaceDeleted,
+    /// The server stopped it to move its data directory to a new layout.
+    Interrupted,
+}
+
+impl JobReason {
+    /// The stored word (`cancel_requested`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobReason::Scheduled => "scheduled",
+            JobReason::Launched => "launched",
+            JobReason::Requeued => "requeued",
+            JobReason::StartFailed => "start_failed",
+            JobReason::CancelRequested => "cancel_requested",
+            JobReason::TimeLimit => "time_limit",
+            JobReason::Completed => "completed",
+            JobReason::EarlyStopped => "early_stopped",
+            JobReason::TrainerFailed => "trainer_failed",
+            JobReason::Signal => "signal",
+            JobReason::Exited => "exited",
+            JobReason::WorkspaceDeleted => "workspace_deleted",
+            JobReason::Interrupted => "interrupted",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct JobSummary {
@@ -792,6 +854,9 @@ pub struct JobSummary {
     pub workspace_id: WorkspaceId,
     pub name: String,
     pub status: JobStatus,
+    /// Why the status last changed; none for a job that has not moved since it was queued.
+    #[serde(default)]
+    pub status_reason: Option<JobReason>,
     pub status_message: Option<String>,
     pub exit_code: Option<i64>,
     pub executor: ExecutorKind,
@@ -1146,8 +1211,26 @@ pub struct EndpointSummary {
     pub replicas: u32,
     pub ready_replicas: u32,
     pub status: EndpointStatus,
+    /// What went wrong last, in the words of the part that failed (a replica's exit, the parity gate).
     pub status_message: Option<String>,
+    /// The change of a ready endpoint under way, typed so each page says it in its own language.
+    pub change: Option<ChangeUnderWay>,
     pub created_at: String,
+}
+
+/// A change of a ready endpoint that its replicas are being moved to (new replicas first, then the old
+/// ones drained), stored while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ChangeUnderWay {
+    /// Another checkpoint, on this many replicas.
+    Rollout {
+        checkpoint_id: CheckpointId,
+        replicas: u32,
+    },
+    /// The same checkpoint on more or fewer replicas.
+    Scale { from: u32, to: u32 },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,5 +1,5 @@
 //! Instance administration, for instance admins only: the sign-up switch, whether pickled model
-//! weights may be uploaded, and enabling or disabling
+//! weights may be uploaded, the Docker Hub mirror base images come from, and enabling or disabling
 //! accounts. Disabling an account ends its sessions and makes its tokens useless at once (both are
 //! checked against the account on every request).
 
@@ -9,7 +9,8 @@ use sqlx::SqlitePool;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
-use contracts::error::{AppError, ErrorCode};
+use containers::mirror::Mirror;
+use contracts::error::{internal, AppError, ErrorCode};
 use contracts::types::{InstanceSettings, SettingsChange, UserAccount, MAX_CAP};
 
 fn require_admin(actor: &Actor) -> Result<(), AppError> {
@@ -29,9 +30,9 @@ pub async fn settings(db: &SqlitePool, actor: &Actor) -> Result<InstanceSettings
 pub(crate) async fn read_settings(
     db: impl sqlx::SqliteExecutor<'_>,
 ) -> Result<InstanceSettings, AppError> {
-    let row: (bool, bool, i64, i64, i64, i64) = sqlx::query_as(
+    let row: (bool, bool, i64, i64, i64, i64, Option<String>) = sqlx::query_as(
         "SELECT signup_enabled, allow_pickled_weights, max_running_environments, max_replicas,
-                max_uploads_per_user, max_streams_per_user
+                max_uploads_per_user, max_streams_per_user, registry_mirror
          FROM instance_settings WHERE id = 1",
     )
     .fetch_one(db)
@@ -44,7 +45,32 @@ pub(crate) async fn read_settings(
         max_replicas: cap(row.3),
         max_uploads_per_user: cap(row.4),
         max_streams_per_user: cap(row.5),
+        registry_mirror: row.6,
     })
+}
+
+/// The Docker Hub mirror base images are pulled from, when an admin set one.
+pub(crate) async fn registry_mirror(
+    db: impl sqlx::SqliteExecutor<'_>,
+) -> Result<Option<Mirror>, AppError> {
+    let stored: Option<String> =
+        sqlx::query_scalar("SELECT registry_mirror FROM instance_settings WHERE id = 1")
+            .fetch_one(db)
+            .await?;
+    // Stored only once parsed (see `update_settings`), so a failure here is a damaged database.
+    stored
+        .map(|m| Mirror::parse(&m).map_err(|e| internal("stored registry mirror", e)))
+        .transpose()
+}
+
+/// An admin's mirror text: empty removes it, otherwise it must be a registry address.
+fn mirror_setting(text: &str) -> Result<Option<String>, AppError> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    Mirror::parse(text)
+        .map(|m| Some(m.to_string()))
+        .map_err(|why| AppError::invalid("registry_mirror", ErrorCode::RegistryMirrorInvalid, why))
 }
 
 /// Sets the settings the change names, each audited; a cap outside 1–[`MAX_CAP`] is refused at its
@@ -85,7 +111,30 @@ pub async fn update_settings(
             caps.into_iter()
                 .map(|(column, v)| (column, "settings.cap", v.map(i64::from))),
         );
+    let mirror = change
+        .registry_mirror
+        .as_deref()
+        .map(mirror_setting)
+        .transpose()?;
     let mut tx = write_tx(db).await?;
+    if let Some(mirror) = mirror {
+        sqlx::query("UPDATE instance_settings SET registry_mirror = ? WHERE id = 1")
+            .bind(&mirror)
+            .execute(&mut *tx)
+            .await?;
+        let entry = Entry::by(
+            actor,
+            None,
+            "settings.registry_mirror",
+            "instance",
+            "registry_mirror",
+        );
+        audit::record(
+            &mut tx,
+            entry.detail(serde_json::json!({ "value": mirror })),
+        )
+        .await?;
+    }
     for (column, action, value) in fields {
         let Some(value) = value else { continue };
         // `column` is one of the names above, never input.

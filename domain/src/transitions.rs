@@ -11,7 +11,9 @@ use std::fmt::Debug;
 use std::future::Future;
 
 use contracts::error::AppError;
-use contracts::types::{BuildStatus, EndpointStatus, EnvStatus, EvaluationStatus, JobStatus};
+use contracts::types::{
+    BuildStatus, EndpointStatus, EnvStatus, EvaluationStatus, JobReason, JobStatus,
+};
 use sqlx::{Sqlite, SqliteConnection};
 use tracing::Instrument;
 
@@ -71,6 +73,7 @@ macro_rules! stored_by_word {
 }
 stored_by_word!(
     JobStatus,
+    JobReason,
     EvaluationStatus,
     EndpointStatus,
     BuildStatus,

@@ -18,7 +18,7 @@ import { fileURLToPath } from 'node:url';
 
 import { startStory } from '../support/story.js';
 import { PHONE, hydrated, plantMarker, readMarker, screenshot, withPerson } from '../support/browser.js';
-import { assertAccessibleBasics, assertInView, assertNoHorizontalOverflow, waitForText } from '../support/checks.js';
+import { assertAccessibleBasics, assertInView, assertNoHorizontalOverflow, assertNotEnglish, waitForText } from '../support/checks.js';
 import { DatasetPage, DatasetsListPage } from '../pages/datasets.js';
 import { EvaluationsPanel, JobFormPage, JobPage, JobsListPage, ModelsPage } from '../pages/jobs.js';
 import { DeployDialog } from '../pages/endpoints.js';
@@ -55,8 +55,10 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await list.upload(BAD, 'bad-rows');
     await list.problems.waitFor();
     const problems = await list.problems.textContent();
-    assert.match(problems, /line 7, label: missing label/);
-    assert.match(problems, /line 5: expected 2 fields/);
+    // In the page's language, each with its line (the server's English sentence is not shown).
+    assert.match(problems, /第 7 行，label：缺少标签。/);
+    assert.match(problems, /第 5 行：应与表头一样有 2 个字段，实际有 3 个。/);
+    assertNotEnglish(problems, ['label']);
     assert.equal(await list.fileInput.getAttribute('aria-invalid'), 'true');
     assert.equal(await readMarker(page), marker, 'the page was not reloaded');
     await assertAccessibleBasics(page);
@@ -108,8 +110,20 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     const { page } = story.owner;
     const list = new DatasetsListPage(page);
     await list.goto(story.workspaceId);
-    await list.create(GBK);
+    // Chosen, before anything is sent: what it is, that it will be converted, and its rows converted.
+    await list.fileInput.setInputFiles(GBK);
+    const preview = page.getByTestId('encoding-preview');
+    await waitForText(preview, '上传时会转换为 UTF-8');
+    assert.equal(await preview.getAttribute('data-encoding'), 'gb18030');
+    await waitForText(preview, '早餐太差了');
+    // Asking for UTF-8 instead says the upload would be refused.
+    await page.locator('.columns-choice summary').click();
+    await page.getByTestId('dataset-encoding').selectOption('utf-8');
+    await waitForText(preview, '上传会被拒绝');
+    await page.getByTestId('dataset-encoding').selectOption('auto');
+    await page.getByTestId('dataset-upload-submit').click();
     const ds = new DatasetPage(page);
+    await ds.opened();
     await waitForText(page.getByTestId('dataset-converted'), 'GBK / GB18030');
     await waitForText(ds.preview, '早餐太差了');
     await screenshot(page, '08-gbk-converted');

@@ -226,13 +226,16 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     const endpoint = new EndpointPage(page);
     await endpoint.goto(story.workspaceId, endpointId);
     await endpoint.waitForStatus('ready');
-    const message = page.getByTestId('endpoint-message');
+    const change = page.getByTestId('endpoint-change');
 
     await page.getByTestId('scale-replicas').fill('2');
     await page.getByTestId('scale-submit').click();
-    // Under way, the status says so; done, both replicas are ready and the message is gone.
+    // Under way, the status says so in the page's language (the answer to the change carries it);
+    // done, both replicas are ready and the line is gone.
+    await change.filter({ hasText: '副本数正在从 1 调整为 2' }).waitFor();
     await endpoint.replicas.filter({ hasText: '2 / 2' }).waitFor({ timeout: 240_000 });
-    await message.waitFor({ state: 'detached', timeout: 240_000 });
+    await change.waitFor({ state: 'detached', timeout: 240_000 });
+    assert.equal(await page.getByTestId('endpoint-message').count(), 0, 'the change went without a problem');
     assert.equal(await endpoint.replicaRows.count(), 2);
 
     const checkpoint = page.getByTestId('endpoint-checkpoint');
@@ -242,8 +245,9 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     assert.ok(to, `another checkpoint to roll out: ${choices}`);
     await page.getByTestId('rollout-checkpoint').selectOption(to);
     await page.getByTestId('rollout-submit').click();
+    await change.filter({ hasText: `正在换用检查点 #${to}` }).waitFor();
     await checkpoint.filter({ hasText: new RegExp(`#${to}\\b`) }).waitFor({ timeout: 240_000 });
-    await message.waitFor({ state: 'detached', timeout: 240_000 });
+    await change.waitFor({ state: 'detached', timeout: 240_000 });
     await endpoint.waitForStatus('ready');
     await waitForText(endpoint.replicas, '2 / 2');
     const res = await api.post(`/v1/endpoints/${slug}/predict`, {

@@ -61,3 +61,48 @@ export async function assertInView(locator, what) {
 export async function waitForText(locator, text) {
   await locator.filter({ hasText: text }).first().waitFor();
 }
+
+/** Words a Chinese page shows as they are: formats, units, standards and product names — what a Chinese
+ *  engineer writes in Latin letters too. Anything else in Latin letters is English that was not
+ *  translated. */
+const TERMS = [
+  'ERNIE', 'GPU', 'GPUs', 'CPU', 'CUDA', 'API', 'URL', 'JSON', 'JSONL', 'CSV', 'TSV', 'UTF', 'GBK', 'GB',
+  'Big5', 'Docker', 'HTTP', 'HTTPS', 'REST', 'macro', 'fp32', 'fp16', 'bf16', 'AVX512', 'BF16', 'curl',
+  'Python', 'Bearer', 'TOML', 'AVX', 'logits', 'token', 'tokens', 'slug', 'SHA', 'sha256', 'KiB', 'MiB', 'GiB', 'QPS', 'p50', 'p95', 'p99', 'Ctrl', 'Shift',
+  'Hugging', 'Face', 'PaddleNLP', 'tar', 'max_seq_len', 'WordPiece', 'Paddock', 'UTC', 'CLS', 'SEP',
+];
+
+/** The words in `text` that are neither technical terms nor in `allowed` (names the test gave). */
+export function englishWords(text, allowed = []) {
+  const ok = new Set([...TERMS, ...allowed].map((w) => w.toLowerCase()));
+  // File names, paths and commands (`config.json`, `/v1/endpoints/<slug>/predict`, `paddock eval`) are
+  // what they are.
+  const prose = text
+    .replace(/[\w./-]*\w\.[a-z][a-z0-9]{1,11}\b/g, ' ')
+    .replace(/(^|[\s（(])\/[\w<>{}./-]+/g, ' ')
+    .replace(/\bpaddock [a-z][a-z-]*/g, ' ');
+  const words = prose.match(/[A-Za-z][A-Za-z_]{2,}/g) || [];
+  return [...new Set(words.filter((w) => !ok.has(w.toLowerCase())))];
+}
+
+/** `text`, shown on a Chinese page, has no English beyond technical terms, numbers and `allowed`. */
+export function assertNotEnglish(text, allowed = [], where = 'the page') {
+  const words = englishWords(text, allowed);
+  assert.deepEqual(words, [], `English on ${where}: ${words.join(', ')} in «${text.replace(/\s+/g, ' ').slice(0, 600)}»`);
+}
+
+/** Every sentence in the page's main area is Chinese: what the server said included (statuses, reasons,
+ *  report lines, errors). Code, commands, logs and the terminal are what they are and are left out, as
+ *  are the names in `allowed` (of datasets, jobs, people the test made). */
+export async function assertPageNotEnglish(page, allowed = []) {
+  const text = await page.locator('main').evaluate((main) => {
+    const copy = main.cloneNode(true);
+    copy.querySelectorAll('code, pre, kbd, samp, script, style, svg, [translate="no"], [data-raw]').forEach((e) => e.remove());
+    // Text node by text node, so that the words of neighbouring cells stay apart.
+    const walker = document.createTreeWalker(copy, NodeFilter.SHOW_TEXT);
+    const parts = [];
+    while (walker.nextNode()) parts.push(walker.currentNode.nodeValue);
+    return parts.join(' ');
+  });
+  assertNotEnglish(text, allowed, page.url().replace(/^https?:\/\/[^/]+/, ''));
+}

@@ -6,7 +6,8 @@ mod common;
 
 use common::fixture;
 use trainer::data::{
-    validate_file, DataOptions, IssueKind, LabelMap, Measure, Severity, ValidationReport,
+    validate_file, DataOptions, IssueDetail, IssueKind, LabelMap, Measure, Severity,
+    ValidationReport,
 };
 use trainer::events::EventSink;
 use trainer::train::{train, JobConfig, RunControl};
@@ -58,6 +59,19 @@ fn malformed_csv_rows_are_reported_by_line() {
         [(Some(9), IssueKind::Duplicate)]
     );
     assert!(r.warnings[0].message.contains("line 2"));
+    // What a page needs to say each in another language travels beside the English.
+    assert_eq!(
+        r.errors[0].detail,
+        Some(IssueDetail::FieldCount {
+            expected: 2,
+            found: 3
+        })
+    );
+    assert_eq!(r.errors[1].detail, None, "an empty text says it all");
+    assert_eq!(
+        r.warnings[0].detail,
+        Some(IssueDetail::DuplicateOf { line: 2 })
+    );
     // The quoted field with embedded quotes and a comma is one valid row.
     assert_eq!((r.rows, r.valid_rows), (8, 5));
     let err = trainer::data::report::to_result(&r)
@@ -81,6 +95,7 @@ fn gbk_file_is_refused_clearly_or_converted_on_request() {
         "{}",
         r.errors[0].message
     );
+    assert_eq!(r.errors[0].detail, Some(IssueDetail::LooksGb18030));
     assert_eq!(r.valid_rows, 0);
 
     let opts = DataOptions {
@@ -94,6 +109,10 @@ fn gbk_file_is_refused_clearly_or_converted_on_request() {
     assert_eq!(
         located(&v.report, Severity::Warning),
         [(None, IssueKind::Encoding)]
+    );
+    assert_eq!(
+        v.report.warnings[0].detail,
+        Some(IssueDetail::ConvertedFromGb18030)
     );
 }
 
@@ -126,6 +145,13 @@ fn unknown_labels_are_errors_against_a_known_label_set() {
         r.errors[0].message
     );
     assert!(r.errors[1].message.contains("`postive`"));
+    assert_eq!(
+        r.errors[0].detail,
+        Some(IssueDetail::UnknownLabel {
+            label: "neutral".into(),
+            known: vec!["negative".into(), "positive".into()]
+        })
+    );
     // Without a label set every label is accepted and counted.
     let r = report("unknown_labels.tsv", None);
     assert!(r.ok);

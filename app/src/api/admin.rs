@@ -24,6 +24,12 @@ pub async fn set_allow_pickled_weights(allowed: bool) -> Result<InstanceSettings
     change_settings(|change| change.allow_pickled_weights = Some(allowed)).await
 }
 
+/// `mirror` empty removes the mirror.
+#[server(prefix = "/rpc", endpoint = "set_registry_mirror")]
+pub async fn set_registry_mirror(mirror: String) -> Result<InstanceSettings, AppError> {
+    change_settings(|change| change.registry_mirror = Some(mirror)).await
+}
+
 /// Changes the one setting `set` names, leaving the others as they are.
 #[cfg(feature = "ssr")]
 async fn change_settings(

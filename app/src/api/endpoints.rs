@@ -99,7 +99,7 @@ pub async fn revoke_endpoint_key(
     .await
 }
 
-/// Scales the endpoint and/or rolls out another checkpoint; progress shows in `status_message`.
+/// Scales the endpoint and/or rolls out another checkpoint; the answer's `change` says what is under way.
 #[server(prefix = "/rpc", endpoint = "change_endpoint", input = leptos::server_fn::codec::Json)]
 pub async fn change_endpoint(
     workspace_id: WorkspaceId,

@@ -142,6 +142,49 @@ mod browser {
         fn name(this: &File) -> String;
         #[wasm_bindgen(method, getter)]
         fn size(this: &File) -> f64;
+        #[wasm_bindgen(method)]
+        fn slice(this: &File, start: f64, end: f64) -> JsValue;
+
+        #[derive(Clone)]
+        type FileReader;
+        #[wasm_bindgen(constructor, js_class = "FileReader")]
+        fn new() -> FileReader;
+        #[wasm_bindgen(method, js_name = readAsArrayBuffer)]
+        fn read_as_array_buffer(this: &FileReader, blob: &JsValue);
+        #[wasm_bindgen(method, getter)]
+        fn result(this: &FileReader) -> JsValue;
+        #[wasm_bindgen(method, js_name = addEventListener)]
+        fn add_event_listener(this: &FileReader, kind: &str, listener: &JsValue);
+
+        type TextDecoder;
+        #[wasm_bindgen(constructor, catch, js_class = "TextDecoder")]
+        fn new(label: &str) -> Result<TextDecoder, JsValue>;
+        #[wasm_bindgen(method)]
+        fn decode(this: &TextDecoder, bytes: &[u8]) -> String;
+    }
+
+    /// Reads the first `limit` bytes of `picked` in the browser and hands them to `on_read` (nothing
+    /// when the file cannot be read): a look at a file before it is sent.
+    pub fn read_head(picked: &Picked, limit: u64, on_read: impl FnOnce(Vec<u8>) + 'static) {
+        let reader = FileReader::new();
+        // A one-shot closure, freed once it has run.
+        let listener = {
+            let reader = reader.clone();
+            Closure::once_into_js(move |_: JsValue| {
+                let result = reader.result();
+                if result.is_object() {
+                    on_read(js_sys::Uint8Array::new(&result).to_vec());
+                }
+            })
+        };
+        reader.add_event_listener("load", &listener);
+        reader.read_as_array_buffer(&picked.file.slice(0.0, limit as f64));
+    }
+
+    /// `bytes` as text in `encoding` (a WHATWG label), characters it cannot read replaced; `None`
+    /// when this browser does not know the encoding.
+    pub fn decode(bytes: &[u8], encoding: &str) -> Option<String> {
+        TextDecoder::new(encoding).ok().map(|d| d.decode(bytes))
     }
 
     /// The file chosen in `input`, if any.
@@ -267,6 +310,12 @@ mod server {
     pub struct Request;
 
     pub fn chosen_file(_input: &leptos::web_sys::HtmlInputElement) -> Option<Picked> {
+        None
+    }
+
+    pub fn read_head(_picked: &Picked, _limit: u64, _on_read: impl FnOnce(Vec<u8>) + 'static) {}
+
+    pub fn decode(_bytes: &[u8], _encoding: &str) -> Option<String> {
         None
     }
 

@@ -12,6 +12,7 @@ use futures_util::StreamExt;
 
 use crate::error::{Error, Result};
 use crate::labels;
+use crate::mirror::Mirror;
 use crate::Docker;
 
 /// What Paddock needs to know about an image.
@@ -98,10 +99,12 @@ impl Docker {
     }
 
     /// Makes sure `reference` is present and returns its ID: inspected if local, pulled (with progress lines
-    /// sent to `progress`) if not. `paddock/…` references are local by definition and never pulled.
+    /// sent to `progress`) if not — a Docker Hub image from `mirror` when there is one, tagged back under
+    /// its own name. `paddock/…` references are local by definition and never pulled.
     pub async fn ensure_image(
         &self,
         reference: &str,
+        mirror: Option<&Mirror>,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<String> {
         match self.image_info(reference).await {
@@ -120,7 +123,17 @@ impl Docker {
                     name: reference.to_string(),
                 })
             }
-            Err(Error::NotFound { .. }) => self.pull_image(reference, progress).await,
+            Err(Error::NotFound { .. }) => match mirror.and_then(|m| m.rewrite(reference)) {
+                Some(mirrored) => {
+                    progress(&format!(
+                        "pulling {reference} from the mirror, as {mirrored}"
+                    ));
+                    let id = self.pull_image(&mirrored, progress).await?;
+                    self.tag_image(&mirrored, reference).await?;
+                    Ok(id)
+                }
+                None => self.pull_image(reference, progress).await,
+            },
             Err(e) => Err(e),
         }
     }

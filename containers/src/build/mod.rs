@@ -67,6 +67,8 @@ pub struct BuildOptions {
     pub instance: Option<String>,
     /// Size bound of one runtime layer; default [`RUNTIME_LAYER_BYTES`].
     pub runtime_layer_bytes: Option<u64>,
+    /// Where a missing Docker Hub base image is pulled from (see [`crate::mirror`]).
+    pub mirror: Option<crate::mirror::Mirror>,
 }
 
 /// The result of a build.
@@ -94,7 +96,9 @@ impl Docker {
         if !errors.is_empty() {
             return Err(Error::InvalidSpec(errors));
         }
-        let base_id = self.ensure_image(&spec.base_image, log).await?;
+        let base_id = self
+            .ensure_image(&spec.base_image, options.mirror.as_ref(), log)
+            .await?;
 
         // What the base brings: its users, and whether it has a glibc loader for the runtime binary.
         let runtime_binary = spec.runtime.as_ref().map(|r| Path::new(&r.binary));

@@ -106,6 +106,7 @@ codes! {
     PretrainedNameInvalid = "pretrained_name_invalid",
     PretrainedNameTaken = "pretrained_name_taken",
     QuotaInvalid = "quota_invalid",
+    RegistryMirrorInvalid = "registry_mirror_invalid",
     RoleInvalid = "role_invalid",
     SignupDisabled = "signup_disabled",
     SlugInvalid = "slug_invalid",

@@ -253,6 +253,10 @@ pub enum Rule {
     MoreGpusThanHost { host: i64 },
     /// Only one of this field and `other`.
     NotWith { other: String },
+    /// A data file's problem, located in the file (what the dataset validator found).
+    Data { issue: Box<crate::data::Issue> },
+    /// `more` problems beyond those listed.
+    AndMore { more: usize },
 }
 
 /// What every error response of the REST API looks like (the browser reads it back as an [`AppError`]

@@ -22,7 +22,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::storage::{in_volume, remove_from_store, Storage};
 use contracts::data::{TextEncoding, UploadEncoding, ValidationReport};
-use contracts::error::{AppError, ErrorCode, FieldProblem};
+use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
 use contracts::types::{DatasetDetail, DatasetPreview, DatasetSummary, Role};
 use {crate::db::found, crate::db::taken, contracts::error::internal};
 
@@ -455,19 +455,30 @@ async fn validate(
         return Ok(report);
     }
     // Each quoted problem is also one of the error's problems at `file`, so a form lists them
-    // without taking the message apart.
-    let mut quoted: Vec<String> = report
+    // without taking the message apart, and in its own language.
+    let mut problems: Vec<FieldProblem> = report
         .errors
         .iter()
         .take(PROBLEMS_QUOTED)
-        .map(|e| e.located())
+        .map(|e| {
+            FieldProblem::new(
+                "file",
+                Rule::Data {
+                    issue: Box::new(e.clone()),
+                },
+                e.located(),
+            )
+        })
         .collect();
     if report.error_count > PROBLEMS_QUOTED {
-        quoted.push(format!(
-            "… and {} more",
-            report.error_count - PROBLEMS_QUOTED
+        let more = report.error_count - PROBLEMS_QUOTED;
+        problems.push(FieldProblem::new(
+            "file",
+            Rule::AndMore { more },
+            format!("… and {more} more"),
         ));
     }
+    let quoted: Vec<&str> = problems.iter().map(|p| p.message.as_str()).collect();
     Err(AppError::Invalid {
         field: Some("file".into()),
         code: ErrorCode::DatasetInvalid,
@@ -476,10 +487,7 @@ async fn validate(
             report.error_count,
             quoted.join("; ")
         ),
-        problems: quoted
-            .into_iter()
-            .map(|text| FieldProblem::said("file", text))
-            .collect(),
+        problems,
     })
 }
 

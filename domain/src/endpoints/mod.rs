@@ -55,6 +55,7 @@ struct Row {
     precision: String,
     status: String,
     status_message: Option<String>,
+    pending_change: Option<sqlx::types::Json<ChangeUnderWay>>,
     parity_report: Option<String>,
     created_at: String,
 }
@@ -67,7 +68,7 @@ crate::db::row_query!(
     r#"SELECT e.id AS "id!: contracts::ids::EndpointId", e.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", e.slug, e.name,
         e.checkpoint_id AS "checkpoint_id: contracts::ids::CheckpointId", c.job_id AS "job_id: contracts::ids::JobId", e.replicas,
         e.max_batch_tokens, e.max_wait_ms, e.device, e.precision, e.status, e.status_message,
-        e.parity_report, e.created_at
+        e.pending_change AS "pending_change: sqlx::types::Json<contracts::types::ChangeUnderWay>", e.parity_report, e.created_at
       FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id"#
 );
 
@@ -96,6 +97,7 @@ impl Row {
             status: EndpointStatus::parse(&self.status)
                 .ok_or_else(|| internal("stored endpoint status", &self.status))?,
             status_message: self.status_message.clone(),
+            change: self.pending_change.as_ref().map(|c| c.0),
             created_at: self.created_at.clone(),
         })
     }
@@ -463,8 +465,8 @@ pub async fn delete(
 
 /// Scales an endpoint or moves it to another checkpoint of the workspace (editors and owners). A ready
 /// endpoint changes in the background without failing a request: new replicas start and pass the parity
-/// gate before traffic moves, and the old ones drain; meanwhile `status_message` says what is under way
-/// (and, should the change fail, why — the endpoint keeps serving what it served). A stopped or failed
+/// gate before traffic moves, and the old ones drain; meanwhile `pending_change` says what is under way
+/// (and, should the change fail, `status_message` says why — the endpoint keeps serving what it served). A stopped or failed
 /// endpoint only records the new spec for its next deployment.
 pub async fn change(
     db: &SqlitePool,
@@ -512,17 +514,25 @@ pub async fn change(
         status => status == "ready",
     };
     if ready {
-        let message = if checkpoint_id != r.checkpoint_id {
-            format!("rolling out checkpoint {checkpoint_id} on {replicas} replica(s)")
+        let pending = if checkpoint_id != r.checkpoint_id {
+            ChangeUnderWay::Rollout {
+                checkpoint_id,
+                replicas: replicas as u32,
+            }
         } else {
-            format!("scaling from {} to {replicas} replica(s)", r.replicas)
+            ChangeUnderWay::Scale {
+                from: r.replicas as u32,
+                to: replicas as u32,
+            }
         };
-        sqlx::query("UPDATE endpoints SET status_message = ?, updated_at = ? WHERE id = ?")
-            .bind(message)
-            .bind(super::now())
-            .bind(endpoint_id)
-            .execute(&mut *tx)
-            .await?;
+        sqlx::query(
+            "UPDATE endpoints SET pending_change = ?, status_message = NULL, updated_at = ? WHERE id = ?",
+        )
+        .bind(sqlx::types::Json(pending))
+        .bind(super::now())
+        .bind(endpoint_id)
+        .execute(&mut *tx)
+        .await?;
     } else {
         sqlx::query(
             "UPDATE endpoints SET replicas = ?, checkpoint_id = ?, updated_at = ? WHERE id = ?",

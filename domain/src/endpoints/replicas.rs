@@ -274,7 +274,7 @@ impl Deployer {
                     Some(message)
                 }
             };
-            let _ = sqlx::query("UPDATE endpoints SET status_message = ?, updated_at = ? WHERE id = ? AND status = 'ready'")
+            let _ = sqlx::query("UPDATE endpoints SET status_message = ?, pending_change = NULL, updated_at = ? WHERE id = ? AND status = 'ready'")
                 .bind(message)
                 .bind(crate::now())
                 .bind(endpoint_id)
@@ -808,10 +808,12 @@ impl Deployer {
                 self.spawn_deploy(t.id);
                 continue;
             }
-            let _ = sqlx::query("UPDATE endpoints SET status_message = NULL WHERE id = ?")
-                .bind(t.id)
-                .execute(&self.db)
-                .await;
+            let _ = sqlx::query(
+                "UPDATE endpoints SET status_message = NULL, pending_change = NULL WHERE id = ?",
+            )
+            .bind(t.id)
+            .execute(&self.db)
+            .await;
             let replicas = self.replicas(t.id).await;
             let (interrupted, kept): (Vec<Replica>, Vec<Replica>) =
                 replicas.into_iter().partition(|r| {

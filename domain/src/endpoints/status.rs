@@ -92,10 +92,12 @@ pub async fn endpoint_afresh(
 ) -> Result<Option<EndpointStatus>, AppError> {
     let moved = endpoint(conn, id, to, reason, None).await?;
     if moved.is_some() {
-        sqlx::query("UPDATE endpoints SET status_message = NULL WHERE id = ?")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
+        sqlx::query(
+            "UPDATE endpoints SET status_message = NULL, pending_change = NULL WHERE id = ?",
+        )
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
     }
     Ok(moved)
 }

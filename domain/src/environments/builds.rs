@@ -138,7 +138,8 @@ async fn run(
 
     let (lines, receiver) = mpsc::unbounded_channel::<String>();
     let writer = tokio::spawn(write_log(db.clone(), version_id, receiver));
-    let result = build(engine, &spec, force, lines).await;
+    let mirror = crate::admin::registry_mirror(db).await?;
+    let result = build(engine, &spec, mirror, force, lines).await;
     // The sender is gone once `build` returns: the writer drains what is left and stops.
     let _ = writer.await;
 
@@ -192,6 +193,7 @@ async fn run(
 async fn build(
     engine: &Engine,
     spec: &EnvironmentSpec,
+    mirror: Option<containers::mirror::Mirror>,
     force: bool,
     lines: mpsc::UnboundedSender<String>,
 ) -> Result<containers::build::BuiltImage, String> {
@@ -210,6 +212,7 @@ async fn build(
     let options = BuildOptions {
         force,
         instance: Some(engine.instance.clone()),
+        mirror,
         ..Default::default()
     };
     docker

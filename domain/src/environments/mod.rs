@@ -298,7 +298,8 @@ pub async fn create(
     input: EnvironmentSpec,
 ) -> Result<EnvironmentDetail, AppError> {
     access::connect(db, actor, workspace_id, Role::Editor).await?;
-    let checked = spec::check(engine, &input).await?;
+    let mirror = crate::admin::registry_mirror(db).await?;
+    let checked = spec::check(engine, &input, mirror.as_ref()).await?;
     let secret_env = secrets::merge(&Default::default(), &input.secret_env)?;
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let now = super::now();
@@ -336,7 +337,8 @@ pub async fn update(
     input: EnvironmentSpec,
 ) -> Result<EnvironmentDetail, AppError> {
     visible(db, actor, workspace_id, env_id, Role::Editor).await?;
-    let checked = spec::check(engine, &input).await?;
+    let mirror = crate::admin::registry_mirror(db).await?;
+    let checked = spec::check(engine, &input, mirror.as_ref()).await?;
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let (env, current) = with_current(&mut tx, workspace_id, env_id).await?;
     let stored_secrets = secrets::load(&mut tx, env_id).await?;

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use containers::catalog::ImageRequirements;
+use containers::mirror::Mirror;
 use containers::spec::{EnvSpec, GpuRequest, RuntimeLayer};
 
 use crate::engine::{map_error, spec_invalid, Engine};
@@ -72,7 +73,11 @@ pub fn runtime_binary(engine: &Engine) -> Result<PathBuf, AppError> {
 }
 
 /// Runs every check; see the module docs.
-pub async fn check(engine: &Engine, spec: &EnvironmentSpec) -> Result<Checked, AppError> {
+pub async fn check(
+    engine: &Engine,
+    spec: &EnvironmentSpec,
+    mirror: Option<&Mirror>,
+) -> Result<Checked, AppError> {
     let docker = engine.docker().await?;
     let env_spec = to_env_spec(spec, &runtime_binary(engine)?);
     let host = docker
@@ -93,7 +98,7 @@ pub async fn check(engine: &Engine, spec: &EnvironmentSpec) -> Result<Checked, A
     if let Some(entry) = containers::catalog::lookup(&env_spec.base_image) {
         preflight(&entry.requirements())?;
     }
-    let image_env = image_env(&docker, &env_spec.base_image).await?;
+    let image_env = image_env(&docker, &env_spec.base_image, mirror).await?;
     preflight(&ImageRequirements::for_image(
         &env_spec.base_image,
         &image_env,
@@ -110,8 +115,13 @@ pub async fn check(engine: &Engine, spec: &EnvironmentSpec) -> Result<Checked, A
 }
 
 /// The base image's environment variables (where its `CUDA_VERSION` is), proving on the way that the
-/// image exists: present locally, Paddock's own base (built on demand), or known to a registry.
-async fn image_env(docker: &containers::Docker, reference: &str) -> Result<Vec<String>, AppError> {
+/// image exists: present locally, Paddock's own base (built on demand), or known to a registry — the
+/// mirror, for a Docker Hub image when an admin set one.
+async fn image_env(
+    docker: &containers::Docker,
+    reference: &str,
+    mirror: Option<&Mirror>,
+) -> Result<Vec<String>, AppError> {
     match docker.image_info(reference).await {
         Ok(info) => return Ok(info.env),
         Err(containers::Error::NotFound { .. }) => {}
@@ -120,21 +130,31 @@ async fn image_env(docker: &containers::Docker, reference: &str) -> Result<Vec<S
     if reference == LOCAL_BASE {
         return Ok(Vec::new());
     }
+    let local_only = reference.starts_with("paddock/") || reference.starts_with("sha256:");
+    let mirrored = mirror
+        .filter(|_| !local_only)
+        .and_then(|m| m.rewrite(reference));
     let unavailable = |why: String| {
+        let asked = match &mirrored {
+            Some(m) => format!("the registry mirror does not have it as {m}"),
+            None => "no registry knows it".into(),
+        };
         AppError::invalid(
             "base_image",
             ErrorCode::ImageUnavailable,
-            format!("{reference} is not on this machine and no registry knows it ({why}); pick an image from the catalog or load it with `docker load`"),
+            format!("{reference} is not on this machine and {asked} ({why}); pick an image from the catalog or load it with `docker load`"),
         )
     };
-    if reference.starts_with("paddock/") || reference.starts_with("sha256:") {
+    if local_only {
         return Err(unavailable(
             "images named paddock/… and image IDs are local only".into(),
         ));
     }
     match tokio::time::timeout(
         REGISTRY_TIMEOUT,
-        docker.api().inspect_registry_image(reference, None),
+        docker
+            .api()
+            .inspect_registry_image(mirrored.as_deref().unwrap_or(reference), None),
     )
     .await
     {

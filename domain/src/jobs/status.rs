@@ -6,39 +6,10 @@ use contracts::ids::JobId;
 use contracts::types::JobStatus;
 use sqlx::SqliteConnection;
 
-use crate::transitions::{self, machine, reasons, Machine};
+use crate::transitions::{self, machine, Machine};
 
-reasons! {
-    /// Why a job's status changed: a stable word, what the code decides on (the message is for people).
-    pub enum Reason {
-        /// The scheduler placed it (queued → starting).
-        Scheduled => "scheduled",
-        /// Its process or container runs (starting → running).
-        Launched => "launched",
-        /// The server restarted before it ran (starting → queued).
-        Requeued => "requeued",
-        /// It could not be started.
-        StartFailed => "start_failed",
-        /// A person asked it to stop, or cancelled it before it ran.
-        CancelRequested => "cancel_requested",
-        /// It reached its time limit: asked to stop with a checkpoint, and it ends as failed.
-        TimeLimit => "time_limit",
-        /// The trainer finished its epochs.
-        Completed => "completed",
-        /// The trainer stopped early: the dev metric stopped improving.
-        EarlyStopped => "early_stopped",
-        /// The trainer reported a failure.
-        TrainerFailed => "trainer_failed",
-        /// Stopped by a signal nobody in Paddock sent.
-        Signal => "signal",
-        /// The process ended without saying how, or disappeared.
-        Exited => "exited",
-        /// Its workspace was deleted.
-        WorkspaceDeleted => "workspace_deleted",
-        /// The server stopped it to move its data directory to a new layout.
-        Interrupted => "interrupted",
-    }
-}
+/// Why a job's status changed (declared in `contracts`, which the pages word it from).
+pub use contracts::types::JobReason as Reason;
 
 machine! {
     /// The jobs table's machine.

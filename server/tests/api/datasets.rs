@@ -281,6 +281,12 @@ async fn bad_files_are_refused_with_line_numbers_and_leave_nothing() {
                     text.starts_with("line ") || text.starts_with('…'),
                     "{text:?}"
                 );
+                // And typed, for a page to say in its own language.
+                let rule = &p["rule"];
+                assert!(
+                    rule["kind"] == "and_more" || rule["issue"]["line"].is_u64(),
+                    "{p}"
+                );
             }
         }
     }

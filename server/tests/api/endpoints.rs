@@ -313,12 +313,10 @@ async fn rollouts_and_scaling_under_load_fail_no_request_and_crashed_replicas_co
         .patch(&ep, json!({ "checkpoint_id": second, "replicas": 2 }))
         .await;
     assert_eq!(code, StatusCode::OK, "{body}");
-    assert!(
-        body["summary"]["status_message"]
-            .as_str()
-            .unwrap()
-            .contains("rolling out"),
-        "{body}"
+    assert_eq!(
+        body["summary"]["change"],
+        json!({ "kind": "rollout", "checkpoint_id": second, "replicas": 2 }),
+        "the change under way is typed, for each page to say in its language: {body}"
     );
     let (_, body) = owner.patch(&ep, json!({ "replicas": 3 })).await;
     assert_eq!(body["code"], "endpoint_changing", "one change at a time");
@@ -326,6 +324,7 @@ async fn rollouts_and_scaling_under_load_fail_no_request_and_crashed_replicas_co
         .wait_for(&ep, "the new checkpoint", |d| {
             d["summary"]["checkpoint_id"] == second
                 && d["summary"]["status_message"].is_null()
+                && d["summary"]["change"].is_null()
                 && d["summary"]["ready_replicas"] == 2
                 && d["replicas"].as_array().unwrap().len() == 2
         })

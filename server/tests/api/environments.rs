@@ -707,3 +707,75 @@ fn scopeguard(tag: &str) -> impl Drop + '_ {
     }
     Remove(tag)
 }
+
+#[tokio::test]
+async fn an_admin_sets_a_docker_hub_mirror_that_base_images_are_looked_up_in() {
+    let server = Server::start();
+    let admin = server.signup("owner").await;
+    let member = server.signup("member").await;
+    let ws = workspace(&admin).await;
+    let settings = "/api/v1/admin/settings";
+
+    let (status, _) = member
+        .patch(settings, json!({ "registry_mirror": "10.0.0.5:5000" }))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "admins only");
+    for bad in ["not a mirror!", "mirror.cn:99999", "mirror.cn/Hub"] {
+        let (status, body) = admin
+            .patch(settings, json!({ "registry_mirror": bad }))
+            .await;
+        assert_eq!(
+            (status, body["code"].as_str(), body["field"].as_str()),
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Some("registry_mirror_invalid"),
+                Some("registry_mirror")
+            ),
+            "{bad}: {body}"
+        );
+    }
+    let (_, body) = admin.get(settings).await;
+    assert_eq!(body["registry_mirror"], Value::Null, "nothing was set");
+
+    // Nothing listens on the discard port: the mirror is asked, and says nothing.
+    let (status, body) = admin
+        .patch(
+            settings,
+            json!({ "registry_mirror": "http://127.0.0.1:9/hub/" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["registry_mirror"], "127.0.0.1:9/hub",
+        "stored as Docker reads it"
+    );
+    let audited = server
+        .count("SELECT COUNT(*) FROM audit_log WHERE action = 'settings.registry_mirror'")
+        .await;
+    assert_eq!(audited, 1);
+
+    let mut env = spec("from-mirror");
+    env["base_image"] = json!("mirrortest/nothing:1");
+    let (status, body) = admin
+        .post(&format!("/api/v1/workspaces/{ws}/environments"), &env)
+        .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("image_unavailable")),
+        "{body}"
+    );
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("mirror") && message.contains("127.0.0.1:9/hub/mirrortest/nothing:1"),
+        "the refusal names where it looked: {message}"
+    );
+
+    let (_, body) = admin
+        .patch(settings, json!({ "registry_mirror": "" }))
+        .await;
+    assert_eq!(
+        body["registry_mirror"],
+        Value::Null,
+        "an empty text removes it"
+    );
+}

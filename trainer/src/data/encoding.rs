@@ -4,6 +4,7 @@
 //! else is refused with the line of the first byte that is not UTF-8.
 
 /// The encoding a file was read in, as reported to the user (declared with the report).
+use contracts::data::IssueDetail;
 pub use contracts::data::TextEncoding;
 
 /// Why a file's bytes could not be turned into text.
@@ -12,6 +13,7 @@ pub struct EncodingProblem {
     /// 1-based line of the first byte that is not valid UTF-8.
     pub line: usize,
     pub message: String,
+    pub detail: IssueDetail,
 }
 
 /// Decodes `bytes`. With `convert_gb18030`, GBK/GB18030 input is converted to UTF-8; without it such input
@@ -26,6 +28,7 @@ pub fn decode(
             message:
                 "the file is UTF-16 (it starts with a UTF-16 byte-order mark); save it as UTF-8"
                     .into(),
+            detail: IssueDetail::Utf16,
         });
     }
     let (body, bom) = match bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]) {
@@ -63,6 +66,7 @@ pub fn decode(
                               (`iconv -f GB18030 -t UTF-8 in > out`) or set `convert_encoding = true` \
                               to convert it on reading"
                         .into(),
+                    detail: IssueDetail::LooksGb18030,
                 })
             }
         }
@@ -73,6 +77,10 @@ pub fn decode(
                 body[bad],
                 bad + if bom { 3 } else { 0 }
             ),
+            detail: IssueDetail::BadByte {
+                byte: body[bad],
+                offset: bad + if bom { 3 } else { 0 },
+            },
         }),
     }
 }

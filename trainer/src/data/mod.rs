@@ -22,8 +22,8 @@ pub use batch::{Batch, Features};
 pub use labels::LabelMap;
 pub use reader::{Columns, DataFormat};
 pub use report::{
-    Issue, IssueKind, LengthStats, LengthUnit, OverLength, Severity, TextEncoding, TokenLengths,
-    Tokenization, ValidationReport,
+    Issue, IssueDetail, IssueKind, LengthStats, LengthUnit, OverLength, Severity, TextEncoding,
+    TokenLengths, Tokenization, ValidationReport,
 };
 pub use split::split_dev;
 pub use validate::{validate_file, DataOptions, Example, Measure, Row, Validated};

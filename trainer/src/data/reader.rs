@@ -3,7 +3,7 @@
 //! [`Issue`]s rather than errors so that one pass reports every bad line; value checks (empty text,
 //! labels) happen later in `validate`.
 
-use super::report::{Issue, IssueKind};
+use super::report::{Issue, IssueDetail, IssueKind};
 
 pub use contracts::data::{Columns, DataFormat};
 
@@ -63,16 +63,21 @@ fn parse_delimited(text: &str, delimiter: u8, quoting: bool, columns: &Columns) 
     let names: Vec<String> = header.iter().map(|h| h.trim().to_string()).collect();
     let find = |name: &str| names.iter().position(|n| n == name);
     let Some(text_idx) = find(&columns.text) else {
-        out.issues.push(Issue::in_cell(
-            IssueKind::MissingColumn,
-            1,
-            &columns.text,
-            format!(
-                "the header has no `{}` column (columns: {})",
-                columns.text,
-                names.join(", ")
-            ),
-        ));
+        out.issues.push(
+            Issue::in_cell(
+                IssueKind::MissingColumn,
+                1,
+                &columns.text,
+                format!(
+                    "the header has no `{}` column (columns: {})",
+                    columns.text,
+                    names.join(", ")
+                ),
+            )
+            .with(IssueDetail::HeaderColumns {
+                columns: names.clone(),
+            }),
+        );
         return out;
     };
     let pair_idx = find(&columns.text_pair);
@@ -97,16 +102,22 @@ fn parse_delimited(text: &str, delimiter: u8, quoting: bool, columns: &Columns) 
                 }
                 out.records += 1;
                 if rec.len() != names.len() {
-                    out.issues.push(Issue::error(
-                        IssueKind::Malformed,
-                        Some(line),
-                        None,
-                        format!(
-                            "expected {} fields as in the header, found {}",
-                            names.len(),
-                            rec.len()
-                        ),
-                    ));
+                    out.issues.push(
+                        Issue::error(
+                            IssueKind::Malformed,
+                            Some(line),
+                            None,
+                            format!(
+                                "expected {} fields as in the header, found {}",
+                                names.len(),
+                                rec.len()
+                            ),
+                        )
+                        .with(IssueDetail::FieldCount {
+                            expected: names.len(),
+                            found: rec.len(),
+                        }),
+                    );
                     continue;
                 }
                 out.rows.push(RawRow {
@@ -138,22 +149,28 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
         let value: serde_json::Value = match serde_json::from_str(raw) {
             Ok(v) => v,
             Err(e) => {
-                out.issues.push(Issue::error(
-                    IssueKind::Malformed,
-                    Some(line),
-                    None,
-                    format!("bad JSON: {e}"),
-                ));
+                out.issues.push(
+                    Issue::error(
+                        IssueKind::Malformed,
+                        Some(line),
+                        None,
+                        format!("bad JSON: {e}"),
+                    )
+                    .with(IssueDetail::NotJson),
+                );
                 continue;
             }
         };
         let Some(obj) = value.as_object() else {
-            out.issues.push(Issue::error(
-                IssueKind::Malformed,
-                Some(line),
-                None,
-                "expected a JSON object per line".into(),
-            ));
+            out.issues.push(
+                Issue::error(
+                    IssueKind::Malformed,
+                    Some(line),
+                    None,
+                    "expected a JSON object per line".into(),
+                )
+                .with(IssueDetail::NotObject),
+            );
             continue;
         };
         let text = match obj.get(&columns.text) {
@@ -161,7 +178,7 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
             Some(serde_json::Value::String(s)) => Some(s.clone()),
             Some(other) => {
                 out.issues
-                    .push(wrong_type(line, &columns.text, "a string", other));
+                    .push(wrong_type(line, &columns.text, false, other));
                 continue;
             }
         };
@@ -170,7 +187,7 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
             None | Some(serde_json::Value::Null) | Some(serde_json::Value::String(_)) => None,
             Some(other) => {
                 out.issues
-                    .push(wrong_type(line, &columns.text_pair, "a string", other));
+                    .push(wrong_type(line, &columns.text_pair, false, other));
                 continue;
             }
         };
@@ -179,9 +196,8 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
             Some(serde_json::Value::String(s)) => Some(s.trim().to_string()),
             Some(serde_json::Value::Number(n)) if n.is_i64() || n.is_u64() => Some(n.to_string()),
             Some(other) => {
-                let want = "a string or an integer";
                 out.issues
-                    .push(wrong_type(line, &columns.label, want, other));
+                    .push(wrong_type(line, &columns.label, true, other));
                 continue;
             }
         };
@@ -197,9 +213,20 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
 }
 
 /// A cell of the wrong JSON type, named by line and column; the row is skipped.
-fn wrong_type(line: usize, column: &str, want: &str, found: &serde_json::Value) -> Issue {
+fn wrong_type(
+    line: usize,
+    column: &str,
+    integer_allowed: bool,
+    found: &serde_json::Value,
+) -> Issue {
+    let want = if integer_allowed {
+        "a string or an integer"
+    } else {
+        "a string"
+    };
     let message = format!("expected {want}, found {}", json_kind(found));
     Issue::in_cell(IssueKind::Malformed, line, column, message)
+        .with(IssueDetail::WrongType { integer_allowed })
 }
 
 fn json_kind(v: &serde_json::Value) -> &'static str {

@@ -4,8 +4,8 @@
 //! than the usual sequence limits) — and how its errors become the trainer's error.
 
 pub use contracts::data::{
-    HistogramBin, Issue, IssueKind, LengthStats, LengthUnit, OverLength, Severity, TextEncoding,
-    TokenLengths, Tokenization, ValidationReport, MAX_ISSUES_KEPT,
+    HistogramBin, Issue, IssueDetail, IssueKind, LengthStats, LengthUnit, OverLength, Severity,
+    TextEncoding, TokenLengths, Tokenization, ValidationReport, MAX_ISSUES_KEPT,
 };
 
 /// The sequence limits people pick most (`max_seq_len`): the token report says how many rows each cuts.

@@ -12,7 +12,8 @@ use super::encoding;
 use super::labels::LabelMap;
 use super::reader::{self, Columns, DataFormat};
 use super::report::{
-    length_stats, token_lengths, Issue, IssueKind, LengthUnit, Tokenization, ValidationReport,
+    length_stats, token_lengths, Issue, IssueDetail, IssueKind, LengthUnit, Tokenization,
+    ValidationReport,
 };
 use crate::{Error, Result};
 
@@ -147,23 +148,23 @@ pub fn validate_bytes(
     let text = match encoding::decode(bytes, opts.convert_encoding) {
         Ok((text, enc)) => {
             if enc == encoding::TextEncoding::Gb18030 {
-                report.push(Issue::warning(
-                    IssueKind::Encoding,
-                    None,
-                    None,
-                    "the file is GBK/GB18030; it was converted to UTF-8 on reading".into(),
-                ));
+                report.push(
+                    Issue::warning(
+                        IssueKind::Encoding,
+                        None,
+                        None,
+                        "the file is GBK/GB18030; it was converted to UTF-8 on reading".into(),
+                    )
+                    .with(IssueDetail::ConvertedFromGb18030),
+                );
             }
             report.encoding = Some(enc);
             text
         }
         Err(p) => {
-            report.push(Issue::error(
-                IssueKind::Encoding,
-                Some(p.line),
-                None,
-                p.message,
-            ));
+            report.push(
+                Issue::error(IssueKind::Encoding, Some(p.line), None, p.message).with(p.detail),
+            );
             return done(report, rows);
         }
     };
@@ -219,12 +220,18 @@ pub fn validate_bytes(
                     continue;
                 }
                 (Some(l), Some(map)) if map.id(l).is_none() => {
-                    report.push(Issue::in_cell(
-                        IssueKind::UnknownLabel,
-                        row.line,
-                        &cols.label,
-                        format!("unknown label `{l}` (known: {})", map.names().join(", ")),
-                    ));
+                    report.push(
+                        Issue::in_cell(
+                            IssueKind::UnknownLabel,
+                            row.line,
+                            &cols.label,
+                            format!("unknown label `{l}` (known: {})", map.names().join(", ")),
+                        )
+                        .with(IssueDetail::UnknownLabel {
+                            label: l.clone(),
+                            known: map.names().to_vec(),
+                        }),
+                    );
                     continue;
                 }
                 _ => {}
@@ -233,23 +240,33 @@ pub fn validate_bytes(
         let key = (text.clone(), row.text_pair.clone());
         if let Some((first, first_label)) = seen.get(&key) {
             if *first_label == label {
-                report.push(Issue::warning(
-                    IssueKind::Duplicate,
-                    Some(row.line),
-                    Some(cols.text.clone()),
-                    format!("duplicate of line {first}"),
-                ));
+                report.push(
+                    Issue::warning(
+                        IssueKind::Duplicate,
+                        Some(row.line),
+                        Some(cols.text.clone()),
+                        format!("duplicate of line {first}"),
+                    )
+                    .with(IssueDetail::DuplicateOf { line: *first }),
+                );
             } else {
-                report.push(Issue::warning(
-                    IssueKind::ConflictingDuplicate,
-                    Some(row.line),
-                    Some(cols.label.clone()),
-                    format!(
+                report.push(
+                    Issue::warning(
+                        IssueKind::ConflictingDuplicate,
+                        Some(row.line),
+                        Some(cols.label.clone()),
+                        format!(
                         "same text as line {first} but a different label (`{}` there, `{}` here)",
                         first_label.as_deref().unwrap_or(""),
                         label.as_deref().unwrap_or("")
                     ),
-                ));
+                    )
+                    .with(IssueDetail::ConflictsWith {
+                        line: *first,
+                        there: first_label.clone().unwrap_or_default(),
+                        here: label.clone().unwrap_or_default(),
+                    }),
+                );
             }
         } else {
             seen.insert(key, (row.line, label.clone()));
@@ -275,12 +292,15 @@ pub fn validate_bytes(
             .next()
             .cloned()
             .unwrap_or_default();
-        report.push(Issue::warning(
-            IssueKind::SingleLabel,
-            None,
-            Some(cols.label.clone()),
-            format!("every row has the same label `{only}`"),
-        ));
+        report.push(
+            Issue::warning(
+                IssueKind::SingleLabel,
+                None,
+                Some(cols.label.clone()),
+                format!("every row has the same label `{only}`"),
+            )
+            .with(IssueDetail::OnlyLabel { label: only }),
+        );
     }
     let chars: Vec<usize> = rows
         .iter()
@@ -296,14 +316,17 @@ pub fn validate_bytes(
     }
     if let (Some(t), Some(limit)) = (&report.tokens, max_len) {
         if let Some(n) = t.stats.over_limit.filter(|&n| n > 0) {
-            report.push(Issue::warning(
-                IssueKind::Truncated,
-                None,
-                None,
-                format!(
+            report.push(
+                Issue::warning(
+                    IssueKind::Truncated,
+                    None,
+                    None,
+                    format!(
                     "{n} row(s) are longer than max_seq_len = {limit} tokens and will be truncated"
                 ),
-            ));
+                )
+                .with(IssueDetail::OverLength { rows: n, limit }),
+            );
         }
     }
     done(report, rows)

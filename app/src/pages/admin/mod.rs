@@ -1,5 +1,6 @@
 //! `/admin`: instance administration for admins — open or close sign-up, allow or refuse pickled
-//! model weights, disable or re-enable accounts, and bring base images in from archives ([`images`]).
+//! model weights, set the Docker Hub mirror base images come from, disable or re-enable accounts, and
+//! bring base images in from archives ([`images`]).
 //! Everyone else gets the server's "forbidden", shown as an error.
 
 mod images;
@@ -7,7 +8,8 @@ mod images;
 use leptos::prelude::*;
 
 use crate::api::admin::{
-    instance_settings, list_users, SetAllowPickledWeights, SetSignupEnabled, SetUserDisabled,
+    instance_settings, list_users, SetAllowPickledWeights, SetRegistryMirror, SetSignupEnabled,
+    SetUserDisabled,
 };
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{Loaded, Page};
@@ -22,11 +24,13 @@ pub fn AdminPage() -> impl IntoView {
     let toggle_signup = ServerAction::<SetSignupEnabled>::new();
     let toggle_pickled = ServerAction::<SetAllowPickledWeights>::new();
     let toggle_user = ServerAction::<SetUserDisabled>::new();
+    let set_mirror = ServerAction::<SetRegistryMirror>::new();
     let settings = Resource::new(
         move || {
             (
                 toggle_signup.version().get(),
                 toggle_pickled.version().get(),
+                set_mirror.version().get(),
             )
         },
         |_| instance_settings(),
@@ -39,6 +43,7 @@ pub fn AdminPage() -> impl IntoView {
             .and_then(Result::err)
             .or_else(|| toggle_pickled.value().get().and_then(Result::err))
             .or_else(|| toggle_user.value().get().and_then(Result::err))
+            .or_else(|| set_mirror.value().get().and_then(Result::err))
     });
 
     view! {
@@ -74,6 +79,31 @@ pub fn AdminPage() -> impl IntoView {
                             <ActionForm action=toggle_pickled>
                                 <Flip field="allowed" on=allowed testid="pickled-toggle"
                                     text=move || if allowed { t_string!(i18n, admin.refuse_pickled) } else { t_string!(i18n, admin.allow_pickled) } />
+                            </ActionForm>
+                        }
+                    })}
+                </Loaded>
+            </section>
+            <section class="card" aria-labelledby="mirror-title">
+                <h2 id="mirror-title">{t!(i18n, admin.mirror_title)}</h2>
+                <p class="hint">{t!(i18n, admin.mirror_hint)}</p>
+                <Loaded load=move || async move { Ok(settings.await.ok()) } let:s>
+                    {s.map(|s| {
+                        let current = s.registry_mirror.clone().unwrap_or_default();
+                        let set = !current.is_empty();
+                        view! {
+                            <p data-testid="registry-mirror-state" data-mirror=current.clone()>
+                                {move || if set { t_string!(i18n, admin.mirror_on) } else { t_string!(i18n, admin.mirror_off) }}
+                                {set.then(|| view! { " " <code>{current.clone()}</code> })}
+                            </p>
+                            <ActionForm action=set_mirror attr:class="form">
+                                <div class="field">
+                                    <label for="registry-mirror">{t!(i18n, admin.mirror_label)}</label>
+                                    <input id="registry-mirror" name="mirror" type="text" value=current.clone()
+                                        placeholder="registry.example.cn" autocomplete="off" spellcheck="false"
+                                        data-testid="registry-mirror" />
+                                </div>
+                                <button type="submit" class="button" data-testid="registry-mirror-save">{t!(i18n, admin.mirror_save)}</button>
                             </ActionForm>
                         }
                     })}

@@ -121,7 +121,7 @@ fn PreviewTable(preview: DatasetPreview) -> impl IntoView {
         <section aria-labelledby="preview-title">
             <h2 id="preview-title">{t!(i18n, dataset_detail.preview_title)}</h2>
             <div class="table-wrap">
-                <table class="table preview" data-testid="dataset-preview">
+                <table class="table preview" data-testid="dataset-preview" translate="no">
                     <thead>
                         <tr>
                             <th scope="col">"#"</th>

@@ -107,11 +107,13 @@ pub fn ReportView(report: ValidationReport) -> impl IntoView {
                                     (None, Some(field)) => field,
                                     (None, None) => String::new(),
                                 };
+                                // The English sentence stays at hand for a report to a maintainer.
+                                let (english, kind) = (p.message.clone(), p.kind.as_str());
                                 view! {
-                                    <li data-kind=p.kind.as_str()>
+                                    <li data-kind=kind title=english>
                                         <span class="problem-line">{move || t_string!(i18n, dataset_detail.line, place = place.clone()).to_string()}</span>
                                         " "
-                                        <span>{p.message}</span>
+                                        <span>{move || issue_text(i18n.get_locale(), &p)}</span>
                                     </li>
                                 }
                             })

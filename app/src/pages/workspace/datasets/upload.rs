@@ -39,6 +39,21 @@ pub fn upload_url(
     )
 }
 
+/// Bytes of a chosen file read in the browser to recognise its encoding before it is sent, as many as
+/// the server looks at.
+const HEAD_BYTES: u64 = 64 * 1024;
+/// Rows of a file to be converted shown before it is sent.
+const PREVIEW_LINES: usize = 5;
+
+/// What a chosen file's first bytes say: for a GBK or Big5 file, that encoding and its first rows as
+/// they will be stored (converted by the browser's own decoder); `None` for UTF-8.
+fn encoding_preview(head: &[u8]) -> Option<(UploadEncoding, Vec<String>)> {
+    let encoding = UploadEncoding::guess(head)?;
+    let text = http::decode(head, encoding.as_str())?;
+    let lines = text.lines().take(PREVIEW_LINES).map(str::to_string);
+    Some((encoding, lines.collect()))
+}
+
 /// `reviews.v2.tsv` → `reviews.v2`: the name a dataset gets when none is typed.
 pub fn default_name(file_name: &str) -> String {
     match file_name.rsplit_once('.') {
@@ -58,16 +73,21 @@ pub fn UploadForm(
     let label_column = RwSignal::new("label".to_string());
     let encoding = RwSignal::new(UploadEncoding::Auto);
     let chosen = RwSignal::new(None::<(String, u64)>);
+    let preview = RwSignal::new(None::<(UploadEncoding, Vec<String>)>);
     let upload = Upload::new();
     let error = RwSignal::new(None::<AppError>);
     let file_input = NodeRef::<leptos::html::Input>::new();
 
     let on_file = move |_| {
         let picked = http::chosen(file_input);
+        preview.set(None);
         if let Some(p) = &picked {
             if name.get_untracked().trim().is_empty() {
                 name.set(default_name(&p.name));
             }
+            http::read_head(p, HEAD_BYTES, move |head| {
+                preview.set(encoding_preview(&head))
+            });
         }
         chosen.set(picked.map(|p| (p.name, p.size)));
         error.set(None);
@@ -131,6 +151,7 @@ pub fn UploadForm(
                     hint=move || t!(i18n, datasets.name_hint) maxlength=64 value=name error />
                 <FileField file_input chosen error on_file />
             </div>
+            <EncodingPreview preview encoding />
             <details class="columns-choice">
                 <summary>{t!(i18n, datasets.columns)}</summary>
                 <div class="form-grid">
@@ -152,6 +173,37 @@ pub fn UploadForm(
         </form>
     }
     .into_any()
+}
+
+/// Before a GBK or Big5 file is sent: what it is, that it will be converted (or, with UTF-8 chosen,
+/// refused), and its first rows as they will be stored.
+#[component]
+fn EncodingPreview(
+    preview: RwSignal<Option<(UploadEncoding, Vec<String>)>>,
+    encoding: RwSignal<UploadEncoding>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    move || {
+        preview.get().map(|(found, lines)| {
+            let name = match found {
+                UploadEncoding::Big5 => "Big5",
+                _ => "GBK / GB18030",
+            };
+            let refused = move || encoding.get() == UploadEncoding::Utf8;
+            view! {
+                <div class="notice notice-info encoding-preview" role="status" data-testid="encoding-preview" data-encoding=found.as_str()>
+                    <p>
+                        {move || if refused() {
+                            t_string!(i18n, datasets.preview_refused, encoding = name).to_string()
+                        } else {
+                            t_string!(i18n, datasets.preview_converted, encoding = name).to_string()
+                        }}
+                    </p>
+                    <pre translate="no">{lines.join("\n")}</pre>
+                </div>
+            }
+        })
+    }
 }
 
 /// A text input bound to `value`: the form writes it too (the name follows the chosen file).

@@ -41,7 +41,9 @@ use crate::pages::workspace::jobs::job_href;
 use crate::pages::workspace::{section_heading, use_current_workspace, use_detail};
 use contracts::error::AppError;
 use contracts::serving::{ParityReport, ParityTolerance};
-use contracts::types::{CheckpointInfo, EndpointDetail, EndpointStatus, EndpointVerb};
+use contracts::types::{
+    ChangeUnderWay, CheckpointInfo, EndpointDetail, EndpointStatus, EndpointVerb,
+};
 
 /// How often the page reads the endpoint again: one traffic sample each time.
 const POLL: Duration = Duration::from_secs(3);
@@ -186,6 +188,13 @@ fn StatusCard(
                 let (tokens, ms) = (sp.max_batch_tokens, sp.max_wait_ms);
                 view! {
                     <dl class="facts">
+                        {s.change.map(|c| {
+                            let text = match c {
+                                ChangeUnderWay::Rollout { checkpoint_id, replicas } => t_string!(i18n, endpoint_detail.change_rollout, id = checkpoint_id, replicas = replicas).to_string(),
+                                ChangeUnderWay::Scale { from, to } => t_string!(i18n, endpoint_detail.change_scale, from = from, to = to).to_string(),
+                            };
+                            view! { <div class="facts-wide"><dt>{t!(i18n, endpoint_detail.change)}</dt><dd data-testid="endpoint-change">{text}</dd></div> }
+                        })}
                         {s.status_message.clone().map(|m| view! {
                             <div class="facts-wide"><dt>{t!(i18n, endpoint_detail.message)}</dt><dd data-testid="endpoint-message">{m}</dd></div>
                         })}

@@ -41,7 +41,8 @@ use crate::i18n::*;
 use crate::pages::workspace::{section_heading, use_detail};
 use contracts::error::AppError;
 use contracts::types::{
-    BaseModel, CheckpointInfo, EndpointSummary, JobDetail, JobStatus, JobVerb, LogLine, MetricPoint,
+    BaseModel, CheckpointInfo, EndpointSummary, JobDetail, JobReason, JobStatus, JobSummary,
+    JobVerb, LogLine, MetricPoint,
 };
 
 /// How often the job is read again (for its checkpoints) while it is not over.
@@ -59,6 +60,60 @@ pub fn JobPage() -> impl IntoView {
             </Loaded>
         </div>
     }
+}
+
+/// What the status card says of the job's last move, in `locale`: a sentence worded from its typed
+/// reason and exit code, plus the server's words where they are the detail a person acts on (what the
+/// trainer reported, why it could not start), shown as they are. `None` when there is nothing to say.
+fn status_words(locale: Locale, s: &JobSummary) -> Option<(String, Option<String>)> {
+    use JobReason as R;
+    let message = s.status_message.clone()?;
+    let cancelling = s.status == JobStatus::Cancelling;
+    let words = match (s.status_reason, s.exit_code) {
+        (Some(R::TrainerFailed), _) => {
+            return Some((
+                td_string!(locale, job_detail.reason_trainer_failed).to_string(),
+                Some(message),
+            ))
+        }
+        (Some(R::StartFailed), _) => {
+            return Some((
+                td_string!(locale, job_detail.reason_start_failed).to_string(),
+                Some(message),
+            ))
+        }
+        (Some(R::CancelRequested), _) if cancelling => {
+            td_string!(locale, job_detail.reason_cancelling).to_string()
+        }
+        (Some(R::CancelRequested), Some(code)) if code != 0 => {
+            td_string!(locale, job_detail.reason_cancelled_exit, code = code).to_string()
+        }
+        (Some(R::CancelRequested), _) => {
+            td_string!(locale, job_detail.reason_cancelled).to_string()
+        }
+        (Some(R::TimeLimit), _) if cancelling => {
+            td_string!(locale, job_detail.reason_time_limit_stopping).to_string()
+        }
+        (Some(R::TimeLimit), _) => td_string!(locale, job_detail.reason_time_limit).to_string(),
+        (Some(R::EarlyStopped), _) => {
+            td_string!(locale, job_detail.reason_early_stopped).to_string()
+        }
+        (Some(R::Signal), _) => td_string!(locale, job_detail.reason_signal).to_string(),
+        (Some(R::Exited), Some(code)) => {
+            td_string!(locale, job_detail.reason_exited, code = code).to_string()
+        }
+        (Some(R::Exited), None) => td_string!(locale, job_detail.reason_disappeared).to_string(),
+        (Some(R::WorkspaceDeleted), _) => {
+            td_string!(locale, job_detail.reason_workspace_deleted).to_string()
+        }
+        (Some(R::Interrupted), _) => td_string!(locale, job_detail.reason_interrupted).to_string(),
+        (Some(R::Requeued), _) => td_string!(locale, job_detail.reason_requeued).to_string(),
+        // Moves that carry no message of their own: whatever was said, as it was said.
+        (Some(R::Scheduled | R::Launched | R::Completed) | None, _) => {
+            return Some((message, None))
+        }
+    };
+    Some((words, None))
 }
 
 #[component]
@@ -277,8 +332,14 @@ fn StatusCard(
                 let s = summary.get();
                 view! {
                     <dl class="facts">
-                        {s.status_message.clone().map(|m| view! {
-                            <div class="facts-wide"><dt>{t!(i18n, job_detail.message)}</dt><dd data-testid="job-message">{m}</dd></div>
+                        {status_words(i18n.get_locale(), &s).map(|(words, raw)| view! {
+                            <div class="facts-wide">
+                                <dt>{t!(i18n, job_detail.message)}</dt>
+                                <dd data-testid="job-message" data-reason=s.status_reason.map(|r| r.as_str())>
+                                    {words}
+                                    {raw.map(|r| view! { " " <code translate="no">{r}</code> })}
+                                </dd>
+                            </div>
                         })}
                         {s.queue_position.map(|p| view! {
                             <div><dt>{t!(i18n, job_detail.queue_position)}</dt><dd data-testid="job-queue-position">{format!("#{p}")}</dd></div>
@@ -411,4 +472,69 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}
     }
     .into_any()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ended(status: JobStatus, reason: JobReason, exit_code: Option<i64>) -> JobSummary {
+        serde_json::from_value(serde_json::json!({
+            "id": 1, "workspace_id": 1, "name": "j", "status": status, "status_reason": reason,
+            "status_message": "SERVER WORDS", "exit_code": exit_code, "executor": "local",
+            "cluster": null, "cluster_job": null, "priority": 0, "gpus": 0, "gpu_indices": [],
+            "step": 0, "total_steps": null, "epoch": null, "queue_position": null,
+            "created_by": null, "created_at": "", "started_at": null, "finished_at": null,
+        }))
+        .unwrap()
+    }
+
+    /// Each way a job ends is a Chinese sentence of its own (with the exit code where it matters); the
+    /// server's English shows only where it is the detail to act on, as what the trainer said.
+    #[test]
+    fn every_end_is_worded_in_chinese_from_its_reason() {
+        use JobReason as R;
+        use JobStatus as S;
+        let cases = [
+            (S::Cancelling, R::CancelRequested, None),
+            (S::Cancelled, R::CancelRequested, Some(0)),
+            (S::Cancelled, R::CancelRequested, Some(143)),
+            (S::Cancelling, R::TimeLimit, None),
+            (S::Failed, R::TimeLimit, Some(0)),
+            (S::Succeeded, R::EarlyStopped, Some(0)),
+            (S::Cancelled, R::Signal, Some(0)),
+            (S::Failed, R::Exited, Some(137)),
+            (S::Failed, R::Exited, None),
+            (S::Cancelled, R::WorkspaceDeleted, None),
+            (S::Queued, R::Interrupted, None),
+            (S::Queued, R::Requeued, None),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for (status, reason, code) in cases {
+            let (words, raw) = status_words(Locale::zh, &ended(status, reason, code)).unwrap();
+            assert_eq!(raw, None, "{reason:?}");
+            assert!(!words.contains("SERVER"), "{reason:?}: {words}");
+            assert!(
+                words
+                    .chars()
+                    .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+                "{words}"
+            );
+            assert!(
+                seen.insert(words.clone()),
+                "{reason:?} says what another says: {words}"
+            );
+        }
+        let exited = status_words(Locale::zh, &ended(S::Failed, R::Exited, Some(137))).unwrap();
+        assert!(exited.0.contains("137"), "{exited:?}");
+        let failed =
+            status_words(Locale::zh, &ended(S::Failed, R::TrainerFailed, Some(1))).unwrap();
+        assert_eq!(
+            failed,
+            ("训练器报告失败：".into(), Some("SERVER WORDS".into()))
+        );
+        let mut quiet = ended(S::Succeeded, R::Completed, Some(0));
+        quiet.status_message = None;
+        assert_eq!(status_words(Locale::zh, &quiet), None);
+    }
 }
