@@ -58,7 +58,7 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     // In the page's language, each with its line (the server's English sentence is not shown).
     assert.match(problems, /第 7 行，label：缺少标签。/);
     assert.match(problems, /第 5 行：应与表头一样有 2 个字段，实际有 3 个。/);
-    assertNotEnglish(problems, ['label']);
+    assertNotEnglish(problems, ['label', 'text']);
     assert.equal(await list.fileInput.getAttribute('aria-invalid'), 'true');
     assert.equal(await readMarker(page), marker, 'the page was not reloaded');
     await assertAccessibleBasics(page);

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { startStory } from '../support/story.js';
-import { hydrated, screenshot } from '../support/browser.js';
+import { hydrated, screenshot, visit } from '../support/browser.js';
 import { assertInView, assertPageNotEnglish, waitForText } from '../support/checks.js';
 import { DatasetPage, DatasetsListPage } from '../pages/datasets.js';
 import { JobFormPage, JobPage, ModelsPage } from '../pages/jobs.js';
@@ -143,6 +143,15 @@ describe("a new team's first hour, in Chinese, from sign-up to a playground answ
     // The labels are the dataset's own words: allowed, as names are.
     await assertPageNotEnglish(page, [...NAMES, ...probabilities.map((p) => p.label), 'first_run']);
     await screenshot(page, '10-playground');
+  });
+
+  test("the workspace's activity says what everyone did, in Chinese", async () => {
+    const { page } = story.owner;
+    await visit(page, `/w/${workspaceId}/activity`);
+    const cancelled = page.locator('[data-testid="activity-row"][data-action="job.cancel"]');
+    await waitForText(cancelled, '取消任务');
+    await waitForText(page.locator('[data-testid="activity-row"][data-action="endpoint.deploy"]'), '部署服务端点');
+    await assertPageNotEnglish(page, NAMES);
   });
 
   test('no wasm panic or hydration error happened', () => {

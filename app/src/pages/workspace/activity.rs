@@ -61,10 +61,18 @@ fn ActivityTable(list: Vec<AuditEntry>, id: WorkspaceId, paged: bool) -> impl In
                             None => view! { <span class="muted">{t!(i18n, activity.deleted_user)}</span> }.into_any(),
                         }}
                     </td>
-                    <td><code>{e.action}</code></td>
+                    <td title=e.action.clone()>
+                        {match action_words(i18n.get_locale_untracked(), &e.action) {
+                            Some(words) => view! { <span>{words}</span> }.into_any(),
+                            None => view! { <code>{e.action.clone()}</code> }.into_any(),
+                        }}
+                    </td>
                     <td>
-                        <span class="muted">{e.resource_type}": "</span>
-                        {e.resource}
+                        <span class="muted">
+                            {kind_words(i18n.get_locale_untracked(), &e.resource_type).map_or(e.resource_type.clone(), str::to_string)}
+                            "："
+                        </span>
+                        <span translate="no">{e.resource}</span>
                     </td>
                     <td class="nowrap">{e.ip.unwrap_or_default()}</td>
                 </tr>
@@ -95,4 +103,77 @@ fn NewestLink(id: WorkspaceId) -> impl IntoView {
             "← "{t!(i18n, activity.newest)}
         </A>
     }
+}
+
+/// An audit action in `locale` (`job.cancel` → 取消任务); `None` for one this version does not know,
+/// which the page shows as its code (the code is also each cell's title).
+fn action_words(locale: Locale, action: &str) -> Option<&'static str> {
+    Some(match action {
+        "checkpoint.evaluate" => td_string!(locale, activity_actions.checkpoint_evaluate),
+        "dataset.upload" => td_string!(locale, activity_actions.dataset_upload),
+        "dataset.delete" => td_string!(locale, activity_actions.dataset_delete),
+        "endpoint.deploy" => td_string!(locale, activity_actions.endpoint_deploy),
+        "endpoint.change" => td_string!(locale, activity_actions.endpoint_change),
+        "endpoint.undeploy" => td_string!(locale, activity_actions.endpoint_undeploy),
+        "endpoint.delete" => td_string!(locale, activity_actions.endpoint_delete),
+        "endpoint.key_create" => td_string!(locale, activity_actions.endpoint_key_create),
+        "endpoint.key_revoke" => td_string!(locale, activity_actions.endpoint_key_revoke),
+        "environment.create" => td_string!(locale, activity_actions.environment_create),
+        "environment.update" => td_string!(locale, activity_actions.environment_update),
+        "environment.build" => td_string!(locale, activity_actions.environment_build),
+        "environment.up" => td_string!(locale, activity_actions.environment_up),
+        "environment.down" => td_string!(locale, activity_actions.environment_down),
+        "environment.restart" => td_string!(locale, activity_actions.environment_restart),
+        "environment.exec" => td_string!(locale, activity_actions.environment_exec),
+        "environment.secrets" => td_string!(locale, activity_actions.environment_secrets),
+        "environment.delete" => td_string!(locale, activity_actions.environment_delete),
+        "image.load" => td_string!(locale, activity_actions.image_load),
+        "job.submit" => td_string!(locale, activity_actions.job_submit),
+        "job.cancel" => td_string!(locale, activity_actions.job_cancel),
+        "job.retry" => td_string!(locale, activity_actions.job_retry),
+        "job.delete" => td_string!(locale, activity_actions.job_delete),
+        "member.add" => td_string!(locale, activity_actions.member_add),
+        "member.change_role" => td_string!(locale, activity_actions.member_change_role),
+        "member.remove" => td_string!(locale, activity_actions.member_remove),
+        "member.leave" => td_string!(locale, activity_actions.member_leave),
+        "model.upload" => td_string!(locale, activity_actions.model_upload),
+        "model.delete" => td_string!(locale, activity_actions.model_delete),
+        "settings.signup" => td_string!(locale, activity_actions.settings_signup),
+        "settings.pickled_weights" => td_string!(locale, activity_actions.settings_pickled_weights),
+        "settings.cap" => td_string!(locale, activity_actions.settings_cap),
+        "settings.registry_mirror" => td_string!(locale, activity_actions.settings_registry_mirror),
+        "token.create" => td_string!(locale, activity_actions.token_create),
+        "token.revoke" => td_string!(locale, activity_actions.token_revoke),
+        "user.create" => td_string!(locale, activity_actions.user_create),
+        "user.disable" => td_string!(locale, activity_actions.user_disable),
+        "user.enable" => td_string!(locale, activity_actions.user_enable),
+        "user.reset_password" => td_string!(locale, activity_actions.user_reset_password),
+        "workspace.create" => td_string!(locale, activity_actions.workspace_create),
+        "workspace.rename" => td_string!(locale, activity_actions.workspace_rename),
+        "workspace.gpu_quota" => td_string!(locale, activity_actions.workspace_gpu_quota),
+        "workspace.delete" => td_string!(locale, activity_actions.workspace_delete),
+        "workspace.purge" => td_string!(locale, activity_actions.workspace_purge),
+        _ => return None,
+    })
+}
+
+/// The kind of thing an audit entry is about, in `locale`.
+fn kind_words(locale: Locale, kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "checkpoint" => td_string!(locale, activity_kinds.checkpoint),
+        "dataset" => td_string!(locale, activity_kinds.dataset),
+        "endpoint" => td_string!(locale, activity_kinds.endpoint),
+        "environment" => td_string!(locale, activity_kinds.environment),
+        "image" => td_string!(locale, activity_kinds.image),
+        "job" => td_string!(locale, activity_kinds.job),
+        "member" => td_string!(locale, activity_kinds.member),
+        "model" => td_string!(locale, activity_kinds.model),
+        "pretrained_model" => td_string!(locale, activity_kinds.pretrained_model),
+        "settings" => td_string!(locale, activity_kinds.settings),
+        "instance" => td_string!(locale, activity_kinds.instance),
+        "token" => td_string!(locale, activity_kinds.token),
+        "user" => td_string!(locale, activity_kinds.user),
+        "workspace" => td_string!(locale, activity_kinds.workspace),
+        _ => return None,
+    })
 }
