@@ -24,6 +24,14 @@ impl Mirror {
             .or_else(|| text.strip_prefix("http://"))
             .unwrap_or(text)
             .trim_end_matches('/');
+        let not_an_address = || {
+            format!(
+                "`{text}` is not a registry address: give a host name or address, e.g. registry.example.cn or 10.0.0.5:5000"
+            )
+        };
+        if bare.contains("://") {
+            return Err(not_an_address());
+        }
         let (host, path) = bare.split_once('/').unwrap_or((bare, ""));
         let (name, port) = match host.rsplit_once(':') {
             Some((name, port)) => (name, Some(port)),
@@ -37,9 +45,7 @@ impl Mirror {
                 && !l.ends_with('-')
         };
         if name.is_empty() || name.len() > 253 || !name.split('.').all(label_ok) {
-            return Err(format!(
-                "`{text}` is not a registry address: give a host name or address, e.g. registry.example.cn or 10.0.0.5:5000"
-            ));
+            return Err(not_an_address());
         }
         if let Some(port) = port {
             if port.parse::<u16>().map_or(true, |p| p == 0) {
