@@ -22,6 +22,7 @@ pub mod device;
 pub mod error;
 pub mod events;
 pub mod model;
+pub mod paddle;
 pub mod predict;
 pub mod pretrain;
 pub mod progress;
