@@ -74,6 +74,7 @@ pub fn UploadForm(
     let encoding = RwSignal::new(UploadEncoding::Auto);
     let chosen = RwSignal::new(None::<(String, u64)>);
     let preview = RwSignal::new(None::<(UploadEncoding, Vec<String>)>);
+    let picks = StoredValue::new(0u32);
     let upload = Upload::new();
     let error = RwSignal::new(None::<AppError>);
     let file_input = NodeRef::<leptos::html::Input>::new();
@@ -81,12 +82,17 @@ pub fn UploadForm(
     let on_file = move |_| {
         let picked = http::chosen(file_input);
         preview.set(None);
+        // Only the last file chosen may show its preview: reads finish in any order.
+        let this_read = picks.get_value() + 1;
+        picks.set_value(this_read);
         if let Some(p) = &picked {
             if name.get_untracked().trim().is_empty() {
                 name.set(default_name(&p.name));
             }
             http::read_head(p, HEAD_BYTES, move |head| {
-                preview.set(encoding_preview(&head))
+                if picks.get_value() == this_read {
+                    preview.set(encoding_preview(&head));
+                }
             });
         }
         chosen.set(picked.map(|p| (p.name, p.size)));
