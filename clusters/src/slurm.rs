@@ -121,6 +121,9 @@ pub struct JobInfo {
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub comment: Option<String>,
+    /// The directory its batch script runs in (`--chdir`), as the controller recorded it at submission:
+    /// known to a server that did not submit the job, too.
+    pub work_dir: Option<String>,
 }
 
 /// How to cancel a job.
@@ -401,6 +404,7 @@ fn parse_job(line: &str) -> Result<JobInfo> {
         exit_code,
         signal,
         comment: present(f.get("Comment")),
+        work_dir: present(f.get("WorkDir")),
     })
 }
 
@@ -472,7 +476,8 @@ mod tests {
     fn a_job_line_is_read_with_values_that_hold_spaces() {
         let line = "JobId=17 JobName=paddock-abc-job-3 UserId=root(0) JobState=PENDING \
                     Reason=ReqNodeNotAvail,_UnavailableNodes:node2 Dependency=(null) ExitCode=0:0 \
-                    NodeList=(null) Comment=paddock:job:3 StdOut=/shared/runs/job 3/out.txt";
+                    NodeList=(null) Comment=paddock:job:3 WorkDir=/shared/runs/job 3 \
+                    StdOut=/shared/runs/job 3/out.txt";
         let job = parse_job(line).unwrap();
         assert_eq!(job.id, "17");
         assert_eq!(job.name, "paddock-abc-job-3");
@@ -485,6 +490,7 @@ mod tests {
         assert_eq!(job.nodes, None);
         assert_eq!(job.comment.as_deref(), Some("paddock:job:3"));
         assert_eq!(fields(line)["StdOut"], "/shared/runs/job 3/out.txt");
+        assert_eq!(job.work_dir.as_deref(), Some("/shared/runs/job 3"));
 
         let ended = parse_job(
             "JobId=18 JobName=x JobState=CANCELLED Reason=None ExitCode=0:15 NodeList=node1",

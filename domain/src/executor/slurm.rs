@@ -14,9 +14,8 @@
 //!
 //! Replicas (long-lived services) do not run on a cluster yet: [`Executor::serve`] says so.
 
-use std::collections::HashMap;
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clusters::slurm::{Cancel, JobState, Placement, Resources, Submission};
@@ -37,9 +36,6 @@ pub struct Slurm {
     cluster: clusters::slurm::Slurm,
     storage: Arc<Storage>,
     settings: Settings,
-    /// The run folder (beneath `runs/`) of each job this server submitted, by job id: where a stop
-    /// looks for `trainer.pid`.
-    folders: Mutex<HashMap<String, PathBuf>>,
 }
 
 /// How long a stop waits for a started job's command to record its pid.
@@ -55,14 +51,13 @@ impl Slurm {
             cluster,
             storage,
             settings,
-            folders: Mutex::default(),
         }
     }
 
-    /// Asks job `job` to stop: TERM once its command runs (a queued job is cancelled). A run submitted
-    /// by an earlier server has long recorded its pid; it gets TERM at once.
+    /// Asks job `job` to stop: TERM once its command runs, which it says by writing `trainer.pid` in its
+    /// run folder (a queued job is cancelled). The folder is the job's working directory as Slurm
+    /// recorded it, so a server that restarted since the submission asks the same way.
     async fn ask(&self, job: &str) -> clusters::Result<()> {
-        let folder = self.folders.lock().ok().and_then(|f| f.get(job).cloned());
         let deadline = tokio::time::Instant::now() + PID_WAIT;
         loop {
             let Some(info) = self.cluster.job(job).await? else {
@@ -73,7 +68,14 @@ impl Slurm {
                 state if !state.is_alive() => return Ok(()),
                 _ => {}
             }
-            let started = match folder.as_ref().map(|f| f.join("trainer.pid")) {
+            let runs_dir = self.storage.runs_dir();
+            let folder = info.work_dir.as_deref().and_then(|dir| {
+                Path::new(dir)
+                    .strip_prefix(&runs_dir)
+                    .ok()
+                    .map(Path::to_path_buf)
+            });
+            let started = match folder.map(|f| f.join("trainer.pid")) {
                 Some(pid) => {
                     let runs = self.storage.clone();
                     crate::storage::in_volume("the run's pid", move || runs.runs()?.exists(&pid))
@@ -138,9 +140,6 @@ impl Executor for Slurm {
             .submit(&submission)
             .await
             .map_err(|e| e.to_string())?;
-        if let Ok(mut folders) = self.folders.lock() {
-            folders.insert(job.clone(), work.rel);
-        }
         Ok(Handle::Cluster { job })
     }
 
@@ -186,11 +185,6 @@ impl Executor for Slurm {
         }
     }
 
-    /// Nothing stays behind on the cluster once a job ended (its files are in the run folder); the
-    /// server forgets where its folder was.
-    async fn clean_up(&self, handle: &Handle) {
-        if let (Some(job), Ok(mut folders)) = (Self::job_of(handle), self.folders.lock()) {
-            folders.remove(job);
-        }
-    }
+    /// Nothing stays behind on the cluster once a job ended: its files are in the run folder.
+    async fn clean_up(&self, _handle: &Handle) {}
 }
