@@ -137,8 +137,9 @@ describe("a new team's first hour, in Chinese, from sign-up to a playground answ
     await endpoint.predict([PRAISE]);
     await endpoint.results.first().waitFor();
     const { label, probabilities } = await endpoint.result(0);
-    assert.ok(['negative', 'neutral', 'positive'].includes(label) || label.length > 0, 'a label');
-    assert.ok(probabilities.length >= 2, `a probability per label: ${JSON.stringify(probabilities)}`);
+    // The imported model had three labels of its own; fine-tuned, it answers in the dataset's two.
+    assert.deepEqual(probabilities.map((p) => p.label).sort(), ['negative', 'positive'], JSON.stringify(probabilities));
+    assert.ok(probabilities.some((p) => p.label === label), `the answer is one of them: ${label}`);
     await waitForText(endpoint.results.first(), PRAISE);
     // The labels are the dataset's own words: allowed, as names are.
     await assertPageNotEnglish(page, [...NAMES, ...probabilities.map((p) => p.label), 'first_run']);
