@@ -40,6 +40,22 @@ impl Upload {
         Signal::derive(move || phase.get() != Phase::Idle)
     }
 
+    /// The file chosen in `input`, to send now: `None` while an upload of this form is under way, or
+    /// when no file is chosen, which `error` then says in `missing`'s words (a pick clears it).
+    pub fn pick(
+        self,
+        input: NodeRef<leptos::html::Input>,
+        missing: &str,
+        error: RwSignal<Option<AppError>>,
+    ) -> Option<Picked> {
+        if self.busy().get_untracked() {
+            return None;
+        }
+        let picked = http::file_to_send(input, missing);
+        error.set(picked.as_ref().err().cloned());
+        picked.ok()
+    }
+
     /// Sends `picked` to `url`; `on_done` gets the answer. One that cannot start is `error`'s.
     pub fn send(
         self,

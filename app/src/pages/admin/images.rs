@@ -5,7 +5,6 @@
 use leptos::prelude::*;
 
 use crate::api::environments::get_docker_status;
-use crate::components::http;
 use crate::components::notice::ErrorNotice;
 use crate::components::page::Loaded;
 use crate::components::upload::{Upload, UploadProgress};
@@ -27,16 +26,10 @@ pub fn BaseImages() -> impl IntoView {
     let file_input = NodeRef::<leptos::html::Input>::new();
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        if upload.busy().get_untracked() {
+        let missing = td_string!(i18n.get_locale_untracked(), admin.images_no_file);
+        let Some(picked) = upload.pick(file_input, missing, error) else {
             return;
-        }
-        let locale = i18n.get_locale_untracked();
-        let picked = match http::file_to_send(file_input, td_string!(locale, admin.images_no_file))
-        {
-            Ok(picked) => picked,
-            Err(err) => return error.set(Some(err)),
         };
-        error.set(None);
         loaded.set(Vec::new());
         upload.send(LOAD_URL, &picked, error, move |answer| {
             #[derive(serde::Deserialize)]

@@ -142,16 +142,10 @@ fn UploadModel(workspace_id: WorkspaceId, #[prop(into)] on_done: Callback<()>) -
     };
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        if upload.busy().get_untracked() {
+        let missing = td_string!(i18n.get_locale_untracked(), pretrained.err_no_file);
+        let Some(picked) = upload.pick(file_input, missing, error) else {
             return;
-        }
-        let locale = i18n.get_locale_untracked();
-        let picked =
-            match http::file_to_send(file_input, td_string!(locale, pretrained.err_no_file)) {
-                Ok(picked) => picked,
-                Err(err) => return error.set(Some(err)),
-            };
-        error.set(None);
+        };
         let url = format!(
             "/api/v1/workspaces/{workspace_id}/pretrained-models/upload?{}",
             http::query(&[

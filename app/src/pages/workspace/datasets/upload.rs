@@ -101,16 +101,10 @@ pub fn UploadForm(
 
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
-        if upload.busy().get_untracked() {
+        let missing = td_string!(i18n.get_locale_untracked(), datasets.err_no_file);
+        let Some(picked) = upload.pick(file_input, missing, error) else {
             return;
-        }
-        let locale = i18n.get_locale_untracked();
-        let picked = match http::file_to_send(file_input, td_string!(locale, datasets.err_no_file))
-        {
-            Ok(picked) => picked,
-            Err(err) => return error.set(Some(err)),
         };
-        error.set(None);
         let url = upload_url(
             workspace_id,
             name.get_untracked().trim(),
