@@ -53,12 +53,10 @@ pub(crate) async fn read_settings(
 pub(crate) async fn registry_mirror(
     db: impl sqlx::SqliteExecutor<'_>,
 ) -> Result<Option<Mirror>, AppError> {
-    let stored: Option<String> =
-        sqlx::query_scalar("SELECT registry_mirror FROM instance_settings WHERE id = 1")
-            .fetch_one(db)
-            .await?;
     // Stored only once parsed (see `update_settings`), so a failure here is a damaged database.
-    stored
+    read_settings(db)
+        .await?
+        .registry_mirror
         .map(|m| Mirror::parse(&m).map_err(|e| internal("stored registry mirror", e)))
         .transpose()
 }
