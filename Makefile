@@ -62,6 +62,7 @@ test-rust:
 	$(ENV) cargo test --no-fail-fast $(RUST_TEST_PKGS)
 
 test-trainer:
+	@scripts/setup.sh paddle
 	$(ENV) cargo test -p trainer
 
 test-clusters: slurm

@@ -10,6 +10,9 @@
 #   torch     a project venv (.venv) holding the PyPI torch wheel that tch expects: it is our libtorch.
 #   fuzz      schemathesis in the same venv: the schema-driven fuzz of the REST API in `make test`
 #             (server/tests/api/fuzz.rs).
+#   paddle    a second venv (.venv-paddle) with the pinned PaddleNLP that the PaddleNLP import/export tests
+#             compare against (trainer/tests/paddle.rs, scripts/paddle/fixtures.py); apart from .venv
+#             because paddlenlp 2.8.1 needs older pins of its own dependencies.
 #   node      e2e/node_modules and web/node_modules from their package-lock.json files; xterm.js
 #             (web/) copied to public/vendor/xterm/ for the browser terminal and uPlot to
 #             public/vendor/uplot/ for the job charts; web/ also holds the site's build tools
@@ -23,6 +26,8 @@ ROOT=$PWD
 
 TORCH_VERSION=2.13.0          # the libtorch version tch 0.26 is built against
 SCHEMATHESIS_VERSION=4.32.5   # pinned: a new release brings new checks, and so new failures, on its own
+# PaddleNLP 2.8.1 imports only with these older pins of its dependencies (checked on Debian 12, CPU).
+PADDLE_PINS=(paddlepaddle==3.3.1 paddlenlp==2.8.1 "huggingface_hub<0.26" aistudio-sdk==0.2.1 "datasets<3" "pyarrow<17")
 
 say()  { printf '\033[1m[setup]\033[0m %s\n' "$*"; }
 have() { command -v "$1" >/dev/null 2>&1; }
@@ -112,6 +117,20 @@ setup_fuzz() {
   touch .venv/.schemathesis-$SCHEMATHESIS_VERSION
 }
 
+setup_paddle() {
+  local stamp
+  stamp=.venv-paddle/.pins-$(printf '%s\n' "${PADDLE_PINS[@]}" | sha256sum | cut -c1-12)
+  if [ -f "$stamp" ]; then say "paddle: ${PADDLE_PINS[*]:0:2} present in .venv-paddle"; return; fi
+  [ -x .venv-paddle/bin/python ] || { say "paddle: creating .venv-paddle"; python3 -m venv .venv-paddle; }
+  say "paddle: installing ${PADDLE_PINS[*]} (about 2 minutes)"
+  local tmp=.venv-paddle/.pip-tmp
+  mkdir -p "$tmp"
+  TMPDIR="$PWD/$tmp" .venv-paddle/bin/pip --disable-pip-version-check --no-cache-dir install --quiet "${PADDLE_PINS[@]}"
+  rm -rf "$tmp"
+  .venv-paddle/bin/python -c 'import warnings; warnings.filterwarnings("ignore"); import paddle, paddlenlp; print("[setup] paddle:", paddle.__version__, "paddlenlp:", paddlenlp.__version__)' 2>/dev/null
+  touch "$stamp"
+}
+
 # `npm ci` in one package directory, skipped when its node_modules is newer than its lock file.
 npm_ci_in() {
   local dir=$1
@@ -157,7 +176,7 @@ setup_rust >"$rust_log" 2>&1 &
 rust_pid=$!
 # If another piece fails, the compile beside it stops too (the subshell and its cargo).
 trap 'pkill -P "$rust_pid" 2>/dev/null; kill "$rust_pid" 2>/dev/null; cat "$rust_log"; rm -f "$rust_log"' EXIT
-for p in apt torch fuzz node; do "setup_$p"; done
+for p in apt torch fuzz paddle node; do "setup_$p"; done
 trap - EXIT
 if wait "$rust_pid"; then cat "$rust_log"; rm -f "$rust_log"; else
   cat "$rust_log"; rm -f "$rust_log"; say "rust: failed (above)"; exit 1

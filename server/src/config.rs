@@ -47,6 +47,11 @@ pub enum Command {
     Predict(trainer::cli::PredictArgs),
     /// Validate a data file and print its report as JSON (problems with line numbers, statistics).
     Validate(trainer::cli::ValidateArgs),
+    /// Convert a PaddleNLP ERNIE directory into a checkpoint Paddock trains from and serves, checked
+    /// against Paddle's computation on sample texts.
+    ImportPaddle(trainer::cli::ImportPaddleArgs),
+    /// Write a checkpoint as a PaddleNLP ERNIE directory, checked the same way.
+    ExportPaddle(trainer::cli::ExportPaddleArgs),
     /// Copy stdin to a file up to a size limit, then drop the rest (a job's raw train.log).
     #[command(hide = true)]
     LogSink(crate::log_sink::LogSinkArgs),

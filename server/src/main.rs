@@ -36,6 +36,8 @@ fn main() -> ExitCode {
         Command::Eval(args) => Some(trainer::cli::run_eval(args)),
         Command::Predict(args) => Some(trainer::cli::run_predict(args)),
         Command::Validate(args) => Some(trainer::cli::run_validate(args)),
+        Command::ImportPaddle(args) => Some(trainer::cli::run_import_paddle(args)),
+        Command::ExportPaddle(args) => Some(trainer::cli::run_export_paddle(args)),
         _ => None,
     };
     if let Command::LogSink(args) = &cli.command {
@@ -89,6 +91,8 @@ fn main() -> ExitCode {
             | Command::Eval(_)
             | Command::Predict(_)
             | Command::Validate(_)
+            | Command::ImportPaddle(_)
+            | Command::ExportPaddle(_)
             | Command::LogSink(_) => {
                 unreachable!("trainer commands are dispatched before the runtime starts")
             }

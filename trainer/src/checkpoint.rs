@@ -350,6 +350,17 @@ pub fn save_only(
     tokenizer: &Tokenizer,
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<SavedCheckpoint> {
+    let saved = replace_dir(dir, |tmp| write_dir(tmp, vs, config, tokenizer, keep))?;
+    Ok(SavedCheckpoint {
+        dir: dir.to_path_buf(),
+        ..saved
+    })
+}
+
+/// Fills a fresh temporary sibling of `dir` with `write` and renames it into place only when `write`
+/// succeeded, replacing what was there: a reader sees the old directory or the new one, never half of
+/// one, and a failure leaves nothing behind.
+pub fn replace_dir<T>(dir: &Path, write: impl FnOnce(&Path) -> Result<T>) -> Result<T> {
     let parent = match dir.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -369,27 +380,27 @@ pub fn save_only(
             .unwrap_or(0)
     );
     let tmp = parent.join(format!(".{name}.tmp-{stamp}"));
-    let result = write_dir(&tmp, vs, config, tokenizer, keep).and_then(|saved| {
-        // A directory cannot be renamed over a non-empty one: move the old one aside first.
-        let old = parent.join(format!(".{name}.old-{stamp}"));
-        let had_old = dir.exists();
-        if had_old {
-            std::fs::rename(dir, &old).map_err(|e| Error::io(dir, e))?;
-        }
-        if let Err(e) = std::fs::rename(&tmp, dir) {
+    let result = std::fs::create_dir(&tmp)
+        .map_err(|e| Error::io(&tmp, e))
+        .and_then(|()| write(&tmp))
+        .and_then(|value| {
+            // A directory cannot be renamed over a non-empty one: move the old one aside first.
+            let old = parent.join(format!(".{name}.old-{stamp}"));
+            let had_old = dir.exists();
             if had_old {
-                let _ = std::fs::rename(&old, dir);
+                std::fs::rename(dir, &old).map_err(|e| Error::io(dir, e))?;
             }
-            return Err(Error::io(dir, e));
-        }
-        if had_old {
-            let _ = std::fs::remove_dir_all(&old);
-        }
-        Ok(SavedCheckpoint {
-            dir: dir.to_path_buf(),
-            ..saved
-        })
-    });
+            if let Err(e) = std::fs::rename(&tmp, dir) {
+                if had_old {
+                    let _ = std::fs::rename(&old, dir);
+                }
+                return Err(Error::io(dir, e));
+            }
+            if had_old {
+                let _ = std::fs::remove_dir_all(&old);
+            }
+            Ok(value)
+        });
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&tmp);
     }
@@ -403,7 +414,6 @@ fn write_dir(
     tokenizer: &Tokenizer,
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<SavedCheckpoint> {
-    std::fs::create_dir(tmp).map_err(|e| Error::io(tmp, e))?;
     let vars: BTreeMap<String, Tensor> = vs
         .variables()
         .into_iter()

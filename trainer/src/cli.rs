@@ -1,4 +1,5 @@
-//! Command-line front ends for `paddock train | pretrain | eval | predict | validate`: clap argument structs that
+//! Command-line front ends for `paddock train | pretrain | eval | predict | validate | import-paddle |
+//! export-paddle`: clap argument structs that
 //! the `paddock` binary mounts as subcommands, and the functions that run them. Machine-readable output
 //! goes to stdout (training events, `--json` predictions, metrics); messages go to stderr.
 
@@ -478,6 +479,115 @@ fn token_count(tokenizer: Option<&crate::Tokenizer>, text: &str, pair: Option<&s
             words(text) + pair.map_or(0, words) + specials
         }
     }
+}
+
+/// `import-paddle`: a PaddleNLP ERNIE directory into a Hugging Face one Paddock trains from and serves.
+#[derive(Debug, Clone, Args)]
+pub struct ImportPaddleArgs {
+    /// The PaddleNLP directory: config.json (or model_config.json), model_state.pdparams, vocab.txt,
+    /// tokenizer_config.json.
+    #[arg(long = "from")]
+    pub from: PathBuf,
+    /// Where the Hugging Face directory is written (replaced whole if it exists).
+    #[arg(long)]
+    pub output_dir: PathBuf,
+    /// Print the report (tensors mapped, parity on sample texts) as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `export-paddle`: a Paddock checkpoint into a PaddleNLP directory.
+#[derive(Debug, Clone, Args)]
+pub struct ExportPaddleArgs {
+    /// The checkpoint directory (config.json, model.safetensors, vocab.txt).
+    #[arg(long)]
+    pub checkpoint: PathBuf,
+    /// Where the PaddleNLP directory is written (replaced whole if it exists).
+    #[arg(long)]
+    pub output_dir: PathBuf,
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `import-paddle`.
+pub fn run_import_paddle(args: &ImportPaddleArgs) -> Result<i32> {
+    let report = crate::paddle::import(&args.from, &args.output_dir)?;
+    let mut out = std::io::stdout().lock();
+    let io = |e| Error::io("<stdout>", e);
+    if args.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&report).unwrap_or_default()
+        )
+        .map_err(io)?;
+        return Ok(0);
+    }
+    let transposed = report.tensors.iter().filter(|t| t.transposed).count();
+    writeln!(
+        out,
+        "imported     {} -> {}",
+        args.from.display(),
+        args.output_dir.display()
+    )
+    .map_err(io)?;
+    writeln!(out, "architecture {}", report.architecture).map_err(io)?;
+    if !report.labels.is_empty() {
+        writeln!(out, "labels       {}", report.labels.join(", ")).map_err(io)?;
+    }
+    writeln!(
+        out,
+        "tensors      {} mapped ({transposed} Linear weights transposed), saved as {}",
+        report.tensors.len(),
+        report.saved_as.join(", ")
+    )
+    .map_err(io)?;
+    write_parity(&mut out, &report.parity).map_err(io)?;
+    Ok(0)
+}
+
+/// Runs `export-paddle`.
+pub fn run_export_paddle(args: &ExportPaddleArgs) -> Result<i32> {
+    let report = crate::paddle::export(&args.checkpoint, &args.output_dir)?;
+    let mut out = std::io::stdout().lock();
+    let io = |e| Error::io("<stdout>", e);
+    if args.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&report).unwrap_or_default()
+        )
+        .map_err(io)?;
+        return Ok(0);
+    }
+    writeln!(
+        out,
+        "exported     {} -> {}",
+        args.checkpoint.display(),
+        args.output_dir.display()
+    )
+    .map_err(io)?;
+    writeln!(out, "architecture {}", report.architecture).map_err(io)?;
+    writeln!(out, "tensors      {}", report.tensors).map_err(io)?;
+    write_parity(&mut out, &report.parity).map_err(io)?;
+    Ok(0)
+}
+
+fn write_parity(out: &mut impl Write, p: &crate::paddle::ParityReport) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "parity       {} within {:.0e} of Paddle's computation: largest difference {:.2e}",
+        p.compared, p.tolerance, p.max_abs_diff
+    )?;
+    for s in &p.samples {
+        let text = match &s.pair {
+            Some(pair) => format!("{} / {pair}", s.text),
+            None => s.text.clone(),
+        };
+        writeln!(out, "  {:.2e}  {text}", s.max_abs_diff)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -24,7 +24,9 @@ pub struct ErnieConfig {
     pub num_hidden_layers: usize,
     pub num_attention_heads: usize,
     pub intermediate_size: usize,
-    /// `"gelu"` (exact, erf-based), `"gelu_new"` / `"gelu_pytorch_tanh"` (tanh approximation) or `"relu"`.
+    /// `"gelu"` (exact, erf-based), `"gelu_new"` / `"gelu_pytorch_tanh"` (tanh approximation), `"relu"`,
+    /// `"silu"` / `"swish"`, `"tanh"` or `"sigmoid"`: the names transformers and Paddle both accept
+    /// (PaddleNLP configs use Paddle's, so imported models need the last four).
     #[serde(default = "default_hidden_act")]
     pub hidden_act: String,
     #[serde(default = "default_dropout")]
@@ -246,10 +248,17 @@ impl ErnieConfig {
         }
         if !matches!(
             self.hidden_act.as_str(),
-            "gelu" | "gelu_new" | "gelu_pytorch_tanh" | "relu"
+            "gelu"
+                | "gelu_new"
+                | "gelu_pytorch_tanh"
+                | "relu"
+                | "silu"
+                | "swish"
+                | "tanh"
+                | "sigmoid"
         ) {
             return bad(format!(
-                "hidden_act `{}` is not supported (gelu, gelu_new, relu)",
+                "hidden_act `{}` is not supported (gelu, gelu_new, relu, silu, swish, tanh, sigmoid)",
                 self.hidden_act
             ));
         }

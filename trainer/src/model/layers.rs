@@ -68,6 +68,9 @@ pub fn activation(name: &str, x: &Tensor) -> Tensor {
     match name {
         "gelu_new" | "gelu_pytorch_tanh" => x.gelu("tanh"),
         "relu" => x.relu(),
+        "silu" | "swish" => x.silu(),
+        "tanh" => x.tanh(),
+        "sigmoid" => x.sigmoid(),
         _ => x.gelu("none"),
     }
 }

@@ -607,6 +607,76 @@ fn parse_dtype(code: &str) -> Option<(char, usize)> {
     ok.then_some((kind, size))
 }
 
+/// Writes a state dict the way `paddle.save` does (a dict of parameter names to numpy arrays, pickle
+/// protocol 4), for export. The arrays are rebuilt by `numpy.core.multiarray._reconstruct`, the name
+/// numpy 1 and 2 both answer to, so the file loads on either.
+pub fn save_state_dict(state: &BTreeMap<String, Array>) -> Vec<u8> {
+    let mut out = vec![0x80, 4, b'}', b'('];
+    for (name, array) in state {
+        unicode(&mut out, name);
+        out.extend_from_slice(b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\n");
+        // _reconstruct(ndarray, (0,), b'b')
+        out.extend_from_slice(&[b'K', 0, 0x85, b'C', 1, b'b', 0x87, b'R']);
+        // BUILD with (1, shape, dtype, is_fortran=False, data)
+        out.extend_from_slice(&[b'(', b'K', 1, b'(']);
+        for &dim in &array.shape {
+            int(&mut out, dim as i64);
+        }
+        out.push(b't');
+        out.extend_from_slice(b"cnumpy\ndtype\n");
+        unicode(&mut out, &array.dtype.to_string());
+        out.extend_from_slice(&[0x89, 0x88, 0x87, b'R']);
+        // the dtype's own state: (3, byte order, None, None, None, -1, -1, 0)
+        let order = if array.dtype.size == 1 { "|" } else { "<" };
+        out.extend_from_slice(&[b'(', b'K', 3]);
+        unicode(&mut out, order);
+        out.extend_from_slice(b"NNN"); // three None
+        int(&mut out, -1);
+        int(&mut out, -1);
+        out.extend_from_slice(&[b'K', 0, b't', b'b', 0x89]);
+        match u32::try_from(array.data.len()) {
+            Ok(n) => {
+                out.push(b'B');
+                out.extend_from_slice(&n.to_le_bytes());
+            }
+            Err(_) => {
+                out.push(0x8e);
+                out.extend_from_slice(&(array.data.len() as u64).to_le_bytes());
+            }
+        }
+        out.extend_from_slice(&array.data);
+        out.extend_from_slice(b"tb"); // TUPLE, BUILD
+    }
+    out.extend_from_slice(b"u."); // SETITEMS, STOP
+    out
+}
+
+fn unicode(out: &mut Vec<u8>, s: &str) {
+    match u8::try_from(s.len()) {
+        Ok(n) => out.extend_from_slice(&[0x8c, n]),
+        Err(_) => {
+            out.push(b'X');
+            out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+        }
+    }
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn int(out: &mut Vec<u8>, v: i64) {
+    match (u8::try_from(v), i32::try_from(v)) {
+        (Ok(b), _) => out.extend_from_slice(&[b'K', b]),
+        (_, Ok(i)) => {
+            out.push(b'J');
+            out.extend_from_slice(&i.to_le_bytes());
+        }
+        _ => {
+            // LONG1: a little-endian two's-complement integer of n bytes.
+            out.extend_from_slice(&[0x8a, 8]);
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -622,6 +692,30 @@ mod tests {
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
             .collect()
+    }
+
+    #[test]
+    fn what_is_written_reads_back() {
+        let mut state = BTreeMap::new();
+        let data: Vec<u8> = (0..24u8).collect();
+        let f4 = Dtype { kind: 'f', size: 4 };
+        state.insert(
+            "ernie.encoder.layers.0.linear1.weight".to_string(),
+            Array {
+                dtype: f4,
+                shape: vec![2, 3],
+                data: data.clone(),
+            },
+        );
+        state.insert(
+            "x".repeat(300),
+            Array {
+                dtype: f4,
+                shape: vec![70_000, 0],
+                data: Vec::new(),
+            },
+        );
+        assert_eq!(load_state_dict(&save_state_dict(&state)).unwrap(), state);
     }
 
     #[test]
