@@ -1006,8 +1006,90 @@ pub struct PretrainedModel {
     /// From its config.json: `model_type`, `num_hidden_layers`, `hidden_size`, `vocab_size`, ...
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub config: serde_json::Value,
+    /// Set when the upload was a PaddleNLP directory, converted on arrival: what was mapped and how
+    /// closely the converted model answers as the original.
+    pub paddle_import: Option<PaddleImport>,
     pub created_by: Option<String>,
     pub created_at: String,
+}
+
+/// A PaddleNLP ERNIE directory converted into the Hugging Face layout (`paddock import-paddle`, or an
+/// upload on the Models page).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct PaddleImport {
+    /// `ErnieForSequenceClassification` or `ErnieModel` (a bare encoder: fine-tuning adds a classifier).
+    pub architecture: String,
+    /// The classifier's labels (empty for a bare encoder).
+    pub labels: Vec<String>,
+    /// The element types the weights were saved in (`float32`, `float16`, `bfloat16`); Paddock keeps
+    /// float32.
+    pub saved_as: Vec<String>,
+    pub hidden_act: String,
+    pub use_task_id: bool,
+    pub tensors: Vec<MappedTensor>,
+    pub parity: ParityReport,
+}
+
+/// One array of `model_state.pdparams` and where it went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MappedTensor {
+    pub paddle: String,
+    pub hugging_face: String,
+    /// The shape in the Hugging Face layout.
+    pub shape: Vec<usize>,
+    /// A Linear weight, stored `[in, out]` by Paddle, so transposed.
+    pub transposed: bool,
+}
+
+/// Paddock's model on converted weights against PaddleNLP's computation on the originals, on sample
+/// texts: a conversion is kept only when `max_abs_diff <= tolerance`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ParityReport {
+    pub compared: ParityOutput,
+    pub tolerance: f64,
+    /// The largest absolute difference over every sample.
+    pub max_abs_diff: f64,
+    pub samples: Vec<ParitySample>,
+}
+
+impl ParityReport {
+    pub fn passed(&self) -> bool {
+        self.max_abs_diff <= self.tolerance
+    }
+}
+
+/// What the parity check compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ParityOutput {
+    /// A classifier's logits.
+    Logits,
+    /// A bare encoder's pooled output.
+    Pooled,
+}
+
+impl ParityOutput {
+    /// The serialised name, for command-line output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ParityOutput::Logits => "logits",
+            ParityOutput::Pooled => "pooled",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ParitySample {
+    pub text: String,
+    pub pair: Option<String>,
+    /// Tokens fed, special tokens included.
+    pub tokens: usize,
+    pub max_abs_diff: f64,
 }
 
 // ---- evaluations ----------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
-//! Pretrained models: Hugging Face model directories a workspace uploads to fine-tune from — a `.tar` of
-//! a directory with `config.json`, `vocab.txt` or `tokenizer.json`, and `model.safetensors` (or
-//! `pytorch_model.bin`). The archive is streamed to a temporary file under the upload limit, unpacked
+//! Pretrained models: model directories a workspace uploads to fine-tune from — a `.tar` of a Hugging
+//! Face directory with `config.json`, `vocab.txt` or `tokenizer.json`, and `model.safetensors` (or
+//! `pytorch_model.bin`), or of a PaddleNLP ERNIE directory (`config.json` or `model_config.json`,
+//! `vocab.txt`, `model_state.pdparams`), which is converted on arrival (`paddock import-paddle`: read
+//! without running its pickle, checked against PaddleNLP's computation) and kept with its report. The
+//! archive is streamed to a temporary file under the upload limit, unpacked
 //! beside it (regular files and directories only, every path inside the target), and kept only once
 //! the trainer has loaded it and run it on a sentence (`paddock predict`): a directory that would fail a
 //! job fails here, with the trainer's message, and leaves nothing behind. Kept unpacked in the
@@ -24,10 +27,22 @@ use {crate::db::taken, contracts::error::internal};
 
 /// The files a model directory needs, each as alternatives.
 const REQUIRED: [&[&str]; 3] = [
-    &["config.json"],
+    &["config.json", "model_config.json"],
     &["vocab.txt", "tokenizer.json"],
-    &["model.safetensors", "pytorch_model.bin"],
+    &[
+        "model.safetensors",
+        "pytorch_model.bin",
+        "model_state.pdparams",
+    ],
 ];
+
+/// Which layout an uploaded directory is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    HuggingFace,
+    /// Weights in `model_state.pdparams` and none of Hugging Face's: converted on arrival.
+    PaddleNlp,
+}
 
 struct Row {
     id: PretrainedId,
@@ -38,6 +53,7 @@ struct Row {
     path: String,
     bytes: i64,
     config_json: String,
+    paddle_import_json: Option<String>,
     created_by: Option<String>,
     created_at: String,
 }
@@ -48,7 +64,7 @@ crate::db::row_query!(
     $ model_rows,
     Row,
     r#"SELECT m.id AS "id!: contracts::ids::PretrainedId", m.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", m.name, m.file_name, m.sha256, m.path, m.bytes,
-        m.config_json, u.username AS "created_by?", m.created_at
+        m.config_json, m.paddle_import_json, u.username AS "created_by?", m.created_at
       FROM pretrained_models m LEFT JOIN users u ON u.id = m.created_by"#
 );
 
@@ -63,6 +79,9 @@ impl Row {
             container_path: format!("{}/{}", containers::build::STORE_DIR, self.path),
             bytes: self.bytes as u64,
             config: serde_json::from_str(&self.config_json).unwrap_or_default(),
+            paddle_import: self
+                .paddle_import_json
+                .and_then(|j| serde_json::from_str(&j).ok()),
             created_by: self.created_by,
             created_at: self.created_at,
         }
@@ -148,22 +167,33 @@ where
             .join(format!("model-{}", hex::encode(rand::random::<[u8; 8]>()))),
     );
     let (archive_path, target) = (archive.path.clone(), unpacked.0.clone());
-    let model_dir = tokio::task::spawn_blocking(move || unpack(&archive_path, &target))
-        .await
-        .map_err(|e| internal("unpacking a model", e))??;
-    let allow_pickled = super::admin::read_settings(db).await?.allow_pickled_weights;
-    let dir = model_dir.clone();
-    tokio::task::spawn_blocking(move || weights_allowed(&dir, allow_pickled))
-        .await
-        .map_err(|e| internal("checking a model's weights", e))??;
+    let (unpacked_dir, layout) =
+        tokio::task::spawn_blocking(move || unpack(&archive_path, &target))
+            .await
+            .map_err(|e| internal("unpacking a model", e))??;
+    let converted = TempDir(unpacked.0.with_extension("hf"));
+    let (model_dir, paddle_import) = match layout {
+        Layout::HuggingFace => {
+            let allow_pickled = super::admin::read_settings(db).await?.allow_pickled_weights;
+            let dir = unpacked_dir.clone();
+            tokio::task::spawn_blocking(move || weights_allowed(&dir, allow_pickled))
+                .await
+                .map_err(|e| internal("checking a model's weights", e))??;
+            (unpacked_dir, None)
+        }
+        Layout::PaddleNlp => {
+            let report = import_with_trainer(storage, &unpacked_dir, &converted.0).await?;
+            (converted.0.clone(), Some(report))
+        }
+    };
     check_with_trainer(storage, &model_dir).await?;
     let config = summary(&model_dir);
     let bytes = dir_size(&model_dir);
 
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let id: PretrainedId = sqlx::query_scalar(
-        "INSERT INTO pretrained_models (workspace_id, name, file_name, sha256, path, bytes, config_json, created_by, created_at)
-         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?) RETURNING id",
+        "INSERT INTO pretrained_models (workspace_id, name, file_name, sha256, path, bytes, config_json, paddle_import_json, created_by, created_at)
+         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, ?) RETURNING id",
     )
     .bind(workspace_id)
     .bind(name)
@@ -171,6 +201,11 @@ where
     .bind(&sha256)
     .bind(bytes as i64)
     .bind(config.to_string())
+    .bind(
+        paddle_import
+            .as_ref()
+            .map(|r| serde_json::to_string(r).unwrap_or_default()),
+    )
     .bind(actor.user_id)
     .bind(super::now())
     .fetch_one(&mut *tx)
@@ -187,7 +222,10 @@ where
         .execute(&mut *tx)
         .await?;
     let entry = entry(actor, workspace_id, "model.upload", name);
-    let detail = serde_json::json!({ "pretrained_model_id": id, "sha256": sha256, "bytes": bytes });
+    let detail = serde_json::json!({
+        "pretrained_model_id": id, "sha256": sha256, "bytes": bytes,
+        "converted_from": paddle_import.as_ref().map(|_| "paddlenlp"),
+    });
     audit::record(&mut tx, entry.detail(detail)).await?;
     // Whatever a crash left at the model's name first is removed.
     let (owned, target, from) = (storage.clone(), PathBuf::from(&relative), model_dir.clone());
@@ -264,10 +302,10 @@ fn refused(message: impl Into<String>) -> AppError {
     AppError::invalid("file", ErrorCode::PretrainedInvalid, message)
 }
 
-/// Unpacks `archive` into `target` and returns the model directory in it: `target` itself or its one
-/// top-level directory. Only regular files and directories are taken, at relative paths that stay
-/// inside `target`; links, devices and `..` are refused.
-fn unpack(archive: &Path, target: &Path) -> Result<PathBuf, AppError> {
+/// Unpacks `archive` into `target` and returns the model directory in it (`target` itself or its one
+/// top-level directory) and its layout. Only regular files and directories are taken, at relative paths
+/// that stay inside `target`; links, devices and `..` are refused.
+fn unpack(archive: &Path, target: &Path) -> Result<(PathBuf, Layout), AppError> {
     let file = std::fs::File::open(archive).map_err(|e| internal("opening an upload", e))?;
     std::fs::create_dir_all(target).map_err(|e| internal("creating an unpack directory", e))?;
     let mut tar = tar::Archive::new(file);
@@ -321,7 +359,8 @@ fn unpack(archive: &Path, target: &Path) -> Result<PathBuf, AppError> {
             )));
         }
     }
-    let dir = if target.join("config.json").is_file() {
+    let has_config = |d: &Path| REQUIRED[0].iter().any(|f| d.join(f).is_file());
+    let dir = if has_config(target) {
         target.to_path_buf()
     } else {
         let subdirs: Vec<PathBuf> = std::fs::read_dir(target)
@@ -331,10 +370,11 @@ fn unpack(archive: &Path, target: &Path) -> Result<PathBuf, AppError> {
             .filter(|p| p.is_dir())
             .collect();
         match subdirs.as_slice() {
-            [one] if one.join("config.json").is_file() => one.clone(),
+            [one] if has_config(one) => one.clone(),
             _ => {
                 return Err(refused(
-                    "config.json is neither at the top of the archive nor in its one top-level directory",
+                    "config.json (or PaddleNLP's model_config.json) is neither at the top of the archive \
+                     nor in its one top-level directory",
                 ))
             }
         }
@@ -347,7 +387,19 @@ fn unpack(archive: &Path, target: &Path) -> Result<PathBuf, AppError> {
             )));
         }
     }
-    Ok(dir)
+    let hugging_face = REQUIRED[2][..2].iter().any(|f| dir.join(f).is_file());
+    if !hugging_face && !dir.join("config.json").is_file() {
+        return Err(refused(
+            "the model directory lacks config.json (model_config.json alone describes a PaddleNLP model, \
+             whose weights are model_state.pdparams)",
+        ));
+    }
+    let layout = if hugging_face {
+        Layout::HuggingFace
+    } else {
+        Layout::PaddleNlp
+    };
+    Ok((dir, layout))
 }
 
 /// Safetensors is plain data; a pickle is a program for whatever unpickles it. A directory whose only
@@ -373,6 +425,45 @@ fn weights_allowed(dir: &Path, allow_pickled: bool) -> Result<(), AppError> {
     ))
 }
 
+/// Converts a PaddleNLP directory into `out` with the trainer (`paddock import-paddle`, in its own
+/// process like every other use of libtorch here); the trainer's message when it refuses.
+async fn import_with_trainer(
+    storage: &Storage,
+    from: &Path,
+    out: &Path,
+) -> Result<contracts::types::PaddleImport, AppError> {
+    let output = tokio::process::Command::new(&storage.paddock_binary)
+        .arg("import-paddle")
+        .arg("--from")
+        .arg(from)
+        .arg("--output-dir")
+        .arg(out)
+        .arg("--json")
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| internal("running paddock import-paddle", e))?;
+    if !output.status.success() {
+        return Err(refused(format!(
+            "the PaddleNLP model cannot be imported: {}",
+            trainer_error(&output.stderr)
+        )));
+    }
+    serde_json::from_slice(&output.stdout).map_err(|e| internal("reading an import report", e))
+}
+
+/// The trainer's own message on stderr (its `error: ` line), or the start of what it printed.
+fn trainer_error(stderr: &[u8]) -> String {
+    let stderr = String::from_utf8_lossy(stderr);
+    stderr
+        .lines()
+        .rev()
+        .find(|l| l.starts_with("error: "))
+        .map(|l| l.trim_start_matches("error: ").to_string())
+        .unwrap_or_else(|| stderr.trim().chars().take(500).collect())
+}
+
 /// Loads the directory with the trainer and classifies one sentence; the trainer's own message when it
 /// cannot (a config it does not support, weights that do not fit the config, a bad vocabulary).
 async fn check_with_trainer(storage: &Storage, dir: &Path) -> Result<(), AppError> {
@@ -389,15 +480,9 @@ async fn check_with_trainer(storage: &Storage, dir: &Path) -> Result<(), AppErro
     if output.status.success() {
         return Ok(());
     }
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let message = stderr
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("error: "))
-        .map(|l| l.trim_start_matches("error: ").to_string())
-        .unwrap_or_else(|| stderr.trim().chars().take(500).collect());
     Err(refused(format!(
-        "the trainer cannot use this model: {message}"
+        "the trainer cannot use this model: {}",
+        trainer_error(&output.stderr)
     )))
 }
 
@@ -465,8 +550,9 @@ mod tests {
             ("bert/model.safetensors", b"x"),
         ];
         let (tmp, tar) = archive(&files);
-        let dir = unpack(&tar, &tmp.path().join("out")).unwrap();
+        let (dir, layout) = unpack(&tar, &tmp.path().join("out")).unwrap();
         assert!(dir.ends_with("out/bert"));
+        assert_eq!(layout, Layout::HuggingFace);
         let top: Vec<(&str, &[u8])> = files
             .iter()
             .map(|(n, d)| (n.trim_start_matches("bert/"), *d))
@@ -474,7 +560,48 @@ mod tests {
         let (tmp, tar) = archive(&top);
         assert!(unpack(&tar, &tmp.path().join("out"))
             .unwrap()
+            .0
             .ends_with("out"));
+    }
+
+    #[test]
+    fn a_paddlenlp_directory_is_recognised_in_either_config_layout() {
+        let (tmp, tar) = archive(&[
+            ("ernie/config.json", b"{}"),
+            ("ernie/vocab.txt", b"[PAD]"),
+            ("ernie/model_state.pdparams", b"x"),
+        ]);
+        let (dir, layout) = unpack(&tar, &tmp.path().join("out")).unwrap();
+        assert!(dir.ends_with("out/ernie"));
+        assert_eq!(layout, Layout::PaddleNlp);
+        let (tmp, tar) = archive(&[
+            ("model_config.json", b"{}"),
+            ("vocab.txt", b"[PAD]"),
+            ("model_state.pdparams", b"x"),
+        ]);
+        assert_eq!(
+            unpack(&tar, &tmp.path().join("out")).unwrap().1,
+            Layout::PaddleNlp
+        );
+        // Hugging Face weights win: the pickle of Paddle is then not read at all.
+        let (tmp, tar) = archive(&[
+            ("config.json", b"{}"),
+            ("vocab.txt", b"[PAD]"),
+            ("model.safetensors", b"x"),
+            ("model_state.pdparams", b"x"),
+        ]);
+        assert_eq!(
+            unpack(&tar, &tmp.path().join("out")).unwrap().1,
+            Layout::HuggingFace
+        );
+        // model_config.json describes only a PaddleNLP model.
+        let (tmp, tar) = archive(&[
+            ("model_config.json", b"{}"),
+            ("vocab.txt", b"[PAD]"),
+            ("model.safetensors", b"x"),
+        ]);
+        let err = unpack(&tar, &tmp.path().join("out")).unwrap_err();
+        assert!(err.to_string().contains("lacks config.json"), "{err}");
     }
 
     #[test]
@@ -511,7 +638,7 @@ mod tests {
         assert_eq!(err.code(), "pretrained_invalid");
         assert!(
             err.to_string()
-                .contains("model.safetensors or pytorch_model.bin"),
+                .contains("model.safetensors or pytorch_model.bin or model_state.pdparams"),
             "{err}"
         );
         let (tmp, tar) = archive(&[("model/config.json", b"{}"), ("other/x", b"")]);

@@ -578,7 +578,9 @@ fn write_parity(out: &mut impl Write, p: &crate::paddle::ParityReport) -> std::i
     writeln!(
         out,
         "parity       {} within {:.0e} of Paddle's computation: largest difference {:.2e}",
-        p.compared, p.tolerance, p.max_abs_diff
+        p.compared.as_str(),
+        p.tolerance,
+        p.max_abs_diff
     )?;
     for s in &p.samples {
         let text = match &s.pair {

@@ -276,3 +276,113 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
     assert!(!models_dir.join(model_id.to_string()).exists());
     assert_eq!(owner.get(&models).await.1, json!([]));
 }
+
+/// Small PaddleNLP directories with random weights, written by the pinned PaddleNLP of `.venv-paddle`
+/// (`scripts/paddle/fixtures.py`, as the trainer's import tests use them).
+fn paddle_fixtures() -> tempfile::TempDir {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = root.join(".venv-paddle/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: `scripts/setup.sh paddle` installs it",
+        python.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(python)
+        .arg(root.join("scripts/paddle/fixtures.py"))
+        .arg("make")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    dir
+}
+
+#[tokio::test]
+async fn a_paddlenlp_directory_is_converted_on_upload_with_its_report() {
+    let (server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
+    let paddle = paddle_fixtures();
+
+    // Refused by the converter, with the parameter's name, and nothing kept.
+    let stray = tar_of(&paddle.path().join("stray_parameter"), "ernie", &[], None);
+    let (status, err) = upload(&owner, ws, "stray", "stray.tar", stray).await;
+    assert_eq!(
+        (status, err["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("pretrained_invalid")),
+        "{err}"
+    );
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.contains("cannot be imported") && message.contains("qkv_proj"),
+        "{err}"
+    );
+    let commands = tar_of(&paddle.path().join("runs_a_command"), "ernie", &[], None);
+    let (status, err) = upload(&owner, ws, "runs", "runs.tar", commands).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert!(err["message"].as_str().unwrap().contains("system"), "{err}");
+    assert!(
+        !paddle.path().join("pwned").exists(),
+        "the pickle's command ran"
+    );
+    assert_eq!(
+        server.count("SELECT COUNT(*) FROM pretrained_models").await,
+        0
+    );
+    let tmp = server.dir.path().join("data/tmp");
+    assert_eq!(
+        std::fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0),
+        0,
+        "no leftovers in tmp"
+    );
+
+    // Accepted: converted, kept in the Hugging Face layout, with the report.
+    let good = tar_of(&paddle.path().join("cls_relu_task"), "ernie", &[], None);
+    let (status, model) = upload(&owner, ws, "paddle-ernie", "ernie.tar", good).await;
+    assert_eq!(status, StatusCode::CREATED, "{model}");
+    let report = &model["paddle_import"];
+    assert_eq!(
+        report["architecture"], "ErnieForSequenceClassification",
+        "{model}"
+    );
+    assert_eq!(report["labels"], json!(["负面", "正面"]));
+    assert_eq!(report["hidden_act"], "relu");
+    // Per layer 16 (four projections, two feed-forward and two norms, weight and bias each), 6 for the
+    // embeddings (task types too), 2 for the pooler and 2 for the classifier.
+    assert_eq!(
+        report["tensors"].as_array().unwrap().len(),
+        2 * 16 + 6 + 2 + 2
+    );
+    let parity = &report["parity"];
+    assert_eq!(parity["compared"], "logits");
+    assert!(parity["max_abs_diff"].as_f64().unwrap() <= parity["tolerance"].as_f64().unwrap());
+    assert_eq!(parity["samples"].as_array().unwrap().len(), 4);
+    assert_eq!(model["config"]["model_type"], "ernie");
+    let stored = server.in_store(ws, model["container_path"].as_str().unwrap());
+    assert!(stored.join("model.safetensors").is_file());
+    assert!(
+        !stored.join("model_state.pdparams").exists(),
+        "only the converted weights are kept"
+    );
+    let (_, listed) = owner
+        .get(&format!("/api/v1/workspaces/{ws}/pretrained-models"))
+        .await;
+    assert_eq!(
+        listed[0]["paddle_import"], *report,
+        "the report is kept with the model"
+    );
+
+    // A job fine-tunes from it, on the dataset's own labels.
+    let spec = json!({ "name": "from-paddle", "dataset_id": ds, "pretrained_model_id": model["id"],
+                       "batch_size": 16, "max_seq_len": 32, "learning_rate": 0.002, "max_steps": 4,
+                       "eval_every_steps": 4, "keep_best": 1 });
+    let (status, job) = owner
+        .post(&format!("/api/v1/workspaces/{ws}/jobs"), spec)
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{job}");
+    let done = finished(&owner, ws, job["summary"]["id"].as_i64().unwrap()).await;
+    assert_eq!(done["summary"]["status"], "succeeded", "{done}");
+}

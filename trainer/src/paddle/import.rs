@@ -9,48 +9,21 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
 use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
 use super::config::PaddleConfig;
 use super::names::{self, Layout};
-use super::parity::{self, ParityReport};
+use super::parity;
 use super::pickle::{self, Array};
 use crate::{checkpoint, ErnieForSequenceClassification, Error, Result, Tokenizer};
+pub use contracts::types::{MappedTensor, PaddleImport};
 
 /// The weights file of a PaddleNLP model.
 pub const WEIGHTS: &str = "model_state.pdparams";
 
-/// What an import did: shown by `paddock import-paddle` and on the Models page.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ImportReport {
-    /// `ErnieForSequenceClassification` or `ErnieModel` (then fine-tuning adds a fresh classifier).
-    pub architecture: String,
-    /// The labels of the classifier (empty for a bare encoder).
-    pub labels: Vec<String>,
-    /// The element types the weights were saved in (`float32`, `float16`, `bfloat16`); Paddock keeps
-    /// float32.
-    pub saved_as: Vec<String>,
-    pub hidden_act: String,
-    pub use_task_id: bool,
-    pub tensors: Vec<MappedTensor>,
-    pub parity: ParityReport,
-}
-
-/// One array of `model_state.pdparams` and where it went.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MappedTensor {
-    pub paddle: String,
-    pub hugging_face: String,
-    /// The shape in the Hugging Face layout.
-    pub shape: Vec<usize>,
-    /// A Linear weight, stored `[in, out]` by Paddle, so transposed.
-    pub transposed: bool,
-}
-
 /// Imports the PaddleNLP model in `from` into `out` (replaced whole when it exists).
-pub fn import(from: &Path, out: &Path) -> Result<ImportReport> {
+pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
     let config = PaddleConfig::from_dir(from)?;
     let path = from.join(WEIGHTS);
     if !path.is_file() {
@@ -177,7 +150,7 @@ pub fn import(from: &Path, out: &Path) -> Result<ImportReport> {
     checkpoint::save_only(out, &vs, &hf_config, &tokenizer, &|n| {
         classifier || !n.starts_with("classifier.")
     })?;
-    Ok(ImportReport {
+    Ok(PaddleImport {
         architecture: hf_config.architectures[0].clone(),
         labels: if classifier {
             hf_config.labels()

@@ -14,5 +14,5 @@ pub mod pickle;
 pub mod reference;
 
 pub use export::{export, ExportReport};
-pub use import::{import, ImportReport, MappedTensor};
+pub use import::{import, MappedTensor, PaddleImport};
 pub use parity::ParityReport;

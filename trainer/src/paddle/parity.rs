@@ -3,11 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
 use super::config::PaddleConfig;
 use super::reference::PaddleErnie;
+pub use contracts::types::{ParityOutput, ParityReport, ParitySample};
+
 use crate::data::batch::{collate, Features};
 use crate::{ErnieForSequenceClassification, Error, Result, Tokenizer};
 
@@ -28,32 +29,6 @@ pub const SAMPLES: &[(&str, Option<&str>)] = &[
 
 /// The longest sample, in tokens, the gate feeds (the model's positions permitting).
 const MAX_TOKENS: usize = 64;
-
-/// What the gate compared, and found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ParityReport {
-    /// `logits` for a classifier, `pooled` for a bare encoder.
-    pub compared: String,
-    pub tolerance: f64,
-    /// The largest absolute difference over every sample.
-    pub max_abs_diff: f64,
-    pub samples: Vec<SampleDiff>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SampleDiff {
-    pub text: String,
-    pub pair: Option<String>,
-    /// Tokens fed, special tokens included.
-    pub tokens: usize,
-    pub max_abs_diff: f64,
-}
-
-impl ParityReport {
-    pub fn passed(&self) -> bool {
-        self.max_abs_diff <= self.tolerance
-    }
-}
 
 /// Runs both models on [`SAMPLES`]. `params` are the Paddle arrays (float64, Paddle layout) and `model`
 /// Paddock's network holding the converted weights; a difference over [`TOLERANCE`] is an error that
@@ -105,11 +80,11 @@ pub fn check(
             .amax([1], false)
             .nan_to_num(f64::INFINITY, f64::INFINITY, f64::INFINITY),
     )?;
-    let samples: Vec<SampleDiff> = SAMPLES
+    let samples: Vec<ParitySample> = SAMPLES
         .iter()
         .zip(&rows)
         .zip(&per_row)
-        .map(|(((text, pair), row), &d)| SampleDiff {
+        .map(|(((text, pair), row), &d)| ParitySample {
             text: text.to_string(),
             pair: pair.map(String::from),
             tokens: row.input_ids.len(),
@@ -117,7 +92,11 @@ pub fn check(
         })
         .collect();
     let report = ParityReport {
-        compared: if classifier { "logits" } else { "pooled" }.into(),
+        compared: if classifier {
+            ParityOutput::Logits
+        } else {
+            ParityOutput::Pooled
+        },
         tolerance: TOLERANCE,
         max_abs_diff: per_row.iter().copied().fold(0.0, f64::max),
         samples,
@@ -126,7 +105,7 @@ pub fn check(
         return Err(Error::Checkpoint(format!(
             "parity: Paddock's {} differ from what Paddle's layout computes by up to {:.3e} (tolerance {:.0e}) \
              on {:?}; the conversion would change the model's answers, so nothing was written",
-            report.compared,
+            report.compared.as_str(),
             report.max_abs_diff,
             TOLERANCE,
             report

@@ -1,7 +1,9 @@
-//! Pretrained models on the Models page: the Hugging Face model directories the workspace uploaded to
-//! fine-tune from (name, shape from their config.json, size, sha256), an upload form for editors — a
-//! `.tar` sent with upload progress, checked by the trainer on the server, its refusal shown with the
-//! reason — and delete. Jobs pick them in the job form's base-model choice.
+//! Pretrained models on the Models page: the model directories the workspace uploaded to fine-tune from
+//! (name, shape from their config.json, size, sha256), an upload form for editors — a `.tar` sent with
+//! upload progress, checked by the trainer on the server, its refusal shown with the reason — and
+//! delete. A PaddleNLP directory is converted on the server; its row says so and opens onto the
+//! conversion report (what was mapped, and how closely the result answers as PaddleNLP computes), so a
+//! team can see why to trust it. Jobs pick them in the job form's base-model choice.
 
 use contracts::ids::WorkspaceId;
 use leptos::prelude::*;
@@ -19,7 +21,7 @@ use crate::pages::workspace::datasets::short_sha;
 use crate::pages::workspace::environments::parts::bytes_text;
 use crate::pages::workspace::use_current_workspace;
 use contracts::error::AppError;
-use contracts::types::PretrainedModel;
+use contracts::types::{PaddleImport, ParityOutput, PretrainedModel};
 
 /// `bert · 12 layers · hidden 768 · vocabulary 21128`, from what its config.json says.
 pub fn shape_text(locale: Locale, model: &PretrainedModel) -> String {
@@ -97,9 +99,20 @@ fn ModelsTable(
         .map(|m| {
             let (id, name) = (m.id, m.name.clone());
             let shaped = m.clone();
+            let span = if can_edit { 6 } else { 5 };
+            let report = m.paddle_import.clone().map(|report| view! {
+                <tr class="detail-row" data-testid="paddle-report-row" data-name=name.clone()>
+                    <td colspan=span><PaddleReport report /></td>
+                </tr>
+            });
+            let imported = m.paddle_import.is_some();
             view! {
                 <tr data-testid="pretrained-row" data-id=id.get() data-name=name.clone()>
-                    <th scope="row">{name.clone()}<div class="muted"><code>{m.container_path.clone()}</code></div></th>
+                    <th scope="row">
+                        {name.clone()}
+                        {imported.then(|| view! { <span class="badge" data-testid="paddle-badge">{t!(i18n, pretrained.paddle_badge)}</span> })}
+                        <div class="muted"><code>{m.container_path.clone()}</code></div>
+                    </th>
                     <td>{move || shape_text(i18n.get_locale(), &shaped)}</td>
                     <td class="nowrap">{bytes_text(m.bytes)}</td>
                     <td><code title=m.sha256.clone()>{short_sha(&m.sha256)}</code></td>
@@ -113,6 +126,7 @@ fn ModelsTable(
                         </td>
                     })}
                 </tr>
+                {report}
             }
         })
         .collect_view();
@@ -121,6 +135,112 @@ fn ModelsTable(
             more=move || can_edit.then(|| view! { <HiddenHeading>{t!(i18n, pretrained.delete)}</HiddenHeading> })>
             {rows}
         </DataTable>
+    }
+}
+
+/// `4.9e-7`: differences this small read best in scientific notation.
+fn figure(x: f64) -> String {
+    format!("{x:.1e}")
+}
+
+/// What a PaddleNLP import did: structure, labels and types, the tensors mapped (the full table behind a
+/// disclosure), and the parity figures per sample text.
+#[component]
+fn PaddleReport(report: PaddleImport) -> impl IntoView {
+    let i18n = use_i18n();
+    let transposed = report.tensors.iter().filter(|t| t.transposed).count();
+    let count = report.tensors.len();
+    let (diff, tol) = (
+        figure(report.parity.max_abs_diff),
+        figure(report.parity.tolerance),
+    );
+    let PaddleImport {
+        architecture,
+        labels,
+        saved_as,
+        hidden_act,
+        tensors,
+        parity,
+        ..
+    } = report;
+    let dtype = saved_as.join(", ");
+    let bare = labels.is_empty();
+    let labels = labels.join(", ");
+    let samples = parity
+        .samples
+        .into_iter()
+        .map(|s| {
+            let text = match s.pair {
+                Some(pair) => format!("{} ／ {pair}", s.text),
+                None => s.text,
+            };
+            view! {
+                <tr data-testid="paddle-sample">
+                    <td>{text}</td>
+                    <td class="num">{s.tokens}</td>
+                    <td class="num"><code>{figure(s.max_abs_diff)}</code></td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let mapping = tensors
+        .into_iter()
+        .map(|t| {
+            let shape = format!("{:?}", t.shape);
+            view! {
+                <tr data-testid="paddle-tensor">
+                    <td><code>{t.paddle}</code></td>
+                    <td><code>{t.hugging_face}</code></td>
+                    <td><code>{shape}</code></td>
+                    <td>{t.transposed.then_some(t!(i18n, pretrained.transposed))}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <details class="paddle-report" data-testid="paddle-report">
+            <summary>{t!(i18n, pretrained.paddle_report)}</summary>
+            <p data-testid="paddle-summary">
+                {move || {
+                    let (arch, dtype, act) = (architecture.clone(), dtype.clone(), hidden_act.clone());
+                    view! { {t!(i18n, pretrained.paddle_summary, arch = view! { <code>{arch}</code> }, dtype = view! { <code>{dtype}</code> }, act = view! { <code>{act}</code> })} }
+                }}
+            </p>
+            <p data-testid="paddle-labels">
+                {move || if bare {
+                    t_string!(i18n, pretrained.paddle_bare).to_string()
+                } else {
+                    t_string!(i18n, pretrained.paddle_labels, labels = labels.clone()).to_string()
+                }}
+            </p>
+            <p data-testid="paddle-tensors">{move || t_string!(i18n, pretrained.paddle_tensors, count = count, transposed = transposed).to_string()}</p>
+            <p data-testid="paddle-parity">
+                {move || match parity.compared {
+                    ParityOutput::Logits => t_string!(i18n, pretrained.paddle_parity_logits, diff = diff.clone(), tol = tol.clone()).to_string(),
+                    ParityOutput::Pooled => t_string!(i18n, pretrained.paddle_parity_pooled, diff = diff.clone(), tol = tol.clone()).to_string(),
+                }}
+            </p>
+            <table class="table">
+                <thead><tr>
+                    <th scope="col">{t!(i18n, pretrained.col_sample)}</th>
+                    <th scope="col" class="num">{t!(i18n, pretrained.col_tokens)}</th>
+                    <th scope="col" class="num">{t!(i18n, pretrained.col_diff)}</th>
+                </tr></thead>
+                <tbody>{samples}</tbody>
+            </table>
+            <details data-testid="paddle-mapping">
+                <summary>{t!(i18n, pretrained.paddle_mapping)}</summary>
+                <table class="table">
+                    <thead><tr>
+                        <th scope="col">{t!(i18n, pretrained.col_paddle)}</th>
+                        <th scope="col">{t!(i18n, pretrained.col_hf)}</th>
+                        <th scope="col">{t!(i18n, pretrained.col_shape)}</th>
+                        <th scope="col"><span class="visually-hidden">{t!(i18n, pretrained.transposed)}</span></th>
+                    </tr></thead>
+                    <tbody>{mapping}</tbody>
+                </table>
+            </details>
+        </details>
     }
 }
 
@@ -203,6 +323,7 @@ mod tests {
             container_path: "/workspace/models/1".into(),
             bytes: 1,
             config: serde_json::json!({ "model_type": "bert", "num_hidden_layers": 12, "hidden_size": 768, "vocab_size": 21128 }),
+            paddle_import: None,
             created_by: None,
             created_at: "2026-12-03T00:00:00Z".into(),
         };
