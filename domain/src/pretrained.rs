@@ -388,7 +388,7 @@ fn unpack(archive: &Path, target: &Path) -> Result<(PathBuf, Layout), AppError> 
         }
     }
     let hugging_face = REQUIRED[2][..2].iter().any(|f| dir.join(f).is_file());
-    if !hugging_face && !dir.join("config.json").is_file() {
+    if hugging_face && !dir.join("config.json").is_file() {
         return Err(refused(
             "the model directory lacks config.json (model_config.json alone describes a PaddleNLP model, \
              whose weights are model_state.pdparams)",

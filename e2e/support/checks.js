@@ -70,7 +70,7 @@ const TERMS = [
   'Big5', 'Docker', 'HTTP', 'HTTPS', 'REST', 'macro', 'fp32', 'fp16', 'bf16', 'AVX512', 'BF16', 'AVX',
   'curl', 'Python', 'Bearer', 'TOML', 'logits', 'token', 'tokens', 'slug', 'SHA', 'sha256', 'KiB', 'MiB',
   'GiB', 'QPS', 'p50', 'p95', 'p99', 'Ctrl', 'Shift', 'Hugging', 'Face', 'PaddleNLP', 'tar', 'max_seq_len',
-  'WordPiece', 'Paddock', 'UTC', 'CLS', 'SEP',
+  'WordPiece', 'Paddock', 'UTC', 'CLS', 'SEP', 'Paddle', 'PaddlePaddle',
   // The header, placeholder and library the endpoint's call snippets name in their sentences.
   'Authorization', 'YOUR_API_KEY', 'requests',
 ];

@@ -67,16 +67,7 @@ impl Api {
             .send()
             .await
             .with_context(|| format!("cannot reach {}", self.base))?;
-        if response.status().is_success() {
-            return Ok(response);
-        }
-        let status = response.status();
-        let body: Value = response.json().await.unwrap_or(Value::Null);
-        let message = body["message"].as_str().unwrap_or("no details");
-        match body["field"].as_str() {
-            Some(field) => bail!("{status}: {field}: {message}"),
-            None => bail!("{status}: {message}"),
-        }
+        answer(response).await
     }
 
     pub async fn send<B: serde::Serialize, T: DeserializeOwned>(
@@ -87,6 +78,27 @@ impl Api {
     ) -> anyhow::Result<T> {
         let response = self.request(method, path, body).await?;
         response
+            .json()
+            .await
+            .context("the server sent an unexpected answer")
+    }
+
+    /// POSTs `body` as the raw request body (an upload) and reads the JSON answer.
+    pub async fn upload<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: reqwest::Body,
+    ) -> anyhow::Result<T> {
+        let response = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .body(body)
+            .send()
+            .await
+            .with_context(|| format!("cannot reach {}", self.base))?;
+        answer(response)
+            .await?
             .json()
             .await
             .context("the server sent an unexpected answer")
@@ -138,6 +150,20 @@ impl Api {
             }
         }
         Ok(None)
+    }
+}
+
+/// A 2xx answer as it is; any other becomes an error with the server's message and field.
+async fn answer(response: reqwest::Response) -> anyhow::Result<reqwest::Response> {
+    if response.status().is_success() {
+        return Ok(response);
+    }
+    let status = response.status();
+    let body: Value = response.json().await.unwrap_or(Value::Null);
+    let message = body["message"].as_str().unwrap_or("no details");
+    match body["field"].as_str() {
+        Some(field) => bail!("{status}: {field}: {message}"),
+        None => bail!("{status}: {message}"),
     }
 }
 

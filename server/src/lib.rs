@@ -23,4 +23,5 @@ pub mod http;
 pub mod jobs;
 pub mod log_sink;
 pub mod model_server;
+pub mod pretrained;
 pub mod serve;

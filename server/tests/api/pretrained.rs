@@ -6,7 +6,7 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{owner_with_sample, User, NO_DOCKER};
+use crate::common::{owner_with_sample, Cli, User, NO_DOCKER};
 use crate::jobs::{finished, kept_checkpoint};
 
 /// Uploads the archive `body` (named `file`) as pretrained model `name` of `ws`.
@@ -373,6 +373,37 @@ async fn a_paddlenlp_directory_is_converted_on_upload_with_its_report() {
     assert_eq!(
         listed[0]["paddle_import"], *report,
         "the report is kept with the model"
+    );
+
+    // From a shell: a directory as it lies on disk (tarred on the fly) and a .tar of one.
+    let cli = Cli::of(&owner, ws).await;
+    let bare = paddle.path().join("bare_silu_bf16");
+    let (code, out, err) = cli.run(&["model", "upload", "--name", "bare", bare.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(
+        out.contains("converted from PaddleNLP: ErnieModel") && out.contains("pooled within 1e-4"),
+        "{out}"
+    );
+    let legacy = paddle.path().join("legacy.tar");
+    std::fs::write(
+        &legacy,
+        tar_of(&paddle.path().join("legacy_p2"), "legacy", &[], None),
+    )
+    .unwrap();
+    let (code, out, err) = cli.run(&["model", "upload", legacy.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    let (code, out, _) = cli.run(&["model", "list"]);
+    assert_eq!(code, Some(0));
+    for name in ["paddle-ernie", "bare", "legacy"] {
+        assert!(out.contains(name), "{out}");
+    }
+    assert_eq!(out.matches("paddlenlp").count(), 3, "{out}");
+    let damaged = paddle.path().join("misshapen_parameter");
+    let (code, _, err) = cli.run(&["model", "upload", damaged.to_str().unwrap()]);
+    assert_eq!(code, Some(1));
+    assert!(
+        err.contains("ernie.encoder.layers.0.linear1.weight"),
+        "{err}"
     );
 
     // A job fine-tunes from it, on the dataset's own labels.

@@ -9,7 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use tch::{Device, Kind, Tensor};
 
-use super::config::PaddleConfig;
+use super::config::{PaddleConfig, PADDLE_LAYER_NORM_EPS};
 use super::import::WEIGHTS;
 use super::names::{self, Layout};
 use super::parity::{self, ParityReport};
@@ -61,7 +61,16 @@ pub fn export(checkpoint_dir: &Path, out: &Path) -> Result<ExportReport> {
         state.insert(paddle.clone(), array_of(&t)?);
         params.insert(paddle, t.to_kind(Kind::Double));
     }
-    let parity = parity::check(&paddle_config, &params, &loaded.model, &loaded.tokenizer)?;
+    let eps = loaded.config.layer_norm_eps;
+    let parity = parity::check(&paddle_config, &params, &loaded.model, &loaded.tokenizer).map_err(
+        |e| match e {
+            Error::Checkpoint(m) if eps != PADDLE_LAYER_NORM_EPS => Error::Checkpoint(format!(
+                "{m} (PaddleNLP's ERNIE normalises with epsilon {PADDLE_LAYER_NORM_EPS:e} whatever its config \
+                 says; this model was trained with {eps:e})"
+            )),
+            other => other,
+        },
+    )?;
     let bytes = pickle::save_state_dict(&state);
     let lowercase = loaded.tokenizer.lowercase();
     checkpoint::replace_dir(out, |dir| {

@@ -191,8 +191,8 @@ fn PaddleReport(report: PaddleImport) -> impl IntoView {
                 <tr data-testid="paddle-tensor">
                     <td><code>{t.paddle}</code></td>
                     <td><code>{t.hugging_face}</code></td>
-                    <td><code>{shape}</code></td>
-                    <td>{t.transposed.then_some(t!(i18n, pretrained.transposed))}</td>
+                    <td class="nowrap"><code>{shape}</code></td>
+                    <td class="nowrap">{t.transposed.then_some(t!(i18n, pretrained.transposed))}</td>
                 </tr>
             }
         })
