@@ -295,6 +295,7 @@ fn message(locale: Locale, code: ErrorCode) -> Message {
         C::NotRunning => Whole(td_string!(locale, errors.not_running)),
         C::PasswordTooLong => Whole(td_string!(locale, errors.password_too_long)),
         C::PasswordTooShort => Whole(td_string!(locale, errors.password_too_short)),
+        C::PaddleExportRefused => Lead(td_string!(locale, errors.paddle_export_refused)),
         C::PickledWeightsRefused => Whole(td_string!(locale, errors.pickled_weights_refused)),
         C::PlaygroundInputsInvalid => Whole(td_string!(locale, errors.playground_inputs_invalid)),
         C::PreflightFailed => Lead(td_string!(locale, errors.preflight_failed)),

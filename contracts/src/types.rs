@@ -1013,6 +1013,20 @@ pub struct PretrainedModel {
     pub created_at: String,
 }
 
+/// The layout a checkpoint is downloaded in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub enum CheckpointFormat {
+    /// As Paddock keeps it: `config.json`, `model.safetensors`, the tokenizer files.
+    #[default]
+    #[serde(rename = "hf")]
+    HuggingFace,
+    /// A PaddleNLP ERNIE directory (`model_state.pdparams`) that `from_pretrained` loads, made on request
+    /// and checked against PaddleNLP's computation first.
+    #[serde(rename = "paddlenlp")]
+    PaddleNlp,
+}
+
 /// A PaddleNLP ERNIE directory converted into the Hugging Face layout (`paddock import-paddle`, or an
 /// upload on the Models page).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

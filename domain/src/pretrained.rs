@@ -290,7 +290,7 @@ fn entry<'a>(
 }
 
 /// A directory removed when dropped (unless moved away first).
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(pub(crate) PathBuf);
 
 impl Drop for TempDir {
     fn drop(&mut self) {
@@ -454,7 +454,7 @@ async fn import_with_trainer(
 }
 
 /// The trainer's own message on stderr (its `error: ` line), or the start of what it printed.
-fn trainer_error(stderr: &[u8]) -> String {
+pub(crate) fn trainer_error(stderr: &[u8]) -> String {
     let stderr = String::from_utf8_lossy(stderr);
     stderr
         .lines()

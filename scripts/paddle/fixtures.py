@@ -6,7 +6,7 @@ pinned PaddleNLP of .venv-paddle (scripts/setup.sh paddle).
                                    and OUT/expected.json: for each, the tokenizer's ids and what Paddle
                                    computes (logits, or the pooled output of a bare encoder) on TEXTS
     fixtures.py predict DIR        loads DIR with PaddleNLP's from_pretrained (as a team would) and prints
-                                   the ids and logits of TEXTS as JSON
+                                   TEXTS, their ids and logits as JSON
 
 The models cover what an import must handle: a classifier with task-type embeddings and relu; gelu
 without them, saved in float16, three labels; a bare ErnieModel saved in bfloat16 with silu; the older
@@ -177,7 +177,7 @@ def predict(directory):
     tokenizer = ErnieTokenizer.from_pretrained(directory)
     model = ErnieForSequenceClassification.from_pretrained(directory)
     batch = encode(tokenizer)
-    print(json.dumps({"batch": batch, **run(model, batch)}))
+    print(json.dumps({"texts": TEXTS, "batch": batch, **run(model, batch)}, ensure_ascii=False))
 
 
 if __name__ == "__main__":

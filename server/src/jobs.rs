@@ -113,7 +113,8 @@ pub struct CkptArgs {
 pub enum CkptCommand {
     /// The workspace's checkpoints, newest first.
     List(CkptList),
-    /// Download a checkpoint as a tar archive of its Hugging Face directory.
+    /// Download a checkpoint as a tar archive of its Hugging Face directory (or, `--format paddlenlp`, of
+    /// a PaddleNLP one).
     Download(CkptDownload),
     /// Evaluate a checkpoint on a workspace dataset (accuracy, macro-F1, per class, confusion matrix);
     /// waits for the result and exits 0 only when the evaluation succeeded.
@@ -137,6 +138,10 @@ pub struct CkptDownload {
     /// Where to write the archive [default: `job<J>-step<S>.tar` in the current directory].
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    /// `hf`: the Hugging Face directory as kept; `paddlenlp`: converted for PaddleNLP's
+    /// `from_pretrained` (checked against PaddleNLP's computation first).
+    #[arg(long, default_value = "hf", value_parser = ["hf", "paddlenlp"])]
+    pub format: String,
 }
 
 #[derive(Debug, Args)]
@@ -326,8 +331,8 @@ pub async fn run_ckpt(args: CkptArgs) -> anyhow::Result<i32> {
                 .request::<()>(
                     Method::GET,
                     &format!(
-                        "/api/v1/workspaces/{ws}/checkpoints/{}/download",
-                        d.checkpoint
+                        "/api/v1/workspaces/{ws}/checkpoints/{}/download?format={}",
+                        d.checkpoint, d.format
                     ),
                     None,
                 )

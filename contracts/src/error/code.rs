@@ -96,6 +96,7 @@ codes! {
     NotRunning = "not_running",
     PasswordTooLong = "password_too_long",
     PasswordTooShort = "password_too_short",
+    PaddleExportRefused = "paddle_export_refused",
     PickledWeightsRefused = "pickled_weights_refused",
     PlaygroundInputsInvalid = "playground_inputs_invalid",
     PreflightFailed = "preflight_failed",

@@ -943,5 +943,64 @@ pub async fn checkpoint_files(
     Ok((files, format!("job{job_id}-step{step}")))
 }
 
+/// A checkpoint as a PaddleNLP directory (`paddock export-paddle`, in its own process, checked against
+/// PaddleNLP's computation on sample texts), its files open for an archive, with the archive's name.
+/// The checkpoint's files are copied out of the store through their open handles first, so the exporter
+/// reads a private copy and never follows a path into the store; the working directory is gone by the
+/// time the caller streams (the open files keep their data). Any member.
+pub async fn checkpoint_as_paddle(
+    db: &SqlitePool,
+    storage: &Storage,
+    actor: &Actor,
+    workspace_id: WorkspaceId,
+    checkpoint_id: CheckpointId,
+) -> Result<(Vec<beneath::Entry>, String), AppError> {
+    let (files, name) = checkpoint_files(db, storage, actor, workspace_id, checkpoint_id).await?;
+    let work = crate::pretrained::TempDir(
+        storage
+            .tmp_dir()
+            .join(format!("export-{}", hex::encode(rand::random::<[u8; 8]>()))),
+    );
+    let (source, out) = (work.0.join("checkpoint"), work.0.join("paddlenlp"));
+    let to = source.clone();
+    tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+        for mut entry in files {
+            let path = to.join(&entry.path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::io::copy(&mut entry.file, &mut std::fs::File::create(&path)?)?;
+        }
+        Ok(())
+    })
+    .await
+    .map_err(|e| internal("copying a checkpoint", e))?
+    .map_err(|e| internal("copying a checkpoint", e))?;
+    let output = tokio::process::Command::new(&storage.paddock_binary)
+        .arg("export-paddle")
+        .arg("--checkpoint")
+        .arg(&source)
+        .arg("--output-dir")
+        .arg(&out)
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| internal("running paddock export-paddle", e))?;
+    if !output.status.success() {
+        return Err(AppError::conflict(
+            "checkpoint",
+            ErrorCode::PaddleExportRefused,
+            crate::pretrained::trainer_error(&output.stderr),
+        ));
+    }
+    let exported = tokio::task::spawn_blocking(move || beneath::Dir::open(&out)?.files(64))
+        .await
+        .map_err(|e| internal("reading an export", e))?
+        .map_err(|e| internal("reading an export", e))?;
+    drop(work);
+    Ok((exported, format!("{name}-paddlenlp")))
+}
+
 #[cfg(test)]
 mod tests;

@@ -277,9 +277,9 @@ async fn an_uploaded_model_is_checked_by_the_trainer_and_fine_tuned_from() {
     assert_eq!(owner.get(&models).await.1, json!([]));
 }
 
-/// Small PaddleNLP directories with random weights, written by the pinned PaddleNLP of `.venv-paddle`
-/// (`scripts/paddle/fixtures.py`, as the trainer's import tests use them).
-fn paddle_fixtures() -> tempfile::TempDir {
+/// The pinned PaddleNLP of `.venv-paddle` running `scripts/paddle/fixtures.py COMMAND PATH` (as the
+/// trainer's import tests do); its stdout as JSON, or null.
+fn paddle_side(command: &str, path: &std::path::Path) -> Value {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let python = root.join(".venv-paddle/bin/python");
     assert!(
@@ -287,18 +287,21 @@ fn paddle_fixtures() -> tempfile::TempDir {
         "{} is missing: `scripts/setup.sh paddle` installs it",
         python.display()
     );
-    let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(python)
         .arg(root.join("scripts/paddle/fixtures.py"))
-        .arg("make")
-        .arg(dir.path())
+        .arg(command)
+        .arg(path)
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+/// Small PaddleNLP directories with random weights, written by the pinned PaddleNLP.
+fn paddle_fixtures() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    paddle_side("make", dir.path());
     dir
 }
 
@@ -416,4 +419,71 @@ async fn a_paddlenlp_directory_is_converted_on_upload_with_its_report() {
     assert_eq!(status, StatusCode::CREATED, "{job}");
     let done = finished(&owner, ws, job["summary"]["id"].as_i64().unwrap()).await;
     assert_eq!(done["summary"]["status"], "succeeded", "{done}");
+
+    // And goes back to PaddleNLP: downloaded as a PaddleNLP directory, loaded by its from_pretrained,
+    // it gives the fine-tuned checkpoint's logits.
+    let ckpt = kept_checkpoint(&done);
+    let out = tempfile::tempdir().unwrap();
+    let archive = out.path().join("back.tar");
+    let id = ckpt["id"].to_string();
+    let (code, _, err) = cli.run(&[
+        "ckpt",
+        "download",
+        &id,
+        "--format",
+        "paddlenlp",
+        "-o",
+        archive.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    tar::Archive::new(std::fs::File::open(&archive).unwrap())
+        .unpack(out.path())
+        .unwrap();
+    let exported = std::fs::read_dir(out.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .expect("the archive's directory");
+    assert!(exported.join("model_state.pdparams").is_file());
+    let answer = paddle_side("predict", &exported);
+    let texts: Vec<&str> = answer["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t[1].is_null())
+        .map(|t| t[0].as_str().unwrap())
+        .collect();
+    let mut args = vec!["predict", "--json", "--model"];
+    let model = server.in_store(ws, ckpt["container_path"].as_str().unwrap());
+    args.push(model.to_str().unwrap());
+    for t in &texts {
+        args.extend(["--text", t]);
+    }
+    let (code, out, err) = cli.run(&args);
+    assert_eq!(code, Some(0), "{err}");
+    let ours: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let theirs: Vec<&Value> = answer["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(answer["logits"].as_array().unwrap())
+        .filter(|(t, _)| t[1].is_null())
+        .map(|(_, l)| l)
+        .collect();
+    assert_eq!(ours.len(), theirs.len());
+    for (a, b) in ours.iter().zip(theirs) {
+        for (x, y) in a["logits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(b.as_array().unwrap())
+        {
+            let d = (x.as_f64().unwrap() - y.as_f64().unwrap()).abs();
+            assert!(d <= 1e-4, "PaddleNLP {b} vs Paddock {}", a["logits"]);
+        }
+    }
 }

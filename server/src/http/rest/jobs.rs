@@ -55,6 +55,15 @@ pub struct AfterQuery {
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
+pub struct DownloadQuery {
+    /// `hf` (default): the directory as kept; `paddlenlp`: converted for PaddleNLP's `from_pretrained`.
+    #[serde(default)]
+    pub format: CheckpointFormat,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
 pub struct StreamQuery {
     pub metrics_after: Option<i64>,
     pub logs_after: Option<i64>,
@@ -282,19 +291,27 @@ pub async fn checkpoints(
     Ok(Json(jobs::checkpoints(&state.db, &actor, id, None).await?))
 }
 
-/// The checkpoint directory as a tar archive (Hugging Face layout inside), streamed from disk.
+/// The checkpoint directory as a tar archive, streamed from disk: the Hugging Face layout as kept, or
+/// (`?format=paddlenlp`) converted into a PaddleNLP directory.
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/checkpoints/{checkpoint_id}/download", tag = "checkpoints",
     security(("session" = []), ("token" = [])),
-    params(CheckpointPath),
+    params(CheckpointPath, DownloadQuery),
     responses((status = 200, content_type = "application/x-tar", description = "the archive"), (status = 404, body = ErrorBody),
-              (status = 409, description = "files removed by retention, or a checkpoint directory holding a link or anything but folders and regular files", body = ErrorBody),
+              (status = 409, description = "files removed by retention, a checkpoint directory holding a link or anything but folders and regular files, or (`paddle_export_refused`) a model PaddleNLP's ERNIE cannot compute the same", body = ErrorBody),
               (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn download(
     Caller { state, actor }: Caller,
     Path(CheckpointPath { id, checkpoint_id }): Path<CheckpointPath>,
+    Query(DownloadQuery { format }): Query<DownloadQuery>,
 ) -> Result<Response, AppError> {
-    let (files, name) =
-        jobs::checkpoint_files(&state.db, &state.storage, &actor, id, checkpoint_id).await?;
+    let (files, name) = match format {
+        CheckpointFormat::HuggingFace => {
+            jobs::checkpoint_files(&state.db, &state.storage, &actor, id, checkpoint_id).await?
+        }
+        CheckpointFormat::PaddleNlp => {
+            jobs::checkpoint_as_paddle(&state.db, &state.storage, &actor, id, checkpoint_id).await?
+        }
+    };
     // tar writes synchronously into one end of a pipe on a blocking thread; the response reads the other.
     // Only the regular files listed (and opened) above go in, under headers made from their metadata.
     let (reader, writer) = tokio::io::duplex(256 * 1024);
