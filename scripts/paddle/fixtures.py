@@ -10,7 +10,7 @@ pinned PaddleNLP of .venv-paddle (scripts/setup.sh paddle).
 
 The models cover what an import must handle: a classifier with task-type embeddings and relu; gelu
 without them, saved in float16, three labels; a bare ErnieModel saved in bfloat16 with silu; the older
-model_config.json layout with a protocol-2 pickle (PaddleNLP 2.4 / Paddle 2.x saves); and the things it
+model_config.json layout with a protocol-2 pickle and tanh (PaddleNLP 2.4 / Paddle 2.x saves); and the things it
 must refuse: another architecture, a stray, a missing and a misshapen parameter, and a pickle that would
 run a command.
 """
@@ -122,8 +122,8 @@ def make(out):
     save("cls_gelu_fp16", ErnieForSequenceClassification, config(num_labels=3), dtype="float16", seed=1)
     save("bare_silu_bf16", ErnieModel, config(hidden_act="silu", use_task_id=True), dtype="bfloat16", seed=2)
 
-    # PaddleNLP 2.4 and Paddle 2.x: model_config.json with init_args, a protocol-2 pickle.
-    directory = save("legacy_p2", ErnieForSequenceClassification, config(num_labels=2), seed=3)
+    # PaddleNLP 2.4 and Paddle 2.x: model_config.json with init_args, a protocol-2 pickle (and tanh).
+    directory = save("legacy_p2", ErnieForSequenceClassification, config(num_labels=2, hidden_act="tanh"), seed=3)
     cfg = json.load(open(os.path.join(directory, "config.json")))
     os.remove(os.path.join(directory, "config.json"))
     encoder = {k: v for k, v in cfg.items() if k not in ("architectures", "id2label", "label2id", "num_labels")}

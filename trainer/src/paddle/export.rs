@@ -59,7 +59,7 @@ pub fn export(checkpoint_dir: &Path, out: &Path) -> Result<ExportReport> {
         }
         .contiguous();
         state.insert(paddle.clone(), array_of(&t)?);
-        params.insert(paddle, t.to_kind(Kind::Double));
+        params.insert(paddle, t);
     }
     let eps = loaded.config.layer_norm_eps;
     let parity = parity::check(&paddle_config, &params, &loaded.model, &loaded.tokenizer).map_err(

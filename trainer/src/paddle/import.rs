@@ -35,20 +35,21 @@ pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
     let bytes = std::fs::read(&path).map_err(|e| Error::io(&path, e))?;
     let arrays = pickle::load_state_dict(&bytes)
         .map_err(|e| Error::Checkpoint(format!("{}: {e}", path.display())))?;
+    // A base-sized model is about 470 MB: each copy is let go as soon as the next one exists.
     drop(bytes);
     let at = |m: String| Error::Checkpoint(format!("{}: {m}", path.display()));
 
     let mut params = BTreeMap::new();
     let mut mapped = Vec::with_capacity(arrays.len());
     let mut saved_as = Vec::new();
-    for (name, array) in &arrays {
-        let (hf, layout) = names::to_hf(name).ok_or_else(|| {
+    for (name, array) in arrays {
+        let (hf, layout) = names::to_hf(&name).ok_or_else(|| {
             at(format!(
                 "`{name}` is not a parameter of a PaddleNLP ERNIE (ErnieModel or \
                  ErnieForSequenceClassification); another architecture cannot be imported"
             ))
         })?;
-        let (tensor, kind) = tensor_of(array).map_err(|m| at(format!("`{name}`: {m}")))?;
+        let (tensor, kind) = tensor_of(&array).map_err(|m| at(format!("`{name}`: {m}")))?;
         if !saved_as.contains(&kind) {
             saved_as.push(kind);
         }
@@ -59,7 +60,7 @@ pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
                 array.shape
             )));
         }
-        let mut shape = array.shape.clone();
+        let mut shape = array.shape;
         if transposed {
             shape.reverse();
         }
@@ -69,7 +70,7 @@ pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
             shape,
             transposed,
         });
-        params.insert(name.clone(), tensor);
+        params.insert(name, tensor);
     }
 
     let classifier = params.contains_key("classifier.weight");
@@ -130,7 +131,7 @@ pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
                 params[&m.paddle].size()
             )));
         }
-        tch::no_grad(|| var.shallow_clone().f_copy_(&src.to_kind(Kind::Float)))?;
+        tch::no_grad(|| var.shallow_clone().f_copy_(&src))?;
     }
     let mut missing: Vec<String> = vars
         .into_keys()
@@ -147,6 +148,7 @@ pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
     }
 
     let parity = parity::check(&config, &params, &model, &tokenizer)?;
+    drop(params);
     checkpoint::save_only(out, &vs, &hf_config, &tokenizer, &|n| {
         classifier || !n.starts_with("classifier.")
     })?;
@@ -174,7 +176,7 @@ fn in_store(hf: &str) -> String {
     }
 }
 
-/// A float64 tensor of an array, in its own (Paddle) layout, and the type it was saved in. Paddle saves
+/// A float32 tensor of an array, in its own (Paddle) layout, and the type it was saved in. Paddle saves
 /// bfloat16 as `uint16` (numpy has no bfloat16), so a 16-bit unsigned parameter is read as bfloat16.
 fn tensor_of(array: &Array) -> std::result::Result<(Tensor, String), String> {
     let (kind, name) = match (array.dtype.kind, array.dtype.size) {
@@ -191,5 +193,5 @@ fn tensor_of(array: &Array) -> std::result::Result<(Tensor, String), String> {
     };
     let shape: Vec<i64> = array.shape.iter().map(|&d| d as i64).collect();
     let t = Tensor::f_from_data_size(&array.data, &shape, kind).map_err(|e| e.to_string())?;
-    Ok((t.to_kind(Kind::Double), name.to_string()))
+    Ok((t.to_kind(Kind::Float), name.to_string()))
 }

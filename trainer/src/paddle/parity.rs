@@ -30,7 +30,7 @@ pub const SAMPLES: &[(&str, Option<&str>)] = &[
 /// The longest sample, in tokens, the gate feeds (the model's positions permitting).
 const MAX_TOKENS: usize = 64;
 
-/// Runs both models on [`SAMPLES`]. `params` are the Paddle arrays (float64, Paddle layout) and `model`
+/// Runs both models on [`SAMPLES`]. `params` are the Paddle arrays (Paddle layout) and `model`
 /// Paddock's network holding the converted weights; a difference over [`TOLERANCE`] is an error that
 /// gives the figures.
 pub fn check(

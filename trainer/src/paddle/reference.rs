@@ -1,6 +1,7 @@
 //! PaddleNLP's ERNIE forward pass, written from its source and run straight on the arrays of
 //! `model_state.pdparams` as Paddle lays them out (Linear weights `[in, out]`, Paddle's names, its
-//! LayerNorm epsilon, `-1e4` added to masked attention scores), in float64.
+//! LayerNorm epsilon, `-1e4` added to masked attention scores), in float64 (each array widened as it is
+//! used, so a large model is not held twice).
 //!
 //! It is the other side of the parity gate: an import is kept only when Paddock's model, run on the
 //! converted weights, gives what this gives on the originals, so a wrong name, a missed transpose, a
@@ -23,7 +24,7 @@ pub struct Outputs {
     pub logits: Option<Tensor>,
 }
 
-/// The arrays of a PaddleNLP ERNIE, by Paddle name, as float64 tensors in Paddle's layout.
+/// The arrays of a PaddleNLP ERNIE, by Paddle name, as float tensors in Paddle's layout.
 pub struct PaddleErnie<'a> {
     config: &'a PaddleConfig,
     params: &'a BTreeMap<String, Tensor>,
@@ -45,16 +46,21 @@ impl<'a> PaddleErnie<'a> {
         }
     }
 
-    fn get(&self, name: &str) -> Result<&Tensor> {
-        let full = format!("{}{name}", self.prefix);
+    /// The array `name` (without the prefix), in float64.
+    fn get(&self, name: &str) -> Result<Tensor> {
+        self.exact(&format!("{}{name}", self.prefix))
+    }
+
+    fn exact(&self, full: &str) -> Result<Tensor> {
         self.params
-            .get(&full)
+            .get(full)
+            .map(|t| t.to_kind(Kind::Double))
             .ok_or_else(|| Error::Checkpoint(format!("model_state.pdparams has no `{full}`")))
     }
 
     /// `x · W + b` with `W` as Paddle stores it, `[in, out]`.
     fn linear(&self, x: &Tensor, name: &str) -> Result<Tensor> {
-        Ok(x.matmul(self.get(&format!("{name}.weight"))?) + self.get(&format!("{name}.bias"))?)
+        Ok(x.matmul(&self.get(&format!("{name}.weight"))?) + self.get(&format!("{name}.bias"))?)
     }
 
     fn layer_norm(&self, x: &Tensor, name: &str) -> Result<Tensor> {
@@ -97,13 +103,13 @@ impl<'a> PaddleErnie<'a> {
         let positions = Tensor::arange(seq, (Kind::Int64, input_ids.device()))
             .unsqueeze(0)
             .expand([batch, seq], false);
-        let mut x = rows(self.get("embeddings.word_embeddings.weight")?, input_ids)
+        let mut x = rows(&self.get("embeddings.word_embeddings.weight")?, input_ids)
             + rows(
-                self.get("embeddings.position_embeddings.weight")?,
+                &self.get("embeddings.position_embeddings.weight")?,
                 &positions.contiguous(),
             )
             + rows(
-                self.get("embeddings.token_type_embeddings.weight")?,
+                &self.get("embeddings.token_type_embeddings.weight")?,
                 token_type_ids,
             );
         if self.config.use_task_id {
@@ -112,7 +118,7 @@ impl<'a> PaddleErnie<'a> {
                 self.config.task_id,
                 (Kind::Int64, input_ids.device()),
             );
-            x += rows(self.get("embeddings.task_type_embeddings.weight")?, &tasks);
+            x += rows(&self.get("embeddings.task_type_embeddings.weight")?, &tasks);
         }
         let mut x = self.layer_norm(&x.view([batch, seq, h]), "embeddings.layer_norm")?;
         // `(1 - mask) * -1e4` on every key position, as ErnieModel turns a 2-D mask into an additive one.
@@ -140,10 +146,7 @@ impl<'a> PaddleErnie<'a> {
         let pooled = self.linear(&x.select(1, 0), "pooler.dense")?.tanh();
         let logits = match self.params.contains_key("classifier.weight") {
             true => Some(
-                pooled.matmul(&self.params["classifier.weight"])
-                    + self.params.get("classifier.bias").ok_or_else(|| {
-                        Error::Checkpoint("model_state.pdparams has no `classifier.bias`".into())
-                    })?,
+                pooled.matmul(&self.exact("classifier.weight")?) + self.exact("classifier.bias")?,
             ),
             false => None,
         };
