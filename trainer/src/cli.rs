@@ -513,68 +513,52 @@ pub struct ExportPaddleArgs {
 /// Runs `import-paddle`.
 pub fn run_import_paddle(args: &ImportPaddleArgs) -> Result<i32> {
     let report = crate::paddle::import(&args.from, &args.output_dir)?;
-    let mut out = std::io::stdout().lock();
-    let io = |e| Error::io("<stdout>", e);
-    if args.json {
+    print_report(args.json, &report, |out| {
+        let (from, to) = (args.from.display(), args.output_dir.display());
+        writeln!(out, "imported     {from} -> {to}")?;
+        writeln!(out, "architecture {}", report.architecture)?;
+        if !report.labels.is_empty() {
+            writeln!(out, "labels       {}", report.labels.join(", "))?;
+        }
+        let transposed = report.tensors.iter().filter(|t| t.transposed).count();
         writeln!(
             out,
-            "{}",
-            serde_json::to_string(&report).unwrap_or_default()
-        )
-        .map_err(io)?;
-        return Ok(0);
-    }
-    let transposed = report.tensors.iter().filter(|t| t.transposed).count();
-    writeln!(
-        out,
-        "imported     {} -> {}",
-        args.from.display(),
-        args.output_dir.display()
-    )
-    .map_err(io)?;
-    writeln!(out, "architecture {}", report.architecture).map_err(io)?;
-    if !report.labels.is_empty() {
-        writeln!(out, "labels       {}", report.labels.join(", ")).map_err(io)?;
-    }
-    writeln!(
-        out,
-        "tensors      {} mapped ({transposed} Linear weights transposed), saved as {}",
-        report.tensors.len(),
-        report.saved_as.join(", ")
-    )
-    .map_err(io)?;
-    write_parity(&mut out, &report.parity).map_err(io)?;
-    Ok(0)
+            "tensors      {} mapped ({transposed} Linear weights transposed), saved as {}",
+            report.tensors.len(),
+            report.saved_as.join(", ")
+        )?;
+        write_parity(out, &report.parity)
+    })
 }
 
 /// Runs `export-paddle`.
 pub fn run_export_paddle(args: &ExportPaddleArgs) -> Result<i32> {
     let report = crate::paddle::export(&args.checkpoint, &args.output_dir)?;
+    print_report(args.json, &report, |out| {
+        let (from, to) = (args.checkpoint.display(), args.output_dir.display());
+        writeln!(out, "exported     {from} -> {to}")?;
+        writeln!(out, "architecture {}", report.architecture)?;
+        writeln!(out, "tensors      {}", report.tensors)?;
+        write_parity(out, &report.parity)
+    })
+}
+
+/// Prints `report` as one JSON object (`--json`) or as the lines `text` writes.
+fn print_report<T: serde::Serialize>(
+    json: bool,
+    report: &T,
+    text: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<i32> {
     let mut out = std::io::stdout().lock();
-    let io = |e| Error::io("<stdout>", e);
-    if args.json {
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string(&report).unwrap_or_default()
-        )
-        .map_err(io)?;
-        return Ok(0);
-    }
-    writeln!(
-        out,
-        "exported     {} -> {}",
-        args.checkpoint.display(),
-        args.output_dir.display()
-    )
-    .map_err(io)?;
-    writeln!(out, "architecture {}", report.architecture).map_err(io)?;
-    writeln!(out, "tensors      {}", report.tensors).map_err(io)?;
-    write_parity(&mut out, &report.parity).map_err(io)?;
+    let written = match json {
+        true => writeln!(out, "{}", serde_json::to_string(report).unwrap_or_default()),
+        false => text(&mut out),
+    };
+    written.map_err(|e| Error::io("<stdout>", e))?;
     Ok(0)
 }
 
-fn write_parity(out: &mut impl Write, p: &crate::paddle::ParityReport) -> std::io::Result<()> {
+fn write_parity(out: &mut dyn Write, p: &crate::paddle::ParityReport) -> std::io::Result<()> {
     writeln!(
         out,
         "parity       {} within {:.0e} of Paddle's computation: largest difference {:.2e}",
