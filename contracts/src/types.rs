@@ -1013,6 +1013,146 @@ pub struct PretrainedModel {
     pub created_at: String,
 }
 
+// ---- clusters -------------------------------------------------------------------------------------
+
+/// A cluster this server hands work to, as its scheduler sees it now: what the job form offers and the
+/// admin page shows. Read live, never stored: the cluster's state is its scheduler's to keep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterView {
+    /// What a job's spec names it by (`"cluster": "slurm"`).
+    pub name: String,
+    /// The scheduler: `slurm`.
+    pub executor: String,
+    /// Where this server's jobs go: the partition it was configured with, else the cluster's default.
+    pub partition: Option<String>,
+    pub partitions: Vec<ClusterPartition>,
+    pub nodes: Vec<ClusterNode>,
+    /// Why the scheduler could not be asked (its tools failed or did not answer); the lists are then
+    /// empty.
+    pub problem: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterPartition {
+    pub name: String,
+    /// The cluster's default partition.
+    pub default: bool,
+    /// `UP`, `DOWN`, `DRAIN`, `INACTIVE`.
+    pub state: String,
+    /// Its nodes, as Slurm writes them (`node[1-2]`).
+    pub nodes: String,
+    /// `UNLIMITED` or `[days-]hours:minutes:seconds`.
+    pub max_time: String,
+    /// The GPUs of its nodes that are up, and how many are allocated.
+    pub gpus: ResourceUsage,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterNode {
+    pub name: String,
+    /// `idle`, `mixed`, `allocated`, `drained`, `down`, … as Slurm says it.
+    pub state: String,
+    pub gpus: ResourceUsage,
+    pub cpus: ResourceUsage,
+    pub memory_mb: ResourceUsage,
+    pub partitions: Vec<String>,
+    /// Why it is drained or down, as the cluster's admin wrote it.
+    pub reason: Option<String>,
+}
+
+impl ClusterNode {
+    /// Whether the scheduler can place work on it now: not down, drained, failing or unresponsive
+    /// (Slurm's `*` suffix), in any part of a compound state such as `idle+drain`.
+    pub fn is_up(&self) -> bool {
+        let state = self.state.to_ascii_lowercase();
+        if state.ends_with('*') {
+            return false;
+        }
+        let base = state.trim_end_matches(['~', '#', '!', '%', '$', '@', '^', '-']);
+        let unable = [
+            "down",
+            "drain",
+            "fail",
+            "inval",
+            "unknown",
+            "not_responding",
+            "future",
+        ];
+        !base
+            .split('+')
+            .any(|part| unable.iter().any(|u| part.starts_with(u)))
+    }
+}
+
+/// How much of a resource there is and how much is taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ResourceUsage {
+    pub total: u64,
+    pub allocated: u64,
+}
+
+impl ResourceUsage {
+    pub fn free(&self) -> u64 {
+        self.total.saturating_sub(self.allocated)
+    }
+}
+
+#[cfg(test)]
+mod cluster_tests {
+    use super::*;
+
+    #[test]
+    fn a_node_is_up_unless_slurm_says_it_cannot_take_work() {
+        let node = |state: &str| ClusterNode {
+            name: "node1".into(),
+            state: state.into(),
+            gpus: ResourceUsage {
+                total: 2,
+                allocated: 1,
+            },
+            cpus: ResourceUsage::default(),
+            memory_mb: ResourceUsage::default(),
+            partitions: vec!["debug".into()],
+            reason: None,
+        };
+        for up in [
+            "idle",
+            "mixed",
+            "allocated",
+            "completing",
+            "idle~",
+            "mixed-",
+        ] {
+            assert!(node(up).is_up(), "{up}");
+        }
+        for down in [
+            "down",
+            "idle*",
+            "drained",
+            "draining",
+            "mixed+drain",
+            "fail",
+            "not_responding",
+            "inval",
+        ] {
+            assert!(!node(down).is_up(), "{down}");
+        }
+        assert_eq!(node("idle").gpus.free(), 1);
+        assert_eq!(
+            ResourceUsage {
+                total: 1,
+                allocated: 3
+            }
+            .free(),
+            0
+        );
+    }
+}
+
 /// The layout a checkpoint is downloaded in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

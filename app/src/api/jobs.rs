@@ -5,7 +5,7 @@ use contracts::ids::{JobId, WorkspaceId};
 use leptos::prelude::*;
 
 use contracts::error::AppError;
-use contracts::types::{JobDetail, JobSpec, JobSummary, JobVerb};
+use contracts::types::{ClusterView, JobDetail, JobSpec, JobSummary, JobVerb};
 #[cfg(feature = "ssr")]
 use {crate::context::as_caller, domain::jobs};
 
@@ -17,6 +17,12 @@ pub async fn list_jobs(workspace_id: WorkspaceId) -> Result<Vec<JobSummary>, App
 #[server(prefix = "/rpc", endpoint = "get_job")]
 pub async fn get_job(workspace_id: WorkspaceId, job_id: JobId) -> Result<JobDetail, AppError> {
     as_caller(|s, a| async move { jobs::get(&s.db, &a, workspace_id, job_id).await }).await
+}
+
+/// The clusters jobs may run on, as their schedulers see them now (the job form's "runs on").
+#[server(prefix = "/rpc", endpoint = "list_clusters")]
+pub async fn list_clusters() -> Result<Vec<ClusterView>, AppError> {
+    as_caller(|s, a| async move { Ok(jobs::clusters(&s.jobs, &a).await) }).await
 }
 
 #[server(prefix = "/rpc", endpoint = "submit_job", input = leptos::server_fn::codec::Json)]

@@ -265,6 +265,14 @@ impl Executors {
         }
     }
 
+    /// What each cluster this server hands work to looks like now.
+    pub async fn cluster_views(&self) -> Vec<contracts::types::ClusterView> {
+        match &self.slurm {
+            Some((name, slurm)) => vec![slurm.view(name).await],
+            None => Vec::new(),
+        }
+    }
+
     /// The cluster named `name`, if this server has it.
     pub fn cluster(&self, name: &str) -> Option<&dyn Executor> {
         let (known, slurm) = self.slurm.as_ref()?;

@@ -19,6 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clusters::slurm::{Cancel, JobState, Placement, Resources, Submission};
+use contracts::types::{ClusterNode, ClusterPartition, ClusterView, ResourceUsage};
 
 use super::{wrapper_args, Executor, Handle, Served, Service, Stop, Work};
 use crate::storage::Storage;
@@ -101,6 +102,75 @@ impl Slurm {
 }
 
 /// The batch job's name: `paddock-` and the unit's name parts (`paddock-job-12`).
+impl Slurm {
+    /// The cluster as its scheduler sees it now (`sinfo`, `scontrol show partition`), named `name`; a
+    /// scheduler that cannot be asked is said in `problem`, not as an error: the page that shows it
+    /// should say so, not fail.
+    pub async fn view(&self, name: &str) -> ClusterView {
+        let (nodes, partitions) = tokio::join!(self.cluster.nodes(), self.cluster.partitions());
+        let mut view = ClusterView {
+            name: name.to_string(),
+            executor: "slurm".into(),
+            partition: self.settings.placement.partition.clone(),
+            partitions: Vec::new(),
+            nodes: Vec::new(),
+            problem: None,
+        };
+        let (nodes, partitions) = match (nodes, partitions) {
+            (Ok(n), Ok(p)) => (n, p),
+            (Err(e), _) | (_, Err(e)) => {
+                view.problem = Some(e.to_string());
+                return view;
+            }
+        };
+        let usage = |u: &clusters::slurm::Usage| ResourceUsage {
+            total: u.total,
+            allocated: u.allocated,
+        };
+        view.nodes = nodes
+            .iter()
+            .map(|n| ClusterNode {
+                name: n.name.clone(),
+                state: n.state.clone(),
+                gpus: usage(&n.gpus),
+                cpus: usage(&n.cpus),
+                memory_mb: usage(&n.memory_mb),
+                partitions: n.partitions.clone(),
+                reason: n.reason.clone(),
+            })
+            .collect();
+        view.partitions = partitions
+            .into_iter()
+            .map(|p| {
+                let gpus = view
+                    .nodes
+                    .iter()
+                    .filter(|n| n.is_up() && n.partitions.contains(&p.name))
+                    .fold(ResourceUsage::default(), |sum, n| ResourceUsage {
+                        total: sum.total + n.gpus.total,
+                        allocated: sum.allocated + n.gpus.allocated,
+                    });
+                ClusterPartition {
+                    name: p.name,
+                    default: p.default,
+                    state: p.state,
+                    nodes: p.nodes,
+                    max_time: p.max_time,
+                    gpus,
+                }
+            })
+            .collect();
+        if view.partition.is_none() {
+            view.partition = view
+                .partitions
+                .iter()
+                .find(|p| p.default)
+                .map(|p| p.name.clone());
+        }
+        view
+    }
+}
+
 pub fn job_name(unit: super::Unit) -> String {
     format!("paddock-{}", unit.name_parts().join("-"))
 }

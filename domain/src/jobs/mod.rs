@@ -943,6 +943,12 @@ pub async fn checkpoint_files(
     Ok((files, format!("job{job_id}-step{step}")))
 }
 
+/// The clusters jobs may run on, as their schedulers see them now. Any signed-in user: the job form
+/// offers them, and what a cluster holds is no workspace's secret.
+pub async fn clusters(jobs: &Jobs, _actor: &Actor) -> Vec<ClusterView> {
+    jobs.executors.cluster_views().await
+}
+
 /// A checkpoint as a PaddleNLP directory (`paddock export-paddle`, in its own process, checked against
 /// PaddleNLP's computation on sample texts), its files open for an archive, with the archive's name.
 /// The checkpoint's files are copied out of the store through their open handles first, so the exporter

@@ -856,5 +856,63 @@ mod on_slurm {
         assert_eq!(body["code"], "cluster_invalid", "{body}");
         assert_eq!(body["field"], "cluster", "{body}");
         assert_eq!(server.count("SELECT COUNT(*) FROM jobs").await, 0);
+        let (code, clusters) = owner.get("/api/v1/clusters").await;
+        assert_eq!(
+            (code, clusters),
+            (StatusCode::OK, json!([])),
+            "no cluster, none offered"
+        );
+    }
+
+    /// The cluster view: partitions and the two nodes with their GPUs as the scheduler counts them, the
+    /// GPUs a running job holds shown allocated; signed-in users only.
+    #[tokio::test]
+    async fn the_cluster_view_shows_nodes_partitions_and_gpus_in_use() {
+        let Some(conf) = slurm_conf() else { return };
+        let (server, owner, ws, ds) = with_cluster(&conf).await;
+        let view = || async { owner.get("/api/v1/clusters").await.1[0].clone() };
+        let cluster = view().await;
+        assert_eq!(
+            (&cluster["name"], &cluster["executor"], &cluster["problem"]),
+            (&json!("slurm"), &json!("slurm"), &Value::Null),
+            "{cluster}"
+        );
+        let nodes = cluster["nodes"].as_array().unwrap();
+        let names: Vec<&str> = nodes.iter().map(|n| n["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["node1", "node2"], "{cluster}");
+        for node in nodes {
+            assert_eq!(node["gpus"]["total"], 2, "{node}");
+            assert_eq!(node["cpus"]["total"], 2, "{node}");
+        }
+        let partition = cluster["partition"]
+            .as_str()
+            .expect("the default partition");
+        let listed = cluster["partitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == partition)
+            .cloned()
+            .unwrap();
+        assert_eq!(listed["default"], true, "{listed}");
+        assert_eq!(listed["gpus"]["total"], 4, "both nodes' GPUs: {listed}");
+
+        let mut two = on_cluster(endless("two-gpus", ds));
+        two["gpus"] = json!(2);
+        let id = submit(&owner, ws, two).await;
+        stepped(&owner, ws, id, 1).await;
+        let busy = view().await;
+        let held: u64 = busy["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["gpus"]["allocated"].as_u64().unwrap())
+            .sum();
+        assert_eq!(held, 2, "the running job's GPUs: {busy}");
+        cancel(&owner, ws, id).await;
+        wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
+
+        let (code, _) = server.anonymous().get("/api/v1/clusters").await;
+        assert_eq!(code, StatusCode::UNAUTHORIZED);
     }
 }

@@ -1,8 +1,9 @@
 //! `/admin`: instance administration for admins — open or close sign-up, allow or refuse pickled
 //! model weights, set the Docker Hub mirror base images come from, disable or re-enable accounts, and
-//! bring base images in from archives ([`images`]).
+//! bring base images in from archives ([`images`]), and see the clusters jobs go to ([`clusters`]).
 //! Everyone else gets the server's "forbidden", shown as an error.
 
+mod clusters;
 mod images;
 
 use leptos::prelude::*;
@@ -116,6 +117,7 @@ pub fn AdminPage() -> impl IntoView {
                 </Loaded>
             </section>
             <images::BaseImages />
+            <clusters::Clusters />
         </Page>
     }
 }

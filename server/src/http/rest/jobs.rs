@@ -26,7 +26,7 @@ use domain::{caps, jobs};
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
     routes_of![
-        list, submit; get, delete; cancel; retry; metrics; logs; stream; checkpoints; download
+        list, submit; get, delete; cancel; retry; metrics; logs; stream; checkpoints; download; clusters
     ]
 }
 
@@ -143,6 +143,14 @@ pub async fn retry(
         StatusCode::CREATED,
         Json(jobs::retry(&state.db, &state.jobs, &actor, id, job_id, body.resume).await?),
     ))
+}
+
+/// The clusters jobs may run on (`"cluster": "<name>"` in a spec), as their schedulers see them now:
+/// partitions, nodes with their GPUs, CPUs and memory (total and allocated), states and reasons.
+#[utoipa::path(get, path = "/api/v1/clusters", tag = "jobs", security(("session" = []), ("token" = [])),
+    responses((status = 200, body = Vec<ClusterView>), (status = 401, body = ErrorBody)))]
+pub async fn clusters(Caller { state, actor }: Caller) -> Json<Vec<ClusterView>> {
+    Json(jobs::clusters(&state.jobs, &actor).await)
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs/{job_id}/metrics", tag = "jobs", security(("session" = []), ("token" = [])),

@@ -345,6 +345,15 @@ fn StatusCard(
                             <div><dt>{t!(i18n, job_detail.queue_position)}</dt><dd data-testid="job-queue-position">{format!("#{p}")}</dd></div>
                         })}
                         <div><dt>{t!(i18n, job_detail.executor)}</dt><dd>{executor_text(i18n.get_locale(), s.executor, &s.gpu_indices)}</dd></div>
+                        {s.cluster.clone().map(|cluster| {
+                            let job = s.cluster_job.clone();
+                            view! {
+                                <div><dt>{t!(i18n, job_detail.cluster)}</dt><dd data-testid="job-cluster">
+                                    {cluster}
+                                    {job.map(|id| view! { " · "{move || t_string!(i18n, job_detail.cluster_job, id = id.clone()).to_string()} })}
+                                </dd></div>
+                            }
+                        })}
                         {s.epoch.map(|e| view! { <div><dt>{t!(i18n, job_detail.epoch)}</dt><dd>{format!("{e:.2}")}</dd></div> })}
                         {s.exit_code.map(|c| view! { <div><dt>{t!(i18n, job_detail.exit_code)}</dt><dd>{c}</dd></div> })}
                         <div><dt>{t!(i18n, job_detail.created)}</dt><dd><Timestamp at=s.created_at.clone() />{s.created_by.clone().map(|by| format!(" · {by}"))}</dd></div>

@@ -16,7 +16,7 @@ use crate::api::{
     checkpoints::list_checkpoints,
     datasets::list_datasets,
     environments::list_environments,
-    jobs::{get_job, SubmitJob},
+    jobs::{get_job, list_clusters, SubmitJob},
     pretrained::list_pretrained_models,
 };
 use crate::components::form::{FormState, FormSummary, SelectField, SubmitButton, TextField};
@@ -27,8 +27,8 @@ use crate::pages::workspace::{use_current_workspace, use_query_id};
 use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::job::PRESETS;
 use contracts::types::{
-    BuildStatus, CheckpointInfo, DatasetSummary, EnvironmentSummary, JobSpec, PretrainedModel,
-    WorkspaceSummary,
+    BuildStatus, CheckpointInfo, ClusterView, DatasetSummary, EnvironmentSummary, JobSpec,
+    PretrainedModel, WorkspaceSummary,
 };
 pub const PRECISIONS: [&str; 3] = ["fp32", "fp16", "bf16"];
 
@@ -45,7 +45,8 @@ pub fn NewJobPage() -> impl IntoView {
             let environments = list_environments(ws).await.unwrap_or_default();
             let checkpoints = list_checkpoints(ws).await.unwrap_or_default();
             let pretrained = list_pretrained_models(ws).await.unwrap_or_default();
-            Ok::<_, AppError>((datasets, environments, checkpoints, pretrained))
+            let clusters = list_clusters().await.unwrap_or_default();
+            Ok::<_, AppError>((datasets, environments, checkpoints, pretrained, clusters))
         },
     );
     let source = Resource::new(
@@ -81,7 +82,7 @@ fn form_or_why(
     if !ws.role.can_edit() {
         return view! { <InfoNote testid="jobs-editor-only">{t!(i18n, jobs.editor_only)}</InfoNote> }.into_any();
     }
-    let (datasets, environments, checkpoints, pretrained) = match choices {
+    let (datasets, environments, checkpoints, pretrained, clusters) = match choices {
         Ok(c) => c,
         Err(err) => return view! { <ErrorNotice err /> }.into_any(),
     };
@@ -111,15 +112,16 @@ fn form_or_why(
         }
         Err(err) => return view! { <ErrorNotice err /> }.into_any(),
     };
-    view! { <JobForm workspace_id=ws.id initial datasets environments checkpoints pretrained cloned /> }.into_any()
+    view! { <JobForm workspace_id=ws.id initial datasets environments checkpoints pretrained clusters cloned /> }.into_any()
 }
 
-/// What the form offers: datasets, environments, checkpoints and uploaded models.
+/// What the form offers: datasets, environments, checkpoints, uploaded models and clusters.
 type Choices = (
     Vec<DatasetSummary>,
     Vec<EnvironmentSummary>,
     Vec<CheckpointInfo>,
     Vec<PretrainedModel>,
+    Vec<ClusterView>,
 );
 
 /// `fine-tune` → `fine-tune-copy` (within the 64-character limit).
@@ -137,6 +139,8 @@ pub struct FormValues {
     pub dev_dataset_id: String,
     /// Empty: a local process.
     pub environment_id: String,
+    /// A cluster's name, or empty for this server.
+    pub cluster: String,
     pub preset: String,
     /// Empty: from scratch.
     pub base_checkpoint_id: String,
@@ -170,6 +174,7 @@ impl FormValues {
             dataset_id: spec.dataset_id.to_string(),
             dev_dataset_id: opt(spec.dev_dataset_id),
             environment_id: opt(spec.environment_id),
+            cluster: spec.cluster.clone().unwrap_or_default(),
             preset: spec.preset.clone(),
             base_checkpoint_id: match spec.pretrained_model_id {
                 Some(id) => format!("{PRETRAINED_PREFIX}{id}"),
@@ -215,8 +220,7 @@ impl FormValues {
                 .unwrap_or(DatasetId::new(0)),
             dev_dataset_id: p.maybe(&self.dev_dataset_id, "dev_dataset_id"),
             environment_id: p.maybe(&self.environment_id, "environment_id"),
-            // Chosen on this form once it offers the server's clusters.
-            cluster: None,
+            cluster: Some(self.cluster.trim().to_string()).filter(|c| !c.is_empty()),
             preset: self.preset.clone(),
             base_checkpoint_id,
             pretrained_model_id,
@@ -273,6 +277,42 @@ impl Parse {
     }
 }
 
+/// Where the job runs: this server, or a cluster whose scheduler queues and places it; each cluster says
+/// where its jobs go and how many of its GPUs are free now, or that its scheduler does not answer.
+#[component]
+fn RunsOn(
+    form: FormState<FormValues>,
+    start: FormValues,
+    clusters: Vec<ClusterView>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <SelectField form id="job-cluster" field="cluster" label=move || t!(i18n, job_form.runs_on)
+            hint=move || t!(i18n, job_form.runs_on_hint) set=|v, s| v.cluster = s>
+            <option value="" selected=start.cluster.is_empty()>{t!(i18n, job_form.this_server)}</option>
+            {clusters.into_iter().map(|c| {
+                let selected = c.name == start.cluster;
+                let (name, problem) = (c.name.clone(), c.problem.is_some());
+                let gpus = c.partitions.iter()
+                    .find(|p| Some(&p.name) == c.partition.as_ref())
+                    .map(|p| p.gpus)
+                    .unwrap_or_default();
+                let partition = c.partition.clone().unwrap_or_default();
+                view! {
+                    <option value=c.name.clone() selected=selected disabled=problem data-cluster=c.name.clone()>
+                        {move || if problem {
+                            t_string!(i18n, job_form.cluster_unreachable, name = name.clone()).to_string()
+                        } else {
+                            t_string!(i18n, job_form.cluster_option, name = name.clone(), partition = partition.clone(),
+                                free = gpus.free(), total = gpus.total).to_string()
+                        }}
+                    </option>
+                }
+            }).collect_view()}
+        </SelectField>
+    }
+}
+
 fn environment_ready(e: &EnvironmentSummary) -> bool {
     e.build_status == BuildStatus::Built
 }
@@ -285,6 +325,7 @@ fn JobForm(
     environments: Vec<EnvironmentSummary>,
     checkpoints: Vec<CheckpointInfo>,
     pretrained: Vec<PretrainedModel>,
+    clusters: Vec<ClusterView>,
     cloned: bool,
 ) -> impl IntoView {
     let i18n = use_i18n();
@@ -332,6 +373,7 @@ fn JobForm(
             <fieldset class="form-section">
                 <legend>{t!(i18n, job_form.section_resources)}</legend>
                 <div class="form-grid">
+                    {(!clusters.is_empty()).then(|| view! { <RunsOn form start=start.clone() clusters /> })}
                     <TextField form id="job-gpus" field="gpus" label=move || t!(i18n, job_form.gpus)
                         hint=move || t!(i18n, job_form.gpus_hint) inputmode="decimal"
                         value=start.gpus.clone() set=|v, s| v.gpus = s />
@@ -542,6 +584,10 @@ mod tests {
         let defaults = FormValues::from_spec(&JobSpec::new("", DatasetId::new(1)));
         assert_eq!(defaults.max_steps, "", "optional fields start empty");
         assert_eq!(defaults.environment_id, "", "a local process by default");
+        assert_eq!(defaults.cluster, "", "on this server by default");
+        let mut on_cluster = JobSpec::new("x", DatasetId::new(1));
+        on_cluster.cluster = Some("slurm".into());
+        assert_eq!(FormValues::from_spec(&on_cluster).to_spec(), Ok(on_cluster));
         // The base model is one choice: a checkpoint's id, or an uploaded model's `m<id>`.
         let mut from_upload = JobSpec::new("x", DatasetId::new(1));
         from_upload.pretrained_model_id = Some(contracts::ids::PretrainedId::new(7));

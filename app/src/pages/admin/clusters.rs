@@ -1,0 +1,107 @@
+//! Clusters on the admin page: each cluster this server hands jobs to, as its scheduler sees it now —
+//! its partitions (state, nodes, time limit, GPUs free) and nodes (state, GPUs, CPUs and memory in use,
+//! and why a node is drained or down) — or why its scheduler could not be asked. Nothing here is
+//! stored: it is read from the cluster each time the page is.
+
+use leptos::prelude::*;
+
+use crate::api::jobs::list_clusters;
+use crate::components::page::Loaded;
+use crate::components::table::{columns, DataTable};
+use crate::i18n::*;
+use contracts::types::{ClusterView, ResourceUsage};
+
+/// `1/2`: allocated of total.
+fn used(u: ResourceUsage) -> String {
+    format!("{}/{}", u.allocated, u.total)
+}
+
+#[component]
+pub fn Clusters() -> impl IntoView {
+    let i18n = use_i18n();
+    let clusters = Resource::new(|| (), |_| list_clusters());
+    view! {
+        <section class="card" aria-labelledby="clusters-title" data-testid="clusters">
+            <h2 id="clusters-title">{t!(i18n, admin.clusters_title)}</h2>
+            <p class="hint">{t!(i18n, admin.clusters_hint)}</p>
+            <Loaded load=move || async move { clusters.await } let:list>
+                {if list.is_empty() {
+                    view! { <p class="muted" data-testid="clusters-none">{t!(i18n, admin.clusters_none)}</p> }.into_any()
+                } else {
+                    list.into_iter().map(|c| view! { <Cluster cluster=c /> }).collect_view().into_any()
+                }}
+            </Loaded>
+        </section>
+    }
+}
+
+#[component]
+fn Cluster(cluster: ClusterView) -> impl IntoView {
+    let i18n = use_i18n();
+    let ClusterView {
+        name,
+        executor,
+        partition,
+        partitions,
+        nodes,
+        problem,
+    } = cluster;
+    let heading = format!("{name} · {executor}");
+    let partition_rows = partitions
+        .into_iter()
+        .map(|p| {
+            let ours = partition.as_deref() == Some(p.name.as_str());
+            view! {
+                <tr data-testid="cluster-partition" data-name=p.name.clone()>
+                    <th scope="row">
+                        {p.name.clone()}
+                        {ours.then(|| view! { <span class="badge" data-testid="cluster-partition-ours">{t!(i18n, admin.clusters_ours)}</span> })}
+                    </th>
+                    <td><code>{p.state}</code></td>
+                    <td><code>{p.nodes}</code></td>
+                    <td class="nowrap"><code>{p.max_time}</code></td>
+                    <td class="num" data-testid="cluster-partition-gpus">{p.gpus.free()}" / "{p.gpus.total}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let node_rows = nodes
+        .into_iter()
+        .map(|n| {
+            let (up, key) = (n.is_up(), n.name.clone());
+            view! {
+                <tr data-testid="cluster-node" data-name=key data-up=up.to_string()>
+                    <th scope="row">{n.name}</th>
+                    <td><code>{n.state}</code></td>
+                    <td class="num" data-testid="cluster-node-gpus">{used(n.gpus)}</td>
+                    <td class="num">{used(n.cpus)}</td>
+                    <td class="num nowrap">{used(n.memory_mb)}</td>
+                    <td><code>{n.partitions.join(", ")}</code></td>
+                    <td>{n.reason.map(|r| view! { <span data-testid="cluster-node-reason">{r}</span> })}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class="cluster" data-testid="cluster" data-name=name.clone()>
+            <h3>{heading}</h3>
+            {match problem {
+                Some(problem) => view! {
+                    <p class="notice notice-error" data-testid="cluster-problem">
+                        {t!(i18n, admin.clusters_problem)}" "<code>{problem}</code>
+                    </p>
+                }.into_any(),
+                None => view! {
+                    <DataTable testid="cluster-partitions"
+                        columns=columns!(admin: clusters_col_partition, clusters_col_state, clusters_col_nodes, clusters_col_max_time, clusters_col_gpus_free)>
+                        {partition_rows}
+                    </DataTable>
+                    <DataTable testid="cluster-nodes"
+                        columns=columns!(admin: clusters_col_node, clusters_col_state, clusters_col_gpus, clusters_col_cpus, clusters_col_memory, clusters_col_partitions, clusters_col_reason)>
+                        {node_rows}
+                    </DataTable>
+                }.into_any(),
+            }}
+        </div>
+    }
+}

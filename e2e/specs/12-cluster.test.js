@@ -1,0 +1,79 @@
+//! Story: a server on the login node of a Slurm cluster (the two-node test cluster `scripts/slurm.sh`
+//! starts, which `make test` brings up), in Chinese — the admin page shows the cluster as its scheduler
+//! sees it (the partition this server's jobs go to, both nodes with their GPUs); the job form offers the
+//! cluster with its free GPUs; a job sent there is queued and placed by Slurm, runs, and its page says
+//! where.
+
+import { describe, test, before } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { startStory } from '../support/story.js';
+import { screenshot, visit } from '../support/browser.js';
+import { assertPageNotEnglish, waitForText } from '../support/checks.js';
+import { DatasetPage, DatasetsListPage } from '../pages/datasets.js';
+import { JobFormPage } from '../pages/jobs.js';
+import { createWorkspace, signUp } from '../pages/flows.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const SLURM_CONF = process.env.PADDOCK_TEST_SLURM_CONF || path.resolve(here, '..', '..', 'target', 'slurm', 'slurm.conf');
+/** Names from the test cluster and this story, which show in Latin letters. */
+const NAMES = ['li', 'slurm', 'gpu', 'node1', 'node2', 'idle', 'mixed', 'allocated', 'INFINITE', 'snownlp', 'sample', 'on_cluster', 'negative', 'positive'];
+
+describe('a Slurm cluster in the browser: its nodes on the admin page, a job placed there', () => {
+  before(() => {
+    assert.ok(existsSync(SLURM_CONF), `${SLURM_CONF} is missing: start the test cluster with scripts/slurm.sh`);
+  });
+  // One CPU and 1000 MB a job, so that each test node (2 CPUs, 4000 MB) could hold two.
+  const story = startStory({
+    env: { PADDOCK_SLURM_CONF: SLURM_CONF, PADDOCK_SLURM_CPUS: '1', PADDOCK_SLURM_MEMORY_MB: '1000' },
+  });
+  let workspaceId;
+
+  test("the admin page shows the cluster's partition and both nodes with their GPUs", async () => {
+    const { page } = story.owner;
+    await signUp(page, 'li');
+    await visit(page, '/admin');
+    const cluster = page.locator('[data-testid="cluster"][data-name="slurm"]');
+    await cluster.waitFor();
+    const partition = cluster.locator('[data-testid="cluster-partition"][data-name="gpu"]');
+    await partition.getByTestId('cluster-partition-ours').waitFor();
+    await waitForText(partition.getByTestId('cluster-partition-gpus'), '/ 4');
+    for (const name of ['node1', 'node2']) {
+      const node = cluster.locator(`[data-testid="cluster-node"][data-name="${name}"]`);
+      assert.equal(await node.getAttribute('data-up'), 'true', name);
+      await waitForText(node.getByTestId('cluster-node-gpus'), '/2');
+    }
+    await assertPageNotEnglish(page, NAMES);
+    await screenshot(page, '12-cluster');
+  });
+
+  test('the job form offers the cluster; a job sent there runs on one of its nodes', async () => {
+    const { page } = story.owner;
+    workspaceId = await createWorkspace(page, '集群组');
+    const datasets = new DatasetsListPage(page);
+    await datasets.goto(workspaceId);
+    await datasets.createSample();
+    const dataset = new DatasetPage(page);
+    await dataset.opened();
+    const form = new JobFormPage(page);
+    await form.goto(workspaceId, `?dataset=${dataset.id()}`);
+    const option = page.locator('[data-testid="job-cluster"] option[data-cluster="slurm"]');
+    await waitForText(option, '空闲 GPU');
+    await assertPageNotEnglish(page, NAMES);
+    await form.fill({ cluster: 'slurm', name: 'on_cluster', preset: 'tiny', 'max-seq-len': 32, 'batch-size': 16, 'max-steps': 6, 'eval-every-steps': 6 });
+    const job = await form.create();
+    await waitForText(page.getByTestId('job-cluster'), 'slurm');
+    await job.waitForStatus('succeeded');
+    // Slurm's job id, as its tools would show it.
+    assert.match(await page.getByTestId('job-cluster').textContent(), /slurm · 作业 \d+/);
+    await job.checkpointRows.first().waitFor();
+    await assertPageNotEnglish(page, NAMES);
+  });
+
+  test('no wasm panic or hydration error happened', () => {
+    assert.deepEqual(story.owner.problems, []);
+  });
+});
