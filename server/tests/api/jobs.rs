@@ -865,11 +865,11 @@ mod on_slurm {
     }
 
     /// The cluster view: partitions and the two nodes with their GPUs as the scheduler counts them, the
-    /// GPUs a running job holds shown allocated; signed-in users only.
+    /// GPUs a running batch job holds shown allocated; signed-in users only.
     #[tokio::test]
     async fn the_cluster_view_shows_nodes_partitions_and_gpus_in_use() {
         let Some(conf) = slurm_conf() else { return };
-        let (server, owner, ws, ds) = with_cluster(&conf).await;
+        let (server, owner, _ws, _ds) = with_cluster(&conf).await;
         let view = || async { owner.get("/api/v1/clusters").await.1[0].clone() };
         let cluster = view().await;
         assert_eq!(
@@ -897,20 +897,47 @@ mod on_slurm {
         assert_eq!(listed["default"], true, "{listed}");
         assert_eq!(listed["gpus"]["total"], 4, "both nodes' GPUs: {listed}");
 
-        let mut two = on_cluster(endless("two-gpus", ds));
-        two["gpus"] = json!(2);
-        let id = submit(&owner, ws, two).await;
-        stepped(&owner, ws, id, 1).await;
-        let busy = view().await;
-        let held: u64 = busy["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|n| n["gpus"]["allocated"].as_u64().unwrap())
-            .sum();
-        assert_eq!(held, 2, "the running job's GPUs: {busy}");
-        cancel(&owner, ws, id).await;
-        wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
+        // Someone else's 2-GPU batch job on the cluster: the view counts its GPUs as the scheduler does.
+        let slurm = |args: &[&str]| {
+            let out = std::process::Command::new(args[0])
+                .args(&args[1..])
+                .env("SLURM_CONF", &conf)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+        let other = slurm(&[
+            "sbatch",
+            "--parsable",
+            "--gres=gpu:2",
+            "--cpus-per-task=1",
+            "--mem=100",
+            "--output=/dev/null",
+            "--wrap",
+            "sleep 120",
+        ]);
+        // It may wait for a CPU while the other cluster tests' jobs run.
+        let deadline = std::time::Instant::now() + Duration::from_secs(180);
+        let held = loop {
+            let busy = view().await;
+            let held: u64 = busy["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["gpus"]["allocated"].as_u64().unwrap())
+                .sum();
+            if held > 0 || std::time::Instant::now() > deadline {
+                break held;
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        };
+        slurm(&["scancel", &other]);
+        assert_eq!(held, 2, "the running batch job's GPUs");
 
         let (code, _) = server.anonymous().get("/api/v1/clusters").await;
         assert_eq!(code, StatusCode::UNAUTHORIZED);
