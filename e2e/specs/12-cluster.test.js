@@ -20,7 +20,9 @@ import { createWorkspace, signUp } from '../pages/flows.js';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SLURM_CONF = process.env.PADDOCK_TEST_SLURM_CONF || path.resolve(here, '..', '..', 'target', 'slurm', 'slurm.conf');
 /** Names from the test cluster and this story, which show in Latin letters. */
-const NAMES = ['li', 'slurm', 'gpu', 'node', 'snownlp', 'sample', 'on_cluster', 'negative', 'positive', 'tiny'];
+const NAMES = ['liwei', 'slurm', 'gpu', 'node', 'snownlp', 'sample', 'on_cluster', 'negative', 'positive'];
+/** The model shapes (ERNIE 3.0's names for them): names too. */
+const PRESETS = ['base', 'medium', 'mini', 'micro', 'nano', 'tiny'];
 
 describe('a Slurm cluster in the browser: its nodes on the admin page, a job placed there', () => {
   before(() => {
@@ -34,7 +36,7 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
 
   test("the admin page shows the cluster's partition and both nodes with their GPUs", async () => {
     const { page } = story.owner;
-    await signUp(page, 'li');
+    await signUp(page, 'liwei');
     await visit(page, '/admin');
     const cluster = page.locator('[data-testid="cluster"][data-name="slurm"]');
     await cluster.waitFor();
@@ -59,6 +61,7 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
 
   test('the job form offers the cluster; a job sent there runs on one of its nodes', async () => {
     const { page } = story.owner;
+    await visit(page, '/workspaces/new');
     workspaceId = await createWorkspace(page, '集群组');
     const datasets = new DatasetsListPage(page);
     await datasets.goto(workspaceId);
@@ -68,8 +71,9 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     const form = new JobFormPage(page);
     await form.goto(workspaceId, `?dataset=${dataset.id()}`);
     const option = page.locator('[data-testid="job-cluster"] option[data-cluster="slurm"]');
-    await waitForText(option, '空闲 GPU');
-    await assertPageNotEnglish(page, NAMES);
+    await option.waitFor({ state: 'attached' });
+    assert.match(await option.textContent(), /集群 slurm · 分区 gpu · 空闲 GPU 4\/4/);
+    await assertPageNotEnglish(page, [...NAMES, ...PRESETS]);
     await form.fill({ cluster: 'slurm', name: 'on_cluster', preset: 'tiny', 'max-seq-len': 32, 'batch-size': 16, 'max-steps': 6, 'eval-every-steps': 6 });
     const job = await form.create();
     await waitForText(page.getByTestId('job-cluster'), 'slurm');
@@ -77,7 +81,7 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     // Slurm's job id, as its tools would show it.
     assert.match(await page.getByTestId('job-cluster').textContent(), /slurm · 作业 \d+/);
     await job.checkpointRows.first().waitFor();
-    await assertPageNotEnglish(page, NAMES);
+    await assertPageNotEnglish(page, [...NAMES, ...PRESETS]);
   });
 
   test('no wasm panic or hydration error happened', () => {
