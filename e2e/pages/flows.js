@@ -1,9 +1,10 @@
 //! Steps several stories share, built from the page objects: a person signs up (and lands where a
-//! new account lands), creates a workspace, signs in; an owner adds a member.
+//! new account lands), creates a workspace, signs in; an owner adds a member; the sample dataset is added.
 
 import assert from 'node:assert/strict';
 import { SignInPage, SignUpPage } from './auth.js';
 import { MembersPage, NewWorkspacePage } from './workspaces.js';
+import { DatasetPage, DatasetsListPage } from './datasets.js';
 import { Shell } from './shell.js';
 
 /** A password that satisfies the 10-character minimum. */
@@ -42,4 +43,14 @@ export async function addMember(page, workspaceId, username, role) {
   await members.goto(workspaceId);
   await members.add(username, role);
   await members.row(username).waitFor();
+}
+
+/** Adds the built-in sample dataset to the workspace and waits for its page; returns its id. */
+export async function addSampleDataset(page, workspaceId) {
+  const datasets = new DatasetsListPage(page);
+  await datasets.goto(workspaceId);
+  await datasets.createSample();
+  const dataset = new DatasetPage(page);
+  await dataset.opened();
+  return dataset.id();
 }

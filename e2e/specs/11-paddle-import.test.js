@@ -20,10 +20,9 @@ import { fileURLToPath } from 'node:url';
 import { startStory } from '../support/story.js';
 import { hydrated, screenshot } from '../support/browser.js';
 import { assertPageNotEnglish, waitForText } from '../support/checks.js';
-import { DatasetPage, DatasetsListPage } from '../pages/datasets.js';
 import { JobFormPage, ModelsPage } from '../pages/jobs.js';
 import { DeployDialog } from '../pages/endpoints.js';
-import { createWorkspace, signUp } from '../pages/flows.js';
+import { addSampleDataset, createWorkspace, signUp } from '../pages/flows.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(here, '..', '..');
@@ -103,13 +102,9 @@ describe('a PaddleNLP model imported in the browser fine-tunes, deploys and answ
 
   test('the imported model is where a job starts; the run fine-tunes it on the dataset', async () => {
     const { page } = story.owner;
-    const datasets = new DatasetsListPage(page);
-    await datasets.goto(workspaceId);
-    await datasets.createSample();
-    const dataset = new DatasetPage(page);
-    await dataset.opened();
+    const datasetId = await addSampleDataset(page, workspaceId);
     const form = new JobFormPage(page);
-    await form.goto(workspaceId, `?dataset=${dataset.id()}`);
+    await form.goto(workspaceId, `?dataset=${datasetId}`);
     await page.waitForFunction(() => document.querySelector('[data-testid="job-base-checkpoint"]')?.selectedOptions[0]?.textContent.includes('paddle_ernie'));
     await form.fill({ name: 'from_paddle', 'max-seq-len': 32, 'batch-size': 16, 'max-steps': 8, 'eval-every-steps': 4 });
     const job = await form.create();

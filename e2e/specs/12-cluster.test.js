@@ -13,9 +13,8 @@ import { fileURLToPath } from 'node:url';
 import { startStory } from '../support/story.js';
 import { screenshot, visit } from '../support/browser.js';
 import { assertNotEnglish, assertPageNotEnglish, waitForText } from '../support/checks.js';
-import { DatasetPage, DatasetsListPage } from '../pages/datasets.js';
 import { JobFormPage } from '../pages/jobs.js';
-import { createWorkspace, signUp } from '../pages/flows.js';
+import { addSampleDataset, createWorkspace, signUp } from '../pages/flows.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SLURM_CONF = process.env.PADDOCK_TEST_SLURM_CONF || path.resolve(here, '..', '..', 'target', 'slurm', 'slurm.conf');
@@ -63,13 +62,9 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     const { page } = story.owner;
     await visit(page, '/workspaces/new');
     workspaceId = await createWorkspace(page, '集群组');
-    const datasets = new DatasetsListPage(page);
-    await datasets.goto(workspaceId);
-    await datasets.createSample();
-    const dataset = new DatasetPage(page);
-    await dataset.opened();
+    const datasetId = await addSampleDataset(page, workspaceId);
     const form = new JobFormPage(page);
-    await form.goto(workspaceId, `?dataset=${dataset.id()}`);
+    await form.goto(workspaceId, `?dataset=${datasetId}`);
     const option = page.locator('[data-testid="job-cluster"] option[data-cluster="slurm"]');
     await option.waitFor({ state: 'attached' });
     assert.match(await option.textContent(), /集群 slurm · 分区 gpu · 空闲 GPU 4\/4/);
