@@ -99,10 +99,7 @@ impl Slurm {
             _ => None,
         }
     }
-}
 
-/// The batch job's name: `paddock-` and the unit's name parts (`paddock-job-12`).
-impl Slurm {
     /// The cluster as its scheduler sees it now (`sinfo`, `scontrol show partition`), named `name`; a
     /// scheduler that cannot be asked is said in `problem`, not as an error: the page that shows it
     /// should say so, not fail.
@@ -171,6 +168,7 @@ impl Slurm {
     }
 }
 
+/// The batch job's name: `paddock-` and the unit's name parts (`paddock-job-12`).
 pub fn job_name(unit: super::Unit) -> String {
     format!("paddock-{}", unit.name_parts().join("-"))
 }
