@@ -2,7 +2,7 @@
 //! (`--bind 127.0.0.1:0`), and the address read from the one `listening on http://...` line the
 //! server prints once it accepts connections. Nothing is mocked.
 
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -58,6 +58,13 @@ export async function startServer({ env = {} } = {}) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
         child.kill('SIGTERM');
         await exited;
+      }
+      // Endpoint replicas outlive their server on purpose (a restarted server re-attaches to them); a
+      // story's server does not come back, so its replicas (each holds a model in memory) go with it.
+      try {
+        execFileSync('pkill', ['-f', `serve-model .*${dataDir}/`]);
+      } catch {
+        // pkill exits 1 when nothing matched.
       }
       await rm(dataDir, { recursive: true, force: true });
     },
