@@ -1087,6 +1087,30 @@ impl ClusterNode {
     }
 }
 
+/// Where a job handed to a cluster is now, as the cluster's scheduler says (read live).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterPlacement {
+    pub state: ClusterJobState,
+    /// Why it waits, or why it ended, in the scheduler's words (`Resources`, `Priority`,
+    /// `QOSMaxGRESPerUser`, …).
+    pub reason: Option<String>,
+    /// The nodes it runs (or ran) on, as the scheduler writes them (`node[1-2]`).
+    pub nodes: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterJobState {
+    /// In the cluster's queue: no node has been given to it yet.
+    Waiting,
+    Running,
+    /// Its processes are being stopped.
+    Ending,
+    Ended,
+}
+
 /// How much of a resource there is and how much is taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -5,7 +5,7 @@ use contracts::ids::{JobId, WorkspaceId};
 use leptos::prelude::*;
 
 use contracts::error::AppError;
-use contracts::types::{ClusterView, JobDetail, JobSpec, JobSummary, JobVerb};
+use contracts::types::{ClusterPlacement, ClusterView, JobDetail, JobSpec, JobSummary, JobVerb};
 #[cfg(feature = "ssr")]
 use {crate::context::as_caller, domain::jobs};
 
@@ -23,6 +23,16 @@ pub async fn get_job(workspace_id: WorkspaceId, job_id: JobId) -> Result<JobDeta
 #[server(prefix = "/rpc", endpoint = "list_clusters")]
 pub async fn list_clusters() -> Result<Vec<ClusterView>, AppError> {
     as_caller(|s, a| async move { Ok(jobs::clusters(&s.jobs, &a).await) }).await
+}
+
+/// Where a job on a cluster is now, as its scheduler says.
+#[server(prefix = "/rpc", endpoint = "job_placement")]
+pub async fn job_placement(
+    workspace_id: WorkspaceId,
+    job_id: JobId,
+) -> Result<Option<ClusterPlacement>, AppError> {
+    as_caller(|s, a| async move { jobs::placement(&s.db, &s.jobs, &a, workspace_id, job_id).await })
+        .await
 }
 
 #[server(prefix = "/rpc", endpoint = "submit_job", input = leptos::server_fn::codec::Json)]

@@ -273,6 +273,20 @@ impl Executors {
         }
     }
 
+    /// Where the job `job` of the cluster named `cluster` is now, if this server has that cluster and
+    /// its scheduler still knows the job.
+    pub async fn placement(
+        &self,
+        cluster: &str,
+        job: &str,
+    ) -> Option<contracts::types::ClusterPlacement> {
+        let (name, slurm) = self.slurm.as_ref()?;
+        match name == cluster {
+            true => slurm.placement(job).await,
+            false => None,
+        }
+    }
+
     /// The cluster named `name`, if this server has it.
     pub fn cluster(&self, name: &str) -> Option<&dyn Executor> {
         let (known, slurm) = self.slurm.as_ref()?;

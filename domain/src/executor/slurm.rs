@@ -19,7 +19,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clusters::slurm::{Cancel, JobState, Placement, Resources, Submission};
-use contracts::types::{ClusterNode, ClusterPartition, ClusterView, ResourceUsage};
+use contracts::types::{
+    ClusterJobState, ClusterNode, ClusterPartition, ClusterPlacement, ClusterView, ResourceUsage,
+};
 
 use super::{wrapper_args, Executor, Handle, Served, Service, Stop, Work};
 use crate::storage::Storage;
@@ -98,6 +100,23 @@ impl Slurm {
             Handle::Cluster { job } => Some(job),
             _ => None,
         }
+    }
+
+    /// Where the batch job `job` is now; `None` when the scheduler no longer knows it or cannot be
+    /// asked (the page then simply says nothing about it).
+    pub async fn placement(&self, job: &str) -> Option<ClusterPlacement> {
+        let info = self.cluster.job(job).await.ok()??;
+        let state = match info.state {
+            JobState::Pending => ClusterJobState::Waiting,
+            JobState::Running | JobState::Other(_) => ClusterJobState::Running,
+            JobState::Ending => ClusterJobState::Ending,
+            _ => ClusterJobState::Ended,
+        };
+        Some(ClusterPlacement {
+            state,
+            reason: info.reason,
+            nodes: info.nodes,
+        })
     }
 
     /// The cluster as its scheduler sees it now (`sinfo`, `scontrol show partition`), named `name`; a

@@ -949,6 +949,27 @@ pub async fn clusters(jobs: &Jobs, _actor: &Actor) -> Vec<ClusterView> {
     jobs.executors.cluster_views().await
 }
 
+/// Where a job handed to a cluster is now, as the cluster's scheduler says: waiting in its queue (and
+/// why), running on which nodes, or ended. `None` for a job of this server, one not handed over yet, or
+/// one the scheduler no longer knows. Viewers.
+pub async fn placement(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    workspace_id: WorkspaceId,
+    job_id: JobId,
+) -> Result<Option<ClusterPlacement>, AppError> {
+    let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
+    let sql = "SELECT cluster, cluster_job FROM jobs WHERE workspace_id = ? AND id = ?";
+    let (cluster, job): (Option<String>, Option<String>) =
+        crate::db::found(&mut conn, sql, workspace_id, job_id).await?;
+    drop(conn);
+    Ok(match (cluster, job) {
+        (Some(cluster), Some(job)) => jobs.executors.placement(&cluster, &job).await,
+        _ => None,
+    })
+}
+
 /// A checkpoint as a PaddleNLP directory (`paddock export-paddle`, in its own process, checked against
 /// PaddleNLP's computation on sample texts), its files open for an archive, with the archive's name.
 /// The checkpoint's files are copied out of the store through their open handles first, so the exporter

@@ -742,6 +742,19 @@ mod on_slurm {
         owner_with_sample(&args).await
     }
 
+    /// Runs one of Slurm's tools against the test cluster, as another user of the cluster would; its
+    /// stdout.
+    fn slurm(conf: &str, args: &[&str]) -> String {
+        let out = std::process::Command::new(args[0])
+            .args(&args[1..])
+            .env("SLURM_CONF", conf)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
     /// `spec` on the cluster.
     fn on_cluster(mut spec: Value) -> Value {
         spec["cluster"] = json!("slurm");
@@ -898,29 +911,19 @@ mod on_slurm {
         assert_eq!(listed["gpus"]["total"], 4, "both nodes' GPUs: {listed}");
 
         // Someone else's 2-GPU batch job on the cluster: the view counts its GPUs as the scheduler does.
-        let slurm = |args: &[&str]| {
-            let out = std::process::Command::new(args[0])
-                .args(&args[1..])
-                .env("SLURM_CONF", &conf)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            String::from_utf8_lossy(&out.stdout).trim().to_string()
-        };
-        let other = slurm(&[
-            "sbatch",
-            "--parsable",
-            "--gres=gpu:2",
-            "--cpus-per-task=1",
-            "--mem=100",
-            "--output=/dev/null",
-            "--wrap",
-            "sleep 120",
-        ]);
+        let other = slurm(
+            &conf,
+            &[
+                "sbatch",
+                "--parsable",
+                "--gres=gpu:2",
+                "--cpus-per-task=1",
+                "--mem=100",
+                "--output=/dev/null",
+                "--wrap",
+                "sleep 120",
+            ],
+        );
         // It may wait for a CPU while the other cluster tests' jobs run.
         let deadline = std::time::Instant::now() + Duration::from_secs(180);
         let held = loop {
@@ -936,10 +939,74 @@ mod on_slurm {
             }
             tokio::time::sleep(Duration::from_millis(300)).await;
         };
-        slurm(&["scancel", &other]);
+        slurm(&conf, &["scancel", &other]);
         assert_eq!(held, 2, "the running batch job's GPUs");
 
         let (code, _) = server.anonymous().get("/api/v1/clusters").await;
         assert_eq!(code, StatusCode::UNAUTHORIZED);
+    }
+
+    /// A job the cluster cannot place yet waits in its queue, and its placement says why in Slurm's
+    /// words; once the nodes are free it runs, and the placement says where.
+    #[tokio::test]
+    async fn a_job_waiting_in_the_cluster_queue_says_why() {
+        let Some(conf) = slurm_conf() else { return };
+        let (_server, owner, ws, ds) = with_cluster(&conf).await;
+        let here = submit(&owner, ws, tiny("here", ds, 2)).await;
+        let placement = |id: i64| {
+            let owner = &owner;
+            async move {
+                owner
+                    .get(&format!("{}/placement", job_path(ws, id)))
+                    .await
+                    .1
+            }
+        };
+        assert_eq!(placement(here).await, Value::Null, "a job of this server");
+        // Both nodes taken whole by someone else's job, running before ours is submitted.
+        let blocker = slurm(
+            &conf,
+            &[
+                "sbatch",
+                "--parsable",
+                "-N2",
+                "--exclusive",
+                "--output=/dev/null",
+                "--wrap",
+                "sleep 300",
+            ],
+        );
+        let deadline = std::time::Instant::now() + Duration::from_secs(180);
+        while slurm(&conf, &["squeue", "-h", "-j", &blocker, "-o", "%T"]) != "RUNNING" {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the blocker never ran"
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        let id = submit(&owner, ws, on_cluster(endless("waits", ds))).await;
+        let mut waiting = placement(id).await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while waiting["state"] != "waiting" && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            waiting = placement(id).await;
+        }
+        slurm(&conf, &["scancel", &blocker]);
+        assert_eq!(waiting["state"], "waiting", "{waiting}");
+        assert!(
+            waiting["reason"].as_str().is_some_and(|r| !r.is_empty()),
+            "Slurm's reason: {waiting}"
+        );
+        stepped(&owner, ws, id, 1).await;
+        let running = placement(id).await;
+        assert_eq!(running["state"], "running", "{running}");
+        assert!(
+            running["nodes"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("node")),
+            "{running}"
+        );
+        cancel(&owner, ws, id).await;
+        wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
     }
 }

@@ -26,7 +26,7 @@ use domain::{caps, jobs};
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
     routes_of![
-        list, submit; get, delete; cancel; retry; metrics; logs; stream; checkpoints; download; clusters
+        list, submit; get, delete; cancel; retry; metrics; logs; stream; checkpoints; download; clusters; placement
     ]
 }
 
@@ -142,6 +142,20 @@ pub async fn retry(
     Ok((
         StatusCode::CREATED,
         Json(jobs::retry(&state.db, &state.jobs, &actor, id, job_id, body.resume).await?),
+    ))
+}
+
+/// Where a job handed to a cluster is now, as the cluster's scheduler says (`null` for a job of this
+/// server, one not handed over yet, or one the scheduler no longer knows).
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs/{job_id}/placement", tag = "jobs", security(("session" = []), ("token" = [])),
+    params(JobPath),
+    responses((status = 200, body = Option<ClusterPlacement>), (status = 404, body = ErrorBody)))]
+pub async fn placement(
+    Caller { state, actor }: Caller,
+    Path(JobPath { id, job_id }): Path<JobPath>,
+) -> Result<Json<Option<ClusterPlacement>>, AppError> {
+    Ok(Json(
+        jobs::placement(&state.db, &state.jobs, &actor, id, job_id).await?,
     ))
 }
 

@@ -27,7 +27,7 @@ use super::parts::{duration_text, eta_seconds, JobProgress, JobStatusBadge};
 use super::stream::{self, stream_url, Event};
 use crate::api::{
     endpoints::list_endpoints,
-    jobs::{get_job, JobAction},
+    jobs::{get_job, job_placement, JobAction},
 };
 use crate::components::confirm::{AskButton, Busy, Confirm};
 use crate::components::form::on_answer;
@@ -41,8 +41,8 @@ use crate::i18n::*;
 use crate::pages::workspace::{section_heading, use_detail};
 use contracts::error::AppError;
 use contracts::types::{
-    BaseModel, CheckpointInfo, EndpointSummary, JobDetail, JobReason, JobStatus, JobSummary,
-    JobVerb, LogLine, MetricPoint,
+    BaseModel, CheckpointInfo, ClusterJobState, ClusterPlacement, EndpointSummary, JobDetail,
+    JobReason, JobStatus, JobSummary, JobVerb, LogLine, MetricPoint,
 };
 
 /// How often the job is read again (for its checkpoints) while it is not over.
@@ -296,6 +296,56 @@ fn DegenerateAdvice(live: RwSignal<JobDetail>) -> impl IntoView {
     }
 }
 
+/// Where a job on a cluster is, as its scheduler says: read in the browser when the page is live and
+/// again every few seconds until the job is over (the cluster's queue is not streamed).
+#[component]
+fn Placement(summary: Memo<JobSummary>) -> impl IntoView {
+    let i18n = use_i18n();
+    let placement = RwSignal::new(None::<ClusterPlacement>);
+    let (workspace_id, job_id) = summary.with_untracked(|s| (s.workspace_id, s.id));
+    let read = move || {
+        if summary.with_untracked(|s| s.status.is_final() || s.cluster_job.is_none()) {
+            return;
+        }
+        spawn_local(async move {
+            if let Ok(now) = job_placement(workspace_id, job_id).await {
+                placement.try_set(now);
+            }
+        });
+    };
+    Effect::new(move |_| {
+        summary.track();
+        read();
+    });
+    every(POLL, read);
+    move || {
+        placement.get().map(|p| {
+            let state = serde_json::to_value(p.state).ok().and_then(|v| v.as_str().map(String::from));
+            // Slurm's word for why it waits or ended, as it is.
+            let reason = p.reason.clone().filter(|_| p.state != ClusterJobState::Running);
+            view! {
+                <p class="muted" data-testid="job-placement" data-state=state>
+                    {move || placement_text(i18n.get_locale(), &p)}
+                    {reason.map(|r| view! { " " <code translate="no" data-testid="job-placement-reason">{r}</code> })}
+                </p>
+            }
+        })
+    }
+}
+
+/// What the cluster's scheduler says of the job, in words (its reason, if any, follows as code).
+pub fn placement_text(locale: Locale, p: &ClusterPlacement) -> String {
+    let nodes = p.nodes.clone().unwrap_or_default();
+    match p.state {
+        ClusterJobState::Waiting => td_string!(locale, job_detail.placement_waiting).to_string(),
+        ClusterJobState::Running => {
+            td_string!(locale, job_detail.placement_running, nodes = nodes).to_string()
+        }
+        ClusterJobState::Ending => td_string!(locale, job_detail.placement_ending).to_string(),
+        ClusterJobState::Ended => td_string!(locale, job_detail.placement_ended).to_string(),
+    }
+}
+
 #[component]
 fn StatusCard(
     live: RwSignal<JobDetail>,
@@ -369,6 +419,7 @@ fn StatusCard(
                     </dl>
                 }
             }}
+            {live.with_untracked(|d| d.summary.cluster.is_some()).then(|| view! { <Placement summary /> })}
             {can_edit.then(|| view! { <Actions live /> })}
         </section>
     }
@@ -486,6 +537,37 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn where_the_cluster_has_a_job_is_said_in_both_languages() {
+        let at = |state, nodes: Option<&str>| ClusterPlacement {
+            state,
+            reason: Some("Resources".into()),
+            nodes: nodes.map(String::from),
+        };
+        let running = at(ClusterJobState::Running, Some("node2"));
+        assert_eq!(
+            placement_text(Locale::zh, &running),
+            "在集群节点 node2 上运行。"
+        );
+        assert_eq!(
+            placement_text(Locale::en, &running),
+            "Running on the cluster's node node2."
+        );
+        for state in [
+            ClusterJobState::Waiting,
+            ClusterJobState::Ending,
+            ClusterJobState::Ended,
+        ] {
+            for locale in [Locale::zh, Locale::en] {
+                let text = placement_text(locale, &at(state, None));
+                assert!(
+                    !text.is_empty() && !text.contains("{{"),
+                    "{state:?} {locale:?}: {text}"
+                );
+            }
+        }
+    }
 
     fn ended(status: JobStatus, reason: JobReason, exit_code: Option<i64>) -> JobSummary {
         serde_json::from_value(serde_json::json!({
