@@ -2,7 +2,7 @@
 //! starts, which `make test` brings up), in Chinese — the admin page shows the cluster as its scheduler
 //! sees it (the partition this server's jobs go to, both nodes with their GPUs); the job form offers the
 //! cluster with its free GPUs; a job sent there is queued and placed by Slurm, runs, and its page says
-//! where.
+//! where (the cluster, Slurm's job id, and what Slurm says of it).
 
 import { describe, test, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -72,6 +72,8 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     await form.fill({ cluster: 'slurm', name: 'on_cluster', preset: 'tiny', 'max-seq-len': 32, 'batch-size': 16, 'max-steps': 6, 'eval-every-steps': 6 });
     const job = await form.create();
     await waitForText(page.getByTestId('job-cluster'), 'slurm');
+    // Where Slurm has it (queued with its reason, or on a node), read from the cluster.
+    await page.getByTestId('job-placement').waitFor();
     await job.waitForStatus('succeeded');
     // Slurm's job id, as its tools would show it.
     assert.match(await page.getByTestId('job-cluster').textContent(), /slurm · 作业 \d+/);
