@@ -313,8 +313,11 @@ fn Placement(summary: Memo<JobSummary>) -> impl IntoView {
             }
         });
     };
+    // Read again when the job changes state or is handed over, not on every step the stream brings:
+    // each read asks the cluster's scheduler.
+    let stage = Memo::new(move |_| summary.with(|s| (s.status, s.cluster_job.clone())));
     Effect::new(move |_| {
-        summary.track();
+        stage.track();
         read();
     });
     every(POLL, read);
