@@ -296,15 +296,15 @@ fn DegenerateAdvice(live: RwSignal<JobDetail>) -> impl IntoView {
     }
 }
 
-/// Where a job on a cluster is, as its scheduler says: read in the browser when the page is live and
-/// again every few seconds until the job is over (the cluster's queue is not streamed).
+/// Where a job on a cluster is, as its scheduler says: read in the browser when the page is live, when
+/// the job changes state, and every few seconds until it is over (the cluster's queue is not streamed).
 #[component]
 fn Placement(summary: Memo<JobSummary>) -> impl IntoView {
     let i18n = use_i18n();
     let placement = RwSignal::new(None::<ClusterPlacement>);
     let (workspace_id, job_id) = summary.with_untracked(|s| (s.workspace_id, s.id));
     let read = move || {
-        if summary.with_untracked(|s| s.status.is_final() || s.cluster_job.is_none()) {
+        if summary.with_untracked(|s| s.cluster_job.is_none()) {
             return;
         }
         spawn_local(async move {
@@ -313,14 +313,18 @@ fn Placement(summary: Memo<JobSummary>) -> impl IntoView {
             }
         });
     };
-    // Read again when the job changes state or is handed over, not on every step the stream brings:
-    // each read asks the cluster's scheduler.
+    // Read when the job changes state or is handed over (its end included: the scheduler still says
+    // how it ended for a while), not on every step the stream brings: each read asks the scheduler.
     let stage = Memo::new(move |_| summary.with(|s| (s.status, s.cluster_job.clone())));
     Effect::new(move |_| {
         stage.track();
         read();
     });
-    every(POLL, read);
+    every(POLL, move || {
+        if !summary.with_untracked(|s| s.status.is_final()) {
+            read();
+        }
+    });
     move || {
         placement.get().map(|p| {
             let state = serde_json::to_value(p.state).ok().and_then(|v| v.as_str().map(String::from));
