@@ -425,65 +425,41 @@ fn weights_allowed(dir: &Path, allow_pickled: bool) -> Result<(), AppError> {
     ))
 }
 
-/// Converts a PaddleNLP directory into `out` with the trainer (`paddock import-paddle`, in its own
-/// process like every other use of libtorch here); the trainer's message when it refuses.
+/// Converts a PaddleNLP directory into `out` with the trainer (`paddock import-paddle`); the trainer's
+/// message when it refuses.
 async fn import_with_trainer(
     storage: &Storage,
     from: &Path,
     out: &Path,
 ) -> Result<contracts::types::PaddleImport, AppError> {
-    let output = tokio::process::Command::new(&storage.paddock_binary)
-        .arg("import-paddle")
-        .arg("--from")
-        .arg(from)
-        .arg("--output-dir")
-        .arg(out)
-        .arg("--json")
-        .env("CUDA_VISIBLE_DEVICES", "")
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(|e| internal("running paddock import-paddle", e))?;
-    if !output.status.success() {
-        return Err(refused(format!(
-            "the PaddleNLP model cannot be imported: {}",
-            trainer_error(&output.stderr)
-        )));
-    }
-    serde_json::from_slice(&output.stdout).map_err(|e| internal("reading an import report", e))
-}
-
-/// The trainer's own message on stderr (its `error: ` line), or the start of what it printed.
-pub(crate) fn trainer_error(stderr: &[u8]) -> String {
-    let stderr = String::from_utf8_lossy(stderr);
-    stderr
-        .lines()
-        .rev()
-        .find(|l| l.starts_with("error: "))
-        .map(|l| l.trim_start_matches("error: ").to_string())
-        .unwrap_or_else(|| stderr.trim().chars().take(500).collect())
+    let args = [
+        "import-paddle".as_ref(),
+        "--from".as_ref(),
+        from.as_os_str(),
+        "--output-dir".as_ref(),
+        out.as_os_str(),
+        "--json".as_ref(),
+    ];
+    let stdout = storage
+        .run_trainer(args)
+        .await?
+        .map_err(|why| refused(format!("the PaddleNLP model cannot be imported: {why}")))?;
+    serde_json::from_slice(&stdout).map_err(|e| internal("reading an import report", e))
 }
 
 /// Loads the directory with the trainer and classifies one sentence; the trainer's own message when it
 /// cannot (a config it does not support, weights that do not fit the config, a bad vocabulary).
 async fn check_with_trainer(storage: &Storage, dir: &Path) -> Result<(), AppError> {
-    let output = tokio::process::Command::new(&storage.paddock_binary)
-        .arg("predict")
-        .arg("--model")
-        .arg(dir)
-        .args(["--text", "这个模型能用吗？", "--device", "cpu", "--json"])
-        .env("CUDA_VISIBLE_DEVICES", "")
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(|e| internal("running paddock predict", e))?;
-    if output.status.success() {
-        return Ok(());
-    }
-    Err(refused(format!(
-        "the trainer cannot use this model: {}",
-        trainer_error(&output.stderr)
-    )))
+    let args = ["predict".as_ref(), "--model".as_ref(), dir.as_os_str()]
+        .into_iter()
+        .chain(
+            ["--text", "这个模型能用吗？", "--device", "cpu", "--json"].map(std::ffi::OsStr::new),
+        );
+    storage
+        .run_trainer(args)
+        .await?
+        .map(|_| ())
+        .map_err(|why| refused(format!("the trainer cannot use this model: {why}")))
 }
 
 /// What the model is, from its config.json (as far as it says).

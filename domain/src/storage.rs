@@ -38,6 +38,36 @@ pub struct Storage {
 }
 
 impl Storage {
+    /// Runs `paddock ARGS` (a trainer subcommand: a check or a conversion) in its own process on the
+    /// CPU — libtorch stays out of the server, and a crash there is the subcommand's — and returns its
+    /// stdout, or `Err` with the trainer's own `error: ` line (or the start of what it printed) when it
+    /// failed. Starting it at all failing is the server's error.
+    pub async fn run_trainer<I, S>(&self, args: I) -> Result<Result<Vec<u8>, String>, AppError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        let output = tokio::process::Command::new(&self.paddock_binary)
+            .args(args)
+            .env("CUDA_VISIBLE_DEVICES", "")
+            .kill_on_drop(true)
+            .output()
+            .await
+            .map_err(|e| contracts::error::internal("running a paddock subcommand", e))?;
+        if output.status.success() {
+            return Ok(Ok(output.stdout));
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        Ok(Err(stderr
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("error: "))
+            .map(|l| l.trim_start_matches("error: ").to_string())
+            .unwrap_or_else(|| {
+                stderr.trim().chars().take(500).collect()
+            })))
+    }
+
     /// Storage under `data_dir` (made absolute: Docker needs absolute bind paths).
     pub fn new(data_dir: &Path, max_upload_bytes: u64, paddock_binary: PathBuf) -> Storage {
         let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());

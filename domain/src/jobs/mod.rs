@@ -1003,24 +1003,17 @@ pub async fn checkpoint_as_paddle(
     .await
     .map_err(|e| internal("copying a checkpoint", e))?
     .map_err(|e| internal("copying a checkpoint", e))?;
-    let output = tokio::process::Command::new(&storage.paddock_binary)
-        .arg("export-paddle")
-        .arg("--checkpoint")
-        .arg(&source)
-        .arg("--output-dir")
-        .arg(&out)
-        .env("CUDA_VISIBLE_DEVICES", "")
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(|e| internal("running paddock export-paddle", e))?;
-    if !output.status.success() {
-        return Err(AppError::conflict(
-            "checkpoint",
-            ErrorCode::PaddleExportRefused,
-            crate::pretrained::trainer_error(&output.stderr),
-        ));
-    }
+    let args = [
+        "export-paddle".as_ref(),
+        "--checkpoint".as_ref(),
+        source.as_os_str(),
+        "--output-dir".as_ref(),
+        out.as_os_str(),
+    ];
+    storage
+        .run_trainer(args)
+        .await?
+        .map_err(|why| AppError::conflict("checkpoint", ErrorCode::PaddleExportRefused, why))?;
     let exported = tokio::task::spawn_blocking(move || beneath::Dir::open(&out)?.files(64))
         .await
         .map_err(|e| internal("reading an export", e))?

@@ -133,9 +133,11 @@ pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
         }
         tch::no_grad(|| var.shallow_clone().f_copy_(&src))?;
     }
+    // A bare encoder's fresh classifier is neither missing nor saved: fine-tuning makes its own.
+    let kept = |n: &str| classifier || !n.starts_with("classifier.");
     let mut missing: Vec<String> = vars
         .into_keys()
-        .filter(|n| classifier || !n.starts_with("classifier."))
+        .filter(|n| kept(n))
         .map(|n| names::to_paddle(&n).map(|(p, _)| p).unwrap_or(n))
         .collect();
     if !missing.is_empty() {
@@ -149,9 +151,7 @@ pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
 
     let parity = parity::check(&config, &params, &model, &tokenizer)?;
     drop(params);
-    checkpoint::save_only(out, &vs, &hf_config, &tokenizer, &|n| {
-        classifier || !n.starts_with("classifier.")
-    })?;
+    checkpoint::save_only(out, &vs, &hf_config, &tokenizer, &kept)?;
     Ok(PaddleImport {
         architecture: hf_config.architectures[0].clone(),
         labels: if classifier {
