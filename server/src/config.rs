@@ -186,14 +186,34 @@ pub struct ServeConfig {
     pub cluster: ClusterConfig,
 }
 
-/// A Slurm cluster jobs may run on (`"cluster": "slurm"` in a job's spec), with Paddock on one of its
-/// login nodes: the Slurm command-line tools on this host, and the data directory on a file system the
-/// nodes mount at the same path.
+/// A Slurm cluster jobs may run on (`"cluster": "slurm"` in a job's spec). Paddock reaches its
+/// command-line tools either on this host (Paddock on a login node: `--slurm-conf`) or over SSH on a
+/// login node (`--slurm-ssh`); either way the data directory must be on a file system the nodes mount at
+/// the same path.
 #[derive(Debug, Clone, Args)]
 pub struct ClusterConfig {
-    /// The cluster's `slurm.conf` (its tools' `SLURM_CONF`); without it no cluster is offered.
-    #[arg(long, env = "PADDOCK_SLURM_CONF")]
+    /// The cluster's `slurm.conf` (its tools' `SLURM_CONF`), for tools on this host. Without it or
+    /// `--slurm-ssh` no cluster is offered.
+    #[arg(long, env = "PADDOCK_SLURM_CONF", conflicts_with = "slurm_ssh")]
     pub slurm_conf: Option<PathBuf>,
+    /// A login node whose Slurm tools Paddock runs over SSH, as `user@host`: key-based only
+    /// (`--slurm-ssh-key`), its host key checked against `--slurm-ssh-known-hosts` (an unknown or
+    /// changed key is refused, never accepted on first use).
+    #[arg(
+        long,
+        env = "PADDOCK_SLURM_SSH",
+        requires_all = ["slurm_ssh_key", "slurm_ssh_known_hosts"]
+    )]
+    pub slurm_ssh: Option<String>,
+    /// The login node's SSH port.
+    #[arg(long, env = "PADDOCK_SLURM_SSH_PORT", default_value_t = 22)]
+    pub slurm_ssh_port: u16,
+    /// The private key Paddock signs in to the login node with (no password, no agent).
+    #[arg(long, env = "PADDOCK_SLURM_SSH_KEY")]
+    pub slurm_ssh_key: Option<PathBuf>,
+    /// The `known_hosts` file that holds the login node's host key.
+    #[arg(long, env = "PADDOCK_SLURM_SSH_KNOWN_HOSTS")]
+    pub slurm_ssh_known_hosts: Option<PathBuf>,
     /// The partition jobs are submitted to [default: the cluster's].
     #[arg(long, env = "PADDOCK_SLURM_PARTITION")]
     pub slurm_partition: Option<String>,
@@ -215,22 +235,45 @@ impl ClusterConfig {
     /// The name jobs ask for the cluster by.
     pub const NAME: &'static str = "slurm";
 
-    /// The cluster's executor, once its controller answered; `None` without `--slurm-conf`.
-    pub async fn executor(
+    /// How the cluster's tools are reached and how to name it in an error; `None` when no cluster is
+    /// configured.
+    fn reach(&self) -> Option<(clusters::reach::Reach, String)> {
+        use clusters::reach::Reach;
+        match (&self.slurm_conf, &self.slurm_ssh) {
+            (Some(conf), _) => Some((
+                Reach::Local {
+                    slurm_conf: Some(conf.clone()),
+                },
+                conf.display().to_string(),
+            )),
+            (None, Some(destination)) => Some((
+                Reach::Ssh {
+                    destination: destination.clone(),
+                    port: self.slurm_ssh_port,
+                    // clap requires both with --slurm-ssh.
+                    identity: self.slurm_ssh_key.clone().unwrap_or_default(),
+                    known_hosts: self.slurm_ssh_known_hosts.clone().unwrap_or_default(),
+                },
+                format!("ssh {destination} -p {}", self.slurm_ssh_port),
+            )),
+            (None, None) => None,
+        }
+    }
+
+    /// The cluster and what each unit asks of it, once its controller answered (checked before the
+    /// server touches its data directory, so bad settings leave nothing behind); `None` when no cluster
+    /// is configured.
+    pub async fn connect(
         &self,
-        storage: std::sync::Arc<domain::storage::Storage>,
-    ) -> anyhow::Result<Option<domain::executor::slurm::Slurm>> {
-        let Some(conf) = &self.slurm_conf else {
+    ) -> anyhow::Result<Option<(clusters::slurm::Slurm, domain::executor::slurm::Settings)>> {
+        let Some((reach, shown)) = self.reach() else {
             return Ok(None);
-        };
-        let reach = clusters::reach::Reach::Local {
-            slurm_conf: Some(conf.clone()),
         };
         let cluster = clusters::slurm::Slurm::new(reach);
         cluster
             .ping()
             .await
-            .map_err(|e| anyhow::anyhow!("the Slurm cluster of {}: {e}", conf.display()))?;
+            .map_err(|e| anyhow::anyhow!("the Slurm cluster at {shown}: {e}"))?;
         let settings = domain::executor::slurm::Settings {
             placement: clusters::slurm::Placement {
                 partition: self.slurm_partition.clone(),
@@ -240,9 +283,7 @@ impl ClusterConfig {
             cpus: self.slurm_cpus,
             memory_mb: self.slurm_memory_mb,
         };
-        Ok(Some(domain::executor::slurm::Slurm::new(
-            cluster, storage, settings,
-        )))
+        Ok(Some((cluster, settings)))
     }
 }
 

@@ -27,6 +27,7 @@ pub async fn run(
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let cluster = config.cluster.connect().await?;
     let db = domain::db::open(&config.db.url()).await?;
     let listener = tokio::net::TcpListener::bind(config.bind)
         .await
@@ -67,9 +68,10 @@ pub async fn run(
         config.cpu_job_threads,
     );
     jobs.train_log_max_bytes = config.train_log_max_bytes;
-    if let Some(slurm) = config.cluster.executor(storage.clone()).await? {
+    if let Some((cluster, settings)) = cluster {
         let name = crate::config::ClusterConfig::NAME;
         tracing::info!(cluster = name, "jobs may run on the Slurm cluster");
+        let slurm = domain::executor::slurm::Slurm::new(cluster, storage.clone(), settings);
         jobs.executors = jobs.executors.clone().with_slurm(name, slurm);
     }
     let jobs = std::sync::Arc::new(jobs);

@@ -742,6 +742,30 @@ mod on_slurm {
         owner_with_sample(&args).await
     }
 
+    /// The arguments that reach the test cluster over SSH through its login node
+    /// (root@127.0.0.1:2222, the key and known hosts `scripts/slurm.sh` made beside `conf`), with
+    /// `known_hosts` instead of its own when given.
+    fn over_ssh(conf: &str, known_hosts: Option<&std::path::Path>) -> Vec<String> {
+        let ssh = std::path::Path::new(conf).parent().unwrap().join("ssh");
+        let known = known_hosts.map_or_else(|| ssh.join("known_hosts"), |k| k.to_path_buf());
+        [
+            "--slurm-ssh",
+            "root@127.0.0.1",
+            "--slurm-ssh-port",
+            "2222",
+            "--slurm-ssh-key",
+            &ssh.join("id_ed25519").to_string_lossy(),
+            "--slurm-ssh-known-hosts",
+            &known.to_string_lossy(),
+            "--slurm-cpus",
+            "1",
+            "--slurm-memory-mb",
+            "1000",
+        ]
+        .map(String::from)
+        .into()
+    }
+
     /// Runs one of Slurm's tools against the test cluster, as another user of the cluster would; its
     /// stdout.
     fn slurm(conf: &str, args: &[&str]) -> String {
@@ -795,6 +819,70 @@ mod on_slurm {
         assert!(
             shown.contains(&format!("JobName=paddock-job-{id} ")),
             "{shown}"
+        );
+    }
+
+    /// Paddock off the cluster, reaching its tools over SSH on a login node: a job runs there, streams
+    /// its steps, and a cancel (a TERM through `scancel` on the login node) ends it with a checkpoint.
+    /// A login node whose host key is not on record is refused at start, before anything is sent.
+    #[tokio::test]
+    async fn over_ssh_to_a_login_node_a_job_runs_and_cancels_with_a_checkpoint() {
+        let Some(conf) = slurm_conf() else { return };
+        let args = [
+            NO_DOCKER.iter().map(|a| a.to_string()).collect(),
+            over_ssh(&conf, None),
+        ]
+        .concat();
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (_server, owner, ws, ds) = owner_with_sample(&args).await;
+        let clusters = owner.get("/api/v1/clusters").await.1;
+        assert_eq!(clusters[0]["problem"], Value::Null, "{clusters}");
+        assert_eq!(
+            clusters[0]["nodes"].as_array().map(Vec::len),
+            Some(2),
+            "{clusters}"
+        );
+        let id = submit(&owner, ws, on_cluster(endless("over-ssh", ds))).await;
+        stepped(&owner, ws, id, 3).await;
+        assert!(["cancelling", "cancelled"].contains(&status(&cancel(&owner, ws, id).await)));
+        let done = wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
+        assert!(
+            !done["checkpoints"].as_array().unwrap().is_empty(),
+            "a final checkpoint: {done}"
+        );
+        assert!(done["summary"]["cluster_job"].is_string(), "{done}");
+
+        // Another host's key on record for 127.0.0.1:2222: the server does not start, and says why.
+        let dir = tempfile::tempdir().unwrap();
+        let stranger = dir.path().join("stranger");
+        let keygen = std::process::Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+            .arg(&stranger)
+            .status()
+            .unwrap();
+        assert!(keygen.success());
+        let key = std::fs::read_to_string(stranger.with_extension("pub")).unwrap();
+        let known = dir.path().join("known_hosts");
+        let key: Vec<&str> = key.split_whitespace().take(2).collect();
+        std::fs::write(&known, format!("[127.0.0.1]:2222 {}\n", key.join(" "))).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_paddock"))
+            .arg("serve")
+            .args(["--bind", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path().join("data"))
+            .args(NO_DOCKER)
+            .args(over_ssh(&conf, Some(&known)))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("the Slurm cluster at ssh root@127.0.0.1 -p 2222")
+                && stderr.contains("Host key verification failed"),
+            "{stderr}"
+        );
+        assert!(
+            !dir.path().join("data").exists(),
+            "nothing kept of a server that did not start"
         );
     }
 
