@@ -255,6 +255,17 @@ impl Slurm {
         parse_nodes(&out)
     }
 
+    /// The address node `name` is reached at (`NodeAddr`): where a service a job runs there answers.
+    pub async fn node_address(&self, name: &str) -> Result<String> {
+        check_word("node name", name)?;
+        let args = ["show", "node", "-o", name].map(String::from);
+        let out = self.reach.run("scontrol", &args, None).await?;
+        let line = out.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let address = required(&fields(line), "NodeAddr", "scontrol show node")?;
+        check_word("node address", &address)?;
+        Ok(address)
+    }
+
     pub async fn partitions(&self) -> Result<Vec<PartitionInfo>> {
         let args = ["show", "partition", "-o"].map(String::from);
         let out = self.reach.run("scontrol", &args, None).await?;

@@ -210,7 +210,10 @@ async fn nodes_and_partitions_are_listed() {
         let totals = (n.gpus.total, n.cpus.total, n.memory_mb.total);
         assert_eq!(totals, (2, 2, 4000), "{n:?}");
         assert_eq!(n.partitions, ["gpu"]);
+        assert_eq!(slurm.node_address(&n.name).await.unwrap(), "127.0.0.1");
     }
+    assert!(slurm.node_address("node9").await.is_err(), "no such node");
+    assert!(slurm.node_address("node1 node2").await.is_err(), "one word");
     let partitions = slurm.partitions().await.unwrap();
     assert_eq!(partitions.len(), 1, "{partitions:?}");
     assert!(partitions[0].default);

@@ -1410,6 +1410,10 @@ pub struct EndpointSpec {
     /// bfloat16), or `fp16` (CUDA).
     #[serde(default = "default_precision")]
     pub precision: String,
+    /// Run the replicas on this cluster (by the name the server knows it by), each a long-lived batch
+    /// job on a node the scheduler picks, instead of on this server. `None`: on this server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
 }
 
 fn default_replicas() -> u32 {
@@ -1475,6 +1479,9 @@ pub struct EndpointSummary {
     pub status_message: Option<String>,
     /// The change of a ready endpoint under way, typed so each page says it in its own language.
     pub change: Option<ChangeUnderWay>,
+    /// The cluster its replicas run on (`None`: this server).
+    #[serde(default)]
+    pub cluster: Option<String>,
     pub created_at: String,
 }
 
@@ -1501,6 +1508,9 @@ pub struct EndpointReplica {
     pub restarts: u32,
     pub last_error: Option<String>,
     pub started_at: Option<String>,
+    /// On a cluster: its batch job's id there.
+    #[serde(default)]
+    pub cluster_job: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

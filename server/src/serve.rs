@@ -75,12 +75,15 @@ pub async fn run(
         jobs.executors = jobs.executors.clone().with_slurm(name, slurm);
     }
     let jobs = std::sync::Arc::new(jobs);
-    let deployer = std::sync::Arc::new(Deployer::new(
-        db.clone(),
-        storage.clone(),
-        engine.clone(),
-        Default::default(),
-    ));
+    let deployer = std::sync::Arc::new(
+        Deployer::new(
+            db.clone(),
+            storage.clone(),
+            engine.clone(),
+            Default::default(),
+        )
+        .with_executors(jobs.executors.clone()),
+    );
     deployer.recover().await;
     let state = AppState::new(
         db.clone(),

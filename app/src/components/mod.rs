@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod badges;
+pub mod clusters;
 pub mod confirm;
 pub mod copy;
 pub mod dialog;

@@ -57,6 +57,7 @@ struct Row {
     status_message: Option<String>,
     pending_change: Option<sqlx::types::Json<ChangeUnderWay>>,
     parity_report: Option<String>,
+    cluster: Option<String>,
     created_at: String,
 }
 
@@ -68,7 +69,7 @@ crate::db::row_query!(
     r#"SELECT e.id AS "id!: contracts::ids::EndpointId", e.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", e.slug, e.name,
         e.checkpoint_id AS "checkpoint_id: contracts::ids::CheckpointId", c.job_id AS "job_id: contracts::ids::JobId", e.replicas,
         e.max_batch_tokens, e.max_wait_ms, e.device, e.precision, e.status, e.status_message,
-        e.pending_change AS "pending_change: sqlx::types::Json<contracts::types::ChangeUnderWay>", e.parity_report, e.created_at
+        e.pending_change AS "pending_change: sqlx::types::Json<contracts::types::ChangeUnderWay>", e.parity_report, e.cluster, e.created_at
       FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id"#
 );
 
@@ -98,6 +99,7 @@ impl Row {
                 .ok_or_else(|| internal("stored endpoint status", &self.status))?,
             status_message: self.status_message.clone(),
             change: self.pending_change.as_ref().map(|c| c.0),
+            cluster: self.cluster.clone(),
             created_at: self.created_at.clone(),
         })
     }
@@ -156,9 +158,16 @@ pub async fn get(
     let mut conn = db.acquire().await?;
     let role = authorize(&mut conn, actor, workspace_id, Role::Viewer).await?;
     let r = row(&mut conn, workspace_id, endpoint_id).await?;
-    type ReplicaRow = (i64, String, i64, Option<String>, Option<String>);
+    type ReplicaRow = (
+        i64,
+        String,
+        i64,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
     let replicas: Vec<ReplicaRow> = sqlx::query_as(
-        "SELECT ordinal, status, restarts, last_error, started_at FROM endpoint_replicas WHERE endpoint_id = ? ORDER BY ordinal",
+        "SELECT ordinal, status, restarts, last_error, started_at, cluster_job FROM endpoint_replicas WHERE endpoint_id = ? ORDER BY ordinal",
     )
     .bind(endpoint_id)
     .fetch_all(&mut *conn)
@@ -175,16 +184,20 @@ pub async fn get(
             max_wait_ms: r.max_wait_ms as u32,
             device: r.device.clone(),
             precision: r.precision.clone(),
+            cluster: r.cluster.clone(),
         },
         replicas: replicas
             .into_iter()
             .map(
-                |(ordinal, status, restarts, last_error, started_at)| EndpointReplica {
-                    ordinal: ordinal as u32,
-                    status: EndpointStatus::parse(&status).unwrap_or(EndpointStatus::Failed),
-                    restarts: restarts as u32,
-                    last_error,
-                    started_at,
+                |(ordinal, status, restarts, last_error, started_at, cluster_job)| {
+                    EndpointReplica {
+                        ordinal: ordinal as u32,
+                        status: EndpointStatus::parse(&status).unwrap_or(EndpointStatus::Failed),
+                        restarts: restarts as u32,
+                        last_error,
+                        started_at,
+                        cluster_job,
+                    }
                 },
             )
             .collect(),
@@ -339,6 +352,9 @@ pub async fn deploy(
     spec: EndpointSpec,
 ) -> Result<EndpointDetail, AppError> {
     check_spec(&spec)?;
+    if let Some(name) = &spec.cluster {
+        deployer.check_cluster(name)?;
+    }
     let slug = slug_for(&spec)?;
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     live_checkpoint(&mut tx, workspace_id, spec.checkpoint_id).await?;
@@ -347,8 +363,8 @@ pub async fn deploy(
     let name = spec.name.trim();
     let id = sqlx::query_scalar!(
         r#"INSERT INTO endpoints (workspace_id, slug, name, checkpoint_id, replicas, max_batch_tokens, max_wait_ms,
-             device, precision, created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: EndpointId""#,
+             device, precision, cluster, created_by, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: EndpointId""#,
         workspace_id,
         slug,
         name,
@@ -358,6 +374,7 @@ pub async fn deploy(
         spec.max_wait_ms,
         spec.device,
         spec.precision,
+        spec.cluster,
         actor.user_id,
         now,
         now,
@@ -366,7 +383,7 @@ pub async fn deploy(
     .await
     .map_err(taken("slug", ErrorCode::SlugTaken, "this slug is in use"))?;
     let entry = Entry::in_workspace(actor, workspace_id, "endpoint.deploy", &slug);
-    let detail = serde_json::json!({ "endpoint_id": id, "checkpoint_id": spec.checkpoint_id, "replicas": spec.replicas });
+    let detail = serde_json::json!({ "endpoint_id": id, "checkpoint_id": spec.checkpoint_id, "replicas": spec.replicas, "cluster": spec.cluster });
     audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     deployer.spawn_deploy(id);
@@ -413,6 +430,9 @@ pub async fn redeploy(
         ));
     }
     live_checkpoint(&mut tx, workspace_id, r.checkpoint_id).await?;
+    if let Some(name) = &r.cluster {
+        deployer.check_cluster(name)?;
+    }
     super::caps::replicas_fit(&mut tx, workspace_id, Some(endpoint_id), r.replicas).await?;
     status::endpoint_afresh(
         &mut tx,
@@ -751,6 +771,7 @@ mod tests {
             max_wait_ms: 5,
             device: "cpu".into(),
             precision: "fp32".into(),
+            cluster: None,
         }
     }
 

@@ -68,9 +68,11 @@ pub(crate) struct Target {
     pub precision: String,
     pub status: EndpointStatus,
     pub checkpoint_id: CheckpointId,
+    /// The cluster its replicas run on (`None`: this server).
+    pub cluster: Option<String>,
 }
 
-const TARGET: &str = "SELECT id, workspace_id, slug, replicas, max_batch_tokens, max_wait_ms, device, precision, status, checkpoint_id FROM endpoints";
+const TARGET: &str = "SELECT id, workspace_id, slug, replicas, max_batch_tokens, max_wait_ms, device, precision, status, checkpoint_id, cluster FROM endpoints";
 
 /// A checkpoint to serve: its files, and the image of the job that wrote it.
 #[derive(sqlx::FromRow, Clone)]
@@ -88,17 +90,22 @@ struct Replica {
     status: EndpointStatus,
     pid: Option<i64>,
     container: Option<String>,
+    cluster_job: Option<String>,
     base_url: Option<String>,
 }
 
 impl Replica {
     fn handle(&self) -> Option<Handle> {
-        Handle::of(self.pid, self.container.as_deref(), None)
+        Handle::of(
+            self.pid,
+            self.container.as_deref(),
+            self.cluster_job.as_deref(),
+        )
     }
 }
 
 const REPLICA: &str =
-    "SELECT id, ordinal, status, pid, container, base_url FROM endpoint_replicas WHERE endpoint_id = ?";
+    "SELECT id, ordinal, status, pid, container, cluster_job, base_url FROM endpoint_replicas WHERE endpoint_id = ?";
 
 /// A user's change to a ready endpoint.
 #[derive(Debug, Clone, Copy)]
@@ -123,6 +130,24 @@ impl Deployer {
             gateway,
             locks: Default::default(),
             changing: Default::default(),
+        }
+    }
+
+    /// Replicas run by these executors (the server's, with its cluster if it has one) instead of the
+    /// local and Docker ones alone.
+    pub fn with_executors(self, executors: Executors) -> Self {
+        Deployer { executors, ..self }
+    }
+
+    /// Refuses a cluster this server does not have, before anything is recorded.
+    pub(crate) fn check_cluster(&self, name: &str) -> Result<(), AppError> {
+        match self.executors.cluster(name) {
+            Some(_) => Ok(()),
+            None => Err(AppError::invalid(
+                "cluster",
+                contracts::error::ErrorCode::ClusterInvalid,
+                format!("this server has no cluster named {name:?}"),
+            )),
         }
     }
 
@@ -391,16 +416,31 @@ impl Deployer {
             .await
             .map_err(|e| format!("replica {ordinal}: {e}"))?;
         let started = async {
-            let gpu = self.lease_gpu(t, id).await?;
+            // On a cluster its scheduler picks the GPU (GRES); here one is leased from the inventory.
+            let cluster = match &t.cluster {
+                Some(name) => Some(self.executors.cluster(name).ok_or_else(|| {
+                    format!("this server no longer has the cluster {name:?} its replicas run on")
+                })?),
+                None => None,
+            };
+            let gpu = match cluster {
+                Some(_) => None,
+                None => self.lease_gpu(t, id).await?,
+            };
+            // On a cluster replicas run natively (the `paddock` runtime on the nodes), as jobs do.
             let (kind, image) = match (&model.image_id, model.environment_id) {
-                (Some(image), Some(environment_id)) if self.engine.docker().await.is_ok() => (
-                    ExecutorKind::Docker,
-                    Some(InImage {
-                        image_id: image.clone(),
-                        environment_id,
-                        env: Vec::new(),
-                    }),
-                ),
+                (Some(image), Some(environment_id))
+                    if cluster.is_none() && self.engine.docker().await.is_ok() =>
+                {
+                    (
+                        ExecutorKind::Docker,
+                        Some(InImage {
+                            image_id: image.clone(),
+                            environment_id,
+                            env: Vec::new(),
+                        }),
+                    )
+                }
                 _ => (ExecutorKind::Local, None),
             };
             let service = Service {
@@ -412,6 +452,7 @@ impl Deployer {
                 args: Self::serve_args(t),
                 model: model.path.clone(),
                 devices: gpu.into_iter().collect(),
+                gpus: u32::from(t.device == "cuda"),
                 log: self
                     .storage
                     .data_dir
@@ -421,8 +462,8 @@ impl Deployer {
                 image,
                 start_timeout: START_TIMEOUT,
             };
-            self.executors
-                .get(kind)
+            cluster
+                .unwrap_or_else(|| self.executors.get(kind))
                 .serve(service)
                 .await
                 .map_err(|e| format!("replica {ordinal}: {e}"))
@@ -430,7 +471,11 @@ impl Deployer {
         .await;
         match started {
             Ok(served) => {
-                let (pid, container) = (served.handle.pid(), served.handle.container());
+                let (pid, container, cluster_job) = (
+                    served.handle.pid(),
+                    served.handle.container(),
+                    served.handle.cluster_job(),
+                );
                 let moved = async {
                     let mut tx = write_tx(&self.db).await?;
                     let moved = status::Replica::transition(
@@ -441,9 +486,10 @@ impl Deployer {
                         None,
                     )
                     .await?;
-                    sqlx::query("UPDATE endpoint_replicas SET pid = ?, container = ?, base_url = ?, last_error = NULL WHERE id = ?")
+                    sqlx::query("UPDATE endpoint_replicas SET pid = ?, container = ?, cluster_job = ?, base_url = ?, last_error = NULL WHERE id = ?")
                         .bind(pid)
                         .bind(container)
+                        .bind(cluster_job)
                         .bind(&served.base_url)
                         .bind(id)
                         .execute(&mut *tx)
@@ -470,6 +516,7 @@ impl Deployer {
                     status: EndpointStatus::Ready,
                     pid,
                     container: container.map(str::to_string),
+                    cluster_job: cluster_job.map(str::to_string),
                     base_url: Some(served.base_url),
                 })
             }
@@ -554,7 +601,7 @@ impl Deployer {
                 if restarted.is_none() {
                     return Err(internal("restarting a replica", "it has not failed"));
                 }
-                sqlx::query("UPDATE endpoint_replicas SET pid = NULL, container = NULL, base_url = NULL, started_at = ? WHERE id = ?")
+                sqlx::query("UPDATE endpoint_replicas SET pid = NULL, container = NULL, cluster_job = NULL, base_url = NULL, started_at = ? WHERE id = ?")
                     .bind(crate::now())
                     .bind(id)
                     .execute(&mut *tx)

@@ -170,7 +170,10 @@ pub struct Service {
     pub args: Vec<String>,
     /// The model's folder relative to the workspace's store.
     pub model: String,
+    /// The GPUs it may see here (none: CPU only), leased on this server.
     pub devices: Vec<u32>,
+    /// How many GPUs it asks a cluster's scheduler for (which picks them).
+    pub gpus: u32,
     /// Where a local replica's stderr goes (a container's is in its own log).
     pub log: PathBuf,
     pub image: Option<InImage>,

@@ -12,9 +12,13 @@
 //! so a stop waits until the run has recorded its command's pid; a job still waiting in the queue has
 //! nothing to save and is cancelled outright.
 //!
-//! Replicas (long-lived services) do not run on a cluster yet: [`Executor::serve`] says so.
+//! A replica is a batch job too, one that runs `serve-model` until it is cancelled: it binds every
+//! address of its node on a port it picks and says which in its output file (in the endpoint's folder
+//! under the data directory, which the nodes share); the gateway reaches it at the node's `NodeAddr`.
+//! The deployer's watcher, health checks, restarts, rolling changes and parity gate are the same as for
+//! a replica on this server: they only see a [`Handle::Cluster`] and a base URL.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,7 +27,7 @@ use contracts::types::{
     ClusterJobState, ClusterNode, ClusterPartition, ClusterPlacement, ClusterView, ResourceUsage,
 };
 
-use super::{wrapper_args, Executor, Handle, Served, Service, Stop, Work};
+use super::{last_lines, wrapper_args, Executor, Handle, Served, Service, Stop, Work};
 use crate::storage::Storage;
 
 /// What every unit of this server asks of the cluster besides its GPUs.
@@ -43,6 +47,8 @@ pub struct Slurm {
 
 /// How long a stop waits for a started job's command to record its pid.
 const PID_WAIT: Duration = Duration::from_secs(60);
+/// The most of a replica's output file read for its address: one line is all it prints.
+const ADDRESS_FILE_LIMIT: u64 = 4096;
 
 impl Slurm {
     pub fn new(
@@ -91,6 +97,67 @@ impl Slurm {
                 return self.cluster.cancel(job, Cancel::Term).await;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    /// Waits until replica job `job` says the port it listens on in `out` (its stdout), and returns
+    /// its base URL on its node; an error with what went wrong (the job ended, with its log's last
+    /// lines; still in the queue when `limit` ran out, with Slurm's reason) otherwise.
+    async fn address_of(
+        &self,
+        job: &str,
+        out: &Path,
+        log: &Path,
+        limit: Duration,
+    ) -> Result<String, String> {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut waiting_for: Option<String> = None;
+        loop {
+            if let Some(port) = listening_port(&read_small(out).await) {
+                let info = self.cluster.job(job).await.map_err(|e| e.to_string())?;
+                let node = info
+                    .and_then(|i| i.nodes)
+                    .ok_or_else(|| format!("Slurm does not say which node runs job {job}"))?;
+                let address = self
+                    .cluster
+                    .node_address(&node)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let host = match address.contains(':') {
+                    true => format!("[{address}]"),
+                    false => address,
+                };
+                return Ok(format!("http://{host}:{port}"));
+            }
+            let ended = |how: String| {
+                let tail = std::fs::read_to_string(log).unwrap_or_default();
+                format!(
+                    "its Slurm job {job} {how} before it answered: {}",
+                    last_lines(&tail, 5)
+                )
+            };
+            match self.cluster.job(job).await {
+                Ok(None) => return Err(ended("ended".into())),
+                Ok(Some(info)) if !info.state.is_alive() => {
+                    let reason = info.reason.map(|r| format!(", {r}")).unwrap_or_default();
+                    return Err(ended(format!("ended ({:?}{reason})", info.state)));
+                }
+                Ok(Some(info)) => {
+                    waiting_for = (info.state == JobState::Pending)
+                        .then(|| info.reason.unwrap_or_else(|| "no reason given".into()));
+                }
+                Err(e) => tracing::warn!(job, error = %e, "cannot ask Slurm about a replica"),
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(match waiting_for {
+                    Some(reason) => format!(
+                        "its Slurm job {job} was still waiting in the cluster's queue after {} s ({reason})",
+                        limit.as_secs()
+                    ),
+                    None => format!("it did not answer within {} s", limit.as_secs()),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(300)).await;
         }
     }
 
@@ -187,6 +254,27 @@ impl Slurm {
     }
 }
 
+/// The port in `serve-model`'s one line of stdout (`listening on http://0.0.0.0:PORT`).
+fn listening_port(out: &str) -> Option<u16> {
+    let line = out.lines().next()?.trim();
+    let address = line.strip_prefix("listening on http://")?;
+    address.rsplit_once(':')?.1.parse().ok().filter(|p| *p != 0)
+}
+
+/// The start of a file a job writes (empty while it does not exist).
+async fn read_small(path: &Path) -> String {
+    use tokio::io::AsyncReadExt;
+    let Ok(file) = tokio::fs::File::open(path).await else {
+        return String::new();
+    };
+    let mut text = String::new();
+    let _ = file
+        .take(ADDRESS_FILE_LIMIT)
+        .read_to_string(&mut text)
+        .await;
+    text
+}
+
 /// The batch job's name: `paddock-` and the unit's name parts (`paddock-job-12`).
 pub fn job_name(unit: super::Unit) -> String {
     format!("paddock-{}", unit.name_parts().join("-"))
@@ -230,8 +318,81 @@ impl Executor for Slurm {
         Ok(Handle::Cluster { job })
     }
 
-    async fn serve(&self, _service: Service) -> Result<Served, String> {
-        Err("endpoint replicas do not run on a Slurm cluster yet; deploy on this server".into())
+    /// Submits `serve-model` as a batch job with no time limit (a replica serves until it is stopped)
+    /// and returns once it answers; a job that did not start in time is cancelled.
+    async fn serve(&self, service: Service) -> Result<Served, String> {
+        let folder = service
+            .log
+            .parent()
+            .ok_or("the replica's log has no folder")?
+            .to_path_buf();
+        let stem = service
+            .log
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "replica".into());
+        let out: PathBuf = folder.join(format!("{stem}.out"));
+        tokio::fs::create_dir_all(&folder)
+            .await
+            .map_err(|e| format!("making {}: {e}", folder.display()))?;
+        // A restart must not read the address its previous run wrote.
+        match tokio::fs::remove_file(&out).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(format!("removing {}: {e}", out.display()))
+            }
+            _ => {}
+        }
+        let model = self
+            .storage
+            .store_dir(service.workspace_id)
+            .join(&service.model);
+        let paddock = self.storage.paddock_binary.to_string_lossy().into_owned();
+        let mut argv = vec![paddock];
+        argv.extend(service.args.iter().cloned());
+        argv.push("--model".into());
+        argv.push(model.to_string_lossy().into_owned());
+        argv.extend(["--bind".to_string(), "0.0.0.0:0".to_string()]);
+        let command = shlex::try_join(argv.iter().map(String::as_str))
+            .map_err(|e| format!("the replica's command cannot be quoted: {e}"))?;
+        let log = service.log.to_string_lossy();
+        let log = shlex::try_quote(&log)
+            .map_err(|e| format!("the replica's log cannot be quoted: {e}"))?;
+        let unit_ids = service.unit.name_parts().join(":");
+        let submission = Submission {
+            name: job_name(service.unit),
+            comment: format!("paddock:workspace:{}:{unit_ids}", service.workspace_id),
+            placement: self.settings.placement.clone(),
+            resources: Resources {
+                gpus: service.gpus,
+                cpus: self.settings.cpus,
+                memory_mb: self.settings.memory_mb,
+            },
+            time_limit: None,
+            term_before_limit: None,
+            output: out.to_string_lossy().into_owned(),
+            workdir: folder.to_string_lossy().into_owned(),
+            script: format!("exec {command} 2>>{log}"),
+        };
+        let job = self
+            .cluster
+            .submit(&submission)
+            .await
+            .map_err(|e| e.to_string())?;
+        match self
+            .address_of(&job, &out, &service.log, service.start_timeout)
+            .await
+        {
+            Ok(base_url) => Ok(Served {
+                handle: Handle::Cluster { job },
+                base_url,
+            }),
+            Err(message) => {
+                if let Err(e) = self.cluster.cancel(&job, Cancel::Kill).await {
+                    tracing::warn!(job, error = %e, "cannot cancel a replica that did not start");
+                }
+                Err(message)
+            }
+        }
     }
 
     /// Waiting in the queue or running; `None` when the controller cannot be asked. A job the
@@ -272,6 +433,33 @@ impl Executor for Slurm {
         }
     }
 
-    /// Nothing stays behind on the cluster once a job ended: its files are in the run folder.
+    /// Nothing stays behind on the cluster once a job ended: its files are in its folder.
     async fn clean_up(&self, _handle: &Handle) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::listening_port;
+
+    #[test]
+    fn the_port_comes_from_serve_models_first_line_only() {
+        assert_eq!(
+            listening_port("listening on http://0.0.0.0:41234\n"),
+            Some(41234)
+        );
+        assert_eq!(
+            listening_port("listening on http://[::]:8080\n"),
+            Some(8080)
+        );
+        for unread in [
+            "",
+            "listening on http://0.0.0.0:0\n",
+            "listening on http://0.0.0.0:99999\n",
+            "listening on http://0.0.0.0:80x\n",
+            "warming up\nlistening on http://0.0.0.0:8080\n",
+            "listening on ftp://0.0.0.0:21\n",
+        ] {
+            assert_eq!(listening_port(unread), None, "{unread:?}");
+        }
+    }
 }

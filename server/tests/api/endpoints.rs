@@ -42,14 +42,14 @@ pub(crate) async fn deploy(owner: &User, ws: i64, spec: Value) -> (i64, String) 
 }
 
 /// Creates an API key on the endpoint at `ep`; returns the answer (`secret`, `key`).
-async fn new_key(owner: &User, ep: &str, body: Value) -> Value {
+pub(crate) async fn new_key(owner: &User, ep: &str, body: Value) -> Value {
     let (code, key) = owner.post(&format!("{ep}/keys"), body).await;
     assert_eq!(code, StatusCode::CREATED, "{key}");
     key
 }
 
 /// Calls the public predict route at `url` with `secret` as the bearer token (`None`: without one).
-async fn predict(url: &str, secret: Option<&str>, body: Value) -> Response {
+pub(crate) async fn predict(url: &str, secret: Option<&str>, body: Value) -> Response {
     let mut req = reqwest::Client::new().post(url).json(&body);
     if let Some(secret) = secret {
         req = req.bearer_auth(secret);
@@ -241,7 +241,7 @@ fn a_misspelt_capability_override_stops_paddock() {
 }
 
 /// A client that keeps calling the endpoint until told to stop, counting answers by status.
-fn load(
+pub(crate) fn load(
     url: String,
     secret: String,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,

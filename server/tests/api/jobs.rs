@@ -948,6 +948,160 @@ mod on_slurm {
         assert_eq!(steps, expected, "nothing lost, nothing twice");
     }
 
+    /// Whether Slurm job `job` is still pending or running (a job it has forgotten is not).
+    fn in_queue(conf: &str, job: &str) -> bool {
+        let out = std::process::Command::new("squeue")
+            .args(["-h", "-j", job, "-o", "%T"])
+            .env("SLURM_CONF", conf)
+            .output()
+            .unwrap();
+        out.status.success() && !String::from_utf8_lossy(&out.stdout).trim().is_empty()
+    }
+
+    /// The total of each status the `load` clients saw.
+    async fn answers(
+        clients: Vec<tokio::task::JoinHandle<std::collections::BTreeMap<u16, u32>>>,
+    ) -> std::collections::BTreeMap<u16, u32> {
+        let mut seen = std::collections::BTreeMap::new();
+        for client in clients {
+            for (status, n) in client.await.unwrap() {
+                *seen.entry(status).or_insert(0) += n;
+            }
+        }
+        seen
+    }
+
+    /// An endpoint whose replicas are batch jobs on the cluster: it passes the parity gate and answers
+    /// through the gateway; a rollout under load fails no request; a replica whose Slurm job is
+    /// cancelled behind Paddock's back is started again; undeploying ends the jobs. A cluster the server
+    /// does not have is refused and records nothing.
+    #[tokio::test]
+    async fn replicas_on_the_cluster_answer_roll_out_under_load_and_come_back() {
+        use crate::endpoints::{deploy, load, new_key, predict, trained};
+        let Some(conf) = slurm_conf() else { return };
+        let (mut server, owner, _, _) = with_cluster(&conf).await;
+        let (ws, _, checkpoints) = trained(&owner, 15).await;
+        let (first, second) = (checkpoints[0], checkpoints[checkpoints.len() - 1]);
+        assert_ne!(first, second, "{checkpoints:?}");
+        let endpoints = format!("/api/v1/workspaces/{ws}/endpoints");
+        let nowhere = json!({ "name": "nowhere", "checkpoint_id": first, "cluster": "nowhere" });
+        let (code, body) = owner.post(&endpoints, nowhere).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(
+            (&body["code"], &body["field"]),
+            (&json!("cluster_invalid"), &json!("cluster"))
+        );
+        assert_eq!(server.count("SELECT COUNT(*) FROM endpoints").await, 0);
+
+        let spec = json!({ "name": "on-slurm", "slug": "on-slurm", "checkpoint_id": first, "cluster": "slurm" });
+        let (_, ep) = deploy(&owner, ws, spec).await;
+        let ready = owner
+            .wait_for(&ep, "a verdict", |d| d["summary"]["status"] != "starting")
+            .await;
+        assert_eq!(ready["summary"]["status"], "ready", "{ready}");
+        assert_eq!(ready["summary"]["cluster"], "slurm", "{ready}");
+        assert_eq!(ready["spec"]["cluster"], "slurm", "{ready}");
+        assert_eq!(ready["parity_report"]["passed"], true, "{ready}");
+        let job_of = |d: &Value| d["replicas"][0]["cluster_job"].as_str().map(str::to_string);
+        let batch = job_of(&ready).expect("the replica's Slurm job");
+        let shown = slurm(&conf, &["scontrol", "show", "job", "-o", &batch]);
+        let id = ready["summary"]["id"].as_i64().unwrap();
+        assert!(
+            shown.contains(&format!("JobName=paddock-endpoint-{id}-0 ")),
+            "{shown}"
+        );
+        assert!(shown.contains("JobState=RUNNING"), "{shown}");
+
+        let key = new_key(
+            &owner,
+            &ep,
+            json!({ "name": "load", "rate_limit_per_minute": 1000000 }),
+        )
+        .await;
+        let secret = key["secret"].as_str().unwrap().to_string();
+        let public = server.url("/v1/endpoints/on-slurm/predict");
+        let res = predict(&public, Some(&secret), json!({ "inputs": ["服务很好"] })).await;
+        assert_eq!(res.status(), StatusCode::OK);
+
+        // Another checkpoint rolled out under load: the new replica, another batch job, takes traffic
+        // once it passed the gate, and the old one's job ends after it drained.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let clients: Vec<_> = (0..3)
+            .map(|_| load(public.clone(), secret.clone(), stop.clone()))
+            .collect();
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let (code, body) = owner.patch(&ep, json!({ "checkpoint_id": second })).await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+        let rolled = owner
+            .wait_for(&ep, "the new checkpoint", |d| {
+                d["summary"]["checkpoint_id"] == second
+                    && d["summary"]["change"].is_null()
+                    && d["summary"]["ready_replicas"] == 1
+                    && d["replicas"].as_array().unwrap().len() == 1
+            })
+            .await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let seen = answers(clients).await;
+        assert_eq!(
+            seen.keys().copied().collect::<Vec<_>>(),
+            vec![200],
+            "every request answered: {seen:?}"
+        );
+        assert!(seen[&200] >= 10, "{seen:?}");
+        let rolled_job = job_of(&rolled).expect("the new replica's Slurm job");
+        assert_ne!(rolled_job, batch, "{rolled}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while in_queue(&conf, &batch) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the old replica's job still runs"
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+
+        // Its job cancelled on the cluster: the watcher starts another, and the endpoint answers again.
+        slurm(&conf, &["scancel", &rolled_job]);
+        let back = owner
+            .wait_for(&ep, "a restarted replica", |d| {
+                d["replicas"][0]["restarts"].as_u64().unwrap_or(0) >= 1
+                    && d["replicas"][0]["status"] == "ready"
+            })
+            .await;
+        let restarted = job_of(&back).expect("the restarted replica's Slurm job");
+        assert_ne!(restarted, rolled_job, "{back}");
+        let res = predict(&public, Some(&secret), json!({ "inputs": ["还行"] })).await;
+        assert_eq!(res.status(), StatusCode::OK);
+
+        // The server killed with SIGKILL re-attaches to the replica's job: the same job answers.
+        server.crash_and_restart();
+        let public = server.url("/v1/endpoints/on-slurm/predict");
+        let res = predict(&public, Some(&secret), json!({ "inputs": ["不错"] })).await;
+        assert_eq!(res.status(), StatusCode::OK);
+        let after = owner.get(&ep).await.1;
+        assert_eq!(
+            job_of(&after).as_deref(),
+            Some(restarted.as_str()),
+            "{after}"
+        );
+        assert_eq!(
+            after["replicas"][0]["restarts"], back["replicas"][0]["restarts"],
+            "{after}"
+        );
+
+        // Undeployed: nothing of it is left running on the cluster.
+        let (code, _) = owner.post_empty(&format!("{ep}/undeploy")).await;
+        assert_eq!(code, StatusCode::OK);
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while in_queue(&conf, &restarted) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the replica's job still runs"
+            );
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+    }
+
     #[tokio::test]
     async fn a_cluster_the_server_does_not_have_is_refused_and_nothing_is_queued() {
         let (server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;

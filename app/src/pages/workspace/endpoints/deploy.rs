@@ -11,6 +11,8 @@ use leptos::prelude::*;
 
 use super::endpoint_href;
 use crate::api::endpoints::DeployEndpoint;
+use crate::api::jobs::list_clusters;
+use crate::components::clusters::RunsOn;
 use crate::components::dialog::Dialog;
 use crate::components::form::{FormError, FormState, SelectField, SubmitButton, TextField};
 use crate::i18n::*;
@@ -31,6 +33,7 @@ const FIELDS: &[&str] = &[
     "max_wait_ms",
     "device",
     "precision",
+    "cluster",
 ];
 
 /// The precisions the form offers; the server says which fit the device and this host.
@@ -46,6 +49,8 @@ pub struct DeployValues {
     pub max_wait_ms: String,
     pub device: String,
     pub precision: String,
+    /// A cluster's name, or empty for this server.
+    pub cluster: String,
 }
 
 impl DeployValues {
@@ -62,6 +67,7 @@ impl DeployValues {
             max_wait_ms: defaults.max_wait_ms.to_string(),
             device: defaults.device,
             precision: defaults.precision,
+            cluster: String::new(),
         }
     }
 
@@ -80,6 +86,7 @@ impl DeployValues {
             max_wait_ms: num(&self.max_wait_ms, "max_wait_ms")?,
             device: self.device.clone(),
             precision: self.precision.clone(),
+            cluster: Some(self.cluster.trim().to_string()).filter(|c| !c.is_empty()),
         })
     }
 }
@@ -129,6 +136,8 @@ fn DeployDialog(
     form.follow(deploy, move |detail| {
         endpoint_href(workspace_id, detail.summary.id)
     });
+    // Clusters this server hands work to: none on most servers, and then the form does not ask.
+    let clusters = Resource::new(|| (), |_| list_clusters());
     let name_input = NodeRef::<Input>::new();
     Effect::new(move |_| {
         if let Some(input) = name_input.get() {
@@ -158,7 +167,7 @@ fn DeployDialog(
         let hidden_field = form.error.with(|e| {
             e.as_ref()
                 .and_then(|e| e.field())
-                .is_some_and(|f| f != "name" && f != "replicas")
+                .is_some_and(|f| !["name", "replicas", "cluster"].contains(&f))
         });
         if let (true, Some(details)) = (hidden_field, advanced.get_untracked()) {
             details.set_open(true);
@@ -176,6 +185,15 @@ fn DeployDialog(
                 <TextField form id="deploy-replicas" field="replicas" label=move || t!(i18n, endpoints.replicas)
                     hint=move || t!(i18n, endpoints.replicas_hint) inputmode="numeric"
                     value=start.replicas.clone() set=|v, s| v.replicas = s />
+                <Transition>
+                    {move || Suspend::new(async move {
+                        let clusters = clusters.await.unwrap_or_default();
+                        (!clusters.is_empty()).then(|| view! {
+                            <RunsOn form id="deploy-cluster" hint=move || t!(i18n, endpoints.runs_on_hint)
+                                selected=String::new() clusters set=|v, s| v.cluster = s />
+                        })
+                    })}
+                </Transition>
                 <details class="form-advanced" node_ref=advanced>
                     <summary>{t!(i18n, endpoints.advanced)}</summary>
                     <Advanced form start />
@@ -255,6 +273,13 @@ mod tests {
                 spec.precision.as_str()
             ),
             (8192, 5, "cpu", "fp32")
+        );
+        assert_eq!(spec.cluster, None, "this server unless a cluster is chosen");
+        let mut on = DeployValues::new("job");
+        on.cluster = "slurm".into();
+        assert_eq!(
+            on.to_spec(CheckpointId::new(7)).unwrap().cluster.as_deref(),
+            Some("slurm")
         );
         let long = "名".repeat(100);
         assert_eq!(DeployValues::new(&long).name.chars().count(), NAME_MAX);

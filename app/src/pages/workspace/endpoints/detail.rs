@@ -202,6 +202,12 @@ fn StatusCard(
                             <dt>{t!(i18n, endpoint_detail.replicas)}</dt>
                             <dd data-testid="endpoint-replicas">{move || t_string!(i18n, endpoints.replicas_ready, ready = ready, total = total).to_string()}</dd>
                         </div>
+                        {s.cluster.clone().map(|name| view! {
+                            <div>
+                                <dt>{t!(i18n, endpoint_detail.runs_on)}</dt>
+                                <dd data-testid="endpoint-cluster">{move || t_string!(i18n, endpoint_detail.on_cluster, name = name.clone()).to_string()}</dd>
+                            </div>
+                        })}
                         <div>
                             <dt>{t!(i18n, endpoint_detail.model)}</dt>
                             <dd data-testid="endpoint-checkpoint">
@@ -337,7 +343,14 @@ fn ReplicasCard(live: RwSignal<EndpointDetail>) -> impl IntoView {
             <DataTable testid="replicas-table" columns=columns!(endpoint_detail: col_replica, col_status, col_restarts, col_error, col_started)>
                 {move || replicas.get().into_iter().map(|r| view! {
                     <tr data-testid="replica-row" data-ordinal=r.ordinal data-status=r.status.as_str()>
-                        <th scope="row" class="num">{format!("#{}", r.ordinal)}</th>
+                        <th scope="row" class="num">
+                            {format!("#{}", r.ordinal)}
+                            {r.cluster_job.clone().map(|id| view! {
+                                <span class="muted" data-testid="replica-cluster-job">
+                                    " · "{move || t_string!(i18n, job_detail.cluster_job, id = id.clone()).to_string()}
+                                </span>
+                            })}
+                        </th>
                         <td><EndpointStatusBadge status=r.status testid="replica-status" /></td>
                         <td class="num">{r.restarts}</td>
                         <td class="replica-error">{r.last_error.clone().unwrap_or_else(|| "–".to_string())}</td>

@@ -19,6 +19,7 @@ use crate::api::{
     jobs::{get_job, list_clusters, SubmitJob},
     pretrained::list_pretrained_models,
 };
+use crate::components::clusters::RunsOn;
 use crate::components::form::{FormState, FormSummary, SelectField, SubmitButton, TextField};
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{InfoNote, Loaded, Page};
@@ -277,42 +278,6 @@ impl Parse {
     }
 }
 
-/// Where the job runs: this server, or a cluster whose scheduler queues and places it; each cluster says
-/// where its jobs go and how many of its GPUs are free now, or that its scheduler does not answer.
-#[component]
-fn RunsOn(
-    form: FormState<FormValues>,
-    start: FormValues,
-    clusters: Vec<ClusterView>,
-) -> impl IntoView {
-    let i18n = use_i18n();
-    view! {
-        <SelectField form id="job-cluster" field="cluster" label=move || t!(i18n, job_form.runs_on)
-            hint=move || t!(i18n, job_form.runs_on_hint) set=|v, s| v.cluster = s>
-            <option value="" selected=start.cluster.is_empty()>{t!(i18n, job_form.this_server)}</option>
-            {clusters.into_iter().map(|c| {
-                let selected = c.name == start.cluster;
-                let (name, problem) = (c.name.clone(), c.problem.is_some());
-                let gpus = c.partitions.iter()
-                    .find(|p| Some(&p.name) == c.partition.as_ref())
-                    .map(|p| p.gpus)
-                    .unwrap_or_default();
-                let partition = c.partition.clone().unwrap_or_default();
-                view! {
-                    <option value=c.name.clone() selected=selected disabled=problem data-cluster=c.name.clone()>
-                        {move || if problem {
-                            t_string!(i18n, job_form.cluster_unreachable, name = name.clone()).to_string()
-                        } else {
-                            t_string!(i18n, job_form.cluster_option, name = name.clone(), partition = partition.clone(),
-                                free = gpus.free(), total = gpus.total).to_string()
-                        }}
-                    </option>
-                }
-            }).collect_view()}
-        </SelectField>
-    }
-}
-
 fn environment_ready(e: &EnvironmentSummary) -> bool {
     e.build_status == BuildStatus::Built
 }
@@ -373,7 +338,10 @@ fn JobForm(
             <fieldset class="form-section">
                 <legend>{t!(i18n, job_form.section_resources)}</legend>
                 <div class="form-grid">
-                    {(!clusters.is_empty()).then(|| view! { <RunsOn form start=start.clone() clusters /> })}
+                    {(!clusters.is_empty()).then(|| view! {
+                        <RunsOn form id="job-cluster" hint=move || t!(i18n, job_form.runs_on_hint)
+                            selected=start.cluster.clone() clusters set=|v, s| v.cluster = s />
+                    })}
                     <TextField form id="job-gpus" field="gpus" label=move || t!(i18n, job_form.gpus)
                         hint=move || t!(i18n, job_form.gpus_hint) inputmode="decimal"
                         value=start.gpus.clone() set=|v, s| v.gpus = s />
