@@ -27,6 +27,8 @@ const MAX_SAMPLES: usize = 20_000;
 /// One replica the gateway can send to.
 pub struct Backend {
     pub base_url: String,
+    /// The replica's bearer token (see `serve-model`'s `PADDOCK_MODEL_TOKEN`).
+    pub token: String,
     /// Requests sent and not yet answered: the load-balancing key.
     pub outstanding: AtomicUsize,
 }
@@ -221,6 +223,7 @@ impl Gateway {
         let response = self
             .client
             .post(format!("{}/predict", backend.base_url))
+            .bearer_auth(&backend.token)
             .header("content-type", "application/json")
             .body(body)
             .timeout(REQUEST_TIMEOUT)

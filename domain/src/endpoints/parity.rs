@@ -66,10 +66,11 @@ pub async fn check(
     endpoint_id: EndpointId,
     model: &Path,
     replica: &str,
+    token: &str,
     precision: &str,
 ) -> ParityReport {
     let texts = samples(db, endpoint_id).await;
-    match compare(storage, model, replica, precision, &texts).await {
+    match compare(storage, model, replica, token, precision, &texts).await {
         Ok(report) => report,
         Err(message) => ParityReport {
             passed: false,
@@ -126,6 +127,7 @@ async fn compare(
     storage: &Storage,
     model: &Path,
     replica: &str,
+    token: &str,
     precision: &str,
     texts: &[String],
 ) -> Result<ParityReport, String> {
@@ -163,6 +165,7 @@ async fn compare(
         .map_err(|e| format!("reading paddock predict's answers: {e}"))?;
     let request = client
         .post(format!("{replica}/predict"))
+        .bearer_auth(token)
         .json(&PredictRequest::many(texts.to_vec(), true));
     let served: PredictReply = ask(request, "answer").await?;
     let served = served.predictions;

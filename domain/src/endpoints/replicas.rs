@@ -92,6 +92,7 @@ struct Replica {
     container: Option<String>,
     cluster_job: Option<String>,
     base_url: Option<String>,
+    token: Option<String>,
 }
 
 impl Replica {
@@ -105,7 +106,7 @@ impl Replica {
 }
 
 const REPLICA: &str =
-    "SELECT id, ordinal, status, pid, container, cluster_job, base_url FROM endpoint_replicas WHERE endpoint_id = ?";
+    "SELECT id, ordinal, status, pid, container, cluster_job, base_url, token FROM endpoint_replicas WHERE endpoint_id = ?";
 
 /// A user's change to a ready endpoint.
 #[derive(Debug, Clone, Copy)]
@@ -257,16 +258,16 @@ impl Deployer {
 
     /// The parity gate against the first of `started`.
     async fn parity(&self, t: &Target, model: &Model, started: &[Replica]) -> ParityReport {
-        let url = started
-            .first()
-            .and_then(|r| r.base_url.clone())
-            .unwrap_or_default();
+        let first = started.first();
+        let url = first.and_then(|r| r.base_url.clone()).unwrap_or_default();
+        let token = first.and_then(|r| r.token.clone()).unwrap_or_default();
         parity::check(
             &self.storage,
             &self.db,
             t.id,
             &self.model_dir(t.workspace_id, model),
             &url,
+            &token,
             &t.precision,
         )
         .await
@@ -415,6 +416,8 @@ impl Deployer {
             .claim_replica(t.id, ordinal)
             .await
             .map_err(|e| format!("replica {ordinal}: {e}"))?;
+        // Its own bearer token: only the gateway and the parity gate, which hold it, can call it.
+        let token = new_token();
         let started = async {
             // On a cluster its scheduler picks the GPU (GRES); here one is leased from the inventory.
             let cluster = match &t.cluster {
@@ -448,6 +451,7 @@ impl Deployer {
                     endpoint: t.id,
                     ordinal,
                 },
+                token: token.clone(),
                 workspace_id: t.workspace_id,
                 args: Self::serve_args(t),
                 model: model.path.clone(),
@@ -486,11 +490,12 @@ impl Deployer {
                         None,
                     )
                     .await?;
-                    sqlx::query("UPDATE endpoint_replicas SET pid = ?, container = ?, cluster_job = ?, base_url = ?, last_error = NULL WHERE id = ?")
+                    sqlx::query("UPDATE endpoint_replicas SET pid = ?, container = ?, cluster_job = ?, base_url = ?, token = ?, last_error = NULL WHERE id = ?")
                         .bind(pid)
                         .bind(container)
                         .bind(cluster_job)
                         .bind(&served.base_url)
+                        .bind(&token)
                         .bind(id)
                         .execute(&mut *tx)
                         .await?;
@@ -518,6 +523,7 @@ impl Deployer {
                     container: container.map(str::to_string),
                     cluster_job: cluster_job.map(str::to_string),
                     base_url: Some(served.base_url),
+                    token: Some(token),
                 })
             }
             Err(message) => {
@@ -601,7 +607,7 @@ impl Deployer {
                 if restarted.is_none() {
                     return Err(internal("restarting a replica", "it has not failed"));
                 }
-                sqlx::query("UPDATE endpoint_replicas SET pid = NULL, container = NULL, cluster_job = NULL, base_url = NULL, started_at = ? WHERE id = ?")
+                sqlx::query("UPDATE endpoint_replicas SET pid = NULL, container = NULL, cluster_job = NULL, base_url = NULL, token = NULL, started_at = ? WHERE id = ?")
                     .bind(crate::now())
                     .bind(id)
                     .execute(&mut *tx)
@@ -814,8 +820,8 @@ impl Deployer {
 
     /// Points the gateway at the endpoint's ready replicas (keeping in-flight counts of unchanged ones).
     pub(crate) async fn refresh_route(&self, t: &Target) {
-        let ready: Vec<String> = sqlx::query_scalar(
-            "SELECT base_url FROM endpoint_replicas WHERE endpoint_id = ? AND status = 'ready' AND base_url IS NOT NULL ORDER BY ordinal",
+        let ready: Vec<(String, String)> = sqlx::query_as(
+            "SELECT base_url, COALESCE(token, '') FROM endpoint_replicas WHERE endpoint_id = ? AND status = 'ready' AND base_url IS NOT NULL ORDER BY ordinal",
         )
         .bind(t.id)
         .fetch_all(&self.db)
@@ -824,14 +830,15 @@ impl Deployer {
         let current = self.gateway.backends(&t.slug).await;
         let backends = ready
             .into_iter()
-            .map(|url| {
+            .map(|(url, token)| {
                 current
                     .iter()
-                    .find(|b| b.base_url == url)
+                    .find(|b| b.base_url == url && b.token == token)
                     .cloned()
                     .unwrap_or_else(|| {
                         Arc::new(Backend {
                             base_url: url,
+                            token,
                             outstanding: AtomicUsize::new(0),
                         })
                     })
@@ -933,6 +940,11 @@ impl Deployer {
             }
         }
     }
+}
+
+/// A replica's bearer token: 32 random bytes, hex.
+fn new_token() -> String {
+    hex::encode(rand::random::<[u8; 32]>())
 }
 
 fn parity_failure(report: &ParityReport) -> String {

@@ -131,6 +131,12 @@ impl Executor for Docker {
 
     /// Ready when `/health` answers on the container's bridge address.
     async fn serve(&self, service: Service) -> Result<Served, String> {
+        let mut image = service.image;
+        if let Some(image) = image.as_mut() {
+            image
+                .env
+                .push(format!("{}={}", super::TOKEN_ENV, service.token));
+        }
         let mut cmd = vec!["paddock".to_string()];
         cmd.extend(service.args.iter().cloned());
         cmd.extend([
@@ -143,7 +149,7 @@ impl Executor for Docker {
             .provision(
                 service.unit,
                 service.workspace_id,
-                service.image,
+                image,
                 &service.devices,
                 cmd,
             )

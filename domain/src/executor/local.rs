@@ -84,6 +84,7 @@ impl Executor for Local {
             .arg(model)
             .args(["--bind", "127.0.0.1:0"])
             .env("CUDA_VISIBLE_DEVICES", visible(&service.devices))
+            .env(super::TOKEN_ENV, &service.token)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::from(log))

@@ -167,6 +167,9 @@ pub struct Work {
 pub struct Service {
     pub unit: Unit,
     pub workspace_id: WorkspaceId,
+    /// The bearer token it must require (`PADDOCK_MODEL_TOKEN`): given to it outside its command line,
+    /// which other users of the host or the cluster can read.
+    pub token: String,
     pub args: Vec<String>,
     /// The model's folder relative to the workspace's store.
     pub model: String,
@@ -180,6 +183,10 @@ pub struct Service {
     /// How long it may take to load and warm up.
     pub start_timeout: Duration,
 }
+
+/// The environment variable a replica reads its bearer token from (`serve-model` requires it on every
+/// call but `/health`).
+pub const TOKEN_ENV: &str = "PADDOCK_MODEL_TOKEN";
 
 /// A started service: where it runs and where it answers.
 pub struct Served {

@@ -261,6 +261,21 @@ fn listening_port(out: &str) -> Option<u16> {
     address.rsplit_once(':')?.1.parse().ok().filter(|p| *p != 0)
 }
 
+/// Writes `text` to a new file at `path` that only this user can read (replacing an old one).
+async fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use tokio::io::AsyncWriteExt;
+    match tokio::fs::remove_file(path).await {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true).mode(0o600);
+    let mut file = tokio::fs::OpenOptions::from(options).open(path).await?;
+    file.write_all(text.as_bytes()).await?;
+    file.flush().await
+}
+
 /// The start of a file a job writes (empty while it does not exist).
 async fn read_small(path: &Path) -> String {
     use tokio::io::AsyncReadExt;
@@ -332,9 +347,15 @@ impl Executor for Slurm {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "replica".into());
         let out: PathBuf = folder.join(format!("{stem}.out"));
+        let token_file: PathBuf = folder.join(format!("{stem}.token"));
         tokio::fs::create_dir_all(&folder)
             .await
             .map_err(|e| format!("making {}: {e}", folder.display()))?;
+        // The token travels in a file only the server's user can read, which the job removes once
+        // read: a batch script and a command line are visible to the cluster's other users.
+        write_private(&token_file, &service.token)
+            .await
+            .map_err(|e| format!("writing {}: {e}", token_file.display()))?;
         // A restart must not read the address its previous run wrote.
         match tokio::fs::remove_file(&out).await {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -354,9 +375,12 @@ impl Executor for Slurm {
         argv.extend(["--bind".to_string(), "0.0.0.0:0".to_string()]);
         let command = shlex::try_join(argv.iter().map(String::as_str))
             .map_err(|e| format!("the replica's command cannot be quoted: {e}"))?;
-        let log = service.log.to_string_lossy();
-        let log = shlex::try_quote(&log)
-            .map_err(|e| format!("the replica's log cannot be quoted: {e}"))?;
+        let quoted = |path: &Path| {
+            shlex::try_quote(&path.to_string_lossy())
+                .map(|q| q.into_owned())
+                .map_err(|e| format!("{} cannot be quoted: {e}", path.display()))
+        };
+        let (log, token) = (quoted(&service.log)?, quoted(&token_file)?);
         let unit_ids = service.unit.name_parts().join(":");
         let submission = Submission {
             name: job_name(service.unit),
@@ -371,17 +395,25 @@ impl Executor for Slurm {
             term_before_limit: None,
             output: out.to_string_lossy().into_owned(),
             workdir: folder.to_string_lossy().into_owned(),
-            script: format!("exec {command} 2>>{log}"),
+            script: format!(
+                "{env}=$(cat {token}) && rm -f {token} && export {env} && exec {command} 2>>{log}",
+                env = super::TOKEN_ENV
+            ),
         };
-        let job = self
-            .cluster
-            .submit(&submission)
-            .await
-            .map_err(|e| e.to_string())?;
-        match self
+        let submitted = self.cluster.submit(&submission).await;
+        let job = match submitted {
+            Ok(job) => job,
+            Err(e) => {
+                let _ = tokio::fs::remove_file(&token_file).await;
+                return Err(e.to_string());
+            }
+        };
+        let answered = self
             .address_of(&job, &out, &service.log, service.start_timeout)
-            .await
-        {
+            .await;
+        // Gone once the job read it; a job that never started leaves it to be removed here.
+        let _ = tokio::fs::remove_file(&token_file).await;
+        match answered {
             Ok(base_url) => Ok(Served {
                 handle: Handle::Cluster { job },
                 base_url,

@@ -8,6 +8,12 @@
 //! API: `POST /predict` with `{"inputs": ["…", …]}` (or `{"inputs": "…"}`, `{"text": "…"}`; add
 //! `"return_logits": true` for logits) → `{"predictions": [{"label", "label_id", "probabilities",
 //! "logits"?}], "batch_rows", "batch_requests"}`; `GET /health`; `GET /metrics` (Prometheus).
+//!
+//! With `PADDOCK_MODEL_TOKEN` in its environment (at least 32 characters) every call but `/health`
+//! must carry it as `Authorization: Bearer …`, compared in constant time. The server gives each replica
+//! its own: a replica on a network others share (a cluster's nodes, a Docker bridge) then answers the
+//! gateway and the parity gate only. The token never appears on the command line, which other users of
+//! the host can read.
 
 pub mod batcher;
 
@@ -29,6 +35,9 @@ use trainer::predict::{default_max_len, encode_rows, Inference};
 use trainer::{Precision, Tokenizer};
 
 use batcher::{BatchLimits, Batcher, Job, Refused};
+
+/// The shortest bearer token taken (the server's are 64 hex digits).
+const TOKEN_MIN_CHARS: usize = 32;
 
 /// Longest input text accepted, in characters (it is truncated to the model's length anyway).
 const MAX_TEXT_CHARS: usize = 10_000;
@@ -78,6 +87,8 @@ struct Served {
     max_inputs: usize,
     timeout: Duration,
     metrics: PrometheusHandle,
+    /// The bearer token every call but `/health` must carry, if one was given.
+    token: Option<String>,
 }
 
 /// Loads the model (one copy per inference thread), warms it up, then serves until `shutdown` resolves.
@@ -90,6 +101,15 @@ pub async fn run(
             "--max-batch-tokens, --max-inputs and --inference-threads must be at least 1"
         );
     }
+    let token = match std::env::var(domain::executor::TOKEN_ENV) {
+        Ok(token) if token.chars().count() < TOKEN_MIN_CHARS => anyhow::bail!(
+            "{} must be at least {TOKEN_MIN_CHARS} characters",
+            domain::executor::TOKEN_ENV
+        ),
+        Ok(token) => Some(token),
+        Err(std::env::VarError::NotPresent) => None,
+        Err(e) => anyhow::bail!("{}: {e}", domain::executor::TOKEN_ENV),
+    };
     let metrics = metrics_exporter_prometheus::PrometheusBuilder::new()
         .set_buckets(&[
             0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -139,11 +159,16 @@ pub async fn run(
         max_inputs: args.max_inputs,
         timeout: Duration::from_secs(args.request_timeout_secs.max(1)),
         metrics,
+        token,
     });
     let app = Router::new()
         .route("/predict", post(predict))
-        .route("/health", get(health))
         .route("/metrics", get(metrics_text))
+        .route_layer(axum::middleware::from_fn_with_state(
+            served.clone(),
+            bearer_required,
+        ))
+        .route("/health", get(health))
         .layer(axum::extract::DefaultBodyLimit::max(4 << 20))
         .with_state(served);
     let listener = tokio::net::TcpListener::bind(args.bind)
@@ -368,6 +393,31 @@ async fn answer(served: &Served, body: &[u8]) -> Response {
         batch_requests: batched.batch_requests as u32,
     })
     .into_response()
+}
+
+/// Lets a call through when no token was given or it carries the token.
+async fn bearer_required(
+    State(served): State<Arc<Served>>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    use subtle::ConstantTimeEq;
+    if let Some(token) = &served.token {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .unwrap_or_default();
+        if !bool::from(given.as_bytes().ct_eq(token.as_bytes())) {
+            let reply = ErrorReply {
+                code: "token_refused".into(),
+                message: "this replica answers its Paddock server only".into(),
+            };
+            return (StatusCode::UNAUTHORIZED, Json(reply)).into_response();
+        }
+    }
+    next.run(request).await
 }
 
 async fn health(State(served): State<Arc<Served>>) -> Json<Health> {

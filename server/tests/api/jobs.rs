@@ -1011,6 +1011,19 @@ mod on_slurm {
             "{shown}"
         );
         assert!(shown.contains("JobState=RUNNING"), "{shown}");
+        // It listens on its node for anyone on the cluster's network, but answers only the server,
+        // whose token it read from a file that is gone now.
+        let folder = server.dir.path().join(format!("data/endpoints/{id}"));
+        let said = std::fs::read_to_string(folder.join("replica-0.out")).unwrap();
+        let port = said.trim().rsplit(':').next().unwrap().to_string();
+        let direct = reqwest::Client::new()
+            .post(format!("http://127.0.0.1:{port}/predict"))
+            .json(&json!({ "inputs": ["好"] }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(direct.status(), StatusCode::UNAUTHORIZED, "{said}");
+        assert!(!folder.join("replica-0.token").exists());
 
         let key = new_key(
             &owner,

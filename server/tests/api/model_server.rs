@@ -58,10 +58,15 @@ struct ModelServer {
 
 impl ModelServer {
     fn start(model: &Path, extra: &[&str]) -> ModelServer {
+        ModelServer::start_with_env(model, extra, &[])
+    }
+
+    fn start_with_env(model: &Path, extra: &[&str], env: &[(&str, &str)]) -> ModelServer {
         let mut child = Command::new(env!("CARGO_BIN_EXE_paddock"))
             .args(["serve-model", "--bind", "127.0.0.1:0", "--model"])
             .arg(model)
             .args(extra)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -90,6 +95,17 @@ impl ModelServer {
     async fn predict(&self, body: Value) -> Response {
         let url = format!("{}/predict", self.base);
         self.client.post(url).json(&body).send().await.unwrap()
+    }
+
+    /// `path` with `token` as the bearer token.
+    async fn get_with(&self, path: &str, token: &str) -> Response {
+        let url = format!("{}{path}", self.base);
+        self.client
+            .get(url)
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
     }
 }
 
@@ -233,4 +249,49 @@ async fn serves_the_same_numbers_as_predict_batches_and_sheds_load() {
         "{statuses:?}"
     );
     assert!(statuses.contains(&StatusCode::OK), "{statuses:?}");
+}
+
+/// Given a token (as the server gives each replica), `serve-model` answers only calls that carry it,
+/// but for `/health`; a token too short to be one is refused before anything is served.
+#[tokio::test]
+async fn with_a_token_only_its_holder_is_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = tiny_checkpoint(dir.path());
+    let token = "a".repeat(40);
+    let server = ModelServer::start_with_env(&model, &[], &[("PADDOCK_MODEL_TOKEN", &token)]);
+    assert_eq!(server.get("/health").await.status(), StatusCode::OK);
+    for path in ["/metrics"] {
+        assert_eq!(server.get(path).await.status(), StatusCode::UNAUTHORIZED);
+        let wrong = server.get_with(path, &"b".repeat(40)).await;
+        assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+        assert_eq!(server.get_with(path, &token).await.status(), StatusCode::OK);
+    }
+    let refused = server.predict(json!({ "inputs": ["好"] })).await;
+    assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["code"], "token_refused", "{body}");
+    let url = format!("{}/predict", server.base);
+    let with = |t: &str| {
+        let request = server.client.post(&url).bearer_auth(t);
+        request.json(&json!({ "inputs": ["好"] })).send()
+    };
+    assert_eq!(
+        with(&token[..39]).await.unwrap().status(),
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(with(&token).await.unwrap().status(), StatusCode::OK);
+    drop(server);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_paddock"))
+        .args(["serve-model", "--bind", "127.0.0.1:0", "--model"])
+        .arg(&model)
+        .env("PADDOCK_MODEL_TOKEN", "short")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("PADDOCK_MODEL_TOKEN must be at least 32 characters"),
+        "{stderr}"
+    );
 }
