@@ -79,6 +79,9 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
         Rule::MoreGpusThanHost { host } => {
             td_string!(locale, rules.more_gpus_than_host, host = *host).to_string()
         }
+        Rule::MoreGpusThanQuota { quota } => {
+            td_string!(locale, rules.more_gpus_than_quota, quota = *quota).to_string()
+        }
         Rule::NotWith { other } => {
             td_string!(locale, rules.not_with, other = other.clone()).to_string()
         }
@@ -400,6 +403,7 @@ mod tests {
             Rule::Fp16NeedsGpu,
             Rule::Bf16NeedsCpuSupport,
             Rule::MoreGpusThanHost { host: 3 },
+            Rule::MoreGpusThanQuota { quota: 2 },
             Rule::NotWith {
                 other: "base_checkpoint_id".into(),
             },

@@ -51,6 +51,22 @@ pub(crate) const LEASES_BY_WORKSPACE: &str = "
         JOIN endpoint_replicas r ON l.holder_kind = 'endpoint_replica' AND r.id = l.holder_id
         JOIN endpoints e ON e.id = r.endpoint_id";
 
+/// GPUs each workspace holds, as rows `(workspace_id, gpus)`: its leases of this host's GPUs (one
+/// each), and what it holds on a cluster — the GPUs of its jobs handed to one and not ended, and one per
+/// starting or ready replica on `cuda` of its endpoints that run there. The GPU quota counts them all
+/// alike: a team's quota is one number whichever machines its work runs on.
+pub(crate) fn held_by_workspace() -> String {
+    format!(
+        "SELECT workspace_id, 1 AS gpus FROM ({LEASES_BY_WORKSPACE})
+         UNION ALL
+         SELECT workspace_id, gpus FROM jobs
+             WHERE cluster IS NOT NULL AND gpus > 0 AND status IN ('starting', 'running', 'cancelling')
+         UNION ALL
+         SELECT e.workspace_id, 1 FROM endpoint_replicas r JOIN endpoints e ON e.id = r.endpoint_id
+             WHERE e.cluster IS NOT NULL AND e.device = 'cuda' AND r.status IN ('starting', 'ready')"
+    )
+}
+
 /// The workspace `holder` belongs to.
 async fn workspace_of(
     conn: &mut SqliteConnection,
@@ -70,8 +86,10 @@ async fn workspace_of(
 }
 
 /// Refuses `more` GPUs for `holder` when its workspace would then hold more than its quota: the one
-/// check every path that takes GPUs goes through (jobs, environments, endpoint replicas).
-async fn within_quota(
+/// check every path that takes GPUs goes through (jobs, environments, endpoint replicas, here or on a
+/// cluster). A holder already counted in [`held_by_workspace`] (a cluster replica, recorded as starting
+/// before it asks) asks for 0 more.
+pub(crate) async fn within_quota(
     conn: &mut SqliteConnection,
     holder: Holder,
     more: usize,
@@ -88,18 +106,20 @@ async fn within_quota(
         return Ok(());
     };
     let held: i64 = sqlx::query_scalar(&format!(
-        "SELECT COUNT(*) FROM ({LEASES_BY_WORKSPACE}) WHERE workspace_id = ?"
+        "SELECT COALESCE(SUM(gpus), 0) FROM ({}) WHERE workspace_id = ?",
+        held_by_workspace()
     ))
     .bind(workspace_id)
     .fetch_one(&mut *conn)
     .await?;
-    if held.saturating_add(more as i64) > quota {
+    let after = held.saturating_add(more as i64);
+    if after > quota {
         return Err(AppError::conflict(
             "gpus",
             ErrorCode::GpuQuotaExceeded,
             format!(
-                "this workspace's GPU quota is {quota} and it holds {held}; {more} more would exceed it \
-                 (stop an environment, job or endpoint, or ask an admin for a larger quota)"
+                "this workspace's GPU quota is {quota} (this server and clusters together) and it would \
+                 then hold {after} (stop an environment, job or endpoint, or ask an admin for a larger quota)"
             ),
         ));
     }

@@ -229,6 +229,11 @@ pub struct ClusterConfig {
     /// Memory each job asks for, in MB.
     #[arg(long, env = "PADDOCK_SLURM_MEMORY_MB", default_value_t = 4000)]
     pub slurm_memory_mb: u64,
+    /// The cluster's GPUs are stand-ins (GRES on placeholder device files, as on the test cluster
+    /// `scripts/slurm.sh` starts): jobs and replicas still ask for them, so Slurm places and counts them
+    /// as GPUs, but they compute on the node's CPU. Never for a real cluster.
+    #[arg(long, env = "PADDOCK_SLURM_GPU_STAND_INS")]
+    pub slurm_gpu_stand_ins: bool,
 }
 
 impl ClusterConfig {
@@ -282,6 +287,7 @@ impl ClusterConfig {
             },
             cpus: self.slurm_cpus,
             memory_mb: self.slurm_memory_mb,
+            gpu_stand_ins: self.slurm_gpu_stand_ins,
         };
         Ok(Some((cluster, settings)))
     }

@@ -251,6 +251,9 @@ pub enum Rule {
     Bf16NeedsCpuSupport,
     /// More GPUs than this host has: it would never start.
     MoreGpusThanHost { host: i64 },
+    /// More GPUs than the workspace's quota, which counts this server's and a cluster's alike: it would
+    /// never start.
+    MoreGpusThanQuota { quota: i64 },
     /// Only one of this field and `other`.
     NotWith { other: String },
     /// A data file's problem, located in the file (what the dataset validator found).

@@ -24,7 +24,9 @@ use super::parity;
 use super::status::{self, EndpointReason, ReplicaReason};
 use crate::db::write_tx;
 use crate::engine::Engine;
-use crate::executor::{healthy, ExecutorKind, Executors, Handle, InImage, Service, Stop, Unit};
+use crate::executor::{
+    healthy, Executor, ExecutorKind, Executors, Handle, InImage, Service, Stop, Unit,
+};
 use crate::gpus::{self, Holder};
 use crate::storage::Storage;
 use crate::transitions::Machine;
@@ -427,7 +429,10 @@ impl Deployer {
                 None => None,
             };
             let gpu = match cluster {
-                Some(_) => None,
+                Some(_) => {
+                    self.cluster_gpu_within_quota(t, id).await?;
+                    None
+                }
                 None => self.lease_gpu(t, id).await?,
             };
             // On a cluster replicas run natively (the `paddock` runtime on the nodes), as jobs do.
@@ -446,6 +451,7 @@ impl Deployer {
                 }
                 _ => (ExecutorKind::Local, None),
             };
+            let runs_on = cluster.unwrap_or_else(|| self.executors.get(kind));
             let service = Service {
                 unit: Unit::Replica {
                     endpoint: t.id,
@@ -453,7 +459,7 @@ impl Deployer {
                 },
                 token: token.clone(),
                 workspace_id: t.workspace_id,
-                args: Self::serve_args(t),
+                args: Self::serve_args(t, runs_on),
                 model: model.path.clone(),
                 devices: gpu.into_iter().collect(),
                 gpus: u32::from(t.device == "cuda"),
@@ -466,8 +472,7 @@ impl Deployer {
                 image,
                 start_timeout: START_TIMEOUT,
             };
-            cluster
-                .unwrap_or_else(|| self.executors.get(kind))
+            runs_on
                 .serve(service)
                 .await
                 .map_err(|e| format!("replica {ordinal}: {e}"))
@@ -555,6 +560,18 @@ impl Deployer {
         Ok(leased.first().copied())
     }
 
+    /// A replica on `cuda` on a cluster holds one of its GPUs, which counts against its workspace's
+    /// quota with the GPUs held here; it is counted already, as a starting replica.
+    async fn cluster_gpu_within_quota(&self, t: &Target, replica_id: i64) -> Result<(), String> {
+        if t.device != "cuda" {
+            return Ok(());
+        }
+        let mut conn = self.db.acquire().await.map_err(|e| e.to_string())?;
+        gpus::within_quota(&mut conn, Holder::EndpointReplica(replica_id), 0)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
     async fn release_gpu(&self, replica_id: i64) {
         if let Ok(mut conn) = self.db.acquire().await {
             let _ = gpus::release(&mut conn, Holder::EndpointReplica(replica_id)).await;
@@ -562,10 +579,14 @@ impl Deployer {
     }
 
     /// `serve-model`'s arguments but the model's folder and the address, which the executor chooses.
-    fn serve_args(t: &Target) -> Vec<String> {
+    fn serve_args(t: &Target, runs_on: &dyn Executor) -> Vec<String> {
+        let device = match t.device.as_str() {
+            "cuda" => runs_on.gpu_device(),
+            _ => "cpu",
+        };
         // Rows per forward pass, after sorting a batch by length: on CPU small sub-batches waste less
         // padding on mixed-length requests; a GPU wants wide ones.
-        let rows_per_pass = if t.device == "cuda" { "64" } else { "16" };
+        let rows_per_pass = if device == "cuda" { "64" } else { "16" };
         [
             "serve-model",
             "--max-batch-tokens",
@@ -573,7 +594,7 @@ impl Deployer {
             "--max-wait-ms",
             &t.max_wait_ms.to_string(),
             "--device",
-            &t.device,
+            device,
             "--precision",
             &t.precision,
             "--batch-size",

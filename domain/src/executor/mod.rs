@@ -227,6 +227,12 @@ pub trait Executor: Send + Sync {
         store.to_string_lossy().into_owned()
     }
 
+    /// The device a unit given GPUs trains or serves on: `cuda`, unless the executor's GPUs are only
+    /// stand-ins for scheduling (a test cluster), and then its units compute on the CPU.
+    fn gpu_device(&self) -> &'static str {
+        "cuda"
+    }
+
     /// Whether the run folder belongs to the team once the run ended (theirs to keep, in their volume)
     /// rather than to the server (whose copy of what matters is in the store).
     fn run_folder_is_theirs(&self) -> bool {

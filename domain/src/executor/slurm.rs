@@ -37,6 +37,10 @@ pub struct Settings {
     pub placement: Placement,
     pub cpus: u32,
     pub memory_mb: u64,
+    /// The cluster's GPU GRES are stand-in device files (a test or demo cluster such as
+    /// `scripts/slurm.sh` starts): units still ask for them, so the scheduler places and counts them as
+    /// GPUs, but they compute on the node's CPU.
+    pub gpu_stand_ins: bool,
 }
 
 pub struct Slurm {
@@ -299,6 +303,13 @@ pub fn job_name(unit: super::Unit) -> String {
 impl Executor for Slurm {
     fn storage(&self) -> &Storage {
         &self.storage
+    }
+
+    fn gpu_device(&self) -> &'static str {
+        match self.settings.gpu_stand_ins {
+            true => "cpu",
+            false => "cuda",
+        }
     }
 
     async fn start(&self, work: Work) -> Result<Handle, String> {

@@ -274,6 +274,7 @@ mod slurm {
             placement: Default::default(),
             cpus: 1,
             memory_mb: 100,
+            gpu_stand_ins: false,
         };
         let executor = crate::executor::slurm::Slurm::new(cluster, storage(dir.path()), settings);
         Some((one, dir, executor))

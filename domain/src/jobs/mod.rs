@@ -365,6 +365,25 @@ async fn submit_as(
         );
     }
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
+    let quota: Option<i64> =
+        sqlx::query_scalar("SELECT max_gpus FROM workspace_quotas WHERE workspace_id = ?")
+            .bind(workspace_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    if let Some(quota) = quota.filter(|q| i64::from(spec.gpus) > *q) {
+        let problem = FieldProblem::new(
+            "gpus",
+            Rule::MoreGpusThanQuota { quota },
+            format!(
+                "the job asks for {} GPU(s) but this workspace's GPU quota is {quota} (this server and clusters together); it would never start",
+                spec.gpus
+            ),
+        );
+        return Err(
+            AppError::invalid_fields(ErrorCode::JobSpecInvalid, vec![problem])
+                .unwrap_or(AppError::Internal),
+        );
+    }
     let (executor, image_id) = match spec.environment_id {
         Some(env_id) => (
             ExecutorKind::Docker,
@@ -404,6 +423,7 @@ async fn submit_as(
         text_column: train.text_column,
         label_column: train.label_column,
         labels,
+        gpu_device: runs_on.gpu_device(),
     };
     let threads = if spec.gpus > 0 { 0 } else { jobs.cpu_threads };
     let config_toml = spec::render_toml(&spec, &inputs, threads)?;

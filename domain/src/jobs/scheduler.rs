@@ -11,8 +11,9 @@
 //!   too (no back-filling past it), so GPUs freed by finishing jobs accumulate for it. A job blocked only
 //!   by its own workspace's quota does not hold others back.
 //! - CPU jobs run in a fixed number of slots, independently of GPU jobs.
-//! - Jobs for a cluster are not placed here: they are handed to it at once, and its scheduler queues and
-//!   places them (the GPU quota does not count them yet).
+//! - Jobs for a cluster are not placed here: they are handed to it as soon as their workspace's GPU
+//!   quota allows (it counts GPUs here and on the cluster alike), and its scheduler queues and places
+//!   them; they take no GPU of this host and no CPU slot.
 
 use contracts::ids::{JobId, WorkspaceId};
 use std::collections::{HashMap, HashSet};
@@ -43,6 +44,8 @@ pub struct Queued {
     pub gpus: u32,
     /// Minutes since submission.
     pub waited_minutes: i64,
+    /// For a cluster, whose scheduler places it: only the quota holds it back here.
+    pub on_cluster: bool,
 }
 
 /// What is free now.
@@ -50,7 +53,7 @@ pub struct Queued {
 pub struct Resources {
     /// Host GPU indices nobody holds.
     pub free_gpus: Vec<u32>,
-    /// GPUs each workspace holds now (jobs and environments).
+    /// GPUs each workspace holds now (jobs, environments and replicas, here and on a cluster).
     pub held_by_workspace: HashMap<WorkspaceId, u32>,
     /// Per-workspace GPU quotas; absent means no quota.
     pub quotas: HashMap<WorkspaceId, u32>,
@@ -73,6 +76,17 @@ pub fn plan(queue: &[Queued], resources: &Resources) -> Vec<(JobId, Vec<u32>)> {
     let mut gpu_blocked = false;
     let mut out = Vec::new();
     for job in order {
+        let holds = held.get(&job.workspace_id).copied().unwrap_or(0);
+        let over_quota = |gpus: u32| {
+            (resources.quotas.get(&job.workspace_id)).is_some_and(|quota| holds + gpus > *quota)
+        };
+        if job.on_cluster {
+            if !over_quota(job.gpus) {
+                *held.entry(job.workspace_id).or_insert(0) += job.gpus;
+                out.push((job.id, Vec::new()));
+            }
+            continue;
+        }
         if job.gpus == 0 {
             if cpu_slots > 0 {
                 cpu_slots -= 1;
@@ -80,12 +94,7 @@ pub fn plan(queue: &[Queued], resources: &Resources) -> Vec<(JobId, Vec<u32>)> {
             }
             continue;
         }
-        let holds = held.get(&job.workspace_id).copied().unwrap_or(0);
-        if resources
-            .quotas
-            .get(&job.workspace_id)
-            .is_some_and(|quota| holds + job.gpus > *quota)
-        {
+        if over_quota(job.gpus) {
             continue; // waits for its own workspace; holds nobody else back
         }
         if gpu_blocked {
@@ -133,13 +142,10 @@ pub async fn schedule_once(
     if rows.is_empty() {
         return Ok(Vec::new());
     }
-    // A cluster queues and places its own jobs: they are handed to it at once, with no GPU of this
-    // host and no CPU slot of this server.
-    let (cluster, rows): (Vec<_>, Vec<_>) = rows.into_iter().partition(|r| r.5.is_some());
     let now = chrono::Utc::now();
     let queue: Vec<Queued> = rows
         .into_iter()
-        .map(|(id, workspace_id, priority, gpus, created_at, _)| {
+        .map(|(id, workspace_id, priority, gpus, created_at, cluster)| {
             let waited = chrono::DateTime::parse_from_rfc3339(&created_at)
                 .map(|t| (now - t.to_utc()).num_minutes())
                 .unwrap_or(0);
@@ -149,6 +155,7 @@ pub async fn schedule_once(
                 priority,
                 gpus: gpus as u32,
                 waited_minutes: waited.max(0),
+                on_cluster: cluster.is_some(),
             }
         })
         .collect();
@@ -160,10 +167,11 @@ pub async fn schedule_once(
             .into_iter()
             .map(|g| g as u32)
             .collect();
-    // Every lease counts against its workspace's quota: jobs', environments' and replicas'.
+    // Every GPU held counts against its workspace's quota: jobs', environments' and replicas', here
+    // and on a cluster.
     let held_rows: Vec<(WorkspaceId, i64)> = sqlx::query_as(&format!(
-        "SELECT workspace_id, COUNT(*) FROM ({}) GROUP BY workspace_id",
-        gpus::LEASES_BY_WORKSPACE
+        "SELECT workspace_id, SUM(gpus) FROM ({}) GROUP BY workspace_id",
+        gpus::held_by_workspace()
     ))
     .fetch_all(&mut *tx)
     .await?;
@@ -181,8 +189,7 @@ pub async fn schedule_once(
         quotas: quotas.into_iter().map(|(w, n)| (w, n as u32)).collect(),
         free_cpu_slots: jobs.cpu_slots.saturating_sub(running_cpu as usize),
     };
-    let mut decisions = plan(&queue, &resources);
-    decisions.extend(cluster.into_iter().map(|r| (r.0, Vec::new())));
+    let decisions = plan(&queue, &resources);
     let host_gpus = engine.gpus().await;
     for (job_id, devices) in &decisions {
         if !devices.is_empty() {
@@ -231,6 +238,7 @@ mod tests {
             priority,
             gpus,
             waited_minutes: 0,
+            on_cluster: false,
         }
     }
 
@@ -292,6 +300,35 @@ mod tests {
         );
         old.waited_minutes = 0;
         assert_eq!(planned(&[fresh, old], &gpus(1)), vec![(2, vec![0])]);
+    }
+
+    /// A cluster job takes no GPU of this host and no CPU slot, but its GPUs count against its
+    /// workspace's quota with the ones held here.
+    #[test]
+    fn cluster_jobs_are_held_back_by_the_quota_alone() {
+        let on_cluster = |id, workspace_id, gpus| Queued {
+            on_cluster: true,
+            ..q(id, workspace_id, 0, gpus)
+        };
+        let mut resources = Resources::default(); // no free GPU, no CPU slot here
+        resources.quotas.insert(WorkspaceId::new(1), 3);
+        resources.held_by_workspace.insert(WorkspaceId::new(1), 1);
+        let queue = [
+            on_cluster(1, 1, 2),
+            on_cluster(2, 1, 1),
+            on_cluster(3, 2, 8),
+            on_cluster(4, 1, 0),
+        ];
+        // Workspace 1 holds 1 of 3: job 1 (2 more) goes, job 2 would make 4 and waits; a CPU job and
+        // another workspace's are not held back.
+        assert_eq!(
+            planned(&queue, &resources),
+            vec![(1, vec![]), (3, vec![]), (4, vec![])]
+        );
+        // A local GPU job of the same workspace waits for the GPUs its cluster job holds.
+        resources.free_gpus = vec![0, 1];
+        let queue = [on_cluster(1, 1, 2), q(5, 1, 0, 1)];
+        assert_eq!(planned(&queue, &resources), vec![(1, vec![])]);
     }
 
     #[test]

@@ -186,6 +186,8 @@ pub struct Inputs {
     pub label_column: String,
     /// Label names in id order (from the training data's distribution).
     pub labels: Vec<String>,
+    /// The device a job given GPUs trains on where it runs (see [`crate::executor::Executor::gpu_device`]).
+    pub gpu_device: &'static str,
 }
 
 impl Inputs {
@@ -235,7 +237,12 @@ pub fn job_config(spec: &JobSpec, inputs: &Inputs, threads: usize) -> JobConfig 
             warmup_ratio: spec.warmup_ratio,
             seed: spec.seed,
             precision: spec.precision.clone(),
-            device: if spec.gpus > 0 { "cuda" } else { "cpu" }.into(),
+            device: if spec.gpus > 0 {
+                inputs.gpu_device
+            } else {
+                "cpu"
+            }
+            .into(),
             threads,
             eval_every_steps: spec.eval_every_steps as usize,
             keep_best: spec.keep_best as usize,
@@ -303,6 +310,7 @@ mod tests {
             text_column: "text".into(),
             label_column: "label".into(),
             labels: vec!["negative".into(), "positive".into()],
+            gpu_device: "cuda",
         };
         let text = render_toml(&spec, &inputs, 2).unwrap();
         let job = JobConfig::from_toml_str(&text).unwrap();

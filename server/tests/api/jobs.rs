@@ -948,6 +948,119 @@ mod on_slurm {
         assert_eq!(steps, expected, "nothing lost, nothing twice");
     }
 
+    /// `spec` on the cluster, asking for `gpus` of its GPUs.
+    fn on_cluster_gpus(spec: Value, gpus: u32) -> Value {
+        let mut spec = on_cluster(spec);
+        spec["gpus"] = json!(gpus);
+        spec
+    }
+
+    /// Job `id`'s placement as the cluster says it.
+    async fn placement(owner: &User, ws: i64, id: i64) -> Value {
+        owner
+            .get(&format!("{}/placement", job_path(ws, id)))
+            .await
+            .1
+    }
+
+    /// GPU jobs on the cluster (its GPUs stand-ins, so the trainers compute on the CPU): two asking for
+    /// both GPUs of a node run at once on the two nodes; a third waits in Slurm's queue with Slurm's
+    /// reason and takes the node the first leaves. The workspace's GPU quota counts them: a job asking
+    /// more than the quota is refused at submission, and one that would go over it waits in Paddock's
+    /// queue, not handed to the cluster, until GPUs are given back.
+    #[tokio::test]
+    async fn gpu_jobs_spread_over_the_nodes_wait_in_slurms_queue_and_count_against_the_quota() {
+        let Some(conf) = slurm_conf() else { return };
+        let args = [
+            NO_DOCKER,
+            &["--slurm-conf", &conf, "--slurm-gpu-stand-ins"],
+            &["--slurm-cpus", "1", "--slurm-memory-mb", "1000"],
+        ]
+        .concat();
+        let (_server, owner, ws, ds) = owner_with_sample(&args).await;
+        let two = |name: &str| on_cluster_gpus(endless(name, ds), 2);
+        let (a, b) = (
+            submit(&owner, ws, two("gpus-a")).await,
+            submit(&owner, ws, two("gpus-b")).await,
+        );
+        stepped(&owner, ws, a, 1).await;
+        stepped(&owner, ws, b, 1).await;
+        let node_of = |p: &Value| p["nodes"].as_str().unwrap_or_default().to_string();
+        let (on_a, on_b) = (
+            node_of(&placement(&owner, ws, a).await),
+            node_of(&placement(&owner, ws, b).await),
+        );
+        let mut nodes = [on_a.clone(), on_b.clone()];
+        nodes.sort();
+        assert_eq!(nodes, ["node1", "node2"], "one per node");
+        let detail = job(&owner, ws, a).await;
+        let config = detail["config_toml"].as_str().unwrap_or_default();
+        assert!(
+            config.contains(r#"device = "cpu""#),
+            "stand-in GPUs: the trainer on the CPU: {config}"
+        );
+
+        let c = submit(&owner, ws, two("gpus-c")).await;
+        let mut waiting = placement(&owner, ws, c).await;
+        // Slurm gives its reason at its next scheduling pass.
+        let deadline = std::time::Instant::now() + Duration::from_secs(90);
+        while (waiting["state"] != "waiting" || waiting["reason"].is_null())
+            && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            waiting = placement(&owner, ws, c).await;
+        }
+        assert_eq!(waiting["state"], "waiting", "{waiting}");
+        assert!(
+            waiting["reason"].as_str().is_some_and(|r| !r.is_empty()),
+            "{waiting}"
+        );
+        cancel(&owner, ws, a).await;
+        stepped(&owner, ws, c, 1).await;
+        assert_eq!(
+            node_of(&placement(&owner, ws, c).await),
+            on_a,
+            "the node job a left"
+        );
+        for id in [b, c] {
+            cancel(&owner, ws, id).await;
+        }
+        for id in [a, b, c] {
+            wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
+        }
+
+        // A quota of 2 GPUs, here and on the cluster together.
+        let quota = format!("/api/v1/admin/workspaces/{ws}/gpu-quota");
+        let (code, body) = owner.put(&quota, json!({ "max_gpus": 2 })).await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+        let jobs = format!("/api/v1/workspaces/{ws}/jobs");
+        let (code, body) = owner
+            .post(&jobs, on_cluster_gpus(endless("too-big", ds), 3))
+            .await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(body["field"], "gpus", "{body}");
+        assert_eq!(
+            body["problems"][0]["rule"]["kind"], "more_gpus_than_quota",
+            "{body}"
+        );
+        let d = submit(&owner, ws, two("quota-d")).await;
+        stepped(&owner, ws, d, 1).await;
+        let e = submit(&owner, ws, on_cluster_gpus(endless("quota-e", ds), 1)).await;
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        let held = job(&owner, ws, e).await;
+        assert_eq!(status(&held), "queued", "over the quota: {held}");
+        assert!(
+            held["summary"]["cluster_job"].is_null(),
+            "not handed to the cluster: {held}"
+        );
+        cancel(&owner, ws, d).await;
+        stepped(&owner, ws, e, 1).await;
+        cancel(&owner, ws, e).await;
+        for id in [d, e] {
+            wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
+        }
+    }
+
     /// Whether Slurm job `job` is still pending or running (a job it has forgotten is not).
     fn in_queue(conf: &str, job: &str) -> bool {
         let out = std::process::Command::new("squeue")
