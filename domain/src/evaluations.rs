@@ -505,6 +505,7 @@ async fn launch(
         devices: Vec::new(),
         gpus: 0,
         image: None,
+        time_limit: None,
     };
     let handle = executor
         .start(work)

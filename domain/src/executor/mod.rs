@@ -160,6 +160,9 @@ pub struct Work {
     /// How many GPUs it asks for: on this server, `devices`; on a cluster, whose scheduler picks them.
     pub gpus: u32,
     pub image: Option<InImage>,
+    /// The job's time limit, which the server enforces by asking it to stop (a final checkpoint); a
+    /// cluster is also told, as a backstop for a server that is down when it runs out.
+    pub time_limit: Option<Duration>,
 }
 
 /// A replica: `paddock serve-model <args> --model <dir> --bind <address>`, started and waited for until it

@@ -51,6 +51,12 @@ pub struct Slurm {
 
 /// How long a stop waits for a started job's command to record its pid.
 const PID_WAIT: Duration = Duration::from_secs(60);
+/// A job's time limit on the cluster is the server's plus this: the server asks first (a final
+/// checkpoint), the cluster's limit ends it should the server be down then.
+const LIMIT_BACKSTOP: Duration = Duration::from_secs(10 * 60);
+/// How long before the cluster's limit Slurm sends the batch script a TERM (which the wrapper passes
+/// to the trainer, which writes its checkpoint).
+const TERM_BEFORE_LIMIT: Duration = Duration::from_secs(5 * 60);
 /// The most of a replica's output file read for its address: one line is all it prints.
 const ADDRESS_FILE_LIMIT: u64 = 4096;
 
@@ -330,8 +336,8 @@ impl Executor for Slurm {
                 cpus: self.settings.cpus,
                 memory_mb: self.settings.memory_mb,
             },
-            time_limit: None,
-            term_before_limit: None,
+            time_limit: work.time_limit.map(|limit| limit + LIMIT_BACKSTOP),
+            term_before_limit: work.time_limit.map(|_| TERM_BEFORE_LIMIT),
             output: format!("{folder}/slurm.out"),
             workdir: folder,
             script: format!("exec {script}"),

@@ -55,6 +55,7 @@ fn work(executor: &dyn Executor, name: &str, args: &[&str]) -> Work {
         devices: Vec::new(),
         gpus: 0,
         image: None,
+        time_limit: None,
     }
 }
 

@@ -6,6 +6,7 @@
 use contracts::ids::{EnvironmentId, JobId, WorkspaceId};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use sqlx::SqlitePool;
 
@@ -65,10 +66,12 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         i64,
         Option<EnvironmentId>,
         Option<String>,
+        Option<i64>,
     );
-    let (workspace_id, kind, cluster, config_toml, gpu_indices, gpus, environment_id, image_id): Launch =
+    let (workspace_id, kind, cluster, config_toml, gpu_indices, gpus, environment_id, image_id, time_limit_secs): Launch =
         sqlx::query_as(
-            "SELECT workspace_id, executor, cluster, config_toml, gpu_indices, gpus, environment_id, image_id
+            "SELECT workspace_id, executor, cluster, config_toml, gpu_indices, gpus, environment_id, image_id,
+                    time_limit_secs
              FROM jobs WHERE id = ?",
         )
         .bind(job_id)
@@ -123,6 +126,9 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
             .unwrap_or_default(),
         gpus: u32::try_from(gpus).unwrap_or(0),
         image,
+        time_limit: time_limit_secs
+            .and_then(|s| u64::try_from(s).ok())
+            .map(Duration::from_secs),
     };
     let handle = executor.start(work).await?;
     // Where it runs is recorded whatever happens next, in the same transaction as the move to running.

@@ -789,7 +789,9 @@ mod on_slurm {
     async fn a_job_on_the_cluster_trains_streams_metrics_and_keeps_checkpoints() {
         let Some(conf) = slurm_conf() else { return };
         let (_server, owner, ws, ds) = with_cluster(&conf).await;
-        let id = submit(&owner, ws, on_cluster(tiny("on-slurm", ds, 20))).await;
+        let mut spec = on_cluster(tiny("on-slurm", ds, 20));
+        spec["time_limit_minutes"] = json!(30);
+        let id = submit(&owner, ws, spec).await;
         let done = wait_for(&owner, ws, id, "success", |j| status(j) == "succeeded").await;
         assert_eq!(done["summary"]["cluster"], "slurm", "{done}");
         assert_eq!(done["summary"]["step"], 20);
@@ -820,6 +822,9 @@ mod on_slurm {
             shown.contains(&format!("JobName=paddock-job-{id} ")),
             "{shown}"
         );
+        // The server stops it at its 30 minutes; the cluster's own limit, 10 minutes later, is a
+        // backstop, with a TERM (a checkpoint) 5 minutes before it.
+        assert!(shown.contains("TimeLimit=00:40:00"), "{shown}");
     }
 
     /// Paddock off the cluster, reaching its tools over SSH on a login node: a job runs there, streams
