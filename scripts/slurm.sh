@@ -2,7 +2,8 @@
 # A real two-node Slurm cluster on this machine, for the Slurm executor's tests (issue 16): Debian's Slurm
 # 22.05 (`slurm-wlm`) and munge, one slurmctld and two slurmd (`node1`, `node2`) on 127.0.0.1, each node
 # with 2 CPUs, 4000 MB and two "GPUs" as GRES (stand-in device files: Slurm only needs a file per
-# device to hand out, and sets CUDA_VISIBLE_DEVICES from them as it would on a GPU node).
+# device to hand out, and sets CUDA_VISIBLE_DEVICES from them as it would on a GPU node). Two
+# partitions: `gpu` (both nodes, the default) and `short` (node2 only, one hour at most).
 #
 # Everything lives under one folder (default target/slurm; SLURM_DIR to change it), and the cluster is
 # found through SLURM_CONF=<folder>/slurm.conf, so /etc/slurm stays as the machine had it. Idempotent:
@@ -132,6 +133,7 @@ MinJobAge=600
 KillWait=10
 NodeName=node[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=17001-17002 CPUs=2 RealMemory=4000 Gres=gpu:2 State=UNKNOWN
 PartitionName=gpu Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP
+PartitionName=short Nodes=node2 MaxTime=60 State=UP
 EOF
 # Stand-in GPU devices: two per node. Any existing file works; Slurm only counts and hands them out.
 cat >"$dir/gres.conf" <<EOF

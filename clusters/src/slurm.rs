@@ -476,6 +476,10 @@ fn parse_nodes(out: &str) -> Result<Vec<NodeInfo>> {
             reason: present(Some(&reason.to_string())),
         });
     }
+    // `sinfo -N` lists a node once per partition, in no set order.
+    for node in &mut nodes {
+        node.partitions.sort();
+    }
     Ok(nodes)
 }
 
@@ -532,7 +536,7 @@ mod tests {
                    node2|drained|gpu:2|gpu:0|0/0/2/2|4000|0|gpu*|disk replaced|\n";
         let nodes = parse_nodes(out).unwrap();
         assert_eq!(nodes.len(), 2);
-        assert_eq!(nodes[0].partitions, ["gpu", "debug"]);
+        assert_eq!(nodes[0].partitions, ["debug", "gpu"], "sorted");
         let used = Usage {
             total: 2,
             allocated: 1,

@@ -209,21 +209,30 @@ async fn nodes_and_partitions_are_listed() {
     for n in &nodes {
         let totals = (n.gpus.total, n.cpus.total, n.memory_mb.total);
         assert_eq!(totals, (2, 2, 4000), "{n:?}");
-        assert_eq!(n.partitions, ["gpu"]);
         assert_eq!(slurm.node_address(&n.name).await.unwrap(), "127.0.0.1");
     }
+    assert_eq!(nodes[0].partitions, ["gpu"]);
+    assert_eq!(
+        nodes[1].partitions,
+        ["gpu", "short"],
+        "a node in two partitions is one node"
+    );
     assert!(slurm.node_address("node9").await.is_err(), "no such node");
     assert!(slurm.node_address("node1 node2").await.is_err(), "one word");
     let partitions = slurm.partitions().await.unwrap();
-    assert_eq!(partitions.len(), 1, "{partitions:?}");
-    assert!(partitions[0].default);
+    let shown: Vec<_> = partitions
+        .iter()
+        .map(|p| {
+            let words = [&p.name, &p.state, &p.nodes, &p.max_time];
+            (words.map(String::as_str), p.default)
+        })
+        .collect();
     assert_eq!(
-        (
-            partitions[0].name.as_str(),
-            partitions[0].state.as_str(),
-            partitions[0].nodes.as_str()
-        ),
-        ("gpu", "UP", "node[1-2]")
+        shown,
+        [
+            (["gpu", "UP", "node[1-2]", "UNLIMITED"], true),
+            (["short", "UP", "node2", "01:00:00"], false)
+        ]
     );
 }
 

@@ -619,6 +619,10 @@ pub struct JobSpec {
     /// cluster's scheduler places it and picks its GPUs. `None`: on this server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
+    /// On a cluster: the partition (queue) it goes to, one the cluster has. `None`: the one the server
+    /// was configured with, else the cluster's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
     /// Model shape from scratch: `base`, `medium`, `mini`, `micro`, `nano`, or `tiny` for tests.
     #[serde(default = "default_preset")]
     pub preset: String,

@@ -506,6 +506,7 @@ async fn launch(
         gpus: 0,
         image: None,
         time_limit: None,
+        partition: None,
     };
     let handle = executor
         .start(work)

@@ -163,6 +163,8 @@ pub struct Work {
     /// The job's time limit, which the server enforces by asking it to stop (a final checkpoint); a
     /// cluster is also told, as a backstop for a server that is down when it runs out.
     pub time_limit: Option<Duration>,
+    /// On a cluster: the partition it asked for (`None`: the executor's own).
+    pub partition: Option<String>,
 }
 
 /// A replica: `paddock serve-model <args> --model <dir> --bind <address>`, started and waited for until it
@@ -304,6 +306,16 @@ impl Executors {
             true => slurm.placement(job).await,
             false => None,
         }
+    }
+
+    /// The partitions of the cluster named `name`: `None` when this server has no such cluster, an
+    /// error when its scheduler does not answer.
+    pub async fn cluster_partitions(&self, name: &str) -> Option<Result<Vec<String>, String>> {
+        let (known, slurm) = self.slurm.as_ref()?;
+        if known != name {
+            return None;
+        }
+        Some(slurm.partition_names().await.map_err(|e| e.to_string()))
     }
 
     /// The cluster named `name`, if this server has it.

@@ -196,6 +196,12 @@ impl Slurm {
         })
     }
 
+    /// The names of the cluster's partitions, as its scheduler says now.
+    pub async fn partition_names(&self) -> clusters::Result<Vec<String>> {
+        let partitions = self.cluster.partitions().await?;
+        Ok(partitions.into_iter().map(|p| p.name).collect())
+    }
+
     /// The cluster as its scheduler sees it now (`sinfo`, `scontrol show partition`), named `name`; a
     /// scheduler that cannot be asked is said in `problem`, not as an error: the page that shows it
     /// should say so, not fail.
@@ -330,7 +336,10 @@ impl Executor for Slurm {
         let submission = Submission {
             name: job_name(work.unit),
             comment: format!("paddock:workspace:{}:{unit_ids}", work.workspace_id),
-            placement: self.settings.placement.clone(),
+            placement: Placement {
+                partition: (work.partition.clone()).or(self.settings.placement.partition.clone()),
+                ..self.settings.placement.clone()
+            },
             resources: Resources {
                 gpus: work.gpus,
                 cpus: self.settings.cpus,

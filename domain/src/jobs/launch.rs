@@ -67,11 +67,12 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         Option<EnvironmentId>,
         Option<String>,
         Option<i64>,
+        String,
     );
-    let (workspace_id, kind, cluster, config_toml, gpu_indices, gpus, environment_id, image_id, time_limit_secs): Launch =
+    let (workspace_id, kind, cluster, config_toml, gpu_indices, gpus, environment_id, image_id, time_limit_secs, spec_json): Launch =
         sqlx::query_as(
             "SELECT workspace_id, executor, cluster, config_toml, gpu_indices, gpus, environment_id, image_id,
-                    time_limit_secs
+                    time_limit_secs, spec_json
              FROM jobs WHERE id = ?",
         )
         .bind(job_id)
@@ -129,6 +130,9 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         time_limit: time_limit_secs
             .and_then(|s| u64::try_from(s).ok())
             .map(Duration::from_secs),
+        partition: serde_json::from_str::<contracts::types::JobSpec>(&spec_json)
+            .map_err(|e| format!("the job's stored spec: {e}"))?
+            .partition,
     };
     let handle = executor.start(work).await?;
     // Where it runs is recorded whatever happens next, in the same transaction as the move to running.

@@ -343,10 +343,16 @@ async fn submit_as(
 ) -> Result<JobDetail, AppError> {
     spec::check(&spec)?;
     spec.name = spec.name.trim().to_string();
-    let cluster = match spec.cluster.as_deref() {
-        Some(name) => Some(cluster_for(jobs, name, &spec)?),
-        None => None,
-    };
+    let cluster =
+        match spec.cluster.as_deref() {
+            Some(name) => Some(cluster_for(jobs, name, &spec).await?),
+            None if spec.partition.is_some() => return Err(AppError::invalid(
+                "partition",
+                ErrorCode::ClusterInvalid,
+                "a partition is a cluster's: choose the cluster too, or leave the partition empty",
+            )),
+            None => None,
+        };
     let host_gpus = jobs.engine.gpus().await.len();
     if cluster.is_none() && spec.gpus as usize > host_gpus {
         let problem = FieldProblem::new(
@@ -468,8 +474,9 @@ async fn submit_as(
 }
 
 /// The cluster a job asks for by `name`, when this server has it and the job can run there: natively
-/// for now (the `paddock` runtime on the nodes), so not in an environment's image.
-fn cluster_for<'a>(
+/// for now (the `paddock` runtime on the nodes), so not in an environment's image, and in a partition
+/// the cluster has (asked of its scheduler now, so a bad choice is refused before anything is queued).
+async fn cluster_for<'a>(
     jobs: &'a Jobs,
     name: &str,
     spec: &JobSpec,
@@ -487,6 +494,35 @@ fn cluster_for<'a>(
             ErrorCode::ClusterInvalid,
             "on a cluster a job runs natively for now (the paddock runtime on its nodes): leave the environment empty",
         ));
+    }
+    if let Some(partition) = &spec.partition {
+        let known = match jobs.executors.cluster_partitions(name).await {
+            Some(Ok(known)) => known,
+            Some(Err(e)) => {
+                return Err(AppError::invalid(
+                    "cluster",
+                    ErrorCode::ClusterInvalid,
+                    format!("the cluster {name:?} cannot say its partitions now: {e}"),
+                ))
+            }
+            None => Vec::new(),
+        };
+        if !known.contains(partition) {
+            let problem = FieldProblem::new(
+                "partition",
+                Rule::OneOf {
+                    values: known.clone(),
+                },
+                format!(
+                    "the cluster {name:?} has no partition {partition:?}; it has {}",
+                    known.join(", ")
+                ),
+            );
+            return Err(
+                AppError::invalid_fields(ErrorCode::ClusterInvalid, vec![problem])
+                    .unwrap_or(AppError::Internal),
+            );
+        }
     }
     Ok(cluster)
 }

@@ -1233,6 +1233,53 @@ mod on_slurm {
         }
     }
 
+    /// A job may pick one of the cluster's partitions: it runs there (`short` has node2 alone), and the
+    /// job's page says which. A partition the cluster does not have, or one without a cluster, is
+    /// refused at its field and nothing is queued.
+    #[tokio::test]
+    async fn a_job_goes_to_the_partition_it_picks_and_an_unknown_one_is_refused() {
+        let Some(conf) = slurm_conf() else { return };
+        let (server, owner, ws, ds) = with_cluster(&conf).await;
+        let jobs = format!("/api/v1/workspaces/{ws}/jobs");
+        let mut spec = on_cluster(tiny("nowhere", ds, 5));
+        spec["partition"] = json!("debug");
+        let (code, body) = owner.post(&jobs, spec).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(
+            (&body["code"], &body["field"]),
+            (&json!("cluster_invalid"), &json!("partition"))
+        );
+        let rule = &body["problems"][0]["rule"];
+        assert_eq!(
+            rule,
+            &json!({ "kind": "one_of", "values": ["gpu", "short"] }),
+            "{body}"
+        );
+        let mut spec = tiny("here", ds, 5);
+        spec["partition"] = json!("short");
+        let (code, body) = owner.post(&jobs, spec).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(body["field"], "partition", "{body}");
+        assert_eq!(server.count("SELECT COUNT(*) FROM jobs").await, 0);
+
+        let mut spec = on_cluster(endless("short-one", ds));
+        spec["partition"] = json!("short");
+        let id = submit(&owner, ws, spec).await;
+        stepped(&owner, ws, id, 1).await;
+        let placed = placement(&owner, ws, id).await;
+        assert_eq!(placed["nodes"], "node2", "{placed}");
+        let detail = job(&owner, ws, id).await;
+        assert_eq!(detail["spec"]["partition"], "short", "{detail}");
+        let batch = detail["summary"]["cluster_job"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let shown = slurm(&conf, &["scontrol", "show", "job", "-o", &batch]);
+        assert!(shown.contains("Partition=short "), "{shown}");
+        cancel(&owner, ws, id).await;
+        wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
+    }
+
     #[tokio::test]
     async fn a_cluster_the_server_does_not_have_is_refused_and_nothing_is_queued() {
         let (server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;

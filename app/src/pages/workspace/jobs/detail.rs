@@ -371,6 +371,7 @@ fn StatusCard(
     });
     let retry_of = live.with_untracked(|d| d.retry_of);
     let (base, preset) = live.with_untracked(|d| (d.base_model.clone(), d.spec.preset.clone()));
+    let partition = live.with_untracked(|d| d.spec.partition.clone());
     let pretrained = live.with_untracked(|d| d.pretrained_model.as_ref().map(|m| m.name.clone()));
     let workspace_id = live.with_untracked(|d| d.summary.workspace_id);
     view! {
@@ -407,6 +408,7 @@ fn StatusCard(
                             view! {
                                 <div><dt>{t!(i18n, job_detail.cluster)}</dt><dd data-testid="job-cluster">
                                     {cluster}
+                                    {partition.clone().map(|name| view! { " · "{move || t_string!(i18n, job_detail.cluster_partition, name = name.clone()).to_string()} })}
                                     {job.map(|id| view! { " · "{move || t_string!(i18n, job_detail.cluster_job, id = id.clone()).to_string()} })}
                                 </dd></div>
                             }

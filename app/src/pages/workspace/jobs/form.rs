@@ -19,7 +19,7 @@ use crate::api::{
     jobs::{get_job, list_clusters, SubmitJob},
     pretrained::list_pretrained_models,
 };
-use crate::components::clusters::RunsOn;
+use crate::components::clusters::{Partitions, RunsOn};
 use crate::components::form::{FormState, FormSummary, SelectField, SubmitButton, TextField};
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{InfoNote, Loaded, Page};
@@ -142,6 +142,8 @@ pub struct FormValues {
     pub environment_id: String,
     /// A cluster's name, or empty for this server.
     pub cluster: String,
+    /// The cluster's partition, or empty for its default.
+    pub partition: String,
     pub preset: String,
     /// Empty: from scratch.
     pub base_checkpoint_id: String,
@@ -176,6 +178,7 @@ impl FormValues {
             dev_dataset_id: opt(spec.dev_dataset_id),
             environment_id: opt(spec.environment_id),
             cluster: spec.cluster.clone().unwrap_or_default(),
+            partition: spec.partition.clone().unwrap_or_default(),
             preset: spec.preset.clone(),
             base_checkpoint_id: match spec.pretrained_model_id {
                 Some(id) => format!("{PRETRAINED_PREFIX}{id}"),
@@ -222,6 +225,9 @@ impl FormValues {
             dev_dataset_id: p.maybe(&self.dev_dataset_id, "dev_dataset_id"),
             environment_id: p.maybe(&self.environment_id, "environment_id"),
             cluster: Some(self.cluster.trim().to_string()).filter(|c| !c.is_empty()),
+            // A partition is a cluster's: with none chosen, none is sent.
+            partition: Some(self.partition.trim().to_string())
+                .filter(|p| !p.is_empty() && !self.cluster.trim().is_empty()),
             preset: self.preset.clone(),
             base_checkpoint_id,
             pretrained_model_id,
@@ -340,7 +346,10 @@ fn JobForm(
                 <div class="form-grid">
                     {(!clusters.is_empty()).then(|| view! {
                         <RunsOn form id="job-cluster" hint=move || t!(i18n, job_form.runs_on_hint)
-                            selected=start.cluster.clone() clusters set=|v, s| v.cluster = s />
+                            selected=start.cluster.clone() clusters=clusters.clone()
+                            set=|v, s| { v.cluster = s; v.partition.clear(); } />
+                        <Partitions form id="job-partition" clusters chosen=|v| v.cluster.clone()
+                            selected=start.partition.clone() set=|v, s| v.partition = s />
                     })}
                     <TextField form id="job-gpus" field="gpus" label=move || t!(i18n, job_form.gpus)
                         hint=move || t!(i18n, job_form.gpus_hint) inputmode="decimal"
