@@ -112,8 +112,9 @@ bench-env: setup docker-required
 bench-serve: setup
 	@scripts/bench/bench_serve.sh
 
-## A job's submission-to-first-step latency on this server (local executor) and on the Slurm test
-## cluster, side by side on one server: median, min and max of 5 jobs each, and the ratio
+## On this server (local executor) and on the Slurm test cluster, side by side on one server: a job's
+## submission-to-first-step latency (median, min and max of 5 jobs each, and the ratio), an endpoint's
+## deploy-to-ready latency, and how many jobs and replicas the two-node cluster holds at once
 ## (scripts/bench/bench_cluster.py; the cluster from scripts/slurm.sh).
 bench-cluster: setup slurm
 	$(ENV) cargo build --release -q -p server --bin paddock

@@ -23,7 +23,8 @@
 # (`slurmd -N node1`); `Gres=gpu:N` without `File=` leaves nodes INVALID, hence the stand-in files;
 # slurmrestd refuses to run as root, so the executor uses the command-line tools; accounting (slurmdbd) is
 # off, so a finished job is known to `scontrol show job` for MinJobAge seconds and then only to the run
-# folder, which is what Paddock reads anyway.
+# folder, which is what Paddock reads anyway. A node an admin sets DOWN stays down, with the admin's
+# reason, until resumed (ReturnToService=1, Slurm's default), as on a real cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\033[1m[slurm]\033[0m %s\n' "$*"; }
@@ -128,7 +129,7 @@ SelectTypeParameters=CR_Core_Memory
 SchedulerType=sched/backfill
 GresTypes=gpu
 MpiDefault=none
-ReturnToService=2
+ReturnToService=1
 MinJobAge=600
 KillWait=10
 NodeName=node[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=17001-17002 CPUs=2 RealMemory=4000 Gres=gpu:2 State=UNKNOWN

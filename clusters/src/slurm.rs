@@ -98,6 +98,23 @@ impl JobState {
         }
     }
 
+    /// Slurm's word for the state (`NODE_FAIL`, `TIMEOUT`, …).
+    pub fn word(&self) -> &str {
+        match self {
+            JobState::Pending => "PENDING",
+            JobState::Running => "RUNNING",
+            JobState::Ending => "COMPLETING",
+            JobState::Completed => "COMPLETED",
+            JobState::Failed => "FAILED",
+            JobState::Cancelled => "CANCELLED",
+            JobState::Timeout => "TIMEOUT",
+            JobState::OutOfMemory => "OUT_OF_MEMORY",
+            JobState::NodeFailed => "NODE_FAIL",
+            JobState::Preempted => "PREEMPTED",
+            JobState::Other(word) => word,
+        }
+    }
+
     /// Whether the job may still run (or runs): everything but the final states.
     pub fn is_alive(&self) -> bool {
         matches!(

@@ -1,8 +1,10 @@
 //! Story: a server on the login node of a Slurm cluster (the two-node test cluster `scripts/slurm.sh`
 //! starts, which `make test` brings up), in Chinese — the admin page shows the cluster as its scheduler
 //! sees it (the partition this server's jobs go to, both nodes with their GPUs); the job form offers the
-//! cluster with its free GPUs; a job sent there is queued and placed by Slurm, runs, and its page says
-//! where (the cluster, Slurm's job id, and what Slurm says of it).
+//! cluster with its free GPUs and, once it is chosen, its partitions; a job sent to the `short`
+//! partition is queued and placed by Slurm, runs, and its page says where (the cluster, the partition,
+//! Slurm's job id, and what Slurm says of it); its checkpoint deploys with replicas on the cluster, which
+//! the endpoint page names, and the playground answers through them.
 
 import { describe, test, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,12 +16,13 @@ import { startStory } from '../support/story.js';
 import { screenshot, visit } from '../support/browser.js';
 import { assertNotEnglish, assertPageNotEnglish, waitForText } from '../support/checks.js';
 import { JobFormPage } from '../pages/jobs.js';
+import { DeployDialog } from '../pages/endpoints.js';
 import { addSampleDataset, createWorkspace, signUp } from '../pages/flows.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const SLURM_CONF = process.env.PADDOCK_TEST_SLURM_CONF || path.resolve(here, '..', '..', 'target', 'slurm', 'slurm.conf');
 /** Names from the test cluster and this story, which show in Latin letters. */
-const NAMES = ['liwei', 'slurm', 'gpu', 'node', 'snownlp', 'sample', 'on_cluster', 'negative', 'positive'];
+const NAMES = ['liwei', 'slurm', 'gpu', 'short', 'node', 'snownlp', 'sample', 'on_cluster', 'negative', 'positive'];
 /** The model shapes (ERNIE 3.0's names for them): names too. */
 const PRESETS = ['base', 'medium', 'mini', 'micro', 'nano', 'tiny'];
 
@@ -69,16 +72,44 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     await option.waitFor({ state: 'attached' });
     assert.match(await option.textContent(), /集群 slurm · 分区 gpu · 空闲 GPU 4\/4/);
     await assertPageNotEnglish(page, [...NAMES, ...PRESETS]);
-    await form.fill({ cluster: 'slurm', name: 'on_cluster', preset: 'tiny', 'max-seq-len': 32, 'batch-size': 16, 'max-steps': 6, 'eval-every-steps': 6 });
+    assert.equal(await page.getByTestId('job-partition').count(), 0, 'no partition to pick on this server');
+    await form.fill({ cluster: 'slurm' });
+    // The cluster's partitions, once it is chosen: its default first.
+    const partitions = page.locator('[data-testid="job-partition"] option');
+    await partitions.nth(2).waitFor({ state: 'attached' });
+    assert.deepEqual(await partitions.allTextContents(), ['默认（gpu）', 'gpu · 空闲 GPU 4/4', 'short · 空闲 GPU 2/2']);
+    await form.fill({ partition: 'short', name: 'on_cluster', preset: 'tiny', 'max-seq-len': 32, 'batch-size': 16, 'max-steps': 6, 'eval-every-steps': 6 });
     const job = await form.create();
     await waitForText(page.getByTestId('job-cluster'), 'slurm');
     // Where Slurm has it (queued with its reason, or on a node), read from the cluster.
     await page.getByTestId('job-placement').waitFor();
     await job.waitForStatus('succeeded');
     // Slurm's job id, as its tools would show it.
-    assert.match(await page.getByTestId('job-cluster').textContent(), /slurm · 作业 \d+/);
+    assert.match(await page.getByTestId('job-cluster').textContent(), /slurm · 分区 short · 作业 \d+/);
+    // `short` has node2 alone.
+    await waitForText(page.getByTestId('job-placement'), 'node2');
     await job.checkpointRows.first().waitFor();
     await assertPageNotEnglish(page, [...NAMES, ...PRESETS]);
+  });
+
+  test("its checkpoint deploys onto the cluster: the endpoint names it, each replica its Slurm job, and it answers", async () => {
+    const { page } = story.owner;
+    const deploy = new DeployDialog(page);
+    await deploy.open();
+    const option = page.locator('[data-testid="deploy-cluster"] option[data-cluster="slurm"]');
+    await option.waitFor({ state: 'attached' });
+    await deploy.input('cluster').selectOption('slurm');
+    const endpoint = await deploy.deploy();
+    await endpoint.waitForStatus('ready');
+    await waitForText(page.getByTestId('endpoint-cluster'), '集群 slurm');
+    assert.match(await endpoint.replicaRows.first().getByTestId('replica-cluster-job').textContent(), /作业 \d+/);
+    await endpoint.predict(['这家店的服务很好', '太差了']);
+    await endpoint.results.nth(1).waitFor();
+    await assertPageNotEnglish(page, [...NAMES, ...PRESETS]);
+    await screenshot(page, '12-endpoint-on-cluster');
+    // Undeployed, its replicas' batch jobs end with it.
+    await endpoint.confirm('undeploy');
+    await endpoint.waitForStatus('stopped', 60_000);
   });
 
   test('no wasm panic or hydration error happened', () => {

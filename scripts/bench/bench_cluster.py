@@ -1,8 +1,13 @@
 #!/usr/bin/env python3
-"""Submission-to-first-step latency of a job, on this server (the local executor) and on the Slurm test
-cluster, side by side on one server: the time from the REST submission's answer to the job's first
-training step, which every executor reaches through the same trainer and the same supervisor. Each
-figure is the median and the spread of RUNS jobs (tiny preset, CPU).
+"""Jobs and replicas on this server (the local executor) and on the Slurm test cluster, side by side on
+one server:
+- submission-to-first-step latency of a job: the time from the REST submission's answer to the job's
+  first training step, which every executor reaches through the same trainer and the same supervisor
+  (median and spread of RUNS jobs, tiny preset, CPU);
+- deploy-to-ready latency of a one-replica endpoint (the replica started, warmed up, parity gate passed,
+  route set), here and on the cluster;
+- what the two-node cluster holds at once: 6 jobs submitted together (one CPU each), the most seen
+  running at the same time and what Slurm says of the others; an endpoint asking 4 replicas there.
 
 Usage: bench_cluster.py PADDOCK_BINARY SLURM_CONF [RUNS]
 """
@@ -38,6 +43,10 @@ def main() -> None:
             figures = {}
             for where in ["local", "slurm"]:
                 figures[where] = [api.first_step(ws, ds, where) for _ in range(runs)]
+            checkpoint = api.trained_checkpoint(ws, ds)
+            ready = {where: api.deploy_ready(ws, checkpoint, where, 1)[0] for where in ["local", "slurm"]}
+            held, waiting = api.jobs_held(ws, ds, 6)
+            _, replicas = api.deploy_ready(ws, checkpoint, "slurm", 4)
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -46,6 +55,12 @@ def main() -> None:
         print(f"  {where:6} median {statistics.median(times):6.2f}   min {min(times):6.2f}   max {max(times):6.2f}")
     ratio = statistics.median(figures["slurm"]) / statistics.median(figures["local"])
     print(f"  slurm / local: {ratio:.2f}x")
+    print("deploy to ready, one replica (seconds):")
+    for where, took in ready.items():
+        print(f"  {where:6} {took:6.2f}")
+    print(f"  slurm / local: {ready['slurm'] / ready['local']:.2f}x")
+    print(f"the cluster held {held} of 6 one-CPU jobs running at once; the others waited: {waiting}")
+    print(f"an endpoint asking 4 replicas on the cluster: {replicas} ready")
 
 
 class Api:
@@ -83,6 +98,61 @@ class Api:
         while self.call("GET", path)["summary"]["finished_at"] is None:
             time.sleep(0.2)
         return took
+
+    def wait(self, path: str, done, what: str, limit: float = 300):
+        started = time.monotonic()
+        while True:
+            got = self.call("GET", path)
+            if done(got):
+                return got
+            if time.monotonic() - started > limit:
+                sys.exit(f"{path}: no {what} in {limit} s: {got}")
+            time.sleep(0.1)
+
+    def trained_checkpoint(self, ws: int, ds: int) -> int:
+        spec = {"name": "bench-model", "dataset_id": ds, "preset": "tiny", "batch_size": 16,
+                "max_seq_len": 32, "max_steps": 10, "eval_every_steps": 5}
+        job = self.post(f"/api/v1/workspaces/{ws}/jobs", spec)["summary"]["id"]
+        done = self.wait(f"/api/v1/workspaces/{ws}/jobs/{job}",
+                         lambda j: j["summary"]["finished_at"] is not None, "end")
+        return done["checkpoints"][0]["id"]
+
+    def deploy_ready(self, ws: int, checkpoint: int, where: str, replicas: int):
+        """Seconds from the deployment's answer to the endpoint being ready, and its ready replicas."""
+        spec = {"name": f"bench-{where}-{replicas}", "checkpoint_id": checkpoint, "replicas": replicas}
+        if where == "slurm":
+            spec["cluster"] = "slurm"
+        endpoint = self.post(f"/api/v1/workspaces/{ws}/endpoints", spec)["summary"]["id"]
+        deployed = time.monotonic()
+        path = f"/api/v1/workspaces/{ws}/endpoints/{endpoint}"
+        done = self.wait(path, lambda e: e["summary"]["status"] != "starting", "verdict")
+        took = time.monotonic() - deployed
+        if done["summary"]["status"] != "ready":
+            sys.exit(f"the {where} endpoint did not become ready: {done['summary']}")
+        self.post(f"{path}/undeploy", None)
+        return took, done["summary"]["ready_replicas"]
+
+    def jobs_held(self, ws: int, ds: int, count: int):
+        """The most of `count` endless cluster jobs seen running at once, and Slurm's reasons for the
+        ones that waited."""
+        spec = {"dataset_id": ds, "preset": "tiny", "epochs": 1000, "batch_size": 16, "max_seq_len": 32,
+                "max_steps": 1000000, "eval_every_steps": 1000000, "cluster": "slurm"}
+        jobs = [self.post(f"/api/v1/workspaces/{ws}/jobs", {**spec, "name": f"held-{i}"})["summary"]["id"]
+                for i in range(count)]
+        most, reasons, started = 0, set(), time.monotonic()
+        while time.monotonic() - started < 90:
+            placements = [self.call("GET", f"/api/v1/workspaces/{ws}/jobs/{j}/placement") for j in jobs]
+            running = sum(1 for p in placements if p and p["state"] == "running")
+            reasons |= {p["reason"] for p in placements if p and p["state"] == "waiting" and p["reason"]}
+            most = max(most, running)
+            if most == count or (most > 0 and reasons):
+                break
+            time.sleep(0.5)
+        for j in jobs:
+            self.post(f"/api/v1/workspaces/{ws}/jobs/{j}/cancel", None)
+        for j in jobs:
+            self.wait(f"/api/v1/workspaces/{ws}/jobs/{j}", lambda d: d["summary"]["finished_at"] is not None, "end")
+        return most, ", ".join(sorted(reasons)) or "none"
 
 
 if __name__ == "__main__":

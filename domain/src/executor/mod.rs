@@ -255,6 +255,12 @@ pub trait Executor: Send + Sync {
 
     async fn stop(&self, handle: &Handle, how: Stop);
 
+    /// How an ended unit was ended by what ran it, when that was not the unit's own doing (a cluster
+    /// that lost its node, ran out its time, killed it for memory), in words for its status message.
+    async fn ended_how(&self, _handle: &Handle) -> Option<String> {
+        None
+    }
+
     /// Frees what an ended unit leaves behind (a container); its files stay.
     async fn clean_up(&self, handle: &Handle);
 }
@@ -358,6 +364,10 @@ impl Executors {
         if let Some(executor) = self.of(handle) {
             executor.clean_up(handle).await
         }
+    }
+
+    pub async fn ended_how(&self, handle: &Handle) -> Option<String> {
+        self.of(handle)?.ended_how(handle).await
     }
 }
 

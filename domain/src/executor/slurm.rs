@@ -491,6 +491,38 @@ impl Executor for Slurm {
         }
     }
 
+    /// Slurm's own end of the job (its state word, the node, and the admin's reason for a node that
+    /// went down), unless it completed, which the run folder says.
+    async fn ended_how(&self, handle: &Handle) -> Option<String> {
+        let job = Self::job_of(handle)?;
+        let info = self.cluster.job(job).await.ok()??;
+        if info.state.is_alive() || info.state == JobState::Completed {
+            return None;
+        }
+        let on = info.nodes.clone().unwrap_or_default();
+        let mut how = format!("Slurm ended job {job} as {}", info.state.word());
+        if !on.is_empty() {
+            how.push_str(&format!(" on {on}"));
+        }
+        if let Some(reason) = info.reason.filter(|r| r != "None") {
+            how.push_str(&format!(" ({reason})"));
+        }
+        // Why the admin took the node out, as they wrote it.
+        let nodes = match self.cluster.nodes().await {
+            Ok(nodes) => nodes,
+            Err(e) => {
+                tracing::warn!(job, error = %e, "cannot ask Slurm about the job's node");
+                Vec::new()
+            }
+        };
+        if let Some(node) = nodes.iter().find(|n| n.name == on) {
+            if let Some(why) = &node.reason {
+                how.push_str(&format!("; node {on} is {}: {why}", node.state));
+            }
+        }
+        Some(how)
+    }
+
     /// Nothing stays behind on the cluster once a job ended: its files are in its folder.
     async fn clean_up(&self, _handle: &Handle) {}
 }

@@ -143,7 +143,13 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: JobId) -> Result<(), AppEr
                 jobs.executors.clean_up(&handle).await;
             }
             drop_run_checkpoints(jobs, &job).await;
-            finish(db, &job, exit, gone, &mut log_file).await?;
+            // A job that did not end on its own terms (no last word of the trainer): what ran it may
+            // know better than the run folder why (a cluster that lost its node).
+            let ended_how = match (job.status()?.is_final(), job.handle()) {
+                (false, Some(handle)) => jobs.executors.ended_how(&handle).await,
+                _ => None,
+            };
+            finish(db, &job, exit, ended_how, &mut log_file).await?;
             jobs.changed();
             return Ok(());
         }
@@ -582,6 +588,15 @@ async fn apply(
                 EndStatus::Stopped if stopping => {
                     (JobStatus::Cancelled, Reason::CancelRequested, None)
                 }
+                // Not asked by this server: on a cluster, the cluster stopped it (a node lost, a
+                // preemption); how is known once it has ended, from the cluster (see `finish`).
+                EndStatus::Stopped if job.cluster.is_some() => {
+                    let note =
+                        "[paddock] the trainer was stopped by its cluster; asking the cluster why";
+                    insert_log(conn, job.id, note).await?;
+                    lines.push(note.to_string());
+                    return Ok(());
+                }
                 EndStatus::Stopped => (
                     JobStatus::Cancelled,
                     Reason::Signal,
@@ -660,19 +675,25 @@ async fn finish(
     db: &SqlitePool,
     job: &JobRow,
     exit: Option<i64>,
-    gone: bool,
+    ended_how: Option<String>,
     log_file: &mut Option<JobLogFile>,
 ) -> Result<(), AppError> {
     let mut tx = crate::db::write_tx(db).await?;
     let mut lines = Vec::new();
     let (status, reason) = status::current(&mut tx, job.id).await?;
     if !status.is_final() {
-        let message = match (exit, gone) {
-            (Some(code), _) => {
+        let message = match (exit, ended_how) {
+            (Some(code), None) => {
                 format!("the trainer exited with code {code} before finishing; see the log")
             }
-            (None, _) => "the job's process disappeared (the machine restarted?) before finishing"
-                .to_string(),
+            (Some(code), Some(how)) => {
+                format!("the job did not finish: {how} (the trainer exited with code {code})")
+            }
+            (None, Some(how)) => format!("the job did not finish: {how}"),
+            (None, None) => {
+                "the job's process disappeared (the machine restarted?) before finishing"
+                    .to_string()
+            }
         };
         // Asked to stop (by a person, or at its time limit) and gone without a last word: it ended as
         // asked; anything else ended early.

@@ -730,6 +730,37 @@ mod on_slurm {
         }
     }
 
+    /// The cluster's tests run side by side, but for those that take a node down: they run alone.
+    static CLUSTER: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+    /// The test cluster's configuration, shared with the other tests that leave its nodes up.
+    async fn shared_cluster() -> Option<(String, tokio::sync::RwLockReadGuard<'static, ()>)> {
+        let conf = slurm_conf()?;
+        Some((conf, CLUSTER.read().await))
+    }
+
+    /// The test cluster's configuration, for a test that disturbs its nodes: no other test uses it
+    /// meanwhile.
+    async fn cluster_alone() -> Option<(String, tokio::sync::RwLockWriteGuard<'static, ()>)> {
+        let conf = slurm_conf()?;
+        Some((conf, CLUSTER.write().await))
+    }
+
+    /// Brings a node taken down by a test back into service, however the test ends.
+    struct Resume {
+        conf: String,
+        node: String,
+    }
+
+    impl Drop for Resume {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("scontrol")
+                .args(["update", &format!("nodename={}", self.node), "state=resume"])
+                .env("SLURM_CONF", &self.conf)
+                .status();
+        }
+    }
+
     /// A server with the test cluster (one CPU and 1000 MB a job, so that each node runs two) and its
     /// owner's workspace with the sample dataset.
     async fn with_cluster(conf: &str) -> (Server, User, i64, i64) {
@@ -787,7 +818,9 @@ mod on_slurm {
 
     #[tokio::test]
     async fn a_job_on_the_cluster_trains_streams_metrics_and_keeps_checkpoints() {
-        let Some(conf) = slurm_conf() else { return };
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
         let (_server, owner, ws, ds) = with_cluster(&conf).await;
         let mut spec = on_cluster(tiny("on-slurm", ds, 20));
         spec["time_limit_minutes"] = json!(30);
@@ -832,7 +865,9 @@ mod on_slurm {
     /// A login node whose host key is not on record is refused at start, before anything is sent.
     #[tokio::test]
     async fn over_ssh_to_a_login_node_a_job_runs_and_cancels_with_a_checkpoint() {
-        let Some(conf) = slurm_conf() else { return };
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
         let args = [
             NO_DOCKER.iter().map(|a| a.to_string()).collect(),
             over_ssh(&conf, None),
@@ -893,7 +928,9 @@ mod on_slurm {
 
     #[tokio::test]
     async fn cancelling_a_job_on_the_cluster_stops_it_with_a_checkpoint() {
-        let Some(conf) = slurm_conf() else { return };
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
         let (_server, owner, ws, ds) = with_cluster(&conf).await;
         let id = submit(&owner, ws, on_cluster(endless("long-on-slurm", ds))).await;
         stepped(&owner, ws, id, 3).await;
@@ -909,7 +946,9 @@ mod on_slurm {
     /// server has one CPU slot (which a cluster job does not take).
     #[tokio::test]
     async fn jobs_on_the_cluster_take_no_slot_of_this_server() {
-        let Some(conf) = slurm_conf() else { return };
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
         let (_server, owner, ws, ds) = with_cluster(&conf).await;
         let here = submit(&owner, ws, endless("here", ds)).await;
         let there: Vec<i64> = [
@@ -932,7 +971,9 @@ mod on_slurm {
     /// recorded in its row: the steps go on counting, and a cancel still reaches it.
     #[tokio::test]
     async fn a_crashed_server_reattaches_to_its_job_on_the_cluster() {
-        let Some(conf) = slurm_conf() else { return };
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
         let (mut server, owner, ws, ds) = with_cluster(&conf).await;
         let id = submit(&owner, ws, on_cluster(endless("survivor-on-slurm", ds))).await;
         stepped(&owner, ws, id, 3).await;
@@ -975,7 +1016,9 @@ mod on_slurm {
     /// queue, not handed to the cluster, until GPUs are given back.
     #[tokio::test]
     async fn gpu_jobs_spread_over_the_nodes_wait_in_slurms_queue_and_count_against_the_quota() {
-        let Some(conf) = slurm_conf() else { return };
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
         let args = [
             NO_DOCKER,
             &["--slurm-conf", &conf, "--slurm-gpu-stand-ins"],
@@ -1096,7 +1139,9 @@ mod on_slurm {
     #[tokio::test]
     async fn replicas_on_the_cluster_answer_roll_out_under_load_and_come_back() {
         use crate::endpoints::{deploy, load, new_key, predict, trained};
-        let Some(conf) = slurm_conf() else { return };
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
         let (mut server, owner, _, _) = with_cluster(&conf).await;
         let (ws, _, checkpoints) = trained(&owner, 15).await;
         let (first, second) = (checkpoints[0], checkpoints[checkpoints.len() - 1]);
@@ -1238,7 +1283,9 @@ mod on_slurm {
     /// refused at its field and nothing is queued.
     #[tokio::test]
     async fn a_job_goes_to_the_partition_it_picks_and_an_unknown_one_is_refused() {
-        let Some(conf) = slurm_conf() else { return };
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
         let (server, owner, ws, ds) = with_cluster(&conf).await;
         let jobs = format!("/api/v1/workspaces/{ws}/jobs");
         let mut spec = on_cluster(tiny("nowhere", ds, 5));
@@ -1280,6 +1327,59 @@ mod on_slurm {
         wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
     }
 
+    /// The node a cluster job runs on goes down: the job ends failed, and its message says what Slurm
+    /// did and why the admin took the node out; a retry is a new batch job that runs.
+    #[tokio::test]
+    async fn a_job_whose_node_goes_down_fails_with_slurms_reason_and_a_retry_runs() {
+        let Some((conf, _alone)) = cluster_alone().await else {
+            return;
+        };
+        let (_server, owner, ws, ds) = with_cluster(&conf).await;
+        let id = submit(&owner, ws, on_cluster(endless("node-lost", ds))).await;
+        stepped(&owner, ws, id, 2).await;
+        let node = placement(&owner, ws, id).await["nodes"]
+            .as_str()
+            .expect("the job's node")
+            .to_string();
+        let resume = Resume {
+            conf: conf.clone(),
+            node: node.clone(),
+        };
+        let down = format!("nodename={node}");
+        slurm(
+            &conf,
+            &[
+                "scontrol",
+                "update",
+                &down,
+                "state=down",
+                "reason=power lost",
+            ],
+        );
+        let done = finished(&owner, ws, id).await;
+        drop(resume);
+        assert_eq!(status(&done), "failed", "{done}");
+        let message = done["summary"]["status_message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            message.contains("NODE_FAIL")
+                && message.contains(&node)
+                && message.contains("power lost"),
+            "{message}"
+        );
+
+        let retry = format!("{}/retry", job_path(ws, id));
+        let (code, again) = owner.post(&retry, json!({ "resume": false })).await;
+        assert_eq!(code, StatusCode::CREATED, "{again}");
+        let again = again["summary"]["id"].as_i64().unwrap();
+        stepped(&owner, ws, again, 1).await;
+        let batch = job(&owner, ws, again).await["summary"]["cluster_job"].clone();
+        assert_ne!(batch, done["summary"]["cluster_job"], "a new batch job");
+        cancel(&owner, ws, again).await;
+        wait_for(&owner, ws, again, "cancelled", |j| status(j) == "cancelled").await;
+    }
+
     #[tokio::test]
     async fn a_cluster_the_server_does_not_have_is_refused_and_nothing_is_queued() {
         let (server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
@@ -1301,7 +1401,9 @@ mod on_slurm {
     /// GPUs a running batch job holds shown allocated; signed-in users only.
     #[tokio::test]
     async fn the_cluster_view_shows_nodes_partitions_and_gpus_in_use() {
-        let Some(conf) = slurm_conf() else { return };
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
         let (server, owner, _ws, _ds) = with_cluster(&conf).await;
         let view = || async { owner.get("/api/v1/clusters").await.1[0].clone() };
         let cluster = view().await;
@@ -1370,7 +1472,9 @@ mod on_slurm {
     /// words; once the nodes are free it runs, and the placement says where.
     #[tokio::test]
     async fn a_job_waiting_in_the_cluster_queue_says_why() {
-        let Some(conf) = slurm_conf() else { return };
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
         let (_server, owner, ws, ds) = with_cluster(&conf).await;
         let here = submit(&owner, ws, tiny("here", ds, 2)).await;
         let placement = |id: i64| {
