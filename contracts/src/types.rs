@@ -1091,6 +1091,18 @@ impl ClusterNode {
     }
 }
 
+/// What a workspace's work is charged to on a cluster: its Slurm account and quality of service, set
+/// by an instance admin. `None`: the server's default, else the cluster's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ClusterAccount {
+    #[serde(default)]
+    pub account: Option<String>,
+    #[serde(default)]
+    pub qos: Option<String>,
+}
+
 /// Where a job handed to a cluster is now, as the cluster's scheduler says (read live).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

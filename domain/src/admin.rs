@@ -11,7 +11,7 @@ use super::auth::Actor;
 use super::db::write_tx;
 use containers::mirror::Mirror;
 use contracts::error::{internal, AppError, ErrorCode};
-use contracts::types::{InstanceSettings, SettingsChange, UserAccount, MAX_CAP};
+use contracts::types::{ClusterAccount, InstanceSettings, SettingsChange, UserAccount, MAX_CAP};
 
 fn require_admin(actor: &Actor) -> Result<(), AppError> {
     if actor.is_admin {
@@ -265,6 +265,95 @@ pub async fn set_gpu_quota(
     audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     Ok(max_gpus)
+}
+
+/// Sets what workspace `workspace_id`'s work is charged to on cluster `cluster` (its Slurm account and
+/// QoS; both `None` removes the mapping). Instance admins only, like the GPU quota: they map teams onto
+/// the cluster's accounting, which the cluster enforces where it runs `slurmdbd`.
+pub async fn set_cluster_account(
+    db: &SqlitePool,
+    executors: &crate::executor::Executors,
+    actor: &Actor,
+    workspace_id: WorkspaceId,
+    cluster: &str,
+    account: ClusterAccount,
+) -> Result<ClusterAccount, AppError> {
+    require_admin(actor)?;
+    if executors.cluster(cluster).is_none() {
+        return Err(AppError::invalid(
+            "cluster",
+            ErrorCode::ClusterInvalid,
+            format!("this server has no cluster named {cluster:?}"),
+        ));
+    }
+    for (field, value) in [("account", &account.account), ("qos", &account.qos)] {
+        if value.as_deref().is_some_and(|v| !slurm_name(v)) {
+            return Err(AppError::invalid(
+                field,
+                ErrorCode::ClusterInvalid,
+                format!("{field} must be 1–64 letters, digits, '_', '-' or '.'"),
+            ));
+        }
+    }
+    let mut tx = write_tx(db).await?;
+    let name: String = sqlx::query_scalar("SELECT name FROM workspaces WHERE id = ?")
+        .bind(workspace_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    if account == ClusterAccount::default() {
+        sqlx::query(
+            "DELETE FROM workspace_cluster_accounts WHERE workspace_id = ? AND cluster = ?",
+        )
+        .bind(workspace_id)
+        .bind(cluster)
+        .execute(&mut *tx)
+        .await?;
+    } else {
+        sqlx::query(
+            "INSERT INTO workspace_cluster_accounts (workspace_id, cluster, account, qos) VALUES (?, ?, ?, ?)
+             ON CONFLICT (workspace_id, cluster) DO UPDATE SET account = excluded.account, qos = excluded.qos",
+        )
+        .bind(workspace_id)
+        .bind(cluster)
+        .bind(&account.account)
+        .bind(&account.qos)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let entry = Entry::in_workspace(actor, workspace_id, "workspace.cluster_account", &name);
+    let detail =
+        serde_json::json!({ "cluster": cluster, "account": account.account, "qos": account.qos });
+    audit::record(&mut tx, entry.detail(detail)).await?;
+    tx.commit().await?;
+    Ok(account)
+}
+
+/// What workspace `workspace_id`'s work is charged to on cluster `cluster` (see
+/// [`set_cluster_account`]).
+pub(crate) async fn cluster_account(
+    db: &SqlitePool,
+    workspace_id: WorkspaceId,
+    cluster: &str,
+) -> Result<ClusterAccount, AppError> {
+    let row: Option<(Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT account, qos FROM workspace_cluster_accounts WHERE workspace_id = ? AND cluster = ?",
+    )
+    .bind(workspace_id)
+    .bind(cluster)
+    .fetch_optional(db)
+    .await?;
+    Ok(row
+        .map(|(account, qos)| ClusterAccount { account, qos })
+        .unwrap_or_default())
+}
+
+/// A Slurm account or QoS name: what `sbatch` takes as one word.
+fn slurm_name(value: &str) -> bool {
+    (1..=64).contains(&value.len())
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
 }
 
 #[cfg(test)]

@@ -506,7 +506,7 @@ async fn launch(
         gpus: 0,
         image: None,
         time_limit: None,
-        partition: None,
+        placement: Default::default(),
     };
     let handle = executor
         .start(work)

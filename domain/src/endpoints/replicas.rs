@@ -452,6 +452,19 @@ impl Deployer {
                 _ => (ExecutorKind::Local, None),
             };
             let runs_on = cluster.unwrap_or_else(|| self.executors.get(kind));
+            let placement = match &t.cluster {
+                Some(name) => {
+                    let account = crate::admin::cluster_account(&self.db, t.workspace_id, name)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    clusters::slurm::Placement {
+                        partition: None,
+                        account: account.account,
+                        qos: account.qos,
+                    }
+                }
+                None => Default::default(),
+            };
             let service = Service {
                 unit: Unit::Replica {
                     endpoint: t.id,
@@ -471,6 +484,7 @@ impl Deployer {
                     .join(format!("replica-{ordinal}.log")),
                 image,
                 start_timeout: START_TIMEOUT,
+                placement,
             };
             runs_on
                 .serve(service)

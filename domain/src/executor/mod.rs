@@ -163,8 +163,9 @@ pub struct Work {
     /// The job's time limit, which the server enforces by asking it to stop (a final checkpoint); a
     /// cluster is also told, as a backstop for a server that is down when it runs out.
     pub time_limit: Option<Duration>,
-    /// On a cluster: the partition it asked for (`None`: the executor's own).
-    pub partition: Option<String>,
+    /// On a cluster: the partition it asked for and the account and QoS its workspace is charged to
+    /// (each `None`: the executor's own).
+    pub placement: clusters::slurm::Placement,
 }
 
 /// A replica: `paddock serve-model <args> --model <dir> --bind <address>`, started and waited for until it
@@ -187,6 +188,8 @@ pub struct Service {
     pub image: Option<InImage>,
     /// How long it may take to load and warm up.
     pub start_timeout: Duration,
+    /// On a cluster: as [`Work::placement`].
+    pub placement: clusters::slurm::Placement,
 }
 
 /// The environment variable a replica reads its bearer token from (`serve-model` requires it on every

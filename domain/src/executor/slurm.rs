@@ -171,6 +171,16 @@ impl Slurm {
         }
     }
 
+    /// Where a unit goes: what it asked for, else what this server was configured with.
+    fn placed(&self, asked: &Placement) -> Placement {
+        let ours = &self.settings.placement;
+        Placement {
+            partition: asked.partition.clone().or(ours.partition.clone()),
+            account: asked.account.clone().or(ours.account.clone()),
+            qos: asked.qos.clone().or(ours.qos.clone()),
+        }
+    }
+
     /// The job's Slurm id, for a handle of this executor.
     fn job_of(handle: &Handle) -> Option<&str> {
         match handle {
@@ -336,10 +346,7 @@ impl Executor for Slurm {
         let submission = Submission {
             name: job_name(work.unit),
             comment: format!("paddock:workspace:{}:{unit_ids}", work.workspace_id),
-            placement: Placement {
-                partition: (work.partition.clone()).or(self.settings.placement.partition.clone()),
-                ..self.settings.placement.clone()
-            },
+            placement: self.placed(&work.placement),
             resources: Resources {
                 gpus: work.gpus,
                 cpus: self.settings.cpus,
@@ -411,7 +418,7 @@ impl Executor for Slurm {
         let submission = Submission {
             name: job_name(service.unit),
             comment: format!("paddock:workspace:{}:{unit_ids}", service.workspace_id),
-            placement: self.settings.placement.clone(),
+            placement: self.placed(&service.placement),
             resources: Resources {
                 gpus: service.gpus,
                 cpus: self.settings.cpus,

@@ -56,7 +56,7 @@ fn work(executor: &dyn Executor, name: &str, args: &[&str]) -> Work {
         gpus: 0,
         image: None,
         time_limit: None,
-        partition: None,
+        placement: Default::default(),
     }
 }
 

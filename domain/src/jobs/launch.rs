@@ -79,6 +79,22 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         .fetch_one(db)
         .await
         .map_err(|e| e.to_string())?;
+    // On a cluster: the partition the job asked for, and what its workspace is charged to there.
+    let placement = match cluster.as_deref() {
+        Some(name) => {
+            let account = crate::admin::cluster_account(db, workspace_id, name)
+                .await
+                .map_err(|e| e.to_string())?;
+            clusters::slurm::Placement {
+                partition: serde_json::from_str::<contracts::types::JobSpec>(&spec_json)
+                    .map_err(|e| format!("the job's stored spec: {e}"))?
+                    .partition,
+                account: account.account,
+                qos: account.qos,
+            }
+        }
+        None => Default::default(),
+    };
     let executor = match cluster.as_deref() {
         Some(name) => jobs.executors.cluster(name).ok_or_else(|| {
             format!("this server has no cluster named {name:?} any more; submit the job again")
@@ -130,9 +146,7 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         time_limit: time_limit_secs
             .and_then(|s| u64::try_from(s).ok())
             .map(Duration::from_secs),
-        partition: serde_json::from_str::<contracts::types::JobSpec>(&spec_json)
-            .map_err(|e| format!("the job's stored spec: {e}"))?
-            .partition,
+        placement,
     };
     let handle = executor.start(work).await?;
     // Where it runs is recorded whatever happens next, in the same transaction as the move to running.

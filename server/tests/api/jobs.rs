@@ -10,8 +10,8 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::{
-    docker, eventually, owner_with_sample, playground, poll, with_docker, workspace_with_sample,
-    Cli, User, NO_DOCKER, PATIENCE,
+    add_member, docker, eventually, owner_with_sample, playground, poll, with_docker,
+    workspace_with_sample, Cli, User, NO_DOCKER, PATIENCE,
 };
 
 fn tiny(name: &str, dataset: i64, max_steps: u32) -> Value {
@@ -1325,6 +1325,73 @@ mod on_slurm {
         assert!(shown.contains("Partition=short "), "{shown}");
         cancel(&owner, ws, id).await;
         wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
+    }
+
+    /// An instance admin maps a workspace onto the cluster's accounting: its jobs are then charged to
+    /// that Slurm account (and QoS); members cannot change it, bad names and unknown clusters are
+    /// refused, and clearing it brings back the server's default.
+    #[tokio::test]
+    async fn a_workspaces_jobs_are_charged_to_the_account_an_admin_maps_it_to() {
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
+        let (server, owner, ws, ds) = with_cluster(&conf).await;
+        let mapping = format!("/api/v1/admin/workspaces/{ws}/clusters/slurm");
+        let member = server.signup("member").await;
+        add_member(&owner, ws, "member", "owner").await;
+        let (code, _) = member.put(&mapping, json!({ "account": "team-a" })).await;
+        assert_eq!(
+            code,
+            StatusCode::FORBIDDEN,
+            "a workspace owner is not an instance admin"
+        );
+        for (path, body, field) in [
+            (mapping.clone(), json!({ "account": "team a" }), "account"),
+            (mapping.clone(), json!({ "qos": "x".repeat(65) }), "qos"),
+            (
+                format!("/api/v1/admin/workspaces/{ws}/clusters/nowhere"),
+                json!({}),
+                "cluster",
+            ),
+        ] {
+            let (code, answer) = owner.put(&path, body).await;
+            assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+            assert_eq!(answer["field"], field, "{answer}");
+        }
+        let (code, set) = owner
+            .put(&mapping, json!({ "account": "team-a", "qos": "normal" }))
+            .await;
+        assert_eq!(
+            (code, &set),
+            (
+                StatusCode::OK,
+                &json!({ "account": "team-a", "qos": "normal" })
+            )
+        );
+
+        let account_of = |id: i64| {
+            let (owner, conf) = (&owner, &conf);
+            async move {
+                let detail = job(owner, ws, id).await;
+                let batch = detail["summary"]["cluster_job"]
+                    .as_str()
+                    .unwrap()
+                    .to_string();
+                let shown = slurm(conf, &["scontrol", "show", "job", "-o", &batch]);
+                let word = shown.split_whitespace().find(|w| w.starts_with("Account="));
+                word.unwrap_or_default().to_string()
+            }
+        };
+        let charged = submit(&owner, ws, on_cluster(tiny("charged", ds, 2))).await;
+        finished(&owner, ws, charged).await;
+        assert_eq!(account_of(charged).await, "Account=team-a");
+        let (code, _) = owner
+            .put(&mapping, json!({ "account": null, "qos": null }))
+            .await;
+        assert_eq!(code, StatusCode::OK);
+        let default = submit(&owner, ws, on_cluster(tiny("default", ds, 2))).await;
+        finished(&owner, ws, default).await;
+        assert_ne!(account_of(default).await, "Account=team-a");
     }
 
     /// The node a cluster job runs on goes down: the job ends failed, and its message says what Slurm

@@ -151,6 +151,9 @@ fn action_words(locale: Locale, action: &str) -> Option<&'static str> {
         "workspace.create" => td_string!(locale, activity_actions.workspace_create),
         "workspace.rename" => td_string!(locale, activity_actions.workspace_rename),
         "workspace.gpu_quota" => td_string!(locale, activity_actions.workspace_gpu_quota),
+        "workspace.cluster_account" => {
+            td_string!(locale, activity_actions.workspace_cluster_account)
+        }
         "workspace.delete" => td_string!(locale, activity_actions.workspace_delete),
         "workspace.purge" => td_string!(locale, activity_actions.workspace_purge),
         _ => return None,

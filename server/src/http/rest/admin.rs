@@ -5,17 +5,17 @@ use axum::Json;
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
 
-use super::paths::{UserPath, WorkspacePath};
+use super::paths::{UserPath, WorkspaceClusterPath, WorkspacePath};
 use crate::http::caller::{Caller, Uploader};
 use crate::http::limits::{ApiJson, ApiPath as Path};
 use contracts::error::AppError;
 use contracts::error::ErrorBody;
-use contracts::types::{InstanceSettings, SettingsChange, UserAccount};
+use contracts::types::{ClusterAccount, InstanceSettings, SettingsChange, UserAccount};
 use domain::{admin, AppState};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    routes_of![settings, update_settings; users; update_user; set_gpu_quota]
+    routes_of![settings, update_settings; users; update_user; set_gpu_quota; set_cluster_account]
 }
 
 /// Routes whose bodies are streamed past the general body-size limit (an image archive is GBs).
@@ -95,6 +95,22 @@ pub async fn update_user(
 pub struct QuotaBody {
     /// The most GPUs the workspace may hold at once; `null` removes the quota.
     pub max_gpus: Option<u32>,
+}
+
+/// Sets the Slurm account and QoS a workspace's work is charged to on a cluster (instance admins);
+/// both `null` removes the mapping (the server's defaults apply).
+#[utoipa::path(put, path = "/api/v1/admin/workspaces/{id}/clusters/{cluster}", tag = "admin", security(("session" = []), ("token" = [])),
+    params(WorkspaceClusterPath), request_body = ClusterAccount,
+    responses((status = 200, body = ClusterAccount), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn set_cluster_account(
+    Caller { state, actor }: Caller,
+    Path(WorkspaceClusterPath { id, cluster }): Path<WorkspaceClusterPath>,
+    ApiJson(body): ApiJson<ClusterAccount>,
+) -> Result<Json<ClusterAccount>, AppError> {
+    let executors = &state.jobs.executors;
+    Ok(Json(
+        admin::set_cluster_account(&state.db, executors, &actor, id, &cluster, body).await?,
+    ))
 }
 
 /// Sets a workspace's GPU quota (instance admins).

@@ -25,6 +25,8 @@ macro_rules! path_params {
 path_params! {
     /// `/workspaces/{id}`.
     WorkspacePath { id: WorkspaceId = "workspace id" }
+    /// `/admin/workspaces/{id}/clusters/{cluster}`.
+    WorkspaceClusterPath { id: WorkspaceId = "workspace id", cluster: String = "the cluster's name (`slurm`)" }
     /// `/workspaces/{id}/members/{user_id}`.
     MemberPath { id: WorkspaceId = "workspace id", user_id: UserId = "member's user id" }
     /// `/workspaces/{id}/datasets/{dataset_id}`.

@@ -349,7 +349,12 @@ pub fn placement_text(locale: Locale, p: &ClusterPlacement) -> String {
             td_string!(locale, job_detail.placement_running, nodes = nodes).to_string()
         }
         ClusterJobState::Ending => td_string!(locale, job_detail.placement_ending).to_string(),
-        ClusterJobState::Ended => td_string!(locale, job_detail.placement_ended).to_string(),
+        ClusterJobState::Ended if nodes.is_empty() => {
+            td_string!(locale, job_detail.placement_ended).to_string()
+        }
+        ClusterJobState::Ended => {
+            td_string!(locale, job_detail.placement_ended_on, nodes = nodes).to_string()
+        }
     }
 }
 
@@ -562,6 +567,11 @@ mod tests {
         assert_eq!(
             placement_text(Locale::en, &running),
             "Running on the cluster's node node2."
+        );
+        let ended = at(ClusterJobState::Ended, Some("node2"));
+        assert_eq!(
+            placement_text(Locale::zh, &ended),
+            "已在集群节点 node2 上结束。"
         );
         for state in [
             ClusterJobState::Waiting,
