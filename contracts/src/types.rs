@@ -1035,6 +1035,42 @@ pub struct ClusterView {
     /// Why the scheduler could not be asked (its tools failed or did not answer); the lists are then
     /// empty.
     pub problem: Option<String>,
+    /// Whether the cluster's nodes see this server's data directory, as the last preflight found
+    /// (`None`: not checked yet).
+    #[serde(default)]
+    pub shared_dir: Option<SharedDirCheck>,
+}
+
+/// The shared-directory preflight: a small batch job on each partition reads a file this server wrote
+/// in its data directory and writes one back, which the server must then read. Jobs and replicas on
+/// the cluster depend on it: their run folders, inputs and checkpoints are all there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SharedDirCheck {
+    /// The directory checked: this server's data directory, as the nodes must see it.
+    pub dir: String,
+    pub checked_at: String,
+    pub partitions: Vec<SharedDirResult>,
+}
+
+impl SharedDirCheck {
+    /// Why work sent to `partition` cannot run, if the check found its nodes blind to the directory.
+    pub fn problem_of(&self, partition: &str) -> Option<&str> {
+        self.partitions
+            .iter()
+            .find(|p| p.partition == partition)
+            .and_then(|p| p.problem.as_deref())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SharedDirResult {
+    pub partition: String,
+    /// The node its job ran on, if it ran.
+    pub node: Option<String>,
+    /// What went wrong (`None`: the node read the server's file and the server read the node's).
+    pub problem: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -329,6 +329,20 @@ pub async fn set_cluster_account(
     Ok(account)
 }
 
+/// Checks now that the nodes of cluster `cluster` see this server's data directory (a batch job on each
+/// partition; see `executor::slurm::preflight`). Instance admins: it submits work to the cluster.
+pub async fn check_cluster(
+    executors: &crate::executor::Executors,
+    actor: &Actor,
+    cluster: &str,
+) -> Result<contracts::types::SharedDirCheck, AppError> {
+    require_admin(actor)?;
+    executors
+        .check_shared_dir(cluster)
+        .await
+        .ok_or(AppError::NotFound)
+}
+
 /// What workspace `workspace_id`'s work is charged to on cluster `cluster` (see
 /// [`set_cluster_account`]).
 pub(crate) async fn cluster_account(

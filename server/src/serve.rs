@@ -73,6 +73,7 @@ pub async fn run(
         tracing::info!(cluster = name, "jobs may run on the Slurm cluster");
         let slurm = domain::executor::slurm::Slurm::new(cluster, storage.clone(), settings);
         jobs.executors = jobs.executors.clone().with_slurm(name, slurm);
+        jobs.executors.spawn_shared_dir_checks();
     }
     let jobs = std::sync::Arc::new(jobs);
     let deployer = std::sync::Arc::new(

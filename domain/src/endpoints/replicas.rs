@@ -144,13 +144,23 @@ impl Deployer {
 
     /// Refuses a cluster this server does not have, before anything is recorded.
     pub(crate) fn check_cluster(&self, name: &str) -> Result<(), AppError> {
-        match self.executors.cluster(name) {
-            Some(_) => Ok(()),
-            None => Err(AppError::invalid(
+        let invalid = |message| {
+            AppError::invalid(
                 "cluster",
                 contracts::error::ErrorCode::ClusterInvalid,
-                format!("this server has no cluster named {name:?}"),
-            )),
+                message,
+            )
+        };
+        if self.executors.cluster(name).is_none() {
+            return Err(invalid(format!(
+                "this server has no cluster named {name:?}"
+            )));
+        }
+        match self.executors.shared_dir_problem(name, None) {
+            Some(problem) => Err(invalid(format!(
+                "the cluster {name:?} cannot run replicas: {problem}"
+            ))),
+            None => Ok(()),
         }
     }
 

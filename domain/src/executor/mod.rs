@@ -317,6 +317,37 @@ impl Executors {
         }
     }
 
+    /// Checks in the background that each cluster's nodes see the data directory (see
+    /// `slurm::preflight`).
+    pub fn spawn_shared_dir_checks(&self) {
+        if let Some((name, slurm)) = self.slurm.clone() {
+            tokio::spawn(async move {
+                let check = slurm.check_shared_dir().await;
+                let failed = check.partitions.iter().filter(|p| p.problem.is_some());
+                for p in failed {
+                    tracing::warn!(cluster = name, partition = p.partition, problem = ?p.problem, "the cluster's nodes fail the shared-directory check");
+                }
+            });
+        }
+    }
+
+    /// Checks now that the nodes of the cluster named `name` see the data directory; `None` when this
+    /// server has no such cluster.
+    pub async fn check_shared_dir(&self, name: &str) -> Option<contracts::types::SharedDirCheck> {
+        let (known, slurm) = self.slurm.as_ref()?;
+        match known == name {
+            true => Some(slurm.check_shared_dir().await),
+            false => None,
+        }
+    }
+
+    /// Why work for partition `partition` of the cluster named `name` cannot run there, if the last
+    /// shared-directory check found its nodes blind to the data directory.
+    pub fn shared_dir_problem(&self, name: &str, partition: Option<&str>) -> Option<String> {
+        let (known, slurm) = self.slurm.as_ref()?;
+        (known == name).then(|| slurm.shared_dir_problem(partition))?
+    }
+
     /// The partitions of the cluster named `name`: `None` when this server has no such cluster, an
     /// error when its scheduler does not answer.
     pub async fn cluster_partitions(&self, name: &str) -> Option<Result<Vec<String>, String>> {

@@ -524,6 +524,16 @@ async fn cluster_for<'a>(
             );
         }
     }
+    if let Some(problem) = jobs
+        .executors
+        .shared_dir_problem(name, spec.partition.as_deref())
+    {
+        return Err(AppError::invalid(
+            "cluster",
+            ErrorCode::ClusterInvalid,
+            format!("the cluster {name:?} cannot run it: {problem}"),
+        ));
+    }
     Ok(cluster)
 }
 

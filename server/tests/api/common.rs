@@ -32,17 +32,27 @@ pub struct Server {
 }
 
 /// Starts `paddock serve` on a free port with its state in `dir`; waits for its `listening on` line.
+/// `wrapper`: a command that runs it (given the binary and its arguments), if any.
 fn spawn(
     dir: &std::path::Path,
     extra: &[String],
     env: &[(String, String)],
+    wrapper: &[String],
 ) -> (Child, BufReader<ChildStdout>, String) {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(dir.join("server.log"))
         .expect("log file");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_paddock"))
+    let mut command = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut c = Command::new(program);
+            c.args(args).arg(env!("CARGO_BIN_EXE_paddock"));
+            c
+        }
+        None => Command::new(env!("CARGO_BIN_EXE_paddock")),
+    };
+    let mut child = command
         .arg("serve")
         .args(["--bind", "127.0.0.1:0"])
         .arg("--data-dir")
@@ -85,7 +95,7 @@ impl Server {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let (child, stdout, base) = spawn(dir.path(), &extra, &env);
+        let (child, stdout, base) = spawn(dir.path(), &extra, &env, &[]);
         Server {
             base: Arc::new(RwLock::new(base)),
             child,
@@ -96,12 +106,37 @@ impl Server {
         }
     }
 
+    /// A server whose data directory is a tmpfs mounted in a mount namespace of its own: it sees its
+    /// files, no other process on the machine does (as a login node whose data directory the cluster's
+    /// nodes do not mount). Not restartable: a restart would start on an empty directory.
+    pub fn start_private(extra: &[&str]) -> Server {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let data = dir.path().join("data");
+        let mount = r#"mkdir -p "$1" && mount -t tmpfs tmpfs "$1" && shift && exec "$@""#;
+        let wrapper: Vec<String> = ["unshare", "--mount", "--propagation", "private", "--"]
+            .into_iter()
+            .chain(["sh", "-c", mount, "sh"])
+            .map(String::from)
+            .chain([data.to_string_lossy().into_owned()])
+            .collect();
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let (child, stdout, base) = spawn(dir.path(), &extra, &[], &wrapper);
+        Server {
+            base: Arc::new(RwLock::new(base)),
+            child,
+            _stdout: stdout,
+            dir,
+            extra,
+            env: Vec::new(),
+        }
+    }
+
     /// Kills the server with SIGKILL (no shutdown code runs) and starts a new one on the same data
     /// directory, as after a crash.
     pub fn crash_and_restart(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let (child, stdout, base) = spawn(self.dir.path(), &self.extra, &self.env);
+        let (child, stdout, base) = spawn(self.dir.path(), &self.extra, &self.env, &[]);
         self.child = child;
         self._stdout = stdout;
         *self.base.write().unwrap() = base;

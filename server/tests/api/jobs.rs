@@ -1327,6 +1327,74 @@ mod on_slurm {
         wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
     }
 
+    /// The shared-directory check of a server `start` gave, once it has run (it starts with the server).
+    async fn shared_dir_check(user: &User) -> Value {
+        let checked = user
+            .poll("/api/v1/clusters", Duration::from_secs(180), |c| {
+                !c[0]["shared_dir"].is_null()
+            })
+            .await;
+        match checked {
+            Ok(clusters) => clusters[0]["shared_dir"].clone(),
+            Err(last) => panic!("no shared-directory check: {last}"),
+        }
+    }
+
+    /// A server whose data directory the cluster's nodes do not see (it is mounted only where the
+    /// server runs): the preflight finds it out on every partition, the admin page's view says so, and
+    /// jobs and replicas for the cluster are refused at submission with the reason, recording nothing.
+    #[tokio::test]
+    async fn nodes_blind_to_the_data_directory_are_found_out_and_nothing_is_sent_to_them() {
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
+        let args = [
+            NO_DOCKER,
+            &[
+                "--slurm-conf",
+                &conf,
+                "--slurm-cpus",
+                "1",
+                "--slurm-memory-mb",
+                "1000",
+            ],
+        ]
+        .concat();
+        let server = Server::start_private(&args);
+        let owner = server.signup("owner").await;
+        let (ws, ds) = workspace_with_sample(&owner).await;
+        let check = shared_dir_check(&owner).await;
+        let partitions = check["partitions"].as_array().unwrap();
+        let names: Vec<&str> = partitions
+            .iter()
+            .map(|p| p["partition"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["gpu", "short"], "{check}");
+        for p in partitions {
+            let problem = p["problem"].as_str().unwrap_or_default();
+            assert!(
+                problem.contains("do not see this server's data directory"),
+                "{check}"
+            );
+        }
+        let jobs = format!("/api/v1/workspaces/{ws}/jobs");
+        let (code, body) = owner.post(&jobs, on_cluster(tiny("blind", ds, 5))).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(
+            (&body["code"], &body["field"]),
+            (&json!("cluster_invalid"), &json!("cluster"))
+        );
+        assert!(
+            body["message"].as_str().unwrap().contains("partition gpu"),
+            "{body}"
+        );
+        // (Its database is in its private directory too: asked through the API.)
+        assert_eq!(owner.get(&jobs).await.1, json!([]), "nothing queued");
+        // Its own jobs run as ever.
+        let here = submit(&owner, ws, tiny("here", ds, 2)).await;
+        assert_eq!(status(&finished(&owner, ws, here).await), "succeeded");
+    }
+
     /// An instance admin maps a workspace onto the cluster's accounting: its jobs are then charged to
     /// that Slurm account (and QoS); members cannot change it, bad names and unknown clusters are
     /// refused, and clearing it brings back the server's default.
@@ -1533,6 +1601,31 @@ mod on_slurm {
 
         let (code, _) = server.anonymous().get("/api/v1/clusters").await;
         assert_eq!(code, StatusCode::UNAUTHORIZED);
+
+        // The nodes see the data directory: every partition passes the check the server ran at
+        // start, and an admin may run it again (a member may not).
+        let check = shared_dir_check(&owner).await;
+        for p in check["partitions"].as_array().unwrap() {
+            assert_eq!(p["problem"], Value::Null, "{check}");
+            assert!(
+                p["node"].as_str().is_some_and(|n| n.starts_with("node")),
+                "{check}"
+            );
+        }
+        let member = server.signup("member").await;
+        let preflight = "/api/v1/admin/clusters/slurm/preflight";
+        assert_eq!(member.post_empty(preflight).await.0, StatusCode::FORBIDDEN);
+        let (code, again) = owner.post_empty(preflight).await;
+        assert_eq!(code, StatusCode::OK, "{again}");
+        assert_eq!(
+            again["partitions"].as_array().map(Vec::len),
+            Some(2),
+            "{again}"
+        );
+        let (code, _) = owner
+            .post_empty("/api/v1/admin/clusters/nowhere/preflight")
+            .await;
+        assert_eq!(code, StatusCode::NOT_FOUND);
     }
 
     /// A job the cluster cannot place yet waits in its queue, and its placement says why in Slurm's

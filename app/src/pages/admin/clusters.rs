@@ -1,7 +1,8 @@
 //! Clusters on the admin page: each cluster this server hands jobs to, as its scheduler sees it now —
 //! its partitions (state, nodes, time limit, GPUs free) and nodes (state, GPUs, CPUs and memory in use,
-//! and why a node is drained or down) — or why its scheduler could not be asked. Nothing here is
-//! stored: it is read from the cluster each time the page is.
+//! and why a node is drained or down) — or why its scheduler could not be asked — and whether its nodes
+//! see this server's data directory (the last shared-directory check). Nothing here is stored: it is
+//! read from the cluster each time the page is.
 
 use leptos::prelude::*;
 
@@ -9,7 +10,7 @@ use crate::api::jobs::list_clusters;
 use crate::components::page::Loaded;
 use crate::components::table::{columns, DataTable};
 use crate::i18n::*;
-use contracts::types::{ClusterView, ResourceUsage};
+use contracts::types::{ClusterView, ResourceUsage, SharedDirCheck};
 
 /// `1/2`: allocated of total.
 fn used(u: ResourceUsage) -> String {
@@ -45,6 +46,7 @@ fn Cluster(cluster: ClusterView) -> impl IntoView {
         partitions,
         nodes,
         problem,
+        shared_dir,
     } = cluster;
     let heading = format!("{name} · {executor}");
     let partition_rows = partitions
@@ -100,8 +102,49 @@ fn Cluster(cluster: ClusterView) -> impl IntoView {
                         columns=columns!(admin: clusters_col_node, clusters_col_state, clusters_col_gpus, clusters_col_cpus, clusters_col_memory, clusters_col_partitions, clusters_col_reason)>
                         {node_rows}
                     </DataTable>
+                    <SharedDir check=shared_dir />
                 }.into_any(),
             }}
         </div>
     }
+}
+
+/// Whether the nodes of each partition read and write this server's data directory, as the last check
+/// found; a partition that fails is named with what went wrong (and jobs are refused there).
+#[component]
+fn SharedDir(check: Option<SharedDirCheck>) -> impl IntoView {
+    let i18n = use_i18n();
+    let Some(check) = check else {
+        return view! { <p class="muted" data-testid="cluster-shared-dir" data-ok="unknown">{t!(i18n, admin.clusters_shared_unchecked)}</p> }.into_any();
+    };
+    let ok = check.partitions.iter().all(|p| p.problem.is_none());
+    let dir = check.dir.clone();
+    let rows = check
+        .partitions
+        .into_iter()
+        .map(|p| {
+            let (partition, node) = (p.partition.clone(), p.node.clone().unwrap_or_default());
+            let fine = p.problem.is_none();
+            view! {
+                <li data-testid="cluster-shared-dir-partition" data-name=p.partition.clone() data-ok=fine.to_string()>
+                    {match p.problem {
+                        None => view! {
+                            {move || t_string!(i18n, admin.clusters_shared_partition_ok, partition = partition.clone(), node = node.clone()).to_string()}
+                        }.into_any(),
+                        Some(problem) => view! {
+                            {move || t_string!(i18n, admin.clusters_shared_partition_failed, partition = partition.clone()).to_string()}
+                            " "<code>{problem}</code>
+                        }.into_any(),
+                    }}
+                </li>
+            }
+        })
+        .collect_view();
+    view! {
+        <div class=if ok { "notice notice-info" } else { "notice notice-error" } data-testid="cluster-shared-dir" data-ok=ok.to_string()>
+            <p>{move || t_string!(i18n, admin.clusters_shared_title, dir = dir.clone()).to_string()}</p>
+            <ul>{rows}</ul>
+        </div>
+    }
+    .into_any()
 }

@@ -5,17 +5,19 @@ use axum::Json;
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
 
-use super::paths::{UserPath, WorkspaceClusterPath, WorkspacePath};
+use super::paths::{ClusterPath, UserPath, WorkspaceClusterPath, WorkspacePath};
 use crate::http::caller::{Caller, Uploader};
 use crate::http::limits::{ApiJson, ApiPath as Path};
 use contracts::error::AppError;
 use contracts::error::ErrorBody;
-use contracts::types::{ClusterAccount, InstanceSettings, SettingsChange, UserAccount};
+use contracts::types::{
+    ClusterAccount, InstanceSettings, SettingsChange, SharedDirCheck, UserAccount,
+};
 use domain::{admin, AppState};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    routes_of![settings, update_settings; users; update_user; set_gpu_quota; set_cluster_account]
+    routes_of![settings, update_settings; users; update_user; set_gpu_quota; set_cluster_account; check_cluster]
 }
 
 /// Routes whose bodies are streamed past the general body-size limit (an image archive is GBs).
@@ -110,6 +112,21 @@ pub async fn set_cluster_account(
     let executors = &state.jobs.executors;
     Ok(Json(
         admin::set_cluster_account(&state.db, executors, &actor, id, &cluster, body).await?,
+    ))
+}
+
+/// Checks now that the cluster's nodes see this server's data directory: a small batch job on each
+/// partition reads a file the server wrote there and writes one back (instance admins). Takes as long
+/// as the cluster takes to run them (at most two minutes); jobs are refused on a partition that fails.
+#[utoipa::path(post, path = "/api/v1/admin/clusters/{cluster}/preflight", tag = "admin", security(("session" = []), ("token" = [])),
+    params(ClusterPath),
+    responses((status = 200, body = SharedDirCheck), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn check_cluster(
+    Caller { state, actor }: Caller,
+    Path(ClusterPath { cluster }): Path<ClusterPath>,
+) -> Result<Json<SharedDirCheck>, AppError> {
+    Ok(Json(
+        admin::check_cluster(&state.jobs.executors, &actor, &cluster).await?,
     ))
 }
 

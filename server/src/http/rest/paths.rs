@@ -25,6 +25,8 @@ macro_rules! path_params {
 path_params! {
     /// `/workspaces/{id}`.
     WorkspacePath { id: WorkspaceId = "workspace id" }
+    /// `/admin/clusters/{cluster}/…`.
+    ClusterPath { cluster: String = "the cluster's name (`slurm`)" }
     /// `/admin/workspaces/{id}/clusters/{cluster}`.
     WorkspaceClusterPath { id: WorkspaceId = "workspace id", cluster: String = "the cluster's name (`slurm`)" }
     /// `/workspaces/{id}/members/{user_id}`.

@@ -18,8 +18,10 @@
 //! The deployer's watcher, health checks, restarts, rolling changes and parity gate are the same as for
 //! a replica on this server: they only see a [`Handle::Cluster`] and a base URL.
 
+mod preflight;
+
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use clusters::slurm::{Cancel, JobState, Placement, Resources, Submission};
@@ -47,6 +49,10 @@ pub struct Slurm {
     cluster: clusters::slurm::Slurm,
     storage: Arc<Storage>,
     settings: Settings,
+    /// What the last shared-directory preflight found (see [`preflight`]), and the cluster's default
+    /// partition then.
+    shared_dir: Mutex<Option<contracts::types::SharedDirCheck>>,
+    default_partition: Mutex<Option<String>>,
 }
 
 /// How long a stop waits for a started job's command to record its pid.
@@ -70,6 +76,8 @@ impl Slurm {
             cluster,
             storage,
             settings,
+            shared_dir: Mutex::new(None),
+            default_partition: Mutex::new(None),
         }
     }
 
@@ -224,6 +232,7 @@ impl Slurm {
             partitions: Vec::new(),
             nodes: Vec::new(),
             problem: None,
+            shared_dir: self.last_shared_dir_check(),
         };
         let (nodes, partitions) = match (nodes, partitions) {
             (Ok(n), Ok(p)) => (n, p),
