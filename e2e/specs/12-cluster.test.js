@@ -1,6 +1,7 @@
 //! Story: a server on the login node of a Slurm cluster (the two-node test cluster `scripts/slurm.sh`
 //! starts, which `make test` brings up), in Chinese — the admin page shows the cluster as its scheduler
-//! sees it (the partition this server's jobs go to, both nodes with their GPUs); the job form offers the
+//! sees it (the partition this server's jobs go to, both nodes with their GPUs) and that its nodes read
+//! and write this server's data directory (the shared-directory check); the job form offers the
 //! cluster with its free GPUs and, once it is chosen, its partitions; a job sent to the `short`
 //! partition is queued and placed by Slurm, runs, and its page says where (the cluster, the partition,
 //! Slurm's job id, and what Slurm says of it); its checkpoint deploys with replicas on the cluster, which
@@ -50,6 +51,16 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
       assert.equal(await node.getAttribute('data-up'), 'true', name);
       await waitForText(node.getByTestId('cluster-node-gpus'), '/2');
     }
+    // The shared-directory check the server ran at start: both partitions' nodes read and write its
+    // data directory (the page is read again until the check has finished).
+    const shared = cluster.getByTestId('cluster-shared-dir');
+    for (let i = 0; i < 60 && (await shared.getAttribute('data-ok')) !== 'true'; i++) {
+      await page.waitForTimeout(1000);
+      await visit(page, '/admin');
+    }
+    assert.equal(await shared.getAttribute('data-ok'), 'true');
+    const checked = cluster.locator('[data-testid="cluster-shared-dir-partition"][data-ok="true"]');
+    assert.equal(await checked.count(), 2, 'gpu and short');
     // The card in Chinese; what Slurm says (states, node lists, time limits) is shown as code.
     const words = await page.getByTestId('clusters').evaluate((card) => {
       const copy = card.cloneNode(true);

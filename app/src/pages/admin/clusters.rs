@@ -142,7 +142,7 @@ fn SharedDir(check: Option<SharedDirCheck>) -> impl IntoView {
         .collect_view();
     view! {
         <div class=if ok { "notice notice-info" } else { "notice notice-error" } data-testid="cluster-shared-dir" data-ok=ok.to_string()>
-            <p>{move || t_string!(i18n, admin.clusters_shared_title, dir = dir.clone()).to_string()}</p>
+            <p>{t!(i18n, admin.clusters_shared_title)}" "<code data-testid="cluster-shared-dir-path">{dir}</code></p>
             <ul>{rows}</ul>
         </div>
     }
