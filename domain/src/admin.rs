@@ -237,11 +237,7 @@ pub async fn set_gpu_quota(
         ));
     }
     let mut tx = write_tx(db).await?;
-    let name: String = sqlx::query_scalar("SELECT name FROM workspaces WHERE id = ?")
-        .bind(workspace_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    let name = workspace_name(&mut tx, workspace_id).await?;
     match max_gpus {
         Some(n) => {
             sqlx::query(
@@ -296,11 +292,7 @@ pub async fn set_cluster_account(
         }
     }
     let mut tx = write_tx(db).await?;
-    let name: String = sqlx::query_scalar("SELECT name FROM workspaces WHERE id = ?")
-        .bind(workspace_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    let name = workspace_name(&mut tx, workspace_id).await?;
     if account == ClusterAccount::default() {
         sqlx::query(
             "DELETE FROM workspace_cluster_accounts WHERE workspace_id = ? AND cluster = ?",
@@ -360,6 +352,18 @@ pub(crate) async fn cluster_account(
     Ok(row
         .map(|(account, qos)| ClusterAccount { account, qos })
         .unwrap_or_default())
+}
+
+/// Workspace `workspace_id`'s name, for the audit log; not found when there is no such workspace.
+async fn workspace_name(
+    conn: &mut sqlx::SqliteConnection,
+    workspace_id: WorkspaceId,
+) -> Result<String, AppError> {
+    sqlx::query_scalar("SELECT name FROM workspaces WHERE id = ?")
+        .bind(workspace_id)
+        .fetch_optional(conn)
+        .await?
+        .ok_or(AppError::NotFound)
 }
 
 /// A Slurm account or QoS name: what `sbatch` takes as one word.

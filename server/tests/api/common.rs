@@ -89,13 +89,22 @@ impl Server {
     /// A server with these extra arguments and environment variables (for example
     /// `hostcaps::HIDE_ENV`, to walk the branch a machine without some hardware takes).
     pub fn start_with_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         let env: Vec<(String, String)> = env
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        let (child, stdout, base) = spawn(dir.path(), &extra, &env, &[]);
+        Server::spawned(tempfile::tempdir().expect("tempdir"), extra, env, &[])
+    }
+
+    /// A server started in `dir` (through `wrapper`, if any).
+    fn spawned(
+        dir: tempfile::TempDir,
+        extra: &[&str],
+        env: Vec<(String, String)>,
+        wrapper: &[String],
+    ) -> Server {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        let (child, stdout, base) = spawn(dir.path(), &extra, &env, wrapper);
         Server {
             base: Arc::new(RwLock::new(base)),
             child,
@@ -119,16 +128,7 @@ impl Server {
             .map(String::from)
             .chain([data.to_string_lossy().into_owned()])
             .collect();
-        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        let (child, stdout, base) = spawn(dir.path(), &extra, &[], &wrapper);
-        Server {
-            base: Arc::new(RwLock::new(base)),
-            child,
-            _stdout: stdout,
-            dir,
-            extra,
-            env: Vec::new(),
-        }
+        Server::spawned(dir, extra, Vec::new(), &wrapper)
     }
 
     /// Kills the server with SIGKILL (no shutdown code runs) and starts a new one on the same data

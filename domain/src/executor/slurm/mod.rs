@@ -179,6 +179,33 @@ impl Slurm {
         }
     }
 
+    /// A unit's batch job but its limits, folder and script: named after the unit with Paddock's ids in
+    /// its comment (how a restarted server finds it), where it goes and what it takes.
+    fn submission(
+        &self,
+        unit: super::Unit,
+        workspace_id: contracts::ids::WorkspaceId,
+        placement: &Placement,
+        gpus: u32,
+    ) -> Submission {
+        let unit_ids = unit.name_parts().join(":");
+        Submission {
+            name: job_name(unit),
+            comment: format!("paddock:workspace:{workspace_id}:{unit_ids}"),
+            placement: self.placed(placement),
+            resources: Resources {
+                gpus,
+                cpus: self.settings.cpus,
+                memory_mb: self.settings.memory_mb,
+            },
+            time_limit: None,
+            term_before_limit: None,
+            output: String::new(),
+            workdir: String::new(),
+            script: String::new(),
+        }
+    }
+
     /// Where a unit goes: what it asked for, else what this server was configured with.
     fn placed(&self, asked: &Placement) -> Placement {
         let ours = &self.settings.placement;
@@ -351,21 +378,13 @@ impl Executor for Slurm {
         let argv = wrapper_args(&folder, &paddock, &work);
         let script = shlex::try_join(argv.iter().map(String::as_str))
             .map_err(|e| format!("the run's command cannot be quoted: {e}"))?;
-        let unit_ids = work.unit.name_parts().join(":");
         let submission = Submission {
-            name: job_name(work.unit),
-            comment: format!("paddock:workspace:{}:{unit_ids}", work.workspace_id),
-            placement: self.placed(&work.placement),
-            resources: Resources {
-                gpus: work.gpus,
-                cpus: self.settings.cpus,
-                memory_mb: self.settings.memory_mb,
-            },
             time_limit: work.time_limit.map(|limit| limit + LIMIT_BACKSTOP),
             term_before_limit: work.time_limit.map(|_| TERM_BEFORE_LIMIT),
             output: format!("{folder}/slurm.out"),
             workdir: folder,
             script: format!("exec {script}"),
+            ..self.submission(work.unit, work.workspace_id, &work.placement, work.gpus)
         };
         let job = self
             .cluster
@@ -423,16 +442,7 @@ impl Executor for Slurm {
                 .map_err(|e| format!("{} cannot be quoted: {e}", path.display()))
         };
         let (log, token) = (quoted(&service.log)?, quoted(&token_file)?);
-        let unit_ids = service.unit.name_parts().join(":");
         let submission = Submission {
-            name: job_name(service.unit),
-            comment: format!("paddock:workspace:{}:{unit_ids}", service.workspace_id),
-            placement: self.placed(&service.placement),
-            resources: Resources {
-                gpus: service.gpus,
-                cpus: self.settings.cpus,
-                memory_mb: self.settings.memory_mb,
-            },
             time_limit: None,
             term_before_limit: None,
             output: out.to_string_lossy().into_owned(),
@@ -441,6 +451,12 @@ impl Executor for Slurm {
                 "{env}=$(cat {token}) && rm -f {token} && export {env} && exec {command} 2>>{log}",
                 env = super::TOKEN_ENV
             ),
+            ..self.submission(
+                service.unit,
+                service.workspace_id,
+                &service.placement,
+                service.gpus,
+            )
         };
         let submitted = self.cluster.submit(&submission).await;
         let job = match submitted {

@@ -297,7 +297,8 @@ fn DegenerateAdvice(live: RwSignal<JobDetail>) -> impl IntoView {
 }
 
 /// Where a job on a cluster is, as its scheduler says: read in the browser when the page is live, when
-/// the job changes state, and every few seconds until it is over (the cluster's queue is not streamed).
+/// the job changes state, and every few seconds until it is over here and there (the cluster's queue is
+/// not streamed).
 #[component]
 fn Placement(summary: Memo<JobSummary>) -> impl IntoView {
     let i18n = use_i18n();
@@ -320,8 +321,14 @@ fn Placement(summary: Memo<JobSummary>) -> impl IntoView {
         stage.track();
         read();
     });
+    // Until the scheduler, too, says the job is over: a job that has just ended here may still be
+    // ending there (Slurm's `COMPLETING`).
     every(POLL, move || {
-        if !summary.with_untracked(|s| s.status.is_final()) {
+        let ending = placement.with_untracked(|p| {
+            p.as_ref()
+                .is_some_and(|p| p.state != ClusterJobState::Ended)
+        });
+        if !summary.with_untracked(|s| s.status.is_final()) || ending {
             read();
         }
     });
