@@ -1331,6 +1331,9 @@ pub struct ParitySample {
 pub struct EvaluationRequest {
     /// A dataset of the same workspace whose labels the checkpoint knows.
     pub dataset_id: DatasetId,
+    /// Run on this cluster (by the name the server knows it by) instead of on this server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -1433,6 +1436,11 @@ pub struct EvaluationInfo {
     pub created_at: String,
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
+    /// The cluster it runs on (`None`: this server) and, once submitted, its job id there.
+    #[serde(default)]
+    pub cluster: Option<String>,
+    #[serde(default)]
+    pub cluster_job: Option<String>,
 }
 
 // ---- endpoints ------------------------------------------------------------------------------------

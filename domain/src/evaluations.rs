@@ -27,7 +27,7 @@ use super::storage::in_volume;
 use crate::transitions::Machine;
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode};
-use contracts::types::{EvaluationInfo, EvaluationStatus, Role};
+use contracts::types::{EvaluationInfo, EvaluationRequest, EvaluationStatus, Role};
 use status::Reason;
 
 /// How often a running evaluation is looked at.
@@ -57,6 +57,8 @@ struct Row {
     created_at: String,
     started_at: Option<String>,
     finished_at: Option<String>,
+    cluster: Option<String>,
+    cluster_job: Option<String>,
 }
 
 // `evaluation_rows!("WHERE …", args…)`: evaluations, with their checkpoint's job and step and who
@@ -68,7 +70,7 @@ crate::db::row_query!(
         e.checkpoint_id AS "checkpoint_id: contracts::ids::CheckpointId", c.job_id AS "job_id: contracts::ids::JobId", c.step AS checkpoint_step,
         e.dataset_id AS "dataset_id: contracts::ids::DatasetId", e.dataset_name, e.dataset_sha256, e.status, e.status_message, e.rows, e.accuracy,
         e.macro_f1, e.loss, e.labels_json, e.per_class_json, e.confusion_json,
-        u.username AS "created_by?", e.created_at, e.started_at, e.finished_at
+        u.username AS "created_by?", e.created_at, e.started_at, e.finished_at, e.cluster, e.cluster_job
       FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id
       LEFT JOIN users u ON u.id = e.created_by"#
 );
@@ -102,6 +104,8 @@ impl Row {
             created_at: self.created_at,
             started_at: self.started_at,
             finished_at: self.finished_at,
+            cluster: self.cluster,
+            cluster_job: self.cluster_job,
         })
     }
 }
@@ -160,8 +164,15 @@ pub async fn start(
     actor: &Actor,
     workspace_id: WorkspaceId,
     checkpoint_id: CheckpointId,
-    dataset_id: DatasetId,
+    request: EvaluationRequest,
 ) -> Result<EvaluationInfo, AppError> {
+    let EvaluationRequest {
+        dataset_id,
+        cluster,
+    } = request;
+    if let Some(name) = &cluster {
+        jobs.executors.runs_on(name)?;
+    }
     let (resource, dataset_name, dataset_sha256) = {
         let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
         let (job_id, step, path, deleted): (JobId, i64, String, Option<String>) = crate::db::found(
@@ -216,14 +227,15 @@ pub async fn start(
 
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let id: EvaluationId = sqlx::query_scalar(
-        "INSERT INTO evaluations (workspace_id, checkpoint_id, dataset_id, dataset_name, dataset_sha256, created_by, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "INSERT INTO evaluations (workspace_id, checkpoint_id, dataset_id, dataset_name, dataset_sha256, cluster, created_by, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
     )
     .bind(workspace_id)
     .bind(checkpoint_id)
     .bind(dataset_id)
     .bind(&dataset_name)
     .bind(&dataset_sha256)
+    .bind(&cluster)
     .bind(actor.user_id)
     .bind(super::now())
     .fetch_one(&mut *tx)
@@ -231,6 +243,7 @@ pub async fn start(
     let entry = Entry::in_workspace(actor, workspace_id, "checkpoint.evaluate", &resource);
     let detail = serde_json::json!({
         "evaluation_id": id, "checkpoint_id": checkpoint_id, "dataset_id": dataset_id, "dataset": dataset_name,
+        "cluster": cluster,
     });
     audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
@@ -286,11 +299,22 @@ pub async fn recover(db: &SqlitePool, jobs: &Arc<Jobs>) {
     }
 }
 
-/// Runs (or follows) evaluation `id` in the background once an evaluator slot is free.
+/// Runs (or follows) evaluation `id` in the background, once an evaluator slot of this server is free
+/// (one on a cluster takes none: its scheduler queues it).
 fn spawn(db: SqlitePool, jobs: Arc<Jobs>, id: EvaluationId) {
     tokio::spawn(async move {
-        let Ok(_slot) = jobs.evaluations.acquire().await else {
-            return;
+        let on_cluster: Option<Option<String>> =
+            sqlx::query_scalar("SELECT cluster FROM evaluations WHERE id = ?")
+                .bind(id)
+                .fetch_optional(&db)
+                .await
+                .unwrap_or(None);
+        let _slot = match on_cluster.flatten() {
+            Some(_) => None,
+            None => match jobs.evaluations.acquire().await {
+                Ok(slot) => Some(slot),
+                Err(_) => return,
+            },
         };
         if let Err(e) = run(&db, &jobs, id).await {
             tracing::error!(evaluation_id = %id, error = %e, "evaluation failed to run");
@@ -311,6 +335,8 @@ struct Launch {
     workspace_id: WorkspaceId,
     status: String,
     pid: Option<i64>,
+    cluster: Option<String>,
+    cluster_job: Option<String>,
     checkpoint_path: String,
     checkpoint_deleted: Option<String>,
     dataset_path: Option<String>,
@@ -322,7 +348,7 @@ struct Launch {
 #[tracing::instrument(skip(db, jobs))]
 async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppError> {
     let Some(l) = sqlx::query_as::<_, Launch>(
-        "SELECT e.workspace_id, e.status, e.pid, c.path AS checkpoint_path, c.deleted_at AS checkpoint_deleted,
+        "SELECT e.workspace_id, e.status, e.pid, e.cluster, e.cluster_job, c.path AS checkpoint_path, c.deleted_at AS checkpoint_deleted,
              d.path AS dataset_path, d.format, d.text_column, d.label_column
          FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id LEFT JOIN datasets d ON d.id = e.dataset_id
          WHERE e.id = ?",
@@ -341,8 +367,8 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppEr
     // outcome is recorded).
     let store = jobs.storage.store_dir(l.workspace_id);
     let dir = run_rel(id);
-    let pid = match l.pid {
-        Some(pid) => pid,
+    let handle = match Handle::of(l.pid, None, l.cluster_job.as_deref()) {
+        Some(handle) => handle,
         None => {
             let (Some(data), Some(format), Some(text), Some(label)) =
                 (&l.dataset_path, &l.format, &l.text_column, &l.label_column)
@@ -381,7 +407,7 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppEr
                 label,
                 jobs.cpu_threads,
             );
-            let pid = launch(jobs, l.workspace_id, id, &dir, args).await?;
+            let handle = launch(jobs, l.workspace_id, id, l.cluster.as_deref(), &dir, args).await?;
             let mut tx = write_tx(db).await?;
             status::Evaluation::transition(
                 &mut tx,
@@ -391,14 +417,17 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppEr
                 None,
             )
             .await?;
-            sqlx::query("UPDATE evaluations SET pid = ?, started_at = ? WHERE id = ?")
-                .bind(pid)
-                .bind(super::now())
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
+            sqlx::query(
+                "UPDATE evaluations SET pid = ?, cluster_job = ?, started_at = ? WHERE id = ?",
+            )
+            .bind(handle.pid())
+            .bind(handle.cluster_job())
+            .bind(super::now())
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
             tx.commit().await?;
-            pid
+            handle
         }
     };
     // A refused `exit_code` (a link, a FIFO) counts as none: the evaluator's end is then seen as it
@@ -418,18 +447,16 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppEr
         if let Some(code) = exit_code().await {
             return finish(db, jobs, id, &dir, code).await;
         }
-        let handle = Handle::Process { group: pid };
-        if jobs.executors.is_running(&handle).await != Some(true) {
+        if jobs.executors.is_running(&handle).await == Some(false) {
             if let Some(code) = exit_code().await {
                 return finish(db, jobs, id, &dir, code).await;
             }
-            return fail(
-                db,
-                id,
-                Reason::Exited,
-                "the evaluator disappeared (the machine restarted?) before finishing",
-            )
-            .await;
+            let message = match jobs.executors.ended_how(&handle).await {
+                Some(how) => format!("the evaluator did not finish: {how}"),
+                None => "the evaluator disappeared (the machine restarted?) before finishing"
+                    .to_string(),
+            };
+            return fail(db, id, Reason::Exited, &message).await;
         }
         tokio::time::sleep(POLL).await;
     }
@@ -473,16 +500,21 @@ pub(crate) fn run_rel(id: EvaluationId) -> std::path::PathBuf {
     Path::new("evaluations").join(id.to_string())
 }
 
-/// Starts the evaluator in a fresh `dir` (under `runs/`) with the local executor: it runs as the server,
-/// on the CPU (GPUs belong to the jobs the scheduler placed there); returns its process group.
+/// Starts the evaluator in a fresh `dir` (under `runs/`), on the CPU (GPUs belong to the jobs the
+/// scheduler placed there): a process of the server, or a batch job on `cluster` (whose nodes share
+/// `runs/`); returns where it runs.
 async fn launch(
     jobs: &Jobs,
     workspace_id: WorkspaceId,
     id: EvaluationId,
+    cluster: Option<&str>,
     dir: &Path,
     args: Vec<String>,
-) -> Result<i64, AppError> {
-    let executor = jobs.executor(ExecutorKind::Local);
+) -> Result<Handle, AppError> {
+    let executor = match cluster {
+        Some(name) => jobs.executors.runs_on(name)?,
+        None => jobs.executor(ExecutorKind::Local),
+    };
     let (root, rel) = (executor.run_root(workspace_id), dir.to_path_buf());
     let folder = in_volume("the evaluation's directory", move || {
         let runs = root?;
@@ -508,13 +540,10 @@ async fn launch(
         time_limit: None,
         placement: Default::default(),
     };
-    let handle = executor
+    executor
         .start(work)
         .await
-        .map_err(|e| internal("starting the evaluator", e))?;
-    handle
-        .pid()
-        .ok_or_else(|| internal("evaluation", "the local executor gave no process"))
+        .map_err(|e| internal("starting the evaluator", e))
 }
 
 /// The most of the evaluator's metrics and log read back (the end of the log, where its error is).

@@ -152,6 +152,9 @@ pub struct CkptEval {
     /// The dataset to evaluate on (id or name); its labels must be ones the checkpoint was trained on.
     #[arg(long, short = 'd')]
     pub dataset: String,
+    /// Run the evaluator on this cluster of the server (`slurm`) instead of on the server itself.
+    #[arg(long)]
+    pub cluster: Option<String>,
     /// Print the evaluation's id and return at once instead of waiting for the result.
     #[arg(long)]
     pub no_wait: bool,
@@ -389,7 +392,10 @@ async fn evaluate(api: &Api, e: &CkptEval, json: bool) -> anyhow::Result<i32> {
         .send(
             Method::POST,
             &base,
-            Some(&contracts::types::EvaluationRequest { dataset_id }),
+            Some(&contracts::types::EvaluationRequest {
+                dataset_id,
+                cluster: e.cluster.clone(),
+            }),
         )
         .await?;
     eprintln!(

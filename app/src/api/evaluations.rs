@@ -26,7 +26,11 @@ pub async fn evaluate_checkpoint(
     dataset_id: DatasetId,
 ) -> Result<EvaluationInfo, AppError> {
     as_caller(|s, a| async move {
-        evaluations::start(&s.db, &s.jobs, &a, workspace_id, checkpoint_id, dataset_id).await
+        let request = contracts::types::EvaluationRequest {
+            dataset_id,
+            cluster: None,
+        };
+        evaluations::start(&s.db, &s.jobs, &a, workspace_id, checkpoint_id, request).await
     })
     .await
 }

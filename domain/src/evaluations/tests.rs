@@ -102,13 +102,21 @@ fn failures_are_explained_by_the_evaluators_error_paragraph() {
     assert_eq!(failure_message("\n \n"), None);
 }
 
+/// A request to evaluate on `dataset_id` on this server.
+fn on_server(dataset_id: DatasetId) -> EvaluationRequest {
+    EvaluationRequest {
+        dataset_id,
+        cluster: None,
+    }
+}
+
 #[tokio::test]
 async fn only_editors_start_evaluations_and_mismatched_labels_are_refused() {
     let (_dir, db, jobs, Team { owner, viewer, ws }, ckpt) = setup().await;
     let good = dataset(&db, ws, "reviews", &["negative", "positive"]).await;
     let other = dataset(&db, ws, "topics", &["sports", "negative"]).await;
 
-    let err = start(&db, &jobs, &owner, ws, ckpt, other)
+    let err = start(&db, &jobs, &owner, ws, ckpt, on_server(other))
         .await
         .unwrap_err();
     assert_eq!(
@@ -122,20 +130,27 @@ async fn only_editors_start_evaluations_and_mismatched_labels_are_refused() {
             && message.contains("positive"),
         "{message}"
     );
-    let err = start(&db, &jobs, &owner, ws, ckpt, DatasetId::new(999))
+    let err = start(&db, &jobs, &owner, ws, ckpt, on_server(DatasetId::new(999)))
         .await
         .unwrap_err();
     assert_eq!(err.code(), "dataset_not_found");
     assert_eq!(
-        start(&db, &jobs, &viewer, ws, ckpt, good)
+        start(&db, &jobs, &viewer, ws, ckpt, on_server(good))
             .await
             .unwrap_err(),
         AppError::Forbidden
     );
     assert_eq!(
-        start(&db, &jobs, &owner, ws, CheckpointId::new(999), good)
-            .await
-            .unwrap_err(),
+        start(
+            &db,
+            &jobs,
+            &owner,
+            ws,
+            CheckpointId::new(999),
+            on_server(good)
+        )
+        .await
+        .unwrap_err(),
         AppError::NotFound
     );
     assert!(
@@ -148,7 +163,9 @@ async fn only_editors_start_evaluations_and_mismatched_labels_are_refused() {
         .execute(&db)
         .await
         .unwrap();
-    let err = start(&db, &jobs, &owner, ws, ckpt, good).await.unwrap_err();
+    let err = start(&db, &jobs, &owner, ws, ckpt, on_server(good))
+        .await
+        .unwrap_err();
     assert_eq!(err.code(), "checkpoint_deleted");
 }
 
@@ -157,7 +174,9 @@ async fn an_evaluator_that_cannot_run_fails_with_its_reason_and_is_audited() {
     let (_dir, db, jobs, Team { owner, viewer, ws }, ckpt) = setup().await;
     let ds = dataset(&db, ws, "reviews", &["0", "1"]).await;
 
-    let started = start(&db, &jobs, &owner, ws, ckpt, ds).await.unwrap();
+    let started = start(&db, &jobs, &owner, ws, ckpt, on_server(ds))
+        .await
+        .unwrap();
     assert!(!started.status.is_final(), "{started:?}");
     assert_eq!(
         (started.dataset_name.as_str(), started.created_by.as_deref()),

@@ -358,6 +358,24 @@ impl Executors {
         Some(slurm.partition_names().await.map_err(|e| e.to_string()))
     }
 
+    /// The cluster named `name`, to run work on now: refused when this server has no such cluster, or
+    /// when the last shared-directory check found its nodes blind to the data directory.
+    pub fn runs_on(&self, name: &str) -> Result<&dyn Executor, contracts::error::AppError> {
+        use contracts::error::{AppError, ErrorCode};
+        let invalid = |message| AppError::invalid("cluster", ErrorCode::ClusterInvalid, message);
+        let Some(cluster) = self.cluster(name) else {
+            return Err(invalid(format!(
+                "this server has no cluster named {name:?}"
+            )));
+        };
+        match self.shared_dir_problem(name, None) {
+            Some(problem) => Err(invalid(format!(
+                "the cluster {name:?} cannot run it: {problem}"
+            ))),
+            None => Ok(cluster),
+        }
+    }
+
     /// The cluster named `name`, if this server has it.
     pub fn cluster(&self, name: &str) -> Option<&dyn Executor> {
         let (known, slurm) = self.slurm.as_ref()?;

@@ -1395,6 +1395,51 @@ mod on_slurm {
         assert_eq!(status(&finished(&owner, ws, here).await), "succeeded");
     }
 
+    /// An evaluation may run on the cluster: a batch job named after it, its metrics read back from the
+    /// shared run folder as for one on this server; a cluster the server does not have is refused.
+    #[tokio::test]
+    async fn an_evaluation_runs_on_the_cluster() {
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
+        let (server, owner, _, _) = with_cluster(&conf).await;
+        let (ws, _, checkpoints) = crate::endpoints::trained(&owner, 10).await;
+        let ds = server
+            .count(&format!(
+                "SELECT id FROM datasets WHERE workspace_id = {ws}"
+            ))
+            .await;
+        let evaluations = format!(
+            "/api/v1/workspaces/{ws}/checkpoints/{}/evaluations",
+            checkpoints[0]
+        );
+        let nowhere = json!({ "dataset_id": ds, "cluster": "nowhere" });
+        let (code, body) = owner.post(&evaluations, nowhere).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(body["field"], "cluster", "{body}");
+        let (code, started) = owner
+            .post(
+                &evaluations,
+                json!({ "dataset_id": ds, "cluster": "slurm" }),
+            )
+            .await;
+        assert_eq!(code, StatusCode::CREATED, "{started}");
+        let id = started["id"].as_i64().unwrap();
+        let over = crate::evaluations::until_over(&owner, &format!("{evaluations}/{id}")).await;
+        assert_eq!(over["status"], "succeeded", "{over}");
+        assert_eq!(over["cluster"], "slurm", "{over}");
+        assert!(over["accuracy"].as_f64().is_some(), "{over}");
+        let batch = over["cluster_job"]
+            .as_str()
+            .expect("its Slurm job")
+            .to_string();
+        let shown = slurm(&conf, &["scontrol", "show", "job", "-o", &batch]);
+        assert!(
+            shown.contains(&format!("JobName=paddock-evaluation-{id} ")),
+            "{shown}"
+        );
+    }
+
     /// An instance admin maps a workspace onto the cluster's accounting: its jobs are then charged to
     /// that Slurm account (and QoS); members cannot change it, bad names and unknown clusters are
     /// refused, and clearing it brings back the server's default.

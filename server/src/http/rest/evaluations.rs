@@ -37,17 +37,7 @@ pub async fn start(
 ) -> Result<(StatusCode, Json<EvaluationInfo>), AppError> {
     Ok((
         StatusCode::CREATED,
-        Json(
-            evaluations::start(
-                &state.db,
-                &state.jobs,
-                &actor,
-                id,
-                checkpoint_id,
-                body.dataset_id,
-            )
-            .await?,
-        ),
+        Json(evaluations::start(&state.db, &state.jobs, &actor, id, checkpoint_id, body).await?),
     ))
 }
 
