@@ -171,7 +171,7 @@ pub async fn start(
         cluster,
     } = request;
     if let Some(name) = &cluster {
-        jobs.executors.runs_on(name)?;
+        jobs.executors.runs_on(name, None)?;
     }
     let (resource, dataset_name, dataset_sha256) = {
         let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
@@ -512,7 +512,7 @@ async fn launch(
     args: Vec<String>,
 ) -> Result<Handle, AppError> {
     let executor = match cluster {
-        Some(name) => jobs.executors.runs_on(name)?,
+        Some(name) => jobs.executors.runs_on(name, None)?,
         None => jobs.executor(ExecutorKind::Local),
     };
     let (root, rel) = (executor.run_root(workspace_id), dir.to_path_buf());

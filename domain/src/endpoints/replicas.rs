@@ -142,26 +142,10 @@ impl Deployer {
         Deployer { executors, ..self }
     }
 
-    /// Refuses a cluster this server does not have, before anything is recorded.
+    /// Refuses a cluster this server does not have, or whose nodes do not see the data directory,
+    /// before anything is recorded.
     pub(crate) fn check_cluster(&self, name: &str) -> Result<(), AppError> {
-        let invalid = |message| {
-            AppError::invalid(
-                "cluster",
-                contracts::error::ErrorCode::ClusterInvalid,
-                message,
-            )
-        };
-        if self.executors.cluster(name).is_none() {
-            return Err(invalid(format!(
-                "this server has no cluster named {name:?}"
-            )));
-        }
-        match self.executors.shared_dir_problem(name, None) {
-            Some(problem) => Err(invalid(format!(
-                "the cluster {name:?} cannot run replicas: {problem}"
-            ))),
-            None => Ok(()),
-        }
+        self.executors.runs_on(name, None).map(drop)
     }
 
     fn lock(&self, endpoint_id: EndpointId) -> Arc<tokio::sync::Mutex<()>> {

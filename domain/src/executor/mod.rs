@@ -358,9 +358,14 @@ impl Executors {
         Some(slurm.partition_names().await.map_err(|e| e.to_string()))
     }
 
-    /// The cluster named `name`, to run work on now: refused when this server has no such cluster, or
-    /// when the last shared-directory check found its nodes blind to the data directory.
-    pub fn runs_on(&self, name: &str) -> Result<&dyn Executor, contracts::error::AppError> {
+    /// The cluster named `name`, to run work on now in `partition` (`None`: the default one): refused
+    /// when this server has no such cluster, or when the last shared-directory check found the
+    /// partition's nodes blind to the data directory.
+    pub fn runs_on(
+        &self,
+        name: &str,
+        partition: Option<&str>,
+    ) -> Result<&dyn Executor, contracts::error::AppError> {
         use contracts::error::{AppError, ErrorCode};
         let invalid = |message| AppError::invalid("cluster", ErrorCode::ClusterInvalid, message);
         let Some(cluster) = self.cluster(name) else {
@@ -368,7 +373,7 @@ impl Executors {
                 "this server has no cluster named {name:?}"
             )));
         };
-        match self.shared_dir_problem(name, None) {
+        match self.shared_dir_problem(name, partition) {
             Some(problem) => Err(invalid(format!(
                 "the cluster {name:?} cannot run it: {problem}"
             ))),

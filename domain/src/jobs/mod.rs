@@ -481,13 +481,7 @@ async fn cluster_for<'a>(
     name: &str,
     spec: &JobSpec,
 ) -> Result<&'a dyn Executor, AppError> {
-    let Some(cluster) = jobs.executors.cluster(name) else {
-        return Err(AppError::invalid(
-            "cluster",
-            ErrorCode::ClusterInvalid,
-            format!("this server has no cluster named {name:?}"),
-        ));
-    };
+    let cluster = jobs.executors.runs_on(name, spec.partition.as_deref())?;
     if spec.environment_id.is_some() {
         return Err(AppError::invalid(
             "cluster",
@@ -523,16 +517,6 @@ async fn cluster_for<'a>(
                     .unwrap_or(AppError::Internal),
             );
         }
-    }
-    if let Some(problem) = jobs
-        .executors
-        .shared_dir_problem(name, spec.partition.as_deref())
-    {
-        return Err(AppError::invalid(
-            "cluster",
-            ErrorCode::ClusterInvalid,
-            format!("the cluster {name:?} cannot run it: {problem}"),
-        ));
     }
     Ok(cluster)
 }
