@@ -337,7 +337,7 @@ pub async fn check_cluster(
 
 /// What workspace `workspace_id`'s work is charged to on cluster `cluster` (see
 /// [`set_cluster_account`]).
-pub(crate) async fn cluster_account(
+async fn cluster_account(
     db: &SqlitePool,
     workspace_id: WorkspaceId,
     cluster: &str,
@@ -364,6 +364,22 @@ async fn workspace_name(
         .fetch_optional(conn)
         .await?
         .ok_or(AppError::NotFound)
+}
+
+/// Where a unit of workspace `workspace_id` goes on cluster `cluster`: `partition` (`None`: the
+/// executor's), charged to the account and QoS the workspace is mapped to there.
+pub(crate) async fn cluster_placement(
+    db: &SqlitePool,
+    workspace_id: WorkspaceId,
+    cluster: &str,
+    partition: Option<String>,
+) -> Result<clusters::slurm::Placement, AppError> {
+    let ClusterAccount { account, qos } = cluster_account(db, workspace_id, cluster).await?;
+    Ok(clusters::slurm::Placement {
+        partition,
+        account,
+        qos,
+    })
 }
 
 /// A Slurm account or QoS name: what `sbatch` takes as one word.

@@ -407,7 +407,16 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppEr
                 label,
                 jobs.cpu_threads,
             );
-            let handle = launch(jobs, l.workspace_id, id, l.cluster.as_deref(), &dir, args).await?;
+            let handle = launch(
+                db,
+                jobs,
+                l.workspace_id,
+                id,
+                l.cluster.as_deref(),
+                &dir,
+                args,
+            )
+            .await?;
             let mut tx = write_tx(db).await?;
             status::Evaluation::transition(
                 &mut tx,
@@ -504,6 +513,7 @@ pub(crate) fn run_rel(id: EvaluationId) -> std::path::PathBuf {
 /// scheduler placed there): a process of the server, or a batch job on `cluster` (whose nodes share
 /// `runs/`); returns where it runs.
 async fn launch(
+    db: &SqlitePool,
     jobs: &Jobs,
     workspace_id: WorkspaceId,
     id: EvaluationId,
@@ -511,9 +521,12 @@ async fn launch(
     dir: &Path,
     args: Vec<String>,
 ) -> Result<Handle, AppError> {
-    let executor = match cluster {
-        Some(name) => jobs.executors.runs_on(name, None)?,
-        None => jobs.executor(ExecutorKind::Local),
+    let (executor, placement) = match cluster {
+        Some(name) => (
+            jobs.executors.runs_on(name, None)?,
+            crate::admin::cluster_placement(db, workspace_id, name, None).await?,
+        ),
+        None => (jobs.executor(ExecutorKind::Local), Default::default()),
     };
     let (root, rel) = (executor.run_root(workspace_id), dir.to_path_buf());
     let folder = in_volume("the evaluation's directory", move || {
@@ -538,7 +551,7 @@ async fn launch(
         gpus: 0,
         image: None,
         time_limit: None,
-        placement: Default::default(),
+        placement,
     };
     executor
         .start(work)

@@ -447,16 +447,9 @@ impl Deployer {
             };
             let runs_on = cluster.unwrap_or_else(|| self.executors.get(kind));
             let placement = match &t.cluster {
-                Some(name) => {
-                    let account = crate::admin::cluster_account(&self.db, t.workspace_id, name)
-                        .await
-                        .map_err(|e| e.to_string())?;
-                    clusters::slurm::Placement {
-                        partition: None,
-                        account: account.account,
-                        qos: account.qos,
-                    }
-                }
+                Some(name) => crate::admin::cluster_placement(&self.db, t.workspace_id, name, None)
+                    .await
+                    .map_err(|e| e.to_string())?,
                 None => Default::default(),
             };
             let service = Service {

@@ -82,16 +82,12 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
     // On a cluster: the partition the job asked for, and what its workspace is charged to there.
     let placement = match cluster.as_deref() {
         Some(name) => {
-            let account = crate::admin::cluster_account(db, workspace_id, name)
+            let partition = serde_json::from_str::<contracts::types::JobSpec>(&spec_json)
+                .map_err(|e| format!("the job's stored spec: {e}"))?
+                .partition;
+            crate::admin::cluster_placement(db, workspace_id, name, partition)
                 .await
-                .map_err(|e| e.to_string())?;
-            clusters::slurm::Placement {
-                partition: serde_json::from_str::<contracts::types::JobSpec>(&spec_json)
-                    .map_err(|e| format!("the job's stored spec: {e}"))?
-                    .partition,
-                account: account.account,
-                qos: account.qos,
-            }
+                .map_err(|e| e.to_string())?
         }
         None => Default::default(),
     };

@@ -1482,22 +1482,35 @@ mod on_slurm {
             )
         );
 
+        // The account of Slurm job `batch`, as Slurm recorded it.
+        let account = |batch: &str| {
+            let shown = slurm(&conf, &["scontrol", "show", "job", "-o", batch]);
+            let word = shown.split_whitespace().find(|w| w.starts_with("Account="));
+            word.unwrap_or_default().to_string()
+        };
         let account_of = |id: i64| {
-            let (owner, conf) = (&owner, &conf);
+            let owner = &owner;
             async move {
                 let detail = job(owner, ws, id).await;
-                let batch = detail["summary"]["cluster_job"]
-                    .as_str()
-                    .unwrap()
-                    .to_string();
-                let shown = slurm(conf, &["scontrol", "show", "job", "-o", &batch]);
-                let word = shown.split_whitespace().find(|w| w.starts_with("Account="));
-                word.unwrap_or_default().to_string()
+                account(detail["summary"]["cluster_job"].as_str().unwrap())
             }
         };
         let charged = submit(&owner, ws, on_cluster(tiny("charged", ds, 2))).await;
-        finished(&owner, ws, charged).await;
+        let done = finished(&owner, ws, charged).await;
         assert_eq!(account_of(charged).await, "Account=team-a");
+        // An evaluation of its checkpoint on the cluster is charged there too.
+        let checkpoint = done["checkpoints"][0]["id"].as_i64().unwrap();
+        let evaluations = format!("/api/v1/workspaces/{ws}/checkpoints/{checkpoint}/evaluations");
+        let request = json!({ "dataset_id": ds, "cluster": "slurm" });
+        let (code, started) = owner.post(&evaluations, request).await;
+        assert_eq!(code, StatusCode::CREATED, "{started}");
+        let path = format!("{evaluations}/{}", started["id"]);
+        let evaluated = crate::evaluations::until_over(&owner, &path).await;
+        assert_eq!(evaluated["status"], "succeeded", "{evaluated}");
+        assert_eq!(
+            account(evaluated["cluster_job"].as_str().unwrap()),
+            "Account=team-a"
+        );
         let (code, _) = owner
             .put(&mapping, json!({ "account": null, "qos": null }))
             .await;

@@ -158,7 +158,7 @@ impl Slurm {
                 Ok(None) => return Err(ended("ended".into())),
                 Ok(Some(info)) if !info.state.is_alive() => {
                     let reason = info.reason.map(|r| format!(", {r}")).unwrap_or_default();
-                    return Err(ended(format!("ended ({:?}{reason})", info.state)));
+                    return Err(ended(format!("ended ({}{reason})", info.state.word())));
                 }
                 Ok(Some(info)) => {
                     waiting_for = (info.state == JobState::Pending)
