@@ -1058,7 +1058,7 @@ impl SharedDirCheck {
     pub fn problem_of(&self, partition: &str) -> Option<&str> {
         self.partitions
             .iter()
-            .find(|p| p.partition == partition)
+            .find(|p| p.partition == partition && p.checked)
             .and_then(|p| p.problem.as_deref())
     }
 }
@@ -1069,6 +1069,9 @@ pub struct SharedDirResult {
     pub partition: String,
     /// The node its job ran on, if it ran.
     pub node: Option<String>,
+    /// Whether the directory was judged: false when the check's job could not run (it waited in the
+    /// queue too long, `sbatch` refused it), which says nothing about the directory.
+    pub checked: bool,
     /// What went wrong (`None`: the node read the server's file and the server read the node's).
     pub problem: Option<String>,
 }

@@ -1371,6 +1371,7 @@ mod on_slurm {
             .collect();
         assert_eq!(names, ["gpu", "short"], "{check}");
         for p in partitions {
+            assert_eq!(p["checked"], true, "{check}");
             let problem = p["problem"].as_str().unwrap_or_default();
             assert!(
                 problem.contains("do not see this server's data directory"),
@@ -1664,7 +1665,11 @@ mod on_slurm {
         // start, and an admin may run it again (a member may not).
         let check = shared_dir_check(&owner).await;
         for p in check["partitions"].as_array().unwrap() {
-            assert_eq!(p["problem"], Value::Null, "{check}");
+            assert_eq!(
+                (&p["checked"], &p["problem"]),
+                (&json!(true), &Value::Null),
+                "{check}"
+            );
             assert!(
                 p["node"].as_str().is_some_and(|n| n.starts_with("node")),
                 "{check}"

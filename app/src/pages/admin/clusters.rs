@@ -117,17 +117,28 @@ fn SharedDir(check: Option<SharedDirCheck>) -> impl IntoView {
     let Some(check) = check else {
         return view! { <p class="muted" data-testid="cluster-shared-dir" data-ok="unknown">{t!(i18n, admin.clusters_shared_unchecked)}</p> }.into_any();
     };
-    let ok = check.partitions.iter().all(|p| p.problem.is_none());
+    let ok = check
+        .partitions
+        .iter()
+        .all(|p| !p.checked || p.problem.is_none());
     let dir = check.dir.clone();
     let rows = check
         .partitions
         .into_iter()
         .map(|p| {
             let (partition, node) = (p.partition.clone(), p.node.clone().unwrap_or_default());
-            let fine = p.problem.is_none();
+            let fine = match (p.checked, &p.problem) {
+                (false, _) => "unknown",
+                (true, None) => "true",
+                (true, Some(_)) => "false",
+            };
             view! {
-                <li data-testid="cluster-shared-dir-partition" data-name=p.partition.clone() data-ok=fine.to_string()>
+                <li data-testid="cluster-shared-dir-partition" data-name=p.partition.clone() data-ok=fine>
                     {match p.problem {
+                        Some(problem) if !p.checked => view! {
+                            {move || t_string!(i18n, admin.clusters_shared_partition_unchecked, partition = partition.clone()).to_string()}
+                            " "<code>{problem}</code>
+                        }.into_any(),
                         None => view! {
                             {move || t_string!(i18n, admin.clusters_shared_partition_ok, partition = partition.clone(), node = node.clone()).to_string()}
                         }.into_any(),

@@ -29,8 +29,7 @@ impl Slurm {
             .or(self.settings.placement.partition.clone())
             .or(default)?;
         let problem = check.problem_of(&partition)?;
-        // A partition not checked for want of a node says nothing about the directory.
-        (!problem.contains("not checked")).then(|| format!("partition {partition}: {problem}"))
+        Some(format!("partition {partition}: {problem}"))
     }
 
     /// What the last check found (`None`: none has finished yet).
@@ -63,6 +62,7 @@ impl Slurm {
             Err(e) => vec![SharedDirResult {
                 partition: String::new(),
                 node: None,
+                checked: true,
                 problem: Some(format!("cannot write {}: {e}", dir.display())),
             }],
         };
@@ -93,6 +93,7 @@ impl Slurm {
                     results.push(SharedDirResult {
                         partition: String::new(),
                         node: None,
+                        checked: false,
                         problem: Some(format!("the cluster cannot say its partitions: {problem}")),
                     });
                     continue;
@@ -114,6 +115,7 @@ impl Slurm {
                 Err(e) => results.push(SharedDirResult {
                     partition,
                     node: None,
+                    checked: false,
                     problem: Some(format!("the preflight job was refused: {e}")),
                 }),
             }
@@ -176,14 +178,16 @@ impl Slurm {
             let reason = last.and_then(|i| i.reason).unwrap_or_default();
             let problem = match waiting {
                 true => format!(
-                    "its preflight job waited in the queue for {} s ({reason}); not checked",
+                    "its preflight job waited in the queue for {} s ({reason})",
                     WAIT.as_secs()
                 ),
+                // Placed, and still not done: the directory hangs (a stalled network mount).
                 false => format!("its preflight job did not end within {} s", WAIT.as_secs()),
             };
             return SharedDirResult {
                 partition,
                 node,
+                checked: !waiting,
                 problem: Some(problem),
             };
         }
@@ -200,6 +204,7 @@ impl Slurm {
         SharedDirResult {
             partition,
             node,
+            checked: true,
             problem,
         }
     }
