@@ -355,8 +355,7 @@ async fn submit_as(
         };
     let host_gpus = jobs.engine.gpus().await.len();
     if cluster.is_none() && spec.gpus as usize > host_gpus {
-        let problem = FieldProblem::new(
-            "gpus",
+        return Err(never_starts(
             Rule::MoreGpusThanHost {
                 host: host_gpus as i64,
             },
@@ -364,11 +363,7 @@ async fn submit_as(
                 "the job asks for {} GPU(s) but this host has {host_gpus}; it would never start",
                 spec.gpus
             ),
-        );
-        return Err(
-            AppError::invalid_fields(ErrorCode::JobSpecInvalid, vec![problem])
-                .unwrap_or(AppError::Internal),
-        );
+        ));
     }
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let quota: Option<i64> =
@@ -377,18 +372,13 @@ async fn submit_as(
             .fetch_optional(&mut *tx)
             .await?;
     if let Some(quota) = quota.filter(|q| i64::from(spec.gpus) > *q) {
-        let problem = FieldProblem::new(
-            "gpus",
+        return Err(never_starts(
             Rule::MoreGpusThanQuota { quota },
             format!(
                 "the job asks for {} GPU(s) but this workspace's GPU quota is {quota} (this server and clusters together); it would never start",
                 spec.gpus
             ),
-        );
-        return Err(
-            AppError::invalid_fields(ErrorCode::JobSpecInvalid, vec![problem])
-                .unwrap_or(AppError::Internal),
-        );
+        ));
     }
     let (executor, image_id) = match spec.environment_id {
         Some(env_id) => (
@@ -471,6 +461,12 @@ async fn submit_as(
     tx.commit().await?;
     jobs.wake.notify_one();
     get(db, actor, workspace_id, job_id).await
+}
+
+/// A job refused at its `gpus` field because it asks for more than it could ever get.
+fn never_starts(rule: Rule, message: String) -> AppError {
+    let problem = FieldProblem::new("gpus", rule, message);
+    AppError::invalid_fields(ErrorCode::JobSpecInvalid, vec![problem]).unwrap_or(AppError::Internal)
 }
 
 /// The cluster a job asks for by `name`, when this server has it and the job can run there: natively
