@@ -1439,6 +1439,27 @@ mod on_slurm {
             shown.contains(&format!("JobName=paddock-evaluation-{id} ")),
             "{shown}"
         );
+
+        // The CLI sends one there too, waits for it and prints its numbers.
+        let cli = Cli::of(&owner, ws).await;
+        let ckpt = checkpoints[0].to_string();
+        let dataset = ds.to_string();
+        let args = [
+            "ckpt",
+            "eval",
+            &ckpt,
+            "--dataset",
+            &dataset,
+            "--cluster",
+            "slurm",
+        ];
+        let (code, out, err) = cli.run(&args);
+        assert_eq!(code, Some(0), "{out}\n{err}");
+        assert!(out.contains("accuracy"), "{out}");
+        let listed = owner.get(&evaluations).await.1;
+        let on_cluster = listed.as_array().unwrap().iter();
+        let on_cluster = on_cluster.filter(|e| e["cluster_job"].is_string()).count();
+        assert_eq!(on_cluster, 2, "{listed}");
     }
 
     /// An instance admin maps a workspace onto the cluster's accounting: its jobs are then charged to
