@@ -4,8 +4,9 @@
 //! and write this server's data directory (the shared-directory check); the job form offers the
 //! cluster with its free GPUs and, once it is chosen, its partitions; a job sent to the `short`
 //! partition is queued and placed by Slurm, runs, and its page says where (the cluster, the partition,
-//! Slurm's job id, and what Slurm says of it); its checkpoint deploys with replicas on the cluster, which
-//! the endpoint page names, and the playground answers through them.
+//! Slurm's job id, and what Slurm says of it) and its checkpoint is evaluated there; its checkpoint
+//! deploys with replicas on the cluster, which the endpoint page names, and the playground answers
+//! through them.
 
 import { describe, test, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -16,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { startStory } from '../support/story.js';
 import { screenshot, visit } from '../support/browser.js';
 import { assertNotEnglish, assertPageNotEnglish, waitForText } from '../support/checks.js';
-import { JobFormPage } from '../pages/jobs.js';
+import { EvaluationsPanel, JobFormPage } from '../pages/jobs.js';
 import { DeployDialog } from '../pages/endpoints.js';
 import { addSampleDataset, createWorkspace, signUp } from '../pages/flows.js';
 
@@ -101,6 +102,11 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     await waitForText(page.getByTestId('job-placement'), 'node2');
     await job.checkpointRows.first().waitFor();
     await assertPageNotEnglish(page, [...NAMES, ...PRESETS]);
+    // Its checkpoint evaluated on the cluster too.
+    const evaluations = new EvaluationsPanel(page);
+    await evaluations.form.getByTestId('evaluate-cluster').selectOption('slurm');
+    await evaluations.evaluate(datasetId);
+    await evaluations.row('succeeded').waitFor({ timeout: 120_000 });
   });
 
   test("its checkpoint deploys onto the cluster: the endpoint names it, each replica its Slurm job, and it answers", async () => {

@@ -24,11 +24,13 @@ pub async fn evaluate_checkpoint(
     workspace_id: WorkspaceId,
     checkpoint_id: CheckpointId,
     dataset_id: DatasetId,
+    /// A cluster to run it on (`None`: this server).
+    cluster: Option<String>,
 ) -> Result<EvaluationInfo, AppError> {
     as_caller(|s, a| async move {
         let request = contracts::types::EvaluationRequest {
             dataset_id,
-            cluster: None,
+            cluster,
         };
         evaluations::start(&s.db, &s.jobs, &a, workspace_id, checkpoint_id, request).await
     })

@@ -24,6 +24,17 @@ pub fn RunsOn<V: Send + Sync + 'static>(
     let i18n = use_i18n();
     view! {
         <SelectField form id field="cluster" label=move || t!(i18n, job_form.runs_on) hint set>
+            <ClusterOptions clusters selected />
+        </SelectField>
+    }
+}
+
+/// The options of a "runs on" select: this server (empty), then each cluster with where its work goes
+/// and its free GPUs there (one whose scheduler does not answer cannot be chosen).
+#[component]
+pub fn ClusterOptions(clusters: Vec<ClusterView>, selected: String) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
             <option value="" selected=selected.is_empty()>{t!(i18n, job_form.this_server)}</option>
             {clusters.into_iter().map(|c| {
                 let chosen = c.name == selected;
@@ -44,7 +55,6 @@ pub fn RunsOn<V: Send + Sync + 'static>(
                     </option>
                 }
             }).collect_view()}
-        </SelectField>
     }
 }
 

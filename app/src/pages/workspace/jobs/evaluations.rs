@@ -13,7 +13,9 @@ use super::parts::metric_text;
 use crate::api::{
     datasets::list_datasets,
     evaluations::{list_evaluations, EvaluateCheckpoint},
+    jobs::list_clusters,
 };
+use crate::components::clusters::ClusterOptions;
 use crate::components::form::on_answer;
 use crate::components::notice::ErrorNotice;
 use crate::components::page::Loaded;
@@ -131,6 +133,9 @@ fn EvaluateForm(
 ) -> impl IntoView {
     let i18n = use_i18n();
     let datasets = Resource::new(|| (), move |_| list_datasets(workspace_id));
+    // Clusters this server hands work to: none on most servers, and then the form does not ask.
+    let clusters = Resource::new(|| (), |_| list_clusters());
+    let cluster = RwSignal::new(String::new());
     let action = ServerAction::<EvaluateCheckpoint>::new();
     let checkpoint = RwSignal::new(String::new());
     let dataset = RwSignal::new(String::new());
@@ -159,6 +164,7 @@ fn EvaluateForm(
                 workspace_id,
                 checkpoint_id,
                 dataset_id,
+                cluster: Some(cluster.get_untracked()).filter(|c| !c.is_empty()),
             });
         }
     };
@@ -199,6 +205,19 @@ fn EvaluateForm(
                         })}
                     </Transition>
                 </div>
+                <Transition>
+                    {move || Suspend::new(async move {
+                        let clusters = clusters.await.unwrap_or_default();
+                        (!clusters.is_empty()).then(|| view! {
+                            <div class="field">
+                                <label for="evaluate-cluster">{t!(i18n, job_form.runs_on)}</label>
+                                <select id="evaluate-cluster" data-testid="evaluate-cluster" on:change=move |ev| cluster.set(event_target_value(&ev))>
+                                    <ClusterOptions clusters selected=String::new() />
+                                </select>
+                            </div>
+                        })
+                    })}
+                </Transition>
             </div>
             <p class="hint">{t!(i18n, evaluations.labels_hint)}</p>
             <div class="actions">
