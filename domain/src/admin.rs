@@ -275,13 +275,7 @@ pub async fn set_cluster_account(
     account: ClusterAccount,
 ) -> Result<ClusterAccount, AppError> {
     require_admin(actor)?;
-    if executors.cluster(cluster).is_none() {
-        return Err(AppError::invalid(
-            "cluster",
-            ErrorCode::ClusterInvalid,
-            format!("this server has no cluster named {cluster:?}"),
-        ));
-    }
+    executors.known_cluster(cluster)?;
     for (field, value) in [("account", &account.account), ("qos", &account.qos)] {
         if value.as_deref().is_some_and(|v| !slurm_name(v)) {
             return Err(AppError::invalid(

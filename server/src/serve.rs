@@ -76,15 +76,13 @@ pub async fn run(
         jobs.executors.spawn_shared_dir_checks();
     }
     let jobs = std::sync::Arc::new(jobs);
-    let deployer = std::sync::Arc::new(
-        Deployer::new(
-            db.clone(),
-            storage.clone(),
-            engine.clone(),
-            Default::default(),
-        )
-        .with_executors(jobs.executors.clone()),
-    );
+    let deployer = std::sync::Arc::new(Deployer::new(
+        db.clone(),
+        storage.clone(),
+        engine.clone(),
+        Default::default(),
+        jobs.executors.clone(),
+    ));
     deployer.recover().await;
     let state = AppState::new(
         db.clone(),

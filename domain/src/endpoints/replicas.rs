@@ -119,14 +119,17 @@ pub(crate) struct Change {
 }
 
 impl Deployer {
+    /// Replicas run by `executors`: the server's, the same its jobs run by (with its cluster, if it
+    /// has one).
     pub fn new(
         db: SqlitePool,
         storage: Arc<Storage>,
         engine: Arc<Engine>,
         gateway: Arc<Gateway>,
+        executors: Executors,
     ) -> Self {
         Deployer {
-            executors: Executors::new(storage.clone(), engine.clone(), db.clone()),
+            executors,
             db,
             storage,
             engine,
@@ -134,12 +137,6 @@ impl Deployer {
             locks: Default::default(),
             changing: Default::default(),
         }
-    }
-
-    /// Replicas run by these executors (the server's, with its cluster if it has one) instead of the
-    /// local and Docker ones alone.
-    pub fn with_executors(self, executors: Executors) -> Self {
-        Deployer { executors, ..self }
     }
 
     /// Refuses a cluster this server does not have, or whose nodes do not see the data directory,

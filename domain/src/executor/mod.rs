@@ -310,11 +310,13 @@ impl Executors {
         cluster: &str,
         job: &str,
     ) -> Option<contracts::types::ClusterPlacement> {
-        let (name, slurm) = self.slurm.as_ref()?;
-        match name == cluster {
-            true => slurm.placement(job).await,
-            false => None,
-        }
+        self.slurm_named(cluster)?.placement(job).await
+    }
+
+    /// The Slurm cluster jobs ask for by `name`, if this server has it.
+    fn slurm_named(&self, name: &str) -> Option<&slurm::Slurm> {
+        let (known, slurm) = self.slurm.as_ref()?;
+        (known == name).then_some(slurm.as_ref())
     }
 
     /// Checks in the background that each cluster's nodes see the data directory (see
@@ -334,28 +336,20 @@ impl Executors {
     /// Checks now that the nodes of the cluster named `name` see the data directory; `None` when this
     /// server has no such cluster.
     pub async fn check_shared_dir(&self, name: &str) -> Option<contracts::types::SharedDirCheck> {
-        let (known, slurm) = self.slurm.as_ref()?;
-        match known == name {
-            true => Some(slurm.check_shared_dir().await),
-            false => None,
-        }
+        Some(self.slurm_named(name)?.check_shared_dir().await)
     }
 
     /// Why work for partition `partition` of the cluster named `name` cannot run there, if the last
     /// shared-directory check found its nodes blind to the data directory.
     pub fn shared_dir_problem(&self, name: &str, partition: Option<&str>) -> Option<String> {
-        let (known, slurm) = self.slurm.as_ref()?;
-        (known == name).then(|| slurm.shared_dir_problem(partition))?
+        self.slurm_named(name)?.shared_dir_problem(partition)
     }
 
     /// The partitions of the cluster named `name`: `None` when this server has no such cluster, an
     /// error when its scheduler does not answer.
     pub async fn cluster_partitions(&self, name: &str) -> Option<Result<Vec<String>, String>> {
-        let (known, slurm) = self.slurm.as_ref()?;
-        if known != name {
-            return None;
-        }
-        Some(slurm.partition_names().await.map_err(|e| e.to_string()))
+        let partitions = self.slurm_named(name)?.partition_names().await;
+        Some(partitions.map_err(|e| e.to_string()))
     }
 
     /// The cluster named `name`, to run work on now in `partition` (`None`: the default one): refused
@@ -366,25 +360,25 @@ impl Executors {
         name: &str,
         partition: Option<&str>,
     ) -> Result<&dyn Executor, contracts::error::AppError> {
-        use contracts::error::{AppError, ErrorCode};
-        let invalid = |message| AppError::invalid("cluster", ErrorCode::ClusterInvalid, message);
-        let Some(cluster) = self.cluster(name) else {
-            return Err(invalid(format!(
-                "this server has no cluster named {name:?}"
-            )));
-        };
+        let cluster = self.known_cluster(name)?;
         match self.shared_dir_problem(name, partition) {
-            Some(problem) => Err(invalid(format!(
+            Some(problem) => Err(cluster_invalid(format!(
                 "the cluster {name:?} cannot run it: {problem}"
             ))),
             None => Ok(cluster),
         }
     }
 
+    /// The cluster named `name`; refused (at the `cluster` field) when this server has none by that
+    /// name.
+    pub fn known_cluster(&self, name: &str) -> Result<&dyn Executor, contracts::error::AppError> {
+        self.cluster(name)
+            .ok_or_else(|| cluster_invalid(format!("this server has no cluster named {name:?}")))
+    }
+
     /// The cluster named `name`, if this server has it.
     pub fn cluster(&self, name: &str) -> Option<&dyn Executor> {
-        let (known, slurm) = self.slurm.as_ref()?;
-        (known == name).then_some(slurm.as_ref() as &dyn Executor)
+        Some(self.slurm_named(name)? as &dyn Executor)
     }
 
     pub fn get(&self, kind: ExecutorKind) -> &dyn Executor {
@@ -426,6 +420,12 @@ impl Executors {
     pub async fn ended_how(&self, handle: &Handle) -> Option<String> {
         self.of(handle)?.ended_how(handle).await
     }
+}
+
+/// A refusal at the `cluster` field.
+fn cluster_invalid(message: String) -> contracts::error::AppError {
+    use contracts::error::{AppError, ErrorCode};
+    AppError::invalid("cluster", ErrorCode::ClusterInvalid, message)
 }
 
 /// PID 1 of every run (or the leader of its process group): `$1` the run folder as the run sees it, `$2`
