@@ -37,6 +37,20 @@ node_counts() {
   awk '/^(# |ℹ )pass [0-9]+$/ { p = $NF } /^(# |ℹ )fail [0-9]+$/ { f = $NF } END { printf "%d %d\n", p, f }' "$1"
 }
 
+# Disk, said at each step: a machine short of it fails in odd places (an image build's "no space left on
+# device", a server that cannot write its database), and a CI log should say so where one looks first.
+# The API tests build one environment image with the Paddock runtime: about 4 GB in Docker, plus the layer
+# being copied while it is built.
+RUNTIME_IMAGE_GB=5
+free_gb() { df -Pk . | awk 'NR==2 {print int($4 / 1048576)}'; }
+disk() {
+  local target images
+  target=$(du -sk target 2>/dev/null | awk '{printf "%.1f GB", $1 / 1048576}')
+  images=$(docker system df --format '{{.Type}}: {{.Size}}' 2>/dev/null | paste -sd ' ' -)
+  say "disk $1: $(free_gb) GB free; target/ $target; Docker ${images:-not answering}"
+}
+disk "at start"
+
 say "format: cargo fmt --all --check"
 cargo fmt --all --check >"$logs/fmt.log" 2>&1
 fmt_rc=$?
@@ -53,11 +67,14 @@ say "build: the server, every test target and the site (scripts/build.sh --tests
 scripts/build.sh --tests -- "$@" 2>&1 | tee "$logs/build.log"
 build_rc=${PIPESTATUS[0]}
 
+disk "after the build"
+[ "$(free_gb)" -ge "$RUNTIME_IMAGE_GB" ] || say "warning: $(free_gb) GB free is less than the ${RUNTIME_IMAGE_GB} GB the environment image with the runtime needs while it is built: the tests that run jobs in containers will fail with \"no space left on device\""
 say "Rust: cargo test --no-fail-fast $*"
 cargo test --no-fail-fast "$@" 2>&1 | tee "$logs/rust.log"
 rust_rc=${PIPESTATUS[0]}
 read -r rust_pass rust_fail rust_ignored < <(rust_counts "$logs/rust.log")
 
+disk "after the Rust tests"
 if [ -x "$bin" ] && [ -f "$site/pkg/paddock.wasm" ]; then
   say "browser: node --test e2e/specs (PADDOCK_BIN=$bin, site $site)"
   (cd e2e && PADDOCK_BIN="$PWD/../$bin" PADDOCK_SITE_ROOT="$PWD/../$site" npm test --silent) 2>&1 | tee "$logs/e2e.log"
@@ -69,6 +86,7 @@ else
 fi
 read -r e2e_pass e2e_fail < <(node_counts "$logs/e2e.log")
 
+disk "at the end"
 failed=$((rust_fail + e2e_fail))
 notes=()
 # A suite that exits non-zero without a failed test did not run to the end (a test binary that did not

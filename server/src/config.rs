@@ -57,6 +57,13 @@ pub enum Command {
     /// Copy stdin to a file up to a size limit, then drop the rest (a job's raw train.log).
     #[command(hide = true)]
     LogSink(crate::log_sink::LogSinkArgs),
+    /// On a cluster node: run a job in its environment's image, from the folder the server prepared
+    /// (the batch script of a cluster job in an environment).
+    #[command(hide = true)]
+    RunInImage {
+        /// The server's folder for the job, with its container's spec.
+        folder: PathBuf,
+    },
 }
 
 /// Where state lives.

@@ -83,6 +83,9 @@ fn main() -> ExitCode {
             Command::ServeModel(args) => {
                 server::model_server::run(args, server::serve::shutdown_signal()).await
             }
+            Command::RunInImage { folder } => exit_with(Ok(
+                domain::executor::slurm::in_image::run_on_node(&folder).await,
+            )),
             Command::Env(args) => exit_with(server::environments::run(args).await),
             Command::Job(args) => exit_with(server::jobs::run(args).await),
             Command::Ckpt(args) => exit_with(server::jobs::run_ckpt(args).await),

@@ -414,7 +414,7 @@ impl Deployer {
         let started = async {
             // On a cluster its scheduler picks the GPU (GRES); here one is leased from the inventory.
             let cluster = match &t.cluster {
-                Some(name) => Some(self.executors.cluster(name).ok_or_else(|| {
+                Some(name) => Some(self.executors.cluster(name, ExecutorKind::Local).ok_or_else(|| {
                     format!("this server no longer has the cluster {name:?} its replicas run on")
                 })?),
                 None => None,

@@ -50,6 +50,45 @@ impl Docker {
         labels::container_name(&self.engine.instance, &parts)
     }
 
+    /// This server's instance id, which names and labels its containers.
+    pub(crate) fn instance(&self) -> &str {
+        &self.engine.instance
+    }
+
+    /// What a container of workspace `workspace_id` mounts and joins: the volume's name and host
+    /// directory (`None`: in Docker's storage), the store's host directory, the workspace's network.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn mounts(
+        &self,
+        workspace_id: WorkspaceId,
+    ) -> Result<(String, Option<String>, Option<String>, String), String> {
+        Ok((
+            volume_name(&self.engine, workspace_id, DEFAULT_VOLUME),
+            volume_dir(&self.engine, workspace_id, DEFAULT_VOLUME).map_err(|e| e.to_string())?,
+            store_dir(&self.engine, workspace_id).map_err(|e| e.to_string())?,
+            network_name(&self.engine, workspace_id),
+        ))
+    }
+
+    /// Environment `environment_id`'s current spec (its limits, for the containers that run in its
+    /// image: jobs and endpoint replicas) and the tag of its current image.
+    pub(crate) async fn environment(
+        &self,
+        environment_id: EnvironmentId,
+    ) -> Result<(EnvironmentSpec, Option<String>), String> {
+        let (spec_json, tag): (String, Option<String>) = sqlx::query_as(
+            "SELECT v.spec_json, v.image_tag FROM environments e JOIN environment_versions v
+                 ON v.environment_id = e.id AND v.version = e.current_version WHERE e.id = ?",
+        )
+        .bind(environment_id)
+        .fetch_optional(&self.db)
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("the environment was deleted")?;
+        let spec = serde_json::from_str(&spec_json).map_err(|e| e.to_string())?;
+        Ok((spec, tag))
+    }
+
     /// Creates and starts `unit`'s container, replacing a leftover of an earlier attempt (a crash between
     /// create and record).
     async fn provision(
@@ -62,7 +101,10 @@ impl Docker {
     ) -> Result<(containers::Docker, String), String> {
         let image = image.ok_or("the unit has no environment image")?;
         let docker = self.engine.docker().await.map_err(|e| e.to_string())?;
-        let limits = environment_limits(&self.db, &docker, image.environment_id).await?;
+        let (spec, _) = self.environment(image.environment_id).await?;
+        let host = docker.host_limits().await.map_err(|e| e.to_string())?;
+        let limits = limits_on(&spec, &host)?;
+        let (volume, volume_dir, store_dir, network) = self.mounts(workspace_id)?;
         let name = self.container_name(unit);
         docker.remove(&name).await.map_err(|e| e.to_string())?;
         let request = ProvisionRequest {
@@ -74,11 +116,10 @@ impl Docker {
             extra_labels: BTreeMap::from([unit.label()]),
             limits,
             gpu_device_ids: devices.iter().map(u32::to_string).collect(),
-            volume: volume_name(&self.engine, workspace_id, DEFAULT_VOLUME),
-            network: Some(network_name(&self.engine, workspace_id)),
-            volume_dir: volume_dir(&self.engine, workspace_id, DEFAULT_VOLUME)
-                .map_err(|e| e.to_string())?,
-            store_dir: store_dir(&self.engine, workspace_id).map_err(|e| e.to_string())?,
+            volume,
+            network: Some(network),
+            volume_dir,
+            store_dir,
             cmd: Some(cmd),
             env: image.env,
         };
@@ -226,26 +267,14 @@ impl Executor for Docker {
     }
 }
 
-/// The CPU, memory, shared-memory and pids limits of environment `environment_id`'s current spec, for
-/// the containers that run in its image (jobs and endpoint replicas).
-async fn environment_limits(
-    db: &SqlitePool,
-    docker: &containers::Docker,
-    environment_id: EnvironmentId,
+/// The CPU, memory, shared-memory and pids limits of a container in an environment with `spec`, on a
+/// Docker host with `host`'s CPUs and memory (this server's, or a cluster node's).
+pub(crate) fn limits_on(
+    spec: &EnvironmentSpec,
+    host: &containers::spec::HostLimits,
 ) -> Result<Limits, String> {
-    let spec_json: String = sqlx::query_scalar(
-        "SELECT v.spec_json FROM environments e JOIN environment_versions v
-             ON v.environment_id = e.id AND v.version = e.current_version WHERE e.id = ?",
-    )
-    .bind(environment_id)
-    .fetch_optional(db)
-    .await
-    .map_err(|e| e.to_string())?
-    .ok_or("the environment was deleted")?;
-    let spec: EnvironmentSpec = serde_json::from_str(&spec_json).map_err(|e| e.to_string())?;
-    let host = docker.host_limits().await.map_err(|e| e.to_string())?;
-    let resources = to_env_spec(&spec, Path::new("/unused"))
-        .resources(&host)
+    let resources = to_env_spec(spec, Path::new("/unused"))
+        .resources(host)
         .map_err(|e| e.to_string())?;
     Ok(Limits::from_resources(&resources))
 }
@@ -253,7 +282,7 @@ async fn environment_limits(
 /// The container runs as uid 1000; the run folder the server made, and the files it wrote there for the
 /// run (a job's `job.toml`), must be its own. Owner and mode are changed on open descriptors: a path in
 /// the volume could be a link to any file on the host (`beneath` refuses links in the listing).
-fn give_to_container_user(dir: &beneath::Dir) -> Result<(), String> {
+pub(crate) fn give_to_container_user(dir: &beneath::Dir) -> Result<(), String> {
     /// More than a fresh run folder ever holds; a folder with more is not one the server just made.
     const FILES_AT_START: usize = 64;
     let (uid, gid) = (containers::build::users::UID, containers::build::users::GID);

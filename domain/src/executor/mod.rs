@@ -17,7 +17,8 @@
 //! - [`local`]: child processes of the server, each leading its own process group.
 //! - [`docker`]: containers from an environment's image, with its limits, the leased GPUs and the
 //!   workspace's volume.
-//! - [`slurm`]: batch jobs on a Slurm cluster whose nodes share the data directory.
+//! - [`slurm`]: batch jobs on a Slurm cluster whose nodes share the data directory, natively or in an
+//!   environment's image on the node's Docker engine.
 
 pub mod docker;
 pub mod local;
@@ -276,6 +277,8 @@ pub struct Executors {
     docker: Arc<docker::Docker>,
     /// The cluster this server hands work to, if one is configured, and the name jobs ask for it by.
     slurm: Option<(String, Arc<slurm::Slurm>)>,
+    /// The same cluster, for jobs in an environment's image (see `slurm::in_image`).
+    slurm_in_image: Option<Arc<slurm::in_image::Containers>>,
 }
 
 impl Executors {
@@ -284,13 +287,17 @@ impl Executors {
             local: Arc::new(local::Local::new(storage.clone())),
             docker: Arc::new(docker::Docker::new(storage, engine, db)),
             slurm: None,
+            slurm_in_image: None,
         }
     }
 
     /// These executors and a Slurm cluster that jobs ask for by `name`.
     pub fn with_slurm(self, name: &str, slurm: slurm::Slurm) -> Executors {
+        let slurm = Arc::new(slurm);
+        let in_image = slurm::in_image::Containers::new(slurm.clone(), self.docker.clone());
         Executors {
-            slurm: Some((name.to_string(), Arc::new(slurm))),
+            slurm: Some((name.to_string(), slurm)),
+            slurm_in_image: Some(Arc::new(in_image)),
             ..self
         }
     }
@@ -372,13 +379,18 @@ impl Executors {
     /// The cluster named `name`; refused (at the `cluster` field) when this server has none by that
     /// name.
     pub fn known_cluster(&self, name: &str) -> Result<&dyn Executor, contracts::error::AppError> {
-        self.cluster(name)
+        self.cluster(name, ExecutorKind::Local)
             .ok_or_else(|| cluster_invalid(format!("this server has no cluster named {name:?}")))
     }
 
-    /// The cluster named `name`, if this server has it.
-    pub fn cluster(&self, name: &str) -> Option<&dyn Executor> {
-        Some(self.slurm_named(name)? as &dyn Executor)
+    /// The cluster named `name`, if this server has it, for units of `kind`: natively, or in an
+    /// environment's image.
+    pub fn cluster(&self, name: &str, kind: ExecutorKind) -> Option<&dyn Executor> {
+        let native = self.slurm_named(name)?;
+        Some(match (kind, &self.slurm_in_image) {
+            (ExecutorKind::Docker, Some(in_image)) => in_image.as_ref(),
+            _ => native,
+        })
     }
 
     pub fn get(&self, kind: ExecutorKind) -> &dyn Executor {

@@ -92,7 +92,7 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         None => Default::default(),
     };
     let executor = match cluster.as_deref() {
-        Some(name) => jobs.executors.cluster(name).ok_or_else(|| {
+        Some(name) => jobs.executors.cluster(name, kind).ok_or_else(|| {
             format!("this server has no cluster named {name:?} any more; submit the job again")
         })?,
         None => jobs.executor(kind),

@@ -469,22 +469,16 @@ fn never_starts(rule: Rule, message: String) -> AppError {
     AppError::invalid_fields(ErrorCode::JobSpecInvalid, vec![problem]).unwrap_or(AppError::Internal)
 }
 
-/// The cluster a job asks for by `name`, when this server has it and the job can run there: natively
-/// for now (the `paddock` runtime on the nodes), so not in an environment's image, and in a partition
-/// the cluster has (asked of its scheduler now, so a bad choice is refused before anything is queued).
+/// The cluster a job asks for by `name`, when this server has it and the job can run there, in a
+/// partition the cluster has (asked of its scheduler now, so a bad choice is refused before anything is
+/// queued): natively (the `paddock` runtime on the nodes), or in its environment's image, which the node
+/// checks it has before it starts anything.
 async fn cluster_for<'a>(
     jobs: &'a Jobs,
     name: &str,
     spec: &JobSpec,
 ) -> Result<&'a dyn Executor, AppError> {
-    let cluster = jobs.executors.runs_on(name, spec.partition.as_deref())?;
-    if spec.environment_id.is_some() {
-        return Err(AppError::invalid(
-            "cluster",
-            ErrorCode::ClusterInvalid,
-            "on a cluster a job runs natively for now (the paddock runtime on its nodes): leave the environment empty",
-        ));
-    }
+    let native = jobs.executors.runs_on(name, spec.partition.as_deref())?;
     if let Some(partition) = &spec.partition {
         let known = match jobs.executors.cluster_partitions(name).await {
             Some(Ok(known)) => known,
@@ -514,7 +508,11 @@ async fn cluster_for<'a>(
             );
         }
     }
-    Ok(cluster)
+    let kind = match spec.environment_id {
+        Some(_) => ExecutorKind::Docker,
+        None => ExecutorKind::Local,
+    };
+    Ok(jobs.executors.cluster(name, kind).unwrap_or(native))
 }
 
 /// The image a job in environment `env_id` runs: its current version's, which must be built and carry

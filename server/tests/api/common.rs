@@ -529,6 +529,48 @@ pub async fn with_docker() -> Option<(Server, DockerCleanup)> {
     Some((server, cleanup))
 }
 
+/// One runtime-image build at a time: its layers are the runtime's gigabytes, which two builds at once
+/// would each copy into Docker before finding they are the same. A second build then reuses them.
+static RUNTIME_BUILDS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// An environment of `owner`'s workspace `ws` whose image carries the Paddock runtime (`spec` holds
+/// what differs from the trainer environment the tests share: a name, variables, secrets), built; its
+/// image is removed with `cleanup`. The environment as the API shows it.
+pub async fn runtime_environment(
+    owner: &User,
+    ws: i64,
+    spec: Value,
+    cleanup: &mut DockerCleanup,
+) -> Value {
+    let mut trainer = json!({ "base_image": "paddock/base:busybox", "runtime": true, "cpus": 1,
+                              "memory": "4g", "shm_size": "256m" });
+    trainer
+        .as_object_mut()
+        .unwrap()
+        .extend(spec.as_object().unwrap().clone());
+    let environments = format!("/api/v1/workspaces/{ws}/environments");
+    let _one_at_a_time = RUNTIME_BUILDS.lock().await;
+    let (code, env) = owner.post(&environments, trainer).await;
+    assert_eq!(code, StatusCode::CREATED, "{env}");
+    let env_id = env["summary"]["id"].as_i64().unwrap();
+    let building = |e: &Value| {
+        ["queued", "building"].contains(&e["summary"]["build_status"].as_str().unwrap_or_default())
+    };
+    let built = owner
+        .poll(
+            &format!("{environments}/{env_id}"),
+            Duration::from_secs(600),
+            |e| !building(e),
+        )
+        .await
+        .unwrap_or_else(|last| last);
+    assert_eq!(built["summary"]["build_status"], "built", "{built}");
+    cleanup
+        .images
+        .push(built["summary"]["image_id"].as_str().unwrap().to_string());
+    built
+}
+
 /// A workspace named "nlp" owned by `user`: its id.
 pub async fn workspace(user: &User) -> i64 {
     let (status, ws) = user

@@ -10,8 +10,8 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::{
-    add_member, docker, eventually, owner_with_sample, playground, poll, with_docker,
-    workspace_with_sample, Cli, User, NO_DOCKER, PATIENCE,
+    add_member, docker, eventually, owner_with_sample, playground, poll, runtime_environment,
+    with_docker, workspace_with_sample, Cli, DockerCleanup, User, NO_DOCKER, PATIENCE,
 };
 
 fn tiny(name: &str, dataset: i64, max_steps: u32) -> Value {
@@ -510,26 +510,9 @@ async fn a_job_runs_in_its_environments_container() {
         "{err}"
     );
 
-    let trainer = json!({ "name": "trainer", "base_image": "paddock/base:busybox", "runtime": true, "cpus": 1, "memory": "4g", "shm_size": "256m",
-                          "secret_env": { "HUB_TOKEN": "hub-secret-1" } });
-    let (code, env) = owner.post(&environments, trainer).await;
-    assert_eq!(code, StatusCode::CREATED, "{env}");
-    let env_id = env["summary"]["id"].as_i64().unwrap();
-    let building = |e: &Value| {
-        ["queued", "building"].contains(&e["summary"]["build_status"].as_str().unwrap_or_default())
-    };
-    let built = owner
-        .poll(
-            &format!("{environments}/{env_id}"),
-            Duration::from_secs(600),
-            |e| !building(e),
-        )
-        .await
-        .unwrap_or_else(|last| last);
-    assert_eq!(built["summary"]["build_status"], "built", "{built}");
-    cleanup
-        .images
-        .push(built["summary"]["image_id"].as_str().unwrap().to_string());
+    let trainer = json!({ "name": "trainer", "secret_env": { "HUB_TOKEN": "hub-secret-1" } });
+    let built = runtime_environment(&owner, ws, trainer, &mut cleanup).await;
+    let env_id = built["summary"]["id"].as_i64().unwrap();
 
     let mut spec = tiny("in-container", ds, 12);
     spec["environment_id"] = json!(env_id);
@@ -858,6 +841,125 @@ mod on_slurm {
         // The server stops it at its 30 minutes; the cluster's own limit, 10 minutes later, is a
         // backstop, with a TERM (a checkpoint) 5 minutes before it.
         assert!(shown.contains("TimeLimit=00:40:00"), "{shown}");
+    }
+
+    /// A job in an environment's image on the cluster: the node checks it has the image the job is
+    /// locked to, runs the trainer in the environment's container (its secrets, the workspace's network,
+    /// the container user) and removes it; the run's files come back as a container job's do here. A
+    /// node without that image, or with another image under the environment's tag, fails the job before
+    /// it trains, and the job's status says which.
+    #[tokio::test]
+    async fn a_job_in_an_environments_image_runs_on_a_node_that_has_it() {
+        if std::env::var("PADDOCK_TEST_DOCKER").as_deref() == Ok("skip") {
+            return;
+        }
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
+        let server = Server::start_with(&[
+            "--slurm-conf",
+            &conf,
+            "--slurm-cpus",
+            "1",
+            "--slurm-memory-mb",
+            "1000",
+        ]);
+        let mut cleanup = DockerCleanup::of(&server).await;
+        let owner = server.signup("owner").await;
+        let (ws, ds) = workspace_with_sample(&owner).await;
+        let environment = json!({ "name": "on-nodes", "env": { "PADDOCK_TEST": "cluster" },
+                                  "secret_env": { "HUB_TOKEN": "hub-secret-2" } });
+        let built = runtime_environment(&owner, ws, environment, &mut cleanup).await;
+        let env_id = built["summary"]["id"].as_i64().unwrap();
+        let image = built["summary"]["image_id"].as_str().unwrap().to_string();
+        let in_image = |name: &str| {
+            let mut spec = on_cluster(tiny(name, ds, 12));
+            spec["environment_id"] = json!(env_id);
+            spec
+        };
+
+        let id = submit(&owner, ws, in_image("in-image")).await;
+        let job_label = format!("label=paddock.job={id}");
+        let inspected = poll(Duration::from_secs(180), async || {
+            let container = docker(&["ps", "-q", "--filter", &job_label]);
+            match container.trim() {
+                "" => Err(()),
+                container => Ok(docker(&[
+                    "inspect",
+                    "--format",
+                    "{{json .Config.Env}} {{.Config.User}} {{json .NetworkSettings.Networks}}",
+                    container,
+                ])),
+            }
+        })
+        .await
+        .expect("the job's container never ran on the node");
+        assert!(inspected.contains("HUB_TOKEN=hub-secret-2"), "{inspected}");
+        assert!(inspected.contains("PADDOCK_TEST=cluster"), "{inspected}");
+        assert!(inspected.contains(" 1000:1000 "), "{inspected}");
+        assert!(
+            inspected.contains(&format!("paddock-{}-net-w{ws}", cleanup.instance)),
+            "the workspace's network: {inspected}"
+        );
+        let done = wait_for(&owner, ws, id, "success", |j| status(j) == "succeeded").await;
+        assert_eq!(done["summary"]["cluster"], "slurm", "{done}");
+        assert_eq!(done["summary"]["executor"], "docker", "{done}");
+        assert_eq!(done["summary"]["step"], 12, "{done}");
+        assert!(
+            !done["checkpoints"].as_array().unwrap().is_empty(),
+            "{done}"
+        );
+        let metrics = owner.get(&format!("{}/metrics", job_path(ws, id))).await.1;
+        assert_eq!(steps(&metrics), (1..=12).collect::<Vec<_>>());
+        let data = server.dir.path().join("data");
+        let volume_run = data.join(format!("volumes/w{ws}/workspace/jobs/{id}"));
+        let raw = std::fs::read_to_string(volume_run.join("train.log")).unwrap();
+        assert!(raw.contains("end: completed at step 12"), "{raw}");
+        // The node removed the container, and the secrets' file once it read it.
+        eventually(
+            "the node removes the job's container",
+            Duration::from_secs(30),
+            async || {
+                docker(&["ps", "-aq", "--filter", &job_label])
+                    .trim()
+                    .is_empty()
+            },
+        )
+        .await;
+        let private = data.join(format!("runs/jobs/{id}"));
+        assert!(private.join("container.json").exists());
+        assert!(!private.join("container.env").exists());
+
+        // The image leaves the node's Docker: the next job fails there before it trains.
+        docker(&["rmi", "-f", &image]);
+        let id = submit(&owner, ws, in_image("no-image")).await;
+        let failed = wait_for(&owner, ws, id, "failure", |j| status(j) == "failed").await;
+        let message = failed["summary"]["status_message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            message.contains(&format!("the node has no image {image}")),
+            "{failed}"
+        );
+
+        // Another image under the environment's tag (a stale load on the node): said so.
+        let tag = built["versions"][0]["image_tag"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        docker(&["tag", "paddock/base:busybox", &tag]);
+        let other = docker(&["image", "inspect", "--format", "{{.Id}}", &tag]);
+        let id = submit(&owner, ws, in_image("other-image")).await;
+        let failed = wait_for(&owner, ws, id, "failure", |j| status(j) == "failed").await;
+        let message = failed["summary"]["status_message"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            message.contains(&format!("{tag} is {}", other.trim()))
+                && message.contains(&format!("locked to {image}")),
+            "{failed}"
+        );
+        docker(&["rmi", &tag]);
     }
 
     /// Paddock off the cluster, reaching its tools over SSH on a login node: a job runs there, streams

@@ -12,12 +12,16 @@
 //! so a stop waits until the run has recorded its command's pid; a job still waiting in the queue has
 //! nothing to save and is cancelled outright.
 //!
+//! A job in an environment's image is a batch job whose script starts the container on the node (see
+//! [`in_image`]): the same Slurm job underneath, a container job's run folder on top.
+//!
 //! A replica is a batch job too, one that runs `serve-model` until it is cancelled: it binds every
 //! address of its node on a port it picks and says which in its output file (in the endpoint's folder
 //! under the data directory, which the nodes share); the gateway reaches it at the node's `NodeAddr`.
 //! The deployer's watcher, health checks, restarts, rolling changes and parity gate are the same as for
 //! a replica on this server: they only see a [`Handle::Cluster`] and a base URL.
 
+pub mod in_image;
 mod preflight;
 
 use std::path::{Path, PathBuf};
@@ -102,12 +106,18 @@ impl Slurm {
                     .ok()
                     .map(Path::to_path_buf)
             });
-            let started = match folder.map(|f| f.join("trainer.pid")) {
-                Some(pid) => {
+            // A run in an image has its pid in the workspace's volume; the node waits for it itself
+            // (see `in_image`), so its job is asked at once.
+            let started = match folder {
+                Some(folder) => {
                     let runs = self.storage.clone();
-                    crate::storage::in_volume("the run's pid", move || runs.runs()?.exists(&pid))
-                        .await
-                        .unwrap_or(false)
+                    crate::storage::in_volume("the run's pid", move || {
+                        let runs = runs.runs()?;
+                        Ok(runs.exists(&folder.join("trainer.pid"))?
+                            || runs.exists(&folder.join(in_image::SPEC_FILE))?)
+                    })
+                    .await
+                    .unwrap_or(false)
                 }
                 None => true,
             };
@@ -204,6 +214,24 @@ impl Slurm {
             workdir: String::new(),
             script: String::new(),
         }
+    }
+
+    /// The last lines of a run's batch output (`slurm.out` in its working directory), when that is a
+    /// folder of this server's `runs/` (a replica's output is its address, not a story).
+    async fn output_tail(&self, work_dir: Option<&str>) -> Option<String> {
+        let folder = Path::new(work_dir?)
+            .strip_prefix(self.storage.runs_dir())
+            .ok()?
+            .to_path_buf();
+        let runs = self.storage.clone();
+        let tail = crate::storage::in_volume("the job's Slurm output", move || {
+            runs.runs()?
+                .read_tail(&folder.join("slurm.out"), ADDRESS_FILE_LIMIT)
+        })
+        .await
+        .ok()?;
+        let said = last_lines(&String::from_utf8_lossy(&tail), 3);
+        (!said.is_empty()).then_some(said)
     }
 
     /// Where a unit goes: what it asked for, else what this server was configured with.
@@ -551,6 +579,10 @@ impl Executor for Slurm {
             if let Some(why) = &node.reason {
                 how.push_str(&format!("; node {on} is {}: {why}", node.state));
             }
+        }
+        // What the batch job said before it ended (a node that could not start the run says why).
+        if let Some(said) = self.output_tail(info.work_dir.as_deref()).await {
+            how.push_str(&format!("; it said: {said}"));
         }
         Some(how)
     }

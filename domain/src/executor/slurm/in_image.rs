@@ -1,0 +1,396 @@
+//! Cluster jobs in an environment's image. The batch script runs `paddock run-in-image` on the node,
+//! which starts the job's container on the node's own Docker engine with what the Docker executor gives a
+//! container here: the same hardening, the environment's limits (measured against the node), the GPUs
+//! Slurm gave the job, the workspace's own network and volume. The volume and the store are the data
+//! directory's, which the nodes share, so the run folder is where the server reads it — in the volume,
+//! as hostile input, exactly as for a container job on this server.
+//!
+//! The node runs nothing until it has checked the image lock: the job's image ID must be on the node. A
+//! node that has the environment's tag but another image under it (a stale `docker load`), or no such
+//! image at all, fails the job with a message saying which, before any step is trained. What the node
+//! says goes to the job's Slurm output, which [`super::Slurm::ended_how`] quotes in the job's status.
+//!
+//! The server half ([`Containers`], an [`Executor`]) writes what the node needs into a folder of its
+//! own `runs/` (the container's spec in `container.json`, the environment's secrets in a `container.env`
+//! only the server's user can read, which the node removes once read) and submits the batch job there;
+//! the node half ([`run_on_node`]) reads it back.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use clusters::slurm::Submission;
+use contracts::ids::{EnvironmentId, WorkspaceId};
+use contracts::types::EnvironmentSpec;
+use serde::{Deserialize, Serialize};
+
+use super::super::docker::Docker;
+use super::super::{wrapper_args, Executor, Handle, Served, Service, Stop, Work};
+use super::{write_private, Slurm, LIMIT_BACKSTOP, TERM_BEFORE_LIMIT};
+use crate::storage::Storage;
+
+/// The container's spec, as the server writes it for the node.
+pub const SPEC_FILE: &str = "container.json";
+/// The environment's secrets (a JSON list of `KEY=value`), readable by the server's user only and
+/// removed by the node once read.
+const SECRETS_FILE: &str = "container.env";
+/// The most either file may weigh.
+const SPEC_LIMIT: u64 = 1 << 20;
+/// The exit status of a job whose container could not start (Docker's own for `docker run` failures).
+const COULD_NOT_START: i32 = 125;
+/// How long the node waits, once asked to stop, for the run to record its command's pid: a TERM the
+/// wrapper (the container's PID 1) gets before it has set its trap is ignored.
+const PID_WAIT: Duration = Duration::from_secs(60);
+
+/// What the node needs to start the job's container.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ContainerRun {
+    pub name: String,
+    /// The image ID the job is locked to, and the environment's tag for it (what a node that has
+    /// another image under that name is told).
+    pub image_id: String,
+    pub image_tag: Option<String>,
+    pub environment_id: EnvironmentId,
+    /// The environment's spec: its limits are worked out against the node's own CPUs and memory.
+    pub environment: EnvironmentSpec,
+    pub workspace_id: WorkspaceId,
+    pub instance: String,
+    pub labels: std::collections::BTreeMap<String, String>,
+    pub volume: String,
+    pub volume_dir: String,
+    pub store_dir: Option<String>,
+    pub network: String,
+    pub cmd: Vec<String>,
+    /// The run folder relative to `volume_dir`, where the wrapper records the command's pid.
+    pub run_folder: PathBuf,
+    /// Whether the job asked Slurm for GPUs that are real (not a test cluster's stand-ins): the node
+    /// hands the container the ones Slurm allocated.
+    pub gpus: bool,
+}
+
+/// The Slurm executor for jobs in an environment's image: a run folder where a container job's is (the
+/// Docker executor's), a batch job where a cluster job's is (the Slurm executor's).
+pub struct Containers {
+    slurm: Arc<Slurm>,
+    docker: Arc<Docker>,
+}
+
+impl Containers {
+    pub fn new(slurm: Arc<Slurm>, docker: Arc<Docker>) -> Containers {
+        Containers { slurm, docker }
+    }
+
+    /// The folder of the server's own for unit `rel`: the batch job's working directory, its output,
+    /// and the files the node reads.
+    fn private_dir(&self, rel: &Path) -> PathBuf {
+        self.slurm.storage.runs_dir().join(rel)
+    }
+}
+
+#[async_trait::async_trait]
+impl Executor for Containers {
+    fn storage(&self) -> &Storage {
+        self.docker.storage()
+    }
+
+    fn run_root(&self, workspace_id: WorkspaceId) -> beneath::Result<beneath::Dir> {
+        self.docker.run_root(workspace_id)
+    }
+
+    fn run_root_dir(&self, workspace_id: WorkspaceId) -> PathBuf {
+        self.docker.run_root_dir(workspace_id)
+    }
+
+    fn run_roots_seen(&self, workspace_id: WorkspaceId) -> Vec<PathBuf> {
+        self.docker.run_roots_seen(workspace_id)
+    }
+
+    fn store_seen(&self, workspace_id: WorkspaceId) -> String {
+        self.docker.store_seen(workspace_id)
+    }
+
+    fn gpu_device(&self) -> &'static str {
+        self.slurm.gpu_device()
+    }
+
+    fn run_folder_is_theirs(&self) -> bool {
+        true
+    }
+
+    async fn start(&self, work: Work) -> Result<Handle, String> {
+        let image = work
+            .image
+            .clone()
+            .ok_or("the job has no environment image")?;
+        let (volume, volume_dir, store_dir, network) = self.docker.mounts(work.workspace_id)?;
+        let volume_dir = volume_dir.ok_or(
+            "on a cluster a job in an environment's image needs the workspace volumes in the data directory, which the nodes share",
+        )?;
+        super::super::docker::give_to_container_user(&work.folder)?;
+        let inside = Path::new(containers::build::WORKSPACE_DIR).join(&work.rel);
+        let (spec, image_tag) = self.docker.environment(image.environment_id).await?;
+        let run = ContainerRun {
+            name: self.docker.container_name(work.unit),
+            image_id: image.image_id.clone(),
+            image_tag,
+            environment_id: image.environment_id,
+            environment: spec,
+            workspace_id: work.workspace_id,
+            instance: self.docker.instance().to_string(),
+            labels: std::collections::BTreeMap::from([work.unit.label()]),
+            volume,
+            volume_dir,
+            store_dir,
+            network,
+            cmd: wrapper_args(&inside.to_string_lossy(), "paddock", &work),
+            run_folder: work.rel.clone(),
+            gpus: work.gpus > 0 && self.slurm.gpu_device() == "cuda",
+        };
+        let dir = self.private_dir(&work.rel);
+        tokio::fs::create_dir_all(&dir)
+            .await
+            .map_err(|e| format!("making {}: {e}", dir.display()))?;
+        let spec_json = serde_json::to_string_pretty(&run).map_err(|e| e.to_string())?;
+        let secrets = serde_json::to_string(&image.env).map_err(|e| e.to_string())?;
+        // A retry of a job that never started leaves the last attempt's files: both are replaced.
+        write_private(&dir.join(SPEC_FILE), &spec_json)
+            .await
+            .map_err(|e| format!("writing the container's spec: {e}"))?;
+        write_private(&dir.join(SECRETS_FILE), &secrets)
+            .await
+            .map_err(|e| format!("writing the environment's secrets: {e}"))?;
+        let folder = dir.to_string_lossy().into_owned();
+        let paddock = self.slurm.storage.paddock_binary.to_string_lossy();
+        let command = shlex::try_join([paddock.as_ref(), "run-in-image", folder.as_str()])
+            .map_err(|e| format!("the run's command cannot be quoted: {e}"))?;
+        let submission = Submission {
+            time_limit: work.time_limit.map(|limit| limit + LIMIT_BACKSTOP),
+            term_before_limit: work.time_limit.map(|_| TERM_BEFORE_LIMIT),
+            output: format!("{folder}/slurm.out"),
+            workdir: folder,
+            script: format!("exec {command}"),
+            ..self
+                .slurm
+                .submission(work.unit, work.workspace_id, &work.placement, work.gpus)
+        };
+        let submitted = self.slurm.cluster.submit(&submission).await;
+        match submitted {
+            Ok(job) => Ok(Handle::Cluster { job }),
+            Err(e) => {
+                let _ = tokio::fs::remove_file(dir.join(SECRETS_FILE)).await;
+                Err(e.to_string())
+            }
+        }
+    }
+
+    async fn serve(&self, _service: Service) -> Result<Served, String> {
+        Err("on a cluster a replica runs natively (the paddock runtime on its nodes), not in an environment's image".into())
+    }
+
+    async fn is_running(&self, handle: &Handle) -> Option<bool> {
+        self.slurm.is_running(handle).await
+    }
+
+    async fn stop(&self, handle: &Handle, how: Stop) {
+        self.slurm.stop(handle, how).await
+    }
+
+    async fn ended_how(&self, handle: &Handle) -> Option<String> {
+        self.slurm.ended_how(handle).await
+    }
+
+    async fn clean_up(&self, handle: &Handle) {
+        self.slurm.clean_up(handle).await
+    }
+}
+
+/// `paddock run-in-image FOLDER`, on the node: checks the image lock, starts the container, passes a
+/// stop on to it and waits for it to end; returns the exit status for the batch job (the container's,
+/// or [`COULD_NOT_START`] with the reason on stderr).
+pub async fn run_on_node(folder: &Path) -> i32 {
+    let node = std::env::var("SLURMD_NODENAME").unwrap_or_else(|_| "this node".into());
+    match start_on_node(folder).await {
+        Ok((docker, run)) => {
+            let code = follow(&docker, &run, &node).await;
+            if let Err(e) = docker.remove(&run.name).await {
+                eprintln!("run-in-image: could not remove container {}: {e}", run.name);
+            }
+            code
+        }
+        Err(message) => {
+            eprintln!("{node} cannot run the job in its environment's image: {message}");
+            COULD_NOT_START
+        }
+    }
+}
+
+/// Reads the spec, checks the lock and the node's room for the environment, and starts the container.
+async fn start_on_node(folder: &Path) -> Result<(containers::Docker, ContainerRun), String> {
+    let dir = beneath::Dir::open(folder).map_err(|e| format!("{}: {e}", folder.display()))?;
+    let spec = dir
+        .read(Path::new(SPEC_FILE), SPEC_LIMIT)
+        .map_err(|e| format!("reading {SPEC_FILE}: {e}"))?;
+    let run: ContainerRun =
+        serde_json::from_slice(&spec).map_err(|e| format!("reading {SPEC_FILE}: {e}"))?;
+    let secrets = match dir.read(Path::new(SECRETS_FILE), SPEC_LIMIT) {
+        Ok(bytes) => {
+            dir.remove_all(Path::new(SECRETS_FILE))
+                .map_err(|e| format!("removing {SECRETS_FILE}: {e}"))?;
+            serde_json::from_slice::<Vec<String>>(&bytes)
+                .map_err(|e| format!("reading {SECRETS_FILE}: {e}"))?
+        }
+        Err(e) if e.is_missing() => {
+            return Err(format!(
+                "{SECRETS_FILE} is gone: this attempt already started once; retry the job"
+            ))
+        }
+        Err(e) => return Err(format!("reading {SECRETS_FILE}: {e}")),
+    };
+    let docker = containers::Docker::connect()
+        .await
+        .map_err(|e| format!("no Docker engine answers there ({e})"))?;
+    check_lock(&docker, &run).await?;
+    let host = docker.host_limits().await.map_err(|e| e.to_string())?;
+    let limits = super::super::docker::limits_on(&run.environment, &host)
+        .map_err(|e| format!("it cannot give the environment what it asks: {e}"))?;
+    let gpu_device_ids = match run.gpus {
+        true => allocated_gpus()?,
+        false => Vec::new(),
+    };
+    docker.remove(&run.name).await.map_err(|e| e.to_string())?;
+    let request = containers::lifecycle::ProvisionRequest {
+        name: run.name.clone(),
+        image: run.image_id.clone(),
+        workspace: run.workspace_id.to_string(),
+        environment: run.environment_id.to_string(),
+        instance: run.instance.clone(),
+        extra_labels: run.labels.clone(),
+        limits,
+        gpu_device_ids,
+        volume: run.volume.clone(),
+        volume_dir: Some(run.volume_dir.clone()),
+        network: Some(run.network.clone()),
+        store_dir: run.store_dir.clone(),
+        cmd: Some(run.cmd.clone()),
+        env: secrets,
+    };
+    docker
+        .provision(&request)
+        .await
+        .map_err(|e| format!("starting its container: {e}"))?;
+    Ok((docker, run))
+}
+
+/// The lock: the job's image ID is on this node. When it is not, says whether the node has another
+/// image under the environment's tag or none at all.
+async fn check_lock(docker: &containers::Docker, run: &ContainerRun) -> Result<(), String> {
+    match docker.image_info(&run.image_id).await {
+        Ok(info) if info.id == run.image_id => return Ok(()),
+        Ok(_) => {}
+        Err(e) if matches!(e, containers::Error::NotFound { .. }) => {}
+        Err(e) => return Err(format!("asking Docker for image {}: {e}", run.image_id)),
+    }
+    let load = "load the environment's image there (docker save on this server, docker load on the node) and retry the job";
+    let tagged = match &run.image_tag {
+        Some(tag) => docker.image_info(tag).await.ok().map(|info| (tag, info.id)),
+        None => None,
+    };
+    Err(match tagged {
+        Some((tag, other)) => format!(
+            "the node's {tag} is {other}, but the job is locked to {} (environment {}): another build of it; {load}",
+            run.image_id, run.environment_id
+        ),
+        None => format!(
+            "the node has no image {} (environment {}{}); {load}",
+            run.image_id,
+            run.environment_id,
+            run.image_tag
+                .as_deref()
+                .map(|t| format!(", {t}"))
+                .unwrap_or_default()
+        ),
+    })
+}
+
+/// The GPUs Slurm allocated to the job, as the node's indices: `SLURM_JOB_GPUS` (absolute, unlike a
+/// `CUDA_VISIBLE_DEVICES` that cgroup confinement renumbers from 0), else `CUDA_VISIBLE_DEVICES`.
+fn allocated_gpus() -> Result<Vec<String>, String> {
+    let listed = std::env::var("SLURM_JOB_GPUS")
+        .or_else(|_| std::env::var("CUDA_VISIBLE_DEVICES"))
+        .map_err(|_| {
+            "Slurm gave the job no GPUs (neither SLURM_JOB_GPUS nor CUDA_VISIBLE_DEVICES is set)"
+                .to_string()
+        })?;
+    Ok(listed
+        .split(',')
+        .map(str::trim)
+        .filter(|id| !id.is_empty())
+        .map(String::from)
+        .collect())
+}
+
+/// Waits for the container to end, passing a TERM or INT the batch job gets on to the wrapper (once
+/// it has recorded its command's pid, or after [`PID_WAIT`]); returns its exit status.
+async fn follow(docker: &containers::Docker, run: &ContainerRun, node: &str) -> i32 {
+    use containers::lifecycle::ContainerStatus;
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        eprintln!("run-in-image: cannot listen for signals on {node}");
+        return COULD_NOT_START;
+    };
+    let mut asked_at: Option<tokio::time::Instant> = None;
+    let mut passed_on = false;
+    loop {
+        tokio::select! {
+            _ = term.recv() => { asked_at.get_or_insert_with(tokio::time::Instant::now); }
+            _ = int.recv() => { asked_at.get_or_insert_with(tokio::time::Instant::now); }
+            _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+        }
+        if let (Some(at), false) = (asked_at, passed_on) {
+            if at.elapsed() >= PID_WAIT || pid_recorded(run) {
+                if let Err(e) = docker.signal(&run.name, "TERM").await {
+                    eprintln!(
+                        "run-in-image: could not pass the stop on to {}: {e}",
+                        run.name
+                    );
+                }
+                passed_on = true;
+            }
+        }
+        match docker.status(&run.name).await {
+            Ok(ContainerStatus::Exited { code }) => return i32::try_from(code).unwrap_or(1),
+            Ok(ContainerStatus::OomKilled) => {
+                eprintln!(
+                    "{node}: the job's container was killed for going over the environment's memory limit ({})",
+                    run.environment.memory
+                );
+                return 137;
+            }
+            Ok(ContainerStatus::Missing | ContainerStatus::Dead) => {
+                eprintln!(
+                    "{node}: the job's container {} was removed while it ran",
+                    run.name
+                );
+                return 1;
+            }
+            Ok(_) => {}
+            Err(e) if e.is_unreachable() => {
+                eprintln!("{node}: the Docker engine stopped answering: {e}");
+                return 1;
+            }
+            Err(_) => {}
+        }
+    }
+}
+
+/// Whether the wrapper has recorded its command's pid in the run folder (read through `beneath`: the
+/// volume is the container's to write).
+fn pid_recorded(run: &ContainerRun) -> bool {
+    beneath::Dir::open(Path::new(&run.volume_dir))
+        .and_then(|volume| volume.exists(&run.run_folder.join("trainer.pid")))
+        .unwrap_or(false)
+}
