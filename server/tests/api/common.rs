@@ -477,6 +477,9 @@ pub fn assert_success(out: &Output) {
 pub struct DockerCleanup {
     pub instance: String,
     pub images: Vec<String>,
+    /// Held by a test that built an image with the runtime (see [`runtime_environment`]) until its
+    /// images are removed.
+    runtime: Option<tokio::sync::MutexGuard<'static, ()>>,
 }
 
 impl DockerCleanup {
@@ -487,6 +490,7 @@ impl DockerCleanup {
                 .query_one("SELECT instance FROM instance_identity")
                 .await,
             images: Vec::new(),
+            runtime: None,
         }
     }
 }
@@ -529,9 +533,10 @@ pub async fn with_docker() -> Option<(Server, DockerCleanup)> {
     Some((server, cleanup))
 }
 
-/// One runtime-image build at a time: its layers are the runtime's gigabytes, which two builds at once
-/// would each copy into Docker before finding they are the same. A second build then reuses them.
-static RUNTIME_BUILDS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+/// One test at a time with an image carrying the runtime, from its build until its images are removed:
+/// the runtime's layers are gigabytes, which two builds at once would each copy into Docker, and their
+/// intermediate images are shared, so one test's removal would pull them from under another's build.
+static RUNTIME_IMAGES: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// An environment of `owner`'s workspace `ws` whose image carries the Paddock runtime (`spec` holds
 /// what differs from the trainer environment the tests share: a name, variables, secrets), built; its
@@ -549,7 +554,9 @@ pub async fn runtime_environment(
         .unwrap()
         .extend(spec.as_object().unwrap().clone());
     let environments = format!("/api/v1/workspaces/{ws}/environments");
-    let _one_at_a_time = RUNTIME_BUILDS.lock().await;
+    if cleanup.runtime.is_none() {
+        cleanup.runtime = Some(RUNTIME_IMAGES.lock().await);
+    }
     let (code, env) = owner.post(&environments, trainer).await;
     assert_eq!(code, StatusCode::CREATED, "{env}");
     let env_id = env["summary"]["id"].as_i64().unwrap();
