@@ -1477,6 +1477,10 @@ pub struct EndpointSpec {
     /// job on a node the scheduler picks, instead of on this server. `None`: on this server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<String>,
+    /// On a cluster: the partition (queue) its replicas go to, one the cluster has. `None`: the one
+    /// the server was configured with, else the cluster's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
 }
 
 fn default_replicas() -> u32 {

@@ -171,7 +171,7 @@ pub async fn start(
         cluster,
     } = request;
     if let Some(name) = &cluster {
-        jobs.executors.runs_on(name, None)?;
+        jobs.executors.runs_on(name, None).await?;
     }
     let (resource, dataset_name, dataset_sha256) = {
         let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
@@ -523,7 +523,7 @@ async fn launch(
 ) -> Result<Handle, AppError> {
     let (executor, placement) = match cluster {
         Some(name) => (
-            jobs.executors.runs_on(name, None)?,
+            jobs.executors.runs_on(name, None).await?,
             crate::admin::cluster_placement(db, workspace_id, name, None).await?,
         ),
         None => (jobs.executor(ExecutorKind::Local), Default::default()),

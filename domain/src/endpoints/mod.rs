@@ -58,6 +58,7 @@ struct Row {
     pending_change: Option<sqlx::types::Json<ChangeUnderWay>>,
     parity_report: Option<String>,
     cluster: Option<String>,
+    partition: Option<String>,
     created_at: String,
 }
 
@@ -69,7 +70,7 @@ crate::db::row_query!(
     r#"SELECT e.id AS "id!: contracts::ids::EndpointId", e.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", e.slug, e.name,
         e.checkpoint_id AS "checkpoint_id: contracts::ids::CheckpointId", c.job_id AS "job_id: contracts::ids::JobId", e.replicas,
         e.max_batch_tokens, e.max_wait_ms, e.device, e.precision, e.status, e.status_message,
-        e.pending_change AS "pending_change: sqlx::types::Json<contracts::types::ChangeUnderWay>", e.parity_report, e.cluster, e.created_at
+        e.pending_change AS "pending_change: sqlx::types::Json<contracts::types::ChangeUnderWay>", e.parity_report, e.cluster, e.partition, e.created_at
       FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id"#
 );
 
@@ -185,6 +186,7 @@ pub async fn get(
             device: r.device.clone(),
             precision: r.precision.clone(),
             cluster: r.cluster.clone(),
+            partition: r.partition.clone(),
         },
         replicas: replicas
             .into_iter()
@@ -352,9 +354,9 @@ pub async fn deploy(
     spec: EndpointSpec,
 ) -> Result<EndpointDetail, AppError> {
     check_spec(&spec)?;
-    if let Some(name) = &spec.cluster {
-        deployer.check_cluster(name)?;
-    }
+    deployer
+        .check_cluster(spec.cluster.as_deref(), spec.partition.as_deref())
+        .await?;
     let slug = slug_for(&spec)?;
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     live_checkpoint(&mut tx, workspace_id, spec.checkpoint_id).await?;
@@ -363,8 +365,8 @@ pub async fn deploy(
     let name = spec.name.trim();
     let id = sqlx::query_scalar!(
         r#"INSERT INTO endpoints (workspace_id, slug, name, checkpoint_id, replicas, max_batch_tokens, max_wait_ms,
-             device, precision, cluster, created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: EndpointId""#,
+             device, precision, cluster, partition, created_by, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: EndpointId""#,
         workspace_id,
         slug,
         name,
@@ -375,6 +377,7 @@ pub async fn deploy(
         spec.device,
         spec.precision,
         spec.cluster,
+        spec.partition,
         actor.user_id,
         now,
         now,
@@ -383,7 +386,7 @@ pub async fn deploy(
     .await
     .map_err(taken("slug", ErrorCode::SlugTaken, "this slug is in use"))?;
     let entry = Entry::in_workspace(actor, workspace_id, "endpoint.deploy", &slug);
-    let detail = serde_json::json!({ "endpoint_id": id, "checkpoint_id": spec.checkpoint_id, "replicas": spec.replicas, "cluster": spec.cluster });
+    let detail = serde_json::json!({ "endpoint_id": id, "checkpoint_id": spec.checkpoint_id, "replicas": spec.replicas, "cluster": spec.cluster, "partition": spec.partition });
     audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     deployer.spawn_deploy(id);
@@ -430,9 +433,9 @@ pub async fn redeploy(
         ));
     }
     live_checkpoint(&mut tx, workspace_id, r.checkpoint_id).await?;
-    if let Some(name) = &r.cluster {
-        deployer.check_cluster(name)?;
-    }
+    deployer
+        .check_cluster(r.cluster.as_deref(), r.partition.as_deref())
+        .await?;
     super::caps::replicas_fit(&mut tx, workspace_id, Some(endpoint_id), r.replicas).await?;
     status::endpoint_afresh(
         &mut tx,
@@ -772,6 +775,7 @@ mod tests {
             device: "cpu".into(),
             precision: "fp32".into(),
             cluster: None,
+            partition: None,
         }
     }
 

@@ -70,11 +70,12 @@ pub(crate) struct Target {
     pub precision: String,
     pub status: EndpointStatus,
     pub checkpoint_id: CheckpointId,
-    /// The cluster its replicas run on (`None`: this server).
+    /// The cluster its replicas run on (`None`: this server), and its partition there.
     pub cluster: Option<String>,
+    pub partition: Option<String>,
 }
 
-const TARGET: &str = "SELECT id, workspace_id, slug, replicas, max_batch_tokens, max_wait_ms, device, precision, status, checkpoint_id, cluster FROM endpoints";
+const TARGET: &str = "SELECT id, workspace_id, slug, replicas, max_batch_tokens, max_wait_ms, device, precision, status, checkpoint_id, cluster, partition FROM endpoints";
 
 /// A checkpoint to serve: its files, and the image of the job that wrote it.
 #[derive(sqlx::FromRow, Clone)]
@@ -139,10 +140,18 @@ impl Deployer {
         }
     }
 
-    /// Refuses a cluster this server does not have, or whose nodes do not see the data directory,
-    /// before anything is recorded.
-    pub(crate) fn check_cluster(&self, name: &str) -> Result<(), AppError> {
-        self.executors.runs_on(name, None).map(drop)
+    /// Refuses, before anything is recorded, a cluster this server does not have, a partition it does
+    /// not have or that names no cluster, and one whose nodes do not see the data directory.
+    pub(crate) async fn check_cluster(
+        &self,
+        cluster: Option<&str>,
+        partition: Option<&str>,
+    ) -> Result<(), AppError> {
+        match cluster {
+            Some(name) => self.executors.runs_on(name, partition).await.map(drop),
+            None if partition.is_some() => Err(crate::executor::partition_without_cluster()),
+            None => Ok(()),
+        }
     }
 
     fn lock(&self, endpoint_id: EndpointId) -> Arc<tokio::sync::Mutex<()>> {
@@ -444,9 +453,14 @@ impl Deployer {
             };
             let runs_on = cluster.unwrap_or_else(|| self.executors.get(kind));
             let placement = match &t.cluster {
-                Some(name) => crate::admin::cluster_placement(&self.db, t.workspace_id, name, None)
-                    .await
-                    .map_err(|e| e.to_string())?,
+                Some(name) => crate::admin::cluster_placement(
+                    &self.db,
+                    t.workspace_id,
+                    name,
+                    t.partition.clone(),
+                )
+                .await
+                .map_err(|e| e.to_string())?,
                 None => Default::default(),
             };
             let service = Service {

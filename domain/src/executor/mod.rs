@@ -360,14 +360,39 @@ impl Executors {
     }
 
     /// The cluster named `name`, to run work on now in `partition` (`None`: the default one): refused
-    /// when this server has no such cluster, or when the last shared-directory check found the
-    /// partition's nodes blind to the data directory.
-    pub fn runs_on(
+    /// when this server has no such cluster, when the cluster has no such partition (asked of its
+    /// scheduler now, so a bad choice is refused before anything is queued), or when the last
+    /// shared-directory check found the partition's nodes blind to the data directory.
+    pub async fn runs_on(
         &self,
         name: &str,
         partition: Option<&str>,
     ) -> Result<&dyn Executor, contracts::error::AppError> {
+        use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
         let cluster = self.known_cluster(name)?;
+        if let Some(partition) = partition {
+            let known = match self.cluster_partitions(name).await {
+                Some(Ok(known)) => known,
+                Some(Err(e)) => {
+                    return Err(cluster_invalid(format!(
+                        "the cluster {name:?} cannot say its partitions now: {e}"
+                    )))
+                }
+                None => Vec::new(),
+            };
+            if !known.iter().any(|k| k == partition) {
+                let message = format!(
+                    "the cluster {name:?} has no partition {partition:?}; it has {}",
+                    known.join(", ")
+                );
+                let rule = Rule::OneOf { values: known };
+                let problem = FieldProblem::new("partition", rule, message);
+                return Err(
+                    AppError::invalid_fields(ErrorCode::ClusterInvalid, vec![problem])
+                        .unwrap_or(AppError::Internal),
+                );
+            }
+        }
         match self.shared_dir_problem(name, partition) {
             Some(problem) => Err(cluster_invalid(format!(
                 "the cluster {name:?} cannot run it: {problem}"
@@ -432,6 +457,16 @@ impl Executors {
     pub async fn ended_how(&self, handle: &Handle) -> Option<String> {
         self.of(handle)?.ended_how(handle).await
     }
+}
+
+/// A refusal at the `partition` field of work that names no cluster.
+pub fn partition_without_cluster() -> contracts::error::AppError {
+    use contracts::error::{AppError, ErrorCode};
+    AppError::invalid(
+        "partition",
+        ErrorCode::ClusterInvalid,
+        "a partition is a cluster's: choose the cluster too, or leave the partition empty",
+    )
 }
 
 /// A refusal at the `cluster` field.

@@ -343,16 +343,13 @@ async fn submit_as(
 ) -> Result<JobDetail, AppError> {
     spec::check(&spec)?;
     spec.name = spec.name.trim().to_string();
-    let cluster =
-        match spec.cluster.as_deref() {
-            Some(name) => Some(cluster_for(jobs, name, &spec).await?),
-            None if spec.partition.is_some() => return Err(AppError::invalid(
-                "partition",
-                ErrorCode::ClusterInvalid,
-                "a partition is a cluster's: choose the cluster too, or leave the partition empty",
-            )),
-            None => None,
-        };
+    let cluster = match spec.cluster.as_deref() {
+        Some(name) => Some(cluster_for(jobs, name, &spec).await?),
+        None if spec.partition.is_some() => {
+            return Err(crate::executor::partition_without_cluster())
+        }
+        None => None,
+    };
     let host_gpus = jobs.engine.gpus().await.len();
     if cluster.is_none() && spec.gpus as usize > host_gpus {
         return Err(never_starts(
@@ -469,45 +466,18 @@ fn never_starts(rule: Rule, message: String) -> AppError {
     AppError::invalid_fields(ErrorCode::JobSpecInvalid, vec![problem]).unwrap_or(AppError::Internal)
 }
 
-/// The cluster a job asks for by `name`, when this server has it and the job can run there, in a
-/// partition the cluster has (asked of its scheduler now, so a bad choice is refused before anything is
-/// queued): natively (the `paddock` runtime on the nodes), or in its environment's image, which the node
-/// checks it has before it starts anything.
+/// The cluster a job asks for by `name`, when it can run there (see `Executors::runs_on`): natively
+/// (the `paddock` runtime on the nodes), or in its environment's image, which the node checks it has
+/// before it starts anything.
 async fn cluster_for<'a>(
     jobs: &'a Jobs,
     name: &str,
     spec: &JobSpec,
 ) -> Result<&'a dyn Executor, AppError> {
-    let native = jobs.executors.runs_on(name, spec.partition.as_deref())?;
-    if let Some(partition) = &spec.partition {
-        let known = match jobs.executors.cluster_partitions(name).await {
-            Some(Ok(known)) => known,
-            Some(Err(e)) => {
-                return Err(AppError::invalid(
-                    "cluster",
-                    ErrorCode::ClusterInvalid,
-                    format!("the cluster {name:?} cannot say its partitions now: {e}"),
-                ))
-            }
-            None => Vec::new(),
-        };
-        if !known.contains(partition) {
-            let problem = FieldProblem::new(
-                "partition",
-                Rule::OneOf {
-                    values: known.clone(),
-                },
-                format!(
-                    "the cluster {name:?} has no partition {partition:?}; it has {}",
-                    known.join(", ")
-                ),
-            );
-            return Err(
-                AppError::invalid_fields(ErrorCode::ClusterInvalid, vec![problem])
-                    .unwrap_or(AppError::Internal),
-            );
-        }
-    }
+    let native = jobs
+        .executors
+        .runs_on(name, spec.partition.as_deref())
+        .await?;
     let kind = match spec.environment_id {
         Some(_) => ExecutorKind::Docker,
         None => ExecutorKind::Local,

@@ -962,6 +962,56 @@ mod on_slurm {
         docker(&["rmi", &tag]);
     }
 
+    /// An endpoint's replicas go to the partition it picks (`short`: node2 alone); a partition the
+    /// cluster does not have, or one without a cluster, is refused at its field and records nothing.
+    #[tokio::test]
+    async fn an_endpoints_replicas_go_to_the_partition_it_picks() {
+        use crate::endpoints::{deploy, trained};
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
+        let (server, owner, _, _) = with_cluster(&conf).await;
+        let (ws, _, checkpoints) = trained(&owner, 5).await;
+        let endpoints = format!("/api/v1/workspaces/{ws}/endpoints");
+        let refused = [
+            json!({ "name": "nowhere", "checkpoint_id": checkpoints[0], "cluster": "slurm", "partition": "nowhere" }),
+            json!({ "name": "no-cluster", "checkpoint_id": checkpoints[0], "partition": "short" }),
+        ];
+        for spec in refused {
+            let (code, body) = owner.post(&endpoints, spec).await;
+            assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+            assert_eq!(
+                (&body["code"], &body["field"]),
+                (&json!("cluster_invalid"), &json!("partition")),
+                "{body}"
+            );
+        }
+        let (_, body) = owner
+            .post(&endpoints, json!({ "name": "nowhere", "checkpoint_id": checkpoints[0], "cluster": "slurm", "partition": "nowhere" }))
+            .await;
+        assert!(
+            body["problems"][0]["rule"]["values"]
+                .as_array()
+                .is_some_and(|v| v.contains(&json!("short"))),
+            "the partitions it has: {body}"
+        );
+        assert_eq!(server.count("SELECT COUNT(*) FROM endpoints").await, 0);
+
+        let spec = json!({ "name": "short", "checkpoint_id": checkpoints[0], "cluster": "slurm", "partition": "short" });
+        let (_, ep) = deploy(&owner, ws, spec).await;
+        let ready = owner
+            .wait_for(&ep, "a verdict", |d| d["summary"]["status"] != "starting")
+            .await;
+        assert_eq!(ready["summary"]["status"], "ready", "{ready}");
+        assert_eq!(ready["spec"]["partition"], "short", "{ready}");
+        let batch = ready["replicas"][0]["cluster_job"].as_str().unwrap();
+        let shown = slurm(&conf, &["scontrol", "show", "job", "-o", batch]);
+        assert!(shown.contains("Partition=short "), "{shown}");
+        assert!(shown.contains("NodeList=node2 "), "{shown}");
+        let (code, _) = owner.post_empty(&format!("{ep}/undeploy")).await;
+        assert_eq!(code, StatusCode::OK);
+    }
+
     /// Paddock off the cluster, reaching its tools over SSH on a login node: a job runs there, streams
     /// its steps, and a cancel (a TERM through `scancel` on the login node) ends it with a checkpoint.
     /// A login node whose host key is not on record is refused at start, before anything is sent.

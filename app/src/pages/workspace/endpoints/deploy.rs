@@ -12,7 +12,7 @@ use leptos::prelude::*;
 use super::endpoint_href;
 use crate::api::endpoints::DeployEndpoint;
 use crate::api::jobs::list_clusters;
-use crate::components::clusters::RunsOn;
+use crate::components::clusters::{Partitions, RunsOn};
 use crate::components::dialog::Dialog;
 use crate::components::form::{FormError, FormState, SelectField, SubmitButton, TextField};
 use crate::i18n::*;
@@ -34,6 +34,7 @@ const FIELDS: &[&str] = &[
     "device",
     "precision",
     "cluster",
+    "partition",
 ];
 
 /// The precisions the form offers; the server says which fit the device and this host.
@@ -51,6 +52,8 @@ pub struct DeployValues {
     pub precision: String,
     /// A cluster's name, or empty for this server.
     pub cluster: String,
+    /// One of the cluster's partitions, or empty for its default.
+    pub partition: String,
 }
 
 impl DeployValues {
@@ -68,6 +71,7 @@ impl DeployValues {
             device: defaults.device,
             precision: defaults.precision,
             cluster: String::new(),
+            partition: String::new(),
         }
     }
 
@@ -87,6 +91,7 @@ impl DeployValues {
             device: self.device.clone(),
             precision: self.precision.clone(),
             cluster: Some(self.cluster.trim().to_string()).filter(|c| !c.is_empty()),
+            partition: Some(self.partition.trim().to_string()).filter(|p| !p.is_empty()),
         })
     }
 }
@@ -167,7 +172,7 @@ fn DeployDialog(
         let hidden_field = form.error.with(|e| {
             e.as_ref()
                 .and_then(|e| e.field())
-                .is_some_and(|f| !["name", "replicas", "cluster"].contains(&f))
+                .is_some_and(|f| !["name", "replicas", "cluster", "partition"].contains(&f))
         });
         if let (true, Some(details)) = (hidden_field, advanced.get_untracked()) {
             details.set_open(true);
@@ -190,7 +195,10 @@ fn DeployDialog(
                         let clusters = clusters.await.unwrap_or_default();
                         (!clusters.is_empty()).then(|| view! {
                             <RunsOn form id="deploy-cluster" hint=move || t!(i18n, endpoints.runs_on_hint)
-                                selected=String::new() clusters set=|v, s| v.cluster = s />
+                                selected=String::new() clusters=clusters.clone()
+                                set=|v, s| { v.cluster = s; v.partition.clear(); } />
+                            <Partitions form id="deploy-partition" clusters chosen=|v| v.cluster.clone()
+                                selected=String::new() set=|v, s| v.partition = s />
                         })
                     })}
                 </Transition>

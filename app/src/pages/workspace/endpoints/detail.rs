@@ -202,11 +202,17 @@ fn StatusCard(
                             <dt>{t!(i18n, endpoint_detail.replicas)}</dt>
                             <dd data-testid="endpoint-replicas">{move || t_string!(i18n, endpoints.replicas_ready, ready = ready, total = total).to_string()}</dd>
                         </div>
-                        {s.cluster.clone().map(|name| view! {
-                            <div>
-                                <dt>{t!(i18n, endpoint_detail.runs_on)}</dt>
-                                <dd data-testid="endpoint-cluster">{move || t_string!(i18n, endpoint_detail.on_cluster, name = name.clone()).to_string()}</dd>
-                            </div>
+                        {s.cluster.clone().map(|name| {
+                            let partition = sp.partition.clone();
+                            view! {
+                                <div>
+                                    <dt>{t!(i18n, endpoint_detail.runs_on)}</dt>
+                                    <dd data-testid="endpoint-cluster">
+                                        {move || t_string!(i18n, endpoint_detail.on_cluster, name = name.clone()).to_string()}
+                                        {partition.map(|p| view! { " · "{move || t_string!(i18n, job_detail.cluster_partition, name = p.clone()).to_string()} })}
+                                    </dd>
+                                </div>
+                            }
                         })}
                         <div>
                             <dt>{t!(i18n, endpoint_detail.model)}</dt>
