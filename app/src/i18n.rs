@@ -48,6 +48,7 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
     };
     match rule {
         Rule::Name => td_string!(locale, rules.name).to_string(),
+        Rule::SchedulerName => td_string!(locale, rules.scheduler_name).to_string(),
         Rule::Between { min, max } => {
             td_string!(locale, rules.between, min = *min, max = *max).to_string()
         }

@@ -1142,6 +1142,17 @@ pub struct ClusterAccount {
     pub qos: Option<String>,
 }
 
+/// One workspace and what its work is charged to on a cluster (see [`ClusterAccount`]): the admin
+/// page's table of mappings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkspaceClusterAccount {
+    pub workspace_id: WorkspaceId,
+    pub workspace: String,
+    #[serde(flatten)]
+    pub charged_to: ClusterAccount,
+}
+
 /// Where a job handed to a cluster is now, as the cluster's scheduler says (read live).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

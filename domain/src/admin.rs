@@ -10,7 +10,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::db::write_tx;
 use containers::mirror::Mirror;
-use contracts::error::{internal, AppError, ErrorCode};
+use contracts::error::{internal, AppError, ErrorCode, FieldProblem, Rule};
 use contracts::types::{ClusterAccount, InstanceSettings, SettingsChange, UserAccount, MAX_CAP};
 
 fn require_admin(actor: &Actor) -> Result<(), AppError> {
@@ -278,11 +278,12 @@ pub async fn set_cluster_account(
     executors.known_cluster(cluster)?;
     for (field, value) in [("account", &account.account), ("qos", &account.qos)] {
         if value.as_deref().is_some_and(|v| !slurm_name(v)) {
-            return Err(AppError::invalid(
-                field,
-                ErrorCode::ClusterInvalid,
-                format!("{field} must be 1–64 letters, digits, '_', '-' or '.'"),
-            ));
+            let message = format!("{field} must be 1–64 letters, digits, '_', '-' or '.'");
+            let problem = FieldProblem::new(field, Rule::SchedulerName, message);
+            return Err(
+                AppError::invalid_fields(ErrorCode::ClusterInvalid, vec![problem])
+                    .unwrap_or(AppError::Internal),
+            );
         }
     }
     let mut tx = write_tx(db).await?;
@@ -313,6 +314,36 @@ pub async fn set_cluster_account(
     audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     Ok(account)
+}
+
+/// Every workspace and what its work is charged to on cluster `cluster` (the server's defaults where
+/// no mapping says otherwise: `None`s), by workspace name. Instance admins.
+pub async fn list_cluster_accounts(
+    db: &SqlitePool,
+    executors: &crate::executor::Executors,
+    actor: &Actor,
+    cluster: &str,
+) -> Result<Vec<contracts::types::WorkspaceClusterAccount>, AppError> {
+    require_admin(actor)?;
+    executors.known_cluster(cluster)?;
+    let rows: Vec<(WorkspaceId, String, Option<String>, Option<String>)> = sqlx::query_as(
+        "SELECT w.id, w.name, a.account, a.qos FROM workspaces w
+         LEFT JOIN workspace_cluster_accounts a ON a.workspace_id = w.id AND a.cluster = ?
+         ORDER BY w.name, w.id",
+    )
+    .bind(cluster)
+    .fetch_all(db)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(workspace_id, workspace, account, qos)| contracts::types::WorkspaceClusterAccount {
+                workspace_id,
+                workspace,
+                charged_to: ClusterAccount { account, qos },
+            },
+        )
+        .collect())
 }
 
 /// Checks now that the nodes of cluster `cluster` see this server's data directory (a batch job on each

@@ -6,7 +6,8 @@
 //! partition is queued and placed by Slurm, runs, and its page says where (the cluster, the partition,
 //! Slurm's job id, and what Slurm says of it) and its checkpoint is evaluated there; its checkpoint
 //! deploys with replicas on the cluster, which the endpoint page names, and the playground answers
-//! through them.
+//! through them, its replicas in the partition picked in the deploy form; on the admin page the
+//! shared-directory check runs again at a click, and the workspace is charged to an account of its own.
 
 import { describe, test, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -116,9 +117,13 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     const option = page.locator('[data-testid="deploy-cluster"] option[data-cluster="slurm"]');
     await option.waitFor({ state: 'attached' });
     await deploy.input('cluster').selectOption('slurm');
+    // Its replicas go to the partition picked here, as a job's do.
+    const partitions = deploy.input('partition').locator('option');
+    await partitions.nth(2).waitFor({ state: 'attached' });
+    await deploy.input('partition').selectOption('short');
     const endpoint = await deploy.deploy();
     await endpoint.waitForStatus('ready');
-    await waitForText(page.getByTestId('endpoint-cluster'), '集群 slurm');
+    await waitForText(page.getByTestId('endpoint-cluster'), '集群 slurm · 分区 short');
     assert.match(await endpoint.replicaRows.first().getByTestId('replica-cluster-job').textContent(), /作业 \d+/);
     await endpoint.predict(['这家店的服务很好', '太差了']);
     await endpoint.results.nth(1).waitFor();
@@ -127,6 +132,31 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     // Undeployed, its replicas' batch jobs end with it.
     await endpoint.confirm('undeploy');
     await endpoint.waitForStatus('stopped', 60_000);
+  });
+
+  test("on the admin page the shared directory is checked again, and a workspace is charged to its own account", async () => {
+    const { page } = story.owner;
+    await visit(page, '/admin');
+    const cluster = page.locator('[data-testid="cluster"][data-name="slurm"]');
+    // A batch job on each partition, then the card is read again.
+    await Promise.all([
+      page.waitForResponse((r) => r.url().includes('/rpc/check_cluster'), { timeout: 120_000 }),
+      cluster.getByTestId('cluster-shared-dir-recheck').click(),
+    ]);
+    await cluster.locator('[data-testid="cluster-shared-dir"][data-ok="true"]').waitFor();
+    const row = cluster.locator('[data-testid="cluster-account"][data-workspace="集群组"]');
+    await row.getByTestId('cluster-account-account').fill('team-a');
+    await row.getByTestId('cluster-account-qos').fill('normal');
+    await row.getByTestId('cluster-account-save').click();
+    await visit(page, '/admin');
+    assert.equal(await row.getByTestId('cluster-account-account').inputValue(), 'team-a');
+    assert.equal(await row.getByTestId('cluster-account-qos').inputValue(), 'normal');
+    // A name Slurm would not take is refused, and said in Chinese.
+    await row.getByTestId('cluster-account-account').fill('team a;');
+    await row.getByTestId('cluster-account-save').click();
+    await page.locator('[data-testid="cluster-accounts"] [role="alert"]').waitFor();
+    await assertPageNotEnglish(page, [...NAMES, 'team-a', 'normal', 'QoS', 'Slurm']);
+    await screenshot(page, '12-cluster-accounts');
   });
 
   test('no wasm panic or hydration error happened', () => {

@@ -4,7 +4,10 @@ use contracts::ids::UserId;
 use leptos::prelude::*;
 
 use contracts::error::AppError;
-use contracts::types::{InstanceSettings, UserAccount};
+use contracts::ids::WorkspaceId;
+use contracts::types::{
+    ClusterAccount, InstanceSettings, SharedDirCheck, UserAccount, WorkspaceClusterAccount,
+};
 #[cfg(feature = "ssr")]
 use {crate::context::as_caller, contracts::types::SettingsChange, domain::admin};
 
@@ -48,5 +51,49 @@ pub async fn list_users() -> Result<Vec<UserAccount>, AppError> {
 #[server(prefix = "/rpc", endpoint = "set_user_disabled")]
 pub async fn set_user_disabled(user_id: UserId, disabled: bool) -> Result<UserAccount, AppError> {
     as_caller(|s, a| async move { admin::set_user_disabled(&s.db, &a, user_id, disabled).await })
+        .await
+}
+
+#[server(prefix = "/rpc", endpoint = "list_cluster_accounts")]
+pub async fn list_cluster_accounts(
+    cluster: String,
+) -> Result<Vec<WorkspaceClusterAccount>, AppError> {
+    as_caller(|s, a| async move {
+        admin::list_cluster_accounts(&s.db, &s.jobs.executors, &a, &cluster).await
+    })
+    .await
+}
+
+/// Empty `account` or `qos` is none: both empty removes the mapping.
+#[server(prefix = "/rpc", endpoint = "set_cluster_account")]
+pub async fn set_cluster_account(
+    workspace_id: WorkspaceId,
+    cluster: String,
+    account: String,
+    qos: String,
+) -> Result<ClusterAccount, AppError> {
+    let given = |v: String| Some(v.trim().to_string()).filter(|v| !v.is_empty());
+    let account = ClusterAccount {
+        account: given(account),
+        qos: given(qos),
+    };
+    as_caller(|s, a| async move {
+        admin::set_cluster_account(
+            &s.db,
+            &s.jobs.executors,
+            &a,
+            workspace_id,
+            &cluster,
+            account,
+        )
+        .await
+    })
+    .await
+}
+
+/// Runs the shared-directory preflight on `cluster` now (a batch job per partition).
+#[server(prefix = "/rpc", endpoint = "check_cluster")]
+pub async fn check_cluster(cluster: String) -> Result<SharedDirCheck, AppError> {
+    as_caller(|s, a| async move { admin::check_cluster(&s.jobs.executors, &a, &cluster).await })
         .await
 }

@@ -256,6 +256,8 @@ pub enum Rule {
     MoreGpusThanQuota { quota: i64 },
     /// Only one of this field and `other`.
     NotWith { other: String },
+    /// A name a cluster scheduler takes (a Slurm account, QoS): 1–64 letters, digits, `_`, `-`, `.`.
+    SchedulerName,
     /// A data file's problem, located in the file (what the dataset validator found).
     Data { issue: Box<crate::data::Issue> },
     /// `more` problems beyond those listed.

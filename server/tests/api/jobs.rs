@@ -1644,6 +1644,10 @@ mod on_slurm {
             let (code, answer) = owner.put(&path, body).await;
             assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
             assert_eq!(answer["field"], field, "{answer}");
+            if field != "cluster" {
+                let rule = &answer["problems"][0]["rule"]["kind"];
+                assert_eq!(rule, "scheduler_name", "{answer}");
+            }
         }
         let (code, set) = owner
             .put(&mapping, json!({ "account": "team-a", "qos": "normal" }))
@@ -1655,6 +1659,15 @@ mod on_slurm {
                 &json!({ "account": "team-a", "qos": "normal" })
             )
         );
+        // The admin's table: every workspace, with what it is charged to (here: only this one).
+        let accounts = "/api/v1/admin/clusters/slurm/accounts";
+        let (code, listed) = owner.get(accounts).await;
+        assert_eq!(code, StatusCode::OK, "{listed}");
+        assert_eq!(
+            listed,
+            json!([{ "workspace_id": ws, "workspace": "nlp", "account": "team-a", "qos": "normal" }])
+        );
+        assert_eq!(member.get(accounts).await.0, StatusCode::FORBIDDEN);
 
         // The account of Slurm job `batch`, as Slurm recorded it.
         let account = |batch: &str| {

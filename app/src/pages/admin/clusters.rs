@@ -1,16 +1,20 @@
 //! Clusters on the admin page: each cluster this server hands jobs to, as its scheduler sees it now —
 //! its partitions (state, nodes, time limit, GPUs free) and nodes (state, GPUs, CPUs and memory in use,
 //! and why a node is drained or down) — or why its scheduler could not be asked — and whether its nodes
-//! see this server's data directory (the last shared-directory check). Nothing here is stored: it is
-//! read from the cluster each time the page is.
+//! see this server's data directory (the last shared-directory check, which an admin can run again
+//! here). Nothing of that is stored: it is read from the cluster each time the page is. Below it, what
+//! each workspace's work is charged to there (its Slurm account and QoS), which an admin sets per
+//! workspace.
 
 use leptos::prelude::*;
 
+use crate::api::admin::{list_cluster_accounts, CheckCluster, SetClusterAccount};
 use crate::api::jobs::list_clusters;
+use crate::components::notice::ErrorNotice;
 use crate::components::page::Loaded;
 use crate::components::table::{columns, DataTable};
 use crate::i18n::*;
-use contracts::types::{ClusterView, ResourceUsage, SharedDirCheck};
+use contracts::types::{ClusterView, ResourceUsage, SharedDirCheck, WorkspaceClusterAccount};
 
 /// `1/2`: allocated of total.
 fn used(u: ResourceUsage) -> String {
@@ -20,16 +24,19 @@ fn used(u: ResourceUsage) -> String {
 #[component]
 pub fn Clusters() -> impl IntoView {
     let i18n = use_i18n();
-    let clusters = Resource::new(|| (), |_| list_clusters());
+    // A new shared-directory check changes what the cards say: they are read again once it is done.
+    let recheck = ServerAction::<CheckCluster>::new();
+    let clusters = Resource::new(move || recheck.version().get(), |_| list_clusters());
     view! {
         <section class="card" aria-labelledby="clusters-title" data-testid="clusters">
             <h2 id="clusters-title">{t!(i18n, admin.clusters_title)}</h2>
             <p class="hint">{t!(i18n, admin.clusters_hint)}</p>
+            {move || recheck.value().get().and_then(Result::err).map(|err| view! { <ErrorNotice err /> })}
             <Loaded load=move || async move { clusters.await } let:list>
                 {if list.is_empty() {
                     view! { <p class="muted" data-testid="clusters-none">{t!(i18n, admin.clusters_none)}</p> }.into_any()
                 } else {
-                    list.into_iter().map(|c| view! { <Cluster cluster=c /> }).collect_view().into_any()
+                    list.into_iter().map(|c| view! { <Cluster cluster=c recheck /> }).collect_view().into_any()
                 }}
             </Loaded>
         </section>
@@ -37,7 +44,7 @@ pub fn Clusters() -> impl IntoView {
 }
 
 #[component]
-fn Cluster(cluster: ClusterView) -> impl IntoView {
+fn Cluster(cluster: ClusterView, recheck: ServerAction<CheckCluster>) -> impl IntoView {
     let i18n = use_i18n();
     let ClusterView {
         name,
@@ -49,6 +56,7 @@ fn Cluster(cluster: ClusterView) -> impl IntoView {
         shared_dir,
     } = cluster;
     let heading = format!("{name} · {executor}");
+    let recheck_name = name.clone();
     let partition_rows = partitions
         .into_iter()
         .map(|p| {
@@ -103,8 +111,16 @@ fn Cluster(cluster: ClusterView) -> impl IntoView {
                         {node_rows}
                     </DataTable>
                     <SharedDir check=shared_dir />
+                    <ActionForm action=recheck attr:class="form-inline">
+                        <input type="hidden" name="cluster" value=recheck_name />
+                        <button type="submit" class="button button-small" data-testid="cluster-shared-dir-recheck"
+                            disabled=move || recheck.pending().get()>
+                            {move || if recheck.pending().get() { t_string!(i18n, admin.clusters_shared_checking) } else { t_string!(i18n, admin.clusters_shared_recheck) }}
+                        </button>
+                    </ActionForm>
                 }.into_any(),
             }}
+            <Accounts cluster=name.clone() />
         </div>
     }
 }
@@ -158,4 +174,67 @@ fn SharedDir(check: Option<SharedDirCheck>) -> impl IntoView {
         </div>
     }
     .into_any()
+}
+
+/// What each workspace's work is charged to on the cluster, and a form per workspace to change it
+/// (both fields empty: the server's defaults).
+#[component]
+fn Accounts(cluster: String) -> impl IntoView {
+    let i18n = use_i18n();
+    let save = ServerAction::<SetClusterAccount>::new();
+    let name = cluster.clone();
+    let accounts = Resource::new(
+        move || (save.version().get(), name.clone()),
+        |(_, cluster)| list_cluster_accounts(cluster),
+    );
+    let cluster = StoredValue::new(cluster);
+    view! {
+        <div class="cluster-accounts" data-testid="cluster-accounts">
+            <h4>{t!(i18n, admin.clusters_accounts_title)}</h4>
+            <p class="hint">{t!(i18n, admin.clusters_accounts_hint)}</p>
+            {move || save.value().get().and_then(Result::err).map(|err| view! { <ErrorNotice err /> })}
+            <Loaded load=move || async move { accounts.await } let:list>
+                <DataTable testid="cluster-accounts-table"
+                    columns=columns!(admin: clusters_col_workspace, clusters_col_account, clusters_col_qos, clusters_col_change)>
+                    {list.into_iter().map(|row| view! { <AccountRow row cluster=cluster.get_value() save /> }).collect_view()}
+                </DataTable>
+            </Loaded>
+        </div>
+    }
+}
+
+#[component]
+fn AccountRow(
+    row: WorkspaceClusterAccount,
+    cluster: String,
+    save: ServerAction<SetClusterAccount>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let form_id = format!("cluster-account-{}-{}", cluster, row.workspace_id);
+    let account = row.charged_to.account.unwrap_or_default();
+    let qos = row.charged_to.qos.unwrap_or_default();
+    let label = |what: &str| format!("{what} · {}", row.workspace);
+    let (account_label, qos_label) = (
+        label(&t_string!(i18n, admin.clusters_col_account)),
+        label(&t_string!(i18n, admin.clusters_col_qos)),
+    );
+    view! {
+        <tr data-testid="cluster-account" data-workspace=row.workspace.clone()>
+            <th scope="row">{row.workspace.clone()}</th>
+            <td><input form=form_id.clone() name="account" type="text" value=account aria-label=account_label
+                placeholder=move || t_string!(i18n, admin.clusters_default_placeholder).to_string()
+                autocomplete="off" spellcheck="false" data-testid="cluster-account-account" /></td>
+            <td><input form=form_id.clone() name="qos" type="text" value=qos aria-label=qos_label
+                placeholder=move || t_string!(i18n, admin.clusters_default_placeholder).to_string()
+                autocomplete="off" spellcheck="false" data-testid="cluster-account-qos" /></td>
+            <td>
+                <ActionForm action=save attr:id=form_id attr:class="form-inline">
+                    <input type="hidden" name="workspace_id" value=row.workspace_id.get() />
+                    <input type="hidden" name="cluster" value=cluster />
+                    <button type="submit" class="button button-small" data-testid="cluster-account-save"
+                        disabled=move || save.pending().get()>{t!(i18n, admin.clusters_account_save)}</button>
+                </ActionForm>
+            </td>
+        </tr>
+    }
 }

@@ -12,12 +12,13 @@ use contracts::error::AppError;
 use contracts::error::ErrorBody;
 use contracts::types::{
     ClusterAccount, InstanceSettings, SettingsChange, SharedDirCheck, UserAccount,
+    WorkspaceClusterAccount,
 };
 use domain::{admin, AppState};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    routes_of![settings, update_settings; users; update_user; set_gpu_quota; set_cluster_account; check_cluster]
+    routes_of![settings, update_settings; users; update_user; set_gpu_quota; set_cluster_account; cluster_accounts; check_cluster]
 }
 
 /// Routes whose bodies are streamed past the general body-size limit (an image archive is GBs).
@@ -112,6 +113,21 @@ pub async fn set_cluster_account(
     let executors = &state.jobs.executors;
     Ok(Json(
         admin::set_cluster_account(&state.db, executors, &actor, id, &cluster, body).await?,
+    ))
+}
+
+/// Every workspace and the Slurm account and QoS its work is charged to on the cluster (`null`: the
+/// server's defaults), by workspace name (instance admins).
+#[utoipa::path(get, path = "/api/v1/admin/clusters/{cluster}/accounts", tag = "admin", security(("session" = []), ("token" = [])),
+    params(ClusterPath),
+    responses((status = 200, body = Vec<WorkspaceClusterAccount>), (status = 403, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn cluster_accounts(
+    Caller { state, actor }: Caller,
+    Path(ClusterPath { cluster }): Path<ClusterPath>,
+) -> Result<Json<Vec<WorkspaceClusterAccount>>, AppError> {
+    let executors = &state.jobs.executors;
+    Ok(Json(
+        admin::list_cluster_accounts(&state.db, executors, &actor, &cluster).await?,
     ))
 }
 
