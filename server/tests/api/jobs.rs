@@ -100,6 +100,28 @@ pub(crate) fn kept_checkpoint(job: &Value) -> &Value {
 }
 
 /// The step numbers of a job's `step` metric points, in the order answered.
+/// What `docker inspect --format FORMAT` says of the first running container that `filter` matches
+/// (`label=paddock.job=3`), once one runs.
+async fn inspect_running(filter: &str, format: &str) -> String {
+    poll(Duration::from_secs(180), async || {
+        let container = docker(&["ps", "-q", "--filter", filter]);
+        match container.trim().lines().next() {
+            None => Err(()),
+            Some(container) => Ok(docker(&["inspect", "--format", format, container])),
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no container {filter} ran"))
+}
+
+/// Waits until no container, running or not, matches `filter`.
+async fn no_container_left(what: &str, filter: &str, within: Duration) {
+    eventually(what, within, async || {
+        docker(&["ps", "-aq", "--filter", filter]).trim().is_empty()
+    })
+    .await;
+}
+
 fn steps(metrics: &Value) -> Vec<i64> {
     metrics
         .as_array()
@@ -519,21 +541,7 @@ async fn a_job_runs_in_its_environments_container() {
     let id = submit(&owner, ws, spec).await;
     // The environment's secrets reach the job's container as they reach the environment's own.
     let job_label = format!("label=paddock.job={id}");
-    let env_of_container = poll(Duration::from_secs(180), async || {
-        let container = docker(&["ps", "-q", "--filter", &job_label]);
-        let container = container.trim();
-        if container.is_empty() {
-            return Err(());
-        }
-        Ok(docker(&[
-            "inspect",
-            "--format",
-            "{{json .Config.Env}}",
-            container,
-        ]))
-    })
-    .await
-    .expect("the job's container never ran");
+    let env_of_container = inspect_running(&job_label, "{{json .Config.Env}}").await;
     assert!(
         env_of_container.contains("HUB_TOKEN=hub-secret-1"),
         "{env_of_container}"
@@ -600,16 +608,8 @@ async fn a_job_runs_in_its_environments_container() {
     ]);
     server.crash_and_restart();
     let by_name = format!("name=^{orphan}$");
-    eventually(
-        "the orphaned replica container is removed",
-        Duration::from_secs(60),
-        async || {
-            docker(&["ps", "-aq", "--filter", &by_name])
-                .trim()
-                .is_empty()
-        },
-    )
-    .await;
+    let removed = "the orphaned replica container is removed";
+    no_container_left(removed, &by_name, Duration::from_secs(60)).await;
     let answered = poll(Duration::from_secs(30), async || {
         let answer = playground(&owner, &ep, json!(["服务很好"])).await;
         if answer.0 == StatusCode::OK {
@@ -880,20 +880,8 @@ mod on_slurm {
 
         let id = submit(&owner, ws, in_image("in-image")).await;
         let job_label = format!("label=paddock.job={id}");
-        let inspected = poll(Duration::from_secs(180), async || {
-            let container = docker(&["ps", "-q", "--filter", &job_label]);
-            match container.trim() {
-                "" => Err(()),
-                container => Ok(docker(&[
-                    "inspect",
-                    "--format",
-                    "{{json .Config.Env}} {{.Config.User}} {{json .NetworkSettings.Networks}}",
-                    container,
-                ])),
-            }
-        })
-        .await
-        .expect("the job's container never ran on the node");
+        let format = "{{json .Config.Env}} {{.Config.User}} {{json .NetworkSettings.Networks}}";
+        let inspected = inspect_running(&job_label, format).await;
         assert!(inspected.contains("HUB_TOKEN=hub-secret-2"), "{inspected}");
         assert!(inspected.contains("PADDOCK_TEST=cluster"), "{inspected}");
         assert!(inspected.contains(" 1000:1000 "), "{inspected}");
@@ -916,19 +904,26 @@ mod on_slurm {
         let raw = std::fs::read_to_string(volume_run.join("train.log")).unwrap();
         assert!(raw.contains("end: completed at step 12"), "{raw}");
         // The node removed the container, and the secrets' file once it read it.
-        eventually(
-            "the node removes the job's container",
-            Duration::from_secs(30),
-            async || {
-                docker(&["ps", "-aq", "--filter", &job_label])
-                    .trim()
-                    .is_empty()
-            },
-        )
-        .await;
+        let removed = "the node removes the job's container";
+        no_container_left(removed, &job_label, Duration::from_secs(30)).await;
         let private = data.join(format!("runs/jobs/{id}"));
         assert!(private.join("container.json").exists());
         assert!(!private.join("container.env").exists());
+
+        // A cancel reaches the trainer in the container through the node: a final checkpoint.
+        let mut spec = on_cluster(endless("cancelled-in-image", ds));
+        spec["environment_id"] = json!(env_id);
+        let id = submit(&owner, ws, spec).await;
+        stepped(&owner, ws, id, 3).await;
+        cancel(&owner, ws, id).await;
+        let done = wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
+        assert!(
+            !done["checkpoints"].as_array().unwrap().is_empty(),
+            "a final checkpoint: {done}"
+        );
+        let removed = "the node removes the cancelled job's container";
+        let label = format!("label=paddock.job={id}");
+        no_container_left(removed, &label, Duration::from_secs(30)).await;
 
         // The image leaves the node's Docker: the next job fails there before it trains.
         docker(&["rmi", "-f", &image]);

@@ -19,14 +19,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use clusters::slurm::Submission;
 use contracts::ids::{EnvironmentId, WorkspaceId};
 use contracts::types::EnvironmentSpec;
 use serde::{Deserialize, Serialize};
 
 use super::super::docker::Docker;
 use super::super::{wrapper_args, Executor, Handle, Served, Service, Stop, Work};
-use super::{write_private, Slurm, LIMIT_BACKSTOP, TERM_BEFORE_LIMIT};
+use super::{write_private, Slurm};
 use crate::storage::Storage;
 
 /// The container's spec, as the server writes it for the node.
@@ -162,18 +161,8 @@ impl Executor for Containers {
             .map_err(|e| format!("writing the environment's secrets: {e}"))?;
         let folder = dir.to_string_lossy().into_owned();
         let paddock = self.slurm.storage.paddock_binary.to_string_lossy();
-        let command = shlex::try_join([paddock.as_ref(), "run-in-image", folder.as_str()])
-            .map_err(|e| format!("the run's command cannot be quoted: {e}"))?;
-        let submission = Submission {
-            time_limit: work.time_limit.map(|limit| limit + LIMIT_BACKSTOP),
-            term_before_limit: work.time_limit.map(|_| TERM_BEFORE_LIMIT),
-            output: format!("{folder}/slurm.out"),
-            workdir: folder,
-            script: format!("exec {command}"),
-            ..self
-                .slurm
-                .submission(work.unit, work.workspace_id, &work.placement, work.gpus)
-        };
+        let argv = [paddock.into_owned(), "run-in-image".into(), folder.clone()];
+        let submission = self.slurm.run_submission(&work, folder, &argv)?;
         let submitted = self.slurm.cluster.submit(&submission).await;
         match submitted {
             Ok(job) => Ok(Handle::Cluster { job }),

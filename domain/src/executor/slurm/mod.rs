@@ -234,6 +234,26 @@ impl Slurm {
         (!said.is_empty()).then_some(said)
     }
 
+    /// A run's batch job: `argv` run in `folder`, which receives its Slurm output, with the run's time
+    /// limit and the cluster's backstop to it.
+    fn run_submission(
+        &self,
+        work: &Work,
+        folder: String,
+        argv: &[String],
+    ) -> Result<Submission, String> {
+        let command = shlex::try_join(argv.iter().map(String::as_str))
+            .map_err(|e| format!("the run's command cannot be quoted: {e}"))?;
+        Ok(Submission {
+            time_limit: work.time_limit.map(|limit| limit + LIMIT_BACKSTOP),
+            term_before_limit: work.time_limit.map(|_| TERM_BEFORE_LIMIT),
+            output: format!("{folder}/slurm.out"),
+            workdir: folder,
+            script: format!("exec {command}"),
+            ..self.submission(work.unit, work.workspace_id, &work.placement, work.gpus)
+        })
+    }
+
     /// Where a unit goes: what it asked for, else what this server was configured with.
     fn placed(&self, asked: &Placement) -> Placement {
         let ours = &self.settings.placement;
@@ -404,16 +424,7 @@ impl Executor for Slurm {
         let paddock = self.storage.paddock_binary.to_string_lossy().into_owned();
         // `sh -c WRAPPER sh FOLDER …`, quoted for the batch script's shell.
         let argv = wrapper_args(&folder, &paddock, &work);
-        let script = shlex::try_join(argv.iter().map(String::as_str))
-            .map_err(|e| format!("the run's command cannot be quoted: {e}"))?;
-        let submission = Submission {
-            time_limit: work.time_limit.map(|limit| limit + LIMIT_BACKSTOP),
-            term_before_limit: work.time_limit.map(|_| TERM_BEFORE_LIMIT),
-            output: format!("{folder}/slurm.out"),
-            workdir: folder,
-            script: format!("exec {script}"),
-            ..self.submission(work.unit, work.workspace_id, &work.placement, work.gpus)
-        };
+        let submission = self.run_submission(&work, folder, &argv)?;
         let job = self
             .cluster
             .submit(&submission)
