@@ -241,6 +241,7 @@ fn message(locale: Locale, code: ErrorCode) -> Message {
         C::BuildFailed => Lead(td_string!(locale, errors.build_failed)),
         C::BuildInProgress => Whole(td_string!(locale, errors.build_in_progress)),
         C::CannotDisableSelf => Whole(td_string!(locale, errors.cannot_disable_self)),
+        C::ClusterAccountInvalid => Lead(td_string!(locale, errors.cluster_account_invalid)),
         C::ClusterInvalid => Whole(td_string!(locale, errors.cluster_invalid)),
         C::CapInvalid => Lead(td_string!(locale, errors.cap_invalid)),
         C::CheckpointConfigInvalid => Lead(td_string!(locale, errors.checkpoint_config_invalid)),

@@ -281,7 +281,7 @@ pub async fn set_cluster_account(
             let message = format!("{field} must be 1–64 letters, digits, '_', '-' or '.'");
             let problem = FieldProblem::new(field, Rule::SchedulerName, message);
             return Err(
-                AppError::invalid_fields(ErrorCode::ClusterInvalid, vec![problem])
+                AppError::invalid_fields(ErrorCode::ClusterAccountInvalid, vec![problem])
                     .unwrap_or(AppError::Internal),
             );
         }

@@ -66,7 +66,7 @@ export async function waitForText(locator, text) {
  *  engineer writes in Latin letters too. Anything else in Latin letters is English that was not
  *  translated. */
 const TERMS = [
-  'ERNIE', 'GPU', 'GPUs', 'CPU', 'CUDA', 'API', 'URL', 'JSON', 'JSONL', 'CSV', 'TSV', 'UTF', 'GBK', 'GB',
+  'ERNIE', 'GPU', 'GPUs', 'CPU', 'CUDA', 'API', 'URL', 'JSON', 'JSONL', 'CSV', 'TSV', 'UTF', 'GBK', 'GB', 'QoS',
   'Big5', 'Docker', 'HTTP', 'HTTPS', 'REST', 'macro', 'fp32', 'fp16', 'bf16', 'AVX512', 'BF16', 'AVX',
   'curl', 'Python', 'Bearer', 'TOML', 'logits', 'token', 'tokens', 'slug', 'SHA', 'sha256', 'KiB', 'MiB',
   'GiB', 'QPS', 'p50', 'p95', 'p99', 'Ctrl', 'Shift', 'Hugging', 'Face', 'PaddleNLP', 'tar', 'max_seq_len',

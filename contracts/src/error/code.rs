@@ -44,6 +44,7 @@ codes! {
     CheckpointConfigInvalid = "checkpoint_config_invalid",
     CheckpointDeleted = "checkpoint_deleted",
     CheckpointNotFound = "checkpoint_not_found",
+    ClusterAccountInvalid = "cluster_account_invalid",
     ClusterInvalid = "cluster_invalid",
     CmdInvalid = "cmd_invalid",
     CsrfRejected = "csrf_rejected",

@@ -111,7 +111,7 @@ fn Cluster(cluster: ClusterView, recheck: ServerAction<CheckCluster>) -> impl In
                         {node_rows}
                     </DataTable>
                     <SharedDir check=shared_dir />
-                    <ActionForm action=recheck attr:class="form-inline">
+                    <ActionForm action=recheck attr:class="cluster-recheck">
                         <input type="hidden" name="cluster" value=recheck_name />
                         <button type="submit" class="button button-small" data-testid="cluster-shared-dir-recheck"
                             disabled=move || recheck.pending().get()>
@@ -221,14 +221,14 @@ fn AccountRow(
     view! {
         <tr data-testid="cluster-account" data-workspace=row.workspace.clone()>
             <th scope="row">{row.workspace.clone()}</th>
-            <td><input form=form_id.clone() name="account" type="text" value=account aria-label=account_label
+            <td><input class="input-inline" form=form_id.clone() name="account" type="text" value=account aria-label=account_label
                 placeholder=move || t_string!(i18n, admin.clusters_default_placeholder).to_string()
                 autocomplete="off" spellcheck="false" data-testid="cluster-account-account" /></td>
-            <td><input form=form_id.clone() name="qos" type="text" value=qos aria-label=qos_label
+            <td><input class="input-inline" form=form_id.clone() name="qos" type="text" value=qos aria-label=qos_label
                 placeholder=move || t_string!(i18n, admin.clusters_default_placeholder).to_string()
                 autocomplete="off" spellcheck="false" data-testid="cluster-account-qos" /></td>
             <td>
-                <ActionForm action=save attr:id=form_id attr:class="form-inline">
+                <ActionForm action=save attr:id=form_id>
                     <input type="hidden" name="workspace_id" value=row.workspace_id.get() />
                     <input type="hidden" name="cluster" value=cluster />
                     <button type="submit" class="button button-small" data-testid="cluster-account-save"
