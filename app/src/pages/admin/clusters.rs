@@ -213,11 +213,15 @@ fn AccountRow(
     let form_id = format!("cluster-account-{}-{}", cluster, row.workspace_id);
     let account = row.charged_to.account.unwrap_or_default();
     let qos = row.charged_to.qos.unwrap_or_default();
-    let label = |what: &str| format!("{what} · {}", row.workspace);
-    let (account_label, qos_label) = (
-        label(&t_string!(i18n, admin.clusters_col_account)),
-        label(&t_string!(i18n, admin.clusters_col_qos)),
-    );
+    // Each field named with its workspace for screen readers, in the page's language.
+    let (workspace, for_qos) = (row.workspace.clone(), row.workspace.clone());
+    let account_label = move || {
+        format!(
+            "{} · {workspace}",
+            t_string!(i18n, admin.clusters_col_account)
+        )
+    };
+    let qos_label = move || format!("{} · {for_qos}", t_string!(i18n, admin.clusters_col_qos));
     view! {
         <tr data-testid="cluster-account" data-workspace=row.workspace.clone()>
             <th scope="row">{row.workspace.clone()}</th>

@@ -277,7 +277,7 @@ async fn check_lock(docker: &containers::Docker, run: &ContainerRun) -> Result<(
     match docker.image_info(&run.image_id).await {
         Ok(info) if info.id == run.image_id => return Ok(()),
         Ok(_) => {}
-        Err(e) if matches!(e, containers::Error::NotFound { .. }) => {}
+        Err(containers::Error::NotFound { .. }) => {}
         Err(e) => return Err(format!("asking Docker for image {}: {e}", run.image_id)),
     }
     let load = "load the environment's image there (docker save on this server, docker load on the node) and retry the job";
