@@ -152,7 +152,10 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     const row = cluster.locator('[data-testid="cluster-account"][data-workspace="集群组"]');
     await row.getByTestId('cluster-account-account').fill('team-a');
     await row.getByTestId('cluster-account-qos').fill('normal');
-    await row.getByTestId('cluster-account-save').click();
+    await Promise.all([
+      page.waitForResponse((r) => r.url().includes('/rpc/set_cluster_account')),
+      row.getByTestId('cluster-account-save').click(),
+    ]);
     await visit(page, '/admin');
     assert.equal(await row.getByTestId('cluster-account-account').inputValue(), 'team-a');
     assert.equal(await row.getByTestId('cluster-account-qos').inputValue(), 'normal');

@@ -303,14 +303,22 @@ fn DegenerateAdvice(live: RwSignal<JobDetail>) -> impl IntoView {
 fn Placement(summary: Memo<JobSummary>) -> impl IntoView {
     let i18n = use_i18n();
     let placement = RwSignal::new(None::<ClusterPlacement>);
+    // Reads that brought nothing (the scheduler not answering for a moment, or a job it has forgotten):
+    // a job that is over here is asked about a few more times, not forever.
+    let misses = RwSignal::new(0u8);
     let (workspace_id, job_id) = summary.with_untracked(|s| (s.workspace_id, s.id));
     let read = move || {
         if summary.with_untracked(|s| s.cluster_job.is_none()) {
             return;
         }
         spawn_local(async move {
-            if let Ok(now) = job_placement(workspace_id, job_id).await {
-                placement.try_set(now);
+            match job_placement(workspace_id, job_id).await {
+                Ok(Some(now)) => {
+                    placement.try_set(Some(now));
+                }
+                Ok(None) | Err(_) => {
+                    misses.try_update(|m| *m = m.saturating_add(1));
+                }
             }
         });
     };
@@ -328,7 +336,8 @@ fn Placement(summary: Memo<JobSummary>) -> impl IntoView {
             p.as_ref()
                 .is_some_and(|p| p.state != ClusterJobState::Ended)
         });
-        if !summary.with_untracked(|s| s.status.is_final()) || ending {
+        let unread = placement.with_untracked(Option::is_none) && misses.get_untracked() < 3;
+        if !summary.with_untracked(|s| s.status.is_final()) || ending || unread {
             read();
         }
     });
