@@ -198,10 +198,22 @@ impl Executor for Containers {
 /// stop on to it and waits for it to end; returns the exit status for the batch job (the container's,
 /// or [`COULD_NOT_START`] with the reason on stderr).
 pub async fn run_on_node(folder: &Path) -> i32 {
+    use tokio::signal::unix::{signal, SignalKind};
     let node = std::env::var("SLURMD_NODENAME").unwrap_or_else(|_| "this node".into());
+    // Listened for before anything starts: a stop that comes while the container is being started is
+    // held, and passed on once it runs, rather than ending this process with a container left running.
+    let (Ok(term), Ok(int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        eprintln!(
+            "{node} cannot run the job in its environment's image: it cannot listen for signals"
+        );
+        return COULD_NOT_START;
+    };
     match start_on_node(folder).await {
         Ok((docker, run)) => {
-            let code = follow(&docker, &run, &node).await;
+            let code = follow(&docker, &run, &node, (term, int)).await;
             if let Err(e) = docker.remove(&run.name).await {
                 eprintln!("run-in-image: could not remove container {}: {e}", run.name);
             }
@@ -321,16 +333,13 @@ fn allocated_gpus() -> Result<Vec<String>, String> {
 
 /// Waits for the container to end, passing a TERM or INT the batch job gets on to the wrapper (once
 /// it has recorded its command's pid, or after [`PID_WAIT`]); returns its exit status.
-async fn follow(docker: &containers::Docker, run: &ContainerRun, node: &str) -> i32 {
+async fn follow(
+    docker: &containers::Docker,
+    run: &ContainerRun,
+    node: &str,
+    (mut term, mut int): (tokio::signal::unix::Signal, tokio::signal::unix::Signal),
+) -> i32 {
     use containers::lifecycle::ContainerStatus;
-    use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        eprintln!("run-in-image: cannot listen for signals on {node}");
-        return COULD_NOT_START;
-    };
     let mut asked_at: Option<tokio::time::Instant> = None;
     let mut passed_on = false;
     loop {
