@@ -7,7 +7,10 @@ one server:
 - deploy-to-ready latency of a one-replica endpoint (the replica started, warmed up, parity gate passed,
   route set), here and on the cluster;
 - what the two-node cluster holds at once: 6 jobs submitted together (one CPU each), the most seen
-  running at the same time and what Slurm says of the others; an endpoint asking 4 replicas there.
+  running at the same time and what Slurm says of the others; an endpoint asking 4 replicas there;
+- when Docker answers: the same first-step latency for a job in an environment's image (with the Paddock
+  runtime, built first), in a container here and in a container on a cluster node (which checks the
+  image lock there first).
 
 Usage: bench_cluster.py PADDOCK_BINARY SLURM_CONF [RUNS]
 """
@@ -20,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 
@@ -29,7 +33,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         server = subprocess.Popen(
             [binary, "serve", "--bind", "127.0.0.1:0", "--data-dir", f"{tmp}/data",
-             "--site-root", f"{tmp}/site", "--docker-host", "unix:///nonexistent.sock",
+             "--site-root", f"{tmp}/site",
              "--slurm-conf", conf, "--slurm-cpus", "1", "--slurm-memory-mb", "1000"],
             stdout=subprocess.PIPE, stderr=open(f"{tmp}/server.log", "w"), text=True)
         try:
@@ -47,6 +51,10 @@ def main() -> None:
             ready = {where: api.deploy_ready(ws, checkpoint, where, 1)[0] for where in ["local", "slurm"]}
             held, waiting = api.jobs_held(ws, ds, 6)
             _, replicas = api.deploy_ready(ws, checkpoint, "slurm", 4)
+            environment = api.runtime_environment(ws)
+            if environment is not None:
+                for where in ["docker", "slurm-image"]:
+                    figures[where] = [api.first_step(ws, ds, where, environment) for _ in range(runs)]
         finally:
             server.terminate()
             server.wait(timeout=30)
@@ -55,6 +63,11 @@ def main() -> None:
         print(f"  {where:6} median {statistics.median(times):6.2f}   min {min(times):6.2f}   max {max(times):6.2f}")
     ratio = statistics.median(figures["slurm"]) / statistics.median(figures["local"])
     print(f"  slurm / local: {ratio:.2f}x")
+    if "docker" in figures:
+        ratio = statistics.median(figures["slurm-image"]) / statistics.median(figures["docker"])
+        print(f"  slurm-image / docker: {ratio:.2f}x")
+    else:
+        print("  (no Docker engine answers: jobs in an environment's image were not measured)")
     print("deploy to ready, one replica (seconds):")
     for where, took in ready.items():
         print(f"  {where:6} {took:6.2f}")
@@ -80,12 +93,14 @@ class Api:
     def post(self, path: str, body):
         return self.call("POST", path, body)
 
-    def first_step(self, ws: int, ds: int, where: str) -> float:
+    def first_step(self, ws: int, ds: int, where: str, environment=None) -> float:
         spec = {"name": f"bench-{where}", "dataset_id": ds, "preset": "tiny", "epochs": 1000,
                 "batch_size": 16, "max_seq_len": 32, "max_steps": 1000000,
                 "eval_every_steps": 1000000}
-        if where == "slurm":
+        if where.startswith("slurm"):
             spec["cluster"] = "slurm"
+        if environment is not None:
+            spec["environment_id"] = environment
         job = self.post(f"/api/v1/workspaces/{ws}/jobs", spec)["summary"]["id"]
         submitted = time.monotonic()
         path = f"/api/v1/workspaces/{ws}/jobs/{job}"
@@ -108,6 +123,23 @@ class Api:
             if time.monotonic() - started > limit:
                 sys.exit(f"{path}: no {what} in {limit} s: {got}")
             time.sleep(0.1)
+
+    def runtime_environment(self, ws: int):
+        """An environment whose image carries the Paddock runtime, built (its id); None without Docker."""
+        spec = {"name": "bench-runtime", "base_image": "paddock/base:busybox", "runtime": True,
+                "cpus": 1, "memory": "4g", "shm_size": "256m"}
+        try:
+            created = self.post(f"/api/v1/workspaces/{ws}/environments", spec)
+        except urllib.error.HTTPError as e:
+            if e.code == 503:
+                return None
+            raise
+        env = created["summary"]["id"]
+        built = self.wait(f"/api/v1/workspaces/{ws}/environments/{env}",
+                          lambda e: e["summary"]["build_status"] not in ("queued", "building"), "build", 900)
+        if built["summary"]["build_status"] != "built":
+            sys.exit(f"the runtime environment did not build: {built['versions'][0].get('build_error')}")
+        return env
 
     def trained_checkpoint(self, ws: int, ds: int) -> int:
         spec = {"name": "bench-model", "dataset_id": ds, "preset": "tiny", "batch_size": 16,

@@ -183,8 +183,9 @@ fn Accounts(cluster: String) -> impl IntoView {
     let i18n = use_i18n();
     let save = ServerAction::<SetClusterAccount>::new();
     let name = cluster.clone();
+    // Read again after a save that took: one that was refused keeps what was typed, under its error.
     let accounts = Resource::new(
-        move || (save.version().get(), name.clone()),
+        move || (save.value().get().and_then(Result::ok), name.clone()),
         |(_, cluster)| list_cluster_accounts(cluster),
     );
     let cluster = StoredValue::new(cluster);

@@ -192,19 +192,39 @@ impl Slurm {
             };
         }
         let seen = tokio::fs::read_to_string(dir.join(format!("seen-{partition}"))).await;
-        let problem = match seen {
-            Ok(text) if text.lines().next() == Some(token) => None,
-            Ok(_) => Some("the file a node wrote back is not the one this server wrote".to_string()),
-            Err(_) => Some(format!(
-                "a job on {} could not read and write {}: its nodes do not see this server's data directory at the same path",
-                node.as_deref().unwrap_or("its node"),
-                self.storage.data_dir.display()
-            )),
+        // A job that did not get to run its script to the end (its node lost, cancelled by someone,
+        // preempted) says nothing about the directory: the check is left undone, and work not refused.
+        let cut_short = last
+            .as_ref()
+            .map(|i| &i.state)
+            .filter(|s| !matches!(s, JobState::Completed | JobState::Failed));
+        let (checked, problem) = match (seen, cut_short) {
+            (Ok(text), _) if text.lines().next() == Some(token) => (true, None),
+            (Ok(_), _) => (
+                true,
+                Some("the file a node wrote back is not the one this server wrote".to_string()),
+            ),
+            (Err(_), Some(state)) => (
+                false,
+                Some(format!(
+                    "its preflight job ended as {} on {} before it could check",
+                    state.word(),
+                    node.as_deref().unwrap_or("its node")
+                )),
+            ),
+            (Err(_), None) => (
+                true,
+                Some(format!(
+                    "a job on {} could not read and write {}: its nodes do not see this server's data directory at the same path",
+                    node.as_deref().unwrap_or("its node"),
+                    self.storage.data_dir.display()
+                )),
+            ),
         };
         SharedDirResult {
             partition,
             node,
-            checked: true,
+            checked,
             problem,
         }
     }
