@@ -192,35 +192,14 @@ impl Slurm {
             };
         }
         let seen = tokio::fs::read_to_string(dir.join(format!("seen-{partition}"))).await;
-        // A job that did not get to run its script to the end (its node lost, cancelled by someone,
-        // preempted) says nothing about the directory: the check is left undone, and work not refused.
-        let cut_short = last
-            .as_ref()
-            .map(|i| &i.state)
-            .filter(|s| !matches!(s, JobState::Completed | JobState::Failed));
-        let (checked, problem) = match (seen, cut_short) {
-            (Ok(text), _) if text.lines().next() == Some(token) => (true, None),
-            (Ok(_), _) => (
-                true,
-                Some("the file a node wrote back is not the one this server wrote".to_string()),
-            ),
-            (Err(_), Some(state)) => (
-                false,
-                Some(format!(
-                    "its preflight job ended as {} on {} before it could check",
-                    state.word(),
-                    node.as_deref().unwrap_or("its node")
-                )),
-            ),
-            (Err(_), None) => (
-                true,
-                Some(format!(
-                    "a job on {} could not read and write {}: its nodes do not see this server's data directory at the same path",
-                    node.as_deref().unwrap_or("its node"),
-                    self.storage.data_dir.display()
-                )),
-            ),
-        };
+        let state = last.as_ref().map(|i| &i.state);
+        let (checked, problem) = verdict(
+            seen.ok(),
+            token,
+            state,
+            node.as_deref(),
+            &self.storage.data_dir,
+        );
         SharedDirResult {
             partition,
             node,
@@ -230,8 +209,94 @@ impl Slurm {
     }
 }
 
+/// What an ended preflight job says of the directory: whether the check was done, and what is wrong.
+/// `seen` is the file the job wrote back (`None`: none), `state` how Slurm says the job ended. A job
+/// that did not get to run its script to the end (its node lost, cancelled by someone, preempted) says
+/// nothing about the directory: the check is left undone, and work is not refused for it.
+fn verdict(
+    seen: Option<String>,
+    token: &str,
+    state: Option<&JobState>,
+    node: Option<&str>,
+    data_dir: &std::path::Path,
+) -> (bool, Option<String>) {
+    let node = node.unwrap_or("its node");
+    let cut_short = state.filter(|s| !matches!(s, JobState::Completed | JobState::Failed));
+    match (seen, cut_short) {
+        (Some(text), _) if text.lines().next() == Some(token) => (true, None),
+        (Some(_), _) => (
+            true,
+            Some("the file a node wrote back is not the one this server wrote".to_string()),
+        ),
+        (None, Some(state)) => (
+            false,
+            Some(format!(
+                "its preflight job ended as {} on {node} before it could check",
+                state.word()
+            )),
+        ),
+        (None, None) => (
+            true,
+            Some(format!(
+                "a job on {node} could not read and write {}: its nodes do not see this server's data directory at the same path",
+                data_dir.display()
+            )),
+        ),
+    }
+}
+
 /// Makes the check's folder and writes the server's token in it.
 async fn prepare(dir: &std::path::Path, token: &str) -> std::io::Result<()> {
     tokio::fs::create_dir_all(dir).await?;
     tokio::fs::write(dir.join("probe"), format!("{token}\n")).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{verdict, JobState};
+    use std::path::Path;
+
+    #[test]
+    fn only_a_job_that_ran_its_script_judges_the_directory() {
+        let dir = Path::new("/data");
+        let seen = |text: &str| Some(text.to_string());
+        let ok = verdict(
+            seen("t0k3n\nnode1\n"),
+            "t0k3n",
+            Some(&JobState::Completed),
+            Some("node1"),
+            dir,
+        );
+        assert_eq!(ok, (true, None));
+        let (checked, problem) = verdict(
+            seen("other\nnode1\n"),
+            "t0k3n",
+            Some(&JobState::Completed),
+            None,
+            dir,
+        );
+        assert!(checked && problem.unwrap().contains("not the one"));
+        // The script ran and failed (the folder missing on the node): the directory is to blame.
+        for state in [Some(&JobState::Failed), Some(&JobState::Completed), None] {
+            let (checked, problem) = verdict(None, "t0k3n", state, Some("node1"), dir);
+            assert!(checked, "{state:?}");
+            assert!(problem
+                .unwrap()
+                .contains("do not see this server's data directory"));
+        }
+        // The node was lost, or someone cancelled it: nothing is known, nothing is refused.
+        for state in [
+            JobState::NodeFailed,
+            JobState::Cancelled,
+            JobState::Preempted,
+        ] {
+            let (checked, problem) = verdict(None, "t0k3n", Some(&state), Some("node1"), dir);
+            assert!(!checked, "{state:?}");
+            let problem = problem.unwrap();
+            assert!(
+                problem.contains(state.word()) && problem.contains("node1"),
+                "{problem}"
+            );
+        }
+    }
 }
