@@ -30,6 +30,7 @@ import urllib.request
 def main() -> None:
     binary, conf = sys.argv[1], sys.argv[2]
     runs = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    built = []
     with tempfile.TemporaryDirectory() as tmp:
         server = subprocess.Popen(
             [binary, "serve", "--bind", "127.0.0.1:0", "--data-dir", f"{tmp}/data",
@@ -53,11 +54,16 @@ def main() -> None:
             _, replicas = api.deploy_ready(ws, checkpoint, "slurm", 4)
             environment = api.runtime_environment(ws)
             if environment is not None:
+                environment, image = environment
+                built.append(image)
                 for where in ["docker", "slurm-image"]:
                     figures[where] = [api.first_step(ws, ds, where, environment) for _ in range(runs)]
         finally:
             server.terminate()
             server.wait(timeout=30)
+            # The runtime image is gigabytes: not left behind.
+            for image in built:
+                subprocess.run(["docker", "rmi", "-f", image], capture_output=True)
     print(f"submission to first step, {runs} jobs each (seconds):")
     for where, times in figures.items():
         print(f"  {where:6} median {statistics.median(times):6.2f}   min {min(times):6.2f}   max {max(times):6.2f}")
@@ -125,7 +131,8 @@ class Api:
             time.sleep(0.1)
 
     def runtime_environment(self, ws: int):
-        """An environment whose image carries the Paddock runtime, built (its id); None without Docker."""
+        """An environment whose image carries the Paddock runtime, built: its id and its image's;
+        None without Docker."""
         spec = {"name": "bench-runtime", "base_image": "paddock/base:busybox", "runtime": True,
                 "cpus": 1, "memory": "4g", "shm_size": "256m"}
         try:
@@ -139,7 +146,7 @@ class Api:
                           lambda e: e["summary"]["build_status"] not in ("queued", "building"), "build", 900)
         if built["summary"]["build_status"] != "built":
             sys.exit(f"the runtime environment did not build: {built['versions'][0].get('build_error')}")
-        return env
+        return env, built["summary"]["image_id"]
 
     def trained_checkpoint(self, ws: int, ds: int) -> int:
         spec = {"name": "bench-model", "dataset_id": ds, "preset": "tiny", "batch_size": 16,
