@@ -747,13 +747,19 @@ mod on_slurm {
     /// A server with the test cluster (one CPU and 1000 MB a job, so that each node runs two) and its
     /// owner's workspace with the sample dataset.
     async fn with_cluster(conf: &str) -> (Server, User, i64, i64) {
-        let args = [NO_DOCKER, &["--slurm-conf", conf]].concat();
-        let args = [
-            &args[..],
-            &["--slurm-cpus", "1", "--slurm-memory-mb", "1000"],
+        owner_with_sample(&[NO_DOCKER, &cluster_args(conf)].concat()).await
+    }
+
+    /// The arguments of a server on the test cluster at `conf`: one CPU and 1000 MB a job.
+    fn cluster_args(conf: &str) -> [&str; 6] {
+        [
+            "--slurm-conf",
+            conf,
+            "--slurm-cpus",
+            "1",
+            "--slurm-memory-mb",
+            "1000",
         ]
-        .concat();
-        owner_with_sample(&args).await
     }
 
     /// The arguments that reach the test cluster over SSH through its login node
@@ -856,14 +862,7 @@ mod on_slurm {
         let Some((conf, _shared)) = shared_cluster().await else {
             return;
         };
-        let server = Server::start_with(&[
-            "--slurm-conf",
-            &conf,
-            "--slurm-cpus",
-            "1",
-            "--slurm-memory-mb",
-            "1000",
-        ]);
+        let server = Server::start_with(&cluster_args(&conf));
         let mut cleanup = DockerCleanup::of(&server).await;
         let owner = server.signup("owner").await;
         let (ws, ds) = workspace_with_sample(&owner).await;
@@ -1166,12 +1165,7 @@ mod on_slurm {
         let Some((conf, _shared)) = shared_cluster().await else {
             return;
         };
-        let args = [
-            NO_DOCKER,
-            &["--slurm-conf", &conf, "--slurm-gpu-stand-ins"],
-            &["--slurm-cpus", "1", "--slurm-memory-mb", "1000"],
-        ]
-        .concat();
+        let args = [NO_DOCKER, &cluster_args(&conf), &["--slurm-gpu-stand-ins"]].concat();
         let (_server, owner, ws, ds) = owner_with_sample(&args).await;
         let two = |name: &str| on_cluster_gpus(endless(name, ds), 2);
         let (a, b) = (
@@ -1495,19 +1489,7 @@ mod on_slurm {
         let Some((conf, _shared)) = shared_cluster().await else {
             return;
         };
-        let args = [
-            NO_DOCKER,
-            &[
-                "--slurm-conf",
-                &conf,
-                "--slurm-cpus",
-                "1",
-                "--slurm-memory-mb",
-                "1000",
-            ],
-        ]
-        .concat();
-        let server = Server::start_private(&args);
+        let server = Server::start_private(&[NO_DOCKER, &cluster_args(&conf)].concat());
         let owner = server.signup("owner").await;
         let (ws, ds) = workspace_with_sample(&owner).await;
         let check = shared_dir_check(&owner).await;
