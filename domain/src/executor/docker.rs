@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use containers::labels;
 use containers::lifecycle::{Limits, ProvisionRequest};
+use serde::{Deserialize, Serialize};
 use sqlx::SqlitePool;
 
 use super::{
@@ -50,43 +51,41 @@ impl Docker {
         labels::container_name(&self.engine.instance, &parts)
     }
 
-    /// This server's instance id, which names and labels its containers.
-    pub(crate) fn instance(&self) -> &str {
-        &self.engine.instance
-    }
-
-    /// What a container of workspace `workspace_id` mounts and joins: the volume's name and host
-    /// directory (`None`: in Docker's storage), the store's host directory, the workspace's network.
-    #[allow(clippy::type_complexity)]
-    pub(crate) fn mounts(
+    /// The container `unit` of workspace `workspace_id` runs in, from `image`, running `cmd`: all but
+    /// what the Docker host that runs it decides (see [`UnitContainer::request`]), and the
+    /// environment's secrets, which are never written down with it.
+    pub(crate) async fn unit_container(
         &self,
+        unit: Unit,
         workspace_id: WorkspaceId,
-    ) -> Result<(String, Option<String>, Option<String>, String), String> {
-        Ok((
-            volume_name(&self.engine, workspace_id, DEFAULT_VOLUME),
-            volume_dir(&self.engine, workspace_id, DEFAULT_VOLUME).map_err(|e| e.to_string())?,
-            store_dir(&self.engine, workspace_id).map_err(|e| e.to_string())?,
-            network_name(&self.engine, workspace_id),
-        ))
-    }
-
-    /// Environment `environment_id`'s current spec (its limits, for the containers that run in its
-    /// image: jobs and endpoint replicas) and the tag of its current image.
-    pub(crate) async fn environment(
-        &self,
-        environment_id: EnvironmentId,
-    ) -> Result<(EnvironmentSpec, Option<String>), String> {
+        image: &InImage,
+        cmd: Vec<String>,
+    ) -> Result<UnitContainer, String> {
         let (spec_json, tag): (String, Option<String>) = sqlx::query_as(
             "SELECT v.spec_json, v.image_tag FROM environments e JOIN environment_versions v
                  ON v.environment_id = e.id AND v.version = e.current_version WHERE e.id = ?",
         )
-        .bind(environment_id)
+        .bind(image.environment_id)
         .fetch_optional(&self.db)
         .await
         .map_err(|e| e.to_string())?
         .ok_or("the environment was deleted")?;
-        let spec = serde_json::from_str(&spec_json).map_err(|e| e.to_string())?;
-        Ok((spec, tag))
+        Ok(UnitContainer {
+            name: self.container_name(unit),
+            image_id: image.image_id.clone(),
+            image_tag: tag,
+            environment_id: image.environment_id,
+            environment: serde_json::from_str(&spec_json).map_err(|e| e.to_string())?,
+            workspace_id,
+            instance: self.engine.instance.clone(),
+            labels: BTreeMap::from([unit.label()]),
+            volume: volume_name(&self.engine, workspace_id, DEFAULT_VOLUME),
+            volume_dir: volume_dir(&self.engine, workspace_id, DEFAULT_VOLUME)
+                .map_err(|e| e.to_string())?,
+            store_dir: store_dir(&self.engine, workspace_id).map_err(|e| e.to_string())?,
+            network: network_name(&self.engine, workspace_id),
+            cmd,
+        })
     }
 
     /// Creates and starts `unit`'s container, replacing a leftover of an earlier attempt (a crash between
@@ -101,33 +100,72 @@ impl Docker {
     ) -> Result<(containers::Docker, String), String> {
         let image = image.ok_or("the unit has no environment image")?;
         let docker = self.engine.docker().await.map_err(|e| e.to_string())?;
-        let (spec, _) = self.environment(image.environment_id).await?;
-        let host = docker.host_limits().await.map_err(|e| e.to_string())?;
-        let limits = limits_on(&spec, &host)?;
-        let (volume, volume_dir, store_dir, network) = self.mounts(workspace_id)?;
-        let name = self.container_name(unit);
-        docker.remove(&name).await.map_err(|e| e.to_string())?;
-        let request = ProvisionRequest {
-            name: name.clone(),
-            image: image.image_id,
-            workspace: workspace_id.to_string(),
-            environment: image.environment_id.to_string(),
-            instance: self.engine.instance.clone(),
-            extra_labels: BTreeMap::from([unit.label()]),
-            limits,
-            gpu_device_ids: devices.iter().map(u32::to_string).collect(),
-            volume,
-            network: Some(network),
-            volume_dir,
-            store_dir,
-            cmd: Some(cmd),
-            env: image.env,
-        };
+        let container = self.unit_container(unit, workspace_id, &image, cmd).await?;
+        let devices = devices.iter().map(u32::to_string).collect();
+        let request = container.request(&docker, devices, image.env).await?;
         docker
             .provision(&request)
             .await
             .map_err(|e| e.to_string())?;
-        Ok((docker, name))
+        Ok((docker, container.name))
+    }
+}
+
+/// The container a unit runs in, as this server decides it: what its Docker executor starts here, and
+/// what a cluster node starts for a job in an environment's image (see `slurm::in_image`), which is why
+/// it can be written down and read back.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnitContainer {
+    pub name: String,
+    /// The image ID the unit is locked to, and the environment's tag for it (what a node that has
+    /// another image under that name is told).
+    pub image_id: String,
+    pub image_tag: Option<String>,
+    pub environment_id: EnvironmentId,
+    /// The environment's spec: its limits are worked out against the Docker host that runs it.
+    pub environment: EnvironmentSpec,
+    pub workspace_id: WorkspaceId,
+    pub instance: String,
+    pub labels: BTreeMap<String, String>,
+    pub volume: String,
+    /// The host directory behind the volume (`None`: in Docker's own storage).
+    pub volume_dir: Option<String>,
+    pub store_dir: Option<String>,
+    pub network: String,
+    pub cmd: Vec<String>,
+}
+
+impl UnitContainer {
+    /// The request that starts it on `docker` (a leftover of the same name removed first): its limits
+    /// measured against that host, the GPUs `devices` there, and `env`, the environment's secrets.
+    pub async fn request(
+        &self,
+        docker: &containers::Docker,
+        devices: Vec<String>,
+        env: Vec<String>,
+    ) -> Result<ProvisionRequest, String> {
+        let host = docker.host_limits().await.map_err(|e| e.to_string())?;
+        let resources = to_env_spec(&self.environment, Path::new("/unused"))
+            .resources(&host)
+            .map_err(|e| format!("it cannot give the environment what it asks: {e}"))?;
+        docker.remove(&self.name).await.map_err(|e| e.to_string())?;
+        Ok(ProvisionRequest {
+            name: self.name.clone(),
+            image: self.image_id.clone(),
+            workspace: self.workspace_id.to_string(),
+            environment: self.environment_id.to_string(),
+            instance: self.instance.clone(),
+            extra_labels: self.labels.clone(),
+            limits: Limits::from_resources(&resources),
+            gpu_device_ids: devices,
+            volume: self.volume.clone(),
+            volume_dir: self.volume_dir.clone(),
+            network: Some(self.network.clone()),
+            store_dir: self.store_dir.clone(),
+            cmd: Some(self.cmd.clone()),
+            env,
+        })
     }
 }
 
@@ -265,18 +303,6 @@ impl Executor for Docker {
             }
         }
     }
-}
-
-/// The CPU, memory, shared-memory and pids limits of a container in an environment with `spec`, on a
-/// Docker host with `host`'s CPUs and memory (this server's, or a cluster node's).
-pub(crate) fn limits_on(
-    spec: &EnvironmentSpec,
-    host: &containers::spec::HostLimits,
-) -> Result<Limits, String> {
-    let resources = to_env_spec(spec, Path::new("/unused"))
-        .resources(host)
-        .map_err(|e| e.to_string())?;
-    Ok(Limits::from_resources(&resources))
 }
 
 /// The container runs as uid 1000; the run folder the server made, and the files it wrote there for the

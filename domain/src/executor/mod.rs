@@ -275,10 +275,17 @@ pub trait Executor: Send + Sync {
 pub struct Executors {
     local: Arc<local::Local>,
     docker: Arc<docker::Docker>,
-    /// The cluster this server hands work to, if one is configured, and the name jobs ask for it by.
-    slurm: Option<(String, Arc<slurm::Slurm>)>,
-    /// The same cluster, for jobs in an environment's image (see `slurm::in_image`).
-    slurm_in_image: Option<Arc<slurm::in_image::Containers>>,
+    /// The cluster this server hands work to, if one is configured.
+    slurm: Option<Cluster>,
+}
+
+/// A Slurm cluster, by the name jobs ask for it by: its executor for units that run natively, and the
+/// one for jobs in an environment's image (see `slurm::in_image`), over the same cluster.
+#[derive(Clone)]
+struct Cluster {
+    name: String,
+    native: Arc<slurm::Slurm>,
+    in_image: Arc<slurm::in_image::Containers>,
 }
 
 impl Executors {
@@ -287,17 +294,20 @@ impl Executors {
             local: Arc::new(local::Local::new(storage.clone())),
             docker: Arc::new(docker::Docker::new(storage, engine, db)),
             slurm: None,
-            slurm_in_image: None,
         }
     }
 
     /// These executors and a Slurm cluster that jobs ask for by `name`.
     pub fn with_slurm(self, name: &str, slurm: slurm::Slurm) -> Executors {
-        let slurm = Arc::new(slurm);
-        let in_image = slurm::in_image::Containers::new(slurm.clone(), self.docker.clone());
+        let native = Arc::new(slurm);
+        let in_image = slurm::in_image::Containers::new(native.clone(), self.docker.clone());
+        let cluster = Cluster {
+            name: name.to_string(),
+            native,
+            in_image: Arc::new(in_image),
+        };
         Executors {
-            slurm: Some((name.to_string(), slurm)),
-            slurm_in_image: Some(Arc::new(in_image)),
+            slurm: Some(cluster),
             ..self
         }
     }
@@ -305,7 +315,7 @@ impl Executors {
     /// What each cluster this server hands work to looks like now.
     pub async fn cluster_views(&self) -> Vec<contracts::types::ClusterView> {
         match &self.slurm {
-            Some((name, slurm)) => vec![slurm.view(name).await],
+            Some(c) => vec![c.native.view(&c.name).await],
             None => Vec::new(),
         }
     }
@@ -322,16 +332,19 @@ impl Executors {
 
     /// The Slurm cluster jobs ask for by `name`, if this server has it.
     fn slurm_named(&self, name: &str) -> Option<&slurm::Slurm> {
-        let (known, slurm) = self.slurm.as_ref()?;
-        (known == name).then_some(slurm.as_ref())
+        self.cluster_named(name).map(|c| c.native.as_ref())
+    }
+
+    fn cluster_named(&self, name: &str) -> Option<&Cluster> {
+        self.slurm.as_ref().filter(|c| c.name == name)
     }
 
     /// Checks in the background that each cluster's nodes see the data directory (see
     /// `slurm::preflight`).
     pub fn spawn_shared_dir_checks(&self) {
-        if let Some((name, slurm)) = self.slurm.clone() {
+        if let Some(Cluster { name, native, .. }) = self.slurm.clone() {
             tokio::spawn(async move {
-                let check = slurm.check_shared_dir().await;
+                let check = native.check_shared_dir().await;
                 let failed = check.partitions.iter().filter(|p| p.problem.is_some());
                 for p in failed {
                     tracing::warn!(cluster = name, partition = p.partition, problem = ?p.problem, "the cluster's nodes fail the shared-directory check");
@@ -411,10 +424,10 @@ impl Executors {
     /// The cluster named `name`, if this server has it, for units of `kind`: natively, or in an
     /// environment's image.
     pub fn cluster(&self, name: &str, kind: ExecutorKind) -> Option<&dyn Executor> {
-        let native = self.slurm_named(name)?;
-        Some(match (kind, &self.slurm_in_image) {
-            (ExecutorKind::Docker, Some(in_image)) => in_image.as_ref(),
-            _ => native,
+        let cluster = self.cluster_named(name)?;
+        Some(match kind {
+            ExecutorKind::Docker => cluster.in_image.as_ref(),
+            ExecutorKind::Local => cluster.native.as_ref(),
         })
     }
 
@@ -434,7 +447,7 @@ impl Executors {
             Handle::Cluster { .. } => self
                 .slurm
                 .as_ref()
-                .map(|(_, s)| s.as_ref() as &dyn Executor),
+                .map(|c| c.native.as_ref() as &dyn Executor),
         }
     }
 

@@ -876,6 +876,15 @@ mod on_slurm {
             spec["environment_id"] = json!(env_id);
             spec
         };
+        // The status message of a job in the image that fails on the node.
+        let failed_with = async |name: &str| {
+            let id = submit(&owner, ws, in_image(name)).await;
+            let failed = wait_for(&owner, ws, id, "failure", |j| status(j) == "failed").await;
+            failed["summary"]["status_message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
 
         let id = submit(&owner, ws, in_image("in-image")).await;
         let job_label = format!("label=paddock.job={id}");
@@ -926,14 +935,10 @@ mod on_slurm {
 
         // The image leaves the node's Docker: the next job fails there before it trains.
         docker(&["rmi", "-f", &image]);
-        let id = submit(&owner, ws, in_image("no-image")).await;
-        let failed = wait_for(&owner, ws, id, "failure", |j| status(j) == "failed").await;
-        let message = failed["summary"]["status_message"]
-            .as_str()
-            .unwrap_or_default();
+        let message = failed_with("no-image").await;
         assert!(
             message.contains(&format!("the node has no image {image}")),
-            "{failed}"
+            "{message}"
         );
 
         // Another image under the environment's tag (a stale load on the node): said so.
@@ -943,15 +948,11 @@ mod on_slurm {
             .to_string();
         docker(&["tag", "paddock/base:busybox", &tag]);
         let other = docker(&["image", "inspect", "--format", "{{.Id}}", &tag]);
-        let id = submit(&owner, ws, in_image("other-image")).await;
-        let failed = wait_for(&owner, ws, id, "failure", |j| status(j) == "failed").await;
-        let message = failed["summary"]["status_message"]
-            .as_str()
-            .unwrap_or_default();
+        let message = failed_with("other-image").await;
         assert!(
             message.contains(&format!("{tag} is {}", other.trim()))
                 && message.contains(&format!("locked to {image}")),
-            "{failed}"
+            "{message}"
         );
         docker(&["rmi", &tag]);
     }

@@ -19,11 +19,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use contracts::ids::{EnvironmentId, WorkspaceId};
-use contracts::types::EnvironmentSpec;
+use contracts::ids::WorkspaceId;
 use serde::{Deserialize, Serialize};
 
-use super::super::docker::Docker;
+use super::super::docker::{Docker, UnitContainer};
 use super::super::{wrapper_args, Executor, Handle, Served, Service, Stop, Work};
 use super::{write_private, Slurm};
 use crate::storage::Storage;
@@ -45,23 +44,9 @@ const PID_WAIT: Duration = Duration::from_secs(60);
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ContainerRun {
-    pub name: String,
-    /// The image ID the job is locked to, and the environment's tag for it (what a node that has
-    /// another image under that name is told).
-    pub image_id: String,
-    pub image_tag: Option<String>,
-    pub environment_id: EnvironmentId,
-    /// The environment's spec: its limits are worked out against the node's own CPUs and memory.
-    pub environment: EnvironmentSpec,
-    pub workspace_id: WorkspaceId,
-    pub instance: String,
-    pub labels: std::collections::BTreeMap<String, String>,
-    pub volume: String,
-    pub volume_dir: String,
-    pub store_dir: Option<String>,
-    pub network: String,
-    pub cmd: Vec<String>,
-    /// The run folder relative to `volume_dir`, where the wrapper records the command's pid.
+    pub container: UnitContainer,
+    /// The run folder relative to the volume's directory, where the wrapper records the command's
+    /// pid.
     pub run_folder: PathBuf,
     /// Whether the job asked Slurm for GPUs that are real (not a test cluster's stand-ins): the node
     /// hands the container the ones Slurm allocated.
@@ -122,27 +107,18 @@ impl Executor for Containers {
             .image
             .clone()
             .ok_or("the job has no environment image")?;
-        let (volume, volume_dir, store_dir, network) = self.docker.mounts(work.workspace_id)?;
-        let volume_dir = volume_dir.ok_or(
-            "on a cluster a job in an environment's image needs the workspace volumes in the data directory, which the nodes share",
-        )?;
-        super::super::docker::give_to_container_user(&work.folder)?;
         let inside = Path::new(containers::build::WORKSPACE_DIR).join(&work.rel);
-        let (spec, image_tag) = self.docker.environment(image.environment_id).await?;
+        let cmd = wrapper_args(&inside.to_string_lossy(), "paddock", &work);
+        let container = self
+            .docker
+            .unit_container(work.unit, work.workspace_id, &image, cmd)
+            .await?;
+        if container.volume_dir.is_none() {
+            return Err("on a cluster a job in an environment's image needs the workspace volumes in the data directory, which the nodes share".into());
+        }
+        super::super::docker::give_to_container_user(&work.folder)?;
         let run = ContainerRun {
-            name: self.docker.container_name(work.unit),
-            image_id: image.image_id.clone(),
-            image_tag,
-            environment_id: image.environment_id,
-            environment: spec,
-            workspace_id: work.workspace_id,
-            instance: self.docker.instance().to_string(),
-            labels: std::collections::BTreeMap::from([work.unit.label()]),
-            volume,
-            volume_dir,
-            store_dir,
-            network,
-            cmd: wrapper_args(&inside.to_string_lossy(), "paddock", &work),
+            container,
             run_folder: work.rel.clone(),
             gpus: work.gpus > 0 && self.slurm.gpu_device() == "cuda",
         };
@@ -214,8 +190,11 @@ pub async fn run_on_node(folder: &Path) -> i32 {
     match start_on_node(folder).await {
         Ok((docker, run)) => {
             let code = follow(&docker, &run, &node, (term, int)).await;
-            if let Err(e) = docker.remove(&run.name).await {
-                eprintln!("run-in-image: could not remove container {}: {e}", run.name);
+            if let Err(e) = docker.remove(&run.container.name).await {
+                eprintln!(
+                    "run-in-image: could not remove container {}: {e}",
+                    run.container.name
+                );
             }
             code
         }
@@ -251,31 +230,15 @@ async fn start_on_node(folder: &Path) -> Result<(containers::Docker, ContainerRu
     let docker = containers::Docker::connect()
         .await
         .map_err(|e| format!("no Docker engine answers there ({e})"))?;
-    check_lock(&docker, &run).await?;
-    let host = docker.host_limits().await.map_err(|e| e.to_string())?;
-    let limits = super::super::docker::limits_on(&run.environment, &host)
-        .map_err(|e| format!("it cannot give the environment what it asks: {e}"))?;
+    check_lock(&docker, &run.container).await?;
     let gpu_device_ids = match run.gpus {
         true => allocated_gpus()?,
         false => Vec::new(),
     };
-    docker.remove(&run.name).await.map_err(|e| e.to_string())?;
-    let request = containers::lifecycle::ProvisionRequest {
-        name: run.name.clone(),
-        image: run.image_id.clone(),
-        workspace: run.workspace_id.to_string(),
-        environment: run.environment_id.to_string(),
-        instance: run.instance.clone(),
-        extra_labels: run.labels.clone(),
-        limits,
-        gpu_device_ids,
-        volume: run.volume.clone(),
-        volume_dir: Some(run.volume_dir.clone()),
-        network: Some(run.network.clone()),
-        store_dir: run.store_dir.clone(),
-        cmd: Some(run.cmd.clone()),
-        env: secrets,
-    };
+    let request = run
+        .container
+        .request(&docker, gpu_device_ids, secrets)
+        .await?;
     docker
         .provision(&request)
         .await
@@ -285,7 +248,7 @@ async fn start_on_node(folder: &Path) -> Result<(containers::Docker, ContainerRu
 
 /// The lock: the job's image ID is on this node. When it is not, says whether the node has another
 /// image under the environment's tag or none at all.
-async fn check_lock(docker: &containers::Docker, run: &ContainerRun) -> Result<(), String> {
+async fn check_lock(docker: &containers::Docker, run: &UnitContainer) -> Result<(), String> {
     match docker.image_info(&run.image_id).await {
         Ok(info) if info.id == run.image_id => return Ok(()),
         Ok(_) => {}
@@ -350,28 +313,28 @@ async fn follow(
         }
         if let (Some(at), false) = (asked_at, passed_on) {
             if at.elapsed() >= PID_WAIT || pid_recorded(run) {
-                if let Err(e) = docker.signal(&run.name, "TERM").await {
+                if let Err(e) = docker.signal(&run.container.name, "TERM").await {
                     eprintln!(
                         "run-in-image: could not pass the stop on to {}: {e}",
-                        run.name
+                        run.container.name
                     );
                 }
                 passed_on = true;
             }
         }
-        match docker.status(&run.name).await {
+        match docker.status(&run.container.name).await {
             Ok(ContainerStatus::Exited { code }) => return i32::try_from(code).unwrap_or(1),
             Ok(ContainerStatus::OomKilled) => {
                 eprintln!(
                     "{node}: the job's container was killed for going over the environment's memory limit ({})",
-                    run.environment.memory
+                    run.container.environment.memory
                 );
                 return 137;
             }
             Ok(ContainerStatus::Missing | ContainerStatus::Dead) => {
                 eprintln!(
                     "{node}: the job's container {} was removed while it ran",
-                    run.name
+                    run.container.name
                 );
                 return 1;
             }
@@ -388,7 +351,10 @@ async fn follow(
 /// Whether the wrapper has recorded its command's pid in the run folder (read through `beneath`: the
 /// volume is the container's to write).
 fn pid_recorded(run: &ContainerRun) -> bool {
-    beneath::Dir::open(Path::new(&run.volume_dir))
+    let Some(volume) = &run.container.volume_dir else {
+        return false;
+    };
+    beneath::Dir::open(Path::new(volume))
         .and_then(|volume| volume.exists(&run.run_folder.join("trainer.pid")))
         .unwrap_or(false)
 }
