@@ -32,6 +32,20 @@ pub enum Reach {
 }
 
 impl Reach {
+    /// How the tools are reached, in words for people and errors: `slurm.conf PATH`, or the `ssh`
+    /// command's destination and port.
+    pub fn shown(&self) -> String {
+        match self {
+            Reach::Local { slurm_conf: None } => "this host's slurm.conf".to_string(),
+            Reach::Local {
+                slurm_conf: Some(conf),
+            } => format!("slurm.conf {}", conf.display()),
+            Reach::Ssh {
+                destination, port, ..
+            } => format!("ssh {destination} -p {port}"),
+        }
+    }
+
     /// Runs `program args…` (with `stdin`, if any) and returns its stdout; a non-zero exit is
     /// [`Error::Failed`] with the command's stderr.
     pub async fn run(&self, program: &str, args: &[String], stdin: Option<&str>) -> Result<String> {

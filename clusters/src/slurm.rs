@@ -184,6 +184,10 @@ impl Slurm {
         Slurm { reach }
     }
 
+    pub fn reach(&self) -> &Reach {
+        &self.reach
+    }
+
     /// Whether the controller answers (`scontrol ping`).
     pub async fn ping(&self) -> Result<()> {
         let out = self.reach.run("scontrol", &["ping".into()], None).await?;

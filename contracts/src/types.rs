@@ -1039,6 +1039,87 @@ pub struct ClusterView {
     /// (`None`: not checked yet).
     #[serde(default)]
     pub shared_dir: Option<SharedDirCheck>,
+    /// How its tools are reached, in words (`slurm.conf /etc/slurm/slurm.conf`, `ssh ops@login -p 22`).
+    #[serde(default)]
+    pub reached_by: String,
+    /// Registered by an admin (and removable from the dashboard), rather than given in the server's
+    /// settings.
+    #[serde(default)]
+    pub registered: bool,
+}
+
+/// A cluster an instance admin registers: its name (what jobs ask for it by), how its tools are
+/// reached, and what each unit of this server asks of it besides GPUs. The nodes must mount this
+/// server's data directory at the same path (the shared directory); a check job on each partition
+/// proves they do once it is registered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct ClusterRegistration {
+    /// 1–32 of a-z, 0-9 and `-`, starting with a letter.
+    pub name: String,
+    pub reach: ClusterReach,
+    /// Where its work goes unless it picks a partition [default: the cluster's default partition].
+    #[serde(default)]
+    pub partition: Option<String>,
+    /// The Slurm account work is charged to unless its workspace has its own.
+    #[serde(default)]
+    pub account: Option<String>,
+    #[serde(default)]
+    pub qos: Option<String>,
+    /// CPUs each job, evaluation or replica asks for.
+    #[serde(default = "default_cluster_cpus")]
+    pub cpus: u32,
+    /// Memory each asks for, in MB.
+    #[serde(default = "default_cluster_memory_mb")]
+    pub memory_mb: u64,
+    /// The cluster's GPUs are stand-ins (a test cluster's GRES on placeholder devices): they are
+    /// scheduled as GPUs but units compute on the CPU. Never for a real cluster.
+    #[serde(default)]
+    pub gpu_stand_ins: bool,
+}
+
+fn default_cluster_cpus() -> u32 {
+    2
+}
+
+fn default_cluster_memory_mb() -> u64 {
+    4000
+}
+
+/// How Paddock reaches a cluster's command-line tools (`sbatch`, `squeue`, …).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ClusterReach {
+    /// The tools on this server's host (Paddock on a login node), reading `slurm_conf` [default: the
+    /// host's `/etc/slurm/slurm.conf`]: an absolute path to a file.
+    Local {
+        #[serde(default)]
+        slurm_conf: Option<String>,
+    },
+    /// The tools on a login node over SSH, as `user@host`, with this server's own key (see
+    /// `GET /api/v1/admin/clusters/ssh-key`: add it to the user's `authorized_keys` there). The login
+    /// node's host key must be among `known_hosts` (lines as `ssh-keyscan` prints them): an unknown or
+    /// changed key is refused.
+    Ssh {
+        destination: String,
+        #[serde(default = "default_ssh_port")]
+        port: u16,
+        known_hosts: String,
+    },
+}
+
+fn default_ssh_port() -> u16 {
+    22
+}
+
+/// The public half of the key this server signs in to clusters' login nodes with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterSshKey {
+    /// One `authorized_keys` line (`ssh-ed25519 AAAA… paddock@host`).
+    pub public_key: String,
 }
 
 /// The shared-directory preflight: a small batch job on each partition reads a file this server wrote

@@ -367,7 +367,7 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppEr
     // outcome is recorded).
     let store = jobs.storage.store_dir(l.workspace_id);
     let dir = run_rel(id);
-    let handle = match Handle::of(l.pid, None, l.cluster_job.as_deref()) {
+    let handle = match Handle::of(l.pid, None, l.cluster.as_deref(), l.cluster_job.as_deref()) {
         Some(handle) => handle,
         None => {
             let (Some(data), Some(format), Some(text), Some(label)) =

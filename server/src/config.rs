@@ -295,6 +295,7 @@ impl ClusterConfig {
             cpus: self.slurm_cpus,
             memory_mb: self.slurm_memory_mb,
             gpu_stand_ins: self.slurm_gpu_stand_ins,
+            registered: false,
         };
         Ok(Some((cluster, settings)))
     }

@@ -71,10 +71,14 @@ pub async fn run(
     if let Some((cluster, settings)) = cluster {
         let name = crate::config::ClusterConfig::NAME;
         tracing::info!(cluster = name, "jobs may run on the Slurm cluster");
-        let slurm = domain::executor::slurm::Slurm::new(cluster, storage.clone(), settings);
-        jobs.executors = jobs.executors.clone().with_slurm(name, slurm);
-        jobs.executors.spawn_shared_dir_checks();
+        let slurm = domain::executor::slurm::Slurm::new(name, cluster, storage.clone(), settings);
+        // The first cluster of an empty list.
+        let _ = jobs.executors.add_cluster(slurm);
     }
+    domain::admin::clusters::load(&db, &storage, &jobs.executors)
+        .await
+        .map_err(|e| anyhow::anyhow!("reading the registered clusters: {e}"))?;
+    jobs.executors.spawn_shared_dir_checks();
     let jobs = std::sync::Arc::new(jobs);
     let deployer = std::sync::Arc::new(Deployer::new(
         db.clone(),

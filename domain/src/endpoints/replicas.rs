@@ -93,6 +93,8 @@ struct Replica {
     status: EndpointStatus,
     pid: Option<i64>,
     container: Option<String>,
+    /// Its endpoint's cluster, which its batch job runs on.
+    cluster: Option<String>,
     cluster_job: Option<String>,
     base_url: Option<String>,
     token: Option<String>,
@@ -103,13 +105,15 @@ impl Replica {
         Handle::of(
             self.pid,
             self.container.as_deref(),
+            self.cluster.as_deref(),
             self.cluster_job.as_deref(),
         )
     }
 }
 
 const REPLICA: &str =
-    "SELECT id, ordinal, status, pid, container, cluster_job, base_url, token FROM endpoint_replicas WHERE endpoint_id = ?";
+    "SELECT r.id, r.ordinal, r.status, r.pid, r.container, e.cluster, r.cluster_job, r.base_url, r.token
+     FROM endpoint_replicas r JOIN endpoints e ON e.id = r.endpoint_id WHERE r.endpoint_id = ?";
 
 /// A user's change to a ready endpoint.
 #[derive(Debug, Clone, Copy)]
@@ -470,7 +474,7 @@ impl Deployer {
                 },
                 token: token.clone(),
                 workspace_id: t.workspace_id,
-                args: Self::serve_args(t, runs_on),
+                args: Self::serve_args(t, runs_on.as_ref()),
                 model: model.path.clone(),
                 devices: gpu.into_iter().collect(),
                 gpus: u32::from(t.device == "cuda"),
@@ -538,6 +542,7 @@ impl Deployer {
                     status: EndpointStatus::Ready,
                     pid,
                     container: container.map(str::to_string),
+                    cluster: t.cluster.clone(),
                     cluster_job: cluster_job.map(str::to_string),
                     base_url: Some(served.base_url),
                     token: Some(token),

@@ -40,20 +40,22 @@ pub enum Handle {
     Process { group: i64 },
     /// A Docker container, by its deterministic name.
     Container { name: String },
-    /// A Slurm job, by its job id.
-    Cluster { job: String },
+    /// A batch job, by the cluster's name and its job id there.
+    Cluster { cluster: String, job: String },
 }
 
 impl Handle {
-    /// From a row's `pid`, container and cluster job columns; `None` when none is set (not started
-    /// yet).
+    /// From a row's `pid`, container, cluster and cluster job columns; `None` when none is set (not
+    /// started yet). A cluster job is only followed on the cluster its row names.
     pub fn of(
         pid: Option<i64>,
         container: Option<&str>,
+        cluster: Option<&str>,
         cluster_job: Option<&str>,
     ) -> Option<Handle> {
-        match (cluster_job, container, pid) {
-            (Some(job), _, _) => Some(Handle::Cluster {
+        match (cluster.zip(cluster_job), container, pid) {
+            (Some((cluster, job)), _, _) => Some(Handle::Cluster {
+                cluster: cluster.to_string(),
                 job: job.to_string(),
             }),
             (None, Some(name), _) => Some(Handle::Container {
@@ -83,7 +85,7 @@ impl Handle {
     /// The row's cluster job column.
     pub fn cluster_job(&self) -> Option<&str> {
         match self {
-            Handle::Cluster { job } => Some(job),
+            Handle::Cluster { job, .. } => Some(job),
             Handle::Process { .. } | Handle::Container { .. } => None,
         }
     }
@@ -270,20 +272,21 @@ pub trait Executor: Send + Sync {
 }
 
 /// The executors a server has. A handle says which one started it, so following, stopping and cleaning
-/// up need no more than the handle.
+/// up need no more than the handle. Clusters come and go while the server runs (an admin registers or
+/// removes one), so every clone shares one list of them, and a cluster's executor is handed out as an
+/// `Arc` that outlives its removal from the list for whoever still holds it.
 #[derive(Clone)]
 pub struct Executors {
     local: Arc<local::Local>,
     docker: Arc<docker::Docker>,
-    /// The cluster this server hands work to, if one is configured.
-    slurm: Option<Cluster>,
+    /// The clusters this server hands work to, by name.
+    clusters: Arc<std::sync::RwLock<Vec<Cluster>>>,
 }
 
 /// A Slurm cluster, by the name jobs ask for it by: its executor for units that run natively, and the
 /// one for jobs in an environment's image (see `slurm::in_image`), over the same cluster.
 #[derive(Clone)]
 struct Cluster {
-    name: String,
     native: Arc<slurm::Slurm>,
     in_image: Arc<slurm::in_image::Containers>,
 }
@@ -293,31 +296,56 @@ impl Executors {
         Executors {
             local: Arc::new(local::Local::new(storage.clone())),
             docker: Arc::new(docker::Docker::new(storage, engine, db)),
-            slurm: None,
+            clusters: Arc::default(),
         }
     }
 
-    /// These executors and a Slurm cluster that jobs ask for by `name`.
-    pub fn with_slurm(self, name: &str, slurm: slurm::Slurm) -> Executors {
+    /// Adds a Slurm cluster, which jobs ask for by its name; refused (with the cluster back) when one
+    /// by that name is already there.
+    pub fn add_cluster(&self, slurm: slurm::Slurm) -> Result<(), slurm::Slurm> {
+        let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
+        if clusters.iter().any(|c| c.native.name() == slurm.name()) {
+            return Err(slurm);
+        }
         let native = Arc::new(slurm);
         let in_image = slurm::in_image::Containers::new(native.clone(), self.docker.clone());
-        let cluster = Cluster {
-            name: name.to_string(),
+        clusters.push(Cluster {
             native,
             in_image: Arc::new(in_image),
-        };
-        Executors {
-            slurm: Some(cluster),
-            ..self
-        }
+        });
+        Ok(())
+    }
+
+    /// Removes the cluster named `name`: no new work goes to it, and what still runs there is no
+    /// longer followed. Whether it may be removed is the caller's to decide.
+    pub fn remove_cluster(&self, name: &str) {
+        let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
+        clusters.retain(|c| c.native.name() != name);
+    }
+
+    /// Every cluster, in the order they were added.
+    fn all_clusters(&self) -> Vec<Cluster> {
+        let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
+        clusters.clone()
+    }
+
+    fn cluster_named(&self, name: &str) -> Option<Cluster> {
+        let clusters = self.clusters.read().unwrap_or_else(|e| e.into_inner());
+        clusters.iter().find(|c| c.native.name() == name).cloned()
+    }
+
+    /// The Slurm cluster jobs ask for by `name`, if this server has it.
+    pub fn slurm_named(&self, name: &str) -> Option<Arc<slurm::Slurm>> {
+        self.cluster_named(name).map(|c| c.native)
     }
 
     /// What each cluster this server hands work to looks like now.
     pub async fn cluster_views(&self) -> Vec<contracts::types::ClusterView> {
-        match &self.slurm {
-            Some(c) => vec![c.native.view(&c.name).await],
-            None => Vec::new(),
+        let mut views = Vec::new();
+        for cluster in self.all_clusters() {
+            views.push(cluster.native.view().await);
         }
+        views
     }
 
     /// Where the job `job` of the cluster named `cluster` is now, if this server has that cluster and
@@ -330,26 +358,11 @@ impl Executors {
         self.slurm_named(cluster)?.placement(job).await
     }
 
-    /// The Slurm cluster jobs ask for by `name`, if this server has it.
-    fn slurm_named(&self, name: &str) -> Option<&slurm::Slurm> {
-        self.cluster_named(name).map(|c| c.native.as_ref())
-    }
-
-    fn cluster_named(&self, name: &str) -> Option<&Cluster> {
-        self.slurm.as_ref().filter(|c| c.name == name)
-    }
-
-    /// Checks in the background that each cluster's nodes see the data directory (see
+    /// Checks in the background that the nodes of each cluster see the data directory (see
     /// `slurm::preflight`).
     pub fn spawn_shared_dir_checks(&self) {
-        if let Some(Cluster { name, native, .. }) = self.slurm.clone() {
-            tokio::spawn(async move {
-                let check = native.check_shared_dir().await;
-                let failed = check.partitions.iter().filter(|p| p.problem.is_some());
-                for p in failed {
-                    tracing::warn!(cluster = name, partition = p.partition, problem = ?p.problem, "the cluster's nodes fail the shared-directory check");
-                }
-            });
+        for cluster in self.all_clusters() {
+            cluster.native.spawn_shared_dir_check();
         }
     }
 
@@ -380,8 +393,7 @@ impl Executors {
         &self,
         name: &str,
         partition: Option<&str>,
-    ) -> Result<&dyn Executor, contracts::error::AppError> {
-        use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
+    ) -> Result<Arc<dyn Executor>, contracts::error::AppError> {
         let cluster = self.known_cluster(name)?;
         if let Some(partition) = partition {
             let known = match self.cluster_partitions(name).await {
@@ -393,17 +405,8 @@ impl Executors {
                 }
                 None => Vec::new(),
             };
-            if !known.iter().any(|k| k == partition) {
-                let message = format!(
-                    "the cluster {name:?} has no partition {partition:?}; it has {}",
-                    known.join(", ")
-                );
-                let rule = Rule::OneOf { values: known };
-                let problem = FieldProblem::new("partition", rule, message);
-                return Err(
-                    AppError::invalid_fields(ErrorCode::ClusterInvalid, vec![problem])
-                        .unwrap_or(AppError::Internal),
-                );
+            if let Err(refused) = one_of_partitions(name, partition, known) {
+                return Err(refused);
             }
         }
         match self.shared_dir_problem(name, partition) {
@@ -416,38 +419,36 @@ impl Executors {
 
     /// The cluster named `name`; refused (at the `cluster` field) when this server has none by that
     /// name.
-    pub fn known_cluster(&self, name: &str) -> Result<&dyn Executor, contracts::error::AppError> {
+    pub fn known_cluster(&self, name: &str) -> Result<Arc<dyn Executor>, contracts::error::AppError> {
         self.cluster(name, ExecutorKind::Local)
             .ok_or_else(|| cluster_invalid(format!("this server has no cluster named {name:?}")))
     }
 
     /// The cluster named `name`, if this server has it, for units of `kind`: natively, or in an
     /// environment's image.
-    pub fn cluster(&self, name: &str, kind: ExecutorKind) -> Option<&dyn Executor> {
+    pub fn cluster(&self, name: &str, kind: ExecutorKind) -> Option<Arc<dyn Executor>> {
         let cluster = self.cluster_named(name)?;
         Some(match kind {
-            ExecutorKind::Docker => cluster.in_image.as_ref(),
-            ExecutorKind::Local => cluster.native.as_ref(),
+            ExecutorKind::Docker => cluster.in_image,
+            ExecutorKind::Local => cluster.native,
         })
     }
 
-    pub fn get(&self, kind: ExecutorKind) -> &dyn Executor {
+    /// The executor of `kind` on this server.
+    pub fn get(&self, kind: ExecutorKind) -> Arc<dyn Executor> {
         match kind {
-            ExecutorKind::Local => self.local.as_ref(),
-            ExecutorKind::Docker => self.docker.as_ref(),
+            ExecutorKind::Local => self.local.clone(),
+            ExecutorKind::Docker => self.docker.clone(),
         }
     }
 
-    /// The executor that started `handle`; `None` for a cluster job when no cluster is configured (any
-    /// more): nothing can be said about it or done to it from here.
-    pub fn of(&self, handle: &Handle) -> Option<&dyn Executor> {
+    /// The executor that started `handle`; `None` for a job on a cluster this server does not have
+    /// (any more): nothing can be said about it or done to it from here.
+    pub fn of(&self, handle: &Handle) -> Option<Arc<dyn Executor>> {
         match handle {
-            Handle::Process { .. } => Some(self.local.as_ref()),
-            Handle::Container { .. } => Some(self.docker.as_ref()),
-            Handle::Cluster { .. } => self
-                .slurm
-                .as_ref()
-                .map(|c| c.native.as_ref() as &dyn Executor),
+            Handle::Process { .. } => Some(self.local.clone()),
+            Handle::Container { .. } => Some(self.docker.clone()),
+            Handle::Cluster { cluster, .. } => self.cluster(cluster, ExecutorKind::Local),
         }
     }
 
@@ -470,6 +471,24 @@ impl Executors {
     pub async fn ended_how(&self, handle: &Handle) -> Option<String> {
         self.of(handle)?.ended_how(handle).await
     }
+}
+
+/// Refuses, at the `partition` field, a partition that is not among those the cluster `name` has.
+pub fn one_of_partitions(
+    name: &str,
+    partition: &str,
+    known: Vec<String>,
+) -> Result<(), contracts::error::AppError> {
+    use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
+    if known.iter().any(|k| k == partition) {
+        return Ok(());
+    }
+    let message = format!(
+        "the cluster {name:?} has no partition {partition:?}; it has {}",
+        known.join(", ")
+    );
+    let problem = FieldProblem::new("partition", Rule::OneOf { values: known }, message);
+    Err(AppError::invalid_fields(ErrorCode::ClusterInvalid, vec![problem]).unwrap_or(AppError::Internal))
 }
 
 /// A refusal at the `partition` field of work that names no cluster.

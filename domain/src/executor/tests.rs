@@ -216,22 +216,23 @@ fn an_ended_but_unreaped_child_is_not_alive() {
 fn a_handle_is_recorded_in_and_read_back_from_a_row() {
     let process = Handle::Process { group: 42 };
     assert_eq!(
-        Handle::of(process.pid(), process.container(), None),
+        Handle::of(process.pid(), process.container(), None, None),
         Some(process)
     );
     let container = Handle::Container {
         name: "paddock-x-job-1".into(),
     };
     assert_eq!(
-        Handle::of(container.pid(), container.container(), None),
+        Handle::of(container.pid(), container.container(), None, None),
         Some(container.clone())
     );
-    let cluster = Handle::Cluster { job: "12".into() };
-    assert_eq!(
-        Handle::of(cluster.pid(), cluster.container(), cluster.cluster_job()),
-        Some(cluster)
-    );
-    assert_eq!(Handle::of(None, None, None), None);
+    let cluster = Handle::Cluster {
+        cluster: "lab".into(),
+        job: "12".into(),
+    };
+    let row = (cluster.pid(), cluster.container(), cluster.cluster_job());
+    assert_eq!(Handle::of(row.0, row.1, Some("lab"), row.2), Some(cluster));
+    assert_eq!(Handle::of(None, None, None, None), None);
 }
 
 /// The Slurm executor on the test cluster.
@@ -277,8 +278,9 @@ mod slurm {
             cpus: 1,
             memory_mb: 100,
             gpu_stand_ins: false,
+            registered: false,
         };
-        let executor = crate::executor::slurm::Slurm::new(cluster, storage(dir.path()), settings);
+        let executor = crate::executor::slurm::Slurm::new("test", cluster, storage(dir.path()), settings);
         Some((one, dir, executor))
     }
 
@@ -305,7 +307,7 @@ mod slurm {
         let w = work(&executor, "quick", &["quick", "hello", "3"]);
         let (rel, unit) = (w.rel.clone(), w.unit);
         let handle = executor.start(w).await.unwrap();
-        let Handle::Cluster { job } = &handle else {
+        let Handle::Cluster { job, .. } = &handle else {
             panic!("a cluster job: {handle:?}")
         };
         assert_eq!(ended(&executor, &rel).await, Some(3));
@@ -380,12 +382,39 @@ mod slurm {
         assert_eq!(exit_code(&root, &rel).unwrap(), None);
     }
 
+    /// A handle is followed on the cluster it names, by every clone of the server's executors, and
+    /// only while the server has that cluster: a job on one it no longer has is left alone.
     #[tokio::test]
-    async fn a_handle_of_a_cluster_without_its_executor_is_left_alone() {
+    async fn a_handle_is_followed_on_its_own_cluster_while_the_server_has_it() {
         let (dir, db) = crate::testing::test_db().await;
         let executors = crate::testing::jobs(&dir, &db).await.executors.clone();
-        let handle = Handle::Cluster { job: "12".into() };
-        assert!(executors.of(&handle).is_none());
+        let clone = executors.clone();
+        let lab = |name: &str| {
+            let reach = Reach::Local { slurm_conf: None };
+            let settings = crate::executor::slurm::Settings {
+                placement: Default::default(),
+                cpus: 1,
+                memory_mb: 100,
+                gpu_stand_ins: false,
+                registered: true,
+            };
+            let cluster = clusters::slurm::Slurm::new(reach);
+            crate::executor::slurm::Slurm::new(name, cluster, storage(dir.path()), settings)
+        };
+        executors.add_cluster(lab("lab")).ok().unwrap();
+        assert!(
+            executors.add_cluster(lab("lab")).is_err(),
+            "one cluster by a name"
+        );
+        let on = |cluster: &str| Handle::Cluster {
+            cluster: cluster.into(),
+            job: "12".into(),
+        };
+        assert!(clone.of(&on("lab")).is_some(), "clones share the clusters");
+        assert!(clone.of(&on("other")).is_none());
+        executors.remove_cluster("lab");
+        let handle = on("lab");
+        assert!(clone.of(&handle).is_none());
         assert_eq!(
             executors.is_running(&handle).await,
             None,

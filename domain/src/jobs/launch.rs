@@ -165,7 +165,7 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
     .map_err(|e| e.to_string())?;
     if moved.is_none() {
         // Cancelled while starting: stop it.
-        wait_for_pid_file(executor, workspace_id, &rel).await;
+        wait_for_pid_file(executor.as_ref(), workspace_id, &rel).await;
         executor.stop(&handle, Stop::Ask).await;
     }
     Ok(())

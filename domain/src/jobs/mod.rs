@@ -99,7 +99,7 @@ impl Jobs {
     }
 
     /// The executor of `kind`, where a job of that kind runs (see [`crate::executor`]).
-    pub fn executor(&self, kind: ExecutorKind) -> &dyn Executor {
+    pub fn executor(&self, kind: ExecutorKind) -> Arc<dyn Executor> {
         self.executors.get(kind)
     }
 }
@@ -173,6 +173,7 @@ impl JobRow {
         Handle::of(
             self.pid,
             self.container_name.as_deref(),
+            self.cluster.as_deref(),
             self.cluster_job.as_deref(),
         )
     }
@@ -469,11 +470,11 @@ fn never_starts(rule: Rule, message: String) -> AppError {
 /// The cluster a job asks for by `name`, when it can run there (see `Executors::runs_on`): natively
 /// (the `paddock` runtime on the nodes), or in its environment's image, which the node checks it has
 /// before it starts anything.
-async fn cluster_for<'a>(
-    jobs: &'a Jobs,
+async fn cluster_for(
+    jobs: &Jobs,
     name: &str,
     spec: &JobSpec,
-) -> Result<&'a dyn Executor, AppError> {
+) -> Result<Arc<dyn Executor>, AppError> {
     let native = jobs
         .executors
         .runs_on(name, spec.partition.as_deref())

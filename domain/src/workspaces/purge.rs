@@ -93,16 +93,22 @@ async fn stop_round(state: &AppState, workspace_id: WorkspaceId) -> Result<Runni
     let db = &state.db;
     let mut running = Running::default();
 
-    type Row = (JobId, String, Option<i64>, Option<String>, Option<String>);
+    type Row = (JobId, String, Option<i64>, Option<String>, Option<String>, Option<String>);
     let jobs: Vec<Row> = sqlx::query_as(
-        "SELECT id, status, pid, container_name, cluster_job FROM jobs
+        "SELECT id, status, pid, container_name, cluster, cluster_job FROM jobs
          WHERE workspace_id = ? AND finished_at IS NULL",
     )
     .bind(workspace_id)
     .fetch_all(db)
     .await?;
-    for (id, status, pid, container, cluster_job) in jobs {
-        let alive = match Handle::of(pid, container.as_deref(), cluster_job.as_deref()) {
+    for (id, status, pid, container, cluster, cluster_job) in jobs {
+        let handle = Handle::of(
+            pid,
+            container.as_deref(),
+            cluster.as_deref(),
+            cluster_job.as_deref(),
+        );
+        let alive = match handle {
             Some(handle) => {
                 let executors = &state.jobs.executors;
                 executors.stop(&handle, Stop::Kill).await;

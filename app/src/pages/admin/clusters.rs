@@ -4,12 +4,17 @@
 //! see this server's data directory (the last shared-directory check, which an admin can run again
 //! here). Nothing of that is stored: it is read from the cluster each time the page is. Below it, what
 //! each workspace's work is charged to there (its Slurm account and QoS), which an admin sets per
-//! workspace.
+//! workspace. Last, the form that registers a cluster (with this server's SSH public key, for a login
+//! node reached over SSH); a registered cluster's card can remove it.
 
 use leptos::prelude::*;
 
-use crate::api::admin::{list_cluster_accounts, CheckCluster, SetClusterAccount};
+use crate::api::admin::{
+    cluster_ssh_key, list_cluster_accounts, CheckCluster, RegisterCluster, RemoveCluster,
+    SetClusterAccount,
+};
 use crate::api::jobs::list_clusters;
+use crate::components::form::{action_error, cleared_on_success, Field, FieldRow, FormError, SubmitButton};
 use crate::components::notice::ErrorNotice;
 use crate::components::page::Loaded;
 use crate::components::table::{columns, DataTable};
@@ -24,27 +29,45 @@ fn used(u: ResourceUsage) -> String {
 #[component]
 pub fn Clusters() -> impl IntoView {
     let i18n = use_i18n();
-    // A new shared-directory check changes what the cards say: they are read again once it is done.
+    // A new shared-directory check, a registration or a removal changes what the cards say: they are
+    // read again once it is done.
     let recheck = ServerAction::<CheckCluster>::new();
-    let clusters = Resource::new(move || recheck.version().get(), |_| list_clusters());
+    let register = ServerAction::<RegisterCluster>::new();
+    let remove = ServerAction::<RemoveCluster>::new();
+    let clusters = Resource::new(
+        move || {
+            (
+                recheck.version().get(),
+                register.version().get(),
+                remove.version().get(),
+            )
+        },
+        |_| list_clusters(),
+    );
     view! {
         <section class="card" aria-labelledby="clusters-title" data-testid="clusters">
             <h2 id="clusters-title">{t!(i18n, admin.clusters_title)}</h2>
             <p class="hint">{t!(i18n, admin.clusters_hint)}</p>
             {move || recheck.value().get().and_then(Result::err).map(|err| view! { <ErrorNotice err /> })}
+            {move || remove.value().get().and_then(Result::err).map(|err| view! { <ErrorNotice err /> })}
             <Loaded load=move || async move { clusters.await } let:list>
                 {if list.is_empty() {
                     view! { <p class="muted" data-testid="clusters-none">{t!(i18n, admin.clusters_none)}</p> }.into_any()
                 } else {
-                    list.into_iter().map(|c| view! { <Cluster cluster=c recheck /> }).collect_view().into_any()
+                    list.into_iter().map(|c| view! { <Cluster cluster=c recheck remove /> }).collect_view().into_any()
                 }}
             </Loaded>
         </section>
+        <Register register />
     }
 }
 
 #[component]
-fn Cluster(cluster: ClusterView, recheck: ServerAction<CheckCluster>) -> impl IntoView {
+fn Cluster(
+    cluster: ClusterView,
+    recheck: ServerAction<CheckCluster>,
+    remove: ServerAction<RemoveCluster>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let ClusterView {
         name,
@@ -54,9 +77,12 @@ fn Cluster(cluster: ClusterView, recheck: ServerAction<CheckCluster>) -> impl In
         nodes,
         problem,
         shared_dir,
+        reached_by,
+        registered,
     } = cluster;
     let heading = format!("{name} · {executor}");
     let recheck_name = name.clone();
+    let remove_name = name.clone();
     let partition_rows = partitions
         .into_iter()
         .map(|p| {
@@ -93,8 +119,12 @@ fn Cluster(cluster: ClusterView, recheck: ServerAction<CheckCluster>) -> impl In
         })
         .collect_view();
     view! {
-        <div class="cluster" data-testid="cluster" data-name=name.clone()>
+        <div class="cluster" data-testid="cluster" data-name=name.clone() data-registered=registered.to_string()>
             <h3>{heading}</h3>
+            <p class="muted" data-testid="cluster-reached-by">
+                {t!(i18n, admin.clusters_reached_by)}<code>{reached_by}</code>
+                {(!registered).then(|| view! { " · "{t!(i18n, admin.clusters_from_settings)} })}
+            </p>
             {match problem {
                 Some(problem) => view! {
                     <p class="notice notice-error" data-testid="cluster-problem">
@@ -121,7 +151,97 @@ fn Cluster(cluster: ClusterView, recheck: ServerAction<CheckCluster>) -> impl In
                 }.into_any(),
             }}
             <Accounts cluster=name.clone() />
+            {registered.then(|| view! {
+                <ActionForm action=remove attr:class="cluster-remove">
+                    <input type="hidden" name="cluster" value=remove_name />
+                    <p class="hint">{t!(i18n, admin.clusters_remove_hint)}</p>
+                    <button type="submit" class="button button-small button-danger" data-testid="cluster-remove"
+                        disabled=move || remove.pending().get()>{t!(i18n, admin.clusters_remove)}</button>
+                </ActionForm>
+            })}
         </div>
+    }
+}
+
+/// The fields of the registration form whose errors it shows under them (the domain names the
+/// reach's as `reach.…`).
+const REGISTER_FIELDS: &[&str] = &[
+    "name",
+    "reach.slurm_conf",
+    "reach.destination",
+    "reach.port",
+    "reach.known_hosts",
+    "partition",
+    "account",
+    "qos",
+    "cpus",
+    "memory_mb",
+];
+
+/// Registers a cluster: how it is reached (this host's tools, or SSH to a login node with the host
+/// keys to trust and this server's public key shown to install there) and what each unit asks of it.
+#[component]
+fn Register(register: ServerAction<RegisterCluster>) -> impl IntoView {
+    let i18n = use_i18n();
+    let error = action_error(register);
+    let form = cleared_on_success(register);
+    let key = Resource::new(|| (), |_| cluster_ssh_key());
+    let known_hosts_message = Memo::new(move |_| {
+        error.with(|e| field_text(i18n.get_locale(), e.as_ref()?, "reach.known_hosts"))
+    });
+    view! {
+        <section class="card" aria-labelledby="register-cluster-title" data-testid="register-cluster">
+            <h2 id="register-cluster-title">{t!(i18n, admin.clusters_register_title)}</h2>
+            <p class="hint">{t!(i18n, admin.clusters_register_hint)}</p>
+            <ActionForm action=register node_ref=form attr:class="form" attr:data-testid="register-cluster-form" attr:novalidate=true>
+                <FormError error fields=REGISTER_FIELDS />
+                <Field name="name" id="cluster-name" label=move || t!(i18n, admin.clusters_name)
+                    hint=ViewFn::from(move || t!(i18n, admin.clusters_name_hint)) autocomplete="off" required=true maxlength=32 error />
+                <div class="field">
+                    <label for="cluster-reach">{t!(i18n, admin.clusters_reach)}</label>
+                    <select id="cluster-reach" name="reach" data-testid="cluster-reach">
+                        <option value="local">{t!(i18n, admin.clusters_reach_local)}</option>
+                        <option value="ssh">{t!(i18n, admin.clusters_reach_ssh)}</option>
+                    </select>
+                </div>
+                <Field name="slurm_conf" also=&["reach.slurm_conf"] id="cluster-slurm-conf" label=move || t!(i18n, admin.clusters_slurm_conf)
+                    hint=ViewFn::from(move || t!(i18n, admin.clusters_slurm_conf_hint)) autocomplete="off" error />
+                <Field name="destination" also=&["reach.destination"] id="cluster-destination" label=move || t!(i18n, admin.clusters_destination)
+                    autocomplete="off" error />
+                <Field name="port" also=&["reach.port"] id="cluster-port" label=move || t!(i18n, admin.clusters_port)
+                    input_type="number" value="22" error />
+                <FieldRow id="cluster-known-hosts" label=move || t!(i18n, admin.clusters_known_hosts)
+                    hint=Some(ViewFn::from(move || t!(i18n, admin.clusters_known_hosts_hint))) message=known_hosts_message>
+                    <textarea id="cluster-known-hosts" name="known_hosts" rows="3" spellcheck="false"
+                        aria-describedby="cluster-known-hosts-hint cluster-known-hosts-error" data-testid="cluster-known-hosts"
+                        aria-invalid=move || known_hosts_message.with(Option::is_some).then_some("true")></textarea>
+                </FieldRow>
+                <Suspense fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        match key.await {
+                            Ok(key) => view! {
+                                <p class="hint">{t!(i18n, admin.clusters_ssh_key)}</p>
+                                <pre class="ssh-key" data-testid="cluster-ssh-key">{key.public_key}</pre>
+                            }.into_any(),
+                            Err(err) => view! { <ErrorNotice err /> }.into_any(),
+                        }
+                    })}
+                </Suspense>
+                <Field name="partition" id="cluster-partition" label=move || t!(i18n, admin.clusters_partition)
+                    hint=ViewFn::from(move || t!(i18n, admin.clusters_partition_hint)) autocomplete="off" error />
+                <Field name="account" id="cluster-account" label=move || t!(i18n, admin.clusters_account) autocomplete="off" error />
+                <Field name="qos" id="cluster-qos" label=move || t!(i18n, admin.clusters_qos) autocomplete="off" error />
+                <Field name="cpus" id="cluster-cpus" label=move || t!(i18n, admin.clusters_cpus) input_type="number" value="2" error />
+                <Field name="memory_mb" id="cluster-memory" label=move || t!(i18n, admin.clusters_memory) input_type="number" value="4000" error />
+                <div class="field field-check">
+                    <input type="checkbox" id="cluster-stand-ins" name="gpu_stand_ins" value="on" data-testid="cluster-stand-ins" />
+                    <label for="cluster-stand-ins">{t!(i18n, admin.clusters_stand_ins)}</label>
+                </div>
+                <SubmitButton pending=register.pending() testid="cluster-register">
+                    {t!(i18n, admin.clusters_register)}
+                </SubmitButton>
+            </ActionForm>
+        </section>
     }
 }
 

@@ -141,7 +141,7 @@ impl Executor for Containers {
         let submission = self.slurm.run_submission(&work, folder, &argv)?;
         let submitted = self.slurm.cluster.submit(&submission).await;
         match submitted {
-            Ok(job) => Ok(Handle::Cluster { job }),
+            Ok(job) => Ok(self.slurm.handle(job)),
             Err(e) => {
                 let _ = tokio::fs::remove_file(dir.join(SECRETS_FILE)).await;
                 Err(e.to_string())

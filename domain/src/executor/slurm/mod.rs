@@ -47,9 +47,14 @@ pub struct Settings {
     /// `scripts/slurm.sh` starts): units still ask for them, so the scheduler places and counts them as
     /// GPUs, but they compute on the node's CPU.
     pub gpu_stand_ins: bool,
+    /// Registered by an admin from the dashboard (see `admin::clusters`), rather than given in the
+    /// server's settings: the view says so, and only such a cluster may be removed.
+    pub registered: bool,
 }
 
 pub struct Slurm {
+    /// What jobs ask for it by (`"cluster": "slurm"`), and what its handles carry.
+    name: String,
     cluster: clusters::slurm::Slurm,
     storage: Arc<Storage>,
     settings: Settings,
@@ -72,11 +77,13 @@ const ADDRESS_FILE_LIMIT: u64 = 4096;
 
 impl Slurm {
     pub fn new(
+        name: &str,
         cluster: clusters::slurm::Slurm,
         storage: Arc<Storage>,
         settings: Settings,
     ) -> Slurm {
         Slurm {
+            name: name.to_string(),
             cluster,
             storage,
             settings,
@@ -267,8 +274,16 @@ impl Slurm {
     /// The job's Slurm id, for a handle of this executor.
     fn job_of(handle: &Handle) -> Option<&str> {
         match handle {
-            Handle::Cluster { job } => Some(job),
+            Handle::Cluster { job, .. } => Some(job),
             _ => None,
+        }
+    }
+
+    /// The handle of its batch job `job`.
+    fn handle(&self, job: String) -> Handle {
+        Handle::Cluster {
+            cluster: self.name.clone(),
+            job,
         }
     }
 
@@ -295,19 +310,25 @@ impl Slurm {
         Ok(partitions.into_iter().map(|p| p.name).collect())
     }
 
-    /// The cluster as its scheduler sees it now (`sinfo`, `scontrol show partition`), named `name`; a
-    /// scheduler that cannot be asked is said in `problem`, not as an error: the page that shows it
-    /// should say so, not fail.
-    pub async fn view(&self, name: &str) -> ClusterView {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The cluster as its scheduler sees it now (`sinfo`, `scontrol show partition`); a scheduler that
+    /// cannot be asked is said in `problem`, not as an error: the page that shows it should say so, not
+    /// fail.
+    pub async fn view(&self) -> ClusterView {
         let (nodes, partitions) = tokio::join!(self.cluster.nodes(), self.cluster.partitions());
         let mut view = ClusterView {
-            name: name.to_string(),
+            name: self.name.clone(),
             executor: "slurm".into(),
             partition: self.settings.placement.partition.clone(),
             partitions: Vec::new(),
             nodes: Vec::new(),
             problem: None,
             shared_dir: self.last_shared_dir_check(),
+            reached_by: self.cluster.reach().shown(),
+            registered: self.settings.registered,
         };
         let (nodes, partitions) = match (nodes, partitions) {
             (Ok(n), Ok(p)) => (n, p),
@@ -430,7 +451,7 @@ impl Executor for Slurm {
             .submit(&submission)
             .await
             .map_err(|e| e.to_string())?;
-        Ok(Handle::Cluster { job })
+        Ok(self.handle(job))
     }
 
     /// Submits `serve-model` as a batch job with no time limit (a replica serves until it is stopped)
@@ -512,7 +533,7 @@ impl Executor for Slurm {
         let _ = tokio::fs::remove_file(&token_file).await;
         match answered {
             Ok(base_url) => Ok(Served {
-                handle: Handle::Cluster { job },
+                handle: self.handle(job),
                 base_url,
             }),
             Err(message) => {

@@ -6,6 +6,7 @@
 //! server must then read with the same contents. A partition whose nodes fail it is refused at
 //! submission, and the admin page says why.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use clusters::slurm::{Cancel, JobState, Placement, Resources, Submission};
@@ -35,6 +36,17 @@ impl Slurm {
     /// What the last check found (`None`: none has finished yet).
     pub fn last_shared_dir_check(&self) -> Option<SharedDirCheck> {
         self.shared_dir.lock().ok()?.clone()
+    }
+
+    /// Checks in the background, and says in the server's log which partitions fail.
+    pub fn spawn_shared_dir_check(self: &Arc<Self>) {
+        let slurm = self.clone();
+        tokio::spawn(async move {
+            let check = slurm.check_shared_dir().await;
+            for p in check.partitions.iter().filter(|p| p.problem.is_some()) {
+                tracing::warn!(cluster = slurm.name, partition = p.partition, problem = ?p.problem, "the cluster's nodes fail the shared-directory check");
+            }
+        });
     }
 
     /// Checks now, on every partition, and keeps the result for the cluster view and submissions.

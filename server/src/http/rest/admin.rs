@@ -11,14 +11,14 @@ use crate::http::limits::{ApiJson, ApiPath as Path};
 use contracts::error::AppError;
 use contracts::error::ErrorBody;
 use contracts::types::{
-    ClusterAccount, InstanceSettings, SettingsChange, SharedDirCheck, UserAccount,
-    WorkspaceClusterAccount,
+    ClusterAccount, ClusterRegistration, ClusterSshKey, ClusterView, InstanceSettings,
+    SettingsChange, SharedDirCheck, UserAccount, WorkspaceClusterAccount,
 };
 use domain::{admin, AppState};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    routes_of![settings, update_settings; users; update_user; set_gpu_quota; set_cluster_account; cluster_accounts; check_cluster]
+    routes_of![settings, update_settings; users; update_user; set_gpu_quota; set_cluster_account; cluster_accounts; check_cluster; register_cluster; remove_cluster; cluster_ssh_key]
 }
 
 /// Routes whose bodies are streamed past the general body-size limit (an image archive is GBs).
@@ -144,6 +144,48 @@ pub async fn check_cluster(
     Ok(Json(
         admin::check_cluster(&state.jobs.executors, &actor, &cluster).await?,
     ))
+}
+
+/// Registers a Slurm cluster (instance admins): checked field by field, then asked whether it answers
+/// through the tools as reached and has the default partition; kept only then, and reached again at
+/// every start. The nodes' view of the shared directory is checked next, in the background (see the
+/// cluster's `shared_dir`).
+#[utoipa::path(post, path = "/api/v1/admin/clusters", tag = "admin", security(("session" = []), ("token" = [])),
+    request_body = ClusterRegistration,
+    responses((status = 201, body = ClusterView), (status = 403, body = ErrorBody),
+              (status = 409, description = "`cluster_name_taken`", body = ErrorBody),
+              (status = 422, description = "`cluster_settings_invalid` (with every field's problem), `cluster_unreachable` (at `reach`), `cluster_invalid` (at `partition`)", body = ErrorBody)))]
+pub async fn register_cluster(
+    Caller { state, actor }: Caller,
+    ApiJson(body): ApiJson<ClusterRegistration>,
+) -> Result<(axum::http::StatusCode, Json<ClusterView>), AppError> {
+    let executors = &state.jobs.executors;
+    let view =
+        admin::clusters::register(&state.db, &state.storage, executors, &actor, body).await?;
+    Ok((axum::http::StatusCode::CREATED, Json(view)))
+}
+
+/// Removes a registered cluster (instance admins), once no job, evaluation or endpoint of this server
+/// may still run there; its workspaces' accounts there go with it.
+#[utoipa::path(delete, path = "/api/v1/admin/clusters/{cluster}", tag = "admin", security(("session" = []), ("token" = [])),
+    params(ClusterPath),
+    responses((status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+              (status = 409, description = "`cluster_in_use`, `cluster_from_settings`", body = ErrorBody)))]
+pub async fn remove_cluster(
+    Caller { state, actor }: Caller,
+    Path(ClusterPath { cluster }): Path<ClusterPath>,
+) -> Result<axum::http::StatusCode, AppError> {
+    let executors = &state.jobs.executors;
+    admin::clusters::remove(&state.db, &state.storage, executors, &actor, &cluster).await?;
+    Ok(axum::http::StatusCode::NO_CONTENT)
+}
+
+/// The public key this server signs in to login nodes with (made on first use): add it to the
+/// `authorized_keys` of the user a cluster is reached as (instance admins).
+#[utoipa::path(get, path = "/api/v1/admin/clusters/ssh-key", tag = "admin", security(("session" = []), ("token" = [])),
+    responses((status = 200, body = ClusterSshKey), (status = 403, body = ErrorBody)))]
+pub async fn cluster_ssh_key(Caller { state, actor }: Caller) -> Result<Json<ClusterSshKey>, AppError> {
+    Ok(Json(admin::clusters::ssh_key(&state.storage, &actor).await?))
 }
 
 /// Sets a workspace's GPU quota (instance admins).

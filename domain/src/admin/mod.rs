@@ -3,6 +3,8 @@
 //! accounts. Disabling an account ends its sessions and makes its tokens useless at once (both are
 //! checked against the account on every request).
 
+pub mod clusters;
+
 use contracts::ids::{UserId, WorkspaceId};
 use sqlx::SqlitePool;
 
@@ -398,9 +400,9 @@ pub(crate) async fn cluster_placement(
     workspace_id: WorkspaceId,
     cluster: &str,
     partition: Option<String>,
-) -> Result<clusters::slurm::Placement, AppError> {
+) -> Result<::clusters::slurm::Placement, AppError> {
     let ClusterAccount { account, qos } = cluster_account(db, workspace_id, cluster).await?;
-    Ok(clusters::slurm::Placement {
+    Ok(::clusters::slurm::Placement {
         partition,
         account,
         qos,
