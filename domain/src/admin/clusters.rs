@@ -56,22 +56,13 @@ pub async fn register(
 ) -> Result<ClusterView, AppError> {
     require_admin(actor)?;
     let reg = checked(reg)?;
-    let taken = || {
-        AppError::conflict(
-            "name",
-            ErrorCode::ClusterNameTaken,
-            format!("this server already has a cluster named {:?}", reg.name),
-        )
-    };
     if executors.slurm_named(&reg.name).is_some() {
-        return Err(taken());
+        return Err(name_taken(&reg.name));
     }
     // The host keys are written where the cluster's files will be only once it answered; until then in
     // a folder of this attempt alone, removed whatever the outcome.
-    let attempt = clusters_dir(storage).join(format!(
-        ".new-{}",
-        hex::encode(rand::random::<[u8; 8]>())
-    ));
+    let attempt =
+        clusters_dir(storage).join(format!(".new-{}", hex::encode(rand::random::<[u8; 8]>())));
     let reached = reach_of(storage, &reg.reach, &attempt).await;
     let outcome = match reached {
         Ok(reach) => connect(db, storage, executors, actor, &reg, reach, &attempt).await,
@@ -79,10 +70,13 @@ pub async fn register(
     };
     let _ = tokio::fs::remove_dir_all(&attempt).await;
     let slurm = outcome?;
-    let slurm = Arc::new(slurm);
     let view = slurm.view().await;
     slurm.spawn_shared_dir_check();
-    tracing::info!(cluster = reg.name, reached_by = view.reached_by, "cluster registered");
+    tracing::info!(
+        cluster = reg.name,
+        reached_by = view.reached_by,
+        "cluster registered"
+    );
     Ok(view)
 }
 
@@ -133,11 +127,7 @@ async fn connect(
     .await;
     if let Err(e) = inserted {
         return Err(match e {
-            sqlx::Error::Database(d) if d.is_unique_violation() => AppError::conflict(
-                "name",
-                ErrorCode::ClusterNameTaken,
-                format!("this server already has a cluster named {:?}", reg.name),
-            ),
+            sqlx::Error::Database(d) if d.is_unique_violation() => name_taken(&reg.name),
             e => e.into(),
         });
     }
@@ -152,18 +142,23 @@ async fn connect(
             .map_err(|e| internal("moving the cluster's host keys into place", e))?;
     }
     let slurm = executor(storage, reg, reach_at(reach, attempt, &folder));
-    tx.commit().await?;
-    let slurm = match executors.add_cluster(slurm) {
-        Ok(()) => executors.slurm_named(&reg.name),
-        Err(_) => None,
-    };
-    slurm.ok_or_else(|| {
-        AppError::conflict(
-            "name",
-            ErrorCode::ClusterNameTaken,
-            format!("this server already has a cluster named {:?}", reg.name),
-        )
-    })
+    let added = executors
+        .add_cluster(slurm)
+        .ok_or_else(|| name_taken(&reg.name))?;
+    if let Err(e) = tx.commit().await {
+        executors.remove_cluster(&reg.name);
+        let _ = tokio::fs::remove_dir_all(&folder).await;
+        return Err(e.into());
+    }
+    Ok(added)
+}
+
+fn name_taken(name: &str) -> AppError {
+    AppError::conflict(
+        "name",
+        ErrorCode::ClusterNameTaken,
+        format!("this server already has a cluster named {name:?}"),
+    )
 }
 
 /// `reach` with the host keys it trusts read from `folder` instead of the attempt's own.
@@ -203,7 +198,11 @@ fn executor(storage: &Arc<Storage>, reg: &ClusterRegistration, reach: Reach) -> 
 
 /// How the server reaches the tools `reach` describes; over SSH its host keys are written to
 /// `folder/known_hosts` and the server's own key is used.
-async fn reach_of(storage: &Arc<Storage>, reach: &ClusterReach, folder: &Path) -> Result<Reach, AppError> {
+async fn reach_of(
+    storage: &Arc<Storage>,
+    reach: &ClusterReach,
+    folder: &Path,
+) -> Result<Reach, AppError> {
     Ok(match reach {
         ClusterReach::Local { slurm_conf } => Reach::Local {
             slurm_conf: slurm_conf.as_ref().map(PathBuf::from),
@@ -254,10 +253,8 @@ async fn ensure_key(storage: &Arc<Storage>) -> Result<PathBuf, AppError> {
         return Ok(path);
     }
     // Made aside and linked into place, so two first uses at once keep one key.
-    let aside = clusters_dir(storage).join(format!(
-        ".key-{}",
-        hex::encode(rand::random::<[u8; 8]>())
-    ));
+    let aside =
+        clusters_dir(storage).join(format!(".key-{}", hex::encode(rand::random::<[u8; 8]>())));
     write_private(&aside, ".keep", "").await?;
     let host = hostname();
     let made = tokio::process::Command::new("ssh-keygen")
@@ -350,13 +347,20 @@ pub async fn remove(
             format!("the cluster {name:?} still has work of this server: {jobs} job(s), {evaluations} evaluation(s) and {replicas} endpoint(s) not yet ended; cancel or undeploy them first"),
         ));
     }
-    for table in ["clusters WHERE name", "workspace_cluster_accounts WHERE cluster"] {
+    for table in [
+        "clusters WHERE name",
+        "workspace_cluster_accounts WHERE cluster",
+    ] {
         sqlx::query(&format!("DELETE FROM {table} = ?"))
             .bind(name)
             .execute(&mut *tx)
             .await?;
     }
-    audit::record(&mut tx, Entry::by(actor, None, "cluster.remove", "cluster", name)).await?;
+    audit::record(
+        &mut tx,
+        Entry::by(actor, None, "cluster.remove", "cluster", name),
+    )
+    .await?;
     tx.commit().await?;
     executors.remove_cluster(name);
     let _ = tokio::fs::remove_dir_all(clusters_dir(storage).join(name)).await;
@@ -367,8 +371,21 @@ pub async fn remove(
 /// Adds the registered clusters to `executors` at start, without asking them anything (one that does
 /// not answer says so on the admin page, and work for it waits or is refused as for any cluster). One
 /// whose name the server's settings already give is left out, with a warning.
-pub async fn load(db: &SqlitePool, storage: &Arc<Storage>, executors: &Executors) -> Result<(), AppError> {
-    type Row = (String, String, Option<String>, Option<String>, Option<String>, i64, i64, bool);
+pub async fn load(
+    db: &SqlitePool,
+    storage: &Arc<Storage>,
+    executors: &Executors,
+) -> Result<(), AppError> {
+    type Row = (
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        i64,
+        i64,
+        bool,
+    );
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT name, reach, partition, account, qos, cpus, memory_mb, gpu_stand_ins FROM clusters ORDER BY created_at, name",
     )
@@ -376,7 +393,10 @@ pub async fn load(db: &SqlitePool, storage: &Arc<Storage>, executors: &Executors
     .await?;
     for (name, reach, partition, account, qos, cpus, memory_mb, gpu_stand_ins) in rows {
         let Ok(reach) = serde_json::from_str::<ClusterReach>(&reach) else {
-            tracing::warn!(cluster = name, "the recorded cluster's reach does not parse; left out");
+            tracing::warn!(
+                cluster = name,
+                "the recorded cluster's reach does not parse; left out"
+            );
             continue;
         };
         let reg = ClusterRegistration {
@@ -402,7 +422,10 @@ pub async fn load(db: &SqlitePool, storage: &Arc<Storage>, executors: &Executors
                 known_hosts: clusters_dir(storage).join(&name).join("known_hosts"),
             },
         };
-        if executors.add_cluster(executor(storage, &reg, reach)).is_err() {
+        if executors
+            .add_cluster(executor(storage, &reg, reach))
+            .is_none()
+        {
             tracing::warn!(
                 cluster = name,
                 "a registered cluster has the name of the one in the server's settings; the settings' is used"
@@ -428,7 +451,10 @@ fn checked(mut reg: ClusterRegistration) -> Result<ClusterRegistration, AppError
         ("account", &mut reg.account),
         ("qos", &mut reg.qos),
     ] {
-        *value = value.take().map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        *value = value
+            .take()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty());
         if value.as_deref().is_some_and(|v| !slurm_name(v)) {
             let message = format!("{field} must be 1–64 letters, digits, '_', '-' or '.'");
             problems.push(FieldProblem::new(field, Rule::SchedulerName, message));
@@ -437,7 +463,11 @@ fn checked(mut reg: ClusterRegistration) -> Result<ClusterRegistration, AppError
     let between = |field: &str, value: i64, max: i64, problems: &mut Vec<FieldProblem>| {
         if !(1..=max).contains(&value) {
             let rule = Rule::Between { min: 1, max };
-            problems.push(FieldProblem::new(field, rule, format!("{field} must be 1–{max}")));
+            problems.push(FieldProblem::new(
+                field,
+                rule,
+                format!("{field} must be 1–{max}"),
+            ));
         }
     };
     between("cpus", i64::from(reg.cpus), CPUS_MAX, &mut problems);
@@ -445,7 +475,10 @@ fn checked(mut reg: ClusterRegistration) -> Result<ClusterRegistration, AppError
     between("memory_mb", memory, MEMORY_MB_MAX, &mut problems);
     match &mut reg.reach {
         ClusterReach::Local { slurm_conf } => {
-            *slurm_conf = slurm_conf.take().map(|c| c.trim().to_string()).filter(|c| !c.is_empty());
+            *slurm_conf = slurm_conf
+                .take()
+                .map(|c| c.trim().to_string())
+                .filter(|c| !c.is_empty());
             if let Some(conf) = slurm_conf.as_deref() {
                 if let Err(why) = slurm_conf_file(conf) {
                     problems.push(FieldProblem::said("reach.slurm_conf", why));
@@ -481,7 +514,9 @@ fn checked(mut reg: ClusterRegistration) -> Result<ClusterRegistration, AppError
 fn cluster_name(name: &str) -> bool {
     name.len() <= NAME_MAX
         && name.starts_with(|c: char| c.is_ascii_lowercase())
-        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
 /// A `slurm.conf` path: absolute, and a file this server can read.
@@ -505,11 +540,15 @@ fn ssh_destination(destination: &str) -> bool {
     let user_ok = !user.is_empty()
         && user.len() <= 32
         && user.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
-        && user.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+        && user
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
     let host_ok = !host.is_empty()
         && host.len() <= 253
         && host.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && host.chars().all(|c| c.is_ascii_alphanumeric() || ".-:".contains(c));
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".-:".contains(c));
     user_ok && host_ok
 }
 
@@ -533,7 +572,8 @@ fn known_host_lines(text: &str) -> Result<(), String> {
         let known_kind = kind.is_some_and(|k| {
             k.starts_with("ssh-") || k.starts_with("ecdsa-sha2-") || k.starts_with("sk-")
         });
-        let decodes = key.is_some_and(|k| base64::engine::general_purpose::STANDARD.decode(k).is_ok());
+        let decodes =
+            key.is_some_and(|k| base64::engine::general_purpose::STANDARD.decode(k).is_ok());
         if hosts.is_none() || !known_kind || !decodes {
             return Err(format!(
                 "line {}: not a host key (hosts, a key type such as ssh-ed25519, the key in base64), as ssh-keyscan prints it",
@@ -559,7 +599,8 @@ mod tests {
             reach: ClusterReach::Ssh {
                 destination: "-oProxyCommand=x@host".into(),
                 port: 0,
-                known_hosts: "[127.0.0.1]:22 ssh-ed25519 AAAA\nlogin ssh-ed25519 not-base64!".into(),
+                known_hosts: "[127.0.0.1]:22 ssh-ed25519 AAAA\nlogin ssh-ed25519 not-base64!"
+                    .into(),
             },
             partition: Some("gpu part".into()),
             account: Some("  ".into()),
@@ -574,7 +615,14 @@ mod tests {
         let fields: Vec<&str> = problems.iter().map(|p| p.field.as_str()).collect();
         assert_eq!(
             fields,
-            ["name", "partition", "cpus", "reach.destination", "reach.port", "reach.known_hosts"]
+            [
+                "name",
+                "partition",
+                "cpus",
+                "reach.destination",
+                "reach.port",
+                "reach.known_hosts"
+            ]
         );
         let line = &problems[5].message;
         assert!(line.starts_with("line 2:"), "{line}");

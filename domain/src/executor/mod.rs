@@ -300,20 +300,20 @@ impl Executors {
         }
     }
 
-    /// Adds a Slurm cluster, which jobs ask for by its name; refused (with the cluster back) when one
-    /// by that name is already there.
-    pub fn add_cluster(&self, slurm: slurm::Slurm) -> Result<(), slurm::Slurm> {
+    /// Adds a Slurm cluster, which jobs ask for by its name: its executor, or `None` when there is
+    /// one by that name already.
+    pub fn add_cluster(&self, slurm: slurm::Slurm) -> Option<Arc<slurm::Slurm>> {
         let mut clusters = self.clusters.write().unwrap_or_else(|e| e.into_inner());
         if clusters.iter().any(|c| c.native.name() == slurm.name()) {
-            return Err(slurm);
+            return None;
         }
         let native = Arc::new(slurm);
         let in_image = slurm::in_image::Containers::new(native.clone(), self.docker.clone());
         clusters.push(Cluster {
-            native,
+            native: native.clone(),
             in_image: Arc::new(in_image),
         });
-        Ok(())
+        Some(native)
     }
 
     /// Removes the cluster named `name`: no new work goes to it, and what still runs there is no
@@ -405,9 +405,7 @@ impl Executors {
                 }
                 None => Vec::new(),
             };
-            if let Err(refused) = one_of_partitions(name, partition, known) {
-                return Err(refused);
-            }
+            one_of_partitions(name, partition, known)?;
         }
         match self.shared_dir_problem(name, partition) {
             Some(problem) => Err(cluster_invalid(format!(
@@ -419,7 +417,10 @@ impl Executors {
 
     /// The cluster named `name`; refused (at the `cluster` field) when this server has none by that
     /// name.
-    pub fn known_cluster(&self, name: &str) -> Result<Arc<dyn Executor>, contracts::error::AppError> {
+    pub fn known_cluster(
+        &self,
+        name: &str,
+    ) -> Result<Arc<dyn Executor>, contracts::error::AppError> {
         self.cluster(name, ExecutorKind::Local)
             .ok_or_else(|| cluster_invalid(format!("this server has no cluster named {name:?}")))
     }
@@ -488,7 +489,10 @@ pub fn one_of_partitions(
         known.join(", ")
     );
     let problem = FieldProblem::new("partition", Rule::OneOf { values: known }, message);
-    Err(AppError::invalid_fields(ErrorCode::ClusterInvalid, vec![problem]).unwrap_or(AppError::Internal))
+    Err(
+        AppError::invalid_fields(ErrorCode::ClusterInvalid, vec![problem])
+            .unwrap_or(AppError::Internal),
+    )
 }
 
 /// A refusal at the `partition` field of work that names no cluster.

@@ -93,7 +93,14 @@ async fn stop_round(state: &AppState, workspace_id: WorkspaceId) -> Result<Runni
     let db = &state.db;
     let mut running = Running::default();
 
-    type Row = (JobId, String, Option<i64>, Option<String>, Option<String>, Option<String>);
+    type Row = (
+        JobId,
+        String,
+        Option<i64>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
     let jobs: Vec<Row> = sqlx::query_as(
         "SELECT id, status, pid, container_name, cluster, cluster_job FROM jobs
          WHERE workspace_id = ? AND finished_at IS NULL",

@@ -1494,15 +1494,13 @@ mod on_slurm {
             .unwrap();
         std::io::Write::write_all(&mut authorized, format!("{key}\n").as_bytes()).unwrap();
         let known_hosts = std::fs::read_to_string(ssh.join("known_hosts")).unwrap();
-        let register = |name: &str, reach: Value| {
-            json!({ "name": name, "reach": reach, "partition": "short", "cpus": 1, "memory_mb": 1000 })
-        };
-        let by_ssh = |known: &str| {
-            json!({ "kind": "ssh", "destination": "root@127.0.0.1", "port": 2222, "known_hosts": known })
-        };
+        let register = |name: &str, reach: Value| json!({ "name": name, "reach": reach, "partition": "short", "cpus": 1, "memory_mb": 1000 });
+        let by_ssh = |known: &str| json!({ "kind": "ssh", "destination": "root@127.0.0.1", "port": 2222, "known_hosts": known });
         let clusters = "/api/v1/admin/clusters";
         let member = server.signup("member").await;
-        let (code, _) = member.post(clusters, register("lab", by_ssh(&known_hosts))).await;
+        let (code, _) = member
+            .post(clusters, register("lab", by_ssh(&known_hosts)))
+            .await;
         assert_eq!(code, StatusCode::FORBIDDEN);
 
         let mut bad = register("Lab 1", by_ssh("127.0.0.1 ssh-ed25519 not-base64"));
@@ -1519,17 +1517,35 @@ mod on_slurm {
         assert_eq!(fields, ["name", "cpus", "reach.known_hosts"], "{body}");
         let host = known_hosts.split_whitespace().next().unwrap();
         let wrong_key = format!("{host} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH8ytBmIMXBNf0bOBUjq1hwQ4sLNHbSmyZ0wbpAdP1dX\n");
-        let (code, body) = admin.post(clusters, register("lab", by_ssh(&wrong_key))).await;
+        let (code, body) = admin
+            .post(clusters, register("lab", by_ssh(&wrong_key)))
+            .await;
         assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
-        assert_eq!((&body["code"], &body["field"]), (&json!("cluster_unreachable"), &json!("reach")), "{body}");
-        assert!(body["message"].as_str().unwrap().contains("ssh root@127.0.0.1 -p 2222"), "{body}");
+        assert_eq!(
+            (&body["code"], &body["field"]),
+            (&json!("cluster_unreachable"), &json!("reach")),
+            "{body}"
+        );
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("ssh root@127.0.0.1 -p 2222"),
+            "{body}"
+        );
         let mut debug = register("lab", json!({ "kind": "local", "slurm_conf": conf }));
         debug["partition"] = json!("debug");
         let (code, body) = admin.post(clusters, debug).await;
         assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
         assert_eq!(body["field"], "partition", "{body}");
-        let (code, body) = admin.post(clusters, register("slurm", by_ssh(&known_hosts))).await;
-        assert_eq!((code, &body["code"]), (StatusCode::CONFLICT, &json!("cluster_name_taken")), "{body}");
+        let (code, body) = admin
+            .post(clusters, register("slurm", by_ssh(&known_hosts)))
+            .await;
+        assert_eq!(
+            (code, &body["code"]),
+            (StatusCode::CONFLICT, &json!("cluster_name_taken")),
+            "{body}"
+        );
         assert_eq!(server.count("SELECT COUNT(*) FROM clusters").await, 0);
         let left: Vec<String> = std::fs::read_dir(server.dir.path().join("data/clusters"))
             .unwrap()
@@ -1538,18 +1554,35 @@ mod on_slurm {
             .collect();
         assert!(left.is_empty(), "refused registrations left {left:?}");
 
-        let (code, lab) = admin.post(clusters, register("lab", by_ssh(&known_hosts))).await;
+        let (code, lab) = admin
+            .post(clusters, register("lab", by_ssh(&known_hosts)))
+            .await;
         assert_eq!(code, StatusCode::CREATED, "{lab}");
-        assert_eq!((&lab["registered"], &lab["partition"]), (&json!(true), &json!("short")), "{lab}");
+        assert_eq!(
+            (&lab["registered"], &lab["partition"]),
+            (&json!(true), &json!("short")),
+            "{lab}"
+        );
         assert_eq!(lab["reached_by"], "ssh root@127.0.0.1 -p 2222", "{lab}");
-        let (code, body) = admin.post(clusters, register("lab", by_ssh(&known_hosts))).await;
-        assert_eq!((code, &body["code"]), (StatusCode::CONFLICT, &json!("cluster_name_taken")), "{body}");
+        let (code, body) = admin
+            .post(clusters, register("lab", by_ssh(&known_hosts)))
+            .await;
+        assert_eq!(
+            (code, &body["code"]),
+            (StatusCode::CONFLICT, &json!("cluster_name_taken")),
+            "{body}"
+        );
         let listed = admin.get("/api/v1/clusters").await.1;
         let names: Vec<(&str, bool)> = listed
             .as_array()
             .unwrap()
             .iter()
-            .map(|c| (c["name"].as_str().unwrap(), c["registered"].as_bool().unwrap()))
+            .map(|c| {
+                (
+                    c["name"].as_str().unwrap(),
+                    c["registered"].as_bool().unwrap(),
+                )
+            })
             .collect();
         assert_eq!(names, [("slurm", false), ("lab", true)], "{listed}");
 
@@ -1561,7 +1594,11 @@ mod on_slurm {
         let placed = placement(&admin, ws, id).await;
         assert_eq!(placed["nodes"], "node2", "{placed}");
         let (code, body) = admin.delete(&format!("{clusters}/lab")).await;
-        assert_eq!((code, &body["code"]), (StatusCode::CONFLICT, &json!("cluster_in_use")), "{body}");
+        assert_eq!(
+            (code, &body["code"]),
+            (StatusCode::CONFLICT, &json!("cluster_in_use")),
+            "{body}"
+        );
         // Still there after a restart, still following its job.
         server.crash_and_restart();
         let listed = admin.get("/api/v1/clusters").await.1;
@@ -1570,16 +1607,29 @@ mod on_slurm {
         wait_for(&admin, ws, id, "cancelled", |j| status(j) == "cancelled").await;
 
         let (code, body) = admin.delete(&format!("{clusters}/slurm")).await;
-        assert_eq!((code, &body["code"]), (StatusCode::CONFLICT, &json!("cluster_from_settings")), "{body}");
+        assert_eq!(
+            (code, &body["code"]),
+            (StatusCode::CONFLICT, &json!("cluster_from_settings")),
+            "{body}"
+        );
         let (code, body) = admin.delete(&format!("{clusters}/lab")).await;
         assert_eq!(code, StatusCode::NO_CONTENT, "{body}");
-        assert_eq!(admin.delete(&format!("{clusters}/lab")).await.0, StatusCode::NOT_FOUND);
+        assert_eq!(
+            admin.delete(&format!("{clusters}/lab")).await.0,
+            StatusCode::NOT_FOUND
+        );
         assert_eq!(server.count("SELECT COUNT(*) FROM clusters").await, 0);
         assert!(!server.dir.path().join("data/clusters/lab").exists());
         let mut spec = tiny("after", ds, 2);
         spec["cluster"] = json!("lab");
-        let (code, body) = admin.post(&format!("/api/v1/workspaces/{ws}/jobs"), spec).await;
-        assert_eq!((code, &body["field"]), (StatusCode::UNPROCESSABLE_ENTITY, &json!("cluster")), "{body}");
+        let (code, body) = admin
+            .post(&format!("/api/v1/workspaces/{ws}/jobs"), spec)
+            .await;
+        assert_eq!(
+            (code, &body["field"]),
+            (StatusCode::UNPROCESSABLE_ENTITY, &json!("cluster")),
+            "{body}"
+        );
     }
 
     /// The shared-directory check of a server `start` gave, once it has run (it starts with the server).

@@ -14,7 +14,9 @@ use crate::api::admin::{
     SetClusterAccount,
 };
 use crate::api::jobs::list_clusters;
-use crate::components::form::{action_error, cleared_on_success, Field, FieldRow, FormError, SubmitButton};
+use crate::components::form::{
+    action_error, cleared_on_success, Field, FieldRow, FormError, SubmitButton,
+};
 use crate::components::notice::ErrorNotice;
 use crate::components::page::Loaded;
 use crate::components::table::{columns, DataTable};

@@ -154,7 +154,8 @@ pub async fn check_cluster(
     request_body = ClusterRegistration,
     responses((status = 201, body = ClusterView), (status = 403, body = ErrorBody),
               (status = 409, description = "`cluster_name_taken`", body = ErrorBody),
-              (status = 422, description = "`cluster_settings_invalid` (with every field's problem), `cluster_unreachable` (at `reach`), `cluster_invalid` (at `partition`)", body = ErrorBody)))]
+              (status = 422, description = "`cluster_settings_invalid` (with every field's problem), `cluster_unreachable` (at `reach`), `cluster_invalid` (at `partition`)", body = ErrorBody),
+              (status = 503, description = "`cluster_unreachable`: the server cannot make its SSH key (no `ssh-keygen`)", body = ErrorBody)))]
 pub async fn register_cluster(
     Caller { state, actor }: Caller,
     ApiJson(body): ApiJson<ClusterRegistration>,
@@ -183,9 +184,14 @@ pub async fn remove_cluster(
 /// The public key this server signs in to login nodes with (made on first use): add it to the
 /// `authorized_keys` of the user a cluster is reached as (instance admins).
 #[utoipa::path(get, path = "/api/v1/admin/clusters/ssh-key", tag = "admin", security(("session" = []), ("token" = [])),
-    responses((status = 200, body = ClusterSshKey), (status = 403, body = ErrorBody)))]
-pub async fn cluster_ssh_key(Caller { state, actor }: Caller) -> Result<Json<ClusterSshKey>, AppError> {
-    Ok(Json(admin::clusters::ssh_key(&state.storage, &actor).await?))
+    responses((status = 200, body = ClusterSshKey), (status = 403, body = ErrorBody),
+              (status = 503, description = "`cluster_unreachable`: the server cannot make its SSH key (no `ssh-keygen`)", body = ErrorBody)))]
+pub async fn cluster_ssh_key(
+    Caller { state, actor }: Caller,
+) -> Result<Json<ClusterSshKey>, AppError> {
+    Ok(Json(
+        admin::clusters::ssh_key(&state.storage, &actor).await?,
+    ))
 }
 
 /// Sets a workspace's GPU quota (instance admins).
