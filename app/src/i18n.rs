@@ -49,6 +49,13 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
     match rule {
         Rule::Name => td_string!(locale, rules.name).to_string(),
         Rule::SchedulerName => td_string!(locale, rules.scheduler_name).to_string(),
+        Rule::ClusterName => td_string!(locale, rules.cluster_name).to_string(),
+        Rule::ReadableFile => td_string!(locale, rules.readable_file).to_string(),
+        Rule::SshDestination => td_string!(locale, rules.ssh_destination).to_string(),
+        Rule::KnownHosts { line: Some(line) } => {
+            td_string!(locale, rules.known_hosts_line, line = *line).to_string()
+        }
+        Rule::KnownHosts { line: None } => td_string!(locale, rules.known_hosts_none).to_string(),
         Rule::Between { min, max } => {
             td_string!(locale, rules.between, min = *min, max = *max).to_string()
         }

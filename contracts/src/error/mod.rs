@@ -258,6 +258,15 @@ pub enum Rule {
     NotWith { other: String },
     /// A name a cluster scheduler takes (a Slurm account, QoS): 1–64 letters, digits, `_`, `-`, `.`.
     SchedulerName,
+    /// A cluster's name in Paddock: 1–32 of a-z, 0-9 and `-`, starting with a letter.
+    ClusterName,
+    /// An absolute path to a file this server can read.
+    ReadableFile,
+    /// An SSH destination: `user@host`, plain words.
+    SshDestination,
+    /// Host keys as `ssh-keyscan` prints them; `line`: the first line that is not one (`None`: there is
+    /// no key at all).
+    KnownHosts { line: Option<u64> },
     /// A data file's problem, located in the file (what the dataset validator found).
     Data { issue: Box<crate::data::Issue> },
     /// `more` problems beyond those listed.

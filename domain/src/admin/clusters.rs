@@ -441,10 +441,9 @@ fn checked(mut reg: ClusterRegistration) -> Result<ClusterRegistration, AppError
     let mut problems = Vec::new();
     reg.name = reg.name.trim().to_string();
     if !cluster_name(&reg.name) {
-        problems.push(FieldProblem::said(
-            "name",
-            format!("a cluster's name is 1–{NAME_MAX} of a-z, 0-9 and '-', starting with a letter"),
-        ));
+        let message =
+            format!("a cluster's name is 1–{NAME_MAX} of a-z, 0-9 and '-', starting with a letter");
+        problems.push(FieldProblem::new("name", Rule::ClusterName, message));
     }
     for (field, value) in [
         ("partition", &mut reg.partition),
@@ -481,7 +480,8 @@ fn checked(mut reg: ClusterRegistration) -> Result<ClusterRegistration, AppError
                 .filter(|c| !c.is_empty());
             if let Some(conf) = slurm_conf.as_deref() {
                 if let Err(why) = slurm_conf_file(conf) {
-                    problems.push(FieldProblem::said("reach.slurm_conf", why));
+                    let problem = FieldProblem::new("reach.slurm_conf", Rule::ReadableFile, why);
+                    problems.push(problem);
                 }
             }
         }
@@ -492,14 +492,16 @@ fn checked(mut reg: ClusterRegistration) -> Result<ClusterRegistration, AppError
         } => {
             *destination = destination.trim().to_string();
             if !ssh_destination(destination) {
-                problems.push(FieldProblem::said(
+                problems.push(FieldProblem::new(
                     "reach.destination",
+                    Rule::SshDestination,
                     "the login node is user@host: a user name and a host name or address, nothing else",
                 ));
             }
             between("reach.port", i64::from(*port), 65535, &mut problems);
-            if let Err(why) = known_host_lines(known_hosts) {
-                problems.push(FieldProblem::said("reach.known_hosts", why));
+            if let Err((line, why)) = known_host_lines(known_hosts) {
+                let rule = Rule::KnownHosts { line };
+                problems.push(FieldProblem::new("reach.known_hosts", rule, why));
             }
         }
     }
@@ -553,10 +555,15 @@ fn ssh_destination(destination: &str) -> bool {
 }
 
 /// Checks `known_hosts` text as `ssh-keyscan` prints it: each line that is not blank or a comment is
-/// `[marker] hosts key-type base64-key [comment]`; at least one key. Says the first bad line.
-fn known_host_lines(text: &str) -> Result<(), String> {
+/// `[marker] hosts key-type base64-key [comment]`; at least one key. Says the first bad line (`None`:
+/// no line is, there is no key).
+fn known_host_lines(text: &str) -> Result<(), (Option<u64>, String)> {
     if text.len() > KNOWN_HOSTS_MAX {
-        return Err(format!("at most {KNOWN_HOSTS_MAX} bytes of host keys"));
+        let line = text[..KNOWN_HOSTS_MAX].lines().count() as u64;
+        return Err((
+            Some(line),
+            format!("at most {KNOWN_HOSTS_MAX} bytes of host keys"),
+        ));
     }
     let mut keys = 0;
     for (n, line) in text.lines().enumerate() {
@@ -575,15 +582,17 @@ fn known_host_lines(text: &str) -> Result<(), String> {
         let decodes =
             key.is_some_and(|k| base64::engine::general_purpose::STANDARD.decode(k).is_ok());
         if hosts.is_none() || !known_kind || !decodes {
-            return Err(format!(
-                "line {}: not a host key (hosts, a key type such as ssh-ed25519, the key in base64), as ssh-keyscan prints it",
-                n + 1
+            let line = n as u64 + 1;
+            return Err((
+                Some(line),
+                format!("line {line}: not a host key (hosts, a key type such as ssh-ed25519, the key in base64), as ssh-keyscan prints it"),
             ));
         }
         keys += 1;
     }
     if keys == 0 {
-        return Err("no host key: paste the login node's keys as ssh-keyscan prints them".into());
+        let message = "no host key: paste the login node's keys as ssh-keyscan prints them";
+        return Err((None, message.into()));
     }
     Ok(())
 }
@@ -624,8 +633,7 @@ mod tests {
                 "reach.known_hosts"
             ]
         );
-        let line = &problems[5].message;
-        assert!(line.starts_with("line 2:"), "{line}");
+        assert_eq!(problems[5].rule, Some(Rule::KnownHosts { line: Some(2) }));
     }
 
     #[test]
