@@ -7,7 +7,9 @@
 //! Slurm's job id, and what Slurm says of it) and its checkpoint is evaluated there; its checkpoint
 //! deploys with replicas on the cluster, which the endpoint page names, and the playground answers
 //! through them, its replicas in the partition picked in the deploy form; on the admin page the
-//! shared-directory check runs again at a click, and the workspace is charged to an account of its own.
+//! shared-directory check runs again at a click, and the workspace is charged to an account of its own;
+//! a second cluster is registered from the admin page's form (after a refusal, said in Chinese, that
+//! keeps what was typed) and removed again.
 
 import { describe, test, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -165,6 +167,51 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     await page.locator('[data-testid="cluster-accounts"] [role="alert"]').waitFor();
     assertNotEnglish(await clustersCard(page), [...NAMES, 'team'], 'the clusters card');
     await screenshot(page, '12-cluster-accounts');
+  });
+
+  test('an admin registers a second cluster from the form, after a refusal said in Chinese, and removes it', async () => {
+    const { page } = story.owner;
+    await visit(page, '/admin');
+    const form = page.getByTestId('register-cluster-form');
+    // The server's SSH public key, for a login node reached over SSH.
+    assert.match(await page.getByTestId('cluster-ssh-key').textContent(), /^ssh-ed25519 /);
+    await form.getByTestId('cluster-name').fill('Lab 1');
+    await form.getByTestId('cluster-slurm-conf').fill('slurm.conf');
+    await Promise.all([
+      page.waitForResponse((r) => r.url().includes('/rpc/register_cluster')),
+      form.getByTestId('cluster-register').click(),
+    ]);
+    for (const field of ['cluster-name', 'cluster-slurm-conf']) {
+      const error = page.getByTestId(`${field}-error`);
+      await error.filter({ hasText: /\S/ }).waitFor();
+      assertNotEnglish(await error.textContent(), [], `the error under ${field}`);
+    }
+    // What was typed stays, to be corrected.
+    assert.equal(await form.getByTestId('cluster-name').inputValue(), 'Lab 1');
+    await form.getByTestId('cluster-name').fill('lab');
+    await form.getByTestId('cluster-slurm-conf').fill(SLURM_CONF);
+    await form.getByTestId('cluster-partition').fill('short');
+    await form.getByTestId('cluster-cpus').fill('1');
+    await form.getByTestId('cluster-memory').fill('1000');
+    await form.getByTestId('cluster-stand-ins').check();
+    await Promise.all([
+      page.waitForResponse((r) => r.url().includes('/rpc/register_cluster')),
+      form.getByTestId('cluster-register').click(),
+    ]);
+    const lab = page.locator('[data-testid="cluster"][data-name="lab"]');
+    await lab.waitFor();
+    assert.equal(await lab.getAttribute('data-registered'), 'true');
+    await lab.locator('[data-testid="cluster-partition"][data-name="short"] [data-testid="cluster-partition-ours"]').waitFor();
+    // The cluster from the server's settings has no remove button; this one has.
+    const own = page.locator('[data-testid="cluster"][data-name="slurm"]');
+    assert.equal(await own.getByTestId('cluster-remove').count(), 0);
+    assertNotEnglish(await clustersCard(page), [...NAMES, 'lab'], 'the clusters card with two clusters');
+    await screenshot(page, '12-cluster-registered');
+    await Promise.all([
+      page.waitForResponse((r) => r.url().includes('/rpc/remove_cluster')),
+      lab.getByTestId('cluster-remove').click(),
+    ]);
+    await lab.waitFor({ state: 'detached' });
   });
 
   test('no wasm panic or hydration error happened', () => {

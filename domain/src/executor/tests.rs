@@ -363,8 +363,12 @@ mod slurm {
         );
     }
 
+    /// A kill ends the job within Slurm's KillWait. Slurm ends a cancelled job by sending TERM to
+    /// every process of it and KILL after KillWait, so the shell that records the exit status is
+    /// usually ended before it can; on a loaded machine the command may end from its TERM and the
+    /// status be recorded first (seen once, beside a wasm build): then it is the command's own.
     #[tokio::test]
-    async fn a_killed_batch_job_ends_without_an_exit_status() {
+    async fn a_killed_batch_job_ends_promptly() {
         let Some((_one, _dir, executor)) = on_cluster().await else {
             return;
         };
@@ -380,7 +384,8 @@ mod slurm {
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         let root = executor.run_root(WorkspaceId::new(1)).unwrap();
-        assert_eq!(exit_code(&root, &rel).unwrap(), None);
+        let code = exit_code(&root, &rel).unwrap();
+        assert!(matches!(code, None | Some(7)), "{code:?}");
     }
 
     /// A handle is followed on the cluster it names, by every clone of the server's executors, and
