@@ -19,12 +19,18 @@
 # sessions, so the executor's SSH path is tested against a real sshd with the host key checked
 # (<folder>/ssh/known_hosts).
 #
+# Accounting is on, as on a real cluster that charges teams: slurmdbd on 127.0.0.1:16819 over a MariaDB
+# of its own (<folder>/mysql, 127.0.0.1:16306), with AccountingStorageEnforce=associations,qos, so a job
+# whose account or QoS the cluster does not know is refused at submission. Accounts: `paddock` (root's
+# default) and `team-a`, `team-b`; QoS: `normal` (Slurm's default) and `high`, both allowed to root.
+#
 # Facts this relies on (Debian 12, as root): Debian's build lets several slurmd run on one host
 # (`slurmd -N node1`); `Gres=gpu:N` without `File=` leaves nodes INVALID, hence the stand-in files;
-# slurmrestd refuses to run as root, so the executor uses the command-line tools; accounting (slurmdbd) is
-# off, so a finished job is known to `scontrol show job` for MinJobAge seconds and then only to the run
-# folder, which is what Paddock reads anyway. A node an admin sets DOWN stays down, with the admin's
-# reason, until resumed (ReturnToService=1, Slurm's default), as on a real cluster.
+# slurmrestd refuses to run as root, so the executor uses the command-line tools; slurmdbd reads
+# slurmdbd.conf beside SLURM_CONF (0600, owned by SlurmUser). A finished job is known to `scontrol show
+# job` for MinJobAge seconds, which is all Paddock asks of it (then its run folder says how it ended). A
+# node an admin sets DOWN stays down, with the admin's reason, until resumed (ReturnToService=1, Slurm's
+# default), as on a real cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\033[1m[slurm]\033[0m %s\n' "$*"; }
@@ -37,7 +43,7 @@ nodes=(node1 node2)
 case "${1:-start}" in
   env) echo "export SLURM_CONF=$conf"; exit 0 ;;
   stop)
-    for pidfile in "$dir"/slurmd-*.pid "$dir"/slurmctld.pid "$dir"/ssh/sshd.pid; do
+    for pidfile in "$dir"/slurmd-*.pid "$dir"/slurmctld.pid "$dir"/ssh/sshd.pid "$dir"/slurmdbd.pid "$dir"/mysql/mariadb.pid; do
       [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
     done
     say "stopped"; exit 0 ;;
@@ -50,7 +56,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 missing=()
-for p in slurm-wlm munge openssh-server; do
+for p in slurm-wlm slurmdbd mariadb-server munge openssh-server; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -105,6 +111,58 @@ EOF
   say "the login node's sshd does not answer; see $ssh_dir/sshd.log"; return 1
 }
 
+# Accounting: MariaDB with a folder, port and socket of its own (not the machine's), then slurmdbd over it,
+# then the cluster's accounts and root's associations (each added once).
+db=$dir/mysql
+sql() { mariadb --socket="$db/mysqld.sock" -uroot -e "$1"; }
+accounting_db() {
+  if ! sql 'SELECT 1' >/dev/null 2>&1; then
+    if [ ! -d "$db/data/mysql" ]; then
+      mkdir -p "$db"
+      mariadb-install-db --user=root --datadir="$db/data" --auth-root-authentication-method=socket --skip-test-db >"$db/install.log" 2>&1
+    fi
+    say "starting MariaDB for slurmdbd (127.0.0.1:16306)"
+    (setsid /usr/sbin/mariadbd --user=root --datadir="$db/data" --socket="$db/mysqld.sock" --port=16306 \
+      --bind-address=127.0.0.1 --skip-name-resolve --pid-file="$db/mariadb.pid" --log-error="$db/mariadb.log" \
+      --innodb-lock-wait-timeout=900 </dev/null >/dev/null 2>&1 &)
+    for _ in $(seq 1 80); do sql 'SELECT 1' >/dev/null 2>&1 && break; sleep 0.25; done
+  fi
+  sql "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'slurm'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1';"
+  cat >"$dir/slurmdbd.conf" <<EOF
+AuthType=auth/munge
+DbdHost=localhost
+DbdAddr=127.0.0.1
+DbdPort=16819
+SlurmUser=root
+PidFile=$dir/slurmdbd.pid
+LogFile=$dir/slurmdbd.log
+StorageType=accounting_storage/mysql
+StorageHost=127.0.0.1
+StoragePort=16306
+StorageUser=slurm
+StoragePass=slurm
+StorageLoc=slurm_acct_db
+EOF
+  chmod 600 "$dir/slurmdbd.conf"
+  if ! { [ -f "$dir/slurmdbd.pid" ] && kill -0 "$(cat "$dir/slurmdbd.pid")" 2>/dev/null; }; then
+    say "starting slurmdbd (127.0.0.1:16819)"
+    /usr/sbin/slurmdbd
+  fi
+  for _ in $(seq 1 80); do sacctmgr -nP show cluster >/dev/null 2>&1 && return; sleep 0.25; done
+  say "slurmdbd does not answer; see $dir/slurmdbd.log"; return 1
+}
+accounts() {
+  sacctmgr -nP show cluster format=cluster | grep -qx paddock || sacctmgr -i add cluster paddock >/dev/null
+  sacctmgr -nP show qos format=name | grep -qx high || sacctmgr -i add qos high >/dev/null
+  for a in paddock team-a team-b; do
+    sacctmgr -nP show account "$a" format=account | grep -qx "$a" || sacctmgr -i add account "$a" Description="$a" Organization=paddock >/dev/null
+  done
+  if ! sacctmgr -nP show assoc where user=root account=team-b format=account | grep -qx team-b; then
+    sacctmgr -i add user root account=paddock,team-a,team-b DefaultAccount=paddock >/dev/null
+    sacctmgr -i modify user root set qos=normal,high defaultqos=normal >/dev/null
+  fi
+}
+
 mkdir -p "$dir/state" "$dir/spool"
 for n in "${nodes[@]}"; do mkdir -p "$dir/spool/$n"; done
 # The configuration is written beside the running one and replaces it (with a restart) only when it
@@ -132,6 +190,11 @@ MpiDefault=none
 ReturnToService=1
 MinJobAge=600
 KillWait=10
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=16819
+AccountingStorageEnforce=associations,qos
+JobAcctGatherType=jobacct_gather/none
 NodeName=node[1-2] NodeHostname=localhost NodeAddr=127.0.0.1 Port=17001-17002 CPUs=2 RealMemory=4000 Gres=gpu:2 State=UNKNOWN
 PartitionName=gpu Nodes=node[1-2] Default=YES MaxTime=INFINITE State=UP
 PartitionName=short Nodes=node2 MaxTime=60 State=UP
@@ -140,15 +203,18 @@ EOF
 cat >"$dir/gres.conf" <<EOF
 NodeName=node[1-2] Name=gpu File=/dev/tty[1-2]
 EOF
-running() { scontrol ping >/dev/null 2>&1 && [ "$(sinfo -h -N -o '%N %T' 2>/dev/null | grep -c ' idle\| mixed\| alloc')" -eq ${#nodes[@]} ]; }
+# A node is listed once per partition it is in: counted once.
+running() { scontrol ping >/dev/null 2>&1 && [ "$(sinfo -h -N -o '%N %T' 2>/dev/null | sort -u | grep -c ' idle\| mixed\| alloc')" -eq ${#nodes[@]} ]; }
 if cmp -s "$conf.new" "$conf" && running; then
-  rm -f "$conf.new"; say "cluster running ($conf)"; login_node; echo "export SLURM_CONF=$conf"; exit 0
+  rm -f "$conf.new"; accounting_db; accounts; say "cluster running ($conf)"; login_node; echo "export SLURM_CONF=$conf"; exit 0
 fi
 for pidfile in "$dir"/slurmd-*.pid "$dir"/slurmctld.pid; do
   [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
 done
 for _ in $(seq 1 40); do pgrep -x slurmctld >/dev/null || pgrep -x slurmd >/dev/null || break; sleep 0.25; done
 mv "$conf.new" "$conf"
+accounting_db
+accounts
 
 say "starting slurmctld and ${nodes[*]} (logs in $dir)"
 # A fresh controller state (-c): a restarted test cluster starts with no jobs.

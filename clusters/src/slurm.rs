@@ -201,6 +201,32 @@ impl Slurm {
         }
     }
 
+    /// Why the cluster would refuse a job placed at `placement`, if it would: `sbatch --test-only`,
+    /// which the controller judges as it judges a submission (with accounting enforced, an account or
+    /// QoS it does not know or does not allow the submitting user is refused) and which queues nothing.
+    /// `None`: it would take it (a cluster without accounting takes any account).
+    pub async fn refusal(&self, placement: &Placement) -> Result<Option<String>> {
+        let mut args = vec!["--test-only".to_string()];
+        args.extend(placement_args(placement)?);
+        args.push("--wrap=true".into());
+        match self.reach.run("sbatch", &args, None).await {
+            Ok(_) => Ok(None),
+            // `allocation failure: Invalid account or account/partition combination specified`
+            // (`--test-only`), or `Batch job submission failed: …` as a submission says it.
+            Err(Error::Failed { stderr, .. })
+                if stderr.contains("allocation failure:")
+                    || stderr.contains("submission failed:") =>
+            {
+                let after = ["allocation failure:", "submission failed:"]
+                    .iter()
+                    .find_map(|marker| Some(stderr.rfind(marker)? + marker.len()));
+                let reason = after.map_or(stderr.as_str(), |at| &stderr[at..]);
+                Ok(Some(reason.trim().to_string()))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Submits a batch job; its Slurm job id.
     pub async fn submit(&self, job: &Submission) -> Result<String> {
         let args = sbatch_args(job)?;
@@ -340,7 +366,13 @@ fn sbatch_args(job: &Submission) -> Result<Vec<String>> {
     if let Some(before) = job.term_before_limit {
         args.push(format!("--signal=B:TERM@{}", before.as_secs().max(1)));
     }
-    let at = &job.placement;
+    args.extend(placement_args(&job.placement)?);
+    Ok(args)
+}
+
+/// `--partition`, `--account` and `--qos`, for those set.
+fn placement_args(at: &Placement) -> Result<Vec<String>> {
+    let mut args = Vec::new();
     for (flag, value) in [
         ("--partition", &at.partition),
         ("--account", &at.account),

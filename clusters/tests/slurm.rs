@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use clusters::reach::Reach;
-use clusters::slurm::{Cancel, JobInfo, JobState, Resources, Slurm, Submission};
+use clusters::slurm::{Cancel, JobInfo, JobState, Placement, Resources, Slurm, Submission};
 
 static CLUSTER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -276,5 +276,42 @@ async fn over_ssh_the_same_commands_work_and_an_unknown_host_is_refused() {
     assert!(
         matches!(&err, clusters::Error::Failed { stderr, .. } if stderr.contains("Host key verification failed")),
         "{err}"
+    );
+}
+
+/// The test cluster enforces its accounting: an account or QoS it does not know is refused, as a
+/// submission would be, and one it has is taken; nothing is queued either way.
+#[tokio::test]
+async fn the_cluster_says_whether_it_would_take_an_account_and_qos() {
+    let Some(slurm) = cluster().await else {
+        return;
+    };
+    let _one = CLUSTER.lock().await;
+    let at = |account: &str, qos: &str| Placement {
+        partition: Some("short".into()),
+        account: Some(account.into()),
+        qos: Some(qos.into()),
+    };
+    assert_eq!(slurm.refusal(&at("team-a", "high")).await.unwrap(), None);
+    let refused = slurm.refusal(&at("no-such-team", "normal")).await.unwrap();
+    assert!(
+        refused
+            .as_deref()
+            .unwrap_or_default()
+            .contains("Invalid account"),
+        "{refused:?}"
+    );
+    let refused = slurm.refusal(&at("team-a", "no-such-qos")).await.unwrap();
+    assert!(
+        refused
+            .as_deref()
+            .unwrap_or_default()
+            .to_lowercase()
+            .contains("qos"),
+        "{refused:?}"
+    );
+    assert!(
+        slurm.refusal(&at("team a", "normal")).await.is_err(),
+        "not one word"
     );
 }

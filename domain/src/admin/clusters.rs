@@ -21,7 +21,7 @@ use contracts::error::{internal, AppError, ErrorCode, FieldProblem, Rule};
 use contracts::types::{ClusterReach, ClusterRegistration, ClusterSshKey, ClusterView};
 use sqlx::SqlitePool;
 
-use super::{require_admin, slurm_name};
+use super::{refused_by_cluster, require_admin, slurm_name};
 use crate::audit::{self, Entry};
 use crate::auth::Actor;
 use crate::db::write_tx;
@@ -104,6 +104,15 @@ async fn connect(
         let known = cluster.partitions().await.map_err(unreachable)?;
         let known = known.into_iter().map(|p| p.name).collect();
         crate::executor::one_of_partitions(&reg.name, partition, known)?;
+    }
+    if reg.account.is_some() || reg.qos.is_some() {
+        let placement = ::clusters::slurm::Placement {
+            partition: reg.partition.clone(),
+            account: reg.account.clone(),
+            qos: reg.qos.clone(),
+        };
+        let answer = cluster.refusal(&placement).await;
+        refused_by_cluster(&reg.name, answer, ErrorCode::ClusterSettingsInvalid)?;
     }
 
     let folder = clusters_dir(storage).join(&reg.name);

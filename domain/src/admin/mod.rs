@@ -288,6 +288,12 @@ pub async fn set_cluster_account(
             );
         }
     }
+    if account != ClusterAccount::default() {
+        if let Some(slurm) = executors.slurm_named(cluster) {
+            let refusal = slurm.refusal(account.account.clone(), account.qos.clone());
+            refused_by_cluster(cluster, refusal.await, ErrorCode::ClusterAccountInvalid)?;
+        }
+    }
     let mut tx = write_tx(db).await?;
     let name = workspace_name(&mut tx, workspace_id).await?;
     if account == ClusterAccount::default() {
@@ -407,6 +413,34 @@ pub(crate) async fn cluster_placement(
         account,
         qos,
     })
+}
+
+/// The cluster's answer to whether it would take work charged to an account and QoS (see
+/// `executor::slurm::Slurm::refusal`) as a refusal at the field it is about, with `code`; one that could
+/// not be asked is refused too, since nothing says the cluster would take it.
+fn refused_by_cluster(
+    cluster: &str,
+    answer: ::clusters::Result<Option<String>>,
+    code: ErrorCode,
+) -> Result<(), AppError> {
+    match answer {
+        Ok(None) => Ok(()),
+        Ok(Some(reason)) => {
+            let field = if reason.to_lowercase().contains("qos") {
+                "qos"
+            } else {
+                "account"
+            };
+            let message = format!("the cluster {cluster:?} refuses it: {reason}");
+            let problem = FieldProblem::said(field, message);
+            Err(AppError::invalid_fields(code, vec![problem]).unwrap_or(AppError::Internal))
+        }
+        Err(e) => Err(AppError::invalid(
+            "cluster",
+            ErrorCode::ClusterUnreachable,
+            format!("the cluster {cluster:?} cannot say whether it takes this account now: {e}"),
+        )),
+    }
 }
 
 /// A Slurm account or QoS name: what `sbatch` takes as one word.

@@ -1533,6 +1533,15 @@ mod on_slurm {
                 .contains("ssh root@127.0.0.1 -p 2222"),
             "{body}"
         );
+        let mut unknown = register("lab", json!({ "kind": "local", "slurm_conf": conf }));
+        unknown["account"] = json!("no-such-team");
+        let (code, body) = admin.post(clusters, unknown).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(
+            (&body["code"], &body["field"]),
+            (&json!("cluster_settings_invalid"), &json!("account")),
+            "{body}"
+        );
         let mut debug = register("lab", json!({ "kind": "local", "slurm_conf": conf }));
         debug["partition"] = json!("debug");
         let (code, body) = admin.post(clusters, debug).await;
@@ -1789,6 +1798,32 @@ mod on_slurm {
                 let rule = &answer["problems"][0]["rule"]["kind"];
                 assert_eq!(rule, "scheduler_name", "{answer}");
             }
+        }
+        // The cluster enforces its accounting: what it does not know is refused when it is set.
+        for (body, field, said) in [
+            (
+                json!({ "account": "no-such-team" }),
+                "account",
+                "Invalid account",
+            ),
+            (
+                json!({ "account": "team-a", "qos": "no-such-qos" }),
+                "qos",
+                "qos",
+            ),
+        ] {
+            let (code, answer) = owner.put(&mapping, body).await;
+            assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{answer}");
+            assert_eq!(
+                (&answer["code"], &answer["field"]),
+                (&json!("cluster_account_invalid"), &json!(field)),
+                "{answer}"
+            );
+            let message = answer["problems"][0]["message"].as_str().unwrap();
+            assert!(
+                message.to_lowercase().contains(&said.to_lowercase()),
+                "{answer}"
+            );
         }
         let (code, set) = owner
             .put(&mapping, json!({ "account": "team-a", "qos": "normal" }))

@@ -304,6 +304,24 @@ impl Slurm {
         })
     }
 
+    /// Why the cluster would refuse this server's work charged to `account` and `qos` (`None`: the
+    /// server's) in the partition its work goes to, if it would (see
+    /// `clusters::slurm::Slurm::refusal`): a cluster that enforces its accounting refuses an account or
+    /// QoS it does not know.
+    pub async fn refusal(
+        &self,
+        account: Option<String>,
+        qos: Option<String>,
+    ) -> clusters::Result<Option<String>> {
+        let ours = &self.settings.placement;
+        let placement = Placement {
+            partition: ours.partition.clone(),
+            account: account.or(ours.account.clone()),
+            qos: qos.or(ours.qos.clone()),
+        };
+        self.cluster.refusal(&placement).await
+    }
+
     /// The names of the cluster's partitions, as its scheduler says now.
     pub async fn partition_names(&self) -> clusters::Result<Vec<String>> {
         let partitions = self.cluster.partitions().await?;
