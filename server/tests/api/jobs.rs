@@ -1613,7 +1613,11 @@ mod on_slurm {
         let listed = admin.get("/api/v1/clusters").await.1;
         assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
         cancel(&admin, ws, id).await;
-        wait_for(&admin, ws, id, "cancelled", |j| status(j) == "cancelled").await;
+        // Cancelled once the trainer said so; over once its batch job ended too.
+        wait_for(&admin, ws, id, "its end", |j| {
+            status(j) == "cancelled" && !j["summary"]["finished_at"].is_null()
+        })
+        .await;
 
         let (code, body) = admin.delete(&format!("{clusters}/slurm")).await;
         assert_eq!(
