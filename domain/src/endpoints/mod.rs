@@ -424,18 +424,28 @@ pub async fn redeploy(
     workspace_id: WorkspaceId,
     endpoint_id: EndpointId,
 ) -> Result<EndpointDetail, AppError> {
-    let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
-    if !matches!(r.status.as_str(), "stopped" | "failed") {
-        return Err(AppError::conflict(
-            "status",
-            ErrorCode::EndpointRunning,
-            "the endpoint is running; undeploy it first or change it",
-        ));
-    }
-    live_checkpoint(&mut tx, workspace_id, r.checkpoint_id).await?;
+    let stopped = |r: &Row| {
+        if matches!(r.status.as_str(), "stopped" | "failed") {
+            Ok(())
+        } else {
+            Err(AppError::conflict(
+                "status",
+                ErrorCode::EndpointRunning,
+                "the endpoint is running; undeploy it first or change it",
+            ))
+        }
+    };
+    // The cluster's scheduler is asked without holding SQLite's writer (over SSH it is a round trip);
+    // the endpoint is then read again under it.
+    let (tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
+    drop(tx);
+    stopped(&r)?;
     deployer
         .check_cluster(r.cluster.as_deref(), r.partition.as_deref())
         .await?;
+    let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
+    stopped(&r)?;
+    live_checkpoint(&mut tx, workspace_id, r.checkpoint_id).await?;
     super::caps::replicas_fit(&mut tx, workspace_id, Some(endpoint_id), r.replicas).await?;
     status::endpoint_afresh(
         &mut tx,

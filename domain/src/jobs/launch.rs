@@ -92,9 +92,20 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         None => Default::default(),
     };
     let executor = match cluster.as_deref() {
-        Some(name) => jobs.executors.cluster(name, kind).ok_or_else(|| {
-            format!("this server has no cluster named {name:?} any more; submit the job again")
-        })?,
+        Some(name) => {
+            // Asked again now, as for an evaluation: the cluster may have gone, or a shared-directory
+            // check since the submission may have found the partition's nodes blind to the data
+            // directory, where the job could only fail.
+            let partition = placement.partition.as_deref();
+            if let Err(refused) = jobs.executors.runs_on(name, partition).await {
+                return Err(format!(
+                    "{refused}; submit the job again once the cluster is fixed"
+                ));
+            }
+            jobs.executors.cluster(name, kind).ok_or_else(|| {
+                format!("this server has no cluster named {name:?} any more; submit the job again")
+            })?
+        }
         None => jobs.executor(kind),
     };
     let rel = job_rel(job_id);
