@@ -6,8 +6,7 @@ use leptos::prelude::*;
 use contracts::error::AppError;
 use contracts::ids::WorkspaceId;
 use contracts::types::{
-    ClusterAccount, ClusterSshKey, ClusterView, InstanceSettings, SharedDirCheck, UserAccount,
-    WorkspaceClusterAccount,
+    ClusterAccount, InstanceSettings, SharedDirCheck, UserAccount, WorkspaceClusterAccount,
 };
 #[cfg(feature = "ssr")]
 use {crate::context::as_caller, contracts::types::SettingsChange, domain::admin};
@@ -97,78 +96,4 @@ pub async fn set_cluster_account(
 pub async fn check_cluster(cluster: String) -> Result<SharedDirCheck, AppError> {
     as_caller(|s, a| async move { admin::check_cluster(&s.jobs.executors, &a, &cluster).await })
         .await
-}
-
-/// Registers a cluster from the admin page's form: `reach` is `local` (with `slurm_conf`, empty: the
-/// host's) or `ssh` (with `destination`, `port` and `known_hosts`); empty words are none, and numbers
-/// that do not parse are refused at their field.
-#[server(prefix = "/rpc", endpoint = "register_cluster")]
-#[allow(clippy::too_many_arguments)]
-pub async fn register_cluster(
-    name: String,
-    reach: String,
-    slurm_conf: String,
-    destination: String,
-    port: String,
-    known_hosts: String,
-    partition: String,
-    account: String,
-    qos: String,
-    cpus: String,
-    memory_mb: String,
-    gpu_stand_ins: Option<String>,
-) -> Result<ClusterView, AppError> {
-    use contracts::error::ErrorCode;
-    use contracts::types::{ClusterReach, ClusterRegistration};
-    let given = |v: String| Some(v.trim().to_string()).filter(|v| !v.is_empty());
-    fn number<N: std::str::FromStr>(field: &str, text: &str) -> Result<N, AppError> {
-        text.trim().parse().map_err(|_| {
-            AppError::invalid(
-                field,
-                ErrorCode::ClusterSettingsInvalid,
-                format!("{field} must be a whole number"),
-            )
-        })
-    }
-    let reach = match reach.as_str() {
-        "ssh" => ClusterReach::Ssh {
-            destination,
-            port: number("reach.port", &port)?,
-            known_hosts,
-        },
-        _ => ClusterReach::Local {
-            slurm_conf: given(slurm_conf),
-        },
-    };
-    let registration = ClusterRegistration {
-        name,
-        reach,
-        partition: given(partition),
-        account: given(account),
-        qos: given(qos),
-        cpus: number("cpus", &cpus)?,
-        memory_mb: number("memory_mb", &memory_mb)?,
-        gpu_stand_ins: gpu_stand_ins.is_some(),
-    };
-    as_caller(|s, a| async move {
-        let executors = &s.jobs.executors;
-        admin::clusters::register(&s.db, &s.storage, executors, &a, registration).await
-    })
-    .await
-}
-
-/// Removes a registered cluster with nothing of this server still running there.
-#[server(prefix = "/rpc", endpoint = "remove_cluster")]
-pub async fn remove_cluster(cluster: String) -> Result<(), AppError> {
-    as_caller(|s, a| async move {
-        admin::clusters::remove(&s.db, &s.storage, &s.jobs.executors, &a, &cluster).await
-    })
-    .await
-}
-
-/// The public key this server signs in to login nodes with.
-// `name`: the default struct name would collide with `types::ClusterSshKey`.
-#[server(name = GetClusterSshKey, prefix = "/rpc", endpoint = "cluster_ssh_key")]
-pub async fn cluster_ssh_key() -> Result<ClusterSshKey, AppError> {
-    as_caller(|s, a| async move { admin::clusters::ssh_key(&s.storage, &a).await }).await
 }

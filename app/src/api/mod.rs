@@ -10,7 +10,8 @@
 //! # Layout
 //! - [`accounts`]: sign-up, sign-in, sign-out and who is signed in.
 //! - [`workspaces`], [`members`], [`activity`]: team workspaces, their members and their audit log.
-//! - [`tokens`], [`admin`]: personal API tokens; instance settings and accounts (admins only).
+//! - [`tokens`], [`admin`], [`clusters`]: personal API tokens; instance settings and accounts, and
+//!   registering clusters (admins only).
 //! - [`environments`], [`datasets`], [`jobs`], [`checkpoints`], [`pretrained`], [`evaluations`],
 //!   [`endpoints`]: the work of a workspace, in the order a team meets it.
 
@@ -18,6 +19,7 @@ pub mod accounts;
 pub mod activity;
 pub mod admin;
 pub mod checkpoints;
+pub mod clusters;
 pub mod datasets;
 pub mod endpoints;
 pub mod environments;

@@ -9,10 +9,8 @@
 
 use leptos::prelude::*;
 
-use crate::api::admin::{
-    cluster_ssh_key, list_cluster_accounts, CheckCluster, RegisterCluster, RemoveCluster,
-    SetClusterAccount,
-};
+use crate::api::admin::{list_cluster_accounts, CheckCluster, SetClusterAccount};
+use crate::api::clusters::{cluster_ssh_key, RegisterCluster, RemoveCluster};
 use crate::api::jobs::list_clusters;
 use crate::components::form::{
     action_error, cleared_on_success, Field, FieldRow, FormError, SubmitButton,
