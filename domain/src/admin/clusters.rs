@@ -151,9 +151,10 @@ async fn connect(
             .map_err(|e| internal("moving the cluster's host keys into place", e))?;
     }
     let slurm = executor(storage, reg, reach_at(reach, attempt, &folder));
-    let added = executors
-        .add_cluster(slurm)
-        .ok_or_else(|| name_taken(&reg.name))?;
+    let Some(added) = executors.add_cluster(slurm) else {
+        let _ = tokio::fs::remove_dir_all(&folder).await;
+        return Err(name_taken(&reg.name));
+    };
     if let Err(e) = tx.commit().await {
         executors.remove_cluster(&reg.name);
         let _ = tokio::fs::remove_dir_all(&folder).await;
