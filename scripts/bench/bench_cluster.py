@@ -10,7 +10,10 @@ one server:
   running at the same time and what Slurm says of the others; an endpoint asking 4 replicas there;
 - when Docker answers: the same first-step latency for a job in an environment's image (with the Paddock
   runtime, built first), in a container here and in a container on a cluster node (which checks the
-  image lock there first).
+  image lock there first);
+- registering the same cluster from the dashboard's API and removing it again, RUNS times: with its tools
+  on this host and over SSH to the test cluster's login node (the controller asked, the partition
+  checked, the account checked with `sbatch --test-only`).
 
 Usage: bench_cluster.py PADDOCK_BINARY SLURM_CONF [RUNS]
 """
@@ -52,6 +55,8 @@ def main() -> None:
             ready = {where: api.deploy_ready(ws, checkpoint, where, 1)[0] for where in ["local", "slurm"]}
             held, waiting = api.jobs_held(ws, ds, 6)
             _, replicas = api.deploy_ready(ws, checkpoint, "slurm", 4)
+            registered = {where: [api.register(conf, where) for _ in range(runs)]
+                          for where in ["local", "ssh"]}
             environment = api.runtime_environment(ws)
             if environment is not None:
                 environment, image = environment
@@ -79,6 +84,9 @@ def main() -> None:
         print(f"  {where:6} {took:6.2f}")
     print(f"  slurm / local: {ready['slurm'] / ready['local']:.2f}x")
     print(f"the cluster held {held} of 6 one-CPU jobs running at once; the others waited: {waiting}")
+    print(f"registering the cluster from the API, {runs} times each (seconds):")
+    for where, times in registered.items():
+        print(f"  {where:6} median {statistics.median(times):6.2f}   min {min(times):6.2f}   max {max(times):6.2f}")
     print(f"an endpoint asking 4 replicas on the cluster: {replicas} ready")
 
 
@@ -118,6 +126,28 @@ class Api:
         self.post(f"{path}/cancel", None)
         while self.call("GET", path)["summary"]["finished_at"] is None:
             time.sleep(0.2)
+        return took
+
+    def register(self, conf: str, where: str) -> float:
+        """Registers the test cluster as `lab` (its tools here, or over SSH through its login node, which
+        is first given the server's key) and removes it; the registration's time."""
+        if where == "ssh":
+            key = self.call("GET", "/api/v1/admin/clusters/ssh-key")["public_key"]
+            ssh = os.path.join(os.path.dirname(conf), "ssh")
+            with open(os.path.join(ssh, "authorized_keys"), "r+") as keys:
+                if key not in keys.read():
+                    keys.write(key + "\n")
+            with open(os.path.join(ssh, "known_hosts")) as known:
+                reach = {"kind": "ssh", "destination": "root@127.0.0.1", "port": 2222,
+                         "known_hosts": known.read()}
+        else:
+            reach = {"kind": "local", "slurm_conf": conf}
+        body = {"name": "lab", "reach": reach, "partition": "short", "account": "team-a",
+                "cpus": 1, "memory_mb": 1000}
+        started = time.monotonic()
+        self.post("/api/v1/admin/clusters", body)
+        took = time.monotonic() - started
+        self.call("DELETE", "/api/v1/admin/clusters/lab")
         return took
 
     def wait(self, path: str, done, what: str, limit: float = 300):
