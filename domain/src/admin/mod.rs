@@ -1,7 +1,8 @@
 //! Instance administration, for instance admins only: the sign-up switch, whether pickled model
 //! weights may be uploaded, the Docker Hub mirror base images come from, and enabling or disabling
 //! accounts. Disabling an account ends its sessions and makes its tokens useless at once (both are
-//! checked against the account on every request).
+//! checked against the account on every request). Also the workspaces' GPU quotas and what their work
+//! is charged to on each cluster; registering and removing clusters is [`clusters`].
 
 pub mod clusters;
 
