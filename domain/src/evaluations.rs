@@ -171,7 +171,9 @@ pub async fn start(
         cluster,
     } = request;
     if let Some(name) = &cluster {
-        jobs.executors.runs_on(name, None).await?;
+        jobs.executors
+            .runs_on(name, None, ExecutorKind::Local)
+            .await?;
     }
     let (resource, dataset_name, dataset_sha256) = {
         let mut conn = access::connect(db, actor, workspace_id, Role::Editor).await?;
@@ -523,7 +525,9 @@ async fn launch(
 ) -> Result<Handle, AppError> {
     let (executor, placement) = match cluster {
         Some(name) => (
-            jobs.executors.runs_on(name, None).await?,
+            jobs.executors
+                .runs_on(name, None, ExecutorKind::Local)
+                .await?,
             crate::admin::cluster_placement(db, workspace_id, name, None).await?,
         ),
         None => (jobs.executor(ExecutorKind::Local), Default::default()),

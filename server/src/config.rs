@@ -247,27 +247,20 @@ impl ClusterConfig {
     /// The name jobs ask for the cluster by.
     pub const NAME: &'static str = "slurm";
 
-    /// How the cluster's tools are reached and how to name it in an error; `None` when no cluster is
-    /// configured.
-    fn reach(&self) -> Option<(clusters::reach::Reach, String)> {
+    /// How the cluster's tools are reached; `None` when no cluster is configured.
+    fn reach(&self) -> Option<clusters::reach::Reach> {
         use clusters::reach::Reach;
         match (&self.slurm_conf, &self.slurm_ssh) {
-            (Some(conf), _) => Some((
-                Reach::Local {
-                    slurm_conf: Some(conf.clone()),
-                },
-                conf.display().to_string(),
-            )),
-            (None, Some(destination)) => Some((
-                Reach::Ssh {
-                    destination: destination.clone(),
-                    port: self.slurm_ssh_port,
-                    // clap requires both with --slurm-ssh.
-                    identity: self.slurm_ssh_key.clone().unwrap_or_default(),
-                    known_hosts: self.slurm_ssh_known_hosts.clone().unwrap_or_default(),
-                },
-                format!("ssh {destination} -p {}", self.slurm_ssh_port),
-            )),
+            (Some(conf), _) => Some(Reach::Local {
+                slurm_conf: Some(conf.clone()),
+            }),
+            (None, Some(destination)) => Some(Reach::Ssh {
+                destination: destination.clone(),
+                port: self.slurm_ssh_port,
+                // clap requires both with --slurm-ssh.
+                identity: self.slurm_ssh_key.clone().unwrap_or_default(),
+                known_hosts: self.slurm_ssh_known_hosts.clone().unwrap_or_default(),
+            }),
             (None, None) => None,
         }
     }
@@ -278,9 +271,10 @@ impl ClusterConfig {
     pub async fn connect(
         &self,
     ) -> anyhow::Result<Option<(clusters::slurm::Slurm, domain::executor::slurm::Settings)>> {
-        let Some((reach, shown)) = self.reach() else {
+        let Some(reach) = self.reach() else {
             return Ok(None);
         };
+        let shown = reach.shown();
         let cluster = clusters::slurm::Slurm::new(reach);
         cluster
             .ping()

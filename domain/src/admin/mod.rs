@@ -14,7 +14,9 @@ use super::auth::Actor;
 use super::db::write_tx;
 use containers::mirror::Mirror;
 use contracts::error::{internal, AppError, ErrorCode, FieldProblem, Rule};
-use contracts::types::{ClusterAccount, InstanceSettings, SettingsChange, UserAccount, MAX_CAP};
+use contracts::types::{
+    ClusterAccount, ExecutorKind, InstanceSettings, SettingsChange, UserAccount, MAX_CAP,
+};
 
 fn require_admin(actor: &Actor) -> Result<(), AppError> {
     if actor.is_admin {
@@ -278,7 +280,7 @@ pub async fn set_cluster_account(
     account: ClusterAccount,
 ) -> Result<ClusterAccount, AppError> {
     require_admin(actor)?;
-    executors.known_cluster(cluster)?;
+    executors.known_cluster(cluster, ExecutorKind::Local)?;
     for (field, value) in [("account", &account.account), ("qos", &account.qos)] {
         if value.as_deref().is_some_and(|v| !slurm_name(v)) {
             let message = format!("{field} must be 1–64 letters, digits, '_', '-' or '.'");
@@ -334,7 +336,7 @@ pub async fn list_cluster_accounts(
     cluster: &str,
 ) -> Result<Vec<contracts::types::WorkspaceClusterAccount>, AppError> {
     require_admin(actor)?;
-    executors.known_cluster(cluster)?;
+    executors.known_cluster(cluster, ExecutorKind::Local)?;
     let rows: Vec<(WorkspaceId, String, Option<String>, Option<String>)> = sqlx::query_as(
         "SELECT w.id, w.name, a.account, a.qos FROM workspaces w
          LEFT JOIN workspace_cluster_accounts a ON a.workspace_id = w.id AND a.cluster = ?

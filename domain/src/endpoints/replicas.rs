@@ -152,7 +152,11 @@ impl Deployer {
         partition: Option<&str>,
     ) -> Result<(), AppError> {
         match cluster {
-            Some(name) => self.executors.runs_on(name, partition).await.map(drop),
+            Some(name) => self
+                .executors
+                .runs_on(name, partition, ExecutorKind::Local)
+                .await
+                .map(drop),
             None if partition.is_some() => Err(crate::executor::partition_without_cluster()),
             None => Ok(()),
         }

@@ -385,16 +385,18 @@ impl Executors {
         Some(partitions.map_err(|e| e.to_string()))
     }
 
-    /// The cluster named `name`, to run work on now in `partition` (`None`: the default one): refused
-    /// when this server has no such cluster, when the cluster has no such partition (asked of its
-    /// scheduler now, so a bad choice is refused before anything is queued), or when the last
-    /// shared-directory check found the partition's nodes blind to the data directory.
+    /// The cluster named `name`, to run units of `kind` on now (natively, or in an environment's
+    /// image) in `partition` (`None`: the default one): refused when this server has no such cluster,
+    /// when the cluster has no such partition (asked of its scheduler now, so a bad choice is refused
+    /// before anything is queued), or when the last shared-directory check found the partition's nodes
+    /// blind to the data directory.
     pub async fn runs_on(
         &self,
         name: &str,
         partition: Option<&str>,
+        kind: ExecutorKind,
     ) -> Result<Arc<dyn Executor>, contracts::error::AppError> {
-        let cluster = self.known_cluster(name)?;
+        let cluster = self.known_cluster(name, kind)?;
         if let Some(partition) = partition {
             let known = match self.cluster_partitions(name).await {
                 Some(Ok(known)) => known,
@@ -415,13 +417,14 @@ impl Executors {
         }
     }
 
-    /// The cluster named `name`; refused (at the `cluster` field) when this server has none by that
-    /// name.
+    /// The cluster named `name`, for units of `kind`; refused (at the `cluster` field) when this
+    /// server has none by that name.
     pub fn known_cluster(
         &self,
         name: &str,
+        kind: ExecutorKind,
     ) -> Result<Arc<dyn Executor>, contracts::error::AppError> {
-        self.cluster(name, ExecutorKind::Local)
+        self.cluster(name, kind)
             .ok_or_else(|| cluster_invalid(format!("this server has no cluster named {name:?}")))
     }
 

@@ -97,14 +97,8 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
             // check since the submission may have found the partition's nodes blind to the data
             // directory, where the job could only fail.
             let partition = placement.partition.as_deref();
-            if let Err(refused) = jobs.executors.runs_on(name, partition).await {
-                return Err(format!(
-                    "{refused}; submit the job again once the cluster is fixed"
-                ));
-            }
-            jobs.executors.cluster(name, kind).ok_or_else(|| {
-                format!("this server has no cluster named {name:?} any more; submit the job again")
-            })?
+            let runs_on = jobs.executors.runs_on(name, partition, kind).await;
+            runs_on.map_err(|refused| format!("{refused}; submit the job again once it can run"))?
         }
         None => jobs.executor(kind),
     };

@@ -475,15 +475,12 @@ async fn cluster_for(
     name: &str,
     spec: &JobSpec,
 ) -> Result<Arc<dyn Executor>, AppError> {
-    let native = jobs
-        .executors
-        .runs_on(name, spec.partition.as_deref())
-        .await?;
     let kind = match spec.environment_id {
         Some(_) => ExecutorKind::Docker,
         None => ExecutorKind::Local,
     };
-    Ok(jobs.executors.cluster(name, kind).unwrap_or(native))
+    let partition = spec.partition.as_deref();
+    jobs.executors.runs_on(name, partition, kind).await
 }
 
 /// The image a job in environment `env_id` runs: its current version's, which must be built and carry
