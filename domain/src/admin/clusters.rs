@@ -63,9 +63,8 @@ pub async fn register(
     // a folder of this attempt alone, removed whatever the outcome.
     let attempt =
         clusters_dir(storage).join(format!(".new-{}", hex::encode(rand::random::<[u8; 8]>())));
-    let reached = reach_of(storage, &reg.reach, &attempt).await;
-    let outcome = match reached {
-        Ok(reach) => connect(db, storage, executors, actor, &reg, reach, &attempt).await,
+    let outcome = match prepare(storage, &reg.reach, &attempt).await {
+        Ok(()) => connect(db, storage, executors, actor, &reg, &attempt).await,
         Err(e) => Err(e),
     };
     let _ = tokio::fs::remove_dir_all(&attempt).await;
@@ -80,17 +79,18 @@ pub async fn register(
     Ok(view)
 }
 
-/// Asks the cluster `reach` leads to whether it answers and has the default partition; then records
-/// it, moves its files into place and adds it to the executors. The executor, once added.
+/// Asks the cluster whether it answers (with its files in `attempt`), has the default partition and
+/// takes the account; then records it, moves its files into place and adds it to the executors. The
+/// executor, once added.
 async fn connect(
     db: &SqlitePool,
     storage: &Arc<Storage>,
     executors: &Executors,
     actor: &Actor,
     reg: &ClusterRegistration,
-    reach: Reach,
     attempt: &Path,
 ) -> Result<Arc<slurm::Slurm>, AppError> {
+    let reach = reach(storage, &reg.reach, attempt);
     let cluster = ::clusters::slurm::Slurm::new(reach.clone());
     let unreachable = |e: ::clusters::Error| {
         AppError::invalid(
@@ -150,7 +150,7 @@ async fn connect(
             .await
             .map_err(|e| internal("moving the cluster's host keys into place", e))?;
     }
-    let slurm = executor(storage, reg, reach_at(reach, attempt, &folder));
+    let slurm = executor(storage, reg, &folder);
     let Some(added) = executors.add_cluster(slurm) else {
         let _ = tokio::fs::remove_dir_all(&folder).await;
         return Err(name_taken(&reg.name));
@@ -171,26 +171,8 @@ fn name_taken(name: &str) -> AppError {
     )
 }
 
-/// `reach` with the host keys it trusts read from `folder` instead of the attempt's own.
-fn reach_at(reach: Reach, attempt: &Path, folder: &Path) -> Reach {
-    match reach {
-        Reach::Ssh {
-            destination,
-            port,
-            identity,
-            known_hosts,
-        } => Reach::Ssh {
-            destination,
-            port,
-            identity,
-            known_hosts: folder.join(known_hosts.strip_prefix(attempt).unwrap_or(&known_hosts)),
-        },
-        local => local,
-    }
-}
-
-/// The executor of a registered cluster.
-fn executor(storage: &Arc<Storage>, reg: &ClusterRegistration, reach: Reach) -> slurm::Slurm {
+/// The executor of a registered cluster whose files are in `folder`.
+fn executor(storage: &Arc<Storage>, reg: &ClusterRegistration, folder: &Path) -> slurm::Slurm {
     let settings = slurm::Settings {
         placement: ::clusters::slurm::Placement {
             partition: reg.partition.clone(),
@@ -202,36 +184,36 @@ fn executor(storage: &Arc<Storage>, reg: &ClusterRegistration, reach: Reach) -> 
         gpu_stand_ins: reg.gpu_stand_ins,
         registered: true,
     };
-    let cluster = ::clusters::slurm::Slurm::new(reach);
+    let cluster = ::clusters::slurm::Slurm::new(reach(storage, &reg.reach, folder));
     slurm::Slurm::new(&reg.name, cluster, storage.clone(), settings)
 }
 
-/// How the server reaches the tools `reach` describes; over SSH its host keys are written to
-/// `folder/known_hosts` and the server's own key is used.
-async fn reach_of(
-    storage: &Arc<Storage>,
-    reach: &ClusterReach,
-    folder: &Path,
-) -> Result<Reach, AppError> {
-    Ok(match reach {
+/// How the server reaches the tools `reach` describes, with the cluster's files in `folder`: over SSH
+/// with the server's own key, trusting the host keys in `folder/known_hosts`.
+fn reach(storage: &Storage, reach: &ClusterReach, folder: &Path) -> Reach {
+    match reach {
         ClusterReach::Local { slurm_conf } => Reach::Local {
             slurm_conf: slurm_conf.as_ref().map(PathBuf::from),
         },
         ClusterReach::Ssh {
-            destination,
-            port,
-            known_hosts,
-        } => {
-            let identity = ensure_key(storage).await?;
-            write_private(folder, "known_hosts", known_hosts).await?;
-            Reach::Ssh {
-                destination: destination.clone(),
-                port: *port,
-                identity,
-                known_hosts: folder.join("known_hosts"),
-            }
-        }
-    })
+            destination, port, ..
+        } => Reach::Ssh {
+            destination: destination.clone(),
+            port: *port,
+            identity: key_path(storage),
+            known_hosts: folder.join("known_hosts"),
+        },
+    }
+}
+
+/// Writes the files [`reach`] needs into `folder`: over SSH, the host keys (and the server's key is
+/// made if it has none yet).
+async fn prepare(storage: &Storage, reach: &ClusterReach, folder: &Path) -> Result<(), AppError> {
+    if let ClusterReach::Ssh { known_hosts, .. } = reach {
+        ensure_key(storage).await?;
+        write_private(folder, "known_hosts", known_hosts).await?;
+    }
+    Ok(())
 }
 
 /// Writes `text` to `folder/name`, the folder and the file readable by the server alone.
@@ -257,7 +239,7 @@ async fn write_private(folder: &Path, name: &str, text: &str) -> Result<(), AppE
 
 /// The server's SSH key, made on first use (`ssh-keygen`, ed25519, no passphrase: the server signs in
 /// unattended); its path.
-async fn ensure_key(storage: &Arc<Storage>) -> Result<PathBuf, AppError> {
+async fn ensure_key(storage: &Storage) -> Result<PathBuf, AppError> {
     let path = key_path(storage);
     if tokio::fs::try_exists(&path).await.unwrap_or(false) {
         return Ok(path);
@@ -306,7 +288,7 @@ fn hostname() -> String {
 }
 
 /// The public half of the server's SSH key (made on first use), for the admin to add to a login node.
-pub async fn ssh_key(storage: &Arc<Storage>, actor: &Actor) -> Result<ClusterSshKey, AppError> {
+pub async fn ssh_key(storage: &Storage, actor: &Actor) -> Result<ClusterSshKey, AppError> {
     require_admin(actor)?;
     let path = ensure_key(storage).await?.with_extension("pub");
     let public_key = tokio::fs::read_to_string(&path)
@@ -411,7 +393,7 @@ pub async fn load(
         };
         let reg = ClusterRegistration {
             name: name.clone(),
-            reach: reach.clone(),
+            reach,
             partition,
             account,
             qos,
@@ -419,21 +401,9 @@ pub async fn load(
             memory_mb: u64::try_from(memory_mb).unwrap_or(1),
             gpu_stand_ins,
         };
-        let reach = match &reach {
-            ClusterReach::Local { slurm_conf } => Reach::Local {
-                slurm_conf: slurm_conf.as_ref().map(PathBuf::from),
-            },
-            ClusterReach::Ssh {
-                destination, port, ..
-            } => Reach::Ssh {
-                destination: destination.clone(),
-                port: *port,
-                identity: key_path(storage),
-                known_hosts: clusters_dir(storage).join(&name).join("known_hosts"),
-            },
-        };
+        let folder = clusters_dir(storage).join(&name);
         if executors
-            .add_cluster(executor(storage, &reg, reach))
+            .add_cluster(executor(storage, &reg, &folder))
             .is_none()
         {
             tracing::warn!(
