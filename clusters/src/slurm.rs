@@ -211,19 +211,7 @@ impl Slurm {
         args.push("--wrap=true".into());
         match self.reach.run("sbatch", &args, None).await {
             Ok(_) => Ok(None),
-            // `allocation failure: Invalid account or account/partition combination specified`
-            // (`--test-only`), or `Batch job submission failed: …` as a submission says it.
-            Err(Error::Failed { stderr, .. })
-                if stderr.contains("allocation failure:")
-                    || stderr.contains("submission failed:") =>
-            {
-                let after = ["allocation failure:", "submission failed:"]
-                    .iter()
-                    .find_map(|marker| Some(stderr.rfind(marker)? + marker.len()));
-                let reason = after.map_or(stderr.as_str(), |at| &stderr[at..]);
-                Ok(Some(reason.trim().to_string()))
-            }
-            Err(e) => Err(e),
+            Err(e) => refused_because(&e).map(Some).ok_or(e),
         }
     }
 
@@ -368,6 +356,24 @@ fn sbatch_args(job: &Submission) -> Result<Vec<String>> {
     }
     args.extend(placement_args(&job.placement)?);
     Ok(args)
+}
+
+/// What the controller said when it refused a job, if `e` is its refusal (and not a tool that failed
+/// otherwise): `allocation failure: Invalid account or account/partition combination specified` from
+/// `--test-only`, or `Batch job submission failed: …` from a submission.
+fn refused_because(e: &Error) -> Option<String> {
+    let Error::Failed { stderr, .. } = e else {
+        return None;
+    };
+    ["allocation failure:", "submission failed:"]
+        .iter()
+        .find_map(|marker| {
+            Some(
+                stderr[stderr.rfind(marker)? + marker.len()..]
+                    .trim()
+                    .to_string(),
+            )
+        })
 }
 
 /// `--partition`, `--account` and `--qos`, for those set.
@@ -539,6 +545,37 @@ fn parse_nodes(out: &str) -> Result<Vec<NodeInfo>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_is_the_controllers_words_and_nothing_else_is() {
+        let failed = |stderr: &str| Error::Failed {
+            command: "sbatch".into(),
+            status: "exit status: 1".into(),
+            stderr: stderr.into(),
+        };
+        let test_only =
+            "allocation failure: Invalid account or account/partition combination specified";
+        assert_eq!(
+            refused_because(&failed(test_only)).as_deref(),
+            Some("Invalid account or account/partition combination specified")
+        );
+        let submitted = "sbatch: error: Batch job submission failed: Invalid qos specification";
+        assert_eq!(
+            refused_because(&failed(submitted)).as_deref(),
+            Some("Invalid qos specification")
+        );
+        assert_eq!(
+            refused_because(&failed(
+                "sbatch: error: slurm_persist_conn_open_without_init"
+            )),
+            None
+        );
+        let timeout = Error::Timeout {
+            command: "sbatch".into(),
+            seconds: 30,
+        };
+        assert_eq!(refused_because(&timeout), None);
+    }
 
     #[test]
     fn a_job_line_is_read_with_values_that_hold_spaces() {

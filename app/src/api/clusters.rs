@@ -11,8 +11,8 @@ use contracts::types::{ClusterSshKey, ClusterView};
 use {crate::context::as_caller, domain::admin};
 
 /// Registers a cluster from the admin page's form: `reach` is `local` (with `slurm_conf`, empty: the
-/// host's) or `ssh` (with `destination`, `port` and `known_hosts`); empty words are none, and numbers
-/// that do not parse are refused at their field.
+/// host's) or `ssh` (with `destination`, `port` and `known_hosts`); numbers that do not parse are
+/// refused at their field. The domain trims the words and takes an empty one as none.
 #[server(prefix = "/rpc", endpoint = "register_cluster")]
 pub async fn register_cluster(
     name: String,
@@ -30,7 +30,6 @@ pub async fn register_cluster(
 ) -> Result<ClusterView, AppError> {
     use contracts::error::ErrorCode;
     use contracts::types::{ClusterReach, ClusterRegistration};
-    let given = |v: String| Some(v.trim().to_string()).filter(|v| !v.is_empty());
     fn number<N: std::str::FromStr>(field: &str, text: &str) -> Result<N, AppError> {
         text.trim().parse().map_err(|_| {
             AppError::invalid(
@@ -47,15 +46,15 @@ pub async fn register_cluster(
             known_hosts,
         },
         _ => ClusterReach::Local {
-            slurm_conf: given(slurm_conf),
+            slurm_conf: Some(slurm_conf),
         },
     };
     let registration = ClusterRegistration {
         name,
         reach,
-        partition: given(partition),
-        account: given(account),
-        qos: given(qos),
+        partition: Some(partition),
+        account: Some(account),
+        qos: Some(qos),
         cpus: number("cpus", &cpus)?,
         memory_mb: number("memory_mb", &memory_mb)?,
         gpu_stand_ins: gpu_stand_ins.is_some(),

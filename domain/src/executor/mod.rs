@@ -339,13 +339,11 @@ impl Executors {
         self.cluster_named(name).map(|c| c.native)
     }
 
-    /// What each cluster this server hands work to looks like now.
+    /// What each cluster this server hands work to looks like now, all asked at once (one reached
+    /// over SSH that is slow to answer does not hold up the others).
     pub async fn cluster_views(&self) -> Vec<contracts::types::ClusterView> {
-        let mut views = Vec::new();
-        for cluster in self.all_clusters() {
-            views.push(cluster.native.view().await);
-        }
-        views
+        let clusters = self.all_clusters();
+        futures_util::future::join_all(clusters.iter().map(|c| c.native.view())).await
     }
 
     /// Where the job `job` of the cluster named `cluster` is now, if this server has that cluster and

@@ -36,7 +36,8 @@ use contracts::types::{
 use super::{last_lines, wrapper_args, Executor, Handle, Served, Service, Stop, Work};
 use crate::storage::Storage;
 
-/// What every unit of this server asks of the cluster besides its GPUs.
+/// A cluster's settings: what every unit of this server asks of it besides its GPUs, and where the
+/// cluster came from.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// Partition, account and QoS (`None`: the cluster's defaults).
