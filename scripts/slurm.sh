@@ -203,10 +203,20 @@ EOF
 cat >"$dir/gres.conf" <<EOF
 NodeName=node[1-2] Name=gpu File=/dev/tty[1-2]
 EOF
+# The controller loads the associations from slurmdbd after it starts: until then it refuses work charged
+# to an account. A cluster is reported up only once it would take root's work charged to team-a.
+takes_accounts() {
+  for _ in $(seq 1 60); do
+    sbatch --test-only -A team-a --qos=normal --wrap=true >/dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  say "the controller does not take work charged to team-a: $(sbatch --test-only -A team-a --qos=normal --wrap=true 2>&1)"
+  return 1
+}
 # A node is listed once per partition it is in: counted once.
 running() { scontrol ping >/dev/null 2>&1 && [ "$(sinfo -h -N -o '%N %T' 2>/dev/null | sort -u | grep -c ' idle\| mixed\| alloc')" -eq ${#nodes[@]} ]; }
 if cmp -s "$conf.new" "$conf" && running; then
-  rm -f "$conf.new"; accounting_db; accounts; say "cluster running ($conf)"; login_node; echo "export SLURM_CONF=$conf"; exit 0
+  rm -f "$conf.new"; accounting_db; accounts; takes_accounts; say "cluster running ($conf)"; login_node; echo "export SLURM_CONF=$conf"; exit 0
 fi
 for pidfile in "$dir"/slurmd-*.pid "$dir"/slurmctld.pid; do
   [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true
@@ -224,6 +234,7 @@ for n in "${nodes[@]}"; do /usr/sbin/slurmd -N "$n"; done
 for _ in $(seq 1 80); do
   states=$(sinfo -h -N -o '%N %T' 2>/dev/null | sort -u || true)
   if [ "$(grep -c ' idle' <<<"$states")" -eq ${#nodes[@]} ]; then
+    takes_accounts
     say "cluster up: $(tr '\n' ' ' <<<"$states")"; login_node; echo "export SLURM_CONF=$conf"; exit 0
   fi
   sleep 0.25

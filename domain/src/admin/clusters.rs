@@ -539,7 +539,11 @@ fn ssh_destination(destination: &str) -> bool {
 /// no line is, there is no key).
 fn known_host_lines(text: &str) -> Result<(), (Option<u64>, String)> {
     if text.len() > KNOWN_HOSTS_MAX {
-        let line = text[..KNOWN_HOSTS_MAX].lines().count() as u64;
+        // Counted in bytes: the limit may fall inside a character.
+        let line = 1 + text.as_bytes()[..KNOWN_HOSTS_MAX]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count() as u64;
         return Err((
             Some(line),
             format!("at most {KNOWN_HOSTS_MAX} bytes of host keys"),
@@ -614,6 +618,18 @@ mod tests {
             ]
         );
         assert_eq!(problems[5].rule, Some(Rule::KnownHosts { line: Some(2) }));
+    }
+
+    #[test]
+    fn host_keys_past_the_limit_are_refused_at_their_line_even_inside_a_character() {
+        // 3-byte characters, so the limit falls inside one.
+        let text = format!(
+            "ab ssh-ed25519 AAAA\n{}",
+            "键".repeat(KNOWN_HOSTS_MAX / 3 + 1)
+        );
+        assert!(!text.is_char_boundary(KNOWN_HOSTS_MAX));
+        let (line, _) = known_host_lines(&text).unwrap_err();
+        assert_eq!(line, Some(2));
     }
 
     #[test]
