@@ -86,6 +86,17 @@ else
 fi
 read -r e2e_pass e2e_fail < <(node_counts "$logs/e2e.log")
 
+# A failed Rust test's own words are far up in the log, beyond what a CI page shows of its end: the last
+# lines of each, repeated here, under the test's name.
+if [ "$rust_fail" -gt 0 ]; then
+  say "the failed Rust tests' output (the last 60 lines of each; all of it in $logs/rust.log)"
+  awk 'name != "" && (/^failures:$/ || /^---- /) { flush(); name = "" }
+       /^---- .* stdout ----$/ { name = $2; n = 0; next }
+       name != "" { lines[n++] = $0 }
+       function flush(  i, from) { from = n > 60 ? n - 60 : 0; print "> " name; for (i = from; i < n; i++) print "    " lines[i] }
+       END { if (name != "") flush() }' "$logs/rust.log"
+fi
+
 disk "at the end"
 failed=$((rust_fail + e2e_fail))
 notes=()

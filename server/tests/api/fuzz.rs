@@ -137,10 +137,43 @@ async fn schemathesis_finds_no_server_error_and_no_undocumented_answer() {
     );
     match status {
         Some(status) if status.success() => {}
-        Some(status) => panic!("schemathesis failed ({status}), seed {seed}:\n{report}"),
+        Some(status) => panic!(
+            "schemathesis failed ({status}), seed {seed}:\n{}",
+            failures_last(&report)
+        ),
         None => panic!(
             "schemathesis ran past {} s and was stopped:\n{report}",
             TIME_LIMIT.as_secs()
         ),
     }
+}
+
+/// Schemathesis' report with its FAILURES section (each failed case and its `curl`) moved after the
+/// SUMMARY, so that the end of a long log, which is what a CI page shows, says what failed.
+fn failures_last(report: &str) -> String {
+    let heading = |name: &str| {
+        report
+            .match_indices(name)
+            .map(|(at, _)| report[..at].rfind('\n').map_or(0, |nl| nl + 1))
+            .find(|&start| report[start..].starts_with('='))
+    };
+    match (heading(" FAILURES "), heading(" SUMMARY ")) {
+        (Some(failures), Some(summary)) if failures < summary => format!(
+            "{}{}\n{}",
+            &report[..failures],
+            &report[summary..],
+            &report[failures..summary]
+        ),
+        _ => report.to_string(),
+    }
+}
+
+#[test]
+fn the_failures_come_last() {
+    let report = "Test cases:\n1\n===== FAILURES =====\n__ POST /x __\n- Server error\n===== SUMMARY =====\nFailures: 1\n";
+    assert_eq!(
+        failures_last(report),
+        "Test cases:\n1\n===== SUMMARY =====\nFailures: 1\n\n===== FAILURES =====\n__ POST /x __\n- Server error\n"
+    );
+    assert_eq!(failures_last("no sections"), "no sections");
 }
