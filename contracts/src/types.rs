@@ -1099,7 +1099,7 @@ pub enum ClusterReach {
         slurm_conf: Option<String>,
     },
     /// The tools on a login node over SSH, as `user@host`, with this server's own key (see
-    /// `GET /api/v1/admin/clusters/ssh-key`: add it to the user's `authorized_keys` there). The login
+    /// `GET /api/v1/admin/ssh-key`: add it to the user's `authorized_keys` there). The login
     /// node's host key must be among `known_hosts` (lines as `ssh-keyscan` prints them): an unknown or
     /// changed key is refused.
     Ssh {

@@ -132,7 +132,7 @@ class Api:
         """Registers the test cluster as `lab` (its tools here, or over SSH through its login node, which
         is first given the server's key) and removes it; the registration's time."""
         if where == "ssh":
-            key = self.call("GET", "/api/v1/admin/clusters/ssh-key")["public_key"]
+            key = self.call("GET", "/api/v1/admin/ssh-key")["public_key"]
             ssh = os.path.join(os.path.dirname(conf), "ssh")
             with open(os.path.join(ssh, "authorized_keys"), "r+") as keys:
                 if key not in keys.read():

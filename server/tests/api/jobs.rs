@@ -1482,10 +1482,10 @@ mod on_slurm {
         };
         let (mut server, admin, ws, ds) = with_cluster(&conf).await;
         let ssh = std::path::Path::new(&conf).parent().unwrap().join("ssh");
-        let (_, key) = admin.get("/api/v1/admin/clusters/ssh-key").await;
+        let (_, key) = admin.get("/api/v1/admin/ssh-key").await;
         let key = key["public_key"].as_str().unwrap().to_string();
         assert!(key.starts_with("ssh-ed25519 "), "{key}");
-        let again = admin.get("/api/v1/admin/clusters/ssh-key").await.1;
+        let again = admin.get("/api/v1/admin/ssh-key").await.1;
         assert_eq!(again["public_key"], key.as_str(), "one key, made once");
         // The login node lets the server's key in, as its admin would.
         let mut authorized = std::fs::OpenOptions::new()

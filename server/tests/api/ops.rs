@@ -85,3 +85,46 @@ async fn pages_render_without_server_errors() {
     let html = res.text().await.unwrap();
     assert!(html.to_lowercase().contains("<html"), "{html}");
 }
+
+/// A fixed segment beside a named one at the same place takes every request for that word: a cluster
+/// named `ssh-key` could not be removed while `GET /admin/clusters/ssh-key` was a route (`DELETE` answered
+/// 405). Words are what a string parameter takes, so no fixed segment may sit beside one; numeric ids
+/// cannot be spelt as a word, so a fixed segment beside them is fine.
+#[tokio::test]
+async fn no_fixed_path_hides_a_word_a_path_parameter_takes() {
+    let server = Server::start();
+    let (_, doc) = server.anonymous().get("/api/v1/openapi.json").await;
+    let paths = doc["paths"].as_object().unwrap();
+    // Whether `{name}` in `path` is a string (any operation of it says).
+    let is_word =
+        |path: &str, name: &str| {
+            paths[path].as_object().unwrap().values().any(|op| {
+                op["parameters"].as_array().into_iter().flatten().any(|p| {
+                    p["in"] == "path" && p["name"] == name && p["schema"]["type"] == "string"
+                })
+            })
+        };
+    let mut hidden = Vec::new();
+    for named in paths.keys() {
+        let n: Vec<&str> = named.split('/').collect();
+        for fixed in paths.keys() {
+            let f: Vec<&str> = fixed.split('/').collect();
+            if f.len() != n.len() || fixed == named {
+                continue;
+            }
+            // Where the two differ, `named` must have a parameter and `fixed` a word for `fixed` to take
+            // requests meant for `named`.
+            let differ: Vec<usize> = (0..n.len()).filter(|&i| n[i] != f[i]).collect();
+            let shadows = differ
+                .iter()
+                .all(|&i| n[i].starts_with('{') && !f[i].starts_with('{'));
+            let words = differ
+                .iter()
+                .all(|&i| is_word(named, n[i].trim_matches(|c| c == '{' || c == '}')));
+            if shadows && words {
+                hidden.push(format!("{fixed} hides {named}"));
+            }
+        }
+    }
+    assert!(hidden.is_empty(), "{hidden:#?}");
+}

@@ -183,7 +183,7 @@ pub async fn remove_cluster(
 
 /// The public key this server signs in to login nodes with (made on first use): add it to the
 /// `authorized_keys` of the user a cluster is reached as (instance admins).
-#[utoipa::path(get, path = "/api/v1/admin/clusters/ssh-key", tag = "admin", security(("session" = []), ("token" = [])),
+#[utoipa::path(get, path = "/api/v1/admin/ssh-key", tag = "admin", security(("session" = []), ("token" = [])),
     responses((status = 200, body = ClusterSshKey), (status = 403, body = ErrorBody),
               (status = 503, description = "`cluster_unreachable`: the server cannot make its SSH key (no `ssh-keygen`)", body = ErrorBody)))]
 pub async fn cluster_ssh_key(
