@@ -48,6 +48,24 @@ pub struct Api {
 }
 
 pub fn api() -> Api {
+    let (routes, uploads, document) = documented();
+    // Serialised once: the document does not change while the server runs.
+    let json = Bytes::from(serde_json::to_vec(&document).unwrap_or_default());
+    let routes = routes
+        .route(
+            "/api/v1/openapi.json",
+            get(move || {
+                let json = json.clone();
+                async move { ([(header::CONTENT_TYPE, "application/json")], json) }
+            }),
+        )
+        // Unknown paths under the API answer in the API's error shape, not with an HTML page.
+        .route("/api/v1/{*rest}", any(|| async { AppError::NotFound }));
+    Api { routes, uploads }
+}
+
+/// The two parts of the API and the one document describing both.
+fn documented() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi) {
     let documented = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .merge(auth::routes())
         .merge(workspaces::routes())
@@ -67,19 +85,8 @@ pub fn api() -> Api {
     let (uploads, upload_document) = uploads.split_for_parts();
     let mut document = document.merge_from(upload_document);
     SharedErrors.modify(&mut document);
-    // Serialised once: the document does not change while the server runs.
-    let json = Bytes::from(serde_json::to_vec(&document).unwrap_or_default());
-    let routes = routes
-        .route(
-            "/api/v1/openapi.json",
-            get(move || {
-                let json = json.clone();
-                async move { ([(header::CONTENT_TYPE, "application/json")], json) }
-            }),
-        )
-        // Unknown paths under the API answer in the API's error shape, not with an HTML page.
-        .route("/api/v1/{*rest}", any(|| async { AppError::NotFound }));
-    Api { routes, uploads }
+    ClosedVariants.modify(&mut document);
+    (routes, uploads, document)
 }
 
 #[derive(OpenApi)]
@@ -125,6 +132,35 @@ impl Modify for SecuritySchemes {
                 domain::sessions::COOKIE_NAME,
             ))),
         );
+    }
+}
+
+/// Says of the tagged enums in request bodies that their variants refuse unknown fields, as serde's
+/// `deny_unknown_fields` on them makes them do: utoipa says `additionalProperties: false` only of
+/// structs. Without it the document invites any extra field, which the server then refuses, and a
+/// schema-driven client (the fuzz) draws arbitrarily deep JSON for them.
+struct ClosedVariants;
+
+/// The enums `ClosedVariants` closes; each refuses an unknown field (see the test below).
+const CLOSED_VARIANTS: &[&str] = &["ClusterReach"];
+
+impl Modify for ClosedVariants {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::schema::{AdditionalProperties, Schema};
+        let Some(components) = openapi.components.as_mut() else {
+            return;
+        };
+        for name in CLOSED_VARIANTS {
+            let Some(RefOr::T(Schema::OneOf(one_of))) = components.schemas.get_mut(*name) else {
+                continue;
+            };
+            for variant in &mut one_of.items {
+                if let RefOr::T(Schema::Object(object)) = variant {
+                    object.additional_properties =
+                        Some(Box::new(AdditionalProperties::FreeForm(false)));
+                }
+            }
+        }
     }
 }
 
@@ -273,5 +309,27 @@ impl Modify for SharedErrors {
                         .into()
                 });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_closed_enums_are_closed_in_the_document_and_in_serde() {
+        let document = serde_json::to_value(documented().2).unwrap();
+        for name in CLOSED_VARIANTS {
+            let variants = document["components"]["schemas"][name]["oneOf"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{name} is not a oneOf in the document"));
+            for variant in variants {
+                assert_eq!(variant["additionalProperties"], false, "{name}: {variant}");
+            }
+        }
+        // What the document says, serde does.
+        let extra = serde_json::json!({ "kind": "local", "slurm_conf": null, "extra": 1 });
+        let refused = serde_json::from_value::<contracts::types::ClusterReach>(extra);
+        assert!(refused.unwrap_err().to_string().contains("unknown field"));
     }
 }
