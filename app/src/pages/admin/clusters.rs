@@ -29,32 +29,25 @@ fn used(u: ResourceUsage) -> String {
 #[component]
 pub fn Clusters() -> impl IntoView {
     let i18n = use_i18n();
-    // A new shared-directory check, a registration or a removal changes what the cards say: they are
-    // read again once it is done.
-    let recheck = ServerAction::<CheckCluster>::new();
+    // A registration or a removal changes which cards there are: they are read again once it is done.
+    // A shared-directory check changes only its own card's line (see `Cluster`), so what an admin is
+    // typing in another part of the page is not drawn over.
     let register = ServerAction::<RegisterCluster>::new();
     let remove = ServerAction::<RemoveCluster>::new();
     let clusters = Resource::new(
-        move || {
-            (
-                recheck.version().get(),
-                register.version().get(),
-                remove.version().get(),
-            )
-        },
+        move || (register.version().get(), remove.version().get()),
         |_| list_clusters(),
     );
     view! {
         <section class="card" aria-labelledby="clusters-title" data-testid="clusters">
             <h2 id="clusters-title">{t!(i18n, admin.clusters_title)}</h2>
             <p class="hint">{t!(i18n, admin.clusters_hint)}</p>
-            {move || recheck.value().get().and_then(Result::err).map(|err| view! { <ErrorNotice err /> })}
             {move || remove.value().get().and_then(Result::err).map(|err| view! { <ErrorNotice err /> })}
             <Loaded load=move || async move { clusters.await } let:list>
                 {if list.is_empty() {
                     view! { <p class="muted" data-testid="clusters-none">{t!(i18n, admin.clusters_none)}</p> }.into_any()
                 } else {
-                    list.into_iter().map(|c| view! { <Cluster cluster=c recheck remove /> }).collect_view().into_any()
+                    list.into_iter().map(|c| view! { <Cluster cluster=c remove /> }).collect_view().into_any()
                 }}
             </Loaded>
         </section>
@@ -63,12 +56,10 @@ pub fn Clusters() -> impl IntoView {
 }
 
 #[component]
-fn Cluster(
-    cluster: ClusterView,
-    recheck: ServerAction<CheckCluster>,
-    remove: ServerAction<RemoveCluster>,
-) -> impl IntoView {
+fn Cluster(cluster: ClusterView, remove: ServerAction<RemoveCluster>) -> impl IntoView {
     let i18n = use_i18n();
+    // The card's own check: its answer replaces the line the card was drawn with.
+    let recheck = ServerAction::<CheckCluster>::new();
     let ClusterView {
         name,
         executor,
@@ -140,7 +131,11 @@ fn Cluster(
                         columns=columns!(admin: clusters_col_node, clusters_col_state, clusters_col_gpus, clusters_col_cpus, clusters_col_memory, clusters_col_partitions, clusters_col_reason)>
                         {node_rows}
                     </DataTable>
-                    <SharedDir check=shared_dir />
+                    {move || recheck.value().get().and_then(Result::err).map(|err| view! { <ErrorNotice err /> })}
+                    {move || {
+                        let check = recheck.value().get().and_then(Result::ok).or_else(|| shared_dir.clone());
+                        view! { <SharedDir check /> }
+                    }}
                     <ActionForm action=recheck attr:class="cluster-recheck">
                         <input type="hidden" name="cluster" value=recheck_name />
                         <button type="submit" class="button button-small" data-testid="cluster-shared-dir-recheck"
