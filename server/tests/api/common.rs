@@ -4,7 +4,7 @@
 //! (a workspace, the sample dataset, a member, a Docker-backed server) are one call each.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Output, Stdio};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -266,11 +266,41 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        kill_leftovers(self.dir.path());
         if std::thread::panicking() {
             let log =
                 std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default();
             eprintln!("---- server log ----\n{log}");
         }
+    }
+}
+
+/// Kills what the server started and left running. Trainers and model servers outlive their server by
+/// design (a restarted server adopts them), so a test that ends with work running would leave it
+/// behind, holding memory and CPU through every later test: each process whose command line or working
+/// directory lies in the test's folder goes with it.
+fn kill_leftovers(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return;
+    };
+    let needle = dir.as_os_str().as_encoded_bytes();
+    let ours = std::process::id().to_string();
+    let leftovers: Vec<String> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().into_string().ok()?;
+            if !pid.bytes().all(|b| b.is_ascii_digit()) || pid == ours {
+                return None;
+            }
+            let cwd = std::fs::read_link(entry.path().join("cwd"));
+            let in_dir = cwd.is_ok_and(|cwd| cwd.starts_with(dir))
+                || std::fs::read(entry.path().join("cmdline"))
+                    .is_ok_and(|line| line.windows(needle.len()).any(|w| w == needle));
+            in_dir.then_some(pid)
+        })
+        .collect();
+    if !leftovers.is_empty() {
+        let _ = Command::new("kill").arg("-KILL").args(&leftovers).status();
     }
 }
 
