@@ -148,32 +148,45 @@ async fn schemathesis_finds_no_server_error_and_no_undocumented_answer() {
     }
 }
 
-/// Schemathesis' report with its FAILURES section (each failed case and its `curl`) moved after the
-/// SUMMARY, so that the end of a long log, which is what a CI page shows, says what failed.
+/// Schemathesis' report with its FAILURES and ERRORS sections (each failed case with its `curl`, each
+/// error with its traceback) moved to the end, and after them the operations they are about, so that
+/// the end of a long log, which is what a CI page shows, says what failed.
 fn failures_last(report: &str) -> String {
-    let heading = |name: &str| {
-        report
-            .match_indices(name)
-            .map(|(at, _)| report[..at].rfind('\n').map_or(0, |nl| nl + 1))
-            .find(|&start| report[start..].starts_with('='))
-    };
-    match (heading(" FAILURES "), heading(" SUMMARY ")) {
-        (Some(failures), Some(summary)) if failures < summary => format!(
-            "{}{}\n{}",
-            &report[..failures],
-            &report[summary..],
-            &report[failures..summary]
-        ),
-        _ => report.to_string(),
+    // Sections open with a line of `=` around their title.
+    let mut sections: Vec<(&str, String)> = vec![("", String::new())];
+    for line in report.split_inclusive('\n') {
+        if line.starts_with("====") {
+            let title = line.trim().trim_matches('=').trim();
+            sections.push((title, String::new()));
+        }
+        sections.last_mut().expect("one section").1.push_str(line);
     }
+    let at_end = |title: &str| title == "ERRORS" || title == "FAILURES";
+    let mut out: String = sections
+        .iter()
+        .filter(|(title, _)| !at_end(title))
+        .map(|(_, text)| text.as_str())
+        .collect();
+    let mut about = Vec::new();
+    for (title, text) in sections.iter().filter(|(title, _)| at_end(title)) {
+        out.push_str(text);
+        // Each case or error is headed `___ METHOD /path ___`.
+        for line in text.lines().filter(|l| l.starts_with("__")) {
+            about.push(format!("{} ({title})", line.trim_matches('_').trim()));
+        }
+    }
+    if !about.is_empty() {
+        out.push_str(&format!("\nwhat failed: {}\n", about.join("; ")));
+    }
+    out
 }
 
 #[test]
-fn the_failures_come_last() {
-    let report = "Test cases:\n1\n===== FAILURES =====\n__ POST /x __\n- Server error\n===== SUMMARY =====\nFailures: 1\n";
+fn the_failures_come_last_and_are_named() {
+    let report = "Test cases:\n1\n===== ERRORS =====\n__ POST /y __\nRuntime Error\n===== FAILURES =====\n__ POST /x __\n- Server error\n===== SUMMARY =====\nFailures: 1\n";
     assert_eq!(
         failures_last(report),
-        "Test cases:\n1\n===== SUMMARY =====\nFailures: 1\n\n===== FAILURES =====\n__ POST /x __\n- Server error\n"
+        "Test cases:\n1\n===== SUMMARY =====\nFailures: 1\n===== ERRORS =====\n__ POST /y __\nRuntime Error\n===== FAILURES =====\n__ POST /x __\n- Server error\n\nwhat failed: POST /y (ERRORS); POST /x (FAILURES)\n"
     );
-    assert_eq!(failures_last("no sections"), "no sections");
+    assert_eq!(failures_last("no sections\n"), "no sections\n");
 }
