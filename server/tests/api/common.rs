@@ -283,7 +283,12 @@ fn kill_leftovers(dir: &Path) {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return;
     };
-    let needle = dir.as_os_str().as_encoded_bytes();
+    // The folder as a whole path component in an argument: followed by `/` or by the argument's end.
+    let within = |args: &[u8]| {
+        let needle = dir.as_os_str().as_encoded_bytes();
+        args.windows(needle.len() + 1)
+            .any(|w| w.starts_with(needle) && matches!(w[needle.len()], b'/' | 0))
+    };
     let ours = std::process::id().to_string();
     let leftovers: Vec<String> = entries
         .flatten()
@@ -294,8 +299,7 @@ fn kill_leftovers(dir: &Path) {
             }
             let cwd = std::fs::read_link(entry.path().join("cwd"));
             let in_dir = cwd.is_ok_and(|cwd| cwd.starts_with(dir))
-                || std::fs::read(entry.path().join("cmdline"))
-                    .is_ok_and(|line| line.windows(needle.len()).any(|w| w == needle));
+                || std::fs::read(entry.path().join("cmdline")).is_ok_and(|args| within(&args));
             in_dir.then_some(pid)
         })
         .collect();
