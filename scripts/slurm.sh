@@ -206,11 +206,12 @@ EOF
 # The controller loads the associations from slurmdbd after it starts: until then it refuses work charged
 # to an account. A cluster is reported up only once it would take root's work charged to team-a.
 takes_accounts() {
+  local answer
   for _ in $(seq 1 60); do
-    sbatch --test-only -A team-a --qos=normal --wrap=true >/dev/null 2>&1 && return 0
+    answer=$(sbatch --test-only -A team-a --qos=normal --wrap=true 2>&1) && return 0
     sleep 0.5
   done
-  say "the controller does not take work charged to team-a: $(sbatch --test-only -A team-a --qos=normal --wrap=true 2>&1)"
+  say "the controller does not take work charged to team-a: $answer"
   return 1
 }
 # A node is listed once per partition it is in: counted once.
