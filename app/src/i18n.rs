@@ -298,6 +298,7 @@ fn message(locale: Locale, code: ErrorCode) -> Message {
         C::InvalidBody => Whole(td_string!(locale, errors.invalid_body)),
         C::InvalidCredentials => Whole(td_string!(locale, errors.invalid_credentials)),
         C::JobNotFinished => Whole(td_string!(locale, errors.job_not_finished)),
+        C::JobServed => Whole(td_string!(locale, errors.job_served)),
         C::JobSpecInvalid => Lead(td_string!(locale, errors.job_spec_invalid)),
         C::KeyMissing => Whole(td_string!(locale, errors.key_missing)),
         C::KeyNameInvalid => Whole(td_string!(locale, errors.key_name_invalid)),

@@ -1369,9 +1369,11 @@ pub struct MappedTensor {
 }
 
 /// Paddock's model on converted weights against PaddleNLP's computation on the originals, on sample
-/// texts: a conversion is kept only when `max_abs_diff <= tolerance`.
+/// texts: a conversion is kept only when `max_abs_diff <= tolerance`. Named apart in the OpenAPI document:
+/// an endpoint's parity gate has a `ParityReport` of its own (`serving::ParityReport`), and two schemas of
+/// one name leave one of them describing the other's answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = PaddleParityReport))]
 pub struct ParityReport {
     pub compared: ParityOutput,
     pub tolerance: f64,
@@ -1705,6 +1707,8 @@ pub struct EndpointMetrics {
     pub errors_total: u64,
     pub rate_limited_total: u64,
     /// Forward-pass sizes seen (rows per pass) → how many requests were served in passes of that size.
+    /// The sizes are JSON object keys, so strings of digits (`{"4": 12}`), as the document says.
+    #[cfg_attr(feature = "openapi", schema(value_type = std::collections::BTreeMap<String, u64>))]
     pub batch_rows: std::collections::BTreeMap<u32, u64>,
 }
 

@@ -88,6 +88,7 @@ codes! {
     InvalidBody = "invalid_body",
     InvalidCredentials = "invalid_credentials",
     JobNotFinished = "job_not_finished",
+    JobServed = "job_served",
     JobSpecInvalid = "job_spec_invalid",
     KeyMissing = "key_missing",
     KeyNameInvalid = "key_name_invalid",

@@ -694,7 +694,8 @@ pub async fn retry(
     .await
 }
 
-/// Deletes a finished job with its files (checkpoints included). Editors and owners.
+/// Deletes a finished job with its files (checkpoints included), unless an endpoint serves one of its
+/// checkpoints (the endpoint would lose its model). Editors and owners.
 pub async fn delete(
     db: &SqlitePool,
     jobs: &Jobs,
@@ -709,6 +710,24 @@ pub async fn delete(
             "status",
             ErrorCode::JobNotFinished,
             "cancel the job before deleting it",
+        ));
+    }
+    let serving: Vec<String> = sqlx::query_scalar(
+        "SELECT e.name FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id \
+         WHERE c.job_id = ? ORDER BY e.name",
+    )
+    .bind(job_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    if !serving.is_empty() {
+        return Err(AppError::conflict(
+            "job_id",
+            ErrorCode::JobServed,
+            format!(
+                "endpoint(s) {} serve a checkpoint of this job; delete them, or deploy another \
+                 checkpoint to them, first",
+                serving.join(", ")
+            ),
         ));
     }
     sqlx::query("DELETE FROM jobs WHERE id = ?")

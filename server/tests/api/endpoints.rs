@@ -83,6 +83,16 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
     assert_eq!(detail["summary"]["ready_replicas"], 2);
     assert_eq!(detail["parity_report"]["passed"], true, "{detail}");
     assert_eq!(detail["summary"]["job_id"], job, "lineage");
+    // The job whose checkpoint is served stays: deleting it is refused, naming the endpoint.
+    let job_path = format!("/api/v1/workspaces/{ws}/jobs/{job}");
+    let (status, err) = owner.delete(&job_path).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{err}");
+    assert_eq!(err["code"], "job_served");
+    assert!(
+        err["message"].as_str().unwrap().contains("sentiment"),
+        "{err}"
+    );
+    assert_eq!(owner.get(&job_path).await.0, StatusCode::OK, "still there");
 
     let key = new_key(
         &owner,

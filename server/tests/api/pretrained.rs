@@ -26,7 +26,12 @@ async fn upload(
 }
 
 /// A tar of `dir`'s files under `top/`, with `config.json` replaced when given.
-fn tar_of(dir: &std::path::Path, top: &str, skip: &[&str], config: Option<&Value>) -> Vec<u8> {
+pub(crate) fn tar_of(
+    dir: &std::path::Path,
+    top: &str,
+    skip: &[&str],
+    config: Option<&Value>,
+) -> Vec<u8> {
     let mut builder = tar::Builder::new(Vec::new());
     for entry in std::fs::read_dir(dir).unwrap() {
         let entry = entry.unwrap();

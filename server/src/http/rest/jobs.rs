@@ -57,7 +57,10 @@ pub struct AfterQuery {
 #[serde(deny_unknown_fields)]
 pub struct DownloadQuery {
     /// `hf` (default): the directory as kept; `paddlenlp`: converted for PaddleNLP's `from_pretrained`.
+    /// Inline: a parameter's schema is not collected into the document's components, so a reference
+    /// to it would point at nothing.
     #[serde(default)]
+    #[param(inline)]
     pub format: CheckpointFormat,
 }
 
@@ -107,7 +110,8 @@ pub async fn get(
 /// Deletes a finished job and its files.
 #[utoipa::path(delete, path = "/api/v1/workspaces/{id}/jobs/{job_id}", tag = "jobs", security(("session" = []), ("token" = [])),
     params(JobPath),
-    responses((status = 204, description = "done"), (status = 409, description = "still running", body = ErrorBody)))]
+    responses((status = 204, description = "done"), (status = 409, description = "`job_not_finished`: still queued or \
+        running; `job_served`: an endpoint serves one of its checkpoints", body = ErrorBody)))]
 pub async fn delete(
     Caller { state, actor }: Caller,
     Path(JobPath { id, job_id }): Path<JobPath>,

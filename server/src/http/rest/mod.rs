@@ -317,6 +317,40 @@ impl Modify for SharedErrors {
 mod tests {
     use super::*;
 
+    /// Every `$ref` in the served document names something the document holds: a dangling one makes
+    /// generated clients fail, and made schemathesis' coverage phase raise an internal `KeyError`.
+    #[test]
+    fn every_reference_in_the_document_resolves() {
+        fn refs<'a>(value: &'a serde_json::Value, found: &mut Vec<&'a str>) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    if let Some(serde_json::Value::String(target)) = map.get("$ref") {
+                        found.push(target);
+                    }
+                    map.values().for_each(|v| refs(v, found));
+                }
+                serde_json::Value::Array(items) => items.iter().for_each(|v| refs(v, found)),
+                _ => {}
+            }
+        }
+        let document = serde_json::to_value(documented().2).unwrap();
+        let mut found = Vec::new();
+        refs(&document, &mut found);
+        assert!(
+            found.len() > 100,
+            "only {} references: {found:?}",
+            found.len()
+        );
+        let dangling: Vec<&str> = found
+            .into_iter()
+            .filter(|target| {
+                let pointer = target.strip_prefix('#').unwrap_or("not a local reference");
+                document.pointer(pointer).is_none()
+            })
+            .collect();
+        assert!(dangling.is_empty(), "references to nothing: {dangling:?}");
+    }
+
     #[test]
     fn the_closed_enums_are_closed_in_the_document_and_in_serde() {
         let document = serde_json::to_value(documented().2).unwrap();
