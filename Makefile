@@ -8,7 +8,7 @@ PADDOCK_BIND ?= 127.0.0.1:3000
 
 .PHONY: setup site build build-release run test test-rust test-trainer test-containers test-domain test-app test-server \
         test-e2e test-clusters dataset quality bench bench-train bench-env bench-serve bench-cluster docker docker-required slurm \
-        fmt clippy sqlx-data
+        fmt clippy sqlx-data i18n
 
 setup:
 	@scripts/setup.sh
@@ -35,11 +35,13 @@ PADDOCK_BIN := target/debug/paddock
 SITE_ROOT := target/site
 
 ## The hydrated site (wasm, JS, CSS, assets) in target/site, release profile (scripts/site.sh).
-site: setup
+site:
+	@scripts/setup.sh toolchain wasm-bindgen web
 	@scripts/site.sh
 
-## The `paddock` binary make run serves (target/debug/paddock) and the site, side by side (scripts/build.sh).
-build: setup
+## The `paddock` binary make run serves (target/debug/paddock) and the site, side by side, each after
+## the setup it needs (scripts/build.sh): the downloads the server waits for go on while the site compiles.
+build:
 	@scripts/build.sh -- $(RUST_TEST_PKGS)
 
 ## Everything optimised, for deployment: target/release/paddock and the site.
@@ -53,9 +55,10 @@ run: build docker
 
 ## Set up and run every test: unit and integration (Rust) against real SQLite, libtorch, a real Docker
 ## daemon and the real binary, then the browser tests in headless Chromium against the binary and site
-## `make run` serves (one spec runs `make run` itself). Every suite runs to the end; the last line counts
-## passed and failed tests across all of them (scripts/test.sh).
-test: setup docker-required slurm
+## `make run` serves (one spec runs `make run` itself). Every suite runs to the end; the last lines give
+## each step's time and count passed and failed tests across all of them. scripts/test.sh sets up what
+## each step needs just before it, fetching and starting the test services beside the build.
+test:
 	@scripts/test.sh $(PADDOCK_BIN) $(SITE_ROOT) -- $(RUST_TEST_PKGS)
 
 test-rust:
@@ -122,6 +125,10 @@ bench-cluster: setup slurm
 
 fmt:
 	cargo fmt --all
+
+## Rewrite app/src/i18n/generated.rs, the translations module, from app/locales (after changing them).
+i18n:
+	$(ENV) cargo run -q -p i18n-gen
 
 ## Rewrite domain/.sqlx, what the checked queries (`sqlx::query!`) compile against, from the migrations.
 sqlx-data:

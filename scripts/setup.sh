@@ -1,25 +1,31 @@
 #!/usr/bin/env bash
 # Idempotent machine setup for Paddock: installs what building, running and testing need, skipping every
-# piece that is already present, and says what it does. Called by `make setup` (and so by `make run` and
-# `make test`). Pieces:
-#   apt       Debian packages: chromium + chromium-driver + fonts-noto-cjk (browser tests and their
-#             screenshots of Chinese text), docker.io (environments),
-#             busybox-static (the shell of the locally built base image), pkg-config.
-#   rust      the wasm32 target and wasm-bindgen-cli at exactly the version in Cargo.lock (no cargo-leptos:
-#             scripts/site.sh builds the site with the same steps, see there).
+# piece that is already present, and says what it does. Called by `make setup`, and piece by piece by
+# scripts/build.sh (`make run`) and scripts/test.sh (`make test`), which start compiling as soon as what
+# the compile needs is here and fetch the rest beside it. Pieces:
+#   apt       Debian packages for building and running: docker.io (environments), busybox-static (the
+#             shell of the locally built base image), pkg-config, mold (the linker, scripts/mold-gcc).
+#   browser   Debian packages for the browser tests: chromium + chromium-driver + fonts-noto-cjk
+#             (their screenshots of Chinese text).
+#   toolchain rustup's wasm32 target, rustfmt (`make test` checks the layout) and clippy (its driver
+#             compiles the workspace's crates: scripts/env.sh).
+#   wasm-bindgen  wasm-bindgen-cli at exactly the version in Cargo.lock (no cargo-leptos: scripts/site.sh
+#             builds the site with the same steps, see there). Compiles: CPU, not network.
 #   torch     a project venv (.venv) holding the PyPI torch wheel that tch expects: it is our libtorch.
-#   fuzz      schemathesis in the same venv: the schema-driven fuzz of the REST API in `make test`
-#             (server/tests/api/fuzz.rs).
+#   fuzz      schemathesis in a venv of its own (.venv-fuzz): the schema-driven fuzz of the REST API in
+#             `make test` (server/tests/api/fuzz.rs). Apart from .venv so that it installs while torch
+#             does, and its pins never move what our libtorch's venv holds.
 #   paddle    a second venv (.venv-paddle) with the pinned PaddleNLP that the PaddleNLP import/export tests
 #             compare against (trainer/tests/paddle.rs, scripts/paddle/fixtures.py); apart from .venv
 #             because paddlenlp 2.8.1 needs older pins of its own dependencies.
-#   node      e2e/node_modules and web/node_modules from their package-lock.json files; xterm.js
-#             (web/) copied to public/vendor/xterm/ for the browser terminal and uPlot to
-#             public/vendor/uplot/ for the job charts; web/ also holds the site's build tools
-#             (lightningcss, esbuild, binaryen's wasm-opt: scripts/site.sh).
+#   web       web/node_modules from its package-lock.json: the site's build tools (lightningcss, esbuild,
+#             binaryen's wasm-opt: scripts/site.sh), xterm.js copied to public/vendor/xterm/ for the
+#             browser terminal and uPlot to public/vendor/uplot/ for the job charts.
+#   e2e       e2e/node_modules from its package-lock.json (the browser tests' driver).
+#   rust = toolchain wasm-bindgen; node = web e2e (the names of earlier versions).
 # Usage: scripts/setup.sh [piece ...]   (default: all pieces)
-# With every piece, `rust` (compiling wasm-bindgen-cli: CPU) runs beside the others (downloads), and its
-# output is shown when it ends.
+# With every piece, `wasm-bindgen` (CPU) runs beside the others (downloads), and its output is shown when
+# it ends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -34,8 +40,12 @@ have() { command -v "$1" >/dev/null 2>&1; }
 
 export PATH="$HOME/.cargo/bin:$PATH"
 
-setup_apt() {
-  local want=(chromium chromium-driver fonts-noto-cjk docker.io busybox-static pkg-config) missing=()
+setup_apt() { apt_install docker.io busybox-static pkg-config mold; }
+setup_browser() { apt_install chromium chromium-driver fonts-noto-cjk; }
+
+# Installs the Debian packages named that are not installed yet.
+apt_install() {
+  local want=("$@") missing=()
   for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
   done
@@ -49,16 +59,21 @@ setup_apt() {
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
-setup_rust() {
+setup_rust() { setup_toolchain; setup_wasm-bindgen; }
+
+setup_toolchain() {
   if rustup target list --installed | grep -q '^wasm32-unknown-unknown$'; then
     say "rust: wasm32-unknown-unknown target present"
   else
     say "rust: adding the wasm32-unknown-unknown target"; rustup target add wasm32-unknown-unknown
   fi
-  # `make test` checks the layout with rustfmt; `make clippy` lints.
+  # `make test` checks the layout with rustfmt; clippy's driver compiles (and so lints) our crates.
   for component in rustfmt clippy; do
     rustup component list --installed | grep -q "^$component" || { say "rust: adding $component"; rustup component add "$component"; }
   done
+}
+
+setup_wasm-bindgen() {
   # The CLI must match the wasm-bindgen in Cargo.lock exactly (the generated glue and the library agree).
   local wbg
   wbg=$(awk '/^name = "wasm-bindgen"$/ {getline; gsub(/"/, "", $3); print $3; exit}' Cargo.lock)
@@ -67,7 +82,8 @@ setup_rust() {
   else
     # Not --locked: one of its locked dependencies is not served by the registry.
     say "rust: installing wasm-bindgen-cli $wbg (matches Cargo.lock; about 3 minutes on 2 cores, once)"
-    cargo install --quiet --force wasm-bindgen-cli --version "$wbg"
+    # A tool, not our code: not through clippy's driver, which scripts/env.sh may have set.
+    env -u RUSTC_WORKSPACE_WRAPPER cargo install --quiet --force wasm-bindgen-cli --version "$wbg"
   fi
 }
 
@@ -109,12 +125,12 @@ PY
 }
 
 setup_fuzz() {
-  if [ -f .venv/.schemathesis-$SCHEMATHESIS_VERSION ]; then say "fuzz: schemathesis $SCHEMATHESIS_VERSION present in .venv"; return; fi
-  [ -x .venv/bin/python ] || { say "fuzz: creating .venv"; python3 -m venv .venv; }
+  if [ -f .venv-fuzz/.schemathesis-$SCHEMATHESIS_VERSION ]; then say "fuzz: schemathesis $SCHEMATHESIS_VERSION present in .venv-fuzz"; return; fi
+  [ -x .venv-fuzz/bin/python ] || { say "fuzz: creating .venv-fuzz"; python3 -m venv .venv-fuzz; }
   say "fuzz: installing schemathesis==$SCHEMATHESIS_VERSION"
-  .venv/bin/pip --disable-pip-version-check --no-cache-dir install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
-  .venv/bin/schemathesis --version
-  touch .venv/.schemathesis-$SCHEMATHESIS_VERSION
+  .venv-fuzz/bin/pip --disable-pip-version-check --no-cache-dir install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
+  .venv-fuzz/bin/schemathesis --version
+  touch .venv-fuzz/.schemathesis-$SCHEMATHESIS_VERSION
 }
 
 setup_paddle() {
@@ -142,8 +158,10 @@ npm_ci_in() {
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
 }
 
-setup_node() {
-  npm_ci_in e2e
+setup_node() { setup_web; setup_e2e; }
+setup_e2e() { npm_ci_in e2e; }
+
+setup_web() {
   npm_ci_in web
   # The terminal's xterm.js, served from the site's own assets: cargo-leptos copies public/ (this copy
   # is git-ignored) into target/site. Only the browser builds and the stylesheet are needed.
@@ -181,14 +199,15 @@ if [ -f .venv/.torch-$TORCH_VERSION ] || [ "$free_gb" -ge "$NEED_GB" ]; then
 else
   say "warning: ${free_gb} GB free on $(df -P . | awk 'NR==2 {print $6}'); a fresh machine needs about ${NEED_GB} GB for setup and make test"
 fi
-# Everything: the Rust piece compiles while the others download.
+# Everything: wasm-bindgen-cli compiles while the others download.
+setup_toolchain
 rust_log=$(mktemp)
-setup_rust >"$rust_log" 2>&1 &
+setup_wasm-bindgen >"$rust_log" 2>&1 &
 rust_pid=$!
 # If another piece fails, the compile beside it stops too (the subshell and its cargo).
 trap 'pkill -P "$rust_pid" 2>/dev/null; kill "$rust_pid" 2>/dev/null; cat "$rust_log"; rm -f "$rust_log"' EXIT
-for p in apt torch fuzz paddle node; do "setup_$p"; done
+for p in apt browser torch fuzz paddle web e2e; do "setup_$p"; done
 trap - EXIT
 if wait "$rust_pid"; then cat "$rust_log"; rm -f "$rust_log"; else
-  cat "$rust_log"; rm -f "$rust_log"; say "rust: failed (above)"; exit 1
+  cat "$rust_log"; rm -f "$rust_log"; say "wasm-bindgen: failed (above)"; exit 1
 fi

@@ -3,12 +3,12 @@
 # the migrations make. Builds read what each query returns from domain/.sqlx (committed), so building
 # needs no database; this script writes that data from a fresh database migrated from migrations/, and
 # with --check fails when the committed data is not what the queries and migrations give now (a query
-# or a migration changed without it). `make test` runs the check inside its clippy pass, which compiles
-# the domain anyway: after `--`, the cargo command that compiles it (default `check -p domain
-# --all-targets`).
+# or a migration changed without it). `make test` runs the check inside its build, which compiles the
+# domain anyway: after `--`, the command that compiles it (default `cargo check -p domain --all-targets`),
+# run with the database's address in its environment.
 #
-# Usage: scripts/sqlx-data.sh                      rewrite domain/.sqlx
-#        scripts/sqlx-data.sh --check [-- CARGO...]  compare, change nothing
+# Usage: scripts/sqlx-data.sh                        rewrite domain/.sqlx
+#        scripts/sqlx-data.sh --check [-- COMMAND...]  compare, change nothing
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -16,7 +16,7 @@ source scripts/env.sh
 check=false
 [ "${1:-}" = --check ] && { check=true; shift; }
 [ "${1:-}" = -- ] && shift
-[ $# -gt 0 ] || set -- check -p domain --all-targets --quiet
+[ $# -gt 0 ] || set -- cargo check -p domain --all-targets --quiet
 
 db="$PWD/target/sqlx/schema.db"
 mkdir -p "$(dirname "$db")"
@@ -41,7 +41,7 @@ else
 fi
 # The macros write their data while they expand, so the crate is compiled again, online.
 touch domain/src/lib.rs
-DATABASE_URL="sqlite://$db" SQLX_OFFLINE=false SQLX_OFFLINE_DIR="$out" cargo "$@"
+DATABASE_URL="sqlite://$db" SQLX_OFFLINE=false SQLX_OFFLINE_DIR="$out" "$@"
 
 if $check; then
   if ! diff -r "$committed" "$out" >/dev/null 2>&1; then
