@@ -29,11 +29,12 @@ mkdir -p "$logs"
 
 say() { printf '\033[1m[test]\033[0m %s\n' "$*"; }
 
-# Each step's name, start and end (seconds since the epoch), one per line; scripts/build.sh adds its own.
-export PADDOCK_TIMES=$PWD/$logs/times
-: >"$PADDOCK_TIMES"
+# Each step's name, start and end (seconds since the epoch), one per line; scripts/build.sh adds its own
+# (given the file for the build alone: the browser spec that runs `make run` builds again).
+times=$PWD/$logs/times
+: >"$times"
 t0=$(date +%s)
-took() { echo "$1 $2 $(date +%s)" >>"$PADDOCK_TIMES"; }
+took() { echo "$1 $2 $(date +%s)" >>"$times"; }
 
 # Sums the counts of libtest's `test result:` lines (unit, integration and doc tests).
 rust_counts() {
@@ -88,7 +89,7 @@ trap 'kill -- -$services 2>/dev/null || true' EXIT
 # (scripts/env.sh), and the domain's query macros check each query against a database migrated from
 # migrations/ and write what they found, which must be domain/.sqlx.
 say "lints+build: the server and every test target, warnings denied, queries checked; the site beside them (scripts/build.sh --tests)"
-scripts/sqlx-data.sh --check -- scripts/build.sh --tests -- "$@" 2>&1 | tee "$logs/build.log"
+PADDOCK_TIMES=$times scripts/sqlx-data.sh --check -- scripts/build.sh --tests -- "$@" 2>&1 | tee "$logs/build.log"
 build_rc=${PIPESTATUS[0]}
 [ "$build_rc" -eq 0 ] || say "lints+build failed: a compile error, a warning in our crates, or stale domain/.sqlx (see $logs/build.log)"
 
@@ -141,7 +142,7 @@ disk "at the end"
 say "time: each step's start and length (min:s), and the whole"
 awk -v t0="$t0" 'function mmss(s) { return sprintf("%d:%02d", s / 60, s % 60) }
   { name = $1; for (i = 2; i <= NF - 2; i++) name = name " " $i
-    printf "%s\t   %-46s from %6s  took %6s\n", $(NF-1), name, mmss($(NF-1) - t0), mmss($NF - $(NF-1)) }' "$PADDOCK_TIMES" |
+    printf "%s\t   %-46s from %6s  took %6s\n", $(NF-1), name, mmss($(NF-1) - t0), mmss($NF - $(NF-1)) }' "$times" |
   sort -n -k1,1 | cut -f2-
 total=$(( $(date +%s) - t0 ))
 say "time: $(printf '%d:%02d' $((total / 60)) $((total % 60))) from setup to this line"

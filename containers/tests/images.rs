@@ -26,7 +26,9 @@ async fn guard_and_log() -> Option<(Guard, Mutex<Vec<String>>)> {
 
 /// Where every test that builds on the busybox base starts: [`BUILDS`] held, a guard, the log its builds
 /// write to, and the base's image ID. Bound in this order, the guard is dropped (and cleans up) before the
-/// lock is released.
+/// lock is released. The log starts empty: on a fresh Docker engine the base is built by whichever of
+/// these tests gets the lock first, and its build's lines (a "Successfully built" among them) must not
+/// count as that test's own.
 async fn on_busybox_base() -> Option<(
     tokio::sync::MutexGuard<'static, ()>,
     Guard,
@@ -35,11 +37,12 @@ async fn on_busybox_base() -> Option<(
 )> {
     let builds = BUILDS.lock().await;
     let (g, lines) = guard_and_log().await?;
+    let base_log = Mutex::new(Vec::new());
     let base_id = g
         .docker
-        .ensure_busybox_base(&mut log_to(&lines))
+        .ensure_busybox_base(&mut log_to(&base_log))
         .await
-        .unwrap();
+        .unwrap_or_else(|e| panic!("busybox base: {e}\n{:#?}", base_log.lock().unwrap()));
     Some((builds, g, lines, base_id))
 }
 
