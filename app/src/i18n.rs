@@ -97,6 +97,12 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
         Rule::AndMore { more } => {
             td_string!(locale, data_issues.and_more, more = *more).to_string()
         }
+        Rule::MemoryLimit { mib } => td_string!(locale, rules.memory_limit, mib = *mib).to_string(),
+        Rule::CpuLimit { secs } => td_string!(locale, rules.cpu_limit, secs = *secs).to_string(),
+        Rule::TimeLimit { secs } => td_string!(locale, rules.time_limit, secs = *secs).to_string(),
+        Rule::Crashed { incident } => {
+            td_string!(locale, rules.crashed, incident = incident.clone()).to_string()
+        }
     }
 }
 
@@ -422,6 +428,12 @@ mod tests {
             Rule::NotWith {
                 other: "base_checkpoint_id".into(),
             },
+            Rule::MemoryLimit { mib: 4096 },
+            Rule::CpuLimit { secs: 64 },
+            Rule::TimeLimit { secs: 3 },
+            Rule::Crashed {
+                incident: "0badcafe".into(),
+            },
         ];
         let mut seen = std::collections::HashSet::new();
         for rule in rules {
@@ -439,7 +451,14 @@ mod tests {
                 seen.insert(en.clone()),
                 "{rule:?} says what another says: {en}"
             );
-            for value in ["4096", "64", "3", "fp32, bf16", "base_checkpoint_id"] {
+            for value in [
+                "4096",
+                "64",
+                "3",
+                "fp32, bf16",
+                "base_checkpoint_id",
+                "0badcafe",
+            ] {
                 if en.contains(value) {
                     assert!(zh.contains(value), "{rule:?}: {zh} lacks {value}");
                 }

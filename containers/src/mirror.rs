@@ -84,6 +84,13 @@ impl Mirror {
     }
 }
 
+impl Mirror {
+    /// `host[:port]`: where the registry's API (`/v2/`) answers.
+    pub fn host(&self) -> &str {
+        self.0.split_once('/').map_or(&self.0, |(host, _)| host)
+    }
+}
+
 impl fmt::Display for Mirror {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)

@@ -304,8 +304,7 @@ impl Engine {
             Ok(_) => return Err(archive_invalid("Docker found no image in it")),
             Err(containers::Error::DockerUnreachable(why)) => return Err(unavailable(&why)),
             Err(e) => {
-                let incident = hex::encode(rand::random::<[u8; 4]>());
-                tracing::warn!(incident, error = %e, "loading an image archive failed");
+                let incident = crate::incident("loading an image archive", e);
                 return Err(archive_invalid(&format!(
                     "Docker could not load it (incident {incident} in the server log)"
                 )));
@@ -363,10 +362,14 @@ pub fn map_error(context: &str, err: containers::Error) -> AppError {
             message: problems.join(" "),
             problems: Vec::new(),
         },
+        // The registry's words (a mirror's error page) stay in the log.
         E::PullFailed { image, message } => AppError::invalid(
             "base_image",
             ErrorCode::ImageUnavailable,
-            format!("{image} is not on this machine and could not be pulled: {message}"),
+            format!(
+                "{image} is not on this machine and could not be pulled (incident {} in the server log)",
+                crate::incident("pulling a base image", message)
+            ),
         ),
         E::BuildFailed { message, .. } => AppError::Invalid {
             field: None,
@@ -377,8 +380,7 @@ pub fn map_error(context: &str, err: containers::Error) -> AppError {
         // The engine's own words (paths on the host, daemon internals) go to the log, not to every
         // member of a workspace; the answer names what failed and the incident to look up.
         other @ (E::Host { .. } | E::Docker { .. }) => {
-            let incident = hex::encode(rand::random::<[u8; 4]>());
-            tracing::error!(context, incident, error = %other, "Docker operation failed");
+            let incident = crate::incident(context, other);
             AppError::unavailable(
                 ErrorCode::DockerError,
                 format!(

@@ -21,6 +21,8 @@
 //!   give things.
 //! - [`executor`]: the one seam through which jobs, evaluations and replicas are started, followed,
 //!   stopped and found again (a local process, a Docker container; a cluster next).
+//! - [`children`]: the limits of every process the server starts on a team's input (memory, CPU time,
+//!   deadline), and what their failures say.
 
 pub mod access;
 pub mod accounts;
@@ -28,6 +30,7 @@ pub mod admin;
 pub mod audit;
 pub mod auth;
 pub mod caps;
+pub mod children;
 pub mod datasets;
 pub mod db;
 pub mod endpoints;
@@ -55,6 +58,15 @@ pub use state::{AppState, SecurityConfig};
 /// The current time as the RFC 3339 string stored in the database and returned by the API.
 pub(crate) fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// Logs a failure whose words must not reach a client — another service's answer (the Docker engine,
+/// a registry mirror), a process's panic, host paths — under a new incident id, and returns the id for
+/// the answer to name instead.
+pub(crate) fn incident(context: &str, cause: impl std::fmt::Display) -> String {
+    let incident = hex::encode(rand::random::<[u8; 4]>());
+    tracing::warn!(context, incident, %cause, "failure kept from the client");
+    incident
 }
 
 #[cfg(test)]

@@ -167,8 +167,9 @@ where
             .join(format!("model-{}", hex::encode(rand::random::<[u8; 8]>()))),
     );
     let (archive_path, target) = (archive.path.clone(), unpacked.0.clone());
+    let max_bytes = storage.max_upload_bytes;
     let (unpacked_dir, layout) =
-        tokio::task::spawn_blocking(move || unpack(&archive_path, &target))
+        tokio::task::spawn_blocking(move || unpack(&archive_path, &target, max_bytes))
             .await
             .map_err(|e| internal("unpacking a model", e))??;
     let converted = TempDir(unpacked.0.with_extension("hf"));
@@ -302,16 +303,28 @@ fn refused(message: impl Into<String>) -> AppError {
     AppError::invalid("file", ErrorCode::PretrainedInvalid, message)
 }
 
+/// The most files and folders a model archive may unpack to, folders its paths only imply included: a
+/// Hugging Face or PaddleNLP directory has tens (a model in 100 shards, a few hundred). Without it, a
+/// small archive of many names or deep paths becomes tens of thousands of inodes.
+const MAX_ENTRIES: usize = 1_000;
+
+/// The most names a path in a model archive may have (`model/onnx/x.onnx` has 3).
+const MAX_PATH_DEPTH: usize = 8;
+
 /// Unpacks `archive` into `target` and returns the model directory in it (`target` itself or its one
 /// top-level directory) and its layout. Only regular files and directories are taken, at relative paths
-/// that stay inside `target`; links, devices and `..` are refused.
-fn unpack(archive: &Path, target: &Path) -> Result<(PathBuf, Layout), AppError> {
+/// that stay inside `target`; links, devices and `..` are refused. Files and folders are counted as they
+/// are read ([`MAX_ENTRIES`], [`MAX_PATH_DEPTH`], `max_bytes` in all), so an archive over a cap is
+/// refused before it is unpacked further; the caller removes `target` either way.
+fn unpack(archive: &Path, target: &Path, max_bytes: u64) -> Result<(PathBuf, Layout), AppError> {
     let file = std::fs::File::open(archive).map_err(|e| internal("opening an upload", e))?;
     std::fs::create_dir_all(target).map_err(|e| internal("creating an unpack directory", e))?;
     let mut tar = tar::Archive::new(file);
     let entries = tar
         .entries()
         .map_err(|e| refused(format!("not a tar archive: {e}")))?;
+    let mut names = std::collections::HashSet::new();
+    let mut bytes = 0u64;
     for entry in entries {
         let mut entry = entry.map_err(|e| refused(format!("not a tar archive: {e}")))?;
         let path = entry
@@ -325,6 +338,30 @@ fn unpack(archive: &Path, target: &Path) -> Result<(PathBuf, Layout), AppError> 
             return Err(refused(format!(
                 "{}: entries must be relative paths inside the archive",
                 path.display()
+            )));
+        }
+        let path: PathBuf = path.components().collect();
+        if path.components().count() > MAX_PATH_DEPTH {
+            return Err(refused(format!(
+                "{}: a path in the archive has more than {MAX_PATH_DEPTH} names",
+                path.display()
+            )));
+        }
+        // The entry and every folder on its way, each counted once.
+        names.extend(
+            path.ancestors()
+                .filter(|a| !a.as_os_str().is_empty())
+                .map(Path::to_path_buf),
+        );
+        if names.len() > MAX_ENTRIES {
+            return Err(refused(format!(
+                "the archive holds more than {MAX_ENTRIES} files and folders, more than a model directory has"
+            )));
+        }
+        bytes = bytes.saturating_add(entry.size());
+        if bytes > max_bytes {
+            return Err(refused(format!(
+                "the archive unpacks to more than {max_bytes} bytes"
             )));
         }
         let kind = entry.header().entry_type();
@@ -441,9 +478,15 @@ async fn import_with_trainer(
         "--json".as_ref(),
     ];
     let stdout = storage
-        .run_trainer(args)
+        .run_trainer(args, dir_size(from))
         .await?
-        .map_err(|why| refused(format!("the PaddleNLP model cannot be imported: {why}")))?;
+        .map_err(|failure| {
+            failure.invalid(
+                "file",
+                ErrorCode::PretrainedInvalid,
+                "the PaddleNLP model cannot be imported",
+            )
+        })?;
     serde_json::from_slice(&stdout).map_err(|e| internal("reading an import report", e))
 }
 
@@ -456,10 +499,16 @@ async fn check_with_trainer(storage: &Storage, dir: &Path) -> Result<(), AppErro
             ["--text", "这个模型能用吗？", "--device", "cpu", "--json"].map(std::ffi::OsStr::new),
         );
     storage
-        .run_trainer(args)
+        .run_trainer(args, dir_size(dir))
         .await?
         .map(|_| ())
-        .map_err(|why| refused(format!("the trainer cannot use this model: {why}")))
+        .map_err(|failure| {
+            failure.invalid(
+                "file",
+                ErrorCode::PretrainedInvalid,
+                "the trainer cannot use this model",
+            )
+        })
 }
 
 /// What the model is, from its config.json (as far as it says).
@@ -484,7 +533,7 @@ fn summary(dir: &Path) -> serde_json::Value {
     serde_json::Value::Object(out)
 }
 
-fn dir_size(dir: &Path) -> u64 {
+pub(crate) fn dir_size(dir: &Path) -> u64 {
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -526,7 +575,7 @@ mod tests {
             ("bert/model.safetensors", b"x"),
         ];
         let (tmp, tar) = archive(&files);
-        let (dir, layout) = unpack(&tar, &tmp.path().join("out")).unwrap();
+        let (dir, layout) = unpack(&tar, &tmp.path().join("out"), 1 << 20).unwrap();
         assert!(dir.ends_with("out/bert"));
         assert_eq!(layout, Layout::HuggingFace);
         let top: Vec<(&str, &[u8])> = files
@@ -534,7 +583,7 @@ mod tests {
             .map(|(n, d)| (n.trim_start_matches("bert/"), *d))
             .collect();
         let (tmp, tar) = archive(&top);
-        assert!(unpack(&tar, &tmp.path().join("out"))
+        assert!(unpack(&tar, &tmp.path().join("out"), 1 << 20)
             .unwrap()
             .0
             .ends_with("out"));
@@ -547,7 +596,7 @@ mod tests {
             ("ernie/vocab.txt", b"[PAD]"),
             ("ernie/model_state.pdparams", b"x"),
         ]);
-        let (dir, layout) = unpack(&tar, &tmp.path().join("out")).unwrap();
+        let (dir, layout) = unpack(&tar, &tmp.path().join("out"), 1 << 20).unwrap();
         assert!(dir.ends_with("out/ernie"));
         assert_eq!(layout, Layout::PaddleNlp);
         let (tmp, tar) = archive(&[
@@ -556,7 +605,7 @@ mod tests {
             ("model_state.pdparams", b"x"),
         ]);
         assert_eq!(
-            unpack(&tar, &tmp.path().join("out")).unwrap().1,
+            unpack(&tar, &tmp.path().join("out"), 1 << 20).unwrap().1,
             Layout::PaddleNlp
         );
         // Hugging Face weights win: the pickle of Paddle is then not read at all.
@@ -567,7 +616,7 @@ mod tests {
             ("model_state.pdparams", b"x"),
         ]);
         assert_eq!(
-            unpack(&tar, &tmp.path().join("out")).unwrap().1,
+            unpack(&tar, &tmp.path().join("out"), 1 << 20).unwrap().1,
             Layout::HuggingFace
         );
         // model_config.json describes only a PaddleNLP model.
@@ -576,7 +625,7 @@ mod tests {
             ("vocab.txt", b"[PAD]"),
             ("model.safetensors", b"x"),
         ]);
-        let err = unpack(&tar, &tmp.path().join("out")).unwrap_err();
+        let err = unpack(&tar, &tmp.path().join("out"), 1 << 20).unwrap_err();
         assert!(err.to_string().contains("lacks config.json"), "{err}");
     }
 
@@ -587,9 +636,38 @@ mod tests {
             &[("m/sub/x", &b"y"[..]), ("m/sub", b"file")][..],
         ] {
             let (tmp, tar) = archive(entries);
-            let err = unpack(&tar, &tmp.path().join("out")).unwrap_err();
+            let err = unpack(&tar, &tmp.path().join("out"), 1 << 20).unwrap_err();
             assert_eq!(err.code(), "pretrained_invalid", "{err}");
             assert!(err.to_string().contains("same name"), "{err}");
+        }
+    }
+
+    /// Many names, deep paths or more bytes than allowed: refused with the cap, counted as read (the
+    /// folders a deep path implies count too).
+    #[test]
+    fn archives_over_a_cap_are_refused_with_its_value() {
+        let many: Vec<(String, &[u8])> = (0..=MAX_ENTRIES)
+            .map(|i| (format!("m/{i}"), &b""[..]))
+            .collect();
+        let many: Vec<(&str, &[u8])> = many.iter().map(|(n, d)| (n.as_str(), *d)).collect();
+        let deep: Vec<(String, &[u8])> = (0..200)
+            .map(|i| (format!("m/{i}/a/b/c/d/e/f"), &b""[..]))
+            .collect();
+        let deep: Vec<(&str, &[u8])> = deep.iter().map(|(n, d)| (n.as_str(), *d)).collect();
+        type Entries<'a> = &'a [(&'a str, &'a [u8])];
+        let cases: [(Entries, &str); 4] = [
+            (&many, "more than 1000 files and folders"),
+            (&deep, "more than 1000 files and folders"),
+            (&[("a/b/c/d/e/f/g/h/i", b"")], "more than 8 names"),
+            (
+                &[("config.json", &[b'x'; 2 << 20])],
+                "more than 1048576 bytes",
+            ),
+        ];
+        for (entries, expected) in cases {
+            let (tmp, tar) = archive(entries);
+            let err = unpack(&tar, &tmp.path().join("out"), 1 << 20).unwrap_err();
+            assert!(err.to_string().contains(expected), "{err}");
         }
     }
 
@@ -610,7 +688,7 @@ mod tests {
     #[test]
     fn missing_files_and_escaping_paths_are_refused() {
         let (tmp, tar) = archive(&[("config.json", b"{}"), ("vocab.txt", b"[PAD]")]);
-        let err = unpack(&tar, &tmp.path().join("out")).unwrap_err();
+        let err = unpack(&tar, &tmp.path().join("out"), 1 << 20).unwrap_err();
         assert_eq!(err.code(), "pretrained_invalid");
         assert!(
             err.to_string()
@@ -618,7 +696,7 @@ mod tests {
             "{err}"
         );
         let (tmp, tar) = archive(&[("model/config.json", b"{}"), ("other/x", b"")]);
-        assert!(unpack(&tar, &tmp.path().join("out"))
+        assert!(unpack(&tar, &tmp.path().join("out"), 1 << 20)
             .unwrap_err()
             .to_string()
             .contains("config.json"));
@@ -634,9 +712,14 @@ mod tests {
         let mut builder = tar::Builder::new(std::fs::File::create(&path).unwrap());
         builder.append(&header, &b"{}"[..]).unwrap();
         builder.finish().unwrap();
-        let err = unpack(&path, &dir.path().join("out")).unwrap_err();
+        let err = unpack(&path, &dir.path().join("out"), 1 << 20).unwrap_err();
         assert!(err.to_string().contains("relative paths inside"), "{err}");
         assert!(!dir.path().join("evil.json").exists());
-        assert!(unpack(&dir.path().join("missing.tar"), &dir.path().join("o")).is_err());
+        assert!(unpack(
+            &dir.path().join("missing.tar"),
+            &dir.path().join("o"),
+            1 << 20
+        )
+        .is_err());
     }
 }

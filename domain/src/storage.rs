@@ -22,7 +22,12 @@ use contracts::ids::{JobId, WorkspaceId};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::children::{self, ChildLimits, Failure};
 use contracts::error::{AppError, ErrorCode};
+
+/// The most a trainer subcommand's report may weigh (an import report, a validation's JSON, a
+/// prediction per sample text).
+pub(crate) const MAX_TRAINER_STDOUT: usize = 16 << 20;
 
 /// The volume datasets and jobs use; environments may name others.
 pub const DEFAULT_VOLUME: &str = "workspace";
@@ -35,46 +40,49 @@ pub struct Storage {
     /// The `paddock` binary whose `validate` (and later `train`) subcommands the server runs: the
     /// trainer links libtorch, which the web app never loads.
     pub paddock_binary: PathBuf,
+    /// The limits of every process the server starts on a team's input (an admin's settings).
+    pub limits: ChildLimits,
 }
 
 impl Storage {
-    /// Runs `paddock ARGS` (a trainer subcommand: a check or a conversion) in its own process on the
-    /// CPU — libtorch stays out of the server, and a crash there is the subcommand's — and returns its
-    /// stdout, or `Err` with the trainer's own `error: ` line (or the start of what it printed) when it
-    /// failed. Starting it at all failing is the server's error.
-    pub async fn run_trainer<I, S>(&self, args: I) -> Result<Result<Vec<u8>, String>, AppError>
+    /// Runs `paddock ARGS` (a trainer subcommand: a check or a conversion of `input_bytes` of a team's
+    /// input) in its own process on the CPU, under the limits that input gets — libtorch stays out of
+    /// the server, and a crash or a runaway there is the subcommand's — and returns its stdout (up to
+    /// `MAX_TRAINER_STDOUT`), or why it failed. Starting it at all failing is the server's error.
+    pub async fn run_trainer<I, S>(
+        &self,
+        args: I,
+        input_bytes: u64,
+    ) -> Result<Result<Vec<u8>, Failure>, AppError>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<std::ffi::OsStr>,
     {
-        let output = tokio::process::Command::new(&self.paddock_binary)
-            .args(args)
-            .env("CUDA_VISIBLE_DEVICES", "")
-            .kill_on_drop(true)
-            .output()
-            .await
-            .map_err(|e| contracts::error::internal("running a paddock subcommand", e))?;
-        if output.status.success() {
-            return Ok(Ok(output.stdout));
-        }
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        Ok(Err(stderr
-            .lines()
-            .rev()
-            .find(|l| l.starts_with("error: "))
-            .map(|l| l.trim_start_matches("error: ").to_string())
-            .unwrap_or_else(|| {
-                stderr.trim().chars().take(500).collect()
-            })))
+        let mut command = tokio::process::Command::new(&self.paddock_binary);
+        command.args(args).env("CUDA_VISIBLE_DEVICES", "");
+        let limits = self.limits.for_input(input_bytes);
+        let finished = children::run(command, limits, MAX_TRAINER_STDOUT).await?;
+        Ok(match finished.failure {
+            None => Ok(finished.stdout),
+            // The trainer names the files it read by their paths here: the client sees them relative
+            // to the data directory, whose place on the host is none of its business.
+            Some(Failure::Refused(why)) => {
+                let root = format!("{}/", self.data_dir.display());
+                Err(Failure::Refused(why.replace(&root, "")))
+            }
+            Some(failure) => Err(failure),
+        })
     }
 
-    /// Storage under `data_dir` (made absolute: Docker needs absolute bind paths).
+    /// Storage under `data_dir` (made absolute: Docker needs absolute bind paths), with the default
+    /// limits of the processes it runs.
     pub fn new(data_dir: &Path, max_upload_bytes: u64, paddock_binary: PathBuf) -> Storage {
         let data_dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
         Storage {
             data_dir,
             max_upload_bytes,
             paddock_binary,
+            limits: ChildLimits::default(),
         }
     }
 

@@ -187,6 +187,18 @@ pub struct ServeConfig {
     /// the database and its rotated files under <data-dir>/logs/jobs/ are separate).
     #[arg(long, env = "PADDOCK_TRAIN_LOG_MAX_BYTES", default_value_t = domain::jobs::DEFAULT_TRAIN_LOG_MAX_BYTES)]
     pub train_log_max_bytes: u64,
+    /// Memory, in MiB, a check or conversion of a team's upload (`validate`, `import-paddle`,
+    /// `export-paddle`, a model's trial `predict`) may use besides four times the upload's size.
+    #[arg(long, env = "PADDOCK_CHILD_MEMORY_MIB", default_value_t = domain::children::DEFAULT_MEMORY_MIB)]
+    pub child_memory_mib: u64,
+    /// Seconds such a check may take besides one per MiB of the upload; its CPU time is this on every
+    /// core.
+    #[arg(long, env = "PADDOCK_CHILD_DEADLINE_SECS", default_value_t = domain::children::DEFAULT_DEADLINE_SECS)]
+    pub child_deadline_secs: u64,
+    /// Memory, in MiB, of each local run (`train`, `eval`, `serve-model`); 0: three quarters of this
+    /// host's memory.
+    #[arg(long, env = "PADDOCK_RUN_MEMORY_MIB", default_value_t = 0)]
+    pub run_memory_mib: u64,
     #[command(flatten)]
     pub environments: EnvironmentsConfig,
     #[command(flatten)]

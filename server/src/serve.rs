@@ -44,11 +44,13 @@ pub async fn run(
         .build();
     let security = config.security(addr);
     let paddock = std::env::current_exe().context("cannot locate the paddock binary")?;
-    let storage = std::sync::Arc::new(Storage::new(
-        &config.db.data_dir,
-        config.max_upload_bytes,
-        paddock,
-    ));
+    let mut storage = Storage::new(&config.db.data_dir, config.max_upload_bytes, paddock);
+    storage.limits = domain::children::ChildLimits {
+        memory_mib: config.child_memory_mib,
+        deadline_secs: config.child_deadline_secs,
+        run_memory_mib: config.run_memory_mib,
+    };
+    let storage = std::sync::Arc::new(storage);
     domain::layout::migrate(&db, &storage)
         .await
         .map_err(|e| anyhow::anyhow!("moving the data directory to the store layout: {e}"))?;

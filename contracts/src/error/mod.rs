@@ -271,6 +271,15 @@ pub enum Rule {
     Data { issue: Box<crate::data::Issue> },
     /// `more` problems beyond those listed.
     AndMore { more: usize },
+    /// The server's check of the input needed more memory than its limit (`paddock serve
+    /// --child-memory-mib`, growing with the input's size).
+    MemoryLimit { mib: u64 },
+    /// The check used more CPU time than its limit.
+    CpuLimit { secs: u64 },
+    /// The check took longer than its deadline.
+    TimeLimit { secs: u64 },
+    /// The check ended without saying why; what it printed is in the server log under `incident`.
+    Crashed { incident: String },
 }
 
 /// What every error response of the REST API looks like (the browser reads it back as an [`AppError`]
@@ -324,7 +333,13 @@ impl server_fn::error::FromServerFnError for AppError {
     fn from_server_fn_error(value: server_fn::error::ServerFnErrorErr) -> Self {
         use server_fn::error::ServerFnErrorErr as E;
         match value {
-            E::Args(why) | E::MissingArg(why) | E::UnsupportedRequestMethod(why) if SERVER_SIDE => {
+            // The JSON codec reports arguments that do not decode as a deserialization error.
+            E::Args(why)
+            | E::MissingArg(why)
+            | E::Deserialization(why)
+            | E::UnsupportedRequestMethod(why)
+                if SERVER_SIDE =>
+            {
                 AppError::Malformed {
                     message: format!("the server function's arguments do not decode: {why}"),
                 }

@@ -501,17 +501,60 @@ fn cluster_name(name: &str) -> bool {
             .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
-/// A `slurm.conf` path: absolute, and a file this server can read.
+/// The most a `slurm.conf` may weigh (real ones are a few kilobytes; nodes listed one per line, tens).
+const SLURM_CONF_MAX_BYTES: u64 = 4 << 20;
+
+/// A `slurm.conf` path: absolute, a regular file every user may read (Slurm requires that of its
+/// configuration, which its daemons and every user's tools read; a file only the server's user may read,
+/// such as `/etc/shadow`, is none), and text that sets `ClusterName` or the controller, as every
+/// `slurm.conf` does. Refusals say which of these failed and never quote the file.
 fn slurm_conf_file(conf: &str) -> Result<(), String> {
+    use std::io::Read;
+    use std::os::unix::fs::PermissionsExt;
     let path = Path::new(conf);
     if !path.is_absolute() {
         return Err(format!("{conf:?} is not an absolute path"));
     }
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_file() => Ok(()),
-        Ok(_) => Err(format!("{conf} is not a file")),
-        Err(e) => Err(format!("{conf} cannot be read here: {e}")),
+    // Non-blocking: a FIFO at the path is refused below instead of waiting for a writer.
+    let file = std::os::unix::fs::OpenOptionsExt::custom_flags(
+        std::fs::OpenOptions::new().read(true),
+        libc::O_NONBLOCK,
+    )
+    .open(path)
+    .map_err(|e| format!("{conf} cannot be read here: {}", e.kind()))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("{conf} cannot be read here: {}", e.kind()))?;
+    if !meta.is_file() {
+        return Err(format!("{conf} is not a file"));
     }
+    if meta.permissions().mode() & 0o004 == 0 {
+        return Err(format!(
+            "{conf} is not readable by every user, as Slurm needs its slurm.conf to be (chmod 644)"
+        ));
+    }
+    let mut text = String::new();
+    let read = file
+        .take(SLURM_CONF_MAX_BYTES + 1)
+        .read_to_string(&mut text);
+    let sets = |key: &str| {
+        text.lines().any(|line| {
+            line.trim_start()
+                .split_once('=')
+                .is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case(key))
+        })
+    };
+    let looks_like_slurm = read.is_ok()
+        && (text.len() as u64) <= SLURM_CONF_MAX_BYTES
+        && ["ClusterName", "SlurmctldHost", "ControlMachine"]
+            .iter()
+            .any(|k| sets(k));
+    if !looks_like_slurm {
+        return Err(format!(
+            "{conf} is not a slurm.conf: no ClusterName= or SlurmctldHost= line in at most 4 MiB of text"
+        ));
+    }
+    Ok(())
 }
 
 /// `user@host`, both parts plain words: nothing `ssh` would read as an option or a second argument.
@@ -662,6 +705,32 @@ mod tests {
         assert!(slurm_conf_file("slurm.conf").is_err());
         assert!(slurm_conf_file("/").unwrap_err().contains("not a file"));
         assert!(slurm_conf_file("/nonexistent/slurm.conf").is_err());
-        assert!(slurm_conf_file("/etc/hostname").is_ok());
+        let dir = tempfile::tempdir().unwrap();
+        let conf = |name: &str, text: &str, mode: u32| {
+            use std::os::unix::fs::PermissionsExt;
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            path.to_str().unwrap().to_string()
+        };
+        let good = conf(
+            "slurm.conf",
+            "# comment\nClusterName=c1\nSlurmctldHost=ctl\n",
+            0o644,
+        );
+        assert!(slurm_conf_file(&good).is_ok());
+        let secret = "root:$6$SECRET-HASH:19000:0:99999:7:::\n";
+        let shadow = conf("shadow", secret, 0o640);
+        let err = slurm_conf_file(&shadow).unwrap_err();
+        assert!(
+            err.contains("not readable by every user") && !err.contains("SECRET"),
+            "{err}"
+        );
+        let readable = conf("passwd", secret, 0o644);
+        let err = slurm_conf_file(&readable).unwrap_err();
+        assert!(
+            err.contains("not a slurm.conf") && !err.contains("SECRET"),
+            "{err}"
+        );
     }
 }

@@ -66,14 +66,54 @@ pub(crate) async fn registry_mirror(
         .transpose()
 }
 
-/// An admin's mirror text: empty removes it, otherwise it must be a registry address.
-fn mirror_setting(text: &str) -> Result<Option<String>, AppError> {
+/// An admin's mirror text: empty removes it, otherwise it must be a registry address where a registry
+/// answers ([`answers_as_a_registry`]).
+async fn mirror_setting(text: &str) -> Result<Option<String>, AppError> {
     if text.trim().is_empty() {
         return Ok(None);
     }
-    Mirror::parse(text)
-        .map(|m| Some(m.to_string()))
-        .map_err(|why| AppError::invalid("registry_mirror", ErrorCode::RegistryMirrorInvalid, why))
+    let invalid = |why| AppError::invalid("registry_mirror", ErrorCode::RegistryMirrorInvalid, why);
+    let mirror = Mirror::parse(text).map_err(invalid)?;
+    if !answers_as_a_registry(&mirror).await {
+        return Err(invalid(format!(
+            "no registry answers at {}: GET /v2/ must answer as the Docker registry API does \
+             (200 or 401 with Docker-Distribution-Api-Version: registry/2.0)",
+            mirror.host()
+        )));
+    }
+    Ok(Some(mirror.to_string()))
+}
+
+/// How long a mirror has to answer `/v2/` when an admin sets it.
+const MIRROR_PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Whether `GET /v2/` at the mirror (HTTPS, else HTTP as Docker does for local registries) answers as
+/// a registry: 200 or 401 with the `Docker-Distribution-Api-Version: registry/2.0` header. Builds then
+/// send the mirror only registry requests; a mirror set to a service that is not a registry (an
+/// internal admin page, a metadata endpoint) is refused here. What it answered is never quoted.
+async fn answers_as_a_registry(mirror: &Mirror) -> bool {
+    let Ok(client) = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .timeout(MIRROR_PROBE_TIMEOUT)
+        .build()
+    else {
+        return false;
+    };
+    for scheme in ["https", "http"] {
+        let url = format!("{scheme}://{}/v2/", mirror.host());
+        let Ok(answer) = client.get(&url).send().await else {
+            continue;
+        };
+        let api = answer
+            .headers()
+            .get("docker-distribution-api-version")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        if matches!(answer.status().as_u16(), 200 | 401) && api.starts_with("registry/2.") {
+            return true;
+        }
+    }
+    false
 }
 
 /// Sets the settings the change names, each audited; a cap outside 1–[`MAX_CAP`] is refused at its
@@ -114,11 +154,10 @@ pub async fn update_settings(
             caps.into_iter()
                 .map(|(column, v)| (column, "settings.cap", v.map(i64::from))),
         );
-    let mirror = change
-        .registry_mirror
-        .as_deref()
-        .map(mirror_setting)
-        .transpose()?;
+    let mirror = match change.registry_mirror.as_deref() {
+        Some(text) => Some(mirror_setting(text).await?),
+        None => None,
+    };
     let mut tx = write_tx(db).await?;
     if let Some(mirror) = mirror {
         sqlx::query("UPDATE instance_settings SET registry_mirror = ? WHERE id = 1")

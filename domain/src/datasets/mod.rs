@@ -20,7 +20,8 @@ use tokio::io::AsyncWriteExt;
 use super::access::{self, authorize};
 use super::audit::{self, Entry};
 use super::auth::Actor;
-use super::storage::{in_volume, remove_from_store, Storage};
+use super::storage::{in_volume, remove_from_store, Storage, MAX_TRAINER_STDOUT};
+use crate::children::Failure;
 use contracts::data::{TextEncoding, UploadEncoding, ValidationReport};
 use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
 use contracts::types::{DatasetDetail, DatasetPreview, DatasetSummary, Role};
@@ -411,46 +412,34 @@ async fn validate(
     format: &str,
     upload: &Upload,
 ) -> Result<ValidationReport, AppError> {
-    let output = tokio::process::Command::new(&storage.paddock_binary)
-        .arg("validate")
-        .arg("--data")
-        .arg(path)
-        .args([
-            "--format",
-            format,
-            "--text-column",
-            &upload.text_column,
-            "--label-column",
-            &upload.label_column,
-        ])
-        .kill_on_drop(true)
-        .output()
-        .await
-        .map_err(|e| {
-            internal(
-                "running paddock validate",
-                format!("{}: {e}", storage.paddock_binary.display()),
-            )
-        })?;
-    let report: ValidationReport = match serde_json::from_slice(&output.stdout) {
-        Ok(report) => report,
-        Err(_) => {
-            // The validator refused before it could report (unreadable file, bad options): its message.
-            let message = String::from_utf8_lossy(&output.stderr)
-                .trim()
-                .trim_start_matches("error: ")
-                .to_string();
-            return Err(AppError::invalid(
-                "file",
-                ErrorCode::DatasetInvalid,
-                if message.is_empty() {
-                    "the file could not be read".into()
-                } else {
-                    message
-                },
-            ));
-        }
-    };
+    let mut command = tokio::process::Command::new(&storage.paddock_binary);
+    command.arg("validate").arg("--data").arg(path).args([
+        "--format",
+        format,
+        "--text-column",
+        &upload.text_column,
+        "--label-column",
+        &upload.label_column,
+    ]);
+    let input_bytes = tokio::fs::metadata(path).await.map_or(0, |m| m.len());
+    let limits = storage.limits.for_input(input_bytes);
+    let finished = crate::children::run(command, limits, MAX_TRAINER_STDOUT).await?;
+    let report: ValidationReport =
+        match (serde_json::from_slice(&finished.stdout), finished.failure) {
+            (Ok(report), _) => report,
+            // The validator refused before it could report (unreadable file, bad options), or was stopped.
+            (Err(_), Some(Failure::Refused(why))) => {
+                return Err(AppError::invalid("file", ErrorCode::DatasetInvalid, why))
+            }
+            (Err(_), Some(failure)) => {
+                let lead = "the file cannot be used";
+                return Err(failure.invalid("file", ErrorCode::DatasetInvalid, lead));
+            }
+            (Err(_), None) => {
+                let why = "the file could not be read";
+                return Err(AppError::invalid("file", ErrorCode::DatasetInvalid, why));
+            }
+        };
     if report.ok {
         return Ok(report);
     }

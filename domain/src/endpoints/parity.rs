@@ -143,22 +143,21 @@ async fn compare(
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let file = dir.path().join("samples.txt");
     std::fs::write(&file, texts.join("\n") + "\n").map_err(|e| e.to_string())?;
-    let output = tokio::process::Command::new(&storage.paddock_binary)
-        .args(["predict", "--json", "--model"])
-        .arg(model)
-        .arg("--file")
-        .arg(&file)
-        .kill_on_drop(true)
-        .output()
+    let args = [
+        "predict".as_ref(),
+        "--json".as_ref(),
+        "--model".as_ref(),
+        model.as_os_str(),
+    ]
+    .into_iter()
+    .chain(["--file".as_ref(), file.as_os_str()]);
+    let model_bytes = crate::pretrained::dir_size(model);
+    let stdout = storage
+        .run_trainer(args, model_bytes)
         .await
-        .map_err(|e| format!("running paddock predict: {e}"))?;
-    if !output.status.success() {
-        return Err(format!(
-            "paddock predict failed: {}",
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    let reference: Vec<Prediction> = String::from_utf8_lossy(&output.stdout)
+        .map_err(|e| format!("running paddock predict: {e}"))?
+        .map_err(|failure| format!("paddock predict failed: {failure}"))?;
+    let reference: Vec<Prediction> = String::from_utf8_lossy(&stdout)
         .lines()
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()

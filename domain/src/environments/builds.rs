@@ -221,11 +221,22 @@ async fn build(
         .map_err(|e| describe(&e))
 }
 
+/// A failed build in words for the workspace: its own steps' output as it is; the engine's and a
+/// registry's words (a mirror's error page, host paths) in the server log under an incident.
 fn describe(err: &containers::Error) -> String {
+    use containers::Error as E;
     match err {
-        containers::Error::BuildFailed { message, log_tail } if !log_tail.is_empty() => {
+        E::BuildFailed { message, log_tail } if !log_tail.is_empty() => {
             format!("{message}\n{}", log_tail.join("\n"))
         }
+        E::Docker { context, .. } | E::Host { context, .. } => format!(
+            "Docker could not complete this ({context}); the server's log has the details under incident {}",
+            crate::incident("building an environment's image", err)
+        ),
+        E::PullFailed { image, message } => format!(
+            "pulling {image} failed (incident {} in the server log)",
+            crate::incident("pulling a base image", message)
+        ),
         other => other.to_string(),
     }
 }

@@ -159,7 +159,12 @@ async fn image_env(
     .await
     {
         Ok(Ok(_)) => Ok(Vec::new()),
-        Ok(Err(e)) => Err(unavailable(e.to_string())),
+        // The registry's own answer (a mirror's error page, "connection refused") stays in the log:
+        // it would quote whatever the mirror's address serves and tell open ports from closed ones.
+        Ok(Err(e)) => Err(unavailable(format!(
+            "incident {} in the server log",
+            crate::incident("asking a registry for a base image", e)
+        ))),
         Err(_) => Err(unavailable(format!(
             "the registry did not answer within {REGISTRY_TIMEOUT:?}"
         ))),

@@ -2,7 +2,8 @@
 //! (a Ctrl-C aimed at the server does not reach them; a kill reaches the whole run). Runs keep their
 //! folders under the server's `runs/`, which no container can reach, and see the workspace's store at
 //! its host path. A run is reaped by a task of its own, so a finished one never lingers as a zombie that
-//! looks alive; after a restart, init reaps it.
+//! looks alive; after a restart, init reaps it. Each run starts under the admin's memory limit for runs
+//! ([`crate::children`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +53,8 @@ impl Executor for Local {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .process_group(0);
+        let memory = self.storage.limits.run_memory_bytes();
+        crate::children::limit(&mut command, Some(memory), None);
         work_in(&mut command, work.folder);
         let mut child = command.spawn().map_err(|e| format!("running sh: {e}"))?;
         let group = child.id().ok_or("the wrapper exited at once")?;
@@ -89,6 +92,8 @@ impl Executor for Local {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::from(log))
             .process_group(0);
+        let memory = self.storage.limits.run_memory_bytes();
+        crate::children::limit(&mut command, Some(memory), None);
         let mut child = command
             .spawn()
             .map_err(|e| format!("starting serve-model: {e}"))?;

@@ -35,6 +35,7 @@ use super::audit::{self, Entry};
 use super::auth::Actor;
 use super::executor::{Executor, Executors, Handle, Stop};
 use super::storage::{in_volume, Storage};
+use crate::children::Failure;
 use crate::transitions::Machine;
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
@@ -1021,6 +1022,7 @@ pub async fn checkpoint_as_paddle(
     );
     let (source, out) = (work.0.join("checkpoint"), work.0.join("paddlenlp"));
     let to = source.clone();
+    let input_bytes = files.iter().map(|f| f.bytes).sum();
     tokio::task::spawn_blocking(move || -> std::io::Result<()> {
         for mut entry in files {
             let path = to.join(&entry.path);
@@ -1042,9 +1044,18 @@ pub async fn checkpoint_as_paddle(
         out.as_os_str(),
     ];
     storage
-        .run_trainer(args)
+        .run_trainer(args, input_bytes)
         .await?
-        .map_err(|why| AppError::conflict("checkpoint", ErrorCode::PaddleExportRefused, why))?;
+        .map_err(|failure| match failure {
+            Failure::Refused(why) => {
+                AppError::conflict("checkpoint", ErrorCode::PaddleExportRefused, why)
+            }
+            other => other.invalid(
+                "checkpoint",
+                ErrorCode::PaddleExportRefused,
+                "the checkpoint cannot be exported",
+            ),
+        })?;
     let exported = tokio::task::spawn_blocking(move || beneath::Dir::open(&out)?.files(64))
         .await
         .map_err(|e| internal("reading an export", e))?

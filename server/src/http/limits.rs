@@ -161,8 +161,10 @@ impl HttpBody for Watched {
     }
 }
 
-/// `axum::Json`, but every rejection is an [`AppError`]. Use with `#[serde(deny_unknown_fields)]`
-/// request types.
+/// `axum::Json`, but every rejection is an [`AppError`], and the body must be a JSON object: every
+/// request type is a struct, and serde would otherwise also read a struct from an array of its fields
+/// in order (`["team"]` as `{"name": "team"}`), a second shape no client is told about. Use with
+/// `#[serde(deny_unknown_fields)]` request types.
 pub struct ApiJson<T>(pub T);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
@@ -188,6 +190,11 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
         let bytes = Bytes::from_request(req, state)
             .await
             .map_err(|r| bytes_rejection(r, limit))?;
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(AppError::Malformed {
+                message: "the request body must be a JSON object ({…})".into(),
+            });
+        }
         parse(&bytes).map(ApiJson)
     }
 }

@@ -104,13 +104,15 @@ async fn malformed_and_oversized_bodies_write_nothing() {
         &'static str,
     );
     #[rustfmt::skip]
-    let refusals: [Refusal; 6] = [
+    let refusals: [Refusal; 8] = [
         (b"{\"name\":\"\xff\xfe\"}",            JSON,         bad,     "code",  "invalid_body", "UTF-8"),
         (b"{\"name\": ",                        JSON,         bad,     "code",  "invalid_body", ""),
         (br#"{"name":"ok"}"#,                   "text/plain", bad,     "code",  "invalid_body", ""),
         (br#"{"name":"ok","owner":"mallory"}"#, JSON,         invalid, "field", "owner",        ""),
         (br#"{"name":42}"#,                     JSON,         invalid, "field", "name",         ""),
         (br#"{"name":"   "}"#,                  JSON,         invalid, "code",  "workspace_name_invalid", ""),
+        (br#"["x"]"#,                           JSON,         bad,     "code",  "invalid_body", "JSON object"),
+        (b" \n[\"ok\"]",                         JSON,         bad,     "code",  "invalid_body", "JSON object"),
     ];
     for (sent, content_type, want, key, value, words) in refusals {
         let (status, body) = post(sent, content_type).await;
@@ -167,6 +169,39 @@ async fn server_function_calls_that_do_not_decode_are_answered_with_4xx() {
         let answer: serde_json::Value = res.json().await.unwrap_or_default();
         assert_eq!(status, StatusCode::BAD_REQUEST, "{path} {body}: {answer}");
         assert_eq!(answer["kind"], "malformed", "{path} {body}: {answer}");
+    }
+    // Every JSON-codec function, signed in or not: a body that is not JSON, or not the arguments.
+    let json_functions = [
+        "create_environment",
+        "update_environment",
+        "environment_action",
+        "submit_job",
+        "job_action",
+        "deploy_endpoint",
+        "endpoint_action",
+        "create_endpoint_key",
+        "change_endpoint",
+        "try_predict",
+    ];
+    for function in json_functions {
+        for body in ["{", "[\"x\"]", "{\"nothing\": 1}"] {
+            let res = client
+                .post(server.url(&format!("/rpc/{function}")))
+                .header("origin", &origin)
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .await
+                .expect("an answer");
+            let status = res.status();
+            let answer: serde_json::Value = res.json().await.unwrap_or_default();
+            assert_eq!(
+                status,
+                StatusCode::BAD_REQUEST,
+                "{function} {body}: {answer}"
+            );
+            assert_eq!(answer["kind"], "malformed", "{function} {body}: {answer}");
+        }
     }
     let res = client
         .get(server.url("/rpc/sign_in?zzz=1"))

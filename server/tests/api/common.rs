@@ -186,7 +186,12 @@ impl Server {
     }
 
     pub fn db_path(&self) -> PathBuf {
-        self.dir.path().join("data").join("paddock.db")
+        self.data_dir().join("paddock.db")
+    }
+
+    /// The server's data directory (`--data-dir`).
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
     }
 
     /// Changes the database under the running server, for a test that must not wait for a clock (a

@@ -6,7 +6,9 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{owner_with_sample, Cli, User, NO_DOCKER};
+use std::time::Duration;
+
+use crate::common::{owner_with_sample, workspace, Cli, Server, User, NO_DOCKER};
 use crate::jobs::{finished, kept_checkpoint};
 
 /// Uploads the archive `body` (named `file`) as pretrained model `name` of `ws`.
@@ -491,4 +493,148 @@ async fn a_paddlenlp_directory_is_converted_on_upload_with_its_report() {
             assert!(d <= 1e-4, "PaddleNLP {b} vs Paddock {}", a["logits"]);
         }
     }
+}
+
+/// The tiny ERNIE the trainer's parity tests ship (Hugging Face layout), for uploads that need a real
+/// config and vocabulary.
+fn tiny_ernie() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../trainer/tests/fixtures/parity/ernie")
+}
+
+/// A tar of these (name, bytes) entries.
+fn tar_from(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(Vec::new());
+    for (name, data) in entries {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append_data(&mut header, name, &data[..]).unwrap();
+    }
+    builder.into_inner().unwrap()
+}
+
+/// The server's peak resident memory, in KiB (`VmHWM`).
+fn peak_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// Issue 31's uploads, from any editor: a 10 KB PaddleNLP model whose weights describe 2^59 strings
+/// through the pickle's memo, one of a million nested lists, and a Hugging Face archive of more names
+/// than a model has. Each is refused with its reason, fast, the server's memory stays where it was,
+/// `/healthz` answers throughout, and nothing is kept.
+#[tokio::test]
+async fn uploads_built_to_exhaust_the_host_are_refused_with_the_reason() {
+    let server = Server::start();
+    let owner = server.signup("owner").await;
+    let ws = workspace(&owner).await;
+    let before = peak_kib(server.pid());
+    let healthy = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let (client, url) = (server.client(), server.url("/healthz"));
+        let (healthy, stop) = (healthy.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let answer = client
+                    .get(&url)
+                    .timeout(Duration::from_secs(5))
+                    .send()
+                    .await;
+                if !answer.is_ok_and(|a| a.status().is_success()) {
+                    healthy.store(false, std::sync::atomic::Ordering::Relaxed);
+                }
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        })
+    };
+
+    let paddle = |weights: Vec<u8>| {
+        let dir = tiny_ernie();
+        tar_from(&[
+            (
+                "m/config.json".into(),
+                std::fs::read(dir.join("config.json")).unwrap(),
+            ),
+            (
+                "m/vocab.txt".into(),
+                std::fs::read(dir.join("vocab.txt")).unwrap(),
+            ),
+            ("m/model_state.pdparams".into(), weights),
+        ])
+    };
+    // {"w": t59} where t(n+1) = (t(n), t(n)) and t0 is 1,000 characters.
+    let mut doubling = vec![0x80, 4, b'}', 0x8c, 1, b'w', b'X'];
+    doubling.extend_from_slice(&1000u32.to_le_bytes());
+    doubling.extend(std::iter::repeat_n(b'a', 1000));
+    doubling.push(0x94);
+    for round in 0..59u8 {
+        doubling.extend_from_slice(&[b'h', round, 0x86, 0x94]);
+    }
+    doubling.extend_from_slice(b"s.");
+    let n = 1_000_000;
+    let nested = [&[0x80, 4][..], &vec![b']'; n], &vec![b'a'; n - 1], b"."].concat();
+    let many: Vec<(String, Vec<u8>)> = (0..30_000)
+        .map(|i| (format!("m/{i}"), Vec::new()))
+        .collect();
+    let uploads = [
+        ("doubling", paddle(doubling), "`w` is a tuple, not an array"),
+        ("nested", paddle(nested), "nested more than 64 deep"),
+        ("many", tar_from(&many), "more than 1000 files and folders"),
+    ];
+    for (name, body, reason) in uploads {
+        let started = std::time::Instant::now();
+        let (status, err) = upload(&owner, ws, name, "m.tar", body).await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{name}: {err}");
+        let message = err["message"].as_str().unwrap();
+        assert!(message.contains(reason), "{name}: {message}");
+        let data_dir = server.data_dir();
+        let hidden = !message.contains("panicked") && !message.contains(data_dir.to_str().unwrap());
+        assert!(hidden, "{name}: {message}");
+        eprintln!("{name}: refused in {:?}", started.elapsed());
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    watcher.await.unwrap();
+    assert!(
+        healthy.load(std::sync::atomic::Ordering::Relaxed),
+        "/healthz stopped answering"
+    );
+    let grew = peak_kib(server.pid()).saturating_sub(before);
+    assert!(grew < 256 << 10, "the server's peak grew by {grew} KiB");
+    let (_, models) = owner
+        .get(&format!("/api/v1/workspaces/{ws}/pretrained-models"))
+        .await;
+    assert_eq!(models.as_array().map(Vec::len), Some(0), "{models}");
+    let leftovers = std::fs::read_dir(server.data_dir().join("tmp")).map_or(0, |d| d.count());
+    assert_eq!(leftovers, 0, "nothing is left in tmp/");
+}
+
+/// Every check of an upload runs under a memory limit that grows with the upload: a genuine model
+/// under a limit too small for libtorch is refused with the limit's value as a rule (worded in the
+/// reader's language), never an empty reason or the process's last words.
+#[tokio::test]
+async fn a_check_over_its_memory_limit_says_so_with_the_limit() {
+    let server = Server::start_with(&["--child-memory-mib", "32"]);
+    let owner = server.signup("owner").await;
+    let ws = workspace(&owner).await;
+    let body = tar_of(&tiny_ernie(), "ernie", &[], None);
+    let (status, err) = upload(&owner, ws, "tiny", "ernie.tar", body).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert_eq!(err["code"], "pretrained_invalid", "{err}");
+    assert_eq!(
+        err["problems"][0]["rule"],
+        json!({ "kind": "memory_limit", "mib": 32 }),
+        "{err}"
+    );
+    let message = err["message"].as_str().unwrap();
+    assert!(
+        message.ends_with("needed more than 32 MiB of memory"),
+        "{message}"
+    );
+    let (_, models) = owner
+        .get(&format!("/api/v1/workspaces/{ws}/pretrained-models"))
+        .await;
+    assert_eq!(models.as_array().map(Vec::len), Some(0), "{models}");
 }

@@ -6,9 +6,17 @@
 //! offset, before anything could run: a pickle is a program, and a file uploaded to a server must not
 //! get to choose which functions it calls. Nothing here executes Python or any callable at all; the
 //! allowed "calls" are recognised and turned into values.
+//!
+//! The file is also bounded as data: a pickle can name a value once and use it many times (the memo), so
+//! a few kilobytes can describe a structure of exponential size. Values here are shared, not copied
+//! (`Rc`), every container knows its nesting depth when it is made (so no container of any kind grows
+//! deeper than [`MAX_DEPTH`], and nothing recursive — dropping included — can exhaust the stack), and
+//! the bytes that are copied at all (protocol 2's latin-1 text turned into bytes, arrays' data) are
+//! counted against a budget of twice the file's size: a state dict writes each array once.
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::rc::Rc;
 
 /// Everything that can be wrong with such a file, with where.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -53,18 +61,20 @@ impl Array {
     }
 }
 
-/// What the machine holds on its stack.
-#[derive(Debug, Clone, PartialEq)]
+/// What the machine holds on its stack. Cloning one is cheap (a memo entry used again is the same value,
+/// as in Python), which is what keeps a file that reuses a value many times small in memory.
+#[derive(Debug, Clone)]
 enum Value {
     None,
     Bool(bool),
     Int(i64),
-    Float(f64),
-    Str(String),
-    Bytes(Vec<u8>),
-    Tuple(Vec<Value>),
-    List(Vec<Value>),
-    Dict(Vec<(Value, Value)>),
+    /// A float: read past, its value is never needed.
+    Float,
+    Str(Rc<str>),
+    Bytes(Rc<[u8]>),
+    Tuple(Container<Value>),
+    List(Container<Value>),
+    Dict(Container<(Value, Value)>),
     /// One of the allowed constructors, before it is applied.
     Global(Global),
     /// `numpy.dtype(...)`, its byte order still to be set by BUILD.
@@ -76,6 +86,34 @@ enum Value {
     /// `_reconstruct(ndarray, (0,), b'b')`: an array whose contents BUILD will give.
     EmptyArray,
     Array(Array),
+}
+
+/// A tuple's, list's or dict's items, shared, with how deeply containers nest inside it (1: only
+/// scalars), known when it is made so that no later walk has to find out.
+#[derive(Debug, Clone)]
+struct Container<T> {
+    depth: usize,
+    items: Rc<Vec<T>>,
+}
+
+impl<T> Container<T> {
+    fn empty() -> Self {
+        Container {
+            depth: 1,
+            items: Rc::new(Vec::new()),
+        }
+    }
+}
+
+impl Value {
+    /// How many containers deep it is (0: not a container).
+    fn depth(&self) -> usize {
+        match self {
+            Value::Tuple(c) | Value::List(c) => c.depth,
+            Value::Dict(c) => c.depth,
+            _ => 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -103,8 +141,13 @@ impl Global {
     }
 }
 
-/// More nested containers than any state dict has: a guard against a file built to exhaust memory.
+/// More nested containers (or open MARKs) than any state dict has: a guard against a file built to
+/// exhaust the stack of whatever walks the value.
 const MAX_DEPTH: usize = 64;
+
+/// How many bytes the machine may copy, per byte of the file: latin-1 text turned into bytes and arrays'
+/// data, each written once in an honest file.
+const COPIES_PER_FILE_BYTE: usize = 2;
 
 struct Machine<'a> {
     bytes: &'a [u8],
@@ -114,6 +157,8 @@ struct Machine<'a> {
     stack: Vec<Value>,
     marks: Vec<usize>,
     memo: BTreeMap<u32, Value>,
+    /// Bytes copied so far (see [`COPIES_PER_FILE_BYTE`]).
+    copied: usize,
 }
 
 /// Reads a pickled state dict: parameter name → array. Entries whose name ends in `@@` (Paddle's
@@ -122,12 +167,13 @@ struct Machine<'a> {
 pub fn load_state_dict(bytes: &[u8]) -> Result<BTreeMap<String, Array>, PickleError> {
     let top = Machine::new(bytes).run()?;
     let fail = |message: String| PickleError { offset: 0, message };
-    let Value::Dict(items) = top else {
+    let Value::Dict(dict) = top else {
         return Err(fail(format!(
             "the file holds {}, not a dict of parameter names to arrays",
             describe(&top)
         )));
     };
+    let items = Rc::try_unwrap(dict.items).unwrap_or_else(|shared| (*shared).clone());
     let mut out = BTreeMap::new();
     for (key, value) in items {
         let Value::Str(name) = key else {
@@ -136,7 +182,7 @@ pub fn load_state_dict(bytes: &[u8]) -> Result<BTreeMap<String, Array>, PickleEr
                 describe(&key)
             )));
         };
-        if name == "UnpackBigParamInfor@@" {
+        if &*name == "UnpackBigParamInfor@@" {
             return Err(fail(
                 "the file splits large arrays into pieces (paddle.save with protocol 2 or 3 of a \
                  parameter over 4 GiB); save it again with protocol=4"
@@ -148,7 +194,7 @@ pub fn load_state_dict(bytes: &[u8]) -> Result<BTreeMap<String, Array>, PickleEr
         }
         match value {
             Value::Array(array) => {
-                out.insert(name, array);
+                out.insert(name.to_string(), array);
             }
             other => {
                 return Err(fail(format!(
@@ -166,7 +212,7 @@ fn describe(v: &Value) -> &'static str {
         Value::None => "None",
         Value::Bool(_) => "a boolean",
         Value::Int(_) => "an integer",
-        Value::Float(_) => "a float",
+        Value::Float => "a float",
         Value::Str(_) => "a string",
         Value::Bytes(_) => "bytes",
         Value::Tuple(_) => "a tuple",
@@ -188,7 +234,45 @@ impl<'a> Machine<'a> {
             stack: Vec::new(),
             marks: Vec::new(),
             memo: BTreeMap::new(),
+            copied: 0,
         }
+    }
+
+    /// Counts `n` bytes about to be copied against the budget.
+    fn copying(&mut self, n: usize) -> Result<(), PickleError> {
+        let budget = self.bytes.len().saturating_mul(COPIES_PER_FILE_BYTE);
+        match self.copied.checked_add(n).filter(|&total| total <= budget) {
+            Some(total) => {
+                self.copied = total;
+                Ok(())
+            }
+            None => self.err(format!(
+                "the file uses its values more often than a state dict does: its arrays would take \
+                 more than {budget} bytes, twice the file's size"
+            )),
+        }
+    }
+
+    /// A container of `items`, refused when it would nest deeper than [`MAX_DEPTH`].
+    fn container<T>(&self, items: Vec<T>, depth: usize) -> Result<Container<T>, PickleError> {
+        if depth > MAX_DEPTH {
+            return self.too_deep();
+        }
+        Ok(Container {
+            depth,
+            items: Rc::new(items),
+        })
+    }
+
+    fn too_deep<T>(&self) -> Result<T, PickleError> {
+        self.err(format!(
+            "containers nested more than {MAX_DEPTH} deep, which a state dict never is"
+        ))
+    }
+
+    fn tuple(&self, items: Vec<Value>) -> Result<Value, PickleError> {
+        let depth = 1 + items.iter().map(Value::depth).max().unwrap_or(0);
+        Ok(Value::Tuple(self.container(items, depth)?))
     }
 
     fn err<T>(&self, message: impl Into<String>) -> Result<T, PickleError> {
@@ -248,10 +332,10 @@ impl<'a> Machine<'a> {
         Ok(s)
     }
 
-    fn text(&mut self, n: usize) -> Result<String, PickleError> {
+    fn text(&mut self, n: usize) -> Result<Rc<str>, PickleError> {
         let raw = self.take(n)?;
         match std::str::from_utf8(raw) {
-            Ok(s) => Ok(s.to_string()),
+            Ok(s) => Ok(Rc::from(s)),
             Err(_) => self.err("a string is not valid UTF-8"),
         }
     }
@@ -303,7 +387,9 @@ impl<'a> Machine<'a> {
         loop {
             self.at = self.pos;
             if self.marks.len() > MAX_DEPTH {
-                return self.err("containers nested too deep");
+                return self.err(format!(
+                    "more than {MAX_DEPTH} MARKs open at once, which a state dict never has"
+                ));
             }
             let op = self.u8()?;
             match op {
@@ -320,12 +406,13 @@ impl<'a> Machine<'a> {
                 }
                 b'.' => return self.pop(),
                 b'(' => self.marks.push(self.stack.len()),
-                b'}' => self.push(Value::Dict(Vec::new()))?,
-                b']' => self.push(Value::List(Vec::new()))?,
-                b')' => self.push(Value::Tuple(Vec::new()))?,
+                b'}' => self.push(Value::Dict(Container::empty()))?,
+                b']' => self.push(Value::List(Container::empty()))?,
+                b')' => self.push(Value::Tuple(Container::empty()))?,
                 b't' => {
                     let items = self.since_mark()?;
-                    self.push(Value::Tuple(items))?;
+                    let tuple = self.tuple(items)?;
+                    self.push(tuple)?;
                 }
                 0x85..=0x87 => {
                     let n = usize::from(op - 0x84);
@@ -333,7 +420,8 @@ impl<'a> Machine<'a> {
                         return self.err("a tuple of more values than the stack holds");
                     }
                     let items = self.stack.split_off(self.stack.len() - n);
-                    self.push(Value::Tuple(items))?;
+                    let tuple = self.tuple(items)?;
+                    self.push(tuple)?;
                 }
                 b'N' => self.push(Value::None)?,
                 0x88 => self.push(Value::Bool(true))?,
@@ -367,8 +455,8 @@ impl<'a> Machine<'a> {
                     self.push(Value::Int(v))?;
                 }
                 b'G' => {
-                    let v = f64::from_be_bytes(self.le()?);
-                    self.push(Value::Float(v))?;
+                    self.le::<8>()?;
+                    self.push(Value::Float)?;
                 }
                 0x8c => {
                     let n = self.len(1)?;
@@ -392,7 +480,7 @@ impl<'a> Machine<'a> {
                         _ => 8,
                     };
                     let n = self.len(width)?;
-                    let raw = self.take(n)?.to_vec();
+                    let raw = Rc::from(self.take(n)?);
                     self.push(Value::Bytes(raw))?;
                 }
                 // MEMOIZE, BINPUT, LONG_BINPUT: remember the top value.
@@ -471,39 +559,53 @@ impl<'a> Machine<'a> {
     }
 
     fn insert(&mut self, flat: Vec<Value>) -> Result<(), PickleError> {
-        let Value::Dict(items) = self.top()? else {
+        let deepest = flat.iter().map(Value::depth).max().unwrap_or(0);
+        let Value::Dict(dict) = self.top()? else {
             return self.err("SETITEM on something that is not a dict");
         };
-        let mut it = flat.into_iter();
-        while let (Some(k), Some(v)) = (it.next(), it.next()) {
-            items.push((k, v));
+        let depth = dict.depth.max(deepest + 1);
+        if depth <= MAX_DEPTH {
+            dict.depth = depth;
+            let items = Rc::make_mut(&mut dict.items);
+            let mut it = flat.into_iter();
+            while let (Some(k), Some(v)) = (it.next(), it.next()) {
+                items.push((k, v));
+            }
+            return Ok(());
         }
-        Ok(())
+        self.too_deep()
     }
 
     fn append(&mut self, values: Vec<Value>) -> Result<(), PickleError> {
-        let Value::List(items) = self.top()? else {
+        let deepest = values.iter().map(Value::depth).max().unwrap_or(0);
+        let Value::List(list) = self.top()? else {
             return self.err("APPEND on something that is not a list");
         };
-        items.extend(values);
-        Ok(())
+        let depth = list.depth.max(deepest + 1);
+        if depth <= MAX_DEPTH {
+            list.depth = depth;
+            Rc::make_mut(&mut list.items).extend(values);
+            return Ok(());
+        }
+        self.too_deep()
     }
 
     /// REDUCE: one of the allowed constructors applied to its arguments, as a value.
-    fn apply(&self, callable: Value, args: Value) -> Result<Value, PickleError> {
+    fn apply(&mut self, callable: Value, args: Value) -> Result<Value, PickleError> {
         let Value::Global(g) = callable else {
             return self.err(format!("the file calls {}", describe(&callable)));
         };
         let Value::Tuple(args) = args else {
             return self.err("a call whose arguments are not a tuple");
         };
-        match (g, args.as_slice()) {
-            (Global::OrderedDict, []) => Ok(Value::Dict(Vec::new())),
-            (Global::Encode, [Value::Str(s), Value::Str(enc)]) if enc == "latin1" => {
+        match (g, args.items.as_slice()) {
+            (Global::OrderedDict, []) => Ok(Value::Dict(Container::empty())),
+            (Global::Encode, [Value::Str(s), Value::Str(enc)]) if &**enc == "latin1" => {
                 // How protocol 2 writes bytes: each character is one byte.
+                self.copying(s.len())?;
                 s.chars()
                     .map(|c| u8::try_from(u32::from(c)).ok())
-                    .collect::<Option<Vec<u8>>>()
+                    .collect::<Option<Rc<[u8]>>>()
                     .map(Value::Bytes)
                     .map_or_else(|| self.err("latin-1 text with a character above 0xFF"), Ok)
             }
@@ -529,11 +631,11 @@ impl<'a> Machine<'a> {
     }
 
     /// BUILD: the state of a dtype (its byte order) or of an array (shape, dtype and bytes).
-    fn build(&self, target: Value, state: Value) -> Result<Value, PickleError> {
+    fn build(&mut self, target: Value, state: Value) -> Result<Value, PickleError> {
         let Value::Tuple(state) = state else {
             return self.err("an object whose state is not a tuple");
         };
-        match (target, state.as_slice()) {
+        match (target, state.items.as_slice()) {
             (Value::Dtype { kind, size, .. }, [Value::Int(_), Value::Str(order), ..]) => {
                 let order = order.chars().next().unwrap_or('=');
                 Ok(Value::Dtype { kind, size, order })
@@ -543,6 +645,7 @@ impl<'a> Machine<'a> {
                 [Value::Int(_), Value::Tuple(shape), Value::Dtype { kind, size, order }, Value::Bool(fortran), data],
             ) => {
                 let shape = shape
+                    .items
                     .iter()
                     .map(|d| match d {
                         Value::Int(n) => usize::try_from(*n).ok(),
@@ -570,7 +673,8 @@ impl<'a> Machine<'a> {
                 if *fortran && shape.iter().filter(|&&d| d > 1).count() > 1 {
                     return self.err("an array in Fortran order, which paddle.save never writes");
                 }
-                let mut data = data.clone();
+                self.copying(data.len())?;
+                let mut data = data.to_vec();
                 if *order == '>' && *size > 1 {
                     for element in data.chunks_exact_mut(*size) {
                         element.reverse();
@@ -787,5 +891,96 @@ mod tests {
         assert!(err.message.contains("not a dict"), "{err}");
         let err = load_state_dict(b"not a pickle at all").unwrap_err();
         assert!(err.message.contains("opcode"), "{err}");
+    }
+
+    /// 59 rounds of "the last value, twice, in a tuple" over a 1,000-character string: 10 KB describing
+    /// 2^59 strings. Shared values keep it a few kilobytes in memory; it is refused for what it is.
+    #[test]
+    fn a_memo_doubling_bomb_stays_small_and_is_refused() {
+        let mut bomb = vec![0x80, 4, b'X'];
+        bomb.extend_from_slice(&1000u32.to_le_bytes());
+        bomb.extend(std::iter::repeat_n(b'a', 1000));
+        bomb.push(0x94); // MEMOIZE as 0
+                         // The last value is on the stack: get it once more from the memo and pair the two.
+        for round in 0..59u8 {
+            bomb.extend_from_slice(&[b'h', round, 0x86, 0x94]);
+        }
+        // {"w": the last tuple}
+        let file = [&[0x80, 4, b'}', 0x8c, 1, b'w'][..], &bomb[2..], b"s."].concat();
+        let err = load_state_dict(&file).unwrap_err();
+        assert!(
+            err.message.contains("`w` is a tuple, not an array"),
+            "{err}"
+        );
+        let err = load_state_dict(&[bomb.as_slice(), b"."].concat()).unwrap_err();
+        assert!(err.message.contains("a tuple, not a dict"), "{err}");
+    }
+
+    /// A million nested lists (and dicts, and tuples) in a few megabytes: refused at depth 65, with no
+    /// recursion the file controls.
+    #[test]
+    fn containers_of_every_kind_nest_at_most_max_depth() {
+        let n = 1_000_000;
+        let lists = [&[0x80, 4][..], &vec![b']'; n], &vec![b'a'; n - 1], b"."].concat();
+        let tuples = [&[0x80, 4, b')'][..], &vec![0x85; n], b"."].concat();
+        // {0: {0: {…}}}: the stack holds every key and dict until the SETITEMs (the stack's own cap is
+        // 2^20 values).
+        let n = 400_000;
+        let mut dicts = vec![0x80, 4, b'}'];
+        for _ in 1..n {
+            dicts.extend_from_slice(&[b'K', 0, b'}']);
+        }
+        dicts.extend(std::iter::repeat_n(b's', n - 1));
+        dicts.push(b'.');
+        for (kind, file) in [("lists", lists), ("tuples", tuples), ("dicts", dicts)] {
+            let err = load_state_dict(&file).unwrap_err();
+            assert!(
+                err.message.contains("nested more than 64 deep"),
+                "{kind}: {err}"
+            );
+        }
+        let marks = [&[0x80, 4][..], &[b'('; 100], b"."].concat();
+        let err = load_state_dict(&marks).unwrap_err();
+        assert!(err.message.contains("MARKs open"), "{err}");
+    }
+
+    /// The same megabyte of bytes named once and used by many arrays, or one string encoded over and
+    /// over: copies beyond twice the file's size are refused before they are made.
+    #[test]
+    fn copies_are_bounded_by_the_files_size() {
+        let array = |shape: usize, data: &[u8]| -> Vec<u8> {
+            let mut out = b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\n".to_vec();
+            out.extend_from_slice(&[b'K', 0, 0x85, b'C', 1, b'b', 0x87, b'R', b'(', b'K', 1]);
+            out.push(b'J');
+            out.extend_from_slice(&i32::try_from(shape).unwrap().to_le_bytes());
+            out.extend_from_slice(&[0x85]);
+            out.extend_from_slice(b"cnumpy\ndtype\n");
+            out.extend_from_slice(&[0x8c, 2, b'u', b'1', 0x89, 0x88, 0x87, b'R']);
+            out.extend_from_slice(&[
+                b'(', b'K', 3, 0x8c, 1, b'|', b'N', b'N', b'N', b'K', 0, b't', b'b', 0x89,
+            ]);
+            out.extend_from_slice(data);
+            out.extend_from_slice(b"tb");
+            out
+        };
+        let size = 1 << 20;
+        let mut bytes = vec![b'B'];
+        bytes.extend_from_slice(&u32::try_from(size).unwrap().to_le_bytes());
+        bytes.extend(std::iter::repeat_n(7u8, size));
+        bytes.push(0x94); // MEMOIZE as 0
+        let mut file = vec![0x80, 4, b'}', b'('];
+        file.extend_from_slice(&[0x8c, 1, b'a']);
+        file.extend_from_slice(&array(size, &bytes));
+        for i in 0..5u8 {
+            file.extend_from_slice(&[0x8c, 1, b'b' + i]);
+            file.extend_from_slice(&array(size, &[b'h', 0]));
+        }
+        file.extend_from_slice(b"u.");
+        let err = load_state_dict(&file).unwrap_err();
+        assert!(err.message.contains("twice the file's size"), "{err}");
+        // Used twice, it is still within twice the file.
+        let cut = file.len() - 2 - 4 * (3 + array(size, &[b'h', 0]).len());
+        let twice = [&file[..cut], b"u."].concat();
+        assert_eq!(load_state_dict(&twice).unwrap().len(), 2);
     }
 }
