@@ -708,6 +708,40 @@ fn scopeguard(tag: &str) -> impl Drop + '_ {
     Remove(tag)
 }
 
+/// What the fake registry serves where a secret would be: it must never reach a client.
+const CANARY: &str = "INTERNAL-SECRET-CANARY admin_password=hunter2";
+
+/// A one-route HTTP service on a loopback port: `GET /v2/` answers as a registry when `registry`, and
+/// every other request (and `/v2/` otherwise) gets a 500 whose body is [`CANARY`]. Its `host:port`.
+async fn fake_registry(registry: bool) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut request = vec![0u8; 8192];
+                let n = stream.read(&mut request).await.unwrap_or(0);
+                let request = String::from_utf8_lossy(&request[..n]);
+                let path = request.split_whitespace().nth(1).unwrap_or("");
+                let answer = if registry && path == "/v2/" {
+                    "HTTP/1.1 200 OK\r\nDocker-Distribution-Api-Version: registry/2.0\r\n\
+                     Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+                        .to_string()
+                } else {
+                    format!(
+                        "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\n\
+                         Content-Length: {}\r\nConnection: close\r\n\r\n{CANARY}",
+                        CANARY.len()
+                    )
+                };
+                let _ = stream.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    address
+}
+
 #[tokio::test]
 async fn an_admin_sets_a_docker_hub_mirror_that_base_images_are_looked_up_in() {
     let server = Server::start();
@@ -737,16 +771,31 @@ async fn an_admin_sets_a_docker_hub_mirror_that_base_images_are_looked_up_in() {
     let (_, body) = admin.get(settings).await;
     assert_eq!(body["registry_mirror"], Value::Null, "nothing was set");
 
-    // Nothing listens on the discard port: the mirror is asked, and says nothing.
+    // A mirror must answer as a registry: nothing listening, or a service that is not one (whatever it
+    // serves), is refused, and what it served is never quoted.
+    let not_a_registry = fake_registry(false).await;
+    for address in ["http://127.0.0.1:9/hub/".to_string(), format!("{not_a_registry}/hub")] {
+        let (status, body) = admin
+            .patch(settings, json!({ "registry_mirror": address }))
+            .await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (StatusCode::UNPROCESSABLE_ENTITY, Some("registry_mirror_invalid")),
+            "{address}: {body}"
+        );
+        assert!(body["message"].as_str().unwrap().contains("no registry answers"), "{body}");
+        assert!(!body.to_string().contains(CANARY), "{body}");
+    }
+
+    // A registry that answers /v2/ and serves a secret on every other path.
+    let registry = fake_registry(true).await;
     let (status, body) = admin
-        .patch(
-            settings,
-            json!({ "registry_mirror": "http://127.0.0.1:9/hub/" }),
-        )
+        .patch(settings, json!({ "registry_mirror": format!("http://{registry}/hub/") }))
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
-        body["registry_mirror"], "127.0.0.1:9/hub",
+        body["registry_mirror"],
+        format!("{registry}/hub"),
         "stored as Docker reads it"
     );
     let audited = server
@@ -766,9 +815,12 @@ async fn an_admin_sets_a_docker_hub_mirror_that_base_images_are_looked_up_in() {
     );
     let message = body["message"].as_str().unwrap();
     assert!(
-        message.contains("mirror") && message.contains("127.0.0.1:9/hub/mirrortest/nothing:1"),
-        "the refusal names where it looked: {message}"
+        message.contains("mirror")
+            && message.contains(&format!("{registry}/hub/mirrortest/nothing:1"))
+            && message.contains("incident"),
+        "the refusal names where it looked, and the incident for the rest: {message}"
     );
+    assert!(!body.to_string().contains(CANARY), "the mirror's answer leaked: {body}");
 
     let (_, body) = admin
         .patch(settings, json!({ "registry_mirror": "" }))
