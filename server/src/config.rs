@@ -199,6 +199,10 @@ pub struct ServeConfig {
     /// host's memory.
     #[arg(long, env = "PADDOCK_RUN_MEMORY_MIB", default_value_t = 0)]
     pub run_memory_mib: u64,
+    /// Seconds a cancelled (or timed-out) job has to stop on its own, finishing its step and writing a
+    /// checkpoint, before it is killed whole.
+    #[arg(long, env = "PADDOCK_STOP_GRACE_SECS", default_value_t = domain::jobs::DEFAULT_STOP_GRACE_SECS)]
+    pub stop_grace_secs: u64,
     #[command(flatten)]
     pub environments: EnvironmentsConfig,
     #[command(flatten)]

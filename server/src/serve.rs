@@ -70,6 +70,7 @@ pub async fn run(
         config.cpu_job_threads,
     );
     jobs.train_log_max_bytes = config.train_log_max_bytes;
+    jobs.stop_grace = std::time::Duration::from_secs(config.stop_grace_secs);
     if let Some((cluster, settings)) = cluster {
         let name = crate::config::ClusterConfig::NAME;
         tracing::info!(cluster = name, "jobs may run on the Slurm cluster");

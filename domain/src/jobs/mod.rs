@@ -71,7 +71,13 @@ pub struct Jobs {
     /// Evaluations (`crate::evaluations`) run one at a time: each uses the CPU threads a job would, and
     /// several at once would only slow each other and the jobs down.
     pub evaluations: tokio::sync::Semaphore,
+    /// How long a run asked to stop (cancelled, out of time) has to end on its own — finish its step and
+    /// write its checkpoint — before its whole process group, container or cluster job is killed.
+    pub stop_grace: std::time::Duration,
 }
+
+/// Long enough for a base-sized model to finish a step and write a checkpoint on a slow disk.
+pub const DEFAULT_STOP_GRACE_SECS: u64 = 120;
 
 impl Jobs {
     pub fn new(
@@ -91,6 +97,7 @@ impl Jobs {
             activity: tokio::sync::watch::Sender::new(0),
             train_log_max_bytes: DEFAULT_TRAIN_LOG_MAX_BYTES,
             evaluations: tokio::sync::Semaphore::new(1),
+            stop_grace: std::time::Duration::from_secs(DEFAULT_STOP_GRACE_SECS),
         }
     }
 

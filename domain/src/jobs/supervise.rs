@@ -103,6 +103,9 @@ async fn load(db: &SqlitePool, job_id: JobId) -> Result<Option<JobRow>, AppError
 
 async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: JobId) -> Result<(), AppError> {
     let mut time_limit_hit = false;
+    // When this follower first saw the job asked to stop, and whether it was killed since.
+    let mut stopping_since: Option<std::time::Instant> = None;
+    let mut killed = false;
     let mut refused = None;
     let mut log_file = JobLogFile::open(&jobs.storage.job_logs_dir(job_id));
     loop {
@@ -183,6 +186,21 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: JobId) -> Result<(), AppEr
                 jobs.changed();
                 if let Some(handle) = job.handle() {
                     jobs.executors.stop(&handle, Stop::Ask).await;
+                }
+            }
+        }
+        // A run asked to stop that has not ended within the grace — a command that ignores TERM, or one
+        // that overwrote its own `trainer.pid` so the wrapper's TERM went elsewhere — is killed whole:
+        // the server started its process group (or container, or cluster job) and needs no pid file.
+        if job.status()? == JobStatus::Cancelling {
+            let since = *stopping_since.get_or_insert_with(std::time::Instant::now);
+            if !killed && since.elapsed() >= jobs.stop_grace {
+                killed = true;
+                let grace = jobs.stop_grace.as_secs();
+                let line = format!("[paddock] the run did not stop within {grace} s of being asked to; killing it");
+                note(db, job_id, &line, &mut log_file).await?;
+                if let Some(handle) = job.handle() {
+                    jobs.executors.stop(&handle, Stop::Kill).await;
                 }
             }
         }

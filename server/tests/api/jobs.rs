@@ -362,6 +362,32 @@ async fn cancelling_stops_gracefully_with_a_checkpoint() {
     finished(&owner, ws, resumed_id).await;
 }
 
+/// A run whose command overwrote its own `trainer.pid` (with a pid that is nobody's) never gets the
+/// wrapper's TERM; a cancel still stops it, whole, once the grace is over, and its log says so.
+#[tokio::test]
+async fn a_cancel_stops_a_run_whatever_its_pid_file_says() {
+    let args = [NO_DOCKER, &["--stop-grace-secs", "2"]].concat();
+    let (server, owner, ws, ds) = owner_with_sample(&args).await;
+    let id = submit(&owner, ws, endless("forged", ds)).await;
+    stepped(&owner, ws, id, 1).await;
+    let pid_file = server.local_run(id).join("trainer.pid");
+    let trainer: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    std::fs::write(&pid_file, "999999999\n").unwrap();
+    cancel(&owner, ws, id).await;
+    let done = wait_for(&owner, ws, id, "cancelled", |j| {
+        status(j) == "cancelled" && !j["summary"]["finished_at"].is_null()
+    })
+    .await;
+    // Gone, or a zombie nobody has reaped yet (`pid (comm) Z …`).
+    let alive = std::fs::read_to_string(format!("/proc/{trainer}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z'))
+    });
+    assert!(!alive, "the trainer {trainer} still runs: {done}");
+    let (_, log) = owner.get(&format!("{}/logs", job_path(ws, id))).await;
+    assert!(log.to_string().contains("did not stop within 2 s"), "{log}");
+}
+
 /// SIGTERM with a live stream open (one that never ends by itself while its job runs): the server
 /// drains for its grace period, then closes the stream and exits cleanly instead of waiting forever. The
 /// job goes on running without it and is found again by the next start.

@@ -484,3 +484,47 @@ async fn metrics_are_for_admins_and_the_metrics_token() {
         assert!(res.text().await.unwrap().contains("paddock_users 2"));
     }
 }
+
+/// The session table keeps a hash of each id: the cookie a browser holds is in no row, so a copy of the
+/// database signs nobody in (a cookie made from a stored key is refused), while the cookie itself works.
+#[tokio::test]
+async fn session_ids_are_stored_hashed() {
+    let server = Server::start();
+    server.signup("alice").await;
+    let client = reqwest::Client::new();
+    let res = client
+        .post(server.url("/api/v1/auth/signin"))
+        .json(&json!({ "username": "alice", "password": PASSWORD }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    let cookie = res
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|v| v.strip_prefix("paddock_session="))
+        .and_then(|v| v.split(';').next())
+        .expect("a session cookie")
+        .to_string();
+    let me = |id: String| {
+        client
+            .get(server.url("/api/v1/me"))
+            .header("cookie", format!("paddock_session={id}"))
+            .send()
+    };
+    assert_eq!(me(cookie.clone()).await.unwrap().status(), StatusCode::OK);
+    let url = format!("sqlite://{}", server.db_path().display());
+    let db = sqlx::SqlitePool::connect(&url).await.unwrap();
+    let keys: Vec<String> = sqlx::query_scalar("SELECT id FROM tower_sessions")
+        .fetch_all(&db)
+        .await
+        .unwrap();
+    assert!(!keys.is_empty());
+    assert!(!keys.contains(&cookie), "the cookie's id is stored as it is");
+    for key in keys {
+        let status = me(key).await.unwrap().status();
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "a stored key signs in");
+    }
+}
