@@ -21,6 +21,7 @@
 //!   give things.
 //! - [`executor`]: the one seam through which jobs, evaluations and replicas are started, followed,
 //!   stopped and found again (a local process, a Docker container; a cluster next).
+//! - [`sealing`]: values the database keeps encrypted (secret variables), with a key outside it.
 //! - [`children`]: the limits of every process the server starts on a team's input (memory, CPU time,
 //!   deadline), and what their failures say.
 
@@ -44,6 +45,7 @@ pub mod layout;
 pub mod members;
 pub mod names;
 pub mod pretrained;
+pub mod sealing;
 pub mod sessions;
 pub mod state;
 pub mod storage;

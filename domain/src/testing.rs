@@ -12,6 +12,13 @@ use super::storage::Storage;
 
 /// A migrated database in a new temporary directory (kept alive by the returned guard).
 pub async fn test_db() -> (tempfile::TempDir, SqlitePool) {
+    // One secrets key for the whole test binary (the key's path is process-wide).
+    static KEY: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| {
+        let keys = tempfile::tempdir().expect("tempdir");
+        crate::sealing::install(&keys.path().join("secrets.key")).expect("a secrets key");
+        keys
+    });
     let dir = tempfile::tempdir().expect("tempdir");
     let url = super::db::default_url(&dir.path().join("data"));
     let pool = super::db::open(&url).await.expect("open test database");

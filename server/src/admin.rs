@@ -22,6 +22,20 @@ pub async fn run(command: AdminCommand) -> anyhow::Result<()> {
                 if me.is_admin { ", admin" } else { "" }
             );
         }
+        AdminCommand::RotateSecretsKey(args) => {
+            let path = args
+                .secrets_key_file
+                .clone()
+                .unwrap_or_else(|| domain::sealing::default_key_file(&args.db.data_dir));
+            let db = domain::db::open(&args.db.url()).await?;
+            let changed = domain::sealing::rotate(&db, &path)
+                .await
+                .map_err(anyhow::Error::msg)?;
+            println!(
+                "{} now holds a new key; the secrets of {changed} environment(s) were sealed with it",
+                path.display()
+            );
+        }
         AdminCommand::ResetPassword(args) => {
             let (db, password) = open(&args).await?;
             domain::accounts::reset_password(&db, &args.username, &password)

@@ -199,6 +199,11 @@ pub struct ServeConfig {
     /// host's memory.
     #[arg(long, env = "PADDOCK_RUN_MEMORY_MIB", default_value_t = 0)]
     pub run_memory_mib: u64,
+    /// The key secret variables are sealed with in the database [default: <data-dir>/secrets.key, made
+    /// at the first start]. Keep it apart from the database's backups; `paddock admin
+    /// rotate-secrets-key` replaces it.
+    #[arg(long, env = "PADDOCK_SECRETS_KEY_FILE")]
+    pub secrets_key_file: Option<PathBuf>,
     /// Seconds a cancelled (or timed-out) job has to stop on its own, finishing its step and writing a
     /// checkpoint, before it is killed whole.
     #[arg(long, env = "PADDOCK_STOP_GRACE_SECS", default_value_t = domain::jobs::DEFAULT_STOP_GRACE_SECS)]
@@ -356,6 +361,18 @@ pub enum AdminCommand {
     CreateUser(CreateUserArgs),
     /// Set a new password; ends the account's sessions and revokes its API tokens.
     ResetPassword(AccountArgs),
+    /// Replace the key secret variables are sealed with, sealing every one again (a running server
+    /// follows); run it again to finish one that was cut short.
+    RotateSecretsKey(RotateKeyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RotateKeyArgs {
+    #[command(flatten)]
+    pub db: DatabaseConfig,
+    /// The key file the server uses [default: <data-dir>/secrets.key].
+    #[arg(long, env = "PADDOCK_SECRETS_KEY_FILE")]
+    pub secrets_key_file: Option<PathBuf>,
 }
 
 /// The database, an account and its new password: what both admin commands take.

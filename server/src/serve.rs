@@ -44,6 +44,17 @@ pub async fn run(
         .build();
     let security = config.security(addr);
     let paddock = std::env::current_exe().context("cannot locate the paddock binary")?;
+    let key_file = config
+        .secrets_key_file
+        .clone()
+        .unwrap_or_else(|| domain::sealing::default_key_file(&config.db.data_dir));
+    domain::sealing::install(&key_file).map_err(anyhow::Error::msg)?;
+    let sealed = domain::sealing::seal_stored_secrets(&db)
+        .await
+        .map_err(|e| anyhow::anyhow!("sealing the stored secrets: {e}"))?;
+    if sealed > 0 {
+        tracing::info!(environments = sealed, "secret variables sealed with the secrets key");
+    }
     let mut storage = Storage::new(&config.db.data_dir, config.max_upload_bytes, paddock);
     storage.limits = domain::children::ChildLimits {
         memory_mib: config.child_memory_mib,

@@ -4,13 +4,15 @@
 //! a rebuild. Values are write-only: every answer carries the names with empty values, and an empty
 //! value sent back means "keep what is stored" — so an edit form round-trips without ever holding one.
 //! The container gets them at start (`docker inspect` on the host still shows them: the Docker engine
-//! is fully trusted, see SECURITY.md).
+//! is fully trusted, see SECURITY.md). The column holds them sealed with a key outside the database
+//! ([`crate::sealing`]).
 
 use contracts::ids::EnvironmentId;
 use std::collections::BTreeMap;
 
 use sqlx::SqliteConnection;
 
+use crate::sealing;
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode};
 
@@ -30,11 +32,18 @@ pub async fn load(
     conn: &mut SqliteConnection,
     env_id: EnvironmentId,
 ) -> Result<BTreeMap<String, String>, AppError> {
-    let json: String = sqlx::query_scalar("SELECT secret_env_json FROM environments WHERE id = ?")
-        .bind(env_id)
-        .fetch_one(conn)
-        .await?;
-    serde_json::from_str(&json).map_err(|e| internal("stored secrets", e))
+    let stored: String =
+        sqlx::query_scalar("SELECT secret_env_json FROM environments WHERE id = ?")
+            .bind(env_id)
+            .fetch_one(conn)
+            .await?;
+    // Rows of an older version hold plain JSON until the start seals them.
+    let json = if sealing::is_sealed(&stored) {
+        sealing::open(&stored, &sealing::environment(env_id.get()))?
+    } else {
+        stored.into_bytes()
+    };
+    serde_json::from_slice(&json).map_err(|e| internal("stored secrets", e))
 }
 
 pub async fn store(
@@ -42,9 +51,10 @@ pub async fn store(
     env_id: EnvironmentId,
     secrets: &BTreeMap<String, String>,
 ) -> Result<(), AppError> {
-    let json = serde_json::to_string(secrets).map_err(|e| internal("secrets to JSON", e))?;
+    let json = serde_json::to_vec(secrets).map_err(|e| internal("secrets to JSON", e))?;
+    let sealed = sealing::seal(&json, &sealing::environment(env_id.get()))?;
     sqlx::query("UPDATE environments SET secret_env_json = ? WHERE id = ?")
-        .bind(json)
+        .bind(sealed)
         .bind(env_id)
         .execute(conn)
         .await?;

@@ -601,6 +601,32 @@ async fn secret_variables_reach_the_container_but_never_a_reader_or_the_image() 
         0,
         "no version holds a value"
     );
+
+    // At rest the values are sealed with a key outside the database (0600 in the data directory). A
+    // rotation while the server runs seals them again with a new key, and the next start of the
+    // container still gets them.
+    let plain_rows = "SELECT COUNT(*) FROM environments WHERE secret_env_json NOT LIKE 'sealed1:%' \
+                      OR secret_env_json LIKE '%SECRET%' OR secret_env_json LIKE '%pw-second%'";
+    assert_eq!(server.count(plain_rows).await, 0, "a secret is stored in plain text");
+    let key_file = server.data_dir().join("secrets.key");
+    let key = std::fs::read_to_string(&key_file).unwrap();
+    let mode = std::fs::metadata(&key_file).unwrap();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o600);
+    let out = Command::new(env!("CARGO_BIN_EXE_paddock"))
+        .args(["admin", "rotate-secrets-key", "--data-dir"])
+        .arg(server.data_dir())
+        .output()
+        .unwrap();
+    assert_success(&out);
+    assert_ne!(std::fs::read_to_string(&key_file).unwrap(), key, "a new key");
+    assert!(!server.data_dir().join("secrets.key.next").exists());
+    assert_eq!(server.count(plain_rows).await, 0);
+    let (status, down) = owner.post_empty(&format!("{base}/down")).await;
+    assert_eq!(status, StatusCode::OK, "{down}");
+    let (status, up) = owner.post_empty(&format!("{base}/up")).await;
+    assert_eq!(status, StatusCode::OK, "{up}");
+    let both = exec(&owner, &base, "echo \"$HF_TOKEN $DB_PASSWORD\"").await;
+    assert_eq!(both.trim(), format!("{secret} pw-second-secret"));
 }
 
 /// A `docker save` archive of a one-layer image tagged `tag` (one file, `/hello.txt`), made here:
