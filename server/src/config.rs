@@ -21,7 +21,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the web server: dashboard, REST API (/api/v1), /healthz and /metrics.
-    Serve(ServeConfig),
+    Serve(Box<ServeConfig>),
     /// Apply database migrations and exit (`serve` also applies them at start).
     Migrate(DatabaseConfig),
     /// Print the version and exit.
@@ -199,6 +199,13 @@ pub struct ServeConfig {
     /// host's memory.
     #[arg(long, env = "PADDOCK_RUN_MEMORY_MIB", default_value_t = 0)]
     pub run_memory_mib: u64,
+    /// Log to this file instead of stderr, rotated at `--log-max-bytes` (the full one becomes
+    /// `<file>.1`).
+    #[arg(long, env = "PADDOCK_LOG_FILE")]
+    pub log_file: Option<PathBuf>,
+    /// Bytes of the log file before it is rotated.
+    #[arg(long, env = "PADDOCK_LOG_MAX_BYTES", default_value_t = crate::logging::DEFAULT_MAX_BYTES)]
+    pub log_max_bytes: u64,
     /// The key secret variables are sealed with in the database [default: <data-dir>/secrets.key, made
     /// at the first start]. Keep it apart from the database's backups; `paddock admin
     /// rotate-secrets-key` replaces it.

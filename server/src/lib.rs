@@ -8,7 +8,8 @@
 //!   until the shutdown future resolves.
 //! - [`http`]: the router — REST API (`/api/v1`, OpenAPI), Leptos pages and server functions, static
 //!   files, `/healthz`, `/metrics` — and its middleware (CSRF, security headers, body limits).
-//! - [`admin`]: `paddock admin create-user` and `reset-password`.
+//! - [`admin`]: `paddock admin create-user`, `reset-password` and `rotate-secrets-key`.
+//! - [`logging`]: the process's own log: stderr or a size-capped file, warnings limited per cause.
 //! - [`client`]: the REST client the commands below share (token, errors, names, SSE).
 //! - [`environments`]: `paddock env list|show|create|up|down|rm|exec`.
 //! - [`jobs`]: `paddock job submit|list|show|logs|cancel` and `paddock ckpt list|download|eval`.
@@ -22,6 +23,7 @@ pub mod environments;
 pub mod http;
 pub mod jobs;
 pub mod log_sink;
+pub mod logging;
 pub mod model_server;
 pub mod pretrained;
 pub mod serve;

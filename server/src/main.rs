@@ -1,5 +1,5 @@
-//! Entry point of the `paddock` binary: parses the command line, sets up logging (to stderr: stdout
-//! carries only results, such as serve's `listening on` line) and dispatches.
+//! Entry point of the `paddock` binary: parses the command line, sets up logging ([`server::logging`])
+//! and dispatches.
 
 use std::process::ExitCode;
 
@@ -17,13 +17,17 @@ fn exit_with(result: anyhow::Result<i32>) -> anyhow::Result<()> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| "info,sqlx=warn,tower_sessions=warn".into()),
-        )
-        .init();
+    let log_file = match &cli.command {
+        Command::Serve(config) => config
+            .log_file
+            .as_deref()
+            .map(|path| (path, config.log_max_bytes)),
+        _ => None,
+    };
+    if let Err(e) = server::logging::init(log_file) {
+        eprintln!("error: cannot open the log file: {e}");
+        return ExitCode::FAILURE;
+    }
     // A misspelt capability override would hide nothing and let a test pass only on the CPU it ran on.
     if let Err(e) = hostcaps::check_override() {
         eprintln!("error: {e}");
@@ -68,7 +72,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(config) => {
-                server::serve::run(config, server::serve::shutdown_signal()).await
+                server::serve::run(*config, server::serve::shutdown_signal()).await
             }
             Command::Migrate(db) => {
                 domain::db::open(&db.url()).await?;

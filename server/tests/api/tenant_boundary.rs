@@ -152,6 +152,38 @@ async fn a_job_directory_made_in_advance_as_a_link_is_not_written_through() {
     );
 }
 
+/// A run folder whose events file is replaced by a link is refused on every poll; the server's log says
+/// so at most ten times a minute (then how many it dropped), in a file kept under its size limit.
+#[tokio::test]
+async fn a_refusal_repeated_every_poll_is_logged_a_few_times_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("paddock.log");
+    let log_arg = log.to_str().unwrap();
+    let args = [NO_DOCKER, &["--log-file", log_arg, "--log-max-bytes", "200000"]].concat();
+    let (server, owner, ws, ds) = owner_with_sample(&args).await;
+    let spec = json!({
+        "name": "linked", "dataset_id": ds, "preset": "tiny", "batch_size": 16, "max_seq_len": 32,
+        "learning_rate": 0.002, "max_steps": 100000, "eval_every_steps": 100000, "keep_best": 1,
+    });
+    let id = submit(&owner, ws, spec).await;
+    let events = server.local_run(id).join("events.jsonl");
+    crate::common::eventually("the run writes events", Duration::from_secs(120), async || {
+        events.is_file()
+    })
+    .await;
+    std::fs::remove_file(&events).unwrap();
+    symlink("/etc/hostname", &events).unwrap();
+    // Fifteen polls or more.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let text = std::fs::read_to_string(&log).unwrap();
+    let refusals = text.matches("refused a file in a workspace volume").count();
+    assert!((1..=10).contains(&refusals), "{refusals} lines:\n{text}");
+    let (_, job) = owner
+        .post_empty(&format!("/api/v1/workspaces/{ws}/jobs/{id}/cancel"))
+        .await;
+    assert!(job["summary"]["status"].is_string(), "{job}");
+}
+
 /// Every process on the host, but the server, whose command line or working directory is in this
 /// test's directory: what the server started for it.
 fn processes_of(server: &Server) -> Vec<String> {
