@@ -30,6 +30,8 @@ pub struct SecurityConfig {
     pub sign_ups_per_hour: usize,
     /// A bearer token that may read `/metrics` (for a Prometheus scraper); admins' sessions may too.
     pub metrics_token: Option<String>,
+    /// The registries (`host[:port]`, lower case) an admin may set as the mirror; empty: any registry.
+    pub registry_mirror_hosts: Vec<String>,
 }
 
 impl Default for SecurityConfig {
@@ -42,6 +44,7 @@ impl Default for SecurityConfig {
             max_body_bytes: 1024 * 1024,
             sign_ups_per_hour: super::throttle::DEFAULT_SIGN_UPS_PER_HOUR,
             metrics_token: None,
+            registry_mirror_hosts: Vec::new(),
         }
     }
 }

@@ -115,6 +115,12 @@ impl ServeConfig {
             max_body_bytes: self.max_body_bytes,
             sign_ups_per_hour: self.signups_per_hour,
             metrics_token: self.metrics_token.clone().filter(|t| !t.is_empty()),
+            registry_mirror_hosts: self
+                .registry_mirror_hosts
+                .iter()
+                .map(|h| h.trim().to_ascii_lowercase())
+                .filter(|h| !h.is_empty())
+                .collect(),
         }
     }
 }
@@ -152,6 +158,14 @@ pub struct ServeConfig {
         value_delimiter = ','
     )]
     pub allowed_hosts: Vec<String>,
+    /// Registries (`host` or `host:port`) an admin may set as the Docker Hub mirror; none named: any
+    /// that answers as a registry. Comma-separated in the variable.
+    #[arg(
+        long = "registry-mirror-host",
+        env = "PADDOCK_REGISTRY_MIRROR_HOSTS",
+        value_delimiter = ','
+    )]
+    pub registry_mirror_hosts: Vec<String>,
     /// Mark session cookies `Secure` (implied by an `https` public URL).
     #[arg(long, env = "PADDOCK_SECURE_COOKIES")]
     pub secure_cookies: bool,

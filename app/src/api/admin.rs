@@ -40,7 +40,10 @@ async fn change_settings(
 ) -> Result<InstanceSettings, AppError> {
     let mut change = SettingsChange::default();
     set(&mut change);
-    as_caller(|s, a| async move { admin::update_settings(&s.db, &a, change).await }).await
+    as_caller(|s, a| async move {
+        admin::update_settings(&s.db, &a, change, &s.security.registry_mirror_hosts).await
+    })
+    .await
 }
 
 #[server(prefix = "/rpc", endpoint = "list_users")]

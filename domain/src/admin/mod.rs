@@ -66,14 +66,21 @@ pub(crate) async fn registry_mirror(
         .transpose()
 }
 
-/// An admin's mirror text: empty removes it, otherwise it must be a registry address where a registry
-/// answers ([`answers_as_a_registry`]).
-async fn mirror_setting(text: &str) -> Result<Option<String>, AppError> {
+/// An admin's mirror text: empty removes it, otherwise it must be a registry address the instance allows
+/// (`allowed`, the operator's list; empty: any) where a registry answers ([`answers_as_a_registry`]).
+async fn mirror_setting(text: &str, allowed: &[String]) -> Result<Option<String>, AppError> {
     if text.trim().is_empty() {
         return Ok(None);
     }
     let invalid = |why| AppError::invalid("registry_mirror", ErrorCode::RegistryMirrorInvalid, why);
     let mirror = Mirror::parse(text).map_err(invalid)?;
+    if !allowed.is_empty() && !allowed.iter().any(|a| a == mirror.host()) {
+        return Err(invalid(format!(
+            "{} is not one of the registries this server may use as a mirror ({}; --registry-mirror-host)",
+            mirror.host(),
+            allowed.join(", ")
+        )));
+    }
     if !answers_as_a_registry(&mirror).await {
         return Err(invalid(format!(
             "no registry answers at {}: GET /v2/ must answer as the Docker registry API does \
@@ -122,6 +129,7 @@ pub async fn update_settings(
     db: &SqlitePool,
     actor: &Actor,
     change: SettingsChange,
+    allowed_mirrors: &[String],
 ) -> Result<InstanceSettings, AppError> {
     require_admin(actor)?;
     let caps = [
@@ -155,7 +163,7 @@ pub async fn update_settings(
                 .map(|(column, v)| (column, "settings.cap", v.map(i64::from))),
         );
     let mirror = match change.registry_mirror.as_deref() {
-        Some(text) => Some(mirror_setting(text).await?),
+        Some(text) => Some(mirror_setting(text, allowed_mirrors).await?),
         None => None,
     };
     let mut tx = write_tx(db).await?;
@@ -512,16 +520,16 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            update_settings(&db, &user, off.clone()).await.unwrap_err(),
+            update_settings(&db, &user, off.clone(), &[]).await.unwrap_err(),
             AppError::Forbidden
         );
-        let changed = update_settings(&db, &admin, off).await.unwrap();
+        let changed = update_settings(&db, &admin, off, &[]).await.unwrap();
         assert!(!changed.signup_enabled && !changed.allow_pickled_weights);
         let allowed = SettingsChange {
             allow_pickled_weights: Some(true),
             ..Default::default()
         };
-        let changed = update_settings(&db, &admin, allowed).await.unwrap();
+        let changed = update_settings(&db, &admin, allowed, &[]).await.unwrap();
         assert!(
             !changed.signup_enabled && changed.allow_pickled_weights,
             "an unnamed setting is kept"
@@ -532,7 +540,7 @@ mod tests {
             signup_enabled: Some(true),
             ..Default::default()
         };
-        let e = update_settings(&db, &admin, zero).await.unwrap_err();
+        let e = update_settings(&db, &admin, zero, &[]).await.unwrap_err();
         assert_eq!(e.code(), "cap_invalid");
         assert_eq!(
             settings(&db, &admin).await.unwrap(),

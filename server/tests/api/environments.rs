@@ -856,4 +856,17 @@ async fn an_admin_sets_a_docker_hub_mirror_that_base_images_are_looked_up_in() {
         Value::Null,
         "an empty text removes it"
     );
+
+    // An operator may name the registries an admin can choose: another one is refused unasked.
+    let limited = Server::start_with(&["--registry-mirror-host", "registry.example.cn:5000"]);
+    let admin = limited.signup("owner").await;
+    let (status, body) = admin
+        .patch(settings, json!({ "registry_mirror": format!("{registry}/hub") }))
+        .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("registry_mirror_invalid")),
+        "{body}"
+    );
+    assert!(body["message"].as_str().unwrap().contains("registry.example.cn:5000"), "{body}");
 }

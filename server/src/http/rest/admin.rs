@@ -70,7 +70,8 @@ pub async fn update_settings(
     Caller { state, actor }: Caller,
     ApiJson(body): ApiJson<SettingsChange>,
 ) -> Result<Json<InstanceSettings>, AppError> {
-    Ok(Json(admin::update_settings(&state.db, &actor, body).await?))
+    let allowed = &state.security.registry_mirror_hosts;
+    Ok(Json(admin::update_settings(&state.db, &actor, body, allowed).await?))
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/users", tag = "admin", security(("session" = []), ("token" = [])),
