@@ -190,62 +190,31 @@ impl Failure {
     }
 }
 
-/// What a process left: its standard output (up to the caller's limit) and, unless it succeeded, why.
+/// What a process left: its standard output (up to the caller's limit) and how it ended.
 #[derive(Debug)]
 pub struct Finished {
     pub stdout: Vec<u8>,
-    pub failure: Option<Failure>,
+    status: Option<std::process::ExitStatus>,
+    stderr: Vec<u8>,
+    limits: Limits,
 }
 
-/// How much of a process's stderr is kept to find its `error: ` line: its end, where that line is.
-const STDERR_TAIL: usize = 64 << 10;
-
-/// Runs `command` under `limits`, keeping at most `max_stdout` bytes of its standard output (the rest is
-/// read and dropped, so the process never blocks on a full pipe) and the end of its stderr. Starting it
-/// at all failing is the server's error.
-pub async fn run(
-    mut command: tokio::process::Command,
-    limits: Limits,
-    max_stdout: usize,
-) -> Result<Finished, AppError> {
-    command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    limit(
-        &mut command,
-        Some(limits.memory_bytes),
-        Some(limits.cpu_secs),
-    );
-    let mut child = command
-        .spawn()
-        .map_err(|e| internal("starting a paddock subcommand", e))?;
-    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
-    let work = async {
-        let (stdout, stderr) = tokio::join!(head(stdout, max_stdout), tail(stderr, STDERR_TAIL));
-        (child.wait().await, stdout, stderr)
-    };
-    let secs = limits.wall.as_secs();
-    let Ok((status, stdout, stderr)) = tokio::time::timeout(limits.wall, work).await else {
-        // Dropping the child killed it.
-        return Ok(Finished {
-            stdout: Vec::new(),
-            failure: Some(Failure::Deadline { secs }),
-        });
-    };
-    let status = status.map_err(|e| internal("waiting for a paddock subcommand", e))?;
-    if status.success() {
-        return Ok(Finished {
-            stdout,
-            failure: None,
-        });
+impl Finished {
+    /// Why it did not succeed; `None` when it did. Asked only when the caller cannot use its output:
+    /// a validator that found problems also exits non-zero, with its report.
+    pub fn failure(&self) -> Option<Failure> {
+        match self.status {
+            None => Some(Failure::Deadline {
+                secs: self.limits.wall.as_secs(),
+            }),
+            Some(status) if status.success() => None,
+            Some(status) => Some(classify(
+                status,
+                &String::from_utf8_lossy(&self.stderr),
+                self.limits,
+            )),
+        }
     }
-    let stderr = String::from_utf8_lossy(&stderr);
-    Ok(Finished {
-        stdout,
-        failure: Some(classify(status, &stderr, limits)),
-    })
 }
 
 /// Why a process with this status and stderr failed.
@@ -286,6 +255,53 @@ fn classify(status: std::process::ExitStatus, stderr: &str, limits: Limits) -> F
             Failure::Crashed { incident }
         }
     }
+}
+
+/// How much of a process's stderr is kept to find its `error: ` line: its end, where that line is.
+const STDERR_TAIL: usize = 64 << 10;
+
+/// Runs `command` under `limits`, keeping at most `max_stdout` bytes of its standard output (the rest is
+/// read and dropped, so the process never blocks on a full pipe) and the end of its stderr. Starting it
+/// at all failing is the server's error.
+pub async fn run(
+    mut command: tokio::process::Command,
+    limits: Limits,
+    max_stdout: usize,
+) -> Result<Finished, AppError> {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    limit(
+        &mut command,
+        Some(limits.memory_bytes),
+        Some(limits.cpu_secs),
+    );
+    let mut child = command
+        .spawn()
+        .map_err(|e| internal("starting a paddock subcommand", e))?;
+    let (stdout, stderr) = (child.stdout.take(), child.stderr.take());
+    let work = async {
+        let (stdout, stderr) = tokio::join!(head(stdout, max_stdout), tail(stderr, STDERR_TAIL));
+        (child.wait().await, stdout, stderr)
+    };
+    let Ok((status, stdout, stderr)) = tokio::time::timeout(limits.wall, work).await else {
+        // Dropping the child killed it.
+        return Ok(Finished {
+            stdout: Vec::new(),
+            status: None,
+            stderr: Vec::new(),
+            limits,
+        });
+    };
+    let status = status.map_err(|e| internal("waiting for a paddock subcommand", e))?;
+    Ok(Finished {
+        stdout,
+        status: Some(status),
+        stderr,
+        limits,
+    })
 }
 
 /// The first `max` bytes of `from`; the rest is read and dropped.
@@ -339,7 +355,7 @@ mod tests {
     async fn each_way_of_failing_is_told_apart_with_its_limit() {
         let generous = limits(512, 60, 60);
         let ok = run(sh("echo fine"), generous, 1024).await.unwrap();
-        assert_eq!((ok.stdout.as_slice(), ok.failure), (&b"fine\n"[..], None));
+        assert_eq!((ok.stdout.as_slice(), ok.failure()), (&b"fine\n"[..], None));
 
         let said = run(
             sh("echo 'error: line 3: no label' >&2; exit 1"),
@@ -347,7 +363,7 @@ mod tests {
             1024,
         );
         assert_eq!(
-            said.await.unwrap().failure,
+            said.await.unwrap().failure(),
             Some(Failure::Refused("line 3: no label".into()))
         );
 
@@ -363,17 +379,20 @@ mod tests {
             .env(ALLOCATE, "256");
         let small = run(allocate, limits(64, 60, 60), 1024).await.unwrap();
         assert_eq!(
-            small.failure,
+            small.failure(),
             Some(Failure::Memory { mib: 64 }),
             "{small:?}"
         );
 
         let spin = run(sh("while :; do :; done"), limits(512, 1, 60), 1024);
-        assert_eq!(spin.await.unwrap().failure, Some(Failure::Cpu { secs: 1 }));
+        assert_eq!(
+            spin.await.unwrap().failure(),
+            Some(Failure::Cpu { secs: 1 })
+        );
 
         let slow = run(sh("exec sleep 30"), limits(512, 60, 1), 1024);
         assert_eq!(
-            slow.await.unwrap().failure,
+            slow.await.unwrap().failure(),
             Some(Failure::Deadline { secs: 1 })
         );
 
@@ -381,7 +400,7 @@ mod tests {
         let panic =
             "echo \"thread 'main' panicked at src/secret/path.rs:1: boom\" >&2; kill -ABRT $$";
         let crashed = run(sh(panic), generous, 1024).await.unwrap();
-        let Some(Failure::Crashed { incident }) = crashed.failure else {
+        let Some(Failure::Crashed { incident }) = crashed.failure() else {
             panic!("{crashed:?}")
         };
         assert_eq!(incident.len(), 8);
@@ -405,7 +424,7 @@ mod tests {
         let noisy = "head -c 5000000 /dev/zero; head -c 5000000 /dev/zero >&2; printf '\\nerror: the end\\n' >&2; exit 3";
         let done = run(sh(noisy), limits(512, 60, 60), 1000).await.unwrap();
         assert_eq!(done.stdout.len(), 1000);
-        assert_eq!(done.failure, Some(Failure::Refused("the end".into())));
+        assert_eq!(done.failure(), Some(Failure::Refused("the end".into())));
     }
 
     #[test]

@@ -177,7 +177,9 @@ fn open_with(keys: &[Key], stored: &str, belongs_to: &str) -> Result<Vec<u8>, Ap
     let plain = key
         .key
         .open_in_place(nonce, Aad::from(belongs_to.as_bytes()), &mut sealed)
-        .map_err(|_| damaged("it does not open with its key (damaged, or moved from another row)"))?;
+        .map_err(|_| {
+            damaged("it does not open with its key (damaged, or moved from another row)")
+        })?;
     Ok(plain.to_vec())
 }
 
@@ -193,10 +195,9 @@ pub async fn seal_stored_secrets(db: &SqlitePool) -> Result<usize, AppError> {
     let keys = keys()?;
     let newest = format!("{PREFIX}{}:", keys[0].id);
     let mut tx = crate::db::write_tx(db).await?;
-    let rows: Vec<(i64, String)> =
-        sqlx::query_as("SELECT id, secret_env_json FROM environments")
-            .fetch_all(&mut *tx)
-            .await?;
+    let rows: Vec<(i64, String)> = sqlx::query_as("SELECT id, secret_env_json FROM environments")
+        .fetch_all(&mut *tx)
+        .await?;
     let mut changed = 0;
     for (id, stored) in rows {
         if stored.starts_with(&newest) {
@@ -257,7 +258,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (key(dir.path(), "a"), key(dir.path(), "b"));
         let sealed = seal_with(&a, b"{\"HF_TOKEN\":\"hf_secret\"}", "environment:1").unwrap();
-        assert!(is_sealed(&sealed) && !sealed.contains("hf_secret"), "{sealed}");
+        assert!(
+            is_sealed(&sealed) && !sealed.contains("hf_secret"),
+            "{sealed}"
+        );
         let opened = open_with(std::slice::from_ref(&a), &sealed, "environment:1").unwrap();
         assert_eq!(opened, b"{\"HF_TOKEN\":\"hf_secret\"}");
         // Another row, another key, a flipped byte: none opens.
@@ -269,6 +273,9 @@ mod tests {
         let flipped = String::from_utf8(flipped).unwrap();
         assert!(open_with(&[a], &flipped, "environment:1").is_err());
         let mode = std::fs::metadata(dir.path().join("a")).unwrap();
-        assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o600);
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+            0o600
+        );
     }
 }

@@ -10,9 +10,9 @@ use contracts::ids::UserId;
 use sqlx::SqlitePool;
 use tower_sessions::cookie::time::Duration;
 use tower_sessions::cookie::SameSite;
-pub use tower_sessions::Session;
 use tower_sessions::session::{Id, Record};
 use tower_sessions::session_store::{self, SessionStore};
+pub use tower_sessions::Session;
 use tower_sessions::{Expiry, SessionManagerLayer};
 use tower_sessions_sqlx_store::SqliteStore;
 
@@ -150,7 +150,8 @@ mod tests {
         let mut record = Record {
             id: Id::default(),
             data: Default::default(),
-            expiry_date: tower_sessions::cookie::time::OffsetDateTime::now_utc() + Duration::days(1),
+            expiry_date: tower_sessions::cookie::time::OffsetDateTime::now_utc()
+                + Duration::days(1),
         };
         record.data.insert("user_id".into(), serde_json::json!(7));
         store.create(&mut record).await.unwrap();

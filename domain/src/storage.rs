@@ -62,7 +62,7 @@ impl Storage {
         command.args(args).env("CUDA_VISIBLE_DEVICES", "");
         let limits = self.limits.for_input(input_bytes);
         let finished = children::run(command, limits, MAX_TRAINER_STDOUT).await?;
-        Ok(match finished.failure {
+        Ok(match finished.failure() {
             None => Ok(finished.stdout),
             // The trainer names the files it read by their paths here: the client sees them relative
             // to the data directory, whose place on the host is none of its business.

@@ -1,7 +1,6 @@
 //! The process's own log. Lines go to stderr (stdout carries only results, such as serve's `listening
-//! on` line), or with `paddock serve --log-file` to a file kept under `--log-max-bytes` (the full file
-//! is renamed `<file>.1`, replacing the one before, and a new one started: at most twice the limit on
-//! disk).
+//! on` line), or with `paddock serve --log-file` to a file rotated once it passes `--log-max-bytes`
+//! (the full file is renamed `<file>.1`, replacing the one before: about twice the limit on disk).
 //!
 //! Warnings and errors are limited per cause: one place in the code (a callsite) may log at most
 //! [`PER_WINDOW`] lines per [`WINDOW`]; the rest are counted and said as one line when that place logs
@@ -10,11 +9,13 @@
 //! host's disk through the server's log.
 
 use std::collections::HashMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use file_rotate::compression::Compression;
+use file_rotate::suffix::AppendCount;
+use file_rotate::{ContentLimit, FileRotate};
 use tracing::callsite::Identifier;
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
@@ -36,7 +37,12 @@ pub fn init(file: Option<(&Path, u64)>) -> std::io::Result<()> {
         .with(Repeats::new(WINDOW, PER_WINDOW));
     match file {
         Some((path, max_bytes)) => {
-            let writer = Mutex::new(CappedFile::open(path, max_bytes)?);
+            // Opened here, so a path that cannot be written stops the start with its reason.
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)?;
+            let writer = Mutex::new(capped_file(path, max_bytes));
             let fmt = tracing_subscriber::fmt::layer()
                 .with_ansi(false)
                 .with_writer(writer);
@@ -47,6 +53,19 @@ pub fn init(file: Option<(&Path, u64)>) -> std::io::Result<()> {
             .init(),
     }
     Ok(())
+}
+
+/// `path`, rotated once a write passes `max_bytes` (`file-rotate`, as the jobs' log files are): the
+/// full file becomes `<file>.1`, replacing the one before.
+fn capped_file(path: &Path, max_bytes: u64) -> FileRotate<AppendCount> {
+    let bytes = usize::try_from(max_bytes).unwrap_or(usize::MAX).max(1024);
+    FileRotate::new(
+        path,
+        AppendCount::new(1),
+        ContentLimit::BytesSurpassed(bytes),
+        Compression::None,
+        None,
+    )
 }
 
 /// Drops warnings and errors of a callsite beyond its budget per window (see the module's doc).
@@ -117,57 +136,6 @@ impl<S: Subscriber> Layer<S> for Repeats {
     }
 }
 
-/// A log file that is rotated once it holds `max_bytes`: renamed `<file>.1`, and a new one started.
-struct CappedFile {
-    path: PathBuf,
-    file: std::fs::File,
-    written: u64,
-    max_bytes: u64,
-}
-
-impl CappedFile {
-    fn open(path: &Path, max_bytes: u64) -> std::io::Result<CappedFile> {
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)?;
-        let written = file.metadata()?.len();
-        Ok(CappedFile {
-            path: path.to_path_buf(),
-            file,
-            written,
-            max_bytes: max_bytes.max(1024),
-        })
-    }
-
-    fn rotate(&mut self) -> std::io::Result<()> {
-        let mut old = self.path.as_os_str().to_owned();
-        old.push(".1");
-        std::fs::rename(&self.path, &old)?;
-        self.file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)?;
-        self.written = 0;
-        Ok(())
-    }
-}
-
-impl Write for CappedFile {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.written + buf.len() as u64 > self.max_bytes && self.written > 0 {
-            self.rotate()?;
-        }
-        let n = self.file.write(buf)?;
-        self.written += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,17 +162,20 @@ mod tests {
 
     #[test]
     fn the_log_file_is_rotated_at_its_limit() {
+        use std::io::Write;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("paddock.log");
-        let mut file = CappedFile::open(&path, 1024).unwrap();
-        let line = [b'x'; 100];
+        let mut file = capped_file(&path, 1024);
         for _ in 0..25 {
-            file.write_all(&line).unwrap();
+            file.write_all(&[b'x'; 99]).unwrap();
+            file.write_all(b"\n").unwrap();
         }
+        file.flush().unwrap();
         let now = std::fs::metadata(&path).unwrap().len();
-        let before = std::fs::metadata(dir.path().join("paddock.log.1")).unwrap().len();
-        assert!(now <= 1024 && before <= 1024, "{now} {before}");
-        assert_eq!((now + before) % 100, 0);
+        let before = std::fs::metadata(dir.path().join("paddock.log.1"))
+            .unwrap()
+            .len();
+        assert!(now <= 1124 && before <= 1124, "{now} {before}");
         assert!(!dir.path().join("paddock.log.2").exists());
     }
 }

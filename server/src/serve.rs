@@ -53,7 +53,10 @@ pub async fn run(
         .await
         .map_err(|e| anyhow::anyhow!("sealing the stored secrets: {e}"))?;
     if sealed > 0 {
-        tracing::info!(environments = sealed, "secret variables sealed with the secrets key");
+        tracing::info!(
+            environments = sealed,
+            "secret variables sealed with the secrets key"
+        );
     }
     let mut storage = Storage::new(&config.db.data_dir, config.max_upload_bytes, paddock);
     storage.limits = domain::children::ChildLimits {

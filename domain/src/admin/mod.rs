@@ -520,7 +520,9 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(
-            update_settings(&db, &user, off.clone(), &[]).await.unwrap_err(),
+            update_settings(&db, &user, off.clone(), &[])
+                .await
+                .unwrap_err(),
             AppError::Forbidden
         );
         let changed = update_settings(&db, &admin, off, &[]).await.unwrap();

@@ -424,22 +424,25 @@ async fn validate(
     let input_bytes = tokio::fs::metadata(path).await.map_or(0, |m| m.len());
     let limits = storage.limits.for_input(input_bytes);
     let finished = crate::children::run(command, limits, MAX_TRAINER_STDOUT).await?;
-    let report: ValidationReport =
-        match (serde_json::from_slice(&finished.stdout), finished.failure) {
-            (Ok(report), _) => report,
-            // The validator refused before it could report (unreadable file, bad options), or was stopped.
-            (Err(_), Some(Failure::Refused(why))) => {
-                return Err(AppError::invalid("file", ErrorCode::DatasetInvalid, why))
-            }
-            (Err(_), Some(failure)) => {
-                let lead = "the file cannot be used";
-                return Err(failure.invalid("file", ErrorCode::DatasetInvalid, lead));
-            }
-            (Err(_), None) => {
-                let why = "the file could not be read";
-                return Err(AppError::invalid("file", ErrorCode::DatasetInvalid, why));
-            }
-        };
+    let report: ValidationReport = match serde_json::from_slice(&finished.stdout) {
+        Ok(report) => report,
+        // The validator refused before it could report (unreadable file, bad options), or was stopped.
+        Err(_) => {
+            return Err(match finished.failure() {
+                Some(Failure::Refused(why)) => {
+                    AppError::invalid("file", ErrorCode::DatasetInvalid, why)
+                }
+                Some(failure) => {
+                    failure.invalid("file", ErrorCode::DatasetInvalid, "the file cannot be used")
+                }
+                None => AppError::invalid(
+                    "file",
+                    ErrorCode::DatasetInvalid,
+                    "the file could not be read",
+                ),
+            })
+        }
+    };
     if report.ok {
         return Ok(report);
     }

@@ -197,7 +197,9 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: JobId) -> Result<(), AppEr
             if !killed && since.elapsed() >= jobs.stop_grace {
                 killed = true;
                 let grace = jobs.stop_grace.as_secs();
-                let line = format!("[paddock] the run did not stop within {grace} s of being asked to; killing it");
+                let line = format!(
+                    "[paddock] the run did not stop within {grace} s of being asked to; killing it"
+                );
                 note(db, job_id, &line, &mut log_file).await?;
                 if let Some(handle) = job.handle() {
                     jobs.executors.stop(&handle, Stop::Kill).await;

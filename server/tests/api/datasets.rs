@@ -28,7 +28,7 @@ pub(crate) async fn upload(
     .await
 }
 
-/// Files under the server's data directory (uploads in progress included).
+/// Every file in the server's data directory but the database's and the secrets key (uploads in progress included).
 fn files_under(server: &Server) -> Vec<String> {
     let mut found = Vec::new();
     let mut stack = vec![server.dir.path().join("data")];
@@ -37,7 +37,9 @@ fn files_under(server: &Server) -> Vec<String> {
             let path = entry.path();
             if path.is_dir() {
                 stack.push(path);
-            } else if !path.to_string_lossy().contains("paddock.db") {
+            } else if !path.to_string_lossy().contains("paddock.db")
+                && !path.ends_with("secrets.key")
+            {
                 found.push(path.to_string_lossy().into_owned());
             }
         }

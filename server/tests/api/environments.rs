@@ -605,20 +605,32 @@ async fn secret_variables_reach_the_container_but_never_a_reader_or_the_image() 
     // At rest the values are sealed with a key outside the database (0600 in the data directory). A
     // rotation while the server runs seals them again with a new key, and the next start of the
     // container still gets them.
-    let plain_rows = "SELECT COUNT(*) FROM environments WHERE secret_env_json NOT LIKE 'sealed1:%' \
+    let plain_rows =
+        "SELECT COUNT(*) FROM environments WHERE secret_env_json NOT LIKE 'sealed1:%' \
                       OR secret_env_json LIKE '%SECRET%' OR secret_env_json LIKE '%pw-second%'";
-    assert_eq!(server.count(plain_rows).await, 0, "a secret is stored in plain text");
+    assert_eq!(
+        server.count(plain_rows).await,
+        0,
+        "a secret is stored in plain text"
+    );
     let key_file = server.data_dir().join("secrets.key");
     let key = std::fs::read_to_string(&key_file).unwrap();
     let mode = std::fs::metadata(&key_file).unwrap();
-    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o600);
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777,
+        0o600
+    );
     let out = Command::new(env!("CARGO_BIN_EXE_paddock"))
         .args(["admin", "rotate-secrets-key", "--data-dir"])
         .arg(server.data_dir())
         .output()
         .unwrap();
     assert_success(&out);
-    assert_ne!(std::fs::read_to_string(&key_file).unwrap(), key, "a new key");
+    assert_ne!(
+        std::fs::read_to_string(&key_file).unwrap(),
+        key,
+        "a new key"
+    );
     assert!(!server.data_dir().join("secrets.key.next").exists());
     assert_eq!(server.count(plain_rows).await, 0);
     let (status, down) = owner.post_empty(&format!("{base}/down")).await;
@@ -800,23 +812,38 @@ async fn an_admin_sets_a_docker_hub_mirror_that_base_images_are_looked_up_in() {
     // A mirror must answer as a registry: nothing listening, or a service that is not one (whatever it
     // serves), is refused, and what it served is never quoted.
     let not_a_registry = fake_registry(false).await;
-    for address in ["http://127.0.0.1:9/hub/".to_string(), format!("{not_a_registry}/hub")] {
+    for address in [
+        "http://127.0.0.1:9/hub/".to_string(),
+        format!("{not_a_registry}/hub"),
+    ] {
         let (status, body) = admin
             .patch(settings, json!({ "registry_mirror": address }))
             .await;
         assert_eq!(
             (status, body["code"].as_str()),
-            (StatusCode::UNPROCESSABLE_ENTITY, Some("registry_mirror_invalid")),
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Some("registry_mirror_invalid")
+            ),
             "{address}: {body}"
         );
-        assert!(body["message"].as_str().unwrap().contains("no registry answers"), "{body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("no registry answers"),
+            "{body}"
+        );
         assert!(!body.to_string().contains(CANARY), "{body}");
     }
 
     // A registry that answers /v2/ and serves a secret on every other path.
     let registry = fake_registry(true).await;
     let (status, body) = admin
-        .patch(settings, json!({ "registry_mirror": format!("http://{registry}/hub/") }))
+        .patch(
+            settings,
+            json!({ "registry_mirror": format!("http://{registry}/hub/") }),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(
@@ -846,7 +873,10 @@ async fn an_admin_sets_a_docker_hub_mirror_that_base_images_are_looked_up_in() {
             && message.contains("incident"),
         "the refusal names where it looked, and the incident for the rest: {message}"
     );
-    assert!(!body.to_string().contains(CANARY), "the mirror's answer leaked: {body}");
+    assert!(
+        !body.to_string().contains(CANARY),
+        "the mirror's answer leaked: {body}"
+    );
 
     let (_, body) = admin
         .patch(settings, json!({ "registry_mirror": "" }))
@@ -861,12 +891,24 @@ async fn an_admin_sets_a_docker_hub_mirror_that_base_images_are_looked_up_in() {
     let limited = Server::start_with(&["--registry-mirror-host", "registry.example.cn:5000"]);
     let admin = limited.signup("owner").await;
     let (status, body) = admin
-        .patch(settings, json!({ "registry_mirror": format!("{registry}/hub") }))
+        .patch(
+            settings,
+            json!({ "registry_mirror": format!("{registry}/hub") }),
+        )
         .await;
     assert_eq!(
         (status, body["code"].as_str()),
-        (StatusCode::UNPROCESSABLE_ENTITY, Some("registry_mirror_invalid")),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("registry_mirror_invalid")
+        ),
         "{body}"
     );
-    assert!(body["message"].as_str().unwrap().contains("registry.example.cn:5000"), "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("registry.example.cn:5000"),
+        "{body}"
+    );
 }

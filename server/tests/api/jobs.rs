@@ -371,7 +371,11 @@ async fn a_cancel_stops_a_run_whatever_its_pid_file_says() {
     let id = submit(&owner, ws, endless("forged", ds)).await;
     stepped(&owner, ws, id, 1).await;
     let pid_file = server.local_run(id).join("trainer.pid");
-    let trainer: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    let trainer: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     std::fs::write(&pid_file, "999999999\n").unwrap();
     cancel(&owner, ws, id).await;
     let done = wait_for(&owner, ws, id, "cancelled", |j| {

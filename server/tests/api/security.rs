@@ -522,7 +522,10 @@ async fn session_ids_are_stored_hashed() {
         .await
         .unwrap();
     assert!(!keys.is_empty());
-    assert!(!keys.contains(&cookie), "the cookie's id is stored as it is");
+    assert!(
+        !keys.contains(&cookie),
+        "the cookie's id is stored as it is"
+    );
     for key in keys {
         let status = me(key).await.unwrap().status();
         assert_eq!(status, StatusCode::UNAUTHORIZED, "a stored key signs in");

@@ -159,7 +159,11 @@ async fn a_refusal_repeated_every_poll_is_logged_a_few_times_only() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("paddock.log");
     let log_arg = log.to_str().unwrap();
-    let args = [NO_DOCKER, &["--log-file", log_arg, "--log-max-bytes", "200000"]].concat();
+    let args = [
+        NO_DOCKER,
+        &["--log-file", log_arg, "--log-max-bytes", "200000"],
+    ]
+    .concat();
     let (server, owner, ws, ds) = owner_with_sample(&args).await;
     let spec = json!({
         "name": "linked", "dataset_id": ds, "preset": "tiny", "batch_size": 16, "max_seq_len": 32,
@@ -167,9 +171,11 @@ async fn a_refusal_repeated_every_poll_is_logged_a_few_times_only() {
     });
     let id = submit(&owner, ws, spec).await;
     let events = server.local_run(id).join("events.jsonl");
-    crate::common::eventually("the run writes events", Duration::from_secs(120), async || {
-        events.is_file()
-    })
+    crate::common::eventually(
+        "the run writes events",
+        Duration::from_secs(120),
+        async || events.is_file(),
+    )
     .await;
     std::fs::remove_file(&events).unwrap();
     symlink("/etc/hostname", &events).unwrap();

@@ -71,7 +71,9 @@ pub async fn update_settings(
     ApiJson(body): ApiJson<SettingsChange>,
 ) -> Result<Json<InstanceSettings>, AppError> {
     let allowed = &state.security.registry_mirror_hosts;
-    Ok(Json(admin::update_settings(&state.db, &actor, body, allowed).await?))
+    Ok(Json(
+        admin::update_settings(&state.db, &actor, body, allowed).await?,
+    ))
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/users", tag = "admin", security(("session" = []), ("token" = [])),
