@@ -87,6 +87,13 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
         Rule::MoreGpusThanHost { host } => {
             td_string!(locale, rules.more_gpus_than_host, host = *host).to_string()
         }
+        Rule::MoreGpusThanUsable { host, left_out } => td_string!(
+            locale,
+            rules.more_gpus_than_usable,
+            host = *host,
+            left_out = left_out.join("; ")
+        )
+        .to_string(),
         Rule::MoreGpusThanQuota { quota } => {
             td_string!(locale, rules.more_gpus_than_quota, quota = *quota).to_string()
         }
@@ -424,6 +431,10 @@ mod tests {
             Rule::Fp16NeedsGpu,
             Rule::Bf16NeedsCpuSupport,
             Rule::MoreGpusThanHost { host: 3 },
+            Rule::MoreGpusThanUsable {
+                host: 0,
+                left_out: vec!["GPU 0 (V100): compute capability 7.0 is below 7.5".into()],
+            },
             Rule::MoreGpusThanQuota { quota: 2 },
             Rule::NotWith {
                 other: "base_checkpoint_id".into(),

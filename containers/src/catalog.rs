@@ -102,8 +102,8 @@ pub const CATALOG: &[BaseImage] = &[
     },
     BaseImage {
         reference: "nvidia/cuda:11.8.0-runtime-ubuntu22.04",
-        description: "CUDA 11.8 runtime on Ubuntu 22.04, for older drivers",
-        description_zh: "Ubuntu 22.04 上的 CUDA 11.8 运行时，适合较旧的驱动",
+        description: "CUDA 11.8 runtime on Ubuntu 22.04, for older drivers (without the Paddock runtime, whose CUDA has its own needs)",
+        description_zh: "Ubuntu 22.04 上的 CUDA 11.8 运行时，适合较旧的驱动（不含 Paddock 运行时；运行时自带的 CUDA 另有要求）",
         family: Family::Debian,
         local: false,
         cuda: Some("11.8.0"),

@@ -37,7 +37,9 @@
 pub mod base;
 pub mod build;
 pub mod catalog;
-pub mod cuda;
+/// CUDA and driver versions and NVIDIA's table of them live in `hostcaps`, beside what Paddock's own
+/// CUDA runtime needs, so the trainer asks the same table.
+pub use hostcaps::cuda;
 mod docker;
 pub mod error;
 pub mod exec;

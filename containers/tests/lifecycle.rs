@@ -85,6 +85,19 @@ async fn provisions_hardened_limited_containers_with_a_persistent_workspace() {
         Some(vec!["no-new-privileges".to_string()])
     );
     assert_eq!(config.user.as_deref(), Some("1000:1000"));
+    // Asked for no GPU, it sees none, whatever the image's own NVIDIA_VISIBLE_DEVICES and the host's
+    // default runtime say (the daemon's view of the create request).
+    assert!(
+        config
+            .env
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .any(|e| e == "NVIDIA_VISIBLE_DEVICES=void"),
+        "{:?}",
+        config.env
+    );
+    assert!(host.device_requests.unwrap_or_default().is_empty());
     assert_eq!(details.labels[labels::MANAGED], "true");
     assert_eq!(details.labels[labels::INSTANCE], g.prefix);
     assert_eq!(details.labels[labels::WORKSPACE], "ws-test");

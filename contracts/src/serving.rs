@@ -83,6 +83,13 @@ pub struct Health {
     /// not say, and served float32 only.
     #[serde(default = "fp32")]
     pub precision: String,
+    /// Where they run: `cpu`, or `cuda` (replicas of an older `paddock` did not say).
+    #[serde(default = "cpu")]
+    pub device: String,
+}
+
+fn cpu() -> String {
+    "cpu".into()
 }
 
 fn fp32() -> String {

@@ -530,14 +530,30 @@ pub struct CatalogImage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct GpuSummary {
+    /// nvidia-smi's index, as people name GPUs; placement is by [`GpuSummary::uuid`].
     pub index: u32,
+    pub uuid: String,
     pub name: String,
     pub driver_version: String,
-    pub compute_capability: String,
-    pub memory_mib: u64,
+    /// Unknown on drivers before R510.
+    pub compute_capability: Option<String>,
+    /// Unknown where the driver answers `[N/A]`.
+    pub memory_mib: Option<u64>,
     /// How many environments or jobs hold it now.
     pub holders: u32,
     pub shared: bool,
+    /// Whether Paddock's own runtime runs on it (jobs, endpoints, environments with the runtime
+    /// layer); if not, `DockerStatus::gpus_left_out` says why.
+    pub runtime_usable: bool,
+}
+
+/// What Paddock's CUDA runtime needs: its CUDA version, the oldest driver and GPU it runs on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RuntimeNeeds {
+    pub cuda: String,
+    pub min_driver: Option<String>,
+    pub min_compute_capability: Option<String>,
 }
 
 /// What the dashboard needs to know about the container engine before offering environment actions.
@@ -551,6 +567,13 @@ pub struct DockerStatus {
     pub host_cpus: Option<f64>,
     pub host_memory_bytes: Option<u64>,
     pub gpus: Vec<GpuSummary>,
+    /// What Paddock's own CUDA runtime needs of a host (jobs, endpoints and environments with the
+    /// runtime layer run it), read from the libraries it loaded; `None` for a build without CUDA.
+    pub runtime: Option<RuntimeNeeds>,
+    /// The host's GPUs Paddock cannot use, each with why (a driver too old for its CUDA runtime, MIG on,
+    /// a lost GPU), in nvidia-smi's and the runtime's words. A GPU only the runtime cannot use is still
+    /// in `gpus`, for environments without the runtime layer.
+    pub gpus_left_out: Vec<String>,
     pub catalog: Vec<CatalogImage>,
 }
 

@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use containers::preflight::GpuInfo;
+use containers::preflight::{Detected, GpuInfo};
 use containers::Docker;
 use sqlx::SqlitePool;
 use tokio::sync::RwLock;
@@ -17,7 +17,7 @@ use futures_util::StreamExt;
 use super::audit::{self, Entry};
 use super::auth::Actor;
 use contracts::error::{AppError, ErrorCode, FieldProblem};
-use contracts::types::{CatalogImage, DockerStatus, GpuSummary};
+use contracts::types::{CatalogImage, DockerStatus, GpuSummary, RuntimeNeeds};
 
 /// What to do with a container that carries this installation's labels but belongs to no environment
 /// in the database (its row was deleted while the server was down, or the database was restored).
@@ -87,8 +87,8 @@ pub struct Engine {
     pub instance: String,
     /// The connection, or why there is none. Replaced on reconnect; readers clone the handle.
     docker: RwLock<Result<Docker, String>>,
-    /// The host's GPUs as `nvidia-smi` last reported them; empty without GPUs.
-    gpus: RwLock<Vec<GpuInfo>>,
+    /// The host's GPUs as `nvidia-smi` last reported them, and why any was left out; empty without GPUs.
+    gpus: RwLock<Detected>,
     /// When a reconnect was last tried from a request: without Docker every page that asks would
     /// otherwise wait for a connection attempt.
     last_attempt: std::sync::Mutex<Option<std::time::Instant>>,
@@ -115,11 +115,12 @@ impl Engine {
             config,
             instance,
             docker: RwLock::new(Err("not connected yet".into())),
-            gpus: RwLock::new(Vec::new()),
+            gpus: RwLock::new(Detected::default()),
             last_attempt: std::sync::Mutex::new(None),
         };
         engine.reconnect().await;
         engine.refresh_gpus().await;
+        super::gpus::adopt_index_leases(db, &engine.detected(false).await.gpus).await?;
         Ok(engine)
     }
 
@@ -186,22 +187,59 @@ impl Engine {
         }
     }
 
-    /// Asks `nvidia-smi` again. A host without it simply has no GPUs.
+    /// Asks `nvidia-smi` again (at start and on every reconcile tick: a GPU can be lost, a driver
+    /// reloaded). A host without it simply has no GPUs. What changed is logged, once.
     pub async fn refresh_gpus(&self) {
-        let found = containers::preflight::gpus::detect()
-            .await
-            .unwrap_or_default();
-        *self.gpus.write().await = found;
+        let found = match containers::preflight::gpus::detect().await {
+            Ok(found) => found,
+            Err(why) => Detected {
+                gpus: Vec::new(),
+                left_out: vec![why],
+            },
+        };
+        let mut current = self.gpus.write().await;
+        if *current == found {
+            return;
+        }
+        let usable: Vec<String> = found
+            .gpus
+            .iter()
+            .map(|g| format!("{} {} {}", g.index, g.name, g.uuid))
+            .collect();
+        tracing::info!(gpus = ?usable, "GPUs detected");
+        let before = current.clone().for_runtime(hostcaps::cuda::cuda_runtime());
+        let after = found.clone().for_runtime(hostcaps::cuda::cuda_runtime());
+        for why in after
+            .left_out
+            .iter()
+            .filter(|w| !before.left_out.contains(w))
+        {
+            tracing::warn!(reason = %why, "a GPU is left out");
+        }
+        *current = found;
     }
 
     /// Replaces the host's GPUs, for tests of preflight and the inventory on machines without GPUs.
     #[cfg(test)]
-    pub(crate) async fn set_gpus(&self, gpus: Vec<GpuInfo>) {
+    pub(crate) async fn set_gpus(&self, gpus: Detected) {
         *self.gpus.write().await = gpus;
     }
 
+    /// The GPUs Paddock's own runtime can run on: where jobs and endpoint replicas go.
     pub async fn gpus(&self) -> Vec<GpuInfo> {
-        self.gpus.read().await.clone()
+        self.detected(true).await.gpus
+    }
+
+    /// The host's GPUs for work that carries Paddock's runtime (`runtime`: jobs, replicas, environments
+    /// with the runtime layer) or not (an environment of its own image alone), and why each other GPU
+    /// is left out.
+    pub async fn detected(&self, runtime: bool) -> Detected {
+        let found = self.gpus.read().await.clone();
+        if runtime {
+            found.for_runtime(hostcaps::cuda::cuda_runtime())
+        } else {
+            found
+        }
     }
 
     /// Turns a Docker error into what the caller should see; logs the internal ones.
@@ -226,17 +264,20 @@ impl Engine {
             })
             .collect();
         let leases = super::gpus::holders(db).await?;
-        let gpus = self
-            .gpus()
-            .await
+        let detected = self.detected(false).await;
+        let for_runtime = self.detected(true).await;
+        let gpus = detected
+            .gpus
             .into_iter()
             .map(|g| {
-                let (holders, shared) = leases.get(&g.index).copied().unwrap_or((0, false));
+                let (holders, shared) = leases.get(&g.uuid).copied().unwrap_or((0, false));
                 GpuSummary {
+                    runtime_usable: for_runtime.gpus.iter().any(|r| r.uuid == g.uuid),
                     index: g.index,
+                    uuid: g.uuid,
                     name: g.name,
                     driver_version: g.driver_version.to_string(),
-                    compute_capability: g.compute_capability.to_string(),
+                    compute_capability: g.compute_capability.map(|c| c.to_string()),
                     memory_mib: g.memory_mib,
                     holders,
                     shared,
@@ -250,6 +291,12 @@ impl Engine {
             host_cpus: None,
             host_memory_bytes: None,
             gpus,
+            runtime: hostcaps::cuda::cuda_runtime().map(|r| RuntimeNeeds {
+                cuda: r.version.to_string(),
+                min_driver: r.min_driver().map(|d| d.to_string()),
+                min_compute_capability: r.min_compute_capability().map(ToString::to_string),
+            }),
+            gpus_left_out: for_runtime.left_out,
             catalog,
         };
         match self.docker().await {

@@ -2,6 +2,10 @@
 //! would happily give one GPU to every container that asks, so the rule "two holders never share a GPU
 //! unless both said shared" is kept here, in the `gpu_leases` table, inside the same write transaction
 //! that records the holder's new state — two concurrent provisions cannot pick the same device.
+//!
+//! A lease names its GPU by UUID, and a run is given its GPUs by UUID (`CUDA_VISIBLE_DEVICES`, Docker's
+//! device ids): nvidia-smi's index is PCI order and shifts when a GPU falls off the bus, and CUDA's own
+//! numbering is fastest-first, so an index alone can name another team's GPU. People still see indices.
 
 use contracts::ids::{EnvironmentId, JobId};
 use std::collections::HashMap;
@@ -126,28 +130,74 @@ pub(crate) async fn within_quota(
     Ok(())
 }
 
-/// Per GPU index: how many holders, and whether every lease on it is shared.
-pub async fn holders(db: &SqlitePool) -> Result<HashMap<u32, (u32, bool)>, AppError> {
-    let rows: Vec<(i64, i64, i64)> = sqlx::query_as(
-        "SELECT gpu_index, COUNT(*), MIN(shared) FROM gpu_leases GROUP BY gpu_index",
-    )
-    .fetch_all(db)
-    .await?;
+/// A GPU given to a holder: its UUID, which places it, and its index, which people read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Placed {
+    pub index: u32,
+    pub uuid: String,
+}
+
+impl Placed {
+    fn of(gpu: &GpuInfo) -> Placed {
+        Placed {
+            index: gpu.index,
+            uuid: gpu.uuid.clone(),
+        }
+    }
+}
+
+/// The UUIDs of `gpus`, as a run is given them.
+pub fn uuids(gpus: &[Placed]) -> Vec<String> {
+    gpus.iter().map(|g| g.uuid.clone()).collect()
+}
+
+/// The indices of `gpus`, as people read them.
+pub fn indices(gpus: &[Placed]) -> Vec<u32> {
+    gpus.iter().map(|g| g.index).collect()
+}
+
+/// Leases taken before GPUs were leased by UUID name theirs `index:N`: each is given the UUID of the GPU
+/// at that index now. Called once at start, after detection; a lease whose index matches no GPU keeps
+/// its name, which no GPU has (it blocks nothing, and goes when its holder stops).
+pub async fn adopt_index_leases(db: &SqlitePool, host: &[GpuInfo]) -> Result<(), AppError> {
+    for gpu in host {
+        sqlx::query("UPDATE OR IGNORE gpu_leases SET gpu_uuid = ? WHERE gpu_uuid = ?")
+            .bind(&gpu.uuid)
+            .bind(format!("index:{}", gpu.index))
+            .execute(db)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Per GPU UUID: how many holders, and whether every lease on it is shared.
+pub async fn holders(db: &SqlitePool) -> Result<HashMap<String, (u32, bool)>, AppError> {
+    let rows: Vec<(String, i64, i64)> =
+        sqlx::query_as("SELECT gpu_uuid, COUNT(*), MIN(shared) FROM gpu_leases GROUP BY gpu_uuid")
+            .fetch_all(db)
+            .await?;
     Ok(rows
         .into_iter()
-        .map(|(gpu, n, shared)| (gpu as u32, (n as u32, shared == 1)))
+        .map(|(gpu, n, shared)| (gpu, (n as u32, shared == 1)))
         .collect())
 }
 
-/// The GPU indices `holder` holds now.
-pub async fn leased(conn: &mut SqliteConnection, holder: Holder) -> Result<Vec<u32>, AppError> {
-    let rows: Vec<i64> =
-        sqlx::query_scalar("SELECT gpu_index FROM gpu_leases WHERE holder_kind = ? AND holder_id = ? ORDER BY gpu_index")
-            .bind(holder.kind())
-            .bind(holder.id())
-            .fetch_all(conn)
-            .await?;
-    Ok(rows.into_iter().map(|g| g as u32).collect())
+/// The GPUs `holder` holds now, by index.
+pub async fn leased(conn: &mut SqliteConnection, holder: Holder) -> Result<Vec<Placed>, AppError> {
+    let rows: Vec<(i64, String)> = sqlx::query_as(
+        "SELECT gpu_index, gpu_uuid FROM gpu_leases WHERE holder_kind = ? AND holder_id = ? ORDER BY gpu_index",
+    )
+    .bind(holder.kind())
+    .bind(holder.id())
+    .fetch_all(conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(index, uuid)| Placed {
+            index: index as u32,
+            uuid,
+        })
+        .collect())
 }
 
 /// Picks and records GPUs for `holder` (replacing what it held). Call inside a write transaction.
@@ -158,26 +208,26 @@ pub async fn lease(
     holder: Holder,
     request: &GpuSpec,
     shared: bool,
-) -> Result<Vec<u32>, AppError> {
+) -> Result<Vec<Placed>, AppError> {
     release(conn, holder).await?;
     if request.count() == 0 {
         return Ok(Vec::new());
     }
     within_quota(&mut *conn, holder, request.count()).await?;
     // (gpu, shared) of every other lease.
-    let taken: Vec<(i64, i64)> = sqlx::query_as("SELECT gpu_index, shared FROM gpu_leases")
+    let taken: Vec<(String, i64)> = sqlx::query_as("SELECT gpu_uuid, shared FROM gpu_leases")
         .fetch_all(&mut *conn)
         .await?;
-    let free = |gpu: u32| {
+    let free = |gpu: &GpuInfo| {
         taken
             .iter()
-            .filter(|(g, _)| *g as u32 == gpu)
+            .filter(|(g, _)| *g == gpu.uuid)
             .all(|(_, other_shared)| shared && *other_shared == 1)
     };
-    let chosen: Vec<u32> = match request {
+    let chosen: Vec<Placed> = match request {
         GpuSpec::None => Vec::new(),
         GpuSpec::Count(n) => {
-            let available: Vec<u32> = host.iter().map(|g| g.index).filter(|g| free(*g)).collect();
+            let available: Vec<Placed> = host.iter().filter(|g| free(g)).map(Placed::of).collect();
             if available.len() < *n as usize {
                 return Err(busy(format!(
                     "{n} GPU(s) requested but only {} of this host's {} are free; stop another environment or job, or mark both shared",
@@ -188,24 +238,39 @@ pub async fn lease(
             available.into_iter().take(*n as usize).collect()
         }
         GpuSpec::Devices(devices) => {
-            let busy_ones: Vec<String> = devices
-                .iter()
-                .filter(|d| !free(**d))
-                .map(u32::to_string)
-                .collect();
+            let mut chosen = Vec::with_capacity(devices.len());
+            let (mut busy_ones, mut unknown) = (Vec::new(), Vec::new());
+            for index in devices {
+                match host.iter().find(|g| g.index == *index) {
+                    None => unknown.push(index.to_string()),
+                    Some(gpu) if !free(gpu) => busy_ones.push(index.to_string()),
+                    Some(gpu) => chosen.push(Placed::of(gpu)),
+                }
+            }
+            if !unknown.is_empty() {
+                return Err(AppError::conflict(
+                    "gpus",
+                    ErrorCode::GpusBusy,
+                    format!(
+                        "GPU {} is not among this host's usable GPUs now",
+                        unknown.join(", ")
+                    ),
+                ));
+            }
             if !busy_ones.is_empty() {
                 return Err(busy(format!(
                     "GPU {} is held by another environment or job",
                     busy_ones.join(", ")
                 )));
             }
-            devices.clone()
+            chosen
         }
     };
     let now = super::now();
     for gpu in &chosen {
-        sqlx::query("INSERT INTO gpu_leases (gpu_index, holder_kind, holder_id, shared, since) VALUES (?, ?, ?, ?, ?)")
-            .bind(*gpu as i64)
+        sqlx::query("INSERT INTO gpu_leases (gpu_uuid, gpu_index, holder_kind, holder_id, shared, since) VALUES (?, ?, ?, ?, ?, ?)")
+            .bind(&gpu.uuid)
+            .bind(gpu.index as i64)
             .bind(holder.kind())
             .bind(holder.id())
             .bind(shared)
@@ -246,9 +311,11 @@ mod tests {
     use sqlx::Sqlite;
 
     fn gpu(index: u32) -> GpuInfo {
-        let line = format!("{index}, NVIDIA H200, 570.124.06, 9.0, 143771 MiB, GPU-{index}");
-        containers::preflight::gpus::parse(&line)
-            .expect("sample nvidia-smi line")
+        let line = format!(
+            "{index}, GPU-{index}, 00000000:0{index}:00.0, 580.95.05, 143771 MiB, Disabled, 9.0, NVIDIA H200"
+        );
+        containers::preflight::gpus::parse(&line, true)
+            .gpus
             .remove(0)
     }
 
@@ -274,7 +341,7 @@ mod tests {
         }
 
         async fn lease(&mut self, holder: Holder, request: GpuSpec, shared: bool) -> LeaseResult {
-            lease(&mut self.conn, &self.gpus, holder, &request, shared).await
+            at(lease(&mut self.conn, &self.gpus, holder, &request, shared).await)
         }
 
         /// One GPU, not shared.
@@ -284,6 +351,10 @@ mod tests {
     }
 
     type LeaseResult = Result<Vec<u32>, AppError>;
+
+    fn at(result: Result<Vec<Placed>, AppError>) -> LeaseResult {
+        result.map(|placed| indices(&placed))
+    }
 
     #[tokio::test]
     async fn exclusive_gpus_are_never_given_twice() {
@@ -346,10 +417,64 @@ mod tests {
             .unwrap();
         host.lease(env(2), GpuSpec::Count(1), true).await.unwrap();
         assert!(host.one(env(3)).await.is_err());
-        assert_eq!(holders(&host.db).await.unwrap().get(&0), Some(&(2, true)));
+        assert_eq!(
+            holders(&host.db).await.unwrap().get("GPU-0"),
+            Some(&(2, true))
+        );
         // Re-leasing replaces the holder's own lease instead of counting it twice.
         host.lease(env(2), GpuSpec::Count(1), true).await.unwrap();
-        assert_eq!(leased(&mut host.conn, env(2)).await.unwrap(), vec![0]);
-        assert_eq!(holders(&host.db).await.unwrap().get(&0), Some(&(2, true)));
+        let held = leased(&mut host.conn, env(2)).await.unwrap();
+        assert_eq!(uuids(&held), ["GPU-0"]);
+        assert_eq!(
+            holders(&host.db).await.unwrap().get("GPU-0"),
+            Some(&(2, true))
+        );
+    }
+
+    /// A lease follows its GPU, not its index: when GPU 0 falls off the bus, nvidia-smi renumbers the
+    /// others from 0, and the GPU now called 0 is still the one a holder leased as 1.
+    #[tokio::test]
+    async fn a_lease_follows_its_gpu_when_the_indices_shift() {
+        let mut host = Host::with(2).await;
+        let held = lease(
+            &mut host.conn,
+            &host.gpus,
+            env(1),
+            &GpuSpec::Devices(vec![1]),
+            false,
+        )
+        .await
+        .unwrap();
+        assert_eq!(uuids(&held), ["GPU-1"]);
+        // GPU-0 is lost; GPU-1 is now index 0.
+        let mut shifted = gpu(1);
+        shifted.index = 0;
+        host.gpus = vec![shifted];
+        let err = host.one(env(2)).await.unwrap_err();
+        assert_eq!(err.code(), "gpus_busy", "{err}");
+        let err = host
+            .lease(env(2), GpuSpec::Devices(vec![1]), false)
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("not among this host's usable GPUs"),
+            "{err}"
+        );
+    }
+
+    /// Leases from before UUIDs take the UUID of the GPU at their index at the next start.
+    #[tokio::test]
+    async fn leases_by_index_are_adopted_by_uuid() {
+        let mut host = Host::with(2).await;
+        sqlx::query("INSERT INTO gpu_leases (gpu_uuid, gpu_index, holder_kind, holder_id, shared, since) VALUES ('index:1', 1, 'environment', 5, 0, 't'), ('index:7', 7, 'environment', 5, 0, 't')")
+            .execute(&mut *host.conn)
+            .await
+            .unwrap();
+        adopt_index_leases(&host.db, &host.gpus).await.unwrap();
+        let held = leased(&mut host.conn, env(5)).await.unwrap();
+        assert_eq!(uuids(&held), ["GPU-1", "index:7"]);
+        assert_eq!(host.one(env(6)).await.unwrap(), vec![0]);
+        assert_eq!(host.one(env(7)).await.unwrap_err().code(), "gpus_busy");
     }
 }

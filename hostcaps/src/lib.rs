@@ -14,9 +14,13 @@
 //! example `trainer::device::Precision::check_with`); the variable is for whole processes.
 //!
 //! # Layout
-//! One file: [`Capability`] and the override ([`hidden`], [`is_hidden`], [`override_for_child`]), and
-//! the CPU's bfloat16 probe ([`cpu_bf16`]); CUDA and GPU questions are asked of libtorch and Docker by
-//! their callers after [`is_hidden`].
+//! This file: [`Capability`] and the override ([`hidden`], [`is_hidden`], [`override_for_child`]), and
+//! the CPU's bfloat16 probe ([`cpu_bf16`]). `cuda`: what Paddock's own CUDA runtime is and needs
+//! ([`cuda::cuda_runtime`]: its version and GPU architectures, read from the loaded libraries) and the host's
+//! NVIDIA driver ([`cuda::nvidia_driver`]), and CUDA's table of drivers. Whether CUDA devices or GPUs are there is asked of libtorch and
+//! `nvidia-smi` by their callers, after [`is_hidden`].
+
+pub mod cuda;
 
 /// The environment variable that hides capabilities.
 pub const HIDE_ENV: &str = "PADDOCK_HIDE_CAPABILITIES";

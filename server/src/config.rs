@@ -347,7 +347,7 @@ pub struct EnvironmentsConfig {
     /// Stop running environments after this many minutes without terminal or exec activity; 0 never.
     #[arg(long, env = "PADDOCK_ENV_IDLE_STOP_MINUTES", default_value_t = 120)]
     pub env_idle_stop_minutes: u64,
-    /// Seconds between reconciles of the database with Docker (and idle checks).
+    /// Seconds between reconciles of the database with Docker (and GPU detection, idle checks).
     #[arg(long, env = "PADDOCK_RECONCILE_SECONDS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     pub reconcile_seconds: u64,
     /// What to do with this installation's containers that belong to no environment: remove, keep, or

@@ -81,6 +81,11 @@ fn main() -> ExitCode {
             }
             Command::Version => {
                 println!("paddock {}", env!("CARGO_PKG_VERSION"));
+                // What GPUs and drivers this build runs on, read from the libtorch it loaded.
+                match hostcaps::cuda::cuda_runtime() {
+                    Some(runtime) => println!("runtime: {}", runtime.describe()),
+                    None => println!("runtime: CPU only (no CUDA runtime)"),
+                }
                 Ok(())
             }
             Command::Admin(command) => server::admin::run(command).await,

@@ -2,6 +2,7 @@
 // `at::autocast::set_enabled`, which means CUDA and float16; bfloat16 (on CUDA, or on CPUs with
 // AVX512-BF16/AMX, where it is several times faster than float32 for matmuls) needs the
 // device-typed calls below. Exceptions must not cross into Rust, so each entry point catches them.
+#include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
 
 #include <cstdio>
@@ -54,6 +55,24 @@ void paddock_autocast_exit(int cuda, int prev_enabled, int prev_dtype) {
     at::autocast::set_autocast_dtype(device, static_cast<c10::ScalarType>(prev_dtype));
   } catch (const std::exception &) {
     // Restoring thread-local flags does not throw in practice; nothing useful to report from a guard.
+  }
+}
+
+// Deterministic kernels for training on CUDA, so that a run resumed from a checkpoint replays the
+// steps the first run took (the CPU kernels are deterministic already): deterministic algorithms
+// (warning, not failing, where an operation has none), cuDNN's deterministic choice and no
+// benchmarking. cuBLAS needs `CUBLAS_WORKSPACE_CONFIG` too, which the caller sets. Returns 0, or -1
+// with the message in `err`.
+int paddock_deterministic(char *err, size_t err_len) {
+  try {
+    auto &context = at::globalContext();
+    context.setDeterministicAlgorithms(true, /*warn_only=*/true);
+    context.setDeterministicCuDNN(true);
+    context.setBenchmarkCuDNN(false);
+    return 0;
+  } catch (const std::exception &e) {
+    write_error(err, err_len, e.what());
+    return -1;
   }
 }
 }

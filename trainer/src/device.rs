@@ -7,30 +7,116 @@ use tch::Device;
 use crate::{Error, Result};
 
 /// Resolves a device request: `auto` (first CUDA device when present, else CPU), `cpu`, `cuda`, `cuda:N`.
+/// `auto` falls back to the CPU only on a machine without an NVIDIA driver, or where every GPU was hidden
+/// on purpose (`CUDA_VISIBLE_DEVICES=""`, as the server runs its checks): where a driver is loaded but
+/// CUDA cannot use it (a driver too old for Paddock's CUDA, GPUs too old), a run meant for the GPU
+/// would otherwise train for hours on the CPU without a word, so it is refused with the reason.
 pub fn pick_device(request: &str) -> Result<Device> {
-    let request = request.trim().to_ascii_lowercase();
-    let cuda_count = || {
-        if !hostcaps::is_hidden(hostcaps::Capability::Cuda) && tch::Cuda::is_available() {
+    pick_device_with(request, &Cuda::probe())
+}
+
+/// What the trainer knows about CUDA on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cuda {
+    /// CUDA devices libtorch can use.
+    pub devices: usize,
+    /// The loaded NVIDIA driver, when there is one.
+    pub driver: Option<hostcaps::cuda::Version>,
+    /// Why libtorch can use none, when it can use none.
+    pub why_none: String,
+    /// Whoever started this process hid every GPU from it (`CUDA_VISIBLE_DEVICES` empty or `-1`, or
+    /// the `cuda` capability hidden): the CPU is what it was meant to use.
+    pub hidden_on_purpose: bool,
+}
+
+impl Cuda {
+    pub fn probe() -> Cuda {
+        let hidden = hostcaps::is_hidden(hostcaps::Capability::Cuda);
+        let devices = if !hidden && tch::Cuda::is_available() {
             tch::Cuda::device_count() as usize
         } else {
             0
+        };
+        let driver = hostcaps::cuda::nvidia_driver();
+        let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+        let why_none = if hidden {
+            format!("CUDA is hidden by {}", hostcaps::HIDE_ENV)
+        } else {
+            why_no_device(
+                hostcaps::cuda::cuda_runtime(),
+                driver.as_ref(),
+                visible.as_deref(),
+            )
+        };
+        Cuda {
+            devices,
+            driver,
+            why_none,
+            hidden_on_purpose: hidden || visible.as_deref().is_some_and(hides_every_gpu),
         }
+    }
+}
+
+/// Why CUDA has no device here, from what can be read without one: Paddock's CUDA runtime, the driver,
+/// and `CUDA_VISIBLE_DEVICES`.
+pub fn why_no_device(
+    runtime: Option<&hostcaps::cuda::CudaRuntime>,
+    driver: Option<&hostcaps::cuda::Version>,
+    visible: Option<&str>,
+) -> String {
+    let Some(runtime) = runtime else {
+        return "this build of Paddock has no CUDA runtime (its libtorch was built for the CPU)"
+            .into();
+    };
+    let Some(driver) = driver else {
+        return "no NVIDIA driver is loaded on this machine (/proc/driver/nvidia/version is missing)"
+            .into();
+    };
+    if let Some(refused) = runtime.refuses(driver, None) {
+        return refused;
+    }
+    match visible {
+        Some(v) if hides_every_gpu(v) => format!(
+            "CUDA_VISIBLE_DEVICES={v:?} hides every GPU from this process"
+        ),
+        _ => format!(
+            "NVIDIA driver {driver} is loaded but CUDA finds no usable GPU (GPUs older than compute capability {} have no kernels in Paddock's CUDA {} runtime)",
+            runtime
+                .min_compute_capability()
+                .map_or_else(|| "?".to_string(), ToString::to_string),
+            runtime.version
+        ),
+    }
+}
+
+/// Whether a `CUDA_VISIBLE_DEVICES` value shows no GPU at all.
+fn hides_every_gpu(value: &str) -> bool {
+    matches!(value.trim(), "" | "-1" | "void" | "none" | "NoDevFiles")
+}
+
+/// [`pick_device`] against `cuda`, whatever this machine has.
+pub fn pick_device_with(request: &str, cuda: &Cuda) -> Result<Device> {
+    let request = request.trim().to_ascii_lowercase();
+    let none = |asked: &str| {
+        Error::Config(format!(
+            "device `{asked}` requested but CUDA cannot be used: {}",
+            cuda.why_none
+        ))
     };
     match request.as_str() {
-        "auto" | "" => Ok(if cuda_count() > 0 {
-            Device::Cuda(0)
-        } else {
-            Device::Cpu
-        }),
+        "auto" | "" if cuda.devices > 0 => Ok(Device::Cuda(0)),
+        "auto" | "" => match &cuda.driver {
+            None => Ok(Device::Cpu),
+            Some(_) if cuda.hidden_on_purpose => Ok(Device::Cpu),
+            Some(driver) => Err(Error::Config(format!(
+                "device `auto`: this machine has NVIDIA driver {driver}, but CUDA cannot be used: {}; \
+                 set device = \"cpu\" to train on the CPU on purpose",
+                cuda.why_none
+            ))),
+        },
         "cpu" => Ok(Device::Cpu),
-        "cuda" | "gpu" => {
-            if cuda_count() == 0 {
-                return Err(Error::Config(
-                    "device `cuda` requested but no CUDA device is available".into(),
-                ));
-            }
-            Ok(Device::Cuda(0))
-        }
+        "cuda" | "gpu" if cuda.devices == 0 => Err(none(&request)),
+        "cuda" | "gpu" => Ok(Device::Cuda(0)),
         other => {
             let Some(index) = other.strip_prefix("cuda:") else {
                 return Err(Error::Config(format!(
@@ -40,10 +126,13 @@ pub fn pick_device(request: &str) -> Result<Device> {
             let index: usize = index.parse().map_err(|_| {
                 Error::Config(format!("device `{other}`: `{index}` is not a device index"))
             })?;
-            let count = cuda_count();
-            if index >= count {
+            if cuda.devices == 0 {
+                return Err(none(other));
+            }
+            if index >= cuda.devices {
                 return Err(Error::Config(format!(
-                    "device `{other}` requested but {count} CUDA device(s) are available"
+                    "device `{other}` requested but {} CUDA device(s) are available",
+                    cuda.devices
                 )));
             }
             Ok(Device::Cuda(index))
@@ -86,15 +175,34 @@ impl Precision {
         }
     }
 
-    /// Refuses combinations that cannot run well: fp16 needs CUDA; bf16 needs CUDA or a CPU with native
-    /// bfloat16 instructions (elsewhere libtorch emulates it, slower than float32).
+    /// Refuses combinations that cannot run well: fp16 needs CUDA; bf16 needs a GPU of compute
+    /// capability 8.0 (Ampere) or newer, or a CPU with native bfloat16 instructions (elsewhere it is
+    /// emulated, slower than float32).
     pub fn check(&self, device: Device) -> Result<()> {
-        self.check_with(device, hostcaps::cpu_bf16())
+        let gpu = match device {
+            Device::Cuda(i) => hostcaps::cuda::device_compute_capability(i),
+            _ => None,
+        };
+        self.check_with(device, hostcaps::cpu_bf16(), gpu.as_ref())
     }
 
-    /// [`Precision::check`] on a CPU that has native bfloat16 or not (`cpu_bf16`), whatever this one has.
-    pub fn check_with(&self, device: Device, cpu_bf16: bool) -> Result<()> {
+    /// [`Precision::check`] on a CPU that has native bfloat16 or not (`cpu_bf16`) and a GPU of compute
+    /// capability `gpu` (unknown: `None`), whatever this machine has.
+    pub fn check_with(
+        &self,
+        device: Device,
+        cpu_bf16: bool,
+        gpu: Option<&hostcaps::cuda::Version>,
+    ) -> Result<()> {
+        let ampere: hostcaps::cuda::Version = hostcaps::cuda::Version::from_parts(&[8, 0]);
         match (self, device) {
+            (Precision::Bf16, Device::Cuda(i)) if gpu.is_some_and(|cc| *cc < ampere) => {
+                Err(Error::Config(format!(
+                    "precision bf16 on GPU {i} (compute capability {}) is emulated, slower than fp32: \
+                     bfloat16 runs natively from compute capability 8.0 (Ampere); use fp16 or fp32",
+                    gpu.map_or_else(String::new, ToString::to_string)
+                )))
+            }
             (Precision::Fp32, _) | (_, Device::Cuda(_)) => Ok(()),
             (Precision::Bf16, Device::Cpu) if cpu_bf16 => Ok(()),
             (Precision::Bf16, Device::Cpu) => Err(Error::Config(
@@ -122,7 +230,29 @@ impl Precision {
     }
 }
 
+/// Makes training on CUDA deterministic (see `paddock_deterministic` in `csrc/autocast.cpp`): cuBLAS
+/// reads `CUBLAS_WORKSPACE_CONFIG` when its first handle is made, so this runs before the model touches
+/// the GPU; a value the user set is kept.
+pub fn deterministic_cuda() -> Result<()> {
+    if std::env::var_os("CUBLAS_WORKSPACE_CONFIG").is_none() {
+        std::env::set_var("CUBLAS_WORKSPACE_CONFIG", ":4096:8");
+    }
+    let mut err = [0 as std::os::raw::c_char; 512];
+    // SAFETY: the shim writes at most `err.len()` bytes, NUL-terminated, and catches every exception.
+    let status = unsafe { paddock_deterministic(err.as_mut_ptr(), err.len()) };
+    if status != 0 {
+        // SAFETY: written NUL-terminated by the shim.
+        let why = unsafe { std::ffi::CStr::from_ptr(err.as_ptr()) };
+        return Err(Error::Config(format!(
+            "cannot make CUDA deterministic: {}",
+            why.to_string_lossy()
+        )));
+    }
+    Ok(())
+}
+
 unsafe extern "C" {
+    fn paddock_deterministic(err: *mut std::os::raw::c_char, err_len: usize) -> i32;
     fn paddock_autocast_enter(
         cuda: i32,
         bf16: i32,
@@ -189,6 +319,101 @@ mod tests {
     use super::*;
     use tch::Tensor;
 
+    fn v(s: &str) -> hostcaps::cuda::Version {
+        s.parse().unwrap()
+    }
+
+    /// Every answer on every machine: no driver, a driver CUDA cannot use, GPUs.
+    #[test]
+    fn auto_falls_back_to_the_cpu_only_without_a_driver() {
+        let no_driver = Cuda {
+            devices: 0,
+            driver: None,
+            why_none: "no NVIDIA driver is loaded".into(),
+            hidden_on_purpose: false,
+        };
+        assert_eq!(pick_device_with("auto", &no_driver).unwrap(), Device::Cpu);
+        let err = pick_device_with("cuda", &no_driver)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no NVIDIA driver is loaded"), "{err}");
+
+        let old_driver = Cuda {
+            devices: 0,
+            driver: Some(v("550.54.15")),
+            why_none: "NVIDIA driver 550.54.15 is older than the 580.65.06 …".into(),
+            hidden_on_purpose: false,
+        };
+        for request in ["auto", "cuda", "cuda:0"] {
+            let err = pick_device_with(request, &old_driver)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains("550.54.15 is older"), "{request}: {err}");
+        }
+        assert_eq!(pick_device_with("cpu", &old_driver).unwrap(), Device::Cpu);
+        // A check the server runs with every GPU hidden is meant for the CPU.
+        let hidden = Cuda {
+            hidden_on_purpose: true,
+            ..old_driver
+        };
+        assert_eq!(pick_device_with("auto", &hidden).unwrap(), Device::Cpu);
+        assert!(pick_device_with("cuda", &hidden).is_err());
+
+        let two = Cuda {
+            devices: 2,
+            driver: Some(v("580.95.05")),
+            why_none: String::new(),
+            hidden_on_purpose: false,
+        };
+        assert_eq!(pick_device_with("auto", &two).unwrap(), Device::Cuda(0));
+        assert_eq!(pick_device_with("cuda:1", &two).unwrap(), Device::Cuda(1));
+        assert!(pick_device_with("cuda:2", &two).is_err());
+    }
+
+    #[test]
+    fn the_reason_names_the_driver_and_the_runtime() {
+        let runtime = hostcaps::cuda::CudaRuntime {
+            version: v("13.0"),
+            architectures: vec![v("7.5"), v("9.0")],
+        };
+        let why = why_no_device(Some(&runtime), Some(&v("550.54.15")), None);
+        assert!(
+            why.contains("550.54.15") && why.contains("580.65.06"),
+            "{why}"
+        );
+        let why = why_no_device(Some(&runtime), Some(&v("580.95.05")), Some(""));
+        assert!(why.contains("CUDA_VISIBLE_DEVICES"), "{why}");
+        let why = why_no_device(Some(&runtime), Some(&v("580.95.05")), Some("0"));
+        assert!(why.contains("7.5"), "{why}");
+        assert!(why_no_device(Some(&runtime), None, None).contains("no NVIDIA driver"));
+        assert!(why_no_device(None, None, None).contains("no CUDA runtime"));
+    }
+
+    /// The trainer links libtorch with CUDA: the runtime is read from its libraries, and agrees with the
+    /// version the torch wheel declares (`torch/version.py`).
+    #[test]
+    fn the_runtime_is_read_from_the_loaded_libraries() {
+        let _ = tch::Cuda::is_available(); // load libtorch_cuda if it is lazily loaded
+        let Some(runtime) = hostcaps::cuda::cuda_runtime() else {
+            panic!("the trainer's libtorch has no CUDA runtime");
+        };
+        let declared = std::env::var("LIBTORCH")
+            .ok()
+            .and_then(|dir| std::fs::read_to_string(format!("{dir}/version.py")).ok())
+            .and_then(|text| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix("cuda: Optional[str] = '"))
+                    .map(|v| v.trim_end_matches('\'').to_string())
+            });
+        if let Some(declared) = declared {
+            assert_eq!(runtime.version.to_string(), declared);
+        }
+        assert!(
+            !runtime.architectures.is_empty() && runtime.min_driver().is_some(),
+            "{runtime:?}"
+        );
+    }
+
     #[test]
     fn parses_requests() {
         assert_eq!(pick_device("cpu").unwrap(), Device::Cpu);
@@ -206,11 +431,28 @@ mod tests {
     fn bf16_autocast_reaches_the_cpu_matmuls_and_is_undone() {
         // Refused on a CPU without native bfloat16, on any CPU; the rest needs the instructions.
         let err = Precision::Bf16
-            .check_with(Device::Cpu, false)
+            .check_with(Device::Cpu, false, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("AVX512-BF16"), "{err}");
-        assert!(Precision::Bf16.check_with(Device::Cpu, true).is_ok());
+        assert!(Precision::Bf16.check_with(Device::Cpu, true, None).is_ok());
+        // On a GPU: native from Ampere on, refused before it; fp16 is fine on both.
+        let (turing, ampere) = (v("7.5"), v("8.0"));
+        let gpu = Device::Cuda(0);
+        let err = Precision::Bf16
+            .check_with(gpu, false, Some(&turing))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("compute capability 7.5") && err.contains("fp16"),
+            "{err}"
+        );
+        assert!(Precision::Bf16
+            .check_with(gpu, false, Some(&ampere))
+            .is_ok());
+        assert!(Precision::Fp16
+            .check_with(gpu, false, Some(&turing))
+            .is_ok());
         let check = Precision::Bf16.check(Device::Cpu);
         assert_eq!(check.is_ok(), hostcaps::cpu_bf16());
         if !hostcaps::cpu_bf16() {

@@ -1,6 +1,12 @@
 //! The runtime layer: Paddock's binary and its shared-library closure, copied into an image under
 //! `/opt/paddock/{bin,lib}` so jobs and model servers run inside any environment. The closure comes from
-//! `ldd` (the host's dynamic loader resolves it exactly as it would at run time). On bases without a libc
+//! `ldd` (the host's dynamic loader resolves it exactly as it would at run time), and then the libraries
+//! beside it that are opened by name only when needed, which `ldd` cannot see: libtorch's
+//! `libcaffe2_nvrtc.so` and `libtorch_cuda_linalg.so`, cuDNN 9's parts (`libcudnn_graph`, `_ops`,
+//! `_engines_*`, …), NVRTC's `libnvrtc-builtins` — each missing one fails only on a GPU, at the first
+//! operation that reaches it. So every shared library in a folder the closure draws from (outside the
+//! system's own library folders) travels along, with its own closure, unless the host cannot load it
+//! either. On bases without a libc
 //! (busybox) glibc and the dynamic loader travel along, the loader at the path the binary's ELF interpreter
 //! names; on Debian/Ubuntu bases the base's own glibc is used (mixing two glibcs in one process breaks),
 //! so the base's glibc must be at least as new as the host's.
@@ -30,6 +36,21 @@ const GLIBC: &[&str] = &[
     "libnss_",
     "ld-linux",
 ];
+
+/// Libraries beside libtorch that only Python loads (the bindings and their helpers).
+const PYTHON_ONLY: &[&str] = &["libtorch_python.so", "libshm.so", "libtorch_global_deps.so"];
+
+/// Whether `dir` is one of the system's library folders, whose other libraries are not ours to ship.
+fn is_system_dir(dir: &Path) -> bool {
+    ["/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib"]
+        .iter()
+        .any(|system| dir.starts_with(system))
+}
+
+/// Whether a file name is a shared library's (`libfoo.so`, `libfoo.so.9`, `libfoo.so.13.0`).
+fn is_shared_library(name: &str) -> bool {
+    name.ends_with(".so") || name.contains(".so.")
+}
 
 /// One line of `ldd` output that names a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,6 +98,69 @@ pub fn parse_ldd(output: &str) -> Result<Vec<LddEntry>, String> {
     }
 }
 
+/// `ldd`'s closure of `file`, or what it could not resolve.
+async fn ldd(file: &Path) -> Result<Vec<LddEntry>, String> {
+    let output = tokio::process::Command::new("ldd")
+        .arg(file)
+        .output()
+        .await
+        .map_err(|e| format!("running ldd: {e}"))?;
+    // ldd exits 1 for static binaries ("not a dynamic executable"), which is fine: no libraries.
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    parse_ldd(&text)
+}
+
+/// Libraries of the NVIDIA driver, which a GPU host has and the NVIDIA container runtime mounts into
+/// containers: a library that links them (`libcaffe2_nvrtc.so` links `libcuda.so.1`) is loadable
+/// wherever it can run, though not on a host without the driver.
+const DRIVER_LIBRARIES: &[&str] = &["libcuda.so.", "libnvidia-ml.so."];
+
+/// The closure of a library found beside the closure, if the host's loader can load it (the driver's
+/// own libraries aside): a file that is no shared object, or one whose other libraries are missing,
+/// is `None`.
+async fn loadable(library: &Path) -> Option<Vec<LddEntry>> {
+    let output = tokio::process::Command::new("ldd")
+        .arg(library)
+        .output()
+        .await
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let text = String::from_utf8_lossy(&output.stdout);
+    let without_driver: String = text
+        .lines()
+        .filter(|l| !(l.contains("not found") && DRIVER_LIBRARIES.iter().any(|d| l.contains(d))))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    parse_ldd(&without_driver).ok()
+}
+
+/// The shared libraries in `dir` that are not in `entries` yet and that Paddock may load.
+fn companions(dir: &Path, entries: &[LddEntry]) -> Result<Vec<PathBuf>> {
+    let listed =
+        std::fs::read_dir(dir).map_err(|e| Error::host(format!("listing {}", dir.display()), e))?;
+    let mut found = Vec::new();
+    for entry in listed.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let path = entry.path();
+        let known = entries.iter().any(|e| match e {
+            LddEntry::Library { soname, path: p } => *soname == name || *p == path,
+            LddEntry::Interpreter { .. } => false,
+        });
+        let is_file = entry
+            .file_type()
+            .is_ok_and(|t| t.is_file() || t.is_symlink())
+            && path.is_file();
+        if is_file && !known && is_shared_library(&name) && !PYTHON_ONLY.contains(&name.as_str()) {
+            found.push(path);
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
 /// The files of a runtime layer: image path (relative, no leading `/`) → host file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeFiles {
@@ -84,7 +168,8 @@ pub struct RuntimeFiles {
 }
 
 impl RuntimeFiles {
-    /// Runs `ldd` on `binary` and collects the closure; `with_libc` includes glibc and the loader.
+    /// Runs `ldd` on `binary` and collects the closure, with the libraries opened by name beside it
+    /// (see the module); `with_libc` includes glibc and the loader.
     pub async fn collect(binary: &Path, with_libc: bool) -> Result<Self> {
         let context = format!("collecting the runtime layer of {}", binary.display());
         let meta = tokio::fs::metadata(binary)
@@ -93,15 +178,41 @@ impl RuntimeFiles {
         if !meta.is_file() {
             return Err(Error::host(&context, "not a regular file"));
         }
-        let output = tokio::process::Command::new("ldd")
-            .arg(binary)
-            .output()
-            .await
-            .map_err(|e| Error::host(&context, format!("running ldd: {e}")))?;
-        // ldd exits 1 for static binaries ("not a dynamic executable"), which is fine: no libraries.
-        let text = String::from_utf8_lossy(&output.stdout).to_string()
-            + &String::from_utf8_lossy(&output.stderr);
-        let entries = parse_ldd(&text).map_err(|e| Error::host(&context, e))?;
+        let mut entries = ldd(binary).await.map_err(|e| Error::host(&context, e))?;
+        let mut searched = std::collections::BTreeSet::new();
+        loop {
+            let dirs: Vec<PathBuf> = entries
+                .iter()
+                .filter_map(|e| match e {
+                    LddEntry::Library { path, .. } => path.parent().map(Path::to_path_buf),
+                    LddEntry::Interpreter { .. } => None,
+                })
+                .filter(|dir| !is_system_dir(dir) && !searched.contains(dir))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            if dirs.is_empty() {
+                break;
+            }
+            for dir in dirs {
+                for library in companions(&dir, &entries)? {
+                    // A library the host's loader cannot complete (an MPI bootstrap without MPI) could
+                    // not load in the image either: it stays behind.
+                    if let Some(closure) = loadable(&library).await {
+                        let soname = library
+                            .file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                            .unwrap_or_default();
+                        entries.push(LddEntry::Library {
+                            soname,
+                            path: library,
+                        });
+                        entries.extend(closure);
+                    }
+                }
+                searched.insert(dir);
+            }
+        }
         Ok(Self::from_entries(binary, &entries, with_libc))
     }
 
@@ -253,6 +364,73 @@ mod tests {
         let err = parse_ldd("\tlibtorch.so => not found\n\tlibc.so.6 => /lib/libc.so.6 (0x1)\n")
             .unwrap_err();
         assert_eq!(err, "libraries not found: libtorch.so");
+    }
+
+    #[test]
+    fn shared_libraries_and_system_folders_are_told_apart() {
+        for name in [
+            "libtorch.so",
+            "libcudnn_graph.so.9",
+            "libnvrtc-builtins.so.13.0",
+        ] {
+            assert!(is_shared_library(name), "{name}");
+        }
+        for name in [
+            "libcudart_static.a",
+            "libnvshmem_device.bc",
+            "libshm",
+            "sonar.txt",
+        ] {
+            assert!(!is_shared_library(name), "{name}");
+        }
+        assert!(is_system_dir(Path::new("/usr/lib/x86_64-linux-gnu")));
+        assert!(is_system_dir(Path::new("/lib64")));
+        assert!(!is_system_dir(Path::new(
+            "/srv/venv/lib/python3.11/site-packages/torch/lib"
+        )));
+        assert!(!is_system_dir(Path::new("/opt/libtorch/lib")));
+    }
+
+    /// Beside a library of the closure (in a folder of its own, as libtorch's are), a library that
+    /// only `dlopen` reaches is collected; one the host cannot load, and Python's, are not.
+    #[tokio::test]
+    async fn libraries_opened_by_name_travel_along() {
+        let dir = tempfile::tempdir().unwrap();
+        let libc = parse_ldd(&String::from_utf8_lossy(
+            &std::process::Command::new("ldd")
+                .arg("/bin/sh")
+                .output()
+                .unwrap()
+                .stdout,
+        ))
+        .unwrap()
+        .into_iter()
+        .find_map(|e| match e {
+            LddEntry::Library { soname, path } if soname.starts_with("libc.so") => Some(path),
+            _ => None,
+        })
+        .unwrap();
+        // Real shared objects under other names: glibc's libc is one, and loads on its own.
+        for name in ["libtorch.so", "libcudnn_graph.so.9", "libtorch_python.so"] {
+            std::fs::copy(&libc, dir.path().join(name)).unwrap();
+        }
+        std::fs::write(dir.path().join("libbroken.so"), b"not an ELF file").unwrap();
+        std::fs::write(dir.path().join("libstatic.a"), b"!<arch>").unwrap();
+        let closure = vec![LddEntry::Library {
+            soname: "libtorch.so".into(),
+            path: dir.path().join("libtorch.so"),
+        }];
+        let found = companions(dir.path(), &closure).unwrap();
+        let names: Vec<String> = found
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["libbroken.so", "libcudnn_graph.so.9"]);
+        // The broken one is no shared object: collect() leaves it behind.
+        assert!(loadable(&dir.path().join("libbroken.so")).await.is_none());
+        assert!(loadable(&dir.path().join("libcudnn_graph.so.9"))
+            .await
+            .is_some());
     }
 
     #[test]

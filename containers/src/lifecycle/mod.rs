@@ -207,6 +207,17 @@ impl ProvisionRequest {
         std::iter::once(workspace).chain(store).collect()
     }
 
+    /// What the container sees of the GPUs, set last: none at all without a device request (the
+    /// `nvidia/cuda` images say `NVIDIA_VISIBLE_DEVICES=all`, and on hosts whose default runtime is
+    /// `nvidia` that alone would hand every GPU past the leases), and the requested ones in PCI order.
+    fn gpu_env(&self) -> Vec<String> {
+        if self.gpu_device_ids.is_empty() {
+            vec!["NVIDIA_VISIBLE_DEVICES=void".into()]
+        } else {
+            vec!["CUDA_DEVICE_ORDER=PCI_BUS_ID".into()]
+        }
+    }
+
     fn body(&self) -> ContainerCreateBody {
         let device_requests = (!self.gpu_device_ids.is_empty()).then(|| {
             vec![DeviceRequest {
@@ -221,8 +232,10 @@ impl ProvisionRequest {
         let env: Vec<String> = self
             .env
             .iter()
+            .filter(|e| !crate::spec::reserved_env(e.split('=').next().unwrap_or_default()))
             .cloned()
             .chain(hostcaps::override_for_child())
+            .chain(self.gpu_env())
             .collect();
         ContainerCreateBody {
             image: Some(self.image.clone()),
@@ -721,10 +734,21 @@ mod tests {
     fn no_gpus_no_device_requests() {
         let body = ProvisionRequest {
             gpu_device_ids: vec![],
+            env: vec!["NVIDIA_VISIBLE_DEVICES=all".into(), "A=1".into()],
             ..request()
         }
         .body();
         assert!(body.host_config.unwrap().device_requests.is_none());
+        // No GPU at all, whatever the image or a variable says.
+        assert_eq!(body.env.unwrap(), ["A=1", "NVIDIA_VISIBLE_DEVICES=void"]);
+        let with = request().body().env.unwrap();
+        assert_eq!(
+            with.last().map(String::as_str),
+            Some("CUDA_DEVICE_ORDER=PCI_BUS_ID")
+        );
+        use crate::spec::reserved_env;
+        assert!(reserved_env("NVIDIA_DRIVER_CAPABILITIES") && reserved_env("CUDA_VISIBLE_DEVICES"));
+        assert!(!reserved_env("CUDA_HOME"));
     }
 
     #[test]

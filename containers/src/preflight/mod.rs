@@ -9,7 +9,7 @@ use crate::catalog::ImageRequirements;
 use crate::cuda::{max_cuda_for, min_driver_for};
 use crate::error::{Error, Result};
 use crate::spec::{EnvSpec, GpuRequest};
-pub use gpus::GpuInfo;
+pub use gpus::{Detected, GpuInfo};
 
 impl crate::Docker {
     /// Preflight for `spec` on this host: its base image's requirements (catalog entry, else the image's
@@ -21,32 +21,46 @@ impl crate::Docker {
             Err(e) => return Err(e),
         };
         let image = ImageRequirements::for_image(&spec.base_image, &image_env);
-        let host_gpus = match gpus::detect().await {
-            Ok(found) => found,
+        let host = match gpus::detect().await {
+            // An image that carries Paddock's runtime needs what its CUDA needs, too.
+            Ok(found) => found.for_runtime(
+                spec.runtime
+                    .as_ref()
+                    .and_then(|_| hostcaps::cuda::cuda_runtime()),
+            ),
             Err(why) if spec.gpus.count() > 0 => {
                 return Err(Error::Preflight(vec![format!(
                     "GPUs are unavailable on this host: {why}"
                 )]))
             }
-            Err(_) => Vec::new(),
+            Err(_) => Detected::default(),
         };
-        check(spec, &image, &host_gpus)
+        check(spec, &image, &host)
     }
 }
 
-/// Checks `spec` (with the requirements of its image) against the host's GPUs. All problems are reported
-/// together in [`Error::Preflight`].
-pub fn check(spec: &EnvSpec, image: &ImageRequirements, host_gpus: &[GpuInfo]) -> Result<()> {
+/// Checks `spec` (with the requirements of its image) against the host's usable GPUs. All problems are
+/// reported together in [`Error::Preflight`], with why any GPU of the host was left out.
+pub fn check(spec: &EnvSpec, image: &ImageRequirements, host: &Detected) -> Result<()> {
     let requested = spec.gpus.count();
     if requested == 0 {
         return Ok(());
     }
+    let host_gpus = host.gpus.as_slice();
     let mut problems = Vec::new();
     if host_gpus.is_empty() {
-        problems.push(format!(
-            "the environment requests {requested} GPU{} but this host has no NVIDIA GPU (nvidia-smi is missing or reports none); use gpus \"none\" for a CPU environment",
-            plural(requested)
-        ));
+        problems.push(if host.left_out.is_empty() {
+            format!(
+                "the environment requests {requested} GPU{} but this host has no NVIDIA GPU (nvidia-smi is missing or reports none); use gpus \"none\" for a CPU environment",
+                plural(requested)
+            )
+        } else {
+            format!(
+                "the environment requests {requested} GPU{} but no GPU of this host can be used",
+                plural(requested)
+            )
+        });
+        problems.extend(host.left_out.iter().cloned());
         return Err(Error::Preflight(problems));
     }
 
@@ -111,7 +125,8 @@ pub fn check(spec: &EnvSpec, image: &ImageRequirements, host_gpus: &[GpuInfo]) -
         let too_old: Vec<&GpuInfo> = candidates
             .iter()
             .copied()
-            .filter(|g| &g.compute_capability < min_cc)
+            // Unknown (drivers before R510): the driver check above speaks for such hosts.
+            .filter(|g| g.compute_capability.as_ref().is_some_and(|cc| cc < min_cc))
             .collect();
         // Explicit devices must all be usable; for a count, enough usable GPUs must remain for the
         // inventory to pick from (a count beyond the host is reported above already).
@@ -123,7 +138,12 @@ pub fn check(spec: &EnvSpec, image: &ImageRequirements, host_gpus: &[GpuInfo]) -
             for gpu in too_old {
                 problems.push(format!(
                     "GPU {} ({}) has compute capability {}, below the {} the image's CUDA supports",
-                    gpu.index, gpu.name, gpu.compute_capability, min_cc
+                    gpu.index,
+                    gpu.name,
+                    gpu.compute_capability
+                        .as_ref()
+                        .map_or("?".into(), ToString::to_string),
+                    min_cc
                 ));
             }
         }
@@ -132,6 +152,8 @@ pub fn check(spec: &EnvSpec, image: &ImageRequirements, host_gpus: &[GpuInfo]) -
     if problems.is_empty() {
         Ok(())
     } else {
+        // Why the host has fewer GPUs than it seems to.
+        problems.extend(host.left_out.iter().cloned());
         Err(Error::Preflight(problems))
     }
 }
@@ -152,11 +174,20 @@ mod tests {
     fn gpu(index: u32, driver: &str, cc: &str) -> GpuInfo {
         GpuInfo {
             index,
+            uuid: format!("GPU-{index}"),
+            pci_bus_id: format!("00000000:0{index}:00.0"),
             name: format!("Test GPU {index}"),
             driver_version: driver.parse().unwrap(),
-            compute_capability: cc.parse().unwrap(),
-            memory_mib: 24_000,
-            uuid: format!("GPU-{index}"),
+            compute_capability: Some(cc.parse().unwrap()),
+            memory_mib: Some(24_000),
+        }
+    }
+
+    /// A host with these usable GPUs and none left out.
+    fn host(gpus: &[GpuInfo]) -> Detected {
+        Detected {
+            gpus: gpus.to_vec(),
+            left_out: Vec::new(),
         }
     }
 
@@ -183,7 +214,12 @@ mod tests {
 
     #[test]
     fn cpu_environments_pass_anywhere() {
-        assert!(check(&spec(GpuRequest::None, CUDA_124), &req(CUDA_124), &[]).is_ok());
+        assert!(check(
+            &spec(GpuRequest::None, CUDA_124),
+            &req(CUDA_124),
+            &host(&[])
+        )
+        .is_ok());
     }
 
     #[test]
@@ -191,7 +227,7 @@ mod tests {
         let p = problems(check(
             &spec(GpuRequest::Count(1), CUDA_124),
             &req(CUDA_124),
-            &[],
+            &host(&[]),
         ));
         assert_eq!(p.len(), 1);
         assert!(p[0].contains("no NVIDIA GPU"), "{p:?}");
@@ -199,11 +235,11 @@ mod tests {
 
     #[test]
     fn too_many_gpus() {
-        let host = [gpu(0, "550.54.15", "9.0")];
+        let gpus = [gpu(0, "550.54.15", "9.0")];
         let p = problems(check(
             &spec(GpuRequest::Count(99), CUDA_124),
             &req(CUDA_124),
-            &host,
+            &host(&gpus),
         ));
         assert_eq!(
             p,
@@ -213,11 +249,11 @@ mod tests {
 
     #[test]
     fn device_index_out_of_range() {
-        let host = [gpu(0, "550.54.15", "9.0"), gpu(1, "550.54.15", "9.0")];
+        let gpus = [gpu(0, "550.54.15", "9.0"), gpu(1, "550.54.15", "9.0")];
         let p = problems(check(
             &spec(GpuRequest::Devices(vec![1, 7]), CUDA_124),
             &req(CUDA_124),
-            &host,
+            &host(&gpus),
         ));
         assert_eq!(
             p,
@@ -227,11 +263,11 @@ mod tests {
 
     #[test]
     fn driver_too_old_names_both_versions() {
-        let host = [gpu(0, "535.104.05", "8.9")];
+        let gpus = [gpu(0, "535.104.05", "8.9")];
         let p = problems(check(
             &spec(GpuRequest::Count(1), CUDA_124),
             &req(CUDA_124),
-            &host,
+            &host(&gpus),
         ));
         assert_eq!(p.len(), 1);
         assert!(p[0].contains("CUDA 12.4.1"), "{}", p[0]);
@@ -242,36 +278,81 @@ mod tests {
 
     #[test]
     fn new_enough_driver_passes() {
-        let host = [gpu(0, "550.54.15", "9.0")];
-        assert!(check(&spec(GpuRequest::Count(1), CUDA_124), &req(CUDA_124), &host).is_ok());
-        let host = [gpu(0, "570.124.06", "12.0")];
+        let gpus = [gpu(0, "550.54.15", "9.0")];
+        assert!(check(
+            &spec(GpuRequest::Count(1), CUDA_124),
+            &req(CUDA_124),
+            &host(&gpus)
+        )
+        .is_ok());
+        let gpus = [gpu(0, "570.124.06", "12.0")];
         let cuda_128 = "nvidia/cuda:12.8.1-runtime-ubuntu24.04";
         assert!(check(
             &spec(GpuRequest::Devices(vec![0]), cuda_128),
             &req(cuda_128),
-            &host
+            &host(&gpus)
         )
         .is_ok());
     }
 
     #[test]
     fn compute_capability_too_low() {
-        let host = [gpu(0, "550.54.15", "3.7")];
+        let gpus = [gpu(0, "550.54.15", "3.7")];
         let p = problems(check(
             &spec(GpuRequest::Devices(vec![0]), CUDA_124),
             &req(CUDA_124),
-            &host,
+            &host(&gpus),
         ));
         assert_eq!(p, ["GPU 0 (Test GPU 0) has compute capability 3.7, below the 5.0 the image's CUDA supports"]);
         // With a count, an old GPU beside enough new ones is fine: the inventory can pick the new ones.
-        let host = [gpu(0, "550.54.15", "3.7"), gpu(1, "550.54.15", "8.0")];
-        assert!(check(&spec(GpuRequest::Count(1), CUDA_124), &req(CUDA_124), &host).is_ok());
-        assert!(check(&spec(GpuRequest::Count(2), CUDA_124), &req(CUDA_124), &host).is_err());
+        let gpus = [gpu(0, "550.54.15", "3.7"), gpu(1, "550.54.15", "8.0")];
+        assert!(check(
+            &spec(GpuRequest::Count(1), CUDA_124),
+            &req(CUDA_124),
+            &host(&gpus)
+        )
+        .is_ok());
+        assert!(check(
+            &spec(GpuRequest::Count(2), CUDA_124),
+            &req(CUDA_124),
+            &host(&gpus)
+        )
+        .is_err());
+    }
+
+    /// GPUs left out at detection are named when the rest do not suffice, and only then.
+    #[test]
+    fn gpus_left_out_are_named_when_they_are_missed() {
+        let why = "GPU 1 (A100) has MIG enabled; …".to_string();
+        let one_left = Detected {
+            gpus: vec![gpu(0, "550.54.15", "9.0")],
+            left_out: vec![why.clone()],
+        };
+        let base = spec(GpuRequest::Count(1), CUDA_124);
+        assert!(check(&base, &req(CUDA_124), &one_left).is_ok());
+        let p = problems(check(
+            &spec(GpuRequest::Count(2), CUDA_124),
+            &req(CUDA_124),
+            &one_left,
+        ));
+        assert_eq!(p.last(), Some(&why));
+        let none_left = Detected {
+            gpus: vec![],
+            left_out: vec![why.clone()],
+        };
+        let p = problems(check(&base, &req(CUDA_124), &none_left));
+        assert_eq!(
+            p,
+            [
+                "the environment requests 1 GPU but no GPU of this host can be used".to_string(),
+                why
+            ]
+        );
     }
 
     #[test]
     fn unknown_cuda_is_refused_plainly() {
-        let host = [gpu(0, "580.65.06", "9.0")];
+        let gpus = [gpu(0, "580.65.06", "9.0")];
         let image = ImageRequirements {
             cuda: Some("14.1".parse().unwrap()),
             min_compute_capability: None,
@@ -279,7 +360,7 @@ mod tests {
         let p = problems(check(
             &spec(GpuRequest::Count(1), "team/x:1"),
             &image,
-            &host,
+            &host(&gpus),
         ));
         assert!(p[0].contains("not in Paddock's CUDA/driver table"), "{p:?}");
     }

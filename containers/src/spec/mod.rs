@@ -5,6 +5,7 @@
 
 mod canonical;
 mod rules;
+pub use rules::reserved_env;
 mod size;
 
 use std::collections::BTreeMap;
@@ -474,6 +475,7 @@ mod tests {
             working_dir: "/a/../b".into(),
             env: BTreeMap::from([
                 ("BAD-NAME".into(), "v".into()),
+                ("NVIDIA_VISIBLE_DEVICES".into(), "all".into()),
                 ("OK".into(), "a\0b".into()),
             ]),
             os_packages: vec!["Bad Package".into()],
@@ -491,6 +493,7 @@ mod tests {
                 "os_packages[0]",
                 "memory",
                 "env.BAD-NAME",
+                "env.NVIDIA_VISIBLE_DEVICES",
                 "env.OK",
                 "working_dir",
                 "workspace_volume"

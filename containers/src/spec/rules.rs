@@ -171,13 +171,23 @@ pub fn check_package(package: &str) -> Result<(), String> {
 pub fn check_env_name(name: &str) -> Result<(), String> {
     let ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
+    if !ok {
+        return Err(format!(
             "{name:?} is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)"
-        ))
+        ));
     }
+    if reserved_env(name) {
+        return Err(format!(
+            "{name} is set by Paddock (which GPUs the container sees); choose another name"
+        ));
+    }
+    Ok(())
+}
+
+/// Variables that decide which GPUs a container sees: Paddock sets them, and a team's variables may not
+/// (`NVIDIA_VISIBLE_DEVICES=all` would reach every GPU of the host).
+pub fn reserved_env(name: &str) -> bool {
+    name.starts_with("NVIDIA_") || matches!(name, "CUDA_VISIBLE_DEVICES" | "CUDA_DEVICE_ORDER")
 }
 
 /// Environment variable values: anything printable on one line. NUL cannot be passed to a process, and a

@@ -251,6 +251,9 @@ pub enum Rule {
     Bf16NeedsCpuSupport,
     /// More GPUs than this host has: it would never start.
     MoreGpusThanHost { host: i64 },
+    /// More GPUs than this host can use, some of its GPUs being left out (each reason in the words of
+    /// nvidia-smi and Paddock's CUDA runtime: versions and device names).
+    MoreGpusThanUsable { host: i64, left_out: Vec<String> },
     /// More GPUs than the workspace's quota, which counts this server's and a cluster's alike: it would
     /// never start.
     MoreGpusThanQuota { quota: i64 },

@@ -562,7 +562,7 @@ impl Deployer {
     }
 
     /// One GPU for a replica serving on `cuda`, from the inventory shared with environments and jobs.
-    async fn lease_gpu(&self, t: &Target, replica_id: i64) -> Result<Option<u32>, String> {
+    async fn lease_gpu(&self, t: &Target, replica_id: i64) -> Result<Option<String>, String> {
         if t.device != "cuda" {
             return Ok(None);
         }
@@ -578,7 +578,7 @@ impl Deployer {
         .await
         .map_err(|e| e.to_string())?;
         tx.commit().await.map_err(|e| e.to_string())?;
-        Ok(leased.first().copied())
+        Ok(leased.into_iter().next().map(|g| g.uuid))
     }
 
     /// A replica on `cuda` on a cluster holds one of its GPUs, which counts against its workspace's

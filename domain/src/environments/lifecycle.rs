@@ -155,7 +155,8 @@ pub async fn up(
         .map(|i| i.env)
         .unwrap_or_default();
     let needs = containers::catalog::ImageRequirements::for_image(&env_spec.base_image, &image_env);
-    containers::preflight::check(&env_spec, &needs, &engine.gpus().await)
+    let host_gpus = engine.detected(spec.runtime).await;
+    containers::preflight::check(&env_spec, &needs, &host_gpus)
         .map_err(|e| engine.error("preflight", e))?;
 
     let name = container_name(engine, env_id);
@@ -164,7 +165,7 @@ pub async fn up(
         crate::caps::environment_may_start(&mut tx, workspace_id, env_id).await?;
         let devices = gpus::lease(
             &mut tx,
-            &engine.gpus().await,
+            &host_gpus.gpus,
             Holder::Environment(env_id),
             &spec.gpus,
             spec.shared_gpus,
@@ -183,7 +184,7 @@ pub async fn up(
             return Err(status::starting());
         }
         let entry = env.entry(actor, "environment.up");
-        let detail = serde_json::json!({ "environment_id": env_id, "version": version.version, "gpus": devices });
+        let detail = serde_json::json!({ "environment_id": env_id, "version": version.version, "gpus": gpus::indices(&devices) });
         audit::record(&mut tx, entry.detail(detail)).await?;
         tx.commit().await?;
         devices
@@ -224,7 +225,7 @@ pub async fn up(
             let gpus_text = if devices.is_empty() {
                 String::new()
             } else {
-                format!(" on GPU {devices:?}")
+                format!(" on GPU {:?}", gpus::indices(&devices))
             };
             record_event(
                 &mut tx,
@@ -268,7 +269,7 @@ async fn provision(
     version: i64,
     spec: &EnvironmentSpec,
     resources: containers::spec::Resources,
-    devices: &[u32],
+    devices: &[gpus::Placed],
 ) -> Result<String, AppError> {
     // A container from an older version (or with other GPUs) is replaced, not reused.
     match docker.inspect(name).await {
@@ -293,7 +294,7 @@ async fn provision(
         instance: engine.instance.clone(),
         extra_labels: BTreeMap::from([("paddock.version".to_string(), version.to_string())]),
         limits: Limits::from_resources(&resources),
-        gpu_device_ids: devices.iter().map(u32::to_string).collect(),
+        gpu_device_ids: gpus::uuids(devices),
         volume: volume_name(engine, env.workspace_id, spec.workspace_volume.trim()),
         volume_dir: volume_dir(engine, env.workspace_id, spec.workspace_volume.trim())?,
         store_dir: store_dir(engine, env.workspace_id)?,

@@ -280,7 +280,7 @@ pub async fn get(
         spec,
         versions,
         status_message: env.status_message,
-        gpu_indices: gpus::leased(&mut conn, Holder::Environment(env_id)).await?,
+        gpu_indices: gpus::indices(&gpus::leased(&mut conn, Holder::Environment(env_id)).await?),
         container_name: env.container_name,
         last_active_at: env.last_active_at,
         events,

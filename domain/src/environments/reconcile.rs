@@ -56,6 +56,8 @@ pub async fn run(db: SqlitePool, engine: Arc<Engine>) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tick.tick().await;
+        // GPUs come and go without Docker (a lost GPU, a driver reloaded), and local runs use them.
+        engine.refresh_gpus().await;
         if !engine.check().await {
             continue;
         }

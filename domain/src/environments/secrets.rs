@@ -81,6 +81,11 @@ pub fn merge(
                 "{name:?} is not a variable name (letters, digits and '_', not starting with a digit)"
             )));
         }
+        if containers::spec::reserved_env(name) {
+            return Err(invalid(format!(
+                "{name} is set by Paddock (which GPUs the container sees); choose another name"
+            )));
+        }
         let value = if value.is_empty() {
             old.get(name).cloned().ok_or_else(|| {
                 invalid(format!(
@@ -131,6 +136,9 @@ mod tests {
             map(&[("1X", "v")]),
             map(&[("A-B", "v")]),
             map(&[("FRESH", "")]),
+            // What decides which GPUs the container sees is Paddock's to set.
+            map(&[("NVIDIA_VISIBLE_DEVICES", "all")]),
+            map(&[("CUDA_VISIBLE_DEVICES", "0,1")]),
         ] {
             assert_eq!(
                 merge(&old, &bad).unwrap_err().code(),

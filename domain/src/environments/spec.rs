@@ -88,7 +88,7 @@ pub async fn check(
     if !errors.is_empty() {
         return Err(spec_invalid(&errors));
     }
-    let host_gpus = engine.gpus().await;
+    let host_gpus = engine.detected(spec.runtime).await;
     let preflight = |needs: &ImageRequirements| {
         containers::preflight::check(&env_spec, needs, &host_gpus)
             .map_err(|e| map_error("preflight", e))

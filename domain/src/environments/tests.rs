@@ -518,9 +518,10 @@ async fn a_cuda_image_newer_than_the_driver_is_refused_before_anything_is_create
     let Some(s) = setup().await else { return };
     // The host's GPUs as nvidia-smi would report them on a machine with an old driver (this machine has
     // none; the no-GPU path is the `gpus: 99` case above).
-    let old_driver = "0, NVIDIA A100-SXM4-80GB, 470.82.01, 8.0, 81920 MiB, GPU-aaaa\n";
+    let old_driver =
+        "0, GPU-aaaa, 00000000:01:00.0, 470.82.01, 81920 MiB, Disabled, 8.0, NVIDIA A100-SXM4-80GB\n";
     s.engine
-        .set_gpus(containers::preflight::gpus::parse(old_driver).unwrap())
+        .set_gpus(containers::preflight::gpus::parse(old_driver, true))
         .await;
     let spec = EnvironmentSpec {
         base_image: "nvidia/cuda:12.4.1-runtime-ubuntu22.04".into(),

@@ -95,14 +95,15 @@ impl Docker {
         unit: Unit,
         workspace_id: WorkspaceId,
         image: Option<InImage>,
-        devices: &[u32],
+        devices: &[String],
         cmd: Vec<String>,
     ) -> Result<(containers::Docker, String), String> {
         let image = image.ok_or("the unit has no environment image")?;
         let docker = self.engine.docker().await.map_err(|e| e.to_string())?;
         let container = self.unit_container(unit, workspace_id, &image, cmd).await?;
-        let devices = devices.iter().map(u32::to_string).collect();
-        let request = container.request(&docker, devices, image.env).await?;
+        let request = container
+            .request(&docker, devices.to_vec(), image.env)
+            .await?;
         docker
             .provision(&request)
             .await

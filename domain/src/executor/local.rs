@@ -27,13 +27,10 @@ impl Local {
     }
 }
 
-/// `CUDA_VISIBLE_DEVICES` for these GPUs: only the leased ones (none for a CPU unit) are visible.
-fn visible(devices: &[u32]) -> String {
-    devices
-        .iter()
-        .map(u32::to_string)
-        .collect::<Vec<_>>()
-        .join(",")
+/// `CUDA_VISIBLE_DEVICES` for these GPUs (their UUIDs, which CUDA accepts and which name the same
+/// hardware whatever order CUDA counts in): only the leased ones, none for a CPU unit.
+fn visible(devices: &[String]) -> String {
+    devices.join(",")
 }
 
 #[async_trait::async_trait]
@@ -48,6 +45,7 @@ impl Executor for Local {
         command
             .args(&argv[1..])
             .env("CUDA_VISIBLE_DEVICES", visible(&work.devices))
+            .env("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
             .env_remove("RUST_LOG")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -87,6 +85,7 @@ impl Executor for Local {
             .arg(model)
             .args(["--bind", "127.0.0.1:0"])
             .env("CUDA_VISIBLE_DEVICES", visible(&service.devices))
+            .env("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
             .env(super::TOKEN_ENV, &service.token)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())

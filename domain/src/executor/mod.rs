@@ -158,8 +158,8 @@ pub struct Work {
     /// The file in the run folder that receives its stderr, up to `log_limit` bytes.
     pub log: &'static str,
     pub log_limit: u64,
-    /// The GPUs it may see (none: CPU only): the ones leased for it on this server.
-    pub devices: Vec<u32>,
+    /// The UUIDs of the GPUs it may see (none: CPU only): the ones leased for it on this server.
+    pub devices: Vec<String>,
     /// How many GPUs it asks for: on this server, `devices`; on a cluster, whose scheduler picks them.
     pub gpus: u32,
     pub image: Option<InImage>,
@@ -182,8 +182,8 @@ pub struct Service {
     pub args: Vec<String>,
     /// The model's folder relative to the workspace's store.
     pub model: String,
-    /// The GPUs it may see here (none: CPU only), leased on this server.
-    pub devices: Vec<u32>,
+    /// The UUIDs of the GPUs it may see here (none: CPU only), leased on this server.
+    pub devices: Vec<String>,
     /// How many GPUs it asks a cluster's scheduler for (which picks them).
     pub gpus: u32,
     /// Where a local replica's stderr goes (a container's is in its own log).

@@ -62,23 +62,31 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         ExecutorKind,
         Option<String>,
         String,
-        Option<String>,
         i64,
         Option<EnvironmentId>,
         Option<String>,
         Option<i64>,
         String,
     );
-    let (workspace_id, kind, cluster, config_toml, gpu_indices, gpus, environment_id, image_id, time_limit_secs, spec_json): Launch =
-        sqlx::query_as(
-            "SELECT workspace_id, executor, cluster, config_toml, gpu_indices, gpus, environment_id, image_id,
+    let (
+        workspace_id,
+        kind,
+        cluster,
+        config_toml,
+        gpus,
+        environment_id,
+        image_id,
+        time_limit_secs,
+        spec_json,
+    ): Launch = sqlx::query_as(
+        "SELECT workspace_id, executor, cluster, config_toml, gpus, environment_id, image_id,
                     time_limit_secs, spec_json
              FROM jobs WHERE id = ?",
-        )
-        .bind(job_id)
-        .fetch_one(db)
-        .await
-        .map_err(|e| e.to_string())?;
+    )
+    .bind(job_id)
+    .fetch_one(db)
+    .await
+    .map_err(|e| e.to_string())?;
     // On a cluster: the partition the job asked for, and what its workspace is charged to there.
     let placement = match cluster.as_deref() {
         Some(name) => {
@@ -125,6 +133,15 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         .await
         .map_err(|e| e.to_string())?
     };
+    // The GPUs leased for it at scheduling, by UUID (none on a cluster, whose scheduler picks them).
+    let devices = {
+        let mut conn = db.acquire().await.map_err(|e| e.to_string())?;
+        gpus::uuids(
+            &gpus::leased(&mut conn, Holder::Job(job_id))
+                .await
+                .map_err(|e| e.to_string())?,
+        )
+    };
     let image = match kind {
         ExecutorKind::Docker => Some(in_image(db, environment_id, image_id).await?),
         ExecutorKind::Local => None,
@@ -138,10 +155,7 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         stdout: "events.jsonl",
         log: "train.log",
         log_limit: jobs.train_log_max_bytes,
-        devices: gpu_indices
-            .as_deref()
-            .and_then(|g| serde_json::from_str(g).ok())
-            .unwrap_or_default(),
+        devices,
         gpus: u32::try_from(gpus).unwrap_or(0),
         image,
         time_limit: time_limit_secs

@@ -359,17 +359,29 @@ async fn submit_as(
         }
         None => None,
     };
-    let host_gpus = jobs.engine.gpus().await.len();
+    let detected = jobs.engine.detected(true).await;
+    let host_gpus = detected.gpus.len();
     if cluster.is_none() && spec.gpus as usize > host_gpus {
-        return Err(never_starts(
-            Rule::MoreGpusThanHost {
-                host: host_gpus as i64,
-            },
-            format!(
-                "the job asks for {} GPU(s) but this host has {host_gpus}; it would never start",
-                spec.gpus
-            ),
-        ));
+        let asks = format!("the job asks for {} GPU(s)", spec.gpus);
+        return Err(if detected.left_out.is_empty() {
+            never_starts(
+                Rule::MoreGpusThanHost {
+                    host: host_gpus as i64,
+                },
+                format!("{asks} but this host has {host_gpus}; it would never start"),
+            )
+        } else {
+            never_starts(
+                Rule::MoreGpusThanUsable {
+                    host: host_gpus as i64,
+                    left_out: detected.left_out.clone(),
+                },
+                format!(
+                    "{asks} but this host can use {host_gpus} ({}); it would never start",
+                    detected.left_out.join("; ")
+                ),
+            )
+        });
     }
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let quota: Option<i64> =

@@ -159,13 +159,12 @@ pub async fn schedule_once(
             }
         })
         .collect();
-    let host: Vec<u32> = engine.gpus().await.iter().map(|g| g.index).collect();
-    let busy: HashSet<u32> =
-        sqlx::query_scalar::<_, i64>("SELECT DISTINCT gpu_index FROM gpu_leases")
+    let host_gpus = engine.gpus().await;
+    let busy: HashSet<String> =
+        sqlx::query_scalar::<_, String>("SELECT DISTINCT gpu_uuid FROM gpu_leases")
             .fetch_all(&mut *tx)
             .await?
             .into_iter()
-            .map(|g| g as u32)
             .collect();
     // Every GPU held counts against its workspace's quota: jobs', environments' and replicas', here
     // and on a cluster.
@@ -184,13 +183,16 @@ pub async fn schedule_once(
             .fetch_one(&mut *tx)
             .await?;
     let resources = Resources {
-        free_gpus: host.iter().copied().filter(|g| !busy.contains(g)).collect(),
+        free_gpus: host_gpus
+            .iter()
+            .filter(|g| !busy.contains(&g.uuid))
+            .map(|g| g.index)
+            .collect(),
         held_by_workspace: held_rows.into_iter().map(|(w, n)| (w, n as u32)).collect(),
         quotas: quotas.into_iter().map(|(w, n)| (w, n as u32)).collect(),
         free_cpu_slots: jobs.cpu_slots.saturating_sub(running_cpu as usize),
     };
     let decisions = plan(&queue, &resources);
-    let host_gpus = engine.gpus().await;
     for (job_id, devices) in &decisions {
         if !devices.is_empty() {
             gpus::lease(

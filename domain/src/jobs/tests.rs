@@ -173,9 +173,10 @@ async fn viewers_read_jobs_and_outsiders_see_nothing() {
 async fn the_scheduler_places_jobs_on_distinct_gpus_within_quotas() {
     let (dir, db) = test_db().await;
     let jobs = jobs(&dir, &db).await;
-    let fake = "0, NVIDIA A100, 550.54.15, 8.0, 81920 MiB, GPU-a\n1, NVIDIA A100, 550.54.15, 8.0, 81920 MiB, GPU-b\n";
+    let fake = "0, GPU-a, 00000000:01:00.0, 580.95.05, 81920 MiB, Disabled, 8.0, NVIDIA A100\n\
+                1, GPU-b, 00000000:02:00.0, 580.95.05, 81920 MiB, Disabled, 8.0, NVIDIA A100\n";
     jobs.engine
-        .set_gpus(containers::preflight::gpus::parse(fake).unwrap())
+        .set_gpus(containers::preflight::gpus::parse(fake, true))
         .await;
     let admin = actor(&db, "admin").await; // the first account is the instance admin
     let ws1 = workspaces::create(&db, &admin, "one").await.unwrap().id;

@@ -82,6 +82,8 @@ struct Served {
     max_len: usize,
     /// What the forward passes run in (`fp32`, `bf16`, `fp16`): the parity gate checks it.
     precision: &'static str,
+    /// `cpu` or `cuda`: the parity gate's slack for float32 depends on it.
+    device: &'static str,
     tokenizer: Arc<Tokenizer>,
     batcher: Batcher,
     max_inputs: usize,
@@ -143,7 +145,7 @@ pub async fn run(
             .map_err(|e| anyhow::anyhow!("cannot serve {}: {e}", args.model.model.display()))?;
         loaded.get_or_insert(copy);
     }
-    let (labels, max_len, tokenizer, precision) = loaded.context("no inference thread")?;
+    let (labels, max_len, tokenizer, precision, device) = loaded.context("no inference thread")?;
     let served = Arc::new(Served {
         name: args
             .model
@@ -154,6 +156,7 @@ pub async fn run(
         labels,
         max_len,
         precision: precision.as_str(),
+        device,
         tokenizer: Arc::new(tokenizer),
         batcher,
         max_inputs: args.max_inputs,
@@ -182,7 +185,8 @@ pub async fn run(
 }
 
 /// What a loaded model copy tells the request side: labels, max length, tokenizer, precision.
-type Loaded = (Vec<String>, usize, Tokenizer, Precision);
+/// Labels, longest input, tokenizer, precision, and device name (`cpu`, `cuda`).
+type Loaded = (Vec<String>, usize, Tokenizer, Precision, &'static str);
 
 /// One model copy: loads the checkpoint, warms up, says so on `ready`, then serves batches from the
 /// shared queue until every [`Batcher`] is gone.
@@ -239,6 +243,10 @@ fn inference_thread(
         max_len,
         loaded.tokenizer.clone(),
         precision,
+        match inference.device {
+            tch::Device::Cpu => "cpu",
+            _ => "cuda",
+        },
     )));
     batcher::run(&inference, &labels, limits, queue);
 }
@@ -427,6 +435,7 @@ async fn health(State(served): State<Arc<Served>>) -> Json<Health> {
         labels: served.labels.clone(),
         max_seq_len: served.max_len,
         precision: served.precision.into(),
+        device: served.device.into(),
     })
 }
 

@@ -46,9 +46,18 @@ fn help_version_and_migrate() {
         assert!(help.contains(flag), "serve --help lacks {flag}");
     }
     let out = paddock().arg("version").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        format!("paddock {}", env!("CARGO_PKG_VERSION"))
+        lines.next(),
+        Some(format!("paddock {}", env!("CARGO_PKG_VERSION")).as_str())
+    );
+    // The wheel's libtorch is built for CUDA: its version and GPU range are read from the libraries.
+    let runtime = lines.next().unwrap_or_default();
+    assert!(
+        runtime.starts_with("runtime: CUDA ")
+            && runtime.contains("or newer; GPUs of compute capability"),
+        "{text}"
     );
 
     let dir = tempfile::tempdir().unwrap();

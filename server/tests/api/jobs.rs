@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::common::{
     add_member, docker, eventually, owner_with_sample, playground, poll, runtime_environment,
-    with_docker, workspace_with_sample, Cli, DockerCleanup, User, NO_DOCKER, PATIENCE,
+    with_docker, workspace_with_sample, Cli, DockerCleanup, Server, User, NO_DOCKER, PATIENCE,
 };
 
 fn tiny(name: &str, dataset: i64, max_steps: u32) -> Value {
@@ -565,6 +565,7 @@ async fn a_job_runs_in_its_environments_container() {
     let trainer = json!({ "name": "trainer", "secret_env": { "HUB_TOKEN": "hub-secret-1" } });
     let built = runtime_environment(&owner, ws, trainer, &mut cleanup).await;
     let env_id = built["summary"]["id"].as_i64().unwrap();
+    every_runtime_library_loads_in(built["summary"]["image_id"].as_str().unwrap());
 
     let mut spec = tiny("in-container", ds, 12);
     spec["environment_id"] = json!(env_id);
@@ -2152,4 +2153,171 @@ mod on_slurm {
         cancel(&owner, ws, id).await;
         wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
     }
+}
+
+/// Every library of the runtime layer loads with what the image holds, as its own loader resolves it,
+/// and the libraries libtorch opens by name only on a GPU (cuDNN's parts, NVRTC's builtins, libtorch's
+/// own) are there. `libcuda` and NVML come from the host's driver at run time (the NVIDIA container
+/// runtime mounts them): empty stand-ins under those names are mounted for the check, which loads
+/// libraries without binding their symbols.
+fn every_runtime_library_loads_in(image: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    const CHECK: &str = r#"for f in /opt/paddock/lib/*.so*; do
+  out=$(/lib64/ld-linux-x86-64.so.2 --library-path /opt/paddock/lib:/driver --list "$f" 2>&1) || echo "UNLOADABLE $f: $out"
+  echo "$out" | grep "not found" | sed "s|^|MISSING $f: |"
+done
+ls /opt/paddock/lib"#;
+    let driver = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(driver.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let source = driver.path().join("empty.c");
+    std::fs::write(&source, "").unwrap();
+    for soname in ["libcuda.so.1", "libnvidia-ml.so.1"] {
+        let made = std::process::Command::new("cc")
+            .args(["-shared", "-o"])
+            .arg(driver.path().join(soname))
+            .arg(format!("-Wl,-soname,{soname}"))
+            .arg(&source)
+            .status()
+            .unwrap();
+        assert!(made.success(), "cc could not make a stand-in {soname}");
+    }
+    let mount = format!("{}:/driver:ro", driver.path().display());
+    let out = docker(&[
+        "run",
+        "--rm",
+        "-v",
+        &mount,
+        "--entrypoint",
+        "/bin/sh",
+        image,
+        "-c",
+        CHECK,
+    ]);
+    let problems: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("UNLOADABLE") || l.starts_with("MISSING"))
+        .collect();
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    for opened_by_name in [
+        "libcaffe2_nvrtc.so",
+        "libtorch_cuda_linalg.so",
+        "libcudnn_graph.so.9",
+        "libcudnn_engines_precompiled.so.9",
+        "libnvrtc-builtins.so.13.0",
+    ] {
+        assert!(
+            out.lines().any(|l| l == opened_by_name),
+            "{opened_by_name} is not in the runtime layer"
+        );
+    }
+}
+
+/// A host with NVIDIA GPUs, as a fake `nvidia-smi` on the server's PATH reports them (this machine has
+/// none): each GPU is read on its own, and those Paddock's own CUDA runtime cannot use are left out with
+/// the reason, read from the libtorch the binary loaded; the detection runs again on the reconcile tick.
+/// A job given a GPU on a machine whose CUDA cannot use it fails saying why, instead of training on the
+/// CPU.
+#[tokio::test]
+async fn gpus_are_detected_one_by_one_against_the_runtime_they_must_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let report = bin.path().join("gpus.csv");
+    let fake = bin.path().join("nvidia-smi");
+    std::fs::write(&fake, "#!/bin/sh\ncat \"$(dirname \"$0\")/gpus.csv\"\n").unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let usable = "0, GPU-0a0a0a0a-1111-2222-3333-444444444444, 00000000:18:00.0, 580.95.05, 81559 MiB, Disabled, 9.0, NVIDIA H100 80GB HBM3";
+    std::fs::write(
+        &report,
+        format!(
+            "{usable}\n\
+             1, GPU-1b1b1b1b-1111-2222-3333-444444444444, 00000000:3B:00.0, 580.95.05, 16384 MiB, Disabled, 7.0, Tesla V100-SXM2-16GB\n\
+             2, GPU-2c2c2c2c-1111-2222-3333-444444444444, 00000000:86:00.0, 580.95.05, 81920 MiB, Enabled, 8.0, NVIDIA A100-SXM4-80GB\n"
+        ),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let server = Server::start_with_env(&["--reconcile-seconds", "1"], &[("PATH", &path)]);
+    let owner = server.signup("owner").await;
+    let (ws, ds) = workspace_with_sample(&owner).await;
+
+    let (code, engine) = owner.get("/api/v1/docker").await;
+    assert_eq!(code, StatusCode::OK, "{engine}");
+    // The V100 can still take an environment of its own image; the MIG one is no GPU Paddock places.
+    let uuids = |engine: &Value, runtime: bool| -> Vec<String> {
+        engine["gpus"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| !runtime || g["runtime_usable"] == true)
+            .filter_map(|g| g["uuid"].as_str().map(String::from))
+            .collect()
+    };
+    assert_eq!(
+        uuids(&engine, false),
+        [
+            "GPU-0a0a0a0a-1111-2222-3333-444444444444",
+            "GPU-1b1b1b1b-1111-2222-3333-444444444444"
+        ],
+        "{engine}"
+    );
+    assert_eq!(
+        uuids(&engine, true),
+        ["GPU-0a0a0a0a-1111-2222-3333-444444444444"]
+    );
+    let left_out = engine["gpus_left_out"].to_string();
+    assert!(
+        left_out.contains("GPU 1 (Tesla V100-SXM2-16GB): compute capability 7.0 is below the 7.5"),
+        "{left_out}"
+    );
+    assert!(
+        left_out.contains("GPU 2 (NVIDIA A100-SXM4-80GB) has MIG enabled"),
+        "{left_out}"
+    );
+
+    // Two GPUs asked of a host that can use one: refused with the others' reasons.
+    let mut two = tiny("two", ds, 5);
+    two["gpus"] = json!(2);
+    let (code, err) = owner
+        .post(&format!("/api/v1/workspaces/{ws}/jobs"), two)
+        .await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert!(err.to_string().contains("has MIG enabled"), "{err}");
+
+    // One GPU: placed on the usable one, where this machine's CUDA (no driver at all) cannot run it;
+    // the trainer says so rather than train on the CPU.
+    let mut one = tiny("one", ds, 5);
+    one["gpus"] = json!(1);
+    let id = submit(&owner, ws, one).await;
+    let failed = wait_for(&owner, ws, id, "failure", |j| status(j) == "failed").await;
+    let message = failed["summary"]["status_message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(message.contains("CUDA cannot be used"), "{failed}");
+    assert_eq!(failed["summary"]["gpu_indices"], json!([0]), "{failed}");
+
+    // The driver is downgraded under the running server: at the next tick no GPU is usable, and the
+    // reason names both versions.
+    std::fs::write(
+        &report,
+        format!("{}\n", usable.replace("580.95.05", "550.54.15")),
+    )
+    .unwrap();
+    let gone = owner
+        .poll("/api/v1/docker", Duration::from_secs(30), |e| {
+            e["gpus"]
+                .as_array()
+                .is_some_and(|g| g.iter().all(|g| g["runtime_usable"] == false))
+        })
+        .await
+        .expect("the GPU is left out at the next detection");
+    assert!(
+        gone["gpus_left_out"]
+            .to_string()
+            .contains("550.54.15 is older than the 580.65.06"),
+        "{gone}"
+    );
 }

@@ -228,7 +228,15 @@ pub struct LossScaler {
     pub scale: f64,
     pub clean_steps: u64,
     pub growth_interval: u64,
+    /// Steps skipped since the last one taken: an overflow in the forward pass itself is not cured by
+    /// any scale, and a run that skips every step learns nothing while it seems to train.
+    #[serde(default)]
+    pub skipped_in_a_row: u64,
 }
+
+/// Skipped steps in a row after which fp16 is given up ([`LossScaler::gave_up`]): the scale has been
+/// halved from 65536 down to 1 and twice as many steps again have overflowed.
+pub const MAX_SKIPPED_IN_A_ROW: u64 = 32;
 
 impl Default for LossScaler {
     fn default() -> Self {
@@ -236,6 +244,7 @@ impl Default for LossScaler {
             scale: 65536.0,
             clean_steps: 0,
             growth_interval: 2000,
+            skipped_in_a_row: 0,
         }
     }
 }
@@ -245,6 +254,7 @@ impl LossScaler {
     /// optimizer step should be taken.
     pub fn update(&mut self, finite: bool) -> bool {
         if finite {
+            self.skipped_in_a_row = 0;
             self.clean_steps += 1;
             if self.clean_steps >= self.growth_interval {
                 self.scale *= 2.0;
@@ -253,8 +263,14 @@ impl LossScaler {
         } else {
             self.scale = (self.scale / 2.0).max(1.0);
             self.clean_steps = 0;
+            self.skipped_in_a_row += 1;
         }
         finite
+    }
+
+    /// Whether fp16 overflows on every step whatever the scale ([`MAX_SKIPPED_IN_A_ROW`]).
+    pub fn gave_up(&self) -> bool {
+        self.skipped_in_a_row >= MAX_SKIPPED_IN_A_ROW
     }
 }
 
@@ -357,5 +373,17 @@ mod tests {
         assert_eq!(s.scale, 32768.0);
         assert!(s.update(true) && s.update(true));
         assert_eq!(s.scale, 65536.0);
+        // Overflow on every step: the scale bottoms out at 1, and after enough skips in a row the
+        // scaler gives up; one clean step starts the count again.
+        for _ in 0..MAX_SKIPPED_IN_A_ROW - 1 {
+            assert!(!s.update(false));
+        }
+        assert!(!s.gave_up() && s.scale == 1.0);
+        assert!(s.update(true));
+        assert_eq!(s.skipped_in_a_row, 0);
+        for _ in 0..MAX_SKIPPED_IN_A_ROW {
+            s.update(false);
+        }
+        assert!(s.gave_up());
     }
 }

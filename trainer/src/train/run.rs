@@ -127,6 +127,10 @@ impl<'a> Trainer<'a> {
         let device = pick_device(&t.device)?;
         let precision = Precision::parse(&t.precision)?;
         precision.check(device)?;
+        if device.is_cuda() {
+            // Resuming replays the first run's steps only with deterministic kernels.
+            crate::device::deterministic_cuda()?;
+        }
 
         let resume = resume_dir(job)?;
         let resumed_state = resume.as_deref().map(TrainerState::read).transpose()?;
@@ -461,7 +465,16 @@ impl<'a> Trainer<'a> {
         }
         self.state.global_step += 1;
         self.state.steps_in_epoch += 1;
-        if !loss_sum.is_finite() {
+        // In fp16 a forward pass that overflows is skipped with its step, as PyTorch's GradScaler does;
+        // only when that goes on whatever the scale is the run given up.
+        if let Some(scaler) = self.state.loss_scaler.as_ref().filter(|s| s.gave_up()) {
+            return Err(Error::Config(format!(
+                "fp16 overflowed on {} steps in a row, down to a loss scale of {} (at step {}): this \
+                 model's activations do not fit in float16; use precision bf16 or fp32",
+                scaler.skipped_in_a_row, scaler.scale, self.state.global_step
+            )));
+        }
+        if !loss_sum.is_finite() && self.state.loss_scaler.is_none() {
             return Err(Error::Config(format!(
                 "the training loss became {loss_sum} at step {}; lower train.lr or enable gradient clipping",
                 self.state.global_step

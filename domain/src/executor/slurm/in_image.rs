@@ -38,7 +38,11 @@ const SPEC_LIMIT: u64 = 1 << 20;
 const COULD_NOT_START: i32 = 125;
 /// How long the node waits, once asked to stop, for the run to record its command's pid: a TERM the
 /// wrapper (the container's PID 1) gets before it has set its trap is ignored.
-const PID_WAIT: Duration = Duration::from_secs(60);
+const PID_WAIT: Duration = Duration::from_secs(10);
+/// How long the container has, once the stop is passed on, before it is killed. With [`PID_WAIT`] it
+/// stays under Slurm's default `KillWait` (30 s), after which Slurm kills this process and nothing
+/// would be left to stop a container that still holds the job's GPUs.
+const KILL_AFTER: Duration = Duration::from_secs(15);
 
 /// What the node needs to start the job's container.
 #[derive(Debug, Serialize, Deserialize)]
@@ -277,8 +281,12 @@ async fn check_lock(docker: &containers::Docker, run: &UnitContainer) -> Result<
     })
 }
 
-/// The GPUs Slurm allocated to the job, as the node's indices: `SLURM_JOB_GPUS` (absolute, unlike a
-/// `CUDA_VISIBLE_DEVICES` that cgroup confinement renumbers from 0), else `CUDA_VISIBLE_DEVICES`.
+/// The GPUs Slurm allocated to the job, by UUID. Slurm lists them in `SLURM_JOB_GPUS` (absolute, unlike
+/// a `CUDA_VISIBLE_DEVICES` that cgroup confinement renumbers from 0, which is the fallback) in its own
+/// numbering: the device files of gres.conf, `/dev/nvidiaN`, whose N is the driver's minor number — not
+/// nvidia-smi's index, which is what Docker would read a number as. The driver says which UUID has which
+/// minor number (`/proc/driver/nvidia/gpus/*/information`); a number it does not list is an error rather
+/// than a guess that could hand over another job's GPU.
 fn allocated_gpus() -> Result<Vec<String>, String> {
     let listed = std::env::var("SLURM_JOB_GPUS")
         .or_else(|_| std::env::var("CUDA_VISIBLE_DEVICES"))
@@ -286,12 +294,64 @@ fn allocated_gpus() -> Result<Vec<String>, String> {
             "Slurm gave the job no GPUs (neither SLURM_JOB_GPUS nor CUDA_VISIBLE_DEVICES is set)"
                 .to_string()
         })?;
-    Ok(listed
+    let by_minor = uuids_by_minor(Path::new(NVIDIA_GPUS_DIR));
+    gpus_for(&listed, &by_minor)
+}
+
+/// Where the NVIDIA driver describes each GPU it drives.
+const NVIDIA_GPUS_DIR: &str = "/proc/driver/nvidia/gpus";
+
+/// `listed` (Slurm's comma-separated numbers, or UUIDs) as UUIDs.
+fn gpus_for(
+    listed: &str,
+    by_minor: &std::collections::HashMap<u32, String>,
+) -> Result<Vec<String>, String> {
+    listed
         .split(',')
         .map(str::trim)
         .filter(|id| !id.is_empty())
-        .map(String::from)
-        .collect())
+        .map(|id| {
+            if id.starts_with("GPU-") {
+                return Ok(id.to_string());
+            }
+            let minor: u32 = id
+                .parse()
+                .map_err(|_| format!("Slurm named a GPU {id:?}, which is not a number"))?;
+            by_minor.get(&minor).cloned().ok_or_else(|| {
+                format!(
+                    "Slurm gave the job GPU {minor}, but the driver lists no /dev/nvidia{minor} \
+                     ({NVIDIA_GPUS_DIR} names {} GPU(s))",
+                    by_minor.len()
+                )
+            })
+        })
+        .collect()
+}
+
+/// Minor number → UUID of every GPU the driver lists under `dir` (one folder per PCI address, each with
+/// an `information` file of `Key: value` lines).
+fn uuids_by_minor(dir: &Path) -> std::collections::HashMap<u32, String> {
+    let mut found = std::collections::HashMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Ok(text) = std::fs::read_to_string(entry.path().join("information")) else {
+            continue;
+        };
+        let field = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|rest| rest.trim_start().strip_prefix(':'))
+                .map(|v| v.trim().to_string())
+        };
+        if let (Some(minor), Some(uuid)) = (field("Device Minor"), field("GPU UUID")) {
+            if let Ok(minor) = minor.parse() {
+                found.insert(minor, uuid);
+            }
+        }
+    }
+    found
 }
 
 /// Waits for the container to end, passing a TERM or INT the batch job gets on to the wrapper (once
@@ -304,14 +364,15 @@ async fn follow(
 ) -> i32 {
     use containers::lifecycle::ContainerStatus;
     let mut asked_at: Option<tokio::time::Instant> = None;
-    let mut passed_on = false;
+    let mut passed_on: Option<tokio::time::Instant> = None;
+    let mut killed = false;
     loop {
         tokio::select! {
             _ = term.recv() => { asked_at.get_or_insert_with(tokio::time::Instant::now); }
             _ = int.recv() => { asked_at.get_or_insert_with(tokio::time::Instant::now); }
             _ = tokio::time::sleep(Duration::from_millis(500)) => {}
         }
-        if let (Some(at), false) = (asked_at, passed_on) {
+        if let (Some(at), None) = (asked_at, passed_on) {
             if at.elapsed() >= PID_WAIT || pid_recorded(run) {
                 if let Err(e) = docker.signal(&run.container.name, "TERM").await {
                     eprintln!(
@@ -319,7 +380,17 @@ async fn follow(
                         run.container.name
                     );
                 }
-                passed_on = true;
+                passed_on = Some(tokio::time::Instant::now());
+            }
+        }
+        if let (Some(at), false) = (passed_on, killed) {
+            if at.elapsed() >= KILL_AFTER {
+                eprintln!(
+                    "{node}: the job's container did not stop within {} s of being asked; killing it",
+                    KILL_AFTER.as_secs()
+                );
+                let _ = docker.signal(&run.container.name, "KILL").await;
+                killed = true;
             }
         }
         match docker.status(&run.container.name).await {
@@ -357,4 +428,31 @@ fn pid_recorded(run: &ContainerRun) -> bool {
     beneath::Dir::open(Path::new(volume))
         .and_then(|volume| volume.exists(&run.run_folder.join("trainer.pid")))
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The driver's own description of two GPUs whose minor numbers are not their PCI order: Slurm's
+    /// numbers are matched by minor number, UUIDs pass through, and an unknown number is refused.
+    #[test]
+    fn slurm_gpu_numbers_become_uuids_by_minor_number() {
+        let dir = tempfile::tempdir().unwrap();
+        for (bus, minor, uuid) in [("0000:3b:00.0", 1, "GPU-b"), ("0000:86:00.0", 0, "GPU-a")] {
+            let gpu = dir.path().join(bus);
+            std::fs::create_dir(&gpu).unwrap();
+            let info = format!(
+                "Model: \t\t NVIDIA A100-SXM4-80GB\nIRQ:   \t\t 150\nGPU UUID: \t {uuid}\nVideo BIOS: \t 92.00.45.00.03\nBus Type: \t PCIe\nDMA Size: \t 47 bits\nDevice Minor: \t {minor}\nBus Location: \t {bus}\n"
+            );
+            std::fs::write(gpu.join("information"), info).unwrap();
+        }
+        let by_minor = uuids_by_minor(dir.path());
+        assert_eq!(gpus_for("1,0", &by_minor).unwrap(), ["GPU-b", "GPU-a"]);
+        assert_eq!(gpus_for("GPU-x", &by_minor).unwrap(), ["GPU-x"]);
+        let err = gpus_for("0,2", &by_minor).unwrap_err();
+        assert!(err.contains("no /dev/nvidia2"), "{err}");
+        assert!(gpus_for("x", &by_minor).is_err());
+        assert!(uuids_by_minor(&dir.path().join("none")).is_empty());
+    }
 }

@@ -24,6 +24,7 @@ use crate::pages::workspace::{use_current_workspace, use_detail};
 use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::types::{
     CatalogImage, DockerStatus, EnvironmentDetail, EnvironmentSpec, GpuSpec, GpuSummary,
+    RuntimeNeeds,
 };
 
 /// The `<select>` value of "another image", which shows a free-text box.
@@ -364,12 +365,14 @@ fn EnvironmentForm(
         None => format!("/w/{workspace_id}/environments"),
     };
     let catalog = docker.catalog.clone();
+    let runtime_needs = docker.runtime.clone();
     let gpus = docker.gpus.clone();
+    let left_out = docker.gpus_left_out.clone();
     view! {
         <DockerBanner status=docker />
         <form class="form card env-form" data-testid="environment-form" on:submit=on_submit novalidate>
-            <ImageSection form start=start.clone() catalog />
-            <ResourcesSection form start=start.clone() gpus />
+            <ImageSection form start=start.clone() catalog runtime_needs />
+            <ResourcesSection form start=start.clone() gpus left_out />
             <RuntimeSection form start />
             <FormSummary form heading=move || t!(i18n, env_form.summary) />
             <div class="form-actions">
@@ -395,6 +398,8 @@ fn ImageSection(
     form: FormState<FormValues>,
     start: FormValues,
     catalog: Vec<CatalogImage>,
+    /// What the runtime's CUDA needs of the host, whatever the base image's CUDA.
+    runtime_needs: Option<RuntimeNeeds>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let m_base = form.message("base_image");
@@ -438,6 +443,20 @@ fn ImageSection(
             </div>
             <CheckField form id="env-runtime" label=move || t!(i18n, env_form.runtime)
                 hint=move || t!(i18n, env_form.runtime_hint) checked=start.runtime set=|v, on| v.runtime = on />
+            {runtime_needs.map(|needs| {
+                let unknown = || "?".to_string();
+                let (cuda, driver, gpu) = (
+                    needs.cuda,
+                    needs.min_driver.unwrap_or_else(unknown),
+                    needs.min_compute_capability.unwrap_or_else(unknown),
+                );
+                view! {
+                    <p class="hint" data-testid="env-runtime-needs">
+                        {move || t_string!(i18n, env_form.runtime_needs, cuda = cuda.clone(),
+                            driver = driver.clone(), gpu = gpu.clone()).to_string()}
+                    </p>
+                }
+            })}
             <TextField form id="env-os-packages" field="os_packages" label=move || t!(i18n, env_form.os_packages)
                 hint=move || t!(i18n, env_form.os_packages_hint)
                 value=start.os_packages.clone() set=|v, s| v.os_packages = s />
@@ -451,6 +470,7 @@ fn ResourcesSection(
     form: FormState<FormValues>,
     start: FormValues,
     gpus: Vec<GpuSummary>,
+    left_out: Vec<String>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     view! {
@@ -467,7 +487,7 @@ fn ResourcesSection(
                     hint=move || t!(i18n, env_form.shm_size_hint)
                     value=start.shm_size.clone() set=|v, s| v.shm_size = s />
             </div>
-            <GpuChoice form start gpus />
+            <GpuChoice form start gpus left_out />
         </fieldset>
     }
 }
@@ -478,13 +498,18 @@ fn GpuChoice(
     form: FormState<FormValues>,
     start: FormValues,
     gpus: Vec<GpuSummary>,
+    /// The host's GPUs Paddock cannot use, each with why.
+    left_out: Vec<String>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let m_gpus = form.message("gpus");
     let gpu_mode = move || form.values.with(|v| v.gpu_mode.clone());
     let host_gpus = gpus
         .iter()
-        .map(|g| format!("{} {} ({} MiB)", g.index, g.name, g.memory_mib))
+        .map(|g| match g.memory_mib {
+            Some(mib) => format!("{} {} ({mib} MiB)", g.index, g.name),
+            None => format!("{} {}", g.index, g.name),
+        })
         .collect::<Vec<_>>()
         .join(", ");
     let invalid = move || m_gpus.with(Option::is_some).then_some("true");
@@ -549,6 +574,14 @@ fn GpuChoice(
                     t_string!(i18n, env_form.host_gpus, list = host_gpus.clone()).to_string()
                 }}
             </p>
+            {(!left_out.is_empty()).then(|| {
+                let list = left_out.join("; ");
+                view! {
+                    <p class="hint" data-testid="host-gpus-left-out">
+                        {move || t_string!(i18n, env_form.gpus_left_out, list = list.clone()).to_string()}
+                    </p>
+                }
+            })}
             <p class="field-error" id="env-gpus-error" data-testid="env-gpus-error">{move || m_gpus.get()}</p>
         </fieldset>
     }
