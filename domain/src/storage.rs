@@ -223,3 +223,22 @@ fn volume_error(what: &str, e: &beneath::Error) -> AppError {
         contracts::error::internal(what, e)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The checks the server runs itself (a model's trial predictions, the parity gate's reference) see
+    /// no GPU: on a GPU host they would otherwise take GPU 0 from whoever leased it.
+    #[tokio::test]
+    async fn the_server_s_own_checks_see_no_gpu() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Storage::new(dir.path(), 1 << 20, "/bin/sh".into());
+        let seen = storage
+            .run_trainer(["-c", "printf '[%s]' \"${CUDA_VISIBLE_DEVICES-unset}\""], 0)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&seen), "[]");
+    }
+}

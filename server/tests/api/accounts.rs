@@ -20,21 +20,7 @@ async fn signup_signin_signout_and_first_user_is_admin() {
     assert_eq!(me["username"], "alice");
 
     let anon = server.anonymous();
-    let res = anon
-        .client
-        .post(anon.url("/api/v1/auth/signin"))
-        .json(&json!({ "username": "BOB", "password": PASSWORD }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    let cookie = res
-        .headers()
-        .get("set-cookie")
-        .expect("session cookie")
-        .to_str()
-        .unwrap()
-        .to_string();
+    let cookie = anon.sign_in_cookie("BOB").await;
     assert!(cookie.starts_with("paddock_session="), "{cookie}");
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),

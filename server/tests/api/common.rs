@@ -340,6 +340,25 @@ impl Caller {
         format!("{}{}", self.base.read().unwrap(), path)
     }
 
+    /// Signs `username` in (with [`PASSWORD`]) on this caller's client: the session cookie the
+    /// server set, as its `Set-Cookie` header reads.
+    pub async fn sign_in_cookie(&self, username: &str) -> String {
+        let res = self
+            .client
+            .post(self.url("/api/v1/auth/signin"))
+            .json(&serde_json::json!({ "username": username, "password": PASSWORD }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::OK);
+        res.headers()
+            .get("set-cookie")
+            .expect("session cookie")
+            .to_str()
+            .unwrap()
+            .to_string()
+    }
+
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
         answer(self.client.get(self.url(path))).await
     }

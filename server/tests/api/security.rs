@@ -491,23 +491,13 @@ async fn metrics_are_for_admins_and_the_metrics_token() {
 async fn session_ids_are_stored_hashed() {
     let server = Server::start();
     server.signup("alice").await;
-    let client = reqwest::Client::new();
-    let res = client
-        .post(server.url("/api/v1/auth/signin"))
-        .json(&json!({ "username": "alice", "password": PASSWORD }))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), StatusCode::OK);
-    let cookie = res
-        .headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|v| v.strip_prefix("paddock_session="))
+    let set_cookie = server.anonymous().sign_in_cookie("alice").await;
+    let cookie = set_cookie
+        .strip_prefix("paddock_session=")
         .and_then(|v| v.split(';').next())
         .expect("a session cookie")
         .to_string();
+    let client = reqwest::Client::new();
     let me = |id: String| {
         client
             .get(server.url("/api/v1/me"))
