@@ -995,9 +995,30 @@ pub async fn checkpoint_files(
 }
 
 /// The clusters jobs may run on, as their schedulers see them now. Any signed-in user: the job form
-/// offers them, and what a cluster holds is no workspace's secret.
-pub async fn clusters(jobs: &Jobs, _actor: &Actor) -> Vec<ClusterView> {
-    jobs.executors.cluster_views().await
+/// offers them, and what its partitions hold is no workspace's secret; how the cluster is reached and
+/// its nodes are for instance admins ([`for_members`]).
+pub async fn clusters(jobs: &Jobs, actor: &Actor) -> Vec<ClusterView> {
+    let views = jobs.executors.cluster_views().await;
+    if actor.is_admin {
+        return views;
+    }
+    views.into_iter().map(for_members).collect()
+}
+
+/// What a member who is not an instance admin sees of a cluster: what a job form needs (its name, its
+/// partitions with their free GPUs, whether it can be asked now), not how it is reached, which files
+/// it reads, its nodes or the words its tools failed with.
+fn for_members(view: ClusterView) -> ClusterView {
+    ClusterView {
+        problem: view.problem.map(|_| {
+            "its scheduler could not be asked now; an instance admin sees why".to_string()
+        }),
+        nodes: Vec::new(),
+        shared_dir: None,
+        reached_by: String::new(),
+        registered: false,
+        ..view
+    }
 }
 
 /// Where a job handed to a cluster is now, as the cluster's scheduler says: waiting in its queue (and

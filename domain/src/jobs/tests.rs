@@ -370,3 +370,59 @@ async fn status_moves_follow_the_machine_and_record_their_reason() {
         AppError::NotFound
     );
 }
+
+/// A member who is not an instance admin sees of a cluster what a job form needs, and nothing of how
+/// it is reached, its nodes, or the words its tools or the shared-directory check used.
+#[test]
+fn members_see_a_cluster_s_partitions_not_its_configuration() {
+    use contracts::types::{
+        ClusterNode, ClusterPartition, ResourceUsage, SharedDirCheck, SharedDirResult,
+    };
+    let gpus = ResourceUsage {
+        total: 4,
+        allocated: 1,
+    };
+    let partition = ClusterPartition {
+        name: "gpu".into(),
+        default: true,
+        state: "UP".into(),
+        nodes: "node[1-2]".into(),
+        max_time: "UNLIMITED".into(),
+        gpus,
+    };
+    let full = ClusterView {
+        name: "slurm".into(),
+        executor: "slurm".into(),
+        partition: Some("gpu".into()),
+        partitions: vec![partition.clone()],
+        nodes: vec![ClusterNode {
+            name: "node1".into(),
+            state: "drained".into(),
+            gpus,
+            cpus: gpus,
+            memory_mb: gpus,
+            partitions: vec!["gpu".into()],
+            reason: Some("fan broken, ask ops@corp".into()),
+        }],
+        problem: Some("sinfo: error reading /etc/slurm/slurm.conf".into()),
+        shared_dir: Some(SharedDirCheck {
+            dir: "/srv/paddock/data".into(),
+            checked_at: "t".into(),
+            partitions: vec![SharedDirResult {
+                partition: "gpu".into(),
+                node: Some("node1".into()),
+                checked: true,
+                problem: None,
+            }],
+        }),
+        reached_by: "slurm.conf /etc/slurm/slurm.conf".into(),
+        registered: true,
+    };
+    let seen = for_members(full);
+    assert_eq!(seen.partitions, vec![partition]);
+    assert!(seen.nodes.is_empty() && seen.shared_dir.is_none() && seen.reached_by.is_empty());
+    let text = serde_json::to_string(&seen).unwrap();
+    for secret in ["/etc/slurm", "/srv/paddock", "ops@corp", "node1"] {
+        assert!(!text.contains(secret), "{secret} in {text}");
+    }
+}
