@@ -1,9 +1,7 @@
 //! `/admin`: instance administration for admins — open or close sign-up, allow or refuse pickled
 //! model weights, set the Docker Hub mirror base images come from, disable or re-enable accounts, and
 //! bring base images in from archives ([`images`]), and see the clusters jobs go to ([`clusters`]).
-//! Everyone else gets a 403 page and nothing of the page's contents: its loads (settings, clusters with
-//! their paths and nodes) are not even started for them, so nothing of the instance's configuration is
-//! in the HTML they receive.
+//! Everyone else gets the server's "forbidden", shown as an error.
 
 mod clusters;
 mod images;
@@ -23,41 +21,6 @@ use contracts::types::UserAccount;
 
 #[component]
 pub fn AdminPage() -> impl IntoView {
-    let auth = crate::components::auth::use_auth();
-    view! {
-        <Suspense>
-            {move || Suspend::new(async move {
-                if auth.user.await.ok().flatten().is_some_and(|me| me.is_admin) {
-                    view! { <AdminContents /> }.into_any()
-                } else {
-                    view! { <ForbiddenPage /> }.into_any()
-                }
-            })}
-        </Suspense>
-    }
-}
-
-/// What a signed-in account that is not an instance admin sees at `/admin`: 403 when rendered on the
-/// server. (A signed-out visitor is sent to sign in by the layout.)
-#[component]
-fn ForbiddenPage() -> impl IntoView {
-    #[cfg(feature = "ssr")]
-    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-        response.set_status(http::StatusCode::FORBIDDEN);
-    }
-    let i18n = use_i18n();
-    view! {
-        <Page title=move || t_string!(i18n, admin.title).to_string() lead=move || t!(i18n, admin.forbidden_lead) class="page page-narrow">
-            <div class="card" data-testid="admin-forbidden">
-                <h2>"403"</h2>
-                <p>{t!(i18n, admin.forbidden)}</p>
-            </div>
-        </Page>
-    }
-}
-
-#[component]
-fn AdminContents() -> impl IntoView {
     let i18n = use_i18n();
     let toggle_signup = ServerAction::<SetSignupEnabled>::new();
     let toggle_pickled = ServerAction::<SetAllowPickledWeights>::new();
