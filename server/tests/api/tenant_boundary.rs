@@ -343,8 +343,14 @@ async fn a_deleted_write_ahead_log_stops_the_server_without_losing_acknowledged_
     let mut wal = server.db_path().into_os_string();
     wal.push("-wal");
     std::fs::remove_file(&wal).unwrap();
-    // Acknowledged after the log was gone, before the server noticed.
-    assert_eq!(create("after").await, StatusCode::CREATED);
+    // Written after the log was gone, before the server noticed. SQLite may answer it (a connection that
+    // still holds the old log) or fail it (a connection opened since finds an empty new log where the
+    // shared index promises frames: "disk I/O error"); either way only an acknowledged write counts.
+    let after = create("after").await;
+    assert!(
+        [StatusCode::CREATED, StatusCode::INTERNAL_SERVER_ERROR].contains(&after),
+        "{after}"
+    );
     let status = server
         .wait_for_exit(Duration::from_secs(10))
         .expect("the server stops once its log is gone");
@@ -362,7 +368,15 @@ async fn a_deleted_write_ahead_log_stops_the_server_without_losing_acknowledged_
         .map(|w| w["name"].as_str().unwrap())
         .collect();
     names.sort();
-    assert_eq!(names, ["after", "before"], "no acknowledged write was lost");
+    let acknowledged: &[&str] = if after == StatusCode::CREATED {
+        &["after", "before"]
+    } else {
+        &["before"]
+    };
+    assert_eq!(
+        names, acknowledged,
+        "no acknowledged write was lost, none refused was kept"
+    );
 }
 
 #[tokio::test]
