@@ -53,8 +53,10 @@ if [ $tests = 0 ]; then
 else
   cargo_log=target/cargo-build.log
   # The binary first, timed on its own: what `make run` waits for.
-  { cargo build "$@" && took "lints+build: the binary make run serves" "$server_started" "$(date +%s)" &&
-    cargo test --no-run "$@"; } 2>&1 | tee "$cargo_log"
+  # --timings: each crate's compile time and what ran beside it, in target/cargo-timings/ (the budget
+  # is watched; this says where it went).
+  { cargo build --timings "$@" && took "lints+build: the binary make run serves" "$server_started" "$(date +%s)" &&
+    cargo test --no-run --timings "$@"; } 2>&1 | tee "$cargo_log"
   # cargo's summary line for a crate with warnings, e.g. "warning: `server` (lib test) generated 2 warnings".
   warned=$(grep -cE '^warning: .+ generated [0-9]+ warnings?' "$cargo_log" || true)
   if [ "$warned" -gt 0 ]; then

@@ -32,7 +32,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
-say() { printf '\033[1m[site]\033[0m %s\n' "$*"; }
+# Each step's line carries the seconds since the site build began: where its minutes go is read off the log.
+say() { printf '\033[1m[site]\033[0m %s (at %d s)\n' "$*" "$SECONDS"; }
 
 profile=wasm-release profile_dir=wasm-release release=1
 if [ "${1:-}" = --dev ]; then profile=dev profile_dir=debug release=0; fi
@@ -45,7 +46,7 @@ for tool in wasm-bindgen "$tools/lightningcss" "$tools/esbuild" "$tools/wasm-opt
 done
 
 say "cargo build -p frontend --target wasm32-unknown-unknown --profile $profile"
-cargo build -p frontend --lib --target wasm32-unknown-unknown --profile "$profile" --target-dir target/front
+cargo build -p frontend --lib --target wasm32-unknown-unknown --profile "$profile" --target-dir target/front --timings
 wasm="target/front/wasm32-unknown-unknown/$profile_dir/frontend.wasm"
 
 # What the output depends on besides the wasm: sizes and times of every input file, and the tools.

@@ -2,13 +2,13 @@ include!("../build/libtorch_link.rs");
 
 fn main() {
     emit_libtorch_link_args();
-    compile_autocast_shim();
+    compile_shim();
 }
 
-/// `csrc/autocast.cpp`: device- and dtype-aware autocast, which tch 0.26 does not wrap (see the file).
+/// `csrc/shim.cpp`: what the trainer needs of libtorch that tch 0.26 does not wrap (see the file).
 /// Built against the same libtorch headers and C++ ABI as tch's own shim.
-fn compile_autocast_shim() {
-    println!("cargo:rerun-if-changed=csrc/autocast.cpp");
+fn compile_shim() {
+    println!("cargo:rerun-if-changed=csrc/shim.cpp");
     println!("cargo:rerun-if-env-changed=LIBTORCH_CXX11_ABI");
     let Some(lib) = libtorch_lib_dir() else {
         panic!("libtorch not found: set LIBTORCH, LIBTORCH_LIB or LIBTORCH_USE_PYTORCH=1 (scripts/env.sh does)");
@@ -23,6 +23,6 @@ fn compile_autocast_shim() {
         .include(root.join("include/torch/csrc/api/include"))
         .flag("-std=c++17")
         .flag(format!("-D_GLIBCXX_USE_CXX11_ABI={abi}"))
-        .file("csrc/autocast.cpp")
-        .compile("paddock_autocast");
+        .file("csrc/shim.cpp")
+        .compile("paddock_torch_shim");
 }

@@ -207,8 +207,8 @@ impl Engine {
             .map(|g| format!("{} {} {}", g.index, g.name, g.uuid))
             .collect();
         tracing::info!(gpus = ?usable, "GPUs detected");
-        let before = current.clone().for_runtime(hostcaps::cuda::cuda_runtime());
-        let after = found.clone().for_runtime(hostcaps::cuda::cuda_runtime());
+        let before = current.clone().for_runtime(hostcaps::cuda::cuda_runtime);
+        let after = found.clone().for_runtime(hostcaps::cuda::cuda_runtime);
         for why in after
             .left_out
             .iter()
@@ -236,7 +236,7 @@ impl Engine {
     pub async fn detected(&self, runtime: bool) -> Detected {
         let found = self.gpus.read().await.clone();
         if runtime {
-            found.for_runtime(hostcaps::cuda::cuda_runtime())
+            found.for_runtime(hostcaps::cuda::cuda_runtime)
         } else {
             found
         }
@@ -265,6 +265,7 @@ impl Engine {
             .collect();
         let leases = super::gpus::holders(db).await?;
         let detected = self.detected(false).await;
+        let any_gpu = !detected.gpus.is_empty();
         let for_runtime = self.detected(true).await;
         let gpus = detected
             .gpus
@@ -291,11 +292,15 @@ impl Engine {
             host_cpus: None,
             host_memory_bytes: None,
             gpus,
-            runtime: hostcaps::cuda::cuda_runtime().map(|r| RuntimeNeeds {
-                cuda: r.version.to_string(),
-                min_driver: r.min_driver().map(|d| d.to_string()),
-                min_compute_capability: r.min_compute_capability().map(ToString::to_string),
-            }),
+            // Said where there are GPUs to judge by it (reading it loads libtorch's CUDA library).
+            runtime: any_gpu
+                .then(hostcaps::cuda::cuda_runtime)
+                .flatten()
+                .map(|r| RuntimeNeeds {
+                    cuda: r.version.to_string(),
+                    min_driver: r.min_driver().map(|d| d.to_string()),
+                    min_compute_capability: r.min_compute_capability().map(ToString::to_string),
+                }),
             gpus_left_out: for_runtime.left_out,
             catalog,
         };

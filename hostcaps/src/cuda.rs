@@ -16,8 +16,12 @@
 //!   as a string (PyTorch reports the same list as `torch.cuda.get_arch_list()`): a GPU older than the
 //!   oldest of them has no kernels to run.
 //!
-//! A process without libtorch's CUDA library (a CPU-only build, or a test binary that does not link
-//! libtorch) has no CUDA runtime: [`cuda_runtime`] is `None`.
+//! libtorch's CUDA half (`libtorch_cuda.so`, and through it the CUDA runtime, cuBLAS, cuDNN and NCCL) is
+//! not linked but loaded ([`load_runtime`]) by the processes that may use a GPU: loading it costs every
+//! process about 0.3 s of start-up and 400 MB (its kernels' registrations), and most of Paddock's
+//! processes (the server, the CLI, every check on a CPU host) never touch a GPU. A process without it (a
+//! CPU-only libtorch, an image built without CUDA, a test binary that does not link libtorch) has no
+//! CUDA runtime: [`cuda_runtime`] is `None`.
 
 use std::ffi::{c_char, c_int, CStr};
 use std::fmt;
@@ -90,10 +94,92 @@ impl CudaRuntime {
     }
 }
 
-/// This process's CUDA runtime, read once. `None` when no CUDA runtime is loaded in it.
+/// Paddock's CUDA runtime, loaded ([`load_runtime`]) and read once. `None` when this process's libtorch
+/// has none ([`load_runtime`]'s error says why).
 pub fn cuda_runtime() -> Option<&'static CudaRuntime> {
     static RUNTIME: OnceLock<Option<CudaRuntime>> = OnceLock::new();
-    RUNTIME.get_or_init(read).as_ref()
+    RUNTIME
+        .get_or_init(|| {
+            let _ = load_runtime();
+            read()
+        })
+        .as_ref()
+}
+
+/// The file name of libtorch's CUDA library, beside `libtorch_cpu.so` in the wheel and in images.
+const TORCH_CUDA: &str = "libtorch_cuda.so";
+
+/// Loads `libtorch_cuda.so` from beside the process's `libtorch_cpu.so` into the global namespace, once,
+/// and says why it could not: no libtorch in this process, a libtorch (or an image's runtime layer)
+/// without CUDA, or the loader's own words (a missing library).
+///
+/// libtorch answers its first question about CUDA once per process (`at::detail::getCUDAHooks`): asked
+/// before this ran, it says "no CUDA" for good. So a process that may use a GPU calls
+/// [`load_where_gpus_may_be`] before anything touches libtorch (`paddock`'s `main` does, first thing).
+pub fn load_runtime() -> Result<(), &'static str> {
+    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+    LOADED
+        .get_or_init(|| {
+            let cpu = loaded_library("libtorch_cpu.so")
+                .ok_or_else(|| "no libtorch is loaded in this process".to_string())?;
+            let cuda = cpu.with_file_name(TORCH_CUDA);
+            if !cuda.is_file() {
+                return Err(format!(
+                    "{} has no {TORCH_CUDA}: this libtorch was built for the CPU, or the image was built without CUDA",
+                    cpu.parent().unwrap_or(Path::new("/")).display()
+                ));
+            }
+            let path = std::ffi::CString::new(cuda.as_os_str().as_bytes())
+                .map_err(|_| format!("{} is not a loadable path", cuda.display()))?;
+            // SAFETY: a NUL-terminated path; the handle is kept for the life of the process (never closed).
+            let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_GLOBAL) };
+            if handle.is_null() {
+                // SAFETY: dlerror returns the thread's last loader error, NUL-terminated, or null.
+                let why = unsafe { libc::dlerror() };
+                let why = if why.is_null() {
+                    "unknown loader error".into()
+                } else {
+                    // SAFETY: non-null, NUL-terminated, valid until the next loader call on this thread.
+                    unsafe { CStr::from_ptr(why) }.to_string_lossy().into_owned()
+                };
+                return Err(format!("loading {}: {why}", cuda.display()));
+            }
+            Ok(())
+        })
+        .as_ref()
+        .map(|_| ())
+        .map_err(String::as_str)
+}
+
+/// Whether libtorch's CUDA library is loaded in this process.
+pub fn runtime_loaded() -> bool {
+    loaded_library(TORCH_CUDA).is_some()
+}
+
+/// Whether this host shows an NVIDIA driver: its kernel module's `/proc` entry or its control device.
+pub fn driver_present() -> bool {
+    nvidia_driver().is_some() || Path::new("/dev/nvidiactl").exists()
+}
+
+/// Whether a `CUDA_VISIBLE_DEVICES` value shows no GPU at all.
+pub fn hides_every_gpu(value: &str) -> bool {
+    matches!(value.trim(), "" | "-1" | "void" | "none" | "NoDevFiles")
+}
+
+/// Whoever started this process hid every GPU from it on purpose: the `cuda` capability hidden
+/// ([`crate::HIDE_ENV`]) or `CUDA_VISIBLE_DEVICES` showing none (as the server runs its checks).
+pub fn gpus_hidden_on_purpose() -> bool {
+    crate::is_hidden(crate::Capability::Cuda)
+        || std::env::var("CUDA_VISIBLE_DEVICES").is_ok_and(|v| hides_every_gpu(&v))
+}
+
+/// Loads libtorch's CUDA library ([`load_runtime`]) where a GPU may be used: a host with an NVIDIA
+/// driver (`driver_present`), unless every GPU was hidden on purpose. `Ok(false)`: not needed here.
+pub fn load_where_gpus_may_be(driver_present: bool) -> Result<bool, &'static str> {
+    if !driver_present || gpus_hidden_on_purpose() {
+        return Ok(false);
+    }
+    load_runtime().map(|()| true)
 }
 
 fn read() -> Option<CudaRuntime> {
@@ -108,7 +194,7 @@ fn read() -> Option<CudaRuntime> {
     })
 }
 
-/// `cudaRuntimeGetVersion` of the CUDA runtime already loaded in the process (libtorch_cuda needs it).
+/// `cudaRuntimeGetVersion` of the CUDA runtime loaded in the process (libtorch_cuda needs it).
 fn runtime_version() -> Option<Version> {
     type GetVersion = unsafe extern "C" fn(*mut c_int) -> c_int;
     // SAFETY: dlsym with RTLD_DEFAULT only looks a name up among the loaded objects.
@@ -568,11 +654,22 @@ mod tests {
             .contains("cannot be confirmed"));
     }
 
-    /// A test binary does not load libtorch: no runtime, and asking is harmless.
+    /// A test binary without libtorch: no runtime, asking is harmless, and loading says why not.
     #[test]
     fn a_process_without_the_cuda_runtime_has_none() {
-        if runtime_version().is_none() {
-            assert_eq!(cuda_runtime(), None);
+        assert_eq!(cuda_runtime(), None);
+        assert_eq!(load_runtime(), Err("no libtorch is loaded in this process"));
+        assert!(!runtime_loaded());
+        assert_eq!(load_where_gpus_may_be(false), Ok(false));
+    }
+
+    #[test]
+    fn visible_devices_that_show_no_gpu() {
+        for hides in ["", " ", "-1", "void", "none", "NoDevFiles"] {
+            assert!(hides_every_gpu(hides), "{hides:?}");
+        }
+        for shows in ["0", "GPU-5c3a", "all", "1,2"] {
+            assert!(!hides_every_gpu(shows), "{shows:?}");
         }
     }
 

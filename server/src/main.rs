@@ -33,6 +33,11 @@ fn main() -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
+    // Before anything asks libtorch about CUDA (it keeps its first answer), and only where a GPU may
+    // be used: see hostcaps::cuda.
+    if let Err(why) = hostcaps::cuda::load_where_gpus_may_be(hostcaps::cuda::driver_present()) {
+        tracing::warn!(%why, "libtorch's CUDA library cannot be loaded: no GPU can be used");
+    }
     // The trainer's commands are synchronous and own their threads (libtorch's pool): no async runtime.
     let trainer_result = match &cli.command {
         Command::Train(args) => Some(trainer::cli::run_train(args)),
@@ -83,8 +88,19 @@ fn main() -> ExitCode {
                 println!("paddock {}", env!("CARGO_PKG_VERSION"));
                 // What GPUs and drivers this build runs on, read from the libtorch it loaded.
                 match hostcaps::cuda::cuda_runtime() {
-                    Some(runtime) => println!("runtime: {}", runtime.describe()),
-                    None => println!("runtime: CPU only (no CUDA runtime)"),
+                    Some(runtime) if trainer::device::cuda_hooks_registered() => {
+                        println!("runtime: {}", runtime.describe())
+                    }
+                    Some(runtime) => println!(
+                        "runtime: {}, but libtorch cannot use it (its CUDA hooks are not registered)",
+                        runtime.describe()
+                    ),
+                    None => println!(
+                        "runtime: CPU only ({})",
+                        hostcaps::cuda::load_runtime()
+                            .err()
+                            .unwrap_or("no CUDA runtime")
+                    ),
                 }
                 Ok(())
             }

@@ -1,9 +1,13 @@
-// Autocast for a chosen device and dtype. tch 0.26 wraps only the deprecated
-// `at::autocast::set_enabled`, which means CUDA and float16; bfloat16 (on CUDA, or on CPUs with
-// AVX512-BF16/AMX, where it is several times faster than float32 for matmuls) needs the
-// device-typed calls below. Exceptions must not cross into Rust, so each entry point catches them.
+// What the trainer needs of libtorch that tch 0.26 does not wrap. Exceptions must not cross into Rust,
+// so each entry point catches them.
+// - Autocast for a chosen device and dtype. tch wraps only the deprecated `at::autocast::set_enabled`,
+//   which means CUDA and float16; bfloat16 (on CUDA, or on CPUs with AVX512-BF16/AMX, where it is
+//   several times faster than float32 for matmuls) needs the device-typed calls below.
+// - Deterministic CUDA kernels for training.
+// - Whether ATen's CUDA hooks are registered (libtorch_cuda.so is loaded at run time, not linked).
 #include <ATen/Context.h>
 #include <ATen/autocast_mode.h>
+#include <ATen/detail/CUDAHooksInterface.h>
 
 #include <cstdio>
 #include <exception>
@@ -55,6 +59,17 @@ void paddock_autocast_exit(int cuda, int prev_enabled, int prev_dtype) {
     at::autocast::set_autocast_dtype(device, static_cast<c10::ScalarType>(prev_dtype));
   } catch (const std::exception &) {
     // Restoring thread-local flags does not throw in practice; nothing useful to report from a guard.
+  }
+}
+
+// The CUDA runtime version ATen's CUDA hooks were built against (13000 for CUDA 13.0), or -1 where the
+// hooks are ATen's CPU-only placeholder: libtorch_cuda.so is not loaded, or was loaded after ATen was
+// first asked about CUDA (it keeps its first answer).
+long paddock_cuda_hooks_runtime_version() {
+  try {
+    return at::detail::getCUDAHooks().versionCUDART();
+  } catch (const std::exception &) {
+    return -1;
   }
 }
 

@@ -31,67 +31,84 @@ pub struct Cuda {
 
 impl Cuda {
     pub fn probe() -> Cuda {
+        Cuda::probe_with(hostcaps::cuda::driver_present())
+    }
+
+    /// [`Cuda::probe`] on a host that shows an NVIDIA driver or not (`driver_present`), whatever this
+    /// machine has: libtorch's CUDA library is loaded only where a driver is, and nothing asks libtorch
+    /// about CUDA before it is (libtorch keeps its first answer).
+    pub fn probe_with(driver_present: bool) -> Cuda {
         let hidden = hostcaps::is_hidden(hostcaps::Capability::Cuda);
-        let devices = if !hidden && tch::Cuda::is_available() {
-            tch::Cuda::device_count() as usize
-        } else {
-            0
+        let loaded = hostcaps::cuda::load_where_gpus_may_be(driver_present);
+        let devices = match loaded {
+            Ok(true) if cuda_hooks_registered() && tch::Cuda::is_available() => {
+                tch::Cuda::device_count() as usize
+            }
+            _ => 0,
         };
         let driver = hostcaps::cuda::nvidia_driver();
         let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+        // Read only where it was loaded: reading loads it.
+        let runtime = match loaded {
+            Ok(true) => hostcaps::cuda::cuda_runtime().ok_or("its version cannot be read"),
+            Ok(false) => Err("its CUDA library is not loaded"),
+            Err(why) => Err(why),
+        };
         let why_none = if hidden {
             format!("CUDA is hidden by {}", hostcaps::HIDE_ENV)
+        } else if loaded == Ok(true) && !cuda_hooks_registered() {
+            "libtorch was asked about CUDA before its CUDA library was loaded, and keeps that first answer \
+             (a fault in Paddock: please report it)"
+                .into()
         } else {
-            why_no_device(
-                hostcaps::cuda::cuda_runtime(),
-                driver.as_ref(),
-                visible.as_deref(),
-            )
+            why_no_device(runtime, driver.as_ref(), visible.as_deref())
         };
         Cuda {
             devices,
             driver,
             why_none,
-            hidden_on_purpose: hidden || visible.as_deref().is_some_and(hides_every_gpu),
+            hidden_on_purpose: hostcaps::cuda::gpus_hidden_on_purpose(),
         }
     }
 }
 
-/// Why CUDA has no device here, from what can be read without one: Paddock's CUDA runtime, the driver,
-/// and `CUDA_VISIBLE_DEVICES`.
+/// Whether libtorch's CUDA half is registered with ATen (`at::detail::getCUDAHooks()` is the real one,
+/// which knows its CUDA runtime's version): true once `libtorch_cuda.so` was loaded before libtorch was
+/// first asked about CUDA. Asking fixes the answer for the life of the process, so call it only after
+/// [`hostcaps::cuda::load_runtime`].
+pub fn cuda_hooks_registered() -> bool {
+    // SAFETY: no arguments; the shim catches every C++ exception.
+    unsafe { paddock_cuda_hooks_runtime_version() > 0 }
+}
+
+/// Why CUDA has no device here, from what can be read without one: the driver, `CUDA_VISIBLE_DEVICES`,
+/// and Paddock's CUDA runtime (or why there is none).
 pub fn why_no_device(
-    runtime: Option<&hostcaps::cuda::CudaRuntime>,
+    runtime: std::result::Result<&hostcaps::cuda::CudaRuntime, &str>,
     driver: Option<&hostcaps::cuda::Version>,
     visible: Option<&str>,
 ) -> String {
-    let Some(runtime) = runtime else {
-        return "this build of Paddock has no CUDA runtime (its libtorch was built for the CPU)"
-            .into();
-    };
     let Some(driver) = driver else {
         return "no NVIDIA driver is loaded on this machine (/proc/driver/nvidia/version is missing)"
             .into();
     };
+    if let Some(v) = visible.filter(|v| hostcaps::cuda::hides_every_gpu(v)) {
+        return format!("CUDA_VISIBLE_DEVICES={v:?} hides every GPU from this process");
+    }
+    let runtime = match runtime {
+        Ok(runtime) => runtime,
+        Err(why) => return format!("Paddock has no CUDA runtime here: {why}"),
+    };
     if let Some(refused) = runtime.refuses(driver, None) {
         return refused;
     }
-    match visible {
-        Some(v) if hides_every_gpu(v) => format!(
-            "CUDA_VISIBLE_DEVICES={v:?} hides every GPU from this process"
-        ),
-        _ => format!(
-            "NVIDIA driver {driver} is loaded but CUDA finds no usable GPU (GPUs older than compute capability {} have no kernels in Paddock's CUDA {} runtime)",
-            runtime
-                .min_compute_capability()
-                .map_or_else(|| "?".to_string(), ToString::to_string),
-            runtime.version
-        ),
-    }
-}
-
-/// Whether a `CUDA_VISIBLE_DEVICES` value shows no GPU at all.
-fn hides_every_gpu(value: &str) -> bool {
-    matches!(value.trim(), "" | "-1" | "void" | "none" | "NoDevFiles")
+    format!(
+        "NVIDIA driver {driver} is loaded but CUDA finds no usable GPU (GPUs older than compute capability {} have no kernels in Paddock's CUDA {} runtime)",
+        runtime
+            .min_compute_capability()
+            .map_or_else(|| "?".to_string(), ToString::to_string),
+        runtime.version
+    )
 }
 
 /// [`pick_device`] against `cuda`, whatever this machine has.
@@ -230,7 +247,7 @@ impl Precision {
     }
 }
 
-/// Makes training on CUDA deterministic (see `paddock_deterministic` in `csrc/autocast.cpp`): cuBLAS
+/// Makes training on CUDA deterministic (see `paddock_deterministic` in `csrc/shim.cpp`): cuBLAS
 /// reads `CUBLAS_WORKSPACE_CONFIG` when its first handle is made, so this runs before the model touches
 /// the GPU; a value the user set is kept.
 pub fn deterministic_cuda() -> Result<()> {
@@ -252,6 +269,7 @@ pub fn deterministic_cuda() -> Result<()> {
 }
 
 unsafe extern "C" {
+    fn paddock_cuda_hooks_runtime_version() -> std::os::raw::c_long;
     fn paddock_deterministic(err: *mut std::os::raw::c_char, err_len: usize) -> i32;
     fn paddock_autocast_enter(
         cuda: i32,
@@ -264,7 +282,7 @@ unsafe extern "C" {
     fn paddock_autocast_exit(cuda: i32, prev_enabled: i32, prev_dtype: i32);
 }
 
-/// One autocast scope (`csrc/autocast.cpp`): autocast state is thread-local in libtorch, and the guard
+/// One autocast scope (`csrc/shim.cpp`): autocast state is thread-local in libtorch, and the guard
 /// restores it on drop, also when the forward pass panics.
 struct AutocastGuard {
     cuda: i32,
@@ -376,24 +394,27 @@ mod tests {
             version: v("13.0"),
             architectures: vec![v("7.5"), v("9.0")],
         };
-        let why = why_no_device(Some(&runtime), Some(&v("550.54.15")), None);
+        let why = why_no_device(Ok(&runtime), Some(&v("550.54.15")), None);
         assert!(
             why.contains("550.54.15") && why.contains("580.65.06"),
             "{why}"
         );
-        let why = why_no_device(Some(&runtime), Some(&v("580.95.05")), Some(""));
+        let why = why_no_device(Ok(&runtime), Some(&v("580.95.05")), Some(""));
         assert!(why.contains("CUDA_VISIBLE_DEVICES"), "{why}");
-        let why = why_no_device(Some(&runtime), Some(&v("580.95.05")), Some("0"));
+        let why = why_no_device(Ok(&runtime), Some(&v("580.95.05")), Some("0"));
         assert!(why.contains("7.5"), "{why}");
-        assert!(why_no_device(Some(&runtime), None, None).contains("no NVIDIA driver"));
-        assert!(why_no_device(None, None, None).contains("no CUDA runtime"));
+        assert!(why_no_device(Ok(&runtime), None, None).contains("no NVIDIA driver"));
+        let why = why_no_device(Err("an image without CUDA"), Some(&v("580.95.05")), None);
+        assert!(
+            why.contains("no CUDA runtime here: an image without CUDA"),
+            "{why}"
+        );
     }
 
     /// The trainer links libtorch with CUDA: the runtime is read from its libraries, and agrees with the
     /// version the torch wheel declares (`torch/version.py`).
     #[test]
     fn the_runtime_is_read_from_the_loaded_libraries() {
-        let _ = tch::Cuda::is_available(); // load libtorch_cuda if it is lazily loaded
         let Some(runtime) = hostcaps::cuda::cuda_runtime() else {
             panic!("the trainer's libtorch has no CUDA runtime");
         };

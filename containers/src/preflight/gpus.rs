@@ -43,9 +43,17 @@ pub struct Detected {
 
 impl Detected {
     /// Sets aside the GPUs Paddock's own CUDA runtime cannot run on (its driver or compute capability),
-    /// naming why: every job, replica and environment carries that runtime.
-    pub fn for_runtime(mut self, runtime: Option<&CudaRuntime>) -> Detected {
-        let Some(runtime) = runtime else {
+    /// naming why: every job, replica and environment carries that runtime. `runtime` is asked only
+    /// when there are GPUs: reading it loads libtorch's CUDA library (see `hostcaps::cuda`), which a
+    /// host without GPUs should not pay for.
+    pub fn for_runtime<'a>(
+        mut self,
+        runtime: impl FnOnce() -> Option<&'a CudaRuntime>,
+    ) -> Detected {
+        if self.gpus.is_empty() {
+            return self;
+        }
+        let Some(runtime) = runtime() else {
             return self;
         };
         let mut usable = Vec::new();
@@ -307,18 +315,18 @@ Unable to determine the device handle for GPU0000:81:00.0: Unknown Error
 0, GPU-a, 00000000:01:00.0, 580.95.05, 16384 MiB, Disabled, 7.0, Tesla V100
 1, GPU-b, 00000000:02:00.0, 580.95.05, 24564 MiB, Disabled, 8.9, RTX 4090
 ";
-        let found = parse(host, true).for_runtime(Some(&runtime));
+        let found = parse(host, true).for_runtime(|| Some(&runtime));
         assert_eq!(found.gpus.len(), 1);
         assert_eq!(found.gpus[0].index, 1);
         assert!(found.left_out[0].starts_with("GPU 0 (Tesla V100): compute capability 7.0"));
         let old_driver = host.replace("580.95.05", "550.54.15");
-        let found = parse(&old_driver, true).for_runtime(Some(&runtime));
+        let found = parse(&old_driver, true).for_runtime(|| Some(&runtime));
         assert!(found.gpus.is_empty());
         assert!(found
             .left_out
             .iter()
             .all(|l| l.contains("550.54.15 is older than the 580.65.06")));
-        assert_eq!(parse(&old_driver, true).for_runtime(None).gpus.len(), 2);
+        assert_eq!(parse(&old_driver, true).for_runtime(|| None).gpus.len(), 2);
     }
 
     /// A fake `nvidia-smi` that knows no `compute_cap` (as before R510), then one that fails for a lost

@@ -23,11 +23,11 @@ impl crate::Docker {
         let image = ImageRequirements::for_image(&spec.base_image, &image_env);
         let host = match gpus::detect().await {
             // An image that carries Paddock's runtime needs what its CUDA needs, too.
-            Ok(found) => found.for_runtime(
+            Ok(found) => found.for_runtime(|| {
                 spec.runtime
                     .as_ref()
-                    .and_then(|_| hostcaps::cuda::cuda_runtime()),
-            ),
+                    .and_then(|_| hostcaps::cuda::cuda_runtime())
+            }),
             Err(why) if spec.gpus.count() > 0 => {
                 return Err(Error::Preflight(vec![format!(
                     "GPUs are unavailable on this host: {why}"

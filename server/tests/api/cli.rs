@@ -52,12 +52,24 @@ fn help_version_and_migrate() {
         lines.next(),
         Some(format!("paddock {}", env!("CARGO_PKG_VERSION")).as_str())
     );
-    // The wheel's libtorch is built for CUDA: its version and GPU range are read from the libraries.
+    // The wheel's libtorch is built for CUDA: its version and GPU range are read from the libraries,
+    // loaded at run time before libtorch was asked about CUDA, so ATen's CUDA hooks are registered.
     let runtime = lines.next().unwrap_or_default();
     assert!(
         runtime.starts_with("runtime: CUDA ")
-            && runtime.contains("or newer; GPUs of compute capability"),
+            && runtime.contains("or newer; GPUs of compute capability")
+            && !runtime.contains("cannot use"),
         "{text}"
+    );
+    // …and not linked: a process that uses no GPU does not pay for it.
+    let out = std::process::Command::new("ldd")
+        .arg(env!("CARGO_BIN_EXE_paddock"))
+        .output()
+        .unwrap();
+    let closure = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        closure.contains("libtorch_cpu.so") && !closure.contains("libtorch_cuda.so"),
+        "{closure}"
     );
 
     let dir = tempfile::tempdir().unwrap();

@@ -2199,6 +2199,7 @@ ls /opt/paddock/lib"#;
         .collect();
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     for opened_by_name in [
+        "libtorch_cuda.so",
         "libcaffe2_nvrtc.so",
         "libtorch_cuda_linalg.so",
         "libcudnn_graph.so.9",
