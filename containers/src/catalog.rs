@@ -1,10 +1,10 @@
 //! A small catalog of base images Paddock knows: their CUDA version (None for CPU-only), the oldest driver
-//! that runs them (from [`crate::cuda`]), the lowest GPU compute capability their CUDA supports, and their
+//! that runs them (from [`hostcaps::cuda`]), the lowest GPU compute capability their CUDA supports, and their
 //! family (which decides whether apt packages are possible). Images outside the catalog are allowed; their
 //! CUDA requirement is then read from the image's own `CUDA_VERSION` variable (see
 //! [`ImageRequirements::from_image_env`]).
 
-use crate::cuda::{min_driver_for, Version};
+use hostcaps::cuda::{min_driver_for, Version};
 
 /// The image Paddock builds itself, without any registry (see `base`).
 pub const BUSYBOX_BASE: &str = "paddock/base:busybox";

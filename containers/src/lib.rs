@@ -4,7 +4,8 @@
 //!
 //! # Layout
 //! - [`spec`]: the environment spec, its validation (every field error at once) and its hashes.
-//! - [`catalog`] and [`cuda`]: known base images with their CUDA versions; CUDA → minimum driver table.
+//! - [`catalog`]: known base images with their CUDA versions (the CUDA → minimum driver table is
+//!   `hostcaps::cuda`'s, beside what Paddock's own CUDA runtime needs, so the trainer asks the same one).
 //! - [`preflight`]: the host's GPUs (`nvidia-smi`) checked against a spec before anything is created.
 //! - [`build`]: deterministic Dockerfile + in-memory, streamed tar context → image, cached by build hash;
 //!   the optional runtime layer (a binary and its `ldd` closure); pulling remote bases with progress.
@@ -37,9 +38,6 @@
 pub mod base;
 pub mod build;
 pub mod catalog;
-/// CUDA and driver versions and NVIDIA's table of them live in `hostcaps`, beside what Paddock's own
-/// CUDA runtime needs, so the trainer asks the same table.
-pub use hostcaps::cuda;
 mod docker;
 pub mod error;
 pub mod exec;

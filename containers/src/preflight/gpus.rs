@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::cuda::{CudaRuntime, Version};
+use hostcaps::cuda::{CudaRuntime, Version};
 
 /// The columns [`detect`] asks for, the name last because it may contain commas. Drivers before R510
 /// do not know `compute_cap`; they are asked again without it ([`WITHOUT_COMPUTE_CAP`]).

@@ -6,10 +6,10 @@
 pub mod gpus;
 
 use crate::catalog::ImageRequirements;
-use crate::cuda::{max_cuda_for, min_driver_for};
 use crate::error::{Error, Result};
 use crate::spec::{EnvSpec, GpuRequest};
 pub use gpus::{Detected, GpuInfo};
+use hostcaps::cuda::{max_cuda_for, min_driver_for};
 
 impl crate::Docker {
     /// Preflight for `spec` on this host: its base image's requirements (catalog entry, else the image's
