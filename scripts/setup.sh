@@ -18,8 +18,8 @@
 #   paddle    a second venv (.venv-paddle) with the pinned PaddleNLP that the PaddleNLP import/export tests
 #             compare against (trainer/tests/paddle.rs, scripts/paddle/fixtures.py); apart from .venv
 #             because paddlenlp 2.8.1 needs older pins of its own dependencies.
-#   web       web/node_modules from its package-lock.json: the site's build tools (lightningcss, esbuild,
-#             binaryen's wasm-opt: scripts/site.sh), xterm.js copied to public/vendor/xterm/ for the
+#   web       web/node_modules from its package-lock.json: the site's build tools (lightningcss and
+#             esbuild: scripts/site.sh), xterm.js copied to public/vendor/xterm/ for the
 #             browser terminal and uPlot to public/vendor/uplot/ for the job charts.
 #   e2e       e2e/node_modules from its package-lock.json (the browser tests' driver).
 #   rust = toolchain wasm-bindgen; node = web e2e (the names of earlier versions).

@@ -10,13 +10,16 @@
 #      nothing (the host-side proc-macros and build scripts of a wasm-release build are compiled in that
 #      profile and with other features than the server's, so they could not be shared) and lets this build
 #      run beside the server's (scripts/build.sh), as cargo holds a lock on its target directory.
-#   2. wasm-bindgen --target web, out-name `paddock`; the wasm renamed from paddock_bg.wasm to paddock.wasm
-#      (what Leptos' HydrationScripts load when LEPTOS_OUTPUT_NAME is set at compile time).
-#   3. release: wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int (cargo-leptos' flags)
-#      from binaryen 123, the version cargo-leptos 0.3.10 downloads, here from npm (binaryen's own JS
-#      build: no download site is reachable, and Debian's wasm-opt 108 predates the reference types
-#      today's rustc emits and breaks the module: "WebAssembly.Table.set(): Argument 1 is invalid");
-#      and the JS glue minified (esbuild here, swc in cargo-leptos: both keep behaviour, bytes differ).
+#   2. wasm-bindgen --target web, out-name `paddock`, without the module's `name` section (11.5 MB of
+#      function names, which only a debugger reads; the profile's `strip` would drop the
+#      `target_features` section wasm-bindgen reads too); the wasm renamed from paddock_bg.wasm to
+#      paddock.wasm (what Leptos' HydrationScripts load when LEPTOS_OUTPUT_NAME is set at compile time).
+#   3. release: the JS glue minified (esbuild here, swc in cargo-leptos: both keep behaviour, bytes
+#      differ). Unlike cargo-leptos, no `wasm-opt -Oz`: measured on this bundle (binaryen 123, the JS
+#      build npm has, as no other download site is reachable), it took 409 s of a core in a clean
+#      build and made the module smaller (8.36 MB to 7.12 MB) but what is sent larger: 1.56 MB with
+#      brotli instead of 1.40 MB (rustc's own `opt-level = "z"` output, stripped, compresses better);
+#      `-O1` saved 0.7% for 94 s. wasm-bindgen drops the module's 11.5 MB `name` section instead (step 2).
 #   4. style/main.css through lightningcss with the same browserslist query (`defaults`) and the same
 #      minify steps as cargo-leptos. The CLI is 1.0.0-alpha.72, one release after the alpha.71 that
 #      cargo-leptos 0.3.10 links: the registry lacks some platform packages of alpha.71's CLI, which
@@ -41,7 +44,7 @@ name=paddock                        # [[workspace.metadata.leptos]] name; LEPTOS
 site=target/site new=target/site.new
 tools=web/node_modules/.bin
 
-for tool in wasm-bindgen "$tools/lightningcss" "$tools/esbuild" "$tools/wasm-opt"; do
+for tool in wasm-bindgen "$tools/lightningcss" "$tools/esbuild"; do
   command -v "$tool" >/dev/null || { say "$tool is missing: run scripts/setup.sh first"; exit 1; }
 done
 
@@ -67,13 +70,11 @@ mkdir -p "$new/pkg"
 cp -a public/. "$new/"
 
 say "wasm-bindgen"
-wasm-bindgen --target web --no-typescript --out-name "$name" --out-dir "$new/pkg" \
+wasm-bindgen --target web --no-typescript --remove-name-section --out-name "$name" --out-dir "$new/pkg" \
   "$wasm"
 mv "$new/pkg/${name}_bg.wasm" "$new/pkg/$name.wasm"
 
 if [ $release = 1 ]; then
-  say "wasm-opt -Oz (binaryen $("$tools/wasm-opt" --version | grep -o '[0-9]\+' | head -1))"
-  "$tools/wasm-opt" -Oz --enable-bulk-memory --enable-nontrapping-float-to-int "$new/pkg/$name.wasm" -o "$new/pkg/$name.wasm"
   say "minify $name.js"
   "$tools/esbuild" --minify --format=esm --log-level=warning "$new/pkg/$name.js" --outfile="$new/pkg/$name.min.js"
   mv "$new/pkg/$name.min.js" "$new/pkg/$name.js"
