@@ -268,7 +268,7 @@ fn message(locale: Locale, code: ErrorCode) -> Message {
         C::ClusterNameTaken => Whole(td_string!(locale, errors.cluster_name_taken)),
         C::ClusterSettingsInvalid => Lead(td_string!(locale, errors.cluster_settings_invalid)),
         C::ClusterUnreachable => Lead(td_string!(locale, errors.cluster_unreachable)),
-        C::CapInvalid => Lead(td_string!(locale, errors.cap_invalid)),
+        C::CapInvalid => Whole(td_string!(locale, errors.cap_invalid)),
         C::CheckpointConfigInvalid => Lead(td_string!(locale, errors.checkpoint_config_invalid)),
         C::CheckpointDeleted => Whole(td_string!(locale, errors.checkpoint_deleted)),
         C::CheckpointNotFound => Whole(td_string!(locale, errors.checkpoint_not_found)),

@@ -970,7 +970,8 @@ pub struct CheckpointInfo {
     pub container_path: String,
     pub bytes: u64,
     pub sha256: String,
-    /// The best so far by the job's metric when it was written.
+    /// The job's best checkpoint by its metric: of those that were the best so far when written, the
+    /// newest (one per job).
     pub best: bool,
     /// Set when its dev metrics show it learned nothing useful: the dashboard then calls it that
     /// instead of "best", and deploying it asks first.
@@ -1256,6 +1257,20 @@ pub struct WorkspaceClusterAccount {
     #[serde(flatten)]
     pub charged_to: ClusterAccount,
 }
+
+/// One workspace's GPU quota (the most GPUs its jobs, environments and replicas may hold at once, here
+/// and on clusters alike; `None`: no quota) and the GPUs it holds now: the admin page's table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkspaceGpuQuota {
+    pub workspace_id: WorkspaceId,
+    pub workspace: String,
+    pub max_gpus: Option<u32>,
+    pub gpus_held: u32,
+}
+
+/// The largest GPU quota a workspace may be given.
+pub const MAX_GPU_QUOTA: u32 = 1024;
 
 /// Where a job handed to a cluster is now, as the cluster's scheduler says (read live).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -62,6 +62,13 @@ describe('a viewer sees the read-only UI', () => {
     await page.getByTestId('account-toggle').click();
     await page.getByTestId('tokens-link').waitFor();
     assert.equal(await page.getByTestId('admin-link').count(), 0);
+    // Typed by hand, the admin page answers 403, in Chinese, and holds none of the instance's settings.
+    const response = await page.goto('/admin');
+    assert.equal(response.status(), 403);
+    const html = await response.text();
+    assert.ok(!html.includes('data-testid="signup-state"') && !html.includes('data-testid="clusters"'), html);
+    await waitForText(page.getByTestId('forbidden'), '管理员');
+    await page.goBack();
   });
 
   test('no wasm panic or hydration error happened', () => {

@@ -222,6 +222,8 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
 
   test('a checkpoint downloads as a tar archive', async () => {
     const { page } = story.owner;
+    // However often the run improved, one checkpoint is its best.
+    assert.ok(await page.locator('[data-testid="checkpoint-row"][data-state="best"]').count() <= 1, 'one best');
     const link = page.getByTestId('checkpoint-download').first();
     const response = await page.request.get(await link.getAttribute('href'));
     assert.equal(response.status(), 200);
@@ -282,6 +284,9 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await new JobPage(page).goto(story.workspaceId, jobId);
     const evaluations = new EvaluationsPanel(page);
     await evaluations.empty.waitFor();
+    // It starts on a dataset the model did not learn from, not on the training set.
+    await evaluations.form.getByTestId('evaluate-dataset').waitFor();
+    assert.notEqual(await evaluations.form.getByTestId('evaluate-dataset').inputValue(), String(datasetId));
     const marker = await plantMarker(page);
     await evaluations.evaluate(otherId);
     await waitForText(evaluations.error, 'happy, sad');
@@ -472,6 +477,17 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await job.waitForStatus('succeeded');
     // The job file names the model's folder in the workspace's store, where the run reads it.
     await waitForText(page.getByTestId('job-toml'), /pretrained = "[^"]*\/store\/w\d+\/models\/\d+"/);
+
+    // Deleting a model asks first, naming it; saying no keeps it, and one a job started from stays.
+    await models.goto(story.workspaceId);
+    await row.getByTestId('pretrained-delete').click();
+    await waitForText(row.getByTestId('pretrained-delete-confirm'), 'my-bert');
+    await row.getByTestId('pretrained-delete-cancel').click();
+    await row.getByTestId('pretrained-delete-confirm').waitFor({ state: 'detached' });
+    await row.getByTestId('pretrained-delete').click();
+    await row.getByTestId('pretrained-delete-yes').click();
+    await page.getByTestId('pretrained-models').getByTestId('error').waitFor();
+    assert.equal(await row.count(), 1, 'a model a job started from stays');
   });
 
   test('a viewer reads datasets, jobs and checkpoints but has no control', async () => {

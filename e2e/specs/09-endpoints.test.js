@@ -14,7 +14,7 @@ import assert from 'node:assert/strict';
 import { request } from 'playwright-core';
 
 import { startStory } from '../support/story.js';
-import { PHONE, screenshot, withPerson } from '../support/browser.js';
+import { PHONE, screenshot, visit, withPerson } from '../support/browser.js';
 import { assertAccessibleBasics, assertNoHorizontalOverflow, waitForText } from '../support/checks.js';
 import { DatasetsListPage } from '../pages/datasets.js';
 import { JobFormPage, JobPage } from '../pages/jobs.js';
@@ -22,13 +22,14 @@ import { DeployDialog, EndpointPage, EndpointsListPage } from '../pages/endpoint
 import { signIn } from '../pages/flows.js';
 
 const COMPLAINT = '这家银行的服务态度很差，等了半小时还没人理我。';
+const WORKSPACE = '客服质检';
 
 function sum(probabilities) {
   return probabilities.reduce((total, p) => total + p, 0);
 }
 
 describe('a checkpoint deployed with one click answers in the playground and over HTTP', () => {
-  const story = startStory({ owner: 'erin', workspace: '客服质检' });
+  const story = startStory({ owner: 'erin', workspace: WORKSPACE });
   let api;
   let jobId;
   let endpointId;
@@ -219,6 +220,54 @@ describe('a checkpoint deployed with one click answers in the playground and ove
       await screenshot(page, '09-phone-endpoint');
       await assertNoHorizontalOverflow(page);
     });
+  });
+
+  test('the admin sets the caps and a GPU quota on the admin page: scaling past the replica cap is refused, raised it goes', async () => {
+    const { page } = story.owner; // the first account: the instance admin
+    const settings = async () => (await (await page.request.get('/api/v1/admin/settings')).json());
+    await visit(page, '/admin');
+    const caps = page.getByTestId('caps');
+    const replicas = caps.getByTestId('cap-max_replicas');
+    assert.equal(await replicas.inputValue(), String((await settings()).max_replicas));
+    // A value the server refuses is said in Chinese and stays as typed.
+    await replicas.fill('0');
+    await caps.getByTestId('caps-save').click();
+    await waitForText(caps, '1 到 10000 之间的整数');
+    assert.equal(await replicas.inputValue(), '0');
+    await replicas.fill('1');
+    await caps.getByTestId('caps-save').click();
+    await page.waitForFunction(() => !document.querySelector('[data-testid="caps"] .notice'));
+    for (let i = 0; (await settings()).max_replicas !== 1; i++) {
+      assert.ok(i < 50, 'the cap was saved');
+      await page.waitForTimeout(100);
+    }
+
+    // The workspace's GPU quota, beside the GPUs it holds; an impossible one is refused in Chinese.
+    const quota = page.locator(`[data-testid="gpu-quota"][data-workspace="${WORKSPACE}"]`);
+    assert.equal(await quota.getByTestId('gpu-quota-held').textContent(), '0');
+    await quota.getByTestId('gpu-quota-max').fill('5000');
+    await quota.getByTestId('gpu-quota-save').click();
+    await waitForText(page.getByTestId('gpu-quotas'), 'GPU 配额最多为 1024');
+    await quota.getByTestId('gpu-quota-max').fill('2');
+    await quota.getByTestId('gpu-quota-save').click();
+    await page.waitForFunction(() => !document.querySelector('[data-testid="gpu-quotas"] .notice'));
+    const quotas = await (await page.request.get('/api/v1/admin/gpu-quotas')).json();
+    assert.equal(quotas.find((q) => q.workspace === WORKSPACE)?.max_gpus, 2, JSON.stringify(quotas));
+    await screenshot(page, '09-admin-limits');
+
+    // The next request past the cap: two replicas of this endpoint.
+    const endpoint = new EndpointPage(page);
+    await endpoint.goto(story.workspaceId, endpointId);
+    await page.getByTestId('scale-replicas').fill('2');
+    await page.getByTestId('scale-submit').click();
+    await waitForText(page.locator('main'), '已达到上限');
+    await visit(page, '/admin');
+    await replicas.fill('4');
+    await caps.getByTestId('caps-save').click();
+    for (let i = 0; (await settings()).max_replicas !== 4; i++) {
+      assert.ok(i < 50, 'the cap was raised');
+      await page.waitForTimeout(100);
+    }
   });
 
   test('an editor scales the endpoint to two replicas, then rolls out another checkpoint', async () => {

@@ -112,6 +112,9 @@ describe("a new team's first hour, in Chinese, from sign-up to a playground answ
     const question = job.button('cancel-confirm');
     // The consequence in words: a final checkpoint, and how to go on.
     await waitForText(question, '保存最后一个检查点');
+    // The two answers cannot be mistaken for each other: one cancels the run, the other keeps it.
+    assert.equal((await job.button('cancel-yes').textContent()).trim(), '取消运行');
+    assert.equal((await job.button('cancel-cancel').textContent()).trim(), '继续运行');
     await job.button('cancel-cancel').click();
     await question.waitFor({ state: 'detached' });
     assert.equal(await job.status.getAttribute('data-status'), 'running', 'saying no changes nothing');

@@ -113,6 +113,25 @@ describe('a PaddleNLP model imported in the browser fine-tunes, deploys and answ
     await job.checkpointRows.first().waitFor();
   });
 
+  test('its checkpoint downloads from the page as a PaddleNLP directory, as well as a Hugging Face one', async () => {
+    const { page } = story.owner;
+    const row = page.getByTestId('checkpoint-row').first();
+    const fetchTar = async (testid) => {
+      const link = row.getByTestId(testid);
+      assert.match(await link.getAttribute('title'), /from_pretrained/);
+      const response = await page.request.get(await link.getAttribute('href'));
+      assert.equal(response.status(), 200, await response.text());
+      assert.equal(response.headers()['content-type'], 'application/x-tar');
+      return response.body();
+    };
+    const paddle = await fetchTar('checkpoint-download-paddle');
+    assert.equal(paddle.subarray(257, 262).toString('latin1'), 'ustar', 'a POSIX tar header');
+    assert.ok(paddle.includes(Buffer.from('model_state.pdparams')), 'PaddleNLP weights inside');
+    assert.ok(!paddle.includes(Buffer.from('model.safetensors')), 'no Hugging Face weights inside');
+    const hf = await fetchTar('checkpoint-download');
+    assert.ok(hf.includes(Buffer.from('model.safetensors')), 'Hugging Face weights inside');
+  });
+
   test('its checkpoint deploys and the playground answers in the dataset’s labels', async () => {
     const { page } = story.owner;
     const deploy = new DeployDialog(page);

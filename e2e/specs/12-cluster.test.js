@@ -106,6 +106,8 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     await job.waitForStatus('succeeded');
     // Slurm's job id, as its tools would show it.
     assert.match(await page.getByTestId('job-cluster').textContent(), /slurm · 分区 short · 作业 \d+/);
+    // One row says where it runs (not a "local process" beside the cluster), and the jobs list agrees.
+    assert.match(await page.getByTestId('job-runs-on').textContent(), /^集群 slurm · 分区 short · 作业 \d+$/);
     // `short` has node2 alone.
     await waitForText(page.getByTestId('job-placement'), 'node2');
     await job.checkpointRows.first().waitFor();
@@ -115,6 +117,12 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     await evaluations.form.getByTestId('evaluate-cluster').selectOption('slurm');
     await evaluations.evaluate(datasetId);
     await evaluations.row('succeeded').waitFor({ timeout: 120_000 });
+    // The jobs list says the same; then back to the job, whose checkpoint the next step deploys.
+    const jobPage = new URL(page.url()).pathname;
+    await visit(page, `/w/${workspaceId}/jobs`);
+    const row = page.locator('[data-testid^="job-row-"][data-name="on_cluster"]');
+    assert.equal((await row.getByTestId('job-runs-on').textContent()).trim(), '集群 slurm');
+    await visit(page, jobPage);
   });
 
   test("its checkpoint deploys onto the cluster: the endpoint names it, each replica its Slurm job, and it answers", async () => {

@@ -7,6 +7,7 @@ use contracts::error::AppError;
 use contracts::ids::WorkspaceId;
 use contracts::types::{
     ClusterAccount, InstanceSettings, SharedDirCheck, UserAccount, WorkspaceClusterAccount,
+    WorkspaceGpuQuota,
 };
 #[cfg(feature = "ssr")]
 use {crate::context::as_caller, contracts::types::SettingsChange, domain::admin};
@@ -31,6 +32,70 @@ pub async fn set_allow_pickled_weights(allowed: bool) -> Result<InstanceSettings
 #[server(prefix = "/rpc", endpoint = "set_registry_mirror")]
 pub async fn set_registry_mirror(mirror: String) -> Result<InstanceSettings, AppError> {
     change_settings(|change| change.registry_mirror = Some(mirror)).await
+}
+
+/// The four caps at once, as the admin page's form sends them (text, checked here and in the domain:
+/// each refusal names its field).
+#[server(prefix = "/rpc", endpoint = "set_caps")]
+pub async fn set_caps(
+    max_running_environments: String,
+    max_replicas: String,
+    max_uploads_per_user: String,
+    max_streams_per_user: String,
+) -> Result<InstanceSettings, AppError> {
+    let number = |field: &str, text: &str| -> Result<u32, AppError> {
+        text.trim().parse().map_err(|_| {
+            AppError::invalid(
+                field,
+                contracts::error::ErrorCode::CapInvalid,
+                format!(
+                    "{field} must be a whole number between 1 and {}",
+                    contracts::types::MAX_CAP
+                ),
+            )
+        })
+    };
+    let caps = [
+        number("max_running_environments", &max_running_environments)?,
+        number("max_replicas", &max_replicas)?,
+        number("max_uploads_per_user", &max_uploads_per_user)?,
+        number("max_streams_per_user", &max_streams_per_user)?,
+    ];
+    change_settings(|change| {
+        change.max_running_environments = Some(caps[0]);
+        change.max_replicas = Some(caps[1]);
+        change.max_uploads_per_user = Some(caps[2]);
+        change.max_streams_per_user = Some(caps[3]);
+    })
+    .await
+}
+
+#[server(prefix = "/rpc", endpoint = "list_gpu_quotas")]
+pub async fn list_gpu_quotas() -> Result<Vec<WorkspaceGpuQuota>, AppError> {
+    as_caller(|s, a| async move { admin::gpu_quotas(&s.db, &a).await }).await
+}
+
+/// `max_gpus` empty removes the workspace's quota.
+#[server(prefix = "/rpc", endpoint = "set_gpu_quota")]
+pub async fn set_gpu_quota(
+    workspace_id: WorkspaceId,
+    max_gpus: String,
+) -> Result<Option<u32>, AppError> {
+    let max_gpus = match max_gpus.trim() {
+        "" => None,
+        text => Some(text.parse::<u32>().map_err(|_| {
+            AppError::invalid(
+                "max_gpus",
+                contracts::error::ErrorCode::QuotaInvalid,
+                format!(
+                    "max_gpus must be a whole number up to {}, or empty for no quota",
+                    contracts::types::MAX_GPU_QUOTA
+                ),
+            )
+        })?),
+    };
+    as_caller(|s, a| async move { admin::set_gpu_quota(&s.db, &a, workspace_id, max_gpus).await })
+        .await
 }
 
 /// Changes the one setting `set` names, leaving the others as they are.

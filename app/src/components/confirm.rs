@@ -41,6 +41,9 @@ pub fn Confirm(
     /// The action's error: a refusal closes the question (the error shows below it instead).
     #[prop(optional, into)]
     refused: Option<Signal<Option<AppError>>>,
+    /// The way back's words where "cancel" would read as the action itself (cancelling a job).
+    #[prop(optional, into)]
+    no: Option<ViewFn>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     if let Some(refused) = refused {
@@ -51,7 +54,7 @@ pub fn Confirm(
         });
     }
     move || {
-        let (question, yes) = (question.clone(), yes.clone());
+        let (question, yes, no) = (question.clone(), yes.clone(), no.clone());
         open.get().then(|| view! {
             <div class="notice notice-error confirm" role="alertdialog" aria-labelledby=format!("{name}-question") data-testid=format!("{name}-confirm")>
                 <p id=format!("{name}-question")>{question.run()}</p>
@@ -61,7 +64,10 @@ pub fn Confirm(
                         {yes.run()}
                     </button>
                     <button type="button" class="button button-ghost" data-testid=format!("{name}-cancel") on:click=move |_| open.set(false)>
-                        {t!(i18n, common.cancel)}
+                        {match no {
+                            Some(no) => no.run(),
+                            None => t!(i18n, common.cancel).into_any(),
+                        }}
                     </button>
                 </div>
             </div>

@@ -3,7 +3,9 @@
 //! name or a volume path must not be able to inject shell, Dockerfile syntax or path traversal.
 
 /// Environment names: a letter or digit, then letters, digits, spaces, `_`, `.`, `-`; at most 64 characters.
-/// No shell metacharacters, quotes or slashes.
+/// Letters and digits of any script (a team names its environment `中文分类`): the name is a label
+/// people read, never part of a container name, a path or a Dockerfile. No shell metacharacters,
+/// quotes, slashes or control characters.
 pub fn check_name(name: &str) -> Result<(), String> {
     if name.trim().is_empty() {
         return Err("must not be empty".into());
@@ -13,13 +15,13 @@ pub fn check_name(name: &str) -> Result<(), String> {
     }
     if let Some(bad) = name
         .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, ' ' | '_' | '.' | '-')))
+        .find(|c| !(c.is_alphanumeric() || matches!(c, ' ' | '_' | '.' | '-')))
     {
         return Err(format!(
             "may contain only letters, digits, spaces, '_', '.' and '-' (found {bad:?}); shell metacharacters are not allowed"
         ));
     }
-    if !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+    if !name.starts_with(char::is_alphanumeric) {
         return Err("must start with a letter or digit".into());
     }
     Ok(())
@@ -258,6 +260,8 @@ mod tests {
     #[test]
     fn names_reject_shell_metacharacters() {
         assert!(check_name("My env 2.0_x-y").is_ok());
+        assert!(check_name("中文分类 环境-2").is_ok());
+        assert!(check_name("终端").is_ok());
         for bad in [
             "a;rm -rf /",
             "$(id)",

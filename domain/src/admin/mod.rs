@@ -281,11 +281,14 @@ pub async fn set_gpu_quota(
     max_gpus: Option<u32>,
 ) -> Result<Option<u32>, AppError> {
     require_admin(actor)?;
-    if max_gpus.is_some_and(|n| n > 1024) {
+    if max_gpus.is_some_and(|n| n > contracts::types::MAX_GPU_QUOTA) {
         return Err(AppError::invalid(
             "max_gpus",
             ErrorCode::QuotaInvalid,
-            "max_gpus must be at most 1024 (or null for no quota)",
+            format!(
+                "max_gpus must be at most {} (or null for no quota)",
+                contracts::types::MAX_GPU_QUOTA
+            ),
         ));
     }
     let mut tx = write_tx(db).await?;
@@ -313,6 +316,35 @@ pub async fn set_gpu_quota(
     audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     Ok(max_gpus)
+}
+
+/// Every workspace with its GPU quota and the GPUs it holds now (as the quota counts them), by name.
+/// Instance admins only.
+pub async fn gpu_quotas(
+    db: &SqlitePool,
+    actor: &Actor,
+) -> Result<Vec<contracts::types::WorkspaceGpuQuota>, AppError> {
+    require_admin(actor)?;
+    let query = format!(
+        "SELECT w.id, w.name, q.max_gpus,
+                (SELECT COALESCE(SUM(h.gpus), 0) FROM ({}) h WHERE h.workspace_id = w.id)
+         FROM workspaces w LEFT JOIN workspace_quotas q ON q.workspace_id = w.id
+         ORDER BY w.name, w.id",
+        crate::gpus::held_by_workspace()
+    );
+    let rows: Vec<(WorkspaceId, String, Option<u32>, u32)> =
+        sqlx::query_as(&query).fetch_all(db).await?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(workspace_id, workspace, max_gpus, gpus_held)| contracts::types::WorkspaceGpuQuota {
+                workspace_id,
+                workspace,
+                max_gpus,
+                gpus_held,
+            },
+        )
+        .collect())
 }
 
 /// Sets what workspace `workspace_id`'s work is charged to on cluster `cluster` (its Slurm account and

@@ -934,7 +934,19 @@ async fn checkpoints_of(
     )
     .fetch_all(conn)
     .await?;
-    Ok(rows.into_iter().map(CheckpointRow::info).collect())
+    let mut list: Vec<CheckpointInfo> = rows.into_iter().map(CheckpointRow::info).collect();
+    only_the_last_best(&mut list);
+    Ok(list)
+}
+
+/// A checkpoint is stored as "best" when it was the best so far as it was written, so a run that
+/// kept improving has several; the job's best is the newest of them, and only it is called best
+/// (`list`: newest first, as listed).
+fn only_the_last_best(list: &mut [CheckpointInfo]) {
+    let mut seen = std::collections::HashSet::new();
+    for c in list.iter_mut().filter(|c| c.best) {
+        c.best = seen.insert(c.job_id);
+    }
 }
 
 /// The most a checkpoint's `config.json` may weigh.

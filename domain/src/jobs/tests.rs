@@ -426,3 +426,34 @@ fn members_see_a_cluster_s_partitions_not_its_configuration() {
         assert!(!text.contains(secret), "{secret} in {text}");
     }
 }
+
+/// A run that kept improving stored several checkpoints as "best so far"; only the newest of each
+/// job's is its best (two jobs listed together, newest first, as on the Models page).
+#[test]
+fn each_job_has_one_best_checkpoint_the_newest_that_was_best_so_far() {
+    let checkpoint = |id: i64, job: i64, best: bool| CheckpointInfo {
+        id: CheckpointId::new(id),
+        job_id: JobId::new(job),
+        step: id * 10,
+        epoch: None,
+        metrics: None,
+        container_path: String::new(),
+        bytes: 0,
+        sha256: String::new(),
+        best,
+        degenerate: None,
+        created_at: String::new(),
+        deleted_at: None,
+    };
+    let mut list = vec![
+        checkpoint(6, 2, false),
+        checkpoint(5, 1, true),
+        checkpoint(4, 2, true),
+        checkpoint(3, 1, true),
+        checkpoint(2, 2, true),
+        checkpoint(1, 1, false),
+    ];
+    only_the_last_best(&mut list);
+    let best: Vec<i64> = list.iter().filter(|c| c.best).map(|c| c.id.get()).collect();
+    assert_eq!(best, [5, 4]);
+}

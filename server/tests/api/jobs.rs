@@ -1266,6 +1266,21 @@ mod on_slurm {
         );
         let d = submit(&owner, ws, two("quota-d")).await;
         stepped(&owner, ws, d, 1).await;
+        // The admin page's table: the quota and what the workspace holds now, counted as the quota is.
+        let (code, quotas) = owner.get("/api/v1/admin/gpu-quotas").await;
+        assert_eq!(code, StatusCode::OK, "{quotas}");
+        let row = quotas
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|q| q["workspace_id"] == ws)
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            (&row["max_gpus"], &row["gpus_held"]),
+            (&json!(2), &json!(2)),
+            "{quotas}"
+        );
         let e = submit(&owner, ws, on_cluster_gpus(endless("quota-e", ds), 1)).await;
         tokio::time::sleep(Duration::from_secs(8)).await;
         let held = job(&owner, ws, e).await;

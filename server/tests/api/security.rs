@@ -521,3 +521,37 @@ async fn session_ids_are_stored_hashed() {
         assert_eq!(status, StatusCode::UNAUTHORIZED, "a stored key signs in");
     }
 }
+
+/// `/admin` for a signed-in account that is not an instance admin: a 403 page with nothing of the
+/// instance's configuration in its HTML (none of the page's sections, not the data directory); the
+/// admin gets the page. The page guard answers it before the dashboard renders, with no scripts.
+#[tokio::test]
+async fn only_instance_admins_get_the_admin_page() {
+    let server = Server::start();
+    let admin = server.signup("root").await; // the first account is the instance admin
+    let member = server.signup("member").await;
+    assert!(admin.is_admin && !member.is_admin);
+    let page = async |caller: &crate::common::Caller| {
+        let res = caller
+            .client
+            .get(caller.url("/admin"))
+            .send()
+            .await
+            .unwrap();
+        (res.status(), res.text().await.unwrap())
+    };
+    let (code, html) = page(&member).await;
+    assert_eq!(code, StatusCode::FORBIDDEN, "{html}");
+    assert!(
+        html.contains(r#"data-testid="forbidden""#) && !html.contains("<script"),
+        "{html}"
+    );
+    let data_dir = server.data_dir().display().to_string();
+    let sections = [r#"data-testid="signup-state""#, r#"data-testid="clusters""#];
+    for secret in std::iter::once(data_dir.as_str()).chain(sections) {
+        assert!(!html.contains(secret), "{secret} in the page a member gets");
+    }
+    let (code, html) = page(&admin).await;
+    assert_eq!(code, StatusCode::OK);
+    assert!(html.contains("signup-state") && !html.contains(r#"data-testid="forbidden""#));
+}

@@ -66,7 +66,7 @@ pub fn length_stats(
         max,
         mean: sorted.iter().sum::<usize>() as f64 / sorted.len() as f64,
         over_limit: limit.map(|l| sorted.iter().filter(|&&x| x > l).count()),
-        histogram: histogram(&sorted, max),
+        histogram: histogram(&sorted, rank(0.99), max),
     })
 }
 
@@ -92,10 +92,12 @@ pub fn token_lengths(
     })
 }
 
-/// About 16 equal bins with a round width (1, 2, 4, 8, …) from zero to past the maximum.
-fn histogram(sorted: &[usize], max: usize) -> Vec<HistogramBin> {
-    let width = (max / 16 + 1).next_power_of_two();
-    let bins = max / width + 1;
+/// About 16 equal bins of a round width (1, 2, 4, 8, …) from zero to past the 99th percentile `p99`,
+/// and the rows beyond them in one last bin that ends past the maximum: a few very long rows must not
+/// squeeze every other row into the first bar.
+fn histogram(sorted: &[usize], p99: usize, max: usize) -> Vec<HistogramBin> {
+    let width = (p99 / 16 + 1).next_power_of_two();
+    let bins = p99 / width + 1;
     let mut out: Vec<HistogramBin> = (0..bins)
         .map(|i| HistogramBin {
             from: i * width,
@@ -103,8 +105,17 @@ fn histogram(sorted: &[usize], max: usize) -> Vec<HistogramBin> {
             count: 0,
         })
         .collect();
+    let end = bins * width;
+    if max >= end {
+        out.push(HistogramBin {
+            from: end,
+            to: max + 1,
+            count: 0,
+        });
+    }
+    let last = out.len() - 1;
     for &x in sorted {
-        out[x / width].count += 1;
+        out[(x / width).min(last)].count += 1;
     }
     out
 }
@@ -122,6 +133,17 @@ mod tests {
         assert_eq!(s.histogram.iter().map(|b| b.count).sum::<usize>(), 100);
         assert!(s.histogram.iter().all(|b| b.to - b.from == 8));
         assert!((s.mean - 50.5).abs() < 1e-9);
+        // One very long row among short ones: the short ones spread over the bins, the long one
+        // has the last bin to itself.
+        let mut lens = vec![10; 99];
+        lens[..40].fill(3);
+        lens.push(5000);
+        let h = length_stats(&lens, LengthUnit::Chars, None)
+            .unwrap()
+            .histogram;
+        let last = h.last().unwrap();
+        assert_eq!((last.from, last.to, last.count), (11, 5001, 1));
+        assert_eq!(h[3].count + h[10].count, 99, "{h:?}");
         assert!(length_stats(&[], LengthUnit::Chars, None).is_none());
     }
 

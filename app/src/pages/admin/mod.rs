@@ -1,10 +1,12 @@
 //! `/admin`: instance administration for admins — open or close sign-up, allow or refuse pickled
-//! model weights, set the Docker Hub mirror base images come from, disable or re-enable accounts, and
-//! bring base images in from archives ([`images`]), and see the clusters jobs go to ([`clusters`]).
-//! Everyone else gets the server's "forbidden", shown as an error.
+//! model weights, set the Docker Hub mirror base images come from, the caps and GPU quotas
+//! ([`limits`]), disable or re-enable accounts, bring base images in from archives ([`images`]), and
+//! see the clusters jobs go to ([`clusters`]). Everyone else gets a 403 page from the server's page
+//! guard (`app::pages::forbidden`) before anything here renders.
 
 mod clusters;
 mod images;
+mod limits;
 
 use leptos::prelude::*;
 
@@ -110,6 +112,8 @@ pub fn AdminPage() -> impl IntoView {
                     })}
                 </Loaded>
             </section>
+            <limits::Caps />
+            <limits::GpuQuotas />
             <section class="card" aria-labelledby="users-title">
                 <h2 id="users-title">{t!(i18n, admin.users_title)}</h2>
                 <Loaded load=move || async move { users.await } let:list>

@@ -9,6 +9,7 @@ use contracts::ids::WorkspaceId;
 use leptos::prelude::*;
 
 use crate::api::pretrained::{list_pretrained_models, DeletePretrainedModel};
+use crate::components::confirm::Confirm;
 use crate::components::form::on_answer;
 use crate::components::http;
 use crate::components::notice::ErrorNotice;
@@ -117,13 +118,21 @@ fn ModelsTable(
                     <td class="nowrap">{bytes_text(m.bytes)}</td>
                     <td><code title=m.sha256.clone()>{short_sha(&m.sha256)}</code></td>
                     <td class="nowrap"><Timestamp at=m.created_at.clone() />{m.created_by.clone().map(|by| format!(" · {by}"))}</td>
-                    {can_edit.then(|| view! {
-                        <td>
-                            <RowAction testid="pretrained-delete" pending=delete.pending()
-                                on_click=move || { delete.dispatch(DeletePretrainedModel { workspace_id, model_id: id }); }>
-                                {t!(i18n, pretrained.delete)}
-                            </RowAction>
-                        </td>
+                    {can_edit.then(|| {
+                        // Asked first: the files cannot be brought back.
+                        let confirming = RwSignal::new(false);
+                        let name = name.clone();
+                        view! {
+                            <td>
+                                <RowAction testid="pretrained-delete" pending=delete.pending() on_click=move || confirming.set(true)>
+                                    {t!(i18n, pretrained.delete)}
+                                </RowAction>
+                                <Confirm name="pretrained-delete" open=confirming busy=delete.pending()
+                                    question=move || t_string!(i18n, pretrained.delete_confirm, name = name.clone()).to_string()
+                                    yes=move || t!(i18n, pretrained.delete_yes)
+                                    on_yes=move || { delete.dispatch(DeletePretrainedModel { workspace_id, model_id: id }); confirming.set(false); } />
+                            </td>
+                        }
                     })}
                 </tr>
                 {report}

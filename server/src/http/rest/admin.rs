@@ -12,13 +12,13 @@ use contracts::error::AppError;
 use contracts::error::ErrorBody;
 use contracts::types::{
     ClusterAccount, ClusterRegistration, ClusterSshKey, ClusterView, InstanceSettings,
-    SettingsChange, SharedDirCheck, UserAccount, WorkspaceClusterAccount,
+    SettingsChange, SharedDirCheck, UserAccount, WorkspaceClusterAccount, WorkspaceGpuQuota,
 };
 use domain::{admin, AppState};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    routes_of![settings, update_settings; users; update_user; set_gpu_quota; set_cluster_account; cluster_accounts; check_cluster; register_cluster; remove_cluster; cluster_ssh_key]
+    routes_of![settings, update_settings; users; update_user; gpu_quotas; set_gpu_quota; set_cluster_account; cluster_accounts; check_cluster; register_cluster; remove_cluster; cluster_ssh_key]
 }
 
 /// Routes whose bodies are streamed past the general body-size limit (an image archive is GBs).
@@ -195,6 +195,15 @@ pub async fn cluster_ssh_key(
     Ok(Json(
         admin::clusters::ssh_key(&state.storage, &actor).await?,
     ))
+}
+
+/// Every workspace's GPU quota and the GPUs it holds now (instance admins).
+#[utoipa::path(get, path = "/api/v1/admin/gpu-quotas", tag = "admin", security(("session" = []), ("token" = [])),
+    responses((status = 200, body = Vec<WorkspaceGpuQuota>), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+pub async fn gpu_quotas(
+    Caller { state, actor }: Caller,
+) -> Result<Json<Vec<WorkspaceGpuQuota>>, AppError> {
+    Ok(Json(admin::gpu_quotas(&state.db, &actor).await?))
 }
 
 /// Sets a workspace's GPU quota (instance admins).

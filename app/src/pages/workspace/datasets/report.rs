@@ -132,22 +132,44 @@ pub fn ReportView(report: ValidationReport) -> impl IntoView {
 fn Histogram(lengths: LengthStats, testid: &'static str) -> impl IntoView {
     let i18n = use_i18n();
     let biggest_bucket = lengths.histogram.iter().map(|b| b.count).max().unwrap_or(0);
+    let labels = axis_labels(&lengths.histogram);
     view! {
         <div class="histogram" role="img" data-testid=testid
             aria-label=move || t_string!(i18n, dataset_detail.histogram_aria).to_string()>
             {lengths
                 .histogram
                 .into_iter()
-                .map(|b| view! {
-                    <div class="histogram-col" title=format!("{}–{}: {}", b.from, b.to, b.count)>
+                .zip(labels)
+                .map(|(b, label)| view! {
+                    <div class="histogram-col" title=format!("{}–{}: {}", b.from, b.to - 1, b.count)>
                         <span class="histogram-count">{b.count}</span>
                         <span class="histogram-bar" style:height=percent(b.count, biggest_bucket)></span>
-                        <span class="histogram-from">{b.from}</span>
+                        <span class="histogram-from">{label}</span>
                     </div>
                 })
                 .collect_view()}
         </div>
     }
+}
+
+/// Each bin's label under the axis: its start, on every other bin when there are many (so that
+/// four-digit numbers do not run together), and `≥N` on a last bin that holds the long tail (wider
+/// than the others).
+pub fn axis_labels(bins: &[contracts::data::HistogramBin]) -> Vec<String> {
+    let width = bins.first().map_or(1, |b| b.to - b.from);
+    let every = if bins.len() > 9 { 2 } else { 1 };
+    bins.iter()
+        .enumerate()
+        .map(|(i, b)| {
+            if i + 1 == bins.len() && i > 0 && b.to - b.from != width {
+                format!("≥{}", b.from)
+            } else if i % every == 0 {
+                b.from.to_string()
+            } else {
+                String::new()
+            }
+        })
+        .collect()
 }
 
 /// Lengths in tokens, how they were counted, and what each usual sequence limit would cut.
@@ -196,6 +218,18 @@ fn TokenReport(t: TokenLengths, rows: usize) -> impl IntoView {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn many_bins_label_every_other_start_and_the_long_tail_as_at_least() {
+        let bin = |from, to| contracts::data::HistogramBin { from, to, count: 1 };
+        let mut bins: Vec<_> = (0..12).map(|i| bin(i * 256, (i + 1) * 256)).collect();
+        bins.push(bin(3072, 9001));
+        let labels = axis_labels(&bins);
+        assert_eq!(&labels[..4], ["0", "", "512", ""]);
+        assert_eq!(labels.last().unwrap(), "≥3072");
+        let few = axis_labels(&[bin(0, 8), bin(8, 16)]);
+        assert_eq!(few, ["0", "8"]);
+    }
 
     /// The dashboard reads the report the trainer writes with the same declaration; stored reports from
     /// before tokens were counted, or with fields a later trainer adds, still read.

@@ -21,10 +21,20 @@ use crate::pages::workspace::endpoints::deploy::DeployCheckpoint;
 use crate::pages::workspace::endpoints::{endpoint_href, EndpointStatusBadge};
 use crate::pages::workspace::environments::parts::bytes_text;
 use contracts::metrics::Degenerate;
-use contracts::types::{CheckpointInfo, CheckpointState, EndpointSummary};
+use contracts::types::{CheckpointFormat, CheckpointInfo, CheckpointState, EndpointSummary};
 
-pub fn download_url(workspace_id: WorkspaceId, checkpoint_id: CheckpointId) -> String {
-    format!("/api/v1/workspaces/{workspace_id}/checkpoints/{checkpoint_id}/download")
+/// A checkpoint's download in `format`: the Hugging Face directory Paddock keeps, or the PaddleNLP
+/// directory made from it on request (a team that came from Paddle takes its model back).
+pub fn download_url(
+    workspace_id: WorkspaceId,
+    checkpoint_id: CheckpointId,
+    format: CheckpointFormat,
+) -> String {
+    let url = format!("/api/v1/workspaces/{workspace_id}/checkpoints/{checkpoint_id}/download");
+    match format {
+        CheckpointFormat::HuggingFace => url,
+        CheckpointFormat::PaddleNlp => format!("{url}?format=paddlenlp"),
+    }
 }
 
 /// The space the checkpoints still on disk take.
@@ -88,8 +98,13 @@ pub fn CheckpointsTable(
                     let (checkpoint_id, step, job_name, degenerate) = (c.id, c.step, name.clone(), c.degenerate);
                     view! {
                         <div class="row-actions">
-                            <a class="button button-small" href=download_url(workspace_id, c.id) download="" rel="external" data-testid="checkpoint-download">
+                            <a class="button button-small" href=download_url(workspace_id, c.id, CheckpointFormat::HuggingFace) download="" rel="external"
+                                title=move || t_string!(i18n, checkpoints.download_hint).to_string() data-testid="checkpoint-download">
                                 {t!(i18n, checkpoints.download)}
+                            </a>
+                            <a class="button button-small" href=download_url(workspace_id, c.id, CheckpointFormat::PaddleNlp) download="" rel="external"
+                                title=move || t_string!(i18n, checkpoints.download_paddle_hint).to_string() data-testid="checkpoint-download-paddle">
+                                {t!(i18n, checkpoints.download_paddle)}
                             </a>
                             {can_deploy.then(|| view! { <DeployCheckpoint workspace_id checkpoint_id step job_name degenerate /> })}
                         </div>

@@ -21,7 +21,7 @@ use super::charts::JobCharts;
 use super::checkpoints::CheckpointsTable;
 use super::evaluations::EvaluationsCard;
 use super::job_href;
-use super::list::executor_text;
+use super::list::how_text;
 use super::logs::{JobLog, KEPT_LINES};
 use super::parts::{duration_text, eta_seconds, JobProgress, JobStatusBadge};
 use super::stream::{self, stream_url, Event};
@@ -238,7 +238,8 @@ fn JobView(detail: JobDetail) -> impl IntoView {
                 view! { <CheckpointsTable workspace_id list=checkpoints can_deploy=can_edit job_name=name.get_untracked() serving /> }.into_any()
             }}
         </section>
-        <EvaluationsCard workspace_id checkpoints job_id can_edit />
+        <EvaluationsCard workspace_id checkpoints job_id can_edit
+            job_datasets=live.with_untracked(|d| (d.spec.dataset_id, d.spec.dev_dataset_id)) />
         <JobLog workspace_id job_id lines=logs over />
         <section class="card" aria-labelledby="job-spec-title">
             <h2 id="job-spec-title">{t!(i18n, job_detail.spec_title)}</h2>
@@ -423,17 +424,33 @@ fn StatusCard(
                         {s.queue_position.map(|p| view! {
                             <div><dt>{t!(i18n, job_detail.queue_position)}</dt><dd data-testid="job-queue-position">{format!("#{p}")}</dd></div>
                         })}
-                        <div><dt>{t!(i18n, job_detail.executor)}</dt><dd>{executor_text(i18n.get_locale(), s.executor, &s.gpu_indices)}</dd></div>
-                        {s.cluster.clone().map(|cluster| {
-                            let job = s.cluster_job.clone();
+                        // One row says where it runs: this server, or the cluster with its partition and
+                        // Slurm's job id; then whether in a container, and its GPUs here.
+                        {
+                            let (executor, gpus) = (s.executor, s.gpu_indices.clone());
+                            let place = match s.cluster.clone() {
+                                None => view! { {move || t_string!(i18n, jobs.place_server).to_string()} }.into_any(),
+                                Some(cluster) => {
+                                    let job = s.cluster_job.clone();
+                                    let partition = partition.clone();
+                                    view! {
+                                        {move || t_string!(i18n, jobs.place_cluster).to_string()}" "
+                                        <span data-testid="job-cluster">
+                                            {cluster}
+                                            {partition.map(|name| view! { " · "{move || t_string!(i18n, job_detail.cluster_partition, name = name.clone()).to_string()} })}
+                                            {job.map(|id| view! { " · "{move || t_string!(i18n, job_detail.cluster_job, id = id.clone()).to_string()} })}
+                                        </span>
+                                    }
+                                    .into_any()
+                                }
+                            };
                             view! {
-                                <div><dt>{t!(i18n, job_detail.cluster)}</dt><dd data-testid="job-cluster">
-                                    {cluster}
-                                    {partition.clone().map(|name| view! { " · "{move || t_string!(i18n, job_detail.cluster_partition, name = name.clone()).to_string()} })}
-                                    {job.map(|id| view! { " · "{move || t_string!(i18n, job_detail.cluster_job, id = id.clone()).to_string()} })}
+                                <div class="facts-wide"><dt>{t!(i18n, job_detail.executor)}</dt><dd data-testid="job-runs-on">
+                                    {place}
+                                    {move || how_text(i18n.get_locale(), executor, &gpus)}
                                 </dd></div>
                             }
-                        })}
+                        }
                         {s.epoch.map(|e| view! { <div><dt>{t!(i18n, job_detail.epoch)}</dt><dd>{format!("{e:.2}")}</dd></div> })}
                         {s.exit_code.map(|c| view! { <div><dt>{t!(i18n, job_detail.exit_code)}</dt><dd>{c}</dd></div> })}
                         <div><dt>{t!(i18n, job_detail.created)}</dt><dd><Timestamp at=s.created_at.clone() />{s.created_by.clone().map(|by| format!(" · {by}"))}</dd></div>
@@ -556,7 +573,7 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
             <Busy busy />
         </div>
         <Confirm name="job-cancel" open=cancelling busy question=move || t!(i18n, job_detail.cancel_confirm)
-            yes=move || t!(i18n, job_detail.cancel_yes) on_yes=move || { cancelling.set(false); act(JobVerb::Cancel)() } refused=error />
+            yes=move || t!(i18n, job_detail.cancel_yes) no=move || t!(i18n, job_detail.cancel_no) on_yes=move || { cancelling.set(false); act(JobVerb::Cancel)() } refused=error />
         <Confirm name="job-delete" open=confirming busy question=move || t!(i18n, job_detail.delete_confirm)
             yes=move || t!(i18n, job_detail.delete_yes) on_yes=act(JobVerb::Delete) refused=error />
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}

@@ -3,7 +3,7 @@
 //! and the confusion matrix. Used on a job's page (its checkpoints) and on the Models page (all of them).
 //! While an evaluation is queued or running the list is read again every few seconds.
 
-use contracts::ids::{JobId, WorkspaceId};
+use contracts::ids::{DatasetId, JobId, WorkspaceId};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -24,7 +24,9 @@ use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use contracts::error::AppError;
-use contracts::types::{CheckpointInfo, CheckpointState, EvaluationInfo, EvaluationStatus};
+use contracts::types::{
+    CheckpointInfo, CheckpointState, DatasetSummary, EvaluationInfo, EvaluationStatus,
+};
 
 /// How often the list is read again while an evaluation is not over.
 const POLL: Duration = Duration::from_secs(2);
@@ -93,6 +95,10 @@ pub fn EvaluationsCard(
     /// Job names by id, to name checkpoints where several jobs' are listed.
     #[prop(optional)]
     jobs: Option<BTreeMap<JobId, String>>,
+    /// A job's training and dev datasets (a job's page): the form starts on the dev set, or on any
+    /// dataset but the training one — what the model has learned from tells nothing new.
+    #[prop(optional)]
+    job_datasets: Option<(DatasetId, Option<DatasetId>)>,
     can_edit: bool,
 ) -> impl IntoView {
     let i18n = use_i18n();
@@ -104,7 +110,7 @@ pub fn EvaluationsCard(
         <section class="card" aria-labelledby="evaluations-title" data-testid="evaluations">
             <h2 id="evaluations-title">{t!(i18n, evaluations.title)}</h2>
             <p class="hint">{t!(i18n, evaluations.hint)}</p>
-            {can_edit.then(|| view! { <EvaluateForm workspace_id checkpoints jobs list /> })}
+            {can_edit.then(|| view! { <EvaluateForm workspace_id checkpoints jobs list job_datasets /> })}
             <Loaded load=move || async move { list.await } let:list>
                 {if list.is_empty() {
                     view! { <p class="muted" data-testid="evaluations-empty">{t!(i18n, evaluations.empty)}</p> }.into_any()
@@ -123,6 +129,21 @@ pub fn EvaluationsCard(
     .into_any()
 }
 
+/// Where the evaluate form starts among `list`: the job's dev set, else the first dataset that is not
+/// its training set, else the first.
+pub fn default_dataset(
+    list: &[DatasetSummary],
+    job_datasets: Option<(DatasetId, Option<DatasetId>)>,
+) -> Option<DatasetId> {
+    let (train, dev) = job_datasets.unzip();
+    let dev = dev.flatten();
+    list.iter()
+        .find(|d| Some(d.id) == dev)
+        .or_else(|| list.iter().find(|d| Some(d.id) != train))
+        .or(list.first())
+        .map(|d| d.id)
+}
+
 #[component]
 fn EvaluateForm(
     workspace_id: WorkspaceId,
@@ -130,6 +151,7 @@ fn EvaluateForm(
     jobs: StoredValue<Option<BTreeMap<JobId, String>>>,
     /// Read again once an evaluation starts.
     list: Resource<Result<Vec<EvaluationInfo>, AppError>>,
+    job_datasets: Option<(DatasetId, Option<DatasetId>)>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let datasets = Resource::new(|| (), move |_| list_datasets(workspace_id));
@@ -157,7 +179,7 @@ fn EvaluateForm(
         let first_dataset = datasets
             .get_untracked()
             .and_then(|r| r.ok())
-            .and_then(|d| d.first().map(|d| d.id));
+            .and_then(|d| default_dataset(&d, job_datasets));
         let dataset_id = dataset.get_untracked().parse().ok().or(first_dataset);
         if let (Some(checkpoint_id), Some(dataset_id)) = (checkpoint_id, dataset_id) {
             action.dispatch(EvaluateCheckpoint {
@@ -189,13 +211,15 @@ fn EvaluateForm(
                     <Transition fallback=|| view! { <select id="evaluate-dataset" disabled=true></select> }>
                         {move || Suspend::new(async move {
                             let list = datasets.await.unwrap_or_default();
+                            let start = default_dataset(&list, job_datasets);
                             view! {
                                 <select id="evaluate-dataset" data-testid="evaluate-dataset" on:change=move |ev| dataset.set(event_target_value(&ev))>
                                     {list.into_iter().map(|d| {
                                         let id = d.id.to_string();
+                                        let is_start = Some(d.id) == start;
                                         let labels = d.label_distribution.keys().cloned().collect::<Vec<_>>().join(", ");
                                         view! {
-                                            <option value=id.clone() selected=move || dataset.get() == id>
+                                            <option value=id.clone() selected=move || dataset.with(|chosen| if chosen.is_empty() { is_start } else { *chosen == id })>
                                                 {format!("{} ({labels})", d.name)}
                                             </option>
                                         }

@@ -55,6 +55,7 @@ fn JobsTable(list: Vec<JobSummary>, workspace_id: WorkspaceId) -> impl IntoView 
         .map(|job| {
             let executor = job.executor;
             let gpus = job.gpu_indices.clone();
+            let cluster = job.cluster.clone();
             let (testid, name) = (format!("job-row-{}", job.id), job.name.clone());
             let (label, by) = (job.name.clone(), job.created_by.clone().map(|by| format!(" · {by}")));
             let (status, queue, created) = (job.status, job.queue_position, job.created_at.clone());
@@ -67,8 +68,8 @@ fn JobsTable(list: Vec<JobSummary>, workspace_id: WorkspaceId) -> impl IntoView 
                     <td><JobStatusBadge status=status /></td>
                     <td><JobProgress summary=Signal::stored(job.clone()) /></td>
                     <td class="num" data-testid="job-queue">{queue.map(|p| format!("#{p}"))}</td>
-                    <td class="nowrap">
-                        {move || executor_text(i18n.get_locale(), executor, &gpus)}
+                    <td class="nowrap" data-testid="job-runs-on">
+                        {move || runs_on_text(i18n.get_locale(), cluster.as_deref(), executor, &gpus)}
                     </td>
                     <td class="nowrap"><Timestamp at=created /></td>
                 </tr>
@@ -83,20 +84,35 @@ fn JobsTable(list: Vec<JobSummary>, workspace_id: WorkspaceId) -> impl IntoView 
     .into_any()
 }
 
-/// `Local process`, `Docker · GPU 0, 1`.
-pub fn executor_text(locale: Locale, executor: ExecutorKind, gpus: &[u32]) -> String {
-    let what = match executor {
-        ExecutorKind::Docker => td_string!(locale, jobs.executor_docker),
-        ExecutorKind::Local => td_string!(locale, jobs.executor_local),
+/// Where a job runs, in one phrase: `This server`, `Cluster slurm`; then ` · container` when it runs
+/// in its environment's image, and the GPUs it holds here (` · GPU 0, 1`).
+pub fn runs_on_text(
+    locale: Locale,
+    cluster: Option<&str>,
+    executor: ExecutorKind,
+    gpus: &[u32],
+) -> String {
+    let mut text = match cluster {
+        None => td_string!(locale, jobs.place_server).to_string(),
+        Some(name) => format!("{} {name}", td_string!(locale, jobs.place_cluster)),
     };
-    if gpus.is_empty() {
-        what.to_string()
-    } else {
+    text.push_str(&how_text(locale, executor, gpus));
+    text
+}
+
+/// ` · container` for a job in its environment's image (nothing for a process), then ` · GPU 0, 1`.
+pub fn how_text(locale: Locale, executor: ExecutorKind, gpus: &[u32]) -> String {
+    let mut text = String::new();
+    if executor == ExecutorKind::Docker {
+        text.push_str(&format!(" · {}", td_string!(locale, jobs.executor_docker)));
+    }
+    if !gpus.is_empty() {
         let list = gpus
             .iter()
             .map(u32::to_string)
             .collect::<Vec<_>>()
             .join(", ");
-        format!("{what} · GPU {list}")
+        text.push_str(&format!(" · GPU {list}"));
     }
+    text
 }
