@@ -91,8 +91,11 @@ pub struct Start {
     pub model: String,
     /// `Cpu`, `Cuda(0)`, …
     pub device: String,
-    /// `fp32`, `fp16`, `bf16`.
+    /// `fp32`, `fp16`, `bf16`: what runs.
     pub precision: String,
+    /// Why: asked, or measured at start for `auto` (trainers before issue 34 did not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision_choice: Option<crate::precision::PrecisionChoice>,
     pub epochs: usize,
     /// Optimizer steps the whole run will take (after gradient accumulation).
     pub total_steps: usize,
@@ -173,6 +176,7 @@ mod tests {
             model: "preset:nano (from scratch)".into(),
             device: "Cpu".into(),
             precision: "fp32".into(),
+            precision_choice: None,
             epochs: 1,
             total_steps: 10,
             batch_size: 8,

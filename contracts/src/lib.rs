@@ -9,6 +9,7 @@
 //! - [`data`]: the data file layouts and columns a job file names.
 //! - [`events`]: the JSON lines a training run writes on stdout (schema in `trainer/EVENTS.md`).
 //! - [`metrics`]: classification metrics, in `eval` events, in checkpoints and from `paddock eval --json`.
+//! - [`precision`]: what `auto` precision chose and the measurement that decided it.
 //! - [`serving`]: the model server's HTTP API: `/predict` and its reply, `/health`, errors.
 //! - [`types`]: what the dashboard's server functions and the REST API take and return, shared by the
 //!   UI (wasm), the domain and the CLI.
@@ -22,5 +23,6 @@ pub mod events;
 pub mod ids;
 pub mod job;
 pub mod metrics;
+pub mod precision;
 pub mod serving;
 pub mod types;

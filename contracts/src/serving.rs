@@ -83,6 +83,9 @@ pub struct Health {
     /// not say, and served float32 only.
     #[serde(default = "fp32")]
     pub precision: String,
+    /// Why that precision: asked, or measured at start for `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision_choice: Option<crate::precision::PrecisionChoice>,
     /// Where they run: `cpu`, or `cuda` (replicas of an older `paddock` did not say).
     #[serde(default = "cpu")]
     pub device: String,
@@ -117,6 +120,8 @@ pub struct ParityReport {
     pub samples: usize,
     /// The precision the replica serves in.
     pub precision: Option<String>,
+    /// Why it serves in that precision (a replica of an endpoint asked for `auto` measured it).
+    pub precision_choice: Option<crate::precision::PrecisionChoice>,
     /// The largest logit difference; infinite when a logit was missing or not a number (written `"inf"`,
     /// which JSON numbers cannot say).
     #[serde(with = "difference")]

@@ -672,7 +672,9 @@ pub struct JobSpec {
     pub max_steps: Option<u32>,
     #[serde(default = "default_seed")]
     pub seed: u64,
-    /// `fp32`, `fp16` or `bf16` (the last two on GPUs only).
+    /// `fp32` (the default), `bf16` (a GPU from Ampere on, or a CPU with native bfloat16), `fp16` (GPUs
+    /// only), or `auto`: the run times one layer of its model in fp32 and bf16 at start and keeps bf16
+    /// only where it is faster (`contracts::precision`).
     #[serde(default = "default_precision")]
     pub precision: String,
     /// Evaluate on the dev set every N steps (and at each epoch's end).
@@ -920,6 +922,9 @@ pub struct JobDetail {
     /// Lineage: the uploaded model the job started from (`spec.pretrained_model_id`).
     #[serde(default)]
     pub pretrained_model: Option<PretrainedModel>,
+    /// What the run trains in and why (measured at its start for `auto`); `None` until it started.
+    #[serde(default)]
+    pub precision_choice: Option<crate::precision::PrecisionChoice>,
 }
 
 /// A job's starting weights: an earlier checkpoint and the job that wrote it (`None`s once that job
@@ -1602,7 +1607,8 @@ pub struct EndpointSpec {
     #[serde(default = "default_device")]
     pub device: String,
     /// Numeric precision of the replicas: `fp32` (the default), `bf16` (CUDA, or a CPU with native
-    /// bfloat16), or `fp16` (CUDA).
+    /// bfloat16), `fp16` (CUDA), or `auto`: each replica times one layer of the model in fp32 and bf16
+    /// at start and serves bf16 only where it is faster.
     #[serde(default = "default_precision")]
     pub precision: String,
     /// Run the replicas on this cluster (by the name the server knows it by), each a long-lived batch

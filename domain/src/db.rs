@@ -56,9 +56,9 @@ pub async fn migrate(pool: &SqlitePool) -> Result<(), OpenError> {
         .run(pool)
         .await
         .map_err(|e| OpenError(format!("migrating the database failed: {e}")))?;
-    ids_never_reused(pool)
+    rebuild_tables(pool)
         .await
-        .map_err(|e| OpenError(format!("making ids never reused failed: {e}")))?;
+        .map_err(|e| OpenError(format!("rebuilding tables failed: {e}")))?;
     super::sessions::store(pool)
         .migrate()
         .await
@@ -86,25 +86,50 @@ pub const NEVER_REUSED: &[&str] = &[
     "pretrained_models",
 ];
 
-/// Rebuilds each table of [`NEVER_REUSED`] that lacks AUTOINCREMENT, which SQLite can add no other
-/// way: the documented procedure (foreign keys off, new table from the current definition, copy,
-/// drop, rename, indexes, `foreign_key_check`) in one transaction. It is code rather than a
-/// migration because sqlx runs every SQLite migration inside a transaction, where `PRAGMA
-/// foreign_keys` cannot change — and a DROP with foreign keys on would cascade. Working from the
-/// stored definition keeps columns added by any migration; copying the rows seeds
-/// `sqlite_sequence` with each table's largest id. A no-op once done.
-async fn ids_never_reused(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+/// A change to a table's definition that ALTER TABLE cannot make: the stored definition's body (from
+/// its first parenthesis) changed, or `None` when the change is already made.
+type Edit = fn(&str) -> Option<String>;
+
+/// The changes [`rebuild_tables`] makes, per table.
+fn edits_of(table: &str) -> Vec<Edit> {
+    let mut edits: Vec<Edit> = Vec::new();
+    if NEVER_REUSED.contains(&table) {
+        edits.push(with_autoincrement);
+    }
+    if table == "endpoints" {
+        edits.push(endpoint_precision_takes_auto);
+    }
+    edits
+}
+
+/// Rebuilds each table whose definition lacks one of its [`edits_of`] — AUTOINCREMENT on the tables of
+/// [`NEVER_REUSED`], a widened CHECK — which SQLite can change no other way: the documented procedure
+/// (foreign keys off, new table from the edited current definition, copy, drop, rename, indexes,
+/// `foreign_key_check`) in one transaction. It is code rather than a migration because sqlx runs every
+/// SQLite migration inside a transaction, where `PRAGMA foreign_keys` cannot change — and a DROP with
+/// foreign keys on would cascade. Working from the stored definition keeps columns added by any
+/// migration; copying the rows seeds `sqlite_sequence` with each table's largest id. A no-op once done.
+async fn rebuild_tables(pool: &SqlitePool) -> Result<(), sqlx::Error> {
     use sqlx::{Connection, Executor};
     let mut conn = pool.acquire().await?.detach();
+    let tables: Vec<(String, String)> = sqlx::query_as(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND sql IS NOT NULL",
+    )
+    .fetch_all(&mut conn)
+    .await?;
     let mut pending: Vec<(String, String)> = Vec::new();
-    for table in NEVER_REUSED {
-        let sql: Option<String> =
-            sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?")
-                .bind(table)
-                .fetch_optional(&mut conn)
-                .await?;
-        if let Some(sql) = sql.filter(|s| !s.contains("AUTOINCREMENT")) {
-            pending.push((table.to_string(), sql));
+    for (table, sql) in tables {
+        let Some(open) = sql.find('(') else { continue };
+        let mut body = sql[open..].to_string();
+        let mut changed = false;
+        for edit in edits_of(&table) {
+            if let Some(edited) = edit(&body) {
+                body = edited;
+                changed = true;
+            }
+        }
+        if changed {
+            pending.push((table.clone(), format!("CREATE TABLE {table}__new {body}")));
         }
     }
     if pending.is_empty() {
@@ -112,10 +137,7 @@ async fn ids_never_reused(pool: &SqlitePool) -> Result<(), sqlx::Error> {
     }
     conn.execute("PRAGMA foreign_keys = OFF").await?;
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-    for (table, sql) in &pending {
-        let new = autoincrement_definition(table, sql).ok_or_else(|| {
-            sqlx::Error::Protocol(format!("cannot find the id column of {table}: {sql}"))
-        })?;
+    for (table, new) in &pending {
         let extras: Vec<String> = sqlx::query_scalar(
             "SELECT sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND tbl_name = ? AND sql IS NOT NULL",
         )
@@ -142,24 +164,32 @@ async fn ids_never_reused(pool: &SqlitePool) -> Result<(), sqlx::Error> {
     }
     tx.commit().await?;
     conn.execute("PRAGMA foreign_keys = ON").await?;
-    tracing::info!(tables = pending.len(), "ids are never reused from now on");
+    tracing::info!(
+        tables = pending.len(),
+        "tables rebuilt with their new definitions"
+    );
     conn.close().await
 }
 
-/// `CREATE TABLE <table>__new (…)` from the stored definition, its `id INTEGER PRIMARY KEY` made
-/// AUTOINCREMENT.
-fn autoincrement_definition(table: &str, sql: &str) -> Option<String> {
-    let body = &sql[sql.find('(')?..];
-    let pk = body.find("INTEGER PRIMARY KEY")? + "INTEGER PRIMARY KEY".len();
-    // The primary key must be the `id` column, the first thing in the definition.
-    if !body[1..].trim_start().starts_with("id ") {
+/// The body with its `id INTEGER PRIMARY KEY` made AUTOINCREMENT (the id must be the first column).
+fn with_autoincrement(body: &str) -> Option<String> {
+    if body.contains("AUTOINCREMENT") || !body[1..].trim_start().starts_with("id ") {
         return None;
     }
-    Some(format!(
-        "CREATE TABLE {table}__new {} AUTOINCREMENT{}",
-        &body[..pk],
-        &body[pk..]
-    ))
+    let pk = body.find("INTEGER PRIMARY KEY")? + "INTEGER PRIMARY KEY".len();
+    Some(format!("{} AUTOINCREMENT{}", &body[..pk], &body[pk..]))
+}
+
+/// An endpoint may ask for `auto` precision (issue 34): the CHECK the column was added with
+/// (`20261205000001_endpoint_precision.sql`) did not know it.
+fn endpoint_precision_takes_auto(body: &str) -> Option<String> {
+    const BEFORE: &str = "CHECK (precision IN ('fp32', 'bf16', 'fp16'))";
+    body.contains(BEFORE).then(|| {
+        body.replace(
+            BEFORE,
+            "CHECK (precision IN ('auto', 'fp32', 'bf16', 'fp16'))",
+        )
+    })
 }
 
 /// Opens and migrates: what the server and the CLI do at start.
@@ -380,7 +410,7 @@ mod tests {
             .execute(&pool)
             .await
             .unwrap();
-        ids_never_reused(&pool).await.unwrap();
+        rebuild_tables(&pool).await.unwrap();
         let members: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM members")
             .fetch_one(&pool)
             .await
@@ -391,6 +421,32 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(name, "kept");
-        ids_never_reused(&pool).await.unwrap();
+        rebuild_tables(&pool).await.unwrap();
+    }
+
+    /// The endpoints table takes `auto` after the rebuild, and still refuses what is no precision.
+    #[tokio::test]
+    async fn endpoints_take_auto_precision_after_the_rebuild() {
+        let (_dir, db) = crate::testing::test_db().await;
+        let sql: String =
+            sqlx::query_scalar("SELECT sql FROM sqlite_master WHERE name = 'endpoints'")
+                .fetch_one(&db)
+                .await
+                .unwrap();
+        assert!(
+            sql.contains("'auto'") && sql.contains("AUTOINCREMENT"),
+            "{sql}"
+        );
+        assert_eq!(endpoint_precision_takes_auto(&sql), None, "done once");
+        let body = "(id INTEGER PRIMARY KEY, precision TEXT CHECK (precision IN ('fp32', 'bf16', 'fp16')))";
+        let edited = endpoint_precision_takes_auto(body).unwrap();
+        assert!(
+            edited.contains("('auto', 'fp32', 'bf16', 'fp16')"),
+            "{edited}"
+        );
+        assert_eq!(
+            with_autoincrement(body).as_deref(),
+            Some("(id INTEGER PRIMARY KEY AUTOINCREMENT, precision TEXT CHECK (precision IN ('fp32', 'bf16', 'fp16')))")
+        );
     }
 }

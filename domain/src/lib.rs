@@ -22,6 +22,7 @@
 //! - [`executor`]: the one seam through which jobs, evaluations and replicas are started, followed,
 //!   stopped and found again (a local process, a Docker container; a cluster next).
 //! - [`sealing`]: values the database keeps encrypted (secret variables), with a key outside it.
+//! - [`precision`]: the forms' precision default, bf16 against float32 measured at first use.
 //! - [`children`]: the limits of every process the server starts on a team's input (memory, CPU time,
 //!   deadline), and what their failures say.
 
@@ -44,6 +45,7 @@ pub mod jobs;
 pub mod layout;
 pub mod members;
 pub mod names;
+pub mod precision;
 pub mod pretrained;
 pub mod sealing;
 pub mod sessions;

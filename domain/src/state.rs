@@ -66,6 +66,8 @@ pub struct AppState {
     pub deployer: Arc<Deployer>,
     /// Each user's open uploads and live streams, against their caps.
     pub open: Arc<super::caps::Open>,
+    /// The forms' precision default, measured at first use.
+    pub precision: Arc<super::precision::Advisor>,
 }
 
 impl AppState {
@@ -86,6 +88,7 @@ impl AppState {
             jobs,
             deployer,
             open: Arc::default(),
+            precision: Arc::default(),
         }
     }
 }

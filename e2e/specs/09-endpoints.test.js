@@ -82,7 +82,12 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     assert.equal(await deploy.input('name').inputValue(), 'tiny-sentiment', 'named after the job');
     assert.equal(await deploy.input('replicas').inputValue(), '1');
     assert.equal(await deploy.input('device').inputValue(), 'cpu');
-    assert.equal(await deploy.input('precision').inputValue(), 'fp32', 'float32 unless asked otherwise');
+    // The precision that pays on this server: `auto` only where bf16 was measured faster here, and the
+    // hint names the CPU's bfloat16 tier that the advice read (whatever CPU runs the suite).
+    const advice = await (await page.request.get('/api/v1/precision-advice?work=serve')).json();
+    assert.equal(await deploy.input('precision').inputValue(), advice.default, JSON.stringify(advice));
+    const tierWords = { amx: 'AMX', avx512_bf16: 'AVX512-BF16', none: 'bfloat16' }[advice.cpu_bf16];
+    assert.ok((await page.locator('#deploy-precision-hint').textContent()).includes(tierWords), 'the hint says why');
     assert.equal(await deploy.input('max-batch-tokens').inputValue(), '8192', 'the server defaults, under Advanced');
     await assertAccessibleBasics(page);
     await screenshot(page, '09-deploy-form');
@@ -96,7 +101,7 @@ describe('a checkpoint deployed with one click answers in the playground and ove
     assert.equal(await endpoint.replicaRows.count(), 1);
     assert.equal(await endpoint.replicaRows.first().getAttribute('data-status'), 'ready');
     await waitForText(page.getByTestId('endpoint-job'), 'tiny-sentiment');
-    await waitForText(page.getByTestId('endpoint-precision'), 'fp32');
+    await waitForText(page.getByTestId('endpoint-precision'), advice.default === 'auto' ? 'auto' : 'fp32');
     slug = await endpoint.slug();
     assert.match(slug, /^tiny-sentiment-[0-9a-f]{4}$/, 'the slug comes from the name');
     await assertAccessibleBasics(page);

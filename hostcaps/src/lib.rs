@@ -1,12 +1,13 @@
-//! What this machine can do, asked in one place: native bfloat16 on the CPU, CUDA devices for libtorch,
+//! What this machine can do, asked in one place: bfloat16 on the CPU (AMX, AVX512-BF16 or neither), CUDA devices for libtorch,
 //! NVIDIA GPUs for containers. Behaviour that depends on the hardware asks here (or, for CUDA, asks here
 //! before asking libtorch), so that one switch can take a capability away everywhere at once.
 //!
 //! # The override
-//! `PADDOCK_HIDE_CAPABILITIES` (comma-separated names: `bf16`, `cuda`, `gpus`, or `all`) makes Paddock
-//! behave as if the machine lacked them. It can only take away, never add: a suite run with `bf16` hidden
-//! walks the branch every CPU without AVX512-BF16 takes, on any machine, while the branch that needs the
-//! instructions still runs only where they exist. Child processes inherit it (the trainer and model
+//! `PADDOCK_HIDE_CAPABILITIES` (comma-separated names: `bf16`, `amx`, `cuda`, `gpus`, or `all`) makes
+//! Paddock behave as if the machine lacked them. It can only take away, never add: a suite run with `bf16`
+//! hidden walks the branch every CPU without AVX512-BF16 takes, one with `amx` hidden the branch of a CPU
+//! that has AVX512-BF16 but no tiles, on any machine, while the branch that needs the instructions still
+//! runs only where they exist. Child processes inherit it (the trainer and model
 //! servers a `paddock serve` starts), so the server's forms and the processes they start agree, and the
 //! server passes it into the containers it starts for the same reason.
 //!
@@ -14,12 +15,13 @@
 //! example `trainer::device::Precision::check_with`); the variable is for whole processes.
 //!
 //! # Layout
-//! This file: [`Capability`] and the override ([`hidden`], [`is_hidden`], [`override_for_child`]), and
-//! the CPU's bfloat16 probe ([`cpu_bf16`]). `cuda`: what Paddock's own CUDA runtime is and needs
+//! This file: [`Capability`] and the override ([`hidden`], [`is_hidden`], [`override_for_child`]).
+//! `cpu`: how the CPU does bfloat16 ([`cpu::bf16`]). `cuda`: what Paddock's own CUDA runtime is and needs
 //! ([`cuda::cuda_runtime`]: its version and GPU architectures, read from the loaded libraries) and the host's
 //! NVIDIA driver ([`cuda::nvidia_driver`]), and CUDA's table of drivers. Whether CUDA devices or GPUs are there is asked of libtorch and
 //! `nvidia-smi` by their callers, after [`is_hidden`].
 
+pub mod cpu;
 pub mod cuda;
 
 /// The environment variable that hides capabilities.
@@ -29,8 +31,10 @@ pub const HIDE_ENV: &str = "PADDOCK_HIDE_CAPABILITIES";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Capability {
     /// Native bfloat16 arithmetic on the CPU (AVX512-BF16; every CPU with AMX has it). Without it libtorch
-    /// emulates bf16, slower than float32, so bf16 on the CPU is refused.
+    /// emulates bf16, slower than float32, so bf16 on the CPU is refused. Hiding it hides AMX too.
     Bf16,
+    /// AMX tiles: where bf16 on the CPU is expected to beat float32 (see [`cpu`]).
+    Amx,
     /// CUDA devices visible to libtorch (the trainer and model servers).
     Cuda,
     /// NVIDIA GPUs as `nvidia-smi` reports them (GPU inventory, environment and job placement).
@@ -38,12 +42,18 @@ pub enum Capability {
 }
 
 impl Capability {
-    pub const ALL: [Capability; 3] = [Capability::Bf16, Capability::Cuda, Capability::Gpus];
+    pub const ALL: [Capability; 4] = [
+        Capability::Bf16,
+        Capability::Amx,
+        Capability::Cuda,
+        Capability::Gpus,
+    ];
 
     /// The name used in [`HIDE_ENV`].
     pub fn name(self) -> &'static str {
         match self {
             Capability::Bf16 => "bf16",
+            Capability::Amx => "amx",
             Capability::Cuda => "cuda",
             Capability::Gpus => "gpus",
         }
@@ -117,23 +127,6 @@ fn override_value() -> Option<String> {
         .filter(|v| !v.trim().is_empty())
 }
 
-/// Whether the CPU has native bfloat16 arithmetic and it is not hidden.
-pub fn cpu_bf16() -> bool {
-    !is_hidden(Capability::Bf16) && cpu_bf16_detected()
-}
-
-/// What the CPU itself says, ignoring the override: for tests that compare against `/proc/cpuinfo`.
-pub fn cpu_bf16_detected() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512bf16")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,38 +145,8 @@ mod tests {
     fn an_unknown_name_is_refused_with_the_names_that_exist() {
         let err = parse_hidden("bf16,avx512").unwrap_err();
         assert!(
-            err.contains("`avx512`") && err.contains("bf16, cuda, gpus"),
+            err.contains("`avx512`") && err.contains("bf16, amx, cuda, gpus"),
             "{err}"
-        );
-    }
-
-    /// The kernel's view of the CPU and ours agree, whatever the CPU.
-    #[test]
-    fn detection_agrees_with_proc_cpuinfo() {
-        let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
-            return;
-        };
-        let flags = info
-            .lines()
-            .find(|l| l.starts_with("flags"))
-            .unwrap_or_default();
-        let listed = flags.split_whitespace().any(|f| f == "avx512_bf16");
-        assert_eq!(cpu_bf16_detected(), listed);
-    }
-
-    /// With the override the answer is false on every CPU, and without it it is what the CPU says.
-    /// Reads only: the variable is whatever the process was started with (`PADDOCK_HIDE_CAPABILITIES=bf16
-    /// make test` walks the other answer).
-    #[test]
-    fn the_override_only_takes_away() {
-        if is_hidden(Capability::Bf16) {
-            assert!(!cpu_bf16());
-        } else {
-            assert_eq!(cpu_bf16(), cpu_bf16_detected());
-        }
-        assert!(
-            !cpu_bf16() || cpu_bf16_detected(),
-            "bf16 reported on a CPU without it"
         );
     }
 }

@@ -219,3 +219,8 @@ if bf16 == "1":
         print(f"{c:>5} | {r['qps']:>9.1f} {r['latency_ms']['p50'] or float('nan'):>8.1f} {r['latency_ms']['p99'] or float('nan'):>8.1f}"
               f" {r['mean_batch_rows']:>8.1f} | {r['qps'] / f['qps']:>14.2f}x | {r['qps'] / t['qps']:>10.2f}x")
 PYEOF
+scripts/bench/host.sh
+# What `auto` would choose for this checkpoint here (one layer timed in both precisions at start).
+if [ "$BF16" = 1 ]; then
+  "$PADDOCK" probe-precision --work serve --model "$MODEL" --threads "$THREADS"
+fi

@@ -111,3 +111,5 @@ if peak > 0 and rust["precision"] == "fp32":
 PYEOF
 done
 done
+
+scripts/bench/host.sh

@@ -54,6 +54,9 @@ pub enum Command {
     ImportPaddle(trainer::cli::ImportPaddleArgs),
     /// Write a checkpoint as a PaddleNLP ERNIE directory, checked the same way.
     ExportPaddle(trainer::cli::ExportPaddleArgs),
+    /// Time one layer of a model's shape in fp32 and bf16: whether bf16 pays on this machine, as a
+    /// run's `auto` precision measures it.
+    ProbePrecision(trainer::cli::ProbePrecisionArgs),
     /// Copy stdin to a file up to a size limit, then drop the rest (a job's raw train.log).
     #[command(hide = true)]
     LogSink(crate::log_sink::LogSinkArgs),

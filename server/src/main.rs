@@ -16,6 +16,13 @@ fn exit_with(result: anyhow::Result<i32>) -> anyhow::Result<()> {
 }
 
 fn main() -> ExitCode {
+    // Before libtorch starts (oneDNN reads it once) and before any thread does: a hidden capability is
+    // hidden from libtorch too, in this process and the ones it starts.
+    if let Some(cap) = hostcaps::cpu::onednn_cap() {
+        if std::env::var_os(hostcaps::cpu::ONEDNN_ISA_ENV).is_none() {
+            std::env::set_var(hostcaps::cpu::ONEDNN_ISA_ENV, cap);
+        }
+    }
     let cli = Cli::parse();
     let log_file = match &cli.command {
         Command::Serve(config) => config
@@ -47,6 +54,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => Some(trainer::cli::run_validate(args)),
         Command::ImportPaddle(args) => Some(trainer::cli::run_import_paddle(args)),
         Command::ExportPaddle(args) => Some(trainer::cli::run_export_paddle(args)),
+        Command::ProbePrecision(args) => Some(trainer::cli::run_probe_precision(args)),
         _ => None,
     };
     if let Command::LogSink(args) = &cli.command {
@@ -102,6 +110,8 @@ fn main() -> ExitCode {
                             .unwrap_or("no CUDA runtime")
                     ),
                 }
+                // Whether bf16 can pay on this CPU (`paddock probe-precision` measures it).
+                println!("CPU bfloat16: {}", hostcaps::cpu::bf16().name());
                 Ok(())
             }
             Command::Admin(command) => server::admin::run(command).await,
@@ -122,6 +132,7 @@ fn main() -> ExitCode {
             | Command::Validate(_)
             | Command::ImportPaddle(_)
             | Command::ExportPaddle(_)
+            | Command::ProbePrecision(_)
             | Command::LogSink(_) => {
                 unreachable!("trainer commands are dispatched before the runtime starts")
             }

@@ -13,6 +13,7 @@ use crate::events::EventSink;
 use crate::predict::{default_max_len, encode_rows, Inference};
 use crate::train::{train, EndStatus, JobConfig, JobFile, RunControl, StopFlag};
 use crate::{pick_device, Error, Precision, Result};
+use contracts::precision::{PrecisionChoice, Work};
 
 /// `train`: fine-tune or train from scratch as described by a job file.
 #[derive(Debug, Clone, Args)]
@@ -180,11 +181,64 @@ pub struct ModelArgs {
     pub batch_size: usize,
     #[arg(long, default_value = "auto")]
     pub device: String,
+    /// fp32, bf16, fp16, or auto (one layer of the model timed in fp32 and bf16 at start, bf16 kept
+    /// only where it is faster).
     #[arg(long, default_value = "fp32")]
     pub precision: String,
     /// CPU threads (0: libtorch's default).
     #[arg(long, default_value_t = 0)]
     pub threads: usize,
+}
+
+/// A model opened for inference by [`ModelArgs::open`].
+pub struct Opened {
+    pub loaded: crate::LoadedModel,
+    pub precision: Precision,
+    pub precision_choice: PrecisionChoice,
+    /// Truncation length.
+    pub max_len: usize,
+}
+
+impl ModelArgs {
+    /// Loads the model on its device in the precision asked (measured for `auto`, on the model's own
+    /// shape), its weights cast once, with the truncation length checked against its positions.
+    pub fn open(&self) -> Result<Opened> {
+        if self.threads > 0 {
+            tch::set_num_threads(self.threads as i32);
+        }
+        let device = pick_device(&self.device)?;
+        if self.batch_size == 0 {
+            return Err(Error::Config("--batch-size must be > 0".into()));
+        }
+        let mut loaded = crate::checkpoint::load(&self.model, device, None)?;
+        let max_positions = loaded.config.max_position_embeddings;
+        let max_len = self
+            .max_seq_len
+            .unwrap_or_else(|| default_max_len(&self.model, max_positions));
+        if !(8..=max_positions.max(8)).contains(&max_len) {
+            return Err(Error::Config(format!(
+                "--max-seq-len must be in 8..={max_positions} (got {max_len})"
+            )));
+        }
+        let (precision, precision_choice) =
+            crate::precision::choose(&self.precision, device, || {
+                crate::precision::measure(
+                    &loaded.config,
+                    self.batch_size,
+                    max_len,
+                    Work::Serve,
+                    device,
+                    crate::precision::BATCHES,
+                )
+            })?;
+        loaded.cast_weights(precision);
+        Ok(Opened {
+            loaded,
+            precision,
+            precision_choice,
+            max_len,
+        })
+    }
 }
 
 /// Options shared by the commands that read a data file.
@@ -239,30 +293,11 @@ struct OpenModel {
 
 impl OpenModel {
     fn open(args: &ModelArgs) -> Result<Self> {
-        if args.threads > 0 {
-            tch::set_num_threads(args.threads as i32);
-        }
-        let device = pick_device(&args.device)?;
-        let precision = Precision::parse(&args.precision)?;
-        precision.check(device)?;
-        if args.batch_size == 0 {
-            return Err(Error::Config("--batch-size must be > 0".into()));
-        }
-        let mut loaded = crate::checkpoint::load(&args.model, device, None)?;
-        loaded.cast_weights(precision);
-        let max_positions = loaded.config.max_position_embeddings;
-        let max_len = args
-            .max_seq_len
-            .unwrap_or_else(|| default_max_len(&args.model, max_positions));
-        if !(8..=max_positions.max(8)).contains(&max_len) {
-            return Err(Error::Config(format!(
-                "--max-seq-len must be in 8..={max_positions} (got {max_len})"
-            )));
-        }
+        let opened = args.open()?;
         Ok(OpenModel {
-            loaded,
-            precision,
-            max_len,
+            loaded: opened.loaded,
+            precision: opened.precision,
+            max_len: opened.max_len,
             batch_size: args.batch_size,
         })
     }
@@ -596,4 +631,86 @@ mod tests {
         assert_eq!(token_count(None, "我爱unaffable", None), 5);
         assert_eq!(token_count(Some(&t), "我爱unaffable", None), 7);
     }
+}
+
+/// `probe-precision`: whether bfloat16 pays on this machine for a model's shape, measured as `auto`
+/// measures it at a run's start.
+#[derive(Debug, Clone, Args)]
+pub struct ProbePrecisionArgs {
+    /// serve (inference, weights cast once) or train (forward and backward under autocast).
+    #[arg(long, default_value = "serve", value_parser = ["serve", "train"])]
+    pub work: String,
+    /// A model directory whose `config.json` gives the shape; without it, the `--preset` shape.
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// A preset's shape (base, medium, mini, micro, nano, tiny).
+    #[arg(long, default_value = "base")]
+    pub preset: String,
+    /// Rows per timed batch (at most 8).
+    #[arg(long, default_value_t = crate::precision::MAX_ROWS)]
+    pub batch: usize,
+    /// Tokens per row (at most 128).
+    #[arg(long, default_value_t = crate::precision::MAX_TOKENS)]
+    pub seq_len: usize,
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
+    /// CPU threads (0: libtorch's default).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+    /// Print the measurement as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs `probe-precision`.
+pub fn run_probe_precision(args: &ProbePrecisionArgs) -> Result<i32> {
+    if args.threads > 0 {
+        tch::set_num_threads(args.threads as i32);
+    }
+    let device = pick_device(&args.device)?;
+    let config = match &args.model {
+        Some(dir) => crate::ErnieConfig::from_file(&dir.join("config.json"))?,
+        None => crate::ErnieConfig::preset(&args.preset, 1000, 2)?,
+    };
+    let work = if args.work == "train" {
+        Work::Train
+    } else {
+        Work::Serve
+    };
+    let probe = crate::precision::measure(
+        &config,
+        args.batch,
+        args.seq_len,
+        work,
+        device,
+        crate::precision::BATCHES,
+    )?;
+    let mut out = std::io::stdout().lock();
+    let written = if args.json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string(&probe).map_err(|e| Error::Config(e.to_string()))?
+        )
+    } else {
+        writeln!(
+            out,
+            "CPU bfloat16: {}\none layer (hidden {}, {} heads, feed-forward {}), {} rows × {} tokens, {} on the {}:\n  \
+             fp32 {:.2} ms, bf16 {:.2} ms per batch: bf16 {:.2}× fp32; `auto` would run {}",
+            hostcaps::cpu::bf16().name(),
+            probe.hidden_size,
+            probe.num_attention_heads,
+            probe.intermediate_size,
+            probe.batch,
+            probe.seq_len,
+            probe.work.name(),
+            probe.device,
+            probe.fp32_ms,
+            probe.bf16_ms,
+            probe.speedup(),
+            if probe.bf16_pays() { "bf16" } else { "fp32" },
+        )
+    };
+    written.map_err(|e| Error::Config(format!("cannot write the result: {e}")))?;
+    Ok(0)
 }

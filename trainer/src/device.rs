@@ -200,7 +200,7 @@ impl Precision {
             Device::Cuda(i) => hostcaps::cuda::device_compute_capability(i),
             _ => None,
         };
-        self.check_with(device, hostcaps::cpu_bf16(), gpu.as_ref())
+        self.check_with(device, hostcaps::cpu::bf16().is_native(), gpu.as_ref())
     }
 
     /// [`Precision::check`] on a CPU that has native bfloat16 or not (`cpu_bf16`) and a GPU of compute
@@ -475,8 +475,8 @@ mod tests {
             .check_with(gpu, false, Some(&turing))
             .is_ok());
         let check = Precision::Bf16.check(Device::Cpu);
-        assert_eq!(check.is_ok(), hostcaps::cpu_bf16());
-        if !hostcaps::cpu_bf16() {
+        assert_eq!(check.is_ok(), hostcaps::cpu::bf16().is_native());
+        if !hostcaps::cpu::bf16().is_native() {
             return;
         }
         let x = Tensor::randn([4, 8], (tch::Kind::Float, Device::Cpu));

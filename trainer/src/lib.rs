@@ -7,7 +7,7 @@
 //! - [`model`]: encoder, pooler, classification and masked-LM heads, named like transformers' state dicts.
 //! - [`checkpoint`]: load / save Hugging Face model directories (safetensors, `pytorch_model.bin`).
 //! - [`tokenizer`]: BERT WordPiece exactly as transformers' `BertTokenizer`.
-//! - [`device`]: device and precision selection.
+//! - [`device`]: device and precision selection; [`precision`]: `auto` precision, measured at start.
 //! - [`data`]: reading, validating and batching data files.
 //! - [`train`]: fine-tuning (or training from scratch) a classifier from a job file.
 //! - [`pretrain`]: masked-LM pretraining with whole-word masking.
@@ -23,6 +23,7 @@ pub mod error;
 pub mod events;
 pub mod model;
 pub mod paddle;
+pub mod precision;
 pub mod predict;
 pub mod pretrain;
 pub mod progress;

@@ -5,6 +5,7 @@ use contracts::ids::{JobId, WorkspaceId};
 use leptos::prelude::*;
 
 use contracts::error::AppError;
+use contracts::precision::{PrecisionAdvice, Work};
 use contracts::types::{ClusterPlacement, ClusterView, JobDetail, JobSpec, JobSummary, JobVerb};
 #[cfg(feature = "ssr")]
 use {crate::context::as_caller, domain::jobs};
@@ -23,6 +24,13 @@ pub async fn get_job(workspace_id: WorkspaceId, job_id: JobId) -> Result<JobDeta
 #[server(prefix = "/rpc", endpoint = "list_clusters")]
 pub async fn list_clusters() -> Result<Vec<ClusterView>, AppError> {
     as_caller(|s, a| async move { Ok(jobs::clusters(&s.jobs, &a).await) }).await
+}
+
+/// The precision the job and deploy forms start from on this server, with the measurement behind it
+/// (made at first use: it may take a few seconds once).
+#[server(prefix = "/rpc", endpoint = "get_precision_advice")]
+pub async fn get_precision_advice(work: Work) -> Result<PrecisionAdvice, AppError> {
+    as_caller(|s, _| async move { Ok(s.precision.advice(&s.storage, work).await) }).await
 }
 
 /// Where a job on a cluster is now, as its scheduler says.

@@ -291,12 +291,15 @@ pub fn SelectField<V: Send + Sync + 'static>(
     #[prop(into)] label: ViewFn,
     #[prop(optional, into)] hint: Option<ViewFn>,
     set: fn(&mut V, String),
+    /// Hides the field (a choice that only matters for another choice).
+    #[prop(optional, into)]
+    hidden: Signal<bool>,
     children: Children,
 ) -> impl IntoView {
     let message = form.message(field);
     let described = described_by(id, hint.is_some());
     view! {
-        <FieldRow id label hint=hint message>
+        <FieldRow id label hint=hint message hidden>
             <select id=id data-testid=id aria-invalid=invalid(message) aria-describedby=described on:change=form.on_text(set)>
                 {children()}
             </select>

@@ -17,6 +17,7 @@ pub mod lang_switch;
 pub mod notice;
 pub mod page;
 pub mod poll;
+pub mod precision;
 pub mod sse;
 pub mod table;
 pub mod time;

@@ -262,10 +262,11 @@ fn slug_for(spec: &EndpointSpec) -> Result<String, AppError> {
 }
 
 fn check_spec(spec: &EndpointSpec) -> Result<(), AppError> {
-    check_spec_with(spec, hostcaps::cpu_bf16())
+    check_spec_with(spec, hostcaps::cpu::bf16().is_native())
 }
 
 /// `cpu_bf16`: whether this host's CPU has native bfloat16 (a parameter so tests walk both answers).
+/// `auto` is taken on every device: the replica measures, or serves float32 where bf16 is not native.
 fn check_spec_with(spec: &EndpointSpec, cpu_bf16: bool) -> Result<(), AppError> {
     crate::names::checked(&spec.name, ErrorCode::EndpointSpecInvalid, "name")?;
     if !(1..=MAX_REPLICAS).contains(&spec.replicas) {
@@ -297,7 +298,7 @@ fn check_spec_with(spec: &EndpointSpec, cpu_bf16: bool) -> Result<(), AppError> 
         ));
     }
     match (spec.precision.as_str(), spec.device.as_str()) {
-        ("fp32", _) | ("bf16" | "fp16", "cuda") => Ok(()),
+        ("fp32" | "auto", _) | ("bf16" | "fp16", "cuda") => Ok(()),
         ("bf16", _) if cpu_bf16 => Ok(()),
         ("bf16", _) => Err(AppError::invalid(
             "precision",
@@ -312,7 +313,7 @@ fn check_spec_with(spec: &EndpointSpec, cpu_bf16: bool) -> Result<(), AppError> 
         _ => Err(AppError::invalid(
             "precision",
             ErrorCode::EndpointSpecInvalid,
-            "precision must be fp32, bf16 or fp16",
+            "precision must be auto, fp32, bf16 or fp16",
         )),
     }
 }
@@ -818,6 +819,8 @@ mod tests {
         let mut s = spec("x", None);
         for (device, precision, ok) in [
             ("cpu", "fp32", true),
+            ("cpu", "auto", true),
+            ("cuda", "auto", true),
             ("cuda", "fp32", true),
             ("cuda", "bf16", true),
             ("cuda", "fp16", true),
@@ -840,6 +843,6 @@ mod tests {
         let e = check_spec_with(&s, false).unwrap_err();
         assert_eq!(e.field(), Some("precision"));
         assert!(e.to_string().contains("AVX512-BF16"), "{e}");
-        assert_eq!(check_spec(&s).is_ok(), hostcaps::cpu_bf16());
+        assert_eq!(check_spec(&s).is_ok(), hostcaps::cpu::bf16().is_native());
     }
 }

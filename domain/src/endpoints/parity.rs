@@ -140,11 +140,17 @@ async fn compare(
     let client = reqwest::Client::new();
     let health: Health = ask(client.get(format!("{replica}/health")), "health").await?;
     let served_precision = health.precision;
-    if served_precision != precision {
+    // `auto` is whatever the replica measured, float32 or bf16; anything else must be served as asked.
+    let as_asked = match precision {
+        "auto" => ["fp32", "bf16"].contains(&served_precision.as_str()),
+        asked => served_precision == asked,
+    };
+    if !as_asked {
         return Err(format!(
             "the replica serves in {served_precision}, not the endpoint's {precision}"
         ));
     }
+    let precision = served_precision.as_str();
     // The reference runs on the CPU; a replica on a GPU sums in another order.
     let tolerance = Tolerance::for_precision(precision, health.device == "cuda");
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
@@ -213,6 +219,7 @@ async fn compare(
         passed: mismatch.is_none(),
         samples: texts.len(),
         precision: Some(precision.to_string()),
+        precision_choice: health.precision_choice,
         max_abs_diff: Some(max_diff),
         tolerance: Some(ParityTolerance {
             abs: tolerance.abs,

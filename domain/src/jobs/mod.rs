@@ -291,6 +291,14 @@ pub async fn get(
         Some(id) => super::pretrained::get(&mut conn, workspace_id, id).await?,
         None => None,
     };
+    let precision_choice: Option<String> =
+        sqlx::query_scalar("SELECT precision_choice FROM jobs WHERE id = ?")
+            .bind(job_id)
+            .fetch_one(&mut *conn)
+            .await?;
+    // Written by this server from a `start` event it parsed: a row that does not read back is shown as
+    // not said rather than failing the page.
+    let precision_choice = precision_choice.and_then(|json| serde_json::from_str(&json).ok());
     Ok(JobDetail {
         summary: job.summary(
             queue
@@ -305,6 +313,7 @@ pub async fn get(
         can_edit: role.can_edit(),
         base_model,
         pretrained_model,
+        precision_choice,
     })
 }
 

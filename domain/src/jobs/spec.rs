@@ -10,10 +10,12 @@ use contracts::job::{DataSection, JobConfig, ModelSection, OutputSection, TrainS
 
 use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
 use contracts::job::PRESETS;
+use contracts::precision::CHOICES;
 use contracts::types::JobSpec;
 
 /// Every broken rule of `spec`, in form order; `cpu_bf16`: whether this host's CPU has native bfloat16
-/// (`hostcaps::cpu_bf16`, a parameter so tests walk both answers on any CPU).
+/// (`hostcaps::cpu::bf16`, a parameter so tests walk both answers on any CPU). `auto` is taken everywhere:
+/// the run measures, or runs float32 where bf16 is not native.
 fn problems(spec: &JobSpec, cpu_bf16: bool) -> Vec<FieldProblem> {
     let mut out = Vec::new();
     let mut between = |field: &str, value: i64, min: i64, max: i64| {
@@ -87,11 +89,11 @@ fn problems(spec: &JobSpec, cpu_bf16: bool) -> Vec<FieldProblem> {
     if spec.max_steps == Some(0) {
         out.push(at_least_or_empty("max_steps"));
     }
-    if !["fp32", "fp16", "bf16"].contains(&spec.precision.as_str()) {
+    if !CHOICES.contains(&spec.precision.as_str()) {
         out.push(FieldProblem::new(
             "precision",
-            one_of(&["fp32", "fp16", "bf16"]),
-            "must be fp32, fp16 or bf16",
+            one_of(&CHOICES),
+            "must be auto, fp32, fp16 or bf16",
         ));
     } else if spec.gpus == 0 {
         match spec.precision.as_str() {
@@ -160,7 +162,7 @@ const FORM_ORDER: [&str; 16] = [
 
 /// `Invalid` naming the first bad field and listing all.
 pub fn check(spec: &JobSpec) -> Result<(), AppError> {
-    check_with(spec, hostcaps::cpu_bf16())
+    check_with(spec, hostcaps::cpu::bf16().is_native())
 }
 
 fn check_with(spec: &JobSpec, cpu_bf16: bool) -> Result<(), AppError> {
@@ -294,7 +296,10 @@ mod tests {
         let err = check_with(&spec, false).unwrap_err();
         assert_eq!(err.field(), Some("precision"));
         assert!(err.to_string().contains("AVX512-BF16"), "{err}");
-        assert_eq!(check(&spec).is_ok(), hostcaps::cpu_bf16());
+        assert_eq!(check(&spec).is_ok(), hostcaps::cpu::bf16().is_native());
+        // `auto` is taken on every CPU: the run measures, or runs float32 where bf16 is not native.
+        spec.precision = "auto".into();
+        assert!(check_with(&spec, false).is_ok() && check_with(&spec, true).is_ok());
     }
 
     #[test]

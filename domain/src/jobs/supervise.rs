@@ -490,10 +490,19 @@ async fn apply(
                 } => resumed_from_step,
                 Task::Pretrain { .. } => 0,
             };
-            sqlx::query("UPDATE jobs SET total_steps = ?, step = MAX(step, ?) WHERE id = ?")
-                .bind(start.total_steps as i64)
-                .bind(resumed_from as i64)
-                .bind(job.id)
+            let precision_choice = start
+                .precision_choice
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(|e| internal("precision choice", e))?;
+            sqlx::query(
+                "UPDATE jobs SET total_steps = ?, step = MAX(step, ?), precision_choice = ? WHERE id = ?",
+            )
+            .bind(start.total_steps as i64)
+            .bind(resumed_from as i64)
+            .bind(precision_choice)
+            .bind(job.id)
                 .execute(&mut *conn)
                 .await?;
         }

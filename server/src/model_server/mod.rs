@@ -28,10 +28,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use clap::Args;
+use contracts::precision::PrecisionChoice;
 use contracts::serving::{ErrorReply, Health, PredictReply, PredictRequest, Prediction};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::oneshot;
-use trainer::predict::{default_max_len, encode_rows, Inference};
+use trainer::predict::{encode_rows, Inference};
 use trainer::{Precision, Tokenizer};
 
 use batcher::{BatchLimits, Batcher, Job, Refused};
@@ -82,6 +83,8 @@ struct Served {
     max_len: usize,
     /// What the forward passes run in (`fp32`, `bf16`, `fp16`): the parity gate checks it.
     precision: &'static str,
+    /// Why: asked, or measured at start for `auto`.
+    precision_choice: PrecisionChoice,
     /// `cpu` or `cuda`: the parity gate's slack for float32 depends on it.
     device: &'static str,
     tokenizer: Arc<Tokenizer>,
@@ -125,27 +128,36 @@ pub async fn run(
         max_batch_tokens: args.max_batch_tokens,
         max_wait: Duration::from_millis(args.max_wait_ms),
     };
-    let mut loading = Vec::new();
-    for copy in 0..args.inference_threads {
+    let start_copy = |copy: usize, model_args: trainer::cli::ModelArgs| {
         let (ready_tx, ready_rx) = oneshot::channel();
-        let model_args = args.model.clone();
         let queue = queue.clone();
         std::thread::Builder::new()
             .name(format!("inference-{copy}"))
             .spawn(move || inference_thread(model_args, limits, &queue, ready_tx))
             .context("starting an inference thread")?;
-        loading.push(ready_rx);
+        anyhow::Ok(ready_rx)
+    };
+    let model_dir = args.model.model.clone();
+    let loaded_copy = |ready: oneshot::Receiver<Result<Loaded, String>>| {
+        let model_dir = model_dir.clone();
+        async move {
+            ready
+                .await
+                .context("an inference thread ended")?
+                .map_err(|e| anyhow::anyhow!("cannot serve {}: {e}", model_dir.display()))
+        }
+    };
+    // The first copy settles the precision (`auto` measures); the others load in what it chose, so that
+    // every forward pass of the replica runs in one precision. Ready once every copy is loaded and warm.
+    let loaded = loaded_copy(start_copy(0, args.model.clone())?).await?;
+    let mut others_args = args.model.clone();
+    others_args.precision = loaded.precision.as_str().into();
+    let others = (1..args.inference_threads)
+        .map(|copy| start_copy(copy, others_args.clone()))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    for ready in others {
+        loaded_copy(ready).await?;
     }
-    // Ready once every copy is loaded and warmed up; they all read the same checkpoint.
-    let mut loaded = None;
-    for ready in loading {
-        let copy = ready
-            .await
-            .context("an inference thread ended")?
-            .map_err(|e| anyhow::anyhow!("cannot serve {}: {e}", args.model.model.display()))?;
-        loaded.get_or_insert(copy);
-    }
-    let (labels, max_len, tokenizer, precision, device) = loaded.context("no inference thread")?;
     let served = Arc::new(Served {
         name: args
             .model
@@ -153,11 +165,12 @@ pub async fn run(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
-        labels,
-        max_len,
-        precision: precision.as_str(),
-        device,
-        tokenizer: Arc::new(tokenizer),
+        labels: loaded.labels,
+        max_len: loaded.max_len,
+        precision: loaded.precision.as_str(),
+        precision_choice: loaded.precision_choice,
+        device: loaded.device,
+        tokenizer: Arc::new(loaded.tokenizer),
         batcher,
         max_inputs: args.max_inputs,
         timeout: Duration::from_secs(args.request_timeout_secs.max(1)),
@@ -184,45 +197,39 @@ pub async fn run(
         .context("model server failed")
 }
 
-/// What a loaded model copy tells the request side: labels, max length, tokenizer, precision.
-/// Labels, longest input, tokenizer, precision, and device name (`cpu`, `cuda`).
-type Loaded = (Vec<String>, usize, Tokenizer, Precision, &'static str);
+/// What a loaded model copy tells the request side.
+struct Loaded {
+    labels: Vec<String>,
+    /// Longest input, in tokens.
+    max_len: usize,
+    tokenizer: Tokenizer,
+    precision: Precision,
+    precision_choice: PrecisionChoice,
+    /// `cpu` or `cuda`.
+    device: &'static str,
+}
 
-/// One model copy: loads the checkpoint, warms up, says so on `ready`, then serves batches from the
-/// shared queue until every [`Batcher`] is gone.
+/// One model copy: loads the checkpoint in its precision, warms up, says so on `ready`, then serves
+/// batches from the shared queue until every [`Batcher`] is gone.
 fn inference_thread(
     model_args: trainer::cli::ModelArgs,
     limits: BatchLimits,
     queue: &batcher::Queue,
     ready: oneshot::Sender<Result<Loaded, String>>,
 ) {
-    let opened = (|| -> trainer::Result<_> {
-        if model_args.threads > 0 {
-            tch::set_num_threads(model_args.threads as i32);
-        }
-        let device = trainer::pick_device(&model_args.device)?;
-        let precision = Precision::parse(&model_args.precision)?;
-        precision.check(device)?;
-        let mut loaded = trainer::checkpoint::load(&model_args.model, device, None)?;
-        loaded.cast_weights(precision);
-        let max_positions = loaded.config.max_position_embeddings;
-        let max_len = model_args
-            .max_seq_len
-            .unwrap_or_else(|| default_max_len(&model_args.model, max_positions));
-        Ok((loaded, precision, max_len))
-    })();
-    let (loaded, precision, max_len) = match opened {
+    let opened = match model_args.open() {
         Ok(opened) => opened,
         Err(e) => {
             let _ = ready.send(Err(e.to_string()));
             return;
         }
     };
+    let loaded = &opened.loaded;
     let labels = loaded.config.labels();
     let inference = Inference {
         model: &loaded.model,
         device: loaded.vs.device(),
-        precision,
+        precision: opened.precision,
         pad_id: loaded.config.pad_token_id,
         batch_size: model_args.batch_size.max(1),
     };
@@ -231,23 +238,24 @@ fn inference_thread(
         &loaded.tokenizer,
         &[("预热 warm-up".to_string(), None)],
         None,
-        max_len,
+        opened.max_len,
     )
     .and_then(|rows| inference.logits(&rows));
     if let Err(e) = warm {
         let _ = ready.send(Err(format!("warm-up failed: {e}")));
         return;
     }
-    let _ = ready.send(Ok((
-        labels.clone(),
-        max_len,
-        loaded.tokenizer.clone(),
-        precision,
-        match inference.device {
+    let _ = ready.send(Ok(Loaded {
+        labels: labels.clone(),
+        max_len: opened.max_len,
+        tokenizer: loaded.tokenizer.clone(),
+        precision: opened.precision,
+        precision_choice: opened.precision_choice.clone(),
+        device: match inference.device {
             tch::Device::Cpu => "cpu",
             _ => "cuda",
         },
-    )));
+    }));
     batcher::run(&inference, &labels, limits, queue);
 }
 
@@ -435,6 +443,7 @@ async fn health(State(served): State<Arc<Served>>) -> Json<Health> {
         labels: served.labels.clone(),
         max_seq_len: served.max_len,
         precision: served.precision.into(),
+        precision_choice: Some(served.precision_choice.clone()),
         device: served.device.into(),
     })
 }

@@ -61,6 +61,11 @@ fn help_version_and_migrate() {
             && !runtime.contains("cannot use"),
         "{text}"
     );
+    assert_eq!(
+        lines.next(),
+        Some(format!("CPU bfloat16: {}", hostcaps::cpu::bf16().name()).as_str()),
+        "the CPU's bfloat16 tier, as the forms' advice reads it"
+    );
     // …and not linked: a process that uses no GPU does not pay for it.
     let out = std::process::Command::new("ldd")
         .arg(env!("CARGO_BIN_EXE_paddock"))

@@ -155,6 +155,98 @@ async fn a_checkpoint_becomes_an_endpoint_with_keys_and_numbers() {
     assert_eq!(res.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(owner.delete(&ep).await.0, StatusCode::NO_CONTENT);
     deploys_in_bf16_where_the_cpu_has_it(&server, &owner, ws, ckpt).await;
+    auto_precision_is_measured_and_shown(&owner, ws, job, ckpt).await;
+}
+
+/// `auto` on whatever CPU runs the suite: the forms' advice follows this process's tier and its own
+/// measurement, a job and a replica asked for `auto` say what they chose and why, and the choice follows
+/// the figures they report (bf16 only at `BF16_MIN_SPEEDUP` or more), never the CPU's flags alone. The
+/// lower tiers are walked on every machine by `bf16_is_refused_at_its_field_on_a_cpu_without_it`.
+async fn auto_precision_is_measured_and_shown(owner: &User, ws: i64, job: i64, ckpt: i64) {
+    let tier = hostcaps::cpu::bf16();
+    let advice = owner.get("/api/v1/precision-advice?work=serve").await.1;
+    assert_eq!(advice["cpu_bf16"], tier.name(), "{advice}");
+    let follows = |choice: &Value, what: &str| {
+        let precision = choice["precision"].as_str().unwrap();
+        assert_eq!(choice["asked"], "auto", "{what}: {choice}");
+        if tier.is_native() {
+            assert_eq!(choice["reason"], "measured", "{what}: {choice}");
+            let (fp32, bf16) = (
+                choice["probe"]["fp32_ms"].as_f64().unwrap(),
+                choice["probe"]["bf16_ms"].as_f64().unwrap(),
+            );
+            assert!(fp32 > 0.0 && bf16 > 0.0, "{what}: {choice}");
+            let pays = fp32 / bf16 >= contracts::precision::BF16_MIN_SPEEDUP;
+            assert_eq!(
+                precision,
+                if pays { "bf16" } else { "fp32" },
+                "{what}: {choice}"
+            );
+        } else {
+            assert_eq!(choice["reason"], "no_native_bf16", "{what}: {choice}");
+            assert_eq!(precision, "fp32", "{what}: {choice}");
+        }
+        precision.to_string()
+    };
+    if tier.is_native() {
+        let probe = &advice["probe"];
+        let pays = probe["fp32_ms"].as_f64().unwrap() / probe["bf16_ms"].as_f64().unwrap()
+            >= contracts::precision::BF16_MIN_SPEEDUP;
+        assert_eq!(
+            advice["default"],
+            if pays { "auto" } else { "fp32" },
+            "{advice}"
+        );
+        assert_eq!(
+            (probe["batch"].as_u64(), probe["seq_len"].as_u64()),
+            (Some(8), Some(128))
+        );
+    } else {
+        assert_eq!(
+            (&advice["default"], &advice["probe"]),
+            (&json!("fp32"), &Value::Null)
+        );
+    }
+
+    let endpoints = format!("/api/v1/workspaces/{ws}/endpoints");
+    let spec = json!({ "name": "auto", "slug": "sentiment-auto", "checkpoint_id": ckpt, "precision": "auto" });
+    let (code, ep) = owner.post(&endpoints, spec).await;
+    assert_eq!(code, StatusCode::CREATED, "{ep}");
+    let (ep, detail) = ready_past_the_gate(owner, &endpoints, &ep).await;
+    let report = &detail["parity_report"];
+    let served = follows(&report["precision_choice"], "replica");
+    assert_eq!(
+        report["precision"],
+        served.as_str(),
+        "the gate's slack is the served precision's"
+    );
+    assert_eq!(owner.delete(&ep).await.0, StatusCode::NO_CONTENT);
+
+    let first = owner
+        .get(&format!("/api/v1/workspaces/{ws}/jobs/{job}"))
+        .await
+        .1;
+    assert_eq!(first["precision_choice"]["reason"], "asked", "{first}");
+    let ds = &first["spec"]["dataset_id"];
+    let spec = json!({ "name": "auto", "dataset_id": ds, "preset": "tiny", "max_seq_len": 32, "batch_size": 8,
+                       "max_steps": 2, "eval_every_steps": 2, "precision": "auto" });
+    let job = submit(owner, ws, spec).await;
+    let detail = finished(owner, ws, job).await;
+    assert_eq!(detail["summary"]["status"], "succeeded", "{detail}");
+    assert_eq!(detail["spec"]["precision"], "auto");
+    follows(&detail["precision_choice"], "job");
+}
+
+/// The endpoint `created` (under `endpoints`) once its replica passed the parity gate: its path and
+/// its detail.
+async fn ready_past_the_gate(owner: &User, endpoints: &str, created: &Value) -> (String, Value) {
+    let ep = format!("{endpoints}/{}", created["summary"]["id"]);
+    let detail = owner
+        .wait_for(&ep, "a verdict", |d| d["summary"]["status"] != "starting")
+        .await;
+    assert_eq!(detail["summary"]["status"], "ready", "{detail}");
+    assert_eq!(detail["parity_report"]["passed"], true, "{detail}");
+    (ep, detail)
 }
 
 /// bf16 on a CPU with native bfloat16: the replica says it serves bf16, the gate compares it with the
@@ -164,20 +256,15 @@ async fn deploys_in_bf16_where_the_cpu_has_it(server: &Server, owner: &User, ws:
     let endpoints = format!("/api/v1/workspaces/{ws}/endpoints");
     let spec = json!({ "name": "fast", "slug": "sentiment-bf16", "checkpoint_id": ckpt, "precision": "bf16" });
     let (code, ep) = owner.post(&endpoints, spec).await;
-    if !hostcaps::cpu_bf16() {
+    if !hostcaps::cpu::bf16().is_native() {
         assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{ep}");
         assert_eq!(ep["field"], "precision");
         return;
     }
     assert_eq!(code, StatusCode::CREATED, "{ep}");
     assert_eq!(ep["spec"]["precision"], "bf16");
-    let ep = format!("{endpoints}/{}", ep["summary"]["id"]);
-    let detail = owner
-        .wait_for(&ep, "a verdict", |d| d["summary"]["status"] != "starting")
-        .await;
-    assert_eq!(detail["summary"]["status"], "ready", "{detail}");
+    let (ep, detail) = ready_past_the_gate(owner, &endpoints, &ep).await;
     let report = &detail["parity_report"];
-    assert_eq!(report["passed"], true, "{report}");
     assert_eq!(report["precision"], "bf16");
     assert!(
         report["tolerance"]["rel"].as_f64().unwrap() > 0.0,
@@ -231,6 +318,38 @@ async fn bf16_is_refused_at_its_field_on_a_cpu_without_it() {
     }
     assert_eq!(server.count("SELECT COUNT(*) FROM endpoints").await, 0);
     assert_eq!(server.count("SELECT COUNT(*) FROM jobs").await, 0);
+    // The forms start on fp32 and say why, without measuring anything.
+    for work in ["serve", "train"] {
+        let advice = owner
+            .get(&format!("/api/v1/precision-advice?work={work}"))
+            .await
+            .1;
+        assert_eq!(
+            advice,
+            json!({ "cpu_bf16": "none", "default": "fp32", "probe": null })
+        );
+    }
+    let (code, body) = owner.get("/api/v1/precision-advice?work=fast").await;
+    assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert_eq!(body["code"], "invalid_body", "{body}");
+}
+
+/// With AMX hidden, a CPU that has it is treated as one with AVX512-BF16 alone, by Paddock and by
+/// libtorch's oneDNN (capped below AMX for every process `paddock` starts), so the forms' advice on an
+/// AMX machine is what a machine without AMX would get.
+#[tokio::test]
+async fn hidden_amx_is_hidden_from_the_advice_and_from_libtorch() {
+    let server = Server::start_with_env(&[], &[(hostcaps::HIDE_ENV, "amx")]);
+    let owner = server.signup("noamx").await;
+    let advice = owner.get("/api/v1/precision-advice?work=serve").await.1;
+    let expected = hostcaps::cpu::Bf16::with_hidden(hostcaps::cpu::bf16_detected(), false, true);
+    assert_eq!(advice["cpu_bf16"], expected.name(), "{advice}");
+    assert_ne!(advice["cpu_bf16"], "amx");
+    assert_eq!(
+        advice["probe"].is_object(),
+        expected.is_native(),
+        "{advice}"
+    );
 }
 
 /// A misspelt override would hide nothing and let a suite pass only on the CPU it ran on: `paddock`

@@ -176,6 +176,7 @@ impl<'a> Pretrainer<'a> {
             model: self.origin.clone(),
             device: format!("{:?}", self.vs.device()),
             precision: self.precision.as_str().into(),
+            precision_choice: None,
             epochs: args.epochs,
             total_steps: self.total_steps,
             batch_size: args.batch_size,

@@ -122,8 +122,11 @@ impl JobFile for JobConfig {
             t.threads <= 1024,
             format!("train.threads must be <= 1024 (got {})", t.threads),
         );
-        if let Err(e) = crate::device::Precision::parse(&t.precision) {
-            check(false, format!("train.precision: {e}"));
+        // `auto` is measured at start (crate::precision); anything else must name a precision.
+        if !t.precision.trim().eq_ignore_ascii_case("auto") {
+            if let Err(e) = crate::device::Precision::parse(&t.precision) {
+                check(false, format!("train.precision: {e} or auto"));
+            }
         }
         check(
             (8..=2048).contains(&m.max_seq_len),

@@ -25,7 +25,8 @@ use crate::data::Example;
 use crate::events::{Event, EventSink, Start, Task};
 use crate::metrics::Metrics;
 use crate::predict::{encode_rows, Inference};
-use crate::{pick_device, Error, Precision, Result};
+use crate::{pick_device, precision, Error, Precision, Result};
+use contracts::precision::{PrecisionChoice, Work};
 
 /// How a run ended (`stopped`: on request, by a signal or `halt_after_step`; the last checkpoint resumes
 /// it). A run that fails returns an error instead.
@@ -70,6 +71,8 @@ pub fn train(job: &JobConfig, events: &EventSink, control: &RunControl) -> Resul
 struct Trainer<'a> {
     job: &'a JobConfig,
     precision: Precision,
+    /// Why `precision`: asked, measured for `auto`, or kept from the run resumed.
+    precision_choice: PrecisionChoice,
     data: PreparedData,
     built: Built,
     train_rows: Vec<Features>,
@@ -125,8 +128,11 @@ impl<'a> Trainer<'a> {
             tch::set_num_threads(t.threads as i32);
         }
         let device = pick_device(&t.device)?;
-        let precision = Precision::parse(&t.precision)?;
-        precision.check(device)?;
+        if !t.precision.trim().eq_ignore_ascii_case("auto") {
+            // An asked precision that cannot run here fails before any data is read; `auto` is settled
+            // once the model's shape is known.
+            Precision::parse(&t.precision)?.check(device)?;
+        }
         if device.is_cuda() {
             // Resuming replays the first run's steps only with deterministic kernels.
             crate::device::deterministic_cuda()?;
@@ -151,6 +157,23 @@ impl<'a> Trainer<'a> {
             }
         };
         let max_len = job.model.max_seq_len;
+        // A resumed `auto` run goes on in what its first part measured, so that it replays the same steps.
+        let (precision, precision_choice) =
+            match resumed_state.as_ref().and_then(|s| s.precision.as_deref()) {
+                Some(ran) if t.precision.trim().eq_ignore_ascii_case("auto") => {
+                    precision::resumed(ran, device)?
+                }
+                _ => precision::choose(&t.precision, device, || {
+                    precision::measure(
+                        &built.config,
+                        t.batch_size,
+                        max_len,
+                        Work::Train,
+                        device,
+                        precision::BATCHES,
+                    )
+                })?,
+            };
         let train_rows = features(&built.tokenizer, &data.train, max_len)?;
         let dev_rows = features(&built.tokenizer, &data.dev, max_len)?;
         let test_rows = data
@@ -202,6 +225,7 @@ impl<'a> Trainer<'a> {
                 if precision.needs_loss_scaling() {
                     s.loss_scaler = Some(LossScaler::default());
                 }
+                s.precision = Some(precision.as_str().into());
                 s
             }
         };
@@ -209,6 +233,7 @@ impl<'a> Trainer<'a> {
         Ok(Trainer {
             job,
             precision,
+            precision_choice,
             data,
             built,
             train_rows,
@@ -255,10 +280,12 @@ impl<'a> Trainer<'a> {
             c.max_position_embeddings,
             job.model.max_seq_len
         ));
+        events.note(&precision::describe(&self.precision_choice));
         events.emit(Event::Start(Start {
             model: self.built.origin.clone(),
             device: format!("{:?}", self.built.vs.device()),
             precision: self.precision.as_str().into(),
+            precision_choice: Some(self.precision_choice.clone()),
             epochs: t.epochs,
             total_steps: self.state.total_steps,
             batch_size: t.batch_size,

@@ -58,6 +58,10 @@ pub struct TrainerState {
     /// Present when training in fp16.
     pub loss_scaler: Option<LossScaler>,
     pub losses: Vec<LossRecord>,
+    /// What the run trains in (`fp32`, `fp16`, `bf16`): a resumed `auto` run keeps it rather than
+    /// measuring again. States written before issue 34 lack it.
+    #[serde(default)]
+    pub precision: Option<String>,
 }
 
 impl TrainerState {
@@ -84,6 +88,7 @@ impl TrainerState {
             kept: Vec::new(),
             loss_scaler: None,
             losses: Vec::new(),
+            precision: None,
         }
     }
 

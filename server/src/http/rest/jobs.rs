@@ -19,6 +19,7 @@ use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
 use contracts::error::AppError;
 use contracts::error::ErrorBody;
+use contracts::precision::{PrecisionAdvice, Work};
 use contracts::types::*;
 use domain::AppState;
 use domain::{caps, jobs};
@@ -26,7 +27,7 @@ use domain::{caps, jobs};
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
     routes_of![
-        list, submit; get, delete; cancel; retry; metrics; logs; stream; checkpoints; download; clusters; placement
+        list, submit; get, delete; cancel; retry; metrics; logs; stream; checkpoints; download; clusters; placement; precision_advice
     ]
 }
 
@@ -40,6 +41,15 @@ pub struct RetryBody {
     /// Continue exactly from the job's latest checkpoint (optimizer state, schedule, data order).
     #[serde(default)]
     pub resume: bool,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct AdviceQuery {
+    /// `serve` (an endpoint's replicas) or `train` (a job).
+    #[param(inline)]
+    pub work: Work,
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -376,4 +386,17 @@ pub async fn download(
         body,
     )
         .into_response())
+}
+
+/// The precision this server's job and deploy forms start from, and why: the CPU's bfloat16 tier
+/// (`amx`, `avx512_bf16`, `none`) and one layer of ERNIE 3.0 base timed in fp32 and bf16 (measured at
+/// the first request, then kept). `auto` where bf16 was measured to pay, else `fp32`.
+#[utoipa::path(get, path = "/api/v1/precision-advice", tag = "jobs", security(("session" = []), ("token" = [])),
+    params(AdviceQuery),
+    responses((status = 200, body = PrecisionAdvice), (status = 401, body = ErrorBody)))]
+pub async fn precision_advice(
+    Caller { state, .. }: Caller,
+    Query(q): Query<AdviceQuery>,
+) -> Json<PrecisionAdvice> {
+    Json(state.precision.advice(&state.storage, q.work).await)
 }

@@ -11,14 +11,16 @@ use leptos::prelude::*;
 
 use super::endpoint_href;
 use crate::api::endpoints::DeployEndpoint;
-use crate::api::jobs::list_clusters;
+use crate::api::jobs::{get_precision_advice, list_clusters};
 use crate::components::clusters::{Partitions, RunsOn};
 use crate::components::dialog::Dialog;
 use crate::components::form::{FormError, FormState, SelectField, SubmitButton, TextField};
+use crate::components::precision::{precision_hint, precision_options};
 use crate::i18n::*;
 use crate::pages::workspace::jobs::checkpoints::degenerate_text;
 use contracts::error::{AppError, ErrorCode};
 use contracts::metrics::Degenerate;
+use contracts::precision::{PrecisionAdvice, Work, CHOICES};
 use contracts::types::EndpointSpec;
 
 /// The longest endpoint name the server takes.
@@ -37,9 +39,6 @@ const FIELDS: &[&str] = &[
     "partition",
 ];
 
-/// The precisions the form offers; the server says which fit the device and this host.
-const PRECISIONS: [&str; 3] = ["fp32", "bf16", "fp16"];
-
 /// The form's text, as typed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DeployValues {
@@ -57,8 +56,9 @@ pub struct DeployValues {
 }
 
 impl DeployValues {
-    /// The form as it opens: named after the job, and otherwise the server's defaults.
-    pub fn new(job_name: &str) -> DeployValues {
+    /// The form as it opens: named after the job, in the precision that pays on this server
+    /// (`advice`), and otherwise the server's defaults.
+    pub fn new(job_name: &str, advice: Option<&PrecisionAdvice>) -> DeployValues {
         let defaults: EndpointSpec =
             serde_json::from_value(serde_json::json!({ "name": "", "checkpoint_id": 0 }))
                 .expect("EndpointSpec has defaults for everything but name and checkpoint");
@@ -69,7 +69,7 @@ impl DeployValues {
             max_batch_tokens: defaults.max_batch_tokens.to_string(),
             max_wait_ms: defaults.max_wait_ms.to_string(),
             device: defaults.device,
-            precision: defaults.precision,
+            precision: advice.map_or(defaults.precision, |a| a.default.clone()),
             cluster: String::new(),
             partition: String::new(),
         }
@@ -133,7 +133,36 @@ fn DeployDialog(
     on_close: impl Fn() + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    let start = DeployValues::new(&job_name);
+    // The precision that pays here, measured once per server at first use; without it, fp32.
+    let advice = Resource::new(|| (), |_| get_precision_advice(Work::Serve));
+    let job_name = StoredValue::new(job_name);
+    view! {
+        <Dialog testid="deploy-dialog" title=move || t!(i18n, endpoints.deploy_title) on_close>
+            <p class="hint">{move || t_string!(i18n, endpoints.deploy_lead, id = checkpoint_id, step = step).to_string()}</p>
+            <Transition fallback=move || view! { <p class="hint" data-testid="deploy-loading">{t!(i18n, common.loading)}</p> }>
+                {move || Suspend::new(async move {
+                    let advice = advice.await.ok();
+                    view! {
+                        <DeployForm workspace_id checkpoint_id job_name=job_name.get_value() degenerate advice on_close />
+                    }
+                })}
+            </Transition>
+        </Dialog>
+    }
+    .into_any()
+}
+
+#[component]
+fn DeployForm(
+    workspace_id: WorkspaceId,
+    checkpoint_id: CheckpointId,
+    job_name: String,
+    degenerate: Option<Degenerate>,
+    advice: Option<PrecisionAdvice>,
+    on_close: impl Fn() + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let start = DeployValues::new(&job_name, advice.as_ref());
     // A degenerate checkpoint deploys only once the person has said they mean it.
     let acknowledged = RwSignal::new(degenerate.is_none());
     let form = FormState::new(start.clone());
@@ -179,8 +208,6 @@ fn DeployDialog(
         }
     });
     view! {
-        <Dialog testid="deploy-dialog" title=move || t!(i18n, endpoints.deploy_title) on_close>
-            <p class="hint">{move || t_string!(i18n, endpoints.deploy_lead, id = checkpoint_id, step = step).to_string()}</p>
             <form class="form" data-testid="deploy-form" on:submit=on_submit novalidate>
                 {degenerate.map(|why| view! { <DegenerateWarning why acknowledged /> })}
                 <FormError error=form.error.into() fields=FIELDS />
@@ -204,14 +231,13 @@ fn DeployDialog(
                 </Transition>
                 <details class="form-advanced" node_ref=advanced>
                     <summary>{t!(i18n, endpoints.advanced)}</summary>
-                    <Advanced form start />
+                    <Advanced form start advice />
                 </details>
                 <div class="form-actions">
                     <SubmitButton pending=deploy.pending() testid="deploy-submit" blocked=Signal::derive(move || !acknowledged.get())>{t!(i18n, endpoints.deploy_submit)}</SubmitButton>
                     <button type="button" class="button button-ghost" on:click=move |_| on_close()>{t!(i18n, common.cancel)}</button>
                 </div>
             </form>
-        </Dialog>
     }
     .into_any()
 }
@@ -235,9 +261,14 @@ fn DegenerateWarning(why: Degenerate, acknowledged: RwSignal<bool>) -> impl Into
 
 /// What most deployments leave alone: the URL's slug, batching, device and precision.
 #[component]
-fn Advanced(form: FormState<DeployValues>, start: DeployValues) -> impl IntoView {
+fn Advanced(
+    form: FormState<DeployValues>,
+    start: DeployValues,
+    advice: Option<PrecisionAdvice>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let (device, precision) = (start.device.clone(), start.precision.clone());
+    let advice_note = advice.clone();
     view! {
         <TextField form id="deploy-slug" field="slug" label=move || t!(i18n, endpoints.slug)
             hint=move || t!(i18n, endpoints.slug_hint) value=String::new() set=|v, s| v.slug = s />
@@ -254,8 +285,9 @@ fn Advanced(form: FormState<DeployValues>, start: DeployValues) -> impl IntoView
             <option value="cuda" selected=device == "cuda">{t!(i18n, endpoints.device_cuda)}</option>
         </SelectField>
         <SelectField form id="deploy-precision" field="precision" label=move || t!(i18n, endpoints.precision)
-            hint=move || t!(i18n, endpoints.precision_hint) set=|v, s| v.precision = s>
-            {PRECISIONS.iter().map(|p| view! { <option value=*p selected=*p == precision>{*p}</option> }).collect_view()}
+            hint=move || precision_hint(t_string!(i18n, endpoints.precision_hint), i18n.get_locale(), advice_note.as_ref())
+            set=|v, s| v.precision = s>
+            {precision_options(&CHOICES, precision, advice)}
         </SelectField>
     }
 }
@@ -266,7 +298,7 @@ mod tests {
 
     #[test]
     fn the_form_opens_with_the_job_name_and_the_servers_defaults() {
-        let v = DeployValues::new("  情感分类 tiny  ");
+        let v = DeployValues::new("  情感分类 tiny  ", None);
         assert_eq!(v.name, "情感分类 tiny");
         let spec = v.to_spec(CheckpointId::new(7)).unwrap();
         assert_eq!(
@@ -283,19 +315,22 @@ mod tests {
             (8192, 5, "cpu", "fp32")
         );
         assert_eq!(spec.cluster, None, "this server unless a cluster is chosen");
-        let mut on = DeployValues::new("job");
+        let mut on = DeployValues::new("job", None);
         on.cluster = "slurm".into();
         assert_eq!(
             on.to_spec(CheckpointId::new(7)).unwrap().cluster.as_deref(),
             Some("slurm")
         );
         let long = "名".repeat(100);
-        assert_eq!(DeployValues::new(&long).name.chars().count(), NAME_MAX);
+        assert_eq!(
+            DeployValues::new(&long, None).name.chars().count(),
+            NAME_MAX
+        );
     }
 
     #[test]
     fn a_number_that_does_not_parse_names_its_field() {
-        let mut v = DeployValues::new("job");
+        let mut v = DeployValues::new("job", None);
         v.max_wait_ms = "soon".into();
         assert_eq!(v.to_spec(CheckpointId::new(1)), Err("max_wait_ms"));
         v.max_wait_ms = " 10 ".into();

@@ -34,6 +34,7 @@ use crate::components::form::on_answer;
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{Loaded, PageHeader};
 use crate::components::poll::every;
+use crate::components::precision::run_precision_text;
 use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
@@ -235,7 +236,16 @@ fn StatusCard(
                         </div>
                         <div>
                             <dt>{t!(i18n, endpoint_detail.precision)}</dt>
-                            <dd data-testid="endpoint-precision">{sp.precision.clone()}</dd>
+                            <dd data-testid="endpoint-precision">
+                                {
+                                    let asked = sp.precision.clone();
+                                    move || parity.with(|r| run_precision_text(
+                                        i18n.get_locale(),
+                                        &asked,
+                                        r.as_ref().and_then(|r| r.precision_choice.as_ref()),
+                                    ))
+                                }
+                            </dd>
                         </div>
                         <div><dt>{t!(i18n, endpoint_detail.created)}</dt><dd><Timestamp at=s.created_at.clone() /></dd></div>
                     </dl>

@@ -35,6 +35,7 @@ use crate::components::http::{slot, Slot};
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{Loaded, PageHeader};
 use crate::components::poll::every;
+use crate::components::precision::run_precision_text;
 use crate::components::sse::EventStream;
 use crate::components::time::Timestamp;
 use crate::i18n::*;
@@ -459,6 +460,12 @@ fn StatusCard(
                         <div class="facts-wide">
                             <dt>{t!(i18n, job_detail.base_model)}</dt>
                             <dd data-testid="job-base-model">{base_model_view(workspace_id, base.clone(), pretrained.clone(), preset.clone())}</dd>
+                        </div>
+                        <div class="facts-wide">
+                            <dt>{t!(i18n, precision.label)}</dt>
+                            <dd data-testid="job-precision">
+                                {move || live.with(|d| run_precision_text(i18n.get_locale(), &d.spec.precision, d.precision_choice.as_ref()))}
+                            </dd>
                         </div>
                         {retry_of.map(|id| view! {
                             <div><dt>{t!(i18n, job_detail.retry_of)}</dt><dd><A href=job_href(workspace_id, id)>{format!("#{id}")}</A></dd></div>

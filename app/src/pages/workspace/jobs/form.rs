@@ -16,22 +16,23 @@ use crate::api::{
     checkpoints::list_checkpoints,
     datasets::list_datasets,
     environments::list_environments,
-    jobs::{get_job, list_clusters, SubmitJob},
+    jobs::{get_job, get_precision_advice, list_clusters, SubmitJob},
     pretrained::list_pretrained_models,
 };
 use crate::components::clusters::{Partitions, RunsOn};
 use crate::components::form::{FormState, FormSummary, SelectField, SubmitButton, TextField};
 use crate::components::notice::ErrorNotice;
 use crate::components::page::{InfoNote, Loaded, Page};
+use crate::components::precision::{precision_hint, precision_options};
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, use_query_id};
 use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::job::PRESETS;
+use contracts::precision::{PrecisionAdvice, Work, CHOICES};
 use contracts::types::{
     BuildStatus, CheckpointInfo, ClusterView, DatasetSummary, EnvironmentSummary, JobSpec,
     PretrainedModel, WorkspaceSummary,
 };
-pub const PRECISIONS: [&str; 3] = ["fp32", "fp16", "bf16"];
 
 #[component]
 pub fn NewJobPage() -> impl IntoView {
@@ -47,7 +48,16 @@ pub fn NewJobPage() -> impl IntoView {
             let checkpoints = list_checkpoints(ws).await.unwrap_or_default();
             let pretrained = list_pretrained_models(ws).await.unwrap_or_default();
             let clusters = list_clusters().await.unwrap_or_default();
-            Ok::<_, AppError>((datasets, environments, checkpoints, pretrained, clusters))
+            // Measured once per server at first use; a form without it starts on fp32.
+            let advice = get_precision_advice(Work::Train).await.ok();
+            Ok::<_, AppError>((
+                datasets,
+                environments,
+                checkpoints,
+                pretrained,
+                clusters,
+                advice,
+            ))
         },
     );
     let source = Resource::new(
@@ -83,7 +93,7 @@ fn form_or_why(
     if !ws.role.can_edit() {
         return view! { <InfoNote testid="jobs-editor-only">{t!(i18n, jobs.editor_only)}</InfoNote> }.into_any();
     }
-    let (datasets, environments, checkpoints, pretrained, clusters) = match choices {
+    let (datasets, environments, checkpoints, pretrained, clusters, advice) = match choices {
         Ok(c) => c,
         Err(err) => return view! { <ErrorNotice err /> }.into_any(),
     };
@@ -108,21 +118,27 @@ fn form_or_why(
             // A new job starts from the best thing the workspace has: a pretrained model, if any.
             JobSpec {
                 pretrained_model_id: pretrained.first().map(|m| m.id),
+                // What pays on this server: `auto` where bf16 was measured faster, else fp32.
+                precision: advice
+                    .as_ref()
+                    .map_or_else(|| "fp32".to_string(), |a| a.default.clone()),
                 ..JobSpec::new("", first)
             }
         }
         Err(err) => return view! { <ErrorNotice err /> }.into_any(),
     };
-    view! { <JobForm workspace_id=ws.id initial datasets environments checkpoints pretrained clusters cloned /> }.into_any()
+    view! { <JobForm workspace_id=ws.id initial datasets environments checkpoints pretrained clusters advice cloned /> }.into_any()
 }
 
-/// What the form offers: datasets, environments, checkpoints, uploaded models and clusters.
+/// What the form offers: datasets, environments, checkpoints, uploaded models and clusters, and the
+/// precision that pays on this server.
 type Choices = (
     Vec<DatasetSummary>,
     Vec<EnvironmentSummary>,
     Vec<CheckpointInfo>,
     Vec<PretrainedModel>,
     Vec<ClusterView>,
+    Option<PrecisionAdvice>,
 );
 
 /// `fine-tune` → `fine-tune-copy` (within the 64-character limit).
@@ -297,6 +313,7 @@ fn JobForm(
     checkpoints: Vec<CheckpointInfo>,
     pretrained: Vec<PretrainedModel>,
     clusters: Vec<ClusterView>,
+    advice: Option<PrecisionAdvice>,
     cloned: bool,
 ) -> impl IntoView {
     let i18n = use_i18n();
@@ -340,7 +357,7 @@ fn JobForm(
         <form class="form card job-form" data-testid="job-form" on:submit=on_submit novalidate>
             <DataSection form start=start.clone() datasets />
             <ModelSection form start=start.clone() environments checkpoints pretrained rows />
-            <TrainingSection form start=start.clone() />
+            <TrainingSection form start=start.clone() advice />
             <fieldset class="form-section">
                 <legend>{t!(i18n, job_form.section_resources)}</legend>
                 <div class="form-grid">
@@ -437,8 +454,11 @@ fn ModelSection(
                         view! { <option value=e.id.to_string() selected=selected>{format!("{} (v{})", e.name, e.current_version)}</option> }
                     }).collect_view()}
                 </SelectField>
+                // A shape matters only from scratch: a model or checkpoint brings its own (issue 33: the
+                // form said "nano" of an imported ERNIE 3.0 base).
                 <SelectField form id="job-preset" field="preset" label=move || t!(i18n, job_form.preset)
-                    hint=move || t!(i18n, job_form.preset_hint) set=|v, s| v.preset = s>
+                    hint=move || t!(i18n, job_form.preset_hint) set=|v, s| v.preset = s
+                    hidden=Signal::derive(move || form.values.with(|v| !v.base_checkpoint_id.is_empty()))>
                     {PRESETS.iter().map(|p| view! { <option value=*p selected=*p == start.preset>{*p}</option> }).collect_view()}
                 </SelectField>
                 <SelectField form id="job-base-checkpoint" field="base_checkpoint_id" label=move || t!(i18n, job_form.base_checkpoint)
@@ -508,7 +528,13 @@ fn ScratchNote(form: FormState<FormValues>, rows: Vec<(String, u64)>) -> impl In
 
 /// The optimiser, the schedule and what is kept.
 #[component]
-fn TrainingSection(form: FormState<FormValues>, start: FormValues) -> impl IntoView {
+fn TrainingSection(
+    form: FormState<FormValues>,
+    start: FormValues,
+    /// What pays on this server, for the precision's default and hint.
+    advice: Option<PrecisionAdvice>,
+) -> impl IntoView {
+    let advice_note = advice.clone();
     let i18n = use_i18n();
     view! {
         <fieldset class="form-section">
@@ -538,8 +564,8 @@ fn TrainingSection(form: FormState<FormValues>, start: FormValues) -> impl IntoV
                     hint=move || t!(i18n, job_form.keep_best_hint) inputmode="decimal"
                     value=start.keep_best.clone() set=|v, s| v.keep_best = s />
                 <SelectField form id="job-precision" field="precision" label=move || t!(i18n, job_form.precision)
-                    hint=move || t!(i18n, job_form.precision_hint) set=|v, s| v.precision = s>
-                    {PRECISIONS.iter().map(|p| view! { <option value=*p selected=*p == start.precision>{*p}</option> }).collect_view()}
+                    hint=move || precision_hint(t_string!(i18n, job_form.precision_hint), i18n.get_locale(), advice_note.as_ref()) set=|v, s| v.precision = s>
+                    {precision_options(&CHOICES, start.precision.clone(), advice.clone())}
                 </SelectField>
             </div>
         </fieldset>
