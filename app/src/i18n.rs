@@ -11,17 +11,14 @@ include!("i18n/generated.rs");
 pub use i18n::*;
 
 use contracts::data::{Issue, IssueDetail, IssueKind};
-use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
+use contracts::error::{AppError, Cap, ErrorCode, FieldProblem, Rule};
 
 /// The message for `err` in `locale`: an exhaustive match on its [`ErrorCode`], so a code without a
 /// Chinese and an English text does not compile. Codes whose server message carries the detail a user
 /// acts on (which field and why, which limit and its value, which line of a file) get a translated lead
 /// followed by that detail.
 pub fn error_text(locale: Locale, err: &AppError) -> String {
-    let problems: &[FieldProblem] = match err {
-        AppError::Invalid { problems, .. } => problems,
-        _ => &[],
-    };
+    let problems = err.problems();
     // Field by field, each problem in this language: a named rule is a sentence of its own, a message
     // keeps the field it is about in front.
     let detail = problems
@@ -109,6 +106,23 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
         Rule::TimeLimit { secs } => td_string!(locale, rules.time_limit, secs = *secs).to_string(),
         Rule::Crashed { incident } => {
             td_string!(locale, rules.crashed, incident = incident.clone()).to_string()
+        }
+        Rule::CapReached { cap, max, used } => {
+            let max = *max;
+            match cap {
+                Cap::RunningEnvironments => td_string!(locale, rules.cap_environments, max = max),
+                Cap::Replicas => {
+                    td_string!(
+                        locale,
+                        rules.cap_replicas,
+                        max = max,
+                        used = used.unwrap_or(0)
+                    )
+                }
+                Cap::Uploads => td_string!(locale, rules.cap_uploads, max = max),
+                Cap::Streams => td_string!(locale, rules.cap_streams, max = max),
+            }
+            .to_string()
         }
     }
 }
@@ -658,17 +672,46 @@ mod tests {
         );
     }
 
+    /// A cap's refusal reads whole in the reader's language, with its value (issue 33: the Chinese
+    /// page had an English tail), and the REST body carries the rule for the upload's XHR too.
     #[test]
-    fn limit_errors_lead_in_the_users_language_and_keep_the_value() {
-        let err = AppError::conflict(
-            "limit",
+    fn cap_refusals_read_whole_in_the_users_language_with_the_value() {
+        let err = AppError::conflict_with(
             ErrorCode::LimitReached,
-            "running environments: the limit is 4",
+            FieldProblem::new(
+                "limit",
+                Rule::CapReached {
+                    cap: Cap::Replicas,
+                    max: 4,
+                    used: Some(3),
+                },
+                "endpoint replicas per workspace: the limit is 4; …",
+            ),
         );
-        assert_eq!(
-            error_text(Locale::zh, &err),
-            "已达到上限：running environments: the limit is 4"
+        let zh = error_text(Locale::zh, &err);
+        assert!(
+            zh.starts_with("已达到上限：") && zh.contains('4') && zh.contains('3'),
+            "{zh}"
         );
+        assert!(!zh.contains("the limit"), "no English tail: {zh}");
+        let en = error_text(Locale::en, &err);
+        assert!(en.contains("at most 4") && en.contains("use 3"), "{en}");
+        for cap in [Cap::RunningEnvironments, Cap::Uploads, Cap::Streams] {
+            let err = AppError::conflict_with(
+                ErrorCode::LimitReached,
+                FieldProblem::new(
+                    "limit",
+                    Rule::CapReached {
+                        cap,
+                        max: 2,
+                        used: None,
+                    },
+                    "…",
+                ),
+            );
+            let zh = error_text(Locale::zh, &err);
+            assert!(zh.contains('2') && !zh.contains('…'), "{cap:?}: {zh}");
+        }
     }
 
     #[test]

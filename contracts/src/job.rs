@@ -189,9 +189,18 @@ impl JobConfig {
     }
 
     /// The job file's text: every field written out, so that what a job ran with is on record even
-    /// when a default changes later.
+    /// when a default changes later — except the from-scratch shape (`preset`, `vocab_size`) of a run
+    /// that starts from a model directory, whose shape is that model's own: the file would otherwise
+    /// say "nano" of a fine-tuned ERNIE 3.0 base (issue 33).
     pub fn to_toml(&self) -> Result<String, toml::ser::Error> {
-        toml::to_string(self)
+        let mut value = toml::Table::try_from(self)?;
+        if self.model.pretrained.is_some() {
+            if let Some(toml::Value::Table(model)) = value.get_mut("model") {
+                model.remove("preset");
+                model.remove("vocab_size");
+            }
+        }
+        toml::to_string(&value)
     }
 
     /// Resolves relative paths against `base` (the job file's directory), so a job directory can be
@@ -238,6 +247,26 @@ mod tests {
         assert_eq!(job.data.columns.text, "text");
         let text = job.to_toml().unwrap();
         assert_eq!(JobConfig::from_toml_str(&text).unwrap(), job);
+    }
+
+    /// A run from a model directory has that model's shape: its file names no from-scratch preset or
+    /// vocabulary, and still reads back as the same job.
+    #[test]
+    fn a_run_from_a_model_names_no_preset() {
+        let mut job = JobConfig::from_toml_str(MINIMAL).unwrap();
+        job.model.pretrained = Some("models/3".into());
+        let text = job.to_toml().unwrap();
+        assert!(
+            !text.contains("preset") && !text.contains("vocab_size"),
+            "{text}"
+        );
+        assert!(
+            text.contains("max_seq_len"),
+            "the rest is on record: {text}"
+        );
+        assert_eq!(JobConfig::from_toml_str(&text).unwrap(), job);
+        job.model.pretrained = None;
+        assert!(job.to_toml().unwrap().contains("preset = \"nano\""));
     }
 
     #[test]

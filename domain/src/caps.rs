@@ -12,13 +12,43 @@ use std::sync::{Arc, Mutex};
 use sqlx::{SqliteConnection, SqlitePool};
 
 use super::admin::read_settings;
-use contracts::error::{AppError, ErrorCode};
+use contracts::error::{AppError, Cap, ErrorCode, FieldProblem, Rule};
 
-fn reached(what: &str, max: u32, hint: &str) -> AppError {
-    AppError::conflict(
-        "limit",
+/// The refusal of one more than `cap` allows: the rule, for the dashboard to say in its language, and
+/// an English sentence for API users.
+fn reached(cap: Cap, max: u32, used: Option<i64>) -> AppError {
+    let (what, hint) = match cap {
+        Cap::RunningEnvironments => (
+            "running environments per workspace",
+            "stop one first, or ask an admin to raise the cap".to_string(),
+        ),
+        Cap::Replicas => (
+            "endpoint replicas per workspace",
+            format!(
+                "the workspace's other endpoints use {}; undeploy or scale one down first",
+                used.unwrap_or(0)
+            ),
+        ),
+        Cap::Uploads => (
+            "uploads in progress per user",
+            "wait for one to finish".to_string(),
+        ),
+        Cap::Streams => (
+            "open live streams (log views, terminals) per user",
+            "close some tabs".to_string(),
+        ),
+    };
+    AppError::conflict_with(
         ErrorCode::LimitReached,
-        format!("{what}: the limit is {max}; {hint}"),
+        FieldProblem::new(
+            "limit",
+            Rule::CapReached {
+                cap,
+                max: i64::from(max),
+                used,
+            },
+            format!("{what}: the limit is {max}; {hint}"),
+        ),
     )
 }
 
@@ -39,11 +69,7 @@ pub async fn environment_may_start(
     .fetch_one(conn)
     .await?;
     if running >= i64::from(max) {
-        return Err(reached(
-            "running environments per workspace",
-            max,
-            "stop one first, or ask an admin to raise the cap",
-        ));
+        return Err(reached(Cap::RunningEnvironments, max, None));
     }
     Ok(())
 }
@@ -67,13 +93,7 @@ pub async fn replicas_fit(
     .fetch_one(conn)
     .await?;
     if others + wanted > i64::from(max) {
-        return Err(reached(
-            "endpoint replicas per workspace",
-            max,
-            &format!(
-                "the workspace's other endpoints use {others}; undeploy or scale one down first"
-            ),
-        ));
+        return Err(reached(Cap::Replicas, max, Some(others)));
     }
     Ok(())
 }
@@ -118,20 +138,12 @@ impl Open {
         user_id: UserId,
     ) -> Result<Permit, AppError> {
         let settings = read_settings(db).await?;
-        let (max, what, hint) = match kind {
-            Kind::Upload => (
-                settings.max_uploads_per_user,
-                "uploads in progress per user",
-                "wait for one to finish",
-            ),
-            Kind::Stream => (
-                settings.max_streams_per_user,
-                "open live streams (log views, terminals) per user",
-                "close some tabs",
-            ),
+        let (max, cap) = match kind {
+            Kind::Upload => (settings.max_uploads_per_user, Cap::Uploads),
+            Kind::Stream => (settings.max_streams_per_user, Cap::Streams),
         };
         self.take_up_to(kind, user_id, max)
-            .ok_or_else(|| reached(what, max, hint))
+            .ok_or_else(|| reached(cap, max, None))
     }
 
     fn take_up_to(self: &Arc<Self>, kind: Kind, user_id: UserId, max: u32) -> Option<Permit> {

@@ -407,6 +407,7 @@ pub fn map_error(context: &str, err: containers::Error) -> AppError {
             field: None,
             code: ErrorCode::DockerConflict,
             message,
+            problems: Vec::new(),
         },
         E::Preflight(problems) => AppError::Invalid {
             field: Some("gpus".into()),

@@ -42,6 +42,10 @@ describe('switching the language', () => {
     const html = await (await context.request.get(`/w/${story.workspaceId}/activity`)).text();
     assert.match(html, /<html[^>]*lang="en"/);
     assert.match(html, />Activity</);
+    // Its rows' "kind: name" in English punctuation, not the Chinese full-width colon.
+    const rows = html.split('data-testid="activity-row"').slice(1);
+    assert.ok(rows.length > 0, 'the workspace has activity');
+    assert.ok(rows.every((row) => !row.split('</tr>')[0].includes('：')), 'no full-width colon in English rows');
     await page.reload();
     await hydrated(page);
     await waitForText(new Shell(page).pageTitle, 'Members');

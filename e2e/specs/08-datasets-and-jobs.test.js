@@ -71,6 +71,12 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
   test('an uploaded file shows its validation report and preview', async () => {
     const { page } = story.owner;
     const list = new DatasetsListPage(page);
+    // Chosen, before anything is sent: a UTF-8 file says so and shows its first rows as they are.
+    await list.fileInput.setInputFiles(SAMPLE);
+    const preview = page.getByTestId('encoding-preview');
+    await waitForText(preview, 'UTF-8');
+    assert.equal(await preview.getAttribute('data-encoding'), 'utf-8');
+    await waitForText(preview, 'text');
     await list.upload(SAMPLE);
     assert.equal(await list.nameInput.inputValue(), 'snownlp_train', 'the name defaults to the file name');
     const ds = new DatasetPage(page);
@@ -341,7 +347,17 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
       await page.setViewportSize({ width, height: 860 });
       await assertInView(models.rows.first().getByTestId('checkpoint-deploy'), `Deploy at ${width} px`);
       await assertInView(models.rows.first().getByTestId('checkpoint-download'), `Download at ${width} px`);
+      // The step (with its epoch) stays on one line.
+      const lines = await models.rows.first().locator('th').evaluate((el) => {
+        const range = document.createRange();
+        range.selectNodeContents(el);
+        return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size;
+      });
+      assert.equal(lines, 1, `the step on one line at ${width} px`);
     }
+    await page.setViewportSize({ width: 1920, height: 860 });
+    const wide = await page.getByTestId('checkpoints-table').boundingBox();
+    assert.ok(wide.width > 1200, `the table takes a wide screen's width: ${wide.width} px`);
     await page.setViewportSize({ width: 1280, height: 860 });
     await assertAccessibleBasics(page);
     await screenshot(page, '08-models');

@@ -106,9 +106,14 @@ describe('a PaddleNLP model imported in the browser fine-tunes, deploys and answ
     const form = new JobFormPage(page);
     await form.goto(workspaceId, `?dataset=${datasetId}`);
     await page.waitForFunction(() => document.querySelector('[data-testid="job-base-checkpoint"]')?.selectedOptions[0]?.textContent.includes('paddle_ernie'));
+    // The model brings its own shape: the from-scratch preset is not offered for it, and the job file
+    // names no preset.
+    assert.equal(await form.input('preset').isVisible(), false, 'no preset beside an imported model');
     await form.fill({ name: 'from_paddle', 'max-seq-len': 32, 'batch-size': 16, 'max-steps': 8, 'eval-every-steps': 4 });
     const job = await form.create();
     await waitForText(page.getByTestId('job-base-pretrained'), 'paddle_ernie');
+    await job.toml.waitFor();
+    assert.ok(!(await job.toml.textContent()).includes('preset'), 'the job file names the model, not a preset');
     await job.waitForStatus('succeeded');
     await job.checkpointRows.first().waitFor();
   });

@@ -201,6 +201,9 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     await form.getByTestId('cluster-partition').fill('short');
     await form.getByTestId('cluster-cpus').fill('1');
     await form.getByTestId('cluster-memory').fill('1000');
+    // The stand-ins switch is folded under "only for a test cluster", out of a real registration's way.
+    assert.equal(await form.getByTestId('cluster-stand-ins').isVisible(), false);
+    await form.getByTestId('cluster-test-options').locator('summary').click();
     await form.getByTestId('cluster-stand-ins').check();
     await Promise.all([
       page.waitForResponse((r) => r.url().includes('/rpc/register_cluster')),

@@ -49,10 +49,7 @@ pub fn body_of(err: &AppError) -> ErrorBody {
             AppError::TooManyRequests { retry_after_secs } => Some(*retry_after_secs),
             _ => None,
         },
-        problems: match err {
-            AppError::Invalid { problems, .. } => problems.clone(),
-            _ => Vec::new(),
-        },
+        problems: err.problems().to_vec(),
     }
 }
 

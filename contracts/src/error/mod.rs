@@ -46,12 +46,15 @@ pub enum AppError {
     /// Does not exist, or exists where the caller is not a member (the two are indistinguishable on purpose).
     #[error("not found")]
     NotFound,
-    /// Conflicts with existing state (a duplicate name, a last owner leaving, ...).
+    /// Conflicts with existing state (a duplicate name, a last owner leaving, a cap reached, ...).
+    /// `problems` names the rule when one says it in any language (a cap and its value).
     #[error("{message}")]
     Conflict {
         field: Option<String>,
         code: ErrorCode,
         message: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        problems: Vec<FieldProblem>,
     },
     /// Too many attempts; try again after the given number of seconds.
     #[error("too many attempts, try again in {retry_after_secs} s")]
@@ -113,16 +116,20 @@ impl AppError {
     /// The broken rules at `field` (or beneath it: `env.HOME`, `os_packages[1]`), when the error lists
     /// them.
     pub fn problems_at<'a>(&'a self, field: &'a str) -> impl Iterator<Item = &'a FieldProblem> {
-        let problems: &[FieldProblem] = match self {
-            AppError::Invalid { problems, .. } => problems,
+        self.problems().iter().filter(move |p| p.is_at(field))
+    }
+
+    /// The broken rules the error lists (an `Invalid`, or a `Conflict` with a named rule).
+    pub fn problems(&self) -> &[FieldProblem] {
+        match self {
+            AppError::Invalid { problems, .. } | AppError::Conflict { problems, .. } => problems,
             _ => &[],
-        };
-        problems.iter().filter(move |p| p.is_at(field))
+        }
     }
 
     /// Whether the error lists its problems field by field.
     pub fn has_problems(&self) -> bool {
-        matches!(self, AppError::Invalid { problems, .. } if !problems.is_empty())
+        !self.problems().is_empty()
     }
 
     pub fn denied(code: ErrorCode, message: impl Into<String>) -> Self {
@@ -150,6 +157,17 @@ impl AppError {
             field: Some(field.into()),
             code,
             message: message.into(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// A conflict whose reason is a named rule (`problem`), so that it reads whole in any language.
+    pub fn conflict_with(code: ErrorCode, problem: FieldProblem) -> Self {
+        AppError::Conflict {
+            field: Some(problem.field.clone()),
+            code,
+            message: problem.message.clone(),
+            problems: vec![problem],
         }
     }
 
@@ -221,6 +239,21 @@ impl FieldProblem {
     }
 }
 
+/// The caps an admin sets on what a workspace or a user holds at once (`domain::caps`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Cap {
+    /// Environments running at once, per workspace.
+    RunningEnvironments,
+    /// Endpoint replicas, per workspace.
+    Replicas,
+    /// Uploads in progress, per user.
+    Uploads,
+    /// Open live streams (log views, terminals), per user.
+    Streams,
+}
+
 /// The rules a value can break, with what is needed to say them in any language.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -283,6 +316,13 @@ pub enum Rule {
     TimeLimit { secs: u64 },
     /// The check ended without saying why; what it printed is in the server log under `incident`.
     Crashed { incident: String },
+    /// One more than an admin's cap allows (`max`); `used`: what the workspace's others already hold,
+    /// where that is the reason.
+    CapReached {
+        cap: Cap,
+        max: i64,
+        used: Option<i64>,
+    },
 }
 
 /// What every error response of the REST API looks like (the browser reads it back as an [`AppError`]
@@ -314,6 +354,7 @@ impl ErrorBody {
                 field: self.field,
                 code: self.code,
                 message: self.message,
+                problems: self.problems,
             }
         } else {
             AppError::Invalid {

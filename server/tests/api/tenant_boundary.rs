@@ -434,6 +434,12 @@ async fn caps_on_uploads_and_replicas_name_their_value_and_admins_change_them() 
     assert_eq!(status, StatusCode::CONFLICT, "{refused}");
     assert_eq!(refused["code"], "limit_reached", "{refused}");
     assert_eq!(refused["field"], "limit", "{refused}");
+    // The rule travels too, so that the dashboard says the whole refusal in its reader's language.
+    assert_eq!(
+        refused["problems"][0]["rule"],
+        json!({ "kind": "cap_reached", "cap": "uploads", "max": 1, "used": null }),
+        "{refused}"
+    );
     assert!(
         refused["message"]
             .as_str()

@@ -228,10 +228,17 @@ fn Register(register: ServerAction<RegisterCluster>) -> impl IntoView {
                 <Field name="qos" id="cluster-qos" label=move || t!(i18n, admin.clusters_qos) autocomplete="off" error />
                 <Field name="cpus" id="cluster-cpus" label=move || t!(i18n, admin.clusters_cpus) input_type="number" value="2" error />
                 <Field name="memory_mb" id="cluster-memory" label=move || t!(i18n, admin.clusters_memory) input_type="number" value="4000" error />
-                <div class="field field-check">
-                    <input type="checkbox" id="cluster-stand-ins" name="gpu_stand_ins" value="on" data-testid="cluster-stand-ins" />
-                    <label for="cluster-stand-ins">{t!(i18n, admin.clusters_stand_ins)}</label>
-                </div>
+                // A test cluster's switch, folded away so that nobody registering a real cluster
+                // mistakes it for a setting of theirs.
+                <details class="form-advanced" data-testid="cluster-test-options">
+                    <summary>{t!(i18n, admin.clusters_test_options)}</summary>
+                    <div class="field field-check">
+                        <input type="checkbox" id="cluster-stand-ins" name="gpu_stand_ins" value="on" data-testid="cluster-stand-ins"
+                            aria-describedby="cluster-stand-ins-hint" />
+                        <label for="cluster-stand-ins">{t!(i18n, admin.clusters_stand_ins)}</label>
+                    </div>
+                    <p class="hint" id="cluster-stand-ins-hint">{t!(i18n, admin.clusters_stand_ins_hint)}</p>
+                </details>
                 <SubmitButton pending=register.pending() testid="cluster-register">
                     {t!(i18n, admin.clusters_register)}
                 </SubmitButton>

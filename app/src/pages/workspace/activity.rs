@@ -70,7 +70,7 @@ fn ActivityTable(list: Vec<AuditEntry>, id: WorkspaceId, paged: bool) -> impl In
                     <td>
                         <span class="muted">
                             {kind_words(i18n.get_locale_untracked(), &e.resource_type).map_or(e.resource_type.clone(), str::to_string)}
-                            "："
+                            {t!(i18n, activity.kind_sep)}
                         </span>
                         <span translate="no">{e.resource}</span>
                     </td>

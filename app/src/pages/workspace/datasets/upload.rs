@@ -45,11 +45,26 @@ const HEAD_BYTES: u64 = 64 * 1024;
 /// Rows of a file to be converted shown before it is sent.
 const PREVIEW_LINES: usize = 5;
 
-/// What a chosen file's first bytes say: for a GBK or Big5 file, that encoding and its first rows as
-/// they will be stored (converted by the browser's own decoder); `None` for UTF-8.
+/// What a chosen file's first bytes say: its encoding and its first rows as they will be stored — a GBK
+/// or Big5 file converted by the browser's own decoder, a UTF-8 one as it is (so that a wrong file or
+/// a wrong column order is seen before it is sent, whatever its encoding). `None` when the head is not
+/// text in any of them.
 fn encoding_preview(head: &[u8]) -> Option<(UploadEncoding, Vec<String>)> {
-    let encoding = UploadEncoding::guess(head)?;
-    let text = http::decode(head, encoding.as_str())?;
+    let (encoding, text) = match UploadEncoding::guess(head) {
+        Some(legacy) => (legacy, http::decode(head, legacy.as_str())?),
+        None => {
+            let body = head.strip_prefix(&[0xEF, 0xBB, 0xBF]).unwrap_or(head);
+            // The head may end inside a character: only whole ones are shown.
+            let whole = match std::str::from_utf8(body) {
+                Ok(text) => text,
+                Err(e) if e.error_len().is_none() => {
+                    std::str::from_utf8(&body[..e.valid_up_to()]).ok()?
+                }
+                Err(_) => return None,
+            };
+            (UploadEncoding::Utf8, whole.to_string())
+        }
+    };
     let lines = text.lines().take(PREVIEW_LINES).map(str::to_string);
     Some((encoding, lines.collect()))
 }
@@ -175,8 +190,8 @@ pub fn UploadForm(
     .into_any()
 }
 
-/// Before a GBK or Big5 file is sent: what it is, that it will be converted (or, with UTF-8 chosen,
-/// refused), and its first rows as they will be stored.
+/// Before a file is sent: what it is, that it is kept as it is (UTF-8) or will be converted (or, with
+/// UTF-8 chosen, refused), and its first rows as they will be stored.
 #[component]
 fn EncodingPreview(
     preview: RwSignal<Option<(UploadEncoding, Vec<String>)>>,
@@ -189,16 +204,16 @@ fn EncodingPreview(
                 UploadEncoding::Big5 => "Big5",
                 _ => "GBK / GB18030",
             };
-            let refused = move || encoding.get() == UploadEncoding::Utf8;
+            let says = move || match (found, encoding.get()) {
+                (UploadEncoding::Utf8, _) => t_string!(i18n, datasets.preview_utf8).to_string(),
+                (_, UploadEncoding::Utf8) => {
+                    t_string!(i18n, datasets.preview_refused, encoding = name).to_string()
+                }
+                _ => t_string!(i18n, datasets.preview_converted, encoding = name).to_string(),
+            };
             view! {
                 <div class="notice notice-info encoding-preview" role="status" data-testid="encoding-preview" data-encoding=found.as_str()>
-                    <p>
-                        {move || if refused() {
-                            t_string!(i18n, datasets.preview_refused, encoding = name).to_string()
-                        } else {
-                            t_string!(i18n, datasets.preview_converted, encoding = name).to_string()
-                        }}
-                    </p>
+                    <p>{says}</p>
                     <pre translate="no">{lines.join("\n")}</pre>
                 </div>
             }
@@ -327,6 +342,26 @@ fn FileField(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every file gets its preview before it is sent: UTF-8 as it is (with or without a BOM, cut inside
+    /// a character at the end of the head), a legacy encoding as it will be converted.
+    #[test]
+    fn a_chosen_file_shows_its_first_rows_in_any_encoding() {
+        let utf8 = "text,label\n很好,1\n".as_bytes();
+        assert_eq!(
+            encoding_preview(utf8),
+            Some((
+                UploadEncoding::Utf8,
+                vec!["text,label".into(), "很好,1".into()]
+            ))
+        );
+        let mut bom_cut = vec![0xEF, 0xBB, 0xBF];
+        bom_cut.extend_from_slice(&"text\n很好".as_bytes()[..9]);
+        assert_eq!(
+            encoding_preview(&bom_cut),
+            Some((UploadEncoding::Utf8, vec!["text".into(), "很".into()]))
+        );
+    }
 
     #[test]
     fn the_upload_url_carries_the_metadata() {

@@ -145,7 +145,7 @@ pub fn CheckpointsTable(
                 view! {
                     <tr data-testid="checkpoint-row" data-id=c.id.get() data-state=st.as_str() data-step=c.step>
                         {job}
-                        <th scope="row" class="num">{c.step}{c.epoch.map(|e| format!(" · {e:.2}"))}</th>
+                        <th scope="row" class="num nowrap">{c.step}{c.epoch.map(|e| format!(" · {e:.2}"))}</th>
                         <td class="nowrap">
                             {let has = c.metrics.is_some();
                             move || if has {

@@ -197,10 +197,11 @@ fn EvaluateForm(
                     <label for="evaluate-checkpoint">{t!(i18n, evaluations.checkpoint)}</label>
                     <select id="evaluate-checkpoint" data-testid="evaluate-checkpoint" on:change=move |ev| checkpoint.set(event_target_value(&ev))>
                         {move || usable.get().into_iter().map(|(id, job_id, step, best)| {
-                            let name = jobs.with_value(|j| checkpoint_name(i18n.get_locale_untracked(), j.as_ref(), job_id, step));
+                            // Worded in the page's language as it is now: a language switch rewords it.
+                            let name = move || jobs.with_value(|j| checkpoint_name(i18n.get_locale(), j.as_ref(), job_id, step));
                             view! {
                                 <option value=id.to_string() selected=move || checkpoint.get() == id.to_string()>
-                                    {move || if best { format!("{name} ({})", t_string!(i18n, checkpoints.best)) } else { name.clone() }}
+                                    {move || if best { format!("{} ({})", name(), t_string!(i18n, checkpoints.best)) } else { name() }}
                                 </option>
                             }
                         }).collect_view()}
