@@ -40,11 +40,12 @@ impl Cuda {
     pub fn probe_with(driver_present: bool) -> Cuda {
         let hidden = hostcaps::is_hidden(hostcaps::Capability::Cuda);
         let loaded = hostcaps::cuda::load_where_gpus_may_be(driver_present);
-        let devices = match loaded {
-            Ok(true) if cuda_hooks_registered() && tch::Cuda::is_available() => {
-                tch::Cuda::device_count() as usize
-            }
-            _ => 0,
+        // Asked once, and only where the library was loaded (see `cuda_hooks_registered`).
+        let hooks = loaded == Ok(true) && cuda_hooks_registered();
+        let devices = if hooks && tch::Cuda::is_available() {
+            tch::Cuda::device_count() as usize
+        } else {
+            0
         };
         let driver = hostcaps::cuda::nvidia_driver();
         let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
@@ -56,7 +57,7 @@ impl Cuda {
         };
         let why_none = if hidden {
             format!("CUDA is hidden by {}", hostcaps::HIDE_ENV)
-        } else if loaded == Ok(true) && !cuda_hooks_registered() {
+        } else if loaded == Ok(true) && !hooks {
             "libtorch was asked about CUDA before its CUDA library was loaded, and keeps that first answer \
              (a fault in Paddock: please report it)"
                 .into()

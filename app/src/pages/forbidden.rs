@@ -11,9 +11,10 @@ use crate::i18n::*;
 /// The cookie leptos_i18n keeps the chosen language in (see `App`).
 const LANGUAGE_COOKIE: &str = "i18n_pref_locale";
 
-/// The language a request's `Cookie` header chose, else the dashboard's default (see `App`).
-pub fn locale_of(cookie_header: Option<&str>) -> Locale {
-    cookie_header
+/// The language a request's `Cookie` headers chose, else the dashboard's default (see `App`). All of
+/// them: HTTP/2 clients may send each cookie in a header of its own.
+pub fn locale_of<'a>(cookie_headers: impl IntoIterator<Item = &'a str>) -> Locale {
+    cookie_headers
         .into_iter()
         .flat_map(|h| h.split(';'))
         .filter_map(|c| c.trim().split_once('='))
@@ -61,6 +62,11 @@ mod tests {
         assert_eq!(locale_of(None), Locale::zh);
         assert_eq!(locale_of(Some("a=b; i18n_pref_locale=en")), Locale::en);
         assert_eq!(locale_of(Some("i18n_pref_locale=xx")), Locale::zh);
+        assert_eq!(
+            locale_of(["a=b", "i18n_pref_locale=en"]),
+            Locale::en,
+            "a header per cookie"
+        );
         let zh = forbidden_document(Locale::zh);
         assert!(
             zh.contains("<html lang=\"zh\"") && zh.contains("403") && zh.contains("管理员"),

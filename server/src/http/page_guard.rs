@@ -41,8 +41,9 @@ pub async fn guard(State(state): State<AppState>, req: Request, next: Next) -> R
     if caller.is_some_and(|c| !c.is_admin) && is_admin_page(path) {
         let cookies = parts
             .headers
-            .get(header::COOKIE)
-            .and_then(|v| v.to_str().ok());
+            .get_all(header::COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok());
         let locale = app::pages::forbidden::locale_of(cookies);
         return (
             StatusCode::FORBIDDEN,

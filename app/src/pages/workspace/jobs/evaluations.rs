@@ -404,6 +404,44 @@ fn Confusion(e: EvaluationInfo) -> impl IntoView {
 mod tests {
     use super::*;
 
+    /// The evaluate form starts on the job's dev set, else any set the job did not train on, else the
+    /// first (issue 33: it started on the training set, whose score flatters the model).
+    #[test]
+    fn the_evaluation_starts_on_data_the_model_did_not_learn_from() {
+        let set = |id: i64| {
+            serde_json::from_value::<DatasetSummary>(serde_json::json!({
+            "id": id, "workspace_id": 1, "name": format!("d{id}"), "file_name": "d.tsv", "format": "tsv",
+            "container_path": "/workspace/d.tsv", "bytes": 1, "sha256": "", "rows": 1, "text_column": "text",
+            "label_column": "label", "label_distribution": {}, "created_by": null, "created_at": "t"
+        }))
+        .unwrap()
+        };
+        let list = [set(1), set(2), set(3)];
+        let (d1, d2, d3) = (DatasetId::new(1), DatasetId::new(2), DatasetId::new(3));
+        assert_eq!(
+            default_dataset(&list, Some((d1, Some(d3)))),
+            Some(d3),
+            "the dev set"
+        );
+        assert_eq!(
+            default_dataset(&list, Some((d1, None))),
+            Some(d2),
+            "not the training set"
+        );
+        assert_eq!(
+            default_dataset(&list, Some((d1, Some(DatasetId::new(9))))),
+            Some(d2),
+            "a dev set since deleted"
+        );
+        assert_eq!(
+            default_dataset(&list[..1], Some((d1, None))),
+            Some(d1),
+            "the only one"
+        );
+        assert_eq!(default_dataset(&list, None), Some(d1));
+        assert_eq!(default_dataset(&[], Some((d1, None))), None);
+    }
+
     #[test]
     fn checkpoints_are_named_with_their_job_where_several_are_listed() {
         let jobs: BTreeMap<JobId, String> = [(JobId::new(3), "tiny-run".to_string())].into();
