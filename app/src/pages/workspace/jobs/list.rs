@@ -16,7 +16,7 @@ use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
 use crate::pages::workspace::{use_current_workspace, SectionPage};
-use contracts::types::{ExecutorKind, JobSummary};
+use contracts::types::{ExecutorKind, JobStatus, JobSummary};
 
 /// How often the list is read again while a job is active.
 const POLL: std::time::Duration = std::time::Duration::from_secs(3);
@@ -65,7 +65,12 @@ fn JobsTable(list: Vec<JobSummary>, workspace_id: WorkspaceId) -> impl IntoView 
                         <A href=job_href(workspace_id, job.id) attr:data-testid="job-link">{label}</A>
                         <span class="muted small block">"#"{job.id.get()}{by}</span>
                     </th>
-                    <td><JobStatusBadge status=status /></td>
+                    <td>
+                        <JobStatusBadge status=status />
+                        {waits_on_its_cluster(&job).then(|| view! {
+                            <span class="muted small block" data-testid="job-cluster-waiting">{t!(i18n, jobs.cluster_waiting)}</span>
+                        })}
+                    </td>
                     <td><JobProgress summary=Signal::stored(job.clone()) /></td>
                     <td class="num" data-testid="job-queue">{queue.map(|p| format!("#{p}"))}</td>
                     <td class="nowrap" data-testid="job-runs-on">
@@ -82,6 +87,13 @@ fn JobsTable(list: Vec<JobSummary>, workspace_id: WorkspaceId) -> impl IntoView 
         </DataTable>
     }
     .into_any()
+}
+
+/// Whether a job handed to a cluster has not begun training: Paddock counts it running from its
+/// submission, while it may wait in the cluster's queue (issue 33: the list said "running" of a job
+/// Slurm had not started). The job's page asks the cluster where it is.
+pub fn waits_on_its_cluster(job: &JobSummary) -> bool {
+    job.status == JobStatus::Running && job.cluster.is_some() && job.total_steps.is_none()
 }
 
 /// Where a job runs, in one phrase: `This server`, `Cluster slurm`; then ` · container` when it runs
@@ -115,4 +127,40 @@ pub fn how_text(locale: Locale, executor: ExecutorKind, gpus: &[u32]) -> String 
         text.push_str(&format!(" · GPU {list}"));
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cluster_job_waits_until_its_run_has_said_it_started() {
+        let job = |status: JobStatus, cluster: Option<&str>, total: Option<i64>| -> JobSummary {
+            serde_json::from_value(serde_json::json!({
+                "id": 1, "workspace_id": 1, "name": "j", "status": status, "status_reason": null,
+                "status_message": null, "exit_code": null, "executor": "local",
+                "cluster": cluster, "cluster_job": "17", "priority": 0, "gpus": 0, "gpu_indices": [],
+                "step": 0, "total_steps": total, "epoch": null, "queue_position": null,
+                "created_by": null, "created_at": "", "started_at": null, "finished_at": null,
+            }))
+            .unwrap()
+        };
+        assert!(waits_on_its_cluster(&job(
+            JobStatus::Running,
+            Some("slurm"),
+            None
+        )));
+        assert!(
+            !waits_on_its_cluster(&job(JobStatus::Running, Some("slurm"), Some(40))),
+            "training"
+        );
+        assert!(
+            !waits_on_its_cluster(&job(JobStatus::Running, None, None)),
+            "this server"
+        );
+        assert!(
+            !waits_on_its_cluster(&job(JobStatus::Queued, Some("slurm"), None)),
+            "Paddock's queue"
+        );
+    }
 }
