@@ -16,6 +16,7 @@ use futures_util::StreamExt;
 
 use super::audit::{self, Entry};
 use super::auth::Actor;
+use super::image_archives;
 use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::types::{CatalogImage, DockerStatus, GpuSummary, RuntimeNeeds};
 
@@ -324,7 +325,11 @@ impl Engine {
     }
 
     /// Loads a `docker save` archive streamed from an admin's upload: how an image reaches a server
-    /// that no registry reaches. At most [`MAX_IMAGE_ARCHIVE_BYTES`]. What Docker loaded, by reference.
+    /// that no registry reaches. At most [`MAX_IMAGE_ARCHIVE_BYTES`], and within
+    /// [`image_archives::Caps::DEFAULT`]: every chunk also goes to [`image_archives::inspect`] on a
+    /// blocking thread, and the body's end reaches Docker only once the whole archive was found within
+    /// the caps. A refusal cuts the request, and Docker drops what it had. What Docker loaded, by
+    /// reference.
     pub async fn load_images<S, E>(
         &self,
         db: &SqlitePool,
@@ -339,19 +344,60 @@ impl Engine {
             return Err(AppError::Forbidden);
         }
         let docker = self.docker().await?;
-        let mut sent = 0u64;
-        // Past the limit the stream ends in an error, and Docker drops what it had.
-        let archive = archive.map(move |chunk| {
-            let chunk = chunk.map_err(|e| std::io::Error::other(e.to_string()))?;
-            sent += chunk.len() as u64;
-            if sent > MAX_IMAGE_ARCHIVE_BYTES {
-                return Err(std::io::Error::other(
-                    "the archive is larger than the server takes",
-                ));
-            }
-            Ok(chunk)
+        let (chunks, inspected) = tokio::sync::mpsc::channel(16);
+        let refusal = std::sync::Arc::new(std::sync::OnceLock::<String>::new());
+        let inspector = {
+            let refusal = refusal.clone();
+            tokio::task::spawn_blocking(move || {
+                let reader = image_archives::ChunkReader::new(inspected);
+                let verdict = image_archives::inspect(reader, &image_archives::Caps::DEFAULT);
+                match &verdict {
+                    Ok(summary) => tracing::info!(?summary, "image archive within its caps"),
+                    Err(why) => {
+                        let _ = refusal.set(why.clone());
+                    }
+                }
+                verdict.is_ok()
+            })
+        };
+        let cut = |why: &str| std::io::Error::other(why.to_string());
+        let gate = Gate {
+            archive: Box::pin(archive),
+            chunks: Some(chunks),
+            inspector: Some(inspector),
+            sent: 0,
+        };
+        let body = futures_util::stream::unfold(gate, move |mut gate| async move {
+            let chunks = gate.chunks.as_ref()?;
+            let item = match gate.archive.next().await {
+                Some(Ok(chunk)) => {
+                    gate.sent += chunk.len() as u64;
+                    if gate.sent > MAX_IMAGE_ARCHIVE_BYTES {
+                        Err(cut("the archive is larger than the server takes"))
+                    } else if chunks.send(chunk.clone()).await.is_err() {
+                        Err(cut("the archive is over a cap"))
+                    } else {
+                        return Some((Ok(chunk), gate));
+                    }
+                }
+                Some(Err(e)) => Err(cut(&e.to_string())),
+                None => {
+                    gate.chunks = None;
+                    let inspector = gate.inspector.take()?;
+                    if inspector.await.unwrap_or(false) {
+                        return None;
+                    }
+                    Err(cut("the archive is over a cap"))
+                }
+            };
+            gate.chunks = None;
+            Some((item, gate))
         });
-        let loaded = match docker.load_images(archive).await {
+        let loaded = docker.load_images(body).await;
+        if let Some(why) = refusal.get() {
+            return Err(archive_over_cap(why));
+        }
+        let loaded = match loaded {
             Ok(loaded) if !loaded.is_empty() => loaded,
             Ok(_) => return Err(archive_invalid("Docker found no image in it")),
             Err(containers::Error::DockerUnreachable(why)) => return Err(unavailable(&why)),
@@ -382,6 +428,23 @@ fn archive_invalid(why: &str) -> AppError {
         ErrorCode::ImageArchiveInvalid,
         format!("this is not an image archive as `docker save` writes it: {why}"),
     )
+}
+
+fn archive_over_cap(why: &str) -> AppError {
+    AppError::invalid(
+        "file",
+        ErrorCode::ImageArchiveInvalid,
+        format!("this image archive is refused before Docker unpacks it: {why}"),
+    )
+}
+
+/// An upload on its way to Docker, its chunks shown to the inspector first ([`Engine::load_images`]).
+struct Gate<S> {
+    archive: std::pin::Pin<Box<S>>,
+    /// `None` once the stream has ended, in any way.
+    chunks: Option<tokio::sync::mpsc::Sender<bytes::Bytes>>,
+    inspector: Option<tokio::task::JoinHandle<bool>>,
+    sent: u64,
 }
 
 fn unavailable(why: &str) -> AppError {

@@ -14,8 +14,8 @@
 //!   one authorisation check every workspace-scoped query goes through.
 //! - People and teams: [`accounts`], [`admin`], [`sessions`], [`tokens`], [`workspaces`] (with their
 //!   purge), [`members`], [`audit`], [`caps`] (per-user limits), [`throttle`] (sign-in budgets).
-//! - Work: [`environments`] (with [`engine`], the optional Docker connection, and [`gpus`], the GPU
-//!   inventory), [`datasets`] and [`pretrained`] models (files kept as [`storage`] lays out, migrated by
+//! - Work: [`environments`] (with [`engine`], the optional Docker connection, [`gpus`], the GPU
+//!   inventory, and [`image_archives`], the caps on an image archive counted before Docker unpacks it), [`datasets`] and [`pretrained`] models (files kept as [`storage`] lays out, migrated by
 //!   [`layout`]), [`jobs`] (queue, scheduler, checkpoints), [`evaluations`] (checkpoints measured on
 //!   datasets), [`endpoints`] (replicas, parity gate, gateway, keys); [`names`] checks the names people
 //!   give things.
@@ -41,6 +41,7 @@ pub mod environments;
 pub mod evaluations;
 pub mod executor;
 pub mod gpus;
+pub mod image_archives;
 pub mod jobs;
 pub mod layout;
 pub mod members;

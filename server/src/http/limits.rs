@@ -18,6 +18,7 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use contracts::error::{AppError, ErrorCode};
 use domain::AppState;
@@ -161,13 +162,13 @@ impl HttpBody for Watched {
     }
 }
 
-/// `axum::Json`, but every rejection is an [`AppError`], and the body must be a JSON object: every
-/// request type is a struct, and serde would otherwise also read a struct from an array of its fields
-/// in order (`["team"]` as `{"name": "team"}`), a second shape no client is told about. Use with
+/// `axum::Json`, but every rejection is an [`AppError`], and every struct in the body must be a JSON
+/// object: serde would otherwise also read a struct from an array of its fields in order
+/// (`["team"]` as `{"name": "team"}`), a second shape no client is told about ([`parse`]). Use with
 /// `#[serde(deny_unknown_fields)]` request types.
 pub struct ApiJson<T>(pub T);
 
-impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
+impl<T: DeserializeOwned + Serialize> FromRequest<AppState> for ApiJson<T> {
     type Rejection = AppError;
 
     async fn from_request(req: Request, state: &AppState) -> Result<Self, Self::Rejection> {
@@ -190,11 +191,6 @@ impl<T: DeserializeOwned> FromRequest<AppState> for ApiJson<T> {
         let bytes = Bytes::from_request(req, state)
             .await
             .map_err(|r| bytes_rejection(r, limit))?;
-        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-            return Err(AppError::Malformed {
-                message: "the request body must be a JSON object ({…})".into(),
-            });
-        }
         parse(&bytes).map(ApiJson)
     }
 }
@@ -208,11 +204,20 @@ fn bytes_rejection(rejection: BytesRejection, limit_bytes: u64) -> AppError {
     }
 }
 
-/// Parses JSON, naming the offending field for data errors.
-pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
+/// Parses a JSON object, naming the offending field for data errors.
+///
+/// A struct read from an array is refused wherever it sits: the value is written back and every
+/// place where it is an object must have been one in the body. serde has no switch for this, and
+/// the written-back value is the shape the OpenAPI document describes.
+pub fn parse<T: DeserializeOwned + Serialize>(bytes: &[u8]) -> Result<T, AppError> {
     if std::str::from_utf8(bytes).is_err() {
         return Err(AppError::Malformed {
             message: "request body is not valid UTF-8".into(),
+        });
+    }
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(AppError::Malformed {
+            message: "the request body must be a JSON object ({…})".into(),
         });
     }
     let mut de = serde_json::Deserializer::from_slice(bytes);
@@ -221,7 +226,22 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
             de.end().map_err(|e| AppError::Malformed {
                 message: format!("malformed JSON body: {e}"),
             })?;
-            Ok(v)
+            let given: serde_json::Value =
+                serde_json::from_slice(bytes).map_err(|e| AppError::Malformed {
+                    message: format!("malformed JSON body: {e}"),
+                })?;
+            let meant = serde_json::to_value(&v).map_err(|e| AppError::Malformed {
+                message: format!("malformed JSON body: {e}"),
+            })?;
+            match array_for_object(&given, &meant, String::new()) {
+                None => Ok(v),
+                Some(path) => Err(AppError::Invalid {
+                    field: Some(path),
+                    code: ErrorCode::InvalidBody,
+                    message: "invalid JSON body: expected an object ({…}), found an array".into(),
+                    problems: Vec::new(),
+                }),
+            }
         }
         Err(e) => {
             let path = e.path().to_string();
@@ -244,6 +264,39 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, AppError> {
     }
 }
 
+/// The path of the first place where `meant` (the parsed value written back) has an object and
+/// `given` (the body) an array.
+fn array_for_object(
+    given: &serde_json::Value,
+    meant: &serde_json::Value,
+    path: String,
+) -> Option<String> {
+    use serde_json::Value;
+    let join = |key: &str| {
+        if path.is_empty() {
+            key.to_string()
+        } else {
+            format!("{path}.{key}")
+        }
+    };
+    match (given, meant) {
+        (Value::Array(_), Value::Object(_)) => {
+            Some(if path.is_empty() { ".".into() } else { path })
+        }
+        (Value::Object(given), Value::Object(meant)) => meant.iter().find_map(|(key, inner)| {
+            given
+                .get(key)
+                .and_then(|g| array_for_object(g, inner, join(key)))
+        }),
+        (Value::Array(given), Value::Array(meant)) => given
+            .iter()
+            .zip(meant)
+            .enumerate()
+            .find_map(|(i, (g, m))| array_for_object(g, m, join(&i.to_string()))),
+        _ => None,
+    }
+}
+
 /// serde reports unknown and missing fields at the parent's path; the field name is in the message.
 fn unknown_or_missing_field(message: &str) -> Option<String> {
     let rest = message
@@ -256,12 +309,36 @@ fn unknown_or_missing_field(message: &str) -> Option<String> {
 mod tests {
     use super::*;
 
-    #[derive(serde::Deserialize, Debug)]
+    #[derive(serde::Deserialize, serde::Serialize, Debug)]
     #[serde(deny_unknown_fields)]
-    #[allow(dead_code)]
     struct Body {
         name: String,
         count: u32,
+    }
+
+    #[derive(serde::Deserialize, serde::Serialize, Debug)]
+    #[serde(deny_unknown_fields)]
+    struct Outer {
+        inner: Body,
+        #[serde(default)]
+        more: Vec<Body>,
+    }
+
+    #[test]
+    fn a_struct_is_read_from_an_object_only_at_any_depth() {
+        for (body, field) in [
+            (r#"["a", 1]"#, None),
+            (r#"{"inner": ["a", 1]}"#, Some("inner")),
+            (
+                r#"{"inner": {"name": "a", "count": 1}, "more": [{"name": "b", "count": 2}, ["c", 3]]}"#,
+                Some("more.1"),
+            ),
+        ] {
+            let e = parse::<Outer>(body.as_bytes()).unwrap_err();
+            assert_eq!(e.field(), field, "{body}: {e:?}");
+        }
+        let ok = parse::<Outer>(br#"{"inner": {"name": "a", "count": 1}, "more": []}"#).unwrap();
+        assert_eq!((ok.inner.name.as_str(), ok.more.len()), ("a", 0));
     }
 
     #[test]

@@ -136,6 +136,20 @@ async fn malformed_and_oversized_bodies_write_nothing() {
         0
     );
 
+    // A struct inside the body is read from an object only, as the top level is: serde would read an
+    // internally tagged `reach` from `["local", null]` too. (alice signed up first: she is the admin.)
+    let registration =
+        json!({ "name": "c1", "reach": ["local", null], "cpus": 1, "memory_mb": 1000 });
+    let (status, body) = alice.post("/api/v1/admin/clusters", &registration).await;
+    assert_eq!(
+        (status, body["code"].as_str(), body["field"].as_str()),
+        (invalid, Some("invalid_body"), Some("reach")),
+        "{body}"
+    );
+    let message = body["message"].as_str().unwrap_or_default();
+    assert!(message.contains("expected an object"), "{body}");
+    assert_eq!(server.count("SELECT COUNT(*) FROM clusters").await, 0);
+
     // The same body, well-formed and small, is accepted: the refusals above were about the input.
     let (status, _) = post(br#"{"name":"ok"}"#, JSON).await;
     assert_eq!(status, StatusCode::CREATED);

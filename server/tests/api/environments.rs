@@ -644,6 +644,11 @@ async fn secret_variables_reach_the_container_but_never_a_reader_or_the_image() 
 /// A `docker save` archive of a one-layer image tagged `tag` (one file, `/hello.txt`), made here:
 /// no registry is reachable, so the test brings its own image as an admin would.
 fn image_archive(tag: &str) -> Vec<u8> {
+    image_archive_of(tag, &[("hello.txt", b"loaded without a registry\n")])
+}
+
+/// A `docker save` archive of one image whose one layer holds `files`.
+fn image_archive_of(tag: &str, files: &[(&str, &[u8])]) -> Vec<u8> {
     use sha2::Digest;
     fn entry(builder: &mut tar::Builder<Vec<u8>>, path: &str, data: &[u8]) {
         let mut header = tar::Header::new_gnu();
@@ -654,7 +659,9 @@ fn image_archive(tag: &str) -> Vec<u8> {
         builder.append_data(&mut header, path, data).unwrap();
     }
     let mut layer = tar::Builder::new(Vec::new());
-    entry(&mut layer, "hello.txt", b"loaded without a registry\n");
+    for (path, data) in files {
+        entry(&mut layer, path, data);
+    }
     let layer = layer.into_inner().unwrap();
     let diff_id = hex::encode(sha2::Sha256::digest(&layer));
     let config = json!({
@@ -714,6 +721,28 @@ async fn an_admin_loads_an_image_archive_and_environments_can_then_use_it() {
         !body["message"].as_str().unwrap().contains("/var/lib"),
         "no daemon internals: {body}"
     );
+
+    // Within Docker's limits but past Paddock's: a layer path of 129 names is refused before Docker
+    // unpacks anything, in our words, and nothing is loaded.
+    let deep = "d/".repeat(128) + "f";
+    let (status, body) = admin
+        .upload(load, image_archive_of(&tag, &[(deep.as_str(), b"")]))
+        .await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("image_archive_invalid")
+        ),
+        "{body}"
+    );
+    let message = body["message"].as_str().unwrap();
+    assert!(message.contains("more than 128 names"), "{body}");
+    let absent = Command::new("docker")
+        .args(["image", "inspect", &tag])
+        .output()
+        .unwrap();
+    assert!(!absent.status.success(), "a refused archive was loaded");
 
     let (status, body) = admin.upload(load, image_archive(&tag)).await;
     assert_eq!(status, StatusCode::OK, "{body}");

@@ -49,7 +49,7 @@ pub async fn load_images(
     Ok(Json(LoadedImages { loaded }))
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UserBody {
     pub disabled: bool,
@@ -96,7 +96,7 @@ pub async fn update_user(
     ))
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QuotaBody {
     /// The most GPUs the workspace may hold at once; `null` removes the quota.

@@ -21,7 +21,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     routes_of![signup; signin; signout; me]
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Credentials {
     /// 3–32 characters of a-z, 0-9, `_`, `.`, `-` (case-insensitive).

@@ -26,7 +26,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
     ]
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct KeyBody {
     pub name: String,
@@ -124,7 +124,7 @@ pub async fn change(
     ))
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlaygroundBody {
     pub inputs: Vec<String>,

@@ -42,7 +42,7 @@ const LOG_POLL: Duration = Duration::from_millis(400);
 /// Terminal activity is written to the database at most this often (for idle auto-stop).
 const TOUCH_EVERY: Duration = Duration::from_secs(30);
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BuildBody {
     /// Build even when an image with the same build hash exists.
@@ -50,7 +50,7 @@ pub struct BuildBody {
     pub force: bool,
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecBody {
     /// The command and its arguments, run without a shell: `["python", "-V"]`.

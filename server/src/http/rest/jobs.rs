@@ -35,7 +35,7 @@ pub fn routes() -> OpenApiRouter<AppState> {
 /// often (changes made where no one signals, such as a restart's recovery).
 const STREAM_FALLBACK: Duration = Duration::from_secs(2);
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RetryBody {
     /// Continue exactly from the job's latest checkpoint (optimizer state, schedule, data order).

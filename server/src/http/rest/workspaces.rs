@@ -22,14 +22,14 @@ pub fn routes() -> OpenApiRouter<AppState> {
     ]
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkspaceBody {
     /// 1–64 characters, no control characters; surrounding spaces are trimmed.
     pub name: String,
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AddMemberBody {
     pub username: String,
@@ -37,7 +37,7 @@ pub struct AddMemberBody {
     pub role: String,
 }
 
-#[derive(Debug, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChangeRoleBody {
     /// `owner`, `editor` or `viewer`.
