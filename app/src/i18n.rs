@@ -81,6 +81,9 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
         }
         Rule::Fp16NeedsGpu => td_string!(locale, rules.fp16_needs_gpu).to_string(),
         Rule::Bf16NeedsCpuSupport => td_string!(locale, rules.bf16_needs_cpu_support).to_string(),
+        Rule::Bf16NeedsAmpere { ampere } => {
+            td_string!(locale, rules.bf16_needs_ampere, ampere = *ampere).to_string()
+        }
         Rule::MoreGpusThanHost { host } => {
             td_string!(locale, rules.more_gpus_than_host, host = *host).to_string()
         }
@@ -444,6 +447,7 @@ mod tests {
             },
             Rule::Fp16NeedsGpu,
             Rule::Bf16NeedsCpuSupport,
+            Rule::Bf16NeedsAmpere { ampere: 1 },
             Rule::MoreGpusThanHost { host: 3 },
             Rule::MoreGpusThanUsable {
                 host: 0,

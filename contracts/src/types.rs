@@ -1184,6 +1184,11 @@ pub struct SharedDirResult {
     pub checked: bool,
     /// What went wrong (`None`: the node read the server's file and the server read the node's).
     pub problem: Option<String>,
+    /// The NVIDIA driver loaded on that node (`550.54.15`; `None`: none, or the check did not run).
+    /// Work asking for GPUs is refused on a partition whose node has none, or one too old for
+    /// Paddock's CUDA runtime.
+    #[serde(default)]
+    pub driver: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -172,7 +172,7 @@ pub async fn start(
     } = request;
     if let Some(name) = &cluster {
         jobs.executors
-            .runs_on(name, None, ExecutorKind::Local)
+            .runs_on(name, None, ExecutorKind::Local, 0)
             .await?;
     }
     let (resource, dataset_name, dataset_sha256) = {
@@ -526,7 +526,7 @@ async fn launch(
     let (executor, placement) = match cluster {
         Some(name) => (
             jobs.executors
-                .runs_on(name, None, ExecutorKind::Local)
+                .runs_on(name, None, ExecutorKind::Local, 0)
                 .await?,
             crate::admin::cluster_placement(db, workspace_id, name, None).await?,
         ),

@@ -76,6 +76,13 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     assert.equal(await shared.getAttribute('data-ok'), 'true');
     const checked = cluster.locator('[data-testid="cluster-shared-dir-partition"][data-ok="true"]');
     assert.equal(await checked.count(), 2, 'gpu and short');
+    // Each checked node's NVIDIA driver, as its check job read it: none on the test cluster.
+    const drivers = cluster.getByTestId('cluster-node-driver');
+    assert.equal(await drivers.count(), 2);
+    for (const driver of await drivers.all()) {
+      assert.equal(await driver.getAttribute('data-driver'), '');
+      await waitForText(driver, '没有 NVIDIA 驱动');
+    }
     // The card in Chinese; what Slurm says (states, node lists, time limits) is shown as code.
     assertNotEnglish(await clustersCard(page), NAMES, 'the clusters card');
     await screenshot(page, '12-cluster');

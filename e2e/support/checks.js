@@ -72,7 +72,7 @@ const TERMS = [
   'GiB', 'QPS', 'p50', 'p95', 'p99', 'Ctrl', 'Shift', 'Hugging', 'Face', 'PaddleNLP', 'tar', 'max_seq_len',
   'WordPiece', 'Paddock', 'UTC', 'CLS', 'SEP', 'Paddle', 'PaddlePaddle',
   // Precision: the value `auto` and what decides it (bfloat16, Intel's AMX tiles, NVIDIA's Ampere).
-  'auto', 'bfloat', 'AMX', 'Ampere',
+  'auto', 'bfloat', 'AMX', 'Ampere', 'NVIDIA',
   // The header, placeholder and library the endpoint's call snippets name in their sentences.
   'Authorization', 'YOUR_API_KEY', 'requests',
 ];

@@ -282,6 +282,9 @@ pub enum Rule {
     Fp16NeedsGpu,
     /// bfloat16 on the CPU needs AVX512-BF16, which this server's CPU lacks.
     Bf16NeedsCpuSupport,
+    /// bfloat16 on GPUs needs compute capability 8.0 (Ampere) or newer; `ampere` GPUs of this host
+    /// have it, fewer than the job asks for (before Ampere bf16 is emulated, and the trainer refuses it).
+    Bf16NeedsAmpere { ampere: i64 },
     /// More GPUs than this host has: it would never start.
     MoreGpusThanHost { host: i64 },
     /// More GPUs than this host can use, some of its GPUs being left out (each reason in the words of

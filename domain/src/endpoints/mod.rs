@@ -356,7 +356,11 @@ pub async fn deploy(
 ) -> Result<EndpointDetail, AppError> {
     check_spec(&spec)?;
     deployer
-        .check_cluster(spec.cluster.as_deref(), spec.partition.as_deref())
+        .check_cluster(
+            spec.cluster.as_deref(),
+            spec.partition.as_deref(),
+            &spec.device,
+        )
         .await?;
     let slug = slug_for(&spec)?;
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
@@ -442,7 +446,7 @@ pub async fn redeploy(
     drop(tx);
     stopped(&r)?;
     deployer
-        .check_cluster(r.cluster.as_deref(), r.partition.as_deref())
+        .check_cluster(r.cluster.as_deref(), r.partition.as_deref(), &r.device)
         .await?;
     let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
     stopped(&r)?;

@@ -145,16 +145,19 @@ impl Deployer {
     }
 
     /// Refuses, before anything is recorded, a cluster this server does not have, a partition it does
-    /// not have or that names no cluster, and one whose nodes do not see the data directory.
+    /// not have or that names no cluster, and one whose nodes do not see the data directory or, for
+    /// replicas on `device` cuda (one GPU each), have no driver for Paddock's CUDA.
     pub(crate) async fn check_cluster(
         &self,
         cluster: Option<&str>,
         partition: Option<&str>,
+        device: &str,
     ) -> Result<(), AppError> {
+        let gpus = u32::from(device == "cuda");
         match cluster {
             Some(name) => self
                 .executors
-                .runs_on(name, partition, ExecutorKind::Local)
+                .runs_on(name, partition, ExecutorKind::Local, gpus)
                 .await
                 .map(drop),
             None if partition.is_some() => Err(crate::executor::partition_without_cluster()),

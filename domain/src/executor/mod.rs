@@ -370,10 +370,16 @@ impl Executors {
         Some(self.slurm_named(name)?.check_shared_dir().await)
     }
 
-    /// Why work for partition `partition` of the cluster named `name` cannot run there, if the last
-    /// shared-directory check found its nodes blind to the data directory.
-    pub fn shared_dir_problem(&self, name: &str, partition: Option<&str>) -> Option<String> {
-        self.slurm_named(name)?.shared_dir_problem(partition)
+    /// Why work for partition `partition` of the cluster named `name`, asking for `gpus`, cannot run
+    /// there, if the last shared-directory check found its nodes blind to the data directory or
+    /// without a driver for Paddock's CUDA (`slurm::preflight`).
+    pub fn partition_problem(
+        &self,
+        name: &str,
+        partition: Option<&str>,
+        gpus: u32,
+    ) -> Option<String> {
+        self.slurm_named(name)?.partition_problem(partition, gpus)
     }
 
     /// The partitions of the cluster named `name`: `None` when this server has no such cluster, an
@@ -387,12 +393,14 @@ impl Executors {
     /// image) in `partition` (`None`: the default one): refused when this server has no such cluster,
     /// when the cluster has no such partition (asked of its scheduler now, so a bad choice is refused
     /// before anything is queued), or when the last shared-directory check found the partition's nodes
-    /// blind to the data directory.
+    /// blind to the data directory or, for work asking for `gpus`, without a driver that runs
+    /// Paddock's CUDA.
     pub async fn runs_on(
         &self,
         name: &str,
         partition: Option<&str>,
         kind: ExecutorKind,
+        gpus: u32,
     ) -> Result<Arc<dyn Executor>, contracts::error::AppError> {
         let cluster = self.known_cluster(name, kind)?;
         if let Some(partition) = partition {
@@ -407,7 +415,7 @@ impl Executors {
             };
             one_of_partitions(name, partition, known)?;
         }
-        match self.shared_dir_problem(name, partition) {
+        match self.partition_problem(name, partition, gpus) {
             Some(problem) => Err(cluster_invalid(format!(
                 "the cluster {name:?} cannot run it: {problem}"
             ))),

@@ -105,7 +105,8 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
             // check since the submission may have found the partition's nodes blind to the data
             // directory, where the job could only fail.
             let partition = placement.partition.as_deref();
-            let runs_on = jobs.executors.runs_on(name, partition, kind).await;
+            let gpus = u32::try_from(gpus).unwrap_or(0);
+            let runs_on = jobs.executors.runs_on(name, partition, kind, gpus).await;
             runs_on.map_err(|refused| format!("{refused}; submit the job again once it can run"))?
         }
         None => jobs.executor(kind),

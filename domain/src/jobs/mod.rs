@@ -392,6 +392,9 @@ async fn submit_as(
             )
         });
     }
+    if cluster.is_none() && spec.gpus > 0 && spec.precision == "bf16" {
+        bf16_on_gpus(&detected.gpus, spec.gpus)?;
+    }
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     let quota: Option<i64> =
         sqlx::query_scalar("SELECT max_gpus FROM workspace_quotas WHERE workspace_id = ?")
@@ -490,6 +493,33 @@ async fn submit_as(
     get(db, actor, workspace_id, job_id).await
 }
 
+/// Refuses bf16 for a job asking for `asked` GPUs of a host with fewer from Ampere on (compute
+/// capability 8.0): before it bfloat16 is emulated, and the trainer refuses it once placed. A GPU whose
+/// compute capability its driver does not report (before R510) is not held against the job.
+fn bf16_on_gpus(gpus: &[containers::preflight::GpuInfo], asked: u32) -> Result<(), AppError> {
+    let ampere = hostcaps::cuda::Version::from_parts(&[8, 0]);
+    let native = gpus
+        .iter()
+        .filter(|g| g.compute_capability.as_ref().is_none_or(|cc| *cc >= ampere))
+        .count();
+    if native >= asked as usize {
+        return Ok(());
+    }
+    let problem = FieldProblem::new(
+        "precision",
+        Rule::Bf16NeedsAmpere {
+            ampere: native as i64,
+        },
+        format!(
+            "bf16 on a GPU needs compute capability 8.0 (Ampere) or newer, and this host has {native} such GPU(s) for the {asked} asked; use fp16 or fp32"
+        ),
+    );
+    Err(
+        AppError::invalid_fields(ErrorCode::JobSpecInvalid, vec![problem])
+            .unwrap_or(AppError::Internal),
+    )
+}
+
 /// A job refused at its `gpus` field because it asks for more than it could ever get.
 fn never_starts(rule: Rule, message: String) -> AppError {
     let problem = FieldProblem::new("gpus", rule, message);
@@ -509,7 +539,9 @@ async fn cluster_for(
         None => ExecutorKind::Local,
     };
     let partition = spec.partition.as_deref();
-    jobs.executors.runs_on(name, partition, kind).await
+    jobs.executors
+        .runs_on(name, partition, kind, spec.gpus)
+        .await
 }
 
 /// The image a job in environment `env_id` runs: its current version's, which must be built and carry

@@ -413,6 +413,7 @@ fn members_see_a_cluster_s_partitions_not_its_configuration() {
                 node: Some("node1".into()),
                 checked: true,
                 problem: None,
+                driver: Some("550.54.15".into()),
             }],
         }),
         reached_by: "slurm.conf /etc/slurm/slurm.conf".into(),
@@ -456,4 +457,29 @@ fn each_job_has_one_best_checkpoint_the_newest_that_was_best_so_far() {
     only_the_last_best(&mut list);
     let best: Vec<i64> = list.iter().filter(|c| c.best).map(|c| c.id.get()).collect();
     assert_eq!(best, [5, 4]);
+}
+
+/// bf16 on GPUs is taken only where as many GPUs as asked are from Ampere on (or do not say).
+#[test]
+fn bf16_needs_as_many_ampere_gpus_as_asked() {
+    let gpu = |index: u32, cc: Option<&str>| containers::preflight::GpuInfo {
+        index,
+        uuid: format!("GPU-{index}"),
+        pci_bus_id: String::new(),
+        name: "test".into(),
+        driver_version: "580.95.05".parse().unwrap(),
+        compute_capability: cc.map(|c| c.parse().unwrap()),
+        memory_mib: None,
+    };
+    let (t4, a10, old_driver) = (gpu(0, Some("7.5")), gpu(1, Some("8.6")), gpu(2, None));
+    assert!(bf16_on_gpus(std::slice::from_ref(&a10), 1).is_ok());
+    assert!(bf16_on_gpus(&[t4.clone(), old_driver], 2).is_err());
+    assert!(bf16_on_gpus(&[t4.clone(), a10.clone()], 1).is_ok());
+    let refused = bf16_on_gpus(&[t4.clone(), a10], 2).unwrap_err();
+    assert_eq!(refused.field(), Some("precision"));
+    assert_eq!(
+        refused.problems().first().and_then(|p| p.rule.clone()),
+        Some(Rule::Bf16NeedsAmpere { ampere: 1 })
+    );
+    assert!(bf16_on_gpus(&[t4], 1).is_err());
 }

@@ -2086,6 +2086,8 @@ mod on_slurm {
                 p["node"].as_str().is_some_and(|n| n.starts_with("node")),
                 "{check}"
             );
+            // The job read the node's NVIDIA driver: none here (GPU jobs still run, on stand-ins).
+            assert_eq!(p["driver"], Value::Null, "{check}");
         }
         let member = server.signup("member").await;
         let preflight = "/api/v1/admin/clusters/slurm/preflight";

@@ -277,9 +277,21 @@ fn SharedDir(check: Option<SharedDirCheck>) -> impl IntoView {
                             {move || t_string!(i18n, admin.clusters_shared_partition_unchecked, partition = partition.clone()).to_string()}
                             " "<code>{problem}</code>
                         }.into_any(),
-                        None => view! {
-                            {move || t_string!(i18n, admin.clusters_shared_partition_ok, partition = partition.clone(), node = node.clone()).to_string()}
-                        }.into_any(),
+                        None => {
+                            let driver = p.driver.clone();
+                            let shown = driver.clone().unwrap_or_default();
+                            view! {
+                                {move || t_string!(i18n, admin.clusters_shared_partition_ok, partition = partition.clone(), node = node.clone()).to_string()}
+                                " "
+                                <span data-testid="cluster-node-driver" data-driver=shown>
+                                    {move || match driver.clone() {
+                                        Some(version) => t_string!(i18n, admin.clusters_shared_driver, version = version).to_string(),
+                                        None => t_string!(i18n, admin.clusters_shared_no_driver).to_string(),
+                                    }}
+                                </span>
+                            }
+                            .into_any()
+                        }
                         Some(problem) => view! {
                             {move || t_string!(i18n, admin.clusters_shared_partition_failed, partition = partition.clone()).to_string()}
                             " "<code>{problem}</code>

@@ -5,6 +5,11 @@
 //! batch job per partition: the job reads a file the server wrote there and writes one back, which the
 //! server must then read with the same contents. A partition whose nodes fail it is refused at
 //! submission, and the admin page says why.
+//!
+//! The same job reports the node's NVIDIA driver (the first line of `/proc/driver/nvidia/version`,
+//! readable without holding a GPU), so that work asking for GPUs is refused at submission on a partition
+//! whose node has no driver, or one too old for Paddock's CUDA runtime, instead of failing on the node
+//! once it is placed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,20 +21,34 @@ use super::Slurm;
 
 /// How long the check waits for its jobs (each runs for a moment once placed).
 const WAIT: Duration = Duration::from_secs(120);
-/// The batch job: the server's token, read from `probe`, written back with the node's name.
-const SCRIPT: &str = r#"cat probe > "seen-$1.tmp" && echo "$SLURMD_NODENAME" >> "seen-$1.tmp" && mv "seen-$1.tmp" "seen-$1""#;
+/// The batch job: the server's token, read from `probe`, written back with the node's name and its
+/// NVIDIA driver's version line (nothing where no driver is loaded).
+const SCRIPT: &str = r#"cat probe > "seen-$1.tmp" && echo "$SLURMD_NODENAME" >> "seen-$1.tmp" && { head -n 1 /proc/driver/nvidia/version 2>/dev/null; true; } >> "seen-$1.tmp" && mv "seen-$1.tmp" "seen-$1""#;
 
 impl Slurm {
     /// Why work sent to `partition` (`None`: this server's, else the cluster's default) cannot run
-    /// there, if the last check found its nodes blind to the data directory.
-    pub fn shared_dir_problem(&self, partition: Option<&str>) -> Option<String> {
+    /// there, if the last check found its nodes blind to the data directory or, for work asking for
+    /// `gpus`, its node without a driver that runs Paddock's CUDA.
+    pub fn partition_problem(&self, partition: Option<&str>, gpus: u32) -> Option<String> {
         let check = self.last_shared_dir_check()?;
         let default = self.default_partition.lock().ok()?.clone();
         let partition = partition
             .map(str::to_string)
             .or(self.settings.placement.partition.clone())
             .or(default)?;
-        let problem = check.problem_of(&partition)?;
+        let problem = check
+            .problem_of(&partition)
+            .map(str::to_string)
+            .or_else(|| {
+                let result = check
+                    .partitions
+                    .iter()
+                    .find(|p| p.partition == partition && p.checked)?;
+                let stand_ins = self.settings.gpu_stand_ins;
+                (gpus > 0 && !stand_ins)
+                    .then(|| gpu_problem(result, hostcaps::cuda::cuda_runtime))
+                    .flatten()
+            })?;
         Some(format!("partition {partition}: {problem}"))
     }
 
@@ -76,6 +95,7 @@ impl Slurm {
                 node: None,
                 checked: true,
                 problem: Some(format!("cannot write {}: {e}", dir.display())),
+                driver: None,
             }],
         };
         let _ = tokio::fs::remove_dir_all(&dir).await;
@@ -107,6 +127,7 @@ impl Slurm {
                         node: None,
                         checked: false,
                         problem: Some(format!("the cluster cannot say its partitions: {problem}")),
+                        driver: None,
                     });
                     continue;
                 }
@@ -129,6 +150,7 @@ impl Slurm {
                     node: None,
                     checked: false,
                     problem: Some(format!("the preflight job was refused: {e}")),
+                    driver: None,
                 }),
             }
         }
@@ -201,24 +223,54 @@ impl Slurm {
                 node,
                 checked: !waiting,
                 problem: Some(problem),
+                driver: None,
             };
         }
-        let seen = tokio::fs::read_to_string(dir.join(format!("seen-{partition}"))).await;
+        let seen = tokio::fs::read_to_string(dir.join(format!("seen-{partition}")))
+            .await
+            .ok();
+        let driver = seen.as_deref().and_then(driver_of);
         let state = last.as_ref().map(|i| &i.state);
-        let (checked, problem) = verdict(
-            seen.ok(),
-            token,
-            state,
-            node.as_deref(),
-            &self.storage.data_dir,
-        );
+        let (checked, problem) =
+            verdict(seen, token, state, node.as_deref(), &self.storage.data_dir);
         SharedDirResult {
             partition,
             node,
             checked,
             problem,
+            driver,
         }
     }
+}
+
+/// The node's NVIDIA driver version in what the preflight job wrote back (its third line, if any).
+fn driver_of(seen: &str) -> Option<String> {
+    let line = seen.lines().nth(2)?;
+    hostcaps::cuda::driver_version(line).map(|v| v.to_string())
+}
+
+/// Why work asking for GPUs cannot use them on the node that `result` checked: no NVIDIA driver, or
+/// one that cannot run Paddock's CUDA runtime (`runtime` is asked only when there is a driver, since
+/// reading it loads libtorch's CUDA library into this process).
+fn gpu_problem(
+    result: &SharedDirResult,
+    runtime: impl FnOnce() -> Option<&'static hostcaps::cuda::CudaRuntime>,
+) -> Option<String> {
+    let node = result.node.as_deref().unwrap_or("its node");
+    let Some(driver) = &result.driver else {
+        return Some(format!(
+            "{node} has no NVIDIA driver loaded, so work asking for GPUs cannot use them there"
+        ));
+    };
+    let driver = driver.parse::<hostcaps::cuda::Version>().ok()?;
+    let Some(runtime) = runtime() else {
+        return Some(format!(
+            "this server's libtorch has no CUDA runtime, so it cannot run work on {node}'s GPUs"
+        ));
+    };
+    runtime
+        .refuses(&driver, None)
+        .map(|why| format!("on {node}, {why}"))
 }
 
 /// What an ended preflight job says of the directory: whether the check was done, and what is wrong.
@@ -265,8 +317,55 @@ async fn prepare(dir: &std::path::Path, token: &str) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::{verdict, JobState};
+    use super::{driver_of, gpu_problem, verdict, JobState};
+    use contracts::types::SharedDirResult;
+    use hostcaps::cuda::CudaRuntime;
     use std::path::Path;
+    use std::sync::LazyLock;
+
+    #[test]
+    fn the_nodes_driver_is_read_from_what_its_job_wrote_back() {
+        let proprietary = "t0k3n\nnode1\nNVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n";
+        assert_eq!(driver_of(proprietary).as_deref(), Some("550.54.15"));
+        let open = "t0k3n\nnode1\nNVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.65.06  Release Build  (dvs-builder@U16)\n";
+        assert_eq!(driver_of(open).as_deref(), Some("580.65.06"));
+        for none in [
+            "t0k3n\nnode1\n",
+            "t0k3n\n",
+            "",
+            "t0k3n\nnode1\ncat: no such file\n",
+        ] {
+            assert_eq!(driver_of(none), None, "{none:?}");
+        }
+    }
+
+    #[test]
+    fn work_asking_for_gpus_needs_a_driver_that_runs_the_runtime() {
+        static CUDA_13: LazyLock<CudaRuntime> = LazyLock::new(|| CudaRuntime {
+            version: "13.0".parse().unwrap(),
+            architectures: vec!["7.5".parse().unwrap(), "12.0".parse().unwrap()],
+        });
+        let result = |driver: Option<&str>| SharedDirResult {
+            partition: "gpu".into(),
+            node: Some("node7".into()),
+            checked: true,
+            problem: None,
+            driver: driver.map(str::to_string),
+        };
+        let runtime = || Some(&*CUDA_13);
+        let none = gpu_problem(&result(None), || {
+            panic!("no driver: the runtime is not read")
+        });
+        assert!(none.unwrap().contains("node7 has no NVIDIA driver"));
+        let old = gpu_problem(&result(Some("550.54.15")), runtime).unwrap();
+        assert!(
+            old.contains("on node7") && old.contains("550.54.15") && old.contains("580.65.06"),
+            "{old}"
+        );
+        assert_eq!(gpu_problem(&result(Some("580.95.05")), runtime), None);
+        let without = gpu_problem(&result(Some("580.95.05")), || None).unwrap();
+        assert!(without.contains("no CUDA runtime"), "{without}");
+    }
 
     #[test]
     fn only_a_job_that_ran_its_script_judges_the_directory() {
