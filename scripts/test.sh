@@ -10,9 +10,8 @@
 #      compiled once, by clippy's driver, warnings denied; the site building beside them), run by
 #      scripts/sqlx-data.sh --check so that the checked queries' data is compared with the migrations
 #      in the same compile.
-#   4. the browser suite's `make run` spec, then every Rust test binary with the other browser specs
-#      beside them, each suite run to the end even when something fails (one failing test binary must
-#      not hide the others' results).
+#   4. every Rust test binary, then every browser spec, each suite run to the end even when something
+#      fails (one failing test binary must not hide the others' results).
 # The last lines give each step's start and length, then one summary line of passed/failed counts across
 # both suites. The exit status fails on any failure, on unformatted code, on a lint, on stale query data,
 # on a setup that failed, and on a suite that could not run at all. Each step's whole output is kept
@@ -51,7 +50,7 @@ rust_counts() {
 
 # The totals node's test runner prints at the end: `# pass N` (TAP, when piped) or `ℹ pass N` (spec).
 node_counts() {
-  awk '/^(# |ℹ )pass [0-9]+$/ { p += $NF } /^(# |ℹ )fail [0-9]+$/ { f += $NF } END { printf "%d %d\n", p, f }' "$1"
+  awk '/^(# |ℹ )pass [0-9]+$/ { p = $NF } /^(# |ℹ )fail [0-9]+$/ { f = $NF } END { printf "%d %d\n", p, f }' "$1"
 }
 
 # Disk, said at each step: a machine short of it fails in odd places (an image build's "no space left on
@@ -105,40 +104,24 @@ source scripts/env.sh
 
 disk "after the build"
 [ "$(free_gb)" -ge "$RUNTIME_IMAGE_GB" ] || say "warning: $(free_gb) GB free is less than the ${RUNTIME_IMAGE_GB} GB the environment image with the runtime needs while it is built: the tests that run jobs in containers will fail with \"no space left on device\""
-# The browser suite runs beside the Rust tests: both mostly wait (on trainers, Docker, Slurm, a page),
-# so together they take little more than the Rust tests alone. Its first spec runs `make run`, which asks
-# cargo whether anything changed, so it runs before `cargo test` holds the target directory.
-e2e_rc=1
-: >"$logs/e2e.log"
-browser() {
-  (cd e2e && PADDOCK_BIN="$PWD/../$bin" PADDOCK_SITE_ROOT="$PWD/../$site" node --test --test-concurrency=1 "$@") >>"$logs/e2e.log" 2>&1
-}
-if [ -x "$bin" ] && [ -f "$site/pkg/paddock.wasm" ]; then
-  say "browser: node --test e2e/specs (PADDOCK_BIN=$bin, site $site): \`make run\` first, then the rest beside the Rust tests; output in $logs/e2e.log, shown after them"
-  e2e_started=$(date +%s)
-  browser specs/00-*.test.js
-  first_rc=$?
-  browser $(ls e2e/specs/*.test.js | grep -v '/00-' | sed 's|^e2e/||') &
-  e2e=$!
-else
-  say "browser: cannot run: $bin or $site/pkg/paddock.wasm is missing"
-fi
-
 say "Rust: cargo test --no-fail-fast $*"
 rust_started=$(date +%s)
 cargo test --no-fail-fast "$@" 2>&1 | tee "$logs/rust.log"
 rust_rc=${PIPESTATUS[0]}
 took "Rust tests" "$rust_started"
 read -r rust_pass rust_fail rust_ignored < <(rust_counts "$logs/rust.log")
-disk "after the Rust tests"
 
-if [ -n "${e2e:-}" ]; then
-  wait "$e2e"
-  rest_rc=$?
-  took "browser tests (beside the Rust tests)" "$e2e_started"
-  e2e_rc=$((first_rc || rest_rc))
-  say "browser: what the suite printed ($logs/e2e.log)"
-  cat "$logs/e2e.log"
+disk "after the Rust tests"
+if [ -x "$bin" ] && [ -f "$site/pkg/paddock.wasm" ]; then
+  say "browser: node --test e2e/specs (PADDOCK_BIN=$bin, site $site)"
+  e2e_started=$(date +%s)
+  (cd e2e && PADDOCK_BIN="$PWD/../$bin" PADDOCK_SITE_ROOT="$PWD/../$site" npm test --silent) 2>&1 | tee "$logs/e2e.log"
+  e2e_rc=${PIPESTATUS[0]}
+  took "browser tests" "$e2e_started"
+else
+  say "browser: cannot run: $bin or $site/pkg/paddock.wasm is missing"
+  : >"$logs/e2e.log"
+  e2e_rc=1
 fi
 read -r e2e_pass e2e_fail < <(node_counts "$logs/e2e.log")
 
