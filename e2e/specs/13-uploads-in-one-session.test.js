@@ -61,4 +61,42 @@ describe('a model and three datasets uploaded in one page session', () => {
     assert.equal(await readMarker(page), marker, 'the same page session throughout');
     assert.deepEqual(story.owner.problems, [], 'no wasm panic or hydration error');
   });
+
+  // The class of the crash: a browser callback (a request's end, a file read) reaching a component
+  // that is gone. Leaving a form while its upload is in flight aborts the request, whose end then
+  // fires during the form's disposal; leaving it right after choosing a file lets the preview's read
+  // finish after it. Either must call nothing back, and the page must go on working.
+  test('leaving a form mid-upload or mid-preview leaves the page alive', async () => {
+    const { page } = story.owner;
+    const shell = new Shell(page);
+    const models = new ModelsPage(page);
+    await models.goto(story.workspaceId);
+    const marker = await plantMarker(page);
+    let held;
+    const intercepted = new Promise((resolve) => {
+      page.route('**/pretrained-models/upload**', (route) => { held = route; resolve(); });
+    });
+    const dir = await mkdtemp(path.join(tmpdir(), 'paddock-e2e-left-'));
+    const archive = path.join(dir, 'never_sent.tar');
+    execFileSync('tar', ['-cf', archive, '-C', path.dirname(ERNIE), path.basename(ERNIE)]);
+    await page.getByTestId('pretrained-file').setInputFiles(archive);
+    await page.getByTestId('pretrained-upload').click();
+    await intercepted;
+    await shell.openSection('datasets');
+    try { await held.abort(); } catch { /* the page aborted it first */ }
+    await page.unroute('**/pretrained-models/upload**');
+
+    const list = new DatasetsListPage(page);
+    await list.uploadForm.waitFor();
+    await list.fileInput.setInputFiles(FILES[1]);
+    await shell.openSection('models');
+    await shell.openSection('datasets');
+    await list.uploadForm.waitFor();
+    await list.upload(FILES[0], 'after_leaving');
+    await new DatasetPage(page).opened();
+    await shell.openSection('models');
+    assert.equal(await page.locator('[data-testid="pretrained-row"][data-name="never_sent"]').count(), 0);
+    assert.equal(await readMarker(page), marker, 'the same page session throughout');
+    assert.deepEqual(story.owner.problems, [], 'no wasm panic or hydration error');
+  });
 });

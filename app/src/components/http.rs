@@ -163,16 +163,46 @@ mod browser {
         fn decode(this: &TextDecoder, bytes: &[u8]) -> String;
     }
 
+    /// Whether the component that started a browser task (a file read, a request) is still there.
+    ///
+    /// The browser calls back whenever it is done — after the person has navigated away too — and a
+    /// callback that then reads one of the gone component's signals or stored values panics, which
+    /// takes the whole page down ("reactive value that has already been disposed", then `unreachable`).
+    /// So every callback this module takes runs only while its component lives: the flag is lowered by
+    /// the component's cleanup, which runs before its stored values (a request in flight among them)
+    /// are dropped, so a request aborted by that drop calls nothing back either.
+    #[derive(Clone)]
+    struct Alive(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+    impl Alive {
+        /// Tied to the current owner: the component's, in its body and in its event handlers. With no
+        /// owner (nothing to outlive), always alive.
+        fn here() -> Self {
+            let flag = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+            let lowered = flag.clone();
+            leptos::prelude::on_cleanup(move || {
+                lowered.store(false, std::sync::atomic::Ordering::Relaxed)
+            });
+            Alive(flag)
+        }
+
+        fn get(&self) -> bool {
+            self.0.load(std::sync::atomic::Ordering::Relaxed)
+        }
+    }
+
     /// Reads the first `limit` bytes of `picked` in the browser and hands them to `on_read` (nothing
-    /// when the file cannot be read): a look at a file before it is sent.
+    /// when the file cannot be read, or once the component that asked is gone): a look at a file
+    /// before it is sent.
     pub fn read_head(picked: &Picked, limit: u64, on_read: impl FnOnce(Vec<u8>) + 'static) {
         let reader = FileReader::new();
+        let alive = Alive::here();
         // A one-shot closure, freed once it has run.
         let listener = {
             let reader = reader.clone();
             Closure::once_into_js(move |_: JsValue| {
                 let result = reader.result();
-                if result.is_object() {
+                if result.is_object() && alive.get() {
                     on_read(js_sys::Uint8Array::new(&result).to_vec());
                 }
             })
@@ -238,12 +268,17 @@ mod browser {
         }
         let done = Rc::new(RefCell::new(false));
         let on_done = Rc::new(RefCell::new(Some(on_done)));
+        let alive = Alive::here();
         // `loadend` follows load, error and abort alike; status 0 means no answer.
         let finish = {
-            let (xhr, done, on_done) = (xhr.clone(), done.clone(), on_done.clone());
+            let (xhr, done, on_done, alive) =
+                (xhr.clone(), done.clone(), on_done.clone(), alive.clone());
             Closure::<dyn FnMut(JsValue)>::new(move |_| {
                 *done.borrow_mut() = true;
-                if let Some(f) = on_done.borrow_mut().take() {
+                let Some(f) = on_done.borrow_mut().take() else {
+                    return;
+                };
+                if alive.get() {
                     f(Response {
                         status: xhr.status(),
                         body: xhr.response_text().unwrap_or_default(),
@@ -254,7 +289,9 @@ mod browser {
         xhr.add_event_listener("loadend", &finish);
         let progress = on_progress.map(|mut f| {
             let listener = Closure::<dyn FnMut(ProgressEvent)>::new(move |ev: ProgressEvent| {
-                f(ev.loaded() as u64, ev.total() as u64)
+                if alive.get() {
+                    f(ev.loaded() as u64, ev.total() as u64)
+                }
             });
             xhr.upload().add_event_listener("progress", &listener);
             listener

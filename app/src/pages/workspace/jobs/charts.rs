@@ -107,7 +107,9 @@ pub fn Chart(
                 } else {
                     fed.set_value((Some(locale), sent));
                     set_timeout(
-                        move || retry.update(|n| *n += 1),
+                        move || {
+                            retry.try_update(|n| *n += 1);
+                        },
                         std::time::Duration::from_millis(200),
                     );
                 }
