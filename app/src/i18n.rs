@@ -334,6 +334,7 @@ fn message(locale: Locale, code: ErrorCode) -> Message {
         C::KeyNameInvalid => Whole(td_string!(locale, errors.key_name_invalid)),
         C::KeyRateInvalid => Whole(td_string!(locale, errors.key_rate_invalid)),
         C::KeyRefused => Whole(td_string!(locale, errors.key_refused)),
+        C::LabelNamesInvalid => Lead(td_string!(locale, errors.label_names_invalid)),
         C::LabelsMismatch => Lead(td_string!(locale, errors.labels_mismatch)),
         C::LastOwner => Whole(td_string!(locale, errors.last_owner)),
         C::LimitReached => Lead(td_string!(locale, errors.limit_reached)),

@@ -46,6 +46,10 @@ pub struct Columns {
     /// Read when present in the header / object; a missing pair column is not an error.
     pub text_pair: String,
     pub label: String,
+    /// Names for the label column's values (`"0"` → `"负面"`), applied as rows are read: the model,
+    /// its metrics and its answers then speak in the names. Values not named are read as they are.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub label_names: BTreeMap<String, String>,
 }
 
 impl Default for Columns {
@@ -54,8 +58,55 @@ impl Default for Columns {
             text: "text".into(),
             text_pair: "text_pair".into(),
             label: "label".into(),
+            label_names: BTreeMap::new(),
         }
     }
+}
+
+/// The longest label name.
+pub const MAX_LABEL_NAME_CHARS: usize = 64;
+
+/// Reads label names as people write them: `0=负面,1=正面` (pairs separated by commas, semicolons or
+/// new lines, full-width ones too; `＝` for `=`). Says what is wrong with the first bad pair: no `=`, an
+/// empty value or name, a name too long or with control characters, a value named twice, two values
+/// given one name (which would make them one label).
+pub fn parse_label_names(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut names = BTreeMap::new();
+    let pairs = text
+        .split([',', '，', ';', '；', '\n'])
+        .map(str::trim)
+        .filter(|p| !p.is_empty());
+    for pair in pairs {
+        let Some((value, name)) = pair.split_once(['=', '＝']) else {
+            return Err(format!("`{pair}` is not value=name"));
+        };
+        let (value, name) = (value.trim(), name.trim());
+        if value.is_empty() || name.is_empty() {
+            return Err(format!("`{pair}` needs a value and a name"));
+        }
+        if name.chars().count() > MAX_LABEL_NAME_CHARS || name.chars().any(char::is_control) {
+            return Err(format!(
+                "the name of `{value}` must be at most {MAX_LABEL_NAME_CHARS} characters, none of them control characters"
+            ));
+        }
+        if names.contains_key(value) {
+            return Err(format!("`{value}` is named twice"));
+        }
+        if let Some((other, _)) = names.iter().find(|(_, n)| *n == name) {
+            return Err(format!("`{other}` and `{value}` are both named `{name}`"));
+        }
+        names.insert(value.to_string(), name.to_string());
+    }
+    Ok(names)
+}
+
+/// Label names written the way [`parse_label_names`] reads them (`0=负面,1=正面`).
+pub fn format_label_names(names: &BTreeMap<String, String>) -> String {
+    names
+        .iter()
+        .map(|(value, name)| format!("{value}={name}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The validation report of a data file, as `paddock validate` prints it and the server stores it with
@@ -455,6 +506,38 @@ pub struct HistogramBin {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn label_names_are_read_as_people_write_them() {
+        let names = parse_label_names(" 0=负面，1 = 正面;\n2＝中性 ,").unwrap();
+        assert_eq!(
+            names
+                .iter()
+                .map(|(v, n)| (v.as_str(), n.as_str()))
+                .collect::<Vec<_>>(),
+            [("0", "负面"), ("1", "正面"), ("2", "中性")]
+        );
+        assert_eq!(format_label_names(&names), "0=负面,1=正面,2=中性");
+        assert_eq!(
+            parse_label_names(&format_label_names(&names)).unwrap(),
+            names
+        );
+        assert!(parse_label_names("").unwrap().is_empty());
+        for (text, why) in [
+            ("0负面", "is not value=name"),
+            ("0=", "needs a value and a name"),
+            ("=负面", "needs a value and a name"),
+            ("0=负面,0=正面", "named twice"),
+            ("0=好,1=好", "both named"),
+            ("0=a\tb", "control characters"),
+        ] {
+            let e = parse_label_names(text).unwrap_err();
+            assert!(e.contains(why), "{text}: {e}");
+        }
+        let long = format!("0={}", "长".repeat(MAX_LABEL_NAME_CHARS + 1));
+        assert!(parse_label_names(&long).unwrap_err().contains("at most"));
+    }
+
     use super::*;
 
     #[test]

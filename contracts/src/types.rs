@@ -596,7 +596,11 @@ pub struct DatasetSummary {
     pub rows: u64,
     pub text_column: String,
     pub label_column: String,
-    /// Rows per label.
+    /// Names given to the label column's values at upload (`"0"` → `"负面"`); empty: the values are
+    /// the names. Rows are read with them, so the distribution, models and endpoints use the names.
+    #[serde(default)]
+    pub label_names: std::collections::BTreeMap<String, String>,
+    /// Rows per label (by name where one was given).
     pub label_distribution: std::collections::BTreeMap<String, u64>,
     pub created_by: Option<String>,
     pub created_at: String,

@@ -11,6 +11,7 @@
 //! ([`Jobs::evaluations`]); the others wait as `queued`.
 
 use contracts::ids::{CheckpointId, DatasetId, EvaluationId, JobId, WorkspaceId};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -224,7 +225,14 @@ pub async fn start(
                 ),
             ));
         }
-        (format!("job {job_id} step {step}"), name, sha256)
+        // The audit log names the checkpoint by its job and step; the activity page words the step
+        // in the reader's language from the detail.
+        let job: String = sqlx::query_scalar("SELECT name FROM jobs WHERE id = ?")
+            .bind(job_id)
+            .fetch_optional(&mut *conn)
+            .await?
+            .unwrap_or_else(|| format!("#{job_id}"));
+        ((job, job_id, step), name, sha256)
     };
 
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
@@ -242,10 +250,11 @@ pub async fn start(
     .bind(super::now())
     .fetch_one(&mut *tx)
     .await?;
-    let entry = Entry::in_workspace(actor, workspace_id, "checkpoint.evaluate", &resource);
+    let (job, job_id, step) = resource;
+    let entry = Entry::in_workspace(actor, workspace_id, "checkpoint.evaluate", &job);
     let detail = serde_json::json!({
-        "evaluation_id": id, "checkpoint_id": checkpoint_id, "dataset_id": dataset_id, "dataset": dataset_name,
-        "cluster": cluster,
+        "evaluation_id": id, "checkpoint_id": checkpoint_id, "job_id": job_id, "step": step,
+        "dataset_id": dataset_id, "dataset": dataset_name, "cluster": cluster,
     });
     audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
@@ -345,13 +354,14 @@ struct Launch {
     format: Option<String>,
     text_column: Option<String>,
     label_column: Option<String>,
+    label_names_json: Option<String>,
 }
 
 #[tracing::instrument(skip(db, jobs))]
 async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppError> {
     let Some(l) = sqlx::query_as::<_, Launch>(
         "SELECT e.workspace_id, e.status, e.pid, e.cluster, e.cluster_job, c.path AS checkpoint_path, c.deleted_at AS checkpoint_deleted,
-             d.path AS dataset_path, d.format, d.text_column, d.label_column
+             d.path AS dataset_path, d.format, d.text_column, d.label_column, d.label_names_json
          FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id LEFT JOIN datasets d ON d.id = e.dataset_id
          WHERE e.id = ?",
     )
@@ -401,12 +411,12 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppEr
                 )
                 .await;
             }
+            let names = crate::datasets::stored_label_names(l.label_names_json.as_deref())?;
             let args = eval_args(
                 &model,
                 &store.join(data),
                 format,
-                text,
-                label,
+                (text, label, &names),
                 jobs.cpu_threads,
             );
             let handle = launch(
@@ -474,16 +484,17 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppEr
 }
 
 /// `paddock eval`'s arguments: the checkpoint on the CPU (GPUs belong to the jobs the scheduler placed
-/// there), the dataset as it was validated, metrics as one JSON object.
+/// there), the dataset as it was validated and read with its label names (`columns`: text, label,
+/// names), metrics as one JSON object.
 fn eval_args(
     model: &Path,
     data: &Path,
     format: &str,
-    text_column: &str,
-    label_column: &str,
+    columns: (&str, &str, &BTreeMap<String, String>),
     threads: usize,
 ) -> Vec<String> {
     let path = |p: &Path| p.to_string_lossy().into_owned();
+    let (text_column, label_column, names) = columns;
     [
         "--model",
         &path(model),
@@ -495,6 +506,8 @@ fn eval_args(
         text_column,
         "--label-column",
         label_column,
+        "--label-names",
+        &contracts::data::format_label_names(names),
         "--device",
         "cpu",
         "--threads",

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { startStory } from '../support/story.js';
-import { PHONE, hydrated, plantMarker, readMarker, screenshot, withPerson } from '../support/browser.js';
+import { PHONE, hydrated, plantMarker, readMarker, screenshot, visit, withPerson } from '../support/browser.js';
 import { assertAccessibleBasics, assertInView, assertNoHorizontalOverflow, assertNotEnglish, waitForText } from '../support/checks.js';
 import { DatasetPage, DatasetsListPage } from '../pages/datasets.js';
 import { EvaluationsPanel, JobFormPage, JobPage, JobsListPage, ModelsPage } from '../pages/jobs.js';
@@ -110,6 +110,28 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await list.goto(story.workspaceId);
     await waitForText(list.row('snownlp_train'), '300');
     await screenshot(page, '08-datasets');
+  });
+
+  test('a file of 0/1 labels is given names at upload, and its page counts the rows by name', async () => {
+    const { page } = story.owner;
+    const list = new DatasetsListPage(page);
+    await list.goto(story.workspaceId);
+    const dir = await mkdtemp(path.join(tmpdir(), 'paddock-e2e-names-'));
+    const numbered = path.join(dir, 'numbered.tsv');
+    await writeFile(numbered, 'text\tlabel\n房间很干净\t1\n服务太差了\t0\n早餐不错\t1\n');
+    await list.fileInput.setInputFiles(numbered);
+    // A name for a value the file does not hold is refused at the field, in Chinese, keeping nothing.
+    await page.getByTestId('dataset-label-names').fill('0=负面,2=正面');
+    await page.getByTestId('dataset-upload-submit').click();
+    await waitForText(page.getByTestId('dataset-label-names-error'), '标签名称无法使用');
+    assert.equal(await page.getByTestId('dataset-label-names').getAttribute('aria-invalid'), 'true');
+    await page.getByTestId('dataset-label-names').fill('0=负面，1=正面');
+    await page.getByTestId('dataset-upload-submit').click();
+    const ds = new DatasetPage(page);
+    await ds.opened();
+    await waitForText(page.getByTestId('dataset-label-names'), '0 → 负面');
+    assert.equal(await ds.labels.locator('[data-label="负面"]').getAttribute('data-count'), '1');
+    assert.equal(await ds.labels.locator('[data-label="正面"]').getAttribute('data-count'), '2');
   });
 
   test('a GBK file, as Chinese Excel saves it, is recognised and converted to UTF-8', async () => {
@@ -313,6 +335,11 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     assert.equal(await readMarker(page), marker, 'the page was not reloaded');
     await assertAccessibleBasics(page);
     await screenshot(page, '08-evaluation');
+    // The activity page names the evaluated checkpoint by its job and step, the step in Chinese.
+    await visit(page, `/w/${story.workspaceId}/activity`);
+    const evaluated = page.locator('[data-testid="activity-row"][data-action="checkpoint.evaluate"]').first();
+    await waitForText(evaluated, '步');
+    assert.doesNotMatch(await evaluated.textContent(), /\bstep\b/);
   });
 
   test('a dataset in use cannot be deleted; the sample is one click; Models lists the checkpoints', async () => {

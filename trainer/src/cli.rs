@@ -255,6 +255,9 @@ pub struct DataArgs {
     pub text_pair_column: String,
     #[arg(long, default_value = "label")]
     pub label_column: String,
+    /// Names for the label column's values, as `0=负面,1=正面`: the rows are read with the names.
+    #[arg(long, default_value = "")]
+    pub label_names: String,
     /// Convert GBK/GB18030 input to UTF-8 instead of refusing it.
     #[arg(long)]
     pub convert_encoding: bool,
@@ -277,6 +280,8 @@ impl DataArgs {
                 text: self.text_column.clone(),
                 text_pair: self.text_pair_column.clone(),
                 label: self.label_column.clone(),
+                label_names: contracts::data::parse_label_names(&self.label_names)
+                    .map_err(|e| Error::Config(format!("--label-names: {e}")))?,
             },
             convert_encoding: self.convert_encoding,
             require_labels,

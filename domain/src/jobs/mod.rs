@@ -439,6 +439,24 @@ async fn submit_as(
             "the training data needs at least two labels",
         ));
     }
+    // The training set's label names are read into the dev set too (its own values are the same),
+    // so a dev set named otherwise would be scored against other labels.
+    if let Some(dev) = dev.as_ref().filter(|d| !d.label_names.is_empty()) {
+        if dev.label_names != train.label_names {
+            return Err(AppError::invalid(
+                "dev_dataset_id",
+                ErrorCode::LabelNamesInvalid,
+                format!(
+                    "the dev set names its labels {} but the training set {}; give both the same names",
+                    contracts::data::format_label_names(&dev.label_names),
+                    match train.label_names.is_empty() {
+                        true => "names none".to_string(),
+                        false => contracts::data::format_label_names(&train.label_names),
+                    }
+                ),
+            ));
+        }
+    }
     let runs_on = cluster.unwrap_or_else(|| jobs.executor(executor));
     let inputs = spec::Inputs {
         store: runs_on.store_seen(workspace_id),
@@ -448,6 +466,7 @@ async fn submit_as(
         resume_from: resume_from.clone(),
         text_column: train.text_column,
         label_column: train.label_column,
+        label_names: train.label_names,
         labels,
         gpu_device: runs_on.gpu_device(),
     };
@@ -590,6 +609,8 @@ struct DatasetInput {
     path: String,
     text_column: String,
     label_column: String,
+    label_names: std::collections::BTreeMap<String, String>,
+    /// By name where the dataset names them.
     labels: Vec<String>,
 }
 
@@ -599,14 +620,15 @@ async fn dataset_input(
     id: DatasetId,
     field: &str,
 ) -> Result<DatasetInput, AppError> {
-    let row: Option<(String, String, String, String)> = sqlx::query_as(
-        "SELECT path, text_column, label_column, report_json FROM datasets WHERE workspace_id = ? AND id = ?",
+    let row: Option<(String, String, String, Option<String>, String)> = sqlx::query_as(
+        "SELECT path, text_column, label_column, label_names_json, report_json FROM datasets
+         WHERE workspace_id = ? AND id = ?",
     )
     .bind(workspace_id)
     .bind(id)
     .fetch_optional(conn)
     .await?;
-    let Some((path, text_column, label_column, report)) = row else {
+    let Some((path, text_column, label_column, label_names, report)) = row else {
         return Err(AppError::invalid(
             field,
             ErrorCode::DatasetNotFound,
@@ -621,6 +643,7 @@ async fn dataset_input(
         path,
         text_column,
         label_column,
+        label_names: crate::datasets::stored_label_names(label_names.as_deref())?,
         labels,
     })
 }

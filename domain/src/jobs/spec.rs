@@ -186,6 +186,8 @@ pub struct Inputs {
     /// Columns of the training file.
     pub text_column: String,
     pub label_column: String,
+    /// Names for the label column's values, read into the training and dev rows.
+    pub label_names: std::collections::BTreeMap<String, String>,
     /// Label names in id order (from the training data's distribution).
     pub labels: Vec<String>,
     /// The device a job given GPUs trains on where it runs (see [`crate::executor::Executor::gpu_device`]).
@@ -225,6 +227,7 @@ pub fn job_config(spec: &JobSpec, inputs: &Inputs, threads: usize) -> JobConfig 
             columns: Columns {
                 text: inputs.text_column.clone(),
                 label: inputs.label_column.clone(),
+                label_names: inputs.label_names.clone(),
                 ..Columns::default()
             },
             convert_encoding: false,
@@ -314,6 +317,7 @@ mod tests {
             resume_from: Some("checkpoints/4/step-10".into()),
             text_column: "text".into(),
             label_column: "label".into(),
+            label_names: Default::default(),
             labels: vec!["negative".into(), "positive".into()],
             gpu_device: "cuda",
         };

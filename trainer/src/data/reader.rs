@@ -27,13 +27,22 @@ pub struct Parsed {
     pub records: usize,
 }
 
-/// Parses `text` in `format` (already resolved, not `Auto`).
+/// Parses `text` in `format` (already resolved, not `Auto`), each label read through
+/// `columns.label_names` (a value named there becomes its name; trimmed as labels are compared).
 pub fn parse(text: &str, format: DataFormat, columns: &Columns) -> Parsed {
-    match format {
+    let mut parsed = match format {
         DataFormat::Jsonl => parse_jsonl(text, columns),
         DataFormat::Csv => parse_delimited(text, b',', true, columns),
         DataFormat::Tsv | DataFormat::Auto => parse_delimited(text, b'\t', false, columns),
+    };
+    if !columns.label_names.is_empty() {
+        for label in parsed.rows.iter_mut().filter_map(|r| r.label.as_mut()) {
+            if let Some(name) = columns.label_names.get(label.trim()) {
+                *label = name.clone();
+            }
+        }
     }
+    parsed
 }
 
 fn parse_delimited(text: &str, delimiter: u8, quoting: bool, columns: &Columns) -> Parsed {
@@ -246,6 +255,30 @@ mod tests {
 
     fn parsed(text: &str, format: DataFormat) -> Parsed {
         parse(text, format, &Columns::default())
+    }
+
+    #[test]
+    fn labels_are_read_through_their_names_in_every_format() {
+        let columns = Columns {
+            label_names: contracts::data::parse_label_names("0=负面,1=正面").unwrap(),
+            ..Columns::default()
+        };
+        for (text, format) in [
+            ("text\tlabel\n好\t1\n差\t 0\n中\t2\n", DataFormat::Tsv),
+            ("text,label\n好,1\n差,0\n中,2\n", DataFormat::Csv),
+            (
+                "{\"text\":\"好\",\"label\":1}\n{\"text\":\"差\",\"label\":\"0\"}\n{\"text\":\"中\",\"label\":2}\n",
+                DataFormat::Jsonl,
+            ),
+        ] {
+            let labels: Vec<Option<String>> = parse(text, format, &columns)
+                .rows
+                .into_iter()
+                .map(|r| r.label)
+                .collect();
+            let want = [Some("正面"), Some("负面"), Some("2")].map(|l| l.map(String::from));
+            assert_eq!(labels, want, "{format:?}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ use crate::components::page::{InfoNote, Loaded};
 use crate::components::table::{columns, DataTable};
 use crate::components::time::Timestamp;
 use crate::i18n::*;
+use crate::pages::workspace::jobs::evaluations::step_words;
 use crate::pages::workspace::{use_current_workspace, use_query_id, SectionPage};
 use contracts::types::AuditEntry;
 
@@ -52,6 +53,7 @@ fn ActivityTable(list: Vec<AuditEntry>, id: WorkspaceId, paged: bool) -> impl In
         .into_iter()
         .map(|e| {
             let action = e.action.clone();
+            let resource = resource_words(i18n.get_locale_untracked(), &e);
             view! {
                 <tr data-testid="activity-row" data-action=action>
                     <td class="nowrap"><Timestamp at=e.at /></td>
@@ -72,7 +74,7 @@ fn ActivityTable(list: Vec<AuditEntry>, id: WorkspaceId, paged: bool) -> impl In
                             {kind_words(i18n.get_locale_untracked(), &e.resource_type).map_or(e.resource_type.clone(), str::to_string)}
                             {t!(i18n, activity.kind_sep)}
                         </span>
-                        <span translate="no">{e.resource}</span>
+                        <span translate="no">{resource}</span>
                     </td>
                     <td class="nowrap">{e.ip.unwrap_or_default()}</td>
                 </tr>
@@ -160,6 +162,21 @@ fn action_words(locale: Locale, action: &str) -> Option<&'static str> {
     })
 }
 
+/// What an audit entry is about, as shown: its resource's name, and for a checkpoint its step in
+/// `locale`'s words after the job's name (from the entry's detail; older entries kept their English
+/// resource, "job 1 step 188", and are shown as written).
+fn resource_words(locale: Locale, entry: &AuditEntry) -> String {
+    let step = (entry.resource_type == "checkpoint")
+        .then_some(entry.detail.as_deref())
+        .flatten()
+        .and_then(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .and_then(|d| d["step"].as_i64());
+    match step {
+        Some(step) => format!("{} · {}", entry.resource, step_words(locale, step)),
+        None => entry.resource.clone(),
+    }
+}
+
 /// The kind of thing an audit entry is about, in `locale`.
 fn kind_words(locale: Locale, kind: &str) -> Option<&'static str> {
     Some(match kind {
@@ -179,4 +196,44 @@ fn kind_words(locale: Locale, kind: &str) -> Option<&'static str> {
         "workspace" => td_string!(locale, activity_kinds.workspace),
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_checkpoints_step_is_worded_in_the_readers_language() {
+        let entry = |resource_type: &str, resource: &str, detail: Option<&str>| AuditEntry {
+            id: 1,
+            actor: None,
+            action: "checkpoint.evaluate".into(),
+            resource_type: resource_type.into(),
+            resource: resource.into(),
+            detail: detail.map(str::to_string),
+            ip: None,
+            at: String::new(),
+        };
+        let evaluated = entry(
+            "checkpoint",
+            "情感分析",
+            Some(r#"{"job_id": 3, "step": 188, "dataset": "dev"}"#),
+        );
+        assert_eq!(
+            resource_words(Locale::zh, &evaluated),
+            "情感分析 · 第 188 步"
+        );
+        assert_eq!(
+            resource_words(Locale::en, &evaluated),
+            "情感分析 · step 188"
+        );
+        let older = entry(
+            "checkpoint",
+            "job 1 step 188",
+            Some(r#"{"dataset": "dev"}"#),
+        );
+        assert_eq!(resource_words(Locale::zh, &older), "job 1 step 188");
+        let dataset = entry("dataset", "dev", Some(r#"{"step": 5}"#));
+        assert_eq!(resource_words(Locale::zh, &dataset), "dev");
+    }
 }

@@ -32,6 +32,11 @@ pub struct UploadQuery {
     pub text_column: String,
     #[serde(default = "default_label")]
     pub label_column: String,
+    /// Names for the label column's values, `0=负面,1=正面` (optional): the rows are read with them,
+    /// so models, evaluations and endpoints answer in the names. Each must name a value the column
+    /// holds.
+    #[serde(default)]
+    pub label_names: String,
     /// `auto` (the default): UTF-8 as is, GBK/GB18030 or Big5 recognised and converted to UTF-8;
     /// `utf-8`, `gb18030` or `big5` to say which.
     #[serde(default)]
@@ -86,6 +91,7 @@ pub async fn upload(
         file_name: q.filename,
         text_column: q.text_column,
         label_column: q.label_column,
+        label_names: q.label_names,
         encoding: q.encoding,
     };
     let detail = datasets::upload(

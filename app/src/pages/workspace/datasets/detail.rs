@@ -74,6 +74,15 @@ fn DatasetView(detail: DatasetDetail) -> impl IntoView {
                 <div><dt>{t!(i18n, dataset_detail.file)}</dt><dd><code>{summary.file_name.clone()}</code></dd></div>
                 <div><dt>{t!(i18n, dataset_detail.size)}</dt><dd>{bytes_text(summary.bytes)}</dd></div>
                 <div><dt>{t!(i18n, dataset_detail.columns)}</dt><dd><code>{summary.text_column.clone()}</code>" · "<code>{summary.label_column.clone()}</code></dd></div>
+                {(!summary.label_names.is_empty()).then(|| {
+                    let names = summary
+                        .label_names
+                        .iter()
+                        .map(|(value, name)| format!("{value} → {name}"))
+                        .collect::<Vec<_>>()
+                        .join(" · ");
+                    view! { <div><dt>{t!(i18n, dataset_detail.label_names)}</dt><dd data-testid="dataset-label-names">{names}</dd></div> }
+                })}
                 <div><dt>{t!(i18n, dataset_detail.created)}</dt><dd><Timestamp at=summary.created_at.clone() />{summary.created_by.clone().map(|by| format!(" · {by}"))}</dd></div>
                 <div class="facts-wide"><dt>"sha256"</dt><dd><code data-testid="dataset-sha256">{summary.sha256.clone()}</code></dd></div>
                 <div class="facts-wide"><dt>{t!(i18n, dataset_detail.container_path)}</dt><dd><code>{summary.container_path.clone()}</code></dd></div>

@@ -18,24 +18,29 @@ use contracts::data::UploadEncoding;
 use contracts::error::AppError;
 use contracts::types::DatasetDetail;
 
-/// Where the upload goes, with its metadata in the query string.
+/// Where the upload goes, with its metadata in the query string (label names only when given).
 pub fn upload_url(
     workspace_id: WorkspaceId,
     name: &str,
     file_name: &str,
     text: &str,
     label: &str,
+    label_names: &str,
     encoding: UploadEncoding,
 ) -> String {
+    let mut query = vec![
+        ("name", name),
+        ("filename", file_name),
+        ("text_column", text),
+        ("label_column", label),
+    ];
+    if !label_names.is_empty() {
+        query.push(("label_names", label_names));
+    }
+    query.push(("encoding", encoding.as_str()));
     format!(
         "/api/v1/workspaces/{workspace_id}/datasets/upload?{}",
-        http::query(&[
-            ("name", name),
-            ("filename", file_name),
-            ("text_column", text),
-            ("label_column", label),
-            ("encoding", encoding.as_str()),
-        ])
+        http::query(&query)
     )
 }
 
@@ -86,6 +91,7 @@ pub fn UploadForm(
     let name = RwSignal::new(String::new());
     let text_column = RwSignal::new("text".to_string());
     let label_column = RwSignal::new("label".to_string());
+    let label_names = RwSignal::new(String::new());
     let encoding = RwSignal::new(UploadEncoding::Auto);
     let chosen = RwSignal::new(None::<(String, u64)>);
     let preview = RwSignal::new(None::<(UploadEncoding, Vec<String>)>);
@@ -126,6 +132,7 @@ pub fn UploadForm(
             &picked.name,
             text_column.get_untracked().trim(),
             label_column.get_untracked().trim(),
+            label_names.get_untracked().trim(),
             encoding.get_untracked(),
         );
         upload.send(&url, &picked, error, move |answer| {
@@ -142,12 +149,13 @@ pub fn UploadForm(
 
     // The fields of this form, and the server's names for them: the extension (`file_name`) is the
     // file's.
-    const FIELDS: [&str; 6] = [
+    const FIELDS: [&str; 7] = [
         "name",
         "file",
         "file_name",
         "text_column",
         "label_column",
+        "label_names",
         "encoding",
     ];
     let general = Signal::derive(move || {
@@ -165,6 +173,8 @@ pub fn UploadForm(
                 <BoundField id="dataset-name" field="name" label=move || t!(i18n, datasets.name)
                     hint=move || t!(i18n, datasets.name_hint) maxlength=64 value=name error />
                 <FileField file_input chosen error on_file />
+                <BoundField id="dataset-label-names" field="label_names" label=move || t!(i18n, datasets.label_names)
+                    hint=move || t!(i18n, datasets.label_names_hint) maxlength=1024 value=label_names error />
             </div>
             <EncodingPreview preview encoding />
             <details class="columns-choice">
@@ -366,8 +376,12 @@ mod tests {
     #[test]
     fn the_upload_url_carries_the_metadata() {
         assert_eq!(
-            upload_url(WorkspaceId::new(3), "评论", "a b.tsv", "text", "label", UploadEncoding::Big5),
+            upload_url(WorkspaceId::new(3), "评论", "a b.tsv", "text", "label", "", UploadEncoding::Big5),
             "/api/v1/workspaces/3/datasets/upload?name=%E8%AF%84%E8%AE%BA&filename=a%20b.tsv&text_column=text&label_column=label&encoding=big5"
+        );
+        assert_eq!(
+            upload_url(WorkspaceId::new(3), "r", "r.tsv", "text", "label", "0=负面,1=正面", UploadEncoding::Auto),
+            "/api/v1/workspaces/3/datasets/upload?name=r&filename=r.tsv&text_column=text&label_column=label&label_names=0%3D%E8%B4%9F%E9%9D%A2%2C1%3D%E6%AD%A3%E9%9D%A2&encoding=auto"
         );
     }
 

@@ -40,6 +40,14 @@ pub fn status_text(locale: Locale, status: EvaluationStatus) -> &'static str {
     }
 }
 
+/// A training step in `locale`'s words (`第 188 步`, `step 188`).
+pub fn step_words(locale: Locale, step: i64) -> String {
+    match locale {
+        Locale::zh => format!("第 {step} 步"),
+        Locale::en => format!("step {step}"),
+    }
+}
+
 /// A checkpoint as the pickers and the results name it: `step 20`, or `tiny-run · step 20` where
 /// checkpoints of several jobs are listed.
 pub fn checkpoint_name(
@@ -48,10 +56,7 @@ pub fn checkpoint_name(
     job_id: JobId,
     step: i64,
 ) -> String {
-    let step = match locale {
-        Locale::zh => format!("第 {step} 步"),
-        Locale::en => format!("step {step}"),
-    };
+    let step = step_words(locale, step);
     match jobs {
         Some(names) => {
             let job = names
