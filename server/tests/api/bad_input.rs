@@ -148,6 +148,20 @@ async fn malformed_and_oversized_bodies_write_nothing() {
     );
     let message = body["message"].as_str().unwrap_or_default();
     assert!(message.contains("expected an object"), "{body}");
+    // A cluster's slurm.conf: a file only the server's user may read, or one that is no slurm.conf, is
+    // refused in words that quote nothing of it.
+    for (conf, why) in [
+        ("/etc/shadow", "not readable by every user"),
+        ("/etc/passwd", "not a slurm.conf"),
+    ] {
+        let reach = json!({ "kind": "local", "slurm_conf": conf });
+        let registration = json!({ "name": "c2", "reach": reach, "cpus": 1, "memory_mb": 1000 });
+        let (status, body) = alice.post("/api/v1/admin/clusters", &registration).await;
+        assert_eq!(status, invalid, "{conf}: {body}");
+        let said = body.to_string();
+        assert!(said.contains(why), "{conf}: {body}");
+        assert!(!said.contains("root:"), "{conf} was quoted: {body}");
+    }
     assert_eq!(server.count("SELECT COUNT(*) FROM clusters").await, 0);
 
     // The same body, well-formed and small, is accepted: the refusals above were about the input.
