@@ -1167,16 +1167,6 @@ pub struct SharedDirCheck {
     pub partitions: Vec<SharedDirResult>,
 }
 
-impl SharedDirCheck {
-    /// Why work sent to `partition` cannot run, if the check found its nodes blind to the directory.
-    pub fn problem_of(&self, partition: &str) -> Option<&str> {
-        self.partitions
-            .iter()
-            .find(|p| p.partition == partition && p.checked)
-            .and_then(|p| p.problem.as_deref())
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SharedDirResult {

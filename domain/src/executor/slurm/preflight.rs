@@ -36,19 +36,16 @@ impl Slurm {
             .map(str::to_string)
             .or(self.settings.placement.partition.clone())
             .or(default)?;
-        let problem = check
-            .problem_of(&partition)
-            .map(str::to_string)
-            .or_else(|| {
-                let result = check
-                    .partitions
-                    .iter()
-                    .find(|p| p.partition == partition && p.checked)?;
-                let stand_ins = self.settings.gpu_stand_ins;
-                (gpus > 0 && !stand_ins)
-                    .then(|| gpu_problem(result, hostcaps::cuda::cuda_runtime))
-                    .flatten()
-            })?;
+        let result = check
+            .partitions
+            .iter()
+            .find(|p| p.partition == partition && p.checked)?;
+        let needs_driver = gpus > 0 && !self.settings.gpu_stand_ins;
+        let problem = result.problem.clone().or_else(|| {
+            needs_driver
+                .then(|| gpu_problem(result, hostcaps::cuda::cuda_runtime))
+                .flatten()
+        })?;
         Some(format!("partition {partition}: {problem}"))
     }
 
