@@ -961,8 +961,110 @@ pub struct MetricPoint {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct LogLine {
     pub id: i64,
+    /// The line as written: the trainer's own words, or a note's English (for clients, the search and
+    /// the log file on the server).
     pub line: String,
     pub at: String,
+    /// Set when Paddock wrote the line, so a page can word it in its reader's language.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<LogNote>,
+}
+
+/// What Paddock itself says in a job's log: a fact and its values, worded by whoever shows it
+/// ([`LogNote::english`] for the stored line). Values that come from elsewhere (the trainer's message,
+/// the cluster's account of an end, a refusal's reason) travel as they were said.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LogNote {
+    /// The job reached its time limit and is asked to stop with a checkpoint.
+    TimeLimit { minutes: i64 },
+    /// Asked to stop, the run had not ended within the grace, so it is killed.
+    Killed { grace_secs: u64 },
+    /// A line of the event stream that is not an event.
+    NotAnEvent { why: String, line: String },
+    /// The database keeps this many lines a job; the rest are in the log file on the server.
+    LinesBeyond,
+    /// `train.log` reached the size the server keeps (written by `paddock log-sink`).
+    TrainLogFull { max_bytes: u64 },
+    /// The job's files in its volume were refused (a link, a file too large), so progress stops showing.
+    FilesRefused { reason: String },
+    /// A checkpoint the trainer wrote could not be recorded.
+    CheckpointNotRecorded { step: u64, why: String },
+    /// The trainer's error event.
+    TrainerError { message: String },
+    /// The trainer said it was stopped, by no one here: its cluster is asked why.
+    StoppedByCluster,
+    /// The run ended without the trainer saying how: `code` is its exit status where known, `how` what
+    /// ran it says of the end (a cluster's account), where it says anything.
+    Ended {
+        code: Option<i64>,
+        how: Option<String>,
+    },
+}
+
+const TRAIN_LOG_FULL: (&str, &str) = (
+    "train.log reached its limit of ",
+    " bytes; the trainer's further output is not kept here",
+);
+
+impl LogNote {
+    /// The line as stored, in English, marked as Paddock's.
+    pub fn english(&self) -> String {
+        format!("[paddock] {}", self.words())
+    }
+
+    /// The note's English words (a job's status message where the note is how it ended).
+    pub fn words(&self) -> String {
+        match self {
+            LogNote::TimeLimit { minutes } => {
+                format!("time limit of {minutes} min reached; stopping with a checkpoint")
+            }
+            LogNote::Killed { grace_secs } => {
+                format!("the run did not stop within {grace_secs} s of being asked to; killing it")
+            }
+            LogNote::NotAnEvent { why, line } => format!("not an event ({why}): {line}"),
+            LogNote::LinesBeyond => {
+                "log lines beyond this are only in the job's log file on the server".to_string()
+            }
+            LogNote::TrainLogFull { max_bytes } => {
+                format!("{}{max_bytes}{}", TRAIN_LOG_FULL.0, TRAIN_LOG_FULL.1)
+            }
+            LogNote::FilesRefused { reason } => reason.clone(),
+            LogNote::CheckpointNotRecorded { step, why } => {
+                format!("checkpoint at step {step} not recorded: {why}")
+            }
+            LogNote::TrainerError { message } => format!("error: {message}"),
+            LogNote::StoppedByCluster => {
+                "the trainer was stopped by its cluster; asking the cluster why".to_string()
+            }
+            LogNote::Ended { code, how } => match (code, how) {
+                (Some(code), None) => {
+                    format!("the trainer exited with code {code} before finishing; see the log")
+                }
+                (Some(code), Some(how)) => {
+                    format!("the job did not finish: {how} (the trainer exited with code {code})")
+                }
+                (None, Some(how)) => format!("the job did not finish: {how}"),
+                (None, None) => {
+                    "the job's process disappeared (the machine restarted?) before finishing"
+                        .to_string()
+                }
+            },
+        }
+    }
+
+    /// The note a line of `train.log` is, if it is one: only `paddock log-sink` writes notes there.
+    /// A trainer that prints the same words gets them worded too, which tells no one anything new.
+    pub fn in_train_log(line: &str) -> Option<LogNote> {
+        let bytes = line
+            .strip_prefix("[paddock] ")?
+            .strip_prefix(TRAIN_LOG_FULL.0)?
+            .strip_suffix(TRAIN_LOG_FULL.1)?;
+        Some(LogNote::TrainLogFull {
+            max_bytes: bytes.parse().ok()?,
+        })
+    }
 }
 
 /// A checkpoint a job wrote.
@@ -1828,4 +1930,40 @@ pub enum EndpointVerb {
     Undeploy,
     Deploy,
     Delete,
+}
+
+#[cfg(test)]
+mod log_note_tests {
+    use super::*;
+
+    #[test]
+    fn the_log_sinks_note_is_recognised_in_train_log_and_nothing_else_is() {
+        let note = LogNote::TrainLogFull { max_bytes: 1500 };
+        assert_eq!(LogNote::in_train_log(&note.english()), Some(note));
+        for line in [
+            "train.log reached its limit of 1500 bytes; the trainer's further output is not kept here",
+            "[paddock] train.log reached its limit of many bytes; the trainer's further output is not kept here",
+            "[paddock] train.log reached its limit of 1500 bytes",
+            "step 3 loss 0.5",
+        ] {
+            assert_eq!(LogNote::in_train_log(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_line_without_a_note_reads_as_before_and_a_note_travels_with_its_values() {
+        let old: LogLine = serde_json::from_str(r#"{"id":1,"line":"x","at":"t"}"#).unwrap();
+        assert_eq!(old.note, None);
+        assert!(!serde_json::to_string(&old).unwrap().contains("note"));
+        let ended = LogNote::Ended {
+            code: Some(137),
+            how: Some("node1 failed".into()),
+        };
+        let json = serde_json::to_string(&ended).unwrap();
+        assert_eq!(serde_json::from_str::<LogNote>(&json).unwrap(), ended);
+        assert_eq!(
+            ended.english(),
+            "[paddock] the job did not finish: node1 failed (the trainer exited with code 137)"
+        );
+    }
 }

@@ -286,6 +286,10 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     assert.notEqual(await job.opened(), jobId);
     await job.waitForStatus('failed');
     await waitForText(job.log, 'unknown label');
+    // Paddock's own note around the trainer's error is in the page's language; the trainer's words
+    // inside it stay as it said them.
+    const note = job.log.locator('.log-line[data-note]', { hasText: 'unknown label' }).first();
+    assert.match(await note.textContent(), /^\[paddock\] 错误：.*unknown label/s);
     await job.button('retry').waitFor();
     await job.searchLog('unknown label');
     await waitForText(job.logState, 'unknown label');

@@ -13,9 +13,11 @@
 
 import { describe, test, before } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 
 import { startStory } from '../support/story.js';
 import { screenshot, visit } from '../support/browser.js';
@@ -30,6 +32,17 @@ const SLURM_CONF = process.env.PADDOCK_TEST_SLURM_CONF || path.resolve(here, '..
 const NAMES = ['liwei', 'slurm', 'gpu', 'short', 'node', 'snownlp', 'sample', 'on_cluster', 'negative', 'positive'];
 /** The model shapes (ERNIE 3.0's names for them): names too. */
 const PRESETS = ['base', 'medium', 'mini', 'micro', 'nano', 'tiny'];
+
+const run = promisify(execFile);
+/** Runs one of the test cluster's tools, as a user of the cluster would. */
+async function slurm(tool, args) {
+  const { stdout } = await run(tool, args, { env: { ...process.env, SLURM_CONF } });
+  return stdout.trim();
+}
+/** Submits a batch job of someone else's; its Slurm id. */
+async function sbatch(args) {
+  return (await slurm('sbatch', ['--parsable', ...args])).split(';')[0];
+}
 
 /** The clusters card's words but what Slurm says (states, node lists, time limits: shown as code) and
  *  what was typed into its fields. */
@@ -106,10 +119,22 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     await partitions.nth(2).waitFor({ state: 'attached' });
     assert.deepEqual(await partitions.allTextContents(), ['默认（gpu）', 'gpu · 空闲 GPU 4/4', 'short · 空闲 GPU 2/2']);
     await form.fill({ partition: 'short', name: 'on_cluster', preset: 'tiny', 'max-seq-len': 32, 'batch-size': 16, 'max-steps': 6, 'eval-every-steps': 6 });
-    const job = await form.create();
-    await waitForText(page.getByTestId('job-cluster'), 'slurm');
-    // Where Slurm has it (queued with its reason, or on a node), read from the cluster.
-    await page.getByTestId('job-placement').waitFor();
+    // Another user's job holds all of `short`'s one node: ours waits in Slurm's queue, and Paddock
+    // says it waits for the cluster rather than calling it running, on its page and in the list.
+    const blocker = await sbatch(['--partition=short', '--cpus-per-task=2', '--mem=100', '--output=/dev/null', '--wrap=sleep 600']);
+    let job;
+    try {
+      job = await form.create();
+      await waitForText(page.getByTestId('job-cluster'), 'slurm');
+      await waitForText(page.getByTestId('job-placement'), '在集群的队列中等待节点');
+      const waitingPage = new URL(page.url()).pathname;
+      await visit(page, `/w/${workspaceId}/jobs`);
+      const waiting = page.locator('[data-testid^="job-row-"][data-name="on_cluster"]');
+      await waitForText(waiting.getByTestId('job-cluster-waiting'), '等待集群开始运行');
+      await visit(page, waitingPage);
+    } finally {
+      await slurm('scancel', [blocker]);
+    }
     await job.waitForStatus('succeeded');
     // Slurm's job id, as its tools would show it.
     assert.match(await page.getByTestId('job-cluster').textContent(), /slurm · 分区 short · 作业 \d+/);

@@ -58,7 +58,8 @@ pub fn copy_capped(input: impl Read, out: &mut dyn Write, max_bytes: u64) -> u64
         if written + line.len() as u64 > max_bytes {
             full = true;
             let note = format!(
-                "[paddock] train.log reached its limit of {max_bytes} bytes; the trainer's further output is not kept here\n"
+                "{}\n",
+                contracts::types::LogNote::TrainLogFull { max_bytes }.english()
             );
             let _ = out.write_all(note.as_bytes()).and_then(|_| out.flush());
             continue;

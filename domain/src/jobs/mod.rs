@@ -920,8 +920,8 @@ pub async fn logs_after(
                 .replace('_', "\\_")
         )
     });
-    let rows: Vec<(i64, String, String)> = sqlx::query_as(
-        "SELECT id, line, at FROM job_logs WHERE job_id = ? AND id > ? AND (? IS NULL OR line LIKE ? ESCAPE '\\')
+    let rows: Vec<(i64, String, String, Option<String>)> = sqlx::query_as(
+        "SELECT id, line, at, note FROM job_logs WHERE job_id = ? AND id > ? AND (? IS NULL OR line LIKE ? ESCAPE '\\')
          ORDER BY id LIMIT ?",
     )
     .bind(job_id)
@@ -933,7 +933,13 @@ pub async fn logs_after(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, line, at)| LogLine { id, line, at })
+        .map(|(id, line, at, note)| LogLine {
+            id,
+            line,
+            at,
+            // A note this server cannot read (written by a newer one) shows as its English line.
+            note: note.and_then(|n| serde_json::from_str(&n).ok()),
+        })
         .collect())
 }
 

@@ -23,7 +23,7 @@ use crate::storage::in_volume;
 use crate::transitions::Machine;
 use contracts::error::internal;
 use contracts::error::AppError;
-use contracts::types::JobStatus;
+use contracts::types::{JobStatus, LogNote};
 
 /// How often a supervisor looks for new output.
 const POLL: Duration = Duration::from_millis(400);
@@ -164,16 +164,8 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: JobId) -> Result<(), AppEr
                 && job.status()? == JobStatus::Running
             {
                 time_limit_hit = true;
-                note(
-                    db,
-                    job_id,
-                    &format!(
-                        "[paddock] time limit of {} min reached; stopping with a checkpoint",
-                        limit / 60
-                    ),
-                    &mut log_file,
-                )
-                .await?;
+                let minutes = limit / 60;
+                note(db, job_id, LogNote::TimeLimit { minutes }, &mut log_file).await?;
                 let mut conn = db.acquire().await?;
                 status::Job::transition(
                     &mut conn,
@@ -196,11 +188,8 @@ async fn follow(db: &SqlitePool, jobs: &Jobs, job_id: JobId) -> Result<(), AppEr
             let since = *stopping_since.get_or_insert_with(std::time::Instant::now);
             if !killed && since.elapsed() >= jobs.stop_grace {
                 killed = true;
-                let grace = jobs.stop_grace.as_secs();
-                let line = format!(
-                    "[paddock] the run did not stop within {grace} s of being asked to; killing it"
-                );
-                note(db, job_id, &line, &mut log_file).await?;
+                let grace_secs = jobs.stop_grace.as_secs();
+                note(db, job_id, LogNote::Killed { grace_secs }, &mut log_file).await?;
                 if let Some(handle) = job.handle() {
                     jobs.executors.stop(&handle, Stop::Kill).await;
                 }
@@ -269,9 +258,11 @@ async fn ingest(
                 apply(&mut tx, jobs, job, line, copy, &mut lines, &mut retired).await?
             }
             Err((line, why)) => {
-                let note = format!("[paddock] not an event ({why}): {line}");
-                insert_log(&mut tx, job.id, &note).await?;
-                lines.push(note);
+                let note = LogNote::NotAnEvent {
+                    why: why.to_string(),
+                    line: line.to_string(),
+                };
+                lines.push(insert_note(&mut tx, job.id, &note).await?);
             }
         }
     }
@@ -282,14 +273,9 @@ async fn ingest(
     for (i, line) in logs.iter().enumerate() {
         let n = kept + i as i64;
         if n < MAX_LOG_LINES {
-            insert_log(&mut tx, job.id, line).await?;
+            insert_log(&mut tx, job.id, line, LogNote::in_train_log(line).as_ref()).await?;
         } else if n == MAX_LOG_LINES {
-            insert_log(
-                &mut tx,
-                job.id,
-                "[paddock] log lines beyond this are only in the job's log file on the server",
-            )
-            .await?;
+            insert_note(&mut tx, job.id, &LogNote::LinesBeyond).await?;
         }
     }
     lines.extend(logs);
@@ -429,17 +415,20 @@ async fn refuse(
     refused: &mut Option<String>,
     log_file: &mut Option<JobLogFile>,
 ) -> Result<(), AppError> {
-    let message = match e {
+    let reason = match e {
         AppError::Conflict { message, .. } | AppError::Unavailable { message, .. } => {
             message.clone()
         }
         other => other.to_string(),
     };
-    if refused.as_deref() == Some(message.as_str()) {
+    if refused.as_deref() == Some(reason.as_str()) {
         return Ok(());
     }
-    note(db, job_id, &format!("[paddock] {message}"), log_file).await?;
-    *refused = Some(message);
+    let refusal = LogNote::FilesRefused {
+        reason: reason.clone(),
+    };
+    note(db, job_id, refusal, log_file).await?;
+    *refused = Some(reason);
     Ok(())
 }
 
@@ -447,26 +436,43 @@ async fn insert_log(
     conn: &mut SqliteConnection,
     job_id: JobId,
     line: &str,
+    note: Option<&LogNote>,
 ) -> Result<(), AppError> {
     let line: String = line.chars().take(MAX_LOG_LINE).collect();
-    sqlx::query("INSERT INTO job_logs (job_id, line, at) VALUES (?, ?, ?)")
+    let note = note
+        .map(serde_json::to_string)
+        .transpose()
+        .map_err(|e| internal("a log note", e))?;
+    sqlx::query("INSERT INTO job_logs (job_id, line, at, note) VALUES (?, ?, ?, ?)")
         .bind(job_id)
         .bind(line)
         .bind(crate::now())
+        .bind(note)
         .execute(conn)
         .await?;
     Ok(())
 }
 
+/// Adds Paddock's note to the job's log; returns its English line, for the log file.
+async fn insert_note(
+    conn: &mut SqliteConnection,
+    job_id: JobId,
+    note: &LogNote,
+) -> Result<String, AppError> {
+    let line = note.english();
+    insert_log(conn, job_id, &line, Some(note)).await?;
+    Ok(line)
+}
+
 async fn note(
     db: &SqlitePool,
     job_id: JobId,
-    line: &str,
+    note: LogNote,
     log_file: &mut Option<JobLogFile>,
 ) -> Result<(), AppError> {
-    insert_log(&mut *db.acquire().await?, job_id, line).await?;
+    let line = insert_note(&mut *db.acquire().await?, job_id, &note).await?;
     if let Some(file) = log_file {
-        file.append(&crate::now(), &[line.to_string()]);
+        file.append(&crate::now(), &[line]);
     }
     Ok(())
 }
@@ -554,9 +560,9 @@ async fn apply(
                         Some(Registered::Refused(why)) => why,
                         _ => "it was not copied".to_string(),
                     };
-                    let note = format!("[paddock] checkpoint at step {step} not recorded: {why}");
-                    insert_log(conn, job.id, &note).await?;
-                    lines.push(note);
+                    let step = *step as u64;
+                    let note = LogNote::CheckpointNotRecorded { step, why };
+                    lines.push(insert_note(conn, job.id, &note).await?);
                     return Ok(());
                 }
             };
@@ -595,9 +601,10 @@ async fn apply(
                 .bind(job.id)
                 .execute(&mut *conn)
                 .await?;
-            let note = format!("[paddock] error: {message}");
-            insert_log(conn, job.id, &note).await?;
-            lines.push(note);
+            let note = LogNote::TrainerError {
+                message: message.clone(),
+            };
+            lines.push(insert_note(conn, job.id, &note).await?);
         }
         Event::End { status, .. } => {
             let (current, reason) = status::current(conn, job.id).await?;
@@ -620,10 +627,7 @@ async fn apply(
                 // Not asked by this server: on a cluster, the cluster stopped it (a node lost, a
                 // preemption); how is known once it has ended, from the cluster (see `finish`).
                 EndStatus::Stopped if job.cluster.is_some() => {
-                    let note =
-                        "[paddock] the trainer was stopped by its cluster; asking the cluster why";
-                    insert_log(conn, job.id, note).await?;
-                    lines.push(note.to_string());
+                    lines.push(insert_note(conn, job.id, &LogNote::StoppedByCluster).await?);
                     return Ok(());
                 }
                 EndStatus::Stopped => (
@@ -711,18 +715,9 @@ async fn finish(
     let mut lines = Vec::new();
     let (status, reason) = status::current(&mut tx, job.id).await?;
     if !status.is_final() {
-        let message = match (exit, ended_how) {
-            (Some(code), None) => {
-                format!("the trainer exited with code {code} before finishing; see the log")
-            }
-            (Some(code), Some(how)) => {
-                format!("the job did not finish: {how} (the trainer exited with code {code})")
-            }
-            (None, Some(how)) => format!("the job did not finish: {how}"),
-            (None, None) => {
-                "the job's process disappeared (the machine restarted?) before finishing"
-                    .to_string()
-            }
+        let ended = LogNote::Ended {
+            code: exit,
+            how: ended_how,
         };
         // Asked to stop (by a person, or at its time limit) and gone without a last word: it ended as
         // asked; anything else ended early.
@@ -733,10 +728,8 @@ async fn finish(
             (JobStatus::Cancelling, _) => (JobStatus::Cancelled, Reason::CancelRequested),
             _ => (JobStatus::Failed, Reason::Exited),
         };
-        status::Job::transition(&mut tx, job.id, to, reason, Some(&message)).await?;
-        let note = format!("[paddock] {message}");
-        insert_log(&mut tx, job.id, &note).await?;
-        lines.push(note);
+        status::Job::transition(&mut tx, job.id, to, reason, Some(&ended.words())).await?;
+        lines.push(insert_note(&mut tx, job.id, &ended).await?);
     }
     sqlx::query("UPDATE jobs SET exit_code = ?, finished_at = ? WHERE id = ?")
         .bind(exit)

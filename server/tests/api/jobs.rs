@@ -707,6 +707,17 @@ async fn the_raw_log_is_capped_and_the_full_log_is_kept_in_rotated_files() {
         lines.last().unwrap().contains("reached its limit"),
         "{file}"
     );
+    // Through the API the note keeps its value, for a page to word in its reader's language; the
+    // trainer's own lines carry none.
+    let logs = owner.get(&format!("{}/logs", job_path(ws, id))).await.1;
+    let logs = logs.as_array().unwrap();
+    let (last, before) = logs.split_last().unwrap();
+    assert_eq!(
+        last["note"],
+        json!({"kind": "train_log_full", "max_bytes": 1500}),
+        "{last}"
+    );
+    assert!(before.iter().all(|l| l.get("note").is_none()), "{logs:?}");
 
     assert_eq!(
         owner.delete(&job_path(ws, id)).await.0,

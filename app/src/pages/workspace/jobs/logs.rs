@@ -9,7 +9,7 @@ use crate::components::http::{self, Request};
 use crate::components::notice::ErrorNotice;
 use crate::i18n::*;
 use contracts::error::AppError;
-use contracts::types::LogLine;
+use contracts::types::{LogLine, LogNote};
 
 /// How many live lines the page keeps; older ones stay reachable through the search.
 pub const KEPT_LINES: usize = 5000;
@@ -113,12 +113,77 @@ pub fn JobLog(
                     key=|l| l.id
                     let:entry
                 >
-                    <span class="log-line" data-id=entry.id>{entry.line}"\n"</span>
+                    <LogEntry entry />
                 </For>
             </pre>
         </section>
     }
     .into_any()
+}
+
+/// One entry: the trainer's line as it was written, or Paddock's note in the reader's language.
+#[component]
+fn LogEntry(entry: LogLine) -> impl IntoView {
+    let i18n = use_i18n();
+    let LogLine { id, line, note, .. } = entry;
+    let noted = note.is_some();
+    let text = move || match &note {
+        Some(note) => note_text(i18n.get_locale(), note),
+        None => line.clone(),
+    };
+    view! { <span class="log-line" data-id=id data-note=noted>{text}"\n"</span> }
+}
+
+/// Paddock's note in the reader's language; what came from elsewhere (the trainer's message, the
+/// cluster's account) stays as it was said.
+pub fn note_text(locale: Locale, note: &LogNote) -> String {
+    match note {
+        LogNote::TimeLimit { minutes } => {
+            td_string!(locale, job_detail.note_time_limit, minutes = minutes).to_string()
+        }
+        LogNote::Killed { grace_secs } => {
+            td_string!(locale, job_detail.note_killed, secs = grace_secs).to_string()
+        }
+        LogNote::NotAnEvent { why, line } => {
+            td_string!(locale, job_detail.note_not_an_event, why = why, line = line).to_string()
+        }
+        LogNote::LinesBeyond => td_string!(locale, job_detail.note_lines_beyond).to_string(),
+        LogNote::TrainLogFull { max_bytes } => {
+            td_string!(locale, job_detail.note_train_log_full, bytes = max_bytes).to_string()
+        }
+        LogNote::FilesRefused { reason } => {
+            td_string!(locale, job_detail.note_files_refused, reason = reason).to_string()
+        }
+        LogNote::CheckpointNotRecorded { step, why } => td_string!(
+            locale,
+            job_detail.note_checkpoint_not_recorded,
+            step = step,
+            why = why
+        )
+        .to_string(),
+        LogNote::TrainerError { message } => {
+            td_string!(locale, job_detail.note_trainer_error, message = message).to_string()
+        }
+        LogNote::StoppedByCluster => {
+            td_string!(locale, job_detail.note_stopped_by_cluster).to_string()
+        }
+        LogNote::Ended { code, how } => match (code, how) {
+            (Some(code), None) => {
+                td_string!(locale, job_detail.note_exited, code = code).to_string()
+            }
+            (Some(code), Some(how)) => td_string!(
+                locale,
+                job_detail.note_ended_how_code,
+                how = how,
+                code = code
+            )
+            .to_string(),
+            (None, Some(how)) => {
+                td_string!(locale, job_detail.note_ended_how, how = how).to_string()
+            }
+            (None, None) => td_string!(locale, job_detail.note_disappeared).to_string(),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -130,6 +195,62 @@ mod tests {
         assert_eq!(
             search_url(WorkspaceId::new(1), JobId::new(2), "step 3"),
             "/api/v1/workspaces/1/jobs/2/logs?contains=step%203"
+        );
+    }
+
+    /// The English locale says what the stored line says, so a page in English reads as the API does;
+    /// the Chinese one frames the same values.
+    #[test]
+    fn every_note_reads_as_its_stored_line_in_english_and_in_chinese_in_chinese() {
+        let notes = [
+            LogNote::TimeLimit { minutes: 30 },
+            LogNote::Killed { grace_secs: 20 },
+            LogNote::NotAnEvent {
+                why: "missing field `ts`".into(),
+                line: "{}".into(),
+            },
+            LogNote::LinesBeyond,
+            LogNote::TrainLogFull { max_bytes: 1500 },
+            LogNote::FilesRefused {
+                reason: "events.jsonl is a link".into(),
+            },
+            LogNote::CheckpointNotRecorded {
+                step: 6,
+                why: "it was not copied".into(),
+            },
+            LogNote::TrainerError {
+                message: "CUDA out of memory".into(),
+            },
+            LogNote::StoppedByCluster,
+            LogNote::Ended {
+                code: Some(1),
+                how: None,
+            },
+            LogNote::Ended {
+                code: Some(137),
+                how: Some("NODE_FAIL".into()),
+            },
+            LogNote::Ended {
+                code: None,
+                how: Some("NODE_FAIL".into()),
+            },
+            LogNote::Ended {
+                code: None,
+                how: None,
+            },
+        ];
+        for note in &notes {
+            assert_eq!(note_text(Locale::en, note), note.english());
+            let zh = note_text(Locale::zh, note);
+            assert!(zh.starts_with("[paddock] "), "{zh}");
+            assert!(
+                zh.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c)),
+                "not in Chinese: {zh}"
+            );
+        }
+        assert_eq!(
+            note_text(Locale::zh, &notes[1]),
+            "[paddock] 要求停止后 20 秒内运行仍未结束；强制终止"
         );
     }
 }
