@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::collectives::Rank;
 use crate::data::{validate_file, Columns, DataFormat, DataOptions, LabelMap};
 use crate::events::EventSink;
 use crate::predict::{default_max_len, encode_rows, Inference};
@@ -128,9 +129,18 @@ pub fn run_train(args: &TrainArgs) -> Result<i32> {
             return Err(e);
         }
     };
+    // One of several ranks when the launcher says so (see `Rank::from_env`).
+    let rank = match Rank::from_env(|name| std::env::var(name).ok()) {
+        Ok(rank) => rank,
+        Err(e) => {
+            events.failed(&e.to_string());
+            return Err(e);
+        }
+    };
     let control = RunControl {
         stop: StopFlag::new(),
         halt_after_step: None,
+        rank,
     };
     control.stop.install_signal_handlers()?;
     let outcome = train(&job, &events, &control)?;
@@ -156,6 +166,7 @@ pub fn run_pretrain(args: &PretrainArgs) -> Result<i32> {
     let control = RunControl {
         stop: StopFlag::new(),
         halt_after_step: None,
+        rank: None,
     };
     control.stop.install_signal_handlers()?;
     let outcome = crate::pretrain::pretrain(args, &events, &control)?;

@@ -32,6 +32,9 @@ pub enum Error {
     /// An error raised inside libtorch.
     #[error("torch: {0}")]
     Torch(#[from] tch::TchError),
+    /// A collective across the run's ranks failed: a rank died, never came, or timed out.
+    #[error("ranks: {0}")]
+    Collective(String),
     /// The run was stopped on request (SIGTERM, cancel button) before it finished.
     #[error("cancelled")]
     Cancelled,

@@ -11,11 +11,13 @@
 //! - [`data`]: reading, validating and batching data files.
 //! - [`train`]: fine-tuning (or training from scratch) a classifier from a job file.
 //! - [`pretrain`]: masked-LM pretraining with whole-word masking.
+//! - [`collectives`]: all-reduce, broadcast and barrier across ranks (libtorch's c10d, Gloo).
 //! - [`events`]: the JSON-lines event stream, [`progress`] its human-readable account on stderr;
 //!   [`cli`]: the command-line front ends.
 
 pub mod checkpoint;
 pub mod cli;
+pub mod collectives;
 pub mod config;
 pub mod data;
 pub mod device;

@@ -89,6 +89,51 @@ impl AdamW {
         }
     }
 
+    /// Gives every parameter a gradient (of zeros) if it has none yet: ranks that sum their gradients
+    /// need the same tensors on every rank, also where a rank had no rows or a parameter no use.
+    pub fn materialize_grads(&mut self) {
+        for p in &self.params {
+            if !p.var.grad().defined() {
+                (p.var.sum(Kind::Float) * 0.0).backward();
+            }
+        }
+    }
+
+    /// Every gradient in one float32 buffer, in the parameters' (name) order.
+    pub fn flat_grads(&self) -> Tensor {
+        tch::no_grad(|| {
+            let parts: Vec<Tensor> = self
+                .params
+                .iter()
+                .map(|p| {
+                    let g = p.var.grad();
+                    if g.defined() {
+                        g.to_kind(Kind::Float).flatten(0, -1)
+                    } else {
+                        Tensor::zeros([p.var.numel() as i64], (Kind::Float, p.var.device()))
+                    }
+                })
+                .collect();
+            Tensor::cat(&parts, 0)
+        })
+    }
+
+    /// Sets the gradients from a buffer laid out as [`AdamW::flat_grads`] lays them out.
+    pub fn set_grads(&mut self, flat: &Tensor) {
+        tch::no_grad(|| {
+            let mut at = 0i64;
+            for p in &self.params {
+                let n = p.var.numel() as i64;
+                let mut g = p.var.grad();
+                if g.defined() {
+                    let part = flat.narrow(0, at, n).view_as(&g).to_kind(g.kind());
+                    g.copy_(&part);
+                }
+                at += n;
+            }
+        })
+    }
+
     /// Multiplies every gradient by `factor` (loss-scale removal, accumulation averaging).
     pub fn scale_grads(&mut self, factor: f64) {
         tch::no_grad(|| {

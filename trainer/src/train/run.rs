@@ -16,10 +16,12 @@ use super::checkpoints;
 use super::config::{JobConfig, JobFile};
 use super::model_init::{self, Built};
 use super::optimizer::{AdamW, AdamWConfig, LossScaler};
+use super::parallel::DataParallel;
 use super::prepare::{load_data, PreparedData};
 use super::schedule::LinearSchedule;
 use super::signal::StopFlag;
 use super::state::{KeptCheckpoint, LossRecord, TrainerState, OPTIMIZER_FILE};
+use crate::collectives::Rank;
 use crate::data::batch::{bucketed_batches, collate, Features};
 use crate::data::Example;
 use crate::events::{Event, EventSink, Start, Task};
@@ -40,6 +42,9 @@ pub struct RunControl {
     /// Stop as if requested once this many optimizer steps are done (without changing the schedule):
     /// for splitting a run in parts, and for tests.
     pub halt_after_step: Option<usize>,
+    /// This process's place among several that train the run together (data parallelism); `None`:
+    /// it trains alone.
+    pub rank: Option<Rank>,
 }
 
 /// What a finished (or stopped) run produced.
@@ -58,8 +63,14 @@ pub struct TrainOutcome {
 
 /// Runs `job`, reporting on `events`. On failure an `error` and an `end` (`failed`) event are emitted
 /// and the error returned.
+///
+/// Of several ranks, only rank 0 reports on `events` and writes checkpoints; the others' failures are
+/// their caller's to tell (the error names the rank where a collective failed).
 pub fn train(job: &JobConfig, events: &EventSink, control: &RunControl) -> Result<TrainOutcome> {
-    match Trainer::prepare(job, events).and_then(|t| t.run(events, control)) {
+    let silent = EventSink::memory();
+    let lead = control.rank.as_ref().is_none_or(|r| r.rank == 0);
+    let events = if lead { events } else { &silent };
+    match Trainer::prepare(job, control).and_then(|t| t.run(events, control)) {
         Ok(outcome) => Ok(outcome),
         Err(e) => {
             events.failed(&e.to_string());
@@ -83,6 +94,10 @@ struct Trainer<'a> {
     state: TrainerState,
     steps_per_epoch: usize,
     ckpt_root: PathBuf,
+    /// Set when this rank trains with others.
+    parallel: Option<DataParallel>,
+    /// A stop asked of any rank, as the last step's sum over the ranks said.
+    stop_seen: bool,
 }
 
 fn features(tok: &crate::Tokenizer, rows: &[Example], max_len: usize) -> Result<Vec<Features>> {
@@ -121,7 +136,7 @@ fn resume_dir(job: &JobConfig) -> Result<Option<PathBuf>> {
 }
 
 impl<'a> Trainer<'a> {
-    fn prepare(job: &'a JobConfig, _events: &EventSink) -> Result<Self> {
+    fn prepare(job: &'a JobConfig, control: &RunControl) -> Result<Self> {
         job.validate()?;
         let t = &job.train;
         if t.threads > 0 {
@@ -156,6 +171,14 @@ impl<'a> Trainer<'a> {
                 model_init::from_scratch(&job.model, corpus, &names, device)?
             }
         };
+        // Of several ranks, all meet before training; a run of one rank is a run alone.
+        let mut parallel = match &control.rank {
+            Some(rank) if rank.world > 1 => Some(DataParallel::join(rank)?),
+            _ => None,
+        };
+        if let Some(p) = parallel.as_mut() {
+            p.same_start(&built.vs)?;
+        }
         let max_len = job.model.max_seq_len;
         // A resumed `auto` run goes on in what its first part measured, so that it replays the same steps.
         let (precision, precision_choice) =
@@ -174,6 +197,11 @@ impl<'a> Trainer<'a> {
                     )
                 })?,
             };
+        // Ranks measure `auto` each on their own; they run in what rank 0 measured.
+        let precision = match parallel.as_mut() {
+            Some(p) => p.same_precision(precision)?,
+            None => precision,
+        };
         let train_rows = features(&built.tokenizer, &data.train, max_len)?;
         let dev_rows = features(&built.tokenizer, &data.dev, max_len)?;
         let test_rows = data
@@ -229,6 +257,9 @@ impl<'a> Trainer<'a> {
                 s
             }
         };
+        if parallel.is_some() {
+            opt.materialize_grads();
+        }
         let ckpt_root = job.output.dir.join("checkpoints");
         Ok(Trainer {
             job,
@@ -244,16 +275,25 @@ impl<'a> Trainer<'a> {
             state,
             steps_per_epoch,
             ckpt_root,
+            parallel,
+            stop_seen: false,
         })
     }
 
     fn inference(&self) -> Inference<'_> {
-        Inference {
-            model: &self.built.model,
-            device: self.built.vs.device(),
-            precision: self.precision,
-            pad_id: self.built.tokenizer.pad_id(),
-            batch_size: self.job.eval_batch_size(),
+        inference(&self.built, self.job, self.precision)
+    }
+
+    /// Whether this rank reports and writes: rank 0, or the only one.
+    fn lead(&self) -> bool {
+        self.parallel.as_ref().is_none_or(|p| p.rank() == 0)
+    }
+
+    /// Whether a stop was asked: of this process alone, or of any rank by the last step.
+    fn stop_asked(&self, control: &RunControl) -> bool {
+        match self.parallel {
+            None => control.stop.requested(),
+            Some(_) => self.stop_seen,
         }
     }
 
@@ -265,8 +305,10 @@ impl<'a> Trainer<'a> {
     fn run(mut self, events: &EventSink, control: &RunControl) -> Result<TrainOutcome> {
         let job = self.job;
         let t = &job.train;
-        std::fs::create_dir_all(&self.ckpt_root).map_err(|e| Error::io(&self.ckpt_root, e))?;
-        checkpoints::clean_partial(&self.ckpt_root)?;
+        if self.lead() {
+            std::fs::create_dir_all(&self.ckpt_root).map_err(|e| Error::io(&self.ckpt_root, e))?;
+            checkpoints::clean_partial(&self.ckpt_root)?;
+        }
         let resumed_from = self.state.global_step;
         let c = &self.built.config;
         events.note(&format!(
@@ -320,7 +362,7 @@ impl<'a> Trainer<'a> {
                     break 'epochs;
                 }
                 let group = steps[self.state.steps_in_epoch];
-                let (loss, norm, rows, tokens) = self.step(group)?;
+                let (loss, norm, rows, tokens) = self.step(group, control)?;
                 let lr = self.schedule.lr(self.state.global_step - 1);
                 self.state.losses.push(LossRecord {
                     step: self.state.global_step,
@@ -357,7 +399,7 @@ impl<'a> Trainer<'a> {
                     }
                 }
                 let halted = control.halt_after_step.is_some_and(|h| step >= h);
-                if (control.stop.requested() || halted) && !epoch_done && !run_done {
+                if (self.stop_asked(control) || halted) && !epoch_done && !run_done {
                     if last_saved.as_deref()
                         != Some(&*self.ckpt_root.join(checkpoints::dir_name(step)))
                     {
@@ -380,7 +422,7 @@ impl<'a> Trainer<'a> {
             let halted = control
                 .halt_after_step
                 .is_some_and(|h| self.state.global_step >= h);
-            if (control.stop.requested() || halted) && self.state.epoch < t.epochs {
+            if (self.stop_asked(control) || halted) && self.state.epoch < t.epochs {
                 status = EndStatus::Stopped;
                 break;
             }
@@ -395,7 +437,9 @@ impl<'a> Trainer<'a> {
             .as_ref()
             .map(|n| self.ckpt_root.join(n));
         let test_metrics = match (&self.test_rows, &best, status) {
-            (Some(rows), Some(dir), EndStatus::Completed | EndStatus::EarlyStopped) => {
+            (Some(rows), Some(dir), EndStatus::Completed | EndStatus::EarlyStopped)
+                if self.lead() =>
+            {
                 let names = self.data.labels.names().to_vec();
                 let loaded = model_init::from_dir(
                     dir,
@@ -429,7 +473,9 @@ impl<'a> Trainer<'a> {
             dev_metrics: last_metrics,
             test_metrics,
         };
-        self.write_summary(&outcome)?;
+        if self.lead() {
+            self.write_summary(&outcome)?;
+        }
         events.emit(Event::End {
             status,
             step: self.state.global_step,
@@ -441,7 +487,11 @@ impl<'a> Trainer<'a> {
 
     /// One optimizer step over the micro-batches in `group`. Returns (mean loss, gradient norm before
     /// clipping, rows, tokens).
-    fn step(&mut self, group: &[Vec<usize>]) -> Result<(f64, f64, usize, usize)> {
+    fn step(
+        &mut self,
+        group: &[Vec<usize>],
+        control: &RunControl,
+    ) -> Result<(f64, f64, usize, usize)> {
         let job = self.job;
         let t = &job.train;
         // Dropout masks are a function of (seed, step) only; see the module docs.
@@ -457,6 +507,14 @@ impl<'a> Trainer<'a> {
         self.opt.zero_grad();
         let (mut loss_sum, mut tokens) = (0.0, 0);
         for micro in group {
+            // Of several ranks, this one computes its share of each batch (see `parallel`).
+            let micro = match &self.parallel {
+                Some(p) => p.shard(micro),
+                None => micro.clone(),
+            };
+            if micro.is_empty() {
+                continue;
+            }
             let refs: Vec<&Features> = micro.iter().map(|&i| &self.train_rows[i]).collect();
             let b = collate(&refs, pad, device);
             let labels = b.labels.as_ref().ok_or_else(|| Error::Data {
@@ -474,6 +532,12 @@ impl<'a> Trainer<'a> {
             (&loss * (weight * scale)).backward();
             loss_sum += f64::try_from(&loss)? * weight;
             tokens += b.tokens;
+        }
+        if let Some(p) = self.parallel.as_mut() {
+            let asked = f64::from(u8::from(control.stop.requested()));
+            let sums = p.sum_step(&mut self.opt, &[loss_sum, tokens as f64, asked])?;
+            (loss_sum, tokens) = (sums[0], sums[1] as usize);
+            self.stop_seen = sums[2] > 0.0;
         }
         let mut take_step = true;
         if let Some(scaler) = self.state.loss_scaler.as_mut() {
@@ -514,7 +578,14 @@ impl<'a> Trainer<'a> {
     /// whether early stopping triggers.
     fn evaluate_and_save(&mut self, events: &EventSink) -> Result<(PathBuf, Metrics, bool)> {
         let names = self.data.labels.names().to_vec();
-        let metrics = self.inference().evaluate(&self.dev_rows, &names)?;
+        let metrics = match self.parallel.as_mut() {
+            Some(p) => p.evaluate(
+                &inference(&self.built, self.job, self.precision),
+                &self.dev_rows,
+                &names,
+            )?,
+            None => self.inference().evaluate(&self.dev_rows, &names)?,
+        };
         events.emit(Event::Eval {
             step: self.state.global_step,
             epoch: self.epoch_float(),
@@ -536,9 +607,12 @@ impl<'a> Trainer<'a> {
         Ok((path, metrics, stop))
     }
 
-    /// Writes the checkpoint for the current step and applies retention.
+    /// Writes the checkpoint for the current step and applies retention (rank 0's to do, of several).
     fn save(&mut self, events: &EventSink, metrics: Option<Metrics>) -> Result<PathBuf> {
         let name = checkpoints::dir_name(self.state.global_step);
+        if !self.lead() {
+            return Ok(self.ckpt_root.join(name));
+        }
         let metric = metrics
             .as_ref()
             .and_then(|m| m.get(&self.state.metric_for_best));
@@ -613,6 +687,16 @@ impl<'a> Trainer<'a> {
                 .unwrap_or_default()
                 .as_bytes(),
         )
+    }
+}
+
+fn inference<'m>(built: &'m Built, job: &JobConfig, precision: Precision) -> Inference<'m> {
+    Inference {
+        model: &built.model,
+        device: built.vs.device(),
+        precision,
+        pad_id: built.tokenizer.pad_id(),
+        batch_size: job.eval_batch_size(),
     }
 }
 

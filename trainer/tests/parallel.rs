@@ -1,0 +1,315 @@
+//! Data parallelism through the real binary: two ranks (processes meeting at a file, Gloo on the CPU)
+//! train the run one rank trains — same losses, same metrics, same weights within 1e-4 relative, as
+//! PyTorch's own DDP tests compare; a stop asked of one rank reaches the other (rank 0 writes the last
+//! checkpoint) and the run resumes with one rank; a run of one rank resumes with two; a rank killed
+//! mid-run fails the other with its reason instead of a hang.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use common::sample_job;
+use tch::Tensor;
+use trainer::events::EventSink;
+use trainer::train::{train, EndStatus, JobConfig, RunControl, TrainOutcome};
+
+/// A tiny from-scratch model without dropout (dropout masks differ with the rows a process draws
+/// them for); 2 epochs of 5 steps of 32 rows, each of two micro-batches.
+fn job(out: &Path) -> JobConfig {
+    sample_job(
+        r#"preset = "nano"
+num_hidden_layers = 2
+hidden_size = 32
+num_attention_heads = 2
+intermediate_size = 64
+vocab_size = 1500
+max_seq_len = 48
+hidden_dropout = 0.0
+attention_dropout = 0.0"#,
+        r#"epochs = 2
+batch_size = 32
+grad_accum_steps = 2
+lr = 1e-3
+warmup_ratio = 0.2
+weight_decay = 0.01
+seed = 1234
+threads = 1
+device = "cpu"
+eval_every_steps = 3
+log_every_steps = 1
+keep_best = 1"#,
+        out,
+    )
+}
+
+fn alone(job: &JobConfig, halt: Option<usize>) -> TrainOutcome {
+    let control = RunControl {
+        halt_after_step: halt,
+        ..Default::default()
+    };
+    train(job, &EventSink::memory(), &control).unwrap()
+}
+
+/// Starts rank `rank` of `world` on `config`, meeting at `meeting`.
+fn rank(config: &Path, meeting: &Path, rank: usize, world: usize, timeout_secs: u64) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_paddock-trainer"))
+        .args(["train", "--config"])
+        .arg(config)
+        .env("WORLD_SIZE", world.to_string())
+        .env("RANK", rank.to_string())
+        .env("PADDOCK_MEETING_FILE", meeting)
+        .env("PADDOCK_COLLECTIVE_TIMEOUT_SECS", timeout_secs.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn write_job(job: &JobConfig, path: &Path) {
+    std::fs::write(path, toml::to_string(job).unwrap()).unwrap();
+}
+
+/// A finished rank: its exit, its event lines, its stderr.
+struct Ended {
+    ok: bool,
+    events: Vec<serde_json::Value>,
+    stderr: String,
+}
+
+fn ended(child: Child) -> Ended {
+    let out = child.wait_with_output().unwrap();
+    Ended {
+        ok: out.status.success(),
+        events: String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs ranks 0 and 1 of two, side by side, to their end.
+fn both(config: &Path, meeting: &Path) -> (Ended, Ended) {
+    let (r0, r1) = (
+        rank(config, meeting, 0, 2, 120),
+        rank(config, meeting, 1, 2, 120),
+    );
+    (ended(r0), ended(r1))
+}
+
+fn weights(dir: &Path) -> Vec<(String, Tensor)> {
+    let mut w = Tensor::read_safetensors(dir.join("model.safetensors")).unwrap();
+    w.sort_by(|a, b| a.0.cmp(&b.0));
+    w
+}
+
+/// Every tensor of `b` within `tolerance` of `a`'s, relative to `a`'s norm — but the attention's key
+/// biases: softmax over keys is unchanged by adding one vector to every key, so their gradient is zero
+/// in exact arithmetic, and AdamW scales what rounding leaves of it (which depends on the order rows
+/// are summed in) to full-size steps. They are checked to have stayed as small as such noise makes them.
+fn assert_close(a: &Path, b: &Path, tolerance: f64) {
+    let (wa, wb) = (weights(a), weights(b));
+    assert_eq!(wa.len(), wb.len());
+    for ((na, ta), (nb, tb)) in wa.iter().zip(&wb) {
+        assert_eq!(na, nb);
+        if na.ends_with("attention.self.key.bias") {
+            for t in [ta, tb] {
+                let largest = f64::try_from(t.abs().max()).unwrap();
+                assert!(largest < 0.05, "{na}: {largest}");
+            }
+            continue;
+        }
+        let diff = f64::try_from((ta - tb).norm()).unwrap();
+        let norm = f64::try_from(ta.norm()).unwrap().max(1e-12);
+        assert!(
+            diff / norm <= tolerance,
+            "{na}: relative difference {:.3e} > {tolerance:e}",
+            diff / norm
+        );
+    }
+}
+
+fn step_losses(events: &[serde_json::Value]) -> Vec<(u64, f64)> {
+    events
+        .iter()
+        .filter(|e| e["event"] == "step")
+        .map(|e| (e["step"].as_u64().unwrap(), e["loss"].as_f64().unwrap()))
+        .collect()
+}
+
+fn last_checkpoint(events: &[serde_json::Value]) -> PathBuf {
+    let ckpt = events
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "checkpoint")
+        .expect("a checkpoint");
+    PathBuf::from(ckpt["path"].as_str().unwrap())
+}
+
+#[test]
+fn two_ranks_train_the_run_one_rank_trains() {
+    let tmp = tempfile::tempdir().unwrap();
+    let one = alone(&job(&tmp.path().join("one")), None);
+    assert_eq!((one.status, one.global_step), (EndStatus::Completed, 10));
+
+    let config = tmp.path().join("two.toml");
+    write_job(&job(&tmp.path().join("two")), &config);
+    let (r0, r1) = both(&config, &tmp.path().join("meeting"));
+    assert!(r0.ok, "rank 0: {}", r0.stderr);
+    assert!(r1.ok, "rank 1: {}", r1.stderr);
+    // Rank 0 reports for the run; rank 1 says nothing on the event stream.
+    assert!(r1.events.is_empty(), "{:?}", r1.events);
+    let end = r0.events.last().unwrap();
+    assert_eq!(
+        (end["event"].as_str(), end["status"].as_str()),
+        (Some("end"), Some("completed"))
+    );
+    assert_eq!(end["step"], 10);
+
+    // The same loss at every step (the mean over the step's 32 rows, whoever computed them).
+    let two = step_losses(&r0.events);
+    let losses: Vec<(u64, f64)> = one.losses.iter().map(|l| (l.step as u64, l.loss)).collect();
+    assert_eq!(two.len(), losses.len());
+    for ((s1, l1), (s2, l2)) in losses.iter().zip(&two) {
+        assert_eq!(s1, s2);
+        assert!(
+            (l1 - l2).abs() <= 1e-4 * l1.abs(),
+            "step {s1}: {l1} alone, {l2} with two ranks"
+        );
+    }
+    // The same dev metrics, computed from both ranks' shares of the dev set.
+    let dev = r0
+        .events
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "eval")
+        .unwrap();
+    let alone_dev = one.dev_metrics.as_ref().unwrap();
+    assert_eq!(
+        dev["metrics"]["accuracy"].as_f64(),
+        alone_dev.get("accuracy")
+    );
+    // The same weights; the checkpoints (written once, by rank 0) are where they would be.
+    let two_last = last_checkpoint(&r0.events);
+    assert_eq!(
+        two_last.file_name(),
+        one.last_checkpoint.as_ref().unwrap().file_name()
+    );
+    assert_close(one.last_checkpoint.as_ref().unwrap(), &two_last, 1e-4);
+}
+
+#[test]
+fn a_stop_asked_of_one_rank_stops_both_and_the_run_resumes_with_one_and_with_two() {
+    let tmp = tempfile::tempdir().unwrap();
+    let straight = alone(&job(&tmp.path().join("straight")), None);
+
+    // Two ranks; SIGTERM to rank 1 alone after rank 0's first step: rank 0 hears of it through the
+    // next step's sums and writes the checkpoint that resumes the run.
+    let out = tmp.path().join("split");
+    let config = tmp.path().join("split.toml");
+    let mut long = job(&out);
+    long.train.epochs = 2;
+    write_job(&long, &config);
+    let meeting = tmp.path().join("meeting");
+    let mut r0 = rank(&config, &meeting, 0, 2, 120);
+    let r1 = rank(&config, &meeting, 1, 2, 120);
+    let stdout = BufReader::new(r0.stdout.take().unwrap());
+    let mut events = Vec::new();
+    let mut signalled = false;
+    for line in stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["event"] == "step" && !signalled {
+            let status = Command::new("kill")
+                .args(["-TERM", &r1.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(status.success());
+            signalled = true;
+        }
+        events.push(v);
+    }
+    let (r0, r1) = (ended(r0), ended(r1));
+    assert!(
+        r0.ok && r1.ok,
+        "rank 0: {}\nrank 1: {}",
+        r0.stderr,
+        r1.stderr
+    );
+    let end = events.last().unwrap();
+    assert_eq!(end["status"], "stopped", "{end}");
+    let stopped_at = end["step"].as_u64().unwrap();
+    assert!(stopped_at < 10, "stopped at {stopped_at}");
+    assert_eq!(
+        last_checkpoint(&events),
+        out.join(format!("checkpoints/step-{stopped_at:07}"))
+    );
+
+    // Resumed by one rank, to the end: the straight run's weights.
+    let mut resumed = job(&out);
+    resumed.output.resume_from = Some(PathBuf::from("latest"));
+    let one = alone(&resumed, None);
+    assert_eq!((one.status, one.global_step), (EndStatus::Completed, 10));
+    assert_close(
+        straight.last_checkpoint.as_ref().unwrap(),
+        one.last_checkpoint.as_ref().unwrap(),
+        1e-4,
+    );
+
+    // And the other way: one rank halted at step 4, two ranks to the end.
+    let out = tmp.path().join("grown");
+    let part = alone(&job(&out), Some(4));
+    assert_eq!((part.status, part.global_step), (EndStatus::Stopped, 4));
+    let mut grown = job(&out);
+    grown.output.resume_from = Some(PathBuf::from("latest"));
+    let config = tmp.path().join("grown.toml");
+    write_job(&grown, &config);
+    let (r0, r1) = both(&config, &tmp.path().join("grown-meeting"));
+    assert!(
+        r0.ok && r1.ok,
+        "rank 0: {}\nrank 1: {}",
+        r0.stderr,
+        r1.stderr
+    );
+    assert_close(
+        straight.last_checkpoint.as_ref().unwrap(),
+        &last_checkpoint(&r0.events),
+        1e-4,
+    );
+}
+
+#[test]
+fn a_rank_killed_mid_run_fails_the_other_with_its_reason() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut long = job(&tmp.path().join("run"));
+    long.train.epochs = 200;
+    let config = tmp.path().join("job.toml");
+    write_job(&long, &config);
+    let meeting = tmp.path().join("meeting");
+    let mut r0 = rank(&config, &meeting, 0, 2, 60);
+    let mut r1 = rank(&config, &meeting, 1, 2, 60);
+    let stdout = BufReader::new(r0.stdout.take().unwrap());
+    let mut events = Vec::new();
+    for line in stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["event"] == "step"
+            && events
+                .iter()
+                .all(|e: &serde_json::Value| e["event"] != "step")
+        {
+            r1.kill().unwrap();
+        }
+        events.push(v);
+    }
+    let _ = r1.wait();
+    let r0 = ended(r0);
+    assert!(!r0.ok, "rank 0 went on without rank 1");
+    let error = events
+        .iter()
+        .find(|e| e["event"] == "error")
+        .unwrap_or_else(|| panic!("no error event: {events:?}\n{}", r0.stderr));
+    let message = error["message"].as_str().unwrap();
+    assert!(message.starts_with("ranks: rank 0: "), "{message}");
+    assert_eq!(events.last().unwrap()["status"], "failed");
+}
