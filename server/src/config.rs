@@ -41,6 +41,9 @@ pub enum Command {
     ServeModel(crate::model_server::ServeModelArgs),
     /// Train or fine-tune a text classifier from a job.toml; JSON-lines events on stdout.
     Train(trainer::cli::TrainArgs),
+    /// Run `train` as several ranks on this machine (data parallelism, one GPU each or a share of the
+    /// cores); the run's events on stdout, every rank's stderr marked with its rank.
+    Launch(trainer::cli::LaunchArgs),
     /// Masked-LM pretraining (whole-word masking) on an unlabelled corpus; JSON-lines events on stdout.
     Pretrain(trainer::cli::PretrainArgs),
     /// Accuracy, macro-F1 and per-class metrics of a model on a labelled data file.

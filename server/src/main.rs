@@ -48,6 +48,7 @@ fn main() -> ExitCode {
     // The trainer's commands are synchronous and own their threads (libtorch's pool): no async runtime.
     let trainer_result = match &cli.command {
         Command::Train(args) => Some(trainer::cli::run_train(args)),
+        Command::Launch(args) => Some(trainer::cli::run_launch(args)),
         Command::Pretrain(args) => Some(trainer::cli::run_pretrain(args)),
         Command::Eval(args) => Some(trainer::cli::run_eval(args)),
         Command::Predict(args) => Some(trainer::cli::run_predict(args)),
@@ -126,6 +127,7 @@ fn main() -> ExitCode {
             Command::Ckpt(args) => exit_with(server::jobs::run_ckpt(args).await),
             Command::Model(args) => exit_with(server::pretrained::run(args).await),
             Command::Train(_)
+            | Command::Launch(_)
             | Command::Pretrain(_)
             | Command::Eval(_)
             | Command::Predict(_)

@@ -157,6 +157,7 @@ pub fn run_train(args: &TrainArgs) -> Result<i32> {
     Ok(0)
 }
 
+pub use crate::launch::{run_launch, LaunchArgs};
 pub use crate::pretrain::PretrainArgs;
 
 /// Runs `pretrain`; events on stdout. Exit code 0 when it completed or was stopped on request (the

@@ -12,6 +12,7 @@
 //! - [`train`]: fine-tuning (or training from scratch) a classifier from a job file.
 //! - [`pretrain`]: masked-LM pretraining with whole-word masking.
 //! - [`collectives`]: all-reduce, broadcast and barrier across ranks (libtorch's c10d, Gloo).
+//! - [`launch`]: one run as several ranks on this machine, as torchrun starts them.
 //! - [`events`]: the JSON-lines event stream, [`progress`] its human-readable account on stderr;
 //!   [`cli`]: the command-line front ends.
 
@@ -23,6 +24,7 @@ pub mod data;
 pub mod device;
 pub mod error;
 pub mod events;
+pub mod launch;
 pub mod model;
 pub mod paddle;
 pub mod precision;

@@ -2,7 +2,9 @@
 //! train the run one rank trains — same losses, same metrics, same weights within 1e-4 relative, as
 //! PyTorch's own DDP tests compare; a stop asked of one rank reaches the other (rank 0 writes the last
 //! checkpoint) and the run resumes with one rank; a run of one rank resumes with two; a rank killed
-//! mid-run fails the other with its reason instead of a hang.
+//! mid-run fails the other with its reason instead of a hang. And the same through `launch`, which
+//! starts the ranks as torchrun would: one event stream, the rank that failed first named, a TERM
+//! reaching every rank.
 
 mod common;
 
@@ -198,6 +200,155 @@ fn two_ranks_train_the_run_one_rank_trains() {
         one.last_checkpoint.as_ref().unwrap().file_name()
     );
     assert_close(one.last_checkpoint.as_ref().unwrap(), &two_last, 1e-4);
+
+    // Launched as two ranks: the same run, one event stream, every rank's stderr marked.
+    let launched = tmp.path().join("launched");
+    std::fs::create_dir_all(&launched).unwrap();
+    write_job(&job(&launched.join("out")), &launched.join("job.toml"));
+    let out = launch(&launched, 2).wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ends: Vec<_> = events.iter().filter(|e| e["event"] == "end").collect();
+    assert_eq!(ends.len(), 1, "{events:?}");
+    assert_eq!(ends[0]["status"], "completed");
+    assert!(
+        stderr.lines().any(|l| l.starts_with("[rank 0] ")),
+        "{stderr}"
+    );
+    assert!(stderr.lines().all(|l| l.starts_with("[rank ")), "{stderr}");
+    assert_eq!(step_losses(&events).len(), 10);
+    assert_close(
+        one.last_checkpoint.as_ref().unwrap(),
+        &last_checkpoint(&events),
+        1e-4,
+    );
+}
+
+/// `paddock-trainer launch --ranks N -- train --config job.toml`, in `dir`.
+fn launch(dir: &Path, ranks: usize) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_paddock-trainer"))
+        .args([
+            "launch",
+            "--ranks",
+            &ranks.to_string(),
+            "--",
+            "train",
+            "--config",
+            "job.toml",
+        ])
+        .current_dir(dir)
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .env("PADDOCK_COLLECTIVE_TIMEOUT_SECS", "60")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The pid of the launch's rank `rank`, read from its children's environments.
+fn rank_pid(launch: u32, rank: usize) -> u32 {
+    let children =
+        std::fs::read_to_string(format!("/proc/{launch}/task/{launch}/children")).unwrap();
+    children
+        .split_whitespace()
+        .map(|p| p.parse::<u32>().unwrap())
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                env.split(|&b| b == 0)
+                    .any(|v| v == format!("RANK={rank}").as_bytes())
+            })
+        })
+        .unwrap_or_else(|| panic!("no rank {rank} among {children}"))
+}
+
+/// Reads a launch's events until the first step, calls `then`, and reads the rest.
+fn after_first_step(child: &mut Child, then: impl FnOnce()) -> Vec<serde_json::Value> {
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut events: Vec<serde_json::Value> = Vec::new();
+    let mut then = Some(then);
+    for line in stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["event"] == "step" {
+            if let Some(then) = then.take() {
+                then();
+            }
+        }
+        events.push(v);
+    }
+    events
+}
+
+#[test]
+fn under_launch_a_killed_rank_fails_the_run_in_its_own_words_and_a_term_stops_every_rank() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut long = job(&tmp.path().join("out"));
+    long.train.epochs = 200;
+    write_job(&long, &tmp.path().join("job.toml"));
+
+    let mut run = launch(tmp.path(), 2);
+    let pid = run.id();
+    let events = after_first_step(&mut run, || {
+        let rank1 = rank_pid(pid, 1);
+        assert!(Command::new("kill")
+            .args(["-KILL", &rank1.to_string()])
+            .status()
+            .unwrap()
+            .success());
+    });
+    let out = run.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + 9), "{stderr}");
+    // The cause, not rank 0's "connection closed" that followed it (which stays in the log).
+    let errors: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "error")
+        .map(|e| e["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(errors.len(), 1, "{events:?}");
+    assert!(
+        errors[0].starts_with("rank 1 was ended by signal 9 (SIGKILL"),
+        "{}",
+        errors[0]
+    );
+    assert_eq!(events.last().unwrap()["status"], "failed");
+    assert!(
+        stderr.contains("[rank 0] error: ranks: rank 0: "),
+        "{stderr}"
+    );
+
+    // A TERM to the launch: every rank stops at the same step, rank 0 writing its checkpoint.
+    let stop = tmp.path().join("stop");
+    std::fs::create_dir_all(&stop).unwrap();
+    let mut long = job(&stop.join("out"));
+    long.train.epochs = 200;
+    write_job(&long, &stop.join("job.toml"));
+    let mut run = launch(&stop, 2);
+    let pid = run.id().to_string();
+    let events = after_first_step(&mut run, || {
+        assert!(Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success());
+    });
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let end = events.last().unwrap();
+    assert_eq!(end["status"], "stopped", "{end}");
+    let ckpt = events
+        .iter()
+        .rev()
+        .find(|e| e["event"] == "checkpoint")
+        .unwrap();
+    assert_eq!(ckpt["step"], end["step"]);
 }
 
 #[test]

@@ -19,6 +19,8 @@ struct Cli {
 enum Command {
     /// Train from a job.toml; JSON-lines events on stdout.
     Train(cli::TrainArgs),
+    /// Runs `train` as several ranks on this machine (data parallelism); the run's events on stdout.
+    Launch(cli::LaunchArgs),
     /// Masked-LM pretraining with whole-word masking on a corpus; JSON-lines events on stdout.
     Pretrain(cli::PretrainArgs),
     /// Metrics of a model on a labelled file.
@@ -33,6 +35,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match &cli.command {
         Command::Train(a) => cli::run_train(a),
+        Command::Launch(a) => cli::run_launch(a),
         Command::Pretrain(a) => cli::run_pretrain(a),
         Command::Eval(a) => cli::run_eval(a),
         Command::Predict(a) => cli::run_predict(a),
