@@ -97,6 +97,9 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
         Rule::MoreGpusThanQuota { quota } => {
             td_string!(locale, rules.more_gpus_than_quota, quota = *quota).to_string()
         }
+        Rule::RanksPerGpu { gpus } => {
+            td_string!(locale, rules.ranks_per_gpu, gpus = *gpus).to_string()
+        }
         Rule::NotWith { other } => {
             td_string!(locale, rules.not_with, other = other.clone()).to_string()
         }
@@ -455,6 +458,7 @@ mod tests {
                 left_out: vec!["GPU 0 (V100): compute capability 7.0 is below 7.5".into()],
             },
             Rule::MoreGpusThanQuota { quota: 2 },
+            Rule::RanksPerGpu { gpus: 4 },
             Rule::NotWith {
                 other: "base_checkpoint_id".into(),
             },

@@ -686,6 +686,11 @@ pub struct JobSpec {
     pub eval_every_steps: u32,
     #[serde(default)]
     pub gpus: u32,
+    /// Processes that train the run together (data parallelism), each on its share of every batch:
+    /// one per GPU asked for (the default, and the only choice with GPUs), or on the CPU as many as
+    /// asked, sharing the server's cores. The run and its results are the same whatever the number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<u32>,
     /// Higher runs first.
     #[serde(default)]
     pub priority: i32,
@@ -736,6 +741,11 @@ impl JobSpec {
     pub fn new(name: &str, dataset_id: DatasetId) -> JobSpec {
         serde_json::from_value(serde_json::json!({ "name": name, "dataset_id": dataset_id }))
             .expect("every other field has a default")
+    }
+
+    /// How many processes train it: as asked, else one per GPU, else one.
+    pub fn ranks(&self) -> u32 {
+        self.ranks.unwrap_or(self.gpus.max(1))
     }
 }
 

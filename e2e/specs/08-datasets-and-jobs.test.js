@@ -194,7 +194,7 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     await jobs.empty.waitFor();
   });
 
-  test('a small job shows its loss chart growing while it runs, then its checkpoints', async () => {
+  test('a small job of two ranks shows its loss chart growing while it runs, then its checkpoints', async () => {
     const { page } = story.owner;
     const form = new JobFormPage(page);
     await form.goto(story.workspaceId, `?dataset=${datasetId}`);
@@ -208,6 +208,8 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
       epochs: 20,
       'max-steps': 300,
       'eval-every-steps': 50,
+      // Two processes sharing each batch (data parallelism on the CPU): still one run.
+      ranks: 2,
     });
     const job = new JobPage(page);
     await job.recordChart();
@@ -237,6 +239,9 @@ describe('from an uploaded dataset to a downloaded checkpoint', () => {
     const badge = await page.locator(`[data-testid="checkpoint-row"][data-id="${ranked.id}"]`).getAttribute('data-state');
     assert.equal(badge, ranked.degenerate ? 'degenerate' : 'best');
     await waitForText(job.logState, '任务已结束');
+    assert.equal((await page.getByTestId('job-ranks').textContent()).trim(), '2');
+    // The log marks each rank's lines.
+    await waitForText(job.log, '[rank 0] ');
 
     // Hovering the loss chart shows the step and the value.
     const chart = job.chart('loss');

@@ -94,6 +94,10 @@ pub struct SubmitArgs {
     pub seed: Option<u64>,
     #[arg(long)]
     pub gpus: Option<u32>,
+    /// Processes that train it together (data parallelism): one per GPU by default; on the CPU, as
+    /// many as given.
+    #[arg(long)]
+    pub ranks: Option<u32>,
     #[arg(long)]
     pub priority: Option<i32>,
     /// Follow the job's log until it ends (exit code 0 only if it succeeded).
@@ -502,7 +506,7 @@ async fn submit_spec(api: &Api, ws: WorkspaceId, s: &SubmitArgs) -> anyhow::Resu
         .context("the spec file must be a table/object")?;
     let dataset = |v: &Option<String>| v.as_deref().map(dataset_id).transpose();
     // Each flag given replaces the spec file's value (`Value::from` keeps its JSON type).
-    let flags: [(&str, Option<serde_json::Value>); 12] = [
+    let flags: [(&str, Option<serde_json::Value>); 13] = [
         ("name", s.name.clone().map(Into::into)),
         ("dataset_id", dataset(&s.dataset)?.map(|d| d.get().into())),
         (
@@ -517,6 +521,7 @@ async fn submit_spec(api: &Api, ws: WorkspaceId, s: &SubmitArgs) -> anyhow::Resu
         ("max_seq_len", s.max_seq_len.map(Into::into)),
         ("seed", s.seed.map(Into::into)),
         ("gpus", s.gpus.map(Into::into)),
+        ("ranks", s.ranks.map(Into::into)),
         ("priority", s.priority.map(Into::into)),
     ];
     for (key, v) in flags {

@@ -21,8 +21,8 @@ use clap::Args;
 use crate::events::EventSink;
 use crate::{Error, Result};
 
-/// The most ranks one machine runs: as many GPUs as a machine has, with room to spare.
-pub const MAX_RANKS: usize = 64;
+/// The most ranks one machine runs.
+pub const MAX_RANKS: usize = contracts::job::MAX_RANKS as usize;
 /// The file the ranks meet at, in the folder the launch runs in.
 pub const MEETING_FILE: &str = "ranks.meeting";
 /// How long the other ranks have to end on their own once one failed, before they are killed.
@@ -35,6 +35,10 @@ pub struct LaunchArgs {
     /// How many ranks to start on this machine (each GPU it may see is one rank's).
     #[arg(long)]
     pub ranks: usize,
+    /// How many GPUs this machine gives the run, where `CUDA_VISIBLE_DEVICES` does not name them (a
+    /// container sees only its own, counted from 0); 0: the CPU.
+    #[arg(long, default_value_t = 0)]
+    pub gpus: usize,
     /// What each rank runs: `train` and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     pub command: Vec<String>,
@@ -120,13 +124,18 @@ pub fn run_launch(args: &LaunchArgs) -> Result<i32> {
         let _ = relay.join();
     }
     let withheld = withheld.lock().map(|w| w.clone()).unwrap_or_default();
+    // Rank 0's own failure (bad data fails every rank alike), not one a peer caused, is told in its
+    // own whole words.
+    let rank0_own = causes.contains(&0)
+        && withheld
+            .iter()
+            .any(|l| l.contains("\"event\":\"error\"") && !l.contains("ranks: rank"));
     match causes.first() {
         None => {
             release(&withheld);
             Ok(0)
         }
-        // Rank 0 failed first: it said why itself, unless it could not.
-        Some(&0) if withheld.iter().any(|l| l.contains("\"event\":\"error\"")) => {
+        Some(_) if rank0_own => {
             release(&withheld);
             Ok(exit_code(ranks[0].ended))
         }
@@ -169,19 +178,22 @@ impl Plan {
                 )))
             }
         }
-        let visible: Vec<String> = var("CUDA_VISIBLE_DEVICES")
+        let mut visible: Vec<String> = var("CUDA_VISIBLE_DEVICES")
             .unwrap_or_default()
             .split(',')
             .map(str::trim)
             .filter(|d| !d.is_empty())
             .map(String::from)
             .collect();
+        if visible.is_empty() {
+            visible = (0..args.gpus).map(|i| i.to_string()).collect();
+        }
         let gpus = match visible.len() {
             0 => Vec::new(),
             n if n >= args.ranks => visible[..args.ranks].to_vec(),
             n => {
                 return Err(Error::Config(format!(
-                "{} ranks, one GPU each, but only {n} GPU(s) are visible (CUDA_VISIBLE_DEVICES)",
+                "{} ranks, one GPU each, but only {n} GPU(s) are given (CUDA_VISIBLE_DEVICES, --gpus)",
                 args.ranks
             )))
             }
@@ -376,6 +388,10 @@ mod tests {
     fn plan(ranks: usize, command: &[&str], vars: &[(&str, &str)]) -> Result<Plan> {
         let args = LaunchArgs {
             ranks,
+            gpus: vars
+                .iter()
+                .find(|(k, _)| *k == "--gpus")
+                .map_or(0, |(_, v)| v.parse().unwrap()),
             command: command.iter().map(|s| s.to_string()).collect(),
         };
         let vars: std::collections::HashMap<&str, &str> = vars.iter().copied().collect();
@@ -414,6 +430,9 @@ mod tests {
                 .threads,
             None
         );
+        // In a container: its own GPUs, counted from 0.
+        let in_container = plan(2, &["train"], &[("--gpus", "2")]).unwrap();
+        assert_eq!(in_container.gpus, vec!["0", "1"]);
     }
 
     #[test]
@@ -441,7 +460,7 @@ mod tests {
                 4,
                 vec!["train"],
                 vec![("CUDA_VISIBLE_DEVICES", "GPU-a,GPU-b")],
-                "4 ranks, one GPU each, but only 2 GPU(s) are visible (CUDA_VISIBLE_DEVICES)",
+                "4 ranks, one GPU each, but only 2 GPU(s) are given (CUDA_VISIBLE_DEVICES, --gpus)",
             ),
         ] {
             match plan(ranks, &command, &vars) {

@@ -293,6 +293,8 @@ pub enum Rule {
     /// More GPUs than the workspace's quota, which counts this server's and a cluster's alike: it would
     /// never start.
     MoreGpusThanQuota { quota: i64 },
+    /// Data parallelism gives each GPU a rank of its own: as many ranks as GPUs.
+    RanksPerGpu { gpus: i64 },
     /// Only one of this field and `other`.
     NotWith { other: String },
     /// A name a cluster scheduler takes (a Slurm account, QoS): 1–64 letters, digits, `_`, `-`, `.`.

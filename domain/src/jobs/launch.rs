@@ -87,12 +87,12 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
     .fetch_one(db)
     .await
     .map_err(|e| e.to_string())?;
+    let spec = serde_json::from_str::<contracts::types::JobSpec>(&spec_json)
+        .map_err(|e| format!("the job's stored spec: {e}"))?;
     // On a cluster: the partition the job asked for, and what its workspace is charged to there.
     let placement = match cluster.as_deref() {
         Some(name) => {
-            let partition = serde_json::from_str::<contracts::types::JobSpec>(&spec_json)
-                .map_err(|e| format!("the job's stored spec: {e}"))?
-                .partition;
+            let partition = spec.partition.clone();
             crate::admin::cluster_placement(db, workspace_id, name, partition)
                 .await
                 .map_err(|e| e.to_string())?
@@ -152,7 +152,7 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         workspace_id,
         folder,
         rel: rel.clone(),
-        args: ["train", "--config", "job.toml"].map(String::from).to_vec(),
+        args: run_args(spec.ranks(), spec.gpus),
         stdout: "events.jsonl",
         log: "train.log",
         log_limit: jobs.train_log_max_bytes,
@@ -189,6 +189,25 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         executor.stop(&handle, Stop::Ask).await;
     }
     Ok(())
+}
+
+/// The command a job runs: `train`, or `launch` with its ranks (data parallelism), each given one of
+/// the run's GPUs — named by `CUDA_VISIBLE_DEVICES` where the executor sets it, else the first `gpus`
+/// the run sees (a container's own).
+fn run_args(ranks: u32, gpus: u32) -> Vec<String> {
+    let train = ["train", "--config", "job.toml"].map(String::from);
+    if ranks <= 1 {
+        return train.to_vec();
+    }
+    let launch = [
+        "launch",
+        "--ranks",
+        &ranks.to_string(),
+        "--gpus",
+        &gpus.to_string(),
+        "--",
+    ];
+    launch.map(String::from).into_iter().chain(train).collect()
 }
 
 /// The environment image a container job runs in, with the environment's secrets (tokens for a hub, a

@@ -470,7 +470,11 @@ async fn submit_as(
         labels,
         gpu_device: runs_on.gpu_device(),
     };
-    let threads = if spec.gpus > 0 { 0 } else { jobs.cpu_threads };
+    // The server's CPU threads for jobs are shared out between a CPU run's ranks.
+    let threads = match (spec.gpus, jobs.cpu_threads) {
+        (0, cores) if cores > 0 => (cores / spec.ranks() as usize).max(1),
+        _ => 0,
+    };
     let config_toml = spec::render_toml(&spec, &inputs, threads)?;
     let now = super::now();
     let spec_json = serde_json::to_string(&spec).map_err(|e| internal("job spec", e))?;

@@ -9,7 +9,7 @@ use contracts::data::{Columns, DataFormat};
 use contracts::job::{DataSection, JobConfig, ModelSection, OutputSection, TrainSection};
 
 use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
-use contracts::job::PRESETS;
+use contracts::job::{MAX_RANKS, PRESETS};
 use contracts::precision::CHOICES;
 use contracts::types::JobSpec;
 
@@ -124,6 +124,27 @@ fn problems(spec: &JobSpec, cpu_bf16: bool) -> Vec<FieldProblem> {
             "must be at most 64",
         ));
     }
+    match spec.ranks {
+        Some(ranks) if !(1..=MAX_RANKS).contains(&ranks) => out.push(FieldProblem::new(
+            "ranks",
+            Rule::Between {
+                min: 1,
+                max: i64::from(MAX_RANKS),
+            },
+            format!("must be between 1 and {MAX_RANKS}"),
+        )),
+        Some(ranks) if spec.gpus > 0 && ranks != spec.gpus => out.push(FieldProblem::new(
+            "ranks",
+            Rule::RanksPerGpu {
+                gpus: i64::from(spec.gpus),
+            },
+            format!(
+                "one rank per GPU: with {} GPU(s), {} rank(s) (or leave it empty)",
+                spec.gpus, spec.gpus
+            ),
+        )),
+        _ => {}
+    }
     if spec.base_checkpoint_id.is_some() && spec.pretrained_model_id.is_some() {
         out.push(FieldProblem::new(
             "pretrained_model_id",
@@ -141,7 +162,7 @@ fn problems(spec: &JobSpec, cpu_bf16: bool) -> Vec<FieldProblem> {
 }
 
 /// The job form's fields top to bottom: problems are listed (and the first named) in this order.
-const FORM_ORDER: [&str; 16] = [
+const FORM_ORDER: [&str; 17] = [
     "name",
     "preset",
     "epochs",
@@ -154,6 +175,7 @@ const FORM_ORDER: [&str; 16] = [
     "precision",
     "eval_every_steps",
     "gpus",
+    "ranks",
     "priority",
     "keep_best",
     "pretrained_model_id",

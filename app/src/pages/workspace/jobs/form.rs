@@ -175,6 +175,7 @@ pub struct FormValues {
     pub eval_every_steps: String,
     pub keep_best: String,
     pub gpus: String,
+    pub ranks: String,
     pub priority: String,
     pub time_limit_minutes: String,
 }
@@ -212,6 +213,7 @@ impl FormValues {
             eval_every_steps: spec.eval_every_steps.to_string(),
             keep_best: spec.keep_best.to_string(),
             gpus: spec.gpus.to_string(),
+            ranks: opt(spec.ranks),
             priority: spec.priority.to_string(),
             time_limit_minutes: opt(spec.time_limit_minutes),
         }
@@ -267,6 +269,7 @@ impl FormValues {
                 .unwrap_or_default(),
             keep_best: p.num(&self.keep_best, "keep_best").unwrap_or_default(),
             gpus: p.num(&self.gpus, "gpus").unwrap_or_default(),
+            ranks: p.maybe(&self.ranks, "ranks"),
             priority: p.num(&self.priority, "priority").unwrap_or_default(),
             time_limit_minutes: p.maybe(&self.time_limit_minutes, "time_limit_minutes"),
         };
@@ -371,6 +374,9 @@ fn JobForm(
                     <TextField form id="job-gpus" field="gpus" label=move || t!(i18n, job_form.gpus)
                         hint=move || t!(i18n, job_form.gpus_hint) inputmode="decimal"
                         value=start.gpus.clone() set=|v, s| v.gpus = s />
+                    <TextField form id="job-ranks" field="ranks" label=move || t!(i18n, job_form.ranks)
+                        hint=move || t!(i18n, job_form.ranks_hint) inputmode="decimal"
+                        value=start.ranks.clone() set=|v, s| v.ranks = s />
                     <TextField form id="job-priority" field="priority" label=move || t!(i18n, job_form.priority)
                         hint=move || t!(i18n, job_form.priority_hint) inputmode="decimal"
                         value=start.priority.clone() set=|v, s| v.priority = s />
