@@ -12,38 +12,14 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use common::sample_job;
+use common::two_epochs_of_five_steps;
 use tch::Tensor;
 use trainer::events::EventSink;
 use trainer::train::{train, EndStatus, JobConfig, RunControl, TrainOutcome};
 
-/// A tiny from-scratch model without dropout (dropout masks differ with the rows a process draws
-/// them for); 2 epochs of 5 steps of 32 rows, each of two micro-batches.
+/// The resume tests' run without dropout (dropout masks differ with the rows a process draws them for).
 fn job(out: &Path) -> JobConfig {
-    sample_job(
-        r#"preset = "nano"
-num_hidden_layers = 2
-hidden_size = 32
-num_attention_heads = 2
-intermediate_size = 64
-vocab_size = 1500
-max_seq_len = 48
-hidden_dropout = 0.0
-attention_dropout = 0.0"#,
-        r#"epochs = 2
-batch_size = 32
-grad_accum_steps = 2
-lr = 1e-3
-warmup_ratio = 0.2
-weight_decay = 0.01
-seed = 1234
-threads = 1
-device = "cpu"
-eval_every_steps = 3
-log_every_steps = 1
-keep_best = 1"#,
-        out,
-    )
+    two_epochs_of_five_steps(out, "hidden_dropout = 0.0\nattention_dropout = 0.0")
 }
 
 fn alone(job: &JobConfig, halt: Option<usize>) -> TrainOutcome {

@@ -9,34 +9,14 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::sample_job;
+use common::two_epochs_of_five_steps;
 use tch::Tensor;
 use trainer::events::EventSink;
 use trainer::train::{train, EndStatus, JobConfig, RunControl, TrainOutcome};
 
 /// A tiny from-scratch model: 2 layers, hidden 32; 2 epochs of 5 steps (batch 32, accumulation 2).
 fn job(out: &Path) -> JobConfig {
-    sample_job(
-        r#"preset = "nano"
-num_hidden_layers = 2
-hidden_size = 32
-num_attention_heads = 2
-intermediate_size = 64
-vocab_size = 1500
-max_seq_len = 48"#,
-        r#"epochs = 2
-batch_size = 32
-grad_accum_steps = 2
-lr = 1e-3
-warmup_ratio = 0.2
-weight_decay = 0.01
-seed = 1234
-threads = 1
-eval_every_steps = 3
-log_every_steps = 1
-keep_best = 1"#,
-        out,
-    )
+    two_epochs_of_five_steps(out, "")
 }
 
 fn weights(dir: &Path) -> Vec<(String, Tensor)> {

@@ -132,6 +132,15 @@ fn steps(metrics: &Value) -> Vec<i64> {
         .collect()
 }
 
+/// The lines of a `…/logs` answer.
+fn log_lines(logs: &Value) -> Vec<&str> {
+    logs.as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["line"].as_str().unwrap())
+        .collect()
+}
+
 fn status(j: &Value) -> &str {
     j["summary"]["status"].as_str().unwrap_or_default()
 }
@@ -223,12 +232,7 @@ async fn a_job_trains_streams_metrics_and_tracks_checkpoints() {
 
     // The trainer's own account of the run, line by line: start, steps, evaluations, checkpoints, end.
     let logs = owner.get(&format!("{path}/logs")).await.1;
-    let lines: Vec<&str> = logs
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["line"].as_str().unwrap())
-        .collect();
+    let lines = log_lines(&logs);
     let has = |text: &str| lines.iter().any(|l| l.contains(text));
     assert!(
         has("model: ") && has("start: preset:") && has("270 training rows"),
@@ -715,12 +719,7 @@ async fn two_ranks_on_the_cpu_train_one_run() {
     let checkpoints = done["checkpoints"].as_array().unwrap();
     assert!(!checkpoints.is_empty(), "{done}");
     let logs = owner.get(&format!("{path}/logs")).await.1;
-    let lines: Vec<&str> = logs
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|l| l["line"].as_str().unwrap())
-        .collect();
+    let lines = log_lines(&logs);
     assert!(
         lines
             .iter()

@@ -38,3 +38,33 @@ seed = 7
 threads = 1
 device = "cpu"
 metric_for_best = "accuracy""#;
+
+/// A tiny from-scratch model (2 layers, hidden 32) trained 2 epochs of 5 steps (batch 32, accumulation
+/// 2) on the sample, evaluated every 3 steps; `model_extra` is added to its `[model]` section.
+pub fn two_epochs_of_five_steps(out: &Path, model_extra: &str) -> JobConfig {
+    sample_job(
+        &format!(
+            r#"preset = "nano"
+num_hidden_layers = 2
+hidden_size = 32
+num_attention_heads = 2
+intermediate_size = 64
+vocab_size = 1500
+max_seq_len = 48
+{model_extra}"#
+        ),
+        r#"epochs = 2
+batch_size = 32
+grad_accum_steps = 2
+lr = 1e-3
+warmup_ratio = 0.2
+weight_decay = 0.01
+seed = 1234
+threads = 1
+device = "cpu"
+eval_every_steps = 3
+log_every_steps = 1
+keep_best = 1"#,
+        out,
+    )
+}
