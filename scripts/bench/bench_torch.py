@@ -9,6 +9,10 @@ FLOPs are then counted per row at its real length. A training step is forward (d
 + backward + AdamW (lr 5e-5, wd 0.01). With `--precision bf16` the forward runs under CPU bf16 autocast.
 Runs in .venv-parity (transformers there; torch 2.13.0 from the project venv via a .pth file, see
 scripts/parity/make_fixtures.py). Prints one JSON object.
+
+With `--ddp`, started by torchrun: the training step of one rank of DistributedDataParallel over Gloo, on
+its share of the batch (every world-th row, as Paddock's ranks take theirs); rank 0 prints the run's
+samples/s.
 """
 
 import argparse
@@ -37,6 +41,7 @@ def main():
     ap.add_argument("--full", action="store_true", help="every sequence as long as --seq")
     ap.add_argument("--attn", default=None, help="attn_implementation (default: transformers' choice)")
     ap.add_argument("--batches", default=None, help="real-data batches written by bench --write-batches")
+    ap.add_argument("--ddp", action="store_true", help="one rank of torchrun + DistributedDataParallel (Gloo)")
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16"],
                     help="bf16: the forward under torch.autocast('cpu', bfloat16), as the Rust side does")
     a = ap.parse_args()
@@ -80,6 +85,8 @@ def main():
         flops = [a.batch * forward_flops(layers, h, f, a.seq, 2)]
         preset = a.preset
     model = ErnieForSequenceClassification._from_config(config, **kwargs)
+    if a.ddp:
+        return data_parallel(a, model, batches, threads, preset)
     opt = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
     nb = len(batches)
     autocast = lambda: torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16")
@@ -131,6 +138,41 @@ def main():
         "train_flops_per_s": 3 * train_fwd / train_s, "infer_flops_per_s": infer_fwd / infer_s,
         "last_loss": last, **extra,
     }))
+
+def data_parallel(a, model, batches, threads, preset):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+    dist.init_process_group("gloo")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    ddp = DistributedDataParallel(model)
+    opt = torch.optim.AdamW(ddp.parameters(), lr=5e-5, weight_decay=0.01)
+    shards = [tuple(t[rank::world] for t in b) for b in batches]
+    nb = len(shards)
+    ddp.train()
+
+    def step(i):
+        ids, mask, types, labels = shards[i % nb]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.precision == "bf16"):
+            logits = ddp(input_ids=ids, attention_mask=mask, token_type_ids=types).logits.float()
+        loss = torch.nn.functional.cross_entropy(logits, labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+    for i in range(2):
+        step(i)
+    t = time.perf_counter()
+    for i in range(a.steps):
+        step(i)
+    secs = time.perf_counter() - t
+    rows = sum(len(batches[i % nb][3]) for i in range(a.steps))
+    if rank == 0:
+        print(json.dumps({
+            "impl": f"pytorch {torch.__version__} DDP (Gloo) + transformers {transformers.__version__}",
+            "ranks": world, "threads_per_rank": threads, "preset": preset, "batch": a.batch,
+            "precision": a.precision, "train_samples_per_s": rows / secs, "step_ms": 1e3 * secs / a.steps,
+        }))
+    dist.destroy_process_group()
 
 if __name__ == "__main__":
     main()

@@ -21,7 +21,7 @@
 # tables show what `paddock train|serve --precision bf16` gains on such a CPU.
 # Environment overrides: BENCH_PRESET (nano), BENCH_BATCH (32), BENCH_SEQ (128), BENCH_STEPS (10),
 # BENCH_SCENARIOS ("padded full real"), BENCH_PRECISIONS ("fp32 bf16", or "fp32" without native bf16),
-# BENCH_REPEATS (3), BENCH_DATA (the real scenario's file).
+# BENCH_REPEATS (3), BENCH_DATA (the real scenario's file), BENCH_RANKS ("1 2", or "none").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/env.sh
@@ -111,5 +111,53 @@ if peak > 0 and rust["precision"] == "fp32":
 PYEOF
 done
 done
+
+# Data parallelism (issue 35): the `padded` batch's training step as BENCH_RANKS ranks on this machine's
+# cores (shared out: cores / ranks threads each), Paddock's ranks (trainer::train::parallel over c10d's Gloo)
+# against torchrun + DistributedDataParallel (Gloo) on the same model, batch and shards; 1 rank is the plain
+# step on both sides. Best of BENCH_REPEATS alternating runs; the time Paddock's ranks spend summing
+# gradients is measured apart (DDP overlaps its all-reduce with the backward pass, so it has no such figure).
+if [ "${BENCH_RANKS:-1 2}" != "none" ]; then
+  DP_JSON=""
+  for R in ${BENCH_RANKS:-1 2}; do
+    T=$(( CORES / R )); [ "$T" -ge 1 ] || T=1
+    for _ in $(seq "$REPEATS"); do
+      if [ "$R" -eq 1 ]; then
+        RUST=$(target/release/examples/bench "${ARGS[@]}" --threads "$T")
+        TORCH=$("$PY" scripts/bench/bench_torch.py "${ARGS[@]}" --threads "$T" 2>/dev/null | tail -1)
+      else
+        MEETING=$(mktemp -u --suffix=.meeting)
+        RUST=$(for r in $(seq 0 $((R - 1))); do
+          WORLD_SIZE=$R RANK=$r PADDOCK_MEETING_FILE=$MEETING target/release/examples/bench "${ARGS[@]}" --threads "$T" &
+        done; wait)
+        rm -f "$MEETING"
+        TORCH=$(OMP_NUM_THREADS=$T "$PY" -m torch.distributed.run --standalone --nproc-per-node "$R" \
+          scripts/bench/bench_torch.py "${ARGS[@]}" --threads "$T" --ddp 2>/dev/null | tail -1)
+      fi
+      DP_JSON+="$R paddock $RUST"$'\n'"$R pytorch $TORCH"$'\n'
+    done
+  done
+  python3 - "$DP_JSON" <<'PYEOF'
+import json, sys
+best = {}
+for line in sys.argv[1].splitlines():
+    ranks, side, text = line.split(" ", 2)
+    r = json.loads(text)
+    key = (int(ranks), side)
+    if key not in best or r["train_samples_per_s"] > best[key]["train_samples_per_s"]:
+        best[key] = r
+ranks = sorted({k[0] for k in best})
+first = best[(ranks[0], "paddock")]
+print(f"\ndata parallelism: {first['preset']} shape, batch {first['batch']} (the padded scenario), training "
+      f"samples/s of the whole run; each rank has cores/ranks threads; best of the runs")
+print(f"{'ranks':>6}{'paddock':>12}{'pytorch DDP':>14}{'ratio':>8}{'paddock sums ms/step':>24}{'scaling':>10}")
+for n in ranks:
+    p, t = best[(n, "paddock")], best[(n, "pytorch")]
+    sums = f"{p['allreduce_ms_per_step']:.1f} of {p['step_ms']:.0f}" if "allreduce_ms_per_step" in p else "-"
+    scaling = p["train_samples_per_s"] / best[(ranks[0], "paddock")]["train_samples_per_s"]
+    print(f"{n:>6}{p['train_samples_per_s']:12.2f}{t['train_samples_per_s']:14.2f}"
+          f"{p['train_samples_per_s'] / t['train_samples_per_s']:7.2f}x{sums:>24}{scaling:9.2f}x")
+PYEOF
+fi
 
 scripts/bench/host.sh

@@ -19,6 +19,11 @@
 //! `paddock train --precision bf16` does.
 //! Prints one JSON object.
 //!
+//! Started as one of several ranks (`WORLD_SIZE` > 1, `RANK`, `PADDOCK_MEETING_FILE`, as `make bench-train`
+//! starts them), it measures the training step a rank of a data-parallel job runs
+//! (`trainer::train::parallel`): its share of each batch, the gradients summed over the ranks, the
+//! trainer's own AdamW; rank 0 prints the run's samples/s and the time spent summing, per step.
+//!
 //! Usage: `cargo run --release -p trainer --example bench -- [--preset nano] [--batch 32] [--seq 128]
 //!         [--steps 10] [--threads N] [--full] [--no-unpad] [--precision fp32|bf16]
 //!         [--data FILE --write-batches OUT]`
@@ -28,11 +33,14 @@ use std::time::Instant;
 
 use tch::nn::{OptimizerConfig, VarStore};
 use tch::{Device, Kind, Tensor};
+use trainer::collectives::Rank;
 use trainer::data::batch::{bucketed_batches, collate, Batch, Features};
 use trainer::data::{validate_file, Columns, DataFormat, DataOptions, LabelMap};
 use trainer::predict::encode_rows;
 use trainer::train::config::{ModelSection, TrainSection};
 use trainer::train::model_init;
+use trainer::train::optimizer::{AdamW, AdamWConfig};
+use trainer::train::parallel::DataParallel;
 use trainer::train::run::write_atomic;
 use trainer::{ErnieConfig, ErnieForSequenceClassification, Precision};
 
@@ -162,6 +170,80 @@ fn synthetic(args: &Args) -> Workload {
         batches: vec![b],
         flops,
         extra: serde_json::Map::new(),
+    }
+}
+
+/// The training step of one rank of a data-parallel run, timed; rank 0 prints the figures.
+fn data_parallel(args: &Args, w: &Workload, rank: &Rank, threads: i32) {
+    let mut group = DataParallel::join(rank).unwrap_or_else(|e| fail(e));
+    group.same_start(&w.vs).unwrap_or_else(|e| fail(e));
+    let mut opt = AdamW::new(
+        &w.vs,
+        AdamWConfig {
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.01,
+        },
+    );
+    opt.materialize_grads();
+    // This rank's rows of each batch, as the trainer shards them.
+    let shards: Vec<Batch> = w
+        .batches
+        .iter()
+        .map(|b| {
+            let rows = group.shard(&(0..b.rows as i64).collect::<Vec<_>>());
+            let index = Tensor::from_slice(&rows);
+            let pick = |t: &Tensor| t.index_select(0, &index);
+            Batch {
+                input_ids: pick(&b.input_ids),
+                attention_mask: pick(&b.attention_mask),
+                token_type_ids: pick(&b.token_type_ids),
+                labels: b.labels.as_ref().map(pick),
+                rows: rows.len(),
+                tokens: pick(&b.attention_mask).sum(Kind::Int64).int64_value(&[]) as usize,
+            }
+        })
+        .collect();
+    let n = shards.len();
+    let mut summing = 0.0;
+    let mut step = |i: usize, summing: &mut f64| {
+        let (shard, whole) = (&shards[i % n], &w.batches[i % n]);
+        opt.zero_grad();
+        let logits = args
+            .precision
+            .autocast(Device::Cpu, || w.model.forward_t(shard.inputs(), true))
+            .expect("autocast")
+            .to_kind(Kind::Float);
+        let share = shard.rows as f64 / whole.rows as f64;
+        let loss = logits.cross_entropy_for_logits(shard.labels.as_ref().expect("labels"));
+        (&loss * share).backward();
+        let at = Instant::now();
+        group
+            .sum_step(&mut opt, &[loss.double_value(&[]) * share])
+            .unwrap_or_else(|e| fail(e));
+        *summing += at.elapsed().as_secs_f64();
+        opt.step(5e-5);
+    };
+    for i in 0..2 {
+        step(i, &mut 0.0);
+    }
+    let start = Instant::now();
+    for i in 0..args.steps {
+        step(i, &mut summing);
+    }
+    let secs = start.elapsed().as_secs_f64();
+    if group.rank() == 0 {
+        let rows: usize = (0..args.steps).map(|i| w.batches[i % n].rows).sum();
+        let report = serde_json::json!({
+            "impl": "paddock (tch, c10d Gloo)",
+            "ranks": group.world(), "threads_per_rank": threads, "preset": args.preset,
+            "batch": args.batch, "precision": args.precision.as_str(),
+            "train_samples_per_s": rows as f64 / secs,
+            "allreduce_ms_per_step": 1e3 * summing / args.steps as f64,
+            "step_ms": 1e3 * secs / args.steps as f64,
+        });
+        println!("{report}");
     }
 }
 
@@ -304,6 +386,9 @@ fn main() {
         _ => synthetic(&args),
     };
     w.model.ernie.unpad = !args.no_unpad;
+    if let Some(rank) = Rank::from_env(|k| std::env::var(k).ok()).unwrap_or_else(|e| fail(e)) {
+        return data_parallel(&args, &w, &rank, threads);
+    }
     let precision = args.precision;
     if let Err(e) = precision.check(Device::Cpu) {
         fail(e);

@@ -21,8 +21,8 @@ pub enum Meeting {
     /// A TCP store served by rank 0 at `host:port`, which every rank can reach; Gloo's connections
     /// between ranks go out from the interface `host` names.
     Tcp { host: String, port: u16 },
-    /// A file every rank sees (a shared directory): no port to pick, for ranks on one machine or on
-    /// nodes that share a file system with working locks.
+    /// A file every rank opens: no port to pick, for the ranks of one machine (they connect to each
+    /// other over its loopback interface).
     File(PathBuf),
 }
 
