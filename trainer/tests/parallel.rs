@@ -8,11 +8,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use common::two_epochs_of_five_steps;
+use common::{after_first_step, signal, two_epochs_of_five_steps};
 use tch::Tensor;
 use trainer::events::EventSink;
 use trainer::train::{train, EndStatus, JobConfig, RunControl, TrainOutcome};
@@ -245,23 +244,6 @@ fn rank_pid(launch: u32, rank: usize) -> u32 {
         .unwrap_or_else(|| panic!("no rank {rank} among {children}"))
 }
 
-/// Reads a launch's events until the first step, calls `then`, and reads the rest.
-fn after_first_step(child: &mut Child, then: impl FnOnce()) -> Vec<serde_json::Value> {
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut events: Vec<serde_json::Value> = Vec::new();
-    let mut then = Some(then);
-    for line in stdout.lines() {
-        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if v["event"] == "step" {
-            if let Some(then) = then.take() {
-                then();
-            }
-        }
-        events.push(v);
-    }
-    events
-}
-
 #[test]
 fn under_launch_a_killed_rank_fails_the_run_in_its_own_words_and_a_term_stops_every_rank() {
     let tmp = tempfile::tempdir().unwrap();
@@ -271,14 +253,7 @@ fn under_launch_a_killed_rank_fails_the_run_in_its_own_words_and_a_term_stops_ev
 
     let mut run = launch(tmp.path(), 2);
     let pid = run.id();
-    let events = after_first_step(&mut run, || {
-        let rank1 = rank_pid(pid, 1);
-        assert!(Command::new("kill")
-            .args(["-KILL", &rank1.to_string()])
-            .status()
-            .unwrap()
-            .success());
-    });
+    let events = after_first_step(&mut run, || signal("-KILL", rank_pid(pid, 1)));
     let out = run.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(128 + 9), "{stderr}");
@@ -307,14 +282,8 @@ fn under_launch_a_killed_rank_fails_the_run_in_its_own_words_and_a_term_stops_ev
     long.train.epochs = 200;
     write_job(&long, &stop.join("job.toml"));
     let mut run = launch(&stop, 2);
-    let pid = run.id().to_string();
-    let events = after_first_step(&mut run, || {
-        assert!(Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success());
-    });
+    let pid = run.id();
+    let events = after_first_step(&mut run, || signal("-TERM", pid));
     let out = run.wait_with_output().unwrap();
     assert!(
         out.status.success(),
@@ -353,21 +322,7 @@ fn a_stop_asked_of_one_rank_stops_both_and_the_run_resumes_with_one_and_with_two
     let meeting = tmp.path().join("meeting");
     let mut r0 = rank(&config, &meeting, 0, 2, 120);
     let r1 = rank(&config, &meeting, 1, 2, 120);
-    let stdout = BufReader::new(r0.stdout.take().unwrap());
-    let mut events = Vec::new();
-    let mut signalled = false;
-    for line in stdout.lines() {
-        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if v["event"] == "step" && !signalled {
-            let status = Command::new("kill")
-                .args(["-TERM", &r1.id().to_string()])
-                .status()
-                .unwrap();
-            assert!(status.success());
-            signalled = true;
-        }
-        events.push(v);
-    }
+    let events = after_first_step(&mut r0, || signal("-TERM", r1.id()));
     let (r0, r1) = (ended(r0), ended(r1));
     assert!(
         r0.ok && r1.ok,
@@ -427,19 +382,7 @@ fn a_rank_killed_mid_run_fails_the_other_with_its_reason() {
     let meeting = tmp.path().join("meeting");
     let mut r0 = rank(&config, &meeting, 0, 2, 60);
     let mut r1 = rank(&config, &meeting, 1, 2, 60);
-    let stdout = BufReader::new(r0.stdout.take().unwrap());
-    let mut events = Vec::new();
-    for line in stdout.lines() {
-        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if v["event"] == "step"
-            && events
-                .iter()
-                .all(|e: &serde_json::Value| e["event"] != "step")
-        {
-            r1.kill().unwrap();
-        }
-        events.push(v);
-    }
+    let events = after_first_step(&mut r0, || r1.kill().unwrap());
     let _ = r1.wait();
     let r0 = ended(r0);
     assert!(!r0.ok, "rank 0 went on without rank 1");

@@ -5,11 +5,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::two_epochs_of_five_steps;
+use common::{after_first_step, signal, two_epochs_of_five_steps};
 use tch::Tensor;
 use trainer::events::EventSink;
 use trainer::train::{train, EndStatus, JobConfig, RunControl, TrainOutcome};
@@ -105,21 +104,8 @@ fn sigterm_stops_gracefully_with_a_resumable_checkpoint() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut events = Vec::new();
-    let mut signalled = false;
-    for line in stdout.lines() {
-        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
-        if v["event"] == "step" && !signalled {
-            let status = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status()
-                .unwrap();
-            assert!(status.success());
-            signalled = true;
-        }
-        events.push(v);
-    }
+    let pid = child.id();
+    let events = after_first_step(&mut child, || signal("-TERM", pid));
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
     let end = events.last().unwrap();

@@ -4,7 +4,9 @@
 // Each test crate compiles its own copy of this module and uses only part of it.
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 
 use trainer::train::JobConfig;
 
@@ -67,4 +69,30 @@ log_every_steps = 1
 keep_best = 1"#,
         out,
     )
+}
+
+/// Reads a run's events (its stdout) until the first step, calls `then`, and reads the rest.
+pub fn after_first_step(child: &mut Child, then: impl FnOnce()) -> Vec<serde_json::Value> {
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut events: Vec<serde_json::Value> = Vec::new();
+    let mut then = Some(then);
+    for line in stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["event"] == "step" {
+            if let Some(then) = then.take() {
+                then();
+            }
+        }
+        events.push(v);
+    }
+    events
+}
+
+/// Sends `signal` (`-TERM`, `-KILL`) to process `pid`.
+pub fn signal(signal: &str, pid: u32) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill {signal} {pid}");
 }
