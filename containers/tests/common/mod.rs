@@ -1,6 +1,6 @@
 //! Shared set-up for the Docker integration tests: connecting to the real daemon (failing loudly when it is
 //! missing, unless `PADDOCK_TEST_DOCKER=skip`), a random name prefix per test, and a guard that removes
-//! everything the test created — containers and volumes by the prefix's instance label, images by ID — even
+//! everything the test created — containers, volumes and networks by the prefix's instance label, images by ID — even
 //! when the test panics, plus a final check that nothing labelled with the prefix remains.
 
 #![allow(dead_code)]
@@ -8,8 +8,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
-use bollard::models::{ContainerSummary, Volume};
-use bollard::query_parameters::{ListContainersOptionsBuilder, ListVolumesOptionsBuilder};
+use bollard::models::{ContainerSummary, Network, Volume};
+use bollard::query_parameters::{
+    ListContainersOptionsBuilder, ListNetworksOptionsBuilder, ListVolumesOptionsBuilder,
+};
 use containers::lifecycle::{Limits, ProvisionRequest};
 use containers::{labels, Docker, EnvSpec};
 use rand::Rng;
@@ -177,6 +179,14 @@ impl<'a> Labelled<'a> {
         self.docker.api().list_containers(Some(options)).await
     }
 
+    /// A network left behind holds one of the daemon's address ranges for good.
+    async fn networks(&self) -> Result<Vec<Network>, bollard::errors::Error> {
+        let options = ListNetworksOptionsBuilder::default()
+            .filters(&self.filters)
+            .build();
+        self.docker.api().list_networks(Some(options)).await
+    }
+
     async fn volumes(&self) -> Result<Vec<Volume>, bollard::errors::Error> {
         let options = ListVolumesOptionsBuilder::default()
             .filters(&self.filters)
@@ -196,6 +206,12 @@ async fn cleanup(docker: &Docker, prefix: &str, images: &[String]) {
             let _ = docker.remove_volume(&v.name).await;
         }
     }
+    for n in labelled.networks().await.unwrap_or_default() {
+        let _ = docker
+            .api()
+            .remove_network(n.id.as_deref().unwrap_or_default())
+            .await;
+    }
     for image in images.iter().rev() {
         // Tags are untagged; IDs are removed (force: also when a test tag still points at them).
         let _ = docker
@@ -212,6 +228,9 @@ async fn leftovers(docker: &Docker, prefix: &str) -> Vec<String> {
     }
     for v in labelled.volumes().await.unwrap() {
         left.push(format!("volume {}", v.name));
+    }
+    for n in labelled.networks().await.unwrap() {
+        left.push(format!("network {:?}", n.name));
     }
     let images = docker
         .api()

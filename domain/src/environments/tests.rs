@@ -23,7 +23,8 @@ struct Setup {
     _cleanup: Cleanup,
 }
 
-/// Removes every container and volume of one instance label when dropped (also on panic).
+/// Removes every container, volume and network of one instance label when dropped (also on panic): a
+/// network left behind holds one of the daemon's address ranges for good, and a shared daemon runs out.
 struct Cleanup(String);
 
 impl Drop for Cleanup {
@@ -31,7 +32,8 @@ impl Drop for Cleanup {
         let label = format!("label=paddock.instance={}", self.0);
         let script = format!(
             "docker ps -aq --filter {label} | xargs -r docker rm -f >/dev/null; \
-             docker volume ls -q --filter {label} | xargs -r docker volume rm -f >/dev/null"
+             docker volume ls -q --filter {label} | xargs -r docker volume rm -f >/dev/null; \
+             docker network ls -q --filter {label} | xargs -r docker network rm >/dev/null"
         );
         let _ = std::process::Command::new("sh")
             .arg("-c")
