@@ -47,12 +47,14 @@ pub struct DataSection {
     pub convert_encoding: bool,
 }
 
+/// The most ranks (processes) one run may have on one machine: as many GPUs as a machine has, with room.
+pub const MAX_RANKS: u32 = 64;
+/// The most machines (cluster nodes) one run may span.
+pub const MAX_NODES: u32 = 32;
+
 /// The model shapes a job may train from scratch: the published ERNIE 3.0 ones, and `tiny` (one
 /// layer, 32 wide) for smoke tests and demos that must finish in seconds on a CPU. The trainer holds
 /// each one's numbers; the form and the spec check offer and accept these names.
-/// The most ranks (processes) one run may have on one machine: as many GPUs as a machine has, with room.
-pub const MAX_RANKS: u32 = 64;
-
 pub const PRESETS: [&str; 6] = ["base", "medium", "mini", "micro", "nano", "tiny"];
 
 /// `[model]`: where the weights come from.

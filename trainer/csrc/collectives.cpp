@@ -58,9 +58,12 @@ void finish(const Group &g, const c10::intrusive_ptr<c10d::Work> &work) { work->
 extern "C" {
 
 // Joins a group of `world` ranks as `rank`. `file` non-null: a FileStore at that path; else a TCPStore
-// at `host:port`, which rank 0 serves. Returns 0 and the group in `out`, or -1 with the reason in `err`.
-int paddock_group_join(const char *file, const char *host, uint16_t port, int rank, int world,
-                       int64_t timeout_ms, void **out, char *err, size_t err_len) {
+// at `host:port`, which rank 0 serves. Gloo's connections use, by `link`: 0 the address `link_name`
+// resolves to, 1 the interface `link_name`, 2 the address of this machine's hostname. Returns 0 and the
+// group in `out`, or -1 with the reason in `err`.
+int paddock_group_join(const char *file, const char *host, uint16_t port, int link,
+                       const char *link_name, int rank, int world, int64_t timeout_ms, void **out,
+                       char *err, size_t err_len) {
   return guarded(err, err_len, [&] {
     const auto timeout = std::chrono::milliseconds(timeout_ms);
     c10::intrusive_ptr<c10d::Store> store;
@@ -76,7 +79,16 @@ int paddock_group_join(const char *file, const char *host, uint16_t port, int ra
       store = c10::make_intrusive<c10d::TCPStore>(host, options);
     }
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
-    options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(host));
+    switch (link) {
+    case 1:
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(link_name));
+      break;
+    case 2:
+      options->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+      break;
+    default:
+      options->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(link_name));
+    }
     auto scoped = c10::make_intrusive<c10d::PrefixStore>("paddock", store);
     auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(scoped, rank, world, options);
     *out = new Group{store, group, timeout};

@@ -21,9 +21,23 @@ pub enum Meeting {
     /// A TCP store served by rank 0 at `host:port`, which every rank can reach; Gloo's connections
     /// between ranks go out from the interface `host` names.
     Tcp { host: String, port: u16 },
-    /// A file every rank opens: no port to pick, for the ranks of one machine (they connect to each
-    /// other over its loopback interface).
+    /// A file every rank opens: no port to pick; for the ranks of one machine, or of several that
+    /// share a file system with working locks (a cluster's shared directory).
     File(PathBuf),
+}
+
+/// Which of this machine's addresses Gloo's connections to the other ranks go out from and listen on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Link {
+    /// The loopback interface: every rank is on this machine.
+    Loopback,
+    /// The address a name resolves to: `MASTER_ADDR`, when every rank is on this machine.
+    Host(String),
+    /// A network interface by name (`GLOO_SOCKET_IFNAME`, as PyTorch reads it): the admin's choice
+    /// where the hostname resolves to an address the other machines cannot reach.
+    Interface(String),
+    /// The address this machine's hostname resolves to (PyTorch's default): ranks on several machines.
+    Hostname,
 }
 
 /// This process's place in a run of several.
@@ -32,6 +46,7 @@ pub struct Rank {
     pub rank: usize,
     pub world: usize,
     pub meeting: Meeting,
+    pub link: Link,
     /// The longest any collective, and the meeting, may take — but that Gloo's first connection to a
     /// peer whose address is known waits up to five times as long (a rank that died after saying where
     /// it listens): whoever started the ranks stops the rest when one dies.
@@ -46,7 +61,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 impl Rank {
     /// This process's place, from the variables torchrun sets (and Paddock's executors set alike):
     /// `WORLD_SIZE` and `RANK`; `MASTER_ADDR` and `MASTER_PORT` (29500 if unset) where rank 0 serves
-    /// the meeting, or `PADDOCK_MEETING_FILE`, a file all ranks see; `PADDOCK_COLLECTIVE_TIMEOUT_SECS`.
+    /// the meeting, or `PADDOCK_MEETING_FILE`, a file all ranks see; `PADDOCK_COLLECTIVE_TIMEOUT_SECS`;
+    /// `LOCAL_WORLD_SIZE` (the ranks on this machine, all of them if unset) and `GLOO_SOCKET_IFNAME`,
+    /// which pick the [`Link`].
     /// `None` when no world of more than one rank is given: the process trains alone.
     pub fn from_env(var: impl Fn(&str) -> Option<String>) -> Result<Option<Rank>> {
         let number = |name: &str| -> Result<Option<usize>> {
@@ -90,10 +107,18 @@ impl Rank {
             Some(secs) => Duration::from_secs(secs as u64),
             None => DEFAULT_TIMEOUT,
         };
+        let on_this_machine = number("LOCAL_WORLD_SIZE")?.unwrap_or(world);
+        let link = match (var("GLOO_SOCKET_IFNAME"), &meeting) {
+            (Some(interface), _) => Link::Interface(interface),
+            _ if on_this_machine < world => Link::Hostname,
+            (None, Meeting::File(_)) => Link::Loopback,
+            (None, Meeting::Tcp { host, .. }) => Link::Host(host.clone()),
+        };
         let me = Rank {
             rank,
             world,
             meeting,
+            link,
             timeout,
         };
         if rank >= world {
@@ -123,6 +148,8 @@ unsafe extern "C" {
         file: *const c_char,
         host: *const c_char,
         port: u16,
+        link: i32,
+        link_name: *const c_char,
         rank: i32,
         world: i32,
         timeout_ms: i64,
@@ -181,10 +208,17 @@ impl Group {
                     "the meeting file's path",
                     &path.to_string_lossy(),
                 )?),
-                c_string("the host", "127.0.0.1")?,
+                c_string("the host", "")?,
                 0,
             ),
             Meeting::Tcp { host, port } => (None, c_string("the host", host)?, *port),
+        };
+        // The shim's link kinds: 0 a host name, 1 an interface, 2 the machine's hostname.
+        let (link, link_name) = match &me.link {
+            Link::Loopback => (0, c_string("the host", "127.0.0.1")?),
+            Link::Host(host) => (0, c_string("the host", host)?),
+            Link::Interface(name) => (1, c_string("GLOO_SOCKET_IFNAME", name)?),
+            Link::Hostname => (2, c_string("the host", "")?),
         };
         let timeout_ms = i64::try_from(me.timeout.as_millis())
             .unwrap_or(i64::MAX)
@@ -198,6 +232,8 @@ impl Group {
                     file.as_ref().map_or(std::ptr::null(), |f| f.as_ptr()),
                     host.as_ptr(),
                     port,
+                    link,
+                    link_name.as_ptr(),
                     me.rank as i32,
                     me.world as i32,
                     timeout_ms,
@@ -272,6 +308,7 @@ mod tests {
     fn ranks<T: Send + 'static>(
         world: usize,
         meeting: Meeting,
+        link: Link,
         timeout: Duration,
         body: impl Fn(Result<Group>) -> T + Send + Sync + Clone + 'static,
     ) -> Vec<T> {
@@ -281,6 +318,7 @@ mod tests {
                     rank,
                     world,
                     meeting: meeting.clone(),
+                    link: link.clone(),
                     timeout,
                 };
                 let body = body.clone();
@@ -296,25 +334,28 @@ mod tests {
 
     #[test]
     fn ranks_meeting_at_a_file_sum_broadcast_and_wait_for_each_other() {
-        let dir = tempfile::tempdir().unwrap();
-        let meeting = Meeting::File(dir.path().join("meeting"));
-        let got = ranks(3, meeting, Duration::from_secs(60), |group| {
-            let mut group = group.unwrap();
-            let r = group.rank() as f32;
-            let mut sum = Tensor::from_slice(&[r + 1.0, 10.0 * r]);
-            group.all_reduce_sum(&mut sum).unwrap();
-            let mut shared = if group.rank() == 0 {
-                Tensor::arange(4, (Kind::Float, tch::Device::Cpu))
-            } else {
-                Tensor::zeros([4], (Kind::Float, tch::Device::Cpu))
-            };
-            group.broadcast(&mut shared, 0).unwrap();
-            group.barrier().unwrap();
-            (values(&sum), values(&shared))
-        });
-        for (sum, shared) in got {
-            assert_eq!(sum, vec![6.0, 30.0]);
-            assert_eq!(shared, vec![0.0, 1.0, 2.0, 3.0]);
+        // On one machine's loopback, and on the hostname's address as ranks across machines link.
+        for link in [Link::Loopback, Link::Hostname] {
+            let dir = tempfile::tempdir().unwrap();
+            let meeting = Meeting::File(dir.path().join("meeting"));
+            let got = ranks(3, meeting, link.clone(), Duration::from_secs(60), |group| {
+                let mut group = group.unwrap();
+                let r = group.rank() as f32;
+                let mut sum = Tensor::from_slice(&[r + 1.0, 10.0 * r]);
+                group.all_reduce_sum(&mut sum).unwrap();
+                let mut shared = if group.rank() == 0 {
+                    Tensor::arange(4, (Kind::Float, tch::Device::Cpu))
+                } else {
+                    Tensor::zeros([4], (Kind::Float, tch::Device::Cpu))
+                };
+                group.broadcast(&mut shared, 0).unwrap();
+                group.barrier().unwrap();
+                (values(&sum), values(&shared))
+            });
+            for (sum, shared) in got {
+                assert_eq!(sum, vec![6.0, 30.0], "{link:?}");
+                assert_eq!(shared, vec![0.0, 1.0, 2.0, 3.0], "{link:?}");
+            }
         }
     }
 
@@ -330,7 +371,8 @@ mod tests {
             host: "127.0.0.1".into(),
             port,
         };
-        let got = ranks(2, meeting, Duration::from_secs(60), |group| {
+        let link = Link::Host("127.0.0.1".into());
+        let got = ranks(2, meeting, link, Duration::from_secs(60), |group| {
             let mut group = group.unwrap();
             let mut t =
                 Tensor::ones([2, 3], (Kind::Float, tch::Device::Cpu)) * (group.rank() + 1) as f64;
@@ -347,6 +389,7 @@ mod tests {
             rank: 0,
             world: 2,
             meeting: Meeting::File(dir.path().join("meeting")),
+            link: Link::Loopback,
             timeout: Duration::from_secs(2),
         };
         let started = std::time::Instant::now();
@@ -382,6 +425,7 @@ mod tests {
                     host: "node1".into(),
                     port: 29500
                 },
+                link: Link::Host("node1".into()),
                 timeout: DEFAULT_TIMEOUT,
             })
         );
@@ -394,7 +438,21 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(file.meeting, Meeting::File("/shared/run/meeting".into()));
+        assert_eq!(file.link, Link::Loopback);
         assert_eq!(file.timeout, Duration::from_secs(30));
+        // Ranks on several machines: the hostname's address, or the interface the admin names.
+        let spread = [
+            ("WORLD_SIZE", "4"),
+            ("RANK", "2"),
+            ("LOCAL_WORLD_SIZE", "2"),
+            ("PADDOCK_MEETING_FILE", "/shared/run/meeting"),
+        ];
+        assert_eq!(env(&spread).unwrap().unwrap().link, Link::Hostname);
+        let named = [spread.as_slice(), &[("GLOO_SOCKET_IFNAME", "ib0")]].concat();
+        assert_eq!(
+            env(&named).unwrap().unwrap().link,
+            Link::Interface("ib0".into())
+        );
         for (vars, said) in [
             (vec![("WORLD_SIZE", "two")], "WORLD_SIZE=\"two\" is not a whole number"),
             (vec![("WORLD_SIZE", "2")], "WORLD_SIZE=2 is set but RANK is not"),
@@ -424,6 +482,7 @@ mod tests {
             rank: 2,
             world: 2,
             meeting: Meeting::File("/nonexistent/meeting".into()),
+            link: Link::Loopback,
             timeout: Duration::from_secs(1),
         };
         let Err(Error::Config(why)) = Group::join(&me) else {
@@ -436,17 +495,23 @@ mod tests {
     fn a_collective_a_peer_left_fails_instead_of_hanging() {
         let dir = tempfile::tempdir().unwrap();
         let meeting = Meeting::File(dir.path().join("meeting"));
-        let got = ranks(2, meeting, Duration::from_secs(60), |group| {
-            let mut group = group.unwrap();
-            group.barrier().unwrap();
-            if group.rank() == 1 {
-                // Gone: its group closes its connections.
-                drop(group);
-                return None;
-            }
-            let mut t = Tensor::ones([1], (Kind::Float, tch::Device::Cpu));
-            Some(group.all_reduce_sum(&mut t))
-        });
+        let got = ranks(
+            2,
+            meeting,
+            Link::Loopback,
+            Duration::from_secs(60),
+            |group| {
+                let mut group = group.unwrap();
+                group.barrier().unwrap();
+                if group.rank() == 1 {
+                    // Gone: its group closes its connections.
+                    drop(group);
+                    return None;
+                }
+                let mut t = Tensor::ones([1], (Kind::Float, tch::Device::Cpu));
+                Some(group.all_reduce_sum(&mut t))
+            },
+        );
         match &got[0] {
             Some(Err(Error::Collective(why))) => {
                 assert!(why.starts_with("rank 0: summing over the ranks: "), "{why}")

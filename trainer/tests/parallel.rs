@@ -4,7 +4,7 @@
 //! checkpoint) and the run resumes with one rank; a run of one rank resumes with two; a rank killed
 //! mid-run fails the other with its reason instead of a hang. And the same through `launch`, which
 //! starts the ranks as torchrun would: one event stream, the rank that failed first named, a TERM
-//! reaching every rank.
+//! reaching every rank; and through two launches as two machines would run them.
 
 mod common;
 
@@ -205,20 +205,54 @@ fn two_ranks_train_the_run_one_rank_trains() {
         &last_checkpoint(&events),
         1e-4,
     );
+
+    // Launched on two machines of one rank each (here both on this one, linking over the hostname's
+    // address as machines do): the same run again, told by the first machine's launch alone.
+    let nodes = tmp.path().join("nodes");
+    std::fs::create_dir_all(&nodes).unwrap();
+    write_job(&job(&nodes.join("out")), &nodes.join("job.toml"));
+    let node = |k: &str| launch_with(&nodes, 1, &["--nodes", "2", "--node-rank", k]);
+    let (first, second) = (node("0"), node("1"));
+    let (first, second) = (
+        first.wait_with_output().unwrap(),
+        second.wait_with_output().unwrap(),
+    );
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert!(second.status.success(), "{stderr}");
+    assert!(second.stdout.is_empty(), "the second machine tells nothing");
+    assert!(
+        stderr.lines().all(|l| l.starts_with("[rank 1] ")),
+        "{stderr}"
+    );
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&first.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.last().unwrap()["status"], "completed");
+    assert_eq!(step_losses(&events).len(), 10);
+    assert_close(
+        one.last_checkpoint.as_ref().unwrap(),
+        &last_checkpoint(&events),
+        1e-4,
+    );
 }
 
 /// `paddock-trainer launch --ranks N -- train --config job.toml`, in `dir`.
 fn launch(dir: &Path, ranks: usize) -> Child {
+    launch_with(dir, ranks, &[])
+}
+
+/// As [`launch`], with more of launch's options.
+fn launch_with(dir: &Path, ranks: usize, options: &[&str]) -> Child {
     Command::new(env!("CARGO_BIN_EXE_paddock-trainer"))
-        .args([
-            "launch",
-            "--ranks",
-            &ranks.to_string(),
-            "--",
-            "train",
-            "--config",
-            "job.toml",
-        ])
+        .args(["launch", "--ranks", &ranks.to_string()])
+        .args(options)
+        .args(["--", "train", "--config", "job.toml"])
         .current_dir(dir)
         .env_remove("CUDA_VISIBLE_DEVICES")
         .env("PADDOCK_COLLECTIVE_TIMEOUT_SECS", "60")
