@@ -100,6 +100,8 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
         Rule::RanksPerGpu { gpus } => {
             td_string!(locale, rules.ranks_per_gpu, gpus = *gpus).to_string()
         }
+        Rule::NodesNeedCluster => td_string!(locale, rules.nodes_need_cluster).to_string(),
+        Rule::NodesNotInImage => td_string!(locale, rules.nodes_not_in_image).to_string(),
         Rule::NotWith { other } => {
             td_string!(locale, rules.not_with, other = other.clone()).to_string()
         }
@@ -459,6 +461,8 @@ mod tests {
             },
             Rule::MoreGpusThanQuota { quota: 2 },
             Rule::RanksPerGpu { gpus: 4 },
+            Rule::NodesNeedCluster,
+            Rule::NodesNotInImage,
             Rule::NotWith {
                 other: "base_checkpoint_id".into(),
             },

@@ -49,8 +49,11 @@ pub struct Placement {
 /// What one job asks for on one node.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Resources {
-    /// GPUs as GRES (`--gres=gpu:N`); 0 asks for none.
+    /// Nodes, one task on each (which starts the work's processes there); 0 counts as 1.
+    pub nodes: u32,
+    /// GPUs as GRES on each node (`--gres=gpu:N`); 0 asks for none.
     pub gpus: u32,
+    /// CPUs and memory on each node.
     pub cpus: u32,
     pub memory_mb: u64,
 }
@@ -340,8 +343,8 @@ fn sbatch_args(job: &Submission) -> Result<Vec<String>> {
         format!("--comment={}", job.comment),
         format!("--chdir={}", job.workdir),
         format!("--output={}", job.output),
-        "--nodes=1".into(),
-        "--ntasks=1".into(),
+        format!("--nodes={}", job.resources.nodes.max(1)),
+        "--ntasks-per-node=1".into(),
         format!("--cpus-per-task={}", job.resources.cpus.max(1)),
         format!("--mem={}M", job.resources.memory_mb.max(1)),
     ];
@@ -646,6 +649,7 @@ mod tests {
                 ..Default::default()
             },
             resources: Resources {
+                nodes: 2,
                 gpus: 2,
                 cpus: 4,
                 memory_mb: 8192,
@@ -659,6 +663,8 @@ mod tests {
         let args = sbatch_args(&good).unwrap();
         for want in [
             "--export=NONE",
+            "--nodes=2",
+            "--ntasks-per-node=1",
             "--gres=gpu:2",
             "--time=2",
             "--signal=B:TERM@60",

@@ -41,6 +41,7 @@ fn job(dir: &Path, name: &str, gpus: u32, script: &str) -> Submission {
         name: format!("paddock-test-{}-{name}", std::process::id()),
         comment: format!("paddock:test:{name}"),
         resources: Resources {
+            nodes: 1,
             gpus,
             cpus: 1,
             memory_mb: 100,

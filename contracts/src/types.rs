@@ -691,6 +691,10 @@ pub struct JobSpec {
     /// asked, sharing the server's cores. The run and its results are the same whatever the number.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ranks: Option<u32>,
+    /// On a cluster: the nodes (machines) the run spans, each with `gpus` GPUs and `ranks` ranks, one
+    /// run whose ranks all train together. `None`: one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u32>,
     /// Higher runs first.
     #[serde(default)]
     pub priority: i32,
@@ -746,6 +750,16 @@ impl JobSpec {
     /// How many processes train it: as asked, else one per GPU, else one.
     pub fn ranks(&self) -> u32 {
         self.ranks.unwrap_or(self.gpus.max(1))
+    }
+
+    /// How many machines it spans: as asked, else one.
+    pub fn nodes(&self) -> u32 {
+        self.nodes.unwrap_or(1)
+    }
+
+    /// The GPUs it holds in all, on every node: what the workspace's quota counts.
+    pub fn gpus_in_all(&self) -> u32 {
+        self.gpus.saturating_mul(self.nodes())
     }
 }
 

@@ -566,6 +566,7 @@ async fn launch(
         log_limit: MAX_OUTPUT_READ,
         devices: Vec::new(),
         gpus: 0,
+        nodes: 1,
         image: None,
         time_limit: None,
         placement,

@@ -63,7 +63,7 @@ pub(crate) fn held_by_workspace() -> String {
     format!(
         "SELECT workspace_id, 1 AS gpus FROM ({LEASES_BY_WORKSPACE})
          UNION ALL
-         SELECT workspace_id, gpus FROM jobs
+         SELECT workspace_id, gpus * nodes FROM jobs
              WHERE cluster IS NOT NULL AND gpus > 0 AND status IN ('starting', 'running', 'cancelling')
          UNION ALL
          SELECT e.workspace_id, 1 FROM endpoint_replicas r JOIN endpoints e ON e.id = r.endpoint_id

@@ -27,7 +27,7 @@ pub struct JobArgs {
 #[derive(Debug, Subcommand)]
 pub enum JobCommand {
     /// Queue a job from a spec file (JSON or TOML: the fields of the REST body) and/or flags.
-    Submit(SubmitArgs),
+    Submit(Box<SubmitArgs>),
     /// The workspace's jobs, newest first.
     List(WorkspaceArg),
     /// One job: status, progress, its job.toml and checkpoints.
@@ -98,6 +98,15 @@ pub struct SubmitArgs {
     /// many as given.
     #[arg(long)]
     pub ranks: Option<u32>,
+    /// Run on this cluster of the server (`slurm`) instead of on the server itself.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// On the cluster: the partition (queue) to run in.
+    #[arg(long)]
+    pub partition: Option<String>,
+    /// On the cluster: the nodes the run spans, each with `--gpus` GPUs and `--ranks` ranks.
+    #[arg(long)]
+    pub nodes: Option<u32>,
     #[arg(long)]
     pub priority: Option<i32>,
     /// Follow the job's log until it ends (exit code 0 only if it succeeded).
@@ -506,7 +515,7 @@ async fn submit_spec(api: &Api, ws: WorkspaceId, s: &SubmitArgs) -> anyhow::Resu
         .context("the spec file must be a table/object")?;
     let dataset = |v: &Option<String>| v.as_deref().map(dataset_id).transpose();
     // Each flag given replaces the spec file's value (`Value::from` keeps its JSON type).
-    let flags: [(&str, Option<serde_json::Value>); 13] = [
+    let flags: [(&str, Option<serde_json::Value>); 16] = [
         ("name", s.name.clone().map(Into::into)),
         ("dataset_id", dataset(&s.dataset)?.map(|d| d.get().into())),
         (
@@ -522,6 +531,9 @@ async fn submit_spec(api: &Api, ws: WorkspaceId, s: &SubmitArgs) -> anyhow::Resu
         ("seed", s.seed.map(Into::into)),
         ("gpus", s.gpus.map(Into::into)),
         ("ranks", s.ranks.map(Into::into)),
+        ("cluster", s.cluster.clone().map(Into::into)),
+        ("partition", s.partition.clone().map(Into::into)),
+        ("nodes", s.nodes.map(Into::into)),
         ("priority", s.priority.map(Into::into)),
     ];
     for (key, v) in flags {

@@ -12,7 +12,9 @@
 //! `node × ranks …`): given its `--node-rank` by whoever starts it, or, inside a Slurm allocation,
 //! spread over the allocation's nodes by this launch itself with `srun` (one task per node, its place
 //! from `SLURM_PROCID`). The spreading launch keeps the contract above for the whole run: it relays
-//! rank 0's events, and of the failures the nodes report it tells the one that was a rank's own.
+//! rank 0's events, and of the failures the nodes report it tells the one that was a rank's own; a
+//! stop it gets reaches the nodes' launches as a USR1, which srun passes on (a TERM it would turn into
+//! a kill).
 //! The ranks meet at the file in the run's folder, which a cluster's nodes share.
 
 use std::collections::VecDeque;
@@ -168,13 +170,29 @@ pub fn run_launch(args: &LaunchArgs) -> Result<i32> {
     }
 }
 
+/// This machine's name as its cluster knows it (`SLURMD_NODENAME`, which differs from the hostname
+/// where several nodes share a host), else its hostname.
+pub fn machine_name() -> String {
+    if let Ok(node) = std::env::var("SLURMD_NODENAME") {
+        return node;
+    }
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is ours and its length is given; gethostname NUL-terminates within it.
+    let got = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    match got {
+        0 => String::from_utf8_lossy(&name[..end]).into_owned(),
+        _ => "this machine".to_string(),
+    }
+}
+
 /// The plan, the stop flag signals raise, this program and the meeting file — the meeting file of an
 /// earlier launch in this folder removed (the ranks would read its addresses): once, before any rank
 /// starts, by the launch of a single machine or the one that spreads a run.
 fn prepare(args: &LaunchArgs) -> Result<(Plan, Arc<AtomicBool>, PathBuf, PathBuf)> {
     let plan = Plan::new(args, |name| std::env::var(name).ok())?;
     let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+    for signal in crate::train::signal::STOP_SIGNALS {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .map_err(|e| Error::Config(format!("cannot handle signals: {e}")))?;
     }
@@ -220,9 +238,10 @@ fn spread(args: &LaunchArgs, program: &Path, stop: &AtomicBool, events: &EventSi
     let mut passed_on = false;
     let status = loop {
         if stop.load(Ordering::Relaxed) && !passed_on {
-            // srun passes a TERM on to every node's launch, which passes it to its ranks.
+            // srun turns a TERM into a kill of every task, but passes USR1 on as it is, to every
+            // process of the step: the nodes' launches and their ranks take it as a stop.
             passed_on = true;
-            signal(&child, libc::SIGTERM);
+            signal(&child, libc::SIGUSR1);
         }
         match child.try_wait() {
             Ok(Some(status)) => break Some(status),

@@ -295,6 +295,10 @@ pub enum Rule {
     MoreGpusThanQuota { quota: i64 },
     /// Data parallelism gives each GPU a rank of its own: as many ranks as GPUs.
     RanksPerGpu { gpus: i64 },
+    /// A run spans several machines only on a cluster, whose scheduler gives it the nodes.
+    NodesNeedCluster,
+    /// A run across nodes runs natively on them, not in an environment's image.
+    NodesNotInImage,
     /// Only one of this field and `other`.
     NotWith { other: String },
     /// A name a cluster scheduler takes (a Slurm account, QoS): 1–64 letters, digits, `_`, `-`, `.`.

@@ -160,8 +160,11 @@ pub struct Work {
     pub log_limit: u64,
     /// The UUIDs of the GPUs it may see (none: CPU only): the ones leased for it on this server.
     pub devices: Vec<String>,
-    /// How many GPUs it asks for: on this server, `devices`; on a cluster, whose scheduler picks them.
+    /// How many GPUs it asks for: on this server, `devices`; on a cluster, whose scheduler picks them
+    /// (on each node).
     pub gpus: u32,
+    /// The nodes it spans: more than one only on a cluster (the spec check sees to it).
+    pub nodes: u32,
     pub image: Option<InImage>,
     /// The job's time limit, which the server enforces by asking it to stop (a final checkpoint); a
     /// cluster is also told, as a backstop for a server that is down when it runs out.

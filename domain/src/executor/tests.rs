@@ -54,6 +54,7 @@ fn work(executor: &dyn Executor, name: &str, args: &[&str]) -> Work {
         log_limit: 1 << 20,
         devices: Vec::new(),
         gpus: 0,
+        nodes: 1,
         image: None,
         time_limit: None,
         placement: Default::default(),

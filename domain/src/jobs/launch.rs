@@ -152,12 +152,13 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
         workspace_id,
         folder,
         rel: rel.clone(),
-        args: run_args(spec.ranks(), spec.gpus),
+        args: run_args(spec.ranks(), spec.gpus, spec.nodes()),
         stdout: "events.jsonl",
         log: "train.log",
         log_limit: jobs.train_log_max_bytes,
         devices,
         gpus: u32::try_from(gpus).unwrap_or(0),
+        nodes: spec.nodes(),
         image,
         time_limit: time_limit_secs
             .and_then(|s| u64::try_from(s).ok())
@@ -193,14 +194,17 @@ async fn launch(db: &SqlitePool, jobs: &Arc<Jobs>, job_id: JobId) -> Result<(), 
 
 /// The command a job runs: `train`, or `launch` with its ranks (data parallelism), each given one of
 /// the run's GPUs — named by `CUDA_VISIBLE_DEVICES` where the executor sets it, else the first `gpus`
-/// the run sees (a container's own).
-fn run_args(ranks: u32, gpus: u32) -> Vec<String> {
+/// the run sees (a container's own) — on each of its nodes (a cluster's batch job, which the launch
+/// spreads over its nodes).
+fn run_args(ranks: u32, gpus: u32, nodes: u32) -> Vec<String> {
     let train = ["train", "--config", "job.toml"].map(String::from);
-    if ranks <= 1 {
+    if ranks <= 1 && nodes <= 1 {
         return train.to_vec();
     }
     let launch = [
         "launch",
+        "--nodes",
+        &nodes.to_string(),
         "--ranks",
         &ranks.to_string(),
         "--gpus",

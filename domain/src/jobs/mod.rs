@@ -401,12 +401,12 @@ async fn submit_as(
             .bind(workspace_id)
             .fetch_optional(&mut *tx)
             .await?;
-    if let Some(quota) = quota.filter(|q| i64::from(spec.gpus) > *q) {
+    if let Some(quota) = quota.filter(|q| i64::from(spec.gpus_in_all()) > *q) {
         return Err(never_starts(
             Rule::MoreGpusThanQuota { quota },
             format!(
                 "the job asks for {} GPU(s) but this workspace's GPU quota is {quota} (this server and clusters together); it would never start",
-                spec.gpus
+                spec.gpus_in_all()
             ),
         ));
     }
@@ -479,10 +479,12 @@ async fn submit_as(
     let now = super::now();
     let spec_json = serde_json::to_string(&spec).map_err(|e| internal("job spec", e))?;
     let time_limit_secs = spec.time_limit_minutes.map(|m| i64::from(m) * 60);
+    let nodes = spec.nodes();
     let job_id = sqlx::query_scalar!(
         r#"INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, cluster, environment_id,
-             image_id, dataset_id, dev_dataset_id, priority, gpus, time_limit_secs, retry_of, created_by, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: JobId""#,
+             image_id, dataset_id, dev_dataset_id, priority, gpus, nodes, time_limit_secs, retry_of, created_by,
+             created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: JobId""#,
         workspace_id,
         spec.name,
         spec_json,
@@ -495,6 +497,7 @@ async fn submit_as(
         spec.dev_dataset_id,
         spec.priority,
         spec.gpus,
+        nodes,
         time_limit_secs,
         retry_of,
         actor.user_id,

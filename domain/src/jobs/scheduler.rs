@@ -41,6 +41,7 @@ pub struct Queued {
     pub id: JobId,
     pub workspace_id: WorkspaceId,
     pub priority: i64,
+    /// On every node it spans.
     pub gpus: u32,
     /// Minutes since submission.
     pub waited_minutes: i64,
@@ -133,7 +134,7 @@ pub async fn schedule_once(
     let mut tx = crate::db::write_tx(db).await?;
     let rows: Vec<(JobId, WorkspaceId, i64, i64, String, Option<String>)> = sqlx::query_as(
         // A workspace being deleted starts nothing (its purge cancels what is queued).
-        "SELECT j.id, j.workspace_id, j.priority, j.gpus, j.created_at, j.cluster FROM jobs j
+        "SELECT j.id, j.workspace_id, j.priority, j.gpus * j.nodes, j.created_at, j.cluster FROM jobs j
          JOIN workspaces w ON w.id = j.workspace_id
          WHERE j.status = 'queued' AND w.deleting_since IS NULL",
     )

@@ -9,7 +9,7 @@ use contracts::data::{Columns, DataFormat};
 use contracts::job::{DataSection, JobConfig, ModelSection, OutputSection, TrainSection};
 
 use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
-use contracts::job::{MAX_RANKS, PRESETS};
+use contracts::job::{MAX_NODES, MAX_RANKS, PRESETS};
 use contracts::precision::CHOICES;
 use contracts::types::JobSpec;
 
@@ -145,6 +145,27 @@ fn problems(spec: &JobSpec, cpu_bf16: bool) -> Vec<FieldProblem> {
         )),
         _ => {}
     }
+    match spec.nodes {
+        Some(nodes) if !(1..=MAX_NODES).contains(&nodes) => out.push(FieldProblem::new(
+            "nodes",
+            Rule::Between {
+                min: 1,
+                max: i64::from(MAX_NODES),
+            },
+            format!("must be between 1 and {MAX_NODES}"),
+        )),
+        Some(2..) if spec.cluster.is_none() => out.push(FieldProblem::new(
+            "nodes",
+            Rule::NodesNeedCluster,
+            "a run spans several nodes only on a cluster: choose one, or leave it empty",
+        )),
+        Some(2..) if spec.environment_id.is_some() => out.push(FieldProblem::new(
+            "nodes",
+            Rule::NodesNotInImage,
+            "a run across nodes runs natively on the cluster, not in an environment's image: leave the environment empty, or run on one node",
+        )),
+        _ => {}
+    }
     if spec.base_checkpoint_id.is_some() && spec.pretrained_model_id.is_some() {
         out.push(FieldProblem::new(
             "pretrained_model_id",
@@ -162,7 +183,7 @@ fn problems(spec: &JobSpec, cpu_bf16: bool) -> Vec<FieldProblem> {
 }
 
 /// The job form's fields top to bottom: problems are listed (and the first named) in this order.
-const FORM_ORDER: [&str; 17] = [
+const FORM_ORDER: [&str; 18] = [
     "name",
     "preset",
     "epochs",
@@ -176,6 +197,7 @@ const FORM_ORDER: [&str; 17] = [
     "eval_every_steps",
     "gpus",
     "ranks",
+    "nodes",
     "priority",
     "keep_best",
     "pretrained_model_id",

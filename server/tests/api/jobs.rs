@@ -675,22 +675,35 @@ async fn a_job_runs_in_its_environments_container() {
 }
 
 /// Data parallelism on the CPU: a job of two ranks is one run — its steps, evaluations and checkpoints
-/// once, its log saying which rank spoke — and ranks that cannot be are refused at their field.
+/// once, its log saying which rank spoke — and ranks or nodes that cannot be are refused at their field.
 #[tokio::test]
 async fn two_ranks_on_the_cpu_train_one_run() {
     let (_server, owner, ws, ds) = owner_with_sample(NO_DOCKER).await;
     let jobs = format!("/api/v1/workspaces/{ws}/jobs");
-    for (ranks, gpus, rule) in [
-        (json!(0), 0, json!({"kind": "between", "min": 1, "max": 64})),
+    for (field, value, gpus, rule) in [
         (
-            json!(65),
+            "ranks",
+            0,
             0,
             json!({"kind": "between", "min": 1, "max": 64}),
         ),
-        (json!(2), 1, json!({"kind": "ranks_per_gpu", "gpus": 1})),
+        (
+            "ranks",
+            65,
+            0,
+            json!({"kind": "between", "min": 1, "max": 64}),
+        ),
+        ("ranks", 2, 1, json!({"kind": "ranks_per_gpu", "gpus": 1})),
+        (
+            "nodes",
+            0,
+            0,
+            json!({"kind": "between", "min": 1, "max": 32}),
+        ),
+        ("nodes", 2, 0, json!({"kind": "nodes_need_cluster"})),
     ] {
         let mut spec = tiny("refused", ds, 4);
-        spec["ranks"] = ranks.clone();
+        spec[field] = json!(value);
         spec["gpus"] = json!(gpus);
         let (code, err) = owner.post(&jobs, spec).await;
         assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
@@ -698,8 +711,8 @@ async fn two_ranks_on_the_cpu_train_one_run() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|p| p["field"] == "ranks")
-            .unwrap_or_else(|| panic!("ranks {ranks} with {gpus} GPU(s): {err}"));
+            .find(|p| p["field"] == field)
+            .unwrap_or_else(|| panic!("{field} {value} with {gpus} GPU(s): {err}"));
         assert_eq!(problem["rule"], rule, "{err}");
     }
 
@@ -1375,6 +1388,90 @@ mod on_slurm {
         for id in [d, e] {
             wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
         }
+    }
+
+    /// A job across both nodes of the cluster, one GPU each (stand-ins: each node's rank trains on its
+    /// CPU): one batch job of two nodes, which `launch` spreads over them with srun, two ranks of one
+    /// run on two machines — every step once, its log saying which rank spoke, its placement both
+    /// nodes; the quota counts the GPUs of every node; a cancel reaches both ranks and rank 0 writes
+    /// the final checkpoint.
+    #[tokio::test]
+    async fn a_job_across_two_nodes_trains_one_run_and_stops_on_both() {
+        let Some((conf, _shared)) = shared_cluster().await else {
+            return;
+        };
+        let args = [NO_DOCKER, &cluster_args(&conf), &["--slurm-gpu-stand-ins"]].concat();
+        let (_server, owner, ws, ds) = owner_with_sample(&args).await;
+        let across = |spec: Value| {
+            let mut spec = on_cluster_gpus(spec, 1);
+            spec["nodes"] = json!(2);
+            spec
+        };
+        let quota = format!("/api/v1/admin/workspaces/{ws}/gpu-quota");
+        let (code, body) = owner.put(&quota, json!({ "max_gpus": 1 })).await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+        let jobs = format!("/api/v1/workspaces/{ws}/jobs");
+        let (code, body) = owner.post(&jobs, across(tiny("over", ds, 4))).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(
+            body["problems"][0]["rule"],
+            json!({"kind": "more_gpus_than_quota", "quota": 1}),
+            "two nodes of one GPU are two GPUs: {body}"
+        );
+        let (code, body) = owner.put(&quota, json!({ "max_gpus": 2 })).await;
+        assert_eq!(code, StatusCode::OK, "{body}");
+
+        let id = submit(&owner, ws, across(tiny("two-nodes", ds, 10))).await;
+        let done = wait_for(&owner, ws, id, "success", |j| {
+            ["succeeded", "failed"].contains(&status(j))
+        })
+        .await;
+        let path = job_path(ws, id);
+        let logs = owner.get(&format!("{path}/logs")).await.1;
+        let lines = log_lines(&logs);
+        assert_eq!(status(&done), "succeeded", "{done}\n{lines:#?}");
+        assert_eq!(done["spec"]["nodes"], 2);
+        let metrics = owner.get(&format!("{path}/metrics")).await.1;
+        assert_eq!(
+            steps(&metrics),
+            (1..=10).collect::<Vec<_>>(),
+            "every step once"
+        );
+        // Each rank says where it runs: one on each node.
+        let node_of = |rank: usize| {
+            let said = format!("[rank {rank}] rank {rank} of 2 on ");
+            lines
+                .iter()
+                .find_map(|l| l.strip_prefix(said.as_str()))
+                .and_then(|rest| rest.split_whitespace().next())
+                .unwrap_or_else(|| panic!("rank {rank} says where: {lines:#?}"))
+                .to_string()
+        };
+        let mut nodes = [node_of(0), node_of(1)];
+        nodes.sort();
+        assert_eq!(nodes, ["node1", "node2"], "{lines:#?}");
+        let slurm_id = done["summary"]["cluster_job"].as_str().unwrap().to_string();
+        let shown = slurm(&conf, &["scontrol", "show", "job", "-o", &slurm_id]);
+        assert!(shown.contains("NumNodes=2 "), "{shown}");
+        assert!(shown.contains("NodeList=node[1-2] "), "{shown}");
+
+        let id = submit(&owner, ws, across(endless("two-nodes-long", ds))).await;
+        stepped(&owner, ws, id, 3).await;
+        assert_eq!(placement(&owner, ws, id).await["nodes"], "node[1-2]");
+        assert!(["cancelling", "cancelled"].contains(&status(&cancel(&owner, ws, id).await)));
+        let done = wait_for(&owner, ws, id, "cancelled", |j| status(j) == "cancelled").await;
+        let step = done["summary"]["step"].as_i64().unwrap();
+        let last = done["checkpoints"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["step"].as_i64().unwrap())
+            .max();
+        assert_eq!(
+            last,
+            Some(step),
+            "a final checkpoint at the step it stopped: {done}"
+        );
     }
 
     /// Whether Slurm job `job` is still pending or running (a job it has forgotten is not).

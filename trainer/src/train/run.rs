@@ -177,6 +177,13 @@ impl<'a> Trainer<'a> {
             _ => None,
         };
         if let Some(p) = parallel.as_mut() {
+            // Every rank says where it runs: the log is where a run across machines is looked into.
+            eprintln!(
+                "rank {} of {} on {} ({device:?})",
+                p.rank(),
+                p.world(),
+                crate::launch::machine_name()
+            );
             p.same_start(&built.vs)?;
         }
         let max_len = job.model.max_seq_len;

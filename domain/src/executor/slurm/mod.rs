@@ -205,6 +205,7 @@ impl Slurm {
         workspace_id: contracts::ids::WorkspaceId,
         placement: &Placement,
         gpus: u32,
+        nodes: u32,
     ) -> Submission {
         let unit_ids = unit.name_parts().join(":");
         Submission {
@@ -212,6 +213,7 @@ impl Slurm {
             comment: format!("paddock:workspace:{workspace_id}:{unit_ids}"),
             placement: self.placed(placement),
             resources: Resources {
+                nodes,
                 gpus,
                 cpus: self.settings.cpus,
                 memory_mb: self.settings.memory_mb,
@@ -258,7 +260,13 @@ impl Slurm {
             output: format!("{folder}/slurm.out"),
             workdir: folder,
             script: format!("exec {command}"),
-            ..self.submission(work.unit, work.workspace_id, &work.placement, work.gpus)
+            ..self.submission(
+                work.unit,
+                work.workspace_id,
+                &work.placement,
+                work.gpus,
+                work.nodes,
+            )
         })
     }
 
@@ -535,6 +543,7 @@ impl Executor for Slurm {
                 service.workspace_id,
                 &service.placement,
                 service.gpus,
+                1,
             )
         };
         let submitted = self.cluster.submit(&submission).await;

@@ -169,6 +169,7 @@ impl Slurm {
                 ..self.settings.placement.clone()
             },
             resources: Resources {
+                nodes: 1,
                 gpus: 0,
                 cpus: 1,
                 memory_mb: 64,

@@ -395,7 +395,7 @@ fn StatusCard(
     let retry_of = live.with_untracked(|d| d.retry_of);
     let (base, preset) = live.with_untracked(|d| (d.base_model.clone(), d.spec.preset.clone()));
     let partition = live.with_untracked(|d| d.spec.partition.clone());
-    let ranks = live.with_untracked(|d| d.spec.ranks());
+    let (ranks, nodes) = live.with_untracked(|d| (d.spec.ranks(), d.spec.nodes()));
     let pretrained = live.with_untracked(|d| d.pretrained_model.as_ref().map(|m| m.name.clone()));
     let workspace_id = live.with_untracked(|d| d.summary.workspace_id);
     view! {
@@ -456,6 +456,10 @@ fn StatusCard(
                         // Several processes training it together (data parallelism); its log marks each one's lines.
                         {(ranks > 1).then(|| view! {
                             <div><dt>{t!(i18n, job_form.ranks)}</dt><dd data-testid="job-ranks">{ranks}</dd></div>
+                        })}
+                        // Across the cluster's nodes: each runs `ranks` of the run; where they are is the placement above.
+                        {(nodes > 1).then(|| view! {
+                            <div><dt>{t!(i18n, job_form.nodes)}</dt><dd data-testid="job-nodes">{nodes}</dd></div>
                         })}
                         {s.epoch.map(|e| view! { <div><dt>{t!(i18n, job_detail.epoch)}</dt><dd>{format!("{e:.2}")}</dd></div> })}
                         {s.exit_code.map(|c| view! { <div><dt>{t!(i18n, job_detail.exit_code)}</dt><dd>{c}</dd></div> })}

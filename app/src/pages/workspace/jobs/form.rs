@@ -176,6 +176,7 @@ pub struct FormValues {
     pub keep_best: String,
     pub gpus: String,
     pub ranks: String,
+    pub nodes: String,
     pub priority: String,
     pub time_limit_minutes: String,
 }
@@ -214,6 +215,7 @@ impl FormValues {
             keep_best: spec.keep_best.to_string(),
             gpus: spec.gpus.to_string(),
             ranks: opt(spec.ranks),
+            nodes: opt(spec.nodes),
             priority: spec.priority.to_string(),
             time_limit_minutes: opt(spec.time_limit_minutes),
         }
@@ -270,6 +272,7 @@ impl FormValues {
             keep_best: p.num(&self.keep_best, "keep_best").unwrap_or_default(),
             gpus: p.num(&self.gpus, "gpus").unwrap_or_default(),
             ranks: p.maybe(&self.ranks, "ranks"),
+            nodes: p.maybe(&self.nodes, "nodes"),
             priority: p.num(&self.priority, "priority").unwrap_or_default(),
             time_limit_minutes: p.maybe(&self.time_limit_minutes, "time_limit_minutes"),
         };
@@ -370,6 +373,9 @@ fn JobForm(
                             set=|v, s| { v.cluster = s; v.partition.clear(); } />
                         <Partitions form id="job-partition" clusters chosen=|v| v.cluster.clone()
                             selected=start.partition.clone() set=|v, s| v.partition = s />
+                        <TextField form id="job-nodes" field="nodes" label=move || t!(i18n, job_form.nodes)
+                            hint=move || t!(i18n, job_form.nodes_hint) inputmode="decimal"
+                            value=start.nodes.clone() set=|v, s| v.nodes = s />
                     })}
                     <TextField form id="job-gpus" field="gpus" label=move || t!(i18n, job_form.gpus)
                         hint=move || t!(i18n, job_form.gpus_hint) inputmode="decimal"
