@@ -129,14 +129,7 @@ pub fn run_train(args: &TrainArgs) -> Result<i32> {
             return Err(e);
         }
     };
-    // One of several ranks when the launcher says so (see `Rank::from_env`).
-    let rank = match Rank::from_env(|name| std::env::var(name).ok()) {
-        Ok(rank) => rank,
-        Err(e) => {
-            events.failed(&e.to_string());
-            return Err(e);
-        }
-    };
+    let rank = rank_from_env(&events)?;
     let control = RunControl {
         stop: StopFlag::new(),
         halt_after_step: None,
@@ -157,6 +150,12 @@ pub fn run_train(args: &TrainArgs) -> Result<i32> {
     Ok(0)
 }
 
+/// This process's place when a launch started it as one of several ranks (see `Rank::from_env`); a
+/// bad variable fails the run on `events`.
+fn rank_from_env(events: &EventSink) -> Result<Option<Rank>> {
+    Rank::from_env(|name| std::env::var(name).ok()).inspect_err(|e| events.failed(&e.to_string()))
+}
+
 pub use crate::launch::{run_launch, LaunchArgs};
 pub use crate::pretrain::PretrainArgs;
 
@@ -167,7 +166,7 @@ pub fn run_pretrain(args: &PretrainArgs) -> Result<i32> {
     let control = RunControl {
         stop: StopFlag::new(),
         halt_after_step: None,
-        rank: None,
+        rank: rank_from_env(&events)?,
     };
     control.stop.install_signal_handlers()?;
     let outcome = crate::pretrain::pretrain(args, &events, &control)?;

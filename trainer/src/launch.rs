@@ -64,7 +64,7 @@ pub struct LaunchArgs {
     /// spreads itself over the allocation's nodes.
     #[arg(long)]
     pub node_rank: Option<usize>,
-    /// What each rank runs: `train` and its arguments.
+    /// What each rank runs: `train` or `pretrain` and its arguments.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
     pub command: Vec<String>,
 }
@@ -345,10 +345,10 @@ impl Plan {
             )));
         }
         match args.command.first().map(String::as_str) {
-            Some("train") => {}
+            Some("train" | "pretrain") => {}
             other => {
                 return Err(Error::Config(format!(
-                    "launch runs `train` as ranks, not {}",
+                    "launch runs `train` or `pretrain` as ranks, not {}",
                     other.map_or("nothing".to_string(), |c| format!("`{c}`"))
                 )))
             }
@@ -784,7 +784,7 @@ mod tests {
                 2,
                 vec!["eval"],
                 vec![],
-                "launch runs `train` as ranks, not `eval`",
+                "launch runs `train` or `pretrain` as ranks, not `eval`",
             ),
             (
                 4,

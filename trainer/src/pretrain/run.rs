@@ -22,6 +22,7 @@ use crate::checkpoint::{load_weights, save_only, INITIALISABLE};
 use crate::data::batch::{bucketed_batches, collate, Features};
 use crate::events::{Event, EventSink, Start, Task};
 use crate::train::optimizer::AdamW;
+use crate::train::parallel::DataParallel;
 use crate::train::run::write_atomic;
 use crate::train::schedule::LinearSchedule;
 use crate::train::state::LossRecord;
@@ -44,13 +45,17 @@ pub struct PretrainOutcome {
 const PLACEHOLDER_LABELS: [&str; 2] = ["LABEL_0", "LABEL_1"];
 
 /// Runs `paddock pretrain`. On failure an `error` and an `end` (`failed`) event are emitted and the
-/// error returned.
+/// error returned. Of several ranks (`control.rank`), each computes its share of every batch through
+/// the training's data-parallel step, and only rank 0 reports and writes, as in training.
 pub fn pretrain(
     args: &PretrainArgs,
     events: &EventSink,
     control: &RunControl,
 ) -> Result<PretrainOutcome> {
-    match Pretrainer::prepare(args).and_then(|p| p.run(events, control)) {
+    let silent = EventSink::memory();
+    let lead = control.rank.as_ref().is_none_or(|r| r.rank == 0);
+    let events = if lead { events } else { &silent };
+    match Pretrainer::prepare(args, control).and_then(|p| p.run(events, control)) {
         Ok(outcome) => Ok(outcome),
         Err(e) => {
             events.failed(&e.to_string());
@@ -75,6 +80,9 @@ struct Pretrainer<'a> {
     schedule: LinearSchedule,
     total_steps: usize,
     ckpt_root: PathBuf,
+    parallel: Option<DataParallel>,
+    /// A stop asked of any rank, as the last step's sums said.
+    stop_seen: bool,
 }
 
 /// The model's configuration and tokenizer: from `--pretrained`, or a preset with `--tokenizer`'s
@@ -106,7 +114,7 @@ fn model_parts(args: &PretrainArgs, texts: &[String]) -> Result<(ErnieConfig, To
 }
 
 impl<'a> Pretrainer<'a> {
-    fn prepare(args: &'a PretrainArgs) -> Result<Self> {
+    fn prepare(args: &'a PretrainArgs, control: &RunControl) -> Result<Self> {
         args.validate()?;
         if args.threads > 0 {
             tch::set_num_threads(args.threads as i32);
@@ -126,6 +134,10 @@ impl<'a> Pretrainer<'a> {
             if !report.initialised.is_empty() {
                 tracing::info!("initialised fresh: {}", report.initialised.join(", "));
             }
+        }
+        let mut parallel = DataParallel::for_rank(control.rank.as_ref(), &device)?;
+        if let Some(p) = parallel.as_mut() {
+            p.same_start(&vs)?;
         }
 
         let segmenter = WordSegmenter::new();
@@ -149,10 +161,14 @@ impl<'a> Pretrainer<'a> {
 
         let planned = rows.len().div_ceil(args.batch_size) * args.epochs;
         let total_steps = args.max_steps.map_or(planned, |m| m.min(planned));
+        let mut opt = AdamW::new(&vs, args.adamw());
+        if parallel.is_some() {
+            opt.materialize_grads();
+        }
         Ok(Pretrainer {
             args,
             precision,
-            opt: AdamW::new(&vs, args.adamw()),
+            opt,
             schedule: LinearSchedule::new(args.lr, args.warmup_ratio, total_steps),
             vocab: MaskVocab::of(&tokenizer),
             policy: args.masking(),
@@ -165,13 +181,22 @@ impl<'a> Pretrainer<'a> {
             rows,
             skipped_rows,
             total_steps,
+            parallel,
+            stop_seen: false,
         })
+    }
+
+    /// Whether this rank reports and writes: rank 0, or the only one.
+    fn lead(&self) -> bool {
+        self.parallel.as_ref().is_none_or(|p| p.rank() == 0)
     }
 
     fn run(mut self, events: &EventSink, control: &RunControl) -> Result<PretrainOutcome> {
         let args = self.args;
-        std::fs::create_dir_all(&self.ckpt_root).map_err(|e| Error::io(&self.ckpt_root, e))?;
-        checkpoints::clean_partial(&self.ckpt_root)?;
+        if self.lead() {
+            std::fs::create_dir_all(&self.ckpt_root).map_err(|e| Error::io(&self.ckpt_root, e))?;
+            checkpoints::clean_partial(&self.ckpt_root)?;
+        }
         events.emit(Event::Start(Start {
             model: self.origin.clone(),
             device: format!("{:?}", self.vs.device()),
@@ -205,7 +230,7 @@ impl<'a> Pretrainer<'a> {
                     break 'epochs;
                 }
                 let lr = self.schedule.lr(step);
-                let (loss, norm, tokens) = self.step(batch, epoch, step, lr)?;
+                let (loss, norm, tokens) = self.step(batch, epoch, step, lr, control)?;
                 step += 1;
                 losses.push(LossRecord { step, loss, lr });
                 window.1 += batch.len();
@@ -230,7 +255,11 @@ impl<'a> Pretrainer<'a> {
                     last = Some((step, self.save(events, step)?));
                 }
                 let halted = control.halt_after_step.is_some_and(|h| step >= h);
-                if (control.stop.requested() || halted) && step < self.total_steps {
+                let asked = match self.parallel {
+                    None => control.stop.requested(),
+                    Some(_) => self.stop_seen,
+                };
+                if (asked || halted) && step < self.total_steps {
                     status = EndStatus::Stopped;
                     break 'epochs;
                 }
@@ -246,7 +275,9 @@ impl<'a> Pretrainer<'a> {
             losses,
             last_checkpoint: Some(last.clone()),
         };
-        self.write_summary(&outcome, started.elapsed().as_secs_f64())?;
+        if self.lead() {
+            self.write_summary(&outcome, started.elapsed().as_secs_f64())?;
+        }
         events.emit(Event::End {
             status,
             step,
@@ -265,13 +296,16 @@ impl<'a> Pretrainer<'a> {
     }
 
     /// One optimizer step on the rows `batch` of `epoch`. Returns (loss, gradient norm before clipping,
-    /// real tokens).
+    /// real tokens). The loss is the mean over the batch's masked tokens; of several ranks, each sums
+    /// its share's and divides by the whole batch's count (every rank masks every row alike, from the
+    /// row's own generator), so the summed gradients are those of one rank.
     fn step(
         &mut self,
         batch: &[usize],
         epoch: usize,
         step: usize,
         lr: f64,
+        control: &RunControl,
     ) -> Result<(f64, f64, usize)> {
         let args = self.args;
         // Dropout masks are a function of (seed, step) only, as in training.
@@ -288,16 +322,39 @@ impl<'a> Pretrainer<'a> {
                 mask_whole_words(&self.rows[r], &self.policy, &self.vocab, &mut rng)
             })
             .collect();
-        let (b, positions, targets) = mlm_batch(&masked, self.tokenizer.pad_id(), device);
+        let targets_in_batch: usize = masked
+            .iter()
+            .map(|m| m.labels.iter().filter(|&&l| l != IGNORE).count())
+            .sum();
+        let mine = match &self.parallel {
+            Some(p) => p.shard(&(0..masked.len()).collect::<Vec<_>>()),
+            None => (0..masked.len()).collect(),
+        };
+        let mine: Vec<Masked> = mine.into_iter().map(|i| masked[i].clone()).collect();
         self.opt.zero_grad();
-        let logits = self.precision.autocast(device, || {
-            self.model.forward_masked_t(b.inputs(), &positions, true)
-        })?;
-        let loss = logits
-            .to_kind(Kind::Float)
-            .cross_entropy_for_logits(&targets);
-        loss.backward();
-        let value = f64::try_from(&loss)?;
+        let (mut value, mut tokens) = (0.0, 0);
+        if !mine.is_empty() {
+            let (b, positions, targets) = mlm_batch(&mine, self.tokenizer.pad_id(), device);
+            let logits = self.precision.autocast(device, || {
+                self.model.forward_masked_t(b.inputs(), &positions, true)
+            })?;
+            let loss = logits.to_kind(Kind::Float).cross_entropy_loss::<Tensor>(
+                &targets,
+                None,
+                tch::Reduction::Sum,
+                IGNORE,
+                0.0,
+            ) / targets_in_batch.max(1) as f64;
+            loss.backward();
+            value = f64::try_from(&loss)?;
+            tokens = b.tokens;
+        }
+        if let Some(p) = self.parallel.as_mut() {
+            let asked = f64::from(u8::from(control.stop.requested()));
+            let sums = p.sum_step(&mut self.opt, &[value, tokens as f64, asked])?;
+            (value, tokens) = (sums[0], sums[1] as usize);
+            self.stop_seen = sums[2] > 0.0;
+        }
         if !value.is_finite() {
             return Err(Error::Config(format!(
                 "the masked-LM loss became {value} at step {}; lower --lr or enable --max-grad-norm",
@@ -306,12 +363,16 @@ impl<'a> Pretrainer<'a> {
         }
         let norm = self.opt.clip_grad_norm(args.max_grad_norm);
         self.opt.step(lr);
-        Ok((value, norm, b.tokens))
+        Ok((value, norm, tokens))
     }
 
-    /// Writes `checkpoints/step-NNNNNNN` (without the pooler) and then deletes the older ones.
+    /// Writes `checkpoints/step-NNNNNNN` (without the pooler) and then deletes the older ones (rank
+    /// 0's to do, of several).
     fn save(&self, events: &EventSink, step: usize) -> Result<PathBuf> {
         let dir = self.ckpt_root.join(checkpoints::dir_name(step));
+        if !self.lead() {
+            return Ok(dir);
+        }
         let saved = save_only(&dir, &self.vs, &self.config, &self.tokenizer, &|name| {
             !name.contains(".pooler.")
         })?;

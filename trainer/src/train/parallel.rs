@@ -35,6 +35,22 @@ impl DataParallel {
         })
     }
 
+    /// Joins the run's other ranks where `rank` is one of several (`None`: a run alone), and says on
+    /// stderr where this rank runs: the log is where a run across machines is looked into.
+    pub fn for_rank(rank: Option<&Rank>, device: &Device) -> Result<Option<DataParallel>> {
+        let Some(rank) = rank.filter(|r| r.world > 1) else {
+            return Ok(None);
+        };
+        let p = DataParallel::join(rank)?;
+        eprintln!(
+            "rank {} of {} on {} ({device:?})",
+            p.rank(),
+            p.world(),
+            crate::launch::machine_name()
+        );
+        Ok(Some(p))
+    }
+
     pub fn rank(&self) -> usize {
         self.group.rank()
     }

@@ -172,18 +172,8 @@ impl<'a> Trainer<'a> {
             }
         };
         // Of several ranks, all meet before training; a run of one rank is a run alone.
-        let mut parallel = match &control.rank {
-            Some(rank) if rank.world > 1 => Some(DataParallel::join(rank)?),
-            _ => None,
-        };
+        let mut parallel = DataParallel::for_rank(control.rank.as_ref(), &device)?;
         if let Some(p) = parallel.as_mut() {
-            // Every rank says where it runs: the log is where a run across machines is looked into.
-            eprintln!(
-                "rank {} of {} on {} ({device:?})",
-                p.rank(),
-                p.world(),
-                crate::launch::machine_name()
-            );
             p.same_start(&built.vs)?;
         }
         let max_len = job.model.max_seq_len;

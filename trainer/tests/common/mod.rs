@@ -8,6 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
+use tch::Tensor;
 use trainer::train::JobConfig;
 
 /// A shipped data fixture, found from the crate so that the tests run from any working directory.
@@ -95,4 +96,37 @@ pub fn signal(signal: &str, pid: u32) {
         .status()
         .unwrap();
     assert!(status.success(), "kill {signal} {pid}");
+}
+
+/// A checkpoint's tensors by name.
+pub fn weights(dir: &Path) -> Vec<(String, Tensor)> {
+    let mut w = Tensor::read_safetensors(dir.join("model.safetensors")).unwrap();
+    w.sort_by(|a, b| a.0.cmp(&b.0));
+    w
+}
+
+/// Every tensor of `b` within `tolerance` of `a`'s, relative to `a`'s norm — but the attention's key
+/// biases: softmax over keys is unchanged by adding one vector to every key, so their gradient is zero
+/// in exact arithmetic, and AdamW scales what rounding leaves of it (which depends on the order rows
+/// are summed in) to full-size steps. They are checked to have stayed as small as such noise makes them.
+pub fn assert_close(a: &Path, b: &Path, tolerance: f64) {
+    let (wa, wb) = (weights(a), weights(b));
+    assert_eq!(wa.len(), wb.len());
+    for ((na, ta), (nb, tb)) in wa.iter().zip(&wb) {
+        assert_eq!(na, nb);
+        if na.ends_with("attention.self.key.bias") {
+            for t in [ta, tb] {
+                let largest = f64::try_from(t.abs().max()).unwrap();
+                assert!(largest < 0.05, "{na}: {largest}");
+            }
+            continue;
+        }
+        let diff = f64::try_from((ta - tb).norm()).unwrap();
+        let norm = f64::try_from(ta.norm()).unwrap().max(1e-12);
+        assert!(
+            diff / norm <= tolerance,
+            "{na}: relative difference {:.3e} > {tolerance:e}",
+            diff / norm
+        );
+    }
 }
