@@ -9,7 +9,8 @@
 //! through them, its replicas in the partition picked in the deploy form; on the admin page the
 //! shared-directory check runs again at a click, and the workspace is charged to an account of its own;
 //! a second cluster is registered from the admin page's form (after a refusal, said in Chinese, that
-//! keeps what was typed) and removed again.
+//! keeps what was typed) and removed again; a job across both nodes trains as one run of two ranks,
+//! each saying in the log where it runs.
 
 import { describe, test, before } from 'node:test';
 import assert from 'node:assert/strict';
@@ -64,6 +65,7 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     env: { PADDOCK_SLURM_CONF: SLURM_CONF, PADDOCK_SLURM_CPUS: '1', PADDOCK_SLURM_MEMORY_MB: '1000' },
   });
   let workspaceId;
+  let datasetId;
 
   test("the admin page shows the cluster's partition and both nodes with their GPUs", async () => {
     const { page } = story.owner;
@@ -105,7 +107,7 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
     const { page } = story.owner;
     await visit(page, '/workspaces/new');
     workspaceId = await createWorkspace(page, '集群组');
-    const datasetId = await addSampleDataset(page, workspaceId);
+    datasetId = await addSampleDataset(page, workspaceId);
     const form = new JobFormPage(page);
     await form.goto(workspaceId, `?dataset=${datasetId}`);
     const option = page.locator('[data-testid="job-cluster"] option[data-cluster="slurm"]');
@@ -255,6 +257,21 @@ describe('a Slurm cluster in the browser: its nodes on the admin page, a job pla
       lab.getByTestId('cluster-remove').click(),
     ]);
     await lab.waitFor({ state: 'detached' });
+  });
+
+  test('a job across both nodes of the cluster trains as one run, each rank saying where it runs', async () => {
+    const { page } = story.owner;
+    const form = new JobFormPage(page);
+    await form.goto(workspaceId, `?dataset=${datasetId}`);
+    await form.fill({ cluster: 'slurm' });
+    await form.fill({ partition: 'gpu', nodes: 2, name: 'two_nodes', preset: 'tiny', 'max-seq-len': 32, 'batch-size': 16, 'max-steps': 6, 'eval-every-steps': 6 });
+    const job = await form.create();
+    await job.waitForStatus('succeeded');
+    assert.equal((await page.getByTestId('job-nodes').textContent()).trim(), '2');
+    await waitForText(page.getByTestId('job-placement'), 'node[1-2]');
+    await waitForText(job.log, 'rank 1 of 2 on node');
+    await waitForText(job.log, 'rank 0 of 2 on node');
+    await assertPageNotEnglish(page, [...NAMES, ...PRESETS, 'two_nodes']);
   });
 
   test('no wasm panic or hydration error happened', () => {

@@ -608,6 +608,24 @@ async fn a_job_runs_in_its_environments_container() {
     let raw = std::fs::read_to_string(job_dir.join("train.log")).unwrap();
     assert!(raw.contains("end: completed at step 12"), "{raw}");
 
+    // Data parallelism inside the container: `launch` starts both ranks there, meeting in the run's
+    // folder in the volume.
+    let mut spec = tiny("two-ranks-in-container", ds, 6);
+    spec["environment_id"] = json!(env_id);
+    spec["ranks"] = json!(2);
+    let two = submit(&owner, ws, spec).await;
+    let done_two = finished(&owner, ws, two).await;
+    let logs = owner.get(&format!("{}/logs", job_path(ws, two))).await.1;
+    let lines = log_lines(&logs);
+    assert_eq!(status(&done_two), "succeeded", "{done_two}\n{lines:#?}");
+    assert_eq!(done_two["summary"]["step"], 6);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("[rank 1] rank 1 of 2 on ")),
+        "{lines:#?}"
+    );
+
     // Its checkpoint deploys into replica containers from the same image.
     let ckpt = kept_checkpoint(&done)["id"].as_i64().unwrap();
     let (ep_id, ep) = crate::endpoints::deploy(
@@ -872,6 +890,13 @@ mod on_slurm {
     /// owner's workspace with the sample dataset.
     async fn with_cluster(conf: &str) -> (Server, User, i64, i64) {
         owner_with_sample(&[NO_DOCKER, &cluster_args(conf)].concat()).await
+    }
+
+    /// As [`with_cluster`], the cluster's GPU GRES taken as stand-ins: jobs ask for GPUs, Slurm places
+    /// and counts them, the trainers compute on the CPU.
+    async fn with_stand_in_gpus(conf: &str) -> (Server, User, i64, i64) {
+        owner_with_sample(&[NO_DOCKER, &cluster_args(conf), &["--slurm-gpu-stand-ins"]].concat())
+            .await
     }
 
     /// The arguments of a server on the test cluster at `conf`: one CPU and 1000 MB a job.
@@ -1290,8 +1315,7 @@ mod on_slurm {
         let Some((conf, _shared)) = shared_cluster().await else {
             return;
         };
-        let args = [NO_DOCKER, &cluster_args(&conf), &["--slurm-gpu-stand-ins"]].concat();
-        let (_server, owner, ws, ds) = owner_with_sample(&args).await;
+        let (_server, owner, ws, ds) = with_stand_in_gpus(&conf).await;
         let two = |name: &str| on_cluster_gpus(endless(name, ds), 2);
         let (a, b) = (
             submit(&owner, ws, two("gpus-a")).await,
@@ -1400,8 +1424,7 @@ mod on_slurm {
         let Some((conf, _shared)) = shared_cluster().await else {
             return;
         };
-        let args = [NO_DOCKER, &cluster_args(&conf), &["--slurm-gpu-stand-ins"]].concat();
-        let (_server, owner, ws, ds) = owner_with_sample(&args).await;
+        let (_server, owner, ws, ds) = with_stand_in_gpus(&conf).await;
         let across = |spec: Value| {
             let mut spec = on_cluster_gpus(spec, 1);
             spec["nodes"] = json!(2);
