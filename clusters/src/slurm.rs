@@ -178,6 +178,8 @@ pub struct PartitionInfo {
     /// `UP`, `DOWN`, `DRAIN`, `INACTIVE`.
     pub state: String,
     pub nodes: String,
+    /// How many nodes it has (`TotalNodes`).
+    pub total_nodes: u32,
     /// `UNLIMITED` or `[days-]hours:minutes:seconds`.
     pub max_time: String,
 }
@@ -316,6 +318,10 @@ impl Slurm {
                     default: f.get("Default").is_some_and(|v| v == "YES"),
                     state: f.get("State").cloned().unwrap_or_default(),
                     nodes: f.get("Nodes").cloned().unwrap_or_default(),
+                    total_nodes: f
+                        .get("TotalNodes")
+                        .and_then(|n| n.parse().ok())
+                        .unwrap_or(0),
                     max_time: f.get("MaxTime").cloned().unwrap_or_default(),
                 })
             })

@@ -225,14 +225,14 @@ async fn nodes_and_partitions_are_listed() {
         .iter()
         .map(|p| {
             let words = [&p.name, &p.state, &p.nodes, &p.max_time];
-            (words.map(String::as_str), p.default)
+            (words.map(String::as_str), p.total_nodes, p.default)
         })
         .collect();
     assert_eq!(
         shown,
         [
-            (["gpu", "UP", "node[1-2]", "UNLIMITED"], true),
-            (["short", "UP", "node2", "01:00:00"], false)
+            (["gpu", "UP", "node[1-2]", "UNLIMITED"], 2, true),
+            (["short", "UP", "node2", "01:00:00"], 1, false)
         ]
     );
 }

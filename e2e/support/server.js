@@ -22,7 +22,7 @@ export async function startServer({ env = {} } = {}) {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'paddock-e2e-'));
   const child = spawn(bin, ['serve', '--bind', '127.0.0.1:0', '--data-dir', dataDir, '--site-root', siteRoot], {
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'warn', ...env },
+    env: { ...process.env, RUST_LOG: process.env.RUST_LOG ?? 'info', ...env },
   });
 
   let log = '';

@@ -4,11 +4,14 @@
 //! client of its own) adds hooks of its own after these: node runs `before` hooks, and `after` hooks,
 //! in the order they were registered.
 
-import { after, before } from 'node:test';
+import { after, afterEach, before } from 'node:test';
 
 import { startServer } from './server.js';
 import { launchBrowser, newPerson, PHONE } from './browser.js';
 import { addMember, createWorkspace, signUp } from '../pages/flows.js';
+
+/** How much of the server's log a failed step shows. */
+const SERVER_LOG_LINES = 60;
 
 /**
  * Call inside `describe`. Options: `owner` and `workspace`, the username the first person signs up
@@ -18,7 +21,8 @@ import { addMember, createWorkspace, signUp } from '../pages/flows.js';
  * Returns the story, filled in by its `before` hook: `server`, `browser`, `owner` (the first person,
  * `{ context, page, problems }`) and `workspaceId`. The `after` hook reports the owner's page problems
  * as a diagnostic (the specs assert them too) and stops the browser and the server, also when a step
- * failed.
+ * failed. A step that fails has the end of the server's log attached: on a CI machine, where nothing
+ * else of the run is kept, it is what says what the server was doing.
  */
 export function startStory({ owner, workspace, env } = {}) {
   const story = {
@@ -50,6 +54,13 @@ export function startStory({ owner, workspace, env } = {}) {
       await signUp(story.owner.page, owner);
       story.workspaceId = await createWorkspace(story.owner.page, workspace);
     }
+  });
+
+  afterEach((t) => {
+    if (t.passed || !story.server) return;
+    // One diagnostic a line: the TAP reporter CI uses would escape the newlines of one.
+    t.diagnostic(`the server's last ${SERVER_LOG_LINES} log lines:`);
+    for (const line of story.server.log().trimEnd().split('\n').slice(-SERVER_LOG_LINES)) t.diagnostic(line);
   });
 
   after(async (t) => {

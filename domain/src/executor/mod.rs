@@ -385,6 +385,34 @@ impl Executors {
         self.slurm_named(name)?.partition_problem(partition, gpus)
     }
 
+    /// Refused (at the `nodes` field) when work across `nodes` nodes asks the cluster named `name` for
+    /// more nodes than `partition` (`None`: the one its work goes to) has: Slurm would refuse the batch
+    /// job only when it is handed over, after the queue.
+    pub async fn holds_nodes(
+        &self,
+        name: &str,
+        partition: Option<&str>,
+        nodes: u32,
+    ) -> Result<(), contracts::error::AppError> {
+        use contracts::error::{AppError, ErrorCode};
+        let Some(slurm) = self.slurm_named(name).filter(|_| nodes > 1) else {
+            return Ok(());
+        };
+        match slurm.partition_size(partition).await {
+            Ok(Some((partition, total))) if total < nodes => Err(AppError::invalid(
+                "nodes",
+                ErrorCode::ClusterInvalid,
+                format!(
+                    "the cluster {name:?}'s partition {partition} has {total} node(s); the job asks for {nodes}"
+                ),
+            )),
+            Ok(_) => Ok(()),
+            Err(e) => Err(cluster_invalid(format!(
+                "the cluster {name:?} cannot say its partitions now: {e}"
+            ))),
+        }
+    }
+
     /// The partitions of the cluster named `name`: `None` when this server has no such cluster, an
     /// error when its scheduler does not answer.
     pub async fn cluster_partitions(&self, name: &str) -> Option<Result<Vec<String>, String>> {

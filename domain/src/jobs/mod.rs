@@ -565,9 +565,14 @@ async fn cluster_for(
         None => ExecutorKind::Local,
     };
     let partition = spec.partition.as_deref();
-    jobs.executors
+    let cluster = jobs
+        .executors
         .runs_on(name, partition, kind, spec.gpus)
-        .await
+        .await?;
+    jobs.executors
+        .holds_nodes(name, partition, spec.nodes())
+        .await?;
+    Ok(cluster)
 }
 
 /// The image a job in environment `env_id` runs: its current version's, which must be built and carry

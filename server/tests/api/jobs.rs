@@ -1443,6 +1443,19 @@ mod on_slurm {
         );
         let (code, body) = owner.put(&quota, json!({ "max_gpus": 2 })).await;
         assert_eq!(code, StatusCode::OK, "{body}");
+        // `short` has node2 alone: refused before anything is queued, not when Slurm is handed it.
+        let mut short = across(tiny("short", ds, 4));
+        short["partition"] = json!("short");
+        let (code, body) = owner.post(&jobs, short).await;
+        assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+        assert_eq!(body["field"], "nodes", "{body}");
+        assert!(
+            body["message"]
+                .as_str()
+                .unwrap()
+                .contains("partition short has 1 node(s); the job asks for 2"),
+            "{body}"
+        );
 
         let id = submit(&owner, ws, across(tiny("two-nodes", ds, 10))).await;
         let done = wait_for(&owner, ws, id, "success", |j| {

@@ -332,6 +332,20 @@ impl Slurm {
     }
 
     /// The names of the cluster's partitions, as its scheduler says now.
+    /// The partition work asking for `partition` goes to (`None`: this server's, else the cluster's
+    /// default) and how many nodes it has, as its scheduler says now; `None` when it has no such one.
+    pub async fn partition_size(
+        &self,
+        partition: Option<&str>,
+    ) -> clusters::Result<Option<(String, u32)>> {
+        let partitions = self.cluster.partitions().await?;
+        let wanted = partition.or(self.settings.placement.partition.as_deref());
+        Ok(partitions
+            .into_iter()
+            .find(|p| wanted.map_or(p.default, |w| p.name == w))
+            .map(|p| (p.name, p.total_nodes)))
+    }
+
     pub async fn partition_names(&self) -> clusters::Result<Vec<String>> {
         let partitions = self.cluster.partitions().await?;
         Ok(partitions.into_iter().map(|p| p.name).collect())
