@@ -208,6 +208,21 @@ pub struct Opened {
     pub precision_choice: PrecisionChoice,
     /// Truncation length.
     pub max_len: usize,
+    /// Rows per inference batch.
+    pub batch_size: usize,
+}
+
+impl Opened {
+    /// Batched inference with the model as opened.
+    pub fn inference(&self) -> Inference<'_> {
+        Inference {
+            model: &self.loaded.model,
+            device: self.loaded.vs.device(),
+            precision: self.precision,
+            pad_id: self.loaded.tokenizer.pad_id(),
+            batch_size: self.batch_size,
+        }
+    }
 }
 
 impl ModelArgs {
@@ -248,6 +263,7 @@ impl ModelArgs {
             precision,
             precision_choice,
             max_len,
+            batch_size: self.batch_size,
         })
     }
 }
@@ -300,35 +316,6 @@ impl DataArgs {
     }
 }
 
-struct OpenModel {
-    loaded: crate::LoadedModel,
-    precision: Precision,
-    max_len: usize,
-    batch_size: usize,
-}
-
-impl OpenModel {
-    fn open(args: &ModelArgs) -> Result<Self> {
-        let opened = args.open()?;
-        Ok(OpenModel {
-            loaded: opened.loaded,
-            precision: opened.precision,
-            max_len: opened.max_len,
-            batch_size: args.batch_size,
-        })
-    }
-
-    fn inference(&self) -> Inference<'_> {
-        Inference {
-            model: &self.loaded.model,
-            device: self.loaded.vs.device(),
-            precision: self.precision,
-            pad_id: self.loaded.tokenizer.pad_id(),
-            batch_size: self.batch_size,
-        }
-    }
-}
-
 /// `eval`: metrics of a model on a labelled file.
 #[derive(Debug, Clone, Args)]
 pub struct EvalArgs {
@@ -343,7 +330,7 @@ pub struct EvalArgs {
 
 /// Runs `eval`.
 pub fn run_eval(args: &EvalArgs) -> Result<i32> {
-    let m = OpenModel::open(&args.model)?;
+    let m = args.model.open()?;
     let names = m.loaded.config.labels();
     let labels = LabelMap::new(names.clone())?;
     let validated = validate_file(
@@ -433,7 +420,7 @@ pub fn run_predict(args: &PredictArgs) -> Result<i32> {
             }
             None => args.text.clone(),
         };
-    let m = OpenModel::open(&args.model)?;
+    let m = args.model.open()?;
     let names = m.loaded.config.labels();
     let items: Vec<(String, Option<String>)> = texts.into_iter().map(|t| (t, None)).collect();
     let rows = encode_rows(&m.loaded.tokenizer, &items, None, m.max_len)?;

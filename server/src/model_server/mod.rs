@@ -32,7 +32,7 @@ use contracts::precision::PrecisionChoice;
 use contracts::serving::{ErrorReply, Health, PredictReply, PredictRequest, Prediction};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::oneshot;
-use trainer::predict::{encode_rows, Inference};
+use trainer::predict::encode_rows;
 use trainer::{Precision, Tokenizer};
 
 use batcher::{BatchLimits, Batcher, Job, Refused};
@@ -226,13 +226,7 @@ fn inference_thread(
     };
     let loaded = &opened.loaded;
     let labels = loaded.config.labels();
-    let inference = Inference {
-        model: &loaded.model,
-        device: loaded.vs.device(),
-        precision: opened.precision,
-        pad_id: loaded.config.pad_token_id,
-        batch_size: model_args.batch_size.max(1),
-    };
+    let inference = opened.inference();
     // Warm-up: the first forward pass allocates and picks kernels; users should not pay for it.
     let warm = encode_rows(
         &loaded.tokenizer,
