@@ -6,39 +6,82 @@
 //! way runs time their own model for `auto`), made at first use, once per kind of work, and kept for the
 //! server's life: the CPU does not change under a running server. It runs as a child under the limits of
 //! every process the server starts, so a failure is a form without figures, never a server without
-//! memory. Runs themselves still measure their own shape when they are asked for `auto`.
+//! memory — and a failure is not kept: a child killed on a busy machine must not decide the forms'
+//! default until the next restart, so it is measured again once [`RETRY_AFTER`] has passed. Runs
+//! themselves still measure their own shape when they are asked for `auto`.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
 
 use contracts::precision::{PrecisionAdvice, PrecisionProbe, Work};
-use tokio::sync::OnceCell;
+use tokio::sync::Mutex;
 
 use crate::storage::Storage;
 
-/// The advice per kind of work, measured at most once each.
+/// How long a failed measurement's advice (float32, no figures) stands before it is measured again.
+pub const RETRY_AFTER: Duration = Duration::from_secs(10 * 60);
+
+/// The advice per kind of work, measured once each when it succeeds.
 #[derive(Debug, Default)]
 pub struct Advisor {
-    serve: OnceCell<PrecisionAdvice>,
-    train: OnceCell<PrecisionAdvice>,
+    serve: Slot,
+    train: Slot,
+}
+
+/// One kind of work's advice. Behind a lock held while measuring: callers that arrive meanwhile wait
+/// for the one measurement.
+#[derive(Debug, Default)]
+struct Slot(Mutex<Option<Kept>>);
+
+#[derive(Debug)]
+struct Kept {
+    advice: PrecisionAdvice,
+    /// When a failed measurement is tried again; `None`: kept for good.
+    retry_at: Option<Instant>,
 }
 
 impl Advisor {
-    /// This server's advice for `work`, measuring it first if nobody has asked before. Callers that
-    /// arrive while it is measured wait for the one measurement.
+    /// This server's advice for `work`, measuring it first if nobody has asked before (or the last
+    /// measurement failed more than [`RETRY_AFTER`] ago).
     pub async fn advice(&self, storage: &Storage, work: Work) -> PrecisionAdvice {
-        let cell = match work {
+        let slot = match work {
             Work::Serve => &self.serve,
             Work::Train => &self.train,
         };
-        cell.get_or_init(|| async {
-            let cpu = hostcaps::cpu::bf16();
-            let probe = if cpu.is_native() {
-                measure(storage, work).await
-            } else {
-                None
-            };
-            advise(cpu, probe)
+        slot.advice(hostcaps::cpu::bf16(), RETRY_AFTER, || {
+            measure(storage, work)
         })
         .await
-        .clone()
+    }
+}
+
+impl Slot {
+    /// The kept advice, or `measure`'s where there is none to keep (measured only where the CPU runs
+    /// bf16 natively: elsewhere float32 is the answer without a figure).
+    async fn advice<F: Future<Output = Option<PrecisionProbe>>>(
+        &self,
+        cpu: hostcaps::cpu::Bf16,
+        retry_after: Duration,
+        measure: impl FnOnce() -> F,
+    ) -> PrecisionAdvice {
+        let mut kept = self.0.lock().await;
+        if let Some(k) = kept.as_ref() {
+            if k.retry_at.is_none_or(|at| Instant::now() < at) {
+                return k.advice.clone();
+            }
+        }
+        let probe = if cpu.is_native() {
+            measure().await
+        } else {
+            None
+        };
+        let failed = cpu.is_native() && probe.is_none();
+        let advice = advise(cpu, probe);
+        *kept = Some(Kept {
+            advice: advice.clone(),
+            retry_at: failed.then(|| Instant::now() + retry_after),
+        });
+        advice
     }
 }
 
@@ -104,5 +147,54 @@ mod tests {
             assert_eq!(advice.default, default, "{cpu:?} {measured:?}");
             assert_eq!(advice.cpu_bf16, cpu.name());
         }
+    }
+
+    /// A measurement that failed is made again once its retry time has passed, and one that worked is
+    /// kept; a CPU without native bf16 is never measured.
+    #[tokio::test]
+    async fn a_failed_measurement_is_tried_again_and_a_good_one_kept() {
+        let calls = std::sync::atomic::AtomicUsize::new(0);
+        let outcomes = [None, Some(probe(30.0, 10.0))];
+        let measure = || async {
+            let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            outcomes.get(n).cloned().flatten()
+        };
+        let slot = Slot::default();
+        // Failed, and not tried again within its retry time.
+        let hour = Duration::from_secs(3600);
+        assert_eq!(slot.advice(Bf16::Amx, hour, measure).await.default, "fp32");
+        assert_eq!(slot.advice(Bf16::Amx, hour, measure).await.default, "fp32");
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // Past it (a retry time of zero): measured again, and the good measurement is kept.
+        let slot = Slot::default();
+        calls.store(0, std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(
+            slot.advice(Bf16::Amx, Duration::ZERO, measure)
+                .await
+                .default,
+            "fp32"
+        );
+        assert_eq!(
+            slot.advice(Bf16::Amx, Duration::ZERO, measure)
+                .await
+                .default,
+            "auto"
+        );
+        assert_eq!(
+            slot.advice(Bf16::Amx, Duration::ZERO, measure)
+                .await
+                .default,
+            "auto"
+        );
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
+        // No native bf16: float32, nothing measured.
+        let slot = Slot::default();
+        assert_eq!(
+            slot.advice(Bf16::None, Duration::ZERO, measure)
+                .await
+                .default,
+            "fp32"
+        );
+        assert_eq!(calls.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 }
