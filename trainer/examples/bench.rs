@@ -192,7 +192,7 @@ fn data_parallel(args: &Args, w: &Workload, rank: &Rank, threads: i32) {
         .batches
         .iter()
         .map(|b| {
-            let rows = group.shard(&(0..b.rows as i64).collect::<Vec<_>>());
+            let rows = group.shard(0..b.rows as i64);
             let index = Tensor::from_slice(&rows);
             let pick = |t: &Tensor| t.index_select(0, &index);
             Batch {

@@ -92,7 +92,7 @@ pub fn run_launch(args: &LaunchArgs) -> Result<i32> {
         return spread(args, &program, &stop, &events);
     }
 
-    let mut ranks = Vec::new();
+    let mut ranks: Vec<RankProcess> = Vec::new();
     let mut relays: Vec<JoinHandle<()>> = Vec::new();
     let withheld = Arc::new(Mutex::new(Vec::<String>::new()));
     for local in 0..plan.ranks {
@@ -112,7 +112,6 @@ pub fn run_launch(args: &LaunchArgs) -> Result<i32> {
             Ok(child) => child,
             Err(e) => {
                 for r in &mut ranks {
-                    let r: &mut RankProcess = r;
                     let _ = r.child.kill();
                     let _ = r.child.wait();
                 }
@@ -145,9 +144,7 @@ pub fn run_launch(args: &LaunchArgs) -> Result<i32> {
     // own whole words.
     let rank0_own = plan.node == 0
         && causes.contains(&0)
-        && withheld
-            .iter()
-            .any(|l| l.contains("\"event\":\"error\"") && !l.contains(PEER_FAILED));
+        && failures(&withheld).iter().any(|m| !m.contains(PEER_FAILED));
     match causes.first() {
         None => {
             release(&withheld);
@@ -167,22 +164,6 @@ pub fn run_launch(args: &LaunchArgs) -> Result<i32> {
             ));
             Ok(exit_code(r.ended))
         }
-    }
-}
-
-/// This machine's name as its cluster knows it (`SLURMD_NODENAME`, which differs from the hostname
-/// where several nodes share a host), else its hostname.
-pub fn machine_name() -> String {
-    if let Ok(node) = std::env::var("SLURMD_NODENAME") {
-        return node;
-    }
-    let mut name = [0u8; 256];
-    // SAFETY: the buffer is ours and its length is given; gethostname NUL-terminates within it.
-    let got = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
-    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
-    match got {
-        0 => String::from_utf8_lossy(&name[..end]).into_owned(),
-        _ => "this machine".to_string(),
     }
 }
 
@@ -304,15 +285,20 @@ fn node_launch_args(args: &LaunchArgs) -> Vec<String> {
     out
 }
 
-/// Of the failures the nodes reported (`error` events), the one to tell: the first that is a rank's
-/// own, else the first.
-fn told_failure(lines: &[String]) -> Option<String> {
-    let errors: Vec<String> = lines
+/// The messages of the `error` events among event lines.
+fn failures(lines: &[String]) -> Vec<String> {
+    lines
         .iter()
         .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
         .filter(|e| e["event"] == "error")
         .filter_map(|e| e["message"].as_str().map(String::from))
-        .collect();
+        .collect()
+}
+
+/// Of the failures the nodes reported, the one to tell: the first that is a rank's own, else the
+/// first.
+fn told_failure(lines: &[String]) -> Option<String> {
+    let errors = failures(lines);
     errors
         .iter()
         .find(|m| !m.contains(PEER_FAILED))

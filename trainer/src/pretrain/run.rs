@@ -327,10 +327,9 @@ impl<'a> Pretrainer<'a> {
             .map(|m| m.labels.iter().filter(|&&l| l != IGNORE).count())
             .sum();
         let mine = match &self.parallel {
-            Some(p) => p.shard(&(0..masked.len()).collect::<Vec<_>>()),
-            None => (0..masked.len()).collect(),
+            Some(p) => p.shard(masked),
+            None => masked,
         };
-        let mine: Vec<Masked> = mine.into_iter().map(|i| masked[i].clone()).collect();
         self.opt.zero_grad();
         let (mut value, mut tokens) = (0.0, 0);
         if !mine.is_empty() {

@@ -46,7 +46,7 @@ impl DataParallel {
             "rank {} of {} on {} ({device:?})",
             p.rank(),
             p.world(),
-            crate::launch::machine_name()
+            machine_name()
         );
         Ok(Some(p))
     }
@@ -61,7 +61,7 @@ impl DataParallel {
 
     /// The rows of a batch this rank computes: every `world`-th, from its rank on (lengths are sorted
     /// within a batch, so the shards' lengths stay alike).
-    pub fn shard<T: Copy>(&self, rows: &[T]) -> Vec<T> {
+    pub fn shard<T>(&self, rows: impl IntoIterator<Item = T>) -> Vec<T> {
         shard(rows, self.rank(), self.world())
     }
 
@@ -106,7 +106,7 @@ impl DataParallel {
         rows: &[Features],
         labels: &[String],
     ) -> Result<Metrics> {
-        let mine: Vec<usize> = self.shard(&(0..rows.len()).collect::<Vec<_>>());
+        let mine: Vec<usize> = self.shard(0..rows.len());
         let shard: Vec<Features> = mine.iter().map(|&i| rows[i].clone()).collect();
         let gold: Vec<i64> = rows.iter().map(|r| r.label.unwrap_or(-1)).collect();
         let labelled = !rows.is_empty() && gold.iter().all(|&g| g >= 0);
@@ -140,12 +140,24 @@ impl DataParallel {
     }
 }
 
-fn shard<T: Copy>(rows: &[T], rank: usize, world: usize) -> Vec<T> {
-    rows.iter()
-        .skip(rank)
-        .step_by(world.max(1))
-        .copied()
-        .collect()
+/// This machine's name as its cluster knows it (`SLURMD_NODENAME`, which differs from the hostname
+/// where several nodes share a host), else its hostname.
+fn machine_name() -> String {
+    if let Ok(node) = std::env::var("SLURMD_NODENAME") {
+        return node;
+    }
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is ours and its length is given; gethostname NUL-terminates within it.
+    let got = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) };
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    match got {
+        0 => String::from_utf8_lossy(&name[..end]).into_owned(),
+        _ => "this machine".to_string(),
+    }
+}
+
+fn shard<T>(rows: impl IntoIterator<Item = T>, rank: usize, world: usize) -> Vec<T> {
+    rows.into_iter().skip(rank).step_by(world.max(1)).collect()
 }
 
 #[cfg(test)]
@@ -157,11 +169,13 @@ mod tests {
         for n in 0..9 {
             let rows: Vec<usize> = (0..n).collect();
             for world in 1..5 {
-                let mut all: Vec<usize> = (0..world).flat_map(|r| shard(&rows, r, world)).collect();
+                let mut all: Vec<usize> = (0..world)
+                    .flat_map(|r| shard(rows.clone(), r, world))
+                    .collect();
                 all.sort_unstable();
                 assert_eq!(all, rows, "{n} rows over {world} ranks");
             }
         }
-        assert_eq!(shard(&[10, 11, 12, 13, 14], 1, 2), vec![11, 13]);
+        assert_eq!(shard([10, 11, 12, 13, 14], 1, 2), vec![11, 13]);
     }
 }

@@ -506,7 +506,7 @@ impl<'a> Trainer<'a> {
         for micro in group {
             // Of several ranks, this one computes its share of each batch (see `parallel`).
             let micro = match &self.parallel {
-                Some(p) => p.shard(micro),
+                Some(p) => p.shard(micro.iter().copied()),
                 None => micro.clone(),
             };
             if micro.is_empty() {
