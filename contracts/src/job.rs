@@ -9,11 +9,15 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::data::{Columns, DataFormat};
+use crate::task::Task;
 
 /// A whole job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JobConfig {
+    /// What the model learns to do; `classification` when the file does not say.
+    #[serde(default)]
+    pub task: Task,
     pub data: DataSection,
     #[serde(default)]
     pub model: ModelSection,
@@ -128,8 +132,9 @@ pub struct TrainSection {
     pub eval_every_steps: usize,
     /// Emit a `step` event every N optimizer steps.
     pub log_every_steps: usize,
-    /// accuracy, macro_f1 or loss.
-    pub metric_for_best: String,
+    /// The metric checkpoints are ranked by, one of the task's ([`Task::metric_names`]); `None`: the
+    /// task's default.
+    pub metric_for_best: Option<String>,
     /// Stop after this many evaluations without improvement; 0 disables early stopping.
     pub early_stopping_patience: usize,
     /// Checkpoints kept by metric, besides the latest one.
@@ -158,7 +163,7 @@ impl Default for TrainSection {
             precision: "fp32".into(),
             eval_every_steps: 0,
             log_every_steps: 10,
-            metric_for_best: "macro_f1".into(),
+            metric_for_best: None,
             early_stopping_patience: 0,
             keep_best: 1,
             eval_batch_size: 0,
@@ -228,6 +233,14 @@ impl JobConfig {
         self.output.resume_from.as_mut().map(&mut f);
     }
 
+    /// The metric checkpoints are ranked by: the job's, else its task's default.
+    pub fn metric_for_best(&self) -> &str {
+        self.train
+            .metric_for_best
+            .as_deref()
+            .unwrap_or(self.task.default_metric())
+    }
+
     /// Rows per evaluation batch.
     pub fn eval_batch_size(&self) -> usize {
         if self.train.eval_batch_size > 0 {
@@ -250,6 +263,10 @@ mod tests {
         assert_eq!(job.train.epochs, 3);
         assert_eq!(job.model.preset, "nano");
         assert_eq!(job.data.columns.text, "text");
+        assert_eq!(
+            (job.task, job.metric_for_best()),
+            (Task::Classification, "macro_f1")
+        );
         let text = job.to_toml().unwrap();
         assert_eq!(JobConfig::from_toml_str(&text).unwrap(), job);
     }

@@ -634,6 +634,9 @@ pub struct DatasetPreview {
 #[serde(deny_unknown_fields)]
 pub struct JobSpec {
     pub name: String,
+    /// What the model learns to do with the data: `classification` (the default) or another task.
+    #[serde(default)]
+    pub task: crate::task::Task,
     /// Training data.
     pub dataset_id: DatasetId,
     /// Dev data; without it `dev_ratio` of the training rows are held out (stratified, by seed).

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Builds the golden parity fixtures under trainer/tests/fixtures/parity/ with Python transformers.
 
-Two tiny random models are written in the Hugging Face layout (config.json, vocab.txt, tokenizer_config.json,
-model.safetensors): `ernie/` (model_type ernie, task-type embeddings, lower-casing tokenizer) and `bert/`
-(model_type bert, no task-type embeddings, cased tokenizer); `bert_bin/` holds the same BERT weights as a pickled
-pytorch_model.bin. `expected.json` records, per model, the tokenizer's input_ids / token_type_ids for a set of
+Three tiny random models are written in the Hugging Face layout (config.json, vocab.txt, tokenizer_config.json,
+model.safetensors): `ernie/` (model_type ernie, task-type embeddings, lower-casing tokenizer), `bert/`
+(model_type bert, no task-type embeddings, cased tokenizer) and `ernie_tokens/` (ERNIE with a token-classification
+head over BIO tags, no pooler); `bert_bin/` holds the same BERT weights as a pickled pytorch_model.bin. `expected.json` records, per model, the tokenizer's input_ids / token_type_ids for a set of
 Chinese, English and mixed texts (single and pairs, with truncation), and the logits of padded batches.
 trainer/tests/parity.rs checks Paddock against these numbers. Python is not part of `make test`: rerun this
 script only when the fixtures must change, and commit its output.
@@ -24,8 +24,9 @@ import sys
 
 import torch
 import transformers
-from transformers import (AutoModelForSequenceClassification, AutoTokenizer, BertConfig,
-                          BertForSequenceClassification, ErnieConfig, ErnieForSequenceClassification)
+from transformers import (AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer,
+                          BertConfig, BertForSequenceClassification, ErnieConfig, ErnieForSequenceClassification,
+                          ErnieForTokenClassification)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 OUT = os.path.join(ROOT, "trainer", "tests", "fixtures", "parity")
@@ -108,7 +109,7 @@ def build(kind, seed):
     d = os.path.join(OUT, kind)
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
-    lowercase = kind == "ernie"
+    lowercase = kind.startswith("ernie")
     vocab_size = write_vocab(os.path.join(d, "vocab.txt"), lowercase)
     with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
         json.dump({"tokenizer_class": "BertTokenizer", "do_lower_case": lowercase}, f, indent=2)
@@ -121,6 +122,13 @@ def build(kind, seed):
                              label2id={l: i for i, l in enumerate(labels)})
         torch.manual_seed(seed)
         model = ErnieForSequenceClassification(config)
+    elif kind == "ernie_tokens":
+        labels = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+        config = ErnieConfig(**common, type_vocab_size=4, use_task_id=True, task_type_vocab_size=3,
+                             layer_norm_eps=1e-5, id2label=dict(enumerate(labels)),
+                             label2id={l: i for i, l in enumerate(labels)})
+        torch.manual_seed(seed)
+        model = ErnieForTokenClassification(config)
     else:
         config = BertConfig(**common, type_vocab_size=2, layer_norm_eps=1e-12, num_labels=2)
         torch.manual_seed(seed)
@@ -138,9 +146,10 @@ def build(kind, seed):
                       "token_type_ids": enc["token_type_ids"], "tokens": tok.convert_ids_to_tokens(enc["input_ids"])})
     # Reload through the auto class, as a user would, and compute the reference logits in float64 so the
     # fixture carries no float32 rounding of its own.
-    ref = AutoModelForSequenceClassification.from_pretrained(d, attn_implementation="eager").double().eval()
+    auto = AutoModelForTokenClassification if kind == "ernie_tokens" else AutoModelForSequenceClassification
+    ref = auto.from_pretrained(d, attn_implementation="eager").double().eval()
     out_batches = []
-    for b in batches(tok, kind == "ernie", seed):
+    for b in batches(tok, kind.startswith("ernie"), seed):
         kwargs = dict(input_ids=torch.tensor(b["input_ids"]), attention_mask=torch.tensor(b["attention_mask"]),
                       token_type_ids=torch.tensor(b["token_type_ids"]))
         if b["task_type_ids"] is not None:
@@ -154,6 +163,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     ernie, _ = build("ernie", 1234)
     bert, bert_model = build("bert", 5678)
+    tokens, _ = build("ernie_tokens", 4321)
     # The same BERT weights as a pickled state dict, for the pytorch_model.bin loader.
     d = os.path.join(OUT, "bert_bin")
     shutil.rmtree(d, ignore_errors=True)
@@ -164,7 +174,7 @@ def main():
     meta = {"transformers": transformers.__version__, "torch": torch.__version__}
     with open(os.path.join(OUT, "expected.json"), "w", encoding="utf-8") as f:
         json.dump({"generated_by": "scripts/parity/make_fixtures.py", "versions": meta,
-                   "models": [ernie, bert]}, f, ensure_ascii=False, indent=1)
+                   "models": [ernie, bert, tokens]}, f, ensure_ascii=False, indent=1)
     for name in sorted(os.listdir(OUT)):
         print(name)
     total = sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(OUT) for f in fs)

@@ -42,7 +42,7 @@ use trainer::train::model_init;
 use trainer::train::optimizer::{AdamW, AdamWConfig};
 use trainer::train::parallel::DataParallel;
 use trainer::train::run::write_atomic;
-use trainer::{ErnieConfig, ErnieForSequenceClassification, Precision};
+use trainer::{ErnieConfig, Precision, TaskModel};
 
 struct Args {
     preset: String,
@@ -140,7 +140,7 @@ fn forward_flops(c: &ErnieConfig, s: f64) -> f64 {
 /// What is measured: a model and the batches it runs, cycled through in order.
 struct Workload {
     vs: VarStore,
-    model: ErnieForSequenceClassification,
+    model: TaskModel,
     batches: Vec<Batch>,
     /// Forward FLOPs of each batch, as counted for the FLOP/s figures.
     flops: Vec<f64>,
@@ -152,7 +152,7 @@ struct Workload {
 fn synthetic(args: &Args) -> Workload {
     let config = ErnieConfig::preset(&args.preset, 40000, 2).expect("preset");
     let vs = VarStore::new(Device::Cpu);
-    let model = ErnieForSequenceClassification::new(&vs.root(), &config);
+    let model = TaskModel::new(&vs.root(), &config);
     let (ids, mask) = batch(args.batch, args.seq, config.vocab_size as i64, args.full);
     let tokens = mask.sum(Kind::Int64).int64_value(&[]) as usize;
     let b = Batch {
@@ -279,8 +279,14 @@ fn real(args: &Args, path: &Path, out: &Path) -> Workload {
     let corpus = examples
         .iter()
         .flat_map(|e| std::iter::once(e.text.as_str()).chain(e.text_pair.as_deref()));
-    let built = model_init::from_scratch(&model_section, corpus, labels.names(), Device::Cpu)
-        .unwrap_or_else(|e| fail(e));
+    let built = model_init::from_scratch(
+        &model_section,
+        contracts::task::Task::Classification,
+        corpus,
+        labels.names(),
+        Device::Cpu,
+    )
+    .unwrap_or_else(|e| fail(e));
     let items: Vec<(String, Option<String>)> = examples
         .iter()
         .map(|e| (e.text.clone(), e.text_pair.clone()))
@@ -385,7 +391,7 @@ fn main() {
         }
         _ => synthetic(&args),
     };
-    w.model.ernie.unpad = !args.no_unpad;
+    w.model.ernie_mut().unpad = !args.no_unpad;
     if let Some(rank) = Rank::from_env(|k| std::env::var(k).ok()).unwrap_or_else(|e| fail(e)) {
         return data_parallel(&args, &w, &rank, threads);
     }

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use tch::nn::VarStore;
 use tch::{Device, Tensor};
-use trainer::{checkpoint, ErnieConfig, ErnieForSequenceClassification, Tokenizer};
+use trainer::{checkpoint, ErnieConfig, TaskModel, Tokenizer};
 
 const TEXTS: &[(&str, Option<&str>)] = &[
     ("今天天气很好，我们去北京看电影", None),
@@ -18,7 +18,7 @@ const TEXTS: &[(&str, Option<&str>)] = &[
     ("Café naïve 数据 2026", Some("人工智能学习")),
 ];
 
-fn run(model: &ErnieForSequenceClassification, tok: &Tokenizer) -> serde_json::Value {
+fn run(model: &TaskModel, tok: &Tokenizer) -> serde_json::Value {
     let encoded: Vec<_> = TEXTS
         .iter()
         .map(|(t, p)| tok.encode(t, *p, 64).unwrap())
@@ -99,7 +99,7 @@ fn main() {
     let mut config = ErnieConfig::preset("nano", tok.vocab_size(), 3).unwrap();
     config.set_labels(&["a".into(), "b".into(), "c".into()]);
     let vs = VarStore::new(Device::Cpu);
-    let model = ErnieForSequenceClassification::new(&vs.root(), &config);
+    let model = TaskModel::new(&vs.root(), &config);
     let saved = checkpoint::save(&out.join("scratch_nano"), &vs, &config, &tok).unwrap();
     report.insert("scratch_nano".into(), run(&model, &tok));
     eprintln!("wrote {} ({} bytes)", saved.dir.display(), saved.bytes);

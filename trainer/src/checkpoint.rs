@@ -15,12 +15,12 @@ use sha2::{Digest, Sha256};
 use tch::nn::VarStore;
 use tch::{Device, Kind, Tensor};
 
-use crate::{ErnieConfig, ErnieForSequenceClassification, Error, Precision, Result, Tokenizer};
+use crate::{ErnieConfig, Error, Precision, Result, TaskModel, Tokenizer};
 
-/// A classification model read from a checkpoint directory, ready to run on `vs.device()`.
+/// A fine-tuned model read from a checkpoint directory, ready to run on `vs.device()`.
 pub struct LoadedModel {
     pub vs: VarStore,
-    pub model: ErnieForSequenceClassification,
+    pub model: TaskModel,
     pub config: ErnieConfig,
     pub tokenizer: Tokenizer,
     pub report: LoadReport,
@@ -99,7 +99,7 @@ pub fn load(dir: &Path, device: Device, labels: Option<&[String]>) -> Result<Loa
         config.set_labels(labels);
     }
     let vs = VarStore::new(device);
-    let model = ErnieForSequenceClassification::new(&vs.root(), &config);
+    let model = TaskModel::new(&vs.root(), &config);
     let reset: Vec<&str> = reset.iter().map(String::as_str).collect();
     let report = load_weights(&vs, dir, INITIALISABLE, &reset)?;
     Ok(LoadedModel {
@@ -330,7 +330,8 @@ fn dtype_of(k: Kind) -> Option<safetensors::Dtype> {
 
 /// Writes `config.json`, `model.safetensors` and the tokenizer files into `dir`, replacing it atomically:
 /// everything goes into a temporary sibling directory that is renamed into place only when complete.
-/// `architectures` is `…ForSequenceClassification`, or `…ForMaskedLM` for a store without a classifier.
+/// `architectures` is the task's head (`…ForSequenceClassification`, …), or `…ForMaskedLM` for a store
+/// without a classifier.
 pub fn save(
     dir: &Path,
     vs: &VarStore,
@@ -424,15 +425,15 @@ fn write_dir(
     } else {
         "Ernie"
     };
-    let head = if vars.keys().any(|k| k.starts_with("classifier.")) {
-        "ForSequenceClassification"
+    let architecture = if vars.keys().any(|k| k.starts_with("classifier.")) {
+        config.model_head().architecture(&config.model_type)
     } else if vars.keys().any(|k| k.starts_with("cls.")) {
-        "ForMaskedLM"
+        format!("{arch_base}ForMaskedLM")
     } else {
-        "Model"
+        format!("{arch_base}Model")
     };
     let mut config = config.clone();
-    config.architectures = vec![format!("{arch_base}{head}")];
+    config.architectures = vec![architecture];
     let labels = config.labels();
     config.set_labels(&labels);
     if tokenizer.vocab_size() > config.vocab_size {

@@ -347,7 +347,9 @@ pub fn run_eval(args: &EvalArgs) -> Result<i32> {
         .collect();
     let gold: Vec<Option<usize>> = examples.iter().map(|e| e.label).collect();
     let rows = encode_rows(&m.loaded.tokenizer, &items, Some(&gold), m.max_len)?;
-    let metrics = m.inference().evaluate(&rows, &names)?;
+    let metrics = m
+        .inference()
+        .evaluate(&rows, &names, m.loaded.config.task())?;
     let mut out = std::io::stdout().lock();
     let io = |e| Error::io("<stdout>", e);
     if args.json {

@@ -10,6 +10,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::{Error, Result};
+use contracts::task::{Head, Task};
 
 /// Hyper-parameters of an ERNIE 3.0 / BERT encoder with a sequence-classification head.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -61,6 +62,14 @@ pub struct ErnieConfig {
     pub id2label: BTreeMap<String, String>,
     #[serde(default)]
     pub label2id: BTreeMap<String, i64>,
+    /// The task Paddock fine-tuned the model for, under a key of its own that transformers keeps as an
+    /// attribute and ignores. Absent (any other model): what `architectures` says ([`ErnieConfig::task`]).
+    #[serde(
+        default,
+        rename = "paddock_task",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub task: Option<Task>,
     /// Every other key of `config.json`, preserved verbatim.
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -136,6 +145,7 @@ impl ErnieConfig {
             num_labels: 0,
             id2label: BTreeMap::new(),
             label2id: BTreeMap::new(),
+            task: None,
             extra: serde_json::Map::new(),
         };
         let labels: Vec<String> = (0..num_labels).map(|i| format!("LABEL_{i}")).collect();
@@ -198,6 +208,28 @@ impl ErnieConfig {
             .enumerate()
             .map(|(i, l)| (l.clone(), i as i64))
             .collect();
+    }
+
+    /// What the model does: as Paddock recorded it, else read from its head (a sequence classifier is
+    /// taken for one-text classification, the only such task a model from elsewhere can be known to be).
+    pub fn task(&self) -> Task {
+        self.task.unwrap_or(Task::Classification)
+    }
+
+    /// The head `config.json`'s `architectures` names, when it is a classification head.
+    pub fn head(&self) -> Option<Head> {
+        self.architectures
+            .first()
+            .and_then(|a| Head::of_architecture(a))
+    }
+
+    /// The head a model of this configuration has: its task's where Paddock recorded one, else the one
+    /// `architectures` names, else a sequence classifier (a bare encoder is fine-tuned as one).
+    pub fn model_head(&self) -> Head {
+        self.task
+            .map(Task::head)
+            .or_else(|| self.head())
+            .unwrap_or(Head::Sequence)
     }
 
     /// The parameter prefix Hugging Face uses for the encoder: `"bert"` or `"ernie"`.

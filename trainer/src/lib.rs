@@ -36,10 +36,16 @@ pub mod train;
 
 /// Classification metrics: the contract crate's, computed here and read by the platform.
 pub use contracts::metrics;
+/// What a fine-tuned model does: the contract crate's, asked by every part of the trainer that differs
+/// by task.
+pub use contracts::task;
 
 pub use checkpoint::{LoadReport, LoadedModel, SavedCheckpoint};
 pub use config::ErnieConfig;
 pub use device::{pick_device, Precision};
 pub use error::{Error, Result};
-pub use model::{ErnieForMaskedLM, ErnieForSequenceClassification, ErnieModel, Inputs};
+pub use model::{
+    ErnieForMaskedLM, ErnieForSequenceClassification, ErnieForTokenClassification, ErnieModel,
+    Inputs, TaskModel,
+};
 pub use tokenizer::{Encoded, Tokenizer};

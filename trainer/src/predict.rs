@@ -1,33 +1,74 @@
-//! Inference with a classification model: batched forward passes over encoded rows (sorted by length
-//! so each batch pads little), results put back in input order as logits, probabilities and the
-//! predicted label; and evaluation of the same against gold labels. Used by training (dev/test
-//! evaluation) and by the `eval` / `predict` commands.
+//! Inference with a fine-tuned model of any task: batched forward passes over encoded rows (sorted by
+//! length so each batch pads little), each row's logits put back in input order with the summed loss of
+//! the gold answers; predictions (label and probabilities) and evaluation of the same against gold. Used
+//! by training (dev/test evaluation), the `eval` / `predict` commands and the model server.
 
 use std::path::Path;
 
-use tch::{Device, Kind, Tensor};
+use contracts::task::{Head, Task};
+use tch::{Device, Kind};
 
-use crate::data::batch::{collate, sorted_batches, Features};
+use crate::data::batch::{collate, sorted_batches, Features, Gold};
 use crate::metrics::Metrics;
-use crate::{ErnieForSequenceClassification, Precision, Result, Tokenizer};
+use crate::{Precision, Result, TaskModel, Tokenizer};
 
 /// One prediction (with its logits): what `paddock predict --json` prints and the model server answers.
 pub use contracts::serving::Prediction;
 
 /// A model ready for inference.
 pub struct Inference<'a> {
-    pub model: &'a ErnieForSequenceClassification,
+    pub model: &'a TaskModel,
     pub device: Device,
     pub precision: Precision,
     pub pad_id: i64,
     pub batch_size: usize,
 }
 
+/// What a model said of some rows, in their order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outputs {
+    /// Each row's logits: `num_labels` values for a sequence head; for a token head `num_labels` per
+    /// token of the row, token after token (`[CLS]` and `[SEP]` included).
+    pub logits: Vec<Vec<f32>>,
+    pub num_labels: usize,
+    /// The summed cross-entropy of the rows' gold answers and how many answers it sums: `None` unless
+    /// every row had one.
+    pub loss: Option<(f64, usize)>,
+}
+
+impl Outputs {
+    /// Each row's predicted label ids: one for a sequence head, one per token for a token head.
+    pub fn predicted(&self) -> Vec<Vec<usize>> {
+        let l = self.num_labels.max(1);
+        self.logits
+            .iter()
+            .map(|row| row.chunks(l).map(argmax).collect())
+            .collect()
+    }
+
+    /// The mean loss per gold answer.
+    pub fn mean_loss(&self) -> Option<f64> {
+        self.loss
+            .filter(|&(_, n)| n > 0)
+            .map(|(sum, n)| sum / n as f64)
+    }
+}
+
+fn argmax(values: &[f32]) -> usize {
+    values
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map_or(0, |(i, _)| i)
+}
+
 impl Inference<'_> {
-    /// Logits `[rows.len(), num_labels]` (Float, on the CPU) in the order of `rows`.
-    pub fn logits(&self, rows: &[Features]) -> Result<Tensor> {
+    /// Runs the model over `rows`.
+    pub fn run(&self, rows: &[Features]) -> Result<Outputs> {
         let lengths: Vec<usize> = rows.iter().map(|r| r.input_ids.len()).collect();
-        let mut parts: Vec<(Vec<usize>, Tensor)> = Vec::new();
+        let mut logits: Vec<Vec<f32>> = vec![Vec::new(); rows.len()];
+        let mut num_labels = 0;
+        let mut loss = Some((0.0, 0));
         tch::no_grad(|| -> Result<()> {
             for idx in sorted_batches(&lengths, self.batch_size) {
                 let refs: Vec<&Features> = idx.iter().map(|&i| &rows[i]).collect();
@@ -35,79 +76,94 @@ impl Inference<'_> {
                 let forward = || self.model.forward_t(b.inputs(), false);
                 // Weights cast for inference (`LoadedModel::cast_weights`) run as they are; float32 weights
                 // (training's evaluations) run under autocast when a reduced precision is asked for.
-                let logits = if self.model.kind() == Kind::Float {
+                let out = if self.model.kind() == Kind::Float {
                     self.precision.autocast(self.device, forward)?
                 } else {
                     forward()
                 };
-                parts.push((idx, logits.to_kind(Kind::Float).to_device(Device::Cpu)));
+                let out = out.to_kind(Kind::Float);
+                loss = match (loss, &b.labels) {
+                    (Some((sum, n)), Some(gold)) => {
+                        let scored: usize = refs.iter().map(|r| r.scored()).sum();
+                        Some((
+                            sum + f64::try_from(TaskModel::loss_sum(&out, gold))?,
+                            n + scored,
+                        ))
+                    }
+                    _ => None,
+                };
+                let out = out.to_device(Device::Cpu).contiguous();
+                num_labels = *out.size().last().unwrap_or(&0) as usize;
+                let flat: Vec<f32> = Vec::try_from(out.view(-1))?;
+                // A row's logits: `L` values, or `seq × L` of which its own tokens are the first.
+                let per_row = flat.len() / idx.len().max(1);
+                for (j, &i) in idx.iter().enumerate() {
+                    let take = match self.model.head() {
+                        Head::Sequence => num_labels,
+                        Head::Token => lengths[i] * num_labels,
+                    };
+                    logits[i] = flat[j * per_row..j * per_row + take].to_vec();
+                }
             }
             Ok(())
         })?;
-        if parts.is_empty() {
-            return Ok(Tensor::zeros([0, 0], (Kind::Float, Device::Cpu)));
+        if rows.is_empty() {
+            loss = None;
         }
-        let order: Vec<i64> = parts
-            .iter()
-            .flat_map(|(idx, _)| idx.iter().map(|&i| i as i64))
-            .collect();
-        let stacked = Tensor::cat(&parts.iter().map(|(_, t)| t).collect::<Vec<_>>(), 0);
-        // `order[j]` is the input row of stacked row j; invert it to read rows back in input order.
-        let mut inverse = vec![0i64; order.len()];
-        for (j, &i) in order.iter().enumerate() {
-            inverse[i as usize] = j as i64;
-        }
-        Ok(stacked.index_select(0, &Tensor::from_slice(&inverse)))
+        Ok(Outputs {
+            logits,
+            num_labels,
+            loss,
+        })
     }
 
     /// Predictions for `rows`, in order.
     pub fn predict(&self, rows: &[Features], labels: &[String]) -> Result<Vec<Prediction>> {
-        let logits = self.logits(rows)?;
-        Ok(to_predictions(&logits, labels))
+        Ok(to_predictions(&self.run(rows)?, labels))
     }
 
-    /// Metrics of the model on labelled `rows` (mean cross-entropy included).
-    pub fn evaluate(&self, rows: &[Features], labels: &[String]) -> Result<Metrics> {
-        let logits = self.logits(rows)?;
-        let gold: Vec<i64> = rows.iter().map(|r| r.label.unwrap_or(-1)).collect();
-        let pred: Vec<usize> = if rows.is_empty() {
-            Vec::new()
-        } else {
-            Vec::<i64>::try_from(logits.argmax(-1, false))?
-                .into_iter()
-                .map(|p| p as usize)
-                .collect()
-        };
-        let loss = if rows.is_empty() || gold.iter().any(|&g| g < 0) {
-            None
-        } else {
-            Some(f64::try_from(
-                logits.cross_entropy_for_logits(&Tensor::from_slice(&gold)),
-            )?)
-        };
-        let gold: Vec<usize> = gold.into_iter().map(|g| g.max(0) as usize).collect();
-        Ok(Metrics::compute(labels, &gold, &pred, loss))
+    /// Metrics of the model on labelled `rows` (mean loss included).
+    pub fn evaluate(&self, rows: &[Features], labels: &[String], task: Task) -> Result<Metrics> {
+        let out = self.run(rows)?;
+        Ok(score(task, labels, rows, &out.predicted(), out.mean_loss()))
     }
 }
 
-/// Turns a `[n, L]` logits tensor into predictions.
-pub fn to_predictions(logits: &Tensor, labels: &[String]) -> Vec<Prediction> {
-    let n = logits.size().first().copied().unwrap_or(0);
-    if n == 0 {
-        return Vec::new();
-    }
-    let probs = logits.softmax(-1, Kind::Float);
-    let l: Vec<Vec<f32>> = Vec::<Vec<f32>>::try_from(logits).unwrap_or_default();
-    let p: Vec<Vec<f32>> = Vec::<Vec<f32>>::try_from(&probs).unwrap_or_default();
-    l.into_iter()
-        .zip(p)
-        .map(|(logits, probabilities)| {
-            let label_id = logits
+/// The metrics of a `task` model that predicted `pred` (as [`Outputs::predicted`]) for `rows`: the one
+/// place a task's answers are judged, for a process alone and for ranks that predicted a share each.
+pub fn score(
+    task: Task,
+    labels: &[String],
+    rows: &[Features],
+    pred: &[Vec<usize>],
+    loss: Option<f64>,
+) -> Metrics {
+    match task {
+        Task::Classification => {
+            let gold: Vec<usize> = rows
                 .iter()
-                .enumerate()
-                .max_by(|a, b| a.1.total_cmp(b.1))
-                .map(|(i, _)| i)
-                .unwrap_or(0);
+                .map(|r| match r.gold {
+                    Gold::Class(c) if c >= 0 => c as usize,
+                    // Out of range on purpose: counted wrong, never a panic.
+                    _ => usize::MAX,
+                })
+                .collect();
+            let pred: Vec<usize> = pred
+                .iter()
+                .map(|p| p.first().copied().unwrap_or(usize::MAX))
+                .collect();
+            Metrics::compute(labels, &gold, &pred, loss)
+        }
+    }
+}
+
+/// Each row's prediction from a sequence head's outputs.
+pub fn to_predictions(out: &Outputs, labels: &[String]) -> Vec<Prediction> {
+    out.logits
+        .iter()
+        .map(|logits| {
+            let probabilities = softmax(logits);
+            let label_id = argmax(logits);
             Prediction {
                 label: labels
                     .get(label_id)
@@ -115,10 +171,19 @@ pub fn to_predictions(logits: &Tensor, labels: &[String]) -> Vec<Prediction> {
                     .unwrap_or_else(|| label_id.to_string()),
                 label_id,
                 probabilities,
-                logits: Some(logits),
+                logits: Some(logits.clone()),
             }
         })
         .collect()
+}
+
+/// Probabilities from logits, computed in f64 so that large logits neither overflow nor lose the
+/// small probabilities.
+fn softmax(logits: &[f32]) -> Vec<f32> {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+    let exp: Vec<f64> = logits.iter().map(|&x| (x as f64 - max).exp()).collect();
+    let sum: f64 = exp.iter().sum();
+    exp.iter().map(|e| (e / sum) as f32).collect()
 }
 
 /// Encodes `(text, pair, label)` rows with `tokenizer`, truncated to `max_len`.
@@ -135,7 +200,10 @@ pub fn encode_rows(
         .map(|(i, e)| Features {
             input_ids: e.input_ids,
             token_type_ids: e.token_type_ids,
-            label: labels.and_then(|l| l[i]).map(|l| l as i64),
+            gold: match labels.and_then(|l| l[i]) {
+                Some(l) => Gold::Class(l as i64),
+                None => Gold::None,
+            },
         })
         .collect())
 }

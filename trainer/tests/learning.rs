@@ -92,7 +92,9 @@ fn tiny_model_from_scratch_beats_chance_on_held_out_sample() {
         pad_id: loaded.tokenizer.pad_id(),
         batch_size: 50,
     };
-    let m = inf.evaluate(&rows, &loaded.config.labels()).unwrap();
+    let m = inf
+        .evaluate(&rows, &loaded.config.labels(), loaded.config.task())
+        .unwrap();
     assert!(
         (m.accuracy - best).abs() < 1e-9,
         "reloaded accuracy {} vs {best}",
@@ -136,7 +138,7 @@ fn bf16_training_on_the_cpu_learns_and_keeps_float32_weights() {
         );
     }
     let rows = dev_rows(&loaded.tokenizer);
-    let logits = |model: &trainer::ErnieForSequenceClassification, precision| {
+    let logits = |model: &trainer::TaskModel, precision| {
         let inf = Inference {
             model,
             device: tch::Device::Cpu,
@@ -144,7 +146,9 @@ fn bf16_training_on_the_cpu_learns_and_keeps_float32_weights() {
             pad_id: loaded.tokenizer.pad_id(),
             batch_size: 50,
         };
-        inf.logits(&rows).unwrap()
+        let out = inf.run(&rows).unwrap();
+        tch::Tensor::from_slice(&out.logits.concat())
+            .view([rows.len() as i64, out.num_labels as i64])
     };
     let full = logits(&loaded.model, Precision::Fp32);
     // bf16 the two ways: autocast over float32 weights (training's evaluations), and weights cast once

@@ -113,11 +113,7 @@ fn assert_same_ids(tokenizer: &trainer::Tokenizer, texts: &Value, batch: &Value)
 }
 
 /// Paddock's logits (or pooled output) for PaddleNLP's batch.
-fn paddock_outputs(
-    model: &trainer::ErnieForSequenceClassification,
-    batch: &Value,
-    pooled: bool,
-) -> Vec<Vec<f64>> {
+fn paddock_outputs(model: &trainer::TaskModel, batch: &Value, pooled: bool) -> Vec<Vec<f64>> {
     let ids = ints(&batch["input_ids"]);
     let mask = ints(&batch["attention_mask"]);
     let types = ints(&batch["token_type_ids"]);
@@ -129,7 +125,13 @@ fn paddock_outputs(
     };
     tch::no_grad(|| {
         if pooled {
-            rows_of(&model.ernie.forward_t(inputs, false).pooled_output)
+            rows_of(
+                &model
+                    .ernie()
+                    .forward_t(inputs, false)
+                    .pooled_output
+                    .unwrap(),
+            )
         } else {
             rows_of(&model.forward_t(inputs, false))
         }

@@ -185,7 +185,7 @@ fn pretrain_then_fine_tune_from_the_checkpoint() {
         .unwrap();
     let in_model = loaded
         .model
-        .ernie
+        .ernie()
         .embeddings
         .word_embeddings
         .shallow_clone();

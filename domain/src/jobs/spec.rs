@@ -261,6 +261,7 @@ pub fn job_config(spec: &JobSpec, inputs: &Inputs, threads: usize) -> JobConfig 
         model.vocab_size = if spec.preset == "tiny" { 2000 } else { 8000 };
     }
     JobConfig {
+        task: spec.task,
         data: DataSection {
             train: inputs.in_store(&inputs.train),
             dev: inputs.dev.as_deref().map(|d| inputs.in_store(d)),

@@ -176,9 +176,7 @@ fn forward(inference: &Inference<'_>, labels: &[String], batch: Vec<Job>) {
     let all: Vec<Features> = batch.iter().flat_map(|j| j.rows.iter().cloned()).collect();
     let batch_rows = all.len();
     let batch_requests = batch.len();
-    let result = inference
-        .logits(&all)
-        .map(|logits| to_predictions(&logits, labels));
+    let result = inference.run(&all).map(|out| to_predictions(&out, labels));
     match result {
         Ok(mut predictions) => {
             for job in batch {
@@ -207,11 +205,7 @@ mod tests {
     fn job(tokens: usize, enqueued: Instant) -> Job {
         let (reply, _) = oneshot::channel();
         Job {
-            rows: vec![Features {
-                input_ids: vec![1; tokens],
-                token_type_ids: vec![0; tokens],
-                label: None,
-            }],
+            rows: vec![Features::unlabelled(vec![1; tokens], vec![0; tokens])],
             reply,
             enqueued,
         }

@@ -234,7 +234,7 @@ fn inference_thread(
         None,
         opened.max_len,
     )
-    .and_then(|rows| inference.logits(&rows));
+    .and_then(|rows| inference.run(&rows));
     if let Err(e) = warm {
         let _ = ready.send(Err(format!("warm-up failed: {e}")));
         return;

@@ -5,14 +5,50 @@
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use tch::{Device, Kind, Tensor};
+use tch::{Device, Tensor};
 
-/// Token ids of one row, as the tokenizer produced them (with [CLS]/[SEP], already truncated).
+/// Token ids of one row, as the tokenizer produced them (with [CLS]/[SEP], already truncated), and what
+/// the model should say of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Features {
     pub input_ids: Vec<i64>,
     pub token_type_ids: Vec<i64>,
-    pub label: Option<i64>,
+    pub gold: Gold,
+}
+
+/// A row's gold answer, in the shape of its task's head.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gold {
+    /// Nothing to learn or score (prediction, pretraining).
+    None,
+    /// One label id for the row (a sequence head).
+    Class(i64),
+    /// One label id per token, aligned with `input_ids`; [`IGNORED`] where no label is scored (the
+    /// special tokens, the word pieces after a word's first, padding).
+    Tags(Vec<i64>),
+}
+
+/// The label of a position the loss and the metrics leave out (transformers' `ignore_index`).
+pub const IGNORED: i64 = -100;
+
+impl Features {
+    /// A row with nothing to score.
+    pub fn unlabelled(input_ids: Vec<i64>, token_type_ids: Vec<i64>) -> Features {
+        Features {
+            input_ids,
+            token_type_ids,
+            gold: Gold::None,
+        }
+    }
+
+    /// How many labels of this row the loss counts: what a step's summed loss is divided by.
+    pub fn scored(&self) -> usize {
+        match &self.gold {
+            Gold::None => 0,
+            Gold::Class(_) => 1,
+            Gold::Tags(tags) => tags.iter().filter(|&&t| t != IGNORED).count(),
+        }
+    }
 }
 
 /// A padded batch on the model's device.
@@ -24,7 +60,8 @@ pub struct Batch {
     pub attention_mask: Tensor,
     /// [batch, seq] Int64
     pub token_type_ids: Tensor,
-    /// [batch] Int64 when every row has a label
+    /// When every row has a gold answer: `[batch]` Int64 class ids, or `[batch, seq]` tag ids with
+    /// [`IGNORED`] at unscored and padded positions.
     pub labels: Option<Tensor>,
     pub rows: usize,
     /// Real (non-padding) tokens, for tokens/s.
@@ -78,6 +115,33 @@ pub fn sorted_batches(lengths: &[usize], batch_size: usize) -> Vec<Vec<usize>> {
         .collect()
 }
 
+/// The rows' gold answers as one flat list and its shape, when every row has one of the same kind.
+fn gold_labels(rows: &[&Features], seq: usize) -> Option<(Vec<i64>, Vec<i64>)> {
+    let n = rows.len() as i64;
+    match rows.first().map(|r| &r.gold) {
+        Some(Gold::Class(_)) => rows
+            .iter()
+            .map(|r| match r.gold {
+                Gold::Class(c) => Some(c),
+                _ => None,
+            })
+            .collect::<Option<Vec<i64>>>()
+            .map(|l| (l, vec![n])),
+        Some(Gold::Tags(_)) => {
+            let mut flat = vec![IGNORED; rows.len() * seq];
+            for (b, r) in rows.iter().enumerate() {
+                let Gold::Tags(tags) = &r.gold else {
+                    return None;
+                };
+                let len = tags.len().min(seq);
+                flat[b * seq..b * seq + len].copy_from_slice(&tags[..len]);
+            }
+            Some((flat, vec![n, seq as i64]))
+        }
+        _ => None,
+    }
+}
+
 /// Pads `rows` to their longest length with `pad_id` and moves them to `device`.
 pub fn collate(rows: &[&Features], pad_id: i64, device: Device) -> Batch {
     let seq = rows
@@ -100,16 +164,16 @@ pub fn collate(rows: &[&Features], pad_id: i64, device: Device) -> Batch {
         types[b * seq..b * seq + tl].copy_from_slice(&r.token_type_ids[..tl]);
     }
     let shape = [n as i64, seq as i64];
-    let labels: Option<Vec<i64>> = rows.iter().map(|r| r.label).collect();
+    let labels = gold_labels(rows, seq).map(|(l, dims)| {
+        Tensor::from_slice(&l)
+            .view(dims.as_slice())
+            .to_device(device)
+    });
     Batch {
         input_ids: Tensor::from_slice(&ids).view(shape).to_device(device),
         attention_mask: Tensor::from_slice(&mask).view(shape).to_device(device),
         token_type_ids: Tensor::from_slice(&types).view(shape).to_device(device),
-        labels: labels.map(|l| {
-            Tensor::from_slice(&l)
-                .to_kind(Kind::Int64)
-                .to_device(device)
-        }),
+        labels,
         rows: n,
         tokens,
     }
@@ -144,12 +208,12 @@ mod tests {
         let a = Features {
             input_ids: vec![2, 5, 3],
             token_type_ids: vec![0, 0, 0],
-            label: Some(1),
+            gold: Gold::Class(1),
         };
         let b = Features {
             input_ids: vec![2, 3],
             token_type_ids: vec![0, 0],
-            label: Some(0),
+            gold: Gold::Class(0),
         };
         let batch = collate(&[&a, &b], 0, Device::Cpu);
         assert_eq!(batch.input_ids.size(), [2, 3]);
@@ -163,7 +227,41 @@ mod tests {
         );
         assert_eq!(Vec::<i64>::try_from(batch.labels.unwrap()).unwrap(), [1, 0]);
         assert_eq!(batch.tokens, 5);
-        let unlabelled = Features { label: None, ..b };
+        let unlabelled = Features {
+            gold: Gold::None,
+            ..b.clone()
+        };
         assert!(collate(&[&a, &unlabelled], 0, Device::Cpu).labels.is_none());
+        assert_eq!((a.scored(), unlabelled.scored()), (1, 0));
+    }
+
+    #[test]
+    fn tags_are_padded_with_the_ignored_label() {
+        let a = Features {
+            input_ids: vec![2, 5, 6, 3],
+            token_type_ids: vec![0; 4],
+            gold: Gold::Tags(vec![IGNORED, 1, 2, IGNORED]),
+        };
+        let b = Features {
+            input_ids: vec![2, 7, 3],
+            token_type_ids: vec![0; 3],
+            gold: Gold::Tags(vec![IGNORED, 0, IGNORED]),
+        };
+        let batch = collate(&[&a, &b], 0, Device::Cpu);
+        let labels = batch.labels.unwrap();
+        assert_eq!(labels.size(), [2, 4]);
+        assert_eq!(
+            Vec::<i64>::try_from(labels.view(-1)).unwrap(),
+            [IGNORED, 1, 2, IGNORED, IGNORED, 0, IGNORED, IGNORED]
+        );
+        assert_eq!((a.scored(), b.scored()), (2, 1));
+        let class = Features {
+            gold: Gold::Class(0),
+            ..b
+        };
+        assert!(
+            collate(&[&a, &class], 0, Device::Cpu).labels.is_none(),
+            "a batch of two kinds has no labels"
+        );
     }
 }

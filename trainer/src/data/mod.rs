@@ -18,7 +18,7 @@ pub mod report;
 pub mod split;
 pub mod validate;
 
-pub use batch::{Batch, Features};
+pub use batch::{Batch, Features, Gold};
 pub use labels::LabelMap;
 pub use reader::{Columns, DataFormat};
 pub use report::{

@@ -1,6 +1,7 @@
-//! The encoder with its pooler (`ErnieModel`, under `ernie.` or `bert.`) and the two task heads:
-//! sequence classification (`classifier.*`) and masked-LM pretraining (`cls.predictions.*`, decoder tied to
-//! the word embeddings).
+//! The encoder with its pooler (`ErnieModel`, under `ernie.` or `bert.`) and the task heads: sequence
+//! classification (`classifier.*` over the pooled `[CLS]`), token classification (`classifier.*` over every
+//! token, no pooler, as transformers builds it), the two behind [`TaskModel`] for whoever holds "the
+//! fine-tuned model", and masked-LM pretraining (`cls.predictions.*`, decoder tied to the word embeddings).
 
 use tch::nn::{Init, Path};
 use tch::{Kind, Tensor};
@@ -11,6 +12,7 @@ use super::encoder::{ErnieEncoder, Packing};
 use super::key_mask;
 use super::layers::{activation, Dense, LayerNorm};
 use crate::ErnieConfig;
+use contracts::task::Head;
 
 /// The tensors of one forward pass, named after transformers' `forward` arguments: `[B, S]` Int64 on the
 /// model's device. One value instead of four positional tensors, so the heads, the training loops and the
@@ -31,16 +33,18 @@ pub struct ErnieModelOutput {
     /// `[B, S, H]` last hidden states (zeros at padded positions when the batch was unpadded, where
     /// transformers has values nobody should read); `[B, 1, H]` when only the `[CLS]` row was computed.
     pub sequence_output: Tensor,
-    /// `[B, H]` tanh pooler over `[CLS]`.
-    pub pooled_output: Tensor,
+    /// `[B, H]` tanh pooler over `[CLS]`; `None` for an encoder without a pooler.
+    pub pooled_output: Option<Tensor>,
 }
 
-/// `ernie.*` / `bert.*`: embeddings, encoder and pooler.
+/// `ernie.*` / `bert.*`: embeddings, encoder and (unless a token head sits on it) the pooler.
 #[derive(Debug)]
 pub struct ErnieModel {
     pub embeddings: ErnieEmbeddings,
     pub encoder: ErnieEncoder,
-    pub pooler: Dense,
+    /// `None` under a token-classification head: transformers builds that model with
+    /// `add_pooling_layer=False`, so its checkpoints have no pooler and ours must not either.
+    pub pooler: Option<Dense>,
     /// Run the dense layers on real tokens only (see [`Packing`]); on by default, off to measure the gain.
     pub unpad: bool,
 }
@@ -48,15 +52,22 @@ pub struct ErnieModel {
 impl ErnieModel {
     /// `p` is the `ernie` (or `bert`) path.
     pub fn new(p: &Path, c: &ErnieConfig) -> Self {
+        Self::with_pooler(p, c, true)
+    }
+
+    /// The encoder with or without its pooler (`add_pooling_layer` in transformers).
+    pub fn with_pooler(p: &Path, c: &ErnieConfig, pooler: bool) -> Self {
         ErnieModel {
             embeddings: ErnieEmbeddings::new(&p.sub("embeddings"), c),
             encoder: ErnieEncoder::new(&p.sub("encoder"), c),
-            pooler: Dense::new(
-                &p.sub("pooler").sub("dense"),
-                c.hidden_size,
-                c.hidden_size,
-                c.initializer_range,
-            ),
+            pooler: pooler.then(|| {
+                Dense::new(
+                    &p.sub("pooler").sub("dense"),
+                    c.hidden_size,
+                    c.hidden_size,
+                    c.initializer_range,
+                )
+            }),
             unpad: true,
         }
     }
@@ -99,7 +110,7 @@ impl ErnieModel {
             let cls = seq.select(1, 0);
             (seq, cls)
         };
-        let pooled_output = self.pooler.forward(&cls).tanh();
+        let pooled_output = self.pooler.as_ref().map(|p| p.forward(&cls).tanh());
         ErnieModelOutput {
             sequence_output,
             pooled_output,
@@ -139,9 +150,117 @@ impl ErnieForSequenceClassification {
     /// `[B, S]` Int64 inputs on the model's device → logits `[B, L]` (Float; under autocast or with weights
     /// cast for inference possibly half — callers convert with `.to_kind(Kind::Float)`).
     pub fn forward_t(&self, x: Inputs, train: bool) -> Tensor {
-        let out = self.ernie.forward_pooled_t(x, train);
+        let pooled = self
+            .ernie
+            .forward_pooled_t(x, train)
+            .pooled_output
+            .expect("a sequence classifier's encoder has its pooler");
         self.classifier
-            .forward(&dropout(&out.pooled_output, self.dropout, train))
+            .forward(&dropout(&pooled, self.dropout, train))
+    }
+}
+
+/// `ErnieForTokenClassification` / `BertForTokenClassification`: every token's hidden state → dropout →
+/// `classifier`; the encoder has no pooler.
+#[derive(Debug)]
+pub struct ErnieForTokenClassification {
+    pub ernie: ErnieModel,
+    pub classifier: Dense,
+    dropout: f64,
+}
+
+impl ErnieForTokenClassification {
+    /// `p` is the VarStore root: `ernie.` (or `bert.`) without `pooler.`, and `classifier.`.
+    pub fn new(p: &Path, config: &ErnieConfig) -> Self {
+        ErnieForTokenClassification {
+            ernie: ErnieModel::with_pooler(&p.sub(config.base_prefix()), config, false),
+            classifier: Dense::new(
+                &p.sub("classifier"),
+                config.hidden_size,
+                config.num_labels,
+                config.initializer_range,
+            ),
+            dropout: config.classifier_dropout_prob(),
+        }
+    }
+
+    /// `[B, S]` inputs → logits `[B, S, L]` (padded positions hold values nobody should read).
+    pub fn forward_t(&self, x: Inputs, train: bool) -> Tensor {
+        let hidden = self.ernie.forward_t(x, train).sequence_output;
+        self.classifier
+            .forward(&dropout(&hidden, self.dropout, train))
+    }
+}
+
+/// The fine-tuned model of any task: the head its configuration's task asks for. Training, evaluation,
+/// prediction and serving hold this, so they work for every task without naming a head.
+#[derive(Debug)]
+pub enum TaskModel {
+    Sequence(ErnieForSequenceClassification),
+    Token(ErnieForTokenClassification),
+}
+
+impl TaskModel {
+    /// The head `config` names ([`ErnieConfig::model_head`]), its parameters created under the
+    /// VarStore root `p`.
+    pub fn new(p: &Path, config: &ErnieConfig) -> Self {
+        match config.model_head() {
+            Head::Sequence => TaskModel::Sequence(ErnieForSequenceClassification::new(p, config)),
+            Head::Token => TaskModel::Token(ErnieForTokenClassification::new(p, config)),
+        }
+    }
+
+    pub fn head(&self) -> Head {
+        match self {
+            TaskModel::Sequence(_) => Head::Sequence,
+            TaskModel::Token(_) => Head::Token,
+        }
+    }
+
+    /// The encoder under the head.
+    pub fn ernie(&self) -> &ErnieModel {
+        match self {
+            TaskModel::Sequence(m) => &m.ernie,
+            TaskModel::Token(m) => &m.ernie,
+        }
+    }
+
+    pub fn ernie_mut(&mut self) -> &mut ErnieModel {
+        match self {
+            TaskModel::Sequence(m) => &mut m.ernie,
+            TaskModel::Token(m) => &mut m.ernie,
+        }
+    }
+
+    /// The type the weights are held in (float32, unless cast for inference).
+    pub fn kind(&self) -> Kind {
+        self.ernie().embeddings.kind()
+    }
+
+    /// Logits: `[B, L]` for a sequence head, `[B, S, L]` for a token head (the same caveats on their
+    /// type as [`ErnieForSequenceClassification::forward_t`]).
+    pub fn forward_t(&self, x: Inputs, train: bool) -> Tensor {
+        match self {
+            TaskModel::Sequence(m) => m.forward_t(x, train),
+            TaskModel::Token(m) => m.forward_t(x, train),
+        }
+    }
+
+    /// Summed cross-entropy of `logits` against `labels` (`[B]` for a sequence head, `[B, S]` for a
+    /// token head), positions labelled -100 left out: summed, not averaged, so the caller divides by
+    /// the labels of the whole step (across micro-batches and ranks) and every label weighs the same.
+    pub fn loss_sum(logits: &Tensor, labels: &Tensor) -> Tensor {
+        let l = *logits.size().last().expect("logits have a label dimension");
+        logits
+            .reshape([-1, l])
+            .to_kind(Kind::Float)
+            .cross_entropy_loss::<Tensor>(
+                &labels.reshape([-1]),
+                None,
+                tch::Reduction::Sum,
+                -100,
+                0.0,
+            )
     }
 }
 

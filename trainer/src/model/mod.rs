@@ -7,7 +7,8 @@
 //! - [`dropout`]: dropout whose CPU mask is drawn in parallel (libtorch's is serial).
 //! - [`embeddings`]: word + position + token-type (+ task-type) embeddings.
 //! - [`encoder`]: post-LN transformer layers (fused scaled-dot-product attention, exact GELU).
-//! - [`heads`]: the tanh pooler, `ErnieModel`, `ErnieForSequenceClassification`, `ErnieForMaskedLM`.
+//! - [`heads`]: the tanh pooler, `ErnieModel`, `ErnieForSequenceClassification`,
+//!   `ErnieForTokenClassification` (the two as a [`TaskModel`]), `ErnieForMaskedLM`.
 //!
 //! Shapes: `B` batch, `S` sequence length, `H` hidden size, `L` labels, `V` vocabulary.
 
@@ -18,7 +19,8 @@ pub mod heads;
 pub mod layers;
 
 pub use heads::{
-    ErnieForMaskedLM, ErnieForSequenceClassification, ErnieModel, ErnieModelOutput, Inputs,
+    ErnieForMaskedLM, ErnieForSequenceClassification, ErnieForTokenClassification, ErnieModel,
+    ErnieModelOutput, Inputs, TaskModel,
 };
 
 use tch::Tensor;

@@ -16,7 +16,7 @@ use super::config::PaddleConfig;
 use super::names::{self, Layout};
 use super::parity;
 use super::pickle::{self, Array};
-use crate::{checkpoint, ErnieForSequenceClassification, Error, Result, Tokenizer};
+use crate::{checkpoint, Error, Result, TaskModel, Tokenizer};
 pub use contracts::types::{MappedTensor, PaddleImport};
 
 /// The weights file of a PaddleNLP model.
@@ -100,7 +100,7 @@ pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
     }
 
     let vs = VarStore::new(Device::Cpu);
-    let model = ErnieForSequenceClassification::new(&vs.root(), &hf_config);
+    let model = TaskModel::new(&vs.root(), &hf_config);
     let mut vars = vs.variables();
     for m in &mapped {
         let Some(var) = vars.remove(&m.hugging_face) else {

@@ -10,7 +10,7 @@ use super::reference::PaddleErnie;
 pub use contracts::types::{ParityOutput, ParityReport, ParitySample};
 
 use crate::data::batch::{collate, Features};
-use crate::{ErnieForSequenceClassification, Error, Result, Tokenizer};
+use crate::{Error, Result, TaskModel, Tokenizer};
 
 /// The largest difference accepted, in logits (or pooled outputs for a bare encoder).
 pub const TOLERANCE: f64 = 1e-4;
@@ -36,18 +36,14 @@ const MAX_TOKENS: usize = 64;
 pub fn check(
     config: &PaddleConfig,
     params: &BTreeMap<String, Tensor>,
-    model: &ErnieForSequenceClassification,
+    model: &TaskModel,
     tokenizer: &Tokenizer,
 ) -> Result<ParityReport> {
     let max_len = MAX_TOKENS.min(config.max_position_embeddings);
     let mut rows = Vec::with_capacity(SAMPLES.len());
     for (text, pair) in SAMPLES {
         let e = tokenizer.encode(text, *pair, max_len)?;
-        rows.push(Features {
-            input_ids: e.input_ids,
-            token_type_ids: e.token_type_ids,
-            label: None,
-        });
+        rows.push(Features::unlabelled(e.input_ids, e.token_type_ids));
     }
     let refs: Vec<&Features> = rows.iter().collect();
     let batch = collate(&refs, tokenizer.pad_id(), Device::Cpu);
@@ -62,9 +58,10 @@ pub fn check(
         None => (
             reference.pooled,
             model
-                .ernie
+                .ernie()
                 .forward_pooled_t(batch.inputs(), false)
-                .pooled_output,
+                .pooled_output
+                .expect("the imported encoder has its pooler"),
         ),
     });
     if want.size() != got.size() {

@@ -427,11 +427,7 @@ fn mlm_batch(
 ) -> (crate::data::Batch, Tensor, Tensor) {
     let features: Vec<Features> = masked
         .iter()
-        .map(|m| Features {
-            input_ids: m.input_ids.clone(),
-            token_type_ids: vec![0; m.input_ids.len()],
-            label: None,
-        })
+        .map(|m| Features::unlabelled(m.input_ids.clone(), vec![0; m.input_ids.len()]))
         .collect();
     let refs: Vec<&Features> = features.iter().collect();
     let b = collate(&refs, pad_id, device);

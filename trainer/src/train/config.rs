@@ -5,7 +5,6 @@
 use std::path::Path;
 
 use crate::data::DataOptions;
-use crate::metrics::METRIC_NAMES;
 use crate::{Error, Result};
 
 pub use contracts::job::{DataSection, JobConfig, ModelSection, OutputSection, TrainSection};
@@ -110,12 +109,14 @@ impl JobFile for JobConfig {
                 t.log_every_steps
             ),
         );
+        let metrics = self.task.metric_names();
         check(
-            METRIC_NAMES.contains(&t.metric_for_best.as_str()),
+            metrics.contains(&self.metric_for_best()),
             format!(
-                "train.metric_for_best must be one of {} (got `{}`)",
-                METRIC_NAMES.join(", "),
-                t.metric_for_best
+                "train.metric_for_best must be one of {} for a {} job (got `{}`)",
+                metrics.join(", "),
+                self.task,
+                self.metric_for_best()
             ),
         );
         check(

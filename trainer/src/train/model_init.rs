@@ -10,12 +10,13 @@ use tch::Device;
 
 use super::config::ModelSection;
 use crate::checkpoint::{self, load_weights, INITIALISABLE};
-use crate::{ErnieConfig, ErnieForSequenceClassification, Error, Result, Tokenizer};
+use crate::{ErnieConfig, Error, Result, TaskModel, Tokenizer};
+use contracts::task::Task;
 
 /// A model with its store, config and tokenizer.
 pub struct Built {
     pub vs: VarStore,
-    pub model: ErnieForSequenceClassification,
+    pub model: TaskModel,
     pub config: ErnieConfig,
     pub tokenizer: Tokenizer,
     /// Human-readable origin for the `start` event.
@@ -32,32 +33,38 @@ pub fn apply_overrides(config: &mut ErnieConfig, m: &ModelSection) {
     }
 }
 
-/// Loads `dir` (a Hugging Face directory or a Paddock checkpoint) for `labels`. With `exact`, the
-/// classifier must be present with matching labels (resuming); otherwise a differing label set gets a
-/// freshly initialised classifier.
+/// Loads `dir` (a Hugging Face directory or a Paddock checkpoint) for a `task` job with `labels`. With
+/// `exact`, the classifier must be present for the same task and labels (resuming); otherwise a
+/// differing label set or head gets a freshly initialised classifier: a sentiment classifier's weights
+/// are no start for a token head of the same shape.
 pub fn from_dir(
     dir: &Path,
     m: &ModelSection,
+    task: Task,
     labels: &[String],
     device: Device,
     exact: bool,
 ) -> Result<Built> {
     let (mut config, tokenizer) = checkpoint::config_and_tokenizer(dir)?;
     let same_labels = config.labels() == labels;
-    if exact && !same_labels {
+    if exact && !(same_labels && config.task() == task) {
         return Err(Error::Checkpoint(format!(
-            "{}: the checkpoint's labels {:?} differ from the job's {:?}",
+            "{}: the checkpoint is a {} model with labels {:?}, the job a {} one with labels {:?}",
             dir.display(),
+            config.task(),
             config.labels(),
+            task,
             labels
         )));
     }
-    let reset: &[&str] = if labels.len() != config.num_labels {
+    let other_head = config.head().is_some_and(|h| h != task.head());
+    let reset: &[&str] = if labels.len() != config.num_labels || other_head {
         &["classifier."]
     } else {
         &[]
     };
     config.set_labels(labels);
+    config.task = Some(task);
     apply_overrides(&mut config, m);
     if m.max_seq_len > config.max_position_embeddings {
         return Err(Error::Config(format!(
@@ -66,7 +73,7 @@ pub fn from_dir(
         )));
     }
     let vs = VarStore::new(device);
-    let model = ErnieForSequenceClassification::new(&vs.root(), &config);
+    let model = TaskModel::new(&vs.root(), &config);
     let initialisable: &[&str] = if exact { &[] } else { INITIALISABLE };
     let report = load_weights(&vs, dir, initialisable, reset)?;
     if !report.initialised.is_empty() {
@@ -81,17 +88,19 @@ pub fn from_dir(
     })
 }
 
-/// A preset shape with random weights and a vocabulary built from `corpus`.
+/// A preset shape with random weights, a vocabulary built from `corpus` and the head of `task`.
 pub fn from_scratch<'a>(
     m: &ModelSection,
+    task: Task,
     corpus: impl Iterator<Item = &'a str>,
     labels: &[String],
     device: Device,
 ) -> Result<Built> {
     let tokenizer = Tokenizer::build_from_corpus(corpus, m.vocab_size)?;
-    let config = scratch_config(m, tokenizer.vocab_size(), labels)?;
+    let mut config = scratch_config(m, tokenizer.vocab_size(), labels)?;
+    config.task = Some(task);
     let vs = VarStore::new(device);
-    let model = ErnieForSequenceClassification::new(&vs.root(), &config);
+    let model = TaskModel::new(&vs.root(), &config);
     Ok(Built {
         vs,
         model,

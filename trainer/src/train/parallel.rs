@@ -3,9 +3,9 @@
 //!
 //! `train.batch_size` stays the run's batch, whatever the number of ranks: every rank draws the same
 //! batches (the order is a function of seed and epoch) and computes every `world`-th row of each, so
-//! a run is the same run with 1, 2 or 8 ranks, and resumes with any number. Each rank weights its
-//! rows' loss by their share of the whole step's rows, so summing the gradients over the ranks gives
-//! the step's mean gradient exactly, uneven shards included (DDP divides by the world size, which is
+//! a run is the same run with 1, 2 or 8 ranks, and resumes with any number. Each rank divides its
+//! rows' summed loss by the whole step's gold answers (rows, or tokens for a token head), so summing the
+//! gradients over the ranks gives the step's mean gradient exactly, uneven shards included (DDP divides by the world size, which is
 //! exact only when every rank has as many rows). Clipping, loss scaling and the optimizer then see the
 //! same gradients on every rank, and the weights stay equal without being sent again.
 //!
@@ -13,14 +13,15 @@
 //! into every rank's copy, so every rank computes the same metrics and takes the same early-stopping
 //! decision; only rank 0 writes events, checkpoints and the summary.
 
-use tch::{nn::VarStore, Device, Kind, Tensor};
+use tch::{nn::VarStore, Device, Tensor};
 
 use super::optimizer::AdamW;
 use crate::collectives::{Group, Rank};
 use crate::data::batch::Features;
 use crate::metrics::Metrics;
-use crate::predict::Inference;
+use crate::predict::{score, Inference};
 use crate::{Precision, Result};
+use contracts::task::Task;
 
 /// This rank's part in a run trained by several.
 pub struct DataParallel {
@@ -99,44 +100,56 @@ impl DataParallel {
         Ok(Vec::<f64>::try_from(sums)?)
     }
 
-    /// The metrics of `rows`, each rank predicting its share.
+    /// The metrics of `rows`, each rank predicting its share: the predicted ids (a row's one, or one per
+    /// token) are summed into every rank's table, so all score the same predictions.
     pub fn evaluate(
         &mut self,
         inference: &Inference<'_>,
         rows: &[Features],
         labels: &[String],
+        task: Task,
     ) -> Result<Metrics> {
         let mine: Vec<usize> = self.shard(0..rows.len());
         let shard: Vec<Features> = mine.iter().map(|&i| rows[i].clone()).collect();
-        let gold: Vec<i64> = rows.iter().map(|r| r.label.unwrap_or(-1)).collect();
-        let labelled = !rows.is_empty() && gold.iter().all(|&g| g >= 0);
-        let mut pred = Tensor::zeros([rows.len() as i64], (Kind::Int64, Device::Cpu));
-        let mut loss = Tensor::zeros([1], (Kind::Double, Device::Cpu));
+        let width = rows
+            .iter()
+            .map(|r| r.input_ids.len())
+            .max()
+            .unwrap_or(0)
+            .max(1);
+        // Ids + 1, so that the zeros of other ranks' rows and of positions past a row's end are no id.
+        let mut table = vec![0i64; rows.len() * width];
+        let mut loss = [0.0, 0.0, 1.0]; // (summed loss, answers, every share had gold)
         if !shard.is_empty() {
-            let logits = inference.logits(&shard)?;
-            let index = Tensor::from_slice(&mine.iter().map(|&i| i as i64).collect::<Vec<_>>());
-            let _ = pred.index_copy_(0, &index, &logits.argmax(-1, false));
-            if labelled {
-                let gold = Tensor::from_slice(&mine.iter().map(|&i| gold[i]).collect::<Vec<_>>());
-                let sum = logits.cross_entropy_loss::<Tensor>(
-                    &gold,
-                    None,
-                    tch::Reduction::Sum,
-                    -100,
-                    0.0,
-                );
-                loss = sum.to_kind(Kind::Double).reshape([1]);
+            let out = inference.run(&shard)?;
+            for (&i, ids) in mine.iter().zip(out.predicted()) {
+                for (k, id) in ids.into_iter().enumerate().take(width) {
+                    table[i * width + k] = id as i64 + 1;
+                }
             }
+            loss = match out.loss {
+                Some((sum, n)) => [sum, n as f64, 1.0],
+                None => [0.0, 0.0, 0.0],
+            };
         }
-        self.group.all_reduce_sum(&mut pred)?;
-        self.group.all_reduce_sum(&mut loss)?;
-        let pred: Vec<usize> = Vec::<i64>::try_from(pred)?
-            .into_iter()
-            .map(|p| p.max(0) as usize)
+        let mut table = Tensor::from_slice(&table);
+        self.group.all_reduce_sum(&mut table)?;
+        let mut sums = Tensor::from_slice(&loss);
+        self.group.all_reduce_sum(&mut sums)?;
+        let sums = Vec::<f64>::try_from(sums)?;
+        let table = Vec::<i64>::try_from(table)?;
+        let pred: Vec<Vec<usize>> = table
+            .chunks(width)
+            .map(|row| {
+                row.iter()
+                    .take_while(|&&id| id > 0)
+                    .map(|&id| id as usize - 1)
+                    .collect()
+            })
             .collect();
-        let loss = labelled.then(|| f64::try_from(loss).unwrap_or(f64::NAN) / rows.len() as f64);
-        let gold: Vec<usize> = gold.into_iter().map(|g| g.max(0) as usize).collect();
-        Ok(Metrics::compute(labels, &gold, &pred, loss))
+        let all_gold = !rows.is_empty() && sums[2] as usize == self.world();
+        let loss = (all_gold && sums[1] > 0.0).then(|| sums[0] / sums[1]);
+        Ok(score(task, labels, rows, &pred, loss))
     }
 }
 

@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use tch::{Kind, Tensor};
+use tch::Tensor;
 
 use super::checkpoints;
 use super::config::{JobConfig, JobFile};
@@ -27,7 +27,7 @@ use crate::data::Example;
 use crate::events::{Event, EventSink, Start, Task};
 use crate::metrics::Metrics;
 use crate::predict::{encode_rows, Inference};
-use crate::{pick_device, precision, Error, Precision, Result};
+use crate::{pick_device, precision, Error, Precision, Result, TaskModel};
 use contracts::precision::{PrecisionChoice, Work};
 
 /// How a run ended (`stopped`: on request, by a signal or `halt_after_step`; the last checkpoint resumes
@@ -161,14 +161,18 @@ impl<'a> Trainer<'a> {
         // Same initial weights for the same seed, whatever ran before in this process.
         tch::manual_seed(t.seed as i64);
         let built = match (&resume, &job.model.pretrained) {
-            (Some(dir), _) => model_init::from_dir(dir, &job.model, &names, device, true)?,
-            (None, Some(dir)) => model_init::from_dir(dir, &job.model, &names, device, false)?,
+            (Some(dir), _) => {
+                model_init::from_dir(dir, &job.model, job.task, &names, device, true)?
+            }
+            (None, Some(dir)) => {
+                model_init::from_dir(dir, &job.model, job.task, &names, device, false)?
+            }
             (None, None) => {
                 let corpus = data
                     .train
                     .iter()
                     .flat_map(|e| std::iter::once(e.text.as_str()).chain(e.text_pair.as_deref()));
-                model_init::from_scratch(&job.model, corpus, &names, device)?
+                model_init::from_scratch(&job.model, job.task, corpus, &names, device)?
             }
         };
         // Of several ranks, all meet before training; a run of one rank is a run alone.
@@ -245,7 +249,7 @@ impl<'a> Trainer<'a> {
                     total_steps,
                     max_len,
                     names,
-                    t.metric_for_best.clone(),
+                    job.metric_for_best().to_string(),
                 );
                 if precision.needs_loss_scaling() {
                     s.loss_scaler = Some(LossScaler::default());
@@ -441,6 +445,7 @@ impl<'a> Trainer<'a> {
                 let loaded = model_init::from_dir(
                     dir,
                     &self.job.model,
+                    self.job.task,
                     &names,
                     self.built.vs.device(),
                     true,
@@ -449,7 +454,7 @@ impl<'a> Trainer<'a> {
                     model: &loaded.model,
                     ..self.inference()
                 };
-                let m = inf.evaluate(rows, &names)?;
+                let m = inf.evaluate(rows, &names, self.job.task)?;
                 events.emit(Event::Eval {
                     step: self.state.global_step,
                     epoch: self.epoch_float(),
@@ -500,6 +505,13 @@ impl<'a> Trainer<'a> {
         let device = self.built.vs.device();
         let pad = self.built.tokenizer.pad_id();
         let rows_in_step: usize = group.iter().map(Vec::len).sum();
+        // Every gold answer of the step (all ranks' shares) weighs the same: a row's label, or a token's.
+        let scored_in_step: usize = group
+            .iter()
+            .flatten()
+            .map(|&i| self.train_rows[i].scored())
+            .sum::<usize>()
+            .max(1);
         let scale = self.state.loss_scaler.as_ref().map_or(1.0, |s| s.scale);
         self.opt.zero_grad();
         let (mut loss_sum, mut tokens) = (0.0, 0);
@@ -522,12 +534,11 @@ impl<'a> Trainer<'a> {
             let logits = self
                 .precision
                 .autocast(device, || self.built.model.forward_t(b.inputs(), true))?;
-            let loss = logits.to_kind(Kind::Float).cross_entropy_for_logits(labels);
-            // Weighting each micro-batch by its share of rows makes the step's gradient the mean over
-            // all rows of the step, whatever the accumulation and the size of the last batch.
-            let weight = b.rows as f64 / rows_in_step as f64;
-            (&loss * (weight * scale)).backward();
-            loss_sum += f64::try_from(&loss)? * weight;
+            // The summed loss over the step's answers makes the step's gradient the mean over all of
+            // them, whatever the accumulation, the size of the last batch and the shares of the ranks.
+            let loss = TaskModel::loss_sum(&logits, labels) / scored_in_step as f64;
+            (&loss * scale).backward();
+            loss_sum += f64::try_from(&loss)?;
             tokens += b.tokens;
         }
         if let Some(p) = self.parallel.as_mut() {
@@ -580,8 +591,11 @@ impl<'a> Trainer<'a> {
                 &inference(&self.built, self.job, self.precision),
                 &self.dev_rows,
                 &names,
+                self.job.task,
             )?,
-            None => self.inference().evaluate(&self.dev_rows, &names)?,
+            None => self
+                .inference()
+                .evaluate(&self.dev_rows, &names, self.job.task)?,
         };
         events.emit(Event::Eval {
             step: self.state.global_step,

@@ -239,6 +239,7 @@ impl FormValues {
         };
         let spec = JobSpec {
             name: self.name.trim().to_string(),
+            task: Default::default(),
             dataset_id: p
                 .num(&self.dataset_id, "dataset_id")
                 .unwrap_or(DatasetId::new(0)),
