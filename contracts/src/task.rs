@@ -16,6 +16,9 @@ pub enum Task {
     /// One text, one label (sentiment, topic, intent).
     #[default]
     Classification,
+    /// Two texts, one label about the pair (same question or not, does the answer fit): ERNIE reads
+    /// them as one sequence with token types 0 and 1, as in LCQMC and AFQMC.
+    Matching,
 }
 
 /// Which kind of head sits on the encoder: what the logits are of.
@@ -57,13 +60,14 @@ impl Head {
 }
 
 /// Every task, in the order forms offer them.
-pub const TASKS: [Task; 1] = [Task::Classification];
+pub const TASKS: [Task; 2] = [Task::Classification, Task::Matching];
 
 impl Task {
     /// The name in job files, specs, URLs and the API.
     pub fn as_str(self) -> &'static str {
         match self {
             Task::Classification => "classification",
+            Task::Matching => "matching",
         }
     }
 
@@ -75,7 +79,7 @@ impl Task {
     /// The head its model has.
     pub fn head(self) -> Head {
         match self {
-            Task::Classification => Head::Sequence,
+            Task::Classification | Task::Matching => Head::Sequence,
         }
     }
 
@@ -83,8 +87,13 @@ impl Task {
     /// first; every one is a name [`crate::metrics::Metrics::get`] answers.
     pub fn metric_names(self) -> &'static [&'static str] {
         match self {
-            Task::Classification => &["macro_f1", "accuracy", "loss"],
+            Task::Classification | Task::Matching => &["macro_f1", "accuracy", "loss"],
         }
+    }
+
+    /// Whether each row holds two texts (the data's pair column, required).
+    pub fn pairs(self) -> bool {
+        self == Task::Matching
     }
 
     /// The metric checkpoints are ranked by unless the job says otherwise.

@@ -15,6 +15,7 @@ use crate::predict::{default_max_len, encode_rows, Inference};
 use crate::train::{train, EndStatus, JobConfig, JobFile, RunControl, StopFlag};
 use crate::{pick_device, Error, Precision, Result};
 use contracts::precision::{PrecisionChoice, Work};
+use contracts::task::Task;
 
 /// `train`: fine-tune or train from scratch as described by a job file.
 #[derive(Debug, Clone, Args)]
@@ -291,7 +292,7 @@ pub struct DataArgs {
 }
 
 impl DataArgs {
-    fn options(&self, require_labels: bool) -> Result<DataOptions> {
+    fn options(&self, require_labels: bool, task: Task) -> Result<DataOptions> {
         let format: DataFormat = serde_json::from_value(serde_json::Value::String(
             self.format.to_lowercase(),
         ))
@@ -312,6 +313,7 @@ impl DataArgs {
             },
             convert_encoding: self.convert_encoding,
             require_labels,
+            task,
         })
     }
 }
@@ -335,7 +337,7 @@ pub fn run_eval(args: &EvalArgs) -> Result<i32> {
     let labels = LabelMap::new(names.clone())?;
     let validated = validate_file(
         &args.data.data,
-        &args.data.options(true)?,
+        &args.data.options(true, m.loaded.config.task())?,
         Some(&labels),
         None,
         None,
@@ -384,7 +386,8 @@ pub fn run_eval(args: &EvalArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// `predict`: labels for texts given on the command line or one per line of a file.
+/// `predict`: labels for texts given on the command line or one per line of a file; for a matching
+/// model, pairs (`--text A --pair B`, or `A<TAB>B` lines).
 #[derive(Debug, Clone, Args)]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["text", "file"])))]
 pub struct PredictArgs {
@@ -393,7 +396,11 @@ pub struct PredictArgs {
     /// A text to classify (repeatable).
     #[arg(long)]
     pub text: Vec<String>,
-    /// A UTF-8 file with one text per line.
+    /// The second text of each `--text`, for a matching model (repeatable, one per `--text`).
+    #[arg(long)]
+    pub pair: Vec<String>,
+    /// A UTF-8 file with one text per line (for a matching model, the pair's two texts separated by a
+    /// tab).
     #[arg(long)]
     pub file: Option<PathBuf>,
     /// Convert a GBK/GB18030 `--file` to UTF-8 instead of refusing it.
@@ -404,39 +411,78 @@ pub struct PredictArgs {
     pub json: bool,
 }
 
+impl PredictArgs {
+    /// The inputs, as `(text, pair)`: a pair for every input of a `task` that needs one, none otherwise.
+    fn inputs(&self, task: Task) -> Result<Vec<(String, Option<String>)>> {
+        let Some(path) = &self.file else {
+            return match (task.pairs(), self.pair.len()) {
+                (true, n) if n == self.text.len() => Ok(self
+                    .text
+                    .iter()
+                    .cloned()
+                    .zip(self.pair.iter().cloned().map(Some))
+                    .collect()),
+                (true, n) => Err(Error::Config(format!(
+                    "this {task} model compares two texts: give one --pair for each --text ({} texts, {n} pairs)",
+                    self.text.len()
+                ))),
+                (false, 0) => Ok(self.text.iter().map(|t| (t.clone(), None)).collect()),
+                (false, _) => Err(Error::Config(format!(
+                    "--pair is for a matching model; this one is a {task} model"
+                ))),
+            };
+        };
+        let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
+        let (text, _) =
+            crate::data::encoding::decode(&bytes, self.convert_encoding).map_err(|p| {
+                Error::Data {
+                    line: Some(p.line),
+                    field: None,
+                    message: format!("{}: {}", path.display(), p.message),
+                }
+            })?;
+        text.lines()
+            .enumerate()
+            .map(|(i, line)| {
+                let line = line.trim_end_matches('\r');
+                if !task.pairs() {
+                    return Ok((line.to_string(), None));
+                }
+                match line.split_once('\t') {
+                    Some((a, b)) => Ok((a.to_string(), Some(b.to_string()))),
+                    None => Err(Error::Data {
+                        line: Some(i + 1),
+                        field: None,
+                        message: format!(
+                            "{}: line {} has no tab: a {task} model takes the two texts of a pair separated by a tab",
+                            path.display(),
+                            i + 1
+                        ),
+                    }),
+                }
+            })
+            .collect()
+    }
+}
+
 /// Runs `predict`.
 pub fn run_predict(args: &PredictArgs) -> Result<i32> {
-    let texts: Vec<String> =
-        match &args.file {
-            Some(path) => {
-                let bytes = std::fs::read(path).map_err(|e| Error::io(path, e))?;
-                let (text, _) = crate::data::encoding::decode(&bytes, args.convert_encoding)
-                    .map_err(|p| Error::Data {
-                        line: Some(p.line),
-                        field: None,
-                        message: format!("{}: {}", path.display(), p.message),
-                    })?;
-                text.lines()
-                    .map(|l| l.trim_end_matches('\r').to_string())
-                    .collect()
-            }
-            None => args.text.clone(),
-        };
     let m = args.model.open()?;
     let names = m.loaded.config.labels();
-    let items: Vec<(String, Option<String>)> = texts.into_iter().map(|t| (t, None)).collect();
+    let items = args.inputs(m.loaded.config.task())?;
     let rows = encode_rows(&m.loaded.tokenizer, &items, None, m.max_len)?;
     let predictions = m.inference().predict(&rows, &names)?;
     let mut out = std::io::stdout().lock();
     let io = |e| Error::io("<stdout>", e);
-    for (p, (text, _)) in predictions.iter().zip(&items) {
+    for (p, (text, pair)) in predictions.iter().zip(&items) {
         if args.json {
             writeln!(out, "{}", serde_json::to_string(p).unwrap_or_default()).map_err(io)?;
         } else {
+            let pair = pair.as_deref().map(|b| format!("\t{b}")).unwrap_or_default();
             writeln!(
                 out,
-                "{}\t{:.4}\t{}",
-                p.label, p.probabilities[p.label_id], text
+                "{}\t{:.4}\t{text}{pair}",
+                p.label, p.probabilities[p.label_id]
             )
             .map_err(io)?;
         }
@@ -465,21 +511,38 @@ pub struct ValidateArgs {
     /// The file holds texts only (prediction input).
     #[arg(long)]
     pub unlabelled: bool,
+    /// What the rows are for: `classification`, or `matching` (the pair column is then required);
+    /// with --model, the model's task.
+    #[arg(long, value_parser = parse_task)]
+    pub task: Option<Task>,
+}
+
+fn parse_task(name: &str) -> std::result::Result<Task, String> {
+    Task::parse(name).ok_or_else(|| {
+        let names: Vec<&str> = contracts::task::TASKS.iter().map(|t| t.as_str()).collect();
+        format!("`{name}` is not a task ({})", names.join(", "))
+    })
 }
 
 /// Runs `validate`; exit code 0 when the file has no errors, 2 when it has.
 pub fn run_validate(args: &ValidateArgs) -> Result<i32> {
-    let (tokenizer, model_labels) = match (&args.model, &args.vocab) {
+    let (tokenizer, model_labels, model_task) = match (&args.model, &args.vocab) {
         (Some(dir), _) => {
             let config = crate::ErnieConfig::from_file(&dir.join("config.json"))?;
             (
                 Some(crate::Tokenizer::from_dir(dir)?),
                 Some(config.labels()),
+                Some(config.task()),
             )
         }
-        (None, Some(vocab)) => (Some(crate::Tokenizer::from_vocab_file(vocab, true)?), None),
-        (None, None) => (None, None),
+        (None, Some(vocab)) => (
+            Some(crate::Tokenizer::from_vocab_file(vocab, true)?),
+            None,
+            None,
+        ),
+        (None, None) => (None, None, None),
     };
+    let task = args.task.or(model_task).unwrap_or_default();
     let labels = match (args.labels.is_empty(), model_labels) {
         (false, _) => Some(LabelMap::new(args.labels.clone())?),
         (true, Some(l)) => Some(LabelMap::new(l)?),
@@ -496,7 +559,7 @@ pub fn run_validate(args: &ValidateArgs) -> Result<i32> {
     };
     let v = validate_file(
         &args.data.data,
-        &args.data.options(!args.unlabelled)?,
+        &args.data.options(!args.unlabelled, task)?,
         labels.as_ref(),
         Some(measure),
         args.max_seq_len,

@@ -139,7 +139,7 @@ pub fn score(
     loss: Option<f64>,
 ) -> Metrics {
     match task {
-        Task::Classification => {
+        Task::Classification | Task::Matching => {
             let gold: Vec<usize> = rows
                 .iter()
                 .map(|r| match r.gold {

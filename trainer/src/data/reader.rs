@@ -23,6 +23,8 @@ pub struct Parsed {
     pub rows: Vec<RawRow>,
     pub issues: Vec<Issue>,
     pub has_label_column: bool,
+    /// Whether a pair column exists (in the header, or in any JSON object).
+    pub has_pair_column: bool,
     /// Data records seen, well-formed or not (the header is not a record).
     pub records: usize,
 }
@@ -92,6 +94,7 @@ fn parse_delimited(text: &str, delimiter: u8, quoting: bool, columns: &Columns) 
     let pair_idx = find(&columns.text_pair);
     let label_idx = find(&columns.label);
     out.has_label_column = label_idx.is_some();
+    out.has_pair_column = pair_idx.is_some();
     for record in records {
         match record {
             Err(e) => {
@@ -211,6 +214,7 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
             }
         };
         out.has_label_column |= obj.contains_key(&columns.label);
+        out.has_pair_column |= obj.contains_key(&columns.text_pair);
         out.rows.push(RawRow {
             line,
             text,

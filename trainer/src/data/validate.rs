@@ -16,6 +16,7 @@ use super::report::{
     ValidationReport,
 };
 use crate::{Error, Result};
+use contracts::task::Task;
 
 /// How to read a data file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -27,6 +28,8 @@ pub struct DataOptions {
     pub convert_encoding: bool,
     /// Whether every row needs a label (training and evaluation: yes; prediction: no).
     pub require_labels: bool,
+    /// What the rows are for: a matching task needs both texts of every row.
+    pub task: Task,
 }
 
 impl Default for DataOptions {
@@ -36,6 +39,7 @@ impl Default for DataOptions {
             columns: Columns::default(),
             convert_encoding: false,
             require_labels: true,
+            task: Task::default(),
         }
     }
 }
@@ -193,6 +197,19 @@ pub fn validate_bytes(
         ));
     }
 
+    let needs_pair = opts.task.pairs();
+    if needs_pair && !parsed.has_pair_column && !parsed.rows.is_empty() {
+        report.push(Issue::in_cell(
+            IssueKind::MissingColumn,
+            1,
+            &opts.columns.text_pair,
+            format!(
+                "there is no `{}` column, and a {} task needs the second text of every pair",
+                opts.columns.text_pair, opts.task
+            ),
+        ));
+    }
+
     let cols = &opts.columns;
     // (text, pair) -> (first line, label): duplicates are reported against their first occurrence.
     let mut seen: HashMap<(String, Option<String>), (usize, Option<String>)> = HashMap::new();
@@ -204,6 +221,18 @@ pub fn validate_bytes(
                 row.line,
                 &cols.text,
                 "empty text",
+            ));
+            continue;
+        }
+        if needs_pair
+            && parsed.has_pair_column
+            && row.text_pair.as_deref().is_none_or(|p| p.trim().is_empty())
+        {
+            report.push(Issue::in_cell(
+                IssueKind::EmptyText,
+                row.line,
+                &cols.text_pair,
+                "empty second text of the pair",
             ));
             continue;
         }

@@ -81,6 +81,7 @@ pub fn read_corpus(source: &CorpusSource) -> Result<Vec<String>> {
                     },
                     convert_encoding: source.convert_encoding,
                     require_labels: false,
+                    ..DataOptions::default()
                 };
                 let validated = validate_file(path, &opts, None, None, None)?;
                 for row in validated.into_examples(None)? {

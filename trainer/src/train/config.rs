@@ -21,12 +21,14 @@ pub trait JobFile: Sized {
 }
 
 /// How to read the labelled files of a job.
-pub fn data_options(data: &DataSection) -> DataOptions {
+pub fn data_options(job: &JobConfig) -> DataOptions {
+    let data = &job.data;
     DataOptions {
         format: data.format,
         columns: data.columns.clone(),
         convert_encoding: data.convert_encoding,
         require_labels: true,
+        task: job.task,
     }
 }
 
@@ -207,8 +209,8 @@ mod tests {
         job.validate().unwrap();
         assert_eq!(job.train.epochs, 3);
         assert_eq!(job.model.preset, "nano");
-        assert_eq!(data_options(&job.data).columns.text, "text");
-        assert!(data_options(&job.data).require_labels);
+        assert_eq!(data_options(&job).columns.text, "text");
+        assert!(data_options(&job).require_labels);
     }
 
     #[test]
@@ -252,6 +254,6 @@ mod tests {
         let job = JobConfig::from_toml_str(text).unwrap();
         assert_eq!(job.data.columns.text, "review");
         assert_eq!(job.data.columns.text_pair, "text_pair");
-        assert!(data_options(&job.data).convert_encoding);
+        assert!(data_options(&job).convert_encoding);
     }
 }

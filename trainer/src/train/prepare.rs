@@ -19,7 +19,7 @@ pub struct PreparedData {
 /// Reads and checks every data file of `job`. `known_labels` (from a checkpoint being resumed) wins
 /// over the job's `data.labels`.
 pub fn load_data(job: &JobConfig, known_labels: Option<Vec<String>>) -> Result<PreparedData> {
-    let opts = data_options(&job.data);
+    let opts = data_options(job);
     let given = match known_labels.or_else(|| job.data.labels.clone()) {
         Some(names) => Some(LabelMap::new(names)?),
         None => None,
