@@ -102,6 +102,9 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
         }
         Rule::NodesNeedCluster => td_string!(locale, rules.nodes_need_cluster).to_string(),
         Rule::NodesNotInImage => td_string!(locale, rules.nodes_not_in_image).to_string(),
+        Rule::DataForTask { data } => {
+            td_string!(locale, rules.data_for_task, task = task_name(locale, *data)).to_string()
+        }
         Rule::NotWith { other } => {
             td_string!(locale, rules.not_with, other = other.clone()).to_string()
         }
@@ -132,6 +135,15 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
             }
             .to_string()
         }
+    }
+}
+
+/// A task's name in `locale`.
+pub fn task_name(locale: Locale, task: contracts::task::Task) -> String {
+    use contracts::task::Task;
+    match task {
+        Task::Classification => td_string!(locale, tasks.classification).to_string(),
+        Task::Matching => td_string!(locale, tasks.matching).to_string(),
     }
 }
 
@@ -463,6 +475,9 @@ mod tests {
             Rule::RanksPerGpu { gpus: 4 },
             Rule::NodesNeedCluster,
             Rule::NodesNotInImage,
+            Rule::DataForTask {
+                data: contracts::task::Task::Matching,
+            },
             Rule::NotWith {
                 other: "base_checkpoint_id".into(),
             },

@@ -4,7 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// `POST /predict`: either `inputs` (one text or a list) or `text`.
+use crate::task::Task;
+
+/// `POST /predict`: either `inputs` (one input or a list) or `text`. An input is a text, or for a
+/// matching model a pair `{"text_a": …, "text_b": …}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PredictRequest {
@@ -18,31 +21,73 @@ pub struct PredictRequest {
 }
 
 impl PredictRequest {
-    /// A request for `texts`, as the platform sends it.
-    pub fn many(texts: Vec<String>, return_logits: bool) -> PredictRequest {
+    /// A request for `inputs`, as the platform sends it.
+    pub fn many(inputs: Vec<Input>, return_logits: bool) -> PredictRequest {
         PredictRequest {
-            inputs: Some(Inputs::Many(texts)),
+            inputs: Some(Inputs::Many(inputs)),
             text: None,
             return_logits,
         }
     }
 
-    /// The texts asked about, or `None` when the request gives none or both ways.
-    pub fn into_texts(self) -> Option<Vec<String>> {
+    /// The inputs asked about, or `None` when the request gives none or both ways.
+    pub fn into_inputs(self) -> Option<Vec<Input>> {
         match (self.inputs, self.text) {
-            (Some(Inputs::Many(texts)), None) => Some(texts),
-            (Some(Inputs::One(text)), None) | (None, Some(text)) => Some(vec![text]),
+            (Some(Inputs::Many(inputs)), None) => Some(inputs),
+            (Some(Inputs::One(input)), None) => Some(vec![input]),
+            (None, Some(text)) => Some(vec![Input::Text(text)]),
             _ => None,
         }
     }
 }
 
-/// One text or several.
+/// One input or several.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Inputs {
-    Many(Vec<String>),
-    One(String),
+    Many(Vec<Input>),
+    One(Input),
+}
+
+/// What a model is asked about: one text, or the two texts a matching model compares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(untagged)]
+pub enum Input {
+    Text(String),
+    Pair(Pair),
+}
+
+/// The two texts of a matching input.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct Pair {
+    pub text_a: String,
+    pub text_b: String,
+}
+
+impl Input {
+    /// `(text, second text)`, as the tokenizer takes them.
+    pub fn into_texts(self) -> (String, Option<String>) {
+        match self {
+            Input::Text(text) => (text, None),
+            Input::Pair(Pair { text_a, text_b }) => (text_a, Some(text_b)),
+        }
+    }
+
+    /// The texts, for checks that apply to each.
+    pub fn texts(&self) -> Vec<&str> {
+        match self {
+            Input::Text(text) => vec![text],
+            Input::Pair(p) => vec![&p.text_a, &p.text_b],
+        }
+    }
+
+    /// Whether a model of `task` takes this kind of input.
+    pub fn fits(&self, task: Task) -> bool {
+        matches!(self, Input::Pair(_)) == task.pairs()
+    }
 }
 
 /// One prediction; vectors are in label-id order.
@@ -77,6 +122,10 @@ pub struct Health {
     /// `ready`.
     pub status: String,
     pub model: String,
+    /// What the model does, and so what its inputs are (replicas of an older `paddock` did not say:
+    /// classification).
+    #[serde(default)]
+    pub task: Task,
     pub labels: Vec<String>,
     pub max_seq_len: usize,
     /// What the forward passes run in (`fp32`, `bf16`, `fp16`). Replicas of an older `paddock` did
@@ -148,6 +197,9 @@ pub struct ParityMismatch {
     /// Its position among the samples.
     pub index: usize,
     pub text: String,
+    /// The second text of a matching model's input.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_pair: Option<String>,
     pub served: Prediction,
     pub reference: Prediction,
 }
@@ -185,17 +237,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_request_gives_texts_one_way_only() {
+    fn a_request_gives_inputs_one_way_only() {
         let parse =
-            |s: &str| serde_json::from_str::<PredictRequest>(s).map(PredictRequest::into_texts);
+            |s: &str| serde_json::from_str::<PredictRequest>(s).map(PredictRequest::into_inputs);
+        let text = |t: &str| Input::Text(t.into());
         assert_eq!(
             parse(r#"{"inputs":["a","b"]}"#).unwrap(),
-            Some(vec!["a".into(), "b".into()])
+            Some(vec![text("a"), text("b")])
         );
-        assert_eq!(parse(r#"{"inputs":"a"}"#).unwrap(), Some(vec!["a".into()]));
+        assert_eq!(parse(r#"{"inputs":"a"}"#).unwrap(), Some(vec![text("a")]));
         assert_eq!(
             parse(r#"{"text":"a","return_logits":true}"#).unwrap(),
-            Some(vec!["a".into()])
+            Some(vec![text("a")])
+        );
+        let pair = Input::Pair(Pair {
+            text_a: "a".into(),
+            text_b: "b".into(),
+        });
+        assert_eq!(
+            parse(r#"{"inputs":[{"text_a":"a","text_b":"b"}]}"#).unwrap(),
+            Some(vec![pair.clone()])
+        );
+        assert_eq!(
+            parse(r#"{"inputs":{"text_a":"a","text_b":"b"}}"#).unwrap(),
+            Some(vec![pair.clone()])
+        );
+        assert!(pair.fits(Task::Matching) && !pair.fits(Task::Classification));
+        assert!(text("a").fits(Task::Classification) && !text("a").fits(Task::Matching));
+        assert!(
+            parse(r#"{"inputs":[{"text_a":"a"}]}"#).is_err(),
+            "half a pair is no input"
         );
         assert_eq!(parse(r#"{"text":"a","inputs":["b"]}"#).unwrap(), None);
         assert_eq!(parse("{}").unwrap(), None);

@@ -594,7 +594,13 @@ pub struct DatasetSummary {
     pub bytes: u64,
     pub sha256: String,
     pub rows: u64,
+    /// What its rows are for: a job trains its data's task.
+    #[serde(default)]
+    pub task: crate::task::Task,
     pub text_column: String,
+    /// The second text's column, for a task of pairs (matching).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pair_column: Option<String>,
     pub label_column: String,
     /// Names given to the label column's values at upload (`"0"` → `"负面"`); empty: the values are
     /// the names. Rows are read with them, so the distribution, models and endpoints use the names.
@@ -1909,6 +1915,9 @@ pub struct LabelProbability {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlaygroundPrediction {
     pub text: String,
+    /// The second text, for a matching model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_pair: Option<String>,
     pub label: String,
     pub probabilities: Vec<LabelProbability>,
     /// Gateway to replica and back, as the caller saw it.
@@ -1919,6 +1928,9 @@ pub struct PlaygroundPrediction {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EndpointDetail {
     pub summary: EndpointSummary,
+    /// What its model does, and so what a request gives it: texts, or pairs for matching.
+    #[serde(default)]
+    pub task: crate::task::Task,
     pub spec: EndpointSpec,
     pub replicas: Vec<EndpointReplica>,
     pub keys: Vec<EndpointKey>,

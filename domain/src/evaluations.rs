@@ -353,6 +353,7 @@ struct Launch {
     dataset_path: Option<String>,
     format: Option<String>,
     text_column: Option<String>,
+    pair_column: Option<String>,
     label_column: Option<String>,
     label_names_json: Option<String>,
 }
@@ -361,7 +362,7 @@ struct Launch {
 async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppError> {
     let Some(l) = sqlx::query_as::<_, Launch>(
         "SELECT e.workspace_id, e.status, e.pid, e.cluster, e.cluster_job, c.path AS checkpoint_path, c.deleted_at AS checkpoint_deleted,
-             d.path AS dataset_path, d.format, d.text_column, d.label_column, d.label_names_json
+             d.path AS dataset_path, d.format, d.text_column, d.pair_column, d.label_column, d.label_names_json
          FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id LEFT JOIN datasets d ON d.id = e.dataset_id
          WHERE e.id = ?",
     )
@@ -416,7 +417,7 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppEr
                 &model,
                 &store.join(data),
                 format,
-                (text, label, &names),
+                (text, l.pair_column.as_deref(), label, &names),
                 jobs.cpu_threads,
             );
             let handle = launch(
@@ -484,18 +485,21 @@ async fn run(db: &SqlitePool, jobs: &Jobs, id: EvaluationId) -> Result<(), AppEr
 }
 
 /// `paddock eval`'s arguments: the checkpoint on the CPU (GPUs belong to the jobs the scheduler placed
-/// there), the dataset as it was validated and read with its label names (`columns`: text, label,
-/// names), metrics as one JSON object.
+/// there), the dataset as it was validated and read with its label names (`columns`: text, the pair's
+/// second text where it has one, label, names), metrics as one JSON object.
 fn eval_args(
     model: &Path,
     data: &Path,
     format: &str,
-    columns: (&str, &str, &BTreeMap<String, String>),
+    columns: (&str, Option<&str>, &str, &BTreeMap<String, String>),
     threads: usize,
 ) -> Vec<String> {
     let path = |p: &Path| p.to_string_lossy().into_owned();
-    let (text_column, label_column, names) = columns;
-    [
+    let (text_column, pair_column, label_column, names) = columns;
+    let pair = pair_column
+        .map(|column| vec!["--text-pair-column".to_string(), column.to_string()])
+        .unwrap_or_default();
+    let args: Vec<String> = [
         "--model",
         &path(model),
         "--data",
@@ -516,7 +520,8 @@ fn eval_args(
     ]
     .into_iter()
     .map(str::to_string)
-    .collect()
+    .collect();
+    args.into_iter().chain(pair).collect()
 }
 
 /// An evaluation's run folder relative to the server's `runs/`.

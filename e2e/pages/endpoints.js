@@ -91,6 +91,14 @@ export class EndpointPage extends ItemPage {
     await this.page.getByTestId('playground-submit').click();
   }
 
+  /** Types `pairs` (`[first, second]` each) into a matching endpoint's two boxes, a pair per line, and
+   *  presses Predict. */
+  async predictPairs(pairs) {
+    await this.page.getByTestId('playground-input').fill(pairs.map((p) => p[0]).join('\n'));
+    await this.page.getByTestId('playground-input-b').fill(pairs.map((p) => p[1]).join('\n'));
+    await this.page.getByTestId('playground-submit').click();
+  }
+
   /** One playground answer: its label and every label's probability, as the page shows them. */
   async result(index) {
     const result = this.results.nth(index);

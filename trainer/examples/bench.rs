@@ -35,7 +35,7 @@ use tch::nn::{OptimizerConfig, VarStore};
 use tch::{Device, Kind, Tensor};
 use trainer::collectives::Rank;
 use trainer::data::batch::{bucketed_batches, collate, Batch, Features};
-use trainer::data::{validate_file, Columns, DataFormat, DataOptions, LabelMap};
+use trainer::data::{validate_file, DataOptions, LabelMap};
 use trainer::predict::encode_rows;
 use trainer::train::config::{ModelSection, TrainSection};
 use trainer::train::model_init;
@@ -257,12 +257,7 @@ fn fail(message: impl std::fmt::Display) -> ! {
 /// row of the file is a training row, as with a job that names its dev file), the model built with the
 /// vocabulary built from it; the first `args.steps` batches of epoch 0 are kept and written to `out`.
 fn real(args: &Args, path: &Path, out: &Path) -> Workload {
-    let opts = DataOptions {
-        format: DataFormat::Auto,
-        columns: Columns::default(),
-        convert_encoding: false,
-        require_labels: true,
-    };
+    let opts = DataOptions::default();
     let read = validate_file(path, &opts, None, None, None)
         .and_then(|v| trainer::data::report::to_result(&v.report).map(|()| v))
         .unwrap_or_else(|e| fail(e));

@@ -478,7 +478,10 @@ pub fn run_predict(args: &PredictArgs) -> Result<i32> {
         if args.json {
             writeln!(out, "{}", serde_json::to_string(p).unwrap_or_default()).map_err(io)?;
         } else {
-            let pair = pair.as_deref().map(|b| format!("\t{b}")).unwrap_or_default();
+            let pair = pair
+                .as_deref()
+                .map(|b| format!("\t{b}"))
+                .unwrap_or_default();
             writeln!(
                 out,
                 "{}\t{:.4}\t{text}{pair}",

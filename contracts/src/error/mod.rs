@@ -299,6 +299,8 @@ pub enum Rule {
     NodesNeedCluster,
     /// A run across nodes runs natively on them, not in an environment's image.
     NodesNotInImage,
+    /// The dataset's rows are for another task (`data`) than the job's: a job learns its data's task.
+    DataForTask { data: crate::task::Task },
     /// Only one of this field and `other`.
     NotWith { other: String },
     /// A name a cluster scheduler takes (a Slurm account, QoS): 1–64 letters, digits, `_`, `-`, `.`.

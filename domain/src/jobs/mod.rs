@@ -40,6 +40,7 @@ use crate::transitions::Machine;
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
 use contracts::metrics::Metrics;
+use contracts::task::Task;
 use contracts::types::*;
 use status::Reason;
 
@@ -431,6 +432,26 @@ async fn submit_as(
         ),
         (None, None) => None,
     };
+    // A job learns its data's task: sentiment rows cannot teach a matching model, nor pairs a classifier.
+    let for_task = |field: &str, data: &DatasetInput| {
+        (data.task != spec.task).then(|| {
+            FieldProblem::new(
+                field,
+                Rule::DataForTask { data: data.task },
+                format!(
+                    "this dataset is for {}, the job is {}",
+                    data.task, spec.task
+                ),
+            )
+        })
+    };
+    let wrong_task: Vec<FieldProblem> = std::iter::once(for_task("dataset_id", &train))
+        .chain(dev.iter().map(|d| for_task("dev_dataset_id", d)))
+        .flatten()
+        .collect();
+    if let Some(refused) = AppError::invalid_fields(ErrorCode::JobSpecInvalid, wrong_task) {
+        return Err(refused);
+    }
     let labels: Vec<String> = train.labels.clone();
     if labels.len() < 2 {
         return Err(AppError::invalid(
@@ -465,6 +486,7 @@ async fn submit_as(
         pretrained,
         resume_from: resume_from.clone(),
         text_column: train.text_column,
+        pair_column: train.pair_column,
         label_column: train.label_column,
         label_names: train.label_names,
         labels,
@@ -619,7 +641,9 @@ async fn environment_image(
 
 struct DatasetInput {
     path: String,
+    task: Task,
     text_column: String,
+    pair_column: Option<String>,
     label_column: String,
     label_names: std::collections::BTreeMap<String, String>,
     /// By name where the dataset names them.
@@ -632,15 +656,25 @@ async fn dataset_input(
     id: DatasetId,
     field: &str,
 ) -> Result<DatasetInput, AppError> {
-    let row: Option<(String, String, String, Option<String>, String)> = sqlx::query_as(
-        "SELECT path, text_column, label_column, label_names_json, report_json FROM datasets
-         WHERE workspace_id = ? AND id = ?",
+    type Row = (
+        String,
+        Task,
+        String,
+        Option<String>,
+        String,
+        Option<String>,
+        String,
+    );
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT path, task, text_column, pair_column, label_column, label_names_json, report_json
+         FROM datasets WHERE workspace_id = ? AND id = ?",
     )
     .bind(workspace_id)
     .bind(id)
     .fetch_optional(conn)
     .await?;
-    let Some((path, text_column, label_column, label_names, report)) = row else {
+    let Some((path, task, text_column, pair_column, label_column, label_names, report)) = row
+    else {
         return Err(AppError::invalid(
             field,
             ErrorCode::DatasetNotFound,
@@ -653,7 +687,9 @@ async fn dataset_input(
         .collect();
     Ok(DatasetInput {
         path,
+        task,
         text_column,
+        pair_column,
         label_column,
         label_names: crate::datasets::stored_label_names(label_names.as_deref())?,
         labels,

@@ -227,8 +227,9 @@ pub struct Inputs {
     pub pretrained: Option<String>,
     /// A checkpoint of this job's own lineage to continue from (`resume`).
     pub resume_from: Option<String>,
-    /// Columns of the training file.
+    /// Columns of the training file (the pair column for a task of pairs).
     pub text_column: String,
+    pub pair_column: Option<String>,
     pub label_column: String,
     /// Names for the label column's values, read into the training and dev rows.
     pub label_names: std::collections::BTreeMap<String, String>,
@@ -271,9 +272,12 @@ pub fn job_config(spec: &JobSpec, inputs: &Inputs, threads: usize) -> JobConfig 
             format: DataFormat::Auto,
             columns: Columns {
                 text: inputs.text_column.clone(),
+                text_pair: inputs
+                    .pair_column
+                    .clone()
+                    .unwrap_or_else(|| Columns::default().text_pair),
                 label: inputs.label_column.clone(),
                 label_names: inputs.label_names.clone(),
-                ..Columns::default()
             },
             convert_encoding: false,
         },
@@ -361,6 +365,7 @@ mod tests {
             pretrained: None,
             resume_from: Some("checkpoints/4/step-10".into()),
             text_column: "text".into(),
+            pair_column: None,
             label_column: "label".into(),
             label_names: Default::default(),
             labels: vec!["negative".into(), "positive".into()],

@@ -29,7 +29,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use clap::Args;
 use contracts::precision::PrecisionChoice;
-use contracts::serving::{ErrorReply, Health, PredictReply, PredictRequest, Prediction};
+use contracts::serving::{ErrorReply, Health, Input, PredictReply, PredictRequest, Prediction};
+use contracts::task::Task;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::oneshot;
 use trainer::predict::encode_rows;
@@ -79,6 +80,8 @@ pub struct ServeModelArgs {
 /// What the request side knows about the loaded model.
 struct Served {
     name: String,
+    /// What the model does: which inputs it takes.
+    task: Task,
     labels: Vec<String>,
     max_len: usize,
     /// What the forward passes run in (`fp32`, `bf16`, `fp16`): the parity gate checks it.
@@ -165,6 +168,7 @@ pub async fn run(
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default(),
+        task: loaded.task,
         labels: loaded.labels,
         max_len: loaded.max_len,
         precision: loaded.precision.as_str(),
@@ -199,6 +203,7 @@ pub async fn run(
 
 /// What a loaded model copy tells the request side.
 struct Loaded {
+    task: Task,
     labels: Vec<String>,
     /// Longest input, in tokens.
     max_len: usize,
@@ -240,6 +245,7 @@ fn inference_thread(
         return;
     }
     let _ = ready.send(Ok(Loaded {
+        task: loaded.config.task(),
         labels: labels.clone(),
         max_len: opened.max_len,
         tokenizer: loaded.tokenizer.clone(),
@@ -292,27 +298,41 @@ async fn answer(served: &Served, body: &[u8]) -> Response {
         }
     };
     let return_logits = parsed.return_logits;
-    let texts = match parsed.into_texts() {
-        Some(texts) => texts,
+    let inputs = match parsed.into_inputs() {
+        Some(inputs) => inputs,
         None => {
             return error(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "invalid_body",
-                "give either \"inputs\" (a text or a list) or \"text\"",
+                "give either \"inputs\" (an input or a list) or \"text\"",
             )
         }
     };
-    if texts.is_empty() || texts.len() > served.max_inputs {
+    if inputs.is_empty() || inputs.len() > served.max_inputs {
         return error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_inputs",
-            format!("give 1 to {} texts per request", served.max_inputs),
+            format!("give 1 to {} inputs per request", served.max_inputs),
         );
     }
-    if let Some(i) = texts
-        .iter()
-        .position(|t| t.trim().is_empty() || t.chars().count() > MAX_TEXT_CHARS)
-    {
+    if let Some(i) = inputs.iter().position(|input| !input.fits(served.task)) {
+        let want = if served.task.pairs() {
+            "a pair {\"text_a\": …, \"text_b\": …}"
+        } else {
+            "a text"
+        };
+        return error(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_inputs",
+            format!("inputs[{i}]: this {} model takes {want}", served.task),
+        );
+    }
+    if let Some(i) = inputs.iter().position(|input| {
+        input
+            .texts()
+            .iter()
+            .any(|t| t.trim().is_empty() || t.chars().count() > MAX_TEXT_CHARS)
+    }) {
         return error(
             StatusCode::UNPROCESSABLE_ENTITY,
             "invalid_inputs",
@@ -327,7 +347,8 @@ async fn answer(served: &Served, body: &[u8]) -> Response {
     let tokenizer = served.tokenizer.clone();
     let max_len = served.max_len;
     let encode = move || {
-        let items: Vec<(String, Option<String>)> = texts.into_iter().map(|t| (t, None)).collect();
+        let items: Vec<(String, Option<String>)> =
+            inputs.into_iter().map(Input::into_texts).collect();
         encode_rows(&tokenizer, &items, None, max_len)
     };
     let rows = if body.len() <= INLINE_TOKENIZE_BYTES {
@@ -434,6 +455,7 @@ async fn health(State(served): State<Arc<Served>>) -> Json<Health> {
     Json(Health {
         status: "ready".into(),
         model: served.name.clone(),
+        task: served.task,
         labels: served.labels.clone(),
         max_seq_len: served.max_len,
         precision: served.precision.into(),

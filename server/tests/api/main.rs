@@ -19,4 +19,5 @@ mod pretrained;
 mod process_contracts;
 mod rbac;
 mod security;
+mod tasks;
 mod tenant_boundary;

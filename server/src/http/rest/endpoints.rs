@@ -127,7 +127,8 @@ pub async fn change(
 #[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlaygroundBody {
-    pub inputs: Vec<String>,
+    /// Texts, or for a matching endpoint pairs `{"text_a": …, "text_b": …}`.
+    pub inputs: Vec<contracts::serving::Input>,
 }
 
 /// The dashboard's playground: members try a ready endpoint with their session, without an API key.

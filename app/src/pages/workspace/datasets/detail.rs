@@ -42,7 +42,7 @@ fn DatasetView(detail: DatasetDetail) -> impl IntoView {
         preview,
         can_edit,
     } = detail;
-    let (ws, id) = (summary.workspace_id, summary.id);
+    let (ws, id, task) = (summary.workspace_id, summary.id, summary.task);
     let name = summary.name.clone();
     let title = name.clone();
     let lead = {
@@ -73,7 +73,12 @@ fn DatasetView(detail: DatasetDetail) -> impl IntoView {
             <dl class="facts">
                 <div><dt>{t!(i18n, dataset_detail.file)}</dt><dd><code>{summary.file_name.clone()}</code></dd></div>
                 <div><dt>{t!(i18n, dataset_detail.size)}</dt><dd>{bytes_text(summary.bytes)}</dd></div>
-                <div><dt>{t!(i18n, dataset_detail.columns)}</dt><dd><code>{summary.text_column.clone()}</code>" · "<code>{summary.label_column.clone()}</code></dd></div>
+                <div><dt>{t!(i18n, dataset_detail.task)}</dt><dd data-testid="dataset-task" data-task=summary.task.as_str()>{move || crate::i18n::task_name(i18n.get_locale(), task)}</dd></div>
+                <div><dt>{t!(i18n, dataset_detail.columns)}</dt><dd>
+                    <code>{summary.text_column.clone()}</code>
+                    {summary.pair_column.clone().map(|pair| view! { " · "<code>{pair}</code> })}
+                    " · "<code>{summary.label_column.clone()}</code>
+                </dd></div>
                 {(!summary.label_names.is_empty()).then(|| {
                     let names = summary
                         .label_names

@@ -20,6 +20,7 @@ use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
 use crate::pages::workspace::{use_current_workspace, SectionPage};
 use contracts::error::AppError;
+use contracts::task::Task;
 use contracts::types::DatasetSummary;
 
 #[component]
@@ -72,15 +73,26 @@ fn AddDatasets(workspace_id: WorkspaceId) -> impl IntoView {
         <section class="card" aria-labelledby="dataset-upload-title" data-testid="dataset-add">
             <div class="card-heading">
                 <h2 id="dataset-upload-title">{t!(i18n, datasets.upload_title)}</h2>
-                <button
-                    type="button"
-                    class="button button-small"
-                    data-testid="dataset-sample"
-                    disabled=move || sample.pending().get()
-                    on:click=move |_| { sample.dispatch(AddSampleDataset { workspace_id }); }
-                >
-                    {t!(i18n, datasets.add_sample)}
-                </button>
+                <div class="actions">
+                    <button
+                        type="button"
+                        class="button button-small"
+                        data-testid="dataset-sample"
+                        disabled=move || sample.pending().get()
+                        on:click=move |_| { sample.dispatch(AddSampleDataset { workspace_id, task: Task::Classification }); }
+                    >
+                        {t!(i18n, datasets.add_sample)}
+                    </button>
+                    <button
+                        type="button"
+                        class="button button-small"
+                        data-testid="dataset-sample-matching"
+                        disabled=move || sample.pending().get()
+                        on:click=move |_| { sample.dispatch(AddSampleDataset { workspace_id, task: Task::Matching }); }
+                    >
+                        {t!(i18n, datasets.add_matching_sample)}
+                    </button>
+                </div>
             </div>
             <p class="hint">{t!(i18n, datasets.upload_hint)}</p>
             {move || sample_error.get().map(|err| view! { <ErrorNotice err /> })}

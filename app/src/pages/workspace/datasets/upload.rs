@@ -11,29 +11,41 @@ use leptos::prelude::*;
 use crate::components::form::{described_by, message_at, FieldRow, SubmitButton};
 use crate::components::http;
 use crate::components::notice::ErrorNotice;
+use crate::components::tasks::TaskSelect;
 use crate::components::upload::{Upload, UploadProgress};
 use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
 use contracts::data::UploadEncoding;
 use contracts::error::AppError;
+use contracts::task::Task;
 use contracts::types::DatasetDetail;
 
+/// What an upload says about its file besides the bytes.
+pub struct UploadMeta<'a> {
+    pub name: &'a str,
+    pub file_name: &'a str,
+    pub task: Task,
+    pub text: &'a str,
+    /// The second text's column, sent for a task of pairs only.
+    pub pair: &'a str,
+    pub label: &'a str,
+    pub label_names: &'a str,
+    pub encoding: UploadEncoding,
+}
+
 /// Where the upload goes, with its metadata in the query string (label names only when given).
-pub fn upload_url(
-    workspace_id: WorkspaceId,
-    name: &str,
-    file_name: &str,
-    text: &str,
-    label: &str,
-    label_names: &str,
-    encoding: UploadEncoding,
-) -> String {
+pub fn upload_url(workspace_id: WorkspaceId, m: &UploadMeta<'_>) -> String {
     let mut query = vec![
-        ("name", name),
-        ("filename", file_name),
-        ("text_column", text),
-        ("label_column", label),
+        ("name", m.name),
+        ("filename", m.file_name),
+        ("task", m.task.as_str()),
+        ("text_column", m.text),
     ];
+    if m.task.pairs() {
+        query.push(("pair_column", m.pair));
+    }
+    query.push(("label_column", m.label));
+    let (label_names, encoding) = (m.label_names, m.encoding);
     if !label_names.is_empty() {
         query.push(("label_names", label_names));
     }
@@ -89,7 +101,19 @@ pub fn UploadForm(
 ) -> impl IntoView {
     let i18n = use_i18n();
     let name = RwSignal::new(String::new());
+    let task = RwSignal::new(Task::Classification);
     let text_column = RwSignal::new("text".to_string());
+    let pair_column = RwSignal::new("text_b".to_string());
+    // Matching data names its texts `text_a` and `text_b` by convention: the defaults follow the task
+    // unless the user typed a name of their own.
+    Effect::new(move |_| {
+        let pairs = task.get().pairs();
+        text_column.update(|t| {
+            if t == "text" || t == "text_a" {
+                *t = if pairs { "text_a" } else { "text" }.into();
+            }
+        });
+    });
     let label_column = RwSignal::new("label".to_string());
     let label_names = RwSignal::new(String::new());
     let encoding = RwSignal::new(UploadEncoding::Auto);
@@ -128,12 +152,16 @@ pub fn UploadForm(
         };
         let url = upload_url(
             workspace_id,
-            name.get_untracked().trim(),
-            &picked.name,
-            text_column.get_untracked().trim(),
-            label_column.get_untracked().trim(),
-            label_names.get_untracked().trim(),
-            encoding.get_untracked(),
+            &UploadMeta {
+                name: name.get_untracked().trim(),
+                file_name: &picked.name,
+                task: task.get_untracked(),
+                text: text_column.get_untracked().trim(),
+                pair: pair_column.get_untracked().trim(),
+                label: label_column.get_untracked().trim(),
+                label_names: label_names.get_untracked().trim(),
+                encoding: encoding.get_untracked(),
+            },
         );
         upload.send(&url, &picked, error, move |answer| {
             if answer.status == 201 {
@@ -149,11 +177,13 @@ pub fn UploadForm(
 
     // The fields of this form, and the server's names for them: the extension (`file_name`) is the
     // file's.
-    const FIELDS: [&str; 7] = [
+    const FIELDS: [&str; 9] = [
         "name",
         "file",
         "file_name",
+        "task",
         "text_column",
+        "pair_column",
         "label_column",
         "label_names",
         "encoding",
@@ -172,6 +202,7 @@ pub fn UploadForm(
             <div class="form-grid">
                 <BoundField id="dataset-name" field="name" label=move || t!(i18n, datasets.name)
                     hint=move || t!(i18n, datasets.name_hint) maxlength=64 value=name error />
+                <TaskSelect id="dataset-task" field="task" task error hint=move || t!(i18n, datasets.task_hint) />
                 <FileField file_input chosen error on_file />
                 <BoundField id="dataset-label-names" field="label_names" label=move || t!(i18n, datasets.label_names)
                     hint=move || t!(i18n, datasets.label_names_hint) maxlength=1024 value=label_names error />
@@ -182,6 +213,10 @@ pub fn UploadForm(
                 <div class="form-grid">
                     <BoundField id="dataset-text-column" field="text_column" label=move || t!(i18n, datasets.text_column)
                         value=text_column error />
+                    {move || task.get().pairs().then(|| view! {
+                        <BoundField id="dataset-pair-column" field="pair_column" label=move || t!(i18n, datasets.pair_column)
+                            value=pair_column error />
+                    })}
                     <BoundField id="dataset-label-column" field="label_column" label=move || t!(i18n, datasets.label_column)
                         value=label_column error />
                     <EncodingField encoding error />
@@ -373,15 +408,42 @@ mod tests {
         );
     }
 
+    fn meta<'a>(
+        name: &'a str,
+        file_name: &'a str,
+        label_names: &'a str,
+        encoding: UploadEncoding,
+    ) -> UploadMeta<'a> {
+        UploadMeta {
+            name,
+            file_name,
+            task: Task::Classification,
+            text: "text",
+            pair: "text_b",
+            label: "label",
+            label_names,
+            encoding,
+        }
+    }
+
     #[test]
     fn the_upload_url_carries_the_metadata() {
         assert_eq!(
-            upload_url(WorkspaceId::new(3), "评论", "a b.tsv", "text", "label", "", UploadEncoding::Big5),
-            "/api/v1/workspaces/3/datasets/upload?name=%E8%AF%84%E8%AE%BA&filename=a%20b.tsv&text_column=text&label_column=label&encoding=big5"
+            upload_url(WorkspaceId::new(3), &meta("评论", "a b.tsv", "", UploadEncoding::Big5)),
+            "/api/v1/workspaces/3/datasets/upload?name=%E8%AF%84%E8%AE%BA&filename=a%20b.tsv&task=classification&text_column=text&label_column=label&encoding=big5"
         );
         assert_eq!(
-            upload_url(WorkspaceId::new(3), "r", "r.tsv", "text", "label", "0=负面,1=正面", UploadEncoding::Auto),
-            "/api/v1/workspaces/3/datasets/upload?name=r&filename=r.tsv&text_column=text&label_column=label&label_names=0%3D%E8%B4%9F%E9%9D%A2%2C1%3D%E6%AD%A3%E9%9D%A2&encoding=auto"
+            upload_url(WorkspaceId::new(3), &meta("r", "r.tsv", "0=负面,1=正面", UploadEncoding::Auto)),
+            "/api/v1/workspaces/3/datasets/upload?name=r&filename=r.tsv&task=classification&text_column=text&label_column=label&label_names=0%3D%E8%B4%9F%E9%9D%A2%2C1%3D%E6%AD%A3%E9%9D%A2&encoding=auto"
+        );
+        let pairs = UploadMeta {
+            task: Task::Matching,
+            text: "q1",
+            ..meta("p", "p.tsv", "", UploadEncoding::Auto)
+        };
+        assert_eq!(
+            upload_url(WorkspaceId::new(3), &pairs),
+            "/api/v1/workspaces/3/datasets/upload?name=p&filename=p.tsv&task=matching&text_column=q1&pair_column=text_b&label_column=label&encoding=auto"
         );
     }
 

@@ -94,6 +94,7 @@ fn EndpointView(
     let name = Memo::new(move |_| live.with(|d| d.summary.name.clone()));
     let status = Memo::new(move |_| live.with(|d| d.summary.status));
     let ready = Memo::new(move |_| status.get() == EndpointStatus::Ready);
+    let task = Memo::new(move |_| live.with(|d| d.task));
     let metrics = Memo::new(move |_| live.with(|d| d.metrics.clone()));
     let keys = Memo::new(move |_| live.with(|d| d.keys.clone()));
 
@@ -135,9 +136,9 @@ fn EndpointView(
         {can_edit.then(|| view! { <ManageCard live choices /> })}
         <ReplicasCard live />
         <MetricsCard metrics samples />
-        <Playground workspace_id endpoint_id ready />
+        <Playground workspace_id endpoint_id ready task />
         <KeysCard workspace_id endpoint_id keys can_edit secret refresh />
-        <UsageCard predict_path secret />
+        <UsageCard predict_path secret task />
     }
     .into_any()
 }

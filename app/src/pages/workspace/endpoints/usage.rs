@@ -4,6 +4,7 @@
 //! a person reaching the dashboard would also reach the API at; it is filled in after hydration, so the
 //! server-rendered page shows the path alone for a moment rather than guessing a host.
 
+use contracts::task::Task;
 use leptos::prelude::*;
 
 use crate::components::copy::CopyButton;
@@ -17,31 +18,40 @@ const EXAMPLE_INPUTS: [&str; 2] = [
     "这家银行的服务态度很差，等了半小时还没人理我。",
     "质量很好，物流也快。",
 ];
+/// Pairs the snippets send to a matching model: the same question asked two ways, and two questions.
+const EXAMPLE_PAIRS: [(&str, &str); 2] = [
+    ("怎么修改登录密码", "密码忘了怎么办"),
+    ("银行卡丢了怎么办", "信用卡额度怎么提高"),
+];
 
-fn inputs_json() -> String {
-    serde_json::json!({ "inputs": EXAMPLE_INPUTS }).to_string()
+/// The example inputs of a `task` model, as JSON (also a Python literal: strings, lists and objects).
+fn inputs_json(task: Task) -> String {
+    let inputs = match task.pairs() {
+        false => serde_json::json!(EXAMPLE_INPUTS),
+        true => EXAMPLE_PAIRS
+            .iter()
+            .map(|(a, b)| serde_json::json!({ "text_a": a, "text_b": b }))
+            .collect(),
+    };
+    inputs.to_string()
 }
 
-pub fn curl_snippet(url: &str, key: &str) -> String {
+pub fn curl_snippet(url: &str, key: &str, task: Task) -> String {
     format!(
-        "curl -X POST '{url}' \\\n  -H 'Authorization: Bearer {key}' \\\n  -H 'Content-Type: application/json' \\\n  -d '{}'",
-        inputs_json()
+        "curl -X POST '{url}' \\\n  -H 'Authorization: Bearer {key}' \\\n  -H 'Content-Type: application/json' \\\n  -d '{{\"inputs\":{}}}'",
+        inputs_json(task)
     )
 }
 
-pub fn python_snippet(url: &str, key: &str) -> String {
-    let inputs = EXAMPLE_INPUTS
-        .iter()
-        .map(|t| format!("\"{t}\""))
-        .collect::<Vec<_>>()
-        .join(", ");
+pub fn python_snippet(url: &str, key: &str, task: Task) -> String {
+    let inputs = inputs_json(task);
     format!(
         r#"import requests
 
 response = requests.post(
     "{url}",
     headers={{"Authorization": "Bearer {key}"}},
-    json={{"inputs": [{inputs}]}},
+    json={{"inputs": {inputs}}},
     timeout=10,
 )
 response.raise_for_status()
@@ -58,6 +68,9 @@ pub fn UsageCard(
     /// The key created on this page, if any.
     #[prop(into)]
     secret: Signal<Option<String>>,
+    /// What the model takes: texts, or pairs.
+    #[prop(into)]
+    task: Signal<Task>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let origin = RwSignal::new(String::new());
@@ -68,8 +81,8 @@ pub fn UsageCard(
     });
     let url = Signal::derive(move || format!("{}{predict_path}", origin.get()));
     let key = Signal::derive(move || secret.get().unwrap_or_else(|| KEY_PLACEHOLDER.to_string()));
-    let curl = Signal::derive(move || curl_snippet(&url.get(), &key.get()));
-    let python = Signal::derive(move || python_snippet(&url.get(), &key.get()));
+    let curl = Signal::derive(move || curl_snippet(&url.get(), &key.get(), task.get()));
+    let python = Signal::derive(move || python_snippet(&url.get(), &key.get(), task.get()));
     view! {
         <section class="card" aria-labelledby="endpoint-usage-title" data-testid="endpoint-usage">
             <h2 id="endpoint-usage-title">{t!(i18n, endpoint_detail.usage_title)}</h2>
@@ -97,16 +110,30 @@ mod tests {
     #[test]
     fn the_snippets_carry_the_url_the_key_and_valid_json() {
         let url = "http://10.0.0.5:3000/v1/endpoints/sentiment-ab12/predict";
-        let curl = curl_snippet(url, "pdk_ep_secret");
+        let curl = curl_snippet(url, "pdk_ep_secret", Task::Classification);
         assert!(curl.starts_with(&format!("curl -X POST '{url}'")));
         assert!(curl.contains("-H 'Authorization: Bearer pdk_ep_secret'"));
         let body = curl.split("-d '").nth(1).unwrap().trim_end_matches('\'');
         let body: serde_json::Value = serde_json::from_str(body).unwrap();
         assert_eq!(body["inputs"][0], EXAMPLE_INPUTS[0]);
 
-        let python = python_snippet(url, KEY_PLACEHOLDER);
+        let python = python_snippet(url, KEY_PLACEHOLDER, Task::Classification);
         assert!(python.contains(&format!("    \"{url}\",")));
         assert!(python.contains("headers={\"Authorization\": \"Bearer YOUR_API_KEY\"}"));
-        assert!(python.contains("json={\"inputs\": [\"这家银行的服务态度很差，等了半小时还没人理我。\", \"质量很好，物流也快。\"]}"));
+        assert!(python.contains("json={\"inputs\": [\"这家银行的服务态度很差，等了半小时还没人理我。\",\"质量很好，物流也快。\"]}"));
+    }
+
+    #[test]
+    fn a_matching_endpoints_snippets_send_pairs() {
+        let curl = curl_snippet("http://h/p", "k", Task::Matching);
+        let body = curl.split("-d '").nth(1).unwrap().trim_end_matches('\'');
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(body["inputs"][0]["text_a"], EXAMPLE_PAIRS[0].0);
+        assert_eq!(body["inputs"][0]["text_b"], EXAMPLE_PAIRS[0].1);
+        let python = python_snippet("http://h/p", "k", Task::Matching);
+        assert!(
+            python.contains("json={\"inputs\": [{\"text_a\":\"怎么修改登录密码\""),
+            "{python}"
+        );
     }
 }

@@ -29,6 +29,7 @@ use crate::pages::workspace::{use_current_workspace, use_query_id};
 use contracts::error::{AppError, ErrorCode, FieldProblem};
 use contracts::job::PRESETS;
 use contracts::precision::{PrecisionAdvice, Work, CHOICES};
+use contracts::task::{Task, TASKS};
 use contracts::types::{
     BuildStatus, CheckpointInfo, ClusterView, DatasetSummary, EnvironmentSummary, JobSpec,
     PretrainedModel, WorkspaceSummary,
@@ -117,6 +118,11 @@ fn form_or_why(
                 .unwrap_or(datasets[0].id);
             // A new job starts from the best thing the workspace has: a pretrained model, if any.
             JobSpec {
+                task: datasets
+                    .iter()
+                    .find(|d| d.id == first)
+                    .map(|d| d.task)
+                    .unwrap_or_default(),
                 pretrained_model_id: pretrained.first().map(|m| m.id),
                 // What pays on this server: `auto` where bf16 was measured faster, else fp32.
                 precision: advice
@@ -151,6 +157,8 @@ pub fn clone_name(name: &str) -> String {
 #[derive(Debug, Clone, PartialEq)]
 pub struct FormValues {
     pub name: String,
+    /// The task's name ([`Task::as_str`]): the training data must be for it.
+    pub task: String,
     pub dataset_id: String,
     /// Empty: hold out part of the training data.
     pub dev_dataset_id: String,
@@ -192,6 +200,7 @@ impl FormValues {
     pub fn from_spec(spec: &JobSpec) -> FormValues {
         FormValues {
             name: spec.name.clone(),
+            task: spec.task.as_str().to_string(),
             dataset_id: spec.dataset_id.to_string(),
             dev_dataset_id: opt(spec.dev_dataset_id),
             environment_id: opt(spec.environment_id),
@@ -239,7 +248,7 @@ impl FormValues {
         };
         let spec = JobSpec {
             name: self.name.trim().to_string(),
-            task: Default::default(),
+            task: Task::parse(&self.task).unwrap_or_default(),
             dataset_id: p
                 .num(&self.dataset_id, "dataset_id")
                 .unwrap_or(DatasetId::new(0)),
@@ -411,6 +420,39 @@ fn DataSection(
 ) -> impl IntoView {
     let i18n = use_i18n();
     let dev_options = datasets.clone();
+    let tasks: Vec<(String, Task, String)> = datasets
+        .iter()
+        .map(|d| {
+            let labels =
+                crate::pages::workspace::datasets::list::labels_text(&d.label_distribution);
+            (d.id.to_string(), d.task, labels)
+        })
+        .collect();
+    // A task chosen whose data the chosen dataset is not: the first dataset for the task is chosen.
+    let for_task = tasks.clone();
+    Effect::new(move |_| {
+        let task = form.values.with(|v| v.task.clone());
+        let chosen = form.values.with_untracked(|v| v.dataset_id.clone());
+        let fits = |id: &str| {
+            for_task
+                .iter()
+                .any(|(d, t, _)| d == id && t.as_str() == task)
+        };
+        if !fits(&chosen) {
+            if let Some((first, _, _)) = for_task.iter().find(|(_, t, _)| t.as_str() == task) {
+                form.values.update(|v| v.dataset_id = first.clone());
+            }
+        }
+    });
+    // The chosen dataset's labels, as the model will learn them.
+    let labels_of_chosen = Signal::derive(move || {
+        let chosen = form.values.with(|v| v.dataset_id.clone());
+        tasks
+            .iter()
+            .find(|(id, _, _)| *id == chosen)
+            .map(|(_, _, labels)| labels.clone())
+            .unwrap_or_default()
+    });
     view! {
         <fieldset class="form-section">
             <legend>{t!(i18n, job_form.section_data)}</legend>
@@ -418,13 +460,22 @@ fn DataSection(
                 hint=move || t!(i18n, job_form.name_hint) maxlength=64 required=true
                 value=start.name.clone() set=|v, s| v.name = s />
             <div class="form-grid">
+                <SelectField form id="job-task" field="task" label=move || t!(i18n, tasks.label)
+                    hint=move || t!(i18n, job_form.task_hint) set=|v, s| v.task = s>
+                    {TASKS.into_iter().map(|t| view! {
+                        <option value=t.as_str() selected=start.task == t.as_str()>{move || task_name(i18n.get_locale(), t)}</option>
+                    }).collect_view()}
+                </SelectField>
                 <SelectField form id="job-dataset" field="dataset_id" label=move || t!(i18n, job_form.dataset)
-                    set=|v, s| v.dataset_id = s>
+                    hint=move || labels_of_chosen.get() set=|v, s| v.dataset_id = s>
                     {datasets.into_iter().map(|d| {
-                        let selected = d.id.to_string() == start.dataset_id;
-                        let (name, rows) = (d.name, d.rows);
+                        let id = d.id.to_string();
+                        let (name, rows, task) = (d.name, d.rows, d.task);
+                        let chosen = id.clone();
                         view! {
-                            <option value=d.id.to_string() selected=selected>
+                            <option value=id.clone()
+                                prop:selected=move || form.values.with(|v| v.dataset_id == chosen)
+                                hidden=move || form.values.with(|v| v.task != task.as_str())>
                                 {move || t_string!(i18n, job_form.dataset_option, name = name.clone(), rows = rows).to_string()}
                             </option>
                         }

@@ -1,0 +1,122 @@
+//! Tasks beside sentiment classification, through the real binary: the matching sample is added as pair
+//! data, a job of another task is refused at its dataset, a matching job trains on it, its checkpoint
+//! is evaluated on pairs, passes the parity gate with pairs, answers pairs on its endpoint (and refuses
+//! a plain text in words that say what it takes), and the playground takes pairs.
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+
+use crate::common::{playground, workspace, Server, NO_DOCKER};
+use crate::endpoints::{deploy, new_key, predict};
+use crate::evaluations::until_over;
+use crate::jobs::{finished, kept_checkpoint, submit};
+
+#[tokio::test]
+async fn a_matching_model_trains_evaluates_and_answers_pairs() {
+    let server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let ws = workspace(&owner).await;
+    let (status, sample) = owner
+        .post_empty(&format!(
+            "/api/v1/workspaces/{ws}/datasets/sample?task=matching"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{sample}");
+    let summary = &sample["summary"];
+    assert_eq!(
+        (
+            &summary["task"],
+            &summary["text_column"],
+            &summary["pair_column"]
+        ),
+        (&json!("matching"), &json!("text_a"), &json!("text_b"))
+    );
+    assert_eq!(summary["label_distribution"]["same"], 1500, "{summary}");
+    let ds = summary["id"].as_i64().unwrap();
+
+    // Pair data teaches no classifier: refused at the dataset, saying what the data is for.
+    let jobs = format!("/api/v1/workspaces/{ws}/jobs");
+    let (status, err) = owner
+        .post(
+            &jobs,
+            json!({ "name": "wrong", "dataset_id": ds, "preset": "tiny" }),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert_eq!(err["field"], "dataset_id", "{err}");
+    assert!(
+        err["message"].as_str().unwrap().contains("matching"),
+        "{err}"
+    );
+    assert_eq!(server.count("SELECT COUNT(*) FROM jobs").await, 0);
+
+    let spec = json!({ "name": "pairs", "task": "matching", "dataset_id": ds, "preset": "tiny", "max_seq_len": 48,
+                       "batch_size": 32, "learning_rate": 0.002, "max_steps": 40, "eval_every_steps": 20,
+                       "keep_best": 1 });
+    let job = submit(&owner, ws, spec).await;
+    let done = finished(&owner, ws, job).await;
+    assert_eq!(done["summary"]["status"], "succeeded", "{done}");
+    assert_eq!(done["spec"]["task"], "matching");
+    let ckpt = kept_checkpoint(&done)["id"].as_i64().unwrap();
+
+    // Evaluated on pairs, as `paddock eval` reads them.
+    let evaluations = format!("/api/v1/workspaces/{ws}/checkpoints/{ckpt}/evaluations");
+    let (status, started) = owner.post(&evaluations, json!({ "dataset_id": ds })).await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let result = until_over(&owner, &format!("{evaluations}/{}", started["id"])).await;
+    assert_eq!(result["status"], "succeeded", "{result}");
+    assert_eq!(result["rows"], 3000, "{result}");
+
+    // Deployed: the parity gate compares pairs from the data with `paddock predict`'s.
+    let spec = json!({ "name": "faq", "slug": "faq-pairs", "checkpoint_id": ckpt });
+    let (_, ep) = deploy(&owner, ws, spec).await;
+    let detail = owner
+        .wait_for(&ep, "a verdict", |d| d["summary"]["status"] != "starting")
+        .await;
+    assert_eq!(detail["summary"]["status"], "ready", "{detail}");
+    assert_eq!(detail["parity_report"]["passed"], true, "{detail}");
+    assert_eq!(detail["task"], "matching");
+
+    let key = new_key(&owner, &ep, json!({ "name": "app" })).await;
+    let secret = key["secret"].as_str().unwrap();
+    let public = server.url("/v1/endpoints/faq-pairs/predict");
+    let pairs = json!({ "inputs": [
+        { "text_a": "怎么修改登录密码", "text_b": "密码忘了怎么办" },
+        { "text_a": "银行卡丢了怎么办", "text_b": "信用卡额度怎么提高" },
+    ]});
+    let res = predict(&public, Some(secret), pairs).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["predictions"].as_array().unwrap().len(), 2, "{body}");
+    let mut labels: Vec<&str> = body["labels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    labels.sort_unstable();
+    assert_eq!(labels, ["different", "same"]);
+    // A plain text is not a pair: refused, saying what the model takes.
+    let res = predict(&public, Some(secret), json!({ "inputs": ["一个问题"] })).await;
+    assert_eq!(res.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let body: Value = res.json().await.unwrap();
+    assert_eq!(body["code"], "invalid_inputs", "{body}");
+    assert!(
+        body["message"].as_str().unwrap().contains("text_b"),
+        "{body}"
+    );
+
+    let (status, answers) = playground(
+        &owner,
+        &ep,
+        json!([{ "text_a": " 怎么挂失 ", "text_b": "卡丢了怎么办" }]),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answers}");
+    assert_eq!(answers[0]["text"], "怎么挂失");
+    assert_eq!(answers[0]["text_pair"], "卡丢了怎么办");
+    assert_eq!(answers[0]["probabilities"].as_array().unwrap().len(), 2);
+    let (status, err) = playground(&owner, &ep, json!(["一个问题"])).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert_eq!(err["field"], "inputs", "{err}");
+}
