@@ -144,6 +144,7 @@ pub fn task_name(locale: Locale, task: contracts::task::Task) -> String {
     match task {
         Task::Classification => td_string!(locale, tasks.classification).to_string(),
         Task::Matching => td_string!(locale, tasks.matching).to_string(),
+        Task::Ner => td_string!(locale, tasks.ner).to_string(),
     }
 }
 

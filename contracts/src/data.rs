@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum DataFormat {
-    /// Decide from the file extension: `.csv`, `.tsv`/`.txt`, `.jsonl`/`.ndjson`/`.json`.
+    /// Decide from the file extension: `.csv`, `.tsv`/`.txt`, `.jsonl`/`.ndjson`/`.json`,
+    /// `.conll`/`.bio`/`.bioes`/`.bmes`.
     #[default]
     Auto,
     /// RFC 4180: comma-separated, double-quote quoting, header row.
@@ -20,6 +21,9 @@ pub enum DataFormat {
     Tsv,
     /// One JSON object per line.
     Jsonl,
+    /// Entity data as CoNLL writes it: a token and its tag per line (`张 B-PER`, tab- or
+    /// space-separated), a blank line after each text.
+    Conll,
 }
 
 impl DataFormat {
@@ -33,6 +37,7 @@ impl DataFormat {
             "csv" => Some(DataFormat::Csv),
             "tsv" | "txt" | "tab" => Some(DataFormat::Tsv),
             "jsonl" | "ndjson" | "json" => Some(DataFormat::Jsonl),
+            "conll" | "bio" | "bioes" | "bmes" => Some(DataFormat::Conll),
             _ => None,
         }
     }
@@ -43,6 +48,8 @@ impl DataFormat {
 #[serde(default, deny_unknown_fields)]
 pub struct Columns {
     pub text: String,
+    /// The JSON key of a JSON-lines entity file's spans (`[{"start", "end", "label"}]`).
+    pub entities: String,
     /// Read when present in the header / object; a missing pair column is not an error.
     pub text_pair: String,
     pub label: String,
@@ -56,11 +63,35 @@ impl Default for Columns {
     fn default() -> Self {
         Columns {
             text: "text".into(),
+            entities: "entities".into(),
             text_pair: "text_pair".into(),
             label: "label".into(),
             label_names: BTreeMap::new(),
         }
     }
+}
+
+/// An entity in a text: characters `start..end` (Unicode scalar values, end exclusive: what Python's
+/// `text[start:end]` gives) of type `label`. Entity data files give them so (JSONL `entities`), CoNLL
+/// files give tags that are read into them, and an entity model answers with them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EntitySpan {
+    pub start: usize,
+    pub end: usize,
+    pub label: String,
+}
+
+/// The label names an entity model learns for entity `types` (sorted, distinct): `O`, then `B-T` and
+/// `I-T` for each type — BIO, the names transformers' token classifiers use.
+pub fn bio_labels(types: &[String]) -> Vec<String> {
+    std::iter::once("O".to_string())
+        .chain(
+            types
+                .iter()
+                .flat_map(|t| [format!("B-{t}"), format!("I-{t}")]),
+        )
+        .collect()
 }
 
 /// The longest label name.

@@ -28,6 +28,24 @@ pub struct Metrics {
     pub per_class: Vec<ClassMetrics>,
     /// `confusion[gold][predicted]`, in label-id order.
     pub confusion: Vec<Vec<usize>>,
+    /// Entity extraction's own scores, over exact spans ([`Metrics::of_entities`]); absent for the
+    /// tasks that label a whole row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entities: Option<EntityScores>,
+}
+
+/// Micro-averaged scores over entities: a predicted entity is right only when its start, end and type
+/// are a gold entity's (seqeval's default), so a boundary one character off is a miss and a false alarm.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EntityScores {
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    /// Gold entities.
+    pub gold: usize,
+    /// Predicted entities.
+    pub predicted: usize,
 }
 
 /// Why a model's dev metrics say it learned nothing a user could rely on. A model like this still
@@ -43,8 +61,9 @@ pub enum Degenerate {
     AtChance,
 }
 
-/// Metric names accepted by [`Metrics::get`] and by the job's `metric_for_best`.
-pub const METRIC_NAMES: [&str; 3] = ["accuracy", "macro_f1", "loss"];
+/// Metric names accepted by [`Metrics::get`] and by the job's `metric_for_best` (each task takes some:
+/// [`crate::task::Task::metric_names`]).
+pub const METRIC_NAMES: [&str; 6] = ["accuracy", "macro_f1", "loss", "f1", "precision", "recall"];
 
 impl Metrics {
     /// Computes metrics for `labels.len()` classes. Ids outside the label range are counted as wrong
@@ -100,6 +119,99 @@ impl Metrics {
             count: n,
             per_class,
             confusion,
+            entities: None,
+        }
+    }
+
+    /// Entity-level metrics of texts whose gold entities are `gold[i]` and predicted ones `pred[i]`,
+    /// of the entity `types`. `per_class` is per type (support: gold entities of it), `macro_f1` their
+    /// mean, `entities` the micro scores over every entity; `confusion` is over the types and a last
+    /// `O` (none): the type a span was predicted as against its gold type where both have the span, a
+    /// gold span predicted as nothing in the `O` column, a predicted span of nothing in the `O` row.
+    /// `accuracy` is the caller's token accuracy (of the words' first pieces) and `count` the texts.
+    pub fn of_entities(
+        types: &[String],
+        gold: &[Vec<crate::data::EntitySpan>],
+        pred: &[Vec<crate::data::EntitySpan>],
+        token_accuracy: f64,
+        loss: Option<f64>,
+    ) -> Metrics {
+        use std::collections::{BTreeMap, BTreeSet};
+        let k = types.len();
+        let index = |label: &str| types.iter().position(|t| t == label).unwrap_or(k);
+        let mut confusion = vec![vec![0usize; k + 1]; k + 1];
+        let (mut tp, mut gold_n, mut pred_n) =
+            (vec![0usize; k + 1], vec![0; k + 1], vec![0; k + 1]);
+        for (g, p) in gold.iter().zip(pred) {
+            let gold_at: BTreeMap<(usize, usize), &str> = g
+                .iter()
+                .map(|e| ((e.start, e.end), e.label.as_str()))
+                .collect();
+            let pred_at: BTreeMap<(usize, usize), &str> = p
+                .iter()
+                .map(|e| ((e.start, e.end), e.label.as_str()))
+                .collect();
+            let exact: BTreeSet<&crate::data::EntitySpan> = g.iter().collect();
+            for e in g {
+                gold_n[index(&e.label)] += 1;
+            }
+            for e in p {
+                pred_n[index(&e.label)] += 1;
+                if exact.contains(e) {
+                    tp[index(&e.label)] += 1;
+                }
+            }
+            for (span, label) in &gold_at {
+                let predicted = pred_at.get(span).map_or(k, |l| index(l));
+                confusion[index(label)][predicted] += 1;
+            }
+            for (span, label) in &pred_at {
+                if !gold_at.contains_key(span) {
+                    confusion[k][index(label)] += 1;
+                }
+            }
+        }
+        let scores = |tp: usize, gold: usize, predicted: usize| {
+            let precision = ratio(tp as f64, predicted as f64);
+            let recall = ratio(tp as f64, gold as f64);
+            (
+                precision,
+                recall,
+                ratio(2.0 * precision * recall, precision + recall),
+            )
+        };
+        let per_class: Vec<ClassMetrics> = (0..k)
+            .map(|c| {
+                let (precision, recall, f1) = scores(tp[c], gold_n[c], pred_n[c]);
+                ClassMetrics {
+                    label: types[c].clone(),
+                    precision,
+                    recall,
+                    f1,
+                    support: gold_n[c],
+                }
+            })
+            .collect();
+        let (all_tp, all_gold, all_pred) = (
+            tp.iter().sum::<usize>(),
+            gold_n.iter().sum::<usize>(),
+            pred_n.iter().sum::<usize>(),
+        );
+        let (precision, recall, f1) = scores(all_tp, all_gold, all_pred);
+        Metrics {
+            accuracy: token_accuracy,
+            macro_f1: ratio(per_class.iter().map(|c| c.f1).sum(), k as f64),
+            loss,
+            count: gold.len().min(pred.len()),
+            per_class,
+            confusion,
+            entities: Some(EntityScores {
+                precision,
+                recall,
+                f1,
+                gold: all_gold,
+                predicted: all_pred,
+            }),
         }
     }
 
@@ -109,6 +221,9 @@ impl Metrics {
             "accuracy" => Some(self.accuracy),
             "macro_f1" => Some(self.macro_f1),
             "loss" => self.loss,
+            "f1" => self.entities.map(|e| e.f1),
+            "precision" => self.entities.map(|e| e.precision),
+            "recall" => self.entities.map(|e| e.recall),
             _ => None,
         }
     }
@@ -135,8 +250,12 @@ impl Metrics {
     }
 
     /// Whether the model behind these metrics learned nothing useful, and why. Judged only on a set
-    /// with at least two labels present: on a one-label set every model predicts one label.
+    /// with at least two labels present: on a one-label set every model predicts one label. An entity
+    /// model that finds no entity in a set that has some answers one label too (`O` everywhere).
     pub fn degenerate(&self) -> Option<Degenerate> {
+        if let Some(e) = self.entities {
+            return (e.gold > 0 && e.predicted == 0).then_some(Degenerate::OneLabel);
+        }
         let present = self.per_class.iter().filter(|c| c.support > 0).count();
         if present < 2 {
             return None;
@@ -262,6 +381,50 @@ mod tests {
         assert_eq!(some_right.degenerate(), None);
         let missed: Vec<&str> = some_right.zero_recall().map(|c| c.label.as_str()).collect();
         assert_eq!(missed, ["c2"]);
+    }
+
+    fn span(start: usize, end: usize, label: &str) -> crate::data::EntitySpan {
+        crate::data::EntitySpan {
+            start,
+            end,
+            label: label.into(),
+        }
+    }
+
+    /// The figures seqeval gives for the same entities (its classification_report, micro avg).
+    #[test]
+    fn entity_scores_count_exact_spans_as_seqeval_does() {
+        let types = vec!["LOC".to_string(), "PER".to_string()];
+        let gold = vec![
+            vec![span(0, 2, "PER"), span(5, 7, "LOC")],
+            vec![span(1, 3, "LOC")],
+        ];
+        // Row 0: PER right, LOC one character short (a miss and a false alarm). Row 1: LOC typed PER,
+        // and an extra PER.
+        let pred = vec![
+            vec![span(0, 2, "PER"), span(5, 6, "LOC")],
+            vec![span(1, 3, "PER"), span(4, 5, "PER")],
+        ];
+        let m = Metrics::of_entities(&types, &gold, &pred, 0.9, None);
+        let e = m.entities.unwrap();
+        assert_eq!((e.gold, e.predicted), (3, 4));
+        assert!((e.precision - 0.25).abs() < 1e-12 && (e.recall - 1.0 / 3.0).abs() < 1e-12);
+        assert!((e.f1 - 2.0 * 0.25 * (1.0 / 3.0) / (0.25 + 1.0 / 3.0)).abs() < 1e-12);
+        assert_eq!(m.get("f1"), Some(e.f1));
+        let (loc, per) = (&m.per_class[0], &m.per_class[1]);
+        assert_eq!((loc.support, loc.f1), (2, 0.0));
+        assert_eq!(per.support, 1);
+        assert!((per.precision - 1.0 / 3.0).abs() < 1e-12 && per.recall == 1.0);
+        // gold LOC: once as nothing (the short span is another span), once as PER; gold PER as PER;
+        // predicted from nothing: the short LOC and the extra PER.
+        assert_eq!(
+            m.confusion,
+            vec![vec![0, 1, 1], vec![0, 1, 0], vec![1, 1, 0]]
+        );
+        assert_eq!(m.degenerate(), None);
+        let silent = Metrics::of_entities(&types, &gold, &[vec![], vec![]], 0.8, None);
+        assert_eq!(silent.degenerate(), Some(Degenerate::OneLabel));
+        assert_eq!(silent.entities.unwrap().f1, 0.0);
     }
 
     #[test]

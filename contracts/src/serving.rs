@@ -102,6 +102,25 @@ pub struct Prediction {
     pub logits: Option<Vec<f32>>,
 }
 
+/// An entity a model found in a text: characters `start..end` (as Python slices the text), the text
+/// there, its type, and the mean probability of its tokens' tags.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Entity {
+    pub text: String,
+    pub label: String,
+    pub start: usize,
+    pub end: usize,
+    pub score: f32,
+}
+
+/// An entity model's answer for one text: its entities in text order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EntityPrediction {
+    pub entities: Vec<Entity>,
+}
+
 /// The answer to `POST /predict`: one prediction per input, in order, and the batch it ran in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PredictReply {

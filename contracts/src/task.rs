@@ -19,6 +19,9 @@ pub enum Task {
     /// Two texts, one label about the pair (same question or not, does the answer fit): ERNIE reads
     /// them as one sequence with token types 0 and 1, as in LCQMC and AFQMC.
     Matching,
+    /// Entities in a text (people, places, organisations, products): a label per token, read back as
+    /// character spans.
+    Ner,
 }
 
 /// Which kind of head sits on the encoder: what the logits are of.
@@ -60,7 +63,7 @@ impl Head {
 }
 
 /// Every task, in the order forms offer them.
-pub const TASKS: [Task; 2] = [Task::Classification, Task::Matching];
+pub const TASKS: [Task; 3] = [Task::Classification, Task::Matching, Task::Ner];
 
 impl Task {
     /// The name in job files, specs, URLs and the API.
@@ -68,6 +71,7 @@ impl Task {
         match self {
             Task::Classification => "classification",
             Task::Matching => "matching",
+            Task::Ner => "ner",
         }
     }
 
@@ -80,6 +84,7 @@ impl Task {
     pub fn head(self) -> Head {
         match self {
             Task::Classification | Task::Matching => Head::Sequence,
+            Task::Ner => Head::Token,
         }
     }
 
@@ -88,6 +93,7 @@ impl Task {
     pub fn metric_names(self) -> &'static [&'static str] {
         match self {
             Task::Classification | Task::Matching => &["macro_f1", "accuracy", "loss"],
+            Task::Ner => &["f1", "precision", "recall", "macro_f1", "accuracy", "loss"],
         }
     }
 

@@ -11,6 +11,7 @@
 //! ([`Jobs::evaluations`]); the others wait as `queued`.
 
 use contracts::ids::{CheckpointId, DatasetId, EvaluationId, JobId, WorkspaceId};
+use contracts::task::Task;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -192,23 +193,41 @@ pub async fn start(
                 "this checkpoint's files were removed by retention; it can no longer be evaluated",
             ));
         }
-        let dataset: Option<(String, String, String)> = sqlx::query_as(
-            "SELECT name, sha256, report_json FROM datasets WHERE workspace_id = ? AND id = ?",
+        let dataset: Option<(String, String, String, Task)> = sqlx::query_as(
+            "SELECT name, sha256, report_json, task FROM datasets WHERE workspace_id = ? AND id = ?",
         )
         .bind(workspace_id)
         .bind(dataset_id)
         .fetch_optional(&mut *conn)
         .await?;
-        let Some((name, sha256, report)) = dataset else {
+        let Some((name, sha256, report, data_task)) = dataset else {
             return Err(AppError::invalid(
                 "dataset_id",
                 ErrorCode::DatasetNotFound,
                 format!("dataset {dataset_id} is not in this workspace"),
             ));
         };
-        let known = checkpoint_labels(
-            &crate::jobs::checkpoint_config(&jobs.storage, workspace_id, &path).await?,
-        );
+        let config = crate::jobs::checkpoint_config(&jobs.storage, workspace_id, &path).await?;
+        let model_task: Task =
+            serde_json::from_value(config["paddock_task"].clone()).unwrap_or_default();
+        if model_task != data_task {
+            return Err(AppError::invalid(
+                "dataset_id",
+                ErrorCode::LabelsMismatch,
+                format!(
+                    "dataset {name:?} is for {data_task}, this checkpoint is a {model_task} model"
+                ),
+            ));
+        }
+        let known = checkpoint_labels(&config);
+        // An entity dataset counts entity types; the model knows them as `B-`/`I-` tags.
+        let known: Vec<String> = match data_task {
+            Task::Ner => known
+                .iter()
+                .filter_map(|l| l.strip_prefix("B-").map(str::to_string))
+                .collect(),
+            _ => known,
+        };
         let labels: Vec<String> = crate::datasets::stored_report(&report)?
             .label_distribution
             .into_keys()
@@ -634,7 +653,14 @@ async fn record(
     let metrics = serde_json::from_str::<contracts::metrics::Metrics>(printed.trim());
     match (code, metrics) {
         (0, Ok(m)) => {
-            let labels: Vec<&str> = m.per_class.iter().map(|c| c.label.as_str()).collect();
+            // An entity evaluation's confusion has a last row and column for "no entity".
+            let none = m.entities.is_some().then_some("O");
+            let labels: Vec<&str> = m
+                .per_class
+                .iter()
+                .map(|c| c.label.as_str())
+                .chain(none)
+                .collect();
             let mut tx = write_tx(db).await?;
             let moved = status::Evaluation::transition(
                 &mut tx,

@@ -11,7 +11,7 @@ use clap::Args;
 use crate::collectives::Rank;
 use crate::data::{validate_file, Columns, DataFormat, DataOptions, LabelMap};
 use crate::events::EventSink;
-use crate::predict::{default_max_len, encode_rows, Inference};
+use crate::predict::{default_max_len, encode_examples, encode_rows, Inference};
 use crate::train::{train, EndStatus, JobConfig, JobFile, RunControl, StopFlag};
 use crate::{pick_device, Error, Precision, Result};
 use contracts::precision::{PrecisionChoice, Work};
@@ -274,7 +274,7 @@ impl ModelArgs {
 pub struct DataArgs {
     #[arg(long)]
     pub data: PathBuf,
-    /// auto (from the extension), csv, tsv, jsonl
+    /// auto (from the extension), csv, tsv, jsonl, conll
     #[arg(long, default_value = "auto")]
     pub format: String,
     #[arg(long, default_value = "text")]
@@ -298,7 +298,7 @@ impl DataArgs {
         ))
         .map_err(|_| {
             Error::Config(format!(
-                "--format `{}` is not one of auto, csv, tsv, jsonl",
+                "--format `{}` is not one of auto, csv, tsv, jsonl, conll",
                 self.format
             ))
         })?;
@@ -310,6 +310,7 @@ impl DataArgs {
                 label: self.label_column.clone(),
                 label_names: contracts::data::parse_label_names(&self.label_names)
                     .map_err(|e| Error::Config(format!("--label-names: {e}")))?,
+                ..Columns::default()
             },
             convert_encoding: self.convert_encoding,
             require_labels,
@@ -343,15 +344,9 @@ pub fn run_eval(args: &EvalArgs) -> Result<i32> {
         None,
     )?;
     let examples = validated.into_examples(Some(&labels))?;
-    let items: Vec<(String, Option<String>)> = examples
-        .iter()
-        .map(|e| (e.text.clone(), e.text_pair.clone()))
-        .collect();
-    let gold: Vec<Option<usize>> = examples.iter().map(|e| e.label).collect();
-    let rows = encode_rows(&m.loaded.tokenizer, &items, Some(&gold), m.max_len)?;
-    let metrics = m
-        .inference()
-        .evaluate(&rows, &names, m.loaded.config.task())?;
+    let task = m.loaded.config.task();
+    let rows = encode_examples(task, &m.loaded.tokenizer, &examples, &names, m.max_len)?;
+    let metrics = m.inference().evaluate(&rows, &names, task)?;
     let mut out = std::io::stdout().lock();
     let io = |e| Error::io("<stdout>", e);
     if args.json {
@@ -363,6 +358,14 @@ pub fn run_eval(args: &EvalArgs) -> Result<i32> {
         .map_err(io)?;
     } else {
         writeln!(out, "rows      {}", metrics.count).map_err(io)?;
+        if let Some(e) = &metrics.entities {
+            writeln!(
+                out,
+                "entity F1 {:.4} (precision {:.4}, recall {:.4}; {} found of {} entities)",
+                e.f1, e.precision, e.recall, e.predicted, e.gold
+            )
+            .map_err(io)?;
+        }
         writeln!(out, "accuracy  {:.4}", metrics.accuracy).map_err(io)?;
         writeln!(out, "macro-F1  {:.4}", metrics.macro_f1).map_err(io)?;
         if let Some(l) = metrics.loss {
@@ -469,11 +472,33 @@ impl PredictArgs {
 pub fn run_predict(args: &PredictArgs) -> Result<i32> {
     let m = args.model.open()?;
     let names = m.loaded.config.labels();
-    let items = args.inputs(m.loaded.config.task())?;
-    let rows = encode_rows(&m.loaded.tokenizer, &items, None, m.max_len)?;
-    let predictions = m.inference().predict(&rows, &names)?;
+    let task = m.loaded.config.task();
+    let items = args.inputs(task)?;
     let mut out = std::io::stdout().lock();
     let io = |e| Error::io("<stdout>", e);
+    if task == Task::Ner {
+        let texts: Vec<String> = items.into_iter().map(|(t, _)| t).collect();
+        let found = m
+            .inference()
+            .find_entities(&m.loaded.tokenizer, &texts, &names, m.max_len)?;
+        for (p, text) in found.iter().zip(&texts) {
+            let line = match args.json {
+                true => serde_json::to_string(p).unwrap_or_default(),
+                false => {
+                    let said: Vec<String> = p
+                        .entities
+                        .iter()
+                        .map(|e| format!("{}:{}@{}-{}", e.label, e.text, e.start, e.end))
+                        .collect();
+                    format!("{}\t{text}", said.join(" "))
+                }
+            };
+            writeln!(out, "{line}").map_err(io)?;
+        }
+        return Ok(0);
+    }
+    let rows = encode_rows(&m.loaded.tokenizer, &items, None, m.max_len)?;
+    let predictions = m.inference().predict(&rows, &names)?;
     for (p, (text, pair)) in predictions.iter().zip(&items) {
         if args.json {
             writeln!(out, "{}", serde_json::to_string(p).unwrap_or_default()).map_err(io)?;

@@ -210,10 +210,14 @@ impl ErnieConfig {
             .collect();
     }
 
-    /// What the model does: as Paddock recorded it, else read from its head (a sequence classifier is
-    /// taken for one-text classification, the only such task a model from elsewhere can be known to be).
+    /// What the model does: as Paddock recorded it, else read from its head (a token classifier finds
+    /// entities; a sequence classifier is taken for one-text classification, the only such task a model
+    /// from elsewhere can be known to be).
     pub fn task(&self) -> Task {
-        self.task.unwrap_or(Task::Classification)
+        self.task.unwrap_or(match self.head() {
+            Some(Head::Token) => Task::Ner,
+            _ => Task::Classification,
+        })
     }
 
     /// The head `config.json`'s `architectures` names, when it is a classification head.

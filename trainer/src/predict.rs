@@ -8,12 +8,18 @@ use std::path::Path;
 use contracts::task::{Head, Task};
 use tch::{Device, Kind};
 
-use crate::data::batch::{collate, sorted_batches, Features, Gold};
+use crate::data::batch::{collate, sorted_batches, Features, Gold, IGNORED};
+use crate::data::entities::{
+    entities_of_tokens, spans_of_tags, tag_tokens, types_of_labels, EntitySpan, Tag,
+};
 use crate::metrics::Metrics;
 use crate::{Precision, Result, TaskModel, Tokenizer};
+use tokenizers::utils::parallelism::MaybeParallelIterator;
 
 /// One prediction (with its logits): what `paddock predict --json` prints and the model server answers.
 pub use contracts::serving::Prediction;
+/// An entity model's answer for one text.
+pub use contracts::serving::{Entity, EntityPrediction};
 
 /// A model ready for inference.
 pub struct Inference<'a> {
@@ -122,6 +128,57 @@ impl Inference<'_> {
         Ok(to_predictions(&self.run(rows)?, labels))
     }
 
+    /// The entities an entity model finds in each of `texts`, read with `tokenizer` (the model's) cut
+    /// at `max_len` tokens; `labels` are the model's BIO tags.
+    pub fn find_entities(
+        &self,
+        tokenizer: &Tokenizer,
+        texts: &[String],
+        labels: &[String],
+        max_len: usize,
+    ) -> Result<Vec<EntityPrediction>> {
+        let encoded: Vec<_> = texts
+            .into_maybe_par_iter()
+            .map(|t| tokenizer.encode_pieces(t, max_len))
+            .collect::<Result<_>>()?;
+        let rows: Vec<Features> = encoded
+            .iter()
+            .map(|(e, _)| Features::unlabelled(e.input_ids.clone(), e.token_type_ids.clone()))
+            .collect();
+        let out = self.run(&rows)?;
+        let l = out.num_labels.max(1);
+        Ok(texts
+            .iter()
+            .zip(&encoded)
+            .zip(&out.logits)
+            .map(|((text, (_, pieces)), logits)| {
+                let (tags, scores): (Vec<usize>, Vec<f32>) = logits
+                    .chunks(l)
+                    .map(|token| {
+                        let p = softmax(token);
+                        let best = argmax(token);
+                        (best, p[best])
+                    })
+                    .unzip();
+                let entities = entities_of_tokens(text, &tags, Some(&scores), pieces, labels)
+                    .into_iter()
+                    .map(|(span, score)| Entity {
+                        text: text
+                            .chars()
+                            .skip(span.start)
+                            .take(span.end - span.start)
+                            .collect(),
+                        label: span.label,
+                        start: span.start,
+                        end: span.end,
+                        score,
+                    })
+                    .collect();
+                EntityPrediction { entities }
+            })
+            .collect())
+    }
+
     /// Metrics of the model on labelled `rows` (mean loss included).
     pub fn evaluate(&self, rows: &[Features], labels: &[String], task: Task) -> Result<Metrics> {
         let out = self.run(rows)?;
@@ -139,6 +196,7 @@ pub fn score(
     loss: Option<f64>,
 ) -> Metrics {
     match task {
+        Task::Ner => score_entities(labels, rows, pred, loss),
         Task::Classification | Task::Matching => {
             let gold: Vec<usize> = rows
                 .iter()
@@ -155,6 +213,88 @@ pub fn score(
             Metrics::compute(labels, &gold, &pred, loss)
         }
     }
+}
+
+/// Entity metrics from tags: each row's gold and predicted tags on the tokens that carry a gold tag
+/// (the words' first pieces, within the truncation), read as BIO spans of those tokens and compared
+/// exactly, as transformers' token-classification recipe feeds seqeval.
+fn score_entities(
+    labels: &[String],
+    rows: &[Features],
+    pred: &[Vec<usize>],
+    loss: Option<f64>,
+) -> Metrics {
+    let spans = |tags: Vec<&String>| -> Vec<EntitySpan> {
+        let parsed: Vec<Tag> = tags
+            .into_iter()
+            .map(|t| Tag::parse(t).unwrap_or(Tag::parse("O").expect("O is a tag")))
+            .collect();
+        spans_of_tags(&parsed)
+            .0
+            .into_iter()
+            .map(|(start, end, label)| EntitySpan { start, end, label })
+            .collect()
+    };
+    let (mut right, mut scored) = (0usize, 0usize);
+    let (mut gold_spans, mut pred_spans) = (Vec::new(), Vec::new());
+    let outside = "O".to_string();
+    for (row, predicted) in rows.iter().zip(pred) {
+        let Gold::Tags(gold) = &row.gold else {
+            gold_spans.push(Vec::new());
+            pred_spans.push(Vec::new());
+            continue;
+        };
+        let (mut g, mut p) = (Vec::new(), Vec::new());
+        for (i, &tag) in gold.iter().enumerate() {
+            if tag == IGNORED {
+                continue;
+            }
+            let guess = predicted.get(i).copied().unwrap_or(usize::MAX);
+            scored += 1;
+            right += usize::from(guess as i64 == tag);
+            g.push(labels.get(tag as usize).unwrap_or(&outside));
+            p.push(labels.get(guess).unwrap_or(&outside));
+        }
+        gold_spans.push(spans(g));
+        pred_spans.push(spans(p));
+    }
+    let types = types_of_labels(labels);
+    let accuracy = if scored == 0 {
+        0.0
+    } else {
+        right as f64 / scored as f64
+    };
+    Metrics::of_entities(&types, &gold_spans, &pred_spans, accuracy, loss)
+}
+
+/// Encodes `examples` for a `task` model whose label names are `labels`, each with its gold answer:
+/// its label's id, or for entities the tags of its tokens.
+pub fn encode_examples(
+    task: Task,
+    tokenizer: &Tokenizer,
+    examples: &[crate::data::Example],
+    labels: &[String],
+    max_len: usize,
+) -> Result<Vec<Features>> {
+    if task != Task::Ner {
+        let items: Vec<(String, Option<String>)> = examples
+            .iter()
+            .map(|e| (e.text.clone(), e.text_pair.clone()))
+            .collect();
+        let gold: Vec<Option<usize>> = examples.iter().map(|e| e.label).collect();
+        return encode_rows(tokenizer, &items, Some(&gold), max_len);
+    }
+    examples
+        .into_maybe_par_iter()
+        .map(|e| {
+            let (encoded, pieces) = tokenizer.encode_pieces(&e.text, max_len)?;
+            Ok(Features {
+                input_ids: encoded.input_ids,
+                token_type_ids: encoded.token_type_ids,
+                gold: Gold::Tags(tag_tokens(&e.text, &e.entities, &pieces, labels)),
+            })
+        })
+        .collect()
 }
 
 /// Each row's prediction from a sequence head's outputs.

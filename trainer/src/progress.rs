@@ -218,13 +218,19 @@ pub fn describe(event: &Event, total_steps: usize) -> Option<String> {
             split,
             metrics,
             ..
-        } => format!(
-            "{split} at step {step}: accuracy {:.4}, macro-F1 {:.4}{} over {} rows",
-            metrics.accuracy,
-            metrics.macro_f1,
-            metrics.loss.map(|l| format!(", loss {l:.4}")).unwrap_or_default(),
-            metrics.count
-        ),
+        } => {
+            let loss = metrics.loss.map(|l| format!(", loss {l:.4}")).unwrap_or_default();
+            match &metrics.entities {
+                Some(e) => format!(
+                    "{split} at step {step}: entity F1 {:.4} (precision {:.4}, recall {:.4}; {} found of {}){loss} over {} texts",
+                    e.f1, e.precision, e.recall, e.predicted, e.gold, metrics.count
+                ),
+                None => format!(
+                    "{split} at step {step}: accuracy {:.4}, macro-F1 {:.4}{loss} over {} rows",
+                    metrics.accuracy, metrics.macro_f1, metrics.count
+                ),
+            }
+        }
         Event::Checkpoint {
             path,
             step,

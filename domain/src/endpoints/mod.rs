@@ -365,6 +365,32 @@ async fn live_checkpoint(
     }
 }
 
+/// Refuses a checkpoint an endpoint cannot serve: an entity model (the model server answers labels and
+/// their probabilities, not entities, yet), or — for a rollout — a model of another task than the one
+/// `serving`, whose callers send inputs of that task.
+async fn servable(
+    conn: &mut SqliteConnection,
+    checkpoint_id: CheckpointId,
+    serving: Option<Task>,
+) -> Result<(), AppError> {
+    let task = checkpoint_task(conn, checkpoint_id).await?;
+    if task == Task::Ner {
+        return Err(AppError::invalid(
+            "checkpoint_id",
+            ErrorCode::EndpointSpecInvalid,
+            "an entity extraction model cannot be served by an endpoint yet: use `paddock predict` with it",
+        ));
+    }
+    match serving {
+        Some(serving) if serving != task => Err(AppError::invalid(
+            "checkpoint_id",
+            ErrorCode::EndpointSpecInvalid,
+            format!("this endpoint serves a {serving} model; a {task} model takes other inputs, so deploy it as an endpoint of its own"),
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Deploys a checkpoint as a new endpoint (editors and owners); it becomes ready once its replicas are
 /// up and the parity gate passed.
 pub async fn deploy(
@@ -385,6 +411,7 @@ pub async fn deploy(
     let slug = slug_for(&spec)?;
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     live_checkpoint(&mut tx, workspace_id, spec.checkpoint_id).await?;
+    servable(&mut tx, spec.checkpoint_id, None).await?;
     super::caps::replicas_fit(&mut tx, workspace_id, None, i64::from(spec.replicas)).await?;
     let now = super::now();
     let name = spec.name.trim();
@@ -546,6 +573,8 @@ pub async fn change(
     let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
     if let Some(checkpoint_id) = change.checkpoint_id {
         live_checkpoint(&mut tx, workspace_id, checkpoint_id).await?;
+        let serving = checkpoint_task(&mut tx, r.checkpoint_id).await?;
+        servable(&mut tx, checkpoint_id, Some(serving)).await?;
     }
     let replicas = change.replicas.map_or(r.replicas, i64::from);
     if replicas > r.replicas {

@@ -452,7 +452,11 @@ async fn submit_as(
     if let Some(refused) = AppError::invalid_fields(ErrorCode::JobSpecInvalid, wrong_task) {
         return Err(refused);
     }
-    let labels: Vec<String> = train.labels.clone();
+    // An entity model learns BIO tags over the entity types the data's distribution counts.
+    let labels: Vec<String> = match spec.task {
+        Task::Ner => contracts::data::bio_labels(&train.labels),
+        _ => train.labels.clone(),
+    };
     if labels.len() < 2 {
         return Err(AppError::invalid(
             "dataset_id",

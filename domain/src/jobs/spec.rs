@@ -278,6 +278,7 @@ pub fn job_config(spec: &JobSpec, inputs: &Inputs, threads: usize) -> JobConfig 
                     .unwrap_or_else(|| Columns::default().text_pair),
                 label: inputs.label_column.clone(),
                 label_names: inputs.label_names.clone(),
+                ..Columns::default()
             },
             convert_encoding: false,
         },

@@ -230,6 +230,12 @@ fn inference_thread(
         }
     };
     let loaded = &opened.loaded;
+    if loaded.config.task() == Task::Ner {
+        let _ = ready.send(Err(
+            "an entity extraction model cannot be served yet (answers are labels and their probabilities); use `paddock predict` with it".into(),
+        ));
+        return;
+    }
     let labels = loaded.config.labels();
     let inference = opened.inference();
     // Warm-up: the first forward pass allocates and picks kernels; users should not pay for it.

@@ -1,7 +1,8 @@
 //! Tasks beside sentiment classification, through the real binary: the matching sample is added as pair
 //! data, a job of another task is refused at its dataset, a matching job trains on it, its checkpoint
 //! is evaluated on pairs, passes the parity gate with pairs, answers pairs on its endpoint (and refuses
-//! a plain text in words that say what it takes), and the playground takes pairs.
+//! a plain text in words that say what it takes), and the playground takes pairs; the entity sample
+//! trains an entity model that is evaluated by entity type, and that no endpoint serves yet.
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -119,4 +120,57 @@ async fn a_matching_model_trains_evaluates_and_answers_pairs() {
     let (status, err) = playground(&owner, &ep, json!(["一个问题"])).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
     assert_eq!(err["field"], "inputs", "{err}");
+}
+
+#[tokio::test]
+async fn an_entity_model_trains_on_the_entity_sample_and_is_evaluated_by_type() {
+    let server = Server::start_with(NO_DOCKER);
+    let owner = server.signup("owner").await;
+    let ws = workspace(&owner).await;
+    let (status, sample) = owner
+        .post_empty(&format!("/api/v1/workspaces/{ws}/datasets/sample?task=ner"))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{sample}");
+    let summary = &sample["summary"];
+    assert_eq!(summary["task"], "ner");
+    let types: Vec<&String> = summary["label_distribution"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(types, ["LOC", "ORG", "PER"], "entities counted by type");
+    let ds = summary["id"].as_i64().unwrap();
+
+    let spec = json!({ "name": "entities", "task": "ner", "dataset_id": ds, "preset": "tiny", "max_seq_len": 64,
+                       "batch_size": 32, "learning_rate": 0.003, "max_steps": 40, "eval_every_steps": 20,
+                       "keep_best": 1 });
+    let job = submit(&owner, ws, spec).await;
+    let done = finished(&owner, ws, job).await;
+    assert_eq!(done["summary"]["status"], "succeeded", "{done}");
+    assert!(
+        done["config_toml"].as_str().unwrap().contains("B-PER"),
+        "the job learns BIO tags: {}",
+        done["config_toml"]
+    );
+    let ckpt = kept_checkpoint(&done)["id"].as_i64().unwrap();
+
+    let evaluations = format!("/api/v1/workspaces/{ws}/checkpoints/{ckpt}/evaluations");
+    let (status, started) = owner.post(&evaluations, json!({ "dataset_id": ds })).await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let result = until_over(&owner, &format!("{evaluations}/{}", started["id"])).await;
+    assert_eq!(result["status"], "succeeded", "{result}");
+    assert_eq!(
+        result["labels"],
+        json!(["LOC", "ORG", "PER", "O"]),
+        "{result}"
+    );
+    assert_eq!(result["confusion"].as_array().unwrap().len(), 4);
+
+    let spec = json!({ "name": "ner", "checkpoint_id": ckpt });
+    let (status, err) = owner
+        .post(&format!("/api/v1/workspaces/{ws}/endpoints"), spec)
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert_eq!(err["field"], "checkpoint_id", "{err}");
+    assert_eq!(server.count("SELECT COUNT(*) FROM endpoints").await, 0);
 }

@@ -3,6 +3,7 @@
 //!
 //! # Layout
 //! - `encoding`: UTF-8 / GBK detection and conversion.
+//! - `entities`: entity spans, tag schemes, and their alignment with tokens.
 //! - `reader`: CSV, TSV and JSONL parsing into located rows.
 //! - `validate`: value checks and statistics over one file.
 //! - `report`: the serialisable report.
@@ -12,6 +13,7 @@
 
 pub mod batch;
 pub mod encoding;
+pub mod entities;
 pub mod labels;
 pub mod reader;
 pub mod report;

@@ -1,8 +1,9 @@
-//! Parses decoded CSV, TSV and JSONL text into raw rows, one per record, each with the 1-based line it
-//! starts on. Structural problems (wrong column count, bad JSON, a missing column in the header) become
+//! Parses decoded CSV, TSV, JSONL and CoNLL text into raw rows, one per record (a CoNLL text is the
+//! tokens up to a blank line), each with the 1-based line it starts on. Structural problems (wrong column count, bad JSON, a missing column in the header) become
 //! [`Issue`]s rather than errors so that one pass reports every bad line; value checks (empty text,
 //! labels) happen later in `validate`.
 
+use super::entities::{spans_of_tags, EntitySpan, Tag};
 use super::report::{Issue, IssueDetail, IssueKind};
 
 pub use contracts::data::{Columns, DataFormat};
@@ -15,6 +16,9 @@ pub struct RawRow {
     pub text: Option<String>,
     pub text_pair: Option<String>,
     pub label: Option<String>,
+    /// An entity file's spans of `text` (CoNLL's tags read into spans, or a JSON line's `entities`);
+    /// `None` where the record gives none.
+    pub entities: Option<Vec<EntitySpan>>,
 }
 
 /// Result of parsing: the well-formed rows, the structural issues, and whether a label column exists.
@@ -34,6 +38,7 @@ pub struct Parsed {
 pub fn parse(text: &str, format: DataFormat, columns: &Columns) -> Parsed {
     let mut parsed = match format {
         DataFormat::Jsonl => parse_jsonl(text, columns),
+        DataFormat::Conll => parse_conll(text),
         DataFormat::Csv => parse_delimited(text, b',', true, columns),
         DataFormat::Tsv | DataFormat::Auto => parse_delimited(text, b'\t', false, columns),
     };
@@ -139,6 +144,7 @@ fn parse_delimited(text: &str, delimiter: u8, quoting: bool, columns: &Columns) 
                         .map(|i| rec[i].to_string())
                         .filter(|s| !s.is_empty()),
                     label: label_idx.map(|i| rec[i].trim().to_string()),
+                    entities: None,
                 });
             }
         }
@@ -213,16 +219,173 @@ fn parse_jsonl(text: &str, columns: &Columns) -> Parsed {
                 continue;
             }
         };
-        out.has_label_column |= obj.contains_key(&columns.label);
+        let entities = match obj.get(&columns.entities) {
+            None | Some(serde_json::Value::Null) => None,
+            Some(value) => match json_entities(value) {
+                Ok(spans) => Some(spans),
+                Err(why) => {
+                    out.issues.push(
+                        Issue::in_cell(IssueKind::Malformed, line, &columns.entities, why).with(
+                            IssueDetail::WrongType {
+                                integer_allowed: false,
+                            },
+                        ),
+                    );
+                    continue;
+                }
+            },
+        };
+        out.has_label_column |=
+            obj.contains_key(&columns.label) || obj.contains_key(&columns.entities);
         out.has_pair_column |= obj.contains_key(&columns.text_pair);
         out.rows.push(RawRow {
             line,
             text,
             text_pair,
             label,
+            entities,
         });
     }
     out
+}
+
+/// A JSON line's `entities`: `[{"start": 0, "end": 2, "label": "PER"}, …]` with character offsets;
+/// says what is wrong with the first entity that is not one (the values are checked later).
+fn json_entities(value: &serde_json::Value) -> Result<Vec<EntitySpan>, String> {
+    let items = value
+        .as_array()
+        .ok_or_else(|| format!("expected a list of entities, found {}", json_kind(value)))?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            let offset = |key: &str| item.get(key).and_then(serde_json::Value::as_u64);
+            match (offset("start"), offset("end"), item.get("label").and_then(|l| l.as_str())) {
+                (Some(start), Some(end), Some(label)) => Ok(EntitySpan {
+                    start: start as usize,
+                    end: end as usize,
+                    label: label.trim().to_string(),
+                }),
+                _ => Err(format!(
+                    "entity {} must be {{\"start\": n, \"end\": n, \"label\": \"…\"}} with whole numbers, found {item}",
+                    i + 1
+                )),
+            }
+        })
+        .collect()
+}
+
+/// CoNLL text: one token and its tag per line (the token first, the tag last, separated by a tab or
+/// spaces), texts separated by blank lines, `-DOCSTART-` lines skipped. A text is its tokens joined,
+/// with a space only between two tokens that are both Latin letters or digits at the join (`iPhone 15`,
+/// `张三`); its entities are the tags read as spans of it. A bad tag is an error at its line.
+fn parse_conll(text: &str) -> Parsed {
+    let mut out = Parsed {
+        has_label_column: true,
+        ..Parsed::default()
+    };
+    // The text being read: its first line, its tokens and their tags, and whether a line of it was bad.
+    let mut tokens: Vec<(String, Tag)> = Vec::new();
+    let (mut first_line, mut bad) = (0, false);
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        let raw = raw.trim_end_matches('\r');
+        if raw.trim().is_empty() {
+            finish(&mut out, &mut tokens, first_line, bad);
+            bad = false;
+            continue;
+        }
+        if raw.starts_with("-DOCSTART-") {
+            continue;
+        }
+        if tokens.is_empty() && !bad {
+            first_line = line;
+        }
+        let fields: Vec<&str> = raw.split(['\t', ' ']).filter(|f| !f.is_empty()).collect();
+        let (token, tag) = match fields.as_slice() {
+            [token, .., tag] => (*token, *tag),
+            _ => {
+                out.issues.push(Issue::error(
+                    IssueKind::Malformed,
+                    Some(line),
+                    None,
+                    format!("expected a token and its tag, found `{raw}`"),
+                ));
+                bad = true;
+                continue;
+            }
+        };
+        match Tag::parse(tag) {
+            Some(tag) => tokens.push((token.to_string(), tag)),
+            None => {
+                out.issues.push(
+                    Issue::in_cell(
+                        IssueKind::UnknownLabel,
+                        line,
+                        "tag",
+                        format!(
+                            "`{tag}` is not a tag: use O, or B-, I-, E-, S- and a type (B-PER)"
+                        ),
+                    )
+                    .with(IssueDetail::UnknownLabel {
+                        label: tag.to_string(),
+                        known: Vec::new(),
+                    }),
+                );
+                bad = true;
+            }
+        }
+    }
+    finish(&mut out, &mut tokens, first_line, bad);
+    out
+}
+
+/// Ends the CoNLL text being read: a record, and a row unless one of its lines was bad.
+fn finish(out: &mut Parsed, tokens: &mut Vec<(String, Tag)>, first_line: usize, bad: bool) {
+    if tokens.is_empty() && !bad {
+        return;
+    }
+    out.records += 1;
+    if !bad {
+        out.rows.push(conll_row(first_line, tokens));
+    }
+    tokens.clear();
+}
+
+/// One CoNLL text's row: the tokens joined and their tags as character spans.
+fn conll_row(line: usize, tokens: &[(String, Tag)]) -> RawRow {
+    let mut text = String::new();
+    let mut starts = Vec::with_capacity(tokens.len() + 1);
+    let latin = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    for (token, _) in tokens {
+        if latin(text.chars().last()) && latin(token.chars().next()) {
+            text.push(' ');
+        }
+        starts.push(text.chars().count());
+        text.push_str(token);
+    }
+    let ends: Vec<usize> = tokens
+        .iter()
+        .zip(&starts)
+        .map(|((t, _), s)| s + t.chars().count())
+        .collect();
+    let tags: Vec<Tag> = tokens.iter().map(|(_, t)| t.clone()).collect();
+    let entities = spans_of_tags(&tags)
+        .0
+        .into_iter()
+        .map(|(first, last, label)| EntitySpan {
+            start: starts[first],
+            end: ends[last - 1],
+            label,
+        })
+        .collect();
+    RawRow {
+        line,
+        text: Some(text),
+        text_pair: None,
+        label: None,
+        entities: Some(entities),
+    }
 }
 
 /// A cell of the wrong JSON type, named by line and column; the row is skipped.
@@ -314,6 +477,63 @@ mod tests {
         assert!(p.rows.is_empty());
         assert_eq!(p.issues[0].kind, IssueKind::MissingColumn);
         assert!(p.issues[0].message.contains("sentence"));
+    }
+
+    #[test]
+    fn conll_texts_become_rows_with_their_entities_and_bad_tags_their_lines() {
+        let p = parsed(
+            "-DOCSTART- O\n\n张 B-PER\n三 I-PER\n在 O\niPhone B-PRODUCT\n15 I-PRODUCT\n上 O\n\n北 B-LOC\n京 E-LOC\n\n好 X-1\n的 O\n\n",
+            DataFormat::Conll,
+        );
+        assert_eq!(p.records, 3);
+        assert_eq!(p.rows.len(), 2);
+        let first = &p.rows[0];
+        assert_eq!(
+            (first.line, first.text.as_deref()),
+            (3, Some("张三在iPhone 15上"))
+        );
+        let spans = first.entities.as_ref().unwrap();
+        assert_eq!(
+            spans,
+            &[
+                EntitySpan {
+                    start: 0,
+                    end: 2,
+                    label: "PER".into()
+                },
+                EntitySpan {
+                    start: 3,
+                    end: 12,
+                    label: "PRODUCT".into()
+                },
+            ]
+        );
+        assert_eq!(p.rows[1].line, 10);
+        assert_eq!(p.rows[1].entities.as_ref().unwrap()[0].end, 2);
+        assert_eq!(p.issues.len(), 1);
+        assert_eq!(
+            (p.issues[0].line, p.issues[0].field.as_deref()),
+            (Some(13), Some("tag"))
+        );
+    }
+
+    #[test]
+    fn jsonl_entities_are_read_and_bad_ones_named() {
+        let p = parsed(
+            "{\"text\":\"张三\",\"entities\":[{\"start\":0,\"end\":2,\"label\":\"PER\"}]}\n{\"text\":\"x\",\"entities\":[{\"start\":-1}]}\n{\"text\":\"y\",\"entities\":\"PER\"}\n",
+            DataFormat::Jsonl,
+        );
+        assert_eq!(p.rows.len(), 1);
+        assert_eq!(p.rows[0].entities.as_ref().unwrap()[0].label, "PER");
+        assert!(p.has_label_column);
+        let lines: Vec<_> = p.issues.iter().map(|i| (i.line, i.field.clone())).collect();
+        assert_eq!(
+            lines,
+            [
+                (Some(2), Some("entities".into())),
+                (Some(3), Some("entities".into()))
+            ]
+        );
     }
 
     #[test]

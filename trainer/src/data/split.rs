@@ -51,6 +51,7 @@ mod tests {
             text: format!("t{line}"),
             text_pair: None,
             label: Some(label),
+            entities: Vec::new(),
         }
     }
 

@@ -9,6 +9,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::encoding;
+use super::entities::EntitySpan;
 use super::labels::LabelMap;
 use super::reader::{self, Columns, DataFormat};
 use super::report::{
@@ -59,6 +60,8 @@ pub struct Row {
     pub text: String,
     pub text_pair: Option<String>,
     pub label: Option<String>,
+    /// An entity file's spans of `text` (empty for other tasks).
+    pub entities: Vec<EntitySpan>,
 }
 
 /// A row ready for training: label mapped to its id.
@@ -69,6 +72,8 @@ pub struct Example {
     pub text: String,
     pub text_pair: Option<String>,
     pub label: Option<usize>,
+    /// An entity file's spans of `text`, sorted (empty for other tasks).
+    pub entities: Vec<EntitySpan>,
 }
 
 /// The outcome of validating a file.
@@ -94,9 +99,85 @@ impl Validated {
                     .and_then(|l| labels.and_then(|m| m.id(l))),
                 text: r.text,
                 text_pair: r.text_pair,
+                entities: r.entities,
             })
             .collect())
     }
+}
+
+/// The spans of an entity row at `line`, sorted, or what is wrong with them: every row must give its entities (an empty list when it has none), each within the text, non-empty, of a
+/// named type the model knows, and no two overlapping.
+fn check_entities(
+    line: usize,
+    text: &str,
+    given: Option<Vec<EntitySpan>>,
+    opts: &DataOptions,
+    labels: Option<&LabelMap>,
+) -> std::result::Result<Vec<EntitySpan>, Box<Issue>> {
+    let field = &opts.columns.entities;
+    let at = |kind, message: String| Box::new(Issue::in_cell(kind, line, field, message));
+    let Some(mut spans) = given else {
+        if opts.require_labels {
+            return Err(at(
+                IssueKind::MissingLabel,
+                format!("no `{field}`: give the text's entities, or [] when it has none"),
+            ));
+        }
+        return Ok(Vec::new());
+    };
+    let chars = text.chars().count();
+    spans.sort();
+    for (i, s) in spans.iter().enumerate() {
+        if s.label.is_empty() {
+            return Err(at(
+                IssueKind::MissingLabel,
+                format!("entity {}–{} has no label", s.start, s.end),
+            ));
+        }
+        if s.start >= s.end || s.end > chars {
+            return Err(at(
+                IssueKind::Malformed,
+                format!(
+                    "entity `{}` at {}–{} is not within the text's {chars} characters (start < end <= {chars})",
+                    s.label, s.start, s.end
+                ),
+            ));
+        }
+        if let Some(next) = spans.get(i + 1).filter(|n| n.start < s.end) {
+            return Err(at(
+                IssueKind::Malformed,
+                format!(
+                    "entities `{}` at {}–{} and `{}` at {}–{} overlap: a character belongs to one entity",
+                    s.label, s.start, s.end, next.label, next.start, next.end
+                ),
+            ));
+        }
+        if let Some(map) = labels.filter(|m| m.id(&format!("B-{}", s.label)).is_none()) {
+            let known = super::entities::types_of_labels(map.names());
+            let unknown = at(
+                IssueKind::UnknownLabel,
+                format!(
+                    "unknown entity type `{}` (known: {})",
+                    s.label,
+                    known.join(", ")
+                ),
+            );
+            return Err(Box::new(unknown.with(IssueDetail::UnknownLabel {
+                label: s.label.clone(),
+                known,
+            })));
+        }
+    }
+    Ok(spans)
+}
+
+/// The spans of a row as one string, to compare rows' answers.
+fn entity_signature(spans: &[EntitySpan]) -> String {
+    spans
+        .iter()
+        .map(|s| format!("{}-{}:{}", s.start, s.end, s.label))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// Validates `path`. `labels` (when known) turns labels outside it into errors; `measure` adds token
@@ -236,8 +317,22 @@ pub fn validate_bytes(
             ));
             continue;
         }
-        let label = row.label.filter(|l| !l.is_empty());
-        if opts.require_labels && parsed.has_label_column {
+        let entities = match opts.task {
+            Task::Ner => match check_entities(row.line, &text, row.entities, opts, labels) {
+                Ok(spans) => spans,
+                Err(issue) => {
+                    report.push(*issue);
+                    continue;
+                }
+            },
+            _ => Vec::new(),
+        };
+        // An entity row's spans stand for its label where duplicates are compared.
+        let label = match opts.task {
+            Task::Ner => Some(entity_signature(&entities)),
+            _ => row.label.filter(|l| !l.is_empty()),
+        };
+        if opts.require_labels && parsed.has_label_column && opts.task != Task::Ner {
             match (&label, labels) {
                 (None, _) => {
                     report.push(Issue::in_cell(
@@ -304,17 +399,28 @@ pub fn validate_bytes(
             line: row.line,
             text,
             text_pair: row.text_pair,
-            label,
+            label: label.filter(|_| opts.task != Task::Ner),
+            entities,
         });
     }
 
     report.valid_rows = rows.len();
     for r in &rows {
-        if let Some(l) = &r.label {
+        // An entity file's distribution counts entities by type.
+        let labels = r.label.iter().chain(r.entities.iter().map(|e| &e.label));
+        for l in labels {
             *report.label_distribution.entry(l.clone()).or_default() += 1;
         }
     }
-    if opts.require_labels && report.label_distribution.len() == 1 {
+    if opts.require_labels && opts.task == Task::Ner && report.label_distribution.is_empty() {
+        report.push(Issue::error(
+            IssueKind::SingleLabel,
+            None,
+            Some(opts.columns.entities.clone()),
+            "no text has an entity: there is nothing to learn".into(),
+        ));
+    }
+    if opts.require_labels && opts.task != Task::Ner && report.label_distribution.len() == 1 {
         let only = report
             .label_distribution
             .keys()

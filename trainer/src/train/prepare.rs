@@ -3,8 +3,12 @@
 //! and refuse data that cannot train a classifier. All of it fails before the output directory exists.
 
 use super::config::{data_options, JobConfig};
+use std::collections::BTreeSet;
+
+use crate::data::entities::bio_labels;
 use crate::data::{split_dev, validate_file, Example, LabelMap, ValidationReport};
 use crate::{Error, Result};
+use contracts::task::Task;
 
 /// A job's data, validated.
 pub struct PreparedData {
@@ -30,6 +34,16 @@ pub fn load_data(job: &JobConfig, known_labels: Option<Vec<String>>) -> Result<P
     crate::data::report::to_result(&train.report)?;
     let labels = match given {
         Some(m) => m,
+        // An entity model learns BIO tags over the types the training file has.
+        None if job.task == Task::Ner => {
+            let types: BTreeSet<&String> = train
+                .rows
+                .iter()
+                .flat_map(|r| r.entities.iter().map(|e| &e.label))
+                .collect();
+            let types: Vec<String> = types.into_iter().cloned().collect();
+            LabelMap::new(bio_labels(&types))?
+        }
         None => LabelMap::infer(train.rows.iter().filter_map(|r| r.label.as_deref()))?,
     };
     if labels.len() < 2 {

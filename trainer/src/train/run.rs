@@ -26,7 +26,7 @@ use crate::data::batch::{bucketed_batches, collate, Features};
 use crate::data::Example;
 use crate::events::{Event, EventSink, Start, Task};
 use crate::metrics::Metrics;
-use crate::predict::{encode_rows, Inference};
+use crate::predict::{encode_examples, Inference};
 use crate::{pick_device, precision, Error, Precision, Result, TaskModel};
 use contracts::precision::{PrecisionChoice, Work};
 
@@ -98,15 +98,6 @@ struct Trainer<'a> {
     parallel: Option<DataParallel>,
     /// A stop asked of any rank, as the last step's sum over the ranks said.
     stop_seen: bool,
-}
-
-fn features(tok: &crate::Tokenizer, rows: &[Example], max_len: usize) -> Result<Vec<Features>> {
-    let items: Vec<(String, Option<String>)> = rows
-        .iter()
-        .map(|e| (e.text.clone(), e.text_pair.clone()))
-        .collect();
-    let labels: Vec<Option<usize>> = rows.iter().map(|e| e.label).collect();
-    encode_rows(tok, &items, Some(&labels), max_len)
 }
 
 /// Resolves `output.resume_from` ("latest" → newest checkpoint in the output directory).
@@ -203,13 +194,11 @@ impl<'a> Trainer<'a> {
             Some(p) => p.same_precision(precision)?,
             None => precision,
         };
-        let train_rows = features(&built.tokenizer, &data.train, max_len)?;
-        let dev_rows = features(&built.tokenizer, &data.dev, max_len)?;
-        let test_rows = data
-            .test
-            .as_deref()
-            .map(|t| features(&built.tokenizer, t, max_len))
-            .transpose()?;
+        let features =
+            |rows: &[Example]| encode_examples(job.task, &built.tokenizer, rows, &names, max_len);
+        let train_rows = features(&data.train)?;
+        let dev_rows = features(&data.dev)?;
+        let test_rows = data.test.as_deref().map(features).transpose()?;
 
         let micro_per_epoch = train_rows.len().div_ceil(t.batch_size);
         let steps_per_epoch = micro_per_epoch.div_ceil(t.grad_accum_steps);

@@ -92,6 +92,15 @@ fn AddDatasets(workspace_id: WorkspaceId) -> impl IntoView {
                     >
                         {t!(i18n, datasets.add_matching_sample)}
                     </button>
+                    <button
+                        type="button"
+                        class="button button-small"
+                        data-testid="dataset-sample-entities"
+                        disabled=move || sample.pending().get()
+                        on:click=move |_| { sample.dispatch(AddSampleDataset { workspace_id, task: Task::Ner }); }
+                    >
+                        {t!(i18n, datasets.add_entities_sample)}
+                    </button>
                 </div>
             </div>
             <p class="hint">{t!(i18n, datasets.upload_hint)}</p>

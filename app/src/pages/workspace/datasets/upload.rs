@@ -352,7 +352,7 @@ fn FileField(
                 type="file"
                 id="dataset-file"
                 data-testid="dataset-file"
-                accept=".csv,.tsv,.txt,.jsonl,.ndjson"
+                accept=".csv,.tsv,.txt,.jsonl,.ndjson,.conll,.bio"
                 node_ref=file_input
                 aria-invalid=move || mine.with(Option::is_some).then_some("true")
                 aria-describedby="dataset-file-hint dataset-file-error"
