@@ -1706,6 +1706,10 @@ pub struct EvaluationInfo {
     pub per_class: Vec<ClassScore>,
     /// `confusion[gold][predicted]`, in label-id order.
     pub confusion: Vec<Vec<u64>>,
+    /// An entity model's scores over exact spans, its headline (its `labels` are the entity types and
+    /// a last `O`, "no entity"); absent for the tasks that label a whole row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entities: Option<crate::metrics::EntityScores>,
     pub created_by: Option<String>,
     pub created_at: String,
     pub started_at: Option<String>,

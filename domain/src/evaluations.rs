@@ -55,6 +55,7 @@ struct Row {
     labels_json: Option<String>,
     per_class_json: Option<String>,
     confusion_json: Option<String>,
+    entities_json: Option<String>,
     created_by: Option<String>,
     created_at: String,
     started_at: Option<String>,
@@ -71,7 +72,7 @@ crate::db::row_query!(
     r#"SELECT e.id AS "id!: contracts::ids::EvaluationId", e.workspace_id AS "workspace_id: contracts::ids::WorkspaceId",
         e.checkpoint_id AS "checkpoint_id: contracts::ids::CheckpointId", c.job_id AS "job_id: contracts::ids::JobId", c.step AS checkpoint_step,
         e.dataset_id AS "dataset_id: contracts::ids::DatasetId", e.dataset_name, e.dataset_sha256, e.status, e.status_message, e.rows, e.accuracy,
-        e.macro_f1, e.loss, e.labels_json, e.per_class_json, e.confusion_json,
+        e.macro_f1, e.loss, e.labels_json, e.per_class_json, e.confusion_json, e.entities_json,
         u.username AS "created_by?", e.created_at, e.started_at, e.finished_at, e.cluster, e.cluster_job
       FROM evaluations e JOIN checkpoints c ON c.id = e.checkpoint_id
       LEFT JOIN users u ON u.id = e.created_by"#
@@ -89,6 +90,10 @@ impl Row {
             labels: parsed(self.labels_json.as_deref()),
             per_class: parsed(self.per_class_json.as_deref()),
             confusion: parsed(self.confusion_json.as_deref()),
+            entities: self
+                .entities_json
+                .as_deref()
+                .and_then(|j| serde_json::from_str(j).ok()),
             id: self.id,
             workspace_id: self.workspace_id,
             checkpoint_id: self.checkpoint_id,
@@ -675,7 +680,8 @@ async fn record(
             }
             sqlx::query(
                 "UPDATE evaluations SET status_message = NULL, rows = ?, accuracy = ?, macro_f1 = ?,
-                     loss = ?, labels_json = ?, per_class_json = ?, confusion_json = ?, finished_at = ?
+                     loss = ?, labels_json = ?, per_class_json = ?, confusion_json = ?, entities_json = ?,
+                     finished_at = ?
                  WHERE id = ?",
             )
             .bind(m.count as i64)
@@ -685,6 +691,7 @@ async fn record(
             .bind(json(&labels))
             .bind(json(&m.per_class))
             .bind(json(&m.confusion))
+            .bind(m.entities.as_ref().map(json))
             .bind(super::now())
             .bind(id)
             .execute(&mut *tx)

@@ -541,6 +541,13 @@ async fn submit_spec(api: &Api, ws: WorkspaceId, s: &SubmitArgs) -> anyhow::Resu
             object.insert(key.to_string(), v);
         }
     }
+    // A job learns its data's task: unless the spec says otherwise, the training dataset's.
+    if !object.contains_key("task") {
+        let trains = object.get("dataset_id").and_then(serde_json::Value::as_i64);
+        if let Some(d) = datasets.iter().find(|d| Some(d.id.get()) == trains) {
+            object.insert("task".into(), serde_json::to_value(d.task)?);
+        }
+    }
     serde_path_to_error::deserialize(value)
         .map_err(|e| anyhow::anyhow!("job spec: field {}: {}", e.path(), e.inner()))
 }
@@ -559,13 +566,22 @@ async fn follow(api: &Api, ws: WorkspaceId, job: JobId) -> anyhow::Result<i32> {
                 }
                 "metric" => {
                     if let Ok(point) = serde_json::from_str::<contracts::types::MetricPoint>(data) {
-                        if point.kind == "eval" {
-                            eprintln!(
+                        let figure = |v: &serde_json::Value| v.as_f64().unwrap_or(f64::NAN);
+                        match (point.kind.as_str(), point.data.get("entities")) {
+                            ("eval", Some(e)) if e.is_object() => eprintln!(
+                                "[eval] step {} entity_f1 {:.4} precision {:.4} recall {:.4}",
+                                point.step,
+                                figure(&e["f1"]),
+                                figure(&e["precision"]),
+                                figure(&e["recall"])
+                            ),
+                            ("eval", _) => eprintln!(
                                 "[eval] step {} accuracy {:.4} macro_f1 {:.4}",
                                 point.step,
-                                point.data["accuracy"].as_f64().unwrap_or(f64::NAN),
-                                point.data["macro_f1"].as_f64().unwrap_or(f64::NAN)
-                            );
+                                figure(&point.data["accuracy"]),
+                                figure(&point.data["macro_f1"])
+                            ),
+                            _ => {}
                         }
                     }
                 }

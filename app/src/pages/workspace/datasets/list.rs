@@ -20,7 +20,7 @@ use crate::i18n::*;
 use crate::pages::workspace::environments::parts::bytes_text;
 use crate::pages::workspace::{use_current_workspace, SectionPage};
 use contracts::error::AppError;
-use contracts::task::Task;
+use contracts::task::{Task, TASKS};
 use contracts::types::DatasetSummary;
 
 #[component]
@@ -74,33 +74,21 @@ fn AddDatasets(workspace_id: WorkspaceId) -> impl IntoView {
             <div class="card-heading">
                 <h2 id="dataset-upload-title">{t!(i18n, datasets.upload_title)}</h2>
                 <div class="actions">
-                    <button
-                        type="button"
-                        class="button button-small"
-                        data-testid="dataset-sample"
-                        disabled=move || sample.pending().get()
-                        on:click=move |_| { sample.dispatch(AddSampleDataset { workspace_id, task: Task::Classification }); }
-                    >
-                        {t!(i18n, datasets.add_sample)}
-                    </button>
-                    <button
-                        type="button"
-                        class="button button-small"
-                        data-testid="dataset-sample-matching"
-                        disabled=move || sample.pending().get()
-                        on:click=move |_| { sample.dispatch(AddSampleDataset { workspace_id, task: Task::Matching }); }
-                    >
-                        {t!(i18n, datasets.add_matching_sample)}
-                    </button>
-                    <button
-                        type="button"
-                        class="button button-small"
-                        data-testid="dataset-sample-entities"
-                        disabled=move || sample.pending().get()
-                        on:click=move |_| { sample.dispatch(AddSampleDataset { workspace_id, task: Task::Ner }); }
-                    >
-                        {t!(i18n, datasets.add_entities_sample)}
-                    </button>
+                    {TASKS.into_iter().map(|task| view! {
+                        <button
+                            type="button"
+                            class="button button-small"
+                            data-testid=sample_testid(task)
+                            disabled=move || sample.pending().get()
+                            on:click=move |_| { sample.dispatch(AddSampleDataset { workspace_id, task }); }
+                        >
+                            {move || match task {
+                                Task::Classification => t_string!(i18n, datasets.add_sample).to_string(),
+                                Task::Matching => t_string!(i18n, datasets.add_matching_sample).to_string(),
+                                Task::Ner => t_string!(i18n, datasets.add_entities_sample).to_string(),
+                            }}
+                        </button>
+                    }).collect_view()}
                 </div>
             </div>
             <p class="hint">{t!(i18n, datasets.upload_hint)}</p>
@@ -109,6 +97,15 @@ fn AddDatasets(workspace_id: WorkspaceId) -> impl IntoView {
         </section>
     }
     .into_any()
+}
+
+/// The sample button of `task`: `dataset-sample` for the first sample there was, else
+/// `dataset-sample-<task>`.
+fn sample_testid(task: Task) -> String {
+    match task {
+        Task::Classification => "dataset-sample".into(),
+        other => format!("dataset-sample-{other}"),
+    }
 }
 
 /// `negative 176 · positive 124`, most frequent first.

@@ -24,17 +24,29 @@ pub fn step_rows(points: &[MetricPoint], key: &str) -> Vec<Row> {
         .collect()
 }
 
-/// `[step, data[k1], data[k2]…]` for every evaluation on the dev set.
-pub fn dev_rows(points: &[MetricPoint], keys: &[&str]) -> Vec<Row> {
+/// `[step, data at p1, data at p2…]` for every evaluation on the dev set; `pointers` are JSON pointers
+/// into the evaluation's metrics (`/accuracy`, `/entities/f1`).
+pub fn dev_rows(points: &[MetricPoint], pointers: &[&str]) -> Vec<Row> {
     points
         .iter()
         .filter(|p| p.kind == "eval" && p.data["split"].as_str().is_none_or(|s| s == "dev"))
         .map(|p| {
             std::iter::once(Some(p.step as f64))
-                .chain(keys.iter().map(|k| p.data[*k].as_f64()))
+                .chain(
+                    pointers
+                        .iter()
+                        .map(|k| p.data.pointer(k).and_then(serde_json::Value::as_f64)),
+                )
                 .collect()
         })
         .collect()
+}
+
+/// Whether the evaluations are an entity model's (they carry entity scores).
+pub fn of_entities(points: &[MetricPoint]) -> bool {
+    points
+        .iter()
+        .any(|p| p.kind == "eval" && p.data["entities"].is_object())
 }
 
 /// All four charts of a job, fed from `points`.
@@ -44,7 +56,28 @@ pub fn JobCharts(#[prop(into)] points: Signal<Vec<MetricPoint>>) -> impl IntoVie
     let loss = Memo::new(move |_| points.with(|p| step_rows(p, "loss")));
     let lr = Memo::new(move |_| points.with(|p| step_rows(p, "lr")));
     let speed = Memo::new(move |_| points.with(|p| step_rows(p, "samples_per_s")));
-    let dev = Memo::new(move |_| points.with(|p| dev_rows(p, &["accuracy", "macro_f1"])));
+    // An entity model is judged by entity F1, precision and recall; the others by accuracy and macro-F1.
+    let entities = Memo::new(move |_| points.with(|p| of_entities(p)));
+    let dev = Memo::new(move |_| {
+        points.with(|p| match entities.get() {
+            true => dev_rows(
+                p,
+                &["/entities/f1", "/entities/precision", "/entities/recall"],
+            ),
+            false => dev_rows(p, &["/accuracy", "/macro_f1"]),
+        })
+    });
+    let dev_series = move || match entities.get() {
+        true => vec![
+            t_string!(i18n, job_detail.series_entity_f1).to_string(),
+            t_string!(i18n, job_detail.series_precision).to_string(),
+            t_string!(i18n, job_detail.series_recall).to_string(),
+        ],
+        false => vec![
+            t_string!(i18n, job_detail.series_accuracy).to_string(),
+            "macro-F1".to_string(),
+        ],
+    };
     let in_browser = RwSignal::new(false);
     Effect::new(move |_| in_browser.set(true));
     view! {
@@ -55,7 +88,7 @@ pub fn JobCharts(#[prop(into)] points: Signal<Vec<MetricPoint>>) -> impl IntoVie
                     series=move || vec![t_string!(i18n, job_detail.series_train_loss).to_string()]
                     y_label=move || t_string!(i18n, job_detail.axis_loss).to_string() digits=4 rows=loss />
                 <Chart testid="chart-eval" in_browser title=move || t_string!(i18n, job_detail.chart_dev).to_string()
-                    series=move || vec![t_string!(i18n, job_detail.series_accuracy).to_string(), "macro-F1".to_string()]
+                    series=dev_series
                     y_label=move || t_string!(i18n, job_detail.axis_score).to_string() digits=4 rows=dev />
                 <Chart testid="chart-lr" in_browser title=move || t_string!(i18n, job_detail.chart_lr).to_string()
                     series=move || vec![t_string!(i18n, job_detail.series_lr).to_string()]
@@ -210,8 +243,21 @@ mod tests {
             "a missing value is a gap"
         );
         assert_eq!(
-            dev_rows(&points, &["accuracy", "macro_f1"]),
+            dev_rows(&points, &["/accuracy", "/macro_f1"]),
             vec![vec![Some(2.0), Some(0.8), Some(0.75)]]
+        );
+        assert!(!of_entities(&points));
+        let entity = point(
+            5,
+            "eval",
+            4,
+            serde_json::json!({ "accuracy": 0.9, "entities": { "f1": 0.6, "precision": 0.5, "recall": 0.75 } }),
+        );
+        let points = [points, vec![entity]].concat();
+        assert!(of_entities(&points));
+        assert_eq!(
+            dev_rows(&points, &["/entities/f1", "/entities/recall"])[1],
+            vec![Some(4.0), Some(0.6), Some(0.75)]
         );
     }
 }

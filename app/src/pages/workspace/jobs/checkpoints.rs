@@ -91,6 +91,8 @@ pub fn CheckpointsTable(
                 let st = c.state();
                 let accuracy = c.metrics.as_ref().map(|m| m.accuracy);
                 let f1 = c.metrics.as_ref().map(|m| m.macro_f1);
+                // An entity model's checkpoint is ranked by entity F1: that is its figure.
+                let entity_f1 = c.metrics.as_ref().and_then(|m| m.entities).map(|e| e.f1);
                 let name = job_name.get_value()
                     .or_else(|| jobs.with_value(|j| j.get(&c.job_id).cloned()))
                     .unwrap_or_else(|| format!("#{}", c.job_id));
@@ -148,10 +150,10 @@ pub fn CheckpointsTable(
                         <th scope="row" class="num nowrap">{c.step}{c.epoch.map(|e| format!(" · {e:.2}"))}</th>
                         <td class="nowrap">
                             {let has = c.metrics.is_some();
-                            move || if has {
-                                t_string!(i18n, checkpoints.metrics, accuracy = metric_text(accuracy), f1 = metric_text(f1)).to_string()
-                            } else {
-                                "–".to_string()
+                            move || match (has, entity_f1) {
+                                (true, Some(e)) => t_string!(i18n, checkpoints.entity_metrics, f1 = metric_text(Some(e))).to_string(),
+                                (true, None) => t_string!(i18n, checkpoints.metrics, accuracy = metric_text(accuracy), f1 = metric_text(f1)).to_string(),
+                                (false, _) => "–".to_string(),
                             }}
                         </td>
                         <td class="nowrap">{bytes_text(c.bytes)}</td>

@@ -317,7 +317,14 @@ fn EvaluationRows(
                 {message.map(|m| view! { <p class="evaluation-message" data-testid="evaluation-message">{m}</p> })}
             </td>
             <td class="num" data-testid="evaluation-accuracy">{metric_text(e.accuracy)}</td>
-            <td class="num" data-testid="evaluation-macro-f1">{metric_text(e.macro_f1)}</td>
+            <td class="num" data-testid="evaluation-macro-f1">
+                {metric_text(e.macro_f1)}
+                {e.entities.map(|scores| view! {
+                    <span class="muted small nowrap" data-testid="evaluation-entity-f1">
+                        {" · "}{move || t_string!(i18n, checkpoints.entity_metrics, f1 = metric_text(Some(scores.f1))).to_string()}
+                    </span>
+                })}
+            </td>
             <td class="num">{e.rows.map_or_else(|| "–".to_string(), |r| r.to_string())}</td>
             <td class="nowrap">{e.created_by.clone().map(|by| format!("{by} · "))}<Timestamp at=e.created_at.clone() /></td>
         </tr>
