@@ -490,13 +490,22 @@ async fn import_with_trainer(
     serde_json::from_slice(&stdout).map_err(|e| internal("reading an import report", e))
 }
 
-/// Loads the directory with the trainer and classifies one sentence; the trainer's own message when it
-/// cannot (a config it does not support, weights that do not fit the config, a bad vocabulary).
+/// Loads the directory with the trainer and asks it about one sentence (a pair of them for a matching
+/// model); the trainer's own message when it cannot (a config it does not support, weights that do not
+/// fit the config, a bad vocabulary).
 async fn check_with_trainer(storage: &Storage, dir: &Path) -> Result<(), AppError> {
+    let sentence = "这个模型能用吗？";
+    let pair = match super::endpoints::parity::model_task(dir).pairs() {
+        true => vec!["--pair", sentence],
+        false => Vec::new(),
+    };
     let args = ["predict".as_ref(), "--model".as_ref(), dir.as_os_str()]
         .into_iter()
         .chain(
-            ["--text", "这个模型能用吗？", "--device", "cpu", "--json"].map(std::ffi::OsStr::new),
+            ["--text", sentence, "--device", "cpu", "--json"]
+                .into_iter()
+                .chain(pair)
+                .map(std::ffi::OsStr::new),
         );
     storage
         .run_trainer(args, dir_size(dir))

@@ -138,7 +138,7 @@ async fn samples(db: &SqlitePool, endpoint_id: EndpointId) -> Option<Vec<Input>>
 }
 
 /// The task a checkpoint's `config.json` records (`paddock_task`; a model from elsewhere classifies).
-fn model_task(model: &Path) -> Task {
+pub(crate) fn model_task(model: &Path) -> Task {
     std::fs::read(model.join("config.json"))
         .ok()
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
