@@ -132,12 +132,7 @@ impl ErnieForSequenceClassification {
     pub fn new(p: &Path, config: &ErnieConfig) -> Self {
         ErnieForSequenceClassification {
             ernie: ErnieModel::new(&p.sub(config.base_prefix()), config),
-            classifier: Dense::new(
-                &p.sub("classifier"),
-                config.hidden_size,
-                config.num_labels,
-                config.initializer_range,
-            ),
+            classifier: classifier(p, config),
             dropout: config.classifier_dropout_prob(),
         }
     }
@@ -160,6 +155,16 @@ impl ErnieForSequenceClassification {
     }
 }
 
+/// `classifier.*`: hidden size → labels, the same layer under either head.
+fn classifier(p: &Path, config: &ErnieConfig) -> Dense {
+    Dense::new(
+        &p.sub("classifier"),
+        config.hidden_size,
+        config.num_labels,
+        config.initializer_range,
+    )
+}
+
 /// `ErnieForTokenClassification` / `BertForTokenClassification`: every token's hidden state → dropout →
 /// `classifier`; the encoder has no pooler.
 #[derive(Debug)]
@@ -174,12 +179,7 @@ impl ErnieForTokenClassification {
     pub fn new(p: &Path, config: &ErnieConfig) -> Self {
         ErnieForTokenClassification {
             ernie: ErnieModel::with_pooler(&p.sub(config.base_prefix()), config, false),
-            classifier: Dense::new(
-                &p.sub("classifier"),
-                config.hidden_size,
-                config.num_labels,
-                config.initializer_range,
-            ),
+            classifier: classifier(p, config),
             dropout: config.classifier_dropout_prob(),
         }
     }
