@@ -213,8 +213,7 @@ pub async fn start(
             ));
         };
         let config = crate::jobs::checkpoint_config(&jobs.storage, workspace_id, &path).await?;
-        let model_task: Task =
-            serde_json::from_value(config["paddock_task"].clone()).unwrap_or_default();
+        let model_task = crate::jobs::config_task(&config);
         if model_task != data_task {
             return Err(AppError::invalid(
                 "dataset_id",

@@ -142,8 +142,7 @@ pub(crate) fn model_task(model: &Path) -> Task {
     std::fs::read(model.join("config.json"))
         .ok()
         .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
-        .and_then(|config| serde_json::from_value(config["paddock_task"].clone()).ok())
-        .unwrap_or_default()
+        .map_or_else(Task::default, |config| crate::jobs::config_task(&config))
 }
 
 /// [`FALLBACK`] as inputs of `task`: the texts, or each paired with the next.

@@ -1074,6 +1074,11 @@ fn only_the_last_best(list: &mut [CheckpointInfo]) {
 /// The most a checkpoint's `config.json` may weigh.
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
+/// The task a checkpoint's `config.json` records (`paddock_task`); a model from elsewhere classifies.
+pub(crate) fn config_task(config: &serde_json::Value) -> Task {
+    serde_json::from_value(config["paddock_task"].clone()).unwrap_or_default()
+}
+
 /// A checkpoint's `config.json` (`path` is the checkpoint's, relative to the workspace's store): a
 /// regular file of bounded size, reached through no link.
 pub async fn checkpoint_config(
