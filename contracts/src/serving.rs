@@ -119,16 +119,67 @@ pub struct Entity {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct EntityPrediction {
     pub entities: Vec<Entity>,
+    /// Each token's logits over the tags (`[CLS]` and `[SEP]` included), when asked for
+    /// (`return_logits`), and always from `paddock predict --json`: what the parity gate compares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logits: Option<Vec<Vec<f32>>>,
+}
+
+/// One input's answer: its label (classification, matching), or the entities found in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(untagged)]
+pub enum Answer {
+    Label(Prediction),
+    Entities(EntityPrediction),
+}
+
+impl Answer {
+    /// The logits behind the answer, one row per sequence (a label) or per token (entities); empty
+    /// when they were not asked for.
+    pub fn logit_rows(&self) -> Vec<&[f32]> {
+        match self {
+            Answer::Label(p) => p.logits.as_deref().into_iter().collect(),
+            Answer::Entities(e) => e.logits.iter().flatten().map(Vec::as_slice).collect(),
+        }
+    }
+
+    /// The answer without its logits, for a caller who did not ask for them.
+    pub fn without_logits(self) -> Answer {
+        match self {
+            Answer::Label(p) => Answer::Label(Prediction { logits: None, ..p }),
+            Answer::Entities(e) => Answer::Entities(EntityPrediction { logits: None, ..e }),
+        }
+    }
+
+    /// Whether two answers say the same thing to a person: the same label, or the same entities at the
+    /// same places (their scores aside).
+    pub fn same_reading(&self, other: &Answer) -> bool {
+        match (self, other) {
+            (Answer::Label(a), Answer::Label(b)) => a.label == b.label,
+            (Answer::Entities(a), Answer::Entities(b)) => {
+                let spans = |e: &EntityPrediction| -> Vec<(usize, usize, String)> {
+                    e.entities
+                        .iter()
+                        .map(|x| (x.start, x.end, x.label.clone()))
+                        .collect()
+                };
+                spans(a) == spans(b)
+            }
+            _ => false,
+        }
+    }
 }
 
 /// The answer to `POST /predict`: one prediction per input, in order, and the batch it ran in.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PredictReply {
-    /// The model's labels in id order: what each prediction's `probabilities` (and `logits`) are of.
+    /// The model's labels in id order: what each prediction's `probabilities` (and `logits`) are of
+    /// (an entity model's: its tags).
     /// Replicas of an older `paddock` did not send them.
     #[serde(default)]
     pub labels: Vec<String>,
-    pub predictions: Vec<Prediction>,
+    pub predictions: Vec<Answer>,
     /// Rows in the forward pass that answered this request (with other requests' rows).
     pub batch_rows: u32,
     /// Requests that shared that forward pass.
@@ -219,8 +270,8 @@ pub struct ParityMismatch {
     /// The second text of a matching model's input.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_pair: Option<String>,
-    pub served: Prediction,
-    pub reference: Prediction,
+    pub served: Answer,
+    pub reference: Answer,
 }
 
 /// `max_abs_diff` on the wire: a number, `"inf"`, or absent.
@@ -309,6 +360,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(h.precision, "fp32");
+    }
+
+    #[test]
+    fn an_answer_reads_as_a_label_or_as_entities_and_old_mismatches_still_read() {
+        let label: Answer = serde_json::from_str(
+            r#"{"label":"pos","label_id":1,"probabilities":[0.25,0.75],"logits":[0.0,1.1]}"#,
+        )
+        .unwrap();
+        assert!(matches!(&label, Answer::Label(p) if p.label_id == 1));
+        assert_eq!(label.logit_rows(), vec![&[0.0, 1.1][..]]);
+        let entities: Answer = serde_json::from_str(
+            r#"{"entities":[{"text":"北京","label":"LOC","start":2,"end":4,"score":0.9}],"logits":[[1.0,0.0],[0.0,1.0]]}"#,
+        )
+        .unwrap();
+        assert_eq!(entities.logit_rows().len(), 2, "one row per token");
+        let bare = entities.clone().without_logits();
+        assert!(bare.logit_rows().is_empty() && bare.same_reading(&entities));
+        assert!(!bare.same_reading(&label));
+        assert!(!serde_json::to_string(&bare).unwrap().contains("logits"));
+        // A report kept before entity models were served holds label answers.
+        let old: ParityMismatch = serde_json::from_str(
+            r#"{"index":0,"text":"好","served":{"label":"pos","label_id":1,"probabilities":[0.3,0.7]},
+                "reference":{"label":"neg","label_id":0,"probabilities":[0.6,0.4]}}"#,
+        )
+        .unwrap();
+        assert!(!old.served.same_reading(&old.reference));
     }
 
     #[test]

@@ -1914,7 +1914,7 @@ pub struct LabelProbability {
     pub probability: f64,
 }
 
-/// The playground's answer for one text: the predicted label and every label's probability, highest first.
+/// The playground's answer for one input: what the model said of it, and how long it took.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PlaygroundPrediction {
@@ -1922,10 +1922,25 @@ pub struct PlaygroundPrediction {
     /// The second text, for a matching model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_pair: Option<String>,
-    pub label: String,
-    pub probabilities: Vec<LabelProbability>,
+    #[serde(flatten)]
+    pub answer: PlaygroundAnswer,
     /// Gateway to replica and back, as the caller saw it.
     pub latency_ms: f64,
+}
+
+/// What a model said of a playground input: the predicted label and every label's probability, highest
+/// first; or, for an entity model, the entities found in the text (character offsets into `text`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(untagged)]
+pub enum PlaygroundAnswer {
+    Label {
+        label: String,
+        probabilities: Vec<LabelProbability>,
+    },
+    Entities {
+        entities: Vec<crate::serving::Entity>,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

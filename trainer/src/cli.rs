@@ -11,7 +11,7 @@ use clap::Args;
 use crate::collectives::Rank;
 use crate::data::{validate_file, Columns, DataFormat, DataOptions, LabelMap};
 use crate::events::EventSink;
-use crate::predict::{default_max_len, encode_examples, encode_rows, Inference};
+use crate::predict::{default_max_len, encode_examples, Answer, Asked, Inference};
 use crate::train::{train, EndStatus, JobConfig, JobFile, RunControl, StopFlag};
 use crate::{pick_device, Error, Precision, Result};
 use contracts::precision::{PrecisionChoice, Work};
@@ -409,7 +409,8 @@ pub struct PredictArgs {
     /// Convert a GBK/GB18030 `--file` to UTF-8 instead of refusing it.
     #[arg(long)]
     pub convert_encoding: bool,
-    /// One JSON object per input (label, label_id, probabilities, logits), in input order.
+    /// One JSON object per input, in input order: label, label_id, probabilities and logits, or for an
+    /// entity model its entities and each token's logits.
     #[arg(long)]
     pub json: bool,
 }
@@ -476,44 +477,30 @@ pub fn run_predict(args: &PredictArgs) -> Result<i32> {
     let items = args.inputs(task)?;
     let mut out = std::io::stdout().lock();
     let io = |e| Error::io("<stdout>", e);
-    if task == Task::Ner {
-        let texts: Vec<String> = items.into_iter().map(|(t, _)| t).collect();
-        let found = m
-            .inference()
-            .find_entities(&m.loaded.tokenizer, &texts, &names, m.max_len)?;
-        for (p, text) in found.iter().zip(&texts) {
-            let line = match args.json {
-                true => serde_json::to_string(p).unwrap_or_default(),
-                false => {
-                    let said: Vec<String> = p
-                        .entities
-                        .iter()
-                        .map(|e| format!("{}:{}@{}-{}", e.label, e.text, e.start, e.end))
-                        .collect();
-                    format!("{}\t{text}", said.join(" "))
-                }
-            };
-            writeln!(out, "{line}").map_err(io)?;
-        }
-        return Ok(0);
-    }
-    let rows = encode_rows(&m.loaded.tokenizer, &items, None, m.max_len)?;
-    let predictions = m.inference().predict(&rows, &names)?;
-    for (p, (text, pair)) in predictions.iter().zip(&items) {
-        if args.json {
-            writeln!(out, "{}", serde_json::to_string(p).unwrap_or_default()).map_err(io)?;
-        } else {
-            let pair = pair
-                .as_deref()
-                .map(|b| format!("\t{b}"))
-                .unwrap_or_default();
-            writeln!(
-                out,
-                "{}\t{:.4}\t{text}{pair}",
-                p.label, p.probabilities[p.label_id]
-            )
-            .map_err(io)?;
-        }
+    let texts: Vec<String> = items
+        .iter()
+        .map(|(text, pair)| match pair {
+            Some(b) => format!("{text}\t{b}"),
+            None => text.clone(),
+        })
+        .collect();
+    let asked = Asked::new(task, &m.loaded.tokenizer, items, m.max_len)?;
+    for (answer, text) in m.inference().answer(&asked, &names)?.iter().zip(&texts) {
+        let line = match (args.json, answer) {
+            (true, answer) => serde_json::to_string(answer).unwrap_or_default(),
+            (false, Answer::Label(p)) => {
+                format!("{}\t{:.4}\t{text}", p.label, p.probabilities[p.label_id])
+            }
+            (false, Answer::Entities(p)) => {
+                let said: Vec<String> = p
+                    .entities
+                    .iter()
+                    .map(|e| format!("{}:{}@{}-{}", e.label, e.text, e.start, e.end))
+                    .collect();
+                format!("{}\t{text}", said.join(" "))
+            }
+        };
+        writeln!(out, "{line}").map_err(io)?;
     }
     Ok(0)
 }

@@ -13,13 +13,13 @@ use crate::data::entities::{
     entities_of_tokens, spans_of_tags, tag_tokens, types_of_labels, EntitySpan, Tag,
 };
 use crate::metrics::Metrics;
+use crate::tokenizer::Piece;
 use crate::{Precision, Result, TaskModel, Tokenizer};
 use tokenizers::utils::parallelism::MaybeParallelIterator;
 
-/// One prediction (with its logits): what `paddock predict --json` prints and the model server answers.
-pub use contracts::serving::Prediction;
-/// An entity model's answer for one text.
-pub use contracts::serving::{Entity, EntityPrediction};
+/// One input's answer (with its logits): what `paddock predict --json` prints and the model server
+/// answers.
+pub use contracts::serving::{Answer, Entity, EntityPrediction, Prediction};
 
 /// A model ready for inference.
 pub struct Inference<'a> {
@@ -123,60 +123,10 @@ impl Inference<'_> {
         })
     }
 
-    /// Predictions for `rows`, in order.
-    pub fn predict(&self, rows: &[Features], labels: &[String]) -> Result<Vec<Prediction>> {
-        Ok(to_predictions(&self.run(rows)?, labels))
-    }
-
-    /// The entities an entity model finds in each of `texts`, read with `tokenizer` (the model's) cut
-    /// at `max_len` tokens; `labels` are the model's BIO tags.
-    pub fn find_entities(
-        &self,
-        tokenizer: &Tokenizer,
-        texts: &[String],
-        labels: &[String],
-        max_len: usize,
-    ) -> Result<Vec<EntityPrediction>> {
-        let encoded: Vec<_> = texts
-            .into_maybe_par_iter()
-            .map(|t| tokenizer.encode_pieces(t, max_len))
-            .collect::<Result<_>>()?;
-        let rows: Vec<Features> = encoded
-            .iter()
-            .map(|(e, _)| Features::unlabelled(e.input_ids.clone(), e.token_type_ids.clone()))
-            .collect();
-        let out = self.run(&rows)?;
-        let l = out.num_labels.max(1);
-        Ok(texts
-            .iter()
-            .zip(&encoded)
-            .zip(&out.logits)
-            .map(|((text, (_, pieces)), logits)| {
-                let (tags, scores): (Vec<usize>, Vec<f32>) = logits
-                    .chunks(l)
-                    .map(|token| {
-                        let p = softmax(token);
-                        let best = argmax(token);
-                        (best, p[best])
-                    })
-                    .unzip();
-                let entities = entities_of_tokens(text, &tags, Some(&scores), pieces, labels)
-                    .into_iter()
-                    .map(|(span, score)| Entity {
-                        text: text
-                            .chars()
-                            .skip(span.start)
-                            .take(span.end - span.start)
-                            .collect(),
-                        label: span.label,
-                        start: span.start,
-                        end: span.end,
-                        score,
-                    })
-                    .collect();
-                EntityPrediction { entities }
-            })
-            .collect())
+    /// The answers to `asked`, in order.
+    pub fn answer(&self, asked: &Asked, labels: &[String]) -> Result<Vec<Answer>> {
+        let out = self.run(&asked.rows)?;
+        Ok(asked.answers(&out.logits, out.num_labels, labels))
     }
 
     /// Metrics of the model on labelled `rows` (mean loss included).
@@ -297,24 +247,106 @@ pub fn encode_examples(
         .collect()
 }
 
-/// Each row's prediction from a sequence head's outputs.
-pub fn to_predictions(out: &Outputs, labels: &[String]) -> Vec<Prediction> {
-    out.logits
-        .iter()
-        .map(|logits| {
-            let probabilities = softmax(logits);
-            let label_id = argmax(logits);
-            Prediction {
-                label: labels
-                    .get(label_id)
-                    .cloned()
-                    .unwrap_or_else(|| label_id.to_string()),
-                label_id,
-                probabilities,
-                logits: Some(logits.clone()),
-            }
-        })
-        .collect()
+/// Inputs encoded for a model, with what it takes to read its answers: for an entity model, each text
+/// and where its tokens lie in it. Encoding and reading are apart so that the model server can tokenize
+/// on the request's side, batch the rows with other requests', and read its own rows' logits back.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    pub rows: Vec<Features>,
+    /// Empty unless the model finds entities: then one text and its tokens' pieces per row.
+    texts: Vec<(String, Vec<Option<Piece>>)>,
+}
+
+impl Asked {
+    /// Encodes `(text, pair)` inputs for a `task` model with its `tokenizer`, truncated to `max_len`.
+    pub fn new(
+        task: Task,
+        tokenizer: &Tokenizer,
+        inputs: Vec<(String, Option<String>)>,
+        max_len: usize,
+    ) -> Result<Asked> {
+        if task.head() == Head::Sequence {
+            return Ok(Asked {
+                rows: encode_rows(tokenizer, &inputs, None, max_len)?,
+                texts: Vec::new(),
+            });
+        }
+        let encoded: Vec<_> = inputs
+            .into_maybe_par_iter()
+            .map(|(text, _)| {
+                let (e, pieces) = tokenizer.encode_pieces(&text, max_len)?;
+                Ok((
+                    Features::unlabelled(e.input_ids, e.token_type_ids),
+                    (text, pieces),
+                ))
+            })
+            .collect::<Result<_>>()?;
+        let (rows, texts) = encoded.into_iter().unzip();
+        Ok(Asked { rows, texts })
+    }
+
+    /// Each row's answer from its `logits` (as [`Outputs::logits`], `num_labels` per sequence or
+    /// token); `labels` are the model's label names (an entity model's BIO tags).
+    pub fn answers(
+        &self,
+        logits: &[Vec<f32>],
+        num_labels: usize,
+        labels: &[String],
+    ) -> Vec<Answer> {
+        if self.texts.is_empty() {
+            return logits
+                .iter()
+                .map(|row| Answer::Label(prediction(row, labels)))
+                .collect();
+        }
+        let l = num_labels.max(1);
+        self.texts
+            .iter()
+            .zip(logits)
+            .map(|((text, pieces), logits)| {
+                let tokens: Vec<Vec<f32>> = logits.chunks(l).map(<[f32]>::to_vec).collect();
+                let (tags, scores): (Vec<usize>, Vec<f32>) = tokens
+                    .iter()
+                    .map(|token| {
+                        let best = argmax(token);
+                        (best, softmax(token)[best])
+                    })
+                    .unzip();
+                let entities = entities_of_tokens(text, &tags, Some(&scores), pieces, labels)
+                    .into_iter()
+                    .map(|(span, score)| Entity {
+                        text: text
+                            .chars()
+                            .skip(span.start)
+                            .take(span.end - span.start)
+                            .collect(),
+                        label: span.label,
+                        start: span.start,
+                        end: span.end,
+                        score,
+                    })
+                    .collect();
+                Answer::Entities(EntityPrediction {
+                    entities,
+                    logits: Some(tokens),
+                })
+            })
+            .collect()
+    }
+}
+
+/// A sequence head's prediction from one row's logits.
+fn prediction(logits: &[f32], labels: &[String]) -> Prediction {
+    let label_id = argmax(logits);
+    Prediction {
+        label: labels
+            .get(label_id)
+            .cloned()
+            .unwrap_or_else(|| label_id.to_string()),
+        label_id,
+        probabilities: softmax(logits),
+        logits: Some(logits.to_vec()),
+    }
 }
 
 /// Probabilities from logits, computed in f64 so that large logits neither overflow nor lose the

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use common::fixture;
 use trainer::events::EventSink;
-use trainer::predict::encode_rows;
+use trainer::predict::{encode_rows, Answer, EntityPrediction};
 use trainer::task::Task;
 use trainer::train::{train, EndStatus, JobConfig, RunControl};
 
@@ -210,10 +210,27 @@ fn an_entity_model_learns_tags_and_finds_entities_with_their_offsets() {
     };
     let text = "今天的会议没有讨论什么新问题。".to_string();
     let labels = loaded.config.labels();
-    let found = inference
-        .find_entities(&loaded.tokenizer, &[text.clone(), "  ".into()], &labels, 64)
-        .unwrap();
+    let asked = trainer::predict::Asked::new(
+        Task::Ner,
+        &loaded.tokenizer,
+        vec![(text.clone(), None), ("  ".into(), None)],
+        64,
+    )
+    .unwrap();
+    let found: Vec<EntityPrediction> = inference
+        .answer(&asked, &labels)
+        .unwrap()
+        .into_iter()
+        .map(|answer| match answer {
+            Answer::Entities(found) => found,
+            Answer::Label(p) => panic!("an entity model answered a label: {p:?}"),
+        })
+        .collect();
     assert_eq!(found.len(), 2);
+    // Each token's logits over the tags: what the parity gate compares.
+    let tokens = found[0].logits.as_ref().unwrap();
+    assert_eq!(tokens.len(), asked.rows[0].input_ids.len());
+    assert!(tokens.iter().all(|t| t.len() == labels.len()));
     for e in &found[0].entities {
         let chars: String = text.chars().skip(e.start).take(e.end - e.start).collect();
         assert_eq!(chars, e.text);

@@ -24,7 +24,7 @@ use contracts::ids::{CheckpointId, EndpointId, JobId, WorkspaceId};
 use std::sync::Arc;
 use std::time::Instant;
 
-use contracts::serving::{ErrorReply, Input, Pair, PredictReply, PredictRequest};
+use contracts::serving::{Answer, ErrorReply, Input, Pair, PredictReply, PredictRequest};
 use contracts::task::Task;
 use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
 
@@ -365,29 +365,24 @@ async fn live_checkpoint(
     }
 }
 
-/// Refuses a checkpoint an endpoint cannot serve: an entity model (the model server answers labels and
-/// their probabilities, not entities, yet), or — for a rollout — a model of another task than the one
-/// `serving`, whose callers send inputs of that task.
-async fn servable(
+/// Refuses a rollout from the model of `serving` to a model of another task: the endpoint's callers
+/// send inputs of its task and read its kind of answers.
+async fn same_task(
     conn: &mut SqliteConnection,
+    serving: CheckpointId,
     checkpoint_id: CheckpointId,
-    serving: Option<Task>,
 ) -> Result<(), AppError> {
-    let task = checkpoint_task(conn, checkpoint_id).await?;
-    if task == Task::Ner {
-        return Err(AppError::invalid(
+    let (serving, task) = (
+        checkpoint_task(conn, serving).await?,
+        checkpoint_task(conn, checkpoint_id).await?,
+    );
+    match serving == task {
+        true => Ok(()),
+        false => Err(AppError::invalid(
             "checkpoint_id",
             ErrorCode::EndpointSpecInvalid,
-            "an entity extraction model cannot be served by an endpoint yet: use `paddock predict` with it",
-        ));
-    }
-    match serving {
-        Some(serving) if serving != task => Err(AppError::invalid(
-            "checkpoint_id",
-            ErrorCode::EndpointSpecInvalid,
-            format!("this endpoint serves a {serving} model; a {task} model takes other inputs, so deploy it as an endpoint of its own"),
+            format!("this endpoint serves a {serving} model; a {task} model takes other inputs or answers otherwise, so deploy it as an endpoint of its own"),
         )),
-        _ => Ok(()),
     }
 }
 
@@ -411,7 +406,6 @@ pub async fn deploy(
     let slug = slug_for(&spec)?;
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     live_checkpoint(&mut tx, workspace_id, spec.checkpoint_id).await?;
-    servable(&mut tx, spec.checkpoint_id, None).await?;
     super::caps::replicas_fit(&mut tx, workspace_id, None, i64::from(spec.replicas)).await?;
     let now = super::now();
     let name = spec.name.trim();
@@ -573,8 +567,7 @@ pub async fn change(
     let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
     if let Some(checkpoint_id) = change.checkpoint_id {
         live_checkpoint(&mut tx, workspace_id, checkpoint_id).await?;
-        let serving = checkpoint_task(&mut tx, r.checkpoint_id).await?;
-        servable(&mut tx, checkpoint_id, Some(serving)).await?;
+        same_task(&mut tx, r.checkpoint_id, checkpoint_id).await?;
     }
     let replicas = change.replicas.map_or(r.replicas, i64::from);
     if replicas > r.replicas {
@@ -770,24 +763,34 @@ pub async fn try_predict(
     Ok(inputs
         .into_iter()
         .zip(answer.predictions)
-        .map(|(input, p)| {
+        .map(|(input, answer)| {
             let (text, text_pair) = input.into_texts();
             let name = |i: usize| labels.get(i).cloned().unwrap_or_else(|| i.to_string());
-            let mut probabilities: Vec<LabelProbability> = p
-                .probabilities
-                .iter()
-                .enumerate()
-                .map(|(i, v)| LabelProbability {
-                    label: name(i),
-                    probability: f64::from(*v),
-                })
-                .collect();
-            probabilities.sort_by(|a, b| b.probability.total_cmp(&a.probability));
+            let answer = match answer {
+                Answer::Label(p) => {
+                    let mut probabilities: Vec<LabelProbability> = p
+                        .probabilities
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| LabelProbability {
+                            label: name(i),
+                            probability: f64::from(*v),
+                        })
+                        .collect();
+                    probabilities.sort_by(|a, b| b.probability.total_cmp(&a.probability));
+                    PlaygroundAnswer::Label {
+                        label: p.label,
+                        probabilities,
+                    }
+                }
+                Answer::Entities(e) => PlaygroundAnswer::Entities {
+                    entities: e.entities,
+                },
+            };
             PlaygroundPrediction {
                 text,
                 text_pair,
-                label: p.label,
-                probabilities,
+                answer,
                 latency_ms,
             }
         })

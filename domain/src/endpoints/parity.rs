@@ -1,7 +1,8 @@
 //! The parity gate: before an endpoint takes traffic, held-out texts go through the trainer's own predict
 //! path (`paddock predict --json`, float32) and through the freshly started replica, which must say it
-//! serves in the endpoint's precision; every logit must agree within that precision's [`Tolerance`], and
-//! every label too unless the reference itself is that close to a tie. A mismatch — a different tokenizer,
+//! serves in the endpoint's precision; every logit (each token's, for an entity model) must agree within
+//! that precision's [`Tolerance`], and every label (or entity) too unless the reference itself is that
+//! close to a tie. A mismatch — a different tokenizer,
 //! label map, truncation length or numerics — fails the deployment with a report, instead of serving
 //! numbers that differ from what training measured.
 
@@ -9,8 +10,8 @@ use contracts::ids::EndpointId;
 use std::path::Path;
 
 use contracts::serving::{
-    Health, Input, Pair, ParityMismatch, ParityReport, ParityTolerance, PredictReply,
-    PredictRequest, Prediction,
+    Answer, Health, Input, Pair, ParityMismatch, ParityReport, ParityTolerance, PredictReply,
+    PredictRequest,
 };
 use contracts::task::Task;
 use contracts::types::DatasetPreview;
@@ -216,7 +217,7 @@ async fn compare(
         .await
         .map_err(|e| format!("running paddock predict: {e}"))?
         .map_err(|failure| format!("paddock predict failed: {failure}"))?;
-    let reference: Vec<Prediction> = String::from_utf8_lossy(&stdout)
+    let reference: Vec<Answer> = String::from_utf8_lossy(&stdout)
         .lines()
         .map(serde_json::from_str)
         .collect::<Result<_, _>>()
@@ -238,12 +239,25 @@ async fn compare(
     let mut max_diff: f64 = 0.0;
     let mut mismatch: Option<ParityMismatch> = None;
     for (i, (s, r)) in served.iter().zip(&reference).enumerate() {
-        let logits = |p: &Prediction| -> Vec<f64> {
-            p.logits.iter().flatten().map(|&x| f64::from(x)).collect()
+        let logits = |answer: &Answer| -> Vec<Vec<f64>> {
+            answer
+                .logit_rows()
+                .into_iter()
+                .map(|row| row.iter().map(|&x| f64::from(x)).collect())
+                .collect()
         };
         let (a, b) = (logits(s), logits(r));
-        let (diff, agrees) = agreement(&a, &b, tolerance);
-        let labels_ok = s.label == r.label || near_tie(&b, tolerance);
+        // Every row (the sequence's, or each token's) within the slack, as many rows as the reference.
+        let (diff, agrees) = match a.len() == b.len() && !b.is_empty() {
+            true => a.iter().zip(&b).fold((0.0_f64, true), |(max, ok), (a, b)| {
+                let (d, agrees) = agreement(a, b, tolerance);
+                (max.max(d), ok && agrees)
+            }),
+            false => (f64::INFINITY, false),
+        };
+        // The same label, or the same entities, unless a row is so close to a tie that rounding may
+        // rightly tip it.
+        let labels_ok = s.same_reading(r) || b.iter().any(|row| near_tie(row, tolerance));
         if !(agrees && labels_ok) && mismatch.is_none() {
             let (text, text_pair) = texts[i].clone().into_texts();
             mismatch = Some(ParityMismatch {

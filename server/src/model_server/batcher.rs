@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 use trainer::data::batch::Features;
-use trainer::predict::{to_predictions, Inference, Prediction};
+use trainer::predict::Inference;
 
 /// One request's rows and where its answer goes.
 pub struct Job {
@@ -24,9 +24,12 @@ pub struct Job {
     pub enqueued: Instant,
 }
 
-/// A request's predictions and the size of the forward pass they were part of.
+/// A request's rows' logits (as `trainer::predict::Outputs`) and the size of the forward pass they were
+/// part of. The request's side reads them into answers: it holds what an entity model's answers need
+/// (the texts and their tokens' places), which the inference threads need not see.
 pub struct Batched {
-    pub predictions: Vec<Prediction>,
+    pub logits: Vec<Vec<f32>>,
+    pub num_labels: usize,
     /// Rows in the whole forward pass (across requests): the batch-size histogram.
     pub batch_rows: usize,
     /// Requests that shared it.
@@ -97,9 +100,9 @@ struct Gathering {
 }
 
 /// Runs on an inference thread until every [`Batcher`] is dropped.
-pub fn run(inference: &Inference<'_>, labels: &[String], limits: BatchLimits, queue: &Queue) {
+pub fn run(inference: &Inference<'_>, limits: BatchLimits, queue: &Queue) {
     while let Some(batch) = next_batch(queue, limits) {
-        forward(inference, labels, batch);
+        forward(inference, batch);
     }
 }
 
@@ -171,19 +174,20 @@ fn gather(g: &mut Gathering, first: Job, limits: BatchLimits) -> Vec<Job> {
     batch
 }
 
-/// One forward pass over every row of `batch`; each request gets its own rows' predictions back.
-fn forward(inference: &Inference<'_>, labels: &[String], batch: Vec<Job>) {
+/// One forward pass over every row of `batch`; each request gets its own rows' logits back.
+fn forward(inference: &Inference<'_>, batch: Vec<Job>) {
     let all: Vec<Features> = batch.iter().flat_map(|j| j.rows.iter().cloned()).collect();
     let batch_rows = all.len();
     let batch_requests = batch.len();
-    let result = inference.run(&all).map(|out| to_predictions(&out, labels));
-    match result {
-        Ok(mut predictions) => {
+    match inference.run(&all) {
+        Ok(out) => {
+            let mut logits = out.logits;
             for job in batch {
-                let rest = predictions.split_off(job.rows.len().min(predictions.len()));
-                let mine = std::mem::replace(&mut predictions, rest);
+                let rest = logits.split_off(job.rows.len().min(logits.len()));
+                let mine = std::mem::replace(&mut logits, rest);
                 let _ = job.reply.send(Ok(Batched {
-                    predictions: mine,
+                    logits: mine,
+                    num_labels: out.num_labels,
                     batch_rows,
                     batch_requests,
                 }));

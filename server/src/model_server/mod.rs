@@ -5,9 +5,11 @@
 //! 429s. The model loads with the checkpoint's own tokenizer, label map and training length, and is
 //! warmed up before `/health` says ready.
 //!
-//! API: `POST /predict` with `{"inputs": ["…", …]}` (or `{"inputs": "…"}`, `{"text": "…"}`; add
-//! `"return_logits": true` for logits) → `{"predictions": [{"label", "label_id", "probabilities",
-//! "logits"?}], "batch_rows", "batch_requests"}`; `GET /health`; `GET /metrics` (Prometheus).
+//! API: `POST /predict` with `{"inputs": ["…", …]}` (or `{"inputs": "…"}`, `{"text": "…"}`; pairs
+//! `{"text_a", "text_b"}` for a matching model; add `"return_logits": true` for logits) →
+//! `{"labels", "predictions": [{"label", "label_id", "probabilities", "logits"?}], "batch_rows",
+//! "batch_requests"}`, or for an entity model predictions `{"entities": [{"text", "label", "start",
+//! "end", "score"}], "logits"?}` with character offsets; `GET /health`; `GET /metrics` (Prometheus).
 //!
 //! With `PADDOCK_MODEL_TOKEN` in its environment (at least 32 characters) every call but `/health`
 //! must carry it as `Authorization: Bearer …`, compared in constant time. The server gives each replica
@@ -29,11 +31,11 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use clap::Args;
 use contracts::precision::PrecisionChoice;
-use contracts::serving::{ErrorReply, Health, Input, PredictReply, PredictRequest, Prediction};
+use contracts::serving::{ErrorReply, Health, Input, PredictReply, PredictRequest};
 use contracts::task::Task;
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::oneshot;
-use trainer::predict::encode_rows;
+use trainer::predict::Asked;
 use trainer::{Precision, Tokenizer};
 
 use batcher::{BatchLimits, Batcher, Job, Refused};
@@ -230,29 +232,22 @@ fn inference_thread(
         }
     };
     let loaded = &opened.loaded;
-    if loaded.config.task() == Task::Ner {
-        let _ = ready.send(Err(
-            "an entity extraction model cannot be served yet (answers are labels and their probabilities); use `paddock predict` with it".into(),
-        ));
-        return;
-    }
-    let labels = loaded.config.labels();
+    let task = loaded.config.task();
     let inference = opened.inference();
     // Warm-up: the first forward pass allocates and picks kernels; users should not pay for it.
-    let warm = encode_rows(
-        &loaded.tokenizer,
-        &[("预热 warm-up".to_string(), None)],
-        None,
-        opened.max_len,
-    )
-    .and_then(|rows| inference.run(&rows));
+    let warm_up = (
+        "预热 warm-up".to_string(),
+        task.pairs().then(|| "预热".to_string()),
+    );
+    let warm = Asked::new(task, &loaded.tokenizer, vec![warm_up], opened.max_len)
+        .and_then(|asked| inference.run(&asked.rows));
     if let Err(e) = warm {
         let _ = ready.send(Err(format!("warm-up failed: {e}")));
         return;
     }
     let _ = ready.send(Ok(Loaded {
-        task: loaded.config.task(),
-        labels: labels.clone(),
+        task,
+        labels: loaded.config.labels(),
         max_len: opened.max_len,
         tokenizer: loaded.tokenizer.clone(),
         precision: opened.precision,
@@ -262,7 +257,7 @@ fn inference_thread(
             _ => "cuda",
         },
     }));
-    batcher::run(&inference, &labels, limits, queue);
+    batcher::run(&inference, limits, queue);
 }
 
 fn error(status: StatusCode, code: &str, message: impl Into<String>) -> Response {
@@ -351,19 +346,19 @@ async fn answer(served: &Served, body: &[u8]) -> Response {
     // the cores the model needs. Long requests go to the blocking pool so that they do not hold up the
     // worker's other connections.
     let tokenizer = served.tokenizer.clone();
-    let max_len = served.max_len;
+    let (task, max_len) = (served.task, served.max_len);
     let encode = move || {
         let items: Vec<(String, Option<String>)> =
             inputs.into_iter().map(Input::into_texts).collect();
-        encode_rows(&tokenizer, &items, None, max_len)
+        Asked::new(task, &tokenizer, items, max_len)
     };
-    let rows = if body.len() <= INLINE_TOKENIZE_BYTES {
+    let asked = if body.len() <= INLINE_TOKENIZE_BYTES {
         Ok(encode())
     } else {
         tokio::task::spawn_blocking(encode).await
     };
-    let rows = match rows {
-        Ok(Ok(rows)) => rows,
+    let mut asked = match asked {
+        Ok(Ok(asked)) => asked,
         Ok(Err(e)) => {
             return error(
                 StatusCode::UNPROCESSABLE_ENTITY,
@@ -375,7 +370,7 @@ async fn answer(served: &Served, body: &[u8]) -> Response {
     };
     let (reply, answer) = oneshot::channel();
     match served.batcher.submit(Job {
-        rows,
+        rows: std::mem::take(&mut asked.rows),
         reply,
         enqueued: Instant::now(),
     }) {
@@ -415,12 +410,12 @@ async fn answer(served: &Served, body: &[u8]) -> Response {
         }
     };
     metrics::histogram!("paddock_model_batch_rows").record(batched.batch_rows as f64);
-    let predictions = batched
-        .predictions
+    let predictions = asked
+        .answers(&batched.logits, batched.num_labels, &served.labels)
         .into_iter()
-        .map(|p| Prediction {
-            logits: p.logits.filter(|_| return_logits),
-            ..p
+        .map(|answer| match return_logits {
+            true => answer,
+            false => answer.without_logits(),
         })
         .collect();
     Json(PredictReply {

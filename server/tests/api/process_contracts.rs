@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use contracts::events::{EndStatus, Event, Line, Task};
 use contracts::job::JobConfig;
 use contracts::metrics::Metrics;
-use contracts::serving::Prediction;
+use contracts::serving::{Answer, Prediction};
 
 use crate::common::assert_success;
 
@@ -152,7 +152,10 @@ fn the_trainer_writes_and_prints_what_the_contracts_read() {
     assert_success(&out);
     let predictions: Vec<Prediction> = String::from_utf8_lossy(&out.stdout)
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| match serde_json::from_str(l).unwrap() {
+            Answer::Label(p) => p,
+            other => panic!("a classifier answered {other:?}"),
+        })
         .collect();
     assert_eq!(predictions.len(), 2);
     assert!(predictions

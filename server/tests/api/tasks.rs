@@ -2,7 +2,8 @@
 //! data, a job of another task is refused at its dataset, a matching job trains on it, its checkpoint
 //! is evaluated on pairs, passes the parity gate with pairs, answers pairs on its endpoint (and refuses
 //! a plain text in words that say what it takes), and the playground takes pairs; the entity sample
-//! trains an entity model that is evaluated by entity type, and that no endpoint serves yet.
+//! trains an entity model that is evaluated by entity type, passes the parity gate token by token, and
+//! answers entities at character offsets on its endpoint and in the playground.
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -167,11 +168,73 @@ async fn an_entity_model_trains_on_the_entity_sample_and_is_evaluated_by_type() 
     assert_eq!(result["confusion"].as_array().unwrap().len(), 4);
     assert!(result["entities"]["f1"].is_number(), "{result}");
 
-    let spec = json!({ "name": "ner", "checkpoint_id": ckpt });
-    let (status, err) = owner
-        .post(&format!("/api/v1/workspaces/{ws}/endpoints"), spec)
+    // Deployed: the parity gate compares every token's logits with `paddock predict`'s.
+    let spec = json!({ "name": "ner", "slug": "ner-people", "checkpoint_id": ckpt });
+    let (_, ep) = deploy(&owner, ws, spec).await;
+    let detail = owner
+        .wait_for(&ep, "a verdict", |d| d["summary"]["status"] != "starting")
         .await;
-    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
-    assert_eq!(err["field"], "checkpoint_id", "{err}");
-    assert_eq!(server.count("SELECT COUNT(*) FROM endpoints").await, 0);
+    assert_eq!(detail["summary"]["status"], "ready", "{detail}");
+    assert_eq!(detail["parity_report"]["passed"], true, "{detail}");
+    assert_eq!(detail["task"], "ner");
+
+    let key = new_key(&owner, &ep, json!({ "name": "app" })).await;
+    let secret = key["secret"].as_str().unwrap();
+    let public = server.url("/v1/endpoints/ner-people/predict");
+    let texts = [
+        "张伟上周在北京见了阿里巴巴的代表。",
+        "  李娜从上海飞往广州。",
+    ];
+    let res = predict(
+        &public,
+        Some(secret),
+        json!({ "inputs": texts, "return_logits": true }),
+    )
+    .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let body: Value = res.json().await.unwrap();
+    let predictions = body["predictions"].as_array().unwrap();
+    assert_eq!(predictions.len(), 2, "{body}");
+    assert!(body["labels"].as_array().unwrap().contains(&json!("B-PER")));
+    for (text, p) in texts.iter().zip(predictions) {
+        assert!(p.get("label").is_none(), "entities, not a label: {p}");
+        // Offsets are characters of the text as sent (leading spaces included).
+        for e in p["entities"].as_array().unwrap() {
+            let (start, end) = (e["start"].as_u64().unwrap(), e["end"].as_u64().unwrap());
+            let said: String = text
+                .chars()
+                .skip(start as usize)
+                .take((end - start) as usize)
+                .collect();
+            assert_eq!(e["text"], said.as_str(), "{e}");
+            assert!(["PER", "LOC", "ORG"].contains(&e["label"].as_str().unwrap()));
+        }
+        let tokens = p["logits"].as_array().unwrap();
+        assert!(
+            tokens.len() > text.trim().chars().count(),
+            "one row per token with [CLS] and [SEP]"
+        );
+        assert_eq!(
+            tokens[0].as_array().unwrap().len(),
+            7,
+            "O and B-/I- of three types"
+        );
+    }
+    let res = predict(
+        &public,
+        Some(secret),
+        json!({ "inputs": [{ "text_a": "a", "text_b": "b" }] }),
+    )
+    .await;
+    assert_eq!(
+        res.status(),
+        StatusCode::UNPROCESSABLE_ENTITY,
+        "a pair is no text"
+    );
+
+    let (status, answers) = playground(&owner, &ep, json!([" 王芳在深圳工作 "])).await;
+    assert_eq!(status, StatusCode::OK, "{answers}");
+    assert_eq!(answers[0]["text"], "王芳在深圳工作");
+    assert!(answers[0]["entities"].is_array(), "{answers}");
+    assert!(answers[0].get("probabilities").is_none(), "{answers}");
 }

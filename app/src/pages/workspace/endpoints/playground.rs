@@ -1,7 +1,9 @@
 //! The playground: a person types texts, one per line (for a matching model two columns of texts,
-//! paired line by line), and sees for each the predicted label and a bar per label with its probability. It calls the endpoint through the gateway like any caller does (so it
-//! counts in the traffic numbers), with the member's session instead of an API key; any member, viewers
-//! included, may use it while the endpoint is ready.
+//! paired line by line), and sees for each the predicted label and a bar per label with its
+//! probability, or for an entity model the text with its entities highlighted and listed. It calls the
+//! endpoint through the gateway like any caller does (so it counts in the traffic numbers), with the
+//! member's session instead of an API key; any member, viewers included, may use it while the endpoint
+//! is ready.
 
 use contracts::ids::{EndpointId, WorkspaceId};
 use leptos::prelude::*;
@@ -11,9 +13,11 @@ use crate::components::form::on_answer;
 use crate::components::notice::ErrorNotice;
 use crate::i18n::*;
 use contracts::error::AppError;
-use contracts::serving::{Input, Pair};
+use contracts::serving::{Entity, Input, Pair};
 use contracts::task::Task;
-use contracts::types::PlaygroundPrediction;
+use contracts::types::{LabelProbability, PlaygroundAnswer, PlaygroundPrediction};
+
+use super::usage::EXAMPLE_ENTITY_TEXTS;
 
 /// What the textarea suggests: a complaint, as in the issue, and a compliment.
 const PLACEHOLDER: &str = "这家银行的服务态度很差，等了半小时还没人理我。\n质量很好，物流也快。";
@@ -43,6 +47,29 @@ pub fn inputs(task: Task, first: &str, second: &str) -> Option<Vec<Input>> {
             .map(|(text_a, text_b)| Input::Pair(Pair { text_a, text_b }))
             .collect()
     })
+}
+
+/// `text` cut into runs: plain text, and each entity's characters with the entity. Entities come in text
+/// order from the model; one that overlaps the one before or lies past the text is left out rather than
+/// drawn wrong.
+pub fn segments<'a>(text: &str, entities: &'a [Entity]) -> Vec<(String, Option<&'a Entity>)> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut runs = Vec::new();
+    let mut at = 0;
+    for e in entities {
+        if e.start < at || e.start >= e.end || e.end > chars.len() {
+            continue;
+        }
+        if e.start > at {
+            runs.push((chars[at..e.start].iter().collect(), None));
+        }
+        runs.push((chars[e.start..e.end].iter().collect(), Some(e)));
+        at = e.end;
+    }
+    if at < chars.len() {
+        runs.push((chars[at..].iter().collect(), None));
+    }
+    runs
 }
 
 /// `0.8734` → `87.3%`: the bar's width and its text.
@@ -104,7 +131,11 @@ pub fn Playground(
                             }}
                         </label>
                         <textarea id="playground-input" data-testid="playground-input" rows="4"
-                            placeholder=move || if pairs() { PLACEHOLDER_A } else { PLACEHOLDER }
+                            placeholder=move || match task.get() {
+                                Task::Classification => PLACEHOLDER.to_string(),
+                                Task::Matching => PLACEHOLDER_A.to_string(),
+                                Task::Ner => EXAMPLE_ENTITY_TEXTS.join("\n"),
+                            }
                             aria-describedby="playground-hint playground-error"
                             aria-invalid=move || invalid().then_some("true")
                             prop:value=move || text.get()
@@ -122,9 +153,10 @@ pub fn Playground(
                     })}
                 </div>
                 <p class="hint" id="playground-hint">
-                    {move || match pairs() {
-                        false => t_string!(i18n, endpoint_detail.playground_hint).to_string(),
-                        true => t_string!(i18n, endpoint_detail.playground_hint_pairs).to_string(),
+                    {move || match task.get() {
+                        Task::Classification => t_string!(i18n, endpoint_detail.playground_hint).to_string(),
+                        Task::Matching => t_string!(i18n, endpoint_detail.playground_hint_pairs).to_string(),
+                        Task::Ner => t_string!(i18n, endpoint_detail.playground_hint_entities).to_string(),
                     }}
                 </p>
                 <p class="field-error" id="playground-error" data-testid="playground-error">
@@ -156,37 +188,115 @@ pub fn Playground(
 fn PredictionView(p: PlaygroundPrediction) -> impl IntoView {
     let i18n = use_i18n();
     let latency = format!("{:.1}", p.latency_ms);
-    // Colours follow the label, not the rank, so that a label keeps its colour from text to text.
-    let mut names: Vec<&str> = p.probabilities.iter().map(|lp| lp.label.as_str()).collect();
+    let latency = move || {
+        t_string!(
+            i18n,
+            endpoint_detail.playground_latency,
+            ms = latency.clone()
+        )
+        .to_string()
+    };
+    match p.answer {
+        PlaygroundAnswer::Label { label, probabilities } => view! {
+            <li class="prediction" data-testid="playground-result" data-label=label.clone()>
+                <p class="prediction-text">{p.text}</p>
+                {p.text_pair.map(|b| view! { <p class="prediction-text prediction-pair" data-testid="playground-pair">{b}</p> })}
+                <p class="prediction-head">
+                    <span class="badge badge-label" data-testid="playground-label">{label.clone()}</span>
+                    <span class="muted small">{latency}</span>
+                </p>
+                <Bars probabilities />
+            </li>
+        }
+        .into_any(),
+        PlaygroundAnswer::Entities { entities } => {
+            let found = entities.len();
+            view! {
+            <li class="prediction" data-testid="playground-result" data-entities=found>
+                <EntitiesView text=p.text entities />
+                <p class="prediction-head">
+                    <span class="muted small">{latency}</span>
+                </p>
+            </li>
+            }
+            .into_any()
+        }
+    }
+}
+
+/// A bar per label with its probability, highest first. Colours follow the label, not the rank, so that
+/// a label keeps its colour from text to text.
+#[component]
+fn Bars(probabilities: Vec<LabelProbability>) -> impl IntoView {
+    let mut names: Vec<String> = probabilities.iter().map(|lp| lp.label.clone()).collect();
     names.sort_unstable();
-    let colour = |label: &str| names.binary_search(&label).unwrap_or(0) % 6;
+    let colour = move |label: &str| names.iter().position(|n| n == label).unwrap_or(0) % 6;
     view! {
-        <li class="prediction" data-testid="playground-result" data-label=p.label.clone()>
-            <p class="prediction-text">{p.text.clone()}</p>
-            {p.text_pair.clone().map(|b| view! { <p class="prediction-text prediction-pair" data-testid="playground-pair">{b}</p> })}
-            <p class="prediction-head">
-                <span class="badge badge-label" data-testid="playground-label">{p.label.clone()}</span>
-                <span class="muted small">{move || t_string!(i18n, endpoint_detail.playground_latency, ms = latency.clone()).to_string()}</span>
-            </p>
-            <ul class="bars">
-                {p.probabilities
-                    .iter()
-                    .map(|lp| {
-                        let width = percent(lp.probability);
+        <ul class="bars">
+            {probabilities
+                .into_iter()
+                .map(|lp| {
+                    let width = percent(lp.probability);
+                    view! {
+                        <li class="bar-row" data-testid="playground-probability" data-label=lp.label.clone()
+                            data-probability=lp.probability.to_string()>
+                            <span class="bar-label" title=lp.label.clone()>{lp.label.clone()}</span>
+                            <span class="bar-track" role="presentation">
+                                <span class=format!("bar label-color-{}", colour(&lp.label)) style:width=width.clone()></span>
+                            </span>
+                            <span class="bar-value">{width}</span>
+                        </li>
+                    }
+                })
+                .collect_view()}
+        </ul>
+    }
+}
+
+/// The text with each entity marked and its type after it (hidden from screen readers, which read the
+/// list instead), then the entities as a list: type, text, characters, score. Colours follow the type.
+#[component]
+fn EntitiesView(text: String, entities: Vec<Entity>) -> impl IntoView {
+    let i18n = use_i18n();
+    let mut types: Vec<String> = entities.iter().map(|e| e.label.clone()).collect();
+    types.sort_unstable();
+    types.dedup();
+    let colour = move |label: &str| types.iter().position(|t| t == label).unwrap_or(0) % 6;
+    let marked = segments(&text, &entities)
+        .into_iter()
+        .map(|(run, entity)| match entity {
+            None => view! { <span>{run}</span> }.into_any(),
+            Some(e) => view! {
+                <mark class=format!("entity entity-color-{}", colour(&e.label)) data-testid="playground-entity"
+                    data-label=e.label.clone() title=format!("{} {}", e.label, percent(f64::from(e.score)))>
+                    {run}<span class="entity-type" aria-hidden="true">{e.label.clone()}</span>
+                </mark>
+            }
+            .into_any(),
+        })
+        .collect_view();
+    let found = entities.len();
+    view! {
+        <p class="prediction-text entity-text">{marked}</p>
+        {match found {
+            0 => view! {
+                <p class="muted" data-testid="playground-no-entities">{t!(i18n, endpoint_detail.playground_no_entities)}</p>
+            }.into_any(),
+            _ => view! {
+                <ul class="entity-list" aria-label=move || t_string!(i18n, endpoint_detail.playground_entities_aria, count = found).to_string()>
+                    {entities.iter().map(|e| {
+                        let place = t_string!(i18n, endpoint_detail.playground_entity_place, start = e.start, end = e.end).to_string();
                         view! {
-                            <li class="bar-row" data-testid="playground-probability" data-label=lp.label.clone()
-                                data-probability=lp.probability.to_string()>
-                                <span class="bar-label" title=lp.label.clone()>{lp.label.clone()}</span>
-                                <span class="bar-track" role="presentation">
-                                    <span class=format!("bar label-color-{}", colour(&lp.label)) style:width=width.clone()></span>
-                                </span>
-                                <span class="bar-value">{width}</span>
+                            <li data-testid="playground-entity-row" data-label=e.label.clone() data-start=e.start data-end=e.end>
+                                <span class="badge badge-label">{e.label.clone()}</span>" "
+                                <strong>{e.text.clone()}</strong>" "
+                                <span class="muted small">{place}" · "{percent(f64::from(e.score))}</span>
                             </li>
                         }
-                    })
-                    .collect_view()}
-            </ul>
-        </li>
+                    }).collect_view()}
+                </ul>
+            }.into_any(),
+        }}
     }
 }
 
@@ -215,5 +325,42 @@ mod tests {
         assert_eq!(inputs(Task::Matching, "a\nb", "c"), None, "b has no pair");
         assert_eq!(percent(0.87349), "87.3%");
         assert_eq!(percent(1.0000001), "100.0%");
+    }
+
+    #[test]
+    fn entities_cut_the_text_into_runs_by_character() {
+        let entity = |start, end, label: &str| Entity {
+            text: String::new(),
+            label: label.into(),
+            start,
+            end,
+            score: 0.9,
+        };
+        let found = [
+            entity(0, 2, "PER"),
+            entity(3, 5, "LOC"),
+            entity(4, 6, "ORG"),
+        ];
+        let runs = segments("张伟在北京工作", &found);
+        let said: Vec<(&str, Option<&str>)> = runs
+            .iter()
+            .map(|(run, e)| (run.as_str(), e.map(|e| e.label.as_str())))
+            .collect();
+        assert_eq!(
+            said,
+            vec![
+                ("张伟", Some("PER")),
+                ("在", None),
+                ("北京", Some("LOC")),
+                ("工作", None)
+            ],
+            "the overlapping ORG is left out"
+        );
+        assert_eq!(
+            segments("短", &[entity(0, 5, "PER")]).len(),
+            1,
+            "past the end: left out"
+        );
+        assert!(segments("", &[]).is_empty());
     }
 }

@@ -24,11 +24,18 @@ const EXAMPLE_PAIRS: [(&str, &str); 2] = [
     ("银行卡丢了怎么办", "信用卡额度怎么提高"),
 ];
 
+/// Texts the snippets send to an entity model: people, places and organisations.
+pub const EXAMPLE_ENTITY_TEXTS: [&str; 2] = [
+    "张伟上周在北京见了阿里巴巴的代表。",
+    "李娜的航班明天从上海飞往广州。",
+];
+
 /// The example inputs of a `task` model, as JSON (also a Python literal: strings, lists and objects).
 fn inputs_json(task: Task) -> String {
-    let inputs = match task.pairs() {
-        false => serde_json::json!(EXAMPLE_INPUTS),
-        true => EXAMPLE_PAIRS
+    let inputs = match task {
+        Task::Classification => serde_json::json!(EXAMPLE_INPUTS),
+        Task::Ner => serde_json::json!(EXAMPLE_ENTITY_TEXTS),
+        Task::Matching => EXAMPLE_PAIRS
             .iter()
             .map(|(a, b)| serde_json::json!({ "text_a": a, "text_b": b }))
             .collect(),
@@ -45,6 +52,14 @@ pub fn curl_snippet(url: &str, key: &str, task: Task) -> String {
 
 pub fn python_snippet(url: &str, key: &str, task: Task) -> String {
     let inputs = inputs_json(task);
+    let show = match task {
+        Task::Ner => {
+            r#"print([(e["text"], e["label"], e["start"], e["end"]) for e in prediction["entities"]])"#
+        }
+        Task::Classification | Task::Matching => {
+            r#"print(prediction["label"], dict(zip(reply["labels"], prediction["probabilities"])))"#
+        }
+    };
     format!(
         r#"import requests
 
@@ -57,7 +72,7 @@ response = requests.post(
 response.raise_for_status()
 reply = response.json()
 for prediction in reply["predictions"]:
-    print(prediction["label"], dict(zip(reply["labels"], prediction["probabilities"])))
+    {show}
 "#
     )
 }
@@ -86,7 +101,12 @@ pub fn UsageCard(
     view! {
         <section class="card" aria-labelledby="endpoint-usage-title" data-testid="endpoint-usage">
             <h2 id="endpoint-usage-title">{t!(i18n, endpoint_detail.usage_title)}</h2>
-            <p class="hint">{t!(i18n, endpoint_detail.usage_hint)}</p>
+            <p class="hint">
+                {move || match task.get() {
+                    Task::Ner => t_string!(i18n, endpoint_detail.usage_hint_entities).to_string(),
+                    Task::Classification | Task::Matching => t_string!(i18n, endpoint_detail.usage_hint).to_string(),
+                }}
+            </p>
             {move || secret.with(Option::is_none).then(|| view! {
                 <p class="hint" data-testid="usage-placeholder">{t!(i18n, endpoint_detail.usage_key_placeholder)}</p>
             })}
@@ -135,5 +155,16 @@ mod tests {
             python.contains("json={\"inputs\": [{\"text_a\":\"怎么修改登录密码\""),
             "{python}"
         );
+    }
+
+    #[test]
+    fn an_entity_endpoints_python_prints_the_entities() {
+        let python = python_snippet("http://h/p", "k", Task::Ner);
+        assert!(python.contains(EXAMPLE_ENTITY_TEXTS[0]), "{python}");
+        assert!(
+            python.contains(r#"for e in prediction["entities"]"#),
+            "{python}"
+        );
+        assert!(!python.contains("probabilities"), "{python}");
     }
 }
