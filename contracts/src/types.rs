@@ -1520,8 +1520,16 @@ pub enum CheckpointFormat {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PaddleImport {
-    /// `ErnieForSequenceClassification` or `ErnieModel` (a bare encoder: fine-tuning adds a classifier).
+    /// `ErnieForSequenceClassification`, `ErnieForTokenClassification`, or `ErnieModel` (a bare encoder:
+    /// fine-tuning adds a classifier).
     pub architecture: String,
+    /// What the classifier does (`None` for a bare encoder): a token classifier extracts entities; a
+    /// sequence classifier classifies, or matches pairs when a Paddock export said so.
+    #[serde(default)]
+    pub task: Option<crate::task::Task>,
+    /// Arrays of the file the model does not use: a PaddleNLP token classifier's pooler.
+    #[serde(default)]
+    pub unused: Vec<String>,
     /// The classifier's labels (empty for a bare encoder).
     pub labels: Vec<String>,
     /// The element types the weights were saved in (`float32`, `float16`, `bfloat16`); Paddock keeps

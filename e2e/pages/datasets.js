@@ -13,7 +13,6 @@ export class DatasetsListPage extends SectionPage {
   get fileError() { return this.page.getByTestId('dataset-file-error'); }
   get problems() { return this.page.getByTestId('dataset-problems'); }
   get sampleButton() { return this.page.getByTestId('dataset-sample'); }
-  get matchingSampleButton() { return this.page.getByTestId('dataset-sample-matching'); }
 
   /** Chooses `file` (a path) and submits the form; `name` replaces the default (the file's stem). */
   async upload(file, name) {
@@ -28,10 +27,11 @@ export class DatasetsListPage extends SectionPage {
     return new DatasetPage(this.page).opened();
   }
 
-  /** Creates the sample dataset (one click; `matching`: the question pairs) and waits for its page;
-   *  returns its id. */
+  /** Adds the one-click sample of `task` (`classification`: reviews, `matching`: question pairs,
+   *  `ner`: sentences with entities) and waits for its page; returns its id. */
   async createSample(task = 'classification') {
-    await (task === 'matching' ? this.matchingSampleButton : this.sampleButton).click();
+    const testid = task === 'classification' ? 'dataset-sample' : `dataset-sample-${task}`;
+    await this.page.getByTestId(testid).click();
     return new DatasetPage(this.page).opened();
   }
 

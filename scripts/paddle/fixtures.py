@@ -5,14 +5,14 @@ pinned PaddleNLP of .venv-paddle (scripts/setup.sh paddle).
     fixtures.py make OUT           writes small PaddleNLP ERNIE directories with random weights under OUT,
                                    and OUT/expected.json: for each, the tokenizer's ids and what Paddle
                                    computes (logits, or the pooled output of a bare encoder) on TEXTS
-    fixtures.py predict DIR        loads DIR with PaddleNLP's from_pretrained (as a team would) and prints
-                                   TEXTS, their ids and logits as JSON
+    fixtures.py predict DIR        loads DIR with PaddleNLP's from_pretrained (as a team would, with the
+                                   class its config names) and prints TEXTS, their ids and logits as JSON
 
 The models cover what an import must handle: a classifier with task-type embeddings and relu; gelu
 without them, saved in float16, three labels; a bare ErnieModel saved in bfloat16 with silu; the older
-model_config.json layout with a protocol-2 pickle and tanh (PaddleNLP 2.4 / Paddle 2.x saves); and the things it
-must refuse: another architecture, a stray, a missing and a misshapen parameter, and a pickle that would
-run a command.
+model_config.json layout with a protocol-2 pickle and tanh (PaddleNLP 2.4 / Paddle 2.x saves); a token
+classifier with BIO tags; and the things it must refuse: another architecture (question answering), a
+stray, a missing and a misshapen parameter, and a pickle that would run a command.
 """
 import collections
 import json
@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 import paddle  # noqa: E402
 from paddlenlp.transformers import (  # noqa: E402
     ErnieConfig,
+    ErnieForQuestionAnswering,
     ErnieForSequenceClassification,
     ErnieForTokenClassification,
     ErnieModel,
@@ -133,8 +134,13 @@ def make(out):
     state = paddle.load(os.path.join(directory, "model_state.pdparams"))
     paddle.save(state, os.path.join(directory, "model_state.pdparams"), protocol=2)
 
+    # An entity tagger: logits per token, BIO names; PaddleNLP keeps a pooler it never uses.
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    save("token_classifier", ErnieForTokenClassification,
+         config(num_labels=5, id2label=dict(enumerate(tags)), label2id={t: i for i, t in enumerate(tags)}), seed=4)
+
     # Refused: another architecture, and three damaged copies of the first model.
-    save("token_classifier", ErnieForTokenClassification, config(num_labels=2), seed=4)
+    save("question_answering", ErnieForQuestionAnswering, config(), seed=5)
     source = os.path.join(out, "cls_relu_task")
     original = pickle.load(open(os.path.join(source, "model_state.pdparams"), "rb"))
 
@@ -175,7 +181,10 @@ def make(out):
 
 def predict(directory):
     tokenizer = ErnieTokenizer.from_pretrained(directory)
-    model = ErnieForSequenceClassification.from_pretrained(directory)
+    architecture = json.load(open(os.path.join(directory, "config.json")))["architectures"][0]
+    cls = {"ErnieForSequenceClassification": ErnieForSequenceClassification,
+           "ErnieForTokenClassification": ErnieForTokenClassification}[architecture]
+    model = cls.from_pretrained(directory)
     batch = encode(tokenizer)
     print(json.dumps({"texts": TEXTS, "batch": batch, **run(model, batch)}, ensure_ascii=False))
 

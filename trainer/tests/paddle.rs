@@ -75,13 +75,38 @@ fn ints(v: &Value) -> Tensor {
     Tensor::from_slice(&rows.concat()).view([b, s])
 }
 
-fn floats(v: &Value) -> Vec<Vec<f64>> {
-    serde_json::from_value(v.clone()).unwrap()
+/// Paddle's outputs as rows: one per text, or for a token classifier one per real token of `batch`.
+fn floats_of(v: &Value, batch: &Value) -> Vec<Vec<f64>> {
+    if let Ok(rows) = serde_json::from_value(v.clone()) {
+        return rows;
+    }
+    let texts: Vec<Vec<Vec<f64>>> = serde_json::from_value(v.clone()).unwrap();
+    let mask: Vec<Vec<i64>> = serde_json::from_value(batch["attention_mask"].clone()).unwrap();
+    texts
+        .into_iter()
+        .zip(mask)
+        .flat_map(|(tokens, mask)| {
+            tokens
+                .into_iter()
+                .zip(mask)
+                .filter(|(_, m)| *m == 1)
+                .map(|(t, _)| t)
+        })
+        .collect()
 }
 
-fn rows_of(t: &Tensor) -> Vec<Vec<f64>> {
+/// Paddock's outputs as rows, like [`floats_of`]: a token classifier's `[B, S, L]` logits become the
+/// real tokens' rows.
+fn rows_of(t: &Tensor, mask: &Tensor) -> Vec<Vec<f64>> {
+    let cols = *t.size().last().unwrap();
     let t = t.to_kind(Kind::Double).contiguous();
-    let cols = t.size()[1] as usize;
+    let t = match t.dim() {
+        3 => t
+            .view([-1, cols])
+            .index_select(0, &mask.view([-1]).nonzero().squeeze_dim(1)),
+        _ => t,
+    };
+    let cols = cols as usize;
     let flat: Vec<f64> = Vec::try_from(t.view([-1])).unwrap();
     flat.chunks(cols).map(<[f64]>::to_vec).collect()
 }
@@ -131,9 +156,10 @@ fn paddock_outputs(model: &trainer::TaskModel, batch: &Value, pooled: bool) -> V
                     .forward_t(inputs, false)
                     .pooled_output
                     .unwrap(),
+                &mask,
             )
         } else {
-            rows_of(&model.forward_t(inputs, false))
+            rows_of(&model.forward_t(inputs, false), &mask)
         }
     })
 }
@@ -161,6 +187,12 @@ fn paddle_models_import_and_answer_as_paddle_does() {
             "float32",
             vec!["LABEL_0", "LABEL_1"],
         ),
+        (
+            "token_classifier",
+            "ErnieForTokenClassification",
+            "float32",
+            vec!["O", "B-PER", "I-PER", "B-LOC", "I-LOC"],
+        ),
     ];
     let tmp = tempfile::tempdir().unwrap();
     for (name, architecture, saved_as, labels) in cases {
@@ -171,8 +203,18 @@ fn paddle_models_import_and_answer_as_paddle_does() {
         assert_eq!(report.labels, labels, "{name}");
         assert!(report.parity.passed(), "{name}: {:?}", report.parity);
         assert_eq!(report.parity.samples.len(), paddle::parity::SAMPLES.len());
-        // Every Linear weight (4 attention + 2 feed-forward per layer, the pooler, the classifier) turned.
-        let linears = 2 * 6 + 1 + usize::from(architecture != "ErnieModel");
+        // Every Linear weight (4 attention + 2 feed-forward per layer, the pooler, the classifier) turned;
+        // a token classifier's pooler is PaddleNLP's alone, unused and not loaded.
+        let tokens = architecture == "ErnieForTokenClassification";
+        let linears = 2 * 6 + usize::from(!tokens) + usize::from(architecture != "ErnieModel");
+        assert_eq!(
+            report.unused,
+            match tokens {
+                true => vec!["ernie.pooler.dense.bias", "ernie.pooler.dense.weight"],
+                false => vec![],
+            },
+            "{name}"
+        );
         assert_eq!(
             report.tensors.iter().filter(|t| t.transposed).count(),
             linears,
@@ -189,7 +231,7 @@ fn paddle_models_import_and_answer_as_paddle_does() {
         let pooled = architecture == "ErnieModel";
         let want = &expected["models"][name][if pooled { "pooled" } else { "logits" }];
         let got = paddock_outputs(&loaded.model, &expected["batch"], pooled);
-        let diff = max_diff(&got, &floats(want));
+        let diff = max_diff(&got, &floats_of(want, &expected["batch"]));
         assert!(
             diff <= TOLERANCE,
             "{name}: Paddock differs from Paddle by {diff:e}"
@@ -225,7 +267,7 @@ fn an_imported_model_fine_tunes() {
 #[test]
 fn what_cannot_be_imported_is_refused_by_name_and_nothing_is_written() {
     let cases = [
-        ("token_classifier", "ErnieForTokenClassification"),
+        ("question_answering", "ErnieForQuestionAnswering"),
         (
             "stray_parameter",
             "`ernie.encoder.layers.0.self_attn.qkv_proj.weight` is not a parameter",
@@ -308,27 +350,55 @@ fn the_parity_gate_catches_a_missed_transpose() {
 #[test]
 fn exports_load_in_paddlenlp_and_answer_the_same() {
     let tmp = tempfile::tempdir().unwrap();
-    let imported = tmp.path().join("imported");
-    paddle::import(&fixtures().join("cls_relu_task"), &imported).unwrap();
-    let exported = tmp.path().join("exported");
-    let report = paddle::export(&imported, &exported).unwrap();
-    assert_eq!(report.architecture, "ErnieForSequenceClassification");
-    assert_eq!(report.labels, ["负面", "正面"]);
-    assert!(report.parity.passed());
+    for (name, architecture, labels, task) in [
+        (
+            "cls_relu_task",
+            "ErnieForSequenceClassification",
+            vec!["负面", "正面"],
+            "classification",
+        ),
+        (
+            "token_classifier",
+            "ErnieForTokenClassification",
+            vec!["O", "B-PER", "I-PER", "B-LOC", "I-LOC"],
+            "ner",
+        ),
+    ] {
+        let imported = tmp.path().join(format!("{name}-imported"));
+        paddle::import(&fixtures().join(name), &imported).unwrap();
+        let exported = tmp.path().join(format!("{name}-exported"));
+        let report = paddle::export(&imported, &exported).unwrap();
+        assert_eq!(report.architecture, architecture);
+        assert_eq!(report.labels, labels);
+        assert!(report.parity.passed(), "{name}");
+        let config: Value =
+            serde_json::from_slice(&std::fs::read(exported.join("config.json")).unwrap()).unwrap();
+        assert_eq!(
+            config["paddock_task"], task,
+            "{name}: the task goes out with it"
+        );
 
-    // The written pickle reads back to the arrays the import started from.
-    let read = |dir: &Path| {
-        pickle::load_state_dict(&std::fs::read(dir.join("model_state.pdparams")).unwrap()).unwrap()
-    };
-    assert_eq!(read(&exported), read(&fixtures().join("cls_relu_task")));
+        // The written pickle reads back to the arrays the import started from (less the token
+        // classifier's unused pooler).
+        let read = |dir: &Path| {
+            let mut state =
+                pickle::load_state_dict(&std::fs::read(dir.join("model_state.pdparams")).unwrap())
+                    .unwrap();
+            state.retain(|n, _| {
+                architecture != "ErnieForTokenClassification" || !n.contains("pooler")
+            });
+            state
+        };
+        assert_eq!(read(&exported), read(&fixtures().join(name)), "{name}");
 
-    let answer: Value = serde_json::from_str(&paddle_side("predict", &exported)).unwrap();
-    let loaded = checkpoint::load(&imported, Device::Cpu, None).unwrap();
-    assert_same_ids(&loaded.tokenizer, &expected()["texts"], &answer["batch"]);
-    let got = paddock_outputs(&loaded.model, &answer["batch"], false);
-    let diff = max_diff(&got, &floats(&answer["logits"]));
-    assert!(
-        diff <= TOLERANCE,
-        "PaddleNLP's answer differs from Paddock's by {diff:e}"
-    );
+        let answer: Value = serde_json::from_str(&paddle_side("predict", &exported)).unwrap();
+        let loaded = checkpoint::load(&imported, Device::Cpu, None).unwrap();
+        assert_same_ids(&loaded.tokenizer, &expected()["texts"], &answer["batch"]);
+        let got = paddock_outputs(&loaded.model, &answer["batch"], false);
+        let diff = max_diff(&got, &floats_of(&answer["logits"], &answer["batch"]));
+        assert!(
+            diff <= TOLERANCE,
+            "{name}: PaddleNLP's answer differs from Paddock's by {diff:e}"
+        );
+    }
 }

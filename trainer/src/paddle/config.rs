@@ -14,15 +14,20 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::{ErnieConfig, Error, Result};
+use contracts::task::{Head, Task};
 
 /// The LayerNorm epsilon PaddleNLP's ERNIE runs with, whatever its config says: its weight-initialisation
 /// hook sets `_epsilon = 1e-12` on every LayerNorm when the model is built (and so when it is loaded).
 pub const PADDLE_LAYER_NORM_EPS: f64 = 1e-12;
 
 /// The architectures Paddock can import and export. Others share tensor names and shapes with these (a
-/// token-classification head looks like a sequence-classification one) but compute something else, so a
+/// question-answering head looks like a token-classification one) but compute something else, so a
 /// name in `architectures` outside this list is refused.
-pub const ARCHITECTURES: &[&str] = &["ErnieModel", "ErnieForSequenceClassification"];
+pub const ARCHITECTURES: &[&str] = &[
+    "ErnieModel",
+    "ErnieForSequenceClassification",
+    "ErnieForTokenClassification",
+];
 
 /// The keys of a PaddleNLP `ErnieConfig`, with PaddleNLP 2.8's defaults.
 #[derive(Debug, Clone, Deserialize)]
@@ -52,6 +57,9 @@ pub struct PaddleConfig {
     pub id2label: BTreeMap<String, String>,
     /// `float32`, `float16` or `bfloat16`: the type the weights were saved in.
     pub dtype: Option<String>,
+    /// What a Paddock export was fine-tuned for (PaddleNLP keeps a key it does not know), so that a
+    /// matching model comes back as one: its head alone cannot say.
+    pub paddock_task: Option<Task>,
 }
 
 impl Default for PaddleConfig {
@@ -80,6 +88,7 @@ impl Default for PaddleConfig {
             num_labels: None,
             id2label: BTreeMap::new(),
             dtype: None,
+            paddock_task: None,
         }
     }
 }
@@ -155,23 +164,35 @@ impl PaddleConfig {
         Ok(())
     }
 
-    /// Whether the config names the classification architecture (`None`: it names none).
-    pub fn is_classifier(&self) -> Option<bool> {
-        self.architectures
-            .first()
-            .map(|a| a == "ErnieForSequenceClassification")
+    /// The head the config names: `None` when it names no architecture, `Some(None)` for the bare
+    /// `ErnieModel`.
+    pub fn named_head(&self) -> Option<Option<Head>> {
+        self.architectures.first().map(|a| Head::of_architecture(a))
     }
 
-    /// The Hugging Face config of the same network. `num_labels` is the classifier's width as the weights
-    /// say (`None` for a bare encoder); the config's label names are kept when they agree with it.
-    pub fn to_hf(&self, num_labels: Option<usize>) -> Result<ErnieConfig> {
+    /// The classification head of a model with these `params` (Paddle names): none without a
+    /// classifier; with one, the head the config names (a legacy config names it too), else a sequence
+    /// classifier — the weights of the two heads have the same names and shapes.
+    pub fn head<T>(&self, params: &BTreeMap<String, T>) -> Option<Head> {
+        params
+            .contains_key("classifier.weight")
+            .then(|| self.named_head().flatten().unwrap_or(Head::Sequence))
+    }
+
+    /// The Hugging Face config of the same network. `head` is the classification head and its width as
+    /// the weights say (`None` for a bare encoder); the config's label names are kept when they agree
+    /// with it, and a task a Paddock export recorded when it is one of that head's.
+    pub fn to_hf(&self, head: Option<(Head, usize)>) -> Result<ErnieConfig> {
         // A preset only to start from a complete value: every field is set below.
         let mut config = ErnieConfig::preset("tiny", self.vocab_size, 2)?;
         config.model_type = "ernie".into();
-        config.architectures = vec![match num_labels {
-            Some(_) => "ErnieForSequenceClassification".into(),
+        config.architectures = vec![match head {
+            Some((head, _)) => head.architecture("ernie"),
             None => "ErnieModel".into(),
         }];
+        config.task = self
+            .paddock_task
+            .filter(|task| head.is_some_and(|(head, _)| task.head() == head));
         config.hidden_size = self.hidden_size;
         config.num_hidden_layers = self.num_hidden_layers;
         config.num_attention_heads = self.num_attention_heads;
@@ -187,7 +208,7 @@ impl PaddleConfig {
         config.layer_norm_eps = PADDLE_LAYER_NORM_EPS;
         config.pad_token_id = self.pad_token_id;
         config.initializer_range = self.initializer_range;
-        let width = num_labels.or(self.num_labels).unwrap_or(2);
+        let width = head.map(|(_, n)| n).or(self.num_labels).unwrap_or(2);
         let named: Vec<String> = (0..width)
             .map_while(|i| self.id2label.get(&i.to_string()).cloned())
             .collect();
@@ -201,9 +222,10 @@ impl PaddleConfig {
         Ok(config)
     }
 
-    /// The PaddleNLP `config.json` of a Paddock model, for export; refuses what PaddleNLP's ERNIE cannot
-    /// compute: a BERT model, or a GELU approximation Paddle's configs cannot name.
-    pub fn from_hf(config: &ErnieConfig, classifier: bool) -> Result<Value> {
+    /// The PaddleNLP `config.json` of a Paddock model with its classification `head` (`None`: a bare
+    /// encoder), for export; refuses what PaddleNLP's ERNIE cannot compute: a BERT model, or a GELU
+    /// approximation Paddle's configs cannot name.
+    pub fn from_hf(config: &ErnieConfig, head: Option<Head>) -> Result<Value> {
         if config.model_type != "ernie" {
             return Err(Error::Config(format!(
                 "model_type `{}`: only ERNIE models are exported to PaddleNLP",
@@ -223,12 +245,11 @@ impl PaddleConfig {
         let mut out = Map::new();
         out.insert(
             "architectures".into(),
-            json!([if classifier {
-                "ErnieForSequenceClassification"
-            } else {
-                "ErnieModel"
-            }]),
+            json!([head.map_or("ErnieModel".into(), |h| h.architecture("ernie"))]),
         );
+        if head.is_some() {
+            out.insert("paddock_task".into(), json!(config.task()));
+        }
         for (key, value) in [
             ("model_type", json!("ernie")),
             ("vocab_size", json!(config.vocab_size)),
@@ -318,7 +339,7 @@ mod tests {
             r#"{"vocab_size": 100, "hidden_size": 32, "num_attention_heads": 2}"#,
         )
         .unwrap();
-        let hf = c.to_hf(Some(3)).unwrap();
+        let hf = c.to_hf(Some((Head::Sequence, 3))).unwrap();
         assert_eq!(
             hf.type_vocab_size, 16,
             "PaddleNLP's default, not transformers' 2"
@@ -337,9 +358,12 @@ mod tests {
                 "id2label": {"0": "负面", "1": "正面"}}"#,
         )
         .unwrap();
-        assert_eq!(c.to_hf(Some(2)).unwrap().labels(), ["负面", "正面"]);
         assert_eq!(
-            c.to_hf(Some(3)).unwrap().labels(),
+            c.to_hf(Some((Head::Sequence, 2))).unwrap().labels(),
+            ["负面", "正面"]
+        );
+        assert_eq!(
+            c.to_hf(Some((Head::Sequence, 3))).unwrap().labels(),
             ["LABEL_0", "LABEL_1", "LABEL_2"]
         );
     }
@@ -353,7 +377,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.vocab_size, 100);
-        assert_eq!(c.is_classifier(), Some(true));
+        assert_eq!(c.named_head(), Some(Some(Head::Sequence)));
         assert_eq!(c.num_labels, Some(4));
     }
 
@@ -361,9 +385,10 @@ mod tests {
     fn what_would_compute_differently_is_refused_by_key() {
         for (body, key) in [
             (
-                r#"{"architectures": ["ErnieForTokenClassification"]}"#,
-                "ErnieForTokenClassification",
+                r#"{"architectures": ["ErnieForQuestionAnswering"]}"#,
+                "ErnieForQuestionAnswering",
             ),
+            (r#"{"paddock_task": "poetry"}"#, "poetry"),
             (r#"{"model_type": "bert"}"#, "model_type"),
             (r#"{"use_task_id": true, "task_id": 2}"#, "task_id 2"),
             (r#"{"pool_act": "relu"}"#, "pool_act"),
@@ -379,18 +404,26 @@ mod tests {
     #[test]
     fn export_refuses_what_paddle_cannot_name() {
         let mut hf = ErnieConfig::preset("tiny", 50, 2).unwrap();
-        let out = PaddleConfig::from_hf(&hf, true).unwrap();
+        hf.task = Some(Task::Matching);
+        let out = PaddleConfig::from_hf(&hf, Some(Head::Sequence)).unwrap();
         assert_eq!(out["architectures"][0], "ErnieForSequenceClassification");
         assert_eq!(out["type_vocab_size"], 4);
+        assert_eq!(out["paddock_task"], "matching");
         let back = PaddleConfig::from_json_str(&out.to_string()).unwrap();
-        assert_eq!(back.to_hf(Some(2)).unwrap().type_vocab_size, 4);
+        let hf_again = back.to_hf(Some((Head::Sequence, 2))).unwrap();
+        assert_eq!(hf_again.type_vocab_size, 4);
+        assert_eq!(hf_again.task(), Task::Matching, "the task comes back");
+        // A recorded task that is not the weights' head's is not believed.
+        let token = back.to_hf(Some((Head::Token, 2))).unwrap();
+        assert_eq!(token.architectures, ["ErnieForTokenClassification"]);
+        assert_eq!(token.task(), Task::Ner);
         hf.hidden_act = "gelu_new".into();
-        assert!(PaddleConfig::from_hf(&hf, true)
+        assert!(PaddleConfig::from_hf(&hf, Some(Head::Sequence))
             .unwrap_err()
             .to_string()
             .contains("gelu_new"));
         hf.hidden_act = "gelu".into();
         hf.model_type = "bert".into();
-        assert!(PaddleConfig::from_hf(&hf, false).is_err());
+        assert!(PaddleConfig::from_hf(&hf, None).is_err());
     }
 }

@@ -1,7 +1,9 @@
 //! A Paddock checkpoint (Hugging Face layout) as a PaddleNLP directory that
-//! `ErnieForSequenceClassification.from_pretrained` loads: `config.json`, `model_state.pdparams`,
-//! `vocab.txt`, `tokenizer_config.json`, `special_tokens_map.json`. The same name table and the same
-//! parity gate as the import, run on the arrays about to be written.
+//! `ErnieForSequenceClassification.from_pretrained` (or `ErnieForTokenClassification`'s) loads:
+//! `config.json`, `model_state.pdparams`, `vocab.txt`, `tokenizer_config.json`,
+//! `special_tokens_map.json`. The same name table and the same parity gate as the import, run on the
+//! arrays about to be written. A token classifier goes out without a pooler (transformers' has none);
+//! PaddleNLP then starts one at random, which none of that model's answers use.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -35,7 +37,8 @@ pub fn export(checkpoint_dir: &Path, out: &Path) -> Result<ExportReport> {
         .initialised
         .iter()
         .any(|n| n.starts_with("classifier."));
-    let config_json = PaddleConfig::from_hf(&loaded.config, classifier)?;
+    let head = classifier.then(|| loaded.model.head());
+    let config_json = PaddleConfig::from_hf(&loaded.config, head)?;
     let paddle_config = PaddleConfig::from_json_str(&config_json.to_string())?;
 
     let mut state = BTreeMap::new();

@@ -2,7 +2,8 @@
 //! `tokenizer_config.json`) into a Hugging Face one Paddock trains from, evaluates and serves.
 //!
 //! Every array is accounted for: each name must be one of ERNIE's, each shape what the config implies,
-//! nothing the model needs may be missing (a bare encoder's classifier aside), and the converted model
+//! nothing the model needs may be missing (a bare encoder's classifier aside), what it does not use is
+//! listed (a token classifier's pooler), and the converted model
 //! must answer as the original does ([`parity`]) before anything is written. The output directory
 //! appears whole or not at all.
 
@@ -17,6 +18,7 @@ use super::names::{self, Layout};
 use super::parity;
 use super::pickle::{self, Array};
 use crate::{checkpoint, Error, Result, TaskModel, Tokenizer};
+use contracts::task::Head;
 pub use contracts::types::{MappedTensor, PaddleImport};
 
 /// The weights file of a PaddleNLP model.
@@ -45,8 +47,9 @@ pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
     for (name, array) in arrays {
         let (hf, layout) = names::to_hf(&name).ok_or_else(|| {
             at(format!(
-                "`{name}` is not a parameter of a PaddleNLP ERNIE (ErnieModel or \
-                 ErnieForSequenceClassification); another architecture cannot be imported"
+                "`{name}` is not a parameter of a PaddleNLP ERNIE ({}); another architecture cannot \
+                 be imported",
+                super::config::ARCHITECTURES.join(", ")
             ))
         })?;
         let (tensor, kind) = tensor_of(&array).map_err(|m| at(format!("`{name}`: {m}")))?;
@@ -74,8 +77,8 @@ pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
     }
 
     let classifier = params.contains_key("classifier.weight");
-    if let Some(says) = config.is_classifier() {
-        if says != classifier {
+    if let Some(named) = config.named_head() {
+        if named.is_some() != classifier {
             return Err(at(format!(
                 "config.json says {} but the file {} a classifier",
                 config.architectures[0],
@@ -83,12 +86,19 @@ pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
             )));
         }
     }
+    let head = config.head(&params);
     let num_labels = match params.get("classifier.weight") {
         Some(w) if w.dim() == 2 => Some(w.size()[1] as usize),
         Some(w) => return Err(at(format!("`classifier.weight` has shape {:?}", w.size()))),
         None => None,
     };
-    let hf_config = config.to_hf(num_labels)?;
+    let hf_config = config.to_hf(head.zip(num_labels))?;
+    // PaddleNLP's token classifier keeps the encoder's pooler, which its answers never use and
+    // transformers' `ErnieForTokenClassification` does not have: accounted for as unused, not loaded.
+    let (unused, mapped): (Vec<MappedTensor>, Vec<MappedTensor>) = mapped
+        .into_iter()
+        .partition(|m| head == Some(Head::Token) && m.hugging_face.starts_with("ernie.pooler."));
+    let unused: Vec<String> = unused.into_iter().map(|m| m.paddle).collect();
     let tokenizer = Tokenizer::from_dir(from)?;
     if tokenizer.vocab_size() > hf_config.vocab_size {
         return Err(Error::Checkpoint(format!(
@@ -154,6 +164,8 @@ pub fn import(from: &Path, out: &Path) -> Result<PaddleImport> {
     checkpoint::save_only(out, &vs, &hf_config, &tokenizer, &kept)?;
     Ok(PaddleImport {
         architecture: hf_config.architectures[0].clone(),
+        task: head.map(|_| hf_config.task()),
+        unused,
         labels: if classifier {
             hf_config.labels()
         } else {

@@ -12,7 +12,8 @@ pub use contracts::types::{ParityOutput, ParityReport, ParitySample};
 use crate::data::batch::{collate, Features};
 use crate::{Error, Result, TaskModel, Tokenizer};
 
-/// The largest difference accepted, in logits (or pooled outputs for a bare encoder).
+/// The largest difference accepted, in logits (each real token's, for a token classifier; pooled
+/// outputs for a bare encoder).
 pub const TOLERANCE: f64 = 1e-4;
 
 /// Sentiment-style sentences of the kind these models are fine-tuned on: short and long, a pair, and
@@ -53,17 +54,22 @@ pub fn check(
         &batch.attention_mask,
     )?;
     let classifier = reference.logits.is_some();
-    let (want, got) = tch::no_grad(|| match reference.logits {
-        Some(logits) => (logits, model.forward_t(batch.inputs(), false)),
-        None => (
-            reference.pooled,
-            model
-                .ernie()
-                .forward_pooled_t(batch.inputs(), false)
-                .pooled_output
-                .expect("the imported encoder has its pooler"),
+    let (want, got) = match reference.logits {
+        Some(logits) => (
+            logits,
+            tch::no_grad(|| model.forward_t(batch.inputs(), false)),
         ),
-    });
+        None => (
+            reference.pooled.ok_or_else(|| {
+                Error::Checkpoint("parity: a bare encoder without its pooler".into())
+            })?,
+            tch::no_grad(|| model.ernie().forward_pooled_t(batch.inputs(), false))
+                .pooled_output
+                .ok_or_else(|| {
+                    Error::Checkpoint("parity: Paddock's encoder has no pooler".into())
+                })?,
+        ),
+    };
     if want.size() != got.size() {
         return Err(Error::Checkpoint(format!(
             "parity: Paddle's layout gives outputs of shape {:?}, Paddock's {:?}",
@@ -71,12 +77,17 @@ pub fn check(
             got.size()
         )));
     }
-    let per_row: Vec<f64> = Vec::<f64>::try_from(
-        (got.to_kind(Kind::Double) - want)
-            .abs()
-            .amax([1], false)
-            .nan_to_num(f64::INFINITY, f64::INFINITY, f64::INFINITY),
-    )?;
+    let mut diff = (got.to_kind(Kind::Double) - want).abs();
+    if diff.dim() == 3 {
+        // A token classifier's logits: each row's real tokens (padding answers nothing).
+        let padding = batch.attention_mask.eq(0).unsqueeze(-1);
+        diff = diff.masked_fill(&padding, 0.0).amax([2], false);
+    }
+    let per_row: Vec<f64> = Vec::<f64>::try_from(diff.amax([1], false).nan_to_num(
+        f64::INFINITY,
+        f64::INFINITY,
+        f64::INFINITY,
+    ))?;
     let samples: Vec<ParitySample> = SAMPLES
         .iter()
         .zip(&rows)

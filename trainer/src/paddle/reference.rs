@@ -15,12 +15,15 @@ use tch::{Kind, Tensor};
 
 use super::config::{PaddleConfig, PADDLE_LAYER_NORM_EPS};
 use crate::{Error, Result};
+use contracts::task::Head;
 
 /// What the network answers for one batch.
 pub struct Outputs {
-    /// `[B, H]`: the tanh pooler over `[CLS]`.
-    pub pooled: Tensor,
-    /// `[B, labels]`, when the model has a classifier.
+    /// `[B, H]`: the tanh pooler over `[CLS]`, when the arrays have a pooler (a Paddock export of a
+    /// token classifier has none: transformers' has none to export).
+    pub pooled: Option<Tensor>,
+    /// `[B, labels]` from a sequence classifier or `[B, S, labels]` from a token classifier, when the
+    /// model has one.
     pub logits: Option<Tensor>,
 }
 
@@ -143,12 +146,23 @@ impl<'a> PaddleErnie<'a> {
             let out = self.linear(&inner, &at("linear2"))?;
             x = self.layer_norm(&(x + out), &at("norm2"))?;
         }
-        let pooled = self.linear(&x.select(1, 0), "pooler.dense")?.tanh();
-        let logits = match self.params.contains_key("classifier.weight") {
-            true => Some(
-                pooled.matmul(&self.exact("classifier.weight")?) + self.exact("classifier.bias")?,
-            ),
+        let pooled = match self
+            .params
+            .contains_key(&format!("{}pooler.dense.weight", self.prefix))
+        {
+            true => Some(self.linear(&x.select(1, 0), "pooler.dense")?.tanh()),
             false => None,
+        };
+        let classify = |features: &Tensor| -> Result<Tensor> {
+            Ok(features.matmul(&self.exact("classifier.weight")?)
+                + self.exact("classifier.bias")?)
+        };
+        let logits = match self.config.head(self.params) {
+            None => None,
+            Some(Head::Token) => Some(classify(&x)?),
+            Some(Head::Sequence) => Some(classify(pooled.as_ref().ok_or_else(|| {
+                Error::Checkpoint("a sequence classifier without its pooler".into())
+            })?)?),
         };
         Ok(Outputs { pooled, logits })
     }

@@ -165,6 +165,8 @@ fn PaddleReport(report: PaddleImport) -> impl IntoView {
     );
     let PaddleImport {
         architecture,
+        task,
+        unused,
         labels,
         saved_as,
         hidden_act,
@@ -172,6 +174,7 @@ fn PaddleReport(report: PaddleImport) -> impl IntoView {
         parity,
         ..
     } = report;
+    let unused = unused.join(", ");
     let dtype = saved_as.join(", ");
     let bare = labels.is_empty();
     let labels = labels.join(", ");
@@ -221,7 +224,11 @@ fn PaddleReport(report: PaddleImport) -> impl IntoView {
                 } else {
                     t_string!(i18n, pretrained.paddle_labels, labels = labels.clone()).to_string()
                 }}
+                {task.map(|task| view! { " · " <span data-testid="paddle-task" data-task=task.as_str()>{move || task_name(i18n.get_locale(), task)}</span> })}
             </p>
+            {(!unused.is_empty()).then(|| view! {
+                <p data-testid="paddle-unused">{move || t_string!(i18n, pretrained.paddle_unused, names = unused.clone()).to_string()}</p>
+            })}
             <p data-testid="paddle-tensors">{move || t_string!(i18n, pretrained.paddle_tensors, count = count, transposed = transposed).to_string()}</p>
             <p data-testid="paddle-parity">
                 {move || match parity.compared {
