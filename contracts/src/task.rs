@@ -65,6 +65,18 @@ impl Head {
 /// Every task, in the order forms offer them.
 pub const TASKS: [Task; 3] = [Task::Classification, Task::Matching, Task::Ner];
 
+/// `--task` on the command lines: a refusal names the tasks there are.
+impl std::str::FromStr for Task {
+    type Err = String;
+
+    fn from_str(name: &str) -> Result<Task, String> {
+        Task::parse(name).ok_or_else(|| {
+            let names: Vec<&str> = TASKS.iter().map(|t| t.as_str()).collect();
+            format!("`{name}` is not a task ({})", names.join(", "))
+        })
+    }
+}
+
 impl Task {
     /// The name in job files, specs, URLs and the API.
     pub fn as_str(self) -> &'static str {

@@ -71,6 +71,10 @@ pub struct SubmitArgs {
     pub spec: Option<PathBuf>,
     #[arg(long)]
     pub name: Option<String>,
+    /// What the job learns: classification, matching or ner. By default the training dataset's task
+    /// (a dataset of another task is refused by the server, saying so).
+    #[arg(long)]
+    pub task: Option<contracts::task::Task>,
     /// Training dataset (id or name).
     #[arg(long)]
     pub dataset: Option<String>,
@@ -515,8 +519,9 @@ async fn submit_spec(api: &Api, ws: WorkspaceId, s: &SubmitArgs) -> anyhow::Resu
         .context("the spec file must be a table/object")?;
     let dataset = |v: &Option<String>| v.as_deref().map(dataset_id).transpose();
     // Each flag given replaces the spec file's value (`Value::from` keeps its JSON type).
-    let flags: [(&str, Option<serde_json::Value>); 16] = [
+    let flags: [(&str, Option<serde_json::Value>); 17] = [
         ("name", s.name.clone().map(Into::into)),
+        ("task", s.task.map(|t| t.as_str().into())),
         ("dataset_id", dataset(&s.dataset)?.map(|d| d.get().into())),
         (
             "dev_dataset_id",

