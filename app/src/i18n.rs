@@ -255,6 +255,7 @@ pub fn issue_text(locale: Locale, issue: &Issue) -> String {
         (None, K::ConflictingDuplicate) => td_string!(locale, data_issues.conflicting).to_string(),
         (None, K::Truncated) => td_string!(locale, data_issues.truncated).to_string(),
         (None, K::SingleLabel) => td_string!(locale, data_issues.single_label).to_string(),
+        (None, K::UnopenedEntity) => td_string!(locale, data_issues.unopened_entity).to_string(),
     }
 }
 
@@ -624,6 +625,7 @@ mod tests {
             K::ConflictingDuplicate,
             K::Truncated,
             K::SingleLabel,
+            K::UnopenedEntity,
         ]
         .map(|kind| (kind, None, vec![]));
         let mut seen = std::collections::HashSet::new();

@@ -336,6 +336,8 @@ pub enum IssueKind {
     ConflictingDuplicate,
     Truncated,
     SingleLabel,
+    /// An entity tagged `I-`/`E-` with no `B-` before it (kept, read as its start).
+    UnopenedEntity,
 }
 
 impl IssueKind {
@@ -354,6 +356,7 @@ impl IssueKind {
             IssueKind::ConflictingDuplicate => "conflicting_duplicate",
             IssueKind::Truncated => "truncated",
             IssueKind::SingleLabel => "single_label",
+            IssueKind::UnopenedEntity => "unopened_entity",
         }
     }
 }

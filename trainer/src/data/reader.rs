@@ -347,13 +347,28 @@ fn finish(out: &mut Parsed, tokens: &mut Vec<(String, Tag)>, first_line: usize, 
     }
     out.records += 1;
     if !bad {
-        out.rows.push(conll_row(first_line, tokens));
+        let (row, unopened) = conll_row(first_line, tokens);
+        out.rows.push(row);
+        // Each token is on its own line from the text's first (a bad line would have dropped the text).
+        for i in unopened {
+            let (token, tag) = &tokens[i];
+            out.issues.push(Issue::warning(
+                IssueKind::UnopenedEntity,
+                Some(first_line + i),
+                Some("tag".into()),
+                format!(
+                    "`{token}` continues a {kind} entity that no B-{kind} began: read as its start, as seqeval does",
+                    kind = tag.kind
+                ),
+            ));
+        }
     }
     tokens.clear();
 }
 
-/// One CoNLL text's row: the tokens joined and their tags as character spans.
-fn conll_row(line: usize, tokens: &[(String, Tag)]) -> RawRow {
+/// One CoNLL text's row (the tokens joined and their tags as character spans), and the tokens where an
+/// entity starts without its `B-`/`S-`.
+fn conll_row(line: usize, tokens: &[(String, Tag)]) -> (RawRow, Vec<usize>) {
     let mut text = String::new();
     let mut starts = Vec::with_capacity(tokens.len() + 1);
     let latin = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
@@ -370,8 +385,8 @@ fn conll_row(line: usize, tokens: &[(String, Tag)]) -> RawRow {
         .map(|((t, _), s)| s + t.chars().count())
         .collect();
     let tags: Vec<Tag> = tokens.iter().map(|(_, t)| t.clone()).collect();
-    let entities = spans_of_tags(&tags)
-        .0
+    let (spans, unopened) = spans_of_tags(&tags);
+    let entities = spans
         .into_iter()
         .map(|(first, last, label)| EntitySpan {
             start: starts[first],
@@ -379,13 +394,14 @@ fn conll_row(line: usize, tokens: &[(String, Tag)]) -> RawRow {
             label,
         })
         .collect();
-    RawRow {
+    let row = RawRow {
         line,
         text: Some(text),
         text_pair: None,
         label: None,
         entities: Some(entities),
-    }
+    };
+    (row, unopened)
 }
 
 /// A cell of the wrong JSON type, named by line and column; the row is skipped.
@@ -419,6 +435,7 @@ fn json_kind(v: &serde_json::Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::report::Severity;
 
     fn parsed(text: &str, format: DataFormat) -> Parsed {
         parse(text, format, &Columns::default())
@@ -515,6 +532,17 @@ mod tests {
             (p.issues[0].line, p.issues[0].field.as_deref()),
             (Some(13), Some("tag"))
         );
+
+        // An I- with no B- before it starts its entity (seqeval's reading), with a warning at its line.
+        let p = parsed("在 O\n上 I-LOC\n海 I-LOC\n", DataFormat::Conll);
+        assert_eq!(p.rows[0].entities.as_ref().unwrap()[0].start, 1);
+        assert_eq!(p.issues.len(), 1);
+        let warning = &p.issues[0];
+        assert_eq!(
+            (warning.severity, warning.kind, warning.line),
+            (Severity::Warning, IssueKind::UnopenedEntity, Some(2))
+        );
+        assert!(warning.message.contains("`上`"), "{}", warning.message);
     }
 
     #[test]

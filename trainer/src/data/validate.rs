@@ -216,7 +216,7 @@ pub fn validate_bytes(
             IssueKind::UnknownFormat,
             None,
             None,
-            "cannot tell the format from the file name: use .csv, .tsv or .jsonl, or set `format`"
+            "cannot tell the format from the file name: use .csv, .tsv, .jsonl or .conll, or set `format`"
                 .into(),
         ));
         return done(report, rows);
