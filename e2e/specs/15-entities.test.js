@@ -1,7 +1,8 @@
 //! Story: a team that pulls people, places and organisations out of Chinese text (in Chinese, the
 //! default language) adds the entity sample with one click, sees that it is entity data with its types,
 //! starts a job from it — the form has chosen entity extraction and shows the types the data has —
-//! trains a tiny model (entity F1 on its chart), deploys it, and types sentences into the playground:
+//! trains a tiny model, evaluates it (entity F1, a row per type, a confusion with "no entity"), deploys
+//! it, and types sentences into the playground:
 //! the entities come back marked in the text, each with its type, and listed with their characters.
 //! Switched to English, the playground says the same in English.
 //!
@@ -15,7 +16,7 @@ import { startStory } from '../support/story.js';
 import { screenshot } from '../support/browser.js';
 import { assertAccessibleBasics, waitForText } from '../support/checks.js';
 import { DatasetsListPage } from '../pages/datasets.js';
-import { JobFormPage } from '../pages/jobs.js';
+import { EvaluationsPanel, JobFormPage } from '../pages/jobs.js';
 import { DeployDialog, EndpointPage } from '../pages/endpoints.js';
 import { Shell } from '../pages/shell.js';
 
@@ -58,6 +59,22 @@ describe('entity extraction: entity data, an entity job, an endpoint that marks 
     const job = await form.create();
     await job.waitForStatus('succeeded');
     await job.checkpointRows.first().waitFor();
+  });
+
+  test('evaluated on its data, it is scored by entity type', async () => {
+    const { page } = story.owner;
+    const evaluations = new EvaluationsPanel(page);
+    await evaluations.evaluate(datasetId);
+    const row = evaluations.row('succeeded');
+    await row.waitFor({ timeout: 120_000 });
+    assert.match((await row.getByTestId('evaluation-entity-f1').textContent()).trim(), /[01]\.\d{4}/);
+    await page.getByTestId('evaluation-details').locator('summary').click();
+    const types = await page.getByTestId('evaluation-per-class').locator('tbody th').allTextContents();
+    assert.deepEqual(types, ['LOC', 'ORG', 'PER'], 'one row per entity type');
+    const cells = await page.getByTestId('confusion-matrix').getByTestId('confusion-cell').count();
+    assert.equal(cells, 16, 'three types and "no entity", both ways');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '15-entities-evaluation');
   });
 
   test('deployed, it marks the entities of each text in the playground', async () => {
