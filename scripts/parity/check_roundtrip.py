@@ -15,8 +15,9 @@ A checkpoint written by `paddock train`, against `paddock predict --json` on a f
         --predictions predictions.jsonl
 
 The second mode tokenizes with `AutoTokenizer` at the length `predict` used (`trainer_state.json`'s max_seq_len,
-else 512), runs `AutoModelForSequenceClassification` in fp32, and compares every row's logits (and label) with
-Paddock's. (.venv-parity is described in scripts/parity/make_fixtures.py.) Exits non-zero on any mismatch.
+else 512) — pairs for a matching model (`A<TAB>B` lines) — runs `AutoModelForSequenceClassification` (or
+`AutoModelForTokenClassification` for an entity model) in fp32, and compares every row's logits (every real
+token's, for an entity model) and its answer with Paddock's. (.venv-parity is described in scripts/parity/make_fixtures.py.) Exits non-zero on any mismatch.
 """
 
 import argparse
@@ -25,7 +26,8 @@ import os
 import sys
 
 import torch
-from transformers import AutoModelForSequenceClassification, AutoTokenizer
+from transformers import (AutoConfig, AutoModelForSequenceClassification, AutoModelForTokenClassification,
+                          AutoTokenizer)
 
 TOLERANCE = 1e-4
 
@@ -58,30 +60,49 @@ def export_check(root):
 
 
 def predict_check(checkpoint, texts_path, predictions_path, batch=64):
+    """Each task as `paddock predict` reads its file: a matching model's lines are `A<TAB>B` pairs; an entity
+    model (ErnieForTokenClassification) answers every token's logits, compared token by token."""
     with open(texts_path, encoding="utf-8") as f:
-        texts = [line.rstrip("\r\n") for line in f]
+        lines = [line.rstrip("\r\n") for line in f]
     with open(predictions_path, encoding="utf-8") as f:
         predictions = [json.loads(line) for line in f if line.strip()]
-    if len(texts) != len(predictions):
-        print(f"{len(texts)} texts but {len(predictions)} predictions")
+    if len(lines) != len(predictions):
+        print(f"{len(lines)} texts but {len(predictions)} predictions")
         return False
     state = os.path.join(checkpoint, "trainer_state.json")
     max_len = json.load(open(state))["max_seq_len"] if os.path.exists(state) else 512
+    config = AutoConfig.from_pretrained(checkpoint)
+    task = getattr(config, "paddock_task", "classification")
+    tokens = config.architectures[0].endswith("TokenClassification")
+    auto = AutoModelForTokenClassification if tokens else AutoModelForSequenceClassification
     tok = AutoTokenizer.from_pretrained(checkpoint)
-    model = AutoModelForSequenceClassification.from_pretrained(checkpoint).eval()
-    worst, labels_differ = 0.0, 0
-    for start in range(0, len(texts), batch):
-        enc = tok(texts[start:start + batch], truncation=True, max_length=max_len, padding=True,
-                  return_tensors="pt")
+    model = auto.from_pretrained(checkpoint).eval()
+    worst, answers_differ = 0.0, 0
+    for start in range(0, len(lines), batch):
+        chunk = lines[start:start + batch]
+        if task == "matching":
+            a, b = zip(*(line.split("\t", 1) for line in chunk))
+            enc = tok(list(a), list(b), truncation=True, max_length=max_len, padding=True, return_tensors="pt")
+        else:
+            enc = tok(chunk, truncation=True, max_length=max_len, padding=True, return_tensors="pt")
         with torch.no_grad():
             logits = model(**enc).logits.double()
-        for row, p in zip(logits, predictions[start:start + batch]):
-            worst = max(worst, (row - torch.tensor(p["logits"], dtype=torch.float64)).abs().max().item())
-            labels_differ += model.config.id2label[int(row.argmax())] != p["label"]
-    print(f"{checkpoint}: class={type(model).__name__} tokenizer={type(tok).__name__} "
-          f"labels={model.config.id2label} rows={len(texts)} max_length={max_len} "
-          f"max_logit_diff={worst:.2e} labels_differ={labels_differ}")
-    return worst < TOLERANCE and labels_differ == 0
+        for row, mask, p in zip(logits, enc["attention_mask"], predictions[start:start + batch]):
+            theirs = torch.tensor(p["logits"], dtype=torch.float64)
+            if tokens:
+                ours = row[mask.bool()]
+                if ours.shape != theirs.shape:
+                    print(f"token rows differ: transformers {tuple(ours.shape)}, Paddock {tuple(theirs.shape)}")
+                    return False
+                answers_differ += not torch.equal(ours.argmax(-1), theirs.argmax(-1))
+            else:
+                ours = row
+                answers_differ += model.config.id2label[int(row.argmax())] != p["label"]
+            worst = max(worst, (ours - theirs).abs().max().item())
+    print(f"{checkpoint}: task={task} class={type(model).__name__} tokenizer={type(tok).__name__} "
+          f"labels={model.config.id2label} rows={len(lines)} max_length={max_len} "
+          f"max_logit_diff={worst:.2e} answers_differ={answers_differ}")
+    return worst < TOLERANCE and answers_differ == 0
 
 
 def main():
