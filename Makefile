@@ -54,8 +54,8 @@ run: build docker
 	$(ENV) $(PADDOCK_BIN) serve --bind $(PADDOCK_BIND) --data-dir $(PADDOCK_DATA_DIR) --site-root $(SITE_ROOT)
 
 ## Set up and run every test: unit and integration (Rust) against real SQLite, libtorch, a real Docker
-## daemon and the real binary, and beside them the browser tests in headless Chromium against the binary
-## and site `make run` serves (one spec runs `make run` itself, after the Rust tests). Every suite runs to the end; the last lines give
+## daemon and the real binary, then the browser tests in headless Chromium against the binary and site
+## `make run` serves (one spec runs `make run` itself). Every suite runs to the end; the last lines give
 ## each step's time and count passed and failed tests across all of them. scripts/test.sh sets up what
 ## each step needs just before it, fetching and starting the test services beside the build.
 test:

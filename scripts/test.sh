@@ -10,9 +10,8 @@
 #      compiled once, by clippy's driver, warnings denied; the site building beside them), run by
 #      scripts/sqlx-data.sh --check so that the checked queries' data is compared with the migrations
 #      in the same compile.
-#   4. every Rust test binary, and beside them the browser specs (all but two, which run after them),
-#      each suite run to the end even when something fails (one failing test binary must not hide the
-#      others' results).
+#   4. every Rust test binary, then every browser spec, each suite run to the end even when something
+#      fails (one failing test binary must not hide the others' results).
 # The last lines give each step's start and length, then one summary line of passed/failed counts across
 # both suites. The exit status fails on any failure, on unformatted code, on a lint, on stale query data,
 # on a setup that failed, and on a suite that could not run at all. Each step's whole output is kept
@@ -49,10 +48,9 @@ rust_counts() {
        END { printf "%d %d %d\n", p, f, g }' "$1"
 }
 
-# The totals node's test runner prints at the end of each run: `# pass N` (TAP, when piped) or
-# `ℹ pass N` (spec); summed over the runs a log holds.
+# The totals node's test runner prints at the end: `# pass N` (TAP, when piped) or `ℹ pass N` (spec).
 node_counts() {
-  awk '/^(# |ℹ )pass [0-9]+$/ { p += $NF } /^(# |ℹ )fail [0-9]+$/ { f += $NF } END { printf "%d %d\n", p, f }' "$1"
+  awk '/^(# |ℹ )pass [0-9]+$/ { p = $NF } /^(# |ℹ )fail [0-9]+$/ { f = $NF } END { printf "%d %d\n", p, f }' "$1"
 }
 
 # Disk, said at each step: a machine short of it fails in odd places (an image build's "no space left on
@@ -106,33 +104,6 @@ source scripts/env.sh
 
 disk "after the build"
 [ "$(free_gb)" -ge "$RUNTIME_IMAGE_GB" ] || say "warning: $(free_gb) GB free is less than the ${RUNTIME_IMAGE_GB} GB the environment image with the runtime needs while it is built: the tests that run jobs in containers will fail with \"no space left on device\""
-# The browser specs run beside the Rust tests: both spend much of their time waiting (on servers, jobs,
-# Docker, Slurm), so together they take about the longer of the two rather than the sum. Two specs wait
-# until the Rust tests are over: 00 runs `make run`, whose cargo would wait for the build directory's lock
-# that `cargo test` holds while its tests run; 12 puts jobs on the Slurm test cluster, which some Rust
-# tests fill or take a node of down on purpose. Each spec and each test has its own server, port, data
-# directory and Docker labels, so nothing else is shared but the machine.
-after_rust=(specs/00-make-run.test.js specs/12-cluster.test.js)
-browser() {
-  (cd e2e && PADDOCK_BIN="$PWD/../$bin" PADDOCK_SITE_ROOT="$PWD/../$site" node --test --test-concurrency=1 "$@")
-}
-e2e_rc=0
-if [ -x "$bin" ] && [ -f "$site/pkg/paddock.wasm" ]; then
-  beside=()
-  for spec in e2e/specs/*.test.js; do
-    [[ " ${after_rust[*]} " == *" ${spec#e2e/} "* ]] || beside+=("${spec#e2e/}")
-  done
-  say "browser: ${#beside[@]} specs beside the Rust tests (node --test, PADDOCK_BIN=$bin, site $site; output in $logs/e2e-beside.log, shown after the Rust tests)"
-  e2e_started=$(date +%s)
-  (browser "${beside[@]}" >"$logs/e2e-beside.log" 2>&1; echo $? >"$logs/e2e-beside.rc"; took "browser tests (beside the Rust tests)" "$e2e_started") &
-  e2e_beside=$!
-else
-  say "browser: cannot run: $bin or $site/pkg/paddock.wasm is missing"
-  : >"$logs/e2e-beside.log"
-  echo 1 >"$logs/e2e-beside.rc"
-  e2e_beside=
-fi
-
 say "Rust: cargo test --no-fail-fast $*"
 rust_started=$(date +%s)
 cargo test --no-fail-fast "$@" 2>&1 | tee "$logs/rust.log"
@@ -141,23 +112,17 @@ took "Rust tests" "$rust_started"
 read -r rust_pass rust_fail rust_ignored < <(rust_counts "$logs/rust.log")
 
 disk "after the Rust tests"
-if [ -n "$e2e_beside" ]; then
-  say "browser: waiting for the specs beside the Rust tests"
-  wait "$e2e_beside"
-fi
-cat "$logs/e2e-beside.log"
-e2e_rc=$(cat "$logs/e2e-beside.rc")
-if [ -n "$e2e_beside" ]; then
-  say "browser: ${after_rust[*]} (after the Rust tests)"
-  after_started=$(date +%s)
-  browser "${after_rust[@]}" 2>&1 | tee "$logs/e2e-after.log"
-  after_rc=${PIPESTATUS[0]}
-  took "browser tests (after the Rust tests)" "$after_started"
-  [ "$after_rc" -eq 0 ] || e2e_rc=$after_rc
+if [ -x "$bin" ] && [ -f "$site/pkg/paddock.wasm" ]; then
+  say "browser: node --test e2e/specs (PADDOCK_BIN=$bin, site $site)"
+  e2e_started=$(date +%s)
+  (cd e2e && PADDOCK_BIN="$PWD/../$bin" PADDOCK_SITE_ROOT="$PWD/../$site" npm test --silent) 2>&1 | tee "$logs/e2e.log"
+  e2e_rc=${PIPESTATUS[0]}
+  took "browser tests" "$e2e_started"
 else
-  : >"$logs/e2e-after.log"
+  say "browser: cannot run: $bin or $site/pkg/paddock.wasm is missing"
+  : >"$logs/e2e.log"
+  e2e_rc=1
 fi
-cat "$logs/e2e-beside.log" "$logs/e2e-after.log" >"$logs/e2e.log"
 read -r e2e_pass e2e_fail < <(node_counts "$logs/e2e.log")
 
 # A failed Rust test's own words are far up in the log, beyond what a CI page shows of its end: the last
