@@ -2,8 +2,9 @@
 //! data, a job of another task is refused at its dataset, a matching job trains on it, its checkpoint
 //! is evaluated on pairs, passes the parity gate with pairs, answers pairs on its endpoint (and refuses
 //! a plain text in words that say what it takes), and the playground takes pairs; the entity sample
-//! trains an entity model that is evaluated by entity type, passes the parity gate token by token, and
-//! answers entities at character offsets on its endpoint and in the playground.
+//! trains an entity model that is evaluated by entity type, passes the parity gate token by token,
+//! answers entities at character offsets on its endpoint and in the playground, and cannot be rolled out
+//! to a classifier.
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
@@ -237,4 +238,24 @@ async fn an_entity_model_trains_on_the_entity_sample_and_is_evaluated_by_type() 
     assert_eq!(answers[0]["text"], "王芳在深圳工作");
     assert!(answers[0]["entities"].is_array(), "{answers}");
     assert!(answers[0].get("probabilities").is_none(), "{answers}");
+
+    // Its callers read entities: a rollout to a sentiment classifier is refused, and nothing changes.
+    let (status, reviews) = owner
+        .post_empty(&format!("/api/v1/workspaces/{ws}/datasets/sample"))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{reviews}");
+    let spec = json!({ "name": "sentiment", "dataset_id": reviews["summary"]["id"], "preset": "tiny",
+                       "max_seq_len": 32, "batch_size": 16, "max_steps": 4, "eval_every_steps": 2 });
+    let job = submit(&owner, ws, spec).await;
+    let done = finished(&owner, ws, job).await;
+    assert_eq!(done["summary"]["status"], "succeeded", "{done}");
+    let sentiment = kept_checkpoint(&done)["id"].as_i64().unwrap();
+    let (status, err) = owner
+        .patch(&ep, json!({ "checkpoint_id": sentiment }))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{err}");
+    assert_eq!(err["field"], "checkpoint_id", "{err}");
+    assert!(err["message"].as_str().unwrap().contains("ner"), "{err}");
+    let (_, detail) = owner.get(&ep).await;
+    assert_eq!(detail["summary"]["checkpoint_id"], ckpt, "{detail}");
 }
