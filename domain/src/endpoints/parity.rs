@@ -2,9 +2,8 @@
 //! path (`paddock predict --json`, float32) and through the freshly started replica, which must say it
 //! serves in the endpoint's precision; every logit (each token's, for an entity model) must agree within
 //! that precision's [`Tolerance`], and every label (or entity) too unless the reference itself is that
-//! close to a tie. A mismatch — a different tokenizer,
-//! label map, truncation length or numerics — fails the deployment with a report, instead of serving
-//! numbers that differ from what training measured.
+//! close to a tie. A mismatch — a different tokenizer, label map, truncation length or numerics — fails
+//! the deployment with a report, instead of serving numbers that differ from what training measured.
 
 use contracts::ids::EndpointId;
 use std::path::Path;

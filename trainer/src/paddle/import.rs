@@ -3,9 +3,8 @@
 //!
 //! Every array is accounted for: each name must be one of ERNIE's, each shape what the config implies,
 //! nothing the model needs may be missing (a bare encoder's classifier aside), what it does not use is
-//! listed (a token classifier's pooler), and the converted model
-//! must answer as the original does ([`parity`]) before anything is written. The output directory
-//! appears whole or not at all.
+//! listed (a token classifier's pooler), and the converted model must answer as the original does
+//! ([`parity`]) before anything is written. The output directory appears whole or not at all.
 
 use std::collections::BTreeMap;
 use std::path::Path;
