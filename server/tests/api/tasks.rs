@@ -9,10 +9,37 @@
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 
-use crate::common::{playground, workspace, Server, NO_DOCKER};
+use crate::common::{playground, workspace, Server, User, NO_DOCKER};
 use crate::endpoints::{deploy, new_key, predict};
 use crate::evaluations::until_over;
 use crate::jobs::{finished, kept_checkpoint, submit};
+
+/// Deploys checkpoint `ckpt` of a `task` model as the endpoint `slug`, waits for it to pass the parity
+/// gate, and makes a key: (the endpoint's REST path, the key, its public predict URL).
+async fn serve(
+    server: &Server,
+    owner: &User,
+    ws: i64,
+    ckpt: i64,
+    slug: &str,
+    task: &str,
+) -> (String, String, String) {
+    let spec = json!({ "name": slug, "slug": slug, "checkpoint_id": ckpt });
+    let (_, ep) = deploy(owner, ws, spec).await;
+    let detail = owner
+        .wait_for(&ep, "a verdict", |d| d["summary"]["status"] != "starting")
+        .await;
+    assert_eq!(detail["summary"]["status"], "ready", "{detail}");
+    assert_eq!(detail["parity_report"]["passed"], true, "{detail}");
+    assert_eq!(detail["task"], task);
+    let key = new_key(owner, &ep, json!({ "name": "app" })).await;
+    let secret = key["secret"].as_str().unwrap().to_string();
+    (
+        ep,
+        secret,
+        server.url(&format!("/v1/endpoints/{slug}/predict")),
+    )
+}
 
 #[tokio::test]
 async fn a_matching_model_trains_evaluates_and_answers_pairs() {
@@ -71,18 +98,8 @@ async fn a_matching_model_trains_evaluates_and_answers_pairs() {
     assert_eq!(result["rows"], 3000, "{result}");
 
     // Deployed: the parity gate compares pairs from the data with `paddock predict`'s.
-    let spec = json!({ "name": "faq", "slug": "faq-pairs", "checkpoint_id": ckpt });
-    let (_, ep) = deploy(&owner, ws, spec).await;
-    let detail = owner
-        .wait_for(&ep, "a verdict", |d| d["summary"]["status"] != "starting")
-        .await;
-    assert_eq!(detail["summary"]["status"], "ready", "{detail}");
-    assert_eq!(detail["parity_report"]["passed"], true, "{detail}");
-    assert_eq!(detail["task"], "matching");
-
-    let key = new_key(&owner, &ep, json!({ "name": "app" })).await;
-    let secret = key["secret"].as_str().unwrap();
-    let public = server.url("/v1/endpoints/faq-pairs/predict");
+    let (ep, secret, public) = serve(&server, &owner, ws, ckpt, "faq-pairs", "matching").await;
+    let secret = secret.as_str();
     let pairs = json!({ "inputs": [
         { "text_a": "怎么修改登录密码", "text_b": "密码忘了怎么办" },
         { "text_a": "银行卡丢了怎么办", "text_b": "信用卡额度怎么提高" },
@@ -170,18 +187,8 @@ async fn an_entity_model_trains_on_the_entity_sample_and_is_evaluated_by_type() 
     assert!(result["entities"]["f1"].is_number(), "{result}");
 
     // Deployed: the parity gate compares every token's logits with `paddock predict`'s.
-    let spec = json!({ "name": "ner", "slug": "ner-people", "checkpoint_id": ckpt });
-    let (_, ep) = deploy(&owner, ws, spec).await;
-    let detail = owner
-        .wait_for(&ep, "a verdict", |d| d["summary"]["status"] != "starting")
-        .await;
-    assert_eq!(detail["summary"]["status"], "ready", "{detail}");
-    assert_eq!(detail["parity_report"]["passed"], true, "{detail}");
-    assert_eq!(detail["task"], "ner");
-
-    let key = new_key(&owner, &ep, json!({ "name": "app" })).await;
-    let secret = key["secret"].as_str().unwrap();
-    let public = server.url("/v1/endpoints/ner-people/predict");
+    let (ep, secret, public) = serve(&server, &owner, ws, ckpt, "ner-people", "ner").await;
+    let secret = secret.as_str();
     let texts = [
         "张伟上周在北京见了阿里巴巴的代表。",
         "  李娜从上海飞往广州。",
