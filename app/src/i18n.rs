@@ -79,6 +79,9 @@ pub fn problem_text(locale: Locale, problem: &FieldProblem) -> String {
         Rule::OneOf { values } => {
             td_string!(locale, rules.one_of, values = values.join(", ")).to_string()
         }
+        Rule::Above { min } => td_string!(locale, rules.above, min = *min).to_string(),
+        Rule::NotEmpty => td_string!(locale, rules.not_empty).to_string(),
+        Rule::GridNeedsValues => td_string!(locale, rules.grid_needs_values).to_string(),
         Rule::Fp16NeedsGpu => td_string!(locale, rules.fp16_needs_gpu).to_string(),
         Rule::Bf16NeedsCpuSupport => td_string!(locale, rules.bf16_needs_cpu_support).to_string(),
         Rule::Bf16NeedsAmpere { ampere } => {
@@ -380,6 +383,8 @@ fn message(locale: Locale, code: ErrorCode) -> Message {
         C::SlugInvalid => Whole(td_string!(locale, errors.slug_invalid)),
         C::SlugTaken => Whole(td_string!(locale, errors.slug_taken)),
         C::SpecInvalid => Lead(td_string!(locale, errors.spec_invalid)),
+        C::SweepSpecInvalid => Lead(td_string!(locale, errors.sweep_spec_invalid)),
+        C::SweepStatusConflict => Whole(td_string!(locale, errors.sweep_status_conflict)),
         C::TokenExpiryInvalid => Whole(td_string!(locale, errors.token_expiry_invalid)),
         C::TokenNameInvalid => Whole(td_string!(locale, errors.token_name_invalid)),
         C::TokenReadOnly => Whole(td_string!(locale, errors.token_read_only)),
@@ -465,6 +470,9 @@ mod tests {
             Rule::OneOf {
                 values: vec!["fp32".into(), "bf16".into()],
             },
+            Rule::Above { min: 0.5 },
+            Rule::NotEmpty,
+            Rule::GridNeedsValues,
             Rule::Fp16NeedsGpu,
             Rule::Bf16NeedsCpuSupport,
             Rule::Bf16NeedsAmpere { ampere: 1 },

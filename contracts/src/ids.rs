@@ -102,6 +102,8 @@ ids! {
     EndpointId;
     /// An endpoint API key's id.
     KeyId;
+    /// A sweep's id (a search over a job's settings).
+    SweepId;
 }
 
 #[cfg(test)]

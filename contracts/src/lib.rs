@@ -11,6 +11,7 @@
 //! - [`metrics`]: classification metrics, in `eval` events, in checkpoints and from `paddock eval --json`.
 //! - [`precision`]: what `auto` precision chose and the measurement that decided it.
 //! - [`serving`]: the model server's HTTP API: `/predict` and its reply, `/health`, errors.
+//! - [`sweeps`]: searches over a job's settings: what a sweep asks, its trials, their decisions.
 //! - [`task`]: what a fine-tuned model does (classification, …): its head, its data, its metrics.
 //! - [`types`]: what the dashboard's server functions and the REST API take and return, shared by the
 //!   UI (wasm), the domain and the CLI.
@@ -26,5 +27,6 @@ pub mod job;
 pub mod metrics;
 pub mod precision;
 pub mod serving;
+pub mod sweeps;
 pub mod task;
 pub mod types;

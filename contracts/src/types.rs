@@ -880,6 +880,9 @@ pub enum JobReason {
     Completed,
     /// The trainer stopped early: the dev metric stopped improving.
     EarlyStopped,
+    /// Its sweep stopped it at a rung: its objective there was not among the best (it stops as a
+    /// cancelled job does, with a checkpoint, and ends as succeeded).
+    Pruned,
     /// The trainer reported a failure.
     TrainerFailed,
     /// Stopped by a signal nobody in Paddock sent.
@@ -904,6 +907,7 @@ impl JobReason {
             JobReason::TimeLimit => "time_limit",
             JobReason::Completed => "completed",
             JobReason::EarlyStopped => "early_stopped",
+            JobReason::Pruned => "pruned",
             JobReason::TrainerFailed => "trainer_failed",
             JobReason::Signal => "signal",
             JobReason::Exited => "exited",
@@ -937,6 +941,11 @@ pub struct JobSummary {
     pub epoch: Option<f64>,
     /// Position in the workspace's queue (1 = next), while queued.
     pub queue_position: Option<i64>,
+    /// The sweep it is a trial of, and its number there (1, 2, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep_id: Option<crate::ids::SweepId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trial: Option<u32>,
     pub created_by: Option<String>,
     pub created_at: String,
     pub started_at: Option<String>,

@@ -38,6 +38,10 @@ pub enum Credential {
     Session { epoch: i64 },
     /// The API token with this id.
     Token { id: TokenId },
+    /// No one signed in: the sweep with this id queues its next trial as the account that made it,
+    /// with that account's present rights (`crate::sweeps::driver`), for as long as the sweep is not
+    /// cancelled.
+    Sweep { id: contracts::ids::SweepId },
 }
 
 impl Credential {
@@ -58,6 +62,14 @@ impl Credential {
                 Ok(current == Some(epoch))
             }
             Credential::Token { id } => tokens::still_valid(db, id).await,
+            Credential::Sweep { id } => {
+                let status: Option<String> =
+                    sqlx::query_scalar("SELECT status FROM sweeps WHERE id = ?")
+                        .bind(id)
+                        .fetch_optional(db)
+                        .await?;
+                Ok(status.is_some_and(|s| s != "cancelled"))
+            }
         }
     }
 }

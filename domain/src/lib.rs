@@ -52,6 +52,7 @@ pub mod sealing;
 pub mod sessions;
 pub mod state;
 pub mod storage;
+pub mod sweeps;
 pub mod throttle;
 pub mod tokens;
 pub mod transitions;

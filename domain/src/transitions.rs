@@ -11,6 +11,7 @@ use std::fmt::Debug;
 use std::future::Future;
 
 use contracts::error::AppError;
+use contracts::sweeps::{SweepReason, SweepStatus};
 use contracts::types::{
     BuildStatus, EndpointStatus, EnvStatus, EvaluationStatus, JobReason, JobStatus,
 };
@@ -77,7 +78,9 @@ stored_by_word!(
     EvaluationStatus,
     EndpointStatus,
     BuildStatus,
-    EnvStatus
+    EnvStatus,
+    SweepStatus,
+    SweepReason
 );
 
 /// Declares a [`Machine`]: the type that names it, what traces call it, its table (and the columns

@@ -32,6 +32,8 @@ pub enum Command {
     Job(crate::jobs::JobArgs),
     /// Checkpoints from a shell: list, download, eval (on a workspace dataset).
     Ckpt(crate::jobs::CkptArgs),
+    /// Sweeps from a shell: create (--wait), list, show, pause, resume, extend, cancel.
+    Sweep(crate::sweeps::SweepArgs),
     /// Pretrained models from a shell: list, upload (a Hugging Face or PaddleNLP directory, or a .tar).
     Model(crate::pretrained::ModelArgs),
     /// Headless administration: create accounts and reset passwords without the web UI.

@@ -487,21 +487,22 @@ fn evaluation_text(e: &EvaluationInfo) -> String {
 }
 
 /// The spec from `--spec` (JSON or TOML) with flags on top; datasets by id or name.
+/// A spec file as the JSON the REST API takes: `.toml` read as TOML, anything else as JSON.
+pub fn read_spec_file(path: &std::path::Path) -> anyhow::Result<serde_json::Value> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if path.extension().is_some_and(|e| e == "toml") {
+        let table = toml::from_str::<toml::Value>(&text)
+            .with_context(|| format!("{} is not TOML", path.display()))?;
+        Ok(serde_json::to_value(table)?)
+    } else {
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
+    }
+}
+
 async fn submit_spec(api: &Api, ws: WorkspaceId, s: &SubmitArgs) -> anyhow::Result<JobSpec> {
     let mut value: serde_json::Value = match &s.spec {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read {}", path.display()))?;
-            if path.extension().is_some_and(|e| e == "toml") {
-                serde_json::to_value(
-                    toml::from_str::<toml::Value>(&text)
-                        .with_context(|| format!("{} is not TOML", path.display()))?,
-                )?
-            } else {
-                serde_json::from_str(&text)
-                    .with_context(|| format!("{} is not JSON", path.display()))?
-            }
-        }
+        Some(path) => read_spec_file(path)?,
         None => serde_json::json!({}),
     };
     let datasets: Vec<contracts::types::DatasetSummary> = api

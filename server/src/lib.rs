@@ -27,3 +27,4 @@ pub mod logging;
 pub mod model_server;
 pub mod pretrained;
 pub mod serve;
+pub mod sweeps;

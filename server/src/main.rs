@@ -125,6 +125,7 @@ fn main() -> ExitCode {
             Command::Env(args) => exit_with(server::environments::run(args).await),
             Command::Job(args) => exit_with(server::jobs::run(args).await),
             Command::Ckpt(args) => exit_with(server::jobs::run_ckpt(args).await),
+            Command::Sweep(args) => exit_with(server::sweeps::run(args).await),
             Command::Model(args) => exit_with(server::pretrained::run(args).await),
             Command::Train(_)
             | Command::Launch(_)

@@ -146,6 +146,7 @@ pub async fn run(
         }
         () = sessions::sweep_expired(db.clone()) => {}
         () = environments::reconcile::run(db.clone(), engine.clone()) => {}
+        () = domain::sweeps::driver::run(db.clone(), jobs.clone()) => {}
         () = scheduler::run(db.clone(), jobs, engine) => {}
         reason = guard => {
             // Going on would acknowledge writes into a file that no later start reads.

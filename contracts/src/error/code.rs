@@ -121,6 +121,8 @@ codes! {
     SlugInvalid = "slug_invalid",
     SlugTaken = "slug_taken",
     SpecInvalid = "spec_invalid",
+    SweepSpecInvalid = "sweep_spec_invalid",
+    SweepStatusConflict = "sweep_status_conflict",
     TokenExpiryInvalid = "token_expiry_invalid",
     TokenNameInvalid = "token_name_invalid",
     TokenReadOnly = "token_read_only",

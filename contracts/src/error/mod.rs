@@ -278,6 +278,12 @@ pub enum Rule {
     },
     /// One of these words.
     OneOf { values: Vec<String> },
+    /// A number above `min`.
+    Above { min: f64 },
+    /// At least one entry.
+    NotEmpty,
+    /// A grid sweep takes lists of values, not ranges to draw from.
+    GridNeedsValues,
     /// Half precision needs a GPU.
     Fp16NeedsGpu,
     /// bfloat16 on the CPU needs AVX512-BF16, which this server's CPU lacks.

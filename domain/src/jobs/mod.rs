@@ -25,7 +25,7 @@ pub mod spec;
 pub mod status;
 pub mod supervise;
 
-use contracts::ids::{CheckpointId, DatasetId, EnvironmentId, JobId, WorkspaceId};
+use contracts::ids::{CheckpointId, DatasetId, EnvironmentId, JobId, SweepId, WorkspaceId};
 use std::sync::Arc;
 
 use sqlx::{SqliteConnection, SqlitePool};
@@ -144,6 +144,8 @@ pub(crate) struct JobRow {
     epoch: Option<f64>,
     time_limit_secs: Option<i64>,
     retry_of: Option<JobId>,
+    sweep_id: Option<SweepId>,
+    trial: Option<i64>,
     created_by: Option<String>,
     created_at: String,
     started_at: Option<String>,
@@ -161,7 +163,8 @@ crate::db::row_query!(
     r#"SELECT j.id AS "id!: contracts::ids::JobId", j.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", j.name, j.spec_json, j.config_toml,
         j.executor AS "executor: contracts::types::ExecutorKind", j.cluster, j.cluster_job, j.priority, j.gpus, j.status, j.status_reason AS "status_reason: contracts::types::JobReason", j.status_message,
         j.exit_code, j.gpu_indices, j.pid, j.container_name, j.events_offset, j.log_offset, j.step,
-        j.total_steps, j.epoch, j.time_limit_secs, j.retry_of AS "retry_of: contracts::ids::JobId", u.username AS "created_by?",
+        j.total_steps, j.epoch, j.time_limit_secs, j.retry_of AS "retry_of: contracts::ids::JobId",
+        j.sweep_id AS "sweep_id: contracts::ids::SweepId", j.trial, u.username AS "created_by?",
         j.created_at, j.started_at, j.finished_at
       FROM jobs j LEFT JOIN users u ON u.id = j.created_by"#
 );
@@ -213,6 +216,8 @@ impl JobRow {
             total_steps: self.total_steps,
             epoch: self.epoch,
             queue_position,
+            sweep_id: self.sweep_id,
+            trial: self.trial.map(|t| t as u32),
             created_by: self.created_by.clone(),
             created_at: self.created_at.clone(),
             started_at: self.started_at.clone(),
@@ -234,6 +239,61 @@ pub(crate) async fn job_row(
     .fetch_optional(conn)
     .await?
     .ok_or(AppError::NotFound)
+}
+
+/// The trials of sweep `sweep_id`: each job with its trial number and spec.
+pub(crate) async fn of_sweep(
+    conn: &mut SqliteConnection,
+    workspace_id: WorkspaceId,
+    sweep_id: SweepId,
+) -> Result<Vec<(JobSummary, u32, JobSpec)>, AppError> {
+    let queue = queue_positions(conn, workspace_id).await?;
+    let rows = job_rows!(
+        "WHERE j.workspace_id = ? AND j.sweep_id = ? ORDER BY j.trial",
+        workspace_id,
+        sweep_id
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    rows.iter()
+        .map(|j| {
+            let position = queue
+                .iter()
+                .position(|id| *id == j.id)
+                .map(|p| p as i64 + 1);
+            let spec =
+                serde_json::from_str(&j.spec_json).map_err(|e| internal("stored job spec", e))?;
+            Ok((
+                j.summary(position)?,
+                j.trial.unwrap_or_default() as u32,
+                spec,
+            ))
+        })
+        .collect()
+}
+
+/// Asks running job `job_id` to stop for its sweep (`message`: the figures that decided it): it ends
+/// as a cancelled run does, finishing its step and writing a checkpoint, and then as succeeded with
+/// reason `pruned`. The caller stops its run ([`handle_of`]) once the change is committed.
+pub(crate) async fn prune(
+    conn: &mut SqliteConnection,
+    job_id: JobId,
+    message: &str,
+) -> Result<(), AppError> {
+    let to = JobStatus::Cancelling;
+    status::Job::transition(conn, job_id, to, Reason::Pruned, Some(message)).await?;
+    Ok(())
+}
+
+/// Where job `job_id` runs, once it was started.
+pub(crate) async fn handle_of(
+    conn: &mut SqliteConnection,
+    job_id: JobId,
+) -> Result<Option<Handle>, AppError> {
+    let job = job_rows!("WHERE j.id = ?", job_id)
+        .fetch_optional(conn)
+        .await?;
+    Ok(job.and_then(|j| j.handle()))
 }
 
 /// Queue positions of the workspace's queued jobs, in the order the scheduler considers them.
@@ -348,7 +408,18 @@ pub async fn submit(
     workspace_id: WorkspaceId,
     spec: JobSpec,
 ) -> Result<JobDetail, AppError> {
-    submit_as(db, jobs, actor, workspace_id, spec, None, None).await
+    submit_as(db, jobs, actor, workspace_id, spec, Origin::default()).await
+}
+
+/// Where a submission comes from, beyond its spec.
+#[derive(Default)]
+struct Origin {
+    /// The job it is a retry of.
+    retry_of: Option<JobId>,
+    /// A checkpoint of that job's lineage to continue from.
+    resume_from: Option<String>,
+    /// The sweep it is a trial of, and its number there.
+    trial: Option<(SweepId, u32)>,
 }
 
 async fn submit_as(
@@ -356,14 +427,49 @@ async fn submit_as(
     jobs: &Jobs,
     actor: &Actor,
     workspace_id: WorkspaceId,
-    mut spec: JobSpec,
-    retry_of: Option<JobId>,
-    resume_from: Option<String>,
+    spec: JobSpec,
+    origin: Origin,
 ) -> Result<JobDetail, AppError> {
-    spec::check(&spec)?;
-    spec.name = spec.name.trim().to_string();
+    let cluster = host_checks(jobs, &spec).await?;
+    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
+    let resume_from = origin.resume_from.as_deref();
+    let prepared = prepare(&mut tx, jobs, workspace_id, spec, cluster, resume_from).await?;
+    let job_id = insert(&mut tx, actor, workspace_id, prepared, &origin).await?;
+    tx.commit().await?;
+    jobs.wake.notify_one();
+    get(db, actor, workspace_id, job_id).await
+}
+
+/// Queues trial `trial` of sweep `sweep_id` as `actor` (the sweep's creator, with their present
+/// rights): moves the sweep's count of trials in the same transaction, so a trial is queued once.
+pub(crate) async fn submit_trial(
+    db: &SqlitePool,
+    jobs: &Jobs,
+    actor: &Actor,
+    workspace_id: WorkspaceId,
+    spec: JobSpec,
+    sweep_id: SweepId,
+    trial: u32,
+) -> Result<(), AppError> {
+    let origin = Origin {
+        trial: Some((sweep_id, trial)),
+        ..Origin::default()
+    };
+    submit_as(db, jobs, actor, workspace_id, spec, origin)
+        .await
+        .map(|_| ())
+}
+
+/// The checks of a submission against this server (the spec's own rules, its cluster, the host's
+/// GPUs), made before any transaction (they may ask Docker or a cluster): the cluster it runs on, if
+/// any.
+pub(crate) async fn host_checks(
+    jobs: &Jobs,
+    spec: &JobSpec,
+) -> Result<Option<Arc<dyn Executor>>, AppError> {
+    spec::check(spec)?;
     let cluster = match spec.cluster.as_deref() {
-        Some(name) => Some(cluster_for(jobs, name, &spec).await?),
+        Some(name) => Some(cluster_for(jobs, name, spec).await?),
         None if spec.partition.is_some() => {
             return Err(crate::executor::partition_without_cluster())
         }
@@ -396,7 +502,29 @@ async fn submit_as(
     if cluster.is_none() && spec.gpus > 0 && spec.precision == "bf16" {
         bf16_on_gpus(&detected.gpus, spec.gpus)?;
     }
-    let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
+    Ok(cluster)
+}
+
+/// A spec checked against the workspace and rendered for its run: what a job's row is made of.
+pub(crate) struct Prepared {
+    spec: JobSpec,
+    executor: ExecutorKind,
+    image_id: Option<String>,
+    config_toml: String,
+}
+
+/// Checks `spec` against workspace `workspace_id` in the caller's transaction (quota, environment,
+/// datasets and their task and labels, the starting model) and renders its job file; writes nothing.
+/// `cluster`: from [`host_checks`].
+pub(crate) async fn prepare(
+    tx: &mut SqliteConnection,
+    jobs: &Jobs,
+    workspace_id: WorkspaceId,
+    mut spec: JobSpec,
+    cluster: Option<Arc<dyn Executor>>,
+    resume_from: Option<&str>,
+) -> Result<Prepared, AppError> {
+    spec.name = spec.name.trim().to_string();
     let quota: Option<i64> =
         sqlx::query_scalar("SELECT max_gpus FROM workspace_quotas WHERE workspace_id = ?")
             .bind(workspace_id)
@@ -414,21 +542,22 @@ async fn submit_as(
     let (executor, image_id) = match spec.environment_id {
         Some(env_id) => (
             ExecutorKind::Docker,
-            Some(environment_image(&mut tx, workspace_id, env_id).await?),
+            Some(environment_image(&mut *tx, workspace_id, env_id).await?),
         ),
         None => (ExecutorKind::Local, None),
     };
-    let train = dataset_input(&mut tx, workspace_id, spec.dataset_id, "dataset_id").await?;
+    let train = dataset_input(&mut *tx, workspace_id, spec.dataset_id, "dataset_id").await?;
     let dev = match spec.dev_dataset_id {
-        Some(id) => Some(dataset_input(&mut tx, workspace_id, id, "dev_dataset_id").await?),
+        Some(id) => Some(dataset_input(&mut *tx, workspace_id, id, "dev_dataset_id").await?),
         None => None,
     };
     let pretrained = match (spec.base_checkpoint_id, spec.pretrained_model_id) {
         (Some(id), _) => {
-            Some(checkpoint_path(&mut tx, workspace_id, id, "base_checkpoint_id").await?)
+            Some(checkpoint_path(&mut *tx, workspace_id, id, "base_checkpoint_id").await?)
         }
         (None, Some(id)) => Some(
-            super::pretrained::model_path(&mut tx, workspace_id, id, "pretrained_model_id").await?,
+            super::pretrained::model_path(&mut *tx, workspace_id, id, "pretrained_model_id")
+                .await?,
         ),
         (None, None) => None,
     };
@@ -488,7 +617,7 @@ async fn submit_as(
         train: train.path,
         dev: dev.map(|d| d.path),
         pretrained,
-        resume_from: resume_from.clone(),
+        resume_from: resume_from.map(str::to_string),
         text_column: train.text_column,
         pair_column: train.pair_column,
         label_column: train.label_column,
@@ -502,15 +631,59 @@ async fn submit_as(
         _ => 0,
     };
     let config_toml = spec::render_toml(&spec, &inputs, threads)?;
+    Ok(Prepared {
+        spec,
+        executor,
+        image_id,
+        config_toml,
+    })
+}
+
+/// Writes a prepared job's row and its audit entry: its id.
+async fn insert(
+    tx: &mut SqliteConnection,
+    actor: &Actor,
+    workspace_id: WorkspaceId,
+    prepared: Prepared,
+    origin: &Origin,
+) -> Result<JobId, AppError> {
+    let Prepared {
+        spec,
+        executor,
+        image_id,
+        config_toml,
+    } = prepared;
     let now = super::now();
     let spec_json = serde_json::to_string(&spec).map_err(|e| internal("job spec", e))?;
     let time_limit_secs = spec.time_limit_minutes.map(|m| i64::from(m) * 60);
     let nodes = spec.nodes();
+    let (retry_of, resume_from) = (origin.retry_of, origin.resume_from.as_deref());
+    let (sweep_id, trial) = origin.trial.unzip();
+    if let Some((sweep_id, trial)) = origin.trial {
+        // The count moves from the trial before, of a sweep still running: otherwise another round
+        // queued this trial first, or the sweep was paused or cancelled meanwhile.
+        let previous = i64::from(trial) - 1;
+        let moved = sqlx::query!(
+            "UPDATE sweeps SET trials_started = ? WHERE id = ? AND trials_started = ? AND status = 'running'",
+            trial,
+            sweep_id,
+            previous,
+        )
+        .execute(&mut *tx)
+        .await?;
+        if moved.rows_affected() != 1 {
+            return Err(AppError::conflict(
+                "status",
+                ErrorCode::SweepStatusConflict,
+                format!("sweep {sweep_id} is not running, or its trial {trial} is queued already"),
+            ));
+        }
+    }
     let job_id = sqlx::query_scalar!(
         r#"INSERT INTO jobs (workspace_id, name, spec_json, config_toml, executor, cluster, environment_id,
              image_id, dataset_id, dev_dataset_id, priority, gpus, nodes, time_limit_secs, retry_of, created_by,
-             created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: JobId""#,
+             created_at, sweep_id, trial)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: JobId""#,
         workspace_id,
         spec.name,
         spec_json,
@@ -528,6 +701,8 @@ async fn submit_as(
         retry_of,
         actor.user_id,
         now,
+        sweep_id,
+        trial,
     )
     .fetch_one(&mut *tx)
     .await?;
@@ -537,12 +712,24 @@ async fn submit_as(
         "job.submit"
     };
     let entry = Entry::in_workspace(actor, workspace_id, action, &spec.name);
-    let detail =
-        serde_json::json!({ "job_id": job_id, "retry_of": retry_of, "resume_from": resume_from });
-    audit::record(&mut tx, entry.detail(detail)).await?;
-    tx.commit().await?;
-    jobs.wake.notify_one();
-    get(db, actor, workspace_id, job_id).await
+    let detail = serde_json::json!({ "job_id": job_id, "retry_of": retry_of, "resume_from": resume_from,
+                                     "sweep_id": sweep_id, "trial": trial });
+    audit::record(tx, entry.detail(detail)).await?;
+    Ok(job_id)
+}
+
+/// The checks a sweep's trial will meet at its submission, made at the sweep's creation in its
+/// transaction: writes nothing. `cluster`: from [`host_checks`].
+pub(crate) async fn dry_run(
+    tx: &mut SqliteConnection,
+    jobs: &Jobs,
+    workspace_id: WorkspaceId,
+    spec: &JobSpec,
+    cluster: Option<Arc<dyn Executor>>,
+) -> Result<(), AppError> {
+    prepare(tx, jobs, workspace_id, spec.clone(), cluster, None)
+        .await
+        .map(|_| ())
 }
 
 /// Refuses bf16 for a job asking for `asked` GPUs of a host with fewer from Ampere on (compute
@@ -818,16 +1005,12 @@ pub async fn retry(
         };
         (spec, resume_from)
     };
-    submit_as(
-        db,
-        jobs,
-        actor,
-        workspace_id,
-        spec,
-        Some(job_id),
+    let origin = Origin {
+        retry_of: Some(job_id),
         resume_from,
-    )
-    .await
+        trial: None,
+    };
+    submit_as(db, jobs, actor, workspace_id, spec, origin).await
 }
 
 /// Deletes a finished job with its files (checkpoints included), unless an endpoint serves one of its

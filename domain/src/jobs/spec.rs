@@ -209,6 +209,12 @@ pub fn check(spec: &JobSpec) -> Result<(), AppError> {
     check_with(spec, hostcaps::cpu::bf16().is_native())
 }
 
+/// Every broken rule of `spec` on this host ([`check`]'s list, for a caller that places the problems
+/// elsewhere, as a sweep does under its own paths).
+pub(crate) fn problems_here(spec: &JobSpec) -> Vec<FieldProblem> {
+    problems(spec, hostcaps::cpu::bf16().is_native())
+}
+
 fn check_with(spec: &JobSpec, cpu_bf16: bool) -> Result<(), AppError> {
     match AppError::invalid_fields(ErrorCode::JobSpecInvalid, problems(spec, cpu_bf16)) {
         None => Ok(()),

@@ -621,6 +621,10 @@ async fn apply(
                     Reason::TimeLimit,
                     Some("stopped at its time limit (a checkpoint was written)"),
                 ),
+                // Stopped by its sweep at a rung: a run that ended as asked; the sweep's figures stay.
+                EndStatus::Stopped if stopping && reason == Some(Reason::Pruned) => {
+                    (JobStatus::Succeeded, Reason::Pruned, None)
+                }
                 EndStatus::Stopped if stopping => {
                     (JobStatus::Cancelled, Reason::CancelRequested, None)
                 }
@@ -725,6 +729,7 @@ async fn finish(
             (JobStatus::Cancelling, Some(Reason::TimeLimit)) => {
                 (JobStatus::Failed, Reason::TimeLimit)
             }
+            (JobStatus::Cancelling, Some(Reason::Pruned)) => (JobStatus::Succeeded, Reason::Pruned),
             (JobStatus::Cancelling, _) => (JobStatus::Cancelled, Reason::CancelRequested),
             _ => (JobStatus::Failed, Reason::Exited),
         };

@@ -85,6 +85,10 @@ enabled = false
 [[operations]]
 include-name = "POST /api/v1/workspaces/{id}/jobs"
 parameters = { "path.id" = EMPTY_WORKSPACE }
+# A sweep's trials are jobs: the same.
+[[operations]]
+include-name = "POST /api/v1/workspaces/{id}/sweeps"
+parameters = { "path.id" = EMPTY_WORKSPACE }
 
 # Deleting: only what was made to be deleted, so that the rest of the run still finds the others.
 # (The first entry that names parameters decides them all for a route, hence the workspace here too.)

@@ -19,5 +19,6 @@ mod pretrained;
 mod process_contracts;
 mod rbac;
 mod security;
+mod sweeps;
 mod tasks;
 mod tenant_boundary;

@@ -21,6 +21,7 @@ pub mod evaluations;
 pub mod jobs;
 pub mod paths;
 pub mod pretrained;
+pub mod sweeps;
 pub mod tokens;
 pub mod workspaces;
 
@@ -71,6 +72,7 @@ fn documented() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi
         .merge(workspaces::routes())
         .merge(datasets::routes())
         .merge(jobs::routes())
+        .merge(sweeps::routes())
         .merge(pretrained::routes())
         .merge(evaluations::routes())
         .merge(endpoints::routes())
@@ -103,6 +105,7 @@ fn documented() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi
         (name = "datasets", description = "Labelled text files for training, validated on upload"),
         (name = "endpoints", description = "Checkpoints served over HTTP: deployment, keys, and the gateway"),
         (name = "jobs", description = "Fine-tuning jobs: queue, live metrics and logs, control"),
+        (name = "sweeps", description = "Searches over a job's settings: trials queued as jobs, the poor ones stopped early, the best named"),
         (name = "checkpoints", description = "Checkpoints jobs wrote, tracked with their metrics and hashes"),
         (name = "pretrained-models", description = "Hugging Face model directories uploaded to fine-tune from"),
         (name = "environments", description = "Reproducible container environments: specs, image builds, lifecycle, terminal"),

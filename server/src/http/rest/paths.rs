@@ -5,7 +5,7 @@
 
 use contracts::ids::{
     CheckpointId, DatasetId, EndpointId, EnvironmentId, EvaluationId, JobId, KeyId, PretrainedId,
-    TokenId, UserId, WorkspaceId,
+    SweepId, TokenId, UserId, WorkspaceId,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -39,6 +39,8 @@ path_params! {
     VersionPath { id: WorkspaceId = "workspace id", env_id: EnvironmentId = "environment id", version: i64 = "version number" }
     /// `/workspaces/{id}/jobs/{job_id}`.
     JobPath { id: WorkspaceId = "workspace id", job_id: JobId = "job id" }
+    /// `/workspaces/{id}/sweeps/{sweep_id}`.
+    SweepPath { id: WorkspaceId = "workspace id", sweep_id: SweepId = "sweep id" }
     /// `/workspaces/{id}/checkpoints/{checkpoint_id}`.
     CheckpointPath { id: WorkspaceId = "workspace id", checkpoint_id: CheckpointId = "checkpoint id" }
     /// `/workspaces/{id}/checkpoints/{checkpoint_id}/evaluations/{evaluation_id}`.

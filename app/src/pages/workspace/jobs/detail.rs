@@ -99,6 +99,16 @@ fn status_words(locale: Locale, s: &JobSummary) -> Option<(String, Option<String
         (Some(R::EarlyStopped), _) => {
             td_string!(locale, job_detail.reason_early_stopped).to_string()
         }
+        (Some(R::Pruned), _) if cancelling => {
+            td_string!(locale, job_detail.reason_pruning).to_string()
+        }
+        // The sweep's figures (the rung, the value, the field it was judged among) follow.
+        (Some(R::Pruned), _) => {
+            return Some((
+                td_string!(locale, job_detail.reason_pruned).to_string(),
+                Some(message),
+            ))
+        }
         (Some(R::Signal), _) => td_string!(locale, job_detail.reason_signal).to_string(),
         (Some(R::Exited), Some(code)) => {
             td_string!(locale, job_detail.reason_exited, code = code).to_string()
