@@ -374,6 +374,15 @@ pub struct SweepDetail {
     pub can_edit: bool,
 }
 
+/// What a sweep's buttons ask for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepVerb {
+    Pause,
+    Resume,
+    Cancel,
+}
+
 /// More trials for a sweep (a finished one runs again).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -12,8 +12,8 @@
 //! - [`workspaces`], [`members`], [`activity`]: team workspaces, their members and their audit log.
 //! - [`tokens`], [`admin`], [`clusters`]: personal API tokens; instance settings and accounts, and
 //!   registering clusters (admins only).
-//! - [`environments`], [`datasets`], [`jobs`], [`checkpoints`], [`pretrained`], [`evaluations`],
-//!   [`endpoints`]: the work of a workspace, in the order a team meets it.
+//! - [`environments`], [`datasets`], [`jobs`], [`sweeps`], [`checkpoints`], [`pretrained`],
+//!   [`evaluations`], [`endpoints`]: the work of a workspace, in the order a team meets it.
 
 pub mod accounts;
 pub mod activity;
@@ -27,5 +27,6 @@ pub mod evaluations;
 pub mod jobs;
 pub mod members;
 pub mod pretrained;
+pub mod sweeps;
 pub mod tokens;
 pub mod workspaces;

@@ -16,6 +16,7 @@ pub mod members;
 pub mod models;
 pub mod pretrained;
 pub mod settings;
+pub mod sweeps;
 
 use contracts::ids::{Id, WorkspaceId};
 use std::future::Future;
@@ -56,10 +57,11 @@ pub fn use_current_workspace() -> CurrentWorkspace {
 }
 
 /// The sections of a workspace, in navigation order: URL segment and test id.
-const SECTIONS: [&str; 8] = [
+const SECTIONS: [&str; 9] = [
     "environments",
     "datasets",
     "jobs",
+    "sweeps",
     "models",
     "endpoints",
     "members",
@@ -72,6 +74,7 @@ fn section_label(locale: Locale, section: &str) -> &'static str {
         "environments" => td_string!(locale, nav.environments),
         "datasets" => td_string!(locale, nav.datasets),
         "jobs" => td_string!(locale, nav.jobs),
+        "sweeps" => td_string!(locale, nav.sweeps),
         "models" => td_string!(locale, nav.models),
         "endpoints" => td_string!(locale, nav.endpoints),
         "members" => td_string!(locale, nav.members),
@@ -86,6 +89,7 @@ fn section_lead(locale: Locale, section: &str) -> &'static str {
         "environments" => td_string!(locale, pages.environments.lead),
         "datasets" => td_string!(locale, pages.datasets.lead),
         "jobs" => td_string!(locale, pages.jobs.lead),
+        "sweeps" => td_string!(locale, pages.sweeps.lead),
         "models" => td_string!(locale, pages.models.lead),
         "endpoints" => td_string!(locale, pages.endpoints.lead),
         "members" => td_string!(locale, members.lead),

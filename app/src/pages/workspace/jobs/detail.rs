@@ -489,6 +489,13 @@ fn StatusCard(
                         {retry_of.map(|id| view! {
                             <div><dt>{t!(i18n, job_detail.retry_of)}</dt><dd><A href=job_href(workspace_id, id)>{format!("#{id}")}</A></dd></div>
                         })}
+                        {s.sweep_id.zip(s.trial).map(|(sweep, n)| view! {
+                            <div><dt>{t!(i18n, job_detail.trial_of)}</dt><dd data-testid="job-trial-of">
+                                <A href=crate::pages::workspace::sweeps::sweep_href(workspace_id, sweep)>
+                                    {move || t!(i18n, job_detail.trial_of_sweep, n = n, sweep = sweep.get())}
+                                </A>
+                            </dd></div>
+                        })}
                     </dl>
                 }
             }}
@@ -592,6 +599,9 @@ fn Actions(live: RwSignal<JobDetail>) -> impl IntoView {
             }}
             <A href=format!("/w/{workspace_id}/jobs/new?from={job_id}") attr:class="button button-ghost" attr:data-testid="job-clone">
                 {t!(i18n, job_detail.clone)}
+            </A>
+            <A href=format!("/w/{workspace_id}/sweeps/new?from={job_id}") attr:class="button button-ghost" attr:data-testid="job-sweep">
+                {t!(i18n, job_detail.sweep)}
             </A>
             {move || status.get().is_final().then(|| view! {
                 <AskButton name="job-delete" open=confirming busy>{t!(i18n, job_detail.delete)}</AskButton>

@@ -64,6 +64,11 @@ fn JobsTable(list: Vec<JobSummary>, workspace_id: WorkspaceId) -> impl IntoView 
                     <th scope="row">
                         <A href=job_href(workspace_id, job.id) attr:data-testid="job-link">{label}</A>
                         <span class="muted small block">"#"{job.id.get()}{by}</span>
+                        {job.sweep_id.zip(job.trial).map(|(sweep, n)| view! {
+                            <A href=crate::pages::workspace::sweeps::sweep_href(workspace_id, sweep) attr:class="muted small block" attr:data-testid="job-trial-of">
+                                {move || t!(i18n, jobs.trial_of, n = n, sweep = sweep.get())}
+                            </A>
+                        })}
                     </th>
                     <td>
                         <JobStatusBadge status=status />

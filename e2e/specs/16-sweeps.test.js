@@ -1,0 +1,119 @@
+//! Story: a sentiment team (in Chinese, the default language) has a tiny job that trained, and wants to
+//! know which learning rate to keep. From the job's page they start a sweep: four learning rates × two
+//! seeds, judged on the dev loss with ASHA stopping the trials that fall behind. A value that is not a
+//! number is refused under its field before anything is sent. The sweep runs its eight trials (each
+//! a job, linked both ways), stops some early, names the best with its job, and lists itself with the
+//! best value; switched to English, its page says the same in English.
+//!
+//! Which learning rate wins after a few seconds of training is not asserted: only that the best
+//! named is the lowest loss of the trials listed, and that trials were stopped before their end.
+
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { startStory } from '../support/story.js';
+import { screenshot } from '../support/browser.js';
+import { assertAccessibleBasics, waitForText } from '../support/checks.js';
+import { DatasetsListPage } from '../pages/datasets.js';
+import { JobFormPage, JobPage } from '../pages/jobs.js';
+import { SweepFormPage, SweepPage, SweepsListPage } from '../pages/sweeps.js';
+import { Shell } from '../pages/shell.js';
+
+const STEPS = 96;
+
+describe('sweeps: a job tried with several learning rates, the poor trials stopped early', () => {
+  const story = startStory({ owner: 'wei', workspace: '情感调参' });
+  let jobId;
+  let sweepId;
+
+  test('a tiny job trains on the sentiment sample', async () => {
+    const { page } = story.owner;
+    const datasets = new DatasetsListPage(page);
+    await datasets.goto(story.workspaceId);
+    const datasetId = await datasets.createSample();
+    const form = new JobFormPage(page);
+    await form.goto(story.workspaceId, `?dataset=${datasetId}`);
+    await form.fill({
+      name: 'sentiment',
+      preset: 'tiny',
+      'max-seq-len': 32,
+      'batch-size': 16,
+      'max-steps': STEPS,
+      'eval-every-steps': 4,
+    });
+    const job = await form.create();
+    jobId = job.id();
+    await job.waitForStatus('succeeded');
+  });
+
+  test('a sweep from the job: a value that is not a number is refused at its field', async () => {
+    const { page } = story.owner;
+    await new JobPage(page).button('sweep').click();
+    await page.waitForURL(/\/sweeps\/new\?from=/);
+    const form = new SweepFormPage(page);
+    await waitForText(page.getByTestId('sweep-from'), 'sentiment');
+    await form.vary('learning_rate', 'values', '0.00001, 0.0001, 快, 0.003');
+    await form.submit();
+    await waitForText(form.fieldError('parameters.learning_rate'), '1e-4');
+    assert.ok(await form.formError.isVisible());
+    assert.match(page.url(), /\/sweeps\/new/, 'nothing was sent');
+    await assertAccessibleBasics(page);
+  });
+
+  test('eight trials run, some stop early, and the best is named', async () => {
+    const { page } = story.owner;
+    const form = new SweepFormPage(page);
+    await form.vary('learning_rate', 'values', '0.00001, 0.0001, 0.001, 0.003');
+    await form.vary('seed', 'values', '1, 2');
+    await form.fill({ name: 'lr-search', 'min-steps': 4, reduction: 3, parallelism: 2 });
+    const sweep = await form.create();
+    sweepId = sweep.id();
+    await sweep.waitForStatus('finished');
+    await waitForText(sweep.counts, '8 / 8');
+    assert.equal(await sweep.trialRows.count(), 8);
+    const pruned = await page.locator('[data-testid^="trial-row-"][data-pruned="true"]').count();
+    assert.ok(pruned > 0, 'some trials were stopped at a rung');
+    const stopped = page.locator('[data-testid^="trial-row-"][data-pruned="true"]').first();
+    assert.match(await stopped.getByTestId('trial-rungs').textContent(), /✗/, 'the rung where it stopped is shown');
+    // Best first: the first row's objective is the lowest loss, and the best card names that trial.
+    const objectives = (await page.getByTestId('trial-objective').allTextContents())
+      .map((t) => Number(t.split('@')[0])).filter((v) => !Number.isNaN(v));
+    assert.equal(objectives[0], Math.min(...objectives));
+    await waitForText(sweep.best, objectives[0].toFixed(4));
+    await assertAccessibleBasics(page);
+    await screenshot(page, '16-sweeps-finished');
+
+    // A trial is a job: its page says which sweep it belongs to, and links back.
+    await page.getByTestId('trial-row-1').getByTestId('trial-link').click();
+    const trial = new JobPage(page);
+    await trial.opened();
+    await waitForText(page.getByTestId('job-trial-of'), `#${sweepId}`);
+    await page.getByTestId('job-trial-of').locator('a').click();
+    await sweep.opened();
+  });
+
+  test('the list shows the sweep with its best value, and the job list marks its trials', async () => {
+    const { page } = story.owner;
+    const list = new SweepsListPage(page);
+    await list.goto(story.workspaceId);
+    const row = list.row(sweepId);
+    await waitForText(row.getByTestId('sweep-trials'), '8 / 8');
+    assert.equal(await row.getByTestId('sweep-status').getAttribute('data-status'), 'finished');
+    assert.match(await row.getByTestId('sweep-best').textContent(), /\d\.\d{4}/);
+    await page.goto(`${story.server.baseURL}/w/${story.workspaceId}/jobs`);
+    await page.getByTestId('job-trial-of').first().waitFor();
+    assert.equal(await page.getByTestId('job-trial-of').count(), 8, 'eight trials, besides the job they came from');
+    assert.equal(await page.getByTestId(`job-row-${jobId}`).getByTestId('job-trial-of').count(), 0);
+  });
+
+  test('in English, the sweep page says so in English', async () => {
+    const { page } = story.owner;
+    const sweep = new SweepPage(page);
+    await sweep.goto(story.workspaceId, sweepId);
+    await new Shell(page).langSwitch.click();
+    await waitForText(sweep.status, 'Finished');
+    await waitForText(page.getByTestId('trials-table').locator('thead'), 'Trial');
+    await waitForText(sweep.best, 'Best trial');
+    await screenshot(page, '16-sweeps-english');
+  });
+});
