@@ -7,7 +7,7 @@ PADDOCK_DATA_DIR ?= ./data
 PADDOCK_BIND ?= 127.0.0.1:3000
 
 .PHONY: setup site build build-release run test test-rust test-trainer test-containers test-domain test-app test-server \
-        test-e2e test-clusters dataset quality bench bench-train bench-env bench-serve bench-cluster docker docker-required slurm \
+        test-e2e test-clusters dataset quality bench bench-train bench-env bench-serve bench-cluster bench-sweep docker docker-required slurm \
         fmt clippy sqlx-data i18n
 
 setup:
@@ -96,7 +96,7 @@ dataset:
 quality: setup
 	@scripts/quality/quality.sh
 
-bench: bench-train bench-env bench-serve bench-cluster
+bench: bench-train bench-env bench-serve bench-cluster bench-sweep
 
 ## Training and inference samples/s of the nano classifier, Paddock against PyTorch eager + transformers on
 ## identical batches (scripts/bench/bench_train.sh): `padded` (batch 32, lengths 64..128 padded to 128), `full`
@@ -114,6 +114,13 @@ bench-env: setup docker-required
 ## checkpoint, QPS and p50/p99 at concurrency 1, 8, 32, 128 (scripts/bench/bench_serve.sh, about 5 minutes).
 bench-serve: setup
 	@scripts/bench/bench_serve.sh
+
+## What early stopping saves: one grid sweep (4 learning rates x 2 seeds, nano preset, 300 steps) run with
+## ASHA and with every trial to its end on one server; steps, wall time and the best loss of each
+## (scripts/bench/bench_sweep.py, about 10 minutes on 2 cores; BENCH_SWEEP_PRESET=tiny: under a minute).
+bench-sweep: setup
+	$(ENV) cargo build --release -q -p server --bin paddock
+	@python3 scripts/bench/bench_sweep.py target/release/paddock
 
 ## On this server (local executor) and on the Slurm test cluster, side by side on one server: a job's
 ## submission-to-first-step latency (median, min and max of 5 jobs each, and the ratio), an endpoint's

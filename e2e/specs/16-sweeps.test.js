@@ -65,7 +65,7 @@ describe('sweeps: a job tried with several learning rates, the poor trials stopp
     const form = new SweepFormPage(page);
     await form.vary('learning_rate', 'values', '0.00001, 0.0001, 0.001, 0.003');
     await form.vary('seed', 'values', '1, 2');
-    await form.fill({ name: 'lr-search', 'min-steps': 4, reduction: 3, parallelism: 2 });
+    await form.fill({ name: 'lr-search', metric: 'loss', 'min-steps': 4, reduction: 3, parallelism: 2 });
     const sweep = await form.create();
     sweepId = sweep.id();
     await sweep.waitForStatus('finished');

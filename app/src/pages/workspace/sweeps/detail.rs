@@ -24,7 +24,9 @@ use crate::pages::workspace::jobs::job_href;
 use crate::pages::workspace::jobs::parts::JobStatusBadge;
 use crate::pages::workspace::{section_heading, use_detail};
 use contracts::error::AppError;
-use contracts::sweeps::{EarlyStopping, Method, SweepDetail, SweepStatus, SweepVerb, Trial};
+use contracts::sweeps::{
+    EarlyStopping, Method, SweepDetail, SweepReason, SweepStatus, SweepVerb, Trial,
+};
 
 /// How often the sweep is read again while it is not over.
 const POLL: Duration = Duration::from_secs(3);
@@ -66,8 +68,11 @@ fn SweepView(detail: SweepDetail) -> impl IntoView {
         <section class="card" data-testid="sweep-summary">
             <p>
                 {move || view! { <SweepStatusBadge status=live.with(|d| d.summary.status) /> }}
-                {move || live.with(|d| d.summary.status_message.clone()).map(|m| view! {
-                    <span class="muted small block" data-testid="sweep-message">{m}</span>
+                {move || live.with(|d| reason_words(i18n.get_locale(), d.summary.status_reason, d.summary.status_message.clone())).map(|(words, raw)| view! {
+                    <span class="muted small block" data-testid="sweep-message">
+                        {words}
+                        {raw.map(|r| view! { " " <code translate="no">{r}</code> })}
+                    </span>
                 })}
             </p>
             <dl class="facts">
@@ -121,6 +126,26 @@ fn SweepView(detail: SweepDetail) -> impl IntoView {
         </section>
     }
     .into_any()
+}
+
+/// What the sweep's last move was, in `locale`, worded from its reason; the server's words follow
+/// where they are what a person acts on (why a trial could not be queued).
+fn reason_words(
+    locale: Locale,
+    reason: Option<SweepReason>,
+    message: Option<String>,
+) -> Option<(String, Option<String>)> {
+    let words = match reason? {
+        SweepReason::PauseRequested => td_string!(locale, sweeps.reason_paused),
+        SweepReason::ResumeRequested => td_string!(locale, sweeps.reason_resumed),
+        SweepReason::Extended => td_string!(locale, sweeps.reason_extended),
+        SweepReason::Completed => td_string!(locale, sweeps.reason_completed),
+        SweepReason::CancelRequested => td_string!(locale, sweeps.reason_cancelled),
+        SweepReason::TrialRefused => {
+            return Some((td_string!(locale, sweeps.reason_trial_refused).to_string(), message))
+        }
+    };
+    Some((words.to_string(), None))
 }
 
 #[component]
