@@ -21,14 +21,7 @@ export class JobFormPage extends PageObject {
   get formError() { return this.page.getByTestId('form-error'); }
 
   /** Fills text inputs and picks `<select>` options (keys as the test ids without `job-`). */
-  async fill(values) {
-    for (const [field, value] of Object.entries(values)) {
-      const input = this.input(field);
-      const tag = await input.evaluate((el) => el.tagName);
-      if (tag === 'SELECT') await input.selectOption(String(value));
-      else await input.fill(String(value));
-    }
-  }
+  async fill(values) { await this.fillByTestId('job', values); }
 
   async submit() { await this.page.getByTestId('job-submit').click(); }
 

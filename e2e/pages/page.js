@@ -19,6 +19,17 @@ export class PageObject {
   testId(id) { return this.page.getByTestId(id); }
 
   async visit(path) { await visit(this.page, path); }
+
+  /** Fills a form's controls by test id (`<prefix>-<key>`): text typed in, a `<select>`'s option
+   *  picked by value. */
+  async fillByTestId(prefix, values) {
+    for (const [field, value] of Object.entries(values)) {
+      const input = this.testId(`${prefix}-${field}`);
+      const tag = await input.evaluate((el) => el.tagName);
+      if (tag === 'SELECT') await input.selectOption(String(value));
+      else await input.fill(String(value));
+    }
+  }
 }
 
 /** A workspace section's list, `/w/<id>/<section>`: its table is `<section>-table`, its empty state

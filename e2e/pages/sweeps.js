@@ -23,14 +23,7 @@ export class SweepFormPage extends PageObject {
     await this.page.getByTestId(`sweep-param-${name}`).fill(text);
   }
 
-  async fill(values) {
-    for (const [field, value] of Object.entries(values)) {
-      const input = this.input(field);
-      const tag = await input.evaluate((el) => el.tagName);
-      if (tag === 'SELECT') await input.selectOption(String(value));
-      else await input.fill(String(value));
-    }
-  }
+  async fill(values) { await this.fillByTestId('sweep', values); }
 
   async submit() { await this.page.getByTestId('sweep-submit').click(); }
 

@@ -18,8 +18,6 @@ one server:
 Usage: bench_cluster.py PADDOCK_BINARY SLURM_CONF [RUNS]
 """
 
-import http.cookiejar
-import json
 import os
 import statistics
 import subprocess
@@ -27,7 +25,8 @@ import sys
 import tempfile
 import time
 import urllib.error
-import urllib.request
+
+import rest
 
 
 def main() -> None:
@@ -90,23 +89,7 @@ def main() -> None:
     print(f"an endpoint asking 4 replicas on the cluster: {replicas} ready")
 
 
-class Api:
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-
-    def call(self, method: str, path: str, body=None):
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        with self.opener.open(request, timeout=60) as answer:
-            text = answer.read()
-            return json.loads(text) if text else None
-
-    def post(self, path: str, body):
-        return self.call("POST", path, body)
-
+class Api(rest.Api):
     def first_step(self, ws: int, ds: int, where: str, environment=None) -> float:
         spec = {"name": f"bench-{where}", "dataset_id": ds, "preset": "tiny", "epochs": 1000,
                 "batch_size": 16, "max_seq_len": 32, "max_steps": 1000000,

@@ -12,14 +12,13 @@ the same best trial.
 Usage: bench_sweep.py PADDOCK_BINARY
 """
 
-import http.cookiejar
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
+
+import rest
 
 STEPS = 300
 # The model shape: `nano` by default (a trial is then long enough for its own start and evaluations
@@ -60,23 +59,7 @@ def main() -> None:
           f"best loss {asha_best['objective']['value'] - full_best['objective']['value']:+.4f}")
 
 
-class Api:
-    def __init__(self, base: str) -> None:
-        self.base = base
-        self.opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-
-    def call(self, method: str, path: str, body=None):
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.base + path, data=data, method=method)
-        request.add_header("Content-Type", "application/json")
-        with self.opener.open(request, timeout=60) as answer:
-            text = answer.read()
-            return json.loads(text) if text else None
-
-    def post(self, path: str, body):
-        return self.call("POST", path, body)
-
+class Api(rest.Api):
     def sweep(self, ws: int, ds: int, early_stopping):
         """Runs the grid with `early_stopping` to its end: (steps, seconds, trials stopped, best trial)."""
         spec = {
