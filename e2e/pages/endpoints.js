@@ -31,6 +31,9 @@ export class DeployDialog extends PageObject {
    *  shows for exactly such a checkpoint. */
   async deploy() {
     const degenerate = this.state === 'degenerate';
+    // The form (and the warning in it) shows once the server's precision advice is read, which the
+    // first deploy on a server measures: counted before that, a warning would not be there yet.
+    await this.input('submit').waitFor();
     assert.equal(await this.page.getByTestId('deploy-degenerate').count(), degenerate ? 1 : 0, `a ${this.state} checkpoint`);
     if (degenerate) await this.page.getByTestId('deploy-degenerate-ack').check();
     await this.submit();

@@ -142,7 +142,10 @@ fn reason_words(
         SweepReason::Completed => td_string!(locale, sweeps.reason_completed),
         SweepReason::CancelRequested => td_string!(locale, sweeps.reason_cancelled),
         SweepReason::TrialRefused => {
-            return Some((td_string!(locale, sweeps.reason_trial_refused).to_string(), message))
+            return Some((
+                td_string!(locale, sweeps.reason_trial_refused).to_string(),
+                message,
+            ))
         }
     };
     Some((words.to_string(), None))
