@@ -59,7 +59,8 @@ fn a_matching_model_learns_to_judge_pairs_it_never_saw() {
     let outcome = train(&job, &EventSink::memory(), &RunControl::default()).unwrap();
     assert_eq!(outcome.status, EndStatus::Completed);
     // Dev is 120 `same` and 120 `different` pairs, none of them a training pair: chance is 0.5 (macro-F1
-    // 0.33 for one answer). This seed reaches 0.78, the same every run; a TF-IDF cosine threshold gets 0.76.
+    // 0.33 for one answer). This seed reaches 0.78, the same every run; a TF-IDF cosine threshold
+    // gets 0.76.
     let best = outcome.best_metric.unwrap();
     eprintln!("best dev macro-F1 {best:.3}");
     assert!(best >= 0.6, "best dev macro-F1 {best:.3} is near chance");
