@@ -5,6 +5,7 @@
 //! database, so a restart changes nothing: a trial is numbered by a counter moved in the transaction
 //! that queues its job, and a rung's decision is a row written in the one that stops it.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ use contracts::sweeps::{EarlyStopping, SweepReason, SweepSpec, SweepStatus};
 use contracts::types::JobStatus;
 use sqlx::SqlitePool;
 
-use super::{objective_values, search, Sweep, SweepRow, SWEEP_ROWS};
+use super::{search, Sweep, SweepRow, SWEEP_ROWS};
 use crate::auth::{Actor, Credential};
 use crate::executor::Stop;
 use crate::jobs::Jobs;
@@ -148,6 +149,14 @@ async fn creator(db: &SqlitePool, user: Option<UserId>, sweep: SweepId) -> Resul
     }
 }
 
+/// How far a trial has got: its dev evaluations with the objective, in the order they were ingested
+/// (row id, step, value), its last step once known, and its status.
+struct Progress {
+    evals: Vec<(i64, i64, f64)>,
+    total: Option<i64>,
+    status: JobStatus,
+}
+
 /// Records a decision for every trial that reached a rung since the last round, in the order they
 /// reached it (so a trial is compared with those that were there first, as ASHA does, whatever the
 /// rounds' timing), and stops the running trials that fell behind.
@@ -164,32 +173,54 @@ async fn judge(
         return Ok(());
     };
     let goal = spec.objective.goal();
-    let mut tx = crate::db::write_tx(db).await?;
-    let values = objective_values(&mut tx, row.id, &spec.objective.metric).await?;
-    // When each trial reached each step: the id of the eval row (ids grow as rows are ingested).
-    let reached: Vec<(JobId, i64, i64, Option<i64>, JobStatus)> = sqlx::query_as(
-        "SELECT m.job_id, m.id, m.step, j.total_steps, j.status FROM job_metrics m JOIN jobs j ON j.id = m.job_id
-         WHERE j.sweep_id = ? AND m.kind = 'eval' ORDER BY m.id",
+    // Read, then decide, and only then write: most rounds find nothing new, and must not hold the
+    // database's write lock while they look. Only this loop writes decisions, and a stop is a
+    // compare-and-set on the job's status, so nothing read here can be overtaken meanwhile.
+    // Each dev evaluation with the objective, in the order it was ingested (ids grow as rows are read
+    // from the runs): (row id, step, value), by job, with the job's last step and status.
+    let rows: Vec<(JobId, i64, i64, String, Option<i64>, JobStatus)> = sqlx::query_as(
+        "SELECT m.job_id, m.id, m.step, m.data, j.total_steps, j.status FROM job_metrics m
+         JOIN jobs j ON j.id = m.job_id WHERE j.sweep_id = ? AND m.kind = 'eval' ORDER BY m.id",
     )
     .bind(row.id)
-    .fetch_all(&mut *tx)
+    .fetch_all(db)
     .await?;
+    let mut trials: BTreeMap<JobId, Progress> = BTreeMap::new();
+    for (job_id, id, step, data, total, status) in rows {
+        if let Some(value) = super::dev_value(&data, &spec.objective.metric) {
+            let trial = trials.entry(job_id).or_insert(Progress {
+                evals: Vec::new(),
+                total,
+                status,
+            });
+            trial.evals.push((id, step, value));
+        }
+    }
     let decided: Vec<(JobId, i64, f64, bool)> = sqlx::query_as(
         "SELECT job_id, rung_step, value, continued FROM sweep_rungs WHERE sweep_id = ?",
     )
     .bind(row.id)
-    .fetch_all(&mut *tx)
+    .fetch_all(db)
     .await?;
     let stopped = |job: JobId| decided.iter().any(|d| d.0 == job && !d.3);
     // (when reached, job, rung, value at the rung, whether it still runs)
     let mut pending: Vec<(i64, JobId, i64, f64, bool)> = Vec::new();
-    for (job_id, evals) in &values {
+    for (
+        job_id,
+        Progress {
+            evals,
+            total,
+            status,
+        },
+    ) in &trials
+    {
         if stopped(*job_id) {
             continue;
         }
-        let Some(&(_, _, _, total, status)) = reached.iter().find(|r| r.0 == *job_id) else {
-            continue;
-        };
+        let by_step: Vec<(i64, f64)> = evals
+            .iter()
+            .map(|&(_, step, value)| (step, value))
+            .collect();
         let last = total.map_or(u64::MAX, |t| t.max(0) as u64);
         for rung in spec.early_stopping.rungs(last) {
             let rung = rung as i64;
@@ -197,19 +228,20 @@ async fn judge(
                 continue;
             }
             // The first evaluation at or past the rung: when the trial got there.
-            let Some(&(_, at, step, _, _)) = reached
-                .iter()
-                .find(|r| r.0 == *job_id && r.2 >= rung && evals.iter().any(|e| e.0 == r.2))
-            else {
+            let Some(&(at, step, _)) = evals.iter().find(|e| e.1 >= rung) else {
                 break;
             };
-            let Some((_, value)) = search::best_until(evals, step, goal) else {
+            let Some((_, value)) = search::best_until(&by_step, step, goal) else {
                 break;
             };
             let runs = matches!(status, JobStatus::Starting | JobStatus::Running);
             pending.push((at, *job_id, rung, value, runs));
         }
     }
+    if pending.is_empty() {
+        return Ok(());
+    }
+    let mut tx = crate::db::write_tx(db).await?;
     pending.sort_by_key(|p| (p.0, p.2));
     let mut at_rung: Vec<(i64, f64)> = decided.iter().map(|d| (d.1, d.2)).collect();
     let mut pruned: Vec<JobId> = Vec::new();

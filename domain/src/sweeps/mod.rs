@@ -275,8 +275,9 @@ pub async fn get(
     })
 }
 
-/// The objective's value at each dev evaluation of each of `jobs`, in step order: job → (step, value).
-pub(crate) async fn objective_values(
+/// The objective's value at each dev evaluation of each of the sweep's trials, in step order: job →
+/// (step, value).
+async fn objective_values(
     conn: &mut SqliteConnection,
     sweep_id: SweepId,
     metric: &str,
