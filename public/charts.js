@@ -4,6 +4,7 @@
 // calls `push(json)` with new points as they arrive over the job's SSE stream; this file only draws.
 // Attributes (the dashboard passes every text translated):
 //   data-series   JSON array of series names, e.g. ["accuracy", "macro-F1"]
+//   data-colours  JSON array of CSS colours, one per series (optional; the page's own palette)
 //   data-x-label  the x axis' title ("step"); data-y-label the y axis' title
 //   data-digits   decimals shown in the tooltip and legend (default 4)
 //   data-log      "true" for a logarithmic y axis
@@ -86,11 +87,12 @@
 
     draw(uPlot) {
       const chart = this;
+      const colours = this.dataset.colours ? JSON.parse(this.dataset.colours) : COLOURS;
       const series = [
         { label: this.dataset.xLabel || 'step' },
         ...this.names.map((label, i) => ({
           label,
-          stroke: COLOURS[i % COLOURS.length],
+          stroke: colours[i % colours.length],
           width: 2,
           spanGaps: true,
           points: { size: 5 },

@@ -379,6 +379,7 @@ fn message(locale: Locale, code: ErrorCode) -> Message {
         C::QuotaInvalid => Whole(td_string!(locale, errors.quota_invalid)),
         C::RegistryMirrorInvalid => Whole(td_string!(locale, errors.registry_mirror_invalid)),
         C::RoleInvalid => Whole(td_string!(locale, errors.role_invalid)),
+        C::RunsQueryInvalid => Lead(td_string!(locale, errors.runs_query_invalid)),
         C::SignupDisabled => Whole(td_string!(locale, errors.signup_disabled)),
         C::SlugInvalid => Whole(td_string!(locale, errors.slug_invalid)),
         C::SlugTaken => Whole(td_string!(locale, errors.slug_taken)),

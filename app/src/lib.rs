@@ -32,7 +32,7 @@ use leptos_router::path;
 
 use crate::components::auth::Auth;
 use crate::i18n::*;
-use crate::pages::workspace::{datasets, endpoints, environments, jobs, models, sweeps};
+use crate::pages::workspace::{compare, datasets, endpoints, environments, jobs, models, sweeps};
 use crate::pages::{admin, auth, home, not_found, tokens, workspace};
 
 /// The HTML document the server wraps around [`App`]: the server calls this once per request (and sets
@@ -122,6 +122,7 @@ fn Routed() -> impl IntoView {
                         <Route path=path!("/jobs") view=jobs::list::JobsPage />
                         <Route path=path!("/jobs/new") view=jobs::form::NewJobPage />
                         <Route path=path!("/jobs/:job") view=jobs::detail::JobPage />
+                        <Route path=path!("/compare") view=compare::ComparePage />
                         <Route path=path!("/sweeps") view=sweeps::list::SweepsPage />
                         <Route path=path!("/sweeps/new") view=sweeps::form::NewSweepPage />
                         <Route path=path!("/sweeps/:sweep") view=sweeps::detail::SweepPage />

@@ -26,6 +26,7 @@ pub mod ids;
 pub mod job;
 pub mod metrics;
 pub mod precision;
+pub mod runs;
 pub mod serving;
 pub mod sweeps;
 pub mod task;

@@ -946,6 +946,21 @@ pub struct JobSummary {
     pub sweep_id: Option<crate::ids::SweepId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trial: Option<u32>,
+    /// What it learns, on which data, from which weights: the runs table's columns.
+    #[serde(default)]
+    pub task: crate::task::Task,
+    #[serde(default)]
+    pub dataset_id: Option<DatasetId>,
+    #[serde(default)]
+    pub dataset_name: Option<String>,
+    #[serde(default)]
+    pub start: Option<crate::runs::StartingModel>,
+    /// Its best dev score so far (none before its first evaluation).
+    #[serde(default)]
+    pub best: Option<crate::runs::BestScore>,
+    /// Seconds it ran (until now while it runs); none before it started.
+    #[serde(default)]
+    pub duration_secs: Option<f64>,
     pub created_by: Option<String>,
     pub created_at: String,
     pub started_at: Option<String>,

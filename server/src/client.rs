@@ -2,7 +2,7 @@
 //! into one line (`422 Unprocessable Entity: memory: …`), workspaces and resources named by id or name,
 //! and Server-Sent Event streams read event by event.
 
-use contracts::ids::{Id, WorkspaceId};
+use contracts::ids::{DatasetId, Id, WorkspaceId};
 use std::ops::ControlFlow;
 
 use anyhow::{bail, Context};
@@ -108,6 +108,28 @@ impl Api {
         self.send::<(), T>(Method::GET, path, None).await
     }
 
+    /// GETs `path` with `query` as its query string (the same words the REST query reads).
+    pub async fn get_query<Q: serde::Serialize, T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &Q,
+    ) -> anyhow::Result<T> {
+        let request = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .query(query);
+        let response = request
+            .send()
+            .await
+            .with_context(|| format!("cannot reach {}", self.base))?;
+        answer(response)
+            .await?
+            .json()
+            .await
+            .context("the server sent an unexpected answer")
+    }
+
     /// A workspace id from an id or a name (names must be unambiguous among the caller's workspaces).
     pub async fn workspace(&self, key: &str) -> anyhow::Result<WorkspaceId> {
         let all: Vec<WorkspaceSummary> = self.get("/api/v1/workspaces").await?;
@@ -116,6 +138,14 @@ impl Api {
             all.iter().map(|w| (w.id, w.name.as_str())),
             "workspace",
         )
+    }
+
+    /// A dataset id of workspace `ws` from an id or a name.
+    pub async fn dataset(&self, ws: WorkspaceId, key: &str) -> anyhow::Result<DatasetId> {
+        let all: Vec<contracts::types::DatasetSummary> = self
+            .get(&format!("/api/v1/workspaces/{ws}/datasets"))
+            .await?;
+        resolve(key, all.iter().map(|d| (d.id, d.name.as_str())), "dataset")
     }
 
     /// Reads an SSE stream, calling `on_event(event, data)` for each event until it says `Break` or the

@@ -2,15 +2,17 @@
 //! REST API like the dashboard. `job logs -f` follows the live stream until the job ends and exits with
 //! 0 only when it succeeded, so scripts can wait for a job; `ckpt eval` likewise waits for an evaluation.
 
-use contracts::ids::{CheckpointId, JobId, WorkspaceId};
+use contracts::ids::{CheckpointId, JobId, SweepId, WorkspaceId};
 use std::io::Write;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use contracts::runs::{JobQuery, JobSort, ModelFilter};
 use contracts::types::{
-    CheckpointInfo, EvaluationInfo, EvaluationStatus, JobDetail, JobSpec, JobSummary, LogLine,
+    CheckpointInfo, EvaluationInfo, EvaluationStatus, JobDetail, JobSpec, JobStatus, JobSummary,
+    LogLine,
 };
 use reqwest::Method;
 
@@ -28,8 +30,8 @@ pub struct JobArgs {
 pub enum JobCommand {
     /// Queue a job from a spec file (JSON or TOML: the fields of the REST body) and/or flags.
     Submit(Box<SubmitArgs>),
-    /// The workspace's jobs, newest first.
-    List(WorkspaceArg),
+    /// The workspace's jobs as runs: newest first, or sorted and filtered.
+    List(ListArgs),
     /// One job: status, progress, its job.toml and checkpoints.
     Show(JobTarget),
     /// The job's log; `-f` follows it live until the job ends.
@@ -43,6 +45,40 @@ pub struct WorkspaceArg {
     /// Workspace id or name.
     #[arg(long, short = 'w', env = "PADDOCK_WORKSPACE")]
     pub workspace: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    #[command(flatten)]
+    pub workspace: WorkspaceArg,
+    /// Only jobs in this status (queued, running, succeeded, failed, cancelled…).
+    #[arg(long)]
+    pub status: Option<String>,
+    /// Only jobs trained on this dataset (id or name).
+    #[arg(long)]
+    pub dataset: Option<String>,
+    /// Only jobs that started from `scratch[:PRESET]`, `pretrained[:ID]` or `checkpoint[:ID]`.
+    #[arg(long)]
+    pub model: Option<ModelFilter>,
+    /// Only the trials of this sweep.
+    #[arg(long)]
+    pub sweep: Option<SweepId>,
+    /// Only jobs queued on or after / on or before this day (YYYY-MM-DD, UTC).
+    #[arg(long)]
+    pub since: Option<String>,
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Order: created (newest first, the default), best (best dev score first), duration, name.
+    #[arg(long, value_parser = parse_sort)]
+    pub sort: Option<JobSort>,
+    /// The other way round (runs without the value stay last).
+    #[arg(long)]
+    pub reverse: bool,
+}
+
+fn parse_sort(text: &str) -> Result<JobSort, String> {
+    serde_json::from_value(serde_json::Value::String(text.into()))
+        .map_err(|_| format!("`{text}` is not one of created, best, duration, name"))
 }
 
 #[derive(Debug, Args)]
@@ -202,14 +238,38 @@ pub async fn run(args: JobArgs) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        JobCommand::List(w) => {
-            let ws = api.workspace(&w.workspace).await?;
-            let jobs: Vec<JobSummary> = api.get(&format!("/api/v1/workspaces/{ws}/jobs")).await?;
+        JobCommand::List(l) => {
+            let ws = api.workspace(&l.workspace.workspace).await?;
+            let status = match &l.status {
+                Some(s) => Some(JobStatus::parse(s).ok_or_else(|| {
+                    let all: Vec<&str> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
+                    anyhow::anyhow!("--status `{s}` is not one of {}", all.join(", "))
+                })?),
+                None => None,
+            };
+            let dataset_id = match &l.dataset {
+                Some(d) => Some(api.dataset(ws, d).await?),
+                None => None,
+            };
+            let query = JobQuery {
+                status,
+                dataset_id,
+                model: l.model.clone(),
+                sweep_id: l.sweep,
+                since: l.since.clone(),
+                until: l.until.clone(),
+                sort: l.sort,
+                reverse: l.reverse.then_some(true),
+            };
+            let jobs: Vec<JobSummary> = api
+                .get_query(&format!("/api/v1/workspaces/{ws}/jobs"), &query)
+                .await?;
             let columns = [
                 text("ID", 6),
                 text("NAME", 24),
                 text("STATUS", 11),
                 number("STEP", 12),
+                text("BEST", 18),
                 text("GPUS", 8),
                 text("CREATED", 20),
             ];
@@ -224,11 +284,15 @@ pub async fn run(args: JobArgs) -> anyhow::Result<i32> {
                     format!("{:?}", j.gpu_indices)
                 };
                 let (id, status) = (j.id.to_string(), j.status.as_str().to_string());
+                let best = j.best.as_ref().map_or_else(String::new, |b| {
+                    format!("{} {:.4} @{}", b.metric, b.value, b.step)
+                });
                 vec![
                     id,
                     j.name.clone(),
                     status,
                     progress,
+                    best,
                     gpus,
                     j.created_at.clone(),
                 ]
@@ -393,14 +457,7 @@ const EVAL_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 /// `ckpt eval`: starts the evaluation, waits for it and prints the metrics; 0 when it succeeded.
 async fn evaluate(api: &Api, e: &CkptEval, json: bool) -> anyhow::Result<i32> {
     let ws = api.workspace(&e.workspace.workspace).await?;
-    let datasets: Vec<contracts::types::DatasetSummary> = api
-        .get(&format!("/api/v1/workspaces/{ws}/datasets"))
-        .await?;
-    let dataset_id = resolve(
-        &e.dataset,
-        datasets.iter().map(|d| (d.id, d.name.as_str())),
-        "dataset",
-    )?;
+    let dataset_id = api.dataset(ws, &e.dataset).await?;
     let base = format!(
         "/api/v1/workspaces/{ws}/checkpoints/{}/evaluations",
         e.checkpoint

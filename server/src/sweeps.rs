@@ -11,7 +11,7 @@ use contracts::ids::{SweepId, WorkspaceId};
 use contracts::sweeps::{SweepDetail, SweepExtend, SweepStatus, SweepSummary, Trial};
 use reqwest::Method;
 
-use crate::client::{print_json, print_list, resolve, text, Api, Connection};
+use crate::client::{print_json, print_list, text, Api, Connection};
 use crate::jobs::{read_spec_file, WorkspaceArg};
 
 #[derive(Debug, Args)]
@@ -86,14 +86,7 @@ pub async fn run(args: SweepArgs) -> anyhow::Result<i32> {
             let ws = api.workspace(&c.workspace.workspace).await?;
             let mut spec = read_spec_file(&c.spec)?;
             if let Some(dataset) = &c.dataset {
-                let datasets: Vec<contracts::types::DatasetSummary> = api
-                    .get(&format!("/api/v1/workspaces/{ws}/datasets"))
-                    .await?;
-                let id = resolve(
-                    dataset,
-                    datasets.iter().map(|d| (d.id, d.name.as_str())),
-                    "dataset",
-                )?;
+                let id = api.dataset(ws, dataset).await?;
                 let job = spec
                     .as_object_mut()
                     .and_then(|s| s.get_mut("job"))

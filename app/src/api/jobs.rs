@@ -6,13 +6,27 @@ use leptos::prelude::*;
 
 use contracts::error::AppError;
 use contracts::precision::{PrecisionAdvice, Work};
+use contracts::runs::{Comparison, JobQuery};
 use contracts::types::{ClusterPlacement, ClusterView, JobDetail, JobSpec, JobSummary, JobVerb};
 #[cfg(feature = "ssr")]
 use {crate::context::as_caller, domain::jobs};
 
 #[server(prefix = "/rpc", endpoint = "list_jobs")]
-pub async fn list_jobs(workspace_id: WorkspaceId) -> Result<Vec<JobSummary>, AppError> {
-    as_caller(|s, a| async move { jobs::list(&s.db, &a, workspace_id).await }).await
+pub async fn list_jobs(
+    workspace_id: WorkspaceId,
+    query: JobQuery,
+) -> Result<Vec<JobSummary>, AppError> {
+    as_caller(|s, a| async move { jobs::list(&s.db, &a, workspace_id, &query).await }).await
+}
+
+/// Runs `jobs` (`1,2,3`) side by side.
+#[server(prefix = "/rpc", endpoint = "compare_runs")]
+pub async fn compare_runs(workspace_id: WorkspaceId, jobs: String) -> Result<Comparison, AppError> {
+    as_caller(|s, a| async move {
+        let ids = jobs::comparison::parse_ids(&jobs)?;
+        jobs::comparison::compare(&s.db, &a, workspace_id, &ids).await
+    })
+    .await
 }
 
 #[server(prefix = "/rpc", endpoint = "get_job")]

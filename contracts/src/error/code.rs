@@ -117,6 +117,7 @@ codes! {
     QuotaInvalid = "quota_invalid",
     RegistryMirrorInvalid = "registry_mirror_invalid",
     RoleInvalid = "role_invalid",
+    RunsQueryInvalid = "runs_query_invalid",
     SignupDisabled = "signup_disabled",
     SlugInvalid = "slug_invalid",
     SlugTaken = "slug_taken",

@@ -18,6 +18,7 @@
 //!   each job's rotated log on disk.
 
 pub mod checkpoints;
+pub mod comparison;
 pub mod launch;
 pub mod log_file;
 pub mod scheduler;
@@ -40,6 +41,7 @@ use crate::transitions::Machine;
 use contracts::error::internal;
 use contracts::error::{AppError, ErrorCode, FieldProblem, Rule};
 use contracts::metrics::Metrics;
+use contracts::runs::{BestScore, JobQuery, JobSort, StartingModel};
 use contracts::task::Task;
 use contracts::types::*;
 use status::Reason;
@@ -146,6 +148,13 @@ pub(crate) struct JobRow {
     retry_of: Option<JobId>,
     sweep_id: Option<SweepId>,
     trial: Option<i64>,
+    dataset_id: Option<DatasetId>,
+    dataset_name: Option<String>,
+    pretrained_name: Option<String>,
+    base_job_id: Option<JobId>,
+    best_metric: Option<String>,
+    best_value: Option<f64>,
+    best_step: Option<i64>,
     created_by: Option<String>,
     created_at: String,
     started_at: Option<String>,
@@ -164,9 +173,14 @@ crate::db::row_query!(
         j.executor AS "executor: contracts::types::ExecutorKind", j.cluster, j.cluster_job, j.priority, j.gpus, j.status, j.status_reason AS "status_reason: contracts::types::JobReason", j.status_message,
         j.exit_code, j.gpu_indices, j.pid, j.container_name, j.events_offset, j.log_offset, j.step,
         j.total_steps, j.epoch, j.time_limit_secs, j.retry_of AS "retry_of: contracts::ids::JobId",
-        j.sweep_id AS "sweep_id: contracts::ids::SweepId", j.trial, u.username AS "created_by?",
-        j.created_at, j.started_at, j.finished_at
-      FROM jobs j LEFT JOIN users u ON u.id = j.created_by"#
+        j.sweep_id AS "sweep_id: contracts::ids::SweepId", j.trial,
+        j.dataset_id AS "dataset_id: contracts::ids::DatasetId", d.name AS "dataset_name?", p.name AS "pretrained_name?",
+        c.job_id AS "base_job_id?: contracts::ids::JobId", j.best_metric, j.best_value, j.best_step,
+        u.username AS "created_by?", j.created_at, j.started_at, j.finished_at
+      FROM jobs j LEFT JOIN users u ON u.id = j.created_by
+        LEFT JOIN datasets d ON d.id = j.dataset_id
+        LEFT JOIN pretrained_models p ON p.id = json_extract(j.spec_json, '$.pretrained_model_id')
+        LEFT JOIN checkpoints c ON c.id = json_extract(j.spec_json, '$.base_checkpoint_id')"#
 );
 
 impl JobRow {
@@ -174,6 +188,10 @@ impl JobRow {
     fn entry<'a>(&'a self, actor: &'a Actor, action: &'a str) -> Entry<'a> {
         let entry = Entry::in_workspace(actor, self.workspace_id, action, &self.name);
         entry.detail(serde_json::json!({ "job_id": self.id }))
+    }
+
+    pub(crate) fn spec(&self) -> Result<JobSpec, AppError> {
+        serde_json::from_str(&self.spec_json).map_err(|e| internal("stored job spec", e))
     }
 
     pub(crate) fn status(&self) -> Result<JobStatus, AppError> {
@@ -198,6 +216,28 @@ impl JobRow {
     }
 
     fn summary(&self, queue_position: Option<i64>) -> Result<JobSummary, AppError> {
+        let spec = self.spec()?;
+        let start = match (spec.pretrained_model_id, spec.base_checkpoint_id) {
+            (Some(id), _) => StartingModel::Pretrained {
+                id,
+                name: self.pretrained_name.clone(),
+            },
+            (None, Some(id)) => StartingModel::Checkpoint {
+                id,
+                job_id: self.base_job_id,
+            },
+            (None, None) => StartingModel::Scratch {
+                preset: spec.preset,
+            },
+        };
+        let best = match (&self.best_metric, self.best_value, self.best_step) {
+            (Some(metric), Some(value), Some(step)) => Some(BestScore {
+                metric: metric.clone(),
+                value,
+                step,
+            }),
+            _ => None,
+        };
         Ok(JobSummary {
             id: self.id,
             workspace_id: self.workspace_id,
@@ -218,12 +258,29 @@ impl JobRow {
             queue_position,
             sweep_id: self.sweep_id,
             trial: self.trial.map(|t| t as u32),
+            task: spec.task,
+            dataset_id: self.dataset_id,
+            dataset_name: self.dataset_name.clone(),
+            start: Some(start),
+            best,
+            duration_secs: running_time(self.started_at.as_deref(), self.finished_at.as_deref()),
             created_by: self.created_by.clone(),
             created_at: self.created_at.clone(),
             started_at: self.started_at.clone(),
             finished_at: self.finished_at.clone(),
         })
     }
+}
+
+/// Seconds from `started` to `finished`, or to now while it runs; none before it started.
+fn running_time(started: Option<&str>, finished: Option<&str>) -> Option<f64> {
+    let at = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
+    let started = at(started?)?;
+    let ended = match finished {
+        Some(finished) => at(finished)?,
+        None => chrono::Utc::now().fixed_offset(),
+    };
+    Some((ended - started).num_milliseconds().max(0) as f64 / 1000.0)
 }
 
 pub(crate) async fn job_row(
@@ -261,8 +318,7 @@ pub(crate) async fn of_sweep(
                 .iter()
                 .position(|id| *id == j.id)
                 .map(|p| p as i64 + 1);
-            let spec =
-                serde_json::from_str(&j.spec_json).map_err(|e| internal("stored job spec", e))?;
+            let spec = j.spec()?;
             Ok((
                 j.summary(position)?,
                 j.trial.unwrap_or_default() as u32,
@@ -309,26 +365,87 @@ async fn queue_positions(
     .await?)
 }
 
+/// The workspace's jobs that pass `query`'s filters, in its order. Any member; a bad day is a 422 at
+/// its field.
 pub async fn list(
     db: &SqlitePool,
     actor: &Actor,
     workspace_id: WorkspaceId,
+    query: &JobQuery,
 ) -> Result<Vec<JobSummary>, AppError> {
+    let problems = query.problems();
+    if let Some((field, message)) = problems.first() {
+        return Err(AppError::invalid(
+            *field,
+            ErrorCode::RunsQueryInvalid,
+            message,
+        ));
+    }
     let mut conn = access::connect(db, actor, workspace_id, Role::Viewer).await?;
     let queue = queue_positions(&mut conn, workspace_id).await?;
-    let rows = job_rows!("WHERE j.workspace_id = ? ORDER BY j.id DESC", workspace_id)
-        .fetch_all(&mut *conn)
-        .await?;
-    rows.iter()
-        .map(|j| {
-            j.summary(
-                queue
-                    .iter()
-                    .position(|id| *id == j.id)
-                    .map(|p| p as i64 + 1),
-            )
-        })
-        .collect()
+    let status = query.status.map(JobStatus::as_str);
+    let rows = job_rows!(
+        "WHERE j.workspace_id = ? AND (?2 IS NULL OR j.status = ?2) AND (?3 IS NULL OR j.dataset_id = ?3)
+           AND (?4 IS NULL OR j.sweep_id = ?4) AND (?5 IS NULL OR substr(j.created_at, 1, 10) >= ?5)
+           AND (?6 IS NULL OR substr(j.created_at, 1, 10) <= ?6)
+         ORDER BY j.id DESC",
+        workspace_id,
+        status,
+        query.dataset_id,
+        query.sweep_id,
+        query.since,
+        query.until,
+    )
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut jobs = Vec::with_capacity(rows.len());
+    for j in &rows {
+        let position = queue.iter().position(|id| *id == j.id);
+        let job = j.summary(position.map(|p| p as i64 + 1))?;
+        let admitted = match (&query.model, &job.start) {
+            (None, _) => true,
+            (Some(filter), Some(start)) => filter.admits(start),
+            (Some(_), None) => false,
+        };
+        if admitted {
+            jobs.push(job);
+        }
+    }
+    sort_runs(
+        &mut jobs,
+        query.sort.unwrap_or_default(),
+        query.reverse.unwrap_or(false),
+    );
+    Ok(jobs)
+}
+
+/// Orders runs by `sort` — newest, best, longest first, names A to Z — or the other way round when
+/// `reverse`; runs without the value (never evaluated, never started) stay last either way, since a
+/// user sorting by score wants the scores, not the blanks.
+fn sort_runs(jobs: &mut [JobSummary], sort: JobSort, reverse: bool) {
+    use std::cmp::Ordering;
+    let key = |j: &JobSummary| match sort {
+        JobSort::Best => j.best.as_ref().map(|b| b.value),
+        JobSort::Duration => j.duration_secs,
+        JobSort::Created | JobSort::Name => None,
+    };
+    jobs.sort_by(|a, b| {
+        let natural = match sort {
+            JobSort::Created => b.id.cmp(&a.id),
+            JobSort::Name => a.name.cmp(&b.name).then(b.id.cmp(&a.id)),
+            JobSort::Best | JobSort::Duration => match (key(a), key(b)) {
+                (Some(x), Some(y)) => y.total_cmp(&x).then(b.id.cmp(&a.id)),
+                (Some(_), None) => return Ordering::Less,
+                (None, Some(_)) => return Ordering::Greater,
+                (None, None) => b.id.cmp(&a.id),
+            },
+        };
+        if reverse {
+            natural.reverse()
+        } else {
+            natural
+        }
+    });
 }
 
 pub async fn get(
@@ -342,8 +459,7 @@ pub async fn get(
     let job = job_row(&mut conn, workspace_id, job_id).await?;
     let queue = queue_positions(&mut conn, workspace_id).await?;
     let checkpoints = checkpoints_of(&mut conn, Some(job_id), workspace_id).await?;
-    let spec: JobSpec =
-        serde_json::from_str(&job.spec_json).map_err(|e| internal("stored job spec", e))?;
+    let spec = job.spec()?;
     let base_model = match spec.base_checkpoint_id {
         Some(id) => Some(base_model(&mut conn, workspace_id, id).await?),
         None => None,
@@ -984,8 +1100,7 @@ pub async fn retry(
                 "the job is still queued or running",
             ));
         }
-        let spec: JobSpec =
-            serde_json::from_str(&job.spec_json).map_err(|e| internal("stored job spec", e))?;
+        let spec = job.spec()?;
         let resume_from = if resume {
             let latest: Option<String> = sqlx::query_scalar(
                 "SELECT path FROM checkpoints WHERE job_id = ? AND deleted_at IS NULL ORDER BY step DESC LIMIT 1",

@@ -23,6 +23,7 @@ use crate::storage::in_volume;
 use crate::transitions::Machine;
 use contracts::error::internal;
 use contracts::error::AppError;
+use contracts::metrics::Metrics;
 use contracts::types::{JobStatus, LogNote};
 
 /// How often a supervisor looks for new output.
@@ -543,6 +544,9 @@ async fn apply(
                 flat.insert("split".into(), split.as_str().into());
             }
             insert_metrics(conn, job.id, "eval", *step, *epoch, &data, at).await?;
+            if split.as_str() == "dev" {
+                keep_best(conn, job, *step, metrics).await?;
+            }
         }
         Event::Checkpoint {
             step,
@@ -650,6 +654,32 @@ async fn apply(
     Ok(())
 }
 
+/// Keeps the job's best dev score (of the metric its checkpoints are ranked by) beside it, for the
+/// runs table; the first evaluation to reach a value keeps it.
+async fn keep_best(
+    conn: &mut SqliteConnection,
+    job: &JobRow,
+    step: usize,
+    metrics: &Metrics,
+) -> Result<(), AppError> {
+    let metric = job.spec()?.task.default_metric();
+    let Some(value) = metrics.get(metric).filter(|v| v.is_finite()) else {
+        return Ok(());
+    };
+    sqlx::query(
+        "UPDATE jobs SET best_metric = ?, best_value = ?, best_step = ?
+         WHERE id = ? AND (best_value IS NULL OR best_value < ?)",
+    )
+    .bind(metric)
+    .bind(value)
+    .bind(step as i64)
+    .bind(job.id)
+    .bind(value)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
 async fn insert_metrics(
     conn: &mut SqliteConnection,
     job_id: JobId,
@@ -753,6 +783,154 @@ async fn finish(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::{dataset, jobs, team, test_db, Team};
+    use contracts::runs::{JobQuery, JobSort, ModelFilter};
+    use contracts::types::JobSpec;
+
+    /// A dev (or test) evaluation of job `id` with this macro-F1 at `step`, applied as the trainer's
+    /// event would be.
+    async fn evaluated(db: &SqlitePool, jobs: &Jobs, id: JobId, step: usize, f1: f64, split: &str) {
+        let job = job_rows!("WHERE j.id = ?", id).fetch_one(db).await.unwrap();
+        let labels = ["negative".to_string(), "positive".to_string()];
+        let mut metrics = Metrics::compute(&labels, &[0, 1], &[0, 1], Some(0.5));
+        metrics.macro_f1 = f1;
+        let line = Line {
+            ts: "2026-12-07T10:00:00.000Z".into(),
+            event: Event::Eval {
+                step,
+                epoch: 0.5,
+                split: split.into(),
+                metrics,
+            },
+        };
+        let mut conn = db.acquire().await.unwrap();
+        let (mut lines, mut retired) = (Vec::new(), Vec::new());
+        apply(&mut conn, jobs, &job, &line, None, &mut lines, &mut retired)
+            .await
+            .unwrap();
+    }
+
+    /// (id, best value, best step) of every job of `ws`, as `query` lists them.
+    async fn listed(
+        db: &SqlitePool,
+        team: &Team,
+        query: JobQuery,
+    ) -> Vec<(JobId, Option<f64>, Option<i64>)> {
+        super::super::list(db, &team.viewer, team.ws, &query)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|j| {
+                (
+                    j.id,
+                    j.best.as_ref().map(|b| b.value),
+                    j.best.map(|b| b.step),
+                )
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn each_run_keeps_its_best_dev_score_and_the_list_sorts_and_filters_by_it() {
+        let (dir, db) = test_db().await;
+        let jobs = jobs(&dir, &db).await;
+        let team = team(&db).await;
+        let reviews = dataset(&db, team.ws, "reviews", &["negative", "positive"]).await;
+        let other = dataset(&db, team.ws, "other", &["negative", "positive"]).await;
+        let mut submitted = Vec::new();
+        for (name, preset, ds) in [
+            ("a", "tiny", reviews),
+            ("b", "nano", reviews),
+            ("c", "tiny", other),
+        ] {
+            let mut spec = JobSpec::new(name, ds);
+            spec.preset = preset.into();
+            let job = super::super::submit(&db, &jobs, &team.owner, team.ws, spec)
+                .await
+                .unwrap();
+            submitted.push(job.summary.id);
+        }
+        let [a, b, c] = submitted[..] else {
+            unreachable!()
+        };
+        evaluated(&db, &jobs, a, 10, 0.5, "dev").await;
+        evaluated(&db, &jobs, a, 20, 0.7, "dev").await;
+        evaluated(&db, &jobs, a, 30, 0.7, "dev").await;
+        evaluated(&db, &jobs, a, 30, 0.99, "test").await;
+        evaluated(&db, &jobs, b, 10, 0.8, "dev").await;
+
+        let all = listed(&db, &team, JobQuery::default()).await;
+        assert_eq!(
+            all,
+            [(c, None, None), (b, Some(0.8), Some(10)), (a, Some(0.7), Some(20))],
+            "newest first; the first evaluation to reach the best keeps it; the test split never counts"
+        );
+        let best = JobQuery {
+            sort: Some(JobSort::Best),
+            ..JobQuery::default()
+        };
+        let order = |rows: Vec<(JobId, Option<f64>, Option<i64>)>| {
+            rows.into_iter().map(|r| r.0).collect::<Vec<_>>()
+        };
+        assert_eq!(order(listed(&db, &team, best.clone()).await), [b, a, c]);
+        let worst_first = JobQuery {
+            reverse: Some(true),
+            ..best
+        };
+        assert_eq!(
+            order(listed(&db, &team, worst_first).await),
+            [a, b, c],
+            "unscored last either way"
+        );
+        let tiny = JobQuery {
+            model: Some(ModelFilter::Scratch(Some("tiny".into()))),
+            ..JobQuery::default()
+        };
+        assert_eq!(order(listed(&db, &team, tiny).await), [c, a]);
+        let on_reviews = JobQuery {
+            dataset_id: Some(reviews),
+            sort: Some(JobSort::Name),
+            ..JobQuery::default()
+        };
+        assert_eq!(order(listed(&db, &team, on_reviews).await), [a, b]);
+        let queued = JobQuery {
+            status: Some(JobStatus::Queued),
+            since: Some("2026-01-01".into()),
+            ..JobQuery::default()
+        };
+        assert_eq!(listed(&db, &team, queued).await.len(), 3);
+        let future = JobQuery {
+            since: Some("2999-01-01".into()),
+            ..JobQuery::default()
+        };
+        assert!(listed(&db, &team, future).await.is_empty());
+        let bad = JobQuery {
+            until: Some("2026-02-30x".into()),
+            ..JobQuery::default()
+        };
+        let refused = super::super::list(&db, &team.viewer, team.ws, &bad)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            (refused.field(), refused.code().as_str()),
+            (Some("until"), "runs_query_invalid")
+        );
+
+        // The migration's backfill, run again over the same evaluations, finds what ingestion kept.
+        let migration = include_str!("../../../migrations/20261222000001_job_best.sql");
+        let start = migration.find("WITH scored").unwrap();
+        let end = start + migration[start..].find(';').unwrap() + 1;
+        let kept = listed(&db, &team, JobQuery::default()).await;
+        sqlx::query("UPDATE jobs SET best_metric = NULL, best_value = NULL, best_step = NULL")
+            .execute(&db)
+            .await
+            .unwrap();
+        sqlx::raw_sql(&migration[start..end])
+            .execute(&db)
+            .await
+            .unwrap();
+        assert_eq!(listed(&db, &team, JobQuery::default()).await, kept);
+    }
 
     #[test]
     fn only_complete_lines_are_read_and_the_offset_moves_past_them() {

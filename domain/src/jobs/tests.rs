@@ -60,7 +60,10 @@ async fn submissions_are_checked_queued_in_order_and_audited() {
         (Some("dataset_id"), "dataset_not_found")
     );
     assert!(
-        list(&db, &owner, ws).await.unwrap().is_empty(),
+        list(&db, &owner, ws, &JobQuery::default())
+            .await
+            .unwrap()
+            .is_empty(),
         "nothing written"
     );
 
@@ -141,7 +144,13 @@ async fn viewers_read_jobs_and_outsiders_see_nothing() {
     let outsider = actor(&db, "outsider").await;
     let job = submitted(&db, &jobs, &owner, ws, JobSpec::new("run", ds)).await;
 
-    assert_eq!(list(&db, &viewer, ws).await.unwrap().len(), 1);
+    assert_eq!(
+        list(&db, &viewer, ws, &JobQuery::default())
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     assert!(!get(&db, &viewer, ws, job).await.unwrap().can_edit);
     assert!(metrics(&db, &viewer, ws, job, 0).await.unwrap().is_empty());
     assert_eq!(

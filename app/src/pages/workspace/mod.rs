@@ -8,6 +8,7 @@
 //! cannot, shows the [`section_heading`] above the error.
 
 pub mod activity;
+pub mod compare;
 pub mod datasets;
 pub mod endpoints;
 pub mod environments;

@@ -27,7 +27,7 @@ pub fn ModelsPage() -> impl IntoView {
         move || current.id.get(),
         |ws| async move {
             let checkpoints = list_checkpoints(ws).await?;
-            let jobs = list_jobs(ws).await?;
+            let jobs = list_jobs(ws, Default::default()).await?;
             let endpoints = list_endpoints(ws).await?;
             Ok::<_, contracts::error::AppError>((checkpoints, jobs, endpoints))
         },

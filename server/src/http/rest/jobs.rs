@@ -20,14 +20,17 @@ use crate::http::limits::{ApiJson, ApiPath as Path, ApiQuery as Query};
 use contracts::error::AppError;
 use contracts::error::ErrorBody;
 use contracts::precision::{PrecisionAdvice, Work};
+use contracts::runs::{Comparison, JobQuery};
 use contracts::types::*;
+use domain::jobs::comparison;
 use domain::AppState;
 use domain::{caps, jobs};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
     routes_of![
-        list, submit; get, delete; cancel; retry; metrics; logs; stream; checkpoints; download; clusters; placement; precision_advice
+        list, submit; get, delete; cancel; retry; metrics; logs; stream; checkpoints; download; clusters; placement; precision_advice;
+        comparison
     ]
 }
 
@@ -83,13 +86,14 @@ pub struct StreamQuery {
 }
 
 #[utoipa::path(get, path = "/api/v1/workspaces/{id}/jobs", tag = "jobs", security(("session" = []), ("token" = [])),
-    params(WorkspacePath),
-    responses((status = 200, body = Vec<JobSummary>), (status = 404, body = ErrorBody)))]
+    params(WorkspacePath, JobQuery),
+    responses((status = 200, body = Vec<JobSummary>), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn list(
     Caller { state, actor }: Caller,
     Path(WorkspacePath { id }): Path<WorkspacePath>,
+    Query(query): Query<JobQuery>,
 ) -> Result<Json<Vec<JobSummary>>, AppError> {
-    Ok(Json(jobs::list(&state.db, &actor, id).await?))
+    Ok(Json(jobs::list(&state.db, &actor, id, &query).await?))
 }
 
 /// Queues a job (editors and owners); 422 names the first bad field and lists all.
@@ -386,6 +390,55 @@ pub async fn download(
         body,
     )
         .into_response())
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ComparisonQuery {
+    /// The runs: job ids separated by commas (`1,2,3`), at most 20.
+    pub jobs: String,
+    /// `json` (the default) or `csv`: one row per run, for a spreadsheet.
+    #[serde(default)]
+    #[param(inline)]
+    pub format: ComparisonFormat,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ComparisonFormat {
+    #[default]
+    Json,
+    Csv,
+}
+
+/// Runs side by side: the spec fields that differ, last and best dev scores, and each run's curves
+/// against step and time (`?format=csv`: the table without the curves, as a download).
+#[utoipa::path(get, path = "/api/v1/workspaces/{id}/comparison", tag = "jobs", security(("session" = []), ("token" = [])),
+    params(WorkspacePath, ComparisonQuery),
+    responses((status = 200, body = Comparison), (status = 200, content_type = "text/csv", description = "`format=csv`"),
+              (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn comparison(
+    Caller { state, actor }: Caller,
+    Path(WorkspacePath { id }): Path<WorkspacePath>,
+    Query(q): Query<ComparisonQuery>,
+) -> Result<Response, AppError> {
+    let ids = comparison::parse_ids(&q.jobs)?;
+    let compared = comparison::compare(&state.db, &actor, id, &ids).await?;
+    Ok(match q.format {
+        ComparisonFormat::Json => Json(compared).into_response(),
+        ComparisonFormat::Csv => (
+            [
+                (header::CONTENT_TYPE, "text/csv; charset=utf-8"),
+                (
+                    header::CONTENT_DISPOSITION,
+                    "attachment; filename=\"paddock-runs.csv\"",
+                ),
+            ],
+            comparison::to_csv(&compared)?,
+        )
+            .into_response(),
+    })
 }
 
 /// The precision this server's job and deploy forms start from, and why: the CPU's bfloat16 tier

@@ -58,7 +58,7 @@ pub fn EndpointPage() -> impl IntoView {
         move || current.id.get(),
         |ws| async move {
             let checkpoints = list_checkpoints(ws).await?;
-            let jobs: BTreeMap<JobId, String> = list_jobs(ws)
+            let jobs: BTreeMap<JobId, String> = list_jobs(ws, Default::default())
                 .await?
                 .into_iter()
                 .map(|j| (j.id, j.name))

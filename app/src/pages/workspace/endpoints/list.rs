@@ -40,7 +40,7 @@ pub fn EndpointsPage() -> impl IntoView {
     let lineage = Resource::new(
         move || current.id.get(),
         |ws| async move {
-            let jobs = list_jobs(ws).await?;
+            let jobs = list_jobs(ws, Default::default()).await?;
             let checkpoints = list_checkpoints(ws).await?;
             Ok::<_, AppError>(Lineage {
                 jobs: jobs.into_iter().map(|j| (j.id, j.name)).collect(),

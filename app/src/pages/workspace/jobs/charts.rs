@@ -115,6 +115,10 @@ pub fn Chart(
     x_label: Option<Signal<String>>,
     digits: u8,
     #[prop(into)] rows: Signal<Vec<Row>>,
+    /// One colour per series (CSS colours), when the page says which series is which colour
+    /// elsewhere too; the chart's own otherwise.
+    #[prop(optional)]
+    colours: Option<Vec<&'static str>>,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let host = NodeRef::<leptos::html::Div>::new();
@@ -155,9 +159,11 @@ pub fn Chart(
             <div class="chart-host" node_ref=host>
                 {move || in_browser.get().then(|| {
                     let series = serde_json::to_string(&series.get()).unwrap_or_default();
+                    let colours = colours.as_ref().map(|c| serde_json::to_string(c).unwrap_or_default());
                     view! {
                         <paddock-chart
                             data-series=series
+                            data-colours=colours
                             data-x-label=x_label.map_or_else(|| t_string!(i18n, job_detail.axis_step).to_string(), |l| l.get())
                             data-y-label=y_label.get()
                             data-digits=digits.to_string()
