@@ -64,7 +64,13 @@ export function startStory({ owner, workspace, env } = {}) {
   });
 
   after(async (t) => {
-    if (story.owner?.problems.length) t.diagnostic(story.owner.problems.join('\n'));
+    // A suite's context has no `diagnostic` before Node 22: there the problems go to stderr, where
+    // the run's output keeps them, instead of failing the suite with a TypeError that hides them.
+    if (story.owner?.problems.length) {
+      const problems = story.owner.problems.join('\n');
+      if (typeof t?.diagnostic === 'function') t.diagnostic(problems);
+      else console.error(`browser problems:\n${problems}`);
+    }
     await story.browser?.close();
     await story.server?.stop();
   });
