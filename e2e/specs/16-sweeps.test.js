@@ -184,14 +184,14 @@ describe('sweeps: a job tried with several learning rates, the poor trials stopp
     const best = await promote.getAttribute('data-checkpoint');
     // Evaluated in one click on the dataset offered first (not the one it learned from): its job's
     // page shows the evaluation run.
-    assert.equal(await promote.getByTestId('sweep-evaluate-dataset').inputValue(), String(devId));
+    assert.equal(await promote.getByTestId('sweep-evaluate-choice').inputValue(), String(devId));
     await promote.getByTestId('sweep-evaluate-submit').click();
     const trial = new JobPage(page);
     await trial.opened();
     await new EvaluationsPanel(page).row('succeeded').waitFor({ timeout: 120_000 });
 
     await sweep.goto(story.workspaceId, sweepId);
-    await promote.getByTestId('sweep-rollout-endpoint').selectOption(String(endpointId));
+    await promote.getByTestId('sweep-rollout-choice').selectOption(String(endpointId));
     await promote.getByTestId('sweep-rollout-submit').click();
     const endpoint = new EndpointPage(page);
     await endpoint.opened();

@@ -89,11 +89,17 @@ impl Api {
         path: &str,
         body: reqwest::Body,
     ) -> anyhow::Result<T> {
-        let response = self
-            .client
-            .post(format!("{}{path}", self.base))
+        let request = self.client.post(format!("{}{path}", self.base));
+        self.json_of(request.body(body)).await
+    }
+
+    /// Sends `request` with the caller's token; its JSON answer, or the server's error.
+    async fn json_of<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> anyhow::Result<T> {
+        let response = request
             .bearer_auth(&self.token)
-            .body(body)
             .send()
             .await
             .with_context(|| format!("cannot reach {}", self.base))?;
@@ -114,20 +120,8 @@ impl Api {
         path: &str,
         query: &Q,
     ) -> anyhow::Result<T> {
-        let request = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .query(query);
-        let response = request
-            .send()
-            .await
-            .with_context(|| format!("cannot reach {}", self.base))?;
-        answer(response)
-            .await?
-            .json()
-            .await
-            .context("the server sent an unexpected answer")
+        let request = self.client.get(format!("{}{path}", self.base));
+        self.json_of(request.query(query)).await
     }
 
     /// A workspace id from an id or a name (names must be unambiguous among the caller's workspaces).

@@ -11,7 +11,9 @@ use contracts::types::{ClusterPlacement, ClusterView, JobDetail, JobSpec, JobSum
 #[cfg(feature = "ssr")]
 use {crate::context::as_caller, domain::jobs};
 
-#[server(prefix = "/rpc", endpoint = "list_jobs")]
+/// The workspace's jobs that pass `query`. JSON in: a form-encoded body leaves out a query with no
+/// word set (every field is skipped when empty), and the call would fail for lack of it.
+#[server(prefix = "/rpc", endpoint = "list_jobs", input = leptos::server_fn::codec::Json)]
 pub async fn list_jobs(
     workspace_id: WorkspaceId,
     query: JobQuery,

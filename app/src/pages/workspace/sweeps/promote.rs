@@ -121,23 +121,18 @@ fn Evaluate(
     datasets: Vec<(DatasetId, String)>,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    let Some(first) = datasets.first().map(|(id, _)| id.to_string()) else {
-        return ().into_any();
-    };
-    let dataset = RwSignal::new(first);
-    let options = datasets
-        .into_iter()
-        .map(|(id, name)| view! { <option value=id.to_string()>{name}</option> })
-        .collect_view();
     let action = ServerAction::<EvaluateCheckpoint>::new();
     let error = RwSignal::new(None::<AppError>);
     let navigate = use_navigate();
     on_answer(action, error, move |_| {
         navigate(&job_href(workspace_id, job_id), Default::default());
     });
-    let submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        if let Ok(dataset_id) = dataset.get_untracked().parse::<DatasetId>() {
+    let choices = datasets
+        .into_iter()
+        .map(|(id, name)| (id.to_string(), name))
+        .collect();
+    let act = move |chosen: String| {
+        if let Ok(dataset_id) = chosen.parse::<DatasetId>() {
             action.dispatch(EvaluateCheckpoint {
                 workspace_id,
                 checkpoint_id,
@@ -146,20 +141,11 @@ fn Evaluate(
             });
         }
     };
-    let busy = action.pending();
     view! {
-        <form class="inline-controls" data-testid="sweep-evaluate" on:submit=submit>
-            <label>
-                <span class="visually-hidden">{t!(i18n, sweeps.evaluate_on)}</span>
-                <select data-testid="sweep-evaluate-dataset" on:change=move |ev| dataset.set(event_target_value(&ev))>{options}</select>
-            </label>
-            <button type="submit" class="button" data-testid="sweep-evaluate-submit" disabled=move || busy.get()>
-                {t!(i18n, sweeps.evaluate_button)}
-            </button>
-        </form>
-        {move || error.get().map(|err| view! { <ErrorNotice err /> })}
+        <PickAndAct testid="sweep-evaluate" choices act error busy=action.pending()
+            label=move || t_string!(i18n, sweeps.evaluate_on).to_string()
+            button=move || t_string!(i18n, sweeps.evaluate_button).to_string() />
     }
-    .into_any()
 }
 
 /// "Roll out to" an endpoint that already serves: it moves to this checkpoint as any rollout does
@@ -171,18 +157,6 @@ fn RollOut(
     endpoints: Vec<EndpointSummary>,
 ) -> impl IntoView {
     let i18n = use_i18n();
-    let others: Vec<&EndpointSummary> = endpoints
-        .iter()
-        .filter(|e| e.checkpoint_id != checkpoint_id)
-        .collect();
-    if others.is_empty() {
-        return ().into_any();
-    }
-    let target = RwSignal::new(others[0].id.to_string());
-    let options = others
-        .iter()
-        .map(|e| view! { <option value=e.id.to_string()>{format!("{} ({})", e.name, e.slug)}</option> })
-        .collect_view();
     let change = ServerAction::<ChangeEndpoint>::new();
     let error = RwSignal::new(None::<AppError>);
     let navigate = use_navigate();
@@ -192,9 +166,13 @@ fn RollOut(
             Default::default(),
         );
     });
-    let submit = move |ev: leptos::ev::SubmitEvent| {
-        ev.prevent_default();
-        if let Ok(endpoint_id) = target.get_untracked().parse::<EndpointId>() {
+    let choices = endpoints
+        .into_iter()
+        .filter(|e| e.checkpoint_id != checkpoint_id)
+        .map(|e| (e.id.to_string(), format!("{} ({})", e.name, e.slug)))
+        .collect();
+    let act = move |chosen: String| {
+        if let Ok(endpoint_id) = chosen.parse::<EndpointId>() {
             change.dispatch(ChangeEndpoint {
                 workspace_id,
                 endpoint_id,
@@ -205,15 +183,48 @@ fn RollOut(
             });
         }
     };
-    let busy = change.pending();
     view! {
-        <form class="inline-controls" data-testid="sweep-rollout" on:submit=submit>
+        <PickAndAct testid="sweep-rollout" choices act error busy=change.pending()
+            label=move || t_string!(i18n, sweeps.rollout_to).to_string()
+            button=move || t_string!(i18n, sweeps.rollout_button).to_string() />
+    }
+}
+
+/// One choice and its button on a line (`{testid}-choice`, `{testid}-submit`), the first choice
+/// chosen; `act` gets the chosen value. Nothing when there is nothing to choose.
+#[component]
+fn PickAndAct(
+    testid: &'static str,
+    /// (value, text) of each choice.
+    choices: Vec<(String, String)>,
+    act: impl Fn(String) + Send + Sync + 'static,
+    error: RwSignal<Option<AppError>>,
+    #[prop(into)] busy: Signal<bool>,
+    /// What is chosen (heard by screen readers), and the button's words.
+    #[prop(into)]
+    label: Signal<String>,
+    #[prop(into)] button: Signal<String>,
+) -> impl IntoView {
+    let Some(first) = choices.first().map(|(value, _)| value.clone()) else {
+        return ().into_any();
+    };
+    let chosen = RwSignal::new(first);
+    let options = choices
+        .into_iter()
+        .map(|(value, text)| view! { <option value=value>{text}</option> })
+        .collect_view();
+    let submit = move |ev: leptos::ev::SubmitEvent| {
+        ev.prevent_default();
+        act(chosen.get_untracked());
+    };
+    view! {
+        <form class="inline-controls" data-testid=testid on:submit=submit>
             <label>
-                <span class="visually-hidden">{t!(i18n, sweeps.rollout_to)}</span>
-                <select data-testid="sweep-rollout-endpoint" on:change=move |ev| target.set(event_target_value(&ev))>{options}</select>
+                <span class="visually-hidden">{move || label.get()}</span>
+                <select data-testid=format!("{testid}-choice") on:change=move |ev| chosen.set(event_target_value(&ev))>{options}</select>
             </label>
-            <button type="submit" class="button" data-testid="sweep-rollout-submit" disabled=move || busy.get()>
-                {t!(i18n, sweeps.rollout_button)}
+            <button type="submit" class="button" data-testid=format!("{testid}-submit") disabled=move || busy.get()>
+                {move || button.get()}
             </button>
         </form>
         {move || error.get().map(|err| view! { <ErrorNotice err /> })}
