@@ -55,6 +55,39 @@ pub enum JobSort {
     Name,
 }
 
+impl JobSort {
+    pub const ALL: [JobSort; 4] = [
+        JobSort::Created,
+        JobSort::Best,
+        JobSort::Duration,
+        JobSort::Name,
+    ];
+
+    /// The word a URL, the REST query and `--sort` say it with (as serde writes it).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobSort::Created => "created",
+            JobSort::Best => "best",
+            JobSort::Duration => "duration",
+            JobSort::Name => "name",
+        }
+    }
+}
+
+impl FromStr for JobSort {
+    type Err = String;
+
+    fn from_str(word: &str) -> Result<JobSort, String> {
+        JobSort::ALL
+            .into_iter()
+            .find(|s| s.as_str() == word)
+            .ok_or_else(|| {
+                let words: Vec<&str> = JobSort::ALL.iter().map(|s| s.as_str()).collect();
+                format!("`{word}` is not one of {}", words.join(", "))
+            })
+    }
+}
+
 /// Runs whose weights started from one kind of model, or from one model: `scratch`, `scratch:nano`,
 /// `pretrained`, `pretrained:3`, `checkpoint`, `checkpoint:17` (a URL's query keeps it as one word).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -335,6 +368,15 @@ mod tests {
         assert_eq!(query.model, Some(ModelFilter::Scratch(Some("tiny".into()))));
         assert_eq!(query.sort, Some(JobSort::Best));
         assert!(serde_json::from_value::<JobQuery>(serde_json::json!({ "sort": "size" })).is_err());
+        for sort in JobSort::ALL {
+            assert_eq!(
+                serde_json::to_value(sort).unwrap(),
+                sort.as_str(),
+                "one word, both ways"
+            );
+            assert_eq!(sort.as_str().parse::<JobSort>(), Ok(sort));
+        }
+        assert!("size".parse::<JobSort>().is_err());
         assert!(serde_json::from_value::<JobQuery>(serde_json::json!({ "order": "asc" })).is_err());
     }
 }

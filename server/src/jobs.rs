@@ -69,16 +69,11 @@ pub struct ListArgs {
     #[arg(long)]
     pub until: Option<String>,
     /// Order: created (newest first, the default), best (best dev score first), duration, name.
-    #[arg(long, value_parser = parse_sort)]
+    #[arg(long)]
     pub sort: Option<JobSort>,
     /// The other way round (runs without the value stay last).
     #[arg(long)]
     pub reverse: bool,
-}
-
-fn parse_sort(text: &str) -> Result<JobSort, String> {
-    serde_json::from_value(serde_json::Value::String(text.into()))
-        .map_err(|_| format!("`{text}` is not one of created, best, duration, name"))
 }
 
 #[derive(Debug, Args)]

@@ -45,7 +45,7 @@ pub fn query_of(map: &ParamsMap) -> JobQuery {
         sweep_id: get("sweep_id").and_then(|s| s.parse().ok()),
         since: get("since"),
         until: get("until"),
-        sort: get("sort").and_then(|s| serde_json::from_value(s.into()).ok()),
+        sort: get("sort").and_then(|s| s.parse().ok()),
         reverse: get("reverse").map(|s| s == "true"),
     }
 }
@@ -66,7 +66,10 @@ pub fn list_href(workspace_id: WorkspaceId, query: &JobQuery) -> String {
     put("until", query.until.clone());
     put(
         "sort",
-        query.sort.filter(|s| *s != JobSort::Created).map(sort_word),
+        query
+            .sort
+            .filter(|s| *s != JobSort::Created)
+            .map(|s| s.as_str().to_string()),
     );
     put(
         "reverse",
@@ -76,13 +79,6 @@ pub fn list_href(workspace_id: WorkspaceId, query: &JobQuery) -> String {
         true => format!("/w/{workspace_id}/jobs"),
         false => format!("/w/{workspace_id}/jobs?{}", words.join("&")),
     }
-}
-
-fn sort_word(sort: JobSort) -> String {
-    serde_json::to_value(sort)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
 }
 
 /// What the filters offer: the workspace's datasets, uploaded models and sweeps.
@@ -176,14 +172,14 @@ fn RunFilters(workspace_id: WorkspaceId, query: Memo<JobQuery>, facets: Facets) 
     let statuses = JobStatus::ALL.into_iter().map(|s| {
         view! { <option value=s.as_str() selected=q.status == Some(s)>{move || status_text(i18n.get_locale(), s)}</option> }
     }).collect_view();
-    let sorts = [JobSort::Created, JobSort::Best, JobSort::Duration, JobSort::Name].into_iter().map(|s| {
+    let sorts = JobSort::ALL.into_iter().map(|s| {
         let text = move || match s {
             JobSort::Created => t_string!(i18n, runs.sort_created),
             JobSort::Best => t_string!(i18n, runs.sort_best),
             JobSort::Duration => t_string!(i18n, runs.sort_duration),
             JobSort::Name => t_string!(i18n, runs.sort_name),
         };
-        view! { <option value=sort_word(s) selected=q.sort.unwrap_or_default() == s>{text}</option> }
+        view! { <option value=s.as_str() selected=q.sort.unwrap_or_default() == s>{text}</option> }
     }).collect_view();
     let filtered = !q.is_unfiltered();
     view! {
@@ -222,7 +218,7 @@ fn RunFilters(workspace_id: WorkspaceId, query: Memo<JobQuery>, facets: Facets) 
                     on:change=on(|q, v| q.until = Some(v).filter(|v| !v.is_empty())) />
             </label>
             <label>{t!(i18n, runs.sort)}
-                <select data-testid="sort" on:change=on(|q, v| q.sort = serde_json::from_value(v.into()).ok())>{sorts}</select>
+                <select data-testid="sort" on:change=on(|q, v| q.sort = v.parse().ok())>{sorts}</select>
             </label>
             <label class="checkbox">
                 <input type="checkbox" data-testid="sort-reverse" prop:checked=q.reverse == Some(true)
