@@ -7,7 +7,7 @@ PADDOCK_DATA_DIR ?= ./data
 PADDOCK_BIND ?= 127.0.0.1:3000
 
 .PHONY: setup site build build-release run test test-rust test-trainer test-containers test-domain test-app test-server \
-        test-e2e test-clusters dataset quality bench bench-train bench-env bench-serve bench-cluster bench-sweep docker docker-required slurm \
+        test-e2e test-clusters dataset quality bench bench-train bench-env bench-serve bench-cluster bench-sweep docker docker-required slurm ldap \
         fmt clippy sqlx-data i18n
 
 setup:
@@ -23,6 +23,10 @@ docker-required:
 # The two-node Slurm test cluster and its SSH login node (scripts/slurm.sh), which clusters/'s tests run on.
 slurm:
 	@scripts/slurm.sh
+
+# The OpenLDAP directory (slapd on 127.0.0.1:13389 / ldaps 13636) the company sign-in tests use (scripts/ldap.sh).
+ldap:
+	@scripts/ldap.sh
 
 # One cargo invocation for the native packages: one feature resolution, so shared dependencies are
 # compiled once (separate `-p` runs resolve features differently and rebuild much of the tree).
@@ -74,7 +78,7 @@ test-clusters: slurm
 test-containers: docker-required
 	$(ENV) cargo test -p containers
 
-test-domain: docker-required
+test-domain: docker-required ldap
 	$(ENV) cargo test -p domain
 
 test-app:

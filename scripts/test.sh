@@ -4,8 +4,8 @@
 #   1. setup: Debian's packages and rustup's pieces (scripts/setup.sh apt toolchain), then the format
 #      check (cargo fmt --check).
 #   2. beside the build: what only the tests need: the PaddleNLP and schemathesis venvs, Chromium, the
-#      browser tests' npm packages, the Docker engine (scripts/docker.sh) and the Slurm test cluster
-#      (scripts/slurm.sh). Output in target/test-logs/services.log.
+#      browser tests' npm packages, the Docker engine (scripts/docker.sh), the Slurm test cluster
+#      (scripts/slurm.sh) and the LDAP directory of the company sign-in tests (scripts/ldap.sh). Output in target/test-logs/services.log.
 #   3. lints+build: scripts/build.sh --tests (libtorch's wheel, then the server and every test target
 #      compiled once, by clippy's driver, warnings denied; the site building beside them), run by
 #      scripts/sqlx-data.sh --check so that the checked queries' data is compared with the migrations
@@ -80,7 +80,7 @@ took "setup (packages, toolchain), format check" "$t0"
 # What only the tests need, fetched and started while the build compiles. Every piece is idempotent;
 # the fuzz has a venv of its own, so it installs while the build's torch does.
 services_started=$(date +%s)
-setsid bash -c 'scripts/setup.sh paddle fuzz browser e2e && REQUIRE_DOCKER=1 scripts/docker.sh && scripts/slurm.sh' \
+setsid bash -c 'scripts/setup.sh paddle fuzz browser e2e && REQUIRE_DOCKER=1 scripts/docker.sh && scripts/slurm.sh && scripts/ldap.sh' \
   >"$logs/services.log" 2>&1 </dev/null &
 services=$!
 trap 'kill -- -$services 2>/dev/null || true' EXIT
@@ -93,7 +93,7 @@ PADDOCK_TIMES=$times scripts/sqlx-data.sh --check -- scripts/build.sh --tests --
 build_rc=${PIPESTATUS[0]}
 [ "$build_rc" -eq 0 ] || say "lints+build failed: a compile error, a warning in our crates, or stale domain/.sqlx (see $logs/build.log)"
 
-say "the test services (venvs, Chromium, Docker, Slurm; all of it in $logs/services.log):"
+say "the test services (venvs, Chromium, Docker, Slurm, LDAP; all of it in $logs/services.log):"
 services_rc=0
 wait "$services" || services_rc=$?
 trap - EXIT

@@ -380,6 +380,19 @@ fn message(locale: Locale, code: ErrorCode) -> Message {
         C::RegistryMirrorInvalid => Whole(td_string!(locale, errors.registry_mirror_invalid)),
         C::RoleInvalid => Whole(td_string!(locale, errors.role_invalid)),
         C::RunsQueryInvalid => Lead(td_string!(locale, errors.runs_query_invalid)),
+        C::AccountNotProvisioned => Whole(td_string!(locale, errors.account_not_provisioned)),
+        C::GroupMappingInvalid => Whole(td_string!(locale, errors.group_mapping_invalid)),
+        C::IdTokenInvalid => Whole(td_string!(locale, errors.id_token_invalid)),
+        C::IdentityProviderInvalid => Whole(td_string!(locale, errors.identity_provider_invalid)),
+        C::IdentityProviderNameTaken => {
+            Whole(td_string!(locale, errors.identity_provider_name_taken))
+        }
+        C::IdentityProviderUnavailable => {
+            Whole(td_string!(locale, errors.identity_provider_unavailable))
+        }
+        C::PasswordRequired => Whole(td_string!(locale, errors.password_required)),
+        C::PasswordSignInDisabled => Whole(td_string!(locale, errors.password_sign_in_disabled)),
+        C::SignInExpired => Whole(td_string!(locale, errors.sign_in_expired)),
         C::SignupDisabled => Whole(td_string!(locale, errors.signup_disabled)),
         C::SlugInvalid => Whole(td_string!(locale, errors.slug_invalid)),
         C::SlugTaken => Whole(td_string!(locale, errors.slug_taken)),

@@ -104,6 +104,10 @@ ids! {
     KeyId;
     /// A sweep's id (a search over a job's settings).
     SweepId;
+    /// A company identity provider's id (OpenID Connect, LDAP).
+    ProviderId;
+    /// A provider's group mapping's id.
+    MappingId;
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@
 pub mod data;
 pub mod error;
 pub mod events;
+pub mod identity;
 pub mod ids;
 pub mod job;
 pub mod metrics;

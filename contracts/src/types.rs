@@ -196,6 +196,9 @@ pub struct InstanceSettings {
     /// Where missing Docker Hub base images are pulled from (`host[:port][/path]`); none: Docker Hub.
     #[serde(default)]
     pub registry_mirror: Option<String>,
+    /// Who may sign in with a password (company sign-in beside it).
+    #[serde(default)]
+    pub password_sign_in: crate::identity::PasswordSignIn,
 }
 
 /// The largest value a cap may be set to.
@@ -222,6 +225,10 @@ pub struct SettingsChange {
     /// `host[:port][/path]` of a Docker Hub mirror; an empty text removes it.
     #[serde(default)]
     pub registry_mirror: Option<String>,
+    /// `admins`: only instance admins without a company identity (the break-glass account) may sign
+    /// in with a password; `everyone`: anyone with one.
+    #[serde(default)]
+    pub password_sign_in: Option<crate::identity::PasswordSignIn>,
 }
 
 // ---- environments ---------------------------------------------------------------------------------

@@ -226,8 +226,10 @@ pub async fn sign_up(
         .map_err(|retry_after_secs| AppError::TooManyRequests { retry_after_secs })?;
     // Only the sign-up budget is spent; the failed-sign-in one was only looked at.
     throttle.give_back(ticket, |k| k == address_key);
+    // Sign-up makes a password account: closed too when password sign-in is for admins only.
     let (enabled, users): (bool, i64) = sqlx::query_as(
-        "SELECT signup_enabled, (SELECT COUNT(*) FROM users) FROM instance_settings WHERE id = 1",
+        "SELECT signup_enabled AND password_sign_in = 'everyone', (SELECT COUNT(*) FROM users)
+         FROM instance_settings WHERE id = 1",
     )
     .fetch_one(db)
     .await?;
@@ -265,8 +267,11 @@ pub async fn sign_in(
     // Over-long input is refused without hashing it (and counted as a failure).
     let plausible = attempt.password.chars().count() <= PASSWORD_MAX;
     let ok = match (&row, plausible) {
-        (Some(user), true) => verify_password(attempt.password, &user.password_hash).await?,
-        (None, true) => {
+        // An account made by company sign-in has no password: refused like an unknown name.
+        (Some(user), true) if !user.password_hash.is_empty() => {
+            verify_password(attempt.password, &user.password_hash).await?
+        }
+        (_, true) => {
             verify_password(attempt.password, dummy_hash().await).await?;
             false
         }
@@ -287,6 +292,12 @@ pub async fn sign_in(
             "this account has been disabled by an administrator",
         ));
     }
+    if !password_allowed(db, user.id).await? {
+        return Err(AppError::denied(
+            ErrorCode::PasswordSignInDisabled,
+            "password sign-in is turned off here; sign in with your company account",
+        ));
+    }
     Ok(SignedIn {
         me: Me {
             id: user.id,
@@ -295,6 +306,19 @@ pub async fn sign_in(
         },
         session_epoch: user.session_epoch,
     })
+}
+
+/// Whether the account may sign in with a password: everyone may, unless an admin turned password
+/// sign-in off for all but the break-glass account (an instance admin with no company identity).
+async fn password_allowed(db: &SqlitePool, user: UserId) -> Result<bool, AppError> {
+    Ok(sqlx::query_scalar(
+        "SELECT s.password_sign_in = 'everyone'
+             OR (u.is_admin AND NOT EXISTS (SELECT 1 FROM user_identities i WHERE i.user_id = u.id))
+         FROM users u, instance_settings s WHERE u.id = ? AND s.id = 1",
+    )
+    .bind(user)
+    .fetch_one(db)
+    .await?)
 }
 
 /// Sets a new password and ends every session of the account (CLI `admin reset-password`).

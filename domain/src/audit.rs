@@ -130,8 +130,34 @@ pub async fn list(
     .bind(PAGE_SIZE)
     .fetch_all(&mut *conn)
     .await?;
-    Ok(rows
-        .into_iter()
+    Ok(entries(rows))
+}
+
+/// The instance's own entries (accounts, sign-ins and their refusals, identity providers, settings),
+/// newest first, [`PAGE_SIZE`] at a time. Instance admins only.
+pub async fn instance(
+    db: &SqlitePool,
+    actor: &Actor,
+    before: Option<i64>,
+) -> Result<Vec<AuditEntry>, AppError> {
+    if !actor.is_admin {
+        return Err(AppError::Forbidden);
+    }
+    let rows = sqlx::query_as::<_, Row>(
+        "SELECT a.id, u.username AS actor, a.action, a.resource_type, a.resource, a.detail, a.ip, a.at
+         FROM audit_log a LEFT JOIN users u ON u.id = a.actor_id
+         WHERE a.workspace_id IS NULL AND a.id < ?
+         ORDER BY a.id DESC LIMIT ?",
+    )
+    .bind(before.unwrap_or(i64::MAX))
+    .bind(PAGE_SIZE)
+    .fetch_all(db)
+    .await?;
+    Ok(entries(rows))
+}
+
+fn entries(rows: Vec<Row>) -> Vec<AuditEntry> {
+    rows.into_iter()
         .map(|r| AuditEntry {
             id: r.id,
             actor: r.actor,
@@ -142,7 +168,7 @@ pub async fn list(
             ip: r.ip,
             at: r.at,
         })
-        .collect())
+        .collect()
 }
 
 #[cfg(test)]

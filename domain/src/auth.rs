@@ -1,6 +1,7 @@
 //! Who is calling: a signed-in session or an `Authorization: Bearer` API token, resolved from the
 //! request's parts the same way for REST handlers (the server's extractor) and server functions (the
-//! app's `context`). A disabled account, or a session older than the account's last password reset,
+//! app's `context`). A disabled account, one a company identity provider no longer vouches for
+//! ([`crate::identity::VOUCHED`]), or a session older than the account's last password reset,
 //! counts as not signed in. Only the `http` vocabulary is used here, not a web framework: the server
 //! puts the connection's address into the request as a [`ClientAddr`].
 
@@ -170,12 +171,17 @@ pub async fn require(state: &AppState, parts: &Parts) -> Result<Actor, AppError>
 }
 
 async fn load(state: &AppState, user_id: UserId) -> Result<Option<UserRow>, AppError> {
-    Ok(sqlx::query_as::<_, UserRow>(
-        "SELECT id, username, is_admin, disabled, session_epoch FROM users WHERE id = ?",
-    )
-    .bind(user_id)
-    .fetch_optional(&state.db)
-    .await?)
+    // An account a company provider no longer vouches for (its last check too old, its entry gone
+    // from the directory, its provider disabled) is as good as disabled until it signs in there again.
+    let sql = format!(
+        "SELECT u.id, u.username, u.is_admin, u.disabled OR NOT {} AS disabled, u.session_epoch
+         FROM users u WHERE u.id = ?",
+        crate::identity::VOUCHED
+    );
+    Ok(sqlx::query_as::<_, UserRow>(&sql)
+        .bind(user_id)
+        .fetch_optional(&state.db)
+        .await?)
 }
 
 impl Actor {

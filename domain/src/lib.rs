@@ -41,6 +41,7 @@ pub mod environments;
 pub mod evaluations;
 pub mod executor;
 pub mod gpus;
+pub mod identity;
 pub mod image_archives;
 pub mod jobs;
 pub mod layout;

@@ -145,6 +145,7 @@ pub async fn run(
             tracing::warn!(grace = ?SHUTDOWN_GRACE, "open requests did not finish in time; closing them");
         }
         () = sessions::sweep_expired(db.clone()) => {}
+        () = domain::identity::ldap::recheck_forever(db.clone()) => {}
         () = environments::reconcile::run(db.clone(), engine.clone()) => {}
         () = domain::sweeps::driver::run(db.clone(), jobs.clone()) => {}
         () = scheduler::run(db.clone(), jobs, engine) => {}

@@ -3,6 +3,7 @@
 use leptos::prelude::*;
 
 use contracts::error::AppError;
+use contracts::identity::ProviderButton;
 use contracts::types::Me;
 #[cfg(feature = "ssr")]
 use {
@@ -42,4 +43,36 @@ async fn enter(door: accounts::Door, username: &str, password: &str) -> Result<M
 #[server(prefix = "/rpc", endpoint = "sign_out")]
 pub async fn sign_out() -> Result<(), AppError> {
     respond(async { sessions::sign_out(&ctx::session()?).await }.await)
+}
+
+/// The company sign-in providers the sign-in page offers (enabled ones only).
+#[server(prefix = "/rpc", endpoint = "sign_in_providers")]
+pub async fn sign_in_providers() -> Result<Vec<ProviderButton>, AppError> {
+    respond(async { domain::identity::providers::buttons(&ctx::state()?.db).await }.await)
+}
+
+/// Signs in through the LDAP / Active Directory provider `provider`, into this request's session.
+#[server(prefix = "/rpc", endpoint = "directory_sign_in")]
+pub async fn directory_sign_in(
+    provider: String,
+    username: String,
+    password: String,
+) -> Result<Me, AppError> {
+    respond(
+        async {
+            let (state, ip) = (ctx::state()?, ctx::client_ip());
+            let signed = domain::identity::ldap::sign_in(
+                &state.db,
+                &state.throttle,
+                &provider,
+                &username,
+                &password,
+                ip.as_deref(),
+            )
+            .await?;
+            sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
+            Ok(signed.me)
+        }
+        .await,
+    )
 }

@@ -1,6 +1,7 @@
 //! The sign-in and sign-up pages. Both are plain forms posting to server functions (they work
 //! before the wasm has loaded); once hydrated, success refreshes the session and moves on to the
-//! dashboard without a reload, and errors appear next to the field they concern.
+//! dashboard without a reload, and errors appear next to the field they concern. The sign-in page
+//! also offers each enabled company provider: an LDAP / Active Directory one opens its own form.
 
 use leptos::prelude::*;
 use leptos::server_fn::ServerFn;
@@ -8,7 +9,7 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
-use crate::api::accounts::{SignIn, SignUp};
+use crate::api::accounts::{sign_in_providers, DirectorySignIn, SignIn, SignUp};
 use crate::components::auth::{use_auth, use_next, RedirectIfSignedIn};
 use crate::components::form::{action_error, Field, FormError, SubmitButton};
 use crate::components::header::Brand;
@@ -16,12 +17,101 @@ use crate::components::lang_switch::LangSwitch;
 use crate::i18n::*;
 use contracts::error::AppError;
 
-/// `/signin`.
+/// `/signin`: a Paddock password, or a company provider.
 #[component]
 pub fn SignInPage() -> impl IntoView {
     let action = ServerAction::<SignIn>::new();
+    let providers = Resource::new(|| (), |_| sign_in_providers());
+    // The LDAP provider whose form is open (its name, what its button says); none: the password form.
+    let directory = RwSignal::new(None::<(String, String)>);
     view! {
-        <AccountPage new=false action form=move |fields| view! { <ActionForm action attr:class="form" attr:data-testid="signin-form" attr:novalidate=true>{fields}</ActionForm> }.into_any() />
+        {move || match directory.get() {
+            None => view! {
+                <AccountPage new=false action form=move |fields| view! {
+                    <ActionForm action attr:class="form" attr:data-testid="signin-form" attr:novalidate=true>{fields}</ActionForm>
+                    <CompanyButtons providers directory />
+                }.into_any() />
+            }.into_any(),
+            Some((name, display)) => view! { <DirectoryPage name display directory /> }.into_any(),
+        }}
+    }
+}
+
+/// The enabled company providers' buttons, under the password form.
+#[component]
+fn CompanyButtons(
+    providers: Resource<Result<Vec<contracts::identity::ProviderButton>, AppError>>,
+    directory: RwSignal<Option<(String, String)>>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    view! {
+        <Suspense fallback=|| ()>
+            {move || providers.get().and_then(Result::ok).filter(|p| !p.is_empty()).map(|list| view! {
+                <section class="company-signin" data-testid="company-signin">
+                    <h2>{t!(i18n, auth.company_heading)}</h2>
+                    {list.into_iter().map(|p| {
+                        let label = {
+                            let name = p.display_name.clone();
+                            move || t_string!(i18n, auth.sign_in_with, name = name.clone())
+                        };
+                        let testid = format!("provider-{}", p.name);
+                        let open = (p.name.clone(), p.display_name.clone());
+                        view! {
+                            <button type="button" class="button secondary wide" data-testid=testid
+                                on:click=move |_| directory.set(Some(open.clone()))>{label}</button>
+                        }
+                    }).collect_view()}
+                </section>
+            })}
+        </Suspense>
+    }
+}
+
+/// Sign-in through the LDAP provider `name`: the directory's username and password.
+#[component]
+fn DirectoryPage(
+    name: String,
+    display: String,
+    directory: RwSignal<Option<(String, String)>>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let action = ServerAction::<DirectorySignIn>::new();
+    let auth = use_auth();
+    let navigate = use_navigate();
+    let next = use_next();
+    Effect::new(move |_| {
+        if let Some(Ok(_)) = action.value().get() {
+            auth.refresh();
+            navigate(&next(), Default::default());
+        }
+    });
+    let (error, pending) = (action_error(action), action.pending());
+    let title = move || t_string!(i18n, auth.sign_in_with, name = display.clone());
+    view! {
+        <Title text=title.clone() />
+        <RedirectIfSignedIn />
+        <div class="auth-page">
+            <header class="auth-top">
+                <Brand />
+                <LangSwitch />
+            </header>
+            <main id="main" class="auth-card" tabindex="-1">
+                <h1 data-testid="page-title">{title}</h1>
+                <ActionForm action attr:class="form" attr:data-testid="directory-form" attr:novalidate=true>
+                    <input type="hidden" name="provider" value=name />
+                    <FormError error fields=&["username", "password"] />
+                    <Field name="username" id="directory-username" label=move || t!(i18n, auth.directory_username)
+                        autocomplete="username" required=true error />
+                    <Field name="password" id="directory-password" input_type="password" label=move || t!(i18n, auth.directory_password)
+                        autocomplete="current-password" required=true error />
+                    <SubmitButton pending testid="directory-submit">{move || t_string!(i18n, auth.signin_button)}</SubmitButton>
+                </ActionForm>
+                <p class="auth-switch">
+                    <button type="button" class="link" data-testid="back-to-password"
+                        on:click=move |_| directory.set(None)>{t!(i18n, auth.back_to_password)}</button>
+                </p>
+            </main>
+        </div>
     }
 }
 

@@ -14,6 +14,7 @@ use super::auth::Actor;
 use super::db::write_tx;
 use containers::mirror::Mirror;
 use contracts::error::{internal, AppError, ErrorCode, FieldProblem, Rule};
+use contracts::identity::PasswordSignIn;
 use contracts::types::{
     ClusterAccount, ExecutorKind, InstanceSettings, SettingsChange, UserAccount, MAX_CAP,
 };
@@ -35,9 +36,9 @@ pub async fn settings(db: &SqlitePool, actor: &Actor) -> Result<InstanceSettings
 pub(crate) async fn read_settings(
     db: impl sqlx::SqliteExecutor<'_>,
 ) -> Result<InstanceSettings, AppError> {
-    let row: (bool, bool, i64, i64, i64, i64, Option<String>) = sqlx::query_as(
+    let row: (bool, bool, i64, i64, i64, i64, Option<String>, String) = sqlx::query_as(
         "SELECT signup_enabled, allow_pickled_weights, max_running_environments, max_replicas,
-                max_uploads_per_user, max_streams_per_user, registry_mirror
+                max_uploads_per_user, max_streams_per_user, registry_mirror, password_sign_in
          FROM instance_settings WHERE id = 1",
     )
     .fetch_one(db)
@@ -51,6 +52,7 @@ pub(crate) async fn read_settings(
         max_uploads_per_user: cap(row.4),
         max_streams_per_user: cap(row.5),
         registry_mirror: row.6,
+        password_sign_in: PasswordSignIn::parse(&row.7).unwrap_or_default(),
     })
 }
 
@@ -182,6 +184,24 @@ pub async fn update_settings(
         audit::record(
             &mut tx,
             entry.detail(serde_json::json!({ "value": mirror })),
+        )
+        .await?;
+    }
+    if let Some(who) = change.password_sign_in {
+        sqlx::query("UPDATE instance_settings SET password_sign_in = ? WHERE id = 1")
+            .bind(who.as_str())
+            .execute(&mut *tx)
+            .await?;
+        let entry = Entry::by(
+            actor,
+            None,
+            "settings.password_sign_in",
+            "instance",
+            "password_sign_in",
+        );
+        audit::record(
+            &mut tx,
+            entry.detail(serde_json::json!({ "value": who.as_str() })),
         )
         .await?;
     }

@@ -18,6 +18,7 @@ pub mod datasets;
 pub mod endpoints;
 pub mod environments;
 pub mod evaluations;
+pub mod identity;
 pub mod jobs;
 pub mod paths;
 pub mod pretrained;
@@ -78,7 +79,8 @@ fn documented() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi
         .merge(endpoints::routes())
         .merge(environments::routes())
         .merge(tokens::routes())
-        .merge(admin::routes());
+        .merge(admin::routes())
+        .merge(identity::routes());
     let uploads = OpenApiRouter::new()
         .merge(datasets::upload_routes())
         .merge(pretrained::upload_routes())

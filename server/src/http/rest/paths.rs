@@ -5,7 +5,7 @@
 
 use contracts::ids::{
     CheckpointId, DatasetId, EndpointId, EnvironmentId, EvaluationId, JobId, KeyId, PretrainedId,
-    SweepId, TokenId, UserId, WorkspaceId,
+    MappingId, ProviderId, SweepId, TokenId, UserId, WorkspaceId,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
@@ -25,6 +25,12 @@ macro_rules! path_params {
 path_params! {
     /// `/workspaces/{id}`.
     WorkspacePath { id: WorkspaceId = "workspace id" }
+    /// `/admin/identity-providers/{id}`.
+    ProviderPath { id: ProviderId = "identity provider id" }
+    /// `/admin/identity-providers/{id}/mappings/{mapping_id}`.
+    MappingPath { id: ProviderId = "identity provider id", mapping_id: MappingId = "group mapping id" }
+    /// `/auth/ldap/{provider}/signin`.
+    ProviderNamePath { provider: String = "the provider's name (`corp`)" }
     /// `/admin/clusters/{cluster}/…`.
     ClusterPath { cluster: String = "the cluster's name (`slurm`)" }
     /// `/admin/workspaces/{id}/clusters/{cluster}`.
