@@ -115,6 +115,26 @@ pub async fn signed_in_user(session: &Session) -> Result<Option<(UserId, i64)>, 
     Ok(user_id.zip(epoch))
 }
 
+const PENDING_OIDC: &str = "oidc_pending";
+
+/// Keeps a company sign-in under way in this browser's session (one at a time: a new one replaces it).
+pub async fn keep_pending_sign_in(
+    session: &Session,
+    pending: &crate::identity::oidc::Pending,
+) -> Result<(), AppError> {
+    session
+        .insert(PENDING_OIDC, pending)
+        .await
+        .map_err(store_error)
+}
+
+/// Takes the company sign-in under way out of this browser's session: it can be finished once.
+pub async fn take_pending_sign_in(
+    session: &Session,
+) -> Result<Option<crate::identity::oidc::Pending>, AppError> {
+    session.remove(PENDING_OIDC).await.map_err(store_error)
+}
+
 /// The session store failed (it is the database): logged, and `Internal` for the caller.
 fn store_error(e: tower_sessions::session::Error) -> AppError {
     contracts::error::internal("session store", e)

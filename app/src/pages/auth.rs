@@ -13,9 +13,13 @@ use crate::api::accounts::{sign_in_providers, DirectorySignIn, SignIn, SignUp};
 use crate::components::auth::{use_auth, use_next, RedirectIfSignedIn};
 use crate::components::form::{action_error, Field, FormError, SubmitButton};
 use crate::components::header::Brand;
+use crate::components::http::query;
 use crate::components::lang_switch::LangSwitch;
+use crate::i18n::error_text;
 use crate::i18n::*;
-use contracts::error::AppError;
+use contracts::error::{AppError, ErrorCode};
+use contracts::identity::ProviderKind;
+use leptos_router::hooks::use_query_map;
 
 /// `/signin`: a Paddock password, or a company provider.
 #[component]
@@ -44,7 +48,9 @@ fn CompanyButtons(
     directory: RwSignal<Option<(String, String)>>,
 ) -> impl IntoView {
     let i18n = use_i18n();
+    let next = use_next();
     view! {
+        <ReturnedError />
         <Suspense fallback=|| ()>
             {move || providers.get().and_then(Result::ok).filter(|p| !p.is_empty()).map(|list| view! {
                 <section class="company-signin" data-testid="company-signin">
@@ -55,15 +61,50 @@ fn CompanyButtons(
                             move || t_string!(i18n, auth.sign_in_with, name = name.clone())
                         };
                         let testid = format!("provider-{}", p.name);
-                        let open = (p.name.clone(), p.display_name.clone());
-                        view! {
-                            <button type="button" class="button secondary wide" data-testid=testid
-                                on:click=move |_| directory.set(Some(open.clone()))>{label}</button>
+                        match p.kind {
+                            ProviderKind::Oidc => {
+                                // A navigation, not a request: the provider's pages come next.
+                                let href = move || format!(
+                                    "/api/v1/auth/oidc/{}/start?{}",
+                                    p.name, query(&[("next", &next())])
+                                );
+                                view! { <a class="button secondary wide" href=href data-testid=testid rel="external">{label}</a> }.into_any()
+                            }
+                            ProviderKind::Ldap => {
+                                let open = (p.name.clone(), p.display_name.clone());
+                                view! {
+                                    <button type="button" class="button secondary wide" data-testid=testid
+                                        on:click=move |_| directory.set(Some(open.clone()))>{label}</button>
+                                }.into_any()
+                            }
                         }
                     }).collect_view()}
                 </section>
             })}
         </Suspense>
+    }
+}
+
+/// Why a company sign-in came back refused (`/signin?error=<code>`, from the OpenID callback), in
+/// the reader's language.
+#[component]
+fn ReturnedError() -> impl IntoView {
+    let i18n = use_i18n();
+    let query = use_query_map();
+    let error = move || {
+        let code = query.with(|q| q.get("error"))?;
+        let code: ErrorCode = serde_json::from_value(serde_json::Value::String(code)).ok()?;
+        Some(AppError::denied(code, ""))
+    };
+    move || {
+        error().map(|e| {
+            let code = e.code().to_string();
+            view! {
+                <p class="notice notice-error" role="alert" data-testid="signin-error" data-code=code>
+                    {move || error_text(i18n.get_locale(), &e)}
+                </p>
+            }
+        })
     }
 }
 

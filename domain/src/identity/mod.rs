@@ -1,5 +1,5 @@
-//! Company sign-in: identity providers beside passwords. A provider (OpenID Connect, LDAP / Active
-//! Directory: [`ldap`]) proves who someone is and says which groups they are in; this module
+//! Company sign-in: identity providers beside passwords. A provider (OpenID Connect: [`oidc`], LDAP /
+//! Active Directory: [`ldap`]) proves who someone is and says which groups they are in; this module
 //! turns that [`Identity`] into an account and its access, the same way for every provider:
 //!
 //! - **Which account.** The identity already linked (provider, subject); else an existing account an
@@ -18,6 +18,7 @@
 //! Every sign-in, link, grant change and refusal is in the audit log; a refusal creates nothing.
 
 pub mod ldap;
+pub mod oidc;
 pub mod providers;
 
 use std::collections::{BTreeMap, BTreeSet};

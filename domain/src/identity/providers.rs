@@ -258,10 +258,12 @@ pub async fn delete(db: &SqlitePool, actor: &Actor, id: ProviderId) -> Result<()
     require_admin(actor)?;
     let provider = row(db, id).await?;
     let mut tx = write_tx(db).await?;
-    sqlx::query("UPDATE users SET is_admin = 0, admin_granted_by = NULL WHERE admin_granted_by = ?")
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
+    sqlx::query(
+        "UPDATE users SET is_admin = 0, admin_granted_by = NULL WHERE admin_granted_by = ?",
+    )
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
     sqlx::query("DELETE FROM identity_providers WHERE id = ?")
         .bind(id)
         .execute(&mut *tx)
@@ -395,7 +397,7 @@ pub async fn check_provider(
         ProviderSettings::Ldap(settings) => {
             super::ldap::check(&settings, &secret, request.username.as_deref()).await
         }
-        ProviderSettings::Oidc(_) => Vec::new(),
+        ProviderSettings::Oidc(settings) => super::oidc::check(&settings).await,
     })
 }
 

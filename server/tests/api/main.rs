@@ -7,6 +7,7 @@ mod common;
 mod accounts;
 mod bad_input;
 mod cli;
+mod company_signin;
 mod datasets;
 mod endpoints;
 mod environments;

@@ -4,6 +4,7 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
+use axum::response::Redirect;
 use axum::Json;
 use domain::sessions::Session;
 use serde::Deserialize;
@@ -19,12 +20,12 @@ use contracts::identity::{
     ProviderButton, ProviderInput,
 };
 use contracts::types::{AuditEntry, Me};
-use domain::identity::{ldap, providers};
+use domain::identity::{ldap, oidc, providers};
 use domain::{audit, AppState};
 
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
-    routes_of![buttons; ldap_signin; list, create; get, replace, delete; add_mapping; remove_mapping; check; link_email; audit_log]
+    routes_of![buttons; ldap_signin; oidc_start; oidc_callback; list, create; get, replace, delete; add_mapping; remove_mapping; check; link_email; audit_log]
 }
 
 /// The enabled company sign-in providers, for the sign-in page's buttons. Anyone may read this.
@@ -32,6 +33,127 @@ pub fn routes() -> OpenApiRouter<AppState> {
     responses((status = 200, body = Vec<ProviderButton>)))]
 pub async fn buttons(State(state): State<AppState>) -> Result<Json<Vec<ProviderButton>>, AppError> {
     Ok(Json(providers::buttons(&state.db).await?))
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct StartQuery {
+    /// Where to go once signed in: a path of this site (anything else: the dashboard).
+    pub next: Option<String>,
+}
+
+/// The callback's query as an OpenID provider sends it (other parameters, such as `iss` or
+/// `session_state`, are ignored).
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct CallbackQuery {
+    pub code: Option<String>,
+    pub state: Option<String>,
+    /// The provider's refusal (`access_denied`).
+    pub error: Option<String>,
+}
+
+/// Starts a sign-in through an OpenID Connect provider: a 303 to its authorization page, with PKCE,
+/// `state` and `nonce` kept in this browser's session. A failure (the provider down, no such
+/// provider) is a 303 back to the sign-in page with `?error=<code>`.
+#[utoipa::path(get, path = "/api/v1/auth/oidc/{provider}/start", tag = "auth", params(ProviderNamePath, StartQuery),
+    responses((status = 303, description = "to the provider's sign-in page, or back to /signin?error=<code>")))]
+pub async fn oidc_start(
+    State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
+    session: Session,
+    headers: axum::http::HeaderMap,
+    Path(ProviderNamePath { provider }): Path<ProviderNamePath>,
+    Query(q): Query<StartQuery>,
+) -> Redirect {
+    let next = local_path(q.next.as_deref());
+    let redirect_uri = callback_uri(&state, &headers, &provider);
+    let started = oidc::start(&state.db, &provider, &redirect_uri, &next, ip.as_deref()).await;
+    let kept = match started {
+        Ok((url, pending)) => domain::sessions::keep_pending_sign_in(&session, &pending)
+            .await
+            .map(|()| url),
+        Err(e) => Err(e),
+    };
+    match kept {
+        Ok(url) => Redirect::to(&url),
+        Err(e) => back_to_sign_in(&e),
+    }
+}
+
+/// Where an OpenID provider sends the browser back: the code exchanged, the ID token checked, the
+/// person signed in (a 303 to where they were going), or a 303 to the sign-in page with
+/// `?error=<code>` (a replayed `state`, a token with a bad signature or expired, …), audited.
+#[utoipa::path(get, path = "/api/v1/auth/oidc/{provider}/callback", tag = "auth", params(ProviderNamePath, CallbackQuery),
+    responses((status = 303, description = "signed in: to `next`; refused: to /signin?error=<code>")))]
+pub async fn oidc_callback(
+    State(state): State<AppState>,
+    ClientIp(ip): ClientIp,
+    session: Session,
+    headers: axum::http::HeaderMap,
+    Path(ProviderNamePath { provider }): Path<ProviderNamePath>,
+    Query(q): Query<CallbackQuery>,
+) -> Redirect {
+    let redirect_uri = callback_uri(&state, &headers, &provider);
+    let callback = oidc::Callback {
+        code: q.code,
+        state: q.state,
+        error: q.error,
+    };
+    let done = async {
+        // Taken out whatever happens next: a state is good for one try.
+        let pending = domain::sessions::take_pending_sign_in(&session).await?;
+        let (signed, next) = oidc::finish(
+            &state.db,
+            &provider,
+            pending,
+            &callback,
+            &redirect_uri,
+            ip.as_deref(),
+        )
+        .await?;
+        domain::sessions::sign_in(&session, signed.me.id, signed.session_epoch).await?;
+        Ok::<_, AppError>(next)
+    };
+    match done.await {
+        Ok(next) => Redirect::to(&next),
+        Err(e) => back_to_sign_in(&e),
+    }
+}
+
+/// This server's callback URL for `provider`, as the browser reaches it: the request's `Host` (one
+/// the server answers to: `csrf::protect` refused any other before this runs), `https` when cookies
+/// are marked secure (the server is behind TLS).
+fn callback_uri(state: &AppState, headers: &axum::http::HeaderMap, provider: &str) -> String {
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    let scheme = if state.security.secure_cookies {
+        "https"
+    } else {
+        "http"
+    };
+    format!("{scheme}://{host}/api/v1/auth/oidc/{provider}/callback")
+}
+
+/// `next` if it is a path of this site (`/w/3`), else `/`: never another site (`//evil`, `https:`).
+fn local_path(next: Option<&str>) -> String {
+    match next {
+        Some(n)
+            if n.starts_with('/')
+                && !n.starts_with("//")
+                && !n.contains('\\')
+                && !n.chars().any(char::is_control) =>
+        {
+            n.to_string()
+        }
+        _ => "/".to_string(),
+    }
+}
+
+fn back_to_sign_in(e: &AppError) -> Redirect {
+    Redirect::to(&format!("/signin?error={}", e.code().as_str()))
 }
 
 /// Signs in through an LDAP / Active Directory provider (sets the session cookie). Failed attempts
@@ -162,7 +284,9 @@ pub async fn check(
     Path(ProviderPath { id }): Path<ProviderPath>,
     ApiJson(body): ApiJson<CheckRequest>,
 ) -> Result<Json<Vec<CheckOutcome>>, AppError> {
-    Ok(Json(providers::check_provider(&state.db, &actor, id, body).await?))
+    Ok(Json(
+        providers::check_provider(&state.db, &actor, id, body).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
@@ -197,4 +321,24 @@ pub async fn audit_log(
     Query(q): Query<ActivityQuery>,
 ) -> Result<Json<Vec<AuditEntry>>, AppError> {
     Ok(Json(audit::instance(&state.db, &actor, q.before).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::local_path;
+
+    #[test]
+    fn next_stays_on_this_site() {
+        assert_eq!(local_path(Some("/w/3/jobs?x=1")), "/w/3/jobs?x=1");
+        for away in [
+            "//evil.example",
+            "https://evil.example",
+            "/\\evil.example",
+            "evil",
+            "",
+        ] {
+            assert_eq!(local_path(Some(away)), "/", "{away}");
+        }
+        assert_eq!(local_path(None), "/");
+    }
 }

@@ -4,8 +4,8 @@
 //! the route templates.
 
 use contracts::ids::{
-    CheckpointId, DatasetId, EndpointId, EnvironmentId, EvaluationId, JobId, KeyId, PretrainedId,
-    MappingId, ProviderId, SweepId, TokenId, UserId, WorkspaceId,
+    CheckpointId, DatasetId, EndpointId, EnvironmentId, EvaluationId, JobId, KeyId, MappingId,
+    PretrainedId, ProviderId, SweepId, TokenId, UserId, WorkspaceId,
 };
 use serde::Deserialize;
 use utoipa::IntoParams;
