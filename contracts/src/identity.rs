@@ -261,6 +261,9 @@ pub struct CheckOutcome {
     pub step: CheckStep,
     pub ok: bool,
     pub detail: String,
+    /// Why the step failed, for the UI to say in the reader's language.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<crate::error::ErrorCode>,
     /// The groups found (the `groups` step).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<String>,

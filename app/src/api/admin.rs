@@ -28,6 +28,18 @@ pub async fn set_allow_pickled_weights(allowed: bool) -> Result<InstanceSettings
     change_settings(|change| change.allow_pickled_weights = Some(allowed)).await
 }
 
+/// `admins_only`: only instance admins without a company identity may sign in with a password.
+#[server(prefix = "/rpc", endpoint = "set_password_sign_in")]
+pub async fn set_password_sign_in(admins_only: bool) -> Result<InstanceSettings, AppError> {
+    use contracts::identity::PasswordSignIn;
+    let who = if admins_only {
+        PasswordSignIn::Admins
+    } else {
+        PasswordSignIn::Everyone
+    };
+    change_settings(|change| change.password_sign_in = Some(who)).await
+}
+
 /// `mirror` empty removes the mirror.
 #[server(prefix = "/rpc", endpoint = "set_registry_mirror")]
 pub async fn set_registry_mirror(mirror: String) -> Result<InstanceSettings, AppError> {

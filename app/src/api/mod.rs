@@ -10,8 +10,8 @@
 //! # Layout
 //! - [`accounts`]: sign-up, sign-in, sign-out and who is signed in.
 //! - [`workspaces`], [`members`], [`activity`]: team workspaces, their members and their audit log.
-//! - [`tokens`], [`admin`], [`clusters`]: personal API tokens; instance settings and accounts, and
-//!   registering clusters (admins only).
+//! - [`tokens`], [`admin`], [`clusters`], [`identity`]: personal API tokens; instance settings and
+//!   accounts, registering clusters, and company sign-in's providers (admins only).
 //! - [`environments`], [`datasets`], [`jobs`], [`sweeps`], [`checkpoints`], [`pretrained`],
 //!   [`evaluations`], [`endpoints`]: the work of a workspace, in the order a team meets it.
 
@@ -24,6 +24,7 @@ pub mod datasets;
 pub mod endpoints;
 pub mod environments;
 pub mod evaluations;
+pub mod identity;
 pub mod jobs;
 pub mod members;
 pub mod pretrained;

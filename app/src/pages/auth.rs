@@ -68,12 +68,12 @@ fn CompanyButtons(
                                     "/api/v1/auth/oidc/{}/start?{}",
                                     p.name, query(&[("next", &next())])
                                 );
-                                view! { <a class="button secondary wide" href=href data-testid=testid rel="external">{label}</a> }.into_any()
+                                view! { <a class="button button-ghost wide" href=href data-testid=testid rel="external">{label}</a> }.into_any()
                             }
                             ProviderKind::Ldap => {
                                 let open = (p.name.clone(), p.display_name.clone());
                                 view! {
-                                    <button type="button" class="button secondary wide" data-testid=testid
+                                    <button type="button" class="button button-ghost wide" data-testid=testid
                                         on:click=move |_| directory.set(Some(open.clone()))>{label}</button>
                                 }.into_any()
                             }

@@ -436,10 +436,12 @@ pub async fn check(
     let mut steps = Vec::new();
     let mut say = |step, result: Result<String, AppError>, groups: Vec<String>| {
         let ok = result.is_ok();
+        let code = result.as_ref().err().map(AppError::code);
         steps.push(CheckOutcome {
             step,
             ok,
             detail: result.unwrap_or_else(|e| e.to_string()),
+            code,
             groups,
         });
         ok

@@ -431,17 +431,15 @@ pub async fn check(settings: &OidcSettings) -> Vec<contracts::identity::CheckOut
                 CheckOutcome {
                     step: CheckStep::Discovery,
                     ok: true,
-                    detail: format!(
-                        "read {} as issuer {}",
-                        "the discovery document",
-                        meta.issuer().as_str()
-                    ),
+                    detail: format!("issuer {}", meta.issuer().as_str()),
+                    code: None,
                     groups: vec![],
                 },
                 CheckOutcome {
                     step: CheckStep::Keys,
                     ok: keys > 0,
                     detail: format!("{keys} signing keys"),
+                    code: (keys == 0).then_some(ErrorCode::IdentityProviderUnavailable),
                     groups: vec![],
                 },
             ]
@@ -450,6 +448,7 @@ pub async fn check(settings: &OidcSettings) -> Vec<contracts::identity::CheckOut
             step: CheckStep::Discovery,
             ok: false,
             detail: e.to_string(),
+            code: Some(e.code()),
             groups: vec![],
         }],
     }

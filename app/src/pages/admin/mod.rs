@@ -1,10 +1,11 @@
 //! `/admin`: instance administration for admins — open or close sign-up, allow or refuse pickled
 //! model weights, set the Docker Hub mirror base images come from, the caps and GPU quotas
 //! ([`limits`]), disable or re-enable accounts, bring base images in from archives ([`images`]), and
-//! see the clusters jobs go to ([`clusters`]). Everyone else gets a 403 page from the server's page
+//! see the clusters jobs go to ([`clusters`]), and company sign-in's providers ([`identity`]). Everyone else gets a 403 page from the server's page
 //! guard (`app::pages::forbidden`) before anything here renders.
 
 mod clusters;
+mod identity;
 mod images;
 mod limits;
 
@@ -120,6 +121,7 @@ pub fn AdminPage() -> impl IntoView {
                     <UsersTable list toggle_user />
                 </Loaded>
             </section>
+            <identity::CompanySignIn />
             <images::BaseImages />
             <clusters::Clusters />
         </Page>
