@@ -118,10 +118,12 @@ fn default_email_attribute() -> String {
     "mail".into()
 }
 
-/// A provider's protocol settings, by kind.
+/// A provider's protocol settings, under its kind: `{"oidc": {…}}` or `{"ldap": {…}}`. (Tagged from
+/// outside, not by a `kind` field beside them: the settings refuse fields they do not know, and an
+/// OpenAPI schema of a closed object with a tag field added cannot be satisfied.)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(tag = "kind", rename_all = "snake_case")]
+#[serde(rename_all = "snake_case")]
 pub enum ProviderSettings {
     Oidc(OidcSettings),
     Ldap(LdapSettings),
@@ -321,10 +323,10 @@ mod tests {
 
     #[test]
     fn settings_read_with_their_defaults() {
-        let ldap: ProviderSettings = serde_json::from_value(serde_json::json!({
-            "kind": "ldap", "url": "ldap://127.0.0.1:13389", "bind_dn": "cn=svc,dc=x",
+        let ldap: ProviderSettings = serde_json::from_value(serde_json::json!({"ldap": {
+            "url": "ldap://127.0.0.1:13389", "bind_dn": "cn=svc,dc=x",
             "user_base": "ou=people,dc=x", "groups": {"style": "member_attribute", "base": "ou=groups,dc=x"}
-        }))
+        }}))
         .unwrap();
         let ProviderSettings::Ldap(l) = &ldap else {
             panic!("{ldap:?}")
@@ -332,7 +334,13 @@ mod tests {
         assert!(l.starttls);
         assert_eq!(l.user_filter, "(&(objectClass=person)(uid={username}))");
         let back = serde_json::to_value(&ldap).unwrap();
-        assert_eq!(back["kind"], "ldap");
+        assert_eq!(back["ldap"]["starttls"], true);
+        let typo = serde_json::json!({"ldap": {"url": "ldaps://x", "bind_dn": "cn=a", "user_base": "ou=b",
+            "user_filer": "(uid={username})", "groups": {"style": "member_of"}}});
+        assert!(
+            serde_json::from_value::<ProviderSettings>(typo).is_err(),
+            "a misspelt field is refused"
+        );
         let mapping: MappingInput = serde_json::from_value(
             serde_json::json!({"group": "nlp", "grant": {"kind": "workspace", "workspace_id": 3, "role": "editor"}}),
         )

@@ -178,7 +178,7 @@ describe('company sign-in', () => {
     });
 
     await story.owner.page.request.post('/api/v1/admin/identity-providers', {
-      data: { name: 'down', display_name: '停机的认证', secret: 'x', settings: { kind: 'oidc', issuer: 'http://127.0.0.1:1', client_id: 'paddock' } },
+      data: { name: 'down', display_name: '停机的认证', secret: 'x', settings: { oidc: { issuer: 'http://127.0.0.1:1', client_id: 'paddock' } } },
     });
     await withPerson(await story.person(), async (page) => {
       await visit(page, '/signin');

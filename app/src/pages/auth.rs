@@ -108,15 +108,13 @@ fn ReturnedError() -> impl IntoView {
     }
 }
 
-/// Sign-in through the LDAP provider `name`: the directory's username and password.
-#[component]
-fn DirectoryPage(
-    name: String,
-    display: String,
-    directory: RwSignal<Option<(String, String)>>,
-) -> impl IntoView {
-    let i18n = use_i18n();
-    let action = ServerAction::<DirectorySignIn>::new();
+/// Once `action` has signed someone in (or up), the session is read again and the page they were
+/// going to opens.
+fn on_entry<S>(action: ServerAction<S>)
+where
+    S: ServerFn<Error = AppError> + Send + Sync + Clone + 'static,
+    S::Output: Send + Sync + Clone + 'static,
+{
     let auth = use_auth();
     let navigate = use_navigate();
     let next = use_next();
@@ -126,6 +124,18 @@ fn DirectoryPage(
             navigate(&next(), Default::default());
         }
     });
+}
+
+/// Sign-in through the LDAP provider `name`: the directory's username and password.
+#[component]
+fn DirectoryPage(
+    name: String,
+    display: String,
+    directory: RwSignal<Option<(String, String)>>,
+) -> impl IntoView {
+    let i18n = use_i18n();
+    let action = ServerAction::<DirectorySignIn>::new();
+    on_entry(action);
     let (error, pending) = (action_error(action), action.pending());
     let title = move || t_string!(i18n, auth.sign_in_with, name = display.clone());
     view! {
@@ -179,15 +189,7 @@ where
     S: ServerFn<Error = AppError> + Send + Sync + Clone + 'static,
     S::Output: Send + Sync + Clone + 'static,
 {
-    let auth = use_auth();
-    let navigate = use_navigate();
-    let next = use_next();
-    Effect::new(move |_| {
-        if let Some(Ok(_)) = action.value().get() {
-            auth.refresh();
-            navigate(&next(), Default::default());
-        }
-    });
+    on_entry(action);
     let (error, pending) = (action_error(action), action.pending());
     let i18n = use_i18n();
     let pick = move |signup: &'static str, signin: &'static str| if new { signup } else { signin };

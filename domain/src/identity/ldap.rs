@@ -205,7 +205,11 @@ pub(crate) fn ca_certificates(pem: &str) -> Result<Vec<CertificateDer<'static>>,
 }
 
 fn invalid_ca(why: String) -> AppError {
-    AppError::invalid("settings.ca_pem", ErrorCode::IdentityProviderInvalid, why)
+    AppError::invalid(
+        "settings.ldap.ca_pem",
+        ErrorCode::IdentityProviderInvalid,
+        why,
+    )
 }
 
 async fn bind_service(
@@ -537,7 +541,7 @@ mod tests {
             "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n",
         ))
         .unwrap_err();
-        assert_eq!(e.field(), Some("settings.ca_pem"));
+        assert_eq!(e.field(), Some("settings.ldap.ca_pem"));
         assert!(tls_config(None).is_ok());
     }
 }

@@ -135,41 +135,8 @@ pub async fn create(
     input: ProviderInput,
 ) -> Result<Provider, AppError> {
     require_admin(actor)?;
-    let name = check(&input, true)?;
-    let mut tx = write_tx(db).await?;
-    let id: ProviderId = sqlx::query_scalar(
-        "INSERT INTO identity_providers
-           (name, kind, display_name, settings, enabled, create_accounts, max_age_secs, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-    )
-    .bind(&name)
-    .bind(input.settings.kind().as_str())
-    .bind(input.display_name.trim())
-    .bind(stored_settings(&input.settings)?)
-    .bind(input.enabled)
-    .bind(input.create_accounts)
-    .bind(input.max_age_secs)
-    .bind(crate::now())
-    .fetch_one(&mut *tx)
-    .await
-    .map_err(taken(
-        "name",
-        ErrorCode::IdentityProviderNameTaken,
-        "an identity provider with this name already exists",
-    ))?;
-    if let Some(secret) = &input.secret {
-        store_secret(&mut tx, id, secret).await?;
-    }
-    let entry = Entry::by(
-        actor,
-        None,
-        "identity_provider.create",
-        "identity_provider",
-        &name,
-    );
-    audit::record(&mut tx, entry.detail(audited(&input))).await?;
-    tx.commit().await?;
-    view(db, row(db, id).await?).await
+    let name = check(&input, false)?;
+    save(db, actor, None, &name, &input).await
 }
 
 /// Replaces a provider's settings; an absent secret keeps the stored one. Its kind cannot change
@@ -185,26 +152,49 @@ pub async fn update(
     let name = check(&input, before.secret.is_some())?;
     if before.kind != input.settings.kind().as_str() {
         return Err(AppError::invalid(
-            "settings.kind",
+            "settings",
             ErrorCode::IdentityProviderInvalid,
             "a provider's kind cannot change; create a new provider",
         ));
     }
+    save(db, actor, Some(id), &name, &input).await
+}
+
+/// Writes a checked provider (a new one when `id` is `None`), its secret sealed, and the audit entry,
+/// in one transaction.
+async fn save(
+    db: &SqlitePool,
+    actor: &Actor,
+    id: Option<ProviderId>,
+    name: &str,
+    input: &ProviderInput,
+) -> Result<Provider, AppError> {
+    let action = match id {
+        None => "identity_provider.create",
+        Some(_) => "identity_provider.update",
+    };
     let mut tx = write_tx(db).await?;
-    sqlx::query(
-        "UPDATE identity_providers SET name = ?, display_name = ?, settings = ?, enabled = ?,
-           create_accounts = ?, max_age_secs = ? WHERE id = ?",
+    let written: Result<ProviderId, sqlx::Error> = sqlx::query_scalar(
+        "INSERT INTO identity_providers
+           (id, name, kind, display_name, settings, enabled, create_accounts, max_age_secs, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+         ON CONFLICT (id) DO UPDATE SET name = excluded.name, display_name = excluded.display_name,
+           settings = excluded.settings, enabled = excluded.enabled,
+           create_accounts = excluded.create_accounts, max_age_secs = excluded.max_age_secs
+         RETURNING id",
     )
-    .bind(&name)
+    .bind(id)
+    .bind(name)
+    .bind(input.settings.kind().as_str())
     .bind(input.display_name.trim())
     .bind(stored_settings(&input.settings)?)
     .bind(input.enabled)
     .bind(input.create_accounts)
     .bind(input.max_age_secs)
-    .bind(id)
-    .execute(&mut *tx)
-    .await
-    .map_err(taken(
+    .bind(crate::now())
+    .fetch_one(&mut *tx)
+    .await;
+    let id = written.map_err(taken(
         "name",
         ErrorCode::IdentityProviderNameTaken,
         "an identity provider with this name already exists",
@@ -212,14 +202,8 @@ pub async fn update(
     if let Some(secret) = &input.secret {
         store_secret(&mut tx, id, secret).await?;
     }
-    let entry = Entry::by(
-        actor,
-        None,
-        "identity_provider.update",
-        "identity_provider",
-        &name,
-    );
-    audit::record(&mut tx, entry.detail(audited(&input))).await?;
+    let entry = Entry::by(actor, None, action, "identity_provider", name);
+    audit::record(&mut tx, entry.detail(audited(input))).await?;
     tx.commit().await?;
     view(db, row(db, id).await?).await
 }
@@ -559,44 +543,48 @@ fn ldap_problems(l: &LdapSettings, problems: &mut Vec<FieldProblem>) {
         Some(("ldap", host, "" | "/")) => {
             if !l.starttls && !loopback(host) {
                 problems.push(FieldProblem::said(
-                    "settings.starttls",
+                    "settings.ldap.starttls",
                     "a directory on another machine is reached with StartTLS or ldaps://: passwords cross the network",
                 ));
             }
         }
         _ => problems.push(FieldProblem::said(
-            "settings.url",
+            "settings.ldap.url",
             "ldap://host[:port] or ldaps://host[:port]",
         )),
     }
-    dn_like("settings.bind_dn", &l.bind_dn, problems);
-    dn_like("settings.user_base", &l.user_base, problems);
+    dn_like("settings.ldap.bind_dn", &l.bind_dn, problems);
+    dn_like("settings.ldap.user_base", &l.user_base, problems);
     let filter = l.user_filter.trim();
     if !(filter.starts_with('(') && filter.ends_with(')') && filter.contains("{username}"))
         || filter.len() > 1024
     {
         problems.push(FieldProblem::said(
-            "settings.user_filter",
+            "settings.ldap.user_filter",
             "an LDAP filter in parentheses containing {username}",
         ));
     }
     attribute(
-        "settings.username_attribute",
+        "settings.ldap.username_attribute",
         &l.username_attribute,
         problems,
     );
-    attribute("settings.email_attribute", &l.email_attribute, problems);
+    attribute(
+        "settings.ldap.email_attribute",
+        &l.email_attribute,
+        problems,
+    );
     if let LdapGroups::MemberAttribute { base } = &l.groups {
-        dn_like("settings.groups.base", base, problems);
+        dn_like("settings.ldap.groups.base", base, problems);
     }
     if let Some(pem) = l.ca_pem.as_deref().filter(|p| !p.trim().is_empty()) {
         match super::ldap::ca_certificates(pem) {
             Ok(certs) if certs.is_empty() => problems.push(FieldProblem::said(
-                "settings.ca_pem",
+                "settings.ldap.ca_pem",
                 "no certificate in it (-----BEGIN CERTIFICATE-----)",
             )),
             Ok(_) => {}
-            Err(e) => problems.push(FieldProblem::said("settings.ca_pem", e.to_string())),
+            Err(e) => problems.push(FieldProblem::said("settings.ldap.ca_pem", e.to_string())),
         }
     }
 }
@@ -606,12 +594,15 @@ fn oidc_problems(o: &OidcSettings, problems: &mut Vec<FieldProblem>) {
         Some(("https", _, _)) => {}
         Some(("http", host, _)) if loopback(host) => {}
         _ => problems.push(FieldProblem::said(
-            "settings.issuer",
+            "settings.oidc.issuer",
             "an https:// URL (http:// only on this machine)",
         )),
     }
     if o.client_id.trim().is_empty() || o.client_id.len() > 256 {
-        problems.push(FieldProblem::said("settings.client_id", "1–256 characters"));
+        problems.push(FieldProblem::said(
+            "settings.oidc.client_id",
+            "1–256 characters",
+        ));
     }
     for (i, scope) in o.scopes.iter().enumerate() {
         if scope.is_empty()
@@ -621,14 +612,14 @@ fn oidc_problems(o: &OidcSettings, problems: &mut Vec<FieldProblem>) {
                 .all(|c| c.is_ascii_graphic() && c != '"' && c != '\\')
         {
             problems.push(FieldProblem::said(
-                format!("settings.scopes[{i}]"),
+                format!("settings.oidc.scopes[{i}]"),
                 "a scope word",
             ));
         }
     }
     for (field, claim) in [
-        ("settings.groups_claim", &o.groups_claim),
-        ("settings.username_claim", &o.username_claim),
+        ("settings.oidc.groups_claim", &o.groups_claim),
+        ("settings.oidc.username_claim", &o.username_claim),
     ] {
         if claim.is_empty() || claim.len() > 128 || claim.chars().any(|c| c.is_control()) {
             problems.push(FieldProblem::said(field, "a claim name"));
@@ -643,8 +634,8 @@ mod tests {
     fn ldap_input(url: &str, starttls: bool) -> ProviderInput {
         serde_json::from_value(serde_json::json!({
             "name": "Corp-LDAP", "display_name": "公司目录", "secret": "s3cret",
-            "settings": {"kind": "ldap", "url": url, "starttls": starttls, "bind_dn": "cn=svc,dc=x",
-                         "user_base": "ou=people,dc=x", "groups": {"style": "member_of", "nested": true}}
+            "settings": {"ldap": {"url": url, "starttls": starttls, "bind_dn": "cn=svc,dc=x",
+                         "user_base": "ou=people,dc=x", "groups": {"style": "member_of", "nested": true}}}
         }))
         .unwrap()
     }
@@ -658,9 +649,9 @@ mod tests {
         assert!(check(&ldap_input("ldap://dc.corp.example", true), true).is_ok());
         assert!(check(&ldap_input("ldaps://[::1]:636", true), true).is_ok());
         let e = check(&ldap_input("ldap://dc.corp.example", false), true).unwrap_err();
-        assert_eq!(e.field(), Some("settings.starttls"));
+        assert_eq!(e.field(), Some("settings.ldap.starttls"));
         let e = check(&ldap_input("http://dc", true), true).unwrap_err();
-        assert_eq!(e.field(), Some("settings.url"));
+        assert_eq!(e.field(), Some("settings.ldap.url"));
     }
 
     #[test]
@@ -681,8 +672,8 @@ mod tests {
                 "name",
                 "max_age_secs",
                 "secret",
-                "settings.user_filter",
-                "settings.email_attribute"
+                "settings.ldap.user_filter",
+                "settings.ldap.email_attribute"
             ]
         );
         assert!(check(
@@ -717,7 +708,7 @@ mod tests {
             check(&oidc("http://sso.corp.example"), true)
                 .unwrap_err()
                 .field(),
-            Some("settings.issuer")
+            Some("settings.oidc.issuer")
         );
     }
 }

@@ -134,12 +134,12 @@ impl Directory {
 fn provider_input(dir: &Directory, url: &str, groups: serde_json::Value) -> ProviderInput {
     serde_json::from_value(serde_json::json!({
         "name": dir.name("corp"), "display_name": "公司目录", "secret": "service",
-        "settings": {
-            "kind": "ldap", "url": url, "ca_pem": ca_pem(),
+        "settings": { "ldap": {
+            "url": url, "ca_pem": ca_pem(),
             "bind_dn": format!("cn=paddock,ou=services,{SUFFIX}"),
             "user_base": format!("ou=people,{SUFFIX}"),
             "groups": groups,
-        }
+        } }
     }))
     .unwrap()
 }
@@ -501,6 +501,29 @@ async fn test_this_provider_says_which_step_failed() {
         ]
     );
     assert_eq!(steps[3].groups, [dir.name("research")]);
+    // Renamed without a secret: the stored one is kept, and the kind cannot change.
+    let mut renamed = provider_input(&dir, PLAIN, member_attribute());
+    renamed.display_name = "研究院目录".into();
+    renamed.secret = None;
+    let after = providers::update(&db, &team.owner, good.id, renamed.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        (after.display_name.as_str(), after.has_secret),
+        ("研究院目录", true)
+    );
+    let again = providers::check_provider(&db, &team.owner, good.id, ask(None))
+        .await
+        .unwrap();
+    assert!(again.iter().all(|s| s.ok), "{again:?}");
+    renamed.settings = serde_json::from_value(
+        serde_json::json!({"oidc": {"issuer": "https://sso.example", "client_id": "x"}}),
+    )
+    .unwrap();
+    let e = providers::update(&db, &team.owner, good.id, renamed)
+        .await
+        .unwrap_err();
+    assert_eq!(e.field(), Some("settings"));
     let outcome = |input: ProviderInput| {
         let db = db.clone();
         let owner = team.owner.clone();

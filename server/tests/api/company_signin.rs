@@ -162,8 +162,8 @@ async fn openid_connect_sign_in_maps_groups_and_refuses_every_bad_answer() {
             "/api/v1/admin/identity-providers",
             json!({
                 "name": "corp-sso", "display_name": "企业统一认证", "secret": "idp-client-secret",
-                "settings": { "kind": "oidc", "issuer": idp.issuer, "client_id": "paddock",
-                              "scopes": ["profile", "email", "groups"] }
+                "settings": { "oidc": { "issuer": idp.issuer, "client_id": "paddock",
+                              "scopes": ["profile", "email", "groups"] } }
             }),
         )
         .await;
@@ -333,7 +333,7 @@ async fn openid_connect_sign_in_maps_groups_and_refuses_every_bad_answer() {
             "/api/v1/admin/identity-providers",
             json!({
                 "name": "down", "display_name": "停机的", "secret": "x",
-                "settings": { "kind": "oidc", "issuer": "http://127.0.0.1:1", "client_id": "paddock" }
+                "settings": { "oidc": { "issuer": "http://127.0.0.1:1", "client_id": "paddock" } }
             }),
         )
         .await;
@@ -385,20 +385,20 @@ async fn ldap_sign_in_over_rest_and_the_password_switch() {
     let provider = json!({
         "name": "corp-ldap", "display_name": "公司目录", "secret": "service",
         "settings": {
-            "kind": "ldap", "url": "ldap://127.0.0.1:13389", "ca_pem": ca,
+            "ldap": { "url": "ldap://127.0.0.1:13389", "ca_pem": ca,
             "bind_dn": "cn=paddock,ou=services,dc=paddock,dc=test",
             "user_base": "ou=people,dc=paddock,dc=test",
             "groups": { "style": "member_attribute", "base": "ou=groups,dc=paddock,dc=test" }
-        }
+        } }
     });
     let (status, _) = member
         .post("/api/v1/admin/identity-providers", &provider)
         .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     let mut bad = provider.clone();
-    bad["settings"]["url"] = json!("ldap://dc.corp.example");
-    bad["settings"]["starttls"] = json!(false);
-    bad["settings"]["user_filter"] = json!("(uid=*)");
+    bad["settings"]["ldap"]["url"] = json!("ldap://dc.corp.example");
+    bad["settings"]["ldap"]["starttls"] = json!(false);
+    bad["settings"]["ldap"]["user_filter"] = json!("(uid=*)");
     let (status, e) = admin.post("/api/v1/admin/identity-providers", &bad).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
     let fields: Vec<&str> = e["problems"]
@@ -407,7 +407,10 @@ async fn ldap_sign_in_over_rest_and_the_password_switch() {
         .iter()
         .filter_map(|p| p["field"].as_str())
         .collect();
-    assert_eq!(fields, ["settings.starttls", "settings.user_filter"]);
+    assert_eq!(
+        fields,
+        ["settings.ldap.starttls", "settings.ldap.user_filter"]
+    );
     let (status, created) = admin
         .post("/api/v1/admin/identity-providers", &provider)
         .await;

@@ -306,11 +306,11 @@ fn NewProvider(create: ServerAction<CreateProvider>) -> impl IntoView {
     let on_submit = move |ev: leptos::ev::SubmitEvent| {
         ev.prevent_default();
         let settings = match kind.get_untracked() {
-            ProviderKind::Oidc => serde_json::json!({
-                "kind": "oidc", "issuer": value(issuer.1), "client_id": value(client_id.1),
+            ProviderKind::Oidc => serde_json::json!({ "oidc": {
+                "issuer": value(issuer.1), "client_id": value(client_id.1),
                 "scopes": value(scopes.1).split_whitespace().collect::<Vec<_>>(),
                 "groups_claim": Some(value(groups_claim.1)).filter(|c| !c.is_empty()).unwrap_or_else(|| "groups".into()),
-            }),
+            }}),
             ProviderKind::Ldap => {
                 let groups = match style.get().map(|s| s.value()).as_deref() {
                     Some("member_of") => serde_json::json!({
@@ -326,14 +326,14 @@ fn NewProvider(create: ServerAction<CreateProvider>) -> impl IntoView {
                     .map(|t| t.value())
                     .filter(|p| !p.trim().is_empty());
                 let mut s = serde_json::json!({
-                    "kind": "ldap", "url": value(url.1), "bind_dn": value(bind_dn.1),
+                    "url": value(url.1), "bind_dn": value(bind_dn.1),
                     "user_base": value(user_base.1), "groups": groups, "ca_pem": ca,
                     "starttls": starttls.get().is_none_or(|s| s.checked()),
                 });
                 if let Some(f) = filter {
                     s["user_filter"] = f.into();
                 }
-                s
+                serde_json::json!({ "ldap": s })
             }
         };
         let input = serde_json::json!({
@@ -354,7 +354,10 @@ fn NewProvider(create: ServerAction<CreateProvider>) -> impl IntoView {
                 <label for=id.clone()>{label}</label>
                 <input id=id.clone() type=input_type node_ref=r data-testid=id autocomplete="off" spellcheck="false" />
                 {move || create.value().get().and_then(Result::err).and_then(|e| {
-                    let at = if matches!(n, "name" | "display_name" | "secret") { n.to_string() } else { format!("settings.{n}") };
+                    let at = match n {
+                        "name" | "display_name" | "secret" => n.to_string(),
+                        _ => format!("settings.{}.{n}", kind.get().as_str()),
+                    };
                     crate::i18n::field_text(i18n.get_locale(), &e, &at)
                 }).map(|t| view! { <p class="field-error" role="alert">{t}</p> })}
             </div>
