@@ -191,13 +191,13 @@ describe('company sign-in', () => {
     }
   });
 
-  test('through the directory: a wrong password and an injection are refused, the right one opens the workspace read-only', async () => {
+  test('through the directory: a wrong password, an unknown name and injections are refused, the right one opens the workspace read-only', async () => {
     const before = await accounts();
     await withPerson(await story.person(), async (page) => {
       await visit(page, '/signin');
       await page.getByTestId('provider-corp-ldap').click();
       await waitForText(page.getByTestId('page-title'), '使用 公司目录 登录');
-      for (const [user, password] of [[uid, 'not it'], ['*', 'chen password'], [`${uid})(uid=*`, 'chen password']]) {
+      for (const [user, password] of [[uid, 'not it'], ['nobody-at-all', 'chen password'], ['*', 'chen password'], [`${uid})(uid=*`, 'chen password']]) {
         await page.getByTestId('directory-username').fill(user);
         await page.getByTestId('directory-password').fill(password);
         await page.getByTestId('directory-submit').click();
@@ -212,6 +212,6 @@ describe('company sign-in', () => {
       assert.equal(ws.role, 'viewer');
       await screenshot(page, '17-directory-signed-in');
     });
-    assert.ok((await refusals()).filter((c) => c === 'invalid_credentials').length >= 3);
+    assert.ok((await refusals()).filter((c) => c === 'invalid_credentials').length >= 4);
   });
 });
