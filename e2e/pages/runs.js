@@ -11,10 +11,13 @@ export class RunsPage extends PageObject {
   get rows() { return this.page.getByTestId('jobs-table').locator('tbody tr'); }
   get compareButton() { return this.page.getByTestId('compare-runs'); }
 
-  /** Chooses `value` in filter `name` and waits for the URL to say `word`. */
+  /** Chooses `value` in filter `name` and waits for the URL to say `word`, then for the rows of that
+   *  view (until its list arrives, the rows shown are the previous view's). */
   async choose(name, value, word) {
     await this.filter(name).selectOption(String(value));
     await this.page.waitForURL(new RegExp(word.replace(/[?]/g, '\\?')));
+    const url = new URL(this.page.url());
+    await this.page.getByTestId('run-actions').and(this.page.locator(`[data-shown="${url.pathname}${url.search}"]`)).waitFor();
   }
 
   /** The rows' best scores, top to bottom (NaN where a run has none). */

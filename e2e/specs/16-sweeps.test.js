@@ -123,8 +123,8 @@ describe('sweeps: a job tried with several learning rates, the poor trials stopp
     const runs = new RunsPage(page);
     await runs.goto(story.workspaceId);
     await runs.choose('sweep', sweepId, `sweep_id=${sweepId}`);
-    await runs.rows.nth(7).waitFor();
     assert.equal(await runs.rows.count(), 8, 'the trials, not the job they came from');
+    assert.equal(await runs.rows.getByTestId('job-trial-of').count(), 8, 'each a trial of the sweep');
     await runs.choose('sort', 'best', 'sort=best');
     await page.waitForFunction(() => document.querySelector('[data-testid="jobs-table"] tbody tr [data-testid="job-best"]')?.dataset.value);
     const scores = (await runs.bestScores()).filter((v) => !Number.isNaN(v));

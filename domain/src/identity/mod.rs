@@ -203,7 +203,7 @@ async fn admit_in(
     .await?;
     let (user_id, how) = match linked {
         Some(id) => (id, "returning"),
-        None => match claimable(tx, identity).await? {
+        None => match claimable(tx, provider.id, identity).await? {
             Some(id) => (id, "linked"),
             None if provider.create_accounts => (create(tx, identity).await?, "created"),
             None => {
@@ -340,6 +340,7 @@ pub(crate) async fn gone(
 /// An existing account an admin marked for this person's verified e-mail, unlinked on the way.
 async fn claimable(
     tx: &mut SqliteConnection,
+    provider: ProviderId,
     identity: &Identity,
 ) -> Result<Option<UserId>, AppError> {
     let Some(email) = identity
@@ -349,10 +350,14 @@ async fn claimable(
     else {
         return Ok(None);
     };
+    // Not an account this provider already knows as someone else (one identity per provider).
     let found: Option<UserId> = sqlx::query_scalar(
-        "UPDATE users SET link_email = NULL WHERE link_email = lower(?) RETURNING id",
+        "UPDATE users SET link_email = NULL WHERE link_email = lower(?)
+           AND NOT EXISTS (SELECT 1 FROM user_identities i WHERE i.user_id = users.id AND i.provider_id = ?)
+         RETURNING id",
     )
     .bind(email.trim())
+    .bind(provider)
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(id) = found {

@@ -127,7 +127,7 @@ pub fn JobsPage() -> impl IntoView {
                     }.into_any(),
                     Ok(list) => view! {
                         <RunFilters workspace_id=ws.id query facets />
-                        <JobsTable list workspace_id=ws.id picked />
+                        <JobsTable list workspace_id=ws.id picked shown=list_href(ws.id, &query.get_untracked()) />
                     }.into_any(),
                     Err(err) => view! {
                         <RunFilters workspace_id=ws.id query facets />
@@ -257,6 +257,9 @@ fn JobsTable(
     list: Vec<JobSummary>,
     workspace_id: WorkspaceId,
     picked: RwSignal<BTreeSet<JobId>>,
+    /// The address of the view these rows answer (`data-shown`): a changed filter changes the URL at
+    /// once, the rows only when the new list arrives, and a test (or a script) tells the two apart by it.
+    shown: String,
 ) -> impl IntoView {
     let i18n = use_i18n();
     let navigate = use_navigate();
@@ -331,7 +334,7 @@ fn JobsTable(
     };
     let ready = move || picked.with(|p| (2..=MAX_COMPARED).contains(&p.len()));
     view! {
-        <div class="run-actions">
+        <div class="run-actions" data-testid="run-actions" data-shown=shown>
             <span class="muted" data-testid="runs-count">{move || t!(i18n, runs.count, n = count)}</span>
             <span class="muted" data-testid="runs-picked">{move || t!(i18n, runs.picked, n = picked.with(BTreeSet::len), max = MAX_COMPARED)}</span>
             <button type="button" class="button" data-testid="compare-runs" disabled=move || !ready() on:click=compare>
