@@ -141,6 +141,7 @@ fn DirectoryPage(
     view! {
         <Title text=title.clone() />
         <RedirectIfSignedIn />
+        <a class="skip-link" href="#main">{t!(i18n, a11y.skip_to_content)}</a>
         <div class="auth-page">
             <header class="auth-top">
                 <Brand />
