@@ -61,17 +61,15 @@ pub async fn directory_sign_in(
     respond(
         async {
             let (state, ip) = (ctx::state()?, ctx::client_ip());
-            let signed = domain::identity::ldap::sign_in(
-                &state.db,
-                &state.throttle,
+            domain::identity::ldap::enter(
+                &state,
+                &ctx::session()?,
                 &provider,
                 &username,
                 &password,
                 ip.as_deref(),
             )
-            .await?;
-            sessions::sign_in(&ctx::session()?, signed.me.id, signed.session_epoch).await?;
-            Ok(signed.me)
+            .await
         }
         .await,
     )

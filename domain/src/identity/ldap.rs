@@ -66,6 +66,21 @@ pub async fn sign_in(
     super::admit(db, &provider, &identity, ip).await
 }
 
+/// [`sign_in`], then binds `session` to the account: the one way in through a directory for both the
+/// dashboard and the REST API (as `accounts::enter` is for passwords).
+pub async fn enter(
+    state: &crate::AppState,
+    session: &crate::sessions::Session,
+    name: &str,
+    username: &str,
+    password: &str,
+    ip: Option<&str>,
+) -> Result<contracts::types::Me, AppError> {
+    let signed = sign_in(&state.db, &state.throttle, name, username, password, ip).await?;
+    crate::sessions::sign_in(session, signed.me.id, signed.session_epoch).await?;
+    Ok(signed.me)
+}
+
 /// The settings of an LDAP provider row.
 fn settings_of(provider: &ProviderRow) -> Result<LdapSettings, AppError> {
     match provider.settings()? {

@@ -173,17 +173,16 @@ pub async fn ldap_signin(
     Path(ProviderNamePath { provider }): Path<ProviderNamePath>,
     ApiJson(body): ApiJson<DirectorySignIn>,
 ) -> Result<Json<Me>, AppError> {
-    let signed = ldap::sign_in(
-        &state.db,
-        &state.throttle,
+    let me = ldap::enter(
+        &state,
+        &session,
         &provider,
         &body.username,
         &body.password,
         ip.as_deref(),
     )
     .await?;
-    domain::sessions::sign_in(&session, signed.me.id, signed.session_epoch).await?;
-    Ok(Json(signed.me))
+    Ok(Json(me))
 }
 
 #[utoipa::path(get, path = "/api/v1/admin/identity-providers", tag = "admin", security(("session" = []), ("token" = [])),
