@@ -32,6 +32,8 @@ ROOT=$PWD
 
 TORCH_VERSION=2.13.0          # the libtorch version tch 0.26 is built against
 SCHEMATHESIS_VERSION=4.32.5   # pinned: a new release brings new checks, and so new failures, on its own
+# Pinned too, for the same reason: schemathesis allows any newer hypothesis.
+HYPOTHESIS_VERSION=6.170.27
 # PaddleNLP 2.8.1 imports only with these older pins of its dependencies (checked on Debian 12, CPU).
 PADDLE_PINS=(paddlepaddle==3.3.1 paddlenlp==2.8.1 "huggingface_hub<0.26" aistudio-sdk==0.2.1 "datasets<3" "pyarrow<17")
 
@@ -125,12 +127,14 @@ PY
 }
 
 setup_fuzz() {
-  if [ -f .venv-fuzz/.schemathesis-$SCHEMATHESIS_VERSION ]; then say "fuzz: schemathesis $SCHEMATHESIS_VERSION present in .venv-fuzz"; return; fi
+  local marker=.venv-fuzz/.schemathesis-$SCHEMATHESIS_VERSION-hypothesis-$HYPOTHESIS_VERSION
+  if [ -f "$marker" ]; then say "fuzz: schemathesis $SCHEMATHESIS_VERSION (hypothesis $HYPOTHESIS_VERSION) present in .venv-fuzz"; return; fi
   [ -x .venv-fuzz/bin/python ] || { say "fuzz: creating .venv-fuzz"; python3 -m venv .venv-fuzz; }
-  say "fuzz: installing schemathesis==$SCHEMATHESIS_VERSION"
-  .venv-fuzz/bin/pip --disable-pip-version-check --no-cache-dir install --quiet "schemathesis==$SCHEMATHESIS_VERSION"
+  say "fuzz: installing schemathesis==$SCHEMATHESIS_VERSION hypothesis==$HYPOTHESIS_VERSION"
+  .venv-fuzz/bin/pip --disable-pip-version-check --no-cache-dir install --quiet \
+    "schemathesis==$SCHEMATHESIS_VERSION" "hypothesis==$HYPOTHESIS_VERSION"
   .venv-fuzz/bin/schemathesis --version
-  touch .venv-fuzz/.schemathesis-$SCHEMATHESIS_VERSION
+  touch "$marker"
 }
 
 setup_paddle() {

@@ -79,6 +79,89 @@ impl Docker {
     }
 }
 
+/// What Docker's recent event log says about a container's last run: whether it was OOM-killed, killed
+/// through the API, or neither (yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LastRun {
+    OomKilled,
+    Killed,
+    Unexplained,
+}
+
+impl Docker {
+    /// Tells an OOM kill from another SIGKILL for a container that exited with 137 while `inspect` says
+    /// `OOMKilled: false`. Docker sets that flag only when containerd's OOM notice reaches it before the exit
+    /// notice; under load it sometimes comes after, and the flag stays false although Docker then logs an
+    /// `oom` event. So the daemon's event log (its last few hundred events, in memory) is asked for the
+    /// container's last run. A SIGKILL nobody sent through the API is waited on briefly, since the OOM notice
+    /// may still be on its way; with nothing in the log (a restarted daemon) the exit stays "exited 137".
+    pub async fn sigkill_status(&self, id: &str) -> ContainerStatus {
+        for attempt in 0..2 {
+            if attempt > 0 {
+                tokio::time::sleep(OOM_NOTICE_LAG).await;
+            }
+            match self.last_run(id).await {
+                Ok(LastRun::OomKilled) => return ContainerStatus::OomKilled,
+                Ok(LastRun::Killed) => break,
+                Ok(LastRun::Unexplained) => continue,
+                Err(e) => {
+                    tracing::debug!(container = id, error = %e, "reading Docker's event log");
+                    break;
+                }
+            }
+        }
+        ContainerStatus::Exited { code: 137 }
+    }
+
+    async fn last_run(&self, id: &str) -> Result<LastRun> {
+        let filters: HashMap<&str, Vec<String>> = HashMap::from([
+            ("type", vec!["container".to_string()]),
+            ("container", vec![id.to_string()]),
+            (
+                "event",
+                ["start", "restart", "kill", "oom"]
+                    .iter()
+                    .map(|a| a.to_string())
+                    .collect(),
+            ),
+        ]);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        // With `until`, Docker replays what it kept and ends the stream instead of following it.
+        let options = EventsOptionsBuilder::default()
+            .filters(&filters)
+            .since("0")
+            .until(&format!("{}.{:09}", now.as_secs(), now.subsec_nanos()))
+            .build();
+        let mut actions = Vec::new();
+        let mut stream = self.api().events(Some(options));
+        while let Some(message) = stream.next().await {
+            let message = message
+                .map_err(|e| Error::docker("reading Docker's event log", "events", id, e))?;
+            actions.extend(message.action);
+        }
+        Ok(last_run(&actions))
+    }
+}
+
+/// How long Docker's OOM notice may trail the exit it explains.
+const OOM_NOTICE_LAG: std::time::Duration = std::time::Duration::from_millis(500);
+
+fn last_run(actions: &[String]) -> LastRun {
+    let this_run = actions
+        .iter()
+        .rposition(|a| a == "start" || a == "restart")
+        .map_or(actions, |start| &actions[start + 1..]);
+    if this_run.iter().any(|a| a == "oom") {
+        LastRun::OomKilled
+    } else if this_run.iter().any(|a| a == "kill") {
+        LastRun::Killed
+    } else {
+        LastRun::Unexplained
+    }
+}
+
 fn map_event(
     message: bollard::models::EventMessage,
     oom_killed: &mut HashSet<String>,
@@ -167,6 +250,19 @@ mod tests {
             BTreeMap::from([("paddock.workspace".to_string(), "w".to_string())])
         );
         assert_eq!(e.name.as_deref(), Some("n"));
+    }
+
+    #[test]
+    fn only_the_last_runs_events_explain_a_sigkill() {
+        let run =
+            |actions: &[&str]| last_run(&actions.iter().map(|a| a.to_string()).collect::<Vec<_>>());
+        assert_eq!(run(&["start", "oom"]), LastRun::OomKilled);
+        // The OOM notice after someone's kill still wins: the kernel did it.
+        assert_eq!(run(&["start", "kill", "oom"]), LastRun::OomKilled);
+        assert_eq!(run(&["start", "kill", "kill"]), LastRun::Killed);
+        assert_eq!(run(&["start", "oom", "restart"]), LastRun::Unexplained);
+        assert_eq!(run(&["start", "oom", "start", "kill"]), LastRun::Killed);
+        assert_eq!(run(&[]), LastRun::Unexplained);
     }
 
     #[test]

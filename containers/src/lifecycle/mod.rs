@@ -563,10 +563,15 @@ impl Docker {
             )
             .await
             .map_err(|e| Error::docker(format!("inspecting {name}"), "container", name, e))?;
-        let status = raw
+        let mut status = raw
             .state
             .as_ref()
             .map_or(ContainerStatus::Dead, ContainerStatus::from_state);
+        if status == (ContainerStatus::Exited { code: 137 }) {
+            if let Some(id) = raw.id.as_deref() {
+                status = self.sigkill_status(id).await;
+            }
+        }
         let container_labels = raw
             .config
             .as_ref()
