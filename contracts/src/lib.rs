@@ -10,6 +10,7 @@
 //! - [`events`]: the JSON lines a training run writes on stdout (schema in `trainer/EVENTS.md`).
 //! - [`metrics`]: classification metrics, in `eval` events, in checkpoints and from `paddock eval --json`.
 //! - [`precision`]: what `auto` precision chose and the measurement that decided it.
+//! - [`scaling`]: an endpoint's autoscaling policy and the history of what its scaler decided.
 //! - [`serving`]: the model server's HTTP API: `/predict` and its reply, `/health`, errors.
 //! - [`sweeps`]: searches over a job's settings: what a sweep asks, its trials, their decisions.
 //! - [`task`]: what a fine-tuned model does (classification, …): its head, its data, its metrics.
@@ -28,6 +29,7 @@ pub mod job;
 pub mod metrics;
 pub mod precision;
 pub mod runs;
+pub mod scaling;
 pub mod serving;
 pub mod sweeps;
 pub mod task;

@@ -1796,6 +1796,10 @@ pub struct EndpointSpec {
     /// the server was configured with, else the cluster's default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition: Option<String>,
+    /// Let the endpoint size itself between a floor and a ceiling of replicas (`replicas` is then where
+    /// it starts, moved into that range). `None`: always `replicas`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscale: Option<crate::scaling::Autoscale>,
 }
 
 fn default_replicas() -> u32 {
@@ -1864,6 +1868,12 @@ pub struct EndpointSummary {
     /// The cluster its replicas run on (`None`: this server).
     #[serde(default)]
     pub cluster: Option<String>,
+    /// How it sizes itself, when it does.
+    #[serde(default)]
+    pub autoscale: Option<crate::scaling::Autoscale>,
+    /// Its last cold start: from the call that found it at zero replicas to its first ready replica.
+    #[serde(default)]
+    pub cold_start_ms: Option<u64>,
     pub created_at: String,
 }
 
@@ -1994,6 +2004,16 @@ pub struct EndpointDetail {
     pub keys: Vec<EndpointKey>,
     pub parity_report: Option<crate::serving::ParityReport>,
     pub metrics: EndpointMetrics,
+    /// What it did by itself and what people changed in how it runs, newest first (the last 50).
+    #[serde(default)]
+    pub history: Vec<crate::scaling::HistoryEntry>,
+    /// The canary under way, if any.
+    #[serde(default)]
+    pub canary: Option<crate::scaling::Canary>,
+    /// Both versions' live figures over the canary's current step, side by side (and what fails the
+    /// rule now, if anything).
+    #[serde(default)]
+    pub canary_figures: Option<crate::scaling::CanaryFigures>,
     /// `/v1/endpoints/<slug>/predict` on this server.
     pub predict_path: String,
     pub can_edit: bool,

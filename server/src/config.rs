@@ -34,6 +34,8 @@ pub enum Command {
     Ckpt(crate::jobs::CkptArgs),
     /// Sweeps from a shell: create (--wait), list, show, pause, resume, extend, cancel.
     Sweep(crate::sweeps::SweepArgs),
+    /// Endpoints from a shell: list, show, autoscale, autoscale-off, canary start|promote|pause|resume|roll-back.
+    Endpoint(crate::endpoints::EndpointArgs),
     /// Pretrained models from a shell: list, upload (a Hugging Face or PaddleNLP directory, or a .tar).
     Model(crate::pretrained::ModelArgs),
     /// Headless administration: create accounts and reset passwords without the web UI.

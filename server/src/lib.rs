@@ -19,6 +19,7 @@
 pub mod admin;
 pub mod client;
 pub mod config;
+pub mod endpoints;
 pub mod environments;
 pub mod http;
 pub mod jobs;

@@ -126,6 +126,7 @@ fn main() -> ExitCode {
             Command::Job(args) => exit_with(server::jobs::run(args).await),
             Command::Ckpt(args) => exit_with(server::jobs::run_ckpt(args).await),
             Command::Sweep(args) => exit_with(server::sweeps::run(args).await),
+            Command::Endpoint(args) => exit_with(server::endpoints::run(args).await),
             Command::Model(args) => exit_with(server::pretrained::run(args).await),
             Command::Train(_)
             | Command::Launch(_)

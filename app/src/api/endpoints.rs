@@ -112,6 +112,45 @@ pub async fn change_endpoint(
     .await
 }
 
+/// Lets the endpoint size itself by `policy`, or (`None`) fixes it at the replicas it runs now.
+#[server(prefix = "/rpc", endpoint = "set_endpoint_autoscale", input = leptos::server_fn::codec::Json)]
+pub async fn set_endpoint_autoscale(
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
+    policy: Option<contracts::scaling::Autoscale>,
+) -> Result<EndpointDetail, AppError> {
+    as_caller(|s, a| async move {
+        endpoints::set_autoscale(&s.db, &s.deployer, &a, workspace_id, endpoint_id, policy).await
+    })
+    .await
+}
+
+/// Starts a canary of another checkpoint beside the stable version.
+#[server(prefix = "/rpc", endpoint = "start_canary", input = leptos::server_fn::codec::Json)]
+pub async fn start_canary(
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
+    spec: contracts::scaling::CanarySpec,
+) -> Result<EndpointDetail, AppError> {
+    as_caller(|s, a| async move {
+        endpoints::canary::start(&s.db, &s.deployer, &a, workspace_id, endpoint_id, spec).await
+    })
+    .await
+}
+
+/// Promotes, pauses, resumes or rolls back the canary under way.
+#[server(prefix = "/rpc", endpoint = "canary_step", input = leptos::server_fn::codec::Json)]
+pub async fn canary_step(
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
+    action: contracts::scaling::CanaryAction,
+) -> Result<EndpointDetail, AppError> {
+    as_caller(|s, a| async move {
+        endpoints::canary::act(&s.db, &s.deployer, &a, workspace_id, endpoint_id, action).await
+    })
+    .await
+}
+
 /// The playground: any member tries a ready endpoint with their session, no API key.
 #[server(prefix = "/rpc", endpoint = "try_predict", input = leptos::server_fn::codec::Json)]
 pub async fn try_predict(

@@ -27,7 +27,11 @@ pub fn status_of(err: &AppError) -> StatusCode {
 /// Headers that go with the status: `Retry-After` for throttling, `WWW-Authenticate` for 401.
 pub fn extra_headers(err: &AppError) -> Vec<(header::HeaderName, HeaderValue)> {
     match err {
-        AppError::TooManyRequests { retry_after_secs } => {
+        AppError::TooManyRequests { retry_after_secs }
+        | AppError::Unavailable {
+            retry_after_secs: Some(retry_after_secs),
+            ..
+        } => {
             vec![(header::RETRY_AFTER, HeaderValue::from(*retry_after_secs))]
         }
         AppError::Unauthenticated | AppError::KeyRefused { .. } => {
@@ -47,6 +51,9 @@ pub fn body_of(err: &AppError) -> ErrorBody {
         field: err.field().map(str::to_string),
         retry_after_secs: match err {
             AppError::TooManyRequests { retry_after_secs } => Some(*retry_after_secs),
+            AppError::Unavailable {
+                retry_after_secs, ..
+            } => *retry_after_secs,
             _ => None,
         },
         problems: err.problems().to_vec(),

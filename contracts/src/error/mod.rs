@@ -75,8 +75,15 @@ pub enum AppError {
     Malformed { message: String },
     /// A service Paddock depends on is not there right now (`docker_unavailable`: no Docker engine
     /// answers). HTTP 503; the rest of Paddock keeps working.
+    /// `retry_after_secs`: when trying again makes sense (an endpoint waking from zero replicas), also
+    /// sent as `Retry-After`.
     #[error("{message}")]
-    Unavailable { code: ErrorCode, message: String },
+    Unavailable {
+        code: ErrorCode,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_secs: Option<u64>,
+    },
     /// Something failed on the server; the cause is in the server log.
     #[error("internal error")]
     Internal,
@@ -143,6 +150,20 @@ impl AppError {
         AppError::Unavailable {
             code,
             message: message.into(),
+            retry_after_secs: None,
+        }
+    }
+
+    /// Unavailable now, worth trying again after `retry_after_secs`.
+    pub fn unavailable_for(
+        code: ErrorCode,
+        message: impl Into<String>,
+        retry_after_secs: u64,
+    ) -> Self {
+        AppError::Unavailable {
+            code,
+            message: message.into(),
+            retry_after_secs: Some(retry_after_secs),
         }
     }
 
@@ -354,7 +375,7 @@ pub struct ErrorBody {
     /// The request field the error is about, when there is one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
-    /// For `too_many_requests`: seconds to wait (also in the `Retry-After` header).
+    /// For `too_many_requests` and some 503s: seconds to wait (also in the `Retry-After` header).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry_after_secs: Option<u64>,
     /// Every broken rule, when several fields are wrong (an `Invalid` error).
@@ -458,6 +479,7 @@ mod tests {
                 message: "m".into(),
             },
             AppError::unavailable(ErrorCode::DockerUnavailable, "down"),
+            AppError::unavailable_for(ErrorCode::EndpointWaking, "waking", 5),
             AppError::Internal,
             AppError::transport("no answer"),
         ];

@@ -8,14 +8,20 @@
 //!   dropping requests), undeploy, delete, the playground and the gateway's request path.
 //! - [`keys`]: the endpoint's API keys.
 //! - [`replicas`]: starting, watching, restarting and re-attaching `paddock serve-model` processes.
+//! - [`canary`]: canary rollouts judged against the stable version, promoted or rolled back.
+//! - [`scaler`]: autoscaling on load, down to zero replicas and back.
+//! - [`history`]: what the endpoint decided by itself and what people changed in how it runs.
 //! - [`status`]: the endpoint's and the replica's state machines.
 //! - [`parity`]: the gate that compares served logits with the trainer's.
 //! - [`gateway`]: keys, rate limits, load balancing and the traffic numbers.
 
+pub mod canary;
 pub mod gateway;
+pub mod history;
 pub mod keys;
 pub mod parity;
 pub mod replicas;
+pub mod scaler;
 pub mod status;
 
 pub use keys::{create_key, revoke_key};
@@ -24,6 +30,7 @@ use contracts::ids::{CheckpointId, EndpointId, JobId, WorkspaceId};
 use std::sync::Arc;
 use std::time::Instant;
 
+use contracts::scaling::{Autoscale, EndpointEvent};
 use contracts::serving::{Answer, ErrorReply, Input, Pair, PredictReply, PredictRequest};
 use contracts::task::Task;
 use sqlx::{Sqlite, SqliteConnection, SqlitePool, Transaction};
@@ -39,8 +46,7 @@ use replicas::Deployer;
 use status::EndpointReason;
 use {crate::db::taken, contracts::error::internal};
 
-/// Replicas one endpoint may run.
-pub const MAX_REPLICAS: u32 = 8;
+pub use contracts::scaling::MAX_REPLICAS;
 
 struct Row {
     id: EndpointId,
@@ -60,6 +66,9 @@ struct Row {
     parity_report: Option<String>,
     cluster: Option<String>,
     partition: Option<String>,
+    autoscale: Option<sqlx::types::Json<Autoscale>>,
+    cold_start_ms: Option<i64>,
+    canary: Option<sqlx::types::Json<contracts::scaling::Canary>>,
     created_at: String,
 }
 
@@ -71,7 +80,9 @@ crate::db::row_query!(
     r#"SELECT e.id AS "id!: contracts::ids::EndpointId", e.workspace_id AS "workspace_id: contracts::ids::WorkspaceId", e.slug, e.name,
         e.checkpoint_id AS "checkpoint_id: contracts::ids::CheckpointId", c.job_id AS "job_id: contracts::ids::JobId", e.replicas,
         e.max_batch_tokens, e.max_wait_ms, e.device, e.precision, e.status, e.status_message,
-        e.pending_change AS "pending_change: sqlx::types::Json<contracts::types::ChangeUnderWay>", e.parity_report, e.cluster, e.partition, e.created_at
+        e.pending_change AS "pending_change: sqlx::types::Json<contracts::types::ChangeUnderWay>", e.parity_report, e.cluster, e.partition,
+        e.autoscale AS "autoscale: sqlx::types::Json<contracts::scaling::Autoscale>", e.cold_start_ms,
+        e.canary AS "canary: sqlx::types::Json<contracts::scaling::Canary>", e.created_at
       FROM endpoints e JOIN checkpoints c ON c.id = e.checkpoint_id"#
 );
 
@@ -102,6 +113,8 @@ impl Row {
             status_message: self.status_message.clone(),
             change: self.pending_change.as_ref().map(|c| c.0),
             cluster: self.cluster.clone(),
+            autoscale: self.autoscale.as_ref().map(|a| a.0),
+            cold_start_ms: self.cold_start_ms.map(|ms| ms as u64),
             created_at: self.created_at.clone(),
         })
     }
@@ -190,6 +203,7 @@ pub async fn get(
             precision: r.precision.clone(),
             cluster: r.cluster.clone(),
             partition: r.partition.clone(),
+            autoscale: r.autoscale.as_ref().map(|a| a.0),
         },
         replicas: replicas
             .into_iter()
@@ -212,6 +226,12 @@ pub async fn get(
             .as_deref()
             .and_then(|p| serde_json::from_str(p).ok()),
         metrics: deployer.gateway.metrics(endpoint_id),
+        history: history::history(&mut conn, endpoint_id).await?,
+        canary_figures: r
+            .canary
+            .as_ref()
+            .map(|c| canary::figures(deployer, endpoint_id, &c.0)),
+        canary: r.canary.map(|c| c.0),
         predict_path: format!("/v1/endpoints/{}/predict", r.slug),
         can_edit: role.can_edit(),
     })
@@ -289,6 +309,9 @@ fn check_spec(spec: &EndpointSpec) -> Result<(), AppError> {
 /// `auto` is taken on every device: the replica measures, or serves float32 where bf16 is not native.
 fn check_spec_with(spec: &EndpointSpec, cpu_bf16: bool) -> Result<(), AppError> {
     crate::names::checked(&spec.name, ErrorCode::EndpointSpecInvalid, "name")?;
+    if let Some(policy) = &spec.autoscale {
+        check_autoscale(policy)?;
+    }
     if !(1..=MAX_REPLICAS).contains(&spec.replicas) {
         return Err(AppError::invalid(
             "replicas",
@@ -335,6 +358,13 @@ fn check_spec_with(spec: &EndpointSpec, cpu_bf16: bool) -> Result<(), AppError> 
             ErrorCode::EndpointSpecInvalid,
             "precision must be auto, fp32, bf16 or fp16",
         )),
+    }
+}
+
+fn check_autoscale(policy: &Autoscale) -> Result<(), AppError> {
+    match AppError::invalid_fields(ErrorCode::EndpointSpecInvalid, policy.problems("autoscale")) {
+        Some(e) => Err(e),
+        None => Ok(()),
     }
 }
 
@@ -406,24 +436,27 @@ pub async fn deploy(
     let slug = slug_for(&spec)?;
     let mut tx = access::begin(db, actor, workspace_id, Role::Editor).await?;
     live_checkpoint(&mut tx, workspace_id, spec.checkpoint_id).await?;
-    super::caps::replicas_fit(&mut tx, workspace_id, None, i64::from(spec.replicas)).await?;
+    let replicas = scaler::initial_replicas(spec.replicas, spec.autoscale.as_ref());
+    super::caps::replicas_fit(&mut tx, workspace_id, None, i64::from(replicas)).await?;
     let now = super::now();
     let name = spec.name.trim();
+    let autoscale = spec.autoscale.map(sqlx::types::Json);
     let id = sqlx::query_scalar!(
         r#"INSERT INTO endpoints (workspace_id, slug, name, checkpoint_id, replicas, max_batch_tokens, max_wait_ms,
-             device, precision, cluster, partition, created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: EndpointId""#,
+             device, precision, cluster, partition, autoscale, created_by, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id AS "id!: EndpointId""#,
         workspace_id,
         slug,
         name,
         spec.checkpoint_id,
-        spec.replicas,
+        replicas,
         spec.max_batch_tokens,
         spec.max_wait_ms,
         spec.device,
         spec.precision,
         spec.cluster,
         spec.partition,
+        autoscale,
         actor.user_id,
         now,
         now,
@@ -432,7 +465,7 @@ pub async fn deploy(
     .await
     .map_err(taken("slug", ErrorCode::SlugTaken, "this slug is in use"))?;
     let entry = Entry::in_workspace(actor, workspace_id, "endpoint.deploy", &slug);
-    let detail = serde_json::json!({ "endpoint_id": id, "checkpoint_id": spec.checkpoint_id, "replicas": spec.replicas, "cluster": spec.cluster, "partition": spec.partition });
+    let detail = serde_json::json!({ "endpoint_id": id, "checkpoint_id": spec.checkpoint_id, "replicas": replicas, "cluster": spec.cluster, "partition": spec.partition, "autoscale": spec.autoscale });
     audit::record(&mut tx, entry.detail(detail)).await?;
     tx.commit().await?;
     deployer.spawn_deploy(id);
@@ -565,6 +598,20 @@ pub async fn change(
         }
     }
     let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
+    if r.canary.is_some() {
+        return Err(AppError::conflict(
+            "status",
+            ErrorCode::EndpointChanging,
+            "a canary is under way on this endpoint; promote it or roll it back first",
+        ));
+    }
+    if change.replicas.is_some() && r.autoscale.is_some() {
+        return Err(AppError::conflict(
+            "replicas",
+            ErrorCode::EndpointScalesItself,
+            "this endpoint sizes itself; change its autoscaling (floor and ceiling), or turn it off to set replicas by hand",
+        ));
+    }
     if let Some(checkpoint_id) = change.checkpoint_id {
         live_checkpoint(&mut tx, workspace_id, checkpoint_id).await?;
         same_task(&mut tx, r.checkpoint_id, checkpoint_id).await?;
@@ -642,6 +689,51 @@ pub async fn change(
     get(db, deployer, actor, workspace_id, endpoint_id).await
 }
 
+/// Lets the endpoint size itself by `policy`, or (`None`) fixes it at the replicas it runs now (one,
+/// if it was at zero). Editors and owners; recorded in its history and the audit log. The scaler acts
+/// on it at its next tick; the floor must fit the workspace's caps now.
+pub async fn set_autoscale(
+    db: &SqlitePool,
+    deployer: &Arc<Deployer>,
+    actor: &Actor,
+    workspace_id: WorkspaceId,
+    endpoint_id: EndpointId,
+    policy: Option<Autoscale>,
+) -> Result<EndpointDetail, AppError> {
+    if let Some(p) = &policy {
+        check_autoscale(p)?;
+    }
+    let (mut tx, r) = editing(db, actor, workspace_id, endpoint_id).await?;
+    let replicas = match &policy {
+        Some(p) => r.replicas.max(i64::from(p.min_replicas)),
+        None => r.replicas.max(1),
+    };
+    if replicas > r.replicas {
+        super::caps::replicas_fit(&mut tx, workspace_id, Some(endpoint_id), replicas).await?;
+    }
+    sqlx::query("UPDATE endpoints SET autoscale = ?, replicas = ?, updated_at = ? WHERE id = ?")
+        .bind(policy.map(sqlx::types::Json))
+        .bind(replicas)
+        .bind(super::now())
+        .bind(endpoint_id)
+        .execute(&mut *tx)
+        .await?;
+    history::record(
+        &mut tx,
+        endpoint_id,
+        Some(actor.user_id),
+        &EndpointEvent::AutoscaleSet { policy },
+    )
+    .await?;
+    let detail = serde_json::json!({ "autoscale": policy, "replicas": replicas });
+    audit::record(&mut tx, r.entry(actor, "endpoint.autoscale").detail(detail)).await?;
+    tx.commit().await?;
+    deployer
+        .gateway
+        .set_wake_wait(&r.slug, scaler::cold_start_wait(policy.as_ref()));
+    get(db, deployer, actor, workspace_id, endpoint_id).await
+}
+
 /// Most texts one playground request may carry.
 const PLAYGROUND_MAX_INPUTS: usize = 32;
 /// Longest playground text, in characters.
@@ -716,9 +808,13 @@ pub async fn try_predict(
     let body = serde_json::to_vec(&PredictRequest::many(inputs.clone(), false))
         .map_err(|e| internal("playground body", e))?;
     let started = Instant::now();
-    let result = deployer.gateway.forward(&r.slug, body.into()).await;
+    // The stable version answers the playground: its labels are the ones shown.
+    let answered = deployer
+        .gateway
+        .forward(&r.slug, body.into(), gateway::Pick::Stable)
+        .await;
     let latency = started.elapsed();
-    let answer = result.and_then(|(status, bytes)| {
+    let answer = answered.outcome.and_then(|(status, bytes)| {
         if (200..300).contains(&status) {
             serde_json::from_slice::<PredictReply>(&bytes)
                 .map_err(|e| internal("replica answer", e))
@@ -743,6 +839,7 @@ pub async fn try_predict(
     });
     deployer.gateway.record(
         r.id,
+        answered.version,
         latency,
         answer.is_ok(),
         answer.as_ref().ok().map(|a| a.batch_rows),
@@ -817,7 +914,8 @@ pub async fn predict(
     slug: &str,
     secret: &str,
     body: bytes::Bytes,
-) -> Result<(u16, bytes::Bytes), AppError> {
+    pick: gateway::Pick,
+) -> Result<gateway::Answered, AppError> {
     let caller = gateway.authenticate(db, slug, secret).await?;
     gateway.admit(&caller)?;
     // How many texts the request asks about, for the request log (0: the model server will refuse it).
@@ -826,9 +924,9 @@ pub async fn predict(
         .and_then(PredictRequest::into_inputs)
         .map_or(0, |inputs| inputs.len() as i64);
     let started = Instant::now();
-    let result = gateway.forward(slug, body).await;
+    let answered = gateway.forward(slug, body, pick).await;
     let latency = started.elapsed();
-    let (status, batch_rows) = match &result {
+    let (status, batch_rows) = match &answered.outcome {
         Ok((status, bytes)) => {
             let rows = serde_json::from_slice::<PredictReply>(bytes)
                 .ok()
@@ -838,7 +936,13 @@ pub async fn predict(
         Err(_) => (503, None),
     };
     let ok = (200..300).contains(&status);
-    if gateway.record(caller.endpoint_id, latency, ok, batch_rows) {
+    if gateway.record(
+        caller.endpoint_id,
+        answered.version,
+        latency,
+        ok,
+        batch_rows,
+    ) {
         let _ = sqlx::query("INSERT INTO endpoint_requests (endpoint_id, key_id, status, latency_ms, inputs, at) VALUES (?, ?, ?, ?, ?, ?)")
             .bind(caller.endpoint_id)
             .bind(caller.key_id)
@@ -856,7 +960,7 @@ pub async fn predict(
             .execute(db)
             .await;
     }
-    result
+    Ok(answered)
 }
 
 #[cfg(test)]
@@ -875,6 +979,7 @@ mod tests {
             precision: "fp32".into(),
             cluster: None,
             partition: None,
+            autoscale: None,
         }
     }
 

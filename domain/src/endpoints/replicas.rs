@@ -19,8 +19,9 @@ use std::time::Duration;
 use containers::labels;
 use sqlx::SqlitePool;
 
-use super::gateway::{Backend, Gateway, REQUEST_TIMEOUT};
+use super::gateway::{Backend, Gateway, Route, REQUEST_TIMEOUT};
 use super::parity;
+use super::scaler::Scaler;
 use super::status::{self, EndpointReason, ReplicaReason};
 use crate::db::write_tx;
 use crate::engine::Engine;
@@ -73,9 +74,23 @@ pub(crate) struct Target {
     /// The cluster its replicas run on (`None`: this server), and its partition there.
     pub cluster: Option<String>,
     pub partition: Option<String>,
+    /// How it sizes itself, when it does.
+    pub autoscale: Option<sqlx::types::Json<contracts::scaling::Autoscale>>,
+    /// The canary under way, if any.
+    pub canary: Option<sqlx::types::Json<contracts::scaling::Canary>>,
 }
 
-const TARGET: &str = "SELECT id, workspace_id, slug, replicas, max_batch_tokens, max_wait_ms, device, precision, status, checkpoint_id, cluster, partition FROM endpoints";
+impl Target {
+    /// The checkpoint a replica serves: the canary's for a canary replica.
+    pub(crate) fn checkpoint_of(&self, canary: bool) -> CheckpointId {
+        match (&self.canary, canary) {
+            (Some(c), true) => c.0.spec.checkpoint_id,
+            _ => self.checkpoint_id,
+        }
+    }
+}
+
+const TARGET: &str = "SELECT id, workspace_id, slug, replicas, max_batch_tokens, max_wait_ms, device, precision, status, checkpoint_id, cluster, partition, autoscale, canary FROM endpoints";
 
 /// A checkpoint to serve: its files, and the image of the job that wrote it.
 #[derive(sqlx::FromRow, Clone)]
@@ -87,10 +102,10 @@ pub(crate) struct Model {
 
 /// One recorded replica.
 #[derive(sqlx::FromRow, Clone)]
-struct Replica {
+pub(crate) struct Replica {
     id: i64,
     ordinal: i64,
-    status: EndpointStatus,
+    pub status: EndpointStatus,
     pid: Option<i64>,
     container: Option<String>,
     /// Its endpoint's cluster, which its batch job runs on.
@@ -98,6 +113,8 @@ struct Replica {
     cluster_job: Option<String>,
     base_url: Option<String>,
     token: Option<String>,
+    /// Whether it serves the endpoint's canary.
+    pub canary: bool,
 }
 
 impl Replica {
@@ -112,7 +129,7 @@ impl Replica {
 }
 
 const REPLICA: &str =
-    "SELECT r.id, r.ordinal, r.status, r.pid, r.container, e.cluster, r.cluster_job, r.base_url, r.token
+    "SELECT r.id, r.ordinal, r.status, r.pid, r.container, e.cluster, r.cluster_job, r.base_url, r.token, r.canary
      FROM endpoint_replicas r JOIN endpoints e ON e.id = r.endpoint_id WHERE r.endpoint_id = ?";
 
 /// A user's change to a ready endpoint.
@@ -165,7 +182,7 @@ impl Deployer {
         }
     }
 
-    fn lock(&self, endpoint_id: EndpointId) -> Arc<tokio::sync::Mutex<()>> {
+    pub(crate) fn lock(&self, endpoint_id: EndpointId) -> Arc<tokio::sync::Mutex<()>> {
         self.locks
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -201,7 +218,7 @@ impl Deployer {
         self.storage.store_dir(workspace_id).join(&model.path)
     }
 
-    async fn replicas(&self, endpoint_id: EndpointId) -> Vec<Replica> {
+    pub(crate) async fn replicas(&self, endpoint_id: EndpointId) -> Vec<Replica> {
         sqlx::query_as::<_, Replica>(&format!("{REPLICA} ORDER BY ordinal"))
             .bind(endpoint_id)
             .fetch_all(&self.db)
@@ -242,8 +259,8 @@ impl Deployer {
         let leftovers = self.replicas(endpoint_id).await;
         self.retire(&t, &leftovers).await;
         let model = self.model(t.checkpoint_id).await?;
-        let started = self.start_many(&t, &model, t.replicas).await?;
-        let report = self.parity(&t, &model, &started).await;
+        let started = self.start_many(&t, &model, t.replicas, false).await?;
+        let report = self.parity_of(&t, &model, &started).await;
         sqlx::query("UPDATE endpoints SET parity_report = ? WHERE id = ?")
             .bind(serde_json::to_string(&report).map_err(|e| e.to_string())?)
             .bind(endpoint_id)
@@ -270,7 +287,12 @@ impl Deployer {
     }
 
     /// The parity gate against the first of `started`.
-    async fn parity(&self, t: &Target, model: &Model, started: &[Replica]) -> ParityReport {
+    pub(crate) async fn parity_of(
+        &self,
+        t: &Target,
+        model: &Model,
+        started: &[Replica],
+    ) -> ParityReport {
         let first = started.first();
         let url = first.and_then(|r| r.base_url.clone()).unwrap_or_default();
         let token = first.and_then(|r| r.token.clone()).unwrap_or_default();
@@ -340,10 +362,10 @@ impl Deployer {
         if let Some(checkpoint_id) = change.checkpoint_id.filter(|c| *c != t.checkpoint_id) {
             let model = self.model(checkpoint_id).await?;
             let started = self
-                .start_many(&t, &model, change.replicas)
+                .start_many(&t, &model, change.replicas, false)
                 .await
                 .map_err(|e| format!("the rollout of checkpoint {checkpoint_id} failed: {e}"))?;
-            let report = self.parity(&t, &model, &started).await;
+            let report = self.parity_of(&t, &model, &started).await;
             if !report.passed {
                 self.retire(&t, &started).await;
                 return Err(format!(
@@ -375,7 +397,8 @@ impl Deployer {
         let have = live.len() as i64;
         if change.replicas > have {
             let model = self.model(t.checkpoint_id).await?;
-            self.start_many(&t, &model, change.replicas - have).await?;
+            self.start_many(&t, &model, change.replicas - have, false)
+                .await?;
             self.refresh_route(&t).await;
         } else if change.replicas < have {
             self.retire(&t, &live[change.replicas as usize..]).await;
@@ -390,13 +413,14 @@ impl Deployer {
         Ok(())
     }
 
-    /// Starts `count` replicas of `model` side by side (new ordinals); all or none: when one fails, the
-    /// others are stopped again.
-    async fn start_many(
+    /// Starts `count` replicas of `model` side by side (new ordinals; `canary`: as the canary's); all or
+    /// none: when one fails, the others are stopped again.
+    pub(crate) async fn start_many(
         &self,
         t: &Target,
         model: &Model,
         count: i64,
+        canary: bool,
     ) -> Result<Vec<Replica>, String> {
         let next: i64 = sqlx::query_scalar(
             "SELECT COALESCE(MAX(ordinal) + 1, 0) FROM endpoint_replicas WHERE endpoint_id = ?",
@@ -406,7 +430,7 @@ impl Deployer {
         .await
         .map_err(|e| e.to_string())?;
         let results = futures_util::future::join_all(
-            (next..next + count).map(|ordinal| self.start_replica(t, model, ordinal)),
+            (next..next + count).map(|ordinal| self.start_replica(t, model, ordinal, canary)),
         )
         .await;
         let (started, failed): (Vec<_>, Vec<_>) = results.into_iter().partition(Result::is_ok);
@@ -424,9 +448,10 @@ impl Deployer {
         t: &Target,
         model: &Model,
         ordinal: i64,
+        canary: bool,
     ) -> Result<Replica, String> {
         let id = self
-            .claim_replica(t.id, ordinal)
+            .claim_replica(t.id, ordinal, canary)
             .await
             .map_err(|e| format!("replica {ordinal}: {e}"))?;
         // Its own bearer token: only the gateway and the parity gate, which hold it, can call it.
@@ -553,6 +578,7 @@ impl Deployer {
                     cluster_job: cluster_job.map(str::to_string),
                     base_url: Some(served.base_url),
                     token: Some(token),
+                    canary,
                 })
             }
             Err(message) => {
@@ -630,7 +656,12 @@ impl Deployer {
 
     /// Records replica `id` (row id) as starting, a new row for a new ordinal or a restart of a failed
     /// one; returns the row id.
-    async fn claim_replica(&self, endpoint_id: EndpointId, ordinal: i64) -> Result<i64, AppError> {
+    async fn claim_replica(
+        &self,
+        endpoint_id: EndpointId,
+        ordinal: i64,
+        canary: bool,
+    ) -> Result<i64, AppError> {
         let mut tx = write_tx(&self.db).await?;
         let existing: Option<i64> = sqlx::query_scalar(
             "SELECT id FROM endpoint_replicas WHERE endpoint_id = ? AND ordinal = ?",
@@ -661,12 +692,13 @@ impl Deployer {
             }
             None => {
                 sqlx::query_scalar(
-                    "INSERT INTO endpoint_replicas (endpoint_id, ordinal, status, status_reason, started_at)
-                     VALUES (?, ?, 'starting', 'created', ?) RETURNING id",
+                    "INSERT INTO endpoint_replicas (endpoint_id, ordinal, status, status_reason, started_at, canary)
+                     VALUES (?, ?, 'starting', 'created', ?, ?) RETURNING id",
                 )
                 .bind(endpoint_id)
                 .bind(ordinal)
                 .bind(crate::now())
+                .bind(canary)
                 .fetch_one(&mut *tx)
                 .await?
             }
@@ -711,7 +743,7 @@ impl Deployer {
 
     /// Takes `replicas` out of service: out of the route, drained of the requests they are answering,
     /// stopped, their GPUs released and their rows removed.
-    async fn retire(&self, t: &Target, replicas: &[Replica]) {
+    pub(crate) async fn retire(&self, t: &Target, replicas: &[Replica]) {
         if replicas.is_empty() {
             return;
         }
@@ -783,8 +815,14 @@ impl Deployer {
         let me = self.clone();
         tokio::spawn(async move {
             let mut backoff: HashMap<i64, (Duration, tokio::time::Instant)> = HashMap::new();
+            let mut scaler = Scaler::new();
+            let bell = scaler.bell.clone();
             loop {
-                tokio::time::sleep(WATCH_EVERY).await;
+                // A call to an endpoint at zero replicas rings the bell: no need to wait for the tick.
+                tokio::select! {
+                    _ = tokio::time::sleep(WATCH_EVERY) => {}
+                    _ = bell.notified() => {}
+                }
                 let lock = me.lock(endpoint_id);
                 // A deployment or change is replacing the replicas; look again later.
                 let Ok(_held) = lock.try_lock() else { continue };
@@ -842,8 +880,8 @@ impl Deployer {
                     .bind(r.id)
                     .execute(&me.db)
                     .await;
-                    let started = match me.model(t.checkpoint_id).await {
-                        Ok(model) => me.start_replica(&t, &model, r.ordinal).await,
+                    let started = match me.model(t.checkpoint_of(r.canary)).await {
+                        Ok(model) => me.start_replica(&t, &model, r.ordinal, r.canary).await,
                         Err(e) => Err(e),
                     };
                     match started {
@@ -859,37 +897,95 @@ impl Deployer {
                 if changed {
                     me.refresh_route(&t).await;
                 }
+                let (canary, live): (Vec<Replica>, Vec<Replica>) = me
+                    .replicas(endpoint_id)
+                    .await
+                    .into_iter()
+                    .filter(|r| r.status != EndpointStatus::Stopped)
+                    .partition(|r| r.canary);
+                scaler.tick(&me, &t, &live).await;
+                if !canary.is_empty() {
+                    super::canary::judge(&me, &t).await;
+                }
             }
         });
     }
 
-    /// Points the gateway at the endpoint's ready replicas (keeping in-flight counts of unchanged ones).
+    /// Grows the endpoint from `current` to `wanted` replicas within its workspace's caps: the new ones
+    /// warm up before they join the route. `Err`: why not (a cap, the GPU quota, a replica that did not
+    /// start), in words for the page.
+    pub(crate) async fn add_replicas(
+        &self,
+        t: &Target,
+        current: u32,
+        wanted: u32,
+    ) -> Result<(), String> {
+        let fits = async {
+            let mut conn = self.db.acquire().await?;
+            super::super::caps::replicas_fit(
+                &mut conn,
+                t.workspace_id,
+                Some(t.id),
+                i64::from(wanted),
+            )
+            .await
+        }
+        .await;
+        if let Err(e) = fits {
+            return Err(match e {
+                AppError::Internal => "the database did not answer".to_string(),
+                refused => refused.to_string(),
+            });
+        }
+        let model = self.model(t.checkpoint_id).await?;
+        self.start_many(t, &model, i64::from(wanted.saturating_sub(current)), false)
+            .await?;
+        self.refresh_route(t).await;
+        Ok(())
+    }
+
+    /// Points the gateway at the endpoint's ready replicas, stable and canary, with the canary's share
+    /// (keeping in-flight counts of unchanged ones).
     pub(crate) async fn refresh_route(&self, t: &Target) {
-        let ready: Vec<(String, String)> = sqlx::query_as(
-            "SELECT base_url, COALESCE(token, '') FROM endpoint_replicas WHERE endpoint_id = ? AND status = 'ready' AND base_url IS NOT NULL ORDER BY ordinal",
+        let ready: Vec<(String, String, bool)> = sqlx::query_as(
+            "SELECT base_url, COALESCE(token, ''), canary FROM endpoint_replicas WHERE endpoint_id = ? AND status = 'ready' AND base_url IS NOT NULL ORDER BY ordinal",
         )
         .bind(t.id)
         .fetch_all(&self.db)
         .await
         .unwrap_or_default();
+        // Read now, not from `t`: a step or a pause may have changed it since.
+        let canary: Option<sqlx::types::Json<contracts::scaling::Canary>> =
+            sqlx::query_scalar("SELECT canary FROM endpoints WHERE id = ?")
+                .bind(t.id)
+                .fetch_optional(&self.db)
+                .await
+                .ok()
+                .flatten()
+                .flatten();
         let current = self.gateway.backends(&t.slug).await;
-        let backends = ready
-            .into_iter()
-            .map(|(url, token)| {
-                current
-                    .iter()
-                    .find(|b| b.base_url == url && b.token == token)
-                    .cloned()
-                    .unwrap_or_else(|| {
-                        Arc::new(Backend {
-                            base_url: url,
-                            token,
-                            outstanding: AtomicUsize::new(0),
-                        })
+        let mut route = Route {
+            canary_percent: canary.map_or(0, |c| c.0.share_percent()),
+            ..Route::default()
+        };
+        for (url, token, is_canary) in ready {
+            let backend = current
+                .iter()
+                .find(|b| b.base_url == url && b.token == token)
+                .cloned()
+                .unwrap_or_else(|| {
+                    Arc::new(Backend {
+                        base_url: url,
+                        token,
+                        outstanding: AtomicUsize::new(0),
                     })
-            })
-            .collect();
-        self.gateway.set_route(&t.slug, backends).await;
+                });
+            match is_canary {
+                true => route.canary.push(backend),
+                false => route.stable.push(backend),
+            }
+        }
+        self.gateway.set_route(&t.slug, route).await;
     }
 
     /// After a restart: ready endpoints re-attach to replicas that still answer (the watcher replaces the
@@ -913,6 +1009,7 @@ impl Deployer {
             .bind(t.id)
             .execute(&self.db)
             .await;
+            super::canary::recover(self, &t).await;
             let replicas = self.replicas(t.id).await;
             let (interrupted, kept): (Vec<Replica>, Vec<Replica>) =
                 replicas.into_iter().partition(|r| {

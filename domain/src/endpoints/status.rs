@@ -82,7 +82,8 @@ pub async fn endpoint_afresh_in(
     Ok(moved)
 }
 
-/// As [`endpoint`], and the endpoint's message is cleared when it moved: a new state says nothing of the
+/// As [`endpoint`], and the endpoint's message (and any change or canary under way) is cleared when it
+/// moved: a new state says nothing of the
 /// old one's troubles.
 pub async fn endpoint_afresh(
     conn: &mut SqliteConnection,
@@ -93,7 +94,7 @@ pub async fn endpoint_afresh(
     let moved = endpoint(conn, id, to, reason, None).await?;
     if moved.is_some() {
         sqlx::query(
-            "UPDATE endpoints SET status_message = NULL, pending_change = NULL WHERE id = ?",
+            "UPDATE endpoints SET status_message = NULL, pending_change = NULL, canary = NULL WHERE id = ?",
         )
         .bind(id)
         .execute(&mut *conn)

@@ -674,3 +674,13 @@ pub async fn playground(user: &User, endpoint: &str, inputs: Value) -> (StatusCo
     )
     .await
 }
+
+/// The fields an `Invalid` answer lists its problems at, in its order.
+pub fn problem_fields(body: &Value) -> Vec<&str> {
+    body["problems"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no problems listed: {body}"))
+        .iter()
+        .map(|p| p["field"].as_str().unwrap())
+        .collect()
+}

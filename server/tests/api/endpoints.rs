@@ -41,6 +41,30 @@ pub(crate) async fn deploy(owner: &User, ws: i64, spec: Value) -> (i64, String) 
     (id, format!("{endpoints}/{id}"))
 }
 
+/// Deploys `spec` (which names its `slug`) in `ws` and waits until it is ready, with a key of no
+/// practical rate limit: its REST path, the key's secret and its public predict URL.
+pub(crate) async fn serving(
+    server: &crate::common::Server,
+    owner: &User,
+    ws: i64,
+    spec: Value,
+) -> (String, String, String) {
+    let slug = spec["slug"].as_str().expect("a slug").to_string();
+    let (_, ep) = deploy(owner, ws, spec).await;
+    owner
+        .wait_for(&ep, "ready", |d| d["summary"]["status"] == "ready")
+        .await;
+    let key = new_key(
+        owner,
+        &ep,
+        json!({ "name": "load", "rate_limit_per_minute": 1000000 }),
+    )
+    .await;
+    let secret = key["secret"].as_str().unwrap().to_string();
+    let public = server.url(&format!("/v1/endpoints/{slug}/predict"));
+    (ep, secret, public)
+}
+
 /// Creates an API key on the endpoint at `ep`; returns the answer (`secret`, `key`).
 pub(crate) async fn new_key(owner: &User, ep: &str, body: Value) -> Value {
     let (code, key) = owner.post(&format!("{ep}/keys"), body).await;

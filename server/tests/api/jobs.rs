@@ -10,8 +10,9 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 
 use crate::common::{
-    add_member, docker, eventually, owner_with_sample, playground, poll, runtime_environment,
-    with_docker, workspace_with_sample, Cli, DockerCleanup, Server, User, NO_DOCKER, PATIENCE,
+    add_member, docker, eventually, owner_with_sample, playground, poll, problem_fields,
+    runtime_environment, with_docker, workspace_with_sample, Cli, DockerCleanup, Server, User,
+    NO_DOCKER, PATIENCE,
 };
 
 fn tiny(name: &str, dataset: i64, max_steps: u32) -> Value {
@@ -1777,12 +1778,7 @@ mod on_slurm {
         let (code, body) = admin.post(clusters, bad).await;
         assert_eq!(code, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
         assert_eq!(body["code"], "cluster_settings_invalid", "{body}");
-        let fields: Vec<&str> = body["problems"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| p["field"].as_str().unwrap())
-            .collect();
+        let fields = problem_fields(&body);
         assert_eq!(fields, ["name", "cpus", "reach.known_hosts"], "{body}");
         let host = known_hosts.split_whitespace().next().unwrap();
         let wrong_key = format!("{host} ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIH8ytBmIMXBNf0bOBUjq1hwQ4sLNHbSmyZ0wbpAdP1dX\n");

@@ -5,7 +5,9 @@
 mod common;
 
 mod accounts;
+mod autoscale;
 mod bad_input;
+mod canary;
 mod cli;
 mod company_signin;
 mod datasets;

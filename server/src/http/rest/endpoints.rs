@@ -9,7 +9,7 @@ use axum::Json;
 use serde::Deserialize;
 use utoipa_axum::router::OpenApiRouter;
 
-use super::paths::{EndpointPath, KeyPath, SlugPath, WorkspacePath};
+use super::paths::{CanaryPath, EndpointPath, KeyPath, SlugPath, WorkspacePath};
 use crate::http::caller::Caller;
 use crate::http::limits::{ApiJson, ApiPath as Path};
 use contracts::error::ErrorBody;
@@ -21,8 +21,9 @@ use domain::AppState;
 /// The routes of this module, each at the path its `#[utoipa::path]` declares.
 pub fn routes() -> OpenApiRouter<AppState> {
     routes_of![
-        list, deploy; get, change, delete; playground; undeploy; redeploy; create_key; revoke_key;
-        predict
+        list, deploy; get, change, delete; playground; undeploy; redeploy; set_autoscale, stop_autoscale;
+        start_canary; canary_action;
+        create_key; revoke_key; predict
     ]
 }
 
@@ -124,6 +125,76 @@ pub async fn change(
     ))
 }
 
+/// Lets the endpoint size itself between a floor and a ceiling of replicas (a floor of 0: it stops
+/// every replica after its idle period and starts one at the next call).
+#[utoipa::path(put, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/autoscale", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(EndpointPath),
+    request_body = contracts::scaling::Autoscale,
+    responses((status = 200, body = EndpointDetail), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn set_autoscale(
+    Caller { state, actor }: Caller,
+    Path(EndpointPath { id, endpoint_id }): Path<EndpointPath>,
+    ApiJson(policy): ApiJson<contracts::scaling::Autoscale>,
+) -> Result<Json<EndpointDetail>, AppError> {
+    Ok(Json(
+        endpoints::set_autoscale(
+            &state.db,
+            &state.deployer,
+            &actor,
+            id,
+            endpoint_id,
+            Some(policy),
+        )
+        .await?,
+    ))
+}
+
+/// Turns autoscaling off: the endpoint keeps the replicas it runs now (one, if it was at zero).
+#[utoipa::path(delete, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/autoscale", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(EndpointPath),
+    responses((status = 200, body = EndpointDetail), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn stop_autoscale(
+    Caller { state, actor }: Caller,
+    Path(EndpointPath { id, endpoint_id }): Path<EndpointPath>,
+) -> Result<Json<EndpointDetail>, AppError> {
+    Ok(Json(
+        endpoints::set_autoscale(&state.db, &state.deployer, &actor, id, endpoint_id, None).await?,
+    ))
+}
+
+/// Starts a canary: the checkpoint's replicas start beside the stable ones, pass the parity gate, then
+/// take the steps' shares of calls, judged against the stable version on each step.
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/canary", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(EndpointPath),
+    request_body = contracts::scaling::CanarySpec,
+    responses((status = 200, body = EndpointDetail), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn start_canary(
+    Caller { state, actor }: Caller,
+    Path(EndpointPath { id, endpoint_id }): Path<EndpointPath>,
+    ApiJson(spec): ApiJson<contracts::scaling::CanarySpec>,
+) -> Result<Json<EndpointDetail>, AppError> {
+    Ok(Json(
+        endpoints::canary::start(&state.db, &state.deployer, &actor, id, endpoint_id, spec).await?,
+    ))
+}
+
+/// Promotes, pauses, resumes or rolls back the canary under way.
+#[utoipa::path(post, path = "/api/v1/workspaces/{id}/endpoints/{endpoint_id}/canary/{action}", tag = "endpoints", security(("session" = []), ("token" = [])),
+    params(CanaryPath),
+    responses((status = 200, body = EndpointDetail), (status = 403, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn canary_action(
+    Caller { state, actor }: Caller,
+    Path(CanaryPath {
+        id,
+        endpoint_id,
+        action,
+    }): Path<CanaryPath>,
+) -> Result<Json<EndpointDetail>, AppError> {
+    Ok(Json(
+        endpoints::canary::act(&state.db, &state.deployer, &actor, id, endpoint_id, action).await?,
+    ))
+}
+
 #[derive(Debug, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PlaygroundBody {
@@ -190,7 +261,9 @@ pub async fn revoke_key(
 
 /// Classifies texts: `{"inputs": ["…", …]}` (or one text), `"return_logits": true` for logits. Needs
 /// `Authorization: Bearer <endpoint key>`. 429 when the key's rate limit or the model's queue is full,
-/// 503 when no replica is ready or the model does not answer in time.
+/// 503 when no replica is ready or the model does not answer in time. During a canary rollout the
+/// canary answers its share of calls; `X-Paddock-Canary: always` (or `never`) picks it (or not) for a
+/// tester, and `X-Paddock-Version` says which version answered.
 #[utoipa::path(post, path = "/v1/endpoints/{slug}/predict", tag = "endpoints",
     params(SlugPath),
     request_body(content = Object, description = "{\"inputs\": [\"…\"], \"return_logits\"?: bool}"),
@@ -216,14 +289,32 @@ pub async fn predict(
             message: "calling an endpoint needs its key: `Authorization: Bearer <endpoint key>`"
                 .into(),
         })?;
-    let (status, bytes) = endpoints::predict(
+    let pick = endpoints::gateway::Pick::from_header(
+        headers
+            .get("x-paddock-canary")
+            .and_then(|v| v.to_str().ok()),
+    );
+    let answered = endpoints::predict(
         &state.db,
         &state.deployer.gateway,
         &slug,
         secret.trim(),
         body,
+        pick,
     )
     .await?;
+    // Which version answered, for testers of a canary and for callers comparing answers.
+    let version = [("x-paddock-version", answered.version.as_str())];
+    let (status, bytes) = match answered.outcome {
+        Ok(answer) => answer,
+        Err(e) => return Ok((version, e).into_response()),
+    };
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
-    Ok((status, [(header::CONTENT_TYPE, "application/json")], bytes).into_response())
+    Ok((
+        status,
+        version,
+        [(header::CONTENT_TYPE, "application/json")],
+        bytes,
+    )
+        .into_response())
 }

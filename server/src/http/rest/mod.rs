@@ -98,7 +98,8 @@ fn documented() -> (Router<AppState>, Router<AppState>, utoipa::openapi::OpenApi
     info(title = "Paddock API", description = "Self-hosted MLOps for Chinese NLP teams. Authenticate with the session \
         cookie from /api/v1/auth/signin, or with `Authorization: Bearer <personal API token>`. Errors are \
         `{code, message, field?}` with a stable `code`."),
-    components(schemas(ErrorBody)),
+    // Schemas only a path parameter names (utoipa collects those of bodies and answers by itself).
+    components(schemas(ErrorBody, contracts::scaling::CanaryAction)),
     modifiers(&SecuritySchemes),
     tags(
         (name = "auth", description = "Accounts and sessions"),

@@ -59,6 +59,12 @@ path_params! {
     PretrainedPath { id: WorkspaceId = "workspace id", model_id: PretrainedId = "pretrained model id" }
     /// `/workspaces/{id}/endpoints/{endpoint_id}`.
     EndpointPath { id: WorkspaceId = "workspace id", endpoint_id: EndpointId = "endpoint id" }
+    /// `/workspaces/{id}/endpoints/{endpoint_id}/canary/{action}`.
+    CanaryPath {
+        id: WorkspaceId = "workspace id",
+        endpoint_id: EndpointId = "endpoint id",
+        action: contracts::scaling::CanaryAction = "`promote`, `pause`, `resume` or `roll_back`",
+    }
     /// `/workspaces/{id}/endpoints/{endpoint_id}/keys/{key_id}`.
     KeyPath { id: WorkspaceId = "workspace id", endpoint_id: EndpointId = "endpoint id", key_id: KeyId = "key id" }
     /// `/v1/endpoints/{slug}`: the gateway's public name of an endpoint.

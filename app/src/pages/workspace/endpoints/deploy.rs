@@ -92,6 +92,7 @@ impl DeployValues {
             precision: self.precision.clone(),
             cluster: Some(self.cluster.trim().to_string()).filter(|c| !c.is_empty()),
             partition: Some(self.partition.trim().to_string()).filter(|p| !p.is_empty()),
+            autoscale: None,
         })
     }
 }

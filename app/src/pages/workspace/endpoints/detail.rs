@@ -18,10 +18,12 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_navigate;
 
+use super::canary::CanaryCard;
 use super::keys::KeysCard;
 use super::manage::{rollout_choices, ManageCard};
 use super::metrics::{MetricsCard, Sample};
 use super::playground::Playground;
+use super::scaling::ScalingCard;
 use super::usage::UsageCard;
 use super::EndpointStatusBadge;
 use crate::api::{
@@ -133,7 +135,9 @@ fn EndpointView(
         <PageHeader title=move || name.get() lead=move || view! { <code data-testid="endpoint-predict-path">{lead.clone()}</code> } />
         {(!can_edit).then(|| view! { <p class="notice notice-info" data-testid="endpoint-read-only">{t!(i18n, endpoint_detail.editors_only)}</p> })}
         <StatusCard live jobs steps can_edit />
-        {can_edit.then(|| view! { <ManageCard live choices /> })}
+        {can_edit.then(|| view! { <ManageCard live choices=choices.clone() /> })}
+        <CanaryCard live choices can_edit />
+        <ScalingCard live can_edit />
         <ReplicasCard live />
         <MetricsCard metrics samples />
         <Playground workspace_id endpoint_id ready task />

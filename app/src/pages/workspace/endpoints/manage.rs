@@ -40,6 +40,8 @@ pub fn ManageCard(live: RwSignal<EndpointDetail>, choices: Vec<Choice>) -> impl 
     let status = Memo::new(move |_| live.with(|d| d.summary.status));
     let starting = Memo::new(move |_| status.get() == EndpointStatus::Starting);
     let current = Memo::new(move |_| live.with(|d| d.summary.checkpoint_id));
+    // An endpoint that sizes itself is scaled through its policy (the scaling card), not by hand.
+    let autoscaled = Memo::new(move |_| live.with(|d| d.summary.autoscale.is_some()));
     let replicas = RwSignal::new(live.with_untracked(|d| d.summary.replicas.to_string()));
     let checkpoint = RwSignal::new(live.with_untracked(|d| d.summary.checkpoint_id.to_string()));
     let change = ServerAction::<ChangeEndpoint>::new();
@@ -86,7 +88,7 @@ pub fn ManageCard(live: RwSignal<EndpointDetail>, choices: Vec<Choice>) -> impl 
                 _ => Some(view! { <p class="hint" data-testid="manage-note">{t!(i18n, endpoint_detail.manage_next_deploy)}</p> }.into_any()),
             }}
             <div class="manage-grid">
-                <form class="form" data-testid="scale-form" on:submit=scale novalidate>
+                <form class="form" data-testid="scale-form" on:submit=scale novalidate hidden=move || autoscaled.get()>
                     <div class="field">
                         <label for="scale-replicas">{t!(i18n, endpoint_detail.scale_label)}</label>
                         <div class="inline-control">

@@ -5,10 +5,12 @@
 //! # Layout
 //! - [`list`]: the list. [`deploy`]: the Deploy button and form in the checkpoints tables.
 //! - [`detail`]: one endpoint (status, lifecycle buttons, replicas) and the polling that keeps it live;
-//!   [`manage`] scales it and rolls out another checkpoint, [`metrics`] draws its traffic,
+//!   [`manage`] scales it and rolls out another checkpoint, [`scaling`] sets its autoscaling and shows
+//!   its history, [`canary`] runs canary rollouts, [`metrics`] draws its traffic,
 //!   [`playground`] tries it, [`keys`] manages its API keys, [`usage`] shows curl and Python calls.
 //! - this file: the status badge and the URLs the pages share.
 
+pub mod canary;
 pub mod deploy;
 pub mod detail;
 pub mod keys;
@@ -16,6 +18,7 @@ pub mod list;
 pub mod manage;
 pub mod metrics;
 pub mod playground;
+pub mod scaling;
 pub mod usage;
 
 use contracts::ids::{EndpointId, WorkspaceId};
