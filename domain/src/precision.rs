@@ -1,6 +1,7 @@
 //! What the job and deploy forms offer as their precision on this server: `auto` where bf16 was measured
-//! to pay here, float32 where it was not or cannot run natively (issue 34: on a CPU with AVX512-BF16 but
-//! no AMX, bf16 served at 0.57–0.85× of float32).
+//! to pay here, float32 where it was not or cannot run natively (issue 34: with AVX512-BF16 and no AMX,
+//! bf16 served at 0.57–0.85× of float32 on a Xeon VM and at 1.13–1.72× on an AMD EPYC: the flags alone
+//! cannot tell).
 //!
 //! The measurement is `paddock probe-precision` (one layer of ERNIE 3.0 base, 8 rows of 128 tokens, the
 //! way runs time their own model for `auto`), made at first use, once per kind of work, and kept for the

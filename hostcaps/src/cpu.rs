@@ -3,8 +3,8 @@
 //! - **AMX** (Sapphire Rapids and later Xeons): oneDNN runs bf16 matmuls on tile units, several times
 //!   faster than float32;
 //! - **AVX512-BF16 alone** (Cooper Lake, Zen 4, and virtual machines that do not pass AMX through): the
-//!   instructions exist, but libtorch's bf16 path converts around them and is measured *slower* than
-//!   float32 for ERNIE's shapes (issue 34: 0.57–0.85× in serving on a 2-core Xeon);
+//!   instructions exist, and whether libtorch's bf16 path beats float32 depends on the CPU: on a 2-core
+//!   Xeon VM it served ERNIE at 0.57–0.85× of float32, on a 2-core AMD EPYC at 1.13–1.72× (issue 34);
 //! - **neither**: bf16 is emulated, slower still, and Paddock refuses it on the CPU.
 //!
 //! Which of the first two pays for a given model is measured (`trainer::precision_probe`); this module

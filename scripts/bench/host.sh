@@ -1,7 +1,8 @@
 #!/bin/bash
 # One line naming the machine a benchmark's figures hold on: the CPU, its cores, the flags that decide
-# whether bf16 pays on it (AVX512-BF16 alone was measured slower than fp32; AMX tiles make it faster, see
-# hostcaps::cpu), and the tier Paddock reads from them. Figures without this line cannot be compared.
+# whether bf16 can pay on it (AMX tiles make it faster; with AVX512-BF16 alone it was measured slower than
+# fp32 on one CPU and faster on another, see hostcaps::cpu), and the tier Paddock reads from them. Figures
+# without this line cannot be compared.
 flags=$(grep -m1 '^flags' /proc/cpuinfo)
 has() { if grep -qw "$1" <<<"$flags"; then echo yes; else echo no; fi; }
 tier=none
