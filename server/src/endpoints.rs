@@ -3,11 +3,11 @@
 //! autoscaling, start a canary and promote, pause, resume or roll it back.
 
 use anyhow::Context;
+use app::i18n::Locale;
+use app::pages::workspace::endpoints::scaling::{event_text, figures_text};
 use clap::{Args, Subcommand, ValueEnum};
 use contracts::ids::{CheckpointId, EndpointId, WorkspaceId};
-use contracts::scaling::{
-    Autoscale, CanaryAction, CanaryRule, CanarySpec, EndpointEvent, ScaleMetric,
-};
+use contracts::scaling::{Autoscale, CanaryAction, CanaryRule, CanarySpec, ScaleMetric};
 use contracts::types::{EndpointDetail, EndpointSummary};
 use reqwest::Method;
 
@@ -267,16 +267,7 @@ fn detail_text(d: &EndpointDetail) -> String {
         ));
     }
     if let Some(f) = &d.canary_figures {
-        let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
-        out.push_str(&format!(
-            "           canary {} calls, {:.1}% errors, p95 {} ms · stable {} calls, {:.1}% errors, p95 {} ms\n",
-            f.canary_requests,
-            f.canary_error_rate * 100.0,
-            ms(f.canary_p95_ms),
-            f.stable_requests,
-            f.stable_error_rate * 100.0,
-            ms(f.stable_p95_ms)
-        ));
+        out.push_str(&format!("           {}\n", figures_text(Locale::en, f)));
     }
     if !d.history.is_empty() {
         out.push_str("history\n");
@@ -286,56 +277,9 @@ fn detail_text(d: &EndpointDetail) -> String {
                 "  {}  {:<10} {}\n",
                 h.at,
                 by,
-                event_text(&h.event)
+                event_text(Locale::en, &h.event)
             ));
         }
     }
     out
-}
-
-fn event_text(event: &EndpointEvent) -> String {
-    match event {
-        EndpointEvent::Scaled {
-            from,
-            to,
-            metric,
-            load,
-            target_per_replica,
-        } => format!(
-            "scaled {from} → {to} (load {load:.2} {}, target {target_per_replica} per replica)",
-            metric.as_str()
-        ),
-        EndpointEvent::ScaleRefused { to, message } => {
-            format!("could not scale to {to}: {message}")
-        }
-        EndpointEvent::ScaledToZero { idle_secs } => format!("to zero after {idle_secs} s idle"),
-        EndpointEvent::ColdStart { cold_start_ms } => format!("cold start {cold_start_ms} ms"),
-        EndpointEvent::AutoscaleSet { policy: Some(p) } => {
-            format!("autoscale on: {}", policy_text(p))
-        }
-        EndpointEvent::AutoscaleSet { policy: None } => "autoscale off".into(),
-        EndpointEvent::CanaryStarted { checkpoint_id } => {
-            format!("canary of checkpoint {checkpoint_id} started")
-        }
-        EndpointEvent::CanaryStepped { share_percent, .. } => {
-            format!("canary passed its step, now {share_percent}% of calls")
-        }
-        EndpointEvent::CanaryPromoted { checkpoint_id, .. } => {
-            format!("checkpoint {checkpoint_id} promoted")
-        }
-        EndpointEvent::CanaryRolledBack {
-            checkpoint_id,
-            figures,
-            message,
-        } => {
-            let why = match (figures.as_ref().and_then(|f| f.fault), message) {
-                (Some(fault), _) => format!(": {fault:?}"),
-                (None, Some(m)) => format!(": {m}"),
-                (None, None) => String::new(),
-            };
-            format!("canary of checkpoint {checkpoint_id} rolled back{why}")
-        }
-        EndpointEvent::CanaryPaused => "canary paused".into(),
-        EndpointEvent::CanaryResumed => "canary resumed".into(),
-    }
 }

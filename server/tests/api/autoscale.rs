@@ -224,11 +224,12 @@ async fn a_step_load_scales_up_and_back_down_and_an_idle_endpoint_sleeps_and_wak
     assert!(text.contains("paddock_endpoint_cold_start_seconds"));
     let (code, out, err) = cli.run(&["endpoint", "show", id]);
     assert_eq!(code, Some(0), "{err}");
+    // The history in the dashboard's English words.
     for said in [
-        "cold start",
-        "to zero after",
-        "could not scale to 1",
-        "scaled 1 → ",
+        "A call woke the endpoint: cold start",
+        "every replica stopped",
+        "Wanted 1 replicas, refused",
+        "1 → ",
     ] {
         assert!(out.contains(said), "{said}: {out}");
     }

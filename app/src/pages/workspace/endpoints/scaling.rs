@@ -85,8 +85,8 @@ fn metric_text(locale: Locale, metric: ScaleMetric) -> String {
     }
 }
 
-/// One history line in the reader's language.
-fn event_text(locale: Locale, event: &EndpointEvent) -> String {
+/// One history line in the reader's language (the CLI's `paddock endpoint show` prints the English).
+pub fn event_text(locale: Locale, event: &EndpointEvent) -> String {
     match event {
         EndpointEvent::Scaled {
             from,
