@@ -73,8 +73,12 @@ fn default_idle() -> u32 {
     600
 }
 fn default_cold_wait() -> u32 {
-    60
+    DEFAULT_COLD_START_WAIT_SECS
 }
+
+/// How long a call waits for a replica of an endpoint at zero when no policy says (also an endpoint whose
+/// autoscaling was turned off while it slept).
+pub const DEFAULT_COLD_START_WAIT_SECS: u32 = 60;
 
 impl Autoscale {
     /// Every broken rule, each at its field under `at` (`autoscale.max_replicas`).

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use contracts::ids::EndpointId;
-use contracts::scaling::{Autoscale, EndpointEvent, ScaleMetric};
+use contracts::scaling::{Autoscale, EndpointEvent, ScaleMetric, DEFAULT_COLD_START_WAIT_SECS};
 
 use super::gateway::LoadReading;
 use super::history;
@@ -82,7 +82,7 @@ impl Scaler {
             && idle >= Duration::from_secs(u64::from(policy.idle_after_secs))
         {
             d.retire(t, live).await;
-            self.moved(d, t, 0, None).await;
+            self.moved(d, t, 0, None, None).await;
             history::record_quietly(
                 &d.db,
                 t.id,
@@ -136,6 +136,7 @@ impl Scaler {
                     d,
                     t,
                     wanted,
+                    None,
                     Some(EndpointEvent::Scaled {
                         from: current,
                         to: wanted,
@@ -157,23 +158,21 @@ impl Scaler {
         match d.add_replicas(t, 0, wanted).await {
             Ok(()) => {
                 d.gateway.woken(&t.slug);
-                let event = match waiting {
-                    Some(since) => {
-                        let cold = since.elapsed();
-                        let cold_start_ms = cold.as_millis() as u64;
-                        let _ = sqlx::query("UPDATE endpoints SET cold_start_ms = ? WHERE id = ?")
-                            .bind(cold_start_ms as i64)
-                            .bind(t.id)
-                            .execute(&d.db)
-                            .await;
-                        metrics::histogram!("paddock_endpoint_cold_start_seconds", "endpoint" => t.id.to_string())
-                            .record(cold.as_secs_f64());
-                        decided(t.id, "wake");
-                        Some(EndpointEvent::ColdStart { cold_start_ms })
-                    }
-                    None => None,
-                };
-                self.moved(d, t, wanted, event).await;
+                let cold_start = waiting.map(|since| {
+                    let cold = since.elapsed();
+                    metrics::histogram!("paddock_endpoint_cold_start_seconds", "endpoint" => t.id.to_string())
+                        .record(cold.as_secs_f64());
+                    decided(t.id, "wake");
+                    cold.as_millis() as u64
+                });
+                self.moved(
+                    d,
+                    t,
+                    wanted,
+                    cold_start,
+                    cold_start.map(|cold_start_ms| EndpointEvent::ColdStart { cold_start_ms }),
+                )
+                .await;
                 // Idleness counts from the wake, not from before the sleep.
                 self.started = Instant::now();
             }
@@ -186,19 +185,23 @@ impl Scaler {
         }
     }
 
-    /// The endpoint now runs `replicas`; `event` (if any) goes to its history.
+    /// The endpoint now runs `replicas`, after a cold start of `cold_start_ms` if it woke; `event` (if
+    /// any) goes to its history.
     async fn moved(
         &mut self,
         d: &Arc<Deployer>,
         t: &Target,
         replicas: u32,
+        cold_start_ms: Option<u64>,
         event: Option<EndpointEvent>,
     ) {
         self.refused = None;
         let _ = sqlx::query(
-            "UPDATE endpoints SET replicas = ?, status_message = NULL, updated_at = ? WHERE id = ?",
+            "UPDATE endpoints SET replicas = ?, cold_start_ms = COALESCE(?, cold_start_ms), \
+             status_message = NULL, updated_at = ? WHERE id = ?",
         )
         .bind(i64::from(replicas))
+        .bind(cold_start_ms.map(|ms| ms as i64))
         .bind(crate::now())
         .bind(t.id)
         .execute(&d.db)
@@ -240,9 +243,6 @@ pub(crate) fn cold_start_wait(policy: Option<&Autoscale>) -> Duration {
         policy.map_or(DEFAULT_COLD_START_WAIT_SECS, |p| p.cold_start_wait_secs),
     ))
 }
-
-/// A fixed endpoint at zero (autoscaling turned off there) makes calls wait this long.
-const DEFAULT_COLD_START_WAIT_SECS: u32 = 60;
 
 /// The replicas an endpoint starts with: what was asked, moved into the policy's range (at least one,
 /// for the parity gate).
